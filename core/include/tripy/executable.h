@@ -1,0 +1,56 @@
+// Public C++ API of the runtime: load a saved executable and run it. Needs neither Python nor the
+// compiler (link tripy_runtime only).
+//
+//   auto exe = tripy::Executable::load("model.tpy");
+//   if (!exe.ok()) { std::cerr << tripy::format_error(exe.status()); return 1; }
+//   auto out = exe->run({input});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tripy/status.h"
+#include "tripy/tensor.h"
+
+namespace tripy {
+
+namespace rt {
+struct Program;
+}
+
+// What a runtime input accepts: dtype and, per dim, [min, opt, max].
+struct InputDesc {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> dim_min, dim_opt, dim_max;
+};
+
+class Executable {
+ public:
+  // The file format version this build writes; it reads this version only.
+  static constexpr uint32_t kFormatVersion = 1;
+
+  static StatusOr<Executable> load(const std::string& path);
+  static StatusOr<Executable> deserialize(const uint8_t* data, size_t size);
+  Status save(const std::string& path) const;
+  StatusOr<std::vector<uint8_t>> serialize() const;
+
+  // Validates every input (dtype, rank, each dim inside [min, max], device) and runs.
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+
+  const std::vector<InputDesc>& inputs() const;
+  const std::vector<std::string>& output_names() const;
+  Device device() const;
+
+  // Internal: the compiler builds executables from a Program and backend artifacts.
+  struct Impl;
+  explicit Executable(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tripy

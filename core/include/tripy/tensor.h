@@ -1,0 +1,53 @@
+// A tensor's memory as the runtime sees it: dtype, static shape, device and shared ownership of
+// the bytes. Used for executable inputs/outputs, constants and evaluated eager tensors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tripy/dtype.h"
+
+namespace tripy {
+
+struct Device {
+  enum class Kind : uint8_t { kCpu = 0, kGpu = 1 };
+  Kind kind = Kind::kCpu;
+  int index = 0;
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string str() const;  // "cpu" or "gpu:0"
+};
+
+// Owns (or borrows, with a keep-alive) a dense row-major buffer.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates uninitialised host memory (64-byte aligned).
+  static Tensor empty_host(DType dtype, std::vector<int64_t> shape);
+  // Wraps memory owned elsewhere; `keep_alive` is released when the last Tensor goes.
+  static Tensor borrow(void* data, DType dtype, std::vector<int64_t> shape, Device device,
+                       std::shared_ptr<void> keep_alive);
+
+  void* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  Device device() const { return device_; }
+  int64_t numel() const;
+  int64_t nbytes() const;
+  bool defined() const { return owner_ != nullptr || data_ != nullptr; }
+  const std::shared_ptr<void>& owner() const { return owner_; }
+
+ private:
+  void* data_ = nullptr;
+  DType dtype_ = DType::kFloat32;
+  std::vector<int64_t> shape_;
+  Device device_;
+  std::shared_ptr<void> owner_;
+};
+
+int64_t numel_of(const std::vector<int64_t>& shape);
+
+}  // namespace tripy

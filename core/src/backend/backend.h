@@ -1,0 +1,51 @@
+// The backend interface: one implementation per device kind (cpu, cuda) behind two calls.
+// build() runs at compile time (e.g. NVRTC, tactic timing) and may produce artifacts that are
+// saved with the executable; load() runs at load time and needs no compiler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/program.h"
+#include "tripy/status.h"
+#include "tripy/tensor.h"
+
+namespace tripy::rt {
+
+// Named binary sections a backend stores in the executable (e.g. "cuda.cubin", "cuda.meta").
+using Artifacts = std::map<std::string, std::vector<uint8_t>>;
+
+struct BuildOptions {
+  int optimization_level = 3;
+};
+
+// A program prepared to run on one device.
+class LoadedProgram {
+ public:
+  virtual ~LoadedProgram() = default;
+  // `inputs` are validated and on this device; `slots` is the evaluated shape program.
+  // Returns the outputs, on this device.
+  virtual StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
+                                            const std::vector<int64_t>& slots) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device::Kind kind() const = 0;
+  virtual bool available() const = 0;
+  virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
+  virtual StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
+                                                        const Artifacts& artifacts) = 0;
+  // Host <-> device copies for tp.copy and for eager inputs.
+  virtual StatusOr<Tensor> copy_from_host(const Tensor& host) = 0;
+  virtual StatusOr<Tensor> copy_to_host(const Tensor& device) = 0;
+};
+
+// The backend for a device kind; nullptr when this build or machine has none.
+Backend* backend_for(Device::Kind kind);
+
+}  // namespace tripy::rt

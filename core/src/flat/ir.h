@@ -1,0 +1,93 @@
+// FlatIR: the small, closed set of primitives that Trace ops lower to and that passes rewrite.
+// A Graph is SSA in topological order; every op carries an Origin that says which user line it
+// came from and, for ops that lowering inserted, why.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/dim.h"
+#include "runtime/program.h"
+#include "tripy/dtype.h"
+#include "tripy/status.h"
+#include "tripy/tensor.h"
+
+namespace tripy::flat {
+
+using ValueId = int32_t;
+using rt::EwOp;
+
+enum class OpKind : uint8_t {
+  kParameter,    // runtime input number `index`
+  kConstant,     // `constant` (host tensor; rank 0 for scalars, broadcast explicitly)
+  kIota,         // index along dims[0] of the result shape
+  kElementwise,  // `fn` in unary/binary/compare/select/convert; operands share the result shape
+  kBroadcast,    // operand dim i -> result dim dims[i] (size equal, or 1 to broadcast)
+  kReshape,      // same elements, row-major, result shape
+  kTranspose,    // result dim i = operand dim dims[i]
+  kSlice,        // starts/limits/steps per operand dim
+  kConcatenate,  // along dims[0]
+  kReduce,       // `fn` in kReduce*, over dims (sorted); reduced dims are removed
+  kDot,          // [b..., M, K] x [b..., K, N] -> [b..., M, N], batch dims broadcast
+  kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
+};
+const char* op_kind_name(OpKind kind);
+
+// Why an op exists: the Trace op (and user line) it was lowered from, and for ops that lowering
+// inserted beyond the obvious, the reason.
+struct Origin {
+  SourceRef where;                       // the Trace op's call site
+  std::string trace_op;                  // "'+'", "softmax", "Linear"
+  std::string reason;                    // "broadcast the right operand of '+' to (3, 4)"
+  std::vector<SourceRef> input_sources;  // where each input of the Trace op was created
+  std::vector<std::string> input_descs;  // "t1: [shape=(3, 3), dtype=float32]"
+};
+using OriginRef = std::shared_ptr<const Origin>;
+
+struct Value {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  int32_t def = -1;  // index of the defining op
+};
+
+struct Op {
+  OpKind kind = OpKind::kElementwise;
+  EwOp fn = EwOp::kAdd;  // kElementwise and kReduce
+  std::vector<ValueId> operands;
+  ValueId result = -1;
+  std::vector<int64_t> dims;
+  std::vector<Dim> starts, limits, steps;  // kSlice
+  Tensor constant;                         // kConstant
+  int32_t index = 0;                       // kParameter
+  OriginRef origin;
+};
+
+struct Graph {
+  SymbolTable symbols;
+  std::vector<Value> values;
+  std::vector<Op> ops;  // topological order
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  std::vector<std::string> input_names;  // parallel to inputs (Python parameter names)
+
+  // Appends `op` with a fresh result value and returns that value's id.
+  ValueId add(Op op, DType dtype, Shape shape);
+  const Value& value(ValueId v) const { return values[v]; }
+  const Op& def(ValueId v) const { return ops[values[v].def]; }
+  // Number of uses of each value (outputs count as uses).
+  std::vector<int32_t> use_counts() const;
+  std::string str() const;
+};
+
+// Text form, one op a line:
+//   %3 : f32[s0, 8] = add(%1, %2)
+//   %4 : f32[s0] = reduce_sum(%3) {dims = [1]}
+// parse_graph() reads what str() writes (constants of up to 64 elements are printed in full).
+StatusOr<Graph> parse_graph(std::string_view text);
+// Checks types, shapes and operand order of every op; passes run it in debug builds.
+Status verify(const Graph& graph);
+
+}  // namespace tripy::flat

@@ -1,0 +1,146 @@
+// The Program: what the compiler hands to a backend. Backend-neutral, serialisable, and free of
+// compiler types: an ordered list of kernels over planned buffers, plus a shape program that
+// computes every dynamic size ("slot") from the actual input shapes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tripy/status.h"
+#include "tripy/tensor.h"
+
+namespace tripy::rt {
+
+// Index into the slot vector that the shape program fills.
+using Slot = int32_t;
+
+// slots[i] = op(...): kConst -> a; kInputDim -> input a, dim b; others -> slots[a] op slots[b].
+// Instructions only reference earlier slots.
+struct ShapeInstr {
+  enum class Op : uint8_t { kConst, kInputDim, kAdd, kSub, kMul, kFloorDiv, kCeilDiv, kMod, kMax, kMin };
+  Op op = Op::kConst;
+  int64_t a = 0, b = 0;
+};
+
+struct InputSpec {
+  std::string name;  // the Python parameter name
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> dim_min, dim_opt, dim_max;  // per dim; static dims have min == max
+  std::vector<std::string> dim_names;              // NamedDimension name, or "" per dim
+};
+
+// A run-time condition the compiler could not prove: the two slots must be equal (kEqual), or
+// equal or one of them 1 (kBroadcast). `message` is the user-facing explanation.
+struct ShapeCheck {
+  enum class Kind : uint8_t { kEqual, kBroadcast };
+  Kind kind = Kind::kEqual;
+  Slot a = 0, b = 0;
+  std::string message;
+  int32_t source = -1;  // index into Program::sources
+};
+
+struct BufferDesc {
+  enum class Kind : uint8_t {
+    kInput,     // index = runtime input number
+    kConstant,  // index = Program::constants entry
+    kTemp,      // lives in the arena at `offset`
+    kOutput,    // index = output number; allocated per call and handed to the caller
+    kAlias,     // same bytes as buffer `index`, another shape (reshape/squeeze are free)
+  };
+  Kind kind = Kind::kTemp;
+  int32_t index = 0;
+  DType dtype = DType::kFloat32;
+  std::vector<Slot> shape;
+  int64_t offset = 0;     // kTemp only; 256-byte aligned
+  int64_t max_bytes = 0;  // upper bound over the input ranges
+};
+
+// Instruction set of fused kernels. The order is part of the file format: append only.
+enum class EwOp : uint8_t {
+  kLoad, kConst, kIota,
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kErf, kSin, kCos, kFloor, kCeil, kRound,
+  kSign, kNot,
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kRem, kFloorDiv, kAnd, kOr, kXor,
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  kSelect, kConvert,
+  kReduceSum, kReduceProd, kReduceMax, kReduceMin,
+  kNumOps
+};
+const char* ew_op_name(EwOp op);
+bool is_reduction(EwOp op);
+
+// One SSA instruction; its result is register number = its index in FusedProgram::instrs.
+//   kLoad: a = fused input index        kConst: imm        kIota: a = domain axis
+//   unary: a   binary/compare: a, b     kSelect: a ? b : c  kConvert: a (to `dtype`)
+//   kReduce*: a, reduced over domain axes [reduce_from, rank); the result is per row.
+// `dtype` is the result type; operands of binary ops share a dtype; compares give kBool.
+struct Instr {
+  EwOp op = EwOp::kConst;
+  DType dtype = DType::kFloat32;
+  int32_t a = -1, b = -1, c = -1;
+  double imm = 0;
+};
+
+// A fused elementwise/row-reduction group. It iterates over `domain`; row-level registers (the
+// reductions and what depends only on them) are per index of domain[0, reduce_from), and may be
+// used by element-level instructions (broadcast back along the reduced axes).
+struct FusedProgram {
+  std::vector<Slot> domain;
+  int32_t reduce_from = 0;  // == domain.size() when there is no reduction
+  // For each kernel input, for each of its dims: the domain axis it runs along. A dim whose
+  // run-time size is 1 while the domain's is not is broadcast (stride 0).
+  std::vector<std::vector<int32_t>> input_axes;
+  std::vector<Instr> instrs;
+  // For each kernel output: the register stored. Element-level outputs have the domain's shape,
+  // row-level outputs the shape domain[0, reduce_from) (as the output buffer's shape says).
+  std::vector<int32_t> output_regs;
+};
+
+enum class Activation : uint8_t { kNone = 0, kRelu = 1, kGelu = 2 /* erf form */ };
+
+// out[b..., m, n] = act(sum_k lhs[b..., m, k] * rhs[b..., k, n] + bias[n]); leading batch dims
+// broadcast numpy-style; transposes swap the last two dims of that operand.
+struct DotAttrs {
+  bool transpose_lhs = false, transpose_rhs = false;
+  bool has_bias = false;  // bias is Kernel::inputs[2], shape [N]
+  Activation activation = Activation::kNone;
+};
+
+enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy };
+
+struct Kernel {
+  KernelKind kind = KernelKind::kFused;
+  std::string name;  // e.g. "fused_mul_erf_add", for logs and generated code
+  std::vector<int32_t> inputs, outputs;  // buffer ids
+  FusedProgram fused;                    // kFused
+  DotAttrs dot;                          // kDot
+  std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
+  std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
+  int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis))
+  int32_t source = -1;                   // index into Program::sources
+};
+
+struct Program {
+  std::vector<ShapeInstr> shape_program;
+  std::vector<InputSpec> inputs;
+  std::vector<std::vector<Slot>> input_shapes;  // slot of each input dim
+  std::vector<ShapeCheck> checks;
+  std::vector<BufferDesc> buffers;
+  std::vector<int32_t> outputs;  // buffer ids, each of kind kOutput
+  std::vector<std::string> output_names;
+  std::vector<Kernel> kernels;
+  std::vector<Tensor> constants;  // host tensors
+  int64_t arena_bytes = 0;
+  std::vector<SourceInfo> sources;
+
+  // Fills `slots` from the actual input shapes (the inputs must match `inputs` in rank).
+  void eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t>& slots) const;
+  std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
+};
+
+// Checks the program's internal consistency (indices in range, kinds coherent); a loaded file
+// that passes this cannot make a backend read out of bounds.
+Status validate_program(const Program& program);
+
+}  // namespace tripy::rt
