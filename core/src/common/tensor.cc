@@ -1,0 +1,46 @@
+// Host allocation and views for tripy::Tensor.
+#include "tripy/tensor.h"
+
+#include <cstdlib>
+
+namespace tripy {
+
+std::string Device::str() const {
+  return kind == Kind::kCpu ? "cpu" : "gpu:" + std::to_string(index);
+}
+
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Tensor::numel() const { return numel_of(shape_); }
+int64_t Tensor::nbytes() const { return numel() * dtype_size(dtype_); }
+
+Tensor Tensor::empty_host(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  // Round up so the size is a multiple of the alignment, as aligned_alloc requires; never 0.
+  size_t bytes = static_cast<size_t>(t.nbytes());
+  bytes = (bytes + 63) / 64 * 64;
+  if (bytes == 0) bytes = 64;
+  void* p = std::aligned_alloc(64, bytes);
+  t.data_ = p;
+  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return t;
+}
+
+Tensor Tensor::borrow(void* data, DType dtype, std::vector<int64_t> shape, Device device,
+                      std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.data_ = data;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.device_ = device;
+  t.owner_ = keep_alive ? std::move(keep_alive) : std::shared_ptr<void>(data, [](void*) {});
+  return t;
+}
+
+}  // namespace tripy
