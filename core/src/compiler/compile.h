@@ -1,0 +1,24 @@
+// The compiler's back half: FlatIR graph -> passes -> Program -> backend build -> Executable.
+// Trace lowering (the front half) produces the graph; eager mode and tp.compile both end here.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "flat/ir.h"
+#include "tripy/executable.h"
+#include "tripy/status.h"
+
+namespace tripy {
+
+struct CompileOptions {
+  Device device;
+  int optimization_level = 3;
+  // Called with (stage, text) after each stage ("flat", "flat.optimized", "program", ...) when set;
+  // the frontend's logger and TRIPY_DEBUG use it.
+  std::function<void(const std::string&, const std::string&)> dump;
+};
+
+StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options);
+
+}  // namespace tripy
