@@ -65,8 +65,17 @@ struct Op {
   OriginRef origin;
 };
 
+// A run-time condition lowering could not prove (dynamic dims): becomes an rt::ShapeCheck.
+struct ShapeAssertion {
+  rt::ShapeCheck::Kind kind = rt::ShapeCheck::Kind::kEqual;
+  Dim a, b;
+  std::string message;
+  OriginRef origin;
+};
+
 struct Graph {
   SymbolTable symbols;
+  std::vector<ShapeAssertion> assertions;
   std::vector<Value> values;
   std::vector<Op> ops;  // topological order
   std::vector<ValueId> inputs;
