@@ -1,0 +1,154 @@
+"""Tripy's logger: severity levels plus named debug flags (IR dumps, timings, kernel source).
+
+Messages are formatted only when they will be shown: pass a callable to defer building an
+expensive message (an IR dump, say) until the flag is known to be on.
+"""
+
+import contextlib
+import difflib
+import os
+import sys
+
+from tripy.exception import TripyException
+
+# Ordered least to most severe: enabling a level enables every level after it.
+LEVELS = ("verbose", "info", "warning", "error")
+# Independent switches, off unless named (or unless "verbose" turns everything on).
+FLAGS = ("trace", "ir", "timing", "kernels")
+DEFAULT_LEVEL = "warning"
+
+# TRIPY_DEBUG=N turns on the flags of every step up to N.
+_DEBUG_FLAGS = {1: ("timing",), 2: ("ir", "trace"), 3: ("kernels",)}
+
+
+def _debug_flags(value):
+    try:
+        depth = int(value or 0)
+    except ValueError:
+        raise TripyException(f"TRIPY_DEBUG must be an integer from 0 to 3, but got: {value!r}.") from None
+    return {flag for step, flags in _DEBUG_FLAGS.items() if step <= depth for flag in flags}
+
+
+def _unknown_name(name):
+    known = LEVELS + FLAGS
+    message = f"Unknown verbosity: {name!r}. Known verbosities are: {', '.join(known)}."
+    close = difflib.get_close_matches(str(name), known, n=1)
+    if close:
+        message += f" Did you mean: {close[0]!r}?"
+    return TripyException(message)
+
+
+def _expand(spec):
+    """The set of enabled levels and flags for a verbosity given as one name or a set of names."""
+    names = {spec} if isinstance(spec, str) else set(spec)
+    for name in names:
+        if name not in LEVELS and name not in FLAGS:
+            raise _unknown_name(name)
+    if "verbose" in names:
+        return frozenset(LEVELS + FLAGS)
+    lowest = min((LEVELS.index(name) for name in names if name in LEVELS), default=LEVELS.index(DEFAULT_LEVEL))
+    return frozenset(LEVELS[lowest:]) | frozenset(name for name in names if name in FLAGS)
+
+
+class Logger:
+    """
+    Tripy's logger, available as ``tp.logger``.
+
+    ``verbosity`` is a level (``"verbose"``, ``"info"``, ``"warning"``, ``"error"``: that level and
+    every more severe one), a set mixing a level with flags (``"trace"``, ``"ir"``, ``"timing"``,
+    ``"kernels"``), or a dict from module names to either of those, with ``""`` for the rest.
+    The environment variable ``TRIPY_DEBUG=1..3`` adds flags to the default (1: timing,
+    2: also ir and trace, 3: also kernels).
+
+    Example::
+
+        import tripy as tp
+
+        with tp.logger.use_verbosity({"info", "ir"}):
+            tp.logger.info("shown")
+            tp.logger.log("ir", lambda: "an IR dump, built only because 'ir' is on")
+            tp.logger.verbose("hidden")
+        with tp.logger.use_verbosity({"": "error", "my_app": "verbose"}):
+            assert not tp.logger.is_enabled("warning", module="tripy.frontend")
+            assert tp.logger.is_enabled("ir", module="my_app.models")
+    """
+
+    def __init__(self, verbosity=None):
+        if verbosity is None:
+            verbosity = {DEFAULT_LEVEL, *_debug_flags(os.environ.get("TRIPY_DEBUG"))}
+        self.verbosity = verbosity
+
+    @property
+    def verbosity(self):
+        return self._spec
+
+    @verbosity.setter
+    def verbosity(self, spec):
+        if isinstance(spec, dict):
+            by_module = {str(module): _expand(value) for module, value in spec.items()}
+        else:
+            by_module = {"": _expand(spec)}
+        by_module.setdefault("", _expand(DEFAULT_LEVEL))
+        self._spec = spec
+        # With one entry every module sees the same set, so no caller lookup is needed.
+        self._uniform = by_module[""] if len(by_module) == 1 else None
+        self._by_module = by_module
+        self._module_cache = {}
+
+    @contextlib.contextmanager
+    def use_verbosity(self, spec):
+        """Sets ``verbosity`` for the body of a ``with`` block, then restores it."""
+        previous = self._spec
+        self.verbosity = spec
+        try:
+            yield self
+        finally:
+            self.verbosity = previous
+
+    def _enabled_for_module(self, module):
+        enabled = self._module_cache.get(module)
+        if enabled is None:
+            # The longest configured prefix that ends at a dot boundary wins.
+            best = ""
+            for prefix in self._by_module:
+                if len(prefix) > len(best) and (module == prefix or module.startswith(prefix + ".")):
+                    best = prefix
+            enabled = self._module_cache[module] = self._by_module[best]
+        return enabled
+
+    def is_enabled(self, flag, module=None, _depth=1):
+        """
+        Whether messages under ``flag`` (a level or a flag) are shown for ``module`` (by default,
+        the calling module).
+        """
+        if flag not in LEVELS and flag not in FLAGS:
+            raise _unknown_name(flag)
+        enabled = self._uniform
+        if enabled is None:
+            if module is None:
+                module = sys._getframe(_depth).f_globals.get("__name__", "")
+            enabled = self._enabled_for_module(module)
+        return flag in enabled
+
+    def log(self, flag, message, _depth=2):
+        """Prints ``message`` (a string, or a callable returning one) if ``flag`` is enabled."""
+        if not self.is_enabled(flag, _depth=_depth):
+            return
+        if callable(message):
+            message = message()
+        print(f"[tripy][{flag}] {message}", file=sys.stderr)
+
+    def verbose(self, message):
+        self.log("verbose", message, _depth=3)
+
+    def info(self, message):
+        self.log("info", message, _depth=3)
+
+    def warning(self, message):
+        self.log("warning", message, _depth=3)
+
+    def error(self, message):
+        self.log("error", message, _depth=3)
+
+
+logger = Logger()

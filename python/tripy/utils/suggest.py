@@ -1,0 +1,105 @@
+"""Builds the AttributeError for a missing name, pointing at the one spelling Tripy does provide.
+
+Tripy exposes each operation once (``tp.softmax``, never ``Tensor.softmax``), so reaching for
+another spelling should say where the real one lives rather than just fail.
+"""
+
+import difflib
+import re
+
+# A name made of a word and a bit width, like "float16" or "int8".
+_SIZED_NAME = re.compile(r"^([A-Za-z_]+?)(\d+)$")
+
+
+class TripyAttributeError(AttributeError):
+    """
+    Raised when a Tripy object or the ``tripy`` module lacks an attribute; its message suggests
+    the name the user most likely meant.
+
+    Example::
+
+        import tripy as tp
+
+        try:
+            tp.Tensor([1.0, 2.0]).softmax
+        except AttributeError as err:
+            assert "Did you mean: 'tripy.softmax'?" in str(err)
+    """
+
+
+def _same_family(attr, candidates):
+    """Best match among candidates differing from ``attr`` only in their bit width (int16 -> int32)."""
+    match = _SIZED_NAME.match(attr)
+    if match is None:
+        return None
+    stem, digits = match.group(1), match.group(2)
+    width = int(digits)
+    family = []
+    for candidate in candidates:
+        other = _SIZED_NAME.match(candidate)
+        if other is not None and other.group(1) == stem:
+            other_digits = other.group(2)
+            # Prefer widths written with as many digits (int16 -> int32 over int8), then the closest.
+            family.append((len(other_digits) != len(digits), abs(int(other_digits) - width), candidate))
+    return min(family)[2] if family else None
+
+
+def _closest(attr, candidates):
+    same_family = _same_family(attr, candidates)
+    if same_family is not None:
+        return same_family
+    lowered = {candidate.lower(): candidate for candidate in candidates}
+    if attr.lower() in lowered:
+        return lowered[attr.lower()]
+    matches = difflib.get_close_matches(attr, candidates, n=1)
+    return matches[0] if matches else None
+
+
+def suggestion(owner_name, attr, candidates, own_names=()):
+    """
+    The fully qualified name to suggest for ``owner_name.attr``, or None.
+
+    ``candidates`` are the public names of the ``tripy`` module; ``own_names`` are the owner's own
+    attributes (used for typos of them). A name that exists in ``tripy`` is suggested there first:
+    that is the no-redundancy rule (``Tensor.softmax`` -> ``tripy.softmax``).
+
+    Example::
+
+        from tripy.utils.suggest import suggestion
+
+        assert suggestion("tripy.Tensor", "softmax", ["softmax", "gelu"]) == "tripy.softmax"
+        assert suggestion("tripy", "int16", ["int8", "int32", "int64"]) == "tripy.int32"
+        assert suggestion("tripy.Tensor", "shap", ["softmax"], own_names=["shape"]) == "tripy.Tensor.shape"
+    """
+    candidates = [name for name in candidates if not name.startswith("_")]
+    if owner_name != "tripy" and attr in candidates:
+        return f"tripy.{attr}"
+    own = _closest(attr, [name for name in own_names if not name.startswith("_")])
+    if own is not None:
+        return f"{owner_name}.{own}"
+    close = _closest(attr, candidates)
+    return f"tripy.{close}" if close is not None else None
+
+
+def missing_attribute(owner_name, attr, candidates, own_names=()):
+    """
+    Builds (does not raise) the ``TripyAttributeError`` for a missing ``owner_name.attr``.
+
+    Example::
+
+        from tripy.utils.suggest import missing_attribute
+
+        err = missing_attribute("tripy.Tensor", "softmax", ["softmax", "gelu"])
+        assert str(err) == (
+            "Module: 'tripy.Tensor' does not have attribute: 'softmax'. Did you mean: 'tripy.softmax'?"
+        )
+        assert str(missing_attribute("tripy", "xyz", ["softmax"])) == (
+            "Module: 'tripy' does not have attribute: 'xyz'"
+        )
+    """
+    message = f"Module: '{owner_name}' does not have attribute: '{attr}'"
+    suggested = suggestion(owner_name, attr, candidates, own_names)
+    if suggested is not None:
+        message += f". Did you mean: '{suggested}'?"
+    # No name/obj arguments: Python would otherwise append its own "Did you mean" hint.
+    return TripyAttributeError(message)
