@@ -1,0 +1,38 @@
+// Trace -> FlatIR: collects the subgraph that produces the requested nodes and lowers each node
+// through its OpDef. Eager mode and tp.compile differ only in what evaluated tensors become.
+#pragma once
+
+#include <vector>
+
+#include "compiler/compile.h"
+#include "flat/ir.h"
+#include "trace/node.h"
+
+namespace tripy::trace {
+
+enum class LowerMode {
+  kEager,    // evaluated nodes are runtime inputs (so the compiled graph is reusable)
+  kCompile,  // evaluated nodes are frozen constants; only InputInfo nodes are runtime inputs
+};
+
+struct Lowered {
+  flat::Graph graph;
+  std::vector<NodeRef> eager_inputs;  // kEager: the evaluated nodes, in parameter order
+};
+
+StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode mode,
+                                const std::vector<NodeRef>& compile_inputs = {});
+
+// Text form of the Trace subgraph that produces `outputs` (for the `trace` log flag).
+std::string trace_str(const std::vector<NodeRef>& outputs);
+
+// Eager evaluation: compiles (or finds in the cache) the subgraph producing `node`, runs it,
+// and stores the result in node->value.
+Status evaluate(const NodeRef& node, const CompileOptions& options);
+size_t eager_cache_size();
+
+// tp.compile: lowers the traced function and compiles it.
+StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
+                                   const std::vector<std::string>& output_names, const CompileOptions& options);
+
+}  // namespace tripy::trace

@@ -1,0 +1,61 @@
+// Trace graph: what the Python frontend builds, one node per API-level op call. Each node knows
+// its dtype and symbolic shape (inferred and checked at the call) and the user's source frames.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/dim.h"
+#include "tripy/dtype.h"
+#include "tripy/status.h"
+#include "tripy/tensor.h"
+
+namespace tripy::trace {
+
+struct OpDef;
+
+// Attributes of a Trace op. One flat struct (not a map): ops read the fields they document.
+struct Attrs {
+  std::vector<int64_t> dims;  // reduce dims, permutation, squeeze dims, ...
+  Shape shape;                // target shape (full, iota, reshape, expand)
+  Shape starts, limits, steps;
+  double value = 0;  // fill value, eps, exponent
+  int64_t axis = 0;
+  bool keepdim = false;
+  DType dtype = DType::kFloat32;
+};
+
+struct Node;
+using NodeRef = std::shared_ptr<Node>;
+
+struct Node : std::enable_shared_from_this<Node> {
+  const OpDef* def = nullptr;  // nullptr for data and runtime-input nodes
+  Attrs attrs;
+  std::vector<NodeRef> inputs;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  Device device;
+  SourceRef source;
+  uint64_t id = 0;  // unique, for names like "t7" in messages
+  // Data: set for tensors made from data and for evaluated tensors. In eager evaluation such a
+  // node enters the subgraph as a runtime input; in tp.compile it is frozen as a constant.
+  Tensor value;
+  // tp.compile runtime input (InputInfo): its position and name; shapes use `symbols`.
+  int input_index = -1;
+  std::string input_name;
+  std::shared_ptr<SymbolTable> symbols;
+
+  bool evaluated() const { return value.defined(); }
+  std::string name() const { return "t" + std::to_string(id); }
+  // "t1: [shape=(3, 3), dtype=float32, loc=cpu]" — the form error notes use.
+  std::string describe() const;
+};
+
+uint64_t next_node_id();
+NodeRef make_data_node(Tensor value, SourceRef source);
+NodeRef make_input_node(int index, std::string name, DType dtype, Shape shape, Device device,
+                        std::shared_ptr<SymbolTable> symbols, SourceRef source);
+
+}  // namespace tripy::trace

@@ -1,0 +1,91 @@
+// How a Trace op is defined: one OpDef per op, holding its dtype rule (data), its shape/check
+// rule and its lowering to FlatIR, side by side. Op files register OpDefs in the registry.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flat/ir.h"
+#include "trace/node.h"
+
+namespace tripy::trace {
+
+// Which dtypes an input accepts (a bit per DType) — data, so it also documents and tests itself.
+using rt::EwOp;
+using DTypeSet = uint32_t;
+constexpr DTypeSet dtype_bit(DType t) { return 1u << static_cast<int>(t); }
+inline constexpr DTypeSet kFloats = dtype_bit(DType::kFloat32) | dtype_bit(DType::kFloat16) |
+                                    dtype_bit(DType::kBFloat16);
+inline constexpr DTypeSet kInts = dtype_bit(DType::kInt32) | dtype_bit(DType::kInt64) |
+                                  dtype_bit(DType::kInt8);
+inline constexpr DTypeSet kBool = dtype_bit(DType::kBool);
+inline constexpr DTypeSet kNumbers = kFloats | kInts;
+inline constexpr DTypeSet kAny = kNumbers | kBool;
+std::string dtype_set_str(DTypeSet set);
+
+// Context for the shape/dtype rule of one call. The rule fills node.dtype and node.shape.
+struct InferCtx {
+  Node& node;
+  const std::vector<NodeRef>& in() const { return node.inputs; }
+  const Shape& shape(int i) const { return node.inputs[i]->shape; }
+  Status error(std::string message) const { return invalid_argument(std::move(message), node.source); }
+};
+
+// Context for lowering one node: the FlatIR values of its inputs and helpers that emit ops
+// carrying this node's origin. Ops emitted with a reason are "inserted" and say why in errors.
+class LowerCtx {
+ public:
+  LowerCtx(flat::Graph& graph, const Node& node, std::vector<flat::ValueId> inputs);
+  const Node& node() const { return node_; }
+  flat::ValueId in(int i) const { return inputs_[i]; }
+  const flat::Value& value(flat::ValueId v) const { return graph_.value(v); }
+  flat::Graph& graph() { return graph_; }
+
+  flat::ValueId emit(flat::Op op, DType dtype, Shape shape, const std::string& reason = "");
+  flat::ValueId ew(EwOp fn, std::vector<flat::ValueId> operands, DType dtype);  // result shape of operand 0
+  flat::ValueId scalar(double v, DType dtype);  // rank-0 constant
+  flat::ValueId splat(double v, DType dtype, const Shape& shape);
+  // Broadcasts `v` (numpy rules: align trailing dims) to `shape`; no-op when already there.
+  flat::ValueId broadcast_to(flat::ValueId v, const Shape& shape, const std::string& reason);
+  flat::ValueId reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims);
+  flat::ValueId reshape(flat::ValueId v, Shape shape, const std::string& reason = "");
+
+ private:
+  flat::OriginRef origin(const std::string& reason);
+  flat::Graph& graph_;
+  const Node& node_;
+  std::vector<flat::ValueId> inputs_;
+  flat::OriginRef base_origin_;
+};
+
+struct OpDef {
+  std::string name;     // API name: "add", "softmax"
+  std::string display;  // how messages name it: "'+'", "softmax"
+  int min_inputs = 1, max_inputs = 1;
+  std::vector<DTypeSet> input_dtypes;  // per input (the last entry repeats); empty: any
+  bool same_dtype = true;              // all inputs share one dtype
+  Status (*infer)(InferCtx&) = nullptr;
+  StatusOr<flat::ValueId> (*lower)(LowerCtx&) = nullptr;
+};
+
+const OpDef* find_op(const std::string& name);
+std::vector<const OpDef*> all_ops();
+// Builds a node: checks arity and dtypes from the OpDef's data, then runs its rule.
+StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
+                            SourceRef source);
+
+// Registration, one call per op file (explicit, so the linker keeps every file).
+void register_op(OpDef def);
+void register_elementwise_ops();
+void register_reduce_ops();
+void register_shape_ops();
+void register_creation_ops();
+void register_matmul_ops();
+
+// Shared rule: numpy broadcasting of `a` and `b`; on failure the error explains the broadcast
+// Tripy would have inserted. Dynamic dims that can't be compared are asserted at run time.
+StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shape& b);
+// Normalises a possibly negative dim for `rank`; errors name the op.
+StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank);
+
+}  // namespace tripy::trace

@@ -1,0 +1,46 @@
+// Creation Trace ops: full (a splat of a scalar) and iota. Data tensors are data nodes, not ops.
+#include "trace/op_def.h"
+
+namespace tripy::trace {
+namespace {
+
+Status check_shape(InferCtx& ctx) {
+  for (const auto& d : ctx.node.attrs.shape)
+    if (d.is_static() && d.static_value() < 0)
+      return ctx.error(ctx.node.def->display + ": shape " + shape_str(ctx.node.attrs.shape) + " has a negative size.");
+  ctx.node.shape = ctx.node.attrs.shape;
+  ctx.node.dtype = ctx.node.attrs.dtype;
+  return ok_status();
+}
+
+StatusOr<flat::ValueId> lower_full(LowerCtx& c) {
+  return c.splat(c.node().attrs.value, c.node().dtype, c.node().shape);
+}
+
+Status infer_iota(InferCtx& ctx) {
+  TRIPY_RETURN_IF_ERROR(check_shape(ctx));
+  TRIPY_ASSIGN_OR_RETURN(ctx.node.attrs.axis,
+                         normalize_dim(ctx, ctx.node.attrs.axis, static_cast<int64_t>(ctx.node.shape.size())));
+  if (ctx.node.shape.empty()) return ctx.error("iota: the shape must have at least one dimension.");
+  return ok_status();
+}
+
+StatusOr<flat::ValueId> lower_iota(LowerCtx& c) {
+  flat::Op op;
+  op.kind = flat::OpKind::kIota;
+  op.dims = {c.node().attrs.axis};
+  // Integer and float iotas are generated directly; others through float32.
+  DType dt = c.node().dtype;
+  bool direct = dt == DType::kFloat32 || dt == DType::kInt32 || dt == DType::kInt64;
+  flat::ValueId v = c.emit(std::move(op), direct ? dt : DType::kFloat32, c.node().shape);
+  return direct ? v : c.ew(EwOp::kConvert, {v}, dt);
+}
+
+}  // namespace
+
+void register_creation_ops() {
+  register_op({"full", "full", 0, 0, {}, true, check_shape, lower_full});
+  register_op({"iota", "iota", 0, 0, {}, true, infer_iota, lower_iota});
+}
+
+}  // namespace tripy::trace

@@ -1,0 +1,217 @@
+// Reduction Trace ops (sum, prod, max, min, mean, var, all, any, argmax, argmin) and the row
+// composites built from them (softmax, layernorm), lowered to FlatIR reduce + elementwise.
+#include <algorithm>
+#include <set>
+
+#include "trace/op_def.h"
+
+namespace tripy::trace {
+namespace {
+
+struct ReduceRow {
+  const char* name;
+  EwOp fn;
+  DTypeSet dtypes;
+};
+constexpr ReduceRow kReduce[] = {
+    {"sum", EwOp::kReduceSum, kNumbers}, {"prod", EwOp::kReduceProd, kNumbers},
+    {"max", EwOp::kReduceMax, kNumbers}, {"min", EwOp::kReduceMin, kNumbers},
+    {"all", EwOp::kReduceMin, kBool},    {"any", EwOp::kReduceMax, kBool},
+};
+const ReduceRow* reduce_row(const std::string& name) {
+  for (const auto& r : kReduce)
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+// Normalises attrs.dims in place (empty means all dims) and rejects duplicates.
+Status normalize_dims(InferCtx& ctx) {
+  auto& dims = ctx.node.attrs.dims;
+  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
+  if (dims.empty())
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+  std::set<int64_t> seen;
+  for (auto& d : dims) {
+    TRIPY_ASSIGN_OR_RETURN(d, normalize_dim(ctx, d, rank));
+    if (rank == 0) continue;
+    if (!seen.insert(d).second)
+      return ctx.error("Duplicate dimension " + std::to_string(d) + " in " + ctx.node.def->display + ".");
+  }
+  if (rank == 0) dims.clear();
+  std::sort(dims.begin(), dims.end());
+  return ok_status();
+}
+
+bool is_reduced(const std::vector<int64_t>& dims, size_t i) {
+  return std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end();
+}
+
+Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!is_reduced(dims, i)) out.push_back(in[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+Status infer_reduce(InferCtx& ctx) {
+  TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
+  ctx.node.shape = reduced_shape(ctx.shape(0), ctx.node.attrs.dims, ctx.node.attrs.keepdim);
+  const std::string& n = ctx.node.def->name;
+  ctx.node.dtype = (n == "argmax" || n == "argmin") ? DType::kInt32 : ctx.in()[0]->dtype;
+  return ok_status();
+}
+
+flat::ValueId keep_dims(LowerCtx& c, flat::ValueId v) {
+  return c.node().attrs.keepdim ? c.reshape(v, c.node().shape) : v;
+}
+
+// Broadcasts a reduced value back over the reduced dims of `full`.
+flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const std::vector<int64_t>& dims) {
+  flat::Op op;
+  op.kind = flat::OpKind::kBroadcast;
+  op.operands = {v};
+  for (size_t i = 0; i < full.size(); ++i)
+    if (!is_reduced(dims, i)) op.dims.push_back(static_cast<int64_t>(i));
+  DType dt = c.value(v).dtype;
+  return c.emit(std::move(op), dt, full);
+}
+
+// The number of reduced elements as a value of `dt` (computed in the graph when dynamic).
+flat::ValueId reduced_count(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims, DType dt) {
+  const Shape& s = c.value(x).shape;
+  Dim n = 1;
+  for (int64_t d : dims) n = n * s[d];
+  if (n.is_static()) return c.scalar(static_cast<double>(n.static_value()), dt);
+  return c.reduce(EwOp::kReduceSum, c.splat(1, dt, s), dims);
+}
+
+flat::ValueId mean_of(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims) {
+  DType dt = c.value(x).dtype;
+  flat::ValueId sum = c.reduce(EwOp::kReduceSum, x, dims);
+  flat::ValueId n = c.broadcast_to(reduced_count(c, x, dims, dt), c.value(sum).shape, "");
+  return c.ew(EwOp::kDiv, {sum, n}, dt);
+}
+
+StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
+  const auto& dims = c.node().attrs.dims;
+  return keep_dims(c, c.reduce(reduce_row(c.node().def->name)->fn, c.in(0), dims));
+}
+
+StatusOr<flat::ValueId> lower_mean(LowerCtx& c) { return keep_dims(c, mean_of(c, c.in(0), c.node().attrs.dims)); }
+
+// var = sum((x - mean)^2) / (N - correction)
+StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
+  const auto& dims = c.node().attrs.dims;
+  flat::ValueId x = c.in(0);
+  DType dt = c.value(x).dtype;
+  const Shape& s = c.value(x).shape;
+  flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
+  flat::ValueId sq = c.reduce(EwOp::kReduceSum, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
+  flat::ValueId n = reduced_count(c, x, dims, dt);
+  flat::ValueId denom = c.ew(EwOp::kSub, {n, c.scalar(c.node().attrs.value, dt)}, dt);
+  return keep_dims(c, c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt));
+}
+
+// argmax = the smallest index whose value equals the max.
+StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
+  const auto& dims = c.node().attrs.dims;
+  flat::ValueId x = c.in(0);
+  const Shape& s = c.value(x).shape;
+  bool is_max = c.node().def->name == "argmax";
+  flat::ValueId best = unreduce(c, c.reduce(is_max ? EwOp::kReduceMax : EwOp::kReduceMin, x, dims), s, dims);
+  // Flattened index over the reduced dims: sum of iota(d) * stride(d).
+  flat::ValueId index = c.splat(0, DType::kInt32, s);
+  Dim stride = 1;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    flat::Op iota;
+    iota.kind = flat::OpKind::kIota;
+    iota.dims = {*it};
+    flat::ValueId i = c.emit(std::move(iota), DType::kInt32, s);
+    flat::ValueId term = i;
+    if (!stride.is_static())
+      return invalid_argument(c.node().def->display + " over several dynamic dims is not supported.", c.node().source);
+    if (stride.static_value() != 1)
+      term = c.ew(EwOp::kMul, {i, c.splat(static_cast<double>(stride.static_value()), DType::kInt32, s)}, DType::kInt32);
+    index = c.ew(EwOp::kAdd, {index, term}, DType::kInt32);
+    stride = stride * s[*it];
+  }
+  flat::ValueId hit = c.ew(EwOp::kEq, {x, best}, DType::kBool);
+  flat::ValueId big = c.splat(2147483647.0, DType::kInt32, s);
+  flat::ValueId cand = c.ew(EwOp::kSelect, {hit, index, big}, DType::kInt32);
+  return keep_dims(c, c.reduce(EwOp::kReduceMin, cand, dims));
+}
+
+Status infer_softmax(InferCtx& ctx) {
+  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
+  auto& dims = ctx.node.attrs.dims;
+  if (dims.empty()) dims = {rank == 0 ? 0 : rank - 1};
+  if (dims.size() != 1) return ctx.error("softmax takes one dim.");
+  TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
+  ctx.node.dtype = ctx.in()[0]->dtype;
+  ctx.node.shape = ctx.shape(0);
+  return ok_status();
+}
+
+// softmax = exp(x - max) / sum(exp(x - max)) along the dim.
+StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
+  const auto& dims = c.node().attrs.dims;
+  flat::ValueId x = c.in(0);
+  DType dt = c.value(x).dtype;
+  const Shape& s = c.value(x).shape;
+  flat::ValueId m = unreduce(c, c.reduce(EwOp::kReduceMax, x, dims), s, dims);
+  flat::ValueId e = c.ew(EwOp::kExp, {c.ew(EwOp::kSub, {x, m}, dt)}, dt);
+  flat::ValueId sum = unreduce(c, c.reduce(EwOp::kReduceSum, e, dims), s, dims);
+  return c.ew(EwOp::kDiv, {e, sum}, dt);
+}
+
+// layernorm(x, weight, bias): normalise over the last attrs.axis dims, then scale and shift.
+Status infer_layernorm(InferCtx& ctx) {
+  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
+  int64_t k = ctx.node.attrs.axis;
+  if (k < 1 || k > rank) return ctx.error("LayerNorm normalises " + std::to_string(k) + " dims of a rank " + std::to_string(rank) + " input.");
+  for (int i = 1; i <= 2; ++i) {
+    const Shape& p = ctx.shape(i);
+    bool match = static_cast<int64_t>(p.size()) == k;
+    for (int64_t j = 0; match && j < k; ++j) match = p[j].same_as(ctx.shape(0)[rank - k + j]);
+    if (!match)
+      return ctx.error("LayerNorm's " + std::string(i == 1 ? "weight" : "bias") + " has shape " + shape_str(p) +
+                       ", but the input's normalized dims are " +
+                       shape_str(Shape(ctx.shape(0).end() - k, ctx.shape(0).end())) + ".");
+  }
+  ctx.node.dtype = ctx.in()[0]->dtype;
+  ctx.node.shape = ctx.shape(0);
+  return ok_status();
+}
+
+StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
+  flat::ValueId x = c.in(0);
+  DType dt = c.value(x).dtype;
+  const Shape& s = c.value(x).shape;
+  int64_t rank = static_cast<int64_t>(s.size());
+  std::vector<int64_t> dims;
+  for (int64_t i = rank - c.node().attrs.axis; i < rank; ++i) dims.push_back(i);
+  flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
+  flat::ValueId var = mean_of(c, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
+  flat::ValueId eps = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(var).shape, "");
+  flat::ValueId inv = c.ew(EwOp::kRsqrt, {c.ew(EwOp::kAdd, {var, eps}, dt)}, dt);
+  flat::ValueId normed = c.ew(EwOp::kMul, {centered, unreduce(c, inv, s, dims)}, dt);
+  flat::ValueId w = c.broadcast_to(c.in(1), s, "broadcast LayerNorm's weight over the batch dims");
+  flat::ValueId b = c.broadcast_to(c.in(2), s, "broadcast LayerNorm's bias over the batch dims");
+  return c.ew(EwOp::kAdd, {c.ew(EwOp::kMul, {normed, w}, dt), b}, dt);
+}
+
+}  // namespace
+
+void register_reduce_ops() {
+  for (const auto& r : kReduce) register_op({r.name, r.name, 1, 1, {r.dtypes}, true, infer_reduce, lower_reduce});
+  register_op({"mean", "mean", 1, 1, {kFloats}, true, infer_reduce, lower_mean});
+  register_op({"var", "var", 1, 1, {kFloats}, true, infer_reduce, lower_var});
+  register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg});
+  register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg});
+  register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax});
+  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_layernorm, lower_layernorm});
+}
+
+}  // namespace tripy::trace

@@ -1,0 +1,262 @@
+// The op registry and the rules every op shares: arity and dtype checks from OpDef data,
+// numpy broadcasting with explanatory errors, and the LowerCtx emit helpers.
+#include <map>
+#include <mutex>
+
+#include "trace/op_def.h"
+
+namespace tripy::trace {
+namespace {
+
+std::map<std::string, OpDef>& registry() {
+  static std::map<std::string, OpDef> ops;
+  return ops;
+}
+
+void ensure_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_elementwise_ops();
+    register_reduce_ops();
+    register_shape_ops();
+    register_creation_ops();
+    register_matmul_ops();
+  });
+}
+
+}  // namespace
+
+void register_op(OpDef def) {
+  std::string name = def.name;
+  registry()[name] = std::move(def);
+}
+
+const OpDef* find_op(const std::string& name) {
+  ensure_registered();
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+std::vector<const OpDef*> all_ops() {
+  ensure_registered();
+  std::vector<const OpDef*> out;
+  for (auto& [name, def] : registry()) out.push_back(&def);
+  return out;
+}
+
+std::string dtype_set_str(DTypeSet set) {
+  std::string out;
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (!(set & (1u << i))) continue;
+    if (!out.empty()) out += ", ";
+    out += dtype_name(static_cast<DType>(i));
+  }
+  return out;
+}
+
+StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
+                            SourceRef source) {
+  const OpDef* def = find_op(op);
+  if (!def) return internal_error("unknown Trace op '" + op + "'", source);
+  auto node = std::make_shared<Node>();
+  node->def = def;
+  node->attrs = std::move(attrs);
+  node->inputs = std::move(inputs);
+  node->source = source;
+  node->id = next_node_id();
+  InferCtx ctx{*node};
+  int n = static_cast<int>(node->inputs.size());
+  if (n < def->min_inputs || n > def->max_inputs)
+    return ctx.error(def->display + " expects " + std::to_string(def->min_inputs) +
+                     (def->max_inputs != def->min_inputs ? " or more" : "") + " input(s), got " +
+                     std::to_string(n) + ".");
+  for (int i = 0; i < n; ++i) {
+    const Node& in = *node->inputs[i];
+    if (!def->input_dtypes.empty()) {
+      DTypeSet allowed = def->input_dtypes[std::min<size_t>(i, def->input_dtypes.size() - 1)];
+      if (!(allowed & dtype_bit(in.dtype))) {
+        Status st = ctx.error("Unsupported data type for " + def->display + ": input " +
+                              std::to_string(i) + " has dtype " + std::string(dtype_name(in.dtype)) +
+                              ", but it must be one of: " + dtype_set_str(allowed) + ".");
+        st.note("Input " + std::to_string(i) + " (" + in.describe() + ") was created here:", in.source);
+        return st;
+      }
+    }
+    if (def->same_dtype && i > 0 && in.dtype != node->inputs[0]->dtype) {
+      Status st = ctx.error("Mismatched data types for " + def->display + ": " +
+                            std::string(dtype_name(node->inputs[0]->dtype)) + " and " +
+                            std::string(dtype_name(in.dtype)) +
+                            ". Tripy does not promote types implicitly; use tp.cast to convert one of them.");
+      for (int j : {0, i}) st.note("Input " + std::to_string(j) + " (" + node->inputs[j]->describe() + "):",
+                                   node->inputs[j]->source);
+      return st;
+    }
+    if (in.device != node->inputs[0]->device)
+      return ctx.error("Inputs of " + def->display + " are on different devices: " +
+                       node->inputs[0]->device.str() + " and " + in.device.str() +
+                       ". Use tp.copy to move one of them.");
+    if (in.symbols) node->symbols = in.symbols;
+  }
+  node->device = n > 0 ? node->inputs[0]->device : node->attrs.shape.empty() ? Device{} : Device{};
+  TRIPY_RETURN_IF_ERROR(def->infer(ctx));
+  return node;
+}
+
+StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r)
+    return ctx.error("Dimension " + std::to_string(dim) + " is out of range for " +
+                     ctx.node.def->display + " on a tensor of rank " + std::to_string(rank) +
+                     " (expected a value in [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "]).");
+  return dim < 0 ? dim + r : dim;
+}
+
+StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  const SymbolTable* table = ctx.node.symbols.get();
+  for (size_t i = 0; i < rank; ++i) {
+    // Align trailing dims; missing leading dims act as 1.
+    Dim da = i + a.size() >= rank ? a[i + a.size() - rank] : Dim(1);
+    Dim db = i + b.size() >= rank ? b[i + b.size() - rank] : Dim(1);
+    if (da.same_as(db) || (db.is_static() && db.static_value() == 1)) {
+      out[i] = da;
+    } else if (da.is_static() && da.static_value() == 1) {
+      out[i] = db;
+    } else if (da.is_static() && db.is_static()) {
+      bool right_smaller = db.static_value() < da.static_value();
+      int which = right_smaller ? 1 : 0;
+      const Node& small = *ctx.node.inputs[which];
+      const Shape& target = right_smaller ? a : b;
+      Status st = ctx.error("Incompatible shapes for " + ctx.node.def->display + ": " +
+                            shape_str(a, table) + " and " + shape_str(b, table) + " cannot be broadcast: dimension " +
+                            std::to_string(i) + " has sizes " + std::to_string(da.static_value()) + " and " +
+                            std::to_string(db.static_value()) + ".");
+      st.note("Tripy would have inserted an operation to broadcast the " +
+              std::string(right_smaller ? "right" : "left") + " operand of " + ctx.node.def->display +
+              ", which was:\n    " + small.describe() + "\nto a shape of: " + shape_str(target, table) +
+              " in order to be compatible with the other input(s), but its dimension " + std::to_string(i) +
+              " is neither 1 nor " + std::to_string((right_smaller ? da : db).static_value()) + ".");
+      for (size_t j = 0; j < ctx.node.inputs.size() && j < 2; ++j)
+        st.note("Input " + std::to_string(j) + ":", ctx.node.inputs[j]->source);
+      return st;
+    } else {
+      // At least one is dynamic: the result is the larger; lowering asserts compatibility.
+      out[i] = Dim::make(DimOp::kMax, da, db);
+    }
+  }
+  return out;
+}
+
+// --- LowerCtx ---------------------------------------------------------------------------------
+
+LowerCtx::LowerCtx(flat::Graph& graph, const Node& node, std::vector<flat::ValueId> inputs)
+    : graph_(graph), node_(node), inputs_(std::move(inputs)) {
+  auto o = std::make_shared<flat::Origin>();
+  o->where = node.source;
+  o->trace_op = node.def ? node.def->display : "input";
+  for (const auto& in : node.inputs) {
+    o->input_sources.push_back(in->source);
+    o->input_descs.push_back(in->describe());
+  }
+  base_origin_ = std::move(o);
+}
+
+flat::OriginRef LowerCtx::origin(const std::string& reason) {
+  if (reason.empty()) return base_origin_;
+  auto o = std::make_shared<flat::Origin>(*base_origin_);
+  o->reason = reason;
+  return o;
+}
+
+flat::ValueId LowerCtx::emit(flat::Op op, DType dtype, Shape shape, const std::string& reason) {
+  op.origin = origin(reason);
+  return graph_.add(std::move(op), dtype, std::move(shape));
+}
+
+flat::ValueId LowerCtx::ew(EwOp fn, std::vector<flat::ValueId> operands, DType dtype) {
+  flat::Op op;
+  op.kind = flat::OpKind::kElementwise;
+  op.fn = fn;
+  Shape shape = graph_.value(operands[0]).shape;
+  op.operands = std::move(operands);
+  return emit(std::move(op), dtype, std::move(shape));
+}
+
+flat::ValueId LowerCtx::scalar(double v, DType dtype) {
+  flat::Op op;
+  op.kind = flat::OpKind::kConstant;
+  op.constant = Tensor::empty_host(dtype, {});
+  void* p = op.constant.data();
+  switch (dtype) {
+    case DType::kFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
+    case DType::kInt32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
+    case DType::kInt64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
+    case DType::kInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
+    case DType::kBool: *static_cast<uint8_t*>(p) = v != 0; break;
+    default: {
+      // Other floats: make a float32 scalar and convert in the graph (exact for the literal).
+      *static_cast<float*>(p) = static_cast<float>(v);
+      op.constant = Tensor::empty_host(DType::kFloat32, {});
+      *static_cast<float*>(op.constant.data()) = static_cast<float>(v);
+      flat::ValueId f = emit(std::move(op), DType::kFloat32, {});
+      return ew(EwOp::kConvert, {f}, dtype);
+    }
+  }
+  return emit(std::move(op), dtype, {});
+}
+
+flat::ValueId LowerCtx::splat(double v, DType dtype, const Shape& shape) {
+  return broadcast_to(scalar(v, dtype), shape, "");
+}
+
+flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, const Shape& shape, const std::string& reason) {
+  const Shape& from = graph_.value(v).shape;
+  if (same_shape(from, shape)) return v;
+  flat::Op op;
+  op.kind = flat::OpKind::kBroadcast;
+  op.operands = {v};
+  size_t offset = shape.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    op.dims.push_back(static_cast<int64_t>(offset + i));
+    const Dim& f = from[i];
+    const Dim& t = shape[offset + i];
+    if (!f.same_as(t) && !(f.is_static() && f.static_value() == 1)) {
+      flat::ShapeAssertion a;
+      a.kind = rt::ShapeCheck::Kind::kBroadcast;
+      a.a = f;
+      a.b = t;
+      a.message = "Incompatible sizes at run time for " + base_origin_->trace_op + ": dimension " +
+                  std::to_string(offset + i) + " must be broadcastable (equal, or 1).";
+      a.origin = origin(reason);
+      graph_.assertions.push_back(std::move(a));
+    }
+  }
+  DType dt = graph_.value(v).dtype;
+  return emit(std::move(op), dt, shape, reason);
+}
+
+flat::ValueId LowerCtx::reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims) {
+  const flat::Value& val = graph_.value(v);
+  Shape out;
+  for (size_t i = 0; i < val.shape.size(); ++i)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) == dims.end()) out.push_back(val.shape[i]);
+  flat::Op op;
+  op.kind = flat::OpKind::kReduce;
+  op.fn = fn;
+  op.operands = {v};
+  op.dims = std::move(dims);
+  DType dt = val.dtype;
+  return emit(std::move(op), dt, std::move(out));
+}
+
+flat::ValueId LowerCtx::reshape(flat::ValueId v, Shape shape, const std::string& reason) {
+  if (same_shape(graph_.value(v).shape, shape)) return v;
+  flat::Op op;
+  op.kind = flat::OpKind::kReshape;
+  op.operands = {v};
+  DType dt = graph_.value(v).dtype;
+  return emit(std::move(op), dt, std::move(shape), reason);
+}
+
+}  // namespace tripy::trace
