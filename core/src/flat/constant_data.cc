@@ -1,0 +1,132 @@
+// Reads and writes constant elements of any dtype as doubles (the compiler's view of weights).
+#include "flat/constant_data.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace tripy::flat {
+namespace {
+
+// A small IEEE-like float format: sign, `e` exponent bits, `m` mantissa bits.
+struct MiniFloat {
+  int e, m, bias;
+  bool has_inf;  // false for float8 e4m3fn: the top code is NaN only, overflow saturates
+};
+constexpr MiniFloat kHalf{5, 10, 15, true};
+constexpr MiniFloat kBFloat{8, 7, 127, true};
+constexpr MiniFloat kFloat8{4, 3, 7, false};
+
+double decode(uint32_t bits, MiniFloat f) {
+  const uint32_t man_mask = (1u << f.m) - 1, exp_max = (1u << f.e) - 1;
+  bool neg = (bits >> (f.e + f.m)) & 1;
+  uint32_t ex = (bits >> f.m) & exp_max, man = bits & man_mask;
+  double v;
+  if (f.has_inf && ex == exp_max) {
+    v = man ? NAN : INFINITY;
+  } else if (!f.has_inf && ex == exp_max && man == man_mask) {
+    v = NAN;
+  } else if (ex == 0) {
+    v = std::ldexp(static_cast<double>(man), 1 - f.bias - f.m);
+  } else {
+    v = std::ldexp(1.0 + static_cast<double>(man) / (1u << f.m), static_cast<int>(ex) - f.bias);
+  }
+  return neg ? -v : v;
+}
+
+uint32_t encode(double v, MiniFloat f) {
+  const uint32_t exp_max = (1u << f.e) - 1, man_mask = (1u << f.m) - 1;
+  const uint32_t sign = std::signbit(v) ? 1u << (f.e + f.m) : 0;
+  if (std::isnan(v)) return sign | (exp_max << f.m) | man_mask;
+  double a = std::fabs(v);
+  // The largest finite code: all-ones exponent is reserved when the format has infinities.
+  const uint32_t top = f.has_inf ? ((exp_max - 1) << f.m) | man_mask : (exp_max << f.m) | (man_mask - 1);
+  if (std::isinf(a)) return f.has_inf ? sign | (exp_max << f.m) : sign | top;
+  if (a == 0) return sign;
+  int e2;
+  std::frexp(a, &e2);
+  int ex = e2 - 1;  // a = 1.x * 2^ex
+  uint32_t code;
+  if (ex < 1 - f.bias) {
+    // Subnormal: integer multiples of the smallest step; rounding up may reach the first normal,
+    // whose code follows on naturally.
+    code = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, f.bias - 1 + f.m)));
+  } else {
+    double man = std::nearbyint((std::ldexp(a, -ex) - 1.0) * (1u << f.m));
+    uint32_t mi = static_cast<uint32_t>(man);
+    if (mi > man_mask) {
+      mi = 0;
+      ++ex;
+    }
+    int64_t biased = ex + f.bias;
+    if (biased >= static_cast<int64_t>(exp_max) + (f.has_inf ? 0 : 1)) {
+      return f.has_inf ? sign | (exp_max << f.m) : sign | top;
+    }
+    code = static_cast<uint32_t>(biased) << f.m | mi;
+  }
+  if (code > top) return f.has_inf ? sign | (exp_max << f.m) : sign | top;
+  return sign | code;
+}
+
+template <typename T>
+T load(const Tensor& t, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(t.data()) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void store(const Tensor& t, int64_t i, T v) {
+  std::memcpy(static_cast<char*>(t.data()) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+}  // namespace
+
+double read_element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return load<float>(t, i);
+    case DType::kFloat16: return decode(load<uint16_t>(t, i), kHalf);
+    case DType::kBFloat16: return decode(load<uint16_t>(t, i), kBFloat);
+    case DType::kFloat8E4M3: return decode(load<uint8_t>(t, i), kFloat8);
+    case DType::kInt4:
+    case DType::kInt8: return load<int8_t>(t, i);
+    case DType::kInt32: return load<int32_t>(t, i);
+    case DType::kInt64: return static_cast<double>(load<int64_t>(t, i));
+    case DType::kBool: return load<uint8_t>(t, i) ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void write_element(const Tensor& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat32: store<float>(t, i, static_cast<float>(v)); break;
+    case DType::kFloat16: store<uint16_t>(t, i, static_cast<uint16_t>(encode(v, kHalf))); break;
+    case DType::kBFloat16: store<uint16_t>(t, i, static_cast<uint16_t>(encode(v, kBFloat))); break;
+    case DType::kFloat8E4M3: store<uint8_t>(t, i, static_cast<uint8_t>(encode(v, kFloat8))); break;
+    case DType::kInt4: store<int8_t>(t, i, static_cast<int8_t>(std::fmin(7, std::fmax(-8, v)))); break;
+    case DType::kInt8: store<int8_t>(t, i, static_cast<int8_t>(v)); break;
+    case DType::kInt32: store<int32_t>(t, i, static_cast<int32_t>(v)); break;
+    case DType::kInt64: store<int64_t>(t, i, static_cast<int64_t>(v)); break;
+    case DType::kBool: store<uint8_t>(t, i, v != 0 ? 1 : 0); break;
+  }
+}
+
+Tensor splat_tensor(DType dtype, const std::vector<int64_t>& shape, double v) {
+  Tensor t = Tensor::empty_host(dtype, shape);
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) write_element(t, i, v);
+  return t;
+}
+
+bool all_elements_equal(const Tensor& t, double v) {
+  if (!t.defined()) return false;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    if (read_element(t, i) != v) return false;
+  }
+  return true;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  if (a.data() == b.data()) return true;
+  return std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+}  // namespace tripy::flat

@@ -1,0 +1,44 @@
+// FlatIR graph construction and the op-kind name table shared by the printer and the parser.
+#include "flat/ir.h"
+
+#include <array>
+
+namespace tripy::flat {
+namespace {
+
+constexpr std::array<const char*, 12> kOpKindNames = {
+    "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
+    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather",
+};
+// A new kind must get a name here (and a printer/parser/verifier rule).
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kGather) + 1);
+
+}  // namespace
+
+const char* op_kind_name(OpKind kind) {
+  auto i = static_cast<size_t>(kind);
+  return i < kOpKindNames.size() ? kOpKindNames[i] : "invalid";
+}
+
+ValueId Graph::add(Op op, DType dtype, Shape shape) {
+  auto id = static_cast<ValueId>(values.size());
+  values.push_back(Value{dtype, std::move(shape), static_cast<int32_t>(ops.size())});
+  op.result = id;
+  ops.push_back(std::move(op));
+  return id;
+}
+
+std::vector<int32_t> Graph::use_counts() const {
+  std::vector<int32_t> counts(values.size(), 0);
+  for (const Op& op : ops) {
+    for (ValueId v : op.operands) {
+      if (v >= 0 && static_cast<size_t>(v) < counts.size()) ++counts[v];
+    }
+  }
+  for (ValueId v : outputs) {
+    if (v >= 0 && static_cast<size_t>(v) < counts.size()) ++counts[v];
+  }
+  return counts;
+}
+
+}  // namespace tripy::flat

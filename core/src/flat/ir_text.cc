@@ -1,0 +1,54 @@
+// Names used by the FlatIR text form: dtype short names and op names (kinds, or the fn of
+// elementwise and reduce ops, spelled as rt::ew_op_name spells them).
+#include "flat/ir_text.h"
+
+#include <array>
+
+namespace tripy::flat {
+namespace {
+
+constexpr std::array<const char*, kNumDTypes> kShortNames = {"f32", "f16", "bf16", "f8", "i4",
+                                                              "i8",  "i32", "i64",  "i1"};
+
+// EwOps that are not elementwise FlatIR fns (they exist only inside fused kernels).
+bool is_kernel_only(EwOp fn) { return fn == EwOp::kLoad || fn == EwOp::kConst || fn == EwOp::kIota; }
+
+}  // namespace
+
+const char* dtype_short_name(DType t) {
+  auto i = static_cast<size_t>(t);
+  return i < kShortNames.size() ? kShortNames[i] : "?";
+}
+
+std::optional<DType> dtype_from_short_name(std::string_view name) {
+  for (size_t i = 0; i < kShortNames.size(); ++i) {
+    if (name == kShortNames[i]) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
+std::string op_text_name(const Op& op) {
+  if (op.kind == OpKind::kElementwise || op.kind == OpKind::kReduce) return rt::ew_op_name(op.fn);
+  return op_kind_name(op.kind);
+}
+
+bool op_from_text_name(std::string_view name, Op& op) {
+  for (int k = 0; k <= static_cast<int>(OpKind::kGather); ++k) {
+    auto kind = static_cast<OpKind>(k);
+    if (kind == OpKind::kElementwise || kind == OpKind::kReduce) continue;
+    if (name == op_kind_name(kind)) {
+      op.kind = kind;
+      return true;
+    }
+  }
+  for (int f = 0; f < static_cast<int>(EwOp::kNumOps); ++f) {
+    auto fn = static_cast<EwOp>(f);
+    if (is_kernel_only(fn) || name != rt::ew_op_name(fn)) continue;
+    op.kind = rt::is_reduction(fn) ? OpKind::kReduce : OpKind::kElementwise;
+    op.fn = fn;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace tripy::flat

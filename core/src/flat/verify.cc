@@ -1,0 +1,263 @@
+// The FlatIR verifier: checks every op's operand count, dtypes and shapes against its kind's
+// rule, and that the graph is in topological order. Lowering bugs surface here, near their cause.
+#include <algorithm>
+
+#include "flat/ir.h"
+#include "flat/ir_text.h"
+
+namespace tripy::flat {
+namespace {
+
+bool is_unary(EwOp f) { return f >= EwOp::kNeg && f <= EwOp::kNot; }
+bool is_binary(EwOp f) { return f >= EwOp::kAdd && f <= EwOp::kXor; }
+bool is_compare(EwOp f) { return f >= EwOp::kEq && f <= EwOp::kGe; }
+
+// Dims that may differ only where the verifier cannot decide (symbolic): equal when provably so,
+// or when either is dynamic (lowering added a run-time assertion for it).
+bool may_equal(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.static_value() == b.static_value();
+  return true;
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& g) : g_(g) {}
+
+  Status run() {
+    for (size_t i = 0; i < g_.ops.size(); ++i) TRIPY_RETURN_IF_ERROR(check_op(static_cast<int32_t>(i)));
+    if (g_.input_names.size() != g_.inputs.size()) return fail(nullptr, "input_names and inputs differ in length");
+    for (size_t i = 0; i < g_.inputs.size(); ++i) {
+      ValueId v = g_.inputs[i];
+      if (!valid(v) || g_.def(v).kind != OpKind::kParameter || g_.def(v).index != static_cast<int32_t>(i)) {
+        return fail(nullptr, "input " + std::to_string(i) + " is not the parameter with that index");
+      }
+    }
+    for (ValueId v : g_.outputs) {
+      if (!valid(v)) return fail(nullptr, "output %" + std::to_string(v) + " is not defined");
+    }
+    return ok_status();
+  }
+
+ private:
+  bool valid(ValueId v) const {
+    return v >= 0 && static_cast<size_t>(v) < g_.values.size() && g_.values[v].def >= 0 &&
+           static_cast<size_t>(g_.values[v].def) < g_.ops.size();
+  }
+
+  Status fail(const Op* op, const std::string& what) const {
+    std::string where = op ? "%" + std::to_string(op->result) + " = " + op_text_name(*op) + ": " : "";
+    return internal_error("invalid FlatIR: " + where + what, op && op->origin ? op->origin->where : nullptr);
+  }
+
+  Status expect_operands(const Op& op, size_t n) const {
+    if (op.operands.size() != n) {
+      return fail(&op, "expected " + std::to_string(n) + " operands, got " + std::to_string(op.operands.size()));
+    }
+    return ok_status();
+  }
+
+  Status expect_shape(const Op& op, const Shape& want, const Shape& got, const char* what) const {
+    bool ok = want.size() == got.size();
+    for (size_t i = 0; ok && i < want.size(); ++i) ok = may_equal(want[i], got[i]);
+    if (!ok) {
+      return fail(&op, std::string(what) + " has shape " + shape_str(got, &g_.symbols) + ", expected " +
+                           shape_str(want, &g_.symbols));
+    }
+    return ok_status();
+  }
+
+  Status check_op(int32_t index) {
+    const Op& op = g_.ops[index];
+    if (op.result < 0 || static_cast<size_t>(op.result) >= g_.values.size() || g_.values[op.result].def != index) {
+      return fail(&op, "result value does not point back at its op");
+    }
+    for (ValueId v : op.operands) {
+      if (!valid(v) || g_.values[v].def >= index) return fail(&op, "operand %" + std::to_string(v) + " is not defined before use");
+    }
+    const Value& r = g_.values[op.result];
+    auto operand = [&](size_t i) -> const Value& { return g_.values[op.operands[i]]; };
+    const int64_t rank = static_cast<int64_t>(r.shape.size());
+    switch (op.kind) {
+      case OpKind::kParameter:
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 0));
+        if (op.index < 0 || static_cast<size_t>(op.index) >= g_.inputs.size() || g_.inputs[op.index] != op.result) {
+          return fail(&op, "parameter index " + std::to_string(op.index) + " is not in graph.inputs");
+        }
+        return ok_status();
+      case OpKind::kConstant:
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 0));
+        if (!op.constant.defined() || op.constant.dtype() != r.dtype || !is_static(r.shape) ||
+            op.constant.shape() != static_dims(r.shape)) {
+          return fail(&op, "constant data does not match the result type");
+        }
+        return ok_status();
+      case OpKind::kIota:
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 0));
+        if (op.dims.size() != 1 || op.dims[0] < 0 || op.dims[0] >= rank) return fail(&op, "iota needs one dim inside the rank");
+        if (r.dtype == DType::kBool) return fail(&op, "iota cannot produce bool");
+        return ok_status();
+      case OpKind::kElementwise: return check_elementwise(op, r);
+      case OpKind::kBroadcast: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+        const Value& a = operand(0);
+        if (a.dtype != r.dtype) return fail(&op, "dtype changes");
+        if (op.dims.size() != a.shape.size()) return fail(&op, "dims must map every operand dim");
+        for (size_t i = 0; i < op.dims.size(); ++i) {
+          if (op.dims[i] < 0 || op.dims[i] >= rank || (i && op.dims[i] <= op.dims[i - 1])) {
+            return fail(&op, "dims must be increasing and inside the result rank");
+          }
+          const Dim& from = a.shape[i];
+          if (!(from.is_static() && from.static_value() == 1) && !may_equal(from, r.shape[op.dims[i]])) {
+            return fail(&op, "operand dim " + std::to_string(i) + " (" + from.str(&g_.symbols) +
+                                 ") cannot broadcast to " + r.shape[op.dims[i]].str(&g_.symbols));
+          }
+        }
+        return ok_status();
+      }
+      case OpKind::kReshape: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+        if (operand(0).dtype != r.dtype) return fail(&op, "dtype changes");
+        if (!may_equal(num_elements(operand(0).shape), num_elements(r.shape))) return fail(&op, "element count changes");
+        return ok_status();
+      }
+      case OpKind::kTranspose: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+        const Value& a = operand(0);
+        if (a.dtype != r.dtype) return fail(&op, "dtype changes");
+        std::vector<int64_t> sorted = op.dims;
+        std::sort(sorted.begin(), sorted.end());
+        bool perm = static_cast<int64_t>(sorted.size()) == rank && a.shape.size() == sorted.size();
+        for (size_t i = 0; perm && i < sorted.size(); ++i) perm = sorted[i] == static_cast<int64_t>(i);
+        if (!perm) return fail(&op, "dims must be a permutation of the operand's dims");
+        Shape want;
+        for (int64_t d : op.dims) want.push_back(a.shape[d]);
+        return expect_shape(op, want, r.shape, "the result");
+      }
+      case OpKind::kSlice: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+        const Value& a = operand(0);
+        if (a.dtype != r.dtype) return fail(&op, "dtype changes");
+        size_t n = a.shape.size();
+        if (op.starts.size() != n || op.limits.size() != n || op.steps.size() != n || r.shape.size() != n) {
+          return fail(&op, "starts, limits and steps need one entry per dim");
+        }
+        Shape want;
+        for (size_t i = 0; i < n; ++i) {
+          if (op.steps[i].is_static() && op.steps[i].static_value() <= 0) return fail(&op, "steps must be positive");
+          want.push_back(Dim::make(DimOp::kCeilDiv, op.limits[i] - op.starts[i], op.steps[i]));
+        }
+        return expect_shape(op, want, r.shape, "the result");
+      }
+      case OpKind::kConcatenate: {
+        if (op.operands.empty()) return fail(&op, "needs at least one operand");
+        if (op.dims.size() != 1 || op.dims[0] < 0 || op.dims[0] >= rank) return fail(&op, "needs one axis inside the rank");
+        Dim total(int64_t{0});
+        for (size_t i = 0; i < op.operands.size(); ++i) {
+          const Value& a = operand(i);
+          if (a.dtype != r.dtype) return fail(&op, "operands must share the result dtype");
+          Shape want = r.shape;
+          if (a.shape.size() != want.size()) return fail(&op, "operands must share the result rank");
+          want[op.dims[0]] = a.shape[op.dims[0]];
+          TRIPY_RETURN_IF_ERROR(expect_shape(op, want, a.shape, "an operand"));
+          total = total + a.shape[op.dims[0]];
+        }
+        if (!may_equal(total, r.shape[op.dims[0]])) return fail(&op, "the result's axis is not the sum of the operands'");
+        return ok_status();
+      }
+      case OpKind::kReduce: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+        const Value& a = operand(0);
+        if (!rt::is_reduction(op.fn)) return fail(&op, "fn is not a reduction");
+        if (a.dtype != r.dtype) return fail(&op, "dtype changes");
+        Shape want;
+        size_t k = 0;
+        for (size_t i = 0; i < a.shape.size(); ++i) {
+          if (k < op.dims.size() && op.dims[k] == static_cast<int64_t>(i)) {
+            ++k;
+          } else {
+            want.push_back(a.shape[i]);
+          }
+        }
+        if (k != op.dims.size()) return fail(&op, "dims must be sorted, unique and inside the operand's rank");
+        return expect_shape(op, want, r.shape, "the result");
+      }
+      case OpKind::kDot: return check_dot(op, r);
+      case OpKind::kGather: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
+        const Value& a = operand(0);
+        const Value& idx = operand(1);
+        if (a.dtype != r.dtype) return fail(&op, "dtype changes");
+        if (idx.dtype != DType::kInt32 && idx.dtype != DType::kInt64) return fail(&op, "indices must be int32");
+        if (op.dims.size() != 1 || op.dims[0] < 0 || op.dims[0] >= static_cast<int64_t>(a.shape.size())) {
+          return fail(&op, "needs one axis inside the operand's rank");
+        }
+        Shape want(a.shape.begin(), a.shape.begin() + op.dims[0]);
+        want.insert(want.end(), idx.shape.begin(), idx.shape.end());
+        want.insert(want.end(), a.shape.begin() + op.dims[0] + 1, a.shape.end());
+        return expect_shape(op, want, r.shape, "the result");
+      }
+    }
+    return fail(&op, "unknown op kind");
+  }
+
+  Status check_elementwise(const Op& op, const Value& r) const {
+    size_t n = is_unary(op.fn) || op.fn == EwOp::kConvert ? 1 : is_binary(op.fn) || is_compare(op.fn) ? 2
+               : op.fn == EwOp::kSelect                    ? 3
+                                                           : 0;
+    if (n == 0) return fail(&op, "fn is not an elementwise function");
+    TRIPY_RETURN_IF_ERROR(expect_operands(op, n));
+    for (size_t i = 0; i < n; ++i) {
+      TRIPY_RETURN_IF_ERROR(expect_shape(op, r.shape, g_.values[op.operands[i]].shape, "an operand"));
+    }
+    DType a = g_.values[op.operands[0]].dtype;
+    if (op.fn == EwOp::kConvert) return ok_status();
+    if (op.fn == EwOp::kSelect) {
+      if (a != DType::kBool) return fail(&op, "the condition must be bool");
+      if (g_.values[op.operands[1]].dtype != r.dtype || g_.values[op.operands[2]].dtype != r.dtype) {
+        return fail(&op, "both branches must have the result dtype");
+      }
+      return ok_status();
+    }
+    if (n == 2 && g_.values[op.operands[1]].dtype != a) return fail(&op, "operands must share a dtype");
+    if (is_compare(op.fn)) {
+      if (r.dtype != DType::kBool) return fail(&op, "a comparison gives bool");
+    } else if (r.dtype != a) {
+      return fail(&op, "the result must have the operands' dtype");
+    }
+    return ok_status();
+  }
+
+  Status check_dot(const Op& op, const Value& r) const {
+    TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
+    const Value& a = g_.values[op.operands[0]];
+    const Value& b = g_.values[op.operands[1]];
+    if (a.dtype != b.dtype || a.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
+    size_t ra = a.shape.size(), rb = b.shape.size();
+    if (ra < 2 || rb < 2) return fail(&op, "operands need rank >= 2");
+    if (!may_equal(a.shape[ra - 1], b.shape[rb - 2])) {
+      return fail(&op, "contracting dims differ: " + a.shape[ra - 1].str(&g_.symbols) + " vs " + b.shape[rb - 2].str(&g_.symbols));
+    }
+    // Batch dims broadcast numpy-style.
+    size_t batch = std::max(ra, rb) - 2;
+    Shape want;
+    for (size_t i = 0; i < batch; ++i) {
+      // Right-aligned: operand x has rank(x) - 2 batch dims, the last ones of the result's.
+      size_t skip_a = batch - (ra - 2), skip_b = batch - (rb - 2);
+      Dim da = i >= skip_a ? a.shape[i - skip_a] : Dim(1);
+      Dim db = i >= skip_b ? b.shape[i - skip_b] : Dim(1);
+      bool a_one = da.is_static() && da.static_value() == 1;
+      want.push_back(a_one ? db : da);
+    }
+    want.push_back(a.shape[ra - 2]);
+    want.push_back(b.shape[rb - 1]);
+    return expect_shape(op, want, r.shape, "the result");
+  }
+
+  const Graph& g_;
+};
+
+}  // namespace
+
+Status verify(const Graph& graph) { return Verifier(graph).run(); }
+
+}  // namespace tripy::flat

@@ -1,0 +1,111 @@
+// FlatIR text form: parse -> str round trips, parse errors name the line, verify catches bad IR.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "flat/ir.h"
+
+namespace tripy::flat {
+namespace {
+
+const char* kSample = R"(sym batch [1, 2, 8]
+%0 : f32[batch, 4] = parameter() {index = 0, name = "x"}
+%1 : f32[4] = constant() {value = [1, 2.5, -3, 0.125]}
+%2 : f32[batch, 4] = broadcast(%1) {dims = [1]}
+%3 : f32[batch, 4] = add(%0, %2)
+%4 : f32[batch] = reduce_sum(%3) {dims = [1]}
+%5 : f32[4, batch] = transpose(%3) {dims = [1, 0]}
+%6 : f32[(batch * 4)] = reshape(%3)
+%7 : f32[batch, 2] = slice(%3) {starts = [0, 1], limits = [batch, 4], steps = [1, 2]}
+%8 : i1[batch, 4] = lt(%0, %2)
+%9 : f32[batch, 4] = select(%8, %0, %2)
+%10 : f16[batch, 4] = convert(%9)
+%11 : i32[batch, 4] = iota() {dims = [1]}
+%12 : f32[4, 20] = constant() {value = <80 elements>}
+%13 : f32[batch, 20] = dot(%3, %12)
+%14 : f32[batch, 24] = concatenate(%3, %13) {dims = [1]}
+assert_eq(batch, 4) "batch must be 4"
+return %4, %5, %6, %7, %10, %11, %14
+)";
+
+TEST(FlatText, RoundTrips) {
+  auto g = parse_graph(kSample);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->str(), kSample);
+  Status st = verify(*g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto again = parse_graph(g->str());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->str(), g->str());
+  EXPECT_EQ(g->input_names, std::vector<std::string>{"x"});
+  EXPECT_EQ(g->symbols.symbols[0].max, 8);
+}
+
+TEST(FlatText, LargeConstantsGetADeterministicPattern) {
+  auto a = parse_graph("%0 : f32[100] = constant() {value = <100 elements>}\nreturn %0\n");
+  auto b = parse_graph("%0 : f32[100] = constant() {value = <100 elements>}\nreturn %0\n");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(0, std::memcmp(a->ops[0].constant.data(), b->ops[0].constant.data(), 400));
+}
+
+TEST(FlatText, NarrowDtypesPrintTheirValues) {
+  const char* text = "%0 : bf16[3] = constant() {value = [1, -2, 0.5]}\n"
+                     "%1 : f8[2] = constant() {value = [448, -0.25]}\n"
+                     "%2 : i1[2] = constant() {value = [1, 0]}\n"
+                     "%3 : f16[1] = constant() {value = [0.00100040436]}\n"
+                     "return %0, %1, %2, %3\n";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->str(), text);
+}
+
+TEST(FlatText, ParseErrorsNameTheLine) {
+  auto g = parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = frobnicate(%0)\n");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("line 2"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("frobnicate"), std::string::npos);
+  auto h = parse_graph("%0 : f32[n] = parameter() {index = 0}\n");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("unknown symbol 'n'"), std::string::npos);
+  auto u = parse_graph("%1 : f32[2] = neg(%0)\n");
+  EXPECT_FALSE(u.ok());
+}
+
+TEST(FlatVerify, RejectsMismatchedShapes) {
+  auto g = parse_graph("%0 : f32[2, 3] = parameter() {index = 0}\n"
+                       "%1 : f32[3, 2] = parameter() {index = 1}\n"
+                       "%2 : f32[2, 3] = add(%0, %1)\n"
+                       "return %2\n");
+  ASSERT_TRUE(g.ok());
+  Status st = verify(*g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("add"), std::string::npos) << st.message();
+}
+
+TEST(FlatVerify, RejectsBadDot) {
+  auto g = parse_graph("%0 : f32[2, 3] = parameter() {index = 0}\n"
+                       "%1 : f32[4, 2] = parameter() {index = 1}\n"
+                       "%2 : f32[2, 2] = dot(%0, %1)\n"
+                       "return %2\n");
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(verify(*g).ok());
+}
+
+TEST(FlatVerify, ChecksBatchBroadcastOfDot) {
+  auto g = parse_graph("%0 : f32[5, 2, 3] = parameter() {index = 0}\n"
+                       "%1 : f32[3, 4] = parameter() {index = 1}\n"
+                       "%2 : f32[5, 2, 4] = dot(%0, %1)\n"
+                       "return %2\n");
+  ASSERT_TRUE(g.ok());
+  Status st = verify(*g);
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
+TEST(FlatGraph, UseCountsIncludeOutputs) {
+  auto g = parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = mul(%0, %0)\nreturn %1, %1\n");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->use_counts(), (std::vector<int32_t>{2, 2}));
+}
+
+}  // namespace
+}  // namespace tripy::flat
