@@ -1,0 +1,123 @@
+// The Program's own behaviour: names of fused-kernel instructions and the shape program's
+// evaluation. Validation of untrusted programs lives in program_validate.cc.
+#include <array>
+#include <limits>
+
+#include "runtime/program.h"
+#include "runtime/shape_arith.h"
+
+namespace tripy::rt {
+namespace {
+
+constexpr std::array<const char*, static_cast<size_t>(EwOp::kNumOps)> kEwOpNames = {
+    "load",  "const", "iota",  "neg",   "abs",      "exp",        "log",        "sqrt",
+    "rsqrt", "tanh",  "sigmoid", "erf", "sin",      "cos",        "floor",      "ceil",
+    "round", "sign",  "not",   "add",   "sub",      "mul",        "div",        "pow",
+    "max",   "min",   "rem",   "floordiv", "and",   "or",         "xor",        "eq",
+    "ne",    "lt",    "le",    "gt",    "ge",       "select",     "convert",    "reduce_sum",
+    "reduce_prod", "reduce_max", "reduce_min",
+};
+// A new op must get a name here (the names are also the file format's spelling).
+static_assert(kEwOpNames.size() == static_cast<size_t>(EwOp::kNumOps));
+
+// Sizes never legitimately approach these; hostile programs must not overflow (UB) on the way.
+int64_t saturate(__int128 v) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  return v > kMax ? kMax : v < kMin ? kMin : static_cast<int64_t>(v);
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return saturate(-static_cast<__int128>(a));
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  // ceil(a / b) == -floor(-a / b)
+  return b == 0 ? 0 : saturate(-static_cast<__int128>(floor_div(saturate(-static_cast<__int128>(a)), b)));
+}
+
+// Python's %, consistent with floor division (the sign follows the divisor).
+int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;  // INT64_MIN % -1 traps
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+}  // namespace
+
+const char* ew_op_name(EwOp op) {
+  auto i = static_cast<size_t>(op);
+  return i < kEwOpNames.size() ? kEwOpNames[i] : "invalid";
+}
+
+bool is_reduction(EwOp op) {
+  return op == EwOp::kReduceSum || op == EwOp::kReduceProd || op == EwOp::kReduceMax ||
+         op == EwOp::kReduceMin;
+}
+
+int64_t apply_shape_op(ShapeInstr::Op op, int64_t a, int64_t b) {
+  using Op = ShapeInstr::Op;
+  switch (op) {
+    case Op::kAdd: return saturate(static_cast<__int128>(a) + b);
+    case Op::kSub: return saturate(static_cast<__int128>(a) - b);
+    case Op::kMul: return saturate(static_cast<__int128>(a) * b);
+    case Op::kFloorDiv: return floor_div(a, b);
+    case Op::kCeilDiv: return ceil_div(a, b);
+    case Op::kMod: return floor_mod(a, b);
+    case Op::kMax: return a > b ? a : b;
+    case Op::kMin: return a < b ? a : b;
+    case Op::kConst:
+    case Op::kInputDim: break;
+  }
+  return 0;
+}
+
+void Program::eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t>& slots) const {
+  slots.assign(shape_program.size(), 0);
+  // Out-of-range references give 0 instead of reading out of bounds: validate_program rejects
+  // them in files, and this keeps a hand-built program from crashing the process.
+  auto slot = [&](int64_t i, size_t before) -> int64_t {
+    return i >= 0 && static_cast<size_t>(i) < before ? slots[static_cast<size_t>(i)] : 0;
+  };
+  for (size_t i = 0; i < shape_program.size(); ++i) {
+    const ShapeInstr& in = shape_program[i];
+    switch (in.op) {
+      case ShapeInstr::Op::kConst: slots[i] = in.a; break;
+      case ShapeInstr::Op::kInputDim: {
+        const bool ok = in.a >= 0 && static_cast<size_t>(in.a) < inputs.size() && in.b >= 0 &&
+                        static_cast<size_t>(in.b) < inputs[static_cast<size_t>(in.a)].shape().size();
+        slots[i] = ok ? inputs[static_cast<size_t>(in.a)].shape()[static_cast<size_t>(in.b)] : 0;
+        break;
+      }
+      default: slots[i] = apply_shape_op(in.op, slot(in.a, i), slot(in.b, i)); break;
+    }
+  }
+}
+
+std::vector<int64_t> Program::buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const {
+  std::vector<int64_t> shape;
+  if (buffer < 0 || static_cast<size_t>(buffer) >= buffers.size()) return shape;
+  const BufferDesc& desc = buffers[static_cast<size_t>(buffer)];
+  shape.reserve(desc.shape.size());
+  for (Slot s : desc.shape)
+    shape.push_back(s >= 0 && static_cast<size_t>(s) < slots.size() ? slots[static_cast<size_t>(s)] : 0);
+  return shape;
+}
+
+bool checked_nbytes(const std::vector<int64_t>& shape, DType dtype, int64_t* bytes) {
+  __int128 n = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    n *= d;
+    if (n > kMaxBytes) return false;
+  }
+  *bytes = static_cast<int64_t>(n);
+  return true;
+}
+
+}  // namespace tripy::rt

@@ -1,0 +1,371 @@
+// validate_program: the static half of the runtime's defence against corrupt or hostile files.
+// Every index, enum and arity is checked here, once, at load; sizes that depend on the input
+// shapes are checked per run by check_run_shapes (run_checks.cc). Together they guarantee that a
+// backend indexing by what the Program says stays inside its buffers.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/program.h"
+#include "runtime/shape_arith.h"
+
+namespace tripy::rt {
+namespace {
+
+bool in_range(int64_t i, size_t n) { return i >= 0 && static_cast<uint64_t>(i) < n; }
+bool valid(DType t) { return static_cast<int>(t) < kNumDTypes; }
+std::string str(DType t) { return valid(t) ? std::string(dtype_name(t)) : "<invalid dtype>"; }
+
+// Operand shapes of fused-kernel instructions; drives the register checks below.
+enum class Form { kLoad, kConst, kIota, kUnary, kBinary, kCompare, kSelect, kConvert, kReduce };
+Form form_of(EwOp op) {
+  if (op == EwOp::kLoad) return Form::kLoad;
+  if (op == EwOp::kConst) return Form::kConst;
+  if (op == EwOp::kIota) return Form::kIota;
+  if (op <= EwOp::kNot) return Form::kUnary;
+  if (op <= EwOp::kXor) return Form::kBinary;
+  if (op <= EwOp::kGe) return Form::kCompare;
+  if (op == EwOp::kSelect) return Form::kSelect;
+  if (op == EwOp::kConvert) return Form::kConvert;
+  return Form::kReduce;
+}
+
+class Validator {
+ public:
+  explicit Validator(const Program& p) : p_(p) {}
+
+  Status run() {
+    TRIPY_RETURN_IF_ERROR(check_inputs());
+    TRIPY_RETURN_IF_ERROR(check_shape_program());
+    TRIPY_RETURN_IF_ERROR(check_shape_checks());
+    TRIPY_RETURN_IF_ERROR(check_constants());
+    TRIPY_RETURN_IF_ERROR(check_buffers());
+    TRIPY_RETURN_IF_ERROR(check_outputs());
+    for (size_t k = 0; k < p_.kernels.size(); ++k) TRIPY_RETURN_IF_ERROR(check_kernel(k));
+    return ok_status();
+  }
+
+ private:
+  static Status fail(const std::string& what) {
+    return data_loss("Invalid executable program: " + what + ".");
+  }
+  size_t rank_of_input(size_t i) const { return p_.inputs[i].dim_min.size(); }
+  size_t rank_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].shape.size(); }
+  DType dtype_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].dtype; }
+  bool slot_ok(int64_t s) const { return in_range(s, p_.shape_program.size()); }
+
+  Status check_inputs() {
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      const InputSpec& in = p_.inputs[i];
+      const std::string where = "input " + std::to_string(i) + " ('" + in.name + "')";
+      if (!valid(in.dtype)) return fail(where + " has an invalid dtype");
+      const size_t rank = in.dim_min.size();
+      if (in.dim_opt.size() != rank || in.dim_max.size() != rank ||
+          (!in.dim_names.empty() && in.dim_names.size() != rank))
+        return fail(where + " has bounds of different ranks");
+      for (size_t d = 0; d < rank; ++d)
+        if (in.dim_min[d] < 0 || in.dim_min[d] > in.dim_opt[d] || in.dim_opt[d] > in.dim_max[d])
+          return fail(where + " dimension " + std::to_string(d) + " has bounds [" +
+                      std::to_string(in.dim_min[d]) + ", " + std::to_string(in.dim_opt[d]) + ", " +
+                      std::to_string(in.dim_max[d]) + "], which are not 0 <= min <= opt <= max");
+    }
+    if (p_.input_shapes.size() != p_.inputs.size())
+      return fail("input_shapes has " + std::to_string(p_.input_shapes.size()) +
+                  " entries for " + std::to_string(p_.inputs.size()) + " inputs");
+    return ok_status();
+  }
+
+  // Also evaluates what is known without inputs, so constant buffers can be checked statically.
+  Status check_shape_program() {
+    using Op = ShapeInstr::Op;
+    known_.assign(p_.shape_program.size(), std::nullopt);
+    for (size_t i = 0; i < p_.shape_program.size(); ++i) {
+      const ShapeInstr& in = p_.shape_program[i];
+      const std::string where = "shape instruction " + std::to_string(i);
+      if (in.op > Op::kMin) return fail(where + " has an invalid opcode");
+      if (in.op == Op::kConst) {
+        known_[i] = in.a;
+      } else if (in.op == Op::kInputDim) {
+        if (!in_range(in.a, p_.inputs.size()) || !in_range(in.b, rank_of_input(static_cast<size_t>(in.a))))
+          return fail(where + " reads dimension " + std::to_string(in.b) + " of input " +
+                      std::to_string(in.a) + ", which does not exist");
+        const InputSpec& spec = p_.inputs[static_cast<size_t>(in.a)];
+        if (spec.dim_min[static_cast<size_t>(in.b)] == spec.dim_max[static_cast<size_t>(in.b)])
+          known_[i] = spec.dim_min[static_cast<size_t>(in.b)];
+      } else {
+        if (!in_range(in.a, i) || !in_range(in.b, i))
+          return fail(where + " uses slots " + std::to_string(in.a) + " and " + std::to_string(in.b) +
+                      ", but only earlier slots (< " + std::to_string(i) + ") may be used");
+        const auto& a = known_[static_cast<size_t>(in.a)];
+        const auto& b = known_[static_cast<size_t>(in.b)];
+        if (a && b) known_[i] = apply_shape_op(in.op, *a, *b);
+      }
+    }
+    for (size_t i = 0; i < p_.input_shapes.size(); ++i) {
+      if (p_.input_shapes[i].size() != rank_of_input(i))
+        return fail("input " + std::to_string(i) + " has rank " + std::to_string(rank_of_input(i)) +
+                    " but " + std::to_string(p_.input_shapes[i].size()) + " shape slots");
+      for (Slot s : p_.input_shapes[i])
+        if (!slot_ok(s)) return fail("input " + std::to_string(i) + " uses missing slot " + std::to_string(s));
+    }
+    return ok_status();
+  }
+
+  Status check_shape_checks() {
+    for (size_t i = 0; i < p_.checks.size(); ++i) {
+      const ShapeCheck& c = p_.checks[i];
+      const std::string where = "shape check " + std::to_string(i);
+      if (c.kind > ShapeCheck::Kind::kBroadcast) return fail(where + " has an invalid kind");
+      if (!slot_ok(c.a) || !slot_ok(c.b)) return fail(where + " uses a missing slot");
+      if (c.source != -1 && !in_range(c.source, p_.sources.size()))
+        return fail(where + " refers to missing source " + std::to_string(c.source));
+    }
+    return ok_status();
+  }
+
+  Status check_constants() {
+    for (size_t i = 0; i < p_.constants.size(); ++i) {
+      const Tensor& t = p_.constants[i];
+      const std::string where = "constant " + std::to_string(i);
+      int64_t bytes = 0;
+      if (!valid(t.dtype())) return fail(where + " has an invalid dtype");
+      if (!checked_nbytes(t.shape(), t.dtype(), &bytes)) return fail(where + " has an invalid shape");
+      if (t.device().kind != Device::Kind::kCpu) return fail(where + " is not in host memory");
+      if (bytes > 0 && t.data() == nullptr) return fail(where + " has no data");
+    }
+    return ok_status();
+  }
+
+  Status check_buffers() {
+    using Kind = BufferDesc::Kind;
+    if (p_.arena_bytes < 0 || p_.arena_bytes > kMaxBytes)
+      return fail("arena size " + std::to_string(p_.arena_bytes) + " is out of range");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      const BufferDesc& b = p_.buffers[i];
+      const std::string where = "buffer " + std::to_string(i);
+      if (b.kind > Kind::kAlias) return fail(where + " has an invalid kind");
+      if (!valid(b.dtype)) return fail(where + " has an invalid dtype");
+      for (Slot s : b.shape)
+        if (!slot_ok(s)) return fail(where + " uses missing slot " + std::to_string(s));
+      const std::string idx = std::to_string(b.index);
+      switch (b.kind) {
+        case Kind::kInput: {
+          if (!in_range(b.index, p_.inputs.size())) return fail(where + " refers to missing input " + idx);
+          const InputSpec& in = p_.inputs[static_cast<size_t>(b.index)];
+          if (b.dtype != in.dtype || b.shape.size() != in.dim_min.size())
+            return fail(where + " does not match the dtype and rank of input " + idx);
+          break;
+        }
+        case Kind::kConstant: {
+          if (!in_range(b.index, p_.constants.size())) return fail(where + " refers to missing constant " + idx);
+          const Tensor& c = p_.constants[static_cast<size_t>(b.index)];
+          bool same = b.dtype == c.dtype() && b.shape.size() == c.shape().size();
+          for (size_t d = 0; same && d < b.shape.size(); ++d) {
+            const auto& k = known_[static_cast<size_t>(b.shape[d])];
+            same = !k || *k == c.shape()[d];  // unknown sizes are checked per run
+          }
+          if (!same) return fail(where + " does not match the dtype and shape of constant " + idx);
+          break;
+        }
+        case Kind::kTemp:
+          if (b.offset < 0 || b.offset % 256 != 0 || b.max_bytes < 0 || b.max_bytes > kMaxBytes ||
+              b.offset > p_.arena_bytes - b.max_bytes)
+            return fail(where + " occupies [" + std::to_string(b.offset) + ", +" +
+                        std::to_string(b.max_bytes) + ") which is not an aligned range inside the " +
+                        std::to_string(p_.arena_bytes) + "-byte arena");
+          break;
+        case Kind::kOutput:
+          if (!in_range(b.index, p_.outputs.size()) || p_.outputs[static_cast<size_t>(b.index)] != static_cast<int32_t>(i))
+            return fail(where + " claims to be output " + idx + ", but the outputs list disagrees");
+          break;
+        case Kind::kAlias:
+          if (!in_range(b.index, p_.buffers.size())) return fail(where + " aliases missing buffer " + idx);
+          if (b.dtype != p_.buffers[static_cast<size_t>(b.index)].dtype)
+            return fail(where + " aliases buffer " + idx + " of another dtype");
+          break;
+      }
+    }
+    // Alias chains end at a real buffer: following more links than there are buffers means a cycle.
+    roots_.assign(p_.buffers.size(), -1);
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      int32_t at = static_cast<int32_t>(i);
+      for (size_t steps = 0; p_.buffers[static_cast<size_t>(at)].kind == Kind::kAlias; ++steps) {
+        if (steps > p_.buffers.size()) return fail("buffer " + std::to_string(i) + " is part of an alias cycle");
+        at = p_.buffers[static_cast<size_t>(at)].index;
+      }
+      roots_[i] = at;
+    }
+    return ok_status();
+  }
+
+  Status check_outputs() {
+    if (p_.output_names.size() != p_.outputs.size())
+      return fail(std::to_string(p_.outputs.size()) + " outputs but " +
+                  std::to_string(p_.output_names.size()) + " output names");
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      const int32_t id = p_.outputs[i];
+      if (!in_range(id, p_.buffers.size()) || p_.buffers[static_cast<size_t>(id)].kind != BufferDesc::Kind::kOutput ||
+          p_.buffers[static_cast<size_t>(id)].index != static_cast<int32_t>(i))
+        return fail("output " + std::to_string(i) + " is not an output buffer with that number");
+      bool written = false;
+      for (const Kernel& k : p_.kernels)
+        for (int32_t o : k.outputs) written = written || (in_range(o, roots_.size()) && roots_[static_cast<size_t>(o)] == id);
+      if (!written) return fail("output " + std::to_string(i) + " is never written by a kernel");
+    }
+    return ok_status();
+  }
+
+  Status check_kernel(size_t k) {
+    const Kernel& kn = p_.kernels[k];
+    const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
+    auto bad = [&](const std::string& what) { return fail(where + " " + what); };
+    if (kn.kind > KernelKind::kCopy) return bad("has an invalid kind");
+    if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
+    for (int32_t b : kn.inputs)
+      if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
+    for (int32_t b : kn.outputs) {
+      if (!in_range(b, p_.buffers.size())) return bad("writes missing buffer " + std::to_string(b));
+      const BufferDesc::Kind root = p_.buffers[static_cast<size_t>(roots_[static_cast<size_t>(b)])].kind;
+      if (root != BufferDesc::Kind::kTemp && root != BufferDesc::Kind::kOutput)
+        return bad("writes buffer " + std::to_string(b) + ", which is an input or a constant");
+    }
+    auto arity = [&](size_t ins, size_t outs) {
+      return kn.inputs.size() == ins && kn.outputs.size() == outs;
+    };
+    auto same_dtype = [&] { return dtype_of(kn.inputs[0]) == dtype_of(kn.outputs[0]); };
+    switch (kn.kind) {
+      case KernelKind::kFused: return check_fused(kn, bad);
+      case KernelKind::kDot: {
+        if (kn.dot.activation > Activation::kGelu) return bad("has an invalid activation");
+        if (!arity(kn.dot.has_bias ? 3 : 2, 1)) return bad("needs 2 inputs (3 with a bias) and 1 output");
+        const size_t l = rank_of(kn.inputs[0]), r = rank_of(kn.inputs[1]);
+        if (l < 2 || r < 2 || rank_of(kn.outputs[0]) != (l > r ? l : r))
+          return bad("has operand ranks " + std::to_string(l) + " and " + std::to_string(r) +
+                     " and result rank " + std::to_string(rank_of(kn.outputs[0])));
+        if (dtype_of(kn.inputs[0]) != dtype_of(kn.inputs[1])) return bad("multiplies operands of different dtypes");
+        if (kn.dot.has_bias && rank_of(kn.inputs[2]) != 1) return bad("has a bias that is not 1-D");
+        return ok_status();
+      }
+      case KernelKind::kTranspose: {
+        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
+        const size_t rank = rank_of(kn.inputs[0]);
+        if (kn.perm.size() != rank || rank_of(kn.outputs[0]) != rank) return bad("has a permutation of the wrong rank");
+        std::vector<bool> seen(rank, false);
+        for (int64_t d : kn.perm) {
+          if (!in_range(d, rank) || seen[static_cast<size_t>(d)]) return bad("has an invalid permutation");
+          seen[static_cast<size_t>(d)] = true;
+        }
+        return ok_status();
+      }
+      case KernelKind::kSlice: {
+        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
+        const size_t rank = rank_of(kn.inputs[0]);
+        if (kn.starts.size() != rank || kn.steps.size() != rank || rank_of(kn.outputs[0]) != rank)
+          return bad("has starts/steps of the wrong rank");
+        for (size_t d = 0; d < rank; ++d)
+          if (!slot_ok(kn.starts[d]) || !slot_ok(kn.steps[d])) return bad("uses a missing slot");
+        return ok_status();
+      }
+      case KernelKind::kConcat: {
+        if (kn.inputs.empty() || kn.outputs.size() != 1) return bad("needs inputs and 1 output");
+        const size_t rank = rank_of(kn.outputs[0]);
+        for (int32_t b : kn.inputs)
+          if (rank_of(b) != rank || dtype_of(b) != dtype_of(kn.outputs[0]))
+            return bad("joins buffers of different ranks or dtypes");
+        if (!in_range(kn.axis, rank)) return bad("has axis " + std::to_string(kn.axis) + " out of range");
+        return ok_status();
+      }
+      case KernelKind::kGather: {
+        if (!arity(2, 1) || !same_dtype()) return bad("needs 2 inputs and 1 output of the data's dtype");
+        const size_t data = rank_of(kn.inputs[0]), index = rank_of(kn.inputs[1]);
+        const DType it = dtype_of(kn.inputs[1]);
+        if (it != DType::kInt32 && it != DType::kInt64) return bad("has indices that are not int32 or int64");
+        if (!in_range(kn.axis, data) || rank_of(kn.outputs[0]) != data - 1 + index)
+          return bad("has an axis or a result rank that does not fit its operands");
+        return ok_status();
+      }
+      case KernelKind::kCopy:
+        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
+        return ok_status();
+    }
+    return ok_status();
+  }
+
+  // Registers are SSA: each instruction may use only earlier ones, with the dtypes its form needs.
+  template <typename Bad>
+  Status check_fused(const Kernel& kn, const Bad& bad) {
+    const FusedProgram& f = kn.fused;
+    const size_t rank = f.domain.size();
+    for (Slot s : f.domain)
+      if (!slot_ok(s)) return bad("has a domain with a missing slot");
+    if (f.reduce_from < 0 || static_cast<size_t>(f.reduce_from) > rank) return bad("has reduce_from out of range");
+    if (f.input_axes.size() != kn.inputs.size()) return bad("has input_axes for a different number of inputs");
+    for (size_t i = 0; i < kn.inputs.size(); ++i) {
+      if (f.input_axes[i].size() != rank_of(kn.inputs[i])) return bad("maps input " + std::to_string(i) + " with the wrong rank");
+      for (int32_t axis : f.input_axes[i])
+        if (!in_range(axis, rank)) return bad("maps input " + std::to_string(i) + " to missing axis " + std::to_string(axis));
+    }
+    if (f.output_regs.size() != kn.outputs.size() || kn.outputs.empty()) return bad("needs one register per output");
+    // 0: constant (either level), 1: per row, 2: per element.
+    std::vector<int> level(f.instrs.size(), 0);
+    for (size_t i = 0; i < f.instrs.size(); ++i) {
+      const Instr& in = f.instrs[i];
+      const std::string at = "instruction " + std::to_string(i) + " (" + ew_op_name(in.op) + ")";
+      if (in.op >= EwOp::kNumOps) return bad("instruction " + std::to_string(i) + " has an invalid opcode");
+      if (!valid(in.dtype)) return bad(at + " has an invalid dtype");
+      auto reg = [&](int32_t r) { return in_range(r, i); };
+      auto dt = [&](int32_t r) { return f.instrs[static_cast<size_t>(r)].dtype; };
+      auto lv = [&](int32_t r) { return level[static_cast<size_t>(r)]; };
+      const Form form = form_of(in.op);
+      bool ok = true;
+      switch (form) {
+        case Form::kLoad:
+          ok = in_range(in.a, kn.inputs.size()) && dtype_of(kn.inputs[static_cast<size_t>(in.a)]) == in.dtype;
+          level[i] = 2;
+          break;
+        case Form::kConst: break;
+        case Form::kIota: ok = in_range(in.a, rank); level[i] = 2; break;
+        case Form::kUnary: ok = reg(in.a) && dt(in.a) == in.dtype; level[i] = ok ? lv(in.a) : 0; break;
+        case Form::kConvert: ok = reg(in.a); level[i] = ok ? lv(in.a) : 0; break;
+        case Form::kReduce: ok = reg(in.a) && dt(in.a) == in.dtype; level[i] = 1; break;
+        case Form::kBinary:
+        case Form::kCompare:
+          ok = reg(in.a) && reg(in.b) && dt(in.a) == dt(in.b) &&
+               in.dtype == (form == Form::kCompare ? DType::kBool : dt(in.a));
+          level[i] = ok ? std::max(lv(in.a), lv(in.b)) : 0;
+          break;
+        case Form::kSelect:
+          ok = reg(in.a) && reg(in.b) && reg(in.c) && dt(in.a) == DType::kBool && dt(in.b) == in.dtype &&
+               dt(in.c) == in.dtype;
+          level[i] = ok ? std::max({lv(in.a), lv(in.b), lv(in.c)}) : 0;
+          break;
+      }
+      if (!ok) return bad(at + " has operands that are missing, later, or of the wrong dtype");
+    }
+    for (size_t o = 0; o < f.output_regs.size(); ++o) {
+      const int32_t r = f.output_regs[o];
+      if (!in_range(r, f.instrs.size())) return bad("stores missing register " + std::to_string(r));
+      const size_t out_rank = rank_of(kn.outputs[o]);
+      const int lvl = level[static_cast<size_t>(r)];
+      const bool rank_ok = lvl == 2 ? out_rank == rank
+                           : lvl == 1 ? out_rank == static_cast<size_t>(f.reduce_from)
+                                      : out_rank == rank || out_rank == static_cast<size_t>(f.reduce_from);
+      if (!rank_ok) return bad("stores register " + std::to_string(r) + " into output " + std::to_string(o) + " of the wrong rank");
+      if (f.instrs[static_cast<size_t>(r)].dtype != dtype_of(kn.outputs[o]))
+        return bad("stores a " + str(f.instrs[static_cast<size_t>(r)].dtype) + " register into a " +
+                   str(dtype_of(kn.outputs[o])) + " buffer");
+    }
+    return ok_status();
+  }
+
+  const Program& p_;
+  std::vector<std::optional<int64_t>> known_;  // slot values that do not depend on the inputs
+  std::vector<int32_t> roots_;                 // each buffer's alias root
+};
+
+}  // namespace
+
+Status validate_program(const Program& program) { return Validator(program).run(); }
+
+}  // namespace tripy::rt
