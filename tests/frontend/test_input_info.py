@@ -1,0 +1,118 @@
+"""InputInfo, NamedDimension and DimensionInputInfo: their printed form, bounds and validation."""
+
+import numpy as np
+import pytest
+
+from tripy.exception import TripyException
+from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
+
+
+def _float32():
+    # The real dtype once the package imports; InputInfo only reads `name` and `itemsize`.
+    try:
+        import tripy
+
+        return tripy.float32
+    except (ImportError, AttributeError):
+
+        class _DType:
+            name = "float32"
+            itemsize = 4
+
+        return _DType()
+
+
+float32 = _float32()
+
+
+def test_repr_matches_the_seed():
+    info = InputInfo(shape=((1, 2, 4), 2), dtype=float32)
+    assert repr(info) == "InputInfo(min=[1, 2], opt=[2, 2], max=[4, 2], dtype=float32)"
+
+
+def test_static_shape():
+    info = InputInfo(shape=(1, 2), dtype=float32)
+    assert info.shape_bounds == [(1, 1, 1), (2, 2, 2)]
+    assert info.dim_names == [None, None]
+    assert info.dtype is float32
+    assert info.rank == 2
+    assert repr(info) == "InputInfo(min=[1, 2], opt=[1, 2], max=[1, 2], dtype=float32)"
+
+
+def test_list_shapes_and_numpy_ints_are_accepted():
+    info = InputInfo(shape=[np.int64(3), [1, 2, 3]], dtype=float32)
+    assert info.shape_bounds == [(3, 3, 3), (1, 2, 3)]
+    assert all(type(value) is int for bounds in info.shape_bounds for value in bounds)
+
+
+def test_scalar_input():
+    info = InputInfo(shape=(), dtype=float32)
+    assert info.shape_bounds == []
+    assert repr(info) == "InputInfo(min=[], opt=[], max=[], dtype=float32)"
+
+
+def test_named_dimensions():
+    batch = NamedDimension("batch", 1, 2, 4)
+    info = InputInfo(shape=(batch, 8, batch), dtype=float32)
+    assert info.shape_bounds == [(1, 2, 4), (8, 8, 8), (1, 2, 4)]
+    assert info.dim_names == ["batch", None, "batch"]
+    assert repr(info) == (
+        "InputInfo(min=[1, 8, 1], opt=[2, 8, 2], max=[4, 8, 4], dtype=float32, dim_names={0: 'batch', 2: 'batch'})"
+    )
+    assert repr(batch) == "NamedDimension('batch', min=1, opt=2, max=4)"
+
+
+def test_one_name_with_different_bounds_is_rejected():
+    with pytest.raises(TripyException, match="NamedDimension 'n' appears with different bounds"):
+        InputInfo(shape=(NamedDimension("n", 1, 2, 4), NamedDimension("n", 1, 2, 8)), dtype=float32)
+
+
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ((4, 2, 1), r"min <= opt <= max, but got: \(4, 2, 1\)"),
+        ((1, 5, 4), r"min <= opt <= max, but got: \(1, 5, 4\)"),
+        ((0, 1, 2), "min must be at least 1"),
+        ((1, 2), r"must be an int or a \(min, opt, max\) tuple"),
+        ((1, 2.5, 3), "must be an integer, but got: 2.5"),
+    ],
+)
+def test_invalid_bounds_are_rejected(bounds, message):
+    with pytest.raises(TripyException, match=message):
+        InputInfo(shape=(bounds, 2), dtype=float32)
+
+
+@pytest.mark.parametrize("size", [0, -3])
+def test_static_sizes_must_be_positive(size):
+    with pytest.raises(TripyException, match=f"Dimension 1 of InputInfo's shape must be positive, but got: {size}"):
+        InputInfo(shape=(2, size), dtype=float32)
+
+
+def test_bools_are_not_sizes():
+    with pytest.raises(TripyException, match="must be an integer, but got: True"):
+        InputInfo(shape=(True,), dtype=float32)
+
+
+def test_shape_must_be_a_sequence():
+    with pytest.raises(TripyException, match="shape must be a tuple or list"):
+        InputInfo(shape=3, dtype=float32)
+
+
+def test_dtype_must_be_a_tripy_dtype():
+    with pytest.raises(TripyException, match="must be a tripy dtype"):
+        InputInfo(shape=(2,), dtype="float32")
+
+
+def test_named_dimension_validation():
+    with pytest.raises(TripyException, match="NamedDimension 'b': bounds must satisfy min <= opt <= max"):
+        NamedDimension("b", 3, 2, 1)
+    with pytest.raises(TripyException, match="name must be a non-empty string"):
+        NamedDimension("", 1, 2, 3)
+
+
+def test_dimension_input_info():
+    info = DimensionInputInfo(value_bounds=(0, 2, 3))
+    assert info.value_bounds == (0, 2, 3)
+    assert repr(info) == "DimensionInputInfo(min=0, opt=2, max=3)"
+    with pytest.raises(TripyException, match="DimensionInputInfo's value_bounds: bounds must satisfy"):
+        DimensionInputInfo(value_bounds=(3, 2, 1))
