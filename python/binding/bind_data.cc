@@ -1,0 +1,257 @@
+// Data in and out of Tripy: nested Python lists, DLPack (zero-copy both ways), tolist, copies.
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/backend.h"
+#include "backend/cpu/half.h"
+#include "binding.h"
+#include "dlpack_abi.h"
+#include "trace/lower.h"
+
+namespace tripy::binding {
+namespace {
+
+using trace::NodeRef;
+
+// --- nested lists -----------------------------------------------------------------------------
+
+enum class Kind { kBool = 0, kInt = 1, kFloat = 2 };
+
+struct ListScan {
+  std::vector<int64_t> shape;
+  Kind kind = Kind::kBool;
+  bool big_int = false;
+  bool any = false;
+};
+
+void scan(const py::handle& obj, size_t depth, ListScan& s, SourceRef src) {
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    auto seq = py::reinterpret_borrow<py::sequence>(obj);
+    int64_t n = static_cast<int64_t>(py::len(seq));
+    if (depth == s.shape.size() && !s.any) s.shape.push_back(n);
+    if (depth >= s.shape.size() || s.shape[depth] != n)
+      raise(invalid_argument("Cannot create a tensor from a ragged nested list: the lengths along dimension " +
+                                 std::to_string(depth) + " differ.",
+                             src));
+    for (const auto& item : seq) scan(item, depth + 1, s, src);
+    if (n == 0) s.any = true;  // an empty list fixes the shape
+    return;
+  }
+  if (depth != s.shape.size())
+    raise(invalid_argument("Cannot create a tensor from a ragged nested list: a scalar appears at depth " +
+                               std::to_string(depth) + " of a list of depth " + std::to_string(s.shape.size()) + ".",
+                           src));
+  s.any = true;
+  if (py::isinstance<py::bool_>(obj)) return;
+  if (py::isinstance<py::int_>(obj)) {
+    s.kind = std::max(s.kind, Kind::kInt);
+    long long v = obj.cast<long long>();
+    if (v > INT32_MAX || v < INT32_MIN) s.big_int = true;
+    return;
+  }
+  if (py::isinstance<py::float_>(obj)) {
+    s.kind = Kind::kFloat;
+    return;
+  }
+  raise(invalid_argument("Cannot create a tensor from an object of type '" +
+                             std::string(py::str(obj.get_type().attr("__name__"))) +
+                             "': expected numbers, bools, nested lists of them, or an object with __dlpack__.",
+                         src));
+}
+
+void store(void* base, int64_t i, DType dt, double v) {
+  switch (dt) {
+    case DType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DType::kFloat16: static_cast<uint16_t*>(base)[i] = cpu::float_to_half(static_cast<float>(v)); break;
+    case DType::kBFloat16: static_cast<uint16_t*>(base)[i] = cpu::float_to_bfloat16(static_cast<float>(v)); break;
+    case DType::kFloat8E4M3: static_cast<uint8_t*>(base)[i] = cpu::float_to_float8(static_cast<float>(v)); break;
+    case DType::kInt4: static_cast<int8_t*>(base)[i] = cpu::wrap_int4(static_cast<int64_t>(v)); break;
+    case DType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
+    case DType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DType::kBool: static_cast<uint8_t*>(base)[i] = v != 0; break;
+  }
+}
+
+py::object load(const void* base, int64_t i, DType dt) {
+  switch (dt) {
+    case DType::kFloat32: return py::float_(static_cast<const float*>(base)[i]);
+    case DType::kFloat16: return py::float_(cpu::half_to_float(static_cast<const uint16_t*>(base)[i]));
+    case DType::kBFloat16: return py::float_(cpu::bfloat16_to_float(static_cast<const uint16_t*>(base)[i]));
+    case DType::kFloat8E4M3: return py::float_(cpu::float8_to_float(static_cast<const uint8_t*>(base)[i]));
+    case DType::kInt4:
+    case DType::kInt8: return py::int_(static_cast<const int8_t*>(base)[i]);
+    case DType::kInt32: return py::int_(static_cast<const int32_t*>(base)[i]);
+    case DType::kInt64: return py::int_(static_cast<const int64_t*>(base)[i]);
+    case DType::kBool: return py::bool_(static_cast<const uint8_t*>(base)[i] != 0);
+  }
+  return py::none();
+}
+
+void fill(const py::handle& obj, void* base, int64_t& i, DType dt) {
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    for (const auto& item : obj) fill(item, base, i, dt);
+    return;
+  }
+  if (dt == DType::kInt64 && py::isinstance<py::int_>(obj)) {
+    static_cast<int64_t*>(base)[i++] = obj.cast<int64_t>();  // exact beyond 2^53
+    return;
+  }
+  store(base, i++, dt, obj.cast<double>());
+}
+
+py::object nested(const Tensor& t, size_t dim, int64_t& i) {
+  if (dim == t.shape().size()) return load(t.data(), i++, t.dtype());
+  py::list out;
+  for (int64_t k = 0; k < t.shape()[dim]; ++k) out.append(nested(t, dim + 1, i));
+  return std::move(out);
+}
+
+Tensor place(Tensor host, const Device& device) {
+  if (device.kind == Device::Kind::kCpu) return host;
+  rt::Backend* b = rt::backend_for(device.kind);
+  if (!b) raise(Status(StatusCode::kUnavailable, "No GPU is available for device " + device.str() + "."));
+  return unwrap(b->copy_from_host(host));
+}
+
+// --- DLPack -----------------------------------------------------------------------------------
+
+std::optional<DType> from_dl(const dlpack::DLDataType& t) {
+  if (t.lanes != 1) return std::nullopt;
+  switch (t.code) {
+    case dlpack::kDLFloat: return t.bits == 32 ? DType::kFloat32 : t.bits == 16 ? std::optional(DType::kFloat16) : std::nullopt;
+    case dlpack::kDLBfloat: return t.bits == 16 ? std::optional(DType::kBFloat16) : std::nullopt;
+    case dlpack::kDLInt:
+      return t.bits == 8 ? DType::kInt8 : t.bits == 32 ? DType::kInt32 : t.bits == 64 ? std::optional(DType::kInt64) : std::nullopt;
+    case dlpack::kDLBool: return t.bits == 8 ? std::optional(DType::kBool) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+dlpack::DLDataType to_dl(DType dt) {
+  switch (dt) {
+    case DType::kFloat32: return {dlpack::kDLFloat, 32, 1};
+    case DType::kFloat16: return {dlpack::kDLFloat, 16, 1};
+    case DType::kBFloat16: return {dlpack::kDLBfloat, 16, 1};
+    case DType::kInt8: return {dlpack::kDLInt, 8, 1};
+    case DType::kInt32: return {dlpack::kDLInt, 32, 1};
+    case DType::kInt64: return {dlpack::kDLInt, 64, 1};
+    case DType::kBool: return {dlpack::kDLBool, 8, 1};
+    default: return {dlpack::kDLUInt, 8, 1};  // float8/int4: raw bytes
+  }
+}
+
+struct Exported {
+  dlpack::DLManagedTensor managed;
+  Tensor tensor;
+  std::vector<int64_t> shape;
+};
+
+NodeRef from_dlpack(py::object obj, py::object frames) {
+  SourceRef src = to_source(frames);
+  py::object cap = obj.attr("__dlpack__")();
+  auto* mt = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+  if (!mt) {
+    PyErr_Clear();
+    raise(invalid_argument("The object's __dlpack__ did not return a DLPack capsule.", src));
+  }
+  PyCapsule_SetName(cap.ptr(), "used_dltensor");
+  // From here the capsule is ours: release it with the last tensor that views it.
+  std::shared_ptr<void> keep(mt, [](void* p) {
+    auto* m = static_cast<dlpack::DLManagedTensor*>(p);
+    if (m->deleter) m->deleter(m);
+  });
+  const dlpack::DLTensor& t = mt->dl_tensor;
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int i = t.ndim - 1; i >= 0; --i) {
+      if (shape[i] != 1 && t.strides[i] != expect)
+        raise(invalid_argument("Cannot create a tensor from non-contiguous memory (strides are not row-major). "
+                               "Make it contiguous first, e.g. numpy.ascontiguousarray(x) or x.contiguous().",
+                               src));
+      expect *= shape[i];
+    }
+  }
+  auto dt = from_dl(t.dtype);
+  if (!dt)
+    raise(invalid_argument("Unsupported DLPack data type (code " + std::to_string(t.dtype.code) + ", " +
+                               std::to_string(t.dtype.bits) + " bits).",
+                           src));
+  Device dev;
+  if (t.device.device_type == dlpack::kDLCUDA) dev = Device{Device::Kind::kGpu, t.device.device_id};
+  else if (t.device.device_type != dlpack::kDLCPU && t.device.device_type != dlpack::kDLCUDAHost)
+    raise(invalid_argument("Unsupported DLPack device type " + std::to_string(t.device.device_type) + ".", src));
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  return trace::make_data_node(Tensor::borrow(data, *dt, std::move(shape), dev, std::move(keep)), src);
+}
+
+void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); }
+
+py::capsule to_dlpack(const NodeRef& n) {
+  check(trace::evaluate(n, eager_options(n->device)));
+  auto* e = new Exported();
+  e->tensor = n->value;
+  e->shape = n->value.shape();
+  dlpack::DLTensor& t = e->managed.dl_tensor;
+  t.data = e->tensor.data();
+  t.device = {e->tensor.device().kind == Device::Kind::kGpu ? dlpack::kDLCUDA : dlpack::kDLCPU, e->tensor.device().index};
+  t.ndim = static_cast<int32_t>(e->shape.size());
+  t.dtype = to_dl(e->tensor.dtype());
+  t.shape = e->shape.data();
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = delete_exported;
+  return py::capsule(&e->managed, "dltensor", [](PyObject* cap) {
+    // Only an unconsumed capsule still owns the tensor.
+    if (PyCapsule_IsValid(cap, "dltensor")) {
+      auto* m = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+      if (m && m->deleter) m->deleter(m);
+    }
+  });
+}
+
+}  // namespace
+
+void bind_data(py::module_& m) {
+  m.def("from_list", [](py::object data, py::object dtype, const std::string& device, py::object frames) {
+    SourceRef src = to_source(frames);
+    ListScan s;
+    scan(data, 0, s, src);
+    DType inferred = s.kind == Kind::kFloat ? DType::kFloat32
+                     : s.kind == Kind::kInt ? (s.big_int ? DType::kInt64 : DType::kInt32)
+                                            : DType::kBool;
+    DType dt = dtype.is_none() ? inferred : parse_dtype(dtype.cast<std::string>());
+    if (s.kind == Kind::kFloat && !is_floating(dt))
+      raise(invalid_argument("Cannot create a tensor of dtype " + std::string(dtype_name(dt)) +
+                                 " from floating-point values: the conversion would lose information. "
+                                 "Pass integers, or a floating-point dtype.",
+                             src));
+    Tensor host = Tensor::empty_host(dt, s.shape);
+    int64_t i = 0;
+    fill(data, host.data(), i, dt);
+    return trace::make_data_node(place(std::move(host), parse_device(device)), src);
+  });
+  m.def("from_dlpack", &from_dlpack);
+  m.def("to_dlpack", &to_dlpack);
+  m.def("dlpack_device", [](const NodeRef& n) {
+    return py::make_tuple(n->device.kind == Device::Kind::kGpu ? 2 : 1, n->device.index);
+  });
+  m.def("tolist", [](const NodeRef& n) {
+    check(trace::evaluate(n, eager_options(n->device)));
+    Tensor host = to_host(n->value);
+    int64_t i = 0;
+    return nested(host, 0, i);
+  });
+  m.def("copy", [](const NodeRef& n, const std::string& device, py::object frames) {
+    check(trace::evaluate(n, eager_options(n->device)));
+    Device to = parse_device(device);
+    Tensor host = to_host(n->value);
+    return trace::make_data_node(place(host, to), to_source(frames));
+  });
+}
+
+}  // namespace tripy::binding

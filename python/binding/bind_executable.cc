@@ -1,0 +1,44 @@
+// Binding of tripy::Executable: run on evaluated nodes, save/load, input descriptions.
+#include <pybind11/stl.h>
+
+#include "binding.h"
+#include "trace/lower.h"
+#include "tripy/executable.h"
+
+namespace tripy::binding {
+
+void bind_executable(py::module_& m) {
+  py::class_<Executable>(m, "Executable")
+      .def("run",
+           [](const Executable& exe, const std::vector<trace::NodeRef>& args, py::object frames) {
+             SourceRef src = to_source(frames);
+             std::vector<Tensor> inputs;
+             for (const auto& a : args) {
+               if (!a->evaluated()) check(trace::evaluate(a, eager_options(a->device)));
+               inputs.push_back(a->value);
+             }
+             StatusOr<std::vector<Tensor>> out = [&] {
+               py::gil_scoped_release nogil;
+               return exe.run(inputs);
+             }();
+             if (!out.ok()) {
+               Status st = out.status();
+               raise(st.at(src));
+             }
+             std::vector<trace::NodeRef> nodes;
+             for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
+             return nodes;
+           })
+      .def("save", [](const Executable& exe, const std::string& path) { check(exe.save(path)); })
+      .def_static("load", [](const std::string& path) { return unwrap(Executable::load(path)); })
+      .def_property_readonly("device", [](const Executable& exe) { return exe.device().str(); })
+      .def_property_readonly("output_names", &Executable::output_names)
+      .def_property_readonly("inputs", [](const Executable& exe) {
+        py::list out;
+        for (const auto& d : exe.inputs())
+          out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max));
+        return out;
+      });
+}
+
+}  // namespace tripy::binding

@@ -1,0 +1,126 @@
+// Binding of Trace nodes: building ops (rules run in C++), compile inputs, evaluation, compile.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "binding.h"
+#include "trace/lower.h"
+#include "trace/op_def.h"
+
+namespace tripy::binding {
+namespace {
+
+using trace::NodeRef;
+
+Shape to_shape(const py::handle& seq) {
+  Shape s;
+  for (const auto& d : seq) s.push_back(Dim(d.cast<int64_t>()));
+  return s;
+}
+
+trace::Attrs to_attrs(const py::dict& d) {
+  trace::Attrs a;
+  for (const auto& [k, v] : d) {
+    std::string key = k.cast<std::string>();
+    if (key == "dims") a.dims = v.cast<std::vector<int64_t>>();
+    else if (key == "shape") a.shape = to_shape(v);
+    else if (key == "starts") a.starts = to_shape(v);
+    else if (key == "limits") a.limits = to_shape(v);
+    else if (key == "steps") a.steps = to_shape(v);
+    else if (key == "value") a.value = v.cast<double>();
+    else if (key == "axis") a.axis = v.cast<int64_t>();
+    else if (key == "keepdim") a.keepdim = v.cast<bool>();
+    else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
+    else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
+  }
+  return a;
+}
+
+// Shape as Python sees it: ints for static dims, the expression string for dynamic ones.
+py::list shape_list(const trace::Node& n) {
+  py::list out;
+  for (const auto& d : n.shape) {
+    if (d.is_static()) out.append(d.static_value());
+    else out.append(d.str(n.symbols.get()));
+  }
+  return out;
+}
+
+CompileOptions compile_options(const std::string& device, int level, py::object dump) {
+  CompileOptions o;
+  o.device = parse_device(device);
+  o.optimization_level = level;
+  if (!dump.is_none()) {
+    o.dump = [dump](const std::string& stage, const std::string& text) {
+      py::gil_scoped_acquire gil;
+      dump(stage, text);
+    };
+  }
+  return o;
+}
+
+}  // namespace
+
+void bind_node(py::module_& m) {
+  py::class_<trace::Node, NodeRef>(m, "Node")
+      .def_property_readonly("dtype", [](const trace::Node& n) { return std::string(dtype_name(n.dtype)); })
+      .def_property_readonly("shape", &shape_list)
+      .def_property_readonly("rank", [](const trace::Node& n) { return n.shape.size(); })
+      .def_property_readonly("device", [](const trace::Node& n) { return n.device.str(); })
+      .def_property_readonly("name", &trace::Node::name)
+      .def_property_readonly("is_evaluated", &trace::Node::evaluated)
+      .def_property_readonly("is_input", [](const trace::Node& n) { return n.input_index >= 0; })
+      .def("describe", &trace::Node::describe);
+
+  m.def("make", [](const std::string& op, std::vector<NodeRef> inputs, py::dict attrs, py::object frames) {
+    SourceRef src = to_source(frames);
+    bool creation = inputs.empty();
+    std::string device = attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu";
+    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), to_attrs(attrs), src));
+    if (creation) n->device = parse_device(device);
+    return n;
+  });
+
+  m.def("symbol_table", [] { return std::make_shared<SymbolTable>(); });
+  py::class_<SymbolTable, std::shared_ptr<SymbolTable>>(m, "SymbolTable")
+      .def("add", &SymbolTable::add);
+
+  // A tp.compile runtime input; dims: list of int (static) or symbol id (dynamic) pairs.
+  m.def("input_node", [](int index, const std::string& name, const std::string& dtype, std::vector<py::tuple> dims,
+                         const std::string& device, std::shared_ptr<SymbolTable> symbols, py::object frames) {
+    Shape shape;
+    for (const auto& d : dims) {
+      bool dynamic = d[0].cast<bool>();
+      int64_t v = d[1].cast<int64_t>();
+      shape.push_back(dynamic ? Dim::symbol(static_cast<int>(v)) : Dim(v));
+    }
+    return trace::make_input_node(index, name, parse_dtype(dtype), std::move(shape), parse_device(device), symbols,
+                                  to_source(frames));
+  });
+
+  m.def("evaluate", [](const NodeRef& n) {
+    py::gil_scoped_release nogil;
+    Status st = trace::evaluate(n, eager_options(n->device));
+    py::gil_scoped_acquire gil;
+    check(st);
+  });
+  m.def("eager_cache_size", &trace::eager_cache_size);
+  m.def("trace_str", [](const NodeRef& n) { return trace::trace_str({n}); });
+
+  m.def("compile", [](std::vector<NodeRef> outputs, std::vector<NodeRef> inputs, std::vector<std::string> names,
+                      const std::string& device, int level, py::object dump) {
+    CompileOptions o = compile_options(device, level, dump);
+    return unwrap(trace::compile_trace(outputs, inputs, names, o));
+  });
+
+  m.def("op_table", [] {
+    py::list out;
+    for (const trace::OpDef* d : trace::all_ops()) {
+      py::list dts;
+      for (auto set : d->input_dtypes) dts.append(trace::dtype_set_str(set));
+      out.append(py::make_tuple(d->name, d->display, d->min_inputs, d->max_inputs, dts));
+    }
+    return out;
+  });
+}
+
+}  // namespace tripy::binding

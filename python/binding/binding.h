@@ -1,0 +1,38 @@
+// Shared pieces of the tripy._C binding: Status -> tp.TripyException, source frames, devices.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "compiler/compile.h"
+#include "trace/node.h"
+#include "tripy/status.h"
+
+namespace py = pybind11;
+
+namespace tripy::binding {
+
+// Raises tp.TripyException with the formatted error (never returns).
+[[noreturn]] void raise(const Status& status);
+
+template <typename T>
+T unwrap(StatusOr<T> v) {
+  if (!v.ok()) raise(v.status());
+  return std::move(v).value();
+}
+inline void check(const Status& st) {
+  if (!st.ok()) raise(st);
+}
+
+// (file, line, function, col, end_col) tuples from tripy.utils.stack_info -> SourceRef.
+SourceRef to_source(const py::handle& frames);
+Device parse_device(const std::string& s);
+DType parse_dtype(const std::string& s);
+CompileOptions eager_options(const Device& device);
+// Host copy of a tensor (identity for CPU tensors).
+Tensor to_host(const Tensor& t);
+
+void bind_node(py::module_& m);
+void bind_data(py::module_& m);
+void bind_executable(py::module_& m);
+
+}  // namespace tripy::binding

@@ -1,0 +1,63 @@
+// tripy._C: the Python binding of the C++ core. Python holds Node handles; every rule, check
+// and computation happens in C++; errors cross as tp.TripyException.
+#include "backend/backend.h"
+#include "binding.h"
+
+namespace tripy::binding {
+
+void raise(const Status& status) {
+  std::string text = format_error(status);
+  py::object exc = py::module_::import("tripy.exception").attr("TripyException");
+  PyErr_SetObject(exc.ptr(), py::str(text).ptr());
+  throw py::error_already_set();
+}
+
+SourceRef to_source(const py::handle& frames) {
+  if (frames.is_none()) return nullptr;
+  auto info = std::make_shared<SourceInfo>();
+  for (const auto& f : frames) {
+    auto t = f.cast<py::tuple>();
+    info->push_back({t[0].cast<std::string>(), t[1].cast<int>(), t[2].cast<std::string>(), t[3].cast<int>(),
+                     t[4].cast<int>()});
+  }
+  return info;
+}
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device{Device::Kind::kCpu, 0};
+  if (s.rfind("gpu", 0) == 0) {
+    int index = s.size() > 4 ? std::stoi(s.substr(4)) : 0;
+    return Device{Device::Kind::kGpu, index};
+  }
+  throw py::value_error("unknown device '" + s + "'");
+}
+
+DType parse_dtype(const std::string& s) {
+  auto dt = dtype_from_name(s);
+  if (!dt) throw py::value_error("unknown dtype '" + s + "'");
+  return *dt;
+}
+
+CompileOptions eager_options(const Device& device) {
+  CompileOptions o;
+  o.device = device;
+  o.optimization_level = 0;
+  return o;
+}
+
+Tensor to_host(const Tensor& t) {
+  if (t.device().kind == Device::Kind::kCpu) return t;
+  rt::Backend* b = rt::backend_for(t.device().kind);
+  if (!b) raise(Status(StatusCode::kUnavailable, "No backend for " + t.device().str()));
+  return unwrap(b->copy_to_host(t));
+}
+
+}  // namespace tripy::binding
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Tripy's C++ core";
+  tripy::binding::bind_node(m);
+  tripy::binding::bind_data(m);
+  tripy::binding::bind_executable(m);
+  m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
+}
