@@ -1,0 +1,232 @@
+"""``tp.Module``: a reusable block whose Tensor attributes are its parameters.
+
+Nothing is registered: parameters and children are found by looking at the instance's attributes
+(and inside lists, tuples and dicts among them) whenever they are asked for. That is why a subclass
+works even when its ``__init__`` never calls ``super().__init__()``, as the seeds' GEGLU does.
+"""
+
+from collections import namedtuple
+from functools import lru_cache
+
+from tripy.exception import TripyException
+
+LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
+
+
+@lru_cache(maxsize=None)
+def _tensor_type():
+    # Imported on first use: the tensor module imports the ops, which import this module.
+    from tripy.frontend.tensor import Tensor
+
+    return Tensor
+
+
+def _static_shape(tensor):
+    shape = tuple(tensor.shape)
+    return shape if all(isinstance(dim, int) for dim in shape) else None
+
+
+def _dtype_name(dtype):
+    return getattr(dtype, "name", str(dtype))
+
+
+def _check_compatible(name, current, new):
+    """Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape."""
+    if current.dtype != new.dtype:
+        raise TripyException(
+            f"Cannot set parameter '{name}': it has dtype {_dtype_name(current.dtype)}, "
+            f"but the new value has dtype {_dtype_name(new.dtype)}."
+        )
+    current_shape, new_shape = _static_shape(current), _static_shape(new)
+    # Shapes known only at run time (inside compile) cannot be compared here.
+    if current_shape is not None and new_shape is not None and current_shape != new_shape:
+        raise TripyException(
+            f"Cannot set parameter '{name}': it has shape {current_shape}, but the new value has shape {new_shape}."
+        )
+
+
+def _members(module):
+    """
+    Yields ``(name, value, holder, key)`` for every Tensor and Module that ``module`` holds, directly
+    or inside lists, tuples and dicts; ``holder[key]`` (or ``holder.key``) is where it sits.
+    """
+    tensor_type = _tensor_type()
+
+    def visit(name, value, holder, key):
+        if isinstance(value, (tensor_type, Module)):
+            yield name, value, holder, key
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                yield from visit(f"{name}.{index}", item, value, index)
+        elif isinstance(value, dict):
+            for item_key, item in value.items():
+                yield from visit(f"{name}.{item_key}", item, value, item_key)
+
+    for name, value in list(vars(module).items()):
+        yield from visit(name, value, module, name)
+
+
+def _parameter_slots(module, prefix=""):
+    """Dotted name -> (holder, key, tensor) for every parameter of ``module`` and its descendants."""
+    slots = {}
+    for name, value, holder, key in _members(module):
+        if isinstance(value, Module):
+            slots.update(_parameter_slots(value, f"{prefix}{name}."))
+        else:
+            slots[prefix + name] = (holder, key, value)
+    return slots
+
+
+class Module:
+    """
+    Base class of reusable blocks. Attributes that are ``tp.Tensor``s are the module's parameters;
+    attributes that are Modules are its children; either may also sit in a list or a dict.
+    A subclass defines ``__call__`` (or ``forward``) to compute its output.
+
+    Example::
+
+        import tripy as tp
+
+        class AddBias(tp.Module):
+            def __init__(self):
+                super().__init__()
+                self.bias = tp.Tensor([1.0, 2.0])
+
+            def __call__(self, x):
+                return x + self.bias
+
+        add_bias = AddBias()
+        assert list(add_bias.state_dict()) == ["bias"]
+        assert tp.equal(add_bias(tp.Tensor([1.0, 1.0])), tp.Tensor([2.0, 3.0]))
+    """
+
+    def __init__(self):
+        # Nothing to set up: parameters and children are found from the attributes when needed.
+        pass
+
+    def __setattr__(self, name, value):
+        current = self.__dict__.get(name)
+        if current is not None:
+            tensor_type = _tensor_type()
+            if isinstance(current, tensor_type) and isinstance(value, tensor_type):
+                _check_compatible(name, current, value)
+        object.__setattr__(self, name, value)
+
+    def __call__(self, *args, **kwargs):
+        forward = getattr(self, "forward", None)
+        if forward is None:
+            raise TripyException(f"Module '{type(self).__name__}' must define `__call__` or `forward` to be called.")
+        return forward(*args, **kwargs)
+
+    def named_parameters(self):
+        """
+        Yields ``(name, tensor)`` for this module's own parameters (not its children's); a
+        parameter in a list or dict is named like ``"weights.0"``.
+
+        Example::
+
+            import tripy as tp
+
+            linear = tp.Linear(2, 3)
+            assert [name for name, _ in linear.named_parameters()] == ["weight", "bias"]
+        """
+        for name, value, _, _ in _members(self):
+            if not isinstance(value, Module):
+                yield name, value
+
+    def named_children(self):
+        """
+        Yields ``(name, module)`` for this module's immediate children.
+
+        Example::
+
+            import tripy as tp
+
+            model = tp.Sequential(tp.Linear(2, 3), tp.Linear(3, 1))
+            assert [name for name, _ in model.named_children()] == ["0", "1"]
+        """
+        for name, value, _, _ in _members(self):
+            if isinstance(value, Module):
+                yield name, value
+
+    def state_dict(self):
+        """
+        Returns every parameter of this module and its descendants, by dotted name.
+
+        Example::
+
+            import tripy as tp
+
+            class Block(tp.Module):
+                def __init__(self):
+                    self.layers = [tp.Linear(2, 2), tp.Linear(2, 2, bias=False)]
+
+            assert list(Block().state_dict()) == ["layers.0.weight", "layers.0.bias", "layers.1.weight"]
+        """
+        return {name: tensor for name, (_, _, tensor) in _parameter_slots(self).items()}
+
+    def load_state_dict(self, state_dict, strict=True):
+        """
+        Replaces parameters with the values in ``state_dict`` (Tensors, or anything ``tp.Tensor``
+        accepts, like numpy arrays), checking that each keeps its shape and dtype. Nothing is
+        changed if any check fails.
+
+        Returns ``(missing_keys, unexpected_keys)``: parameters absent from ``state_dict`` and keys
+        that name no parameter. With ``strict=True`` either is an error.
+
+        Example::
+
+            import tripy as tp
+
+            linear = tp.Linear(2, 1)
+            missing, unexpected = linear.load_state_dict({"weight": tp.ones((1, 2))}, strict=False)
+            assert missing == ["bias"] and unexpected == []
+            assert tp.equal(linear.weight, tp.ones((1, 2)))
+        """
+        slots = _parameter_slots(self)
+        missing = [name for name in slots if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in slots]
+        if strict and (missing or unexpected):
+            raise TripyException(
+                f"load_state_dict found {len(missing)} missing and {len(unexpected)} unexpected key(s) "
+                f"for '{type(self).__name__}'.\n    Missing keys: {missing}\n    Unexpected keys: {unexpected}\n"
+                "Pass strict=False to load the matching keys only."
+            )
+
+        tensor_type = _tensor_type()
+        updates = []
+        # Check everything first so a bad entry leaves the module untouched.
+        for name, value in state_dict.items():
+            if name not in slots:
+                continue
+            holder, key, current = slots[name]
+            if isinstance(holder, tuple):
+                raise TripyException(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
+            new = value if isinstance(value, tensor_type) else tensor_type(value)
+            _check_compatible(name, current, new)
+            updates.append((holder, key, new))
+
+        for holder, key, new in updates:
+            if isinstance(holder, Module):
+                object.__setattr__(holder, key, new)
+            else:
+                holder[key] = new
+        return LoadResult(missing, unexpected)
+
+    def __str__(self):
+        lines = []
+        for name, value, _, _ in _members(self):
+            if isinstance(value, Module):
+                lines.append(f"{name}: {value}")
+            else:
+                lines.append(f"{name}: Tensor(shape={tuple(value.shape)}, dtype={_dtype_name(value.dtype)})")
+        # Plain settings (sizes, flags) help tell modules of one class apart.
+        for name, value in vars(self).items():
+            if not name.startswith("_") and isinstance(value, (bool, int, float, str)):
+                lines.append(f"{name}={value!r}")
+        if not lines:
+            return f"{type(self).__name__}()"
+        body = "\n".join(lines).replace("\n", "\n    ")
+        return f"{type(self).__name__}(\n    {body}\n)"
+
+    __repr__ = __str__

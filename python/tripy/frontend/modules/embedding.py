@@ -1,0 +1,34 @@
+"""``tp.Embedding``: looks up rows of a table by integer index."""
+
+from tripy.frontend.module import Module
+from tripy.frontend.modules.placeholder import placeholder
+
+
+class Embedding(Module):
+    """
+    Maps each integer index in its input to a row of ``weight`` (shape
+    ``(num_embeddings, embedding_dim)``); the output has the input's shape plus ``embedding_dim``.
+    ``dtype`` defaults to ``tp.float32``.
+
+    Example::
+
+        import tripy as tp
+
+        embedding = tp.Embedding(num_embeddings=4, embedding_dim=2)
+        out = embedding(tp.Tensor([3, 0]))
+        assert tp.equal(out, tp.Tensor([[6.0, 7.0], [0.0, 1.0]]))
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, dtype=None):
+        import tripy as tp
+
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.dtype = tp.float32 if dtype is None else dtype
+        self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
+
+    def __call__(self, x):
+        import tripy as tp
+
+        return tp.gather(self.weight, 0, x)

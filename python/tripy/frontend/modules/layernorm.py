@@ -1,0 +1,39 @@
+"""``tp.LayerNorm``: normalizes over the trailing dimensions, then scales and shifts."""
+
+from tripy.frontend.module import Module
+from tripy.frontend.modules.placeholder import placeholder
+
+
+class LayerNorm(Module):
+    """
+    Normalizes the last ``len(normalized_shape)`` dimensions of its input to zero mean and unit
+    variance, then applies ``weight`` and ``bias`` (each of shape ``normalized_shape``):
+    ``(x - mean) / sqrt(var + eps) * weight + bias``. ``dtype`` defaults to ``tp.float32``.
+
+    Example::
+
+        import tripy as tp
+
+        norm = tp.LayerNorm(2)
+        norm.load_state_dict({"weight": tp.ones((2,)), "bias": tp.zeros((2,))})
+        out = norm(tp.Tensor([[1.0, 3.0]]))
+        assert tp.allclose(out, tp.Tensor([[-1.0, 1.0]]), atol=1e-3)
+    """
+
+    def __init__(self, normalized_shape, dtype=None, eps=1e-5):
+        import tripy as tp
+
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.dtype = tp.float32 if dtype is None else dtype
+        self.eps = eps
+        self.weight = placeholder(self.normalized_shape, self.dtype)
+        self.bias = placeholder(self.normalized_shape, self.dtype)
+
+    def __call__(self, x):
+        # The fused helper lowers to one row-reduction group instead of separate mean/var passes.
+        from tripy.frontend.ops.layernorm import _layernorm
+
+        return _layernorm(x, self.weight, self.bias, len(self.normalized_shape), self.eps)
