@@ -1,0 +1,212 @@
+// The CPU backend object and its LoadedProgram: resolves buffers to memory (inputs, constants,
+// one reused arena, fresh outputs) and runs the kernels in order.
+#include "backend/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "backend/cpu/kernels.h"
+
+namespace tripy::cpu {
+
+Status kernel_error(const rt::Kernel& kernel, SourceRef where, const std::string& message,
+                    StatusCode code) {
+  return Status(code, "kernel '" + kernel.name + "': " + message, std::move(where));
+}
+
+Status kernel_error(const KernelArgs& args, const std::string& message, StatusCode code) {
+  return kernel_error(*args.kernel, args.where, message, code);
+}
+
+namespace {
+
+using rt::BufferDesc;
+using rt::KernelKind;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+class CpuLoadedProgram final : public rt::LoadedProgram {
+ public:
+  explicit CpuLoadedProgram(std::shared_ptr<const rt::Program> program)
+      : program_(std::move(program)) {}
+
+  Status prepare() {
+    const rt::Program& p = *program_;
+    for (const SourceInfo& s : p.sources) sources_.push_back(std::make_shared<SourceInfo>(s));
+    const int32_t nbuf = static_cast<int32_t>(p.buffers.size());
+    for (const rt::Kernel& k : p.kernels) {
+      SourceRef where = source_of(k);
+      for (int32_t b : k.inputs)
+        if (b < 0 || b >= nbuf) return kernel_error(k, where, "input buffer id out of range",
+                                                     StatusCode::kInternal);
+      for (int32_t b : k.outputs)
+        if (b < 0 || b >= nbuf) return kernel_error(k, where, "output buffer id out of range",
+                                                     StatusCode::kInternal);
+      std::unique_ptr<KernelState> state;
+      if (k.kind == KernelKind::kFused) {
+        TRIPY_ASSIGN_OR_RETURN(state, prepare_fused(p, k, where));
+      } else if (k.kind == KernelKind::kDot) {
+        state = prepare_dot();
+      }
+      states_.push_back(std::move(state));
+    }
+    // Alias chains must end in a real buffer: follow each at most nbuf steps.
+    for (int32_t i = 0; i < nbuf; ++i) {
+      int32_t b = i, steps = 0;
+      while (p.buffers[b].kind == BufferDesc::Kind::kAlias) {
+        b = p.buffers[b].index;
+        if (b < 0 || b >= nbuf || ++steps > nbuf)
+          return internal_error("buffer " + std::to_string(i) + " is a broken alias");
+      }
+    }
+    views_.resize(nbuf);
+    return ok_status();
+  }
+
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
+                                    const std::vector<int64_t>& slots) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const rt::Program& p = *program_;
+    for (size_t i = 0; i < p.buffers.size(); ++i) TRIPY_RETURN_IF_ERROR(shape_of(i, slots));
+
+    // The arena is planned for the largest inputs; grow it if the planner's bound was exceeded.
+    int64_t need = p.arena_bytes;
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const BufferDesc& b = p.buffers[i];
+      if (b.kind == BufferDesc::Kind::kTemp)
+        need = std::max(need, b.offset + views_[i].numel() * dtype_size(b.dtype));
+    }
+    if (need > arena_bytes_) {
+      int64_t bytes = (need + 255) / 256 * 256;
+      arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(256, static_cast<size_t>(bytes))));
+      if (!arena_) return Status(StatusCode::kResourceExhausted, "cannot allocate the CPU arena");
+      arena_bytes_ = bytes;
+    }
+
+    std::vector<Tensor> outputs(p.outputs.size());
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const BufferDesc& b = p.buffers[i];
+      View& v = views_[i];
+      v.dtype = b.dtype;
+      switch (b.kind) {
+        case BufferDesc::Kind::kInput:
+          if (b.index < 0 || static_cast<size_t>(b.index) >= inputs.size())
+            return internal_error("input buffer refers to a missing input");
+          v.data = inputs[b.index].data();
+          break;
+        case BufferDesc::Kind::kConstant:
+          if (b.index < 0 || static_cast<size_t>(b.index) >= p.constants.size())
+            return internal_error("constant buffer refers to a missing constant");
+          v.data = p.constants[b.index].data();
+          break;
+        case BufferDesc::Kind::kTemp:
+          v.data = arena_.get() + b.offset;
+          break;
+        case BufferDesc::Kind::kOutput:
+          if (b.index < 0 || static_cast<size_t>(b.index) >= outputs.size())
+            return internal_error("output buffer refers to a missing output");
+          outputs[b.index] = Tensor::empty_host(b.dtype, v.shape);
+          v.data = outputs[b.index].data();
+          break;
+        case BufferDesc::Kind::kAlias:
+          v.data = nullptr;  // resolved below, once its target is
+          break;
+      }
+    }
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      int32_t b = static_cast<int32_t>(i);
+      while (p.buffers[b].kind == BufferDesc::Kind::kAlias) b = p.buffers[b].index;
+      views_[i].data = views_[b].data;
+    }
+
+    KernelArgs args;
+    args.program = &p;
+    args.slots = &slots;
+    for (size_t k = 0; k < p.kernels.size(); ++k) {
+      const rt::Kernel& kernel = p.kernels[k];
+      args.kernel = &kernel;
+      args.where = source_of(kernel);
+      args.inputs.clear();
+      args.outputs.clear();
+      for (int32_t b : kernel.inputs) args.inputs.push_back(&views_[b]);
+      for (int32_t b : kernel.outputs) args.outputs.push_back(&views_[b]);
+      TRIPY_RETURN_IF_ERROR(run_kernel(args, k));
+    }
+    return outputs;
+  }
+
+ private:
+  SourceRef source_of(const rt::Kernel& k) const {
+    if (k.source >= 0 && static_cast<size_t>(k.source) < sources_.size()) return sources_[k.source];
+    return nullptr;
+  }
+
+  Status shape_of(size_t i, const std::vector<int64_t>& slots) {
+    const BufferDesc& b = program_->buffers[i];
+    std::vector<int64_t>& shape = views_[i].shape;
+    shape.resize(b.shape.size());
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      rt::Slot s = b.shape[d];
+      if (s < 0 || static_cast<size_t>(s) >= slots.size())
+        return internal_error("buffer " + std::to_string(i) + " refers to a missing shape slot");
+      shape[d] = slots[s];
+    }
+    return ok_status();
+  }
+
+  Status run_kernel(const KernelArgs& args, size_t k) {
+    switch (args.kernel->kind) {
+      case KernelKind::kFused: return run_fused(args, *states_[k]);
+      case KernelKind::kDot: return run_dot(args, *states_[k]);
+      case KernelKind::kTranspose: return run_transpose(args);
+      case KernelKind::kSlice: return run_slice(args);
+      case KernelKind::kConcat: return run_concat(args);
+      case KernelKind::kGather: return run_gather(args);
+      case KernelKind::kCopy: return run_copy(args);
+    }
+    return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
+  }
+
+  std::shared_ptr<const rt::Program> program_;
+  std::vector<SourceRef> sources_;
+  std::vector<std::unique_ptr<KernelState>> states_;
+  std::mutex mutex_;  // one run at a time: the arena and views are shared
+  std::unique_ptr<uint8_t, FreeDeleter> arena_;
+  int64_t arena_bytes_ = 0;
+  std::vector<View> views_;
+};
+
+class CpuBackend final : public rt::Backend {
+ public:
+  Device::Kind kind() const override { return Device::Kind::kCpu; }
+  bool available() const override { return true; }
+  StatusOr<rt::Artifacts> build(const rt::Program&, const rt::BuildOptions&) override {
+    return rt::Artifacts{};
+  }
+  StatusOr<std::unique_ptr<rt::LoadedProgram>> load(std::shared_ptr<const rt::Program> program,
+                                                    const rt::Artifacts&) override {
+    if (!program) return internal_error("load: no program");
+    auto loaded = std::make_unique<CpuLoadedProgram>(std::move(program));
+    TRIPY_RETURN_IF_ERROR(loaded->prepare());
+    return std::unique_ptr<rt::LoadedProgram>(std::move(loaded));
+  }
+  // Host memory is the CPU's memory: copies are the identity and share the bytes.
+  StatusOr<Tensor> copy_from_host(const Tensor& host) override { return host; }
+  StatusOr<Tensor> copy_to_host(const Tensor& t) override {
+    if (t.device().kind != Device::Kind::kCpu)
+      return invalid_argument("the CPU backend cannot read a tensor on " + t.device().str());
+    return t;
+  }
+};
+
+}  // namespace
+}  // namespace tripy::cpu
+
+namespace tripy::rt {
+Backend* cpu_backend() {
+  static cpu::CpuBackend* backend = new cpu::CpuBackend();
+  return backend;
+}
+}  // namespace tripy::rt

@@ -1,0 +1,12 @@
+// The CPU backend: always available, runs Programs on the host (oneDNN GEMMs when built with it,
+// an interpreter over cache-sized tiles for fused elementwise/reduction groups).
+#pragma once
+
+#include "backend/backend.h"
+
+namespace tripy::rt {
+
+// The process-wide CPU backend (never null).
+Backend* cpu_backend();
+
+}  // namespace tripy::rt

@@ -1,0 +1,286 @@
+// Runs a fused elementwise/row-reduction kernel as a vectorised loop over cache-sized tiles:
+// each instruction streams over a tile of up to kTile elements held in per-register scratch.
+// Rows (indices over the non-reduced axes) are independent and are spread over the thread pool.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/fused_plan.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace tripy::cpu {
+namespace {
+
+using rt::EwOp;
+
+// Strides of every stream (kernel inputs, then one per iota axis) over a coalesced group of
+// domain axes: size-1 axes are dropped and neighbours that step evenly in all streams merged.
+struct AxisGroup {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;  // [stream * dims.size() + axis]
+  int64_t numel = 1;
+};
+
+AxisGroup coalesce(const std::vector<int64_t>& dom, const std::vector<int64_t>& strides,
+                   int num_streams, int from, int to) {
+  const int rank = static_cast<int>(dom.size());
+  std::vector<int> keep;
+  for (int a = from; a < to; ++a)
+    if (dom[a] != 1) keep.push_back(a);
+  AxisGroup g;
+  std::vector<std::vector<int64_t>> st(num_streams);
+  for (int a : keep) {
+    g.numel *= dom[a];
+    bool merge = !g.dims.empty();
+    for (int s = 0; merge && s < num_streams; ++s)
+      merge = st[s].back() == strides[s * rank + a] * dom[a];
+    if (merge) {
+      g.dims.back() *= dom[a];
+      for (int s = 0; s < num_streams; ++s) st[s].back() = strides[s * rank + a];
+    } else {
+      g.dims.push_back(dom[a]);
+      for (int s = 0; s < num_streams; ++s) st[s].push_back(strides[s * rank + a]);
+    }
+  }
+  if (g.dims.empty()) {  // a scalar group: one axis of size 1 keeps the loops uniform
+    g.dims.push_back(1);
+    for (auto& v : st) v.push_back(0);
+  }
+  for (auto& v : st) g.strides.insert(g.strides.end(), v.begin(), v.end());
+  return g;
+}
+
+struct Layout {
+  AxisGroup rows, tiles;
+  int num_streams = 0;
+  std::vector<const void*> base;  // per input stream
+  std::vector<void*> out;         // per output
+};
+
+// Per-thread scratch, reused across kernels so small kernels allocate nothing.
+struct Scratch {
+  uint8_t* tiles = nullptr;
+  size_t bytes = 0;
+  ~Scratch() { std::free(tiles); }
+  uint8_t* get(size_t need) {
+    if (need > bytes) {
+      std::free(tiles);
+      bytes = std::max(need, bytes * 2);
+      tiles = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+    }
+    return tiles;
+  }
+};
+thread_local Scratch t_scratch;
+
+class Worker {
+ public:
+  Worker(const FusedPlan& plan, const Layout& layout)
+      : plan_(plan), f_(*plan.fused), lay_(layout),
+        tiles_(t_scratch.get(static_cast<size_t>(std::max(1, plan.num_slots)) * kTileBytes)),
+        row_vals_(f_.instrs.size()), row_base_(layout.num_streams, 0),
+        coord_(layout.tiles.dims.size(), 0) {}
+
+  // Evaluates row `row` over tile-space elements [begin, end) (the whole row when reducing).
+  void run_row(int64_t row, int64_t begin, int64_t end) {
+    set_row_base(row);
+    const int32_t n = static_cast<int32_t>(f_.instrs.size());
+    const int splat_n = static_cast<int>(std::min<int64_t>(kTile, end - begin));
+    for (int32_t r = 0; r < n; ++r) {
+      if (!plan_.row_level[r]) continue;
+      const rt::Instr& in = f_.instrs[r];
+      void* dst = &row_vals_[r];
+      if (in.op == EwOp::kConst) {
+        const_value(in.dtype, in.imm, dst);
+      } else if (plan_.pass_of[r] >= 0) {
+        const FusedPass& pass = plan_.passes[plan_.pass_of[r]];
+        Scalar acc;
+        reduce_init(in.op, plan_.operand_kind[r], acc);
+        const int32_t src_slot = pass.slot[in.a];
+        for (int64_t t = begin; t < end; t += kTile) {
+          int len = static_cast<int>(std::min<int64_t>(kTile, end - t));
+          run_pass(pass, t, len);
+          reduce_tile(in.op, plan_.operand_kind[r], tile(src_slot), len, acc);
+        }
+        reduce_finish(plan_.kind[r], in.dtype, acc, dst);
+      } else {
+        apply_op(in, plan_.operand_kind[r], 1, dst, &row_vals_[in.a],
+                 in.b >= 0 ? &row_vals_[in.b] : nullptr, in.c >= 0 ? &row_vals_[in.c] : nullptr);
+      }
+      if (plan_.row_slot[r] >= 0) splat_span(plan_.kind[r], dst, splat_n, tile(plan_.row_slot[r]));
+    }
+    const FusedPass& final_pass = plan_.passes.back();
+    for (int64_t t = begin; t < end; t += kTile) {
+      int len = static_cast<int>(std::min<int64_t>(kTile, end - t));
+      run_pass(final_pass, t, len);
+      const int64_t out_at = row * lay_.tiles.numel + t;
+      for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+        const FusedOutput& fo = plan_.outputs[o];
+        if (!fo.row_level)
+          store_span(f_.instrs[fo.reg].dtype, lay_.out[o], out_at, tile(final_pass.slot[fo.reg]), len);
+      }
+    }
+    for (size_t o = 0; o < plan_.outputs.size(); ++o) {
+      const FusedOutput& fo = plan_.outputs[o];
+      if (fo.row_level) store_span(f_.instrs[fo.reg].dtype, lay_.out[o], row, &row_vals_[fo.reg], 1);
+    }
+  }
+
+ private:
+  uint8_t* tile(int32_t slot) { return tiles_ + static_cast<size_t>(slot) * kTileBytes; }
+
+  void set_row_base(int64_t row) {
+    const AxisGroup& g = lay_.rows;
+    const size_t m = g.dims.size();
+    std::fill(row_base_.begin(), row_base_.end(), 0);
+    for (size_t j = m; j-- > 0;) {
+      int64_t c = row % g.dims[j];
+      row /= g.dims[j];
+      for (int s = 0; s < lay_.num_streams; ++s) row_base_[s] += c * g.strides[s * m + j];
+    }
+  }
+
+  // Splits tile [t, t + len) into runs along the innermost coalesced axis.
+  void make_segments(int64_t t, int len) {
+    const AxisGroup& g = lay_.tiles;
+    const size_t m = g.dims.size();
+    const int S = lay_.num_streams;
+    seg_dst_.clear();
+    seg_len_.clear();
+    seg_off_.clear();
+    const int64_t inner = g.dims[m - 1];
+    for (int64_t p = t; p < t + len;) {
+      int64_t c_in = p % inner, q = p / inner;
+      int64_t run = std::min(inner - c_in, t + len - p);
+      for (size_t j = m - 1; j-- > 0;) {
+        coord_[j] = q % g.dims[j];
+        q /= g.dims[j];
+      }
+      seg_dst_.push_back(static_cast<int>(p - t));
+      seg_len_.push_back(static_cast<int>(run));
+      for (int s = 0; s < S; ++s) {
+        int64_t off = row_base_[s] + c_in * g.strides[s * m + m - 1];
+        for (size_t j = 0; j + 1 < m; ++j) off += coord_[j] * g.strides[s * m + j];
+        seg_off_.push_back(off);
+      }
+      p += run;
+    }
+  }
+
+  void run_pass(const FusedPass& pass, int64_t t, int len) {
+    bool segments_ready = false;
+    const int S = lay_.num_streams;
+    const size_t m = lay_.tiles.dims.size();
+    for (int32_t r : pass.instrs) {
+      const rt::Instr& in = f_.instrs[r];
+      uint8_t* dst = tile(pass.slot[r]);
+      if (in.op == EwOp::kLoad || in.op == EwOp::kIota) {
+        if (!segments_ready) make_segments(t, len);
+        segments_ready = true;
+        const int s = plan_.stream_of[r];
+        const int64_t inner_stride = lay_.tiles.strides[s * m + m - 1];
+        const int esize = ckind_size(plan_.kind[r]);
+        for (size_t k = 0; k < seg_dst_.size(); ++k) {
+          uint8_t* d = dst + static_cast<size_t>(seg_dst_[k]) * esize;
+          if (in.op == EwOp::kLoad)
+            load_span(in.dtype, lay_.base[s], seg_off_[k * S + s], inner_stride, seg_len_[k], d);
+          else
+            iota_span(plan_.kind[r], seg_off_[k * S + s], inner_stride, seg_len_[k], d);
+        }
+        continue;
+      }
+      auto operand = [&](int32_t o) -> const void* { return o >= 0 ? tile(pass.slot[o]) : nullptr; };
+      apply_op(in, plan_.operand_kind[r], len, dst, operand(in.a), operand(in.b), operand(in.c));
+    }
+  }
+
+  const FusedPlan& plan_;
+  const rt::FusedProgram& f_;
+  const Layout& lay_;
+  uint8_t* tiles_;
+  std::vector<Scalar> row_vals_;
+  std::vector<int64_t> row_base_, coord_, seg_off_;
+  std::vector<int> seg_dst_, seg_len_;
+};
+
+// Below this many element-instructions a kernel runs on the calling thread.
+constexpr int64_t kParallelWork = 1 << 17;
+
+}  // namespace
+
+Status run_fused(const KernelArgs& args, KernelState& state) {
+  const FusedPlan& plan = static_cast<const FusedPlan&>(state);
+  const rt::FusedProgram& f = *plan.fused;
+  const int rank = plan.rank;
+  std::vector<int64_t> dom(rank);
+  for (int a = 0; a < rank; ++a) dom[a] = args.slot(f.domain[a]);
+
+  // Stream strides over the domain (inputs, then iota axes).
+  Layout lay;
+  lay.num_streams = plan.num_inputs + static_cast<int>(plan.iota_axes.size());
+  std::vector<int64_t> strides(static_cast<size_t>(lay.num_streams) * rank, 0);
+  for (int i = 0; i < plan.num_inputs; ++i) {
+    const View& v = *args.inputs[i];
+    const auto& axes = f.input_axes[i];
+    if (v.shape.size() != axes.size())
+      return kernel_error(args, "input " + std::to_string(i) + " has rank " +
+                                    std::to_string(v.shape.size()) + ", expected " +
+                                    std::to_string(axes.size()), StatusCode::kInternal);
+    int64_t st = 1;
+    for (size_t d = v.shape.size(); d-- > 0;) {
+      int ax = axes[d];
+      if (v.shape[d] == dom[ax]) strides[i * rank + ax] += st;
+      else if (v.shape[d] != 1)
+        return kernel_error(args, "input " + std::to_string(i) + " dim " + std::to_string(d) +
+                                      " has size " + std::to_string(v.shape[d]) +
+                                      " but the domain has " + std::to_string(dom[ax]));
+      st *= v.shape[d];
+    }
+    lay.base.push_back(v.data);
+  }
+  for (size_t k = 0; k < plan.iota_axes.size(); ++k)
+    strides[(plan.num_inputs + k) * rank + plan.iota_axes[k]] = 1;
+  for (size_t r = 0; r < f.instrs.size(); ++r)
+    if (f.instrs[r].op == EwOp::kLoad && args.inputs[f.instrs[r].a]->dtype != f.instrs[r].dtype)
+      return kernel_error(args, "instruction %" + std::to_string(r) + " loads " +
+                                    std::string(dtype_name(f.instrs[r].dtype)) + " from a " +
+                                    std::string(dtype_name(args.inputs[f.instrs[r].a]->dtype)) +
+                                    " buffer", StatusCode::kInternal);
+
+  const int split = plan.has_reduction ? f.reduce_from : 0;
+  lay.rows = coalesce(dom, strides, lay.num_streams, 0, split);
+  lay.tiles = coalesce(dom, strides, lay.num_streams, split, rank);
+  const int64_t rows = lay.rows.numel, row_len = lay.tiles.numel;
+  for (size_t o = 0; o < plan.outputs.size(); ++o) {
+    int64_t want = plan.outputs[o].row_level ? rows : rows * row_len;
+    if (args.outputs[o]->numel() != want)
+      return kernel_error(args, "output " + std::to_string(o) + " has " +
+                                    std::to_string(args.outputs[o]->numel()) +
+                                    " elements, the domain gives " + std::to_string(want),
+                          StatusCode::kInternal);
+    lay.out.push_back(args.outputs[o]->data);
+  }
+  if (rows == 0) return ok_status();
+
+  const int64_t work = rows * std::max<int64_t>(row_len, 1) * plan.cost_per_element;
+  if (plan.has_reduction) {
+    auto body = [&](int64_t r0, int64_t r1) {
+      Worker w(plan, lay);
+      for (int64_t r = r0; r < r1; ++r) w.run_row(r, 0, row_len);
+    };
+    if (work < kParallelWork || rows == 1) body(0, rows);
+    else parallel_for(rows, std::max<int64_t>(1, kParallelWork / (work / rows)), body);
+  } else {
+    // One row: split the elements into tile-aligned chunks.
+    const int64_t ntiles = (row_len + kTile - 1) / kTile;
+    auto body = [&](int64_t t0, int64_t t1) {
+      Worker w(plan, lay);
+      w.run_row(0, t0 * kTile, std::min(row_len, t1 * kTile));
+    };
+    if (work < kParallelWork) body(0, ntiles);
+    else parallel_for(ntiles, std::max<int64_t>(1, kParallelWork / (plan.cost_per_element * kTile)), body);
+  }
+  return ok_status();
+}
+
+}  // namespace tripy::cpu

@@ -1,0 +1,65 @@
+// The CPU backend's kernel entry points and the resolved view of buffers they run on. The
+// loaded program resolves every buffer to memory once per run and hands kernels these views.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/program.h"
+#include "tripy/status.h"
+
+namespace tripy::cpu {
+
+// One buffer as a kernel sees it during a run: dense, row-major.
+struct View {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+struct KernelArgs {
+  const rt::Program* program = nullptr;
+  const rt::Kernel* kernel = nullptr;
+  const std::vector<int64_t>* slots = nullptr;
+  SourceRef where;  // the kernel's user source, or null
+  std::vector<const View*> inputs, outputs;
+
+  int64_t slot(rt::Slot s) const { return (*slots)[static_cast<size_t>(s)]; }
+};
+
+// A failure of this kernel: the message names the kernel and carries its source location.
+Status kernel_error(const KernelArgs& args, const std::string& message,
+                    StatusCode code = StatusCode::kInvalidArgument);
+Status kernel_error(const rt::Kernel& kernel, SourceRef where, const std::string& message,
+                    StatusCode code = StatusCode::kInvalidArgument);
+
+// Per-kernel state prepared at load time (fused plans, cached GEMM primitives).
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
+// kFused: prepares the interpreter plan (validating the instructions) and runs it.
+StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
+                                                     const rt::Kernel& kernel, SourceRef where);
+Status run_fused(const KernelArgs& args, KernelState& state);
+
+// kDot: state holds the primitive cache.
+std::unique_ptr<KernelState> prepare_dot();
+Status run_dot(const KernelArgs& args, KernelState& state);
+
+// Layout kernels: pure data movement, any dtype.
+Status run_transpose(const KernelArgs& args);
+Status run_slice(const KernelArgs& args);
+Status run_concat(const KernelArgs& args);
+Status run_gather(const KernelArgs& args);
+Status run_copy(const KernelArgs& args);
+
+}  // namespace tripy::cpu
