@@ -52,6 +52,12 @@ def test_private_names_are_never_suggested():
     assert suggestion("tripy", "C", TRIPY_NAMES) is None
 
 
+def test_protocol_probes_get_no_suggestion():
+    assert str(missing_attribute("tripy.Tensor", "__array_interface__", TRIPY_NAMES, TENSOR_NAMES)) == (
+        "Module: 'tripy.Tensor' does not have attribute: '__array_interface__'"
+    )
+
+
 def test_bit_widths_prefer_the_same_number_of_digits_then_the_closest():
     assert suggestion("tripy", "int2", TRIPY_NAMES) == "tripy.int4"
     assert suggestion("tripy", "uint8", TRIPY_NAMES) == "tripy.int8"

@@ -71,6 +71,10 @@ def suggestion(owner_name, attr, candidates, own_names=()):
         assert suggestion("tripy", "int16", ["int8", "int32", "int64"]) == "tripy.int32"
         assert suggestion("tripy.Tensor", "shap", ["softmax"], own_names=["shape"]) == "tripy.Tensor.shape"
     """
+    if attr.startswith("_"):
+        # Private and protocol names (numpy probes __array_interface__ and friends) get no
+        # suggestion, and skipping difflib keeps those probes cheap.
+        return None
     candidates = [name for name in candidates if not name.startswith("_")]
     if owner_name != "tripy" and attr in candidates:
         return f"tripy.{attr}"
