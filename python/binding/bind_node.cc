@@ -103,6 +103,9 @@ void bind_node(py::module_& m) {
     py::gil_scoped_acquire gil;
     check(st);
   });
+  m.def("raise_error", [](const std::string& message, py::object frames) {
+    raise(invalid_argument(message, to_source(frames)));
+  });
   m.def("eager_cache_size", &trace::eager_cache_size);
   m.def("trace_str", [](const NodeRef& n) { return trace::trace_str({n}); });
 

@@ -135,6 +135,11 @@ Status infer_slice(InferCtx& ctx) {
   const Attrs& a = ctx.node.attrs;
   if (a.starts.size() != in.size() || a.limits.size() != in.size() || a.steps.size() != in.size())
     return ctx.error("slice: expected " + std::to_string(in.size()) + " starts, limits and steps.");
+  // The frontend marks "to the end of the dim" with a huge limit, so dynamic dims slice too.
+  constexpr int64_t kToEnd = int64_t{1} << 62;
+  Attrs& attrs = ctx.node.attrs;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (attrs.limits[i].is_static() && attrs.limits[i].static_value() >= kToEnd) attrs.limits[i] = in[i];
   Shape out;
   for (size_t i = 0; i < in.size(); ++i) {
     const Dim& step = a.steps[i];

@@ -1,0 +1,80 @@
+"""Tripy: a debuggable, Pythonic frontend over a C++ inference compiler."""
+
+from tripy import config
+from tripy.exception import TripyException
+from tripy.logging import logger
+from tripy.frontend.dtypes import (
+    bfloat16,
+    bool,
+    dtype,
+    float8,
+    float16,
+    float32,
+    floating,
+    int4,
+    int8,
+    int32,
+    int64,
+    integer,
+)
+from tripy.frontend.device import device
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.ops.creation import arange, full, full_like, iota, iota_like, ones, ones_like, tril, triu, zeros, zeros_like
+from tripy.frontend.ops.elementwise import (
+    ceil,
+    clamp,
+    cos,
+    erf,
+    exp,
+    floor,
+    gelu,
+    leaky_relu,
+    log,
+    masked_fill,
+    maximum,
+    minimum,
+    relu,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    sqrt,
+    tanh,
+    where,
+)
+from tripy.frontend.ops.reduce import all, any, argmax, argmin, log_softmax, max, mean, min, prod, softmax, sum, var
+from tripy.frontend.ops.shape_ops import (
+    concatenate,
+    expand,
+    flatten,
+    flip,
+    gather,
+    outer,
+    permute,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    transpose,
+    unsqueeze,
+)
+from tripy.frontend.ops.linalg import matmul
+from tripy.frontend.ops.misc import allclose, cast, copy, equal
+from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
+from tripy.frontend.executable import Executable
+from tripy.frontend.compile import compile
+from tripy.frontend.module import Module
+from tripy.frontend.modules.linear import Linear
+from tripy.frontend.modules.layernorm import LayerNorm
+from tripy.frontend.modules.embedding import Embedding
+from tripy.frontend.modules.sequential import Sequential
+
+__version__ = "0.1.0"
+
+
+def __getattr__(attr):
+    from tripy.utils.suggest import missing_attribute
+
+    raise missing_attribute("tripy", attr, [n for n in globals() if not n.startswith("_")])

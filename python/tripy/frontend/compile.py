@@ -1,0 +1,116 @@
+"""``tp.compile``: trace a function with InputInfo placeholders and build an Executable."""
+
+import inspect
+
+from tripy import _C
+from tripy.exception import TripyException
+from tripy.frontend.device import default_device
+from tripy.frontend.executable import Executable
+from tripy.frontend.input_info import InputInfo
+from tripy.frontend.tensor import Tensor
+from tripy.logging import logger
+from tripy.utils.stack_info import capture_user_frames
+
+
+def _signature_of(func):
+    target = func
+    if not inspect.isfunction(func) and not inspect.ismethod(func) and callable(func):
+        target = getattr(type(func), "forward", None) if "forward" in type(func).__dict__ else func.__call__
+        if target is not func.__call__:
+            target = getattr(func, "forward")
+    try:
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Inputs:
+    """Turns InputInfos (possibly nested in containers) into runtime-input tensors."""
+
+    def __init__(self, frames):
+        self.symbols = _C.symbol_table()
+        self.named = {}
+        self.nodes = []
+        self.names = []
+        self.frames = frames
+
+    def _dim(self, name, index, bounds, dim_name):
+        lo, opt, hi = bounds
+        if lo == hi and dim_name is None:
+            return (False, lo)
+        if dim_name is not None:
+            if dim_name not in self.named:
+                self.named[dim_name] = self.symbols.add(dim_name, lo, opt, hi)
+            return (True, self.named[dim_name])
+        return (True, self.symbols.add(f"{name}.shape[{index}]", lo, opt, hi))
+
+    def replace(self, value, name):
+        if isinstance(value, InputInfo):
+            dims = [self._dim(name, i, b, n) for i, (b, n) in enumerate(zip(value.shape_bounds, value.dim_names))]
+            node = _C.input_node(
+                len(self.nodes), name, value.dtype.name, dims, str(default_device()), self.symbols, self.frames
+            )
+            self.nodes.append(node)
+            self.names.append(name)
+            return Tensor._wrap(node)
+        if isinstance(value, (list, tuple)):
+            out = [self.replace(v, f"{name}[{i}]") for i, v in enumerate(value)]
+            return type(value)(out) if isinstance(value, tuple) else out
+        if isinstance(value, dict):
+            return {k: self.replace(v, f"{name}[{k!r}]") for k, v in value.items()}
+        return value
+
+
+def compile(func, optimization_level=3, *, args=[], kwargs={}):
+    """
+    Compiles ``func`` (a function or a ``tp.Module``) into a ``tp.Executable``.
+
+    Each ``tp.InputInfo`` in ``args``/``kwargs`` (also inside lists, tuples and dicts) becomes a
+    runtime input; every other argument, and every tensor the function uses, is frozen into the
+    executable as a constant. The function must return one tensor or a tuple of tensors.
+
+    Example::
+
+        import tripy as tp
+
+        def add_one(x):
+            return x + 1.0
+
+        exe = tp.compile(add_one, args=[tp.InputInfo(((1, 2, 4),), dtype=tp.float32)])
+        assert exe(tp.Tensor([1.0, 2.0, 3.0])).tolist() == [2.0, 3.0, 4.0]
+    """
+    frames = capture_user_frames()
+    if not callable(func):
+        _C.raise_error(f"tp.compile expects a function or a tp.Module, but got: {func!r}.", frames)
+    if not isinstance(optimization_level, int) or not 0 <= optimization_level <= 5:
+        _C.raise_error(f"optimization_level must be an int in [0, 5], but got: {optimization_level!r}.", frames)
+    sig = _signature_of(func)
+    params = list(sig.parameters) if sig is not None else []
+    inputs = _Inputs(frames)
+    traced_args = []
+    for i, a in enumerate(args):
+        name = params[i] if i < len(params) and sig.parameters[params[i]].kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else f"arg{i}"
+        traced_args.append(inputs.replace(a, name))
+    traced_kwargs = {k: inputs.replace(v, k) for k, v in kwargs.items()}
+    if not inputs.nodes:
+        _C.raise_error("tp.compile found no tp.InputInfo in args or kwargs: an executable needs at least one runtime input.", frames)
+
+    result = func(*traced_args, **traced_kwargs)
+    single = isinstance(result, Tensor)
+    outputs = [result] if single else list(result) if isinstance(result, (tuple, list)) else None
+    if not outputs or not all(isinstance(o, Tensor) for o in outputs):
+        _C.raise_error(
+            f"The compiled function must return a tripy.Tensor or a tuple of them, but it returned: {type(result).__name__}.",
+            frames,
+        )
+    names = ["return"] if single else [f"return[{i}]" for i in range(len(outputs))]
+
+    def dump(stage, text):
+        flag = "trace" if stage == "trace" else "ir"
+        logger.log(flag, lambda: f"{stage}:\n{text}")
+
+    impl = _C.compile(
+        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level, dump
+    )
+    return Executable(impl)

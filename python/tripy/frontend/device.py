@@ -1,0 +1,62 @@
+"""Devices: ``tp.device("cpu" | "gpu" | "gpu:0")`` and the default-device rule."""
+
+import os
+
+from tripy.exception import TripyException
+
+
+class device:
+    """
+    A device on which tensors live and executables run.
+
+    Example::
+
+        import tripy as tp
+
+        d = tp.device("gpu")
+        assert (d.kind, d.index, str(d)) == ("gpu", 0, "gpu:0")
+        assert str(tp.device("cpu")) == "cpu"
+    """
+
+    def __init__(self, name):
+        if isinstance(name, device):
+            name = str(name)
+        kind, _, index = str(name).partition(":")
+        if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):
+            raise TripyException(f"Unknown device: {name!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
+        self.kind = kind
+        self.index = int(index) if index else 0
+
+    def __str__(self):
+        return "cpu" if self.kind == "cpu" else f"gpu:{self.index}"
+
+    def __repr__(self):
+        return f"device({str(self)!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, device) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+_default = None
+
+
+def default_device():
+    """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override."""
+    global _default
+    from tripy import config
+
+    if config.default_device is not None:
+        return device(config.default_device)
+    if _default is None:
+        from tripy import _C
+
+        env = os.environ.get("TRIPY_DEVICE")
+        _default = device(env) if env else device("gpu:0" if _C.gpu_available() else "cpu")
+    return _default
+
+
+def resolve(value):
+    return default_device() if value is None else device(value)

@@ -1,0 +1,88 @@
+"""``tp.Executable``: a compiled program; call it, save it, load it."""
+
+import inspect
+
+from tripy import _C
+from tripy.frontend import dtypes
+from tripy.frontend.input_info import InputInfo
+from tripy.frontend.tensor import Tensor
+from tripy.utils.stack_info import capture_user_frames
+
+
+class Executable:
+    """
+    A compiled function. Call it with tensors (positionally or by parameter name); inputs are
+    checked against the dtypes and shape ranges it was compiled for.
+
+    Example::
+
+        import os, tempfile
+        import tripy as tp
+
+        exe = tp.compile(lambda x: x * 2.0, args=[tp.InputInfo((2,), dtype=tp.float32)])
+        path = os.path.join(tempfile.mkdtemp(), "double.tpy")
+        exe.save(path)
+        assert tp.Executable.load(path)(tp.Tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
+    """
+
+    def __init__(self, impl):
+        self._impl = impl
+        self._names = [name for name, *_ in impl.inputs]
+        self.stream = None
+
+    @property
+    def input_infos(self):
+        """The ``tp.InputInfo`` of each runtime input, by name."""
+        infos = {}
+        for name, dtype, lo, opt, hi in self._impl.inputs:
+            infos[name] = InputInfo(shape=[(a, b, c) for a, b, c in zip(lo, opt, hi)], dtype=dtypes.from_name(dtype))
+        return infos
+
+    @property
+    def __signature__(self):
+        params = [
+            inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor) for n in self._names
+        ]
+        outs = self._impl.output_names
+        ret = Tensor if outs == ["return"] else tuple
+        return inspect.Signature(params, return_annotation=ret)
+
+    def __str__(self):
+        params = ", ".join(f"{n}: tripy.Tensor" for n in self._names)
+        outs = self._impl.output_names
+        ret = "tripy.Tensor" if outs == ["return"] else "Tuple[" + ", ".join(["tripy.Tensor"] * len(outs)) + "]"
+        return f"Executable({params}) -> {ret}"
+
+    __repr__ = __str__
+
+    def __call__(self, *args, **kwargs):
+        frames = capture_user_frames()
+        if len(args) > len(self._names):
+            _C.raise_error(f"This executable takes {len(self._names)} argument(s) ({', '.join(self._names)}), but {len(args)} were given.", frames)
+        bound = dict(zip(self._names, args))
+        for k, v in kwargs.items():
+            if k not in self._names:
+                _C.raise_error(f"Unexpected argument '{k}': this executable's arguments are: {', '.join(self._names)}.", frames)
+            if k in bound:
+                _C.raise_error(f"Argument '{k}' was given twice.", frames)
+            bound[k] = v
+        missing = [n for n in self._names if n not in bound]
+        if missing:
+            _C.raise_error(f"Missing argument(s): {', '.join(repr(m) for m in missing)}.", frames)
+        nodes = []
+        for n in self._names:
+            v = bound[n]
+            if not isinstance(v, Tensor):
+                _C.raise_error(f"Argument '{n}' must be a tripy.Tensor, but got: {type(v).__name__}.", frames)
+            nodes.append(v._node)
+        outs = [Tensor._wrap(node) for node in self._impl.run(nodes, frames)]
+        return outs[0] if self._impl.output_names == ["return"] else tuple(outs)
+
+    def save(self, path):
+        """Writes the executable to one file at ``path`` (any name)."""
+        self._impl.save(str(path))
+
+    @staticmethod
+    def load(path):
+        """Loads an executable saved with ``save``; a corrupt file raises TripyException."""
+        return Executable(_C.Executable.load(str(path)))

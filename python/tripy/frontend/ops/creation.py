@@ -1,0 +1,185 @@
+"""Creation ops: ones, zeros, full, iota, arange and their ``*_like`` forms, tril/triu."""
+
+import math
+
+from tripy.exception import TripyException
+from tripy.frontend import dtypes
+from tripy.frontend.device import default_device
+from tripy.frontend.trace_call import make
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        return [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise TripyException(f"Expected a shape (a sequence of ints), but got: {shape!r}.") from None
+
+
+def full(shape, value, dtype=dtypes.float32):
+    """
+    A tensor of ``shape`` filled with ``value``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.full((2, 2), 3.0).tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    """
+    dtypes.check_dtype(dtype)
+    return make("full", [], shape=_shape(shape), value=float(value), dtype=dtype.name, device=str(default_device()))
+
+
+def ones(shape, dtype=dtypes.float32):
+    """
+    A tensor of ones.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.ones((1, 2)).tolist() == [[1.0, 1.0]]
+    """
+    return full(shape, 1, dtype)
+
+
+def zeros(shape, dtype=dtypes.float32):
+    """
+    A tensor of zeros.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.zeros((2,), dtype=tp.int32).tolist() == [0, 0]
+    """
+    return full(shape, 0, dtype)
+
+
+def full_like(input, value, dtype=None):
+    """
+    A tensor shaped like ``input``, filled with ``value``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.full_like(tp.ones((2,)), 5.0).tolist() == [5.0, 5.0]
+    """
+    return full(input.shape, value, dtype or input.dtype)
+
+
+def ones_like(input, dtype=None):
+    """
+    Ones shaped like ``input``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.ones_like(tp.zeros((1, 2))).tolist() == [[1.0, 1.0]]
+    """
+    return full_like(input, 1, dtype)
+
+
+def zeros_like(input, dtype=None):
+    """
+    Zeros shaped like ``input``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.zeros_like(tp.ones((2,))).tolist() == [0.0, 0.0]
+    """
+    return full_like(input, 0, dtype)
+
+
+def iota(shape, dim=0, dtype=dtypes.float32):
+    """
+    A tensor whose values count up along ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.iota((2, 3), dim=1).tolist() == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
+    """
+    dtypes.check_dtype(dtype)
+    return make("iota", [], shape=_shape(shape), axis=int(dim), dtype=dtype.name, device=str(default_device()))
+
+
+def iota_like(input, dim=0, dtype=None):
+    """
+    ``iota`` shaped like ``input``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.iota_like(tp.ones((3,))).tolist() == [0.0, 1.0, 2.0]
+    """
+    return iota(input.shape, dim, dtype or input.dtype)
+
+
+def arange(start, stop=None, step=1, dtype=dtypes.float32):
+    """
+    Values from ``start`` (inclusive) to ``stop`` (exclusive) in steps of ``step``;
+    ``arange(stop)`` starts at 0.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.arange(4).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert tp.arange(1, 7, 2, dtype=tp.int32).tolist() == [1, 3, 5]
+    """
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise TripyException("arange: step must be nonzero.")
+    n = max(0, math.ceil((stop - start) / step))
+    values = iota((n,), 0, dtype)
+    if step != 1:
+        values = values * step
+    if start != 0:
+        values = values + start
+    return values
+
+
+def _triangle(input, diagonal, lower):
+    if input.rank < 2:
+        raise TripyException(f"{'tril' if lower else 'triu'} needs a tensor of rank >= 2, got rank {input.rank}.")
+    rows = iota(input.shape[-2:], 0, dtypes.int32)
+    cols = iota(input.shape[-2:], 1, dtypes.int32)
+    keep = (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
+    from tripy.frontend.ops.elementwise import where
+
+    return where(keep, input, zeros_like(input))
+
+
+def tril(input, diagonal=0):
+    """
+    Keeps the lower triangle (``col - row <= diagonal``) of the last two dims; zeros elsewhere.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.tril(tp.ones((2, 2))).tolist() == [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return _triangle(input, diagonal, True)
+
+
+def triu(input, diagonal=0):
+    """
+    Keeps the upper triangle (``col - row >= diagonal``) of the last two dims; zeros elsewhere.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.triu(tp.ones((2, 2))).tolist() == [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return _triangle(input, diagonal, False)

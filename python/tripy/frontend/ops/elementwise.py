@@ -1,0 +1,129 @@
+"""Elementwise ops: unary math, activations, maximum/minimum, where and friends."""
+
+from tripy.frontend.trace_call import make, scalar_like
+
+
+def _unary(name, formula, example_in, example_out):
+    def op(input):
+        return make(name, [input])
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""
+    Applies {formula} elementwise.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.{name}(tp.Tensor({example_in}))
+        assert tp.allclose(out, tp.Tensor({example_out}), atol=1e-4)
+    """
+    return op
+
+
+exp = _unary("exp", "exp(x)", "[0.0, 1.0]", "[1.0, 2.718282]")
+log = _unary("log", "the natural logarithm", "[1.0, 2.718282]", "[0.0, 1.0]")
+sin = _unary("sin", "sin(x)", "[0.0, 1.5707964]", "[0.0, 1.0]")
+cos = _unary("cos", "cos(x)", "[0.0, 3.1415927]", "[1.0, -1.0]")
+sqrt = _unary("sqrt", "the square root", "[4.0, 9.0]", "[2.0, 3.0]")
+rsqrt = _unary("rsqrt", "1 / sqrt(x)", "[4.0, 0.25]", "[0.5, 2.0]")
+tanh = _unary("tanh", "tanh(x)", "[0.0, 1.0]", "[0.0, 0.761594]")
+sigmoid = _unary("sigmoid", "1 / (1 + exp(-x))", "[0.0, 2.0]", "[0.5, 0.880797]")
+erf = _unary("erf", "the error function", "[0.0, 1.0]", "[0.0, 0.842701]")
+floor = _unary("floor", "floor(x)", "[1.5, -1.5]", "[1.0, -2.0]")
+ceil = _unary("ceil", "ceil(x)", "[1.5, -1.5]", "[2.0, -1.0]")
+round = _unary("round", "rounding half to even", "[0.5, 1.5, 2.6]", "[0.0, 2.0, 3.0]")
+sign = _unary("sign", "the sign (-1, 0 or 1)", "[-2.0, 0.0, 3.0]", "[-1.0, 0.0, 1.0]")
+relu = _unary("relu", "max(x, 0)", "[-1.0, 2.0]", "[0.0, 2.0]")
+gelu = _unary("gelu", "the exact (erf) GELU, x * 0.5 * (1 + erf(x / sqrt(2)))", "[0.0, 1.0]", "[0.0, 0.841345]")
+silu = _unary("silu", "x * sigmoid(x)", "[0.0, 1.0]", "[0.0, 0.731059]")
+
+
+def _binary(name, doc_op):
+    def op(lhs, rhs):
+        from tripy.frontend.tensor import Tensor
+
+        if not isinstance(lhs, Tensor):
+            lhs = scalar_like(lhs, rhs)
+        return make(name, [lhs, scalar_like(rhs, lhs)])
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""
+    The elementwise {doc_op} of two tensors (broadcast numpy-style).
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.{name}(tp.Tensor([1.0, 5.0]), tp.Tensor([3.0, 2.0]))
+        assert out.tolist() == {[3.0, 5.0] if name == "maximum" else [1.0, 2.0]}
+    """
+    return op
+
+
+maximum = _binary("maximum", "maximum")
+minimum = _binary("minimum", "minimum")
+
+
+def where(condition, input, other):
+    """
+    Picks ``input`` where ``condition`` is true, else ``other`` (all broadcast).
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.where(tp.Tensor([True, False]), tp.Tensor([1.0, 2.0]), tp.Tensor([9.0, 9.0]))
+        assert out.tolist() == [1.0, 9.0]
+    """
+    from tripy.frontend.tensor import Tensor
+
+    if not isinstance(input, Tensor):
+        input = scalar_like(input, other)
+    other = scalar_like(other, input)
+    return make("where", [condition, input, other])
+
+
+def masked_fill(input, mask, value):
+    """
+    Replaces the elements of ``input`` where ``mask`` is true with ``value``.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.masked_fill(tp.Tensor([1.0, 2.0]), tp.Tensor([False, True]), -1.0)
+        assert out.tolist() == [1.0, -1.0]
+    """
+    return where(mask, scalar_like(value, input), input)
+
+
+def clamp(input, min=None, max=None):
+    """
+    Limits values to ``[min, max]`` (either bound may be omitted).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.clamp(tp.Tensor([-2.0, 0.5, 3.0]), 0.0, 1.0).tolist() == [0.0, 0.5, 1.0]
+    """
+    out = input
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
+
+
+def leaky_relu(input, negative_slope=0.01):
+    """
+    ``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.allclose(tp.leaky_relu(tp.Tensor([-1.0, 2.0]), 0.1), tp.Tensor([-0.1, 2.0]))
+    """
+    return where(input > 0, input, input * negative_slope)

@@ -1,0 +1,68 @@
+"""Type and device conversions, and comparisons that answer with a Python bool."""
+
+from tripy import _C
+from tripy.frontend import dtypes
+from tripy.frontend.device import device as _device
+from tripy.frontend.trace_call import make
+from tripy.utils.stack_info import capture_user_frames
+
+
+def cast(input, dtype):
+    """
+    Converts to ``dtype`` (float to int truncates; to bool tests != 0).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.cast(tp.Tensor([1.7, -1.7]), tp.int32).tolist() == [1, -1]
+    """
+    dtypes.check_dtype(dtype)
+    return make("cast", [input], dtype=dtype.name)
+
+
+def copy(input, device):
+    """
+    A copy of ``input`` on ``device`` (``"cpu"`` or ``"gpu"``).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.copy(tp.Tensor([1.0]), tp.device("cpu")).device == tp.device("cpu")
+    """
+    from tripy.frontend.tensor import Tensor
+
+    return Tensor._wrap(_C.copy(input._node, str(_device(device)), capture_user_frames()))
+
+
+def equal(a, b):
+    """
+    True when ``a`` and ``b`` have the same shape and the same values.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.equal(tp.ones((2,)), tp.Tensor([1.0, 1.0]))
+    """
+    from tripy.frontend.ops.reduce import all as all_
+
+    if a.shape != b.shape:
+        return False
+    return bool(all_(a == b))
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8):
+    """
+    True when ``|a - b| <= atol + rtol * |b|`` everywhere.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.allclose(tp.Tensor([1.0]), tp.Tensor([1.0 + 1e-7]))
+    """
+    from tripy.frontend.ops.reduce import all as all_
+
+    return bool(all_(abs(a - b) <= atol + rtol * abs(b)))

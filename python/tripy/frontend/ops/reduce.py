@@ -1,0 +1,108 @@
+"""Reductions (sum, mean, max, ...), argmax/argmin, var and softmax."""
+
+from tripy.frontend.trace_call import make
+
+
+def _dims(dim):
+    if dim is None:
+        return []
+    if isinstance(dim, int):
+        return [dim]
+    return [int(d) for d in dim]
+
+
+def _reduction(name, doc, example_out):
+    def op(input, dim=None, keepdim=False):
+        return make(name, [input], dims=_dims(dim), keepdim=bool(keepdim))
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"""
+    The {doc} over ``dim`` (an int, a sequence of ints, or None for all dims).
+    ``keepdim`` keeps reduced dims with size 1.
+
+    Example::
+
+        import tripy as tp
+
+        x = tp.Tensor([[1.0, 2.0], [3.0, 4.0]])
+        assert tp.{name}(x, dim=1).tolist() == {example_out}
+    """
+    return op
+
+
+sum = _reduction("sum", "sum", [3.0, 7.0])
+prod = _reduction("prod", "product", [2.0, 12.0])
+max = _reduction("max", "maximum", [2.0, 4.0])
+min = _reduction("min", "minimum", [1.0, 3.0])
+mean = _reduction("mean", "mean", [1.5, 3.5])
+argmax = _reduction("argmax", "index (int32) of the maximum", [1, 1])
+argmin = _reduction("argmin", "index (int32) of the minimum", [0, 0])
+
+
+def all(input, dim=None, keepdim=False):
+    """
+    Whether all elements of a bool tensor are true, over ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.all(tp.Tensor([True, False])).tolist() is False
+    """
+    return make("all", [input], dims=_dims(dim), keepdim=bool(keepdim))
+
+
+def any(input, dim=None, keepdim=False):
+    """
+    Whether any element of a bool tensor is true, over ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.any(tp.Tensor([True, False])).tolist() is True
+    """
+    return make("any", [input], dims=_dims(dim), keepdim=bool(keepdim))
+
+
+def var(input, dim=None, keepdim=False, correction=1):
+    """
+    The variance over ``dim``, dividing by ``N - correction``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.var(tp.Tensor([1.0, 2.0, 3.0, 4.0])).tolist() == 1.6666666269302368
+    """
+    return make("var", [input], dims=_dims(dim), keepdim=bool(keepdim), value=float(correction))
+
+
+def softmax(input, dim=None):
+    """
+    ``exp(x) / sum(exp(x))`` along ``dim`` (the last dim when None), computed stably.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.softmax(tp.Tensor([[0.0, 0.0]]), dim=1)
+        assert out.tolist() == [[0.5, 0.5]]
+    """
+    return make("softmax", [input], dims=_dims(dim))
+
+
+def log_softmax(input, dim=None):
+    """
+    ``log(softmax(x))`` along ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.log_softmax(tp.Tensor([0.0, 0.0]), dim=0)
+        assert tp.allclose(out, tp.Tensor([-0.693147, -0.693147]))
+    """
+    from tripy.frontend.ops.elementwise import log
+
+    return log(softmax(input, dim))

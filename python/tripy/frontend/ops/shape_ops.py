@@ -1,0 +1,242 @@
+"""Shape ops: reshape, flatten, squeeze/unsqueeze, transpose/permute, expand, concatenate,
+stack, split, flip, gather, outer."""
+
+from tripy.exception import TripyException
+from tripy.frontend.trace_call import _raise_here, make
+
+# A slice limit meaning "to the end of the dim" (works for dynamic dims too).
+TO_END = 1 << 62
+
+
+def _ints(values, what):
+    if isinstance(values, int):
+        return [values]
+    try:
+        return [int(v) for v in values]
+    except (TypeError, ValueError):
+        _raise_here(f"Expected {what} to be a sequence of ints, but got: {values!r}.")
+
+
+def reshape(input, shape):
+    """
+    The same elements in a new shape; one entry may be -1 (inferred).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.reshape(tp.arange(6), (2, -1)).shape == (2, 3)
+    """
+    return make("reshape", [input], shape=_ints(shape, "the shape"))
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """
+    Merges dims ``start_dim..end_dim`` into one.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.flatten(tp.ones((2, 3, 4)), 1).shape == (2, 12)
+    """
+    rank = input.rank
+    s, e = start_dim % max(rank, 1), end_dim % max(rank, 1)
+    if s > e:
+        _raise_here(f"flatten: start_dim ({start_dim}) comes after end_dim ({end_dim}).")
+    shape = list(input.shape)
+    if any(isinstance(d, str) for d in shape[s : e + 1]):
+        return reshape(input, shape[:s] + [-1] + shape[e + 1 :])
+    merged = 1
+    for d in shape[s : e + 1]:
+        merged *= d
+    return reshape(input, shape[:s] + [merged] + shape[e + 1 :])
+
+
+def squeeze(input, dims):
+    """
+    Removes the given dims, which must have size 1.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.squeeze(tp.ones((1, 3, 1)), (0, 2)).shape == (3,)
+    """
+    return make("squeeze", [input], dims=_ints(dims, "dims"))
+
+
+def unsqueeze(input, dim):
+    """
+    Inserts a dim of size 1 at ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.unsqueeze(tp.ones((3,)), 0).shape == (1, 3)
+    """
+    return make("unsqueeze", [input], axis=int(dim))
+
+
+def permute(input, perm):
+    """
+    Reorders dims: output dim i is input dim ``perm[i]``.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.permute(tp.ones((2, 3, 4)), (2, 0, 1)).shape == (4, 2, 3)
+    """
+    return make("permute", [input], dims=_ints(perm, "the permutation"))
+
+
+def transpose(input, dim0, dim1):
+    """
+    Swaps two dims.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.transpose(tp.Tensor([[1, 2]]), 0, 1).tolist() == [[1], [2]]
+    """
+    perm = list(range(input.rank))
+    try:
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    except IndexError:
+        _raise_here(f"transpose: dims ({dim0}, {dim1}) are out of range for a tensor of rank {input.rank}.")
+    return permute(input, perm)
+
+
+def expand(input, sizes):
+    """
+    Broadcasts size-1 dims to ``sizes`` (-1 keeps a dim).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.expand(tp.ones((1, 2)), (3, -1)).shape == (3, 2)
+    """
+    return make("expand", [input], shape=_ints(sizes, "sizes"))
+
+
+def concatenate(tensors, dim):
+    """
+    Joins tensors along an existing dim.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.concatenate([tp.ones((1, 2)), tp.zeros((2, 2))], dim=0)
+        assert out.shape == (3, 2)
+    """
+    tensors = list(tensors)
+    if not tensors:
+        _raise_here("concatenate needs at least one tensor.")
+    return make("concatenate", tensors, axis=int(dim))
+
+
+def stack(tensors, dim=0):
+    """
+    Joins tensors of the same shape along a new dim.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.stack([tp.ones((2,)), tp.zeros((2,))]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    """
+    return concatenate([unsqueeze(t, dim) for t in tensors], dim)
+
+
+def slice_dim(input, dim, start, stop, step=1):
+    """``input`` restricted to ``start:stop:step`` along ``dim`` (already clamped)."""
+    rank = input.rank
+    starts, limits, steps = [0] * rank, [TO_END] * rank, [1] * rank
+    starts[dim], limits[dim], steps[dim] = start, stop, step
+    return make("slice", [input], starts=starts, limits=limits, steps=steps)
+
+
+def split(input, num_split_or_sizes, dim=0):
+    """
+    Splits into ``num_split_or_sizes`` equal chunks (an int), or chunks of the given sizes.
+
+    Example::
+
+        import tripy as tp
+
+        a, b = tp.split(tp.arange(4), 2)
+        assert (a.tolist(), b.tolist()) == ([0.0, 1.0], [2.0, 3.0])
+    """
+    rank = input.rank
+    if not -rank <= dim < rank:
+        _raise_here(f"split: dim {dim} is out of range for a tensor of rank {rank}.")
+    dim %= rank
+    size = input.shape[dim]
+    if isinstance(size, str):
+        _raise_here(f"split: dimension {dim} is dynamic ({size}); split needs a static size.")
+    if isinstance(num_split_or_sizes, int):
+        n = num_split_or_sizes
+        if n <= 0 or size % n != 0:
+            _raise_here(f"split: dimension {dim} of size {size} cannot be split into {n} equal chunks.")
+        sizes = [size // n] * n
+    else:
+        sizes = _ints(num_split_or_sizes, "the split sizes")
+        if sum(sizes) != size or any(s < 0 for s in sizes):
+            _raise_here(f"split: sizes {sizes} do not add up to the size {size} of dimension {dim}.")
+    out, offset = [], 0
+    for s in sizes:
+        out.append(slice_dim(input, dim, offset, offset + s))
+        offset += s
+    return out
+
+
+def flip(input, dim=None):
+    """
+    Reverses the order of elements along ``dim`` (all dims when None).
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.flip(tp.Tensor([1, 2, 3])).tolist() == [3, 2, 1]
+    """
+    dims = range(input.rank) if dim is None else _ints(dim, "dim")
+    out = input
+    for d in dims:
+        n = input.shape[d]
+        if isinstance(n, str):
+            _raise_here(f"flip: dimension {d} is dynamic ({n}); flip needs a static size.")
+        out = slice_dim(out, d % input.rank, n - 1, -1, -1)
+    return out
+
+
+def gather(input, dim, index):
+    """
+    Takes the slices of ``input`` at ``index`` (int32/int64) along ``dim``.
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.gather(tp.Tensor([[1, 2], [3, 4]]), 0, tp.Tensor([1]))
+        assert out.tolist() == [[3, 4]]
+    """
+    return make("gather", [input, index], axis=int(dim))
+
+
+def outer(a, b):
+    """
+    The outer product of two vectors.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.outer(tp.Tensor([1.0, 2.0]), tp.Tensor([3.0, 4.0])).tolist() == [[3.0, 4.0], [6.0, 8.0]]
+    """
+    return unsqueeze(a, 1) * unsqueeze(b, 0)

@@ -1,0 +1,39 @@
+"""The one path from Python to a Trace op: capture the user's frames, let C++ check and build."""
+
+import builtins
+
+from tripy import _C
+from tripy.exception import TripyException
+from tripy.frontend import dtypes
+from tripy.utils.stack_info import capture_user_frames
+
+
+def make(op, inputs, **attrs):
+    """Builds the Trace op ``op`` on tensors ``inputs``; rules and errors come from the C++ core."""
+    from tripy.frontend.tensor import Tensor
+
+    return Tensor._wrap(_C.make(op, [t._node for t in inputs], attrs, capture_user_frames()))
+
+
+def scalar_like(value, like):
+    """A Python number as a rank-0 tensor of ``like``'s dtype, refusing lossy conversions."""
+    from tripy.frontend.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        return value
+    if not isinstance(value, (builtins.bool, int, float)):
+        raise TripyException(
+            f"Expected a tripy.Tensor or a Python number, but got an object of type '{type(value).__name__}'."
+        )
+    dt = like.dtype
+    if isinstance(value, float) and not issubclass(dt, dtypes.floating):
+        _raise_here(
+            f"Cannot use the float literal {value} with a tensor of dtype {dt.name}: "
+            f"the conversion would lose information. Use an integer literal or tp.cast the tensor."
+        )
+    return make("full", [], shape=[], value=float(value), dtype=dt.name, device=like._node.device)
+
+
+def _raise_here(message):
+    """Raises TripyException for ``message`` at the user's current line, formatted by the core."""
+    _C.raise_error(message, capture_user_frames())
