@@ -4,25 +4,8 @@ import numpy as np
 import pytest
 
 from tripy.exception import TripyException
+from tripy.frontend.dtypes import float32
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
-
-
-def _float32():
-    # The real dtype once the package imports; InputInfo only reads `name` and `itemsize`.
-    try:
-        import tripy
-
-        return tripy.float32
-    except (ImportError, AttributeError):
-
-        class _DType:
-            name = "float32"
-            itemsize = 4
-
-        return _DType()
-
-
-float32 = _float32()
 
 
 def test_repr_matches_the_seed():
@@ -99,7 +82,7 @@ def test_shape_must_be_a_sequence():
 
 
 def test_dtype_must_be_a_tripy_dtype():
-    with pytest.raises(TripyException, match="must be a tripy dtype"):
+    with pytest.raises(TripyException, match="Expected InputInfo's dtype to be a tripy data type"):
         InputInfo(shape=(2,), dtype="float32")
 
 

@@ -7,6 +7,7 @@ These classes only describe and validate; the compiler reads ``shape_bounds``, `
 import operator
 
 from tripy.exception import TripyException
+from tripy.frontend import dtypes
 
 
 def _as_int(value, what):
@@ -85,9 +86,7 @@ class InputInfo:
     def __init__(self, shape, dtype):
         if not isinstance(shape, (tuple, list)):
             raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
-        if not hasattr(dtype, "name") or not hasattr(dtype, "itemsize"):
-            raise TripyException(f"InputInfo's dtype must be a tripy dtype (like tp.float32), but got: {dtype!r}.")
-        self.dtype = dtype
+        self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
         self.shape_bounds = []
         self.dim_names = []
         for index, entry in enumerate(shape):

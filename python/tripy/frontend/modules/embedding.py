@@ -1,5 +1,6 @@
 """``tp.Embedding``: looks up rows of a table by integer index."""
 
+from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
 
@@ -8,7 +9,7 @@ class Embedding(Module):
     """
     Maps each integer index in its input to a row of ``weight`` (shape
     ``(num_embeddings, embedding_dim)``); the output has the input's shape plus ``embedding_dim``.
-    ``dtype`` defaults to ``tp.float32``.
+   
 
     Example::
 
@@ -19,13 +20,11 @@ class Embedding(Module):
         assert tp.equal(out, tp.Tensor([[6.0, 7.0], [0.0, 1.0]]))
     """
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=None):
-        import tripy as tp
-
+    def __init__(self, num_embeddings, embedding_dim, dtype=dtypes.float32):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        self.dtype = tp.float32 if dtype is None else dtype
+        self.dtype = dtypes.check_dtype(dtype)
         self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
 
     def __call__(self, x):

@@ -1,5 +1,6 @@
 """``tp.LayerNorm``: normalizes over the trailing dimensions, then scales and shifts."""
 
+from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
 
@@ -8,7 +9,7 @@ class LayerNorm(Module):
     """
     Normalizes the last ``len(normalized_shape)`` dimensions of its input to zero mean and unit
     variance, then applies ``weight`` and ``bias`` (each of shape ``normalized_shape``):
-    ``(x - mean) / sqrt(var + eps) * weight + bias``. ``dtype`` defaults to ``tp.float32``.
+    ``(x - mean) / sqrt(var + eps) * weight + bias``.
 
     Example::
 
@@ -20,14 +21,12 @@ class LayerNorm(Module):
         assert tp.allclose(out, tp.Tensor([[-1.0, 1.0]]), atol=1e-3)
     """
 
-    def __init__(self, normalized_shape, dtype=None, eps=1e-5):
-        import tripy as tp
-
+    def __init__(self, normalized_shape, dtype=dtypes.float32, eps=1e-5):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
-        self.dtype = tp.float32 if dtype is None else dtype
+        self.dtype = dtypes.check_dtype(dtype)
         self.eps = eps
         self.weight = placeholder(self.normalized_shape, self.dtype)
         self.bias = placeholder(self.normalized_shape, self.dtype)

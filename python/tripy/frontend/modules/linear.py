@@ -1,6 +1,7 @@
 """``tp.Linear``: ``y = x @ transpose(weight) + bias``, optionally with quantized weights."""
 
 from tripy.exception import TripyException
+from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
 
@@ -8,7 +9,7 @@ from tripy.frontend.modules.placeholder import placeholder
 class Linear(Module):
     """
     Applies ``x @ transpose(weight) + bias`` with ``weight`` of shape ``(out_features, in_features)``
-    and ``bias`` of shape ``(out_features,)``. ``dtype`` defaults to ``tp.float32``.
+    and ``bias`` of shape ``(out_features,)``.
 
     With ``quant_dtype`` (``tp.int8``, ``tp.int4`` or ``tp.float8``), ``weight`` is stored quantized
     in that dtype and dequantized with ``weight_scale`` at each call: one scale for the whole weight
@@ -26,15 +27,15 @@ class Linear(Module):
     """
 
     def __init__(
-        self, in_features, out_features, bias=True, dtype=None, quant_dtype=None, weight_quant_dim=None
+        self, in_features, out_features, bias=True, dtype=dtypes.float32, quant_dtype=dtypes.float32, weight_quant_dim=None
     ):
         import tripy as tp
 
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.dtype = tp.float32 if dtype is None else dtype
-        self.quant_dtype = quant_dtype
+        self.dtype = dtypes.check_dtype(dtype)
+        self.quant_dtype = None if quant_dtype is None else dtypes.check_dtype(quant_dtype, "Linear's quant_dtype")
         self.weight_quant_dim = weight_quant_dim
 
         weight_shape = (out_features, in_features)
