@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "flat/ir.h"
 #include "tripy/executable.h"
@@ -14,6 +15,8 @@ namespace tripy {
 struct CompileOptions {
   Device device;
   int optimization_level = 3;
+  // Names of the graph's outputs ("return", "return[0]", ...), stored in the Program.
+  std::vector<std::string> output_names;
   // Called with (stage, text) after each stage ("flat", "flat.optimized", "program", ...) when set;
   // the frontend's logger and TRIPY_DEBUG use it.
   std::function<void(const std::string&, const std::string&)> dump;

@@ -95,8 +95,9 @@ StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const st
                                    const std::vector<std::string>& output_names, const CompileOptions& options) {
   if (options.dump) options.dump("trace", trace_str(outputs));
   TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat(outputs, LowerMode::kCompile, inputs));
-  (void)output_names;
-  return compile_graph(std::move(lowered.graph), options);
+  CompileOptions with_names = options;
+  with_names.output_names = output_names;
+  return compile_graph(std::move(lowered.graph), with_names);
 }
 
 }  // namespace tripy::trace
