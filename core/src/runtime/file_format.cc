@@ -1,0 +1,222 @@
+// Writing and (defensively) reading the executable file described in file_format.h. Every number
+// read from the file is checked against the file's size before it is used, so a truncated or
+// corrupted file is a kDataLoss error, never a crash or a huge allocation.
+#include "runtime/file_format.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "runtime/program_json.h"
+#include "runtime/shape_arith.h"
+#include "tripy/executable.h"
+
+namespace tripy::rt {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'R', 'I', 'P', 'Y', 'E', 'X', 'E'};
+constexpr uint64_t kHeaderBytes = 24;
+constexpr uint64_t kAlign = 64;
+
+// Callers pass values bounded by a file or buffer size, far below overflow.
+uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+void put_le(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint64_t get_le(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+std::string plural(uint64_t n, const char* unit) { return std::to_string(n) + " " + unit + (n == 1 ? "" : "s"); }
+
+// A 64-byte aligned host buffer, so constants can be borrowed in place.
+std::shared_ptr<uint8_t> alloc_aligned(uint64_t bytes) {
+  void* p = std::aligned_alloc(kAlign, align_up(bytes == 0 ? 1 : bytes));
+  if (p == nullptr) return nullptr;
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+// The body of deserialize: may throw JsonFieldError or nlohmann exceptions, caught by the caller.
+// With `keep_alive`, constants borrow `data` (which must be 64-byte aligned); otherwise they copy.
+StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std::shared_ptr<void>& keep_alive) {
+  if (size < kHeaderBytes)
+    return data_loss("Not a Tripy executable: the file has " + plural(size, "byte") + ", fewer than its " +
+                     std::to_string(kHeaderBytes) + "-byte header.");
+  if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
+    return data_loss("Not a Tripy executable: the file does not start with \"TRIPYEXE\".");
+  const uint64_t version = get_le(data + 8, 4);
+  if (version != Executable::kFormatVersion)
+    return data_loss("This executable has file format version " + std::to_string(version) +
+                     ", but this build of Tripy reads version " + std::to_string(Executable::kFormatVersion) +
+                     " only. Recompile the model with this version of Tripy.");
+  if (get_le(data + 12, 4) != 0) return data_loss("Corrupt executable: the reserved header field is not zero.");
+  const uint64_t meta_bytes = get_le(data + 16, 8);
+  if (meta_bytes > size - kHeaderBytes)
+    return data_loss("Corrupt executable: the header announces " + plural(meta_bytes, "byte") +
+                     " of metadata, but the file has only " + plural(size - kHeaderBytes, "byte") +
+                     " after its header (is it truncated?).");
+  const uint64_t data_start = align_up(kHeaderBytes + meta_bytes);
+  if (data_start > size) return data_loss("Corrupt executable: the file ends inside its metadata padding (is it truncated?).");
+  const uint64_t data_bytes = size - data_start;
+
+  const json meta = json::parse(data + kHeaderBytes, data + kHeaderBytes + meta_bytes, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded()) return data_loss("Corrupt executable: the metadata is not valid JSON.");
+
+  // The exact size of the data region: a file cut short inside the last section's padding, or
+  // with bytes appended, is still a damaged file.
+  const int64_t expect_data = json_int(json_field(meta, "data_bytes", "metadata"), "metadata.data_bytes");
+  if (expect_data < 0 || static_cast<uint64_t>(expect_data) != data_bytes)
+    return data_loss("Corrupt executable: its data region should have " + plural(static_cast<uint64_t>(expect_data), "byte") +
+                     " but has " + plural(data_bytes, "byte") + " (is the file truncated?).");
+  ExecutableContents out;
+  TRIPY_ASSIGN_OR_RETURN(out.device, device_from_string(json_string(json_field(meta, "device", "metadata"), "metadata.device")));
+  auto program = std::make_shared<Program>();
+  const json& sections = json_array(json_field(meta, "sections", "metadata"), "metadata.sections");
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const std::string at = "metadata.sections[" + std::to_string(i) + "]";
+    const json& s = sections[i];
+    const std::string kind = json_string(json_field(s, "kind", at), at + ".kind");
+    const int64_t offset = json_int(json_field(s, "offset", at), at + ".offset");
+    const int64_t bytes = json_int(json_field(s, "size", at), at + ".size");
+    if (offset < 0 || bytes < 0 || offset % static_cast<int64_t>(kAlign) != 0 ||
+        static_cast<uint64_t>(offset) > data_bytes || static_cast<uint64_t>(bytes) > data_bytes - static_cast<uint64_t>(offset))
+      return data_loss("Corrupt executable: " + at + " spans [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                       ") but the data region has " + plural(data_bytes, "byte") + " (is the file truncated?).");
+    const uint8_t* begin = data + data_start + offset;
+    if (kind == "constant") {
+      const DType dtype = json_dtype(json_field(s, "dtype", at), at + ".dtype");
+      std::vector<int64_t> shape = json_int_list(json_field(s, "shape", at), at + ".shape");
+      int64_t expect = 0;
+      if (!checked_nbytes(shape, dtype, &expect) || expect != bytes)
+        return data_loss("Corrupt executable: " + at + " holds " + plural(bytes, "byte") +
+                         ", which does not match its dtype and shape.");
+      if (keep_alive) {
+        program->constants.push_back(Tensor::borrow(const_cast<uint8_t*>(begin), dtype, std::move(shape), Device{}, keep_alive));
+      } else {
+        Tensor t = Tensor::empty_host(dtype, std::move(shape));
+        if (t.data() == nullptr) return Status(StatusCode::kResourceExhausted, "Cannot allocate memory for a constant.");
+        std::memcpy(t.data(), begin, static_cast<size_t>(bytes));
+        program->constants.push_back(std::move(t));
+      }
+    } else if (kind == "artifact") {
+      const std::string name = json_string(json_field(s, "name", at), at + ".name");
+      if (out.artifacts.count(name)) return data_loss("Corrupt executable: artifact '" + name + "' appears twice.");
+      out.artifacts[name] = std::vector<uint8_t>(begin, begin + bytes);
+    } else {
+      return data_loss("Corrupt executable: " + at + " has unknown kind '" + kind + "'.");
+    }
+  }
+  TRIPY_RETURN_IF_ERROR(program_from_json(json_field(meta, "program", "metadata"), program.get()));
+  TRIPY_RETURN_IF_ERROR(validate_program(*program));
+  out.program = std::move(program);
+  return out;
+}
+
+StatusOr<ExecutableContents> parse_guarded(const uint8_t* data, uint64_t size, const std::shared_ptr<void>& keep_alive) {
+  try {
+    return parse(data, size, keep_alive);
+  } catch (const JsonFieldError& e) {
+    return data_loss("Corrupt executable metadata: " + e.message + ".");
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted, "Out of memory while loading an executable.");
+  } catch (const std::exception& e) {
+    return data_loss(std::string("Corrupt executable: ") + e.what());
+  }
+}
+
+Status io_error(const std::string& what, const std::string& path) {
+  const int err = errno;
+  return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
+                what + " '" + path + "': " + std::strerror(err) + ".");
+}
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts, const Device& device) {
+  Status valid = validate_program(program);
+  if (!valid.ok()) return internal_error("Cannot save an invalid program: " + valid.message());
+  try {
+    json sections = json::array();
+    uint64_t cursor = 0;  // relative to the data region
+    for (const Tensor& c : program.constants) {
+      const uint64_t bytes = static_cast<uint64_t>(c.nbytes());
+      sections.push_back({{"kind", "constant"}, {"offset", cursor}, {"size", bytes},
+                          {"dtype", std::string(dtype_name(c.dtype()))}, {"shape", c.shape()}});
+      cursor = align_up(cursor + bytes);
+    }
+    for (const auto& [name, blob] : artifacts) {
+      sections.push_back({{"kind", "artifact"}, {"name", name}, {"offset", cursor}, {"size", blob.size()}});
+      cursor = align_up(cursor + blob.size());
+    }
+    json meta = {{"device", device.str()}, {"program", program_to_json(program)}, {"sections", sections},
+                 {"data_bytes", cursor}};
+    const std::string text = meta.dump(1, ' ', false, json::error_handler_t::replace);
+    const uint64_t data_start = align_up(kHeaderBytes + text.size());
+    std::vector<uint8_t> out(data_start + cursor, 0);
+    std::memcpy(out.data(), kMagic, sizeof(kMagic));
+    put_le(out.data() + 8, Executable::kFormatVersion, 4);
+    put_le(out.data() + 16, text.size(), 8);
+    std::memcpy(out.data() + kHeaderBytes, text.data(), text.size());
+    for (size_t i = 0; i < program.constants.size(); ++i) {
+      const Tensor& c = program.constants[i];
+      if (c.nbytes() > 0) std::memcpy(out.data() + data_start + sections[i]["offset"].get<uint64_t>(), c.data(), static_cast<size_t>(c.nbytes()));
+    }
+    size_t i = program.constants.size();
+    for (const auto& [name, blob] : artifacts) {
+      if (!blob.empty()) std::memcpy(out.data() + data_start + sections[i]["offset"].get<uint64_t>(), blob.data(), blob.size());
+      ++i;
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return internal_error(std::string("Cannot serialize the executable: ") + e.what());
+  }
+}
+
+StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t size) {
+  if (data == nullptr && size != 0) return data_loss("Corrupt executable: no data.");
+  static const uint8_t kEmpty = 0;
+  return parse_guarded(data ? data : &kEmpty, size, nullptr);
+}
+
+StatusOr<ExecutableContents> read_executable_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return io_error("Cannot open executable file", path);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, std::fclose);
+  if (fseeko(f, 0, SEEK_END) != 0) return io_error("Cannot read executable file", path);
+  const off_t size = ftello(f);
+  if (size < 0 || fseeko(f, 0, SEEK_SET) != 0) return io_error("Cannot read executable file", path);
+  std::shared_ptr<uint8_t> buffer = alloc_aligned(static_cast<uint64_t>(size));
+  if (!buffer) return Status(StatusCode::kResourceExhausted, "Cannot allocate " + plural(static_cast<uint64_t>(size), "byte") + " to read '" + path + "'.");
+  if (std::fread(buffer.get(), 1, static_cast<size_t>(size), f) != static_cast<size_t>(size))
+    return io_error("Cannot read executable file", path);
+  return parse_guarded(buffer.get(), static_cast<uint64_t>(size), buffer);
+}
+
+Status write_executable_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  // Write beside the target and rename, so a failed save never leaves a truncated executable.
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return io_error("Cannot write executable file", path);
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !written) {
+    Status st = io_error("Cannot write executable file", path);
+    std::remove(tmp.c_str());
+    return st;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status st = io_error("Cannot write executable file", path);
+    std::remove(tmp.c_str());
+    return st;
+  }
+  return ok_status();
+}
+
+}  // namespace tripy::rt

@@ -1,0 +1,48 @@
+// The executable file: one file holding the Program, its constants, backend artifacts and the
+// target device. Layout (all integers little-endian):
+//
+//   0   char[8]  magic "TRIPYEXE"
+//   8   u32      format version (Executable::kFormatVersion)
+//   12  u32      reserved, 0
+//   16  u64      metadata length L
+//   24  L bytes  JSON metadata: {"device", "program" (program_json.h), "sections": [...],
+//                "data_bytes": the exact size of the data region}
+//   ... zero padding to the next multiple of 64: the start of the data region, D
+//   D+  sections, each at a 64-aligned offset relative to D (so the JSON, written before the
+//       sections' absolute positions are known, can still say where they are)
+//
+// A section entry is {"kind": "constant", "offset", "size", "dtype", "shape"} (the i-th constant
+// section is Program::constants[i]) or {"kind": "artifact", "name", "offset", "size"}.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "runtime/program.h"
+#include "tripy/status.h"
+
+namespace tripy::rt {
+
+struct ExecutableContents {
+  std::shared_ptr<const Program> program;
+  Artifacts artifacts;
+  Device device;
+};
+
+// Validates the program first, so that whatever is written can be loaded back.
+StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts,
+                                                    const Device& device);
+
+// Checks everything (magic, version, every offset and size, the JSON, then validate_program).
+// Any defect, including a format version this build cannot read, is kDataLoss; never throws.
+// Constants are copied out of `data`.
+StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t size);
+
+// Reads a file; its constants borrow the one buffer the file is read into (no second copy).
+StatusOr<ExecutableContents> read_executable_file(const std::string& path);
+Status write_executable_file(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace tripy::rt

@@ -1,0 +1,189 @@
+// check_run_shapes: sizes that only exist once the input shapes are known, checked per run.
+// O(buffers + kernels x rank) integer comparisons: negligible beside the kernels themselves.
+#include "runtime/run_checks.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/shape_arith.h"
+
+namespace tripy::rt {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+class RunChecker {
+ public:
+  RunChecker(const Program& p, const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots)
+      : p_(p), inputs_(inputs), slots_(slots) {}
+
+  Status run() {
+    shapes_.resize(p_.buffers.size());
+    bytes_.resize(p_.buffers.size());
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      shapes_[i] = p_.buffer_shape(static_cast<int32_t>(i), slots_);
+      if (!checked_nbytes(shapes_[i], p_.buffers[i].dtype, &bytes_[i]))
+        return fail("buffer " + std::to_string(i) + " has the impossible shape " + shape_str(shapes_[i]));
+    }
+    for (size_t i = 0; i < p_.buffers.size(); ++i) TRIPY_RETURN_IF_ERROR(check_buffer(i));
+    for (const Kernel& k : p_.kernels) {
+      std::string why = check_kernel(k);
+      if (!why.empty()) {
+        Status st = fail("kernel '" + k.name + "' " + why);
+        if (k.source >= 0 && static_cast<size_t>(k.source) < p_.sources.size())
+          st.at(std::make_shared<SourceInfo>(p_.sources[static_cast<size_t>(k.source)]));
+        return st;
+      }
+    }
+    return ok_status();
+  }
+
+ private:
+  static Status fail(const std::string& what) {
+    return internal_error("The executable is inconsistent with these input shapes: " + what + ".");
+  }
+  const std::vector<int64_t>& shape(int32_t b) const { return shapes_[static_cast<size_t>(b)]; }
+  int64_t slot(Slot s) const { return slots_[static_cast<size_t>(s)]; }
+
+  Status check_buffer(size_t i) {
+    const BufferDesc& b = p_.buffers[i];
+    const std::string name = "buffer " + std::to_string(i) + " " + shape_str(shapes_[i]);
+    const size_t index = static_cast<size_t>(b.index);
+    switch (b.kind) {
+      case BufferDesc::Kind::kInput:
+        if (shapes_[i] != inputs_[index].shape())
+          return fail(name + " should be input " + std::to_string(index) + " " + shape_str(inputs_[index].shape()));
+        break;
+      case BufferDesc::Kind::kConstant:
+        if (shapes_[i] != p_.constants[index].shape())
+          return fail(name + " should be constant " + std::to_string(index) + " " + shape_str(p_.constants[index].shape()));
+        break;
+      case BufferDesc::Kind::kTemp:
+        if (bytes_[i] > b.max_bytes)
+          return fail(name + " needs " + std::to_string(bytes_[i]) + " bytes, more than the " +
+                      std::to_string(b.max_bytes) + " planned for it");
+        break;
+      case BufferDesc::Kind::kAlias: {
+        size_t root = index;
+        while (p_.buffers[root].kind == BufferDesc::Kind::kAlias) root = static_cast<size_t>(p_.buffers[root].index);
+        if (bytes_[i] > bytes_[root])
+          return fail(name + " is larger than buffer " + std::to_string(root) + ", which it aliases");
+        break;
+      }
+      case BufferDesc::Kind::kOutput: break;
+    }
+    return ok_status();
+  }
+
+  // Returns why the kernel cannot run on these sizes, or "" when it can.
+  std::string check_kernel(const Kernel& k) const {
+    switch (k.kind) {
+      case KernelKind::kFused: return check_fused(k);
+      case KernelKind::kDot: return check_dot(k);
+      case KernelKind::kTranspose: {
+        const auto& in = shape(k.inputs[0]);
+        const auto& out = shape(k.outputs[0]);
+        for (size_t i = 0; i < out.size(); ++i)
+          if (out[i] != in[static_cast<size_t>(k.perm[i])]) return "transposes " + shape_str(in) + " into " + shape_str(out);
+        return "";
+      }
+      case KernelKind::kSlice: {
+        const auto& in = shape(k.inputs[0]);
+        const auto& out = shape(k.outputs[0]);
+        for (size_t d = 0; d < in.size(); ++d) {
+          const int64_t n = out[d], start = slot(k.starts[d]), step = slot(k.steps[d]);
+          if (n == 0) continue;
+          const __int128 last = static_cast<__int128>(start) + static_cast<__int128>(n - 1) * step;
+          if (step == 0 || start < 0 || start >= in[d] || last < 0 || last >= in[d])
+            return "slices " + std::to_string(n) + " elements from " + std::to_string(start) + " by " +
+                   std::to_string(step) + " out of dimension " + std::to_string(d) + " of " + shape_str(in);
+        }
+        return "";
+      }
+      case KernelKind::kConcat: {
+        const auto& out = shape(k.outputs[0]);
+        const size_t axis = static_cast<size_t>(k.axis);
+        int64_t total = 0;
+        for (int32_t b : k.inputs) {
+          const auto& in = shape(b);
+          for (size_t d = 0; d < out.size(); ++d)
+            if (d != axis && in[d] != out[d]) return "joins " + shape_str(in) + " into " + shape_str(out);
+          total += in[axis];  // each at most kMaxBytes: no overflow
+        }
+        return total == out[axis] ? "" : "joins sizes that do not add up to " + shape_str(out);
+      }
+      case KernelKind::kGather: {
+        const auto& data = shape(k.inputs[0]);
+        const auto& index = shape(k.inputs[1]);
+        std::vector<int64_t> want(data.begin(), data.begin() + k.axis);
+        want.insert(want.end(), index.begin(), index.end());
+        want.insert(want.end(), data.begin() + k.axis + 1, data.end());
+        return want == shape(k.outputs[0]) ? "" : "gathers into " + shape_str(shape(k.outputs[0])) + " instead of " + shape_str(want);
+      }
+      case KernelKind::kCopy:
+        return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
+                   ? ""
+                   : "copies " + shape_str(shape(k.inputs[0])) + " into " + shape_str(shape(k.outputs[0]));
+    }
+    return "";
+  }
+
+  std::string check_fused(const Kernel& k) const {
+    const FusedProgram& f = k.fused;
+    std::vector<int64_t> domain;
+    for (Slot s : f.domain) domain.push_back(slot(s));
+    for (size_t i = 0; i < k.inputs.size(); ++i) {
+      const auto& in = shape(k.inputs[i]);
+      for (size_t d = 0; d < in.size(); ++d) {
+        const int64_t along = domain[static_cast<size_t>(f.input_axes[i][d])];
+        if (in[d] != along && in[d] != 1)
+          return "reads input " + std::to_string(i) + " " + shape_str(in) + " over the domain " + shape_str(domain);
+      }
+    }
+    // Outputs cover the whole domain, or (row-level) its leading reduce_from axes.
+    for (int32_t b : k.outputs) {
+      const auto& out = shape(b);
+      if (!std::equal(out.begin(), out.end(), domain.begin()))
+        return "writes " + shape_str(out) + " over the domain " + shape_str(domain);
+    }
+    return "";
+  }
+
+  std::string check_dot(const Kernel& k) const {
+    const auto& l = shape(k.inputs[0]);
+    const auto& r = shape(k.inputs[1]);
+    const auto& o = shape(k.outputs[0]);
+    const size_t nl = l.size(), nr = r.size(), no = o.size();
+    const int64_t m = k.dot.transpose_lhs ? l[nl - 1] : l[nl - 2];
+    const int64_t kl = k.dot.transpose_lhs ? l[nl - 2] : l[nl - 1];
+    const int64_t kr = k.dot.transpose_rhs ? r[nr - 1] : r[nr - 2];
+    const int64_t n = k.dot.transpose_rhs ? r[nr - 2] : r[nr - 1];
+    const std::string what = "multiplies " + shape_str(l) + " by " + shape_str(r) + " into " + shape_str(o);
+    if (kl != kr || o[no - 2] != m || o[no - 1] != n) return what;
+    for (size_t i = 0; i + 2 < no; ++i) {
+      const int64_t lb = i + nl >= no ? l[i + nl - no] : 1;
+      const int64_t rb = i + nr >= no ? r[i + nr - no] : 1;
+      if (o[i] != (lb == 1 ? rb : lb) || (rb != 1 && rb != o[i])) return what;
+    }
+    if (k.dot.has_bias && shape(k.inputs[2]) != std::vector<int64_t>{n}) return what + " with bias " + shape_str(shape(k.inputs[2]));
+    return "";
+  }
+
+  const Program& p_;
+  const std::vector<Tensor>& inputs_;
+  const std::vector<int64_t>& slots_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<int64_t> bytes_;
+};
+
+}  // namespace
+
+Status check_run_shapes(const Program& program, const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots) {
+  return RunChecker(program, inputs, slots).run();
+}
+
+}  // namespace tripy::rt

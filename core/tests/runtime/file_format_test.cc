@@ -1,0 +1,288 @@
+// The executable file: exact round trips, and clean rejection of damaged or foreign files
+// (including a fuzz-style sweep of truncations and random byte flips).
+#include "runtime/file_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "runtime/program_json.h"
+#include "test_programs.h"
+#include "tripy/executable.h"
+
+namespace tripy::rt {
+namespace {
+
+using nlohmann::json;
+
+void expect_same_tensor(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.dtype(), b.dtype());
+  EXPECT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(a.nbytes(), b.nbytes());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 64, 0u) << "constants are 64-byte aligned";
+}
+
+void expect_same_program(const Program& a, const Program& b) {
+  ASSERT_EQ(a.shape_program.size(), b.shape_program.size());
+  for (size_t i = 0; i < a.shape_program.size(); ++i) {
+    EXPECT_EQ(a.shape_program[i].op, b.shape_program[i].op);
+    EXPECT_EQ(a.shape_program[i].a, b.shape_program[i].a);
+    EXPECT_EQ(a.shape_program[i].b, b.shape_program[i].b);
+  }
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    EXPECT_EQ(a.inputs[i].name, b.inputs[i].name);
+    EXPECT_EQ(a.inputs[i].dtype, b.inputs[i].dtype);
+    EXPECT_EQ(a.inputs[i].dim_min, b.inputs[i].dim_min);
+    EXPECT_EQ(a.inputs[i].dim_opt, b.inputs[i].dim_opt);
+    EXPECT_EQ(a.inputs[i].dim_max, b.inputs[i].dim_max);
+    EXPECT_EQ(a.inputs[i].dim_names, b.inputs[i].dim_names);
+  }
+  EXPECT_EQ(a.input_shapes, b.input_shapes);
+  ASSERT_EQ(a.checks.size(), b.checks.size());
+  for (size_t i = 0; i < a.checks.size(); ++i) {
+    EXPECT_EQ(a.checks[i].kind, b.checks[i].kind);
+    EXPECT_EQ(a.checks[i].a, b.checks[i].a);
+    EXPECT_EQ(a.checks[i].b, b.checks[i].b);
+    EXPECT_EQ(a.checks[i].message, b.checks[i].message);
+    EXPECT_EQ(a.checks[i].source, b.checks[i].source);
+  }
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    EXPECT_EQ(a.buffers[i].kind, b.buffers[i].kind);
+    EXPECT_EQ(a.buffers[i].index, b.buffers[i].index);
+    EXPECT_EQ(a.buffers[i].dtype, b.buffers[i].dtype);
+    EXPECT_EQ(a.buffers[i].shape, b.buffers[i].shape);
+    EXPECT_EQ(a.buffers[i].offset, b.buffers[i].offset);
+    EXPECT_EQ(a.buffers[i].max_bytes, b.buffers[i].max_bytes);
+  }
+  EXPECT_EQ(a.outputs, b.outputs);
+  EXPECT_EQ(a.output_names, b.output_names);
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const Kernel &x = a.kernels[i], &y = b.kernels[i];
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.inputs, y.inputs);
+    EXPECT_EQ(x.outputs, y.outputs);
+    EXPECT_EQ(x.fused.domain, y.fused.domain);
+    EXPECT_EQ(x.fused.reduce_from, y.fused.reduce_from);
+    EXPECT_EQ(x.fused.input_axes, y.fused.input_axes);
+    ASSERT_EQ(x.fused.instrs.size(), y.fused.instrs.size());
+    for (size_t j = 0; j < x.fused.instrs.size(); ++j) {
+      const Instr &p = x.fused.instrs[j], &q = y.fused.instrs[j];
+      EXPECT_EQ(p.op, q.op);
+      EXPECT_EQ(p.dtype, q.dtype);
+      EXPECT_EQ(p.a, q.a);
+      EXPECT_EQ(p.b, q.b);
+      EXPECT_EQ(p.c, q.c);
+      EXPECT_TRUE(p.imm == q.imm || (std::isnan(p.imm) && std::isnan(q.imm))) << p.imm << " vs " << q.imm;
+    }
+    EXPECT_EQ(x.fused.output_regs, y.fused.output_regs);
+    EXPECT_EQ(x.dot.transpose_lhs, y.dot.transpose_lhs);
+    EXPECT_EQ(x.dot.transpose_rhs, y.dot.transpose_rhs);
+    EXPECT_EQ(x.dot.has_bias, y.dot.has_bias);
+    EXPECT_EQ(x.dot.activation, y.dot.activation);
+    EXPECT_EQ(x.perm, y.perm);
+    EXPECT_EQ(x.starts, y.starts);
+    EXPECT_EQ(x.steps, y.steps);
+    EXPECT_EQ(x.axis, y.axis);
+    EXPECT_EQ(x.source, y.source);
+  }
+  ASSERT_EQ(a.constants.size(), b.constants.size());
+  for (size_t i = 0; i < a.constants.size(); ++i) expect_same_tensor(a.constants[i], b.constants[i]);
+  EXPECT_EQ(a.arena_bytes, b.arena_bytes);
+  ASSERT_EQ(a.sources.size(), b.sources.size());
+  for (size_t i = 0; i < a.sources.size(); ++i) {
+    ASSERT_EQ(a.sources[i].size(), b.sources[i].size());
+    for (size_t j = 0; j < a.sources[i].size(); ++j) {
+      const SourceFrame &p = a.sources[i][j], &q = b.sources[i][j];
+      EXPECT_EQ(p.file, q.file);
+      EXPECT_EQ(p.line, q.line);
+      EXPECT_EQ(p.function, q.function);
+      EXPECT_EQ(p.col, q.col);
+      EXPECT_EQ(p.end_col, q.end_col);
+    }
+  }
+}
+
+Artifacts some_artifacts() {
+  return {{"cuda.cubin", std::vector<uint8_t>(100, 0xAB)}, {"cuda.meta", {'{', '}'}}, {"empty", {}}};
+}
+
+std::vector<uint8_t> serialized(const Program& p, const Artifacts& a = some_artifacts(), Device d = {Device::Kind::kGpu, 1}) {
+  auto bytes = serialize_executable(p, a, d);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+  return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
+}
+
+// Rewrites the metadata of a serialized file, keeping its data region.
+std::vector<uint8_t> with_metadata(const std::vector<uint8_t>& file, const std::function<void(json&)>& edit) {
+  uint64_t len = 0;
+  std::memcpy(&len, file.data() + 16, 8);
+  json meta = json::parse(file.begin() + 24, file.begin() + 24 + static_cast<int64_t>(len));
+  edit(meta);
+  const std::string text = meta.dump();
+  const size_t old_start = (24 + len + 63) / 64 * 64, new_start = (24 + text.size() + 63) / 64 * 64;
+  std::vector<uint8_t> out(new_start, 0);
+  std::memcpy(out.data(), file.data(), 16);
+  const uint64_t n = text.size();
+  std::memcpy(out.data() + 16, &n, 8);
+  std::memcpy(out.data() + 24, text.data(), text.size());
+  out.insert(out.end(), file.begin() + static_cast<int64_t>(old_start), file.end());
+  return out;
+}
+
+Status load_status(const std::vector<uint8_t>& bytes) { return deserialize_executable(bytes.data(), bytes.size()).status(); }
+
+void expect_data_loss(const std::vector<uint8_t>& bytes, const std::string& fragment) {
+  Status st = load_status(bytes);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find(fragment), std::string::npos) << st.message();
+}
+
+TEST(FileFormat, round_trip_keeps_every_field) {
+  Program p = testing::rich_program();
+  p.kernels[0].fused.instrs[7].imm = std::nan("");
+  p.kernels[0].fused.instrs[1] = {EwOp::kLoad, DType::kFloat32, 1, 7, -3, 1e-300};
+  auto bytes = serialized(p);
+  EXPECT_EQ(std::memcmp(bytes.data(), "TRIPYEXE", 8), 0);
+  auto loaded = deserialize_executable(bytes.data(), bytes.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  expect_same_program(p, *loaded->program);
+  EXPECT_EQ(loaded->artifacts, some_artifacts());
+  EXPECT_EQ(loaded->device, (Device{Device::Kind::kGpu, 1}));
+  // Saving what was loaded gives the same bytes: the format is deterministic.
+  EXPECT_EQ(serialized(*loaded->program, loaded->artifacts, loaded->device), bytes);
+}
+
+TEST(FileFormat, file_round_trip_borrows_constants_from_the_read_buffer) {
+  const std::string path = ::testing::TempDir() + "/rich.tpy";
+  Program p = testing::rich_program();
+  ASSERT_TRUE(write_executable_file(path, serialized(p, {}, Device{})).ok());
+  auto loaded = read_executable_file(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  expect_same_program(p, *loaded->program);
+  EXPECT_TRUE(loaded->artifacts.empty());
+  EXPECT_EQ(loaded->device, Device{});
+  std::remove(path.c_str());
+}
+
+TEST(FileFormat, metadata_is_readable_json) {
+  auto bytes = serialized(testing::affine_program());
+  const std::string text(bytes.begin() + 24, bytes.end());
+  EXPECT_NE(text.find("\"fused_mul_add\""), std::string::npos);
+  EXPECT_NE(text.find("\"mul\""), std::string::npos);
+  EXPECT_NE(text.find("\"device\": \"gpu:1\""), std::string::npos);
+}
+
+TEST(FileFormat, missing_file_is_not_found) {
+  auto st = read_executable_file("/nonexistent/dir/model.tpy").status();
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("/nonexistent/dir/model.tpy"), std::string::npos);
+}
+
+TEST(FileFormat, refuses_to_save_invalid_programs) {
+  Program p = testing::affine_program();
+  p.outputs = {0};
+  EXPECT_EQ(serialize_executable(p, {}, Device{}).status().code(), StatusCode::kInternal);
+}
+
+TEST(FileFormat, rejects_foreign_and_damaged_headers) {
+  auto good = serialized(testing::affine_program());
+  expect_data_loss({}, "fewer than its 24-byte header");
+  auto bad_magic = good;
+  bad_magic[0] = 'X';
+  expect_data_loss(bad_magic, "does not start with \"TRIPYEXE\"");
+  auto reserved = good;
+  reserved[13] = 1;
+  expect_data_loss(reserved, "reserved header field");
+  auto too_long = good;
+  too_long[23] = 0x7f;
+  expect_data_loss(too_long, "bytes of metadata");
+  auto appended = good;
+  appended.push_back(0);
+  expect_data_loss(appended, "should have");
+  auto garbage = with_metadata(good, [](json& m) { m = json::array(); });
+  garbage[24] = '{';
+  expect_data_loss(garbage, "not valid JSON");
+}
+
+TEST(FileFormat, unknown_version_names_both_versions) {
+  auto bytes = serialized(testing::affine_program());
+  bytes[8] = 7;
+  Status st = load_status(bytes);
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("version 7"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("reads version " + std::to_string(Executable::kFormatVersion)), std::string::npos);
+}
+
+TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
+  auto good = serialized(testing::rich_program());
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"].erase("kernels"); }), "program.kernels is missing");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["arena_bytes"] = "big"; }), "program.arena_bytes is not an integer");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["fused"]["instrs"][2][0] = "mull"; }),
+                   "program.kernels[0].fused.instrs[2][0]: unknown op 'mull'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["dtype"] = "float64"; }), "unknown dtype 'float64'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = 1e30; }), "is not an integer");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = int64_t{1} << 40; }), "out of range for a 32-bit index");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["outputs"] = {18446744073709551615ull}; }), "too large");
+  expect_data_loss(with_metadata(good, [](json& m) { m["device"] = "tpu"; }), "Unknown device 'tpu'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1 << 20; }), "sections[0] spans");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1; }), "sections[0] spans");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["size"] = -1; }), "sections[0] spans");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["shape"] = {3}; }), "does not match its dtype and shape");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["shape"] = {int64_t{1} << 62, 4}; }), "does not match its dtype and shape");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][3]["name"] = "cuda.cubin"; }), "appears twice");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["kind"] = "blob"; }), "unknown kind 'blob'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"].erase(1); }), "missing constant 1");
+  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["shape_program"][4][1] = 6; }), "only earlier slots");
+}
+
+// Every load of a damaged file either fails cleanly or yields a program that passes validation.
+void expect_clean(const std::vector<uint8_t>& bytes, int* loaded) {
+  auto result = deserialize_executable(bytes.data(), bytes.size());
+  if (!result.ok()) {
+    EXPECT_FALSE(result.status().message().empty());
+    EXPECT_TRUE(result.status().code() == StatusCode::kDataLoss || result.status().code() == StatusCode::kResourceExhausted)
+        << result.status().message();
+    return;
+  }
+  ++*loaded;
+  EXPECT_TRUE(validate_program(*result->program).ok());
+}
+
+TEST(FileFormatFuzz, every_truncation_fails_cleanly) {
+  auto bytes = serialized(testing::rich_program());
+  int loaded = 0;
+  const size_t step = std::max<size_t>(1, bytes.size() / 3000);
+  for (size_t n = 0; n < bytes.size(); n += step) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<int64_t>(n));
+    expect_clean(cut, &loaded);
+  }
+  EXPECT_EQ(loaded, 0) << "a truncated file must never load";
+}
+
+TEST(FileFormatFuzz, random_byte_flips_fail_cleanly_or_validate) {
+  auto bytes = serialized(testing::rich_program());
+  std::mt19937 rng(20240611);
+  int loaded = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    auto damaged = bytes;
+    const int flips = 1 + trial % 4;
+    for (int f = 0; f < flips; ++f) {
+      // Half the flips land in the header and metadata, where structure lives.
+      const size_t limit = trial % 2 ? damaged.size() : std::min<size_t>(damaged.size(), 24 + 4096);
+      damaged[rng() % limit] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    }
+    expect_clean(damaged, &loaded);
+  }
+  EXPECT_GT(loaded, 0) << "flips in constants' bytes should still load";
+}
+
+}  // namespace
+}  // namespace tripy::rt
