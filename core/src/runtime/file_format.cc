@@ -44,6 +44,27 @@ std::shared_ptr<uint8_t> alloc_aligned(uint64_t bytes) {
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
+// JSON one level per line, except that a value whose compact form fits in a line stays on one
+// line: `"shape": [0, 1]`, not seven lines. Deterministic (nlohmann sorts object keys).
+void dump_readable(const json& j, int indent, std::string& out) {
+  constexpr size_t kLine = 100;
+  std::string compact = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!j.is_structured() || j.empty() || compact.size() + static_cast<size_t>(indent) <= kLine) {
+    out += compact;
+    return;
+  }
+  const std::string pad(static_cast<size_t>(indent) + 1, ' ');
+  out += j.is_object() ? "{\n" : "[\n";
+  size_t i = 0;
+  for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+    out += pad;
+    if (j.is_object()) out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+    dump_readable(*it, indent + 1, out);
+    out += i + 1 < j.size() ? ",\n" : "\n";
+  }
+  out += std::string(static_cast<size_t>(indent), ' ') + (j.is_object() ? "}" : "]");
+}
+
 // The body of deserialize: may throw JsonFieldError or nlohmann exceptions, caught by the caller.
 // With `keep_alive`, constants borrow `data` (which must be 64-byte aligned); otherwise they copy.
 StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std::shared_ptr<void>& keep_alive) {
@@ -158,7 +179,9 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     }
     json meta = {{"device", device.str()}, {"program", program_to_json(program)}, {"sections", sections},
                  {"data_bytes", cursor}};
-    const std::string text = meta.dump(1, ' ', false, json::error_handler_t::replace);
+    std::string text;
+    dump_readable(meta, 0, text);
+    text += "\n";
     const uint64_t data_start = align_up(kHeaderBytes + text.size());
     std::vector<uint8_t> out(data_start + cursor, 0);
     std::memcpy(out.data(), kMagic, sizeof(kMagic));

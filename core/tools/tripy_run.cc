@@ -1,0 +1,165 @@
+// tripy-run: loads a saved executable with the runtime alone (no Python, no compiler), describes
+// its inputs, and optionally runs it on .npy files or on zeros of each input's `opt` shape.
+//
+//   tripy-run model.tpy [--input name=path.npy ...] [--zeros]
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "backend/backend.h"
+#include "tripy/executable.h"
+
+namespace {
+
+using namespace tripy;
+
+std::string dims_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// .npy version 1-3: magic, version, header length, a Python-dict header, then the raw data.
+StatusOr<Tensor> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& why) { return invalid_argument("Cannot read '" + path + "': " + why + "."); };
+  if (!in && !in.eof()) return bad("cannot open the file");
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return bad("not a .npy file");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + len_bytes) return bad("truncated header");
+  size_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+  const size_t data_at = 8 + len_bytes + header_len;
+  if (data_at > bytes.size()) return bad("truncated header");
+  const std::string header = bytes.substr(8 + len_bytes, header_len);
+
+  static const std::map<std::string, DType> kDescr = {{"<f4", DType::kFloat32}, {"<f2", DType::kFloat16},
+                                                      {"<i4", DType::kInt32},   {"<i8", DType::kInt64},
+                                                      {"|b1", DType::kBool},    {"|i1", DType::kInt8}};
+  const size_t d = header.find("'descr':");
+  const size_t q1 = header.find('\'', d + 8), q2 = header.find('\'', q1 + 1);
+  if (d == std::string::npos || q2 == std::string::npos || !kDescr.count(header.substr(q1 + 1, q2 - q1 - 1)))
+    return bad("unsupported dtype (little-endian float32/float16/int32/int64/int8/bool only)");
+  if (header.find("'fortran_order': False") == std::string::npos) return bad("Fortran-ordered arrays are not supported");
+  const size_t s = header.find("'shape':"), open = header.find('(', s), close = header.find(')', open);
+  if (s == std::string::npos || close == std::string::npos) return bad("no shape");
+  std::vector<int64_t> shape;
+  std::stringstream dims(header.substr(open + 1, close - open - 1));
+  for (std::string item; std::getline(dims, item, ',');)
+    if (item.find_first_of("0123456789") != std::string::npos) shape.push_back(std::stoll(item));
+
+  Tensor t = Tensor::empty_host(kDescr.at(header.substr(q1 + 1, q2 - q1 - 1)), shape);
+  if (bytes.size() - data_at != static_cast<size_t>(t.nbytes()))
+    return bad("the data has " + std::to_string(bytes.size() - data_at) + " bytes, the header says " + std::to_string(t.nbytes()));
+  std::memcpy(t.data(), bytes.data() + data_at, static_cast<size_t>(t.nbytes()));
+  return t;
+}
+
+float half_to_float(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
+            : exp == 31 ? (mant ? NAN : INFINITY)
+                        : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// The first few values, enough to eyeball a result.
+std::string head_values(const Tensor& t, int64_t count = 8) {
+  std::ostringstream out;
+  const int64_t n = std::min(count, t.numel());
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) out << ", ";
+    switch (t.dtype()) {
+      case DType::kFloat32: out << static_cast<const float*>(t.data())[i]; break;
+      case DType::kFloat16: out << half_to_float(static_cast<const uint16_t*>(t.data())[i]); break;
+      case DType::kInt32: out << static_cast<const int32_t*>(t.data())[i]; break;
+      case DType::kInt64: out << static_cast<const int64_t*>(t.data())[i]; break;
+      case DType::kInt8: out << static_cast<int>(static_cast<const int8_t*>(t.data())[i]); break;
+      case DType::kBool: out << (static_cast<const uint8_t*>(t.data())[i] ? "true" : "false"); break;
+      default: return "(" + std::string(dtype_name(t.dtype())) + " values not shown)";
+    }
+  }
+  return out.str() + (t.numel() > n ? ", ..." : "");
+}
+
+int fail(const Status& st) {
+  std::cerr << format_error(st) << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  std::map<std::string, std::string> npy;  // input name -> path
+  bool zeros = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--zeros") {
+      zeros = true;
+    } else if (arg == "--input" && i + 1 < argc && std::strchr(argv[i + 1], '=')) {
+      const std::string spec = argv[++i];
+      npy[spec.substr(0, spec.find('='))] = spec.substr(spec.find('=') + 1);
+    } else if (file.empty() && arg[0] != '-') {
+      file = arg;
+    } else {
+      std::cerr << "usage: tripy-run FILE [--input name=path.npy ...] [--zeros]\n";
+      return 1;
+    }
+  }
+  if (file.empty()) return fail(invalid_argument("usage: tripy-run FILE [--input name=path.npy ...] [--zeros]"));
+
+  auto exe = Executable::load(file);
+  if (!exe.ok()) return fail(exe.status());
+  std::cout << file << " (" << exe->device().str() << ")\ninputs: name: dtype [min, opt, max] per dim\n";
+  for (const InputDesc& in : exe->inputs()) {
+    std::cout << "  " << in.name << ": " << dtype_name(in.dtype) << " [";
+    for (size_t d = 0; d < in.dim_min.size(); ++d)
+      std::cout << (d ? ", " : "") << dims_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
+    std::cout << "]\n";
+  }
+  if (npy.empty() && !zeros) return 0;
+
+  std::vector<Tensor> inputs;
+  for (const InputDesc& in : exe->inputs()) {
+    auto it = npy.find(in.name);
+    if (it != npy.end()) {
+      auto t = read_npy(it->second);
+      if (!t.ok()) return fail(t.status());
+      inputs.push_back(std::move(t).value());
+      npy.erase(it);
+    } else if (zeros) {
+      Tensor t = Tensor::empty_host(in.dtype, in.dim_opt);
+      std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
+      inputs.push_back(std::move(t));
+    } else {
+      return fail(invalid_argument("No --input given for '" + in.name + "' (or pass --zeros)."));
+    }
+  }
+  if (!npy.empty()) return fail(invalid_argument("This executable has no input named '" + npy.begin()->first + "'."));
+  // Inputs are read into host memory; a GPU executable gets them copied over, and back.
+  rt::Backend* backend = rt::backend_for(exe->device().kind);
+  if (backend == nullptr) return fail(Status(StatusCode::kUnavailable, "No backend for " + exe->device().str() + " on this machine."));
+  for (Tensor& t : inputs) {
+    auto moved = backend->copy_from_host(t);
+    if (!moved.ok()) return fail(moved.status());
+    t = std::move(moved).value();
+  }
+  auto outputs = exe->run(inputs);
+  if (!outputs.ok()) return fail(outputs.status());
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    auto host = backend->copy_to_host((*outputs)[i]);
+    if (!host.ok()) return fail(host.status());
+    const Tensor& t = host.value();
+    std::cout << exe->output_names()[i] << ": " << dtype_name(t.dtype()) << " " << dims_str(t.shape()) << " = ["
+              << head_values(t) << "]\n";
+  }
+  return 0;
+}
