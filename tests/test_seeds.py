@@ -224,11 +224,14 @@ def test_compiler_save_and_load(layer, capsys, loc, tmp_path):
 def test_no_api_redundancy():
     with pytest.raises(AttributeError) as info:
         tp.Tensor([1, 2, 3]).softmax
-    assert str(info.value) == "Module: 'tripy.Tensor' does not have attribute: 'softmax'. Did you mean: 'tripy.softmax'?"
+    assert str(info.value) == (
+        "Module: 'tripy.Tensor' does not have attribute: 'softmax'. Did you mean: 'tripy.softmax'?"
+    )
 
 
 def test_module_attribute_suggestions():
-    with pytest.raises(AttributeError, match=r"^Module: 'tripy' does not have attribute: 'float64'\. Did you mean: 'tripy\.float32'\?$"):
+    expected = r"^Module: 'tripy' does not have attribute: 'float64'\. Did you mean: 'tripy\.float32'\?$"
+    with pytest.raises(AttributeError, match=expected):
         tp.float64
     with pytest.raises(AttributeError, match=r"Did you mean: 'tripy\.int32'\?$"):
         tp.int16

@@ -135,7 +135,8 @@ def test_load_checks_shape_and_dtype_and_changes_nothing_on_failure(fake_tensors
     module = Containers()
     before = module.state_dict()
     bad_shape = {"layers.0.weight": fake((2, 2)), "layers.1.weight": fake((2, 2))}
-    with pytest.raises(TripyException, match=r"'layers.1.weight': it has shape \(3, 3\), but the new value has shape \(2, 2\)"):
+    message = r"'layers.1.weight': it has shape \(3, 3\), but the new value has shape \(2, 2\)"
+    with pytest.raises(TripyException, match=message):
         module.load_state_dict(bad_shape, strict=False)
     assert module.layers[0].weight is before["layers.0.weight"]
 

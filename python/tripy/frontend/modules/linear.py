@@ -27,7 +27,13 @@ class Linear(Module):
     """
 
     def __init__(
-        self, in_features, out_features, bias=True, dtype=dtypes.float32, quant_dtype=dtypes.float32, weight_quant_dim=None
+        self,
+        in_features,
+        out_features,
+        bias=True,
+        dtype=dtypes.float32,
+        quant_dtype=None,
+        weight_quant_dim=None,
     ):
         import tripy as tp
 
