@@ -1,0 +1,310 @@
+// Builds the backend-neutral Program from an optimised FlatIR graph and its fusion plan.
+#include "compiler/build_program.h"
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/memory_plan.h"
+#include "compiler/shape_slots.h"
+#include "flat/passes/fusion.h"
+#include "flat/passes/passes.h"
+
+namespace tripy::compiler {
+namespace {
+
+using flat::FusionGroup;
+using flat::GroupKind;
+using flat::ValueId;
+using rt::BufferDesc;
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const flat::Graph& g, const BuildProgramOptions& options)
+      : g_(g), options_(options), slots_(p_.shape_program, g.symbols), buffer_of_(g.values.size(), -1) {}
+
+  StatusOr<rt::Program> build() {
+    TRIPY_ASSIGN_OR_RETURN(flat::FusionPlan plan, flat::plan_fusion(g_));
+    TRIPY_RETURN_IF_ERROR(add_inputs());
+    TRIPY_RETURN_IF_ERROR(add_assertions());
+    claim_outputs(plan);
+    for (const FusionGroup& grp : plan.groups) TRIPY_RETURN_IF_ERROR(add_group(grp));
+    TRIPY_RETURN_IF_ERROR(finish_outputs());
+    plan_arena();
+    return std::move(p_);
+  }
+
+ private:
+  int32_t source_index(const flat::OriginRef& origin) {
+    if (!origin || !origin->where) return -1;
+    auto it = sources_.find(origin->where.get());
+    if (it != sources_.end()) return it->second;
+    p_.sources.push_back(*origin->where);
+    int32_t i = static_cast<int32_t>(p_.sources.size() - 1);
+    sources_[origin->where.get()] = i;
+    return i;
+  }
+
+  std::string dim_name(const Dim& d) const {
+    if (d.op() != DimOp::kSym) return "";
+    const Symbol& s = g_.symbols.symbols[static_cast<size_t>(d.symbol_id())];
+    return s.name == "s" + std::to_string(s.id) ? "" : s.name;
+  }
+
+  Status add_inputs() {
+    struct Deferred {
+      rt::Slot actual;
+      Dim dim;
+      std::string where;
+    };
+    std::vector<Deferred> deferred;
+    std::map<rt::Slot, std::string> slot_where;  // first input dim bound to each symbol slot
+    for (size_t i = 0; i < g_.inputs.size(); ++i) {
+      const flat::Value& v = g_.values[g_.inputs[i]];
+      rt::InputSpec spec;
+      spec.name = i < g_.input_names.size() ? g_.input_names[i] : "";
+      spec.dtype = v.dtype;
+      std::vector<rt::Slot> shape;
+      for (size_t d = 0; d < v.shape.size(); ++d) {
+        const Dim& dim = v.shape[d];
+        rt::Slot before;
+        rt::Slot s = slots_.input_dim(static_cast<int>(i), static_cast<int>(d), dim, &before);
+        std::string where = "dim " + std::to_string(d) + " of input '" + spec.name + "'";
+        if (before >= 0) {
+          p_.checks.push_back(rt::ShapeCheck{rt::ShapeCheck::Kind::kEqual, before, s,
+                                             where + " must equal " + slot_where[before] + " (both are '" +
+                                                 dim.str(&g_.symbols) + "')",
+                                             -1});
+        } else if (dim.op() == DimOp::kSym) {
+          slot_where[s] = where;
+        } else if (!dim.is_static()) {
+          deferred.push_back(Deferred{s, dim, where});
+        }
+        shape.push_back(s);
+        spec.dim_min.push_back(dim.is_static() ? dim.static_value() : dim.lower_bound(g_.symbols));
+        spec.dim_opt.push_back(dim.is_static() ? dim.static_value() : dim.opt_value(g_.symbols));
+        spec.dim_max.push_back(dim.is_static() ? dim.static_value() : dim.upper_bound(g_.symbols));
+        spec.dim_names.push_back(dim_name(dim));
+      }
+      p_.inputs.push_back(std::move(spec));
+      p_.input_shapes.push_back(shape);
+      BufferDesc b;
+      b.kind = BufferDesc::Kind::kInput;
+      b.index = static_cast<int32_t>(i);
+      b.dtype = v.dtype;
+      b.shape = shape;
+      buffer_of_[g_.inputs[i]] = add_buffer(std::move(b));
+    }
+    for (const Deferred& d : deferred) {
+      TRIPY_ASSIGN_OR_RETURN(rt::Slot want, slots_.slot(d.dim));
+      p_.checks.push_back(rt::ShapeCheck{rt::ShapeCheck::Kind::kEqual, want, d.actual,
+                                         d.where + " must equal " + d.dim.str(&g_.symbols), -1});
+    }
+    return ok_status();
+  }
+
+  Status add_assertions() {
+    for (const flat::ShapeAssertion& a : g_.assertions) {
+      TRIPY_ASSIGN_OR_RETURN(rt::Slot x, slots_.slot(a.a));
+      TRIPY_ASSIGN_OR_RETURN(rt::Slot y, slots_.slot(a.b));
+      p_.checks.push_back(rt::ShapeCheck{a.kind, x, y, a.message, source_index(a.origin)});
+    }
+    return ok_status();
+  }
+
+  int32_t add_buffer(BufferDesc b) {
+    p_.buffers.push_back(std::move(b));
+    return static_cast<int32_t>(p_.buffers.size() - 1);
+  }
+
+  // Bytes of `v` at the largest input sizes.
+  int64_t max_bytes(ValueId v) const {
+    const flat::Value& val = g_.values[v];
+    return std::max<int64_t>(0, num_elements(val.shape).upper_bound(g_.symbols)) * dtype_size(val.dtype);
+  }
+
+  // Which graph outputs a kernel can write directly: values a kernel computes, first occurrence.
+  void claim_outputs(const flat::FusionPlan& plan) {
+    p_.outputs.assign(g_.outputs.size(), -1);
+    std::map<ValueId, int32_t> first;
+    for (size_t i = 0; i < g_.outputs.size(); ++i) first.emplace(g_.outputs[i], static_cast<int32_t>(i));
+    for (const FusionGroup& grp : plan.groups) {
+      if (grp.kind == GroupKind::kAlias) continue;
+      for (ValueId v : grp.outputs) {
+        auto it = first.find(v);
+        if (it != first.end()) claimed_[v] = it->second;
+      }
+    }
+  }
+
+  StatusOr<int32_t> read_buffer(ValueId v) {
+    if (buffer_of_[v] >= 0) return buffer_of_[v];
+    const flat::Op& def = g_.def(v);
+    if (def.kind != flat::OpKind::kConstant) {
+      return internal_error("build_program: %" + std::to_string(v) + " is read before a kernel writes it");
+    }
+    p_.constants.push_back(def.constant);
+    BufferDesc b;
+    b.kind = BufferDesc::Kind::kConstant;
+    b.index = static_cast<int32_t>(p_.constants.size() - 1);
+    b.dtype = def.constant.dtype();
+    TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[v].shape));
+    buffer_of_[v] = add_buffer(std::move(b));
+    return buffer_of_[v];
+  }
+
+  int32_t root_of(int32_t b) const {
+    while (p_.buffers[b].kind == BufferDesc::Kind::kAlias) b = p_.buffers[b].index;
+    return b;
+  }
+
+  StatusOr<int32_t> write_buffer(ValueId v) {
+    BufferDesc b;
+    b.dtype = g_.values[v].dtype;
+    TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[v].shape));
+    b.max_bytes = max_bytes(v);
+    auto it = claimed_.find(v);
+    if (it != claimed_.end()) {
+      b.kind = BufferDesc::Kind::kOutput;
+      b.index = it->second;
+      buffer_of_[v] = add_buffer(std::move(b));
+      p_.outputs[it->second] = buffer_of_[v];
+    } else {
+      b.kind = BufferDesc::Kind::kTemp;
+      buffer_of_[v] = add_buffer(std::move(b));
+    }
+    return buffer_of_[v];
+  }
+
+  Status add_group(const FusionGroup& grp) {
+    const flat::Op& first = g_.ops[grp.ops.front()];
+    if (grp.kind == GroupKind::kAlias) {
+      TRIPY_ASSIGN_OR_RETURN(int32_t in, read_buffer(grp.inputs[0]));
+      ValueId v = grp.outputs[0];
+      BufferDesc b;
+      b.kind = BufferDesc::Kind::kAlias;
+      b.index = root_of(in);
+      b.dtype = g_.values[v].dtype;
+      TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[v].shape));
+      buffer_of_[v] = add_buffer(std::move(b));
+      return ok_status();
+    }
+    rt::Kernel k;
+    k.name = grp.name;
+    k.source = source_index(first.origin);
+    for (ValueId v : grp.inputs) {
+      TRIPY_ASSIGN_OR_RETURN(int32_t b, read_buffer(v));
+      k.inputs.push_back(b);
+    }
+    for (ValueId v : grp.outputs) {
+      TRIPY_ASSIGN_OR_RETURN(int32_t b, write_buffer(v));
+      k.outputs.push_back(b);
+    }
+    switch (grp.kind) {
+      case GroupKind::kFused: {
+        k.kind = rt::KernelKind::kFused;
+        k.fused = grp.fused;
+        TRIPY_ASSIGN_OR_RETURN(k.fused.domain, slots_.slots(grp.domain));
+        break;
+      }
+      case GroupKind::kDot:
+        k.kind = rt::KernelKind::kDot;
+        k.dot = grp.dot;
+        break;
+      case GroupKind::kTranspose:
+        k.kind = rt::KernelKind::kTranspose;
+        k.perm = first.dims;
+        break;
+      case GroupKind::kSlice: {
+        k.kind = rt::KernelKind::kSlice;
+        TRIPY_ASSIGN_OR_RETURN(k.starts, slots_.slots(first.starts));
+        TRIPY_ASSIGN_OR_RETURN(k.steps, slots_.slots(first.steps));
+        break;
+      }
+      case GroupKind::kConcat:
+        k.kind = rt::KernelKind::kConcat;
+        k.axis = first.dims.at(0);
+        break;
+      case GroupKind::kGather:
+        k.kind = rt::KernelKind::kGather;
+        k.axis = first.dims.at(0);
+        break;
+      case GroupKind::kAlias: break;
+    }
+    p_.kernels.push_back(std::move(k));
+    return ok_status();
+  }
+
+  // Outputs no kernel wrote directly (inputs, constants, reshapes of them, repeats) get a copy.
+  Status finish_outputs() {
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      if (p_.outputs[i] >= 0) continue;
+      ValueId v = g_.outputs[i];
+      TRIPY_ASSIGN_OR_RETURN(int32_t src, read_buffer(v));
+      BufferDesc b;
+      b.kind = BufferDesc::Kind::kOutput;
+      b.index = static_cast<int32_t>(i);
+      b.dtype = g_.values[v].dtype;
+      b.shape = p_.buffers[src].shape;
+      b.max_bytes = max_bytes(v);
+      p_.outputs[i] = add_buffer(std::move(b));
+      rt::Kernel k;
+      k.kind = rt::KernelKind::kCopy;
+      k.name = "copy_output_" + std::to_string(i);
+      k.inputs = {src};
+      k.outputs = {p_.outputs[i]};
+      k.source = source_index(g_.def(v).origin);
+      p_.kernels.push_back(std::move(k));
+    }
+    p_.output_names = options_.output_names;
+    p_.output_names.resize(g_.outputs.size());
+    return ok_status();
+  }
+
+  // Liveness of each temp over the kernel order (reads through aliases count), then placement.
+  void plan_arena() {
+    std::vector<int32_t> temps;
+    std::vector<BufferLife> lives;
+    std::map<int32_t, size_t> index;
+    for (size_t b = 0; b < p_.buffers.size(); ++b) {
+      if (p_.buffers[b].kind != BufferDesc::Kind::kTemp) continue;
+      index[static_cast<int32_t>(b)] = temps.size();
+      temps.push_back(static_cast<int32_t>(b));
+      lives.push_back(BufferLife{p_.buffers[b].max_bytes, -1, -1});
+    }
+    for (size_t k = 0; k < p_.kernels.size(); ++k) {
+      auto touch = [&](int32_t b, bool write) {
+        auto it = index.find(root_of(b));
+        if (it == index.end()) return;
+        BufferLife& life = lives[it->second];
+        if (life.first < 0 || (write && life.first > static_cast<int32_t>(k))) life.first = static_cast<int32_t>(k);
+        life.last = std::max(life.last, static_cast<int32_t>(k));
+      };
+      for (int32_t b : p_.kernels[k].outputs) touch(b, true);
+      for (int32_t b : p_.kernels[k].inputs) touch(b, false);
+    }
+    for (BufferLife& life : lives) {
+      if (life.first < 0) life.first = 0;
+      life.last = std::max(life.last, life.first);
+    }
+    MemoryPlan plan = plan_memory(lives);
+    for (size_t i = 0; i < temps.size(); ++i) p_.buffers[temps[i]].offset = plan.offsets[i];
+    p_.arena_bytes = plan.arena_bytes;
+  }
+
+  const flat::Graph& g_;
+  const BuildProgramOptions& options_;
+  rt::Program p_;
+  ShapeSlots slots_;
+  std::vector<int32_t> buffer_of_;
+  std::map<ValueId, int32_t> claimed_;  // value -> the output number its kernel writes
+  std::map<const SourceInfo*, int32_t> sources_;
+};
+
+}  // namespace
+
+StatusOr<rt::Program> build_program(const flat::Graph& graph, const BuildProgramOptions& options) {
+  flat::Graph g = flat::canonicalize_reductions(graph);
+  return ProgramBuilder(g, options).build();
+}
+
+}  // namespace tripy::compiler

@@ -1,0 +1,25 @@
+// FlatIR graph -> rt::Program: the shape program, input specs and run-time checks, buffers for
+// every value a kernel writes or reads, kernels from the fusion plan, and the arena layout.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flat/ir.h"
+#include "runtime/program.h"
+#include "tripy/status.h"
+
+namespace tripy::compiler {
+
+struct BuildProgramOptions {
+  std::vector<std::string> output_names;  // one per graph output, or empty for "" names
+};
+
+// The graph should be optimised already (passes); this reorders reductions for fusion itself.
+StatusOr<rt::Program> build_program(const flat::Graph& graph, const BuildProgramOptions& options = {});
+
+// A readable listing of a program (shape program, buffers, kernels with their fused programs),
+// for logs and tests.
+std::string program_str(const rt::Program& program);
+
+}  // namespace tripy::compiler

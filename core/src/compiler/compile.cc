@@ -1,0 +1,53 @@
+// compile_graph: the compiler's back half, stage by stage, each stage dumpable for TRIPY_DEBUG.
+#include "compiler/compile.h"
+
+#include "backend/backend.h"
+#include "compiler/build_program.h"
+#include "flat/passes/passes.h"
+#include "runtime/executable_impl.h"
+
+namespace tripy {
+namespace {
+
+Status verified(const flat::Graph& g, const char* stage) {
+  Status st = flat::verify(g);
+  if (!st.ok()) st.note(std::string("after ") + stage);
+  return st;
+}
+
+}  // namespace
+
+StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
+  auto dump = [&](const char* stage, const std::string& text) {
+    if (options.dump) options.dump(stage, text);
+  };
+  dump("flat", graph.str());
+  TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
+  if (options.optimization_level > 0) {
+    TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
+    graph = flat::simplify(graph);
+    graph = flat::cse(graph);
+  }
+  graph = flat::dce(graph);
+  dump("flat.optimized", graph.str());
+  TRIPY_RETURN_IF_ERROR(verified(graph, "optimisation"));
+
+  TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph));
+  dump("program", compiler::program_str(program));
+  if (Status st = rt::validate_program(program); !st.ok()) {
+    return internal_error("the compiler built an inconsistent program: " + st.message());
+  }
+
+  rt::Backend* backend = rt::backend_for(options.device.kind);
+  if (backend == nullptr || !backend->available()) {
+    return Status(StatusCode::kUnavailable,
+                  "no backend for " + options.device.str() + " in this build or on this machine");
+  }
+  rt::BuildOptions build_options;
+  build_options.optimization_level = options.optimization_level;
+  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, backend->build(program, build_options));
+  return make_executable(std::make_shared<const rt::Program>(std::move(program)), std::move(artifacts),
+                         options.device);
+}
+
+}  // namespace tripy

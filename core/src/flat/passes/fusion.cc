@@ -1,0 +1,325 @@
+// Fusion planning: a single sweep in graph order assigns each op to a kernel. Broadcasts and iotas
+// are "virtual" (an index mapping, computed inline by each fused kernel that reads them) and only
+// materialised when a non-fused kernel or an output needs their bytes. Instruction selection for
+// fused kernels lives in fusion_codegen.cc.
+#include "flat/passes/fusion.h"
+
+#include <algorithm>
+
+#include "flat/constant_data.h"
+#include "flat/passes/fusion_internal.h"
+
+namespace tripy::flat {
+namespace {
+
+bool is_splat_constant(const Op& op) {
+  return op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1;
+}
+
+bool is_fused_kind(OpKind k) { return k == OpKind::kElementwise || k == OpKind::kReduce; }
+
+// The value of `v` when it is a scalar splat (a one-element constant, or a broadcast of one).
+bool splat_value(const Graph& g, ValueId v, double* out) {
+  const Op* op = &g.def(v);
+  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
+  if (!is_splat_constant(*op)) return false;
+  *out = read_element(op->constant, 0);
+  return true;
+}
+
+bool is_splat_of(const Graph& g, ValueId v, double want, double tol = 0) {
+  double x;
+  return splat_value(g, v, &x) && std::abs(x - want) <= tol;
+}
+
+}  // namespace
+
+Planner::Planner(const Graph& g) : g_(g) {
+  size_t n = g.values.size();
+  uses_ = g.use_counts();
+  users_.assign(n, {});
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    for (ValueId v : g.ops[i].operands) users_[v].push_back(static_cast<int32_t>(i));
+  }
+  group_of_.assign(n, -1);
+  materialized_.assign(n, -1);
+  row_level_.assign(n, false);
+  absorbed_.assign(g.ops.size(), false);
+}
+
+bool Planner::is_virtual(ValueId v) const {
+  OpKind k = g_.def(v).kind;
+  return k == OpKind::kBroadcast || k == OpKind::kIota;
+}
+
+int32_t Planner::dep_group(ValueId v) const {
+  if (is_virtual(v)) {
+    const Op& op = g_.def(v);
+    return op.kind == OpKind::kIota ? -1 : dep_group(op.operands[0]);
+  }
+  return group_of_[v];
+}
+
+int32_t Planner::new_group(GroupKind kind, int32_t op_index) {
+  FusionGroup grp;
+  grp.kind = kind;
+  if (op_index >= 0) grp.ops.push_back(op_index);
+  groups_.push_back(std::move(grp));
+  return static_cast<int32_t>(groups_.size() - 1);
+}
+
+ValueId Planner::ensure_real(ValueId v) {
+  if (!is_virtual(v)) return v;
+  if (materialized_[v] < 0) {
+    int32_t gi = new_group(GroupKind::kFused, g_.values[v].def);
+    groups_[gi].domain = g_.values[v].shape;
+    groups_[gi].fused.reduce_from = static_cast<int32_t>(g_.values[v].shape.size());
+    materialized_[v] = gi;
+  }
+  return v;
+}
+
+int32_t Planner::producer_group(ValueId v) const {
+  if (is_virtual(v)) return materialized_[v];
+  return group_of_[v];
+}
+
+// Whether `v`, read by an element-level instruction of group `gi`, can be computed or loaded
+// there without reading the group's own element-level values through a broadcast.
+bool Planner::usable_at_element_level(ValueId v, int32_t gi) const {
+  const FusionGroup& grp = groups_[gi];
+  if (group_of_[v] == gi) return !row_level_[v];
+  if (!is_virtual(v)) return true;
+  const Op& op = g_.def(v);
+  if (op.kind == OpKind::kIota) return true;
+  ValueId x = op.operands[0];
+  if (group_of_[x] == gi) {
+    // Only a row result broadcast back along the reduced axes is free.
+    int32_t k = grp.fused.reduce_from;
+    if (!row_level_[x] || static_cast<int32_t>(op.dims.size()) != k) return false;
+    for (int32_t i = 0; i < k; ++i) {
+      if (op.dims[i] != i) return false;
+    }
+    return true;
+  }
+  return usable_at_element_level(x, gi);
+}
+
+bool Planner::usable_at_row_level(ValueId v, int32_t gi) const {
+  if (group_of_[v] == gi) return row_level_[v];
+  double x;
+  return splat_value(g_, v, &x);
+}
+
+bool Planner::try_join(int32_t op_index) {
+  const Op& op = g_.ops[op_index];
+  int32_t gi = -1;
+  for (ValueId v : op.operands) gi = std::max(gi, dep_group(v));
+  if (gi < 0 || groups_[gi].kind != GroupKind::kFused) return false;
+  FusionGroup& grp = groups_[gi];
+  const Shape& d = grp.domain;
+  const int32_t rank = static_cast<int32_t>(d.size());
+  const Value& r = g_.values[op.result];
+  if (op.kind == OpKind::kReduce) {
+    const Shape& in = g_.values[op.operands[0]].shape;
+    int32_t k = rank - static_cast<int32_t>(op.dims.size());
+    if (op.dims.empty() || !same_shape(in, d)) return false;
+    if (grp.fused.reduce_from != rank && grp.fused.reduce_from != k) return false;
+    if (!usable_at_element_level(op.operands[0], gi)) return false;
+    grp.fused.reduce_from = k;
+    row_level_[op.result] = true;
+  } else if (same_shape(r.shape, d)) {
+    for (ValueId v : op.operands) {
+      if (!usable_at_element_level(v, gi)) return false;
+    }
+  } else {
+    int32_t k = grp.fused.reduce_from;
+    if (k == rank || !same_shape(r.shape, Shape(d.begin(), d.begin() + k))) return false;
+    for (ValueId v : op.operands) {
+      if (!usable_at_row_level(v, gi)) return false;
+    }
+    row_level_[op.result] = true;
+  }
+  grp.ops.push_back(op_index);
+  group_of_[op.result] = gi;
+  return true;
+}
+
+void Planner::start_fused(int32_t op_index) {
+  const Op& op = g_.ops[op_index];
+  int32_t gi = new_group(GroupKind::kFused, op_index);
+  FusionGroup& grp = groups_[gi];
+  if (op.kind == OpKind::kReduce) {
+    grp.domain = g_.values[op.operands[0]].shape;
+    grp.fused.reduce_from = static_cast<int32_t>(grp.domain.size() - op.dims.size());
+    row_level_[op.result] = !op.dims.empty();
+  } else {
+    grp.domain = g_.values[op.result].shape;
+    grp.fused.reduce_from = static_cast<int32_t>(grp.domain.size());
+  }
+  group_of_[op.result] = gi;
+}
+
+// A transpose that swaps the last two dims and feeds only a dot becomes a flag of that dot.
+bool Planner::is_dot_transpose(int32_t op_index) const {
+  const Op& op = g_.ops[op_index];
+  if (op.kind != OpKind::kTranspose || uses_[op.result] != 1 || users_[op.result].size() != 1) return false;
+  if (g_.ops[users_[op.result][0]].kind != OpKind::kDot) return false;
+  size_t n = op.dims.size();
+  if (n < 2) return false;
+  for (size_t i = 0; i + 2 < n; ++i) {
+    if (op.dims[i] != static_cast<int64_t>(i)) return false;
+  }
+  return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+}
+
+// The single op using `v`, when `v` has exactly one use and is not an output.
+int32_t Planner::only_user(ValueId v) const {
+  if (uses_[v] != 1 || users_[v].size() != 1) return -1;
+  return users_[v][0];
+}
+
+void Planner::plan_dot(int32_t op_index) {
+  const Op& op = g_.ops[op_index];
+  int32_t gi = new_group(GroupKind::kDot, op_index);
+  std::vector<ValueId> inputs;
+  for (int side = 0; side < 2; ++side) {
+    ValueId v = op.operands[side];
+    const Op& def = g_.def(v);
+    if (def.kind == OpKind::kTranspose && absorbed_[g_.values[v].def]) {
+      (side == 0 ? groups_[gi].dot.transpose_lhs : groups_[gi].dot.transpose_rhs) = true;
+      groups_[gi].ops.insert(groups_[gi].ops.begin(), g_.values[v].def);
+      v = def.operands[0];
+    }
+    inputs.push_back(ensure_real(v));
+  }
+  ValueId cur = op.result;
+  const int64_t rank = static_cast<int64_t>(g_.values[cur].shape.size());
+  // Bias: add(dot, broadcast(bias[N], dims = [rank - 1])), in either operand order.
+  int32_t u = only_user(cur);
+  if (u >= 0 && g_.ops[u].kind == OpKind::kElementwise && g_.ops[u].fn == EwOp::kAdd) {
+    const Op& add = g_.ops[u];
+    ValueId other = add.operands[0] == cur ? add.operands[1] : add.operands[0];
+    const Op& b = g_.def(other);
+    if (add.operands[0] != add.operands[1] && b.kind == OpKind::kBroadcast && b.dims.size() == 1 &&
+        b.dims[0] == rank - 1 && !is_virtual(b.operands[0]) && g_.values[b.operands[0]].def < op_index &&
+        g_.values[b.operands[0]].shape.size() == 1 &&
+        g_.values[b.operands[0]].shape[0].same_as(g_.values[cur].shape.back())) {
+      groups_[gi].dot.has_bias = true;
+      inputs.push_back(b.operands[0]);
+      absorb(gi, u);
+      cur = add.result;
+    }
+  }
+  // relu: max(x, 0)
+  u = only_user(cur);
+  if (u >= 0 && g_.ops[u].kind == OpKind::kElementwise && g_.ops[u].fn == EwOp::kMax) {
+    const Op& mx = g_.ops[u];
+    ValueId other = mx.operands[0] == cur ? mx.operands[1] : mx.operands[0];
+    if (is_splat_of(g_, other, 0.0)) {
+      groups_[gi].dot.activation = rt::Activation::kRelu;
+      absorb(gi, u);
+      cur = mx.result;
+    }
+  } else if (int32_t last = match_gelu(gi, cur); last >= 0) {
+    groups_[gi].dot.activation = rt::Activation::kGelu;
+    cur = g_.ops[last].result;
+  }
+  std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
+  groups_[gi].inputs = inputs;
+  group_of_[cur] = gi;
+  dot_result_[gi] = cur;
+  groups_[gi].outputs = {cur};
+}
+
+void Planner::absorb(int32_t gi, int32_t op_index) {
+  absorbed_[op_index] = true;
+  groups_[gi].ops.push_back(op_index);
+}
+
+// gelu(x) = mul(mul(x, 0.5), add(erf(mul(x, 0.70710678)), 1)), operands of each commutative op in
+// either order. Returns the final op (after absorbing the pattern into the dot) or -1.
+int32_t Planner::match_gelu(int32_t gi, ValueId x) {
+  if (uses_[x] != 2 || users_[x].size() != 2) return -1;
+  auto other_operand = [&](const Op& op, ValueId v) {
+    return op.operands[0] == v ? op.operands[1] : op.operands[0];
+  };
+  auto is_mul_by = [&](int32_t i, double c) {
+    const Op& op = g_.ops[i];
+    return op.kind == OpKind::kElementwise && op.fn == EwOp::kMul && op.operands[0] != op.operands[1] &&
+           is_splat_of(g_, other_operand(op, x), c, 1e-6);
+  };
+  int32_t a = users_[x][0], b = users_[x][1];
+  if (is_mul_by(a, 0.5)) std::swap(a, b);
+  if (!is_mul_by(a, 0.70710678) || !is_mul_by(b, 0.5)) return -1;
+  int32_t erf = only_user(g_.ops[a].result);
+  if (erf < 0 || g_.ops[erf].kind != OpKind::kElementwise || g_.ops[erf].fn != EwOp::kErf) return -1;
+  ValueId e = g_.ops[erf].result;
+  int32_t plus = only_user(e);
+  if (plus < 0 || g_.ops[plus].kind != OpKind::kElementwise || g_.ops[plus].fn != EwOp::kAdd ||
+      !is_splat_of(g_, other_operand(g_.ops[plus], e), 1.0)) {
+    return -1;
+  }
+  int32_t out = only_user(g_.ops[plus].result);
+  ValueId half = g_.ops[b].result;
+  if (out < 0 || only_user(half) != out || g_.ops[out].kind != OpKind::kElementwise || g_.ops[out].fn != EwOp::kMul) {
+    return -1;
+  }
+  for (int32_t i : {std::min(a, b), std::max(a, b), erf, plus, out}) absorb(gi, i);
+  return out;
+}
+
+Status Planner::sweep() {
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    if (is_dot_transpose(static_cast<int32_t>(i))) absorbed_[i] = true;
+  }
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    const auto idx = static_cast<int32_t>(i);
+    const Op& op = g_.ops[i];
+    if (absorbed_[i]) continue;
+    switch (op.kind) {
+      case OpKind::kParameter:
+      case OpKind::kConstant:
+      case OpKind::kIota:
+      case OpKind::kBroadcast: break;
+      case OpKind::kElementwise:
+      case OpKind::kReduce:
+        if (op.kind == OpKind::kReduce) {
+          const int64_t rank = static_cast<int64_t>(g_.values[op.operands[0]].shape.size());
+          for (size_t j = 0; j < op.dims.size(); ++j) {
+            if (op.dims[j] != rank - static_cast<int64_t>(op.dims.size() - j)) {
+              return internal_error("fusion: reduction over non-trailing dims (run canonicalize_reductions first)");
+            }
+          }
+        }
+        if (!try_join(idx)) start_fused(idx);
+        break;
+      case OpKind::kDot: plan_dot(idx); break;
+      default: {
+        static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,
+                                           GroupKind::kConcat, GroupKind::kGather};
+        GroupKind kind = op.kind == OpKind::kReshape     ? kKinds[0]
+                         : op.kind == OpKind::kTranspose ? kKinds[1]
+                         : op.kind == OpKind::kSlice     ? kKinds[2]
+                         : op.kind == OpKind::kConcatenate ? kKinds[3]
+                                                           : kKinds[4];
+        std::vector<ValueId> inputs;
+        for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
+        int32_t gi = new_group(kind, idx);
+        groups_[gi].inputs = inputs;
+        group_of_[op.result] = gi;
+        break;
+      }
+    }
+  }
+  for (ValueId v : g_.outputs) ensure_real(v);
+  return ok_status();
+}
+
+StatusOr<FusionPlan> plan_fusion(const Graph& graph) {
+  Planner p(graph);
+  TRIPY_RETURN_IF_ERROR(p.sweep());
+  return p.finish();
+}
+
+}  // namespace tripy::flat

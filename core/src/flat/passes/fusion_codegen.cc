@@ -1,0 +1,204 @@
+// Turns planned groups into kernel interfaces: the fused program of each fused group (virtual
+// broadcasts, iotas and splats inlined as index arithmetic), and which values each kernel must
+// write because another kernel or the caller reads them.
+#include <algorithm>
+#include <set>
+
+#include "flat/constant_data.h"
+#include "flat/ir_text.h"
+#include "flat/passes/fusion_internal.h"
+
+namespace tripy::flat {
+namespace {
+
+// Emits the instructions of one fused group.
+class FusedCodegen {
+ public:
+  FusedCodegen(const Graph& g, FusionGroup& grp, std::map<ValueId, int32_t>& regs,
+               const std::vector<int32_t>& group_of, int32_t gi)
+      : g_(g), grp_(grp), regs_(regs), group_of_(group_of), gi_(gi) {}
+
+  Status run() {
+    for (int32_t i : grp_.ops) {
+      const Op& op = g_.ops[i];
+      rt::Instr in;
+      in.dtype = g_.values[op.result].dtype;
+      switch (op.kind) {
+        case OpKind::kElementwise:
+        case OpKind::kReduce: {
+          in.op = op.fn;
+          int32_t* slots[3] = {&in.a, &in.b, &in.c};
+          for (size_t k = 0; k < op.operands.size() && k < 3; ++k) {
+            TRIPY_ASSIGN_OR_RETURN(*slots[k], reg(op.operands[k]));
+          }
+          regs_[op.result] = emit(in);
+          break;
+        }
+        case OpKind::kBroadcast:
+        case OpKind::kIota: {
+          // A materialised virtual value: the whole kernel is its index mapping.
+          TRIPY_ASSIGN_OR_RETURN(int32_t r, reg(op.result));
+          regs_[op.result] = r;
+          break;
+        }
+        default: return internal_error(std::string("fusion: cannot fuse ") + op_kind_name(op.kind));
+      }
+    }
+    return ok_status();
+  }
+
+ private:
+  int32_t emit(const rt::Instr& in) {
+    grp_.fused.instrs.push_back(in);
+    return static_cast<int32_t>(grp_.fused.instrs.size() - 1);
+  }
+
+  // The register holding `v` where its dims run along the first domain axes in order (element
+  // values: the whole domain; row values: the row axes).
+  StatusOr<int32_t> reg(ValueId v) {
+    auto it = regs_.find(v);
+    if (it != regs_.end()) return it->second;
+    std::vector<int32_t> axes(g_.values[v].shape.size());
+    for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int32_t>(i);
+    TRIPY_ASSIGN_OR_RETURN(int32_t r, mapped(v, axes));
+    regs_[v] = r;
+    return r;
+  }
+
+  // The register holding `v` where v's dim i runs along domain axis axes[i].
+  StatusOr<int32_t> mapped(ValueId v, const std::vector<int32_t>& axes) {
+    if (group_of_[v] == gi_) {
+      auto it = regs_.find(v);
+      if (it == regs_.end()) return internal_error("fusion: value %" + std::to_string(v) + " used before computed");
+      return it->second;
+    }
+    const Op& op = g_.def(v);
+    const DType dtype = g_.values[v].dtype;
+    if (op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1) {
+      return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, read_element(op.constant, 0)});
+    }
+    if (op.kind == OpKind::kIota) {
+      const Dim& len = g_.values[v].shape[op.dims[0]];
+      if (len.is_static() && len.static_value() == 1) return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, 0});
+      return emit(rt::Instr{EwOp::kIota, dtype, axes[op.dims[0]], -1, -1, 0});
+    }
+    if (op.kind == OpKind::kBroadcast) {
+      std::vector<int32_t> inner;
+      for (int64_t d : op.dims) inner.push_back(axes[d]);
+      return mapped(op.operands[0], inner);
+    }
+    auto key = std::make_pair(v, axes);
+    auto it = loads_.find(key);
+    if (it != loads_.end()) return it->second;
+    int32_t input = static_cast<int32_t>(grp_.inputs.size());
+    grp_.inputs.push_back(v);
+    grp_.fused.input_axes.push_back(axes);
+    int32_t r = emit(rt::Instr{EwOp::kLoad, dtype, input, -1, -1, 0});
+    loads_[key] = r;
+    return r;
+  }
+
+  const Graph& g_;
+  FusionGroup& grp_;
+  std::map<ValueId, int32_t>& regs_;
+  const std::vector<int32_t>& group_of_;
+  int32_t gi_;
+  std::map<std::pair<ValueId, std::vector<int32_t>>, int32_t> loads_;
+};
+
+}  // namespace
+
+Status Planner::generate_fused(int32_t gi) {
+  // A materialising group computes a virtual value that group_of_ does not map to it.
+  return FusedCodegen(g_, groups_[gi], regs_[gi], group_of_, gi).run();
+}
+
+std::string Planner::kernel_name(const FusionGroup& grp) const {
+  switch (grp.kind) {
+    case GroupKind::kFused: {
+      std::string name = "fused";
+      int n = 0;
+      for (int32_t i : grp.ops) {
+        if (++n > 4) break;
+        name += "_" + op_text_name(g_.ops[i]);
+      }
+      return name;
+    }
+    case GroupKind::kDot: {
+      std::string name = "dot";
+      if (grp.dot.has_bias) name += "_bias";
+      if (grp.dot.activation == rt::Activation::kRelu) name += "_relu";
+      if (grp.dot.activation == rt::Activation::kGelu) name += "_gelu";
+      return name;
+    }
+    case GroupKind::kTranspose: return "transpose";
+    case GroupKind::kSlice: return "slice";
+    case GroupKind::kConcat: return "concat";
+    case GroupKind::kGather: return "gather";
+    case GroupKind::kAlias: return "reshape";
+  }
+  return "kernel";
+}
+
+StatusOr<FusionPlan> Planner::finish() {
+  regs_.assign(groups_.size(), {});
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (groups_[gi].kind == GroupKind::kFused) TRIPY_RETURN_IF_ERROR(generate_fused(static_cast<int32_t>(gi)));
+  }
+  // What each group must write: values read by other groups, and the graph's outputs.
+  std::vector<std::set<ValueId>> needed(groups_.size());
+  auto need = [&](ValueId v, int32_t reader) {
+    int32_t p = producer_group(v);
+    if (p >= 0 && p != reader) needed[p].insert(v);
+  };
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (ValueId v : groups_[gi].inputs) need(v, static_cast<int32_t>(gi));
+  }
+  for (ValueId v : g_.outputs) need(v, -1);
+  FusionPlan plan;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    FusionGroup& grp = groups_[gi];
+    if (grp.kind == GroupKind::kFused) {
+      grp.outputs.assign(needed[gi].begin(), needed[gi].end());
+      if (grp.outputs.empty()) continue;  // nothing reads it (dead code that DCE did not see)
+      for (ValueId v : grp.outputs) grp.fused.output_regs.push_back(regs_[gi].at(v));
+    } else if (grp.kind != GroupKind::kDot) {
+      grp.outputs = {g_.ops[grp.ops.back()].result};
+    }
+    grp.name = kernel_name(grp);
+    plan.groups.push_back(std::move(grp));
+  }
+  return plan;
+}
+
+std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
+  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias"};
+  auto values = [](const std::vector<ValueId>& vs) {
+    std::string out;
+    for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);
+    return out;
+  };
+  std::string out;
+  for (const FusionGroup& grp : plan.groups) {
+    out += values(grp.outputs) + " = " + kKind[static_cast<int>(grp.kind)] + "(" + values(grp.inputs) + ")";
+    if (grp.kind == GroupKind::kFused) {
+      out += " {domain = " + shape_str(grp.domain, &graph.symbols);
+      if (grp.fused.reduce_from != static_cast<int32_t>(grp.domain.size())) {
+        out += ", reduce_from = " + std::to_string(grp.fused.reduce_from);
+      }
+      out += ", ops = " + std::to_string(grp.ops.size()) + "}";
+    } else if (grp.kind == GroupKind::kDot) {
+      std::string attrs;
+      if (grp.dot.transpose_lhs) attrs += ", transpose_lhs";
+      if (grp.dot.transpose_rhs) attrs += ", transpose_rhs";
+      if (grp.dot.has_bias) attrs += ", bias";
+      if (grp.dot.activation == rt::Activation::kRelu) attrs += ", relu";
+      if (grp.dot.activation == rt::Activation::kGelu) attrs += ", gelu";
+      if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace tripy::flat

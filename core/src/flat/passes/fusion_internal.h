@@ -1,0 +1,53 @@
+// The fusion planner's state, shared by the sweep that groups ops (fusion.cc) and the code
+// generator that turns groups into fused programs and kernel interfaces (fusion_codegen.cc).
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "flat/passes/fusion.h"
+
+namespace tripy::flat {
+
+class Planner {
+ public:
+  explicit Planner(const Graph& g);
+  Status sweep();
+  StatusOr<FusionPlan> finish();
+
+ private:
+  bool is_virtual(ValueId v) const;
+  // The group whose output `v` reads (through virtual broadcasts), or -1 for inputs/constants.
+  int32_t dep_group(ValueId v) const;
+  // The group that writes `v`'s bytes: its computing group, or for a virtual its materialisation.
+  int32_t producer_group(ValueId v) const;
+  int32_t new_group(GroupKind kind, int32_t op_index);
+  // Gives a virtual value bytes (a small fused kernel) when a non-fused kernel or output reads it.
+  ValueId ensure_real(ValueId v);
+  bool usable_at_element_level(ValueId v, int32_t gi) const;
+  bool usable_at_row_level(ValueId v, int32_t gi) const;
+  bool try_join(int32_t op_index);
+  void start_fused(int32_t op_index);
+  bool is_dot_transpose(int32_t op_index) const;
+  int32_t only_user(ValueId v) const;
+  void plan_dot(int32_t op_index);
+  void absorb(int32_t gi, int32_t op_index);
+  int32_t match_gelu(int32_t gi, ValueId x);
+
+  // fusion_codegen.cc
+  Status generate_fused(int32_t gi);
+  std::string kernel_name(const FusionGroup& grp) const;
+
+  const Graph& g_;
+  std::vector<int32_t> uses_;
+  std::vector<std::vector<int32_t>> users_;  // op indices reading each value
+  std::vector<int32_t> group_of_;            // computing group of each real value, -1 if none
+  std::vector<int32_t> materialized_;        // per virtual value: its materialising group or -1
+  std::vector<bool> row_level_;              // per value in a fused group: per-row (reduced)
+  std::vector<bool> absorbed_;               // per op: folded into a dot kernel
+  std::map<int32_t, ValueId> dot_result_;    // per dot group: the value it writes
+  std::vector<std::map<ValueId, int32_t>> regs_;  // per fused group: register of each value
+  std::vector<FusionGroup> groups_;
+};
+
+}  // namespace tripy::flat

@@ -1,0 +1,31 @@
+// FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
+// constant_fold -> simplify -> cse -> dce, then canonicalize_reductions before fusion planning.
+// Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
+#pragma once
+
+#include "flat/ir.h"
+#include "tripy/status.h"
+
+namespace tripy::flat {
+
+// Evaluates ops whose operands are all constants on the CPU backend. Broadcasts of scalars stay
+// (they are free splats in fused kernels), as do results much larger than their inputs.
+StatusOr<Graph> constant_fold(const Graph& graph);
+// Algebraic identities: x*1, x+0, converts/reshapes/broadcasts/transposes that change nothing,
+// transpose∘transpose, reshape∘reshape, reductions over no dims.
+Graph simplify(const Graph& graph);
+// Common subexpressions: structurally equal ops (kind, fn, operands, attributes, small constant
+// bytes) compute one value.
+Graph cse(const Graph& graph);
+// Drops ops that no output depends on (parameters always stay: they are the signature).
+Graph dce(const Graph& graph);
+// Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only
+// form fused kernels implement.
+Graph canonicalize_reductions(const Graph& graph);
+
+// Helpers shared by the passes.
+// Rebuilds `graph` keeping the ops for which keep[op] is true and mapping operands through
+// `replace` (value -> value, -1 for none), renumbering values densely in op order.
+Graph rebuild(const Graph& graph, const std::vector<bool>& keep, const std::vector<ValueId>& replace);
+
+}  // namespace tripy::flat

@@ -1,0 +1,121 @@
+// End to end on the CPU: FlatIR text -> compile_graph -> run, against reference loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/compile.h"
+
+namespace tripy {
+namespace {
+
+Tensor host(std::vector<int64_t> shape, const std::vector<float>& data) {
+  Tensor t = Tensor::empty_host(DType::kFloat32, std::move(shape));
+  std::copy(data.begin(), data.end(), static_cast<float*>(t.data()));
+  return t;
+}
+
+std::vector<float> values(const Tensor& t) {
+  const float* p = static_cast<const float*>(t.data());
+  return std::vector<float>(p, p + t.numel());
+}
+
+StatusOr<Executable> compile_text(const char* text) {
+  auto g = flat::parse_graph(text);
+  if (!g.ok()) return g.status();
+  return compile_graph(std::move(g.value()), CompileOptions{});
+}
+
+TEST(CompileGraph, ElementwiseWithBroadcast) {
+  auto exe = compile_text(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : f32[3] = parameter() {index = 1, name = "b"}
+%2 : f32[2, 3] = broadcast(%1) {dims = [1]}
+%3 : f32[2, 3] = add(%0, %2)
+%4 : f32[] = constant() {value = [2]}
+%5 : f32[2, 3] = broadcast(%4) {dims = []}
+%6 : f32[2, 3] = mul(%3, %5)
+return %6
+)");
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  auto out = exe->run({host({2, 3}, {1, 2, 3, 4, 5, 6}), host({3}, {10, 20, 30})});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  EXPECT_EQ(values((*out)[0]), (std::vector<float>{22, 44, 66, 28, 50, 72}));
+}
+
+TEST(CompileGraph, SoftmaxDynamicRows) {
+  auto exe = compile_text(R"(sym n [1, 2, 8]
+%0 : f32[n, 4] = parameter() {index = 0, name = "x"}
+%1 : f32[n] = reduce_max(%0) {dims = [1]}
+%2 : f32[n, 4] = broadcast(%1) {dims = [0]}
+%3 : f32[n, 4] = sub(%0, %2)
+%4 : f32[n, 4] = exp(%3)
+%5 : f32[n] = reduce_sum(%4) {dims = [1]}
+%6 : f32[n, 4] = broadcast(%5) {dims = [0]}
+%7 : f32[n, 4] = div(%4, %6)
+return %7
+)");
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  std::vector<float> x = {1, 2, 3, 4, 0, 0, 0, 0, -1, 5, 2, 2};
+  auto out = exe->run({host({3, 4}, x)});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  std::vector<float> got = values((*out)[0]);
+  for (int r = 0; r < 3; ++r) {
+    float m = -INFINITY, s = 0;
+    for (int c = 0; c < 4; ++c) m = std::max(m, x[r * 4 + c]);
+    for (int c = 0; c < 4; ++c) s += std::exp(x[r * 4 + c] - m);
+    for (int c = 0; c < 4; ++c) EXPECT_NEAR(got[r * 4 + c], std::exp(x[r * 4 + c] - m) / s, 1e-6);
+  }
+}
+
+TEST(CompileGraph, DotWithBiasAndRelu) {
+  auto exe = compile_text(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : f32[3, 2] = parameter() {index = 1, name = "w"}
+%2 : f32[2] = parameter() {index = 2, name = "b"}
+%3 : f32[2, 2] = dot(%0, %1)
+%4 : f32[2, 2] = broadcast(%2) {dims = [1]}
+%5 : f32[2, 2] = add(%3, %4)
+%6 : f32[] = constant() {value = [0]}
+%7 : f32[2, 2] = broadcast(%6) {dims = []}
+%8 : f32[2, 2] = max(%5, %7)
+return %8
+)");
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, w = {1, -1, 2, -2, 3, -3}, b = {0.5, 1};
+  auto out = exe->run({host({2, 3}, x), host({3, 2}, w), host({2}, b)});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  std::vector<float> got = values((*out)[0]);
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      float s = b[j];
+      for (int k = 0; k < 3; ++k) s += x[i * 3 + k] * w[k * 2 + j];
+      EXPECT_NEAR(got[i * 2 + j], std::max(s, 0.0f), 1e-5);
+    }
+  }
+}
+
+TEST(CompileGraph, ReduceOverLeadingDimAndOutputsThatNeedCopies) {
+  auto exe = compile_text(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : f32[3] = reduce_sum(%0) {dims = [0]}
+%2 : f32[3, 2] = reshape(%0)
+return %1, %0, %2, %1
+)");
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  auto out = exe->run({host({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  ASSERT_EQ(out->size(), 4u);
+  EXPECT_EQ(values((*out)[0]), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(values((*out)[1]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ((*out)[2].shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(values((*out)[3]), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(CompileGraph, NoBackendForGpuIsUnavailableOrWorks) {
+  auto g = flat::parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = neg(%0)\nreturn %1\n");
+  ASSERT_TRUE(g.ok());
+  CompileOptions options;
+  options.device.kind = Device::Kind::kGpu;
+  auto exe = compile_graph(std::move(g.value()), options);
+  if (!exe.ok()) EXPECT_EQ(exe.status().code(), StatusCode::kUnavailable) << exe.status().message();
+}
+
+}  // namespace
+}  // namespace tripy
