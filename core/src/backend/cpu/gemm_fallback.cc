@@ -96,7 +96,10 @@ void gemm_f32_small(int64_t M, int64_t N, int64_t K, MatRef<float> a, MatRef<flo
     for (int64_t k = 0; k < K; ++k) {
       const float av = a.data[i * a.row_stride + k * a.col_stride];
       const float* brow = b.data + k * b.row_stride;
-      for (int64_t j = 0; j < N; ++j) row[j] += av * brow[j * b.col_stride];
+      if (b.col_stride == 1)  // the common layout gets a unit-stride loop that vectorises
+        for (int64_t j = 0; j < N; ++j) row[j] += av * brow[j];
+      else
+        for (int64_t j = 0; j < N; ++j) row[j] += av * brow[j * b.col_stride];
     }
   }
 }
