@@ -32,7 +32,9 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   dump("flat.optimized", graph.str());
   TRIPY_RETURN_IF_ERROR(verified(graph, "optimisation"));
 
-  TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph));
+  compiler::BuildProgramOptions build_program_options;
+  build_program_options.output_names = options.output_names;
+  TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph, build_program_options));
   dump("program", compiler::program_str(program));
   if (Status st = rt::validate_program(program); !st.ok()) {
     return internal_error("the compiler built an inconsistent program: " + st.message());
