@@ -1,6 +1,7 @@
 // Layout kernels and program plumbing on the CPU backend: transpose, slice (negative steps),
 // concat, gather (and its out-of-range error), copy, alias and temp buffers across kernels.
 #include <numeric>
+#include <thread>
 
 #include "cpu_test_util.h"
 
@@ -156,6 +157,41 @@ TEST(CpuLayout, CopyFromAndToHostShareMemory) {
   EXPECT_EQ(h->data(), t.data());
   EXPECT_TRUE(rt::cpu_backend()->available());
   EXPECT_EQ(rt::cpu_backend()->kind(), Device::Kind::kCpu);
+}
+
+TEST(CpuLayout, RegistryServesTheCpuBackend) {
+  EXPECT_EQ(rt::backend_for(Device::Kind::kCpu), rt::cpu_backend());
+  auto artifacts = rt::cpu_backend()->build(Program{}, {});
+  ASSERT_TRUE(artifacts.ok());
+  EXPECT_TRUE(artifacts->empty());
+}
+
+TEST(CpuLayout, ConcurrentRunsOfOneProgramAgree) {
+  // Two threads share one LoadedProgram (and so its arena): runs must not interleave.
+  ProgramBuilder b;
+  int32_t x = b.input(F, {64, 64});
+  int32_t t = b.temp(F, {64, 64});
+  int32_t o = b.output(F, {64, 64});
+  b.kernel(KernelKind::kTranspose, "transpose", {x}, {t}).perm = {1, 0};
+  b.kernel(KernelKind::kTranspose, "transpose_back", {t}, {o}).perm = {1, 0};
+  auto first = b.run({f32({64, 64}, iota_floats(64 * 64))});  // loads the program
+  ASSERT_TRUE(first.ok());
+  auto loaded = rt::cpu_backend()->load(std::make_shared<Program>(b.program()), {});
+  ASSERT_TRUE(loaded.ok());
+  LoadedProgram* lp = loaded->get();
+  std::vector<int> bad(2, 0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w)
+    threads.emplace_back([&, w] {
+      for (int rep = 0; rep < 200; ++rep) {
+        std::vector<float> v = iota_floats(64 * 64);
+        for (float& e : v) e += static_cast<float>(w * 10000 + rep);
+        auto out = lp->run({f32({64, 64}, v)}, b.slots());
+        if (!out.ok() || values<float>((*out)[0]) != v) ++bad[w];
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad[0] + bad[1], 0);
 }
 
 }  // namespace
