@@ -92,6 +92,29 @@ TEST(CpuBench, DISABLED_LargeGemm) {
   for (int64_t i = 0; i < M * N; i += 4099) ASSERT_NEAR(C[i], C2[i], 1e-2);
 }
 
+// Softmax over rows of `C` (row-level overhead dominates when C is small).
+double softmax_us(int64_t R, int64_t C) {
+  ProgramBuilder b;
+  int32_t x = b.input(F, {R, C}), o = b.output(F, {R, C});
+  Kernel& k = b.kernel(KernelKind::kFused, "fused_softmax", {x}, {o});
+  k.fused.domain = b.dims({R, C});
+  k.fused.reduce_from = 1;
+  k.fused.input_axes = {{0, 1}};
+  k.fused.instrs = {ins(EwOp::kLoad, F, 0), ins(EwOp::kReduceMax, F, 0), ins(EwOp::kSub, F, 0, 1),
+                    ins(EwOp::kExp, F, 2), ins(EwOp::kReduceSum, F, 3), ins(EwOp::kDiv, F, 3, 4)};
+  k.fused.output_regs = {5};
+  std::vector<Tensor> in = {f32({R, C}, random_floats(R * C, -5, 5, 9))};
+  EXPECT_TRUE(b.run(in).ok());
+  return best_us(5, [&] { (void)b.run(in); });
+}
+
+TEST(CpuBench, DISABLED_SoftmaxShortRows) {
+  const int64_t R = 1 << 18, C = 8;
+  double us = softmax_us(R, C);
+  std::printf("softmax %ldx%ld f32: %.0f us (%.1f ns/row)\n", static_cast<long>(R),
+              static_cast<long>(C), us, us * 1e3 / R);
+}
+
 TEST(CpuBench, DISABLED_SoftmaxThroughput) {
   const int64_t R = 4096, C = 1024;
   ProgramBuilder b;

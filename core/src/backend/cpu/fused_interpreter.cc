@@ -175,10 +175,16 @@ class Worker {
       const rt::Instr& in = f_.instrs[r];
       uint8_t* dst = tile(pass.slot[r]);
       if (in.op == EwOp::kLoad || in.op == EwOp::kIota) {
-        if (!segments_ready) make_segments(t, len);
-        segments_ready = true;
         const int s = plan_.stream_of[r];
         const int64_t inner_stride = lay_.tiles.strides[s * m + m - 1];
+        if (m == 1) {  // fully coalesced tile space: the tile is one run (the common case)
+          const int64_t off = row_base_[s] + t * inner_stride;
+          if (in.op == EwOp::kLoad) load_span(in.dtype, lay_.base[s], off, inner_stride, len, dst);
+          else iota_span(plan_.kind[r], off, inner_stride, len, dst);
+          continue;
+        }
+        if (!segments_ready) make_segments(t, len);
+        segments_ready = true;
         const int esize = ckind_size(plan_.kind[r]);
         for (size_t k = 0; k < seg_dst_.size(); ++k) {
           uint8_t* d = dst + static_cast<size_t>(seg_dst_[k]) * esize;
