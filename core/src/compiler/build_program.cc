@@ -87,12 +87,17 @@ class ProgramBuilder {
       }
       p_.inputs.push_back(std::move(spec));
       p_.input_shapes.push_back(shape);
+      input_values_.push_back(g_.inputs[i]);
+    }
+    // Input buffers take their shapes from the dims' slots, so static sizes are compile-time
+    // constants for the backend (the runtime has checked them against min == max).
+    for (size_t i = 0; i < input_values_.size(); ++i) {
       BufferDesc b;
       b.kind = BufferDesc::Kind::kInput;
       b.index = static_cast<int32_t>(i);
-      b.dtype = v.dtype;
-      b.shape = shape;
-      buffer_of_[g_.inputs[i]] = add_buffer(std::move(b));
+      b.dtype = g_.values[input_values_[i]].dtype;
+      TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[input_values_[i]].shape));
+      buffer_of_[input_values_[i]] = add_buffer(std::move(b));
     }
     for (const Deferred& d : deferred) {
       TRIPY_ASSIGN_OR_RETURN(rt::Slot want, slots_.slot(d.dim));
@@ -296,6 +301,7 @@ class ProgramBuilder {
   rt::Program p_;
   ShapeSlots slots_;
   std::vector<int32_t> buffer_of_;
+  std::vector<ValueId> input_values_;
   std::map<ValueId, int32_t> claimed_;  // value -> the output number its kernel writes
   std::map<const SourceInfo*, int32_t> sources_;
 };

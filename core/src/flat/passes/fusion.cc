@@ -115,7 +115,18 @@ bool Planner::try_join(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   int32_t gi = -1;
   for (ValueId v : op.operands) gi = std::max(gi, dep_group(v));
-  if (gi < 0 || groups_[gi].kind != GroupKind::kFused) return false;
+  if (gi >= 0) return try_join_group(op_index, gi);
+  // Nothing computed feeds this op (it reads inputs, constants, iotas): any earlier kernel over
+  // the same domain can take it, which saves a launch and a round trip through memory.
+  for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j >= 0; --j) {
+    if (groups_[j].kind == GroupKind::kFused && try_join_group(op_index, j)) return true;
+  }
+  return false;
+}
+
+bool Planner::try_join_group(int32_t op_index, int32_t gi) {
+  const Op& op = g_.ops[op_index];
+  if (groups_[gi].kind != GroupKind::kFused) return false;
   FusionGroup& grp = groups_[gi];
   const Shape& d = grp.domain;
   const int32_t rank = static_cast<int32_t>(d.size());
@@ -181,18 +192,23 @@ int32_t Planner::only_user(ValueId v) const {
 
 void Planner::plan_dot(int32_t op_index) {
   const Op& op = g_.ops[op_index];
-  int32_t gi = new_group(GroupKind::kDot, op_index);
+  // Operands first: materialising a broadcast operand adds a kernel that must run before this one.
   std::vector<ValueId> inputs;
+  rt::DotAttrs attrs;
+  std::vector<int32_t> transposes;
   for (int side = 0; side < 2; ++side) {
     ValueId v = op.operands[side];
     const Op& def = g_.def(v);
     if (def.kind == OpKind::kTranspose && absorbed_[g_.values[v].def]) {
-      (side == 0 ? groups_[gi].dot.transpose_lhs : groups_[gi].dot.transpose_rhs) = true;
-      groups_[gi].ops.insert(groups_[gi].ops.begin(), g_.values[v].def);
+      (side == 0 ? attrs.transpose_lhs : attrs.transpose_rhs) = true;
+      transposes.push_back(g_.values[v].def);
       v = def.operands[0];
     }
     inputs.push_back(ensure_real(v));
   }
+  int32_t gi = new_group(GroupKind::kDot, op_index);
+  groups_[gi].dot = attrs;
+  for (int32_t t : transposes) groups_[gi].ops.push_back(t);
   ValueId cur = op.result;
   const int64_t rank = static_cast<int64_t>(g_.values[cur].shape.size());
   // Bias: add(dot, broadcast(bias[N], dims = [rank - 1])), in either operand order.

@@ -27,6 +27,7 @@ class Planner {
   bool usable_at_element_level(ValueId v, int32_t gi) const;
   bool usable_at_row_level(ValueId v, int32_t gi) const;
   bool try_join(int32_t op_index);
+  bool try_join_group(int32_t op_index, int32_t gi);
   void start_fused(int32_t op_index);
   bool is_dot_transpose(int32_t op_index) const;
   int32_t only_user(ValueId v) const;
