@@ -1,6 +1,6 @@
 // Constant folding: an op whose operands are all constants is run once at compile time on the
 // CPU backend (through a one-op Program, so folding and running share every kernel) and replaced
-// by its result. Splats and iotas stay symbolic: they cost nothing inside fused kernels, while a
+// by its result. Broadcasts (splats) and iotas stay symbolic: they cost nothing inside fused kernels, while a
 // folded ones((4096, 4096)) would be 64 MiB of weights.
 #include "backend/backend.h"
 #include "compiler/build_program.h"
@@ -11,18 +11,41 @@ namespace {
 
 constexpr int64_t kMaxGrowth = 64 * 1024;  // elements a fold may add beyond its inputs
 
+// The constant behind `v`: itself, or a broadcast of a constant (splats stay unfolded, but
+// what consumes them may fold: sum(ones((4, 8)), 1) is a 4-element constant).
+const Op* constant_behind(const Graph& g, ValueId v) {
+  const Op* op = &g.def(v);
+  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
+  return op->kind == OpKind::kConstant ? op : nullptr;
+}
+
 bool worth_folding(const Graph& g, const Op& op) {
   if (op.kind == OpKind::kParameter || op.kind == OpKind::kConstant || op.operands.empty()) return false;
   const Value& r = g.values[op.result];
   if (!is_static(r.shape)) return false;
   int64_t in_elements = 0;
   for (ValueId v : op.operands) {
-    const Op& def = g.def(v);
-    if (def.kind != OpKind::kConstant) return false;
-    in_elements += def.constant.numel();
+    const Op* c = constant_behind(g, v);
+    if (c == nullptr || !is_static(g.values[v].shape)) return false;
+    in_elements += c->constant.numel();
   }
-  if (op.kind == OpKind::kBroadcast && g.def(op.operands[0]).constant.numel() == 1) return false;
+  // A splat is free in the kernels that read it; folding it would only make weights.
+  if (op.kind == OpKind::kBroadcast && in_elements == 1) return false;
   return num_elements(r.shape).static_value() <= in_elements + kMaxGrowth;
+}
+
+// Copies the (broadcast) constant `v` into `mini` and returns its value there.
+ValueId copy_constant(const Graph& g, ValueId v, Graph& mini) {
+  const Op& def = g.def(v);
+  Op c;
+  c.kind = def.kind;
+  c.dims = def.dims;
+  if (def.kind == OpKind::kConstant) {
+    c.constant = def.constant;
+  } else {
+    c.operands = {copy_constant(g, def.operands[0], mini)};
+  }
+  return mini.add(std::move(c), g.values[v].dtype, g.values[v].shape);
 }
 
 // Runs `op` over its constant operands.
@@ -30,13 +53,7 @@ StatusOr<Tensor> evaluate(const Graph& g, const Op& op) {
   Graph mini;
   Op copy = op;
   copy.operands.clear();
-  for (ValueId v : op.operands) {
-    const Op& def = g.def(v);
-    Op c;
-    c.kind = OpKind::kConstant;
-    c.constant = def.constant;
-    copy.operands.push_back(mini.add(std::move(c), g.values[v].dtype, g.values[v].shape));
-  }
+  for (ValueId v : op.operands) copy.operands.push_back(copy_constant(g, v, mini));
   const Value& r = g.values[op.result];
   mini.outputs.push_back(mini.add(std::move(copy), r.dtype, r.shape));
   TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(mini));

@@ -1,0 +1,197 @@
+// FlatIR passes, text in and text out: each test writes the input IR, runs one pass and compares
+// the printed result.
+#include <gtest/gtest.h>
+
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+Graph parsed(const char* text) {
+  auto g = parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok()) return Graph();
+  Status st = verify(*g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return std::move(g.value());
+}
+
+std::string checked(const Graph& g) {
+  Status st = verify(g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return g.str();
+}
+
+TEST(Dce, DropsUnusedOpsButKeepsParameters) {
+  Graph g = parsed(R"(%0 : f32[4] = parameter() {index = 0}
+%1 : f32[4] = parameter() {index = 1}
+%2 : f32[4] = exp(%0)
+%3 : f32[4] = neg(%0)
+return %3
+)");
+  EXPECT_EQ(checked(dce(g)), R"(%0 : f32[4] = parameter() {index = 0}
+%1 : f32[4] = parameter() {index = 1}
+%2 : f32[4] = neg(%0)
+return %2
+)");
+}
+
+TEST(Cse, MergesEqualOpsAndCommutedOperands) {
+  Graph g = parsed(R"(%0 : f32[4] = parameter() {index = 0}
+%1 : f32[4] = parameter() {index = 1}
+%2 : f32[4] = add(%0, %1)
+%3 : f32[4] = add(%1, %0)
+%4 : f32[4] = sub(%0, %1)
+%5 : f32[4] = sub(%1, %0)
+%6 : f32[] = constant() {value = [2]}
+%7 : f32[] = constant() {value = [2]}
+%8 : f32[4] = broadcast(%6) {dims = []}
+%9 : f32[4] = broadcast(%7) {dims = []}
+%10 : f32[4] = mul(%2, %8)
+%11 : f32[4] = mul(%3, %9)
+return %10, %11, %4, %5
+)");
+  EXPECT_EQ(checked(cse(g)), R"(%0 : f32[4] = parameter() {index = 0}
+%1 : f32[4] = parameter() {index = 1}
+%2 : f32[4] = add(%0, %1)
+%3 : f32[4] = sub(%0, %1)
+%4 : f32[4] = sub(%1, %0)
+%5 : f32[] = constant() {value = [2]}
+%6 : f32[4] = broadcast(%5) {dims = []}
+%7 : f32[4] = mul(%2, %6)
+return %7, %7, %3, %4
+)");
+}
+
+TEST(Simplify, RemovesIdentities) {
+  Graph g = parsed(R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[] = constant() {value = [1]}
+%2 : f32[2, 3] = broadcast(%1) {dims = []}
+%3 : f32[2, 3] = mul(%0, %2)
+%4 : f32[] = constant() {value = [0]}
+%5 : f32[2, 3] = broadcast(%4) {dims = []}
+%6 : f32[2, 3] = add(%5, %3)
+%7 : f32[2, 3] = convert(%6)
+%8 : f32[2, 3] = reshape(%7)
+%9 : f32[2, 3] = transpose(%8) {dims = [0, 1]}
+%10 : f32[2, 3] = broadcast(%9) {dims = [0, 1]}
+%11 : f32[2, 3] = slice(%10) {starts = [0, 0], limits = [2, 3], steps = [1, 1]}
+%12 : f32[2, 3] = exp(%11)
+return %12
+)");
+  EXPECT_EQ(checked(simplify(g)), R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[2, 3] = exp(%0)
+return %1
+)");
+}
+
+TEST(Simplify, ComposesTransposesReshapesAndBroadcasts) {
+  Graph g = parsed(R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
+%1 : f32[3, 4, 2] = transpose(%0) {dims = [1, 2, 0]}
+%2 : f32[4, 2, 3] = transpose(%1) {dims = [1, 2, 0]}
+%3 : f32[2, 3, 4] = transpose(%2) {dims = [1, 2, 0]}
+%4 : f32[6, 4] = reshape(%3)
+%5 : f32[24] = reshape(%4)
+%6 : f32[4] = parameter() {index = 1}
+%7 : f32[3, 4] = broadcast(%6) {dims = [1]}
+%8 : f32[2, 3, 4] = broadcast(%7) {dims = [1, 2]}
+%9 : f32[4, 2, 3] = transpose(%1) {dims = [1, 2, 0]}
+return %5, %8, %9
+)");
+  EXPECT_EQ(checked(simplify(g)), R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
+%1 : f32[24] = reshape(%0)
+%2 : f32[4] = parameter() {index = 1}
+%3 : f32[2, 3, 4] = broadcast(%2) {dims = [2]}
+%4 : f32[4, 2, 3] = transpose(%0) {dims = [2, 0, 1]}
+return %1, %3, %4
+)");
+}
+
+TEST(Simplify, KeepsOpsThatChangeSomething) {
+  const char* text = R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[] = constant() {value = [2]}
+%2 : f32[2, 3] = broadcast(%1) {dims = []}
+%3 : f32[2, 3] = mul(%0, %2)
+%4 : f16[2, 3] = convert(%3)
+%5 : f16[3, 2] = transpose(%4) {dims = [1, 0]}
+%6 : f16[3, 1] = slice(%5) {starts = [0, 1], limits = [3, 2], steps = [1, 1]}
+return %6
+)";
+  EXPECT_EQ(checked(simplify(parsed(text))), text);
+}
+
+TEST(CanonicalizeReductions, MovesReducedDimsLast) {
+  Graph g = parsed(R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
+%1 : f32[3] = reduce_max(%0) {dims = [0, 2]}
+%2 : f32[2, 3] = reduce_sum(%0) {dims = [2]}
+return %1, %2
+)");
+  EXPECT_EQ(checked(canonicalize_reductions(g)), R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
+%1 : f32[3, 2, 4] = transpose(%0) {dims = [1, 0, 2]}
+%2 : f32[3] = reduce_max(%1) {dims = [1, 2]}
+%3 : f32[2, 3] = reduce_sum(%0) {dims = [2]}
+return %2, %3
+)");
+}
+
+TEST(ConstantFold, EvaluatesConstantSubgraphs) {
+  Graph g = parsed(R"(%0 : f32[3] = parameter() {index = 0}
+%1 : f32[3] = constant() {value = [1, 2, 3]}
+%2 : f32[3] = constant() {value = [10, 20, 30]}
+%3 : f32[3] = add(%1, %2)
+%4 : f32[3] = neg(%3)
+%5 : f32[3] = mul(%0, %4)
+return %5
+)");
+  auto folded = constant_fold(g);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), R"(%0 : f32[3] = parameter() {index = 0}
+%1 : f32[3] = constant() {value = [-11, -22, -33]}
+%2 : f32[3] = mul(%0, %1)
+return %2
+)");
+}
+
+TEST(ConstantFold, KeepsSplatsAndLargeResults) {
+  const char* text = R"(%0 : f32[] = constant() {value = [1]}
+%1 : f32[4096, 4096] = broadcast(%0) {dims = []}
+%2 : f32[4096] = constant() {value = <4096 elements>}
+%3 : f32[4096, 4096] = broadcast(%2) {dims = [1]}
+%4 : f32[4096, 4096] = add(%1, %3)
+return %4
+)";
+  auto folded = constant_fold(parsed(text));
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), text);
+}
+
+TEST(ConstantFold, FoldsReductionsOfSplats) {
+  Graph g = parsed(R"(%0 : f32[] = constant() {value = [1]}
+%1 : f32[4, 8] = broadcast(%0) {dims = []}
+%2 : f32[4] = reduce_sum(%1) {dims = [1]}
+return %2
+)");
+  auto folded = constant_fold(g);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), R"(%0 : f32[4] = constant() {value = [8, 8, 8, 8]}
+return %0
+)");
+}
+
+TEST(ConstantFold, FoldedConstantKeepsTheOrigin) {
+  Graph g = parsed(R"(%0 : f32[2] = constant() {value = [1, 4]}
+%1 : f32[2] = sqrt(%0)
+return %1
+)");
+  auto origin = std::make_shared<Origin>();
+  origin->trace_op = "sqrt";
+  g.ops[1].origin = origin;
+  auto folded = constant_fold(g);
+  ASSERT_TRUE(folded.ok());
+  ASSERT_EQ(folded->ops.size(), 1u);
+  EXPECT_EQ(folded->ops[0].origin, origin);
+  EXPECT_EQ(folded->str(), "%0 : f32[2] = constant() {value = [1, 2]}\nreturn %0\n");
+}
+
+}  // namespace
+}  // namespace tripy::flat
