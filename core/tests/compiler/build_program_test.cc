@@ -1,0 +1,174 @@
+// Program building: shape program and checks, buffers and output copies, and arena planning.
+#include <gtest/gtest.h>
+
+#include "compiler/build_program.h"
+#include "compiler/memory_plan.h"
+
+namespace tripy::compiler {
+namespace {
+
+rt::Program built(const char* text) {
+  auto g = flat::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  auto p = build_program(*g);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  if (!p.ok()) return rt::Program();
+  Status st = rt::validate_program(*p);
+  EXPECT_TRUE(st.ok()) << st.message() << "\n" << program_str(*p);
+  return std::move(p.value());
+}
+
+int64_t root_of(const rt::Program& p, int32_t b) {
+  while (p.buffers[b].kind == rt::BufferDesc::Kind::kAlias) b = p.buffers[b].index;
+  return b;
+}
+
+TEST(MemoryPlan, ReusesSpaceOfDeadBuffers) {
+  MemoryPlan plan = plan_memory({{1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}, {300, 3, 4}});
+  // Buffers 0 and 2 never live together, so they may share; 1 overlaps both.
+  EXPECT_LE(plan.arena_bytes, 2 * 1024 + 512);
+  for (int64_t o : plan.offsets) EXPECT_EQ(o % kArenaAlignment, 0);
+  EXPECT_NE(plan.offsets[0], plan.offsets[1]);
+  EXPECT_NE(plan.offsets[1], plan.offsets[2]);
+}
+
+TEST(MemoryPlan, BestFitPicksTheSmallestGap) {
+  // 0 [0,1024) and 1 [1024,1280) then 2 [1280,2304) are live at 5; 0 dies before the last buffer
+  // is born, so it can take 0's space rather than grow the arena.
+  MemoryPlan plan = plan_memory({{1024, 0, 2}, {256, 0, 9}, {1024, 0, 9}, {512, 3, 9}});
+  EXPECT_EQ(plan.arena_bytes, 2304);
+  EXPECT_EQ(plan.offsets[3], plan.offsets[0]);
+}
+
+TEST(BuildProgram, ArenaIsSmallerThanTheSumOfTempsAndLiveTempsNeverOverlap) {
+  rt::Program p = built(R"(%0 : f32[64, 64] = parameter() {index = 0}
+%1 : f32[64, 64] = exp(%0)
+%2 : f32[64, 64] = transpose(%1) {dims = [1, 0]}
+%3 : f32[64, 64] = neg(%2)
+%4 : f32[64, 64] = transpose(%3) {dims = [1, 0]}
+%5 : f32[64, 64] = abs(%4)
+%6 : f32[64, 64] = transpose(%5) {dims = [1, 0]}
+%7 : f32[64, 64] = sqrt(%6)
+%8 : f32[64, 64] = transpose(%7) {dims = [1, 0]}
+return %8
+)");
+  int64_t sum = 0;
+  std::vector<int32_t> temps;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    if (p.buffers[b].kind != rt::BufferDesc::Kind::kTemp) continue;
+    sum += p.buffers[b].max_bytes;
+    temps.push_back(static_cast<int32_t>(b));
+  }
+  EXPECT_EQ(temps.size(), 7u);
+  EXPECT_LT(p.arena_bytes, sum);
+  EXPECT_EQ(p.arena_bytes, 2 * 64 * 64 * 4);
+  // Recompute liveness from the kernels and check that no two live temps share bytes.
+  std::vector<int> first(p.buffers.size(), -1), last(p.buffers.size(), -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    for (int32_t b : p.kernels[k].outputs) {
+      int64_t r = root_of(p, b);
+      if (first[r] < 0) first[r] = static_cast<int>(k);
+      last[r] = std::max(last[r], static_cast<int>(k));
+    }
+    for (int32_t b : p.kernels[k].inputs) last[root_of(p, b)] = std::max(last[root_of(p, b)], static_cast<int>(k));
+  }
+  for (int32_t a : temps) {
+    for (int32_t b : temps) {
+      if (a >= b || first[a] > last[b] || first[b] > last[a]) continue;
+      const auto& x = p.buffers[a];
+      const auto& y = p.buffers[b];
+      EXPECT_TRUE(x.offset + x.max_bytes <= y.offset || y.offset + y.max_bytes <= x.offset)
+          << "buffers " << a << " and " << b << " overlap while both live";
+    }
+  }
+}
+
+TEST(BuildProgram, SharedSymbolsBecomeChecksAndBounds) {
+  rt::Program p = built(R"(sym batch [1, 4, 8]
+sym s1 [2, 3, 5]
+%0 : f32[batch, s1] = parameter() {index = 0, name = "x"}
+%1 : f32[batch] = parameter() {index = 1, name = "y"}
+%2 : f32[batch] = reduce_sum(%0) {dims = [1]}
+%3 : f32[batch] = add(%2, %1)
+return %3
+)");
+  ASSERT_EQ(p.inputs.size(), 2u);
+  EXPECT_EQ(p.inputs[0].dim_min, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(p.inputs[0].dim_opt, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(p.inputs[0].dim_max, (std::vector<int64_t>{8, 5}));
+  EXPECT_EQ(p.inputs[0].dim_names, (std::vector<std::string>{"batch", ""}));
+  ASSERT_EQ(p.checks.size(), 1u);
+  EXPECT_EQ(p.checks[0].kind, rt::ShapeCheck::Kind::kEqual);
+  EXPECT_EQ(p.checks[0].message, "dim 0 of input 'y' must equal dim 0 of input 'x' (both are 'batch')");
+  std::vector<int64_t> slots;
+  p.eval_shapes({Tensor::empty_host(DType::kFloat32, {3, 5}), Tensor::empty_host(DType::kFloat32, {3})}, slots);
+  EXPECT_EQ(slots[p.checks[0].a], 3);
+  EXPECT_EQ(slots[p.checks[0].b], 3);
+  // The output's size comes from the shape program; its bound from the symbol's max.
+  const rt::BufferDesc& out = p.buffers[p.outputs[0]];
+  EXPECT_EQ(p.buffer_shape(p.outputs[0], slots), (std::vector<int64_t>{3}));
+  EXPECT_EQ(out.max_bytes, 8 * 4);
+}
+
+TEST(BuildProgram, GraphAssertionsBecomeChecks) {
+  rt::Program p = built(R"(sym a [1, 2, 4]
+sym b [1, 2, 4]
+%0 : f32[a] = parameter() {index = 0}
+%1 : f32[b] = parameter() {index = 1}
+assert_broadcast(a, b) "sizes must broadcast"
+return %0
+)");
+  ASSERT_EQ(p.checks.size(), 1u);
+  EXPECT_EQ(p.checks[0].kind, rt::ShapeCheck::Kind::kBroadcast);
+  EXPECT_EQ(p.checks[0].message, "sizes must broadcast");
+}
+
+TEST(BuildProgram, OutputsThatAreInputsOrRepeatsAreCopied) {
+  rt::Program p = built(R"(%0 : f32[4] = parameter() {index = 0}
+%1 : f32[4] = exp(%0)
+%2 : f32[2, 2] = reshape(%1)
+return %0, %1, %1, %2
+)");
+  ASSERT_EQ(p.outputs.size(), 4u);
+  int copies = 0;
+  for (const rt::Kernel& k : p.kernels) copies += k.kind == rt::KernelKind::kCopy;
+  EXPECT_EQ(copies, 3);  // the input, the repeat and the reshape (an alias of output 1)
+  EXPECT_EQ(p.kernels[0].kind, rt::KernelKind::kFused);
+  EXPECT_EQ(p.kernels[0].outputs[0], p.outputs[1]);  // written straight into the output
+  EXPECT_EQ(p.arena_bytes, 0);
+}
+
+TEST(BuildProgram, ReshapeIsAnAlias) {
+  rt::Program p = built(R"(%0 : f32[4, 6] = parameter() {index = 0}
+%1 : f32[4, 6] = exp(%0)
+%2 : f32[24] = reshape(%1)
+%3 : f32[24] = neg(%2)
+return %3
+)");
+  ASSERT_EQ(p.kernels.size(), 2u);
+  const rt::BufferDesc& read = p.buffers[p.kernels[1].inputs[0]];
+  EXPECT_EQ(read.kind, rt::BufferDesc::Kind::kAlias);
+  EXPECT_EQ(read.index, p.kernels[0].outputs[0]);
+}
+
+TEST(BuildProgram, SymbolWithoutAnInputDimIsAnError) {
+  auto g = flat::parse_graph("sym n [1, 2, 3]\n%0 : f32[n] = iota() {dims = [0]}\nreturn %0\n");
+  ASSERT_TRUE(g.ok());
+  auto p = build_program(*g);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("'n' is not the size of any input dim"), std::string::npos);
+}
+
+TEST(BuildProgram, ProgramStrListsKernels) {
+  rt::Program p = built(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : f32[2] = reduce_max(%0) {dims = [1]}
+return %1
+)");
+  std::string s = program_str(p);
+  EXPECT_NE(s.find("input 0 'x': f32[2, 3]"), std::string::npos) << s;
+  EXPECT_NE(s.find("fused 'fused_reduce_max'"), std::string::npos) << s;
+  EXPECT_NE(s.find("reduce_max.f32 r0"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace tripy::compiler
