@@ -107,6 +107,23 @@ return %1, %3, %4
 )");
 }
 
+TEST(Simplify, BroadcastReadsThroughUnitDimReshapes) {
+  Graph g = parsed(R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[4] = reduce_max(%0) {dims = [1]}
+%2 : f32[4, 1] = reshape(%1)
+%3 : f32[4, 8] = broadcast(%2) {dims = [0, 1]}
+%4 : f32[4, 8] = sub(%0, %3)
+return %4, %2
+)");
+  EXPECT_EQ(checked(simplify(g)), R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[4] = reduce_max(%0) {dims = [1]}
+%2 : f32[4, 1] = reshape(%1)
+%3 : f32[4, 8] = broadcast(%1) {dims = [0]}
+%4 : f32[4, 8] = sub(%0, %3)
+return %4, %2
+)");
+}
+
 TEST(Simplify, KeepsOpsThatChangeSomething) {
   const char* text = R"(%0 : f32[2, 3] = parameter() {index = 0}
 %1 : f32[] = constant() {value = [2]}

@@ -84,6 +84,7 @@ class Simplifier {
       }
       case OpKind::kBroadcast: {
         const Op& in = g_.def(op.operands[0]);
+        if (in.kind == OpKind::kReshape) unit_dims_into_broadcast(op, in);
         if (in.kind == OpKind::kBroadcast) {
           std::vector<int64_t> composed;
           for (int64_t d : in.dims) composed.push_back(op.dims[d]);
@@ -104,6 +105,26 @@ class Simplifier {
       }
       default: return -1;
     }
+  }
+
+  // broadcast(reshape(x)) where the reshape only inserts unit dims (keepdim reductions) reads x
+  // directly: the unit dims were only there to be broadcast.
+  void unit_dims_into_broadcast(Op& op, const Op& reshape) {
+    const Shape& from = g_.values[reshape.operands[0]].shape;
+    const Shape& to = g_.values[reshape.result].shape;
+    std::vector<int64_t> dims;
+    size_t i = 0;
+    for (size_t j = 0; j < to.size(); ++j) {
+      if (i < from.size() && from[i].same_as(to[j])) {
+        dims.push_back(op.dims[j]);
+        ++i;
+      } else if (!(to[j].is_static() && to[j].static_value() == 1)) {
+        return;
+      }
+    }
+    if (i != from.size()) return;
+    op.dims = dims;
+    op.operands[0] = reshape.operands[0];
   }
 
   Graph g_;
