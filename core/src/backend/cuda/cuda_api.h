@@ -1,0 +1,70 @@
+// The CUDA libraries as one table of function pointers, loaded with dlopen at run time, so one
+// build runs on machines with and without a GPU; plus the one checking wrapper every call uses.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <string>
+
+#include "tripy/status.h"
+
+namespace tripy::rt::cuda {
+
+// Driver API, resolved through cuGetProcAddress at CUDA_VERSION (so `cuMemAlloc` is the _v2 entry
+// point that cuda.h's macros name; decltype below sees the same macro).
+#define TRIPY_CUDA_DRIVER_FUNCS(X)                                                             \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)        \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxGetCurrent)    \
+  X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree)         \
+  X(cuMemGetInfo) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)               \
+  X(cuMemsetD8Async) X(cuPointerGetAttribute) X(cuModuleLoadData) X(cuModuleUnload)            \
+  X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate)             \
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate)              \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)               \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)             \
+  X(cuGraphAddKernelNode) X(cuGraphAddChildGraphNode) X(cuGraphInstantiateWithFlags)           \
+  X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy)
+
+#define TRIPY_NVRTC_FUNCS(X)                                                                   \
+  X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)          \
+  X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetPTXSize)    \
+  X(nvrtcGetPTX) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)
+
+#define TRIPY_CUBLASLT_FUNCS(X)                                                                \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetVersion) X(cublasLtGetStatusString)        \
+  X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)   \
+  X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                                 \
+  X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)                        \
+  X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                   \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCheck) X(cublasLtMatmul)
+
+#define TRIPY_CUDA_DECLARE_FN(name) decltype(&::name) name = nullptr;
+
+struct Api {
+  TRIPY_CUDA_DRIVER_FUNCS(TRIPY_CUDA_DECLARE_FN)
+  TRIPY_NVRTC_FUNCS(TRIPY_CUDA_DECLARE_FN)
+  TRIPY_CUBLASLT_FUNCS(TRIPY_CUDA_DECLARE_FN)
+
+  bool driver_ok = false;    // driver loaded, a device found, its primary context retained
+  bool nvrtc_ok = false;     // NVRTC loaded (needed by build() only)
+  bool cublaslt_ok = false;  // cuBLASLt loaded (needed by programs with dots)
+  std::string why_unavailable;  // what failed first, for error messages
+};
+
+// Loads the libraries once (thread-safe); never fails hard: check the *_ok flags.
+const Api& api();
+
+// The one checking wrapper: turns a failed call into a Status naming the call and the error.
+// Out-of-memory becomes kResourceExhausted; everything else kInternal.
+Status check(CUresult r, const char* call);
+Status check(nvrtcResult r, const char* call);
+Status check(cublasStatus_t r, const char* call);
+
+}  // namespace tripy::rt::cuda
+
+// `TRIPY_CUDA(cuFoo(...))` calls api().cuFoo and yields a Status; TRIPY_CUDA_TRY returns it on
+// failure. Every CUDA, NVRTC and cuBLASLt call in the backend goes through these.
+#define TRIPY_CUDA(call) ::tripy::rt::cuda::check(::tripy::rt::cuda::api().call, #call)
+#define TRIPY_CUDA_TRY(call) TRIPY_RETURN_IF_ERROR(TRIPY_CUDA(call))

@@ -1,0 +1,467 @@
+// One CUDA kernel per FusedProgram. Pure elementwise groups become a grid-stride loop (with a
+// vectorised path for contiguous aligned operands); groups with row reductions give each row to a
+// warp or a block, loop over the row once per reduction phase (reductions that do not depend on
+// each other share a phase), then once more for the element-level outputs.
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <sstream>
+
+#include "backend/cuda/cuda_codegen.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+bool is_reduce(EwOp op) { return op >= EwOp::kReduceSum && op <= EwOp::kReduceMin; }
+
+int num_operands(EwOp op) {
+  if (op == EwOp::kLoad || op == EwOp::kConst || op == EwOp::kIota) return 0;
+  if (op == EwOp::kSelect) return 3;
+  if (op >= EwOp::kAdd && op <= EwOp::kGe) return 2;
+  return 1;
+}
+
+int reduce_code(EwOp op) { return static_cast<int>(op) - static_cast<int>(EwOp::kReduceSum); }
+
+// Per-register facts shared by the checks and the emitter.
+struct Analysis {
+  FusedLayout layout;
+  std::vector<CKind> kind, operand_kind;
+  std::vector<uint8_t> row_level;  // as the CPU backend: consts, reductions, ops on those only
+  std::vector<int32_t> phase;      // reductions passed before the value is known
+  int32_t num_phases = 0;
+  std::vector<DType> input_dtype;
+};
+
+Status fail(const Kernel& k, int32_t r, const std::string& msg) {
+  std::string at = r >= 0 ? "instruction %" + std::to_string(r) + " (" +
+                                ew_op_name(k.fused.instrs[r].op) + "): "
+                          : "";
+  return Status(StatusCode::kInternal, "kernel '" + k.name + "': " + at + msg);
+}
+
+StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
+  Analysis an;
+  const FusedProgram& f = k.fused;
+  FusedLayout& L = an.layout;
+  const int32_t n = static_cast<int32_t>(f.instrs.size());
+  L.num_inputs = static_cast<int32_t>(k.inputs.size());
+  L.num_outputs = static_cast<int32_t>(k.outputs.size());
+  L.rank = static_cast<int32_t>(f.domain.size());
+  L.reduce_from = f.reduce_from;
+  if (L.rank > 8) return fail(k, -1, "the CUDA backend supports fused domains of rank <= 8");
+  if (f.reduce_from < 0 || f.reduce_from > L.rank) return fail(k, -1, "reduce_from out of range");
+  if (f.input_axes.size() != k.inputs.size()) return fail(k, -1, "input_axes does not match inputs");
+  if (f.output_regs.size() != k.outputs.size()) return fail(k, -1, "output_regs does not match outputs");
+  for (int32_t b : k.inputs) {
+    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) return fail(k, -1, "input buffer out of range");
+    an.input_dtype.push_back(p.buffers[b].dtype);
+  }
+  for (size_t i = 0; i < f.input_axes.size(); ++i) {
+    if (f.input_axes[i].size() != p.buffers[k.inputs[i]].shape.size())
+      return fail(k, -1, "input_axes of input " + std::to_string(i) + " does not match its rank");
+    for (int32_t ax : f.input_axes[i])
+      if (ax < 0 || ax >= L.rank) return fail(k, -1, "input axis out of the domain");
+  }
+  an.kind.resize(n);
+  an.operand_kind.resize(n);
+  an.row_level.assign(n, 0);
+  an.phase.assign(n, 0);
+  for (int32_t r = 0; r < n; ++r) {
+    const Instr& in = f.instrs[r];
+    if (in.op >= EwOp::kNumOps) return fail(k, -1, "unknown op at instruction " + std::to_string(r));
+    an.kind[r] = compute_kind(in.dtype);
+    const int ops = num_operands(in.op);
+    for (int j = 0; j < ops; ++j) {
+      int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+      if (o < 0 || o >= r) return fail(k, r, "operand does not refer to an earlier register");
+    }
+    CKind ok = an.kind[r];
+    if (ops > 0) ok = an.kind[in.op == EwOp::kSelect ? in.b : in.a];
+    an.operand_kind[r] = ok;
+    if (in.op == EwOp::kSelect && (an.kind[in.a] != CKind::kBool || an.kind[in.c] != ok || an.kind[r] != ok))
+      return fail(k, r, "kSelect needs a bool condition and two operands of the result's type");
+    if (ops == 2 && an.kind[in.b] != ok) return fail(k, r, "operands have different types");
+    bool compare = in.op >= EwOp::kEq && in.op <= EwOp::kGe;
+    if (compare && an.kind[r] != CKind::kBool) return fail(k, r, "a comparison gives bool");
+    if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect && !is_reduce(in.op) &&
+        an.kind[r] != ok)
+      return fail(k, r, "result type differs from the operands'");
+    if (is_reduce(in.op) && (ok == CKind::kF32) != (an.kind[r] == CKind::kF32))
+      return fail(k, r, "a reduction cannot change between float and integer");
+    if (in.op == EwOp::kLoad) {
+      if (in.a < 0 || in.a >= L.num_inputs) return fail(k, r, "loads a missing input");
+      if (compute_kind(an.input_dtype[in.a]) != an.kind[r] || an.input_dtype[in.a] != in.dtype)
+        return fail(k, r, "load dtype differs from the input buffer's");
+    } else if (in.op == EwOp::kIota) {
+      if (in.a < 0 || in.a >= L.rank) return fail(k, r, "iota axis out of the domain");
+      L.has_iota = true;
+    } else if (in.op != EwOp::kConst && !is_reduce(in.op)) {
+      if (ew_expr(in, ok, "x", "y", "z").empty())
+        return fail(k, r, std::string("is not defined for ") + ctype(ok) + " operands");
+    }
+    if (is_reduce(in.op)) {
+      L.has_reduction = true;
+      an.row_level[r] = 1;
+      an.phase[r] = an.phase[in.a] + 1;
+      an.num_phases = std::max(an.num_phases, an.phase[r]);
+    } else if (in.op == EwOp::kConst) {
+      an.row_level[r] = 1;
+    } else if (ops > 0) {
+      bool all_row = true;
+      int32_t ph = 0;
+      for (int j = 0; j < ops; ++j) {
+        int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+        all_row &= an.row_level[o] != 0;
+        ph = std::max(ph, an.phase[o]);
+      }
+      an.row_level[r] = all_row;
+      an.phase[r] = ph;
+    }
+  }
+  if (L.has_reduction && L.reduce_from == L.rank) return fail(k, -1, "a reduction needs reduce_from < rank");
+  int max_size = 1;
+  for (DType t : an.input_dtype) max_size = std::max(max_size, dtype_size(t));
+  for (size_t o = 0; o < f.output_regs.size(); ++o) {
+    int32_t r = f.output_regs[o];
+    if (r < 0 || r >= n) return fail(k, -1, "output register out of range");
+    int32_t b = k.outputs[o];
+    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) return fail(k, -1, "output buffer out of range");
+    const BufferDesc& buf = p.buffers[b];
+    bool row = L.has_reduction && static_cast<int32_t>(buf.shape.size()) == f.reduce_from;
+    if (row && !an.row_level[r]) return fail(k, r, "a per-row output needs a per-row register");
+    if (buf.dtype != f.instrs[r].dtype) return fail(k, r, "output buffer dtype differs from the register's");
+    L.output_row_level.push_back(row);
+    max_size = std::max(max_size, dtype_size(buf.dtype));
+  }
+  if (!L.has_reduction && !L.has_iota) L.vec_width = std::min(8, 16 / max_size);
+  return an;
+}
+
+// Element-level registers needed (transitively) by `roots`, in instruction order.
+std::vector<int32_t> closure(const FusedProgram& f, const Analysis& an, const std::vector<int32_t>& roots) {
+  std::vector<uint8_t> need(f.instrs.size(), 0);
+  std::vector<int32_t> stack;
+  for (int32_t r : roots)
+    if (!an.row_level[r]) stack.push_back(r);
+  while (!stack.empty()) {
+    int32_t r = stack.back();
+    stack.pop_back();
+    if (need[r]) continue;
+    need[r] = 1;
+    const Instr& in = f.instrs[r];
+    int ops = num_operands(in.op);
+    for (int j = 0; j < ops; ++j) {
+      int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+      if (!an.row_level[o]) stack.push_back(o);
+    }
+  }
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < static_cast<int32_t>(need.size()); ++i)
+    if (need[i]) out.push_back(i);
+  return out;
+}
+
+class Emitter {
+ public:
+  Emitter(const Program& p, const Kernel& k, const Analysis& an)
+      : p_(p), k_(k), f_(k.fused), an_(an), L_(an.layout) {}
+
+  GeneratedKernel emit() {
+    std::string name = kernel_name();
+    s_ << device_prelude();
+    s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
+    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? 1024 : 256) << ") "
+       << name << "(const Args a) {\n";
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
+         << "*)a.v[" << o << "];\n";
+    for (int i = 0; i < L_.num_inputs; ++i)
+      s_ << "  const " << storage_type(an_.input_dtype[i]) << "* in" << i << " = (const "
+         << storage_type(an_.input_dtype[i]) << "*)a.v[" << L_.num_outputs + i << "];\n";
+    emit_row_regs(0, "  ");
+    if (L_.has_reduction) {
+      emit_reduction_body();
+    } else {
+      if (L_.vec_width > 0) emit_vector_path();
+      s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscSmall) << "]) {\n";
+      emit_elementwise_loop("unsigned");
+      s_ << "  } else {\n";
+      emit_elementwise_loop("i64");
+      s_ << "  }\n";
+    }
+    s_ << "}\n";
+    return GeneratedKernel{s_.str(), name};
+  }
+
+ private:
+  DType out_dtype(int o) const { return p_.buffers[k_.outputs[o]].dtype; }
+  std::string reg(int32_t r) const { return "r" + std::to_string(r); }
+  const char* rtype(int32_t r) const { return ctype(an_.kind[r]); }
+
+  // A readable, content-derived name: identical programs get identical sources.
+  std::string kernel_name() const {
+    std::string name = "tripy";
+    int shown = 0;
+    for (const Instr& in : f_.instrs) {
+      if (in.op == EwOp::kLoad || in.op == EwOp::kConst || shown >= 5) continue;
+      std::string op = ew_op_name(in.op);
+      if (!op.empty() && op[0] == 'k') op = op.substr(1);
+      for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      name += "_" + op;
+      ++shown;
+    }
+    return name;
+  }
+
+  // Row-level, non-reduction registers known after `phase` reductions.
+  void emit_row_regs(int32_t phase, const std::string& ind) {
+    for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r) {
+      const Instr& in = f_.instrs[r];
+      if (!an_.row_level[r] || is_reduce(in.op) || an_.phase[r] != phase) continue;
+      s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << value_expr(r, nullptr) << ";\n";
+    }
+  }
+
+  // The expression computing register r; `load` gives input k's compute value (element code).
+  std::string value_expr(int32_t r, const std::function<std::string(int32_t)>* load) {
+    const Instr& in = f_.instrs[r];
+    switch (in.op) {
+      case EwOp::kConst: return const_literal(in.dtype, in.imm);
+      case EwOp::kLoad: return (*load)(in.a);
+      case EwOp::kIota: return std::string("(") + rtype(r) + ")c" + std::to_string(in.a);
+      default: break;
+    }
+    auto opnd = [&](int32_t o) { return o >= 0 ? reg(o) : std::string(); };
+    return ew_expr(in, an_.operand_kind[r], opnd(in.a), opnd(in.b), opnd(in.c));
+  }
+
+  void emit_elements(const std::vector<int32_t>& regs, const std::function<std::string(int32_t)>& load,
+                     const std::string& ind) {
+    for (int32_t r : regs)
+      s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << value_expr(r, &load) << ";\n";
+  }
+
+  std::vector<int32_t> element_output_roots() const {
+    std::vector<int32_t> roots;
+    for (int o = 0; o < L_.num_outputs; ++o)
+      if (!L_.output_row_level[o]) roots.push_back(f_.output_regs[o]);
+    return roots;
+  }
+
+  // Decomposes `idx` over positions [from, to) (outermost `lo`, a run-time word) into the offsets
+  // o<k> (+= coordinate * stride) and, with iota, coordinates c<d>.
+  void emit_decompose(const std::string& it, const std::string& idx, int from, int to,
+                      const std::string& lo, const std::string& off, const std::string& ind) {
+    s_ << ind << it << " rem = " << idx << ";\n";
+    for (int d = to - 1; d >= from; --d) {
+      std::string sz = "(" + it + ")a.v[" + std::to_string(L_.size_word(d)) + "]";
+      s_ << ind << "if (" << d << " > " << lo << ") { const " << it << " q = rem / " << sz
+         << "; const " << it << " c = rem - q * " << sz << ";";
+      for (int k = 0; k < L_.num_inputs; ++k)
+        s_ << " " << off << k << " += (i64)c * a.v[" << L_.stride_word(k, d) << "];";
+      if (L_.has_iota) s_ << " c" << d << " = (i64)c;";
+      s_ << " rem = q; } else if (" << d << " == " << lo << ") {";
+      for (int k = 0; k < L_.num_inputs; ++k)
+        s_ << " " << off << k << " += (i64)rem * a.v[" << L_.stride_word(k, d) << "];";
+      if (L_.has_iota) s_ << " c" << d << " = (i64)rem;";
+      s_ << " }\n";
+    }
+  }
+
+  void declare_offsets(const std::string& off, const std::string& init, const std::string& ind) {
+    if (L_.num_inputs == 0) return;
+    s_ << ind << "i64 ";
+    for (int k = 0; k < L_.num_inputs; ++k)
+      s_ << (k ? ", " : "") << off << k << " = " << (init.empty() ? "0" : init + std::to_string(k));
+    s_ << ";\n";
+  }
+
+  void declare_coords(int from, int to, const std::string& ind) {
+    if (!L_.has_iota || from >= to) return;
+    s_ << ind << "i64 ";
+    for (int d = from; d < to; ++d) s_ << (d > from ? ", " : "") << "c" << d << " = 0";
+    s_ << ";\n";
+  }
+
+  std::function<std::string(int32_t)> gather_load(const std::string& off) {
+    return [this, off](int32_t k) {
+      return load_expr(an_.input_dtype[k], "in" + std::to_string(k) + "[" + off + std::to_string(k) + "]");
+    };
+  }
+
+  void emit_elementwise_loop(const std::string& it) {
+    const std::string ind = "    ";
+    s_ << "    const " << it << " n = (" << it << ")a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "];\n";
+    s_ << "    const int lo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "];\n";
+    s_ << "    for (" << it << " i = (" << it << ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += ("
+       << it << ")gridDim.x * blockDim.x) {\n";
+    const std::string in2 = "      ";
+    declare_offsets("o", "", in2);
+    declare_coords(0, L_.rank, in2);
+    s_ << in2 << "{\n";
+    emit_decompose(it, "i", 0, L_.rank, "lo", "o", in2 + "  ");
+    s_ << in2 << "}\n";
+    emit_elements(closure(f_, an_, element_output_roots()), gather_load("o"), in2);
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << in2 << "out" << o << "[i] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+    s_ << "    }\n";
+    (void)ind;
+  }
+
+  // All operands contiguous (stride 1) or splats (stride 0) over one merged axis, all pointers
+  // 16-byte aligned: each thread moves vec_width elements per input with one wide load.
+  void emit_vector_path() {
+    const int vw = L_.vec_width;
+    const std::string last = std::to_string(L_.rank - 1);
+    s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
+    s_ << "    const i64 n = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], nv = n / " << vw
+       << ", step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    for (int k = 0; k < L_.num_inputs; ++k)
+      s_ << "    const bool s" << k << " = a.v[" << L_.stride_word(k, L_.rank - 1) << "] != 0;\n";
+    s_ << "    for (i64 v = t0; v < nv; v += step) {\n";
+    s_ << "      const i64 base = v * " << vw << ";\n";
+    for (int k = 0; k < L_.num_inputs; ++k) {
+      std::string st = storage_type(an_.input_dtype[k]);
+      std::string pk = "Pack<" + st + ", " + std::to_string(vw) + ">";
+      s_ << "      " << pk << " p" << k << ";\n";
+      s_ << "      if (s" << k << ") p" << k << " = *(const " << pk << "*)(in" << k << " + base);\n";
+      s_ << "      else { const " << st << " x = in" << k << "[0];\n#pragma unroll\n        for (int e = 0; e < "
+         << vw << "; ++e) p" << k << ".v[e] = x; }\n";
+    }
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << "      Pack<" << storage_type(out_dtype(o)) << ", " << vw << "> q" << o << ";\n";
+    s_ << "#pragma unroll\n      for (int e = 0; e < " << vw << "; ++e) {\n";
+    auto pack_load = [this](int32_t k) {
+      return load_expr(an_.input_dtype[k], "p" + std::to_string(k) + ".v[e]");
+    };
+    emit_elements(closure(f_, an_, element_output_roots()), pack_load, "        ");
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << "        q" << o << ".v[e] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+    s_ << "      }\n";
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << "      *(Pack<" << storage_type(out_dtype(o)) << ", " << vw << ">*)(out" << o
+         << " + base) = q" << o << ";\n";
+    s_ << "    }\n";
+    s_ << "    for (i64 i = nv * " << vw << " + t0; i < n; i += step) {\n";
+    auto tail_load = [this](int32_t k) {
+      std::string ks = std::to_string(k);
+      return load_expr(an_.input_dtype[k], "in" + ks + "[s" + ks + " ? i : 0]");
+    };
+    emit_elements(closure(f_, an_, element_output_roots()), tail_load, "      ");
+    for (int o = 0; o < L_.num_outputs; ++o)
+      s_ << "      out" << o << "[i] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+    s_ << "    }\n    return;\n  }\n";
+    (void)last;
+  }
+
+  std::string acc_type(int32_t r) const { return an_.operand_kind[r] == CKind::kF32 ? "float" : "i64"; }
+
+  std::string identity(int32_t r) const {
+    const Instr& in = f_.instrs[r];
+    bool flt = an_.operand_kind[r] == CKind::kF32;
+    bool boolean = an_.operand_kind[r] == CKind::kBool;
+    switch (in.op) {
+      case EwOp::kReduceSum: return flt ? "0.0f" : "0LL";
+      case EwOp::kReduceProd: return flt ? "1.0f" : "1LL";
+      case EwOp::kReduceMax:
+        return flt ? "__int_as_float(0xff800000)" : boolean ? "0LL" : "(-9223372036854775807LL - 1)";
+      default:
+        return flt ? "__int_as_float(0x7f800000)" : boolean ? "1LL" : "9223372036854775807LL";
+    }
+  }
+
+  void emit_reduction_body() {
+    const int rf = L_.reduce_from, rank = L_.rank;
+    for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
+      if (is_reduce(f_.instrs[r].op))
+        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[33];\n";
+    s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
+       << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
+    s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
+       << L_.misc_word(FusedLayout::kMiscRedLo) << "];\n";
+    s_ << "  for (i64 row = (i64)blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += (i64)gridDim.x * "
+          "blockDim.y) {\n";
+    const std::string ind = "    ";
+    declare_offsets("b", "", ind);
+    declare_coords(0, rf, ind);
+    s_ << ind << "{\n";
+    emit_decompose("i64", "row", 0, rf, "rlo", "b", ind + "  ");
+    s_ << ind << "}\n";
+    auto element_loop_head = [&](const std::string& in2) {
+      s_ << ind << "for (i64 j = threadIdx.x; j < L; j += blockDim.x) {\n";
+      declare_offsets("o", "b", in2);
+      declare_coords(rf, rank, in2);
+      s_ << in2 << "{\n";
+      emit_decompose("i64", "j", rf, rank, "elo", "o", in2 + "  ");
+      s_ << in2 << "}\n";
+    };
+    const std::string in2 = ind + "  ";
+    for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
+      std::vector<int32_t> reds, roots;
+      for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
+        if (is_reduce(f_.instrs[r].op) && an_.phase[r] == ph) {
+          reds.push_back(r);
+          roots.push_back(f_.instrs[r].a);
+        }
+      for (int32_t r : reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
+      element_loop_head(in2);
+      emit_elements(closure(f_, an_, roots), gather_load("o"), in2);
+      for (int32_t r : reds)
+        s_ << in2 << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
+           << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
+      s_ << ind << "}\n";
+      for (int32_t r : reds) {
+        s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
+           << ", (" << acc_type(r) << ")" << identity(r) << ", sm" << r << ");\n";
+        const Instr& in = f_.instrs[r];
+        std::string v = an_.kind[r] == CKind::kBool
+                            ? "(acc" + std::to_string(r) + " != 0)"
+                            : narrow_expr(in.dtype, std::string("(") + rtype(r) + ")acc" + std::to_string(r));
+        s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << v << ";\n";
+      }
+      emit_row_regs(ph, ind);
+    }
+    std::vector<int32_t> roots = element_output_roots();
+    if (!roots.empty()) {
+      element_loop_head(in2);
+      emit_elements(closure(f_, an_, roots), gather_load("o"), in2);
+      for (int o = 0; o < L_.num_outputs; ++o)
+        if (!L_.output_row_level[o])
+          s_ << in2 << "out" << o << "[row * L + j] = " << store_expr(out_dtype(o), reg(f_.output_regs[o]))
+             << ";\n";
+      s_ << ind << "}\n";
+    }
+    bool any_row = false;
+    for (int o = 0; o < L_.num_outputs; ++o) any_row |= L_.output_row_level[o] != 0;
+    if (any_row) {
+      s_ << ind << "if (threadIdx.x == 0) {\n";
+      for (int o = 0; o < L_.num_outputs; ++o)
+        if (L_.output_row_level[o])
+          s_ << in2 << "out" << o << "[row] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+      s_ << ind << "}\n";
+    }
+    s_ << "  }\n";
+  }
+
+  const Program& p_;
+  const Kernel& k_;
+  const FusedProgram& f_;
+  const Analysis& an_;
+  const FusedLayout& L_;
+  std::ostringstream s_;
+};
+
+}  // namespace
+
+StatusOr<FusedLayout> analyze_fused(const Program& program, const Kernel& kernel) {
+  TRIPY_ASSIGN_OR_RETURN(Analysis an, analyze(program, kernel));
+  return an.layout;
+}
+
+StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& kernel) {
+  TRIPY_ASSIGN_OR_RETURN(Analysis an, analyze(program, kernel));
+  return Emitter(program, kernel, an).emit();
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,205 @@
+// NVRTC compilation with dedupe, a thread per distinct source, and an on-disk cubin cache.
+#include "backend/cuda/cuda_compile.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "backend/cuda/cuda_api.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return static_cast<bool>(f) || f.eof();
+}
+
+// Write-then-rename, so a concurrent reader never sees half a file.
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
+  std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "_" +
+                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return;
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (!f) {
+      std::remove(tmp.c_str());
+      return;
+    }
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+bool make_dirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+    }
+    if (i < path.size()) cur += path[i];
+  }
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string nvrtc_version_string() {
+  int major = 0, minor = 0;
+  if (!TRIPY_CUDA(nvrtcVersion(&major, &minor)).ok()) return "nvrtc?";
+  return "nvrtc" + std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string numbered(const std::string& source) {
+  std::ostringstream out;
+  std::istringstream in(source);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) out << n << ": " << line << "\n";
+  return out.str();
+}
+
+// One NVRTC compile for `target` ("sm_90" or "compute_90"); fills cubin or ptx.
+Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& target,
+                     CompiledModule& out, bool want_cubin, bool want_ptx) {
+  nvrtcProgram prog = nullptr;
+  TRIPY_CUDA_TRY(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
+  std::string arch_opt = "--gpu-architecture=" + target;
+  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "--device-as-default-execution-space",
+                        "--extra-device-vectorization"};
+  nvrtcResult r = api().nvrtcCompileProgram(prog, 4, opts);
+  Status st;
+  if (r != NVRTC_SUCCESS) {
+    size_t log_size = 0;
+    std::string log;
+    if (TRIPY_CUDA(nvrtcGetProgramLogSize(prog, &log_size)).ok() && log_size > 1) {
+      log.resize(log_size);
+      (void)TRIPY_CUDA(nvrtcGetProgramLog(prog, log.data()));
+    }
+    st = Status(StatusCode::kInternal, "NVRTC could not compile the generated kernel '" + name +
+                                           "' (a bug in Tripy's CUDA code generator):\n" + log +
+                                           "\nsource:\n" + numbered(source));
+  }
+  if (st.ok() && want_cubin) {
+    size_t n = 0;
+    st = TRIPY_CUDA(nvrtcGetCUBINSize(prog, &n));
+    if (st.ok()) {
+      out.cubin.resize(n);
+      if (n) st = TRIPY_CUDA(nvrtcGetCUBIN(prog, reinterpret_cast<char*>(out.cubin.data())));
+    }
+  }
+  if (st.ok() && want_ptx) {
+    size_t n = 0;
+    // With a real arch, some NVRTC versions keep no PTX; the caller then compiles for compute_XX.
+    if (api().nvrtcGetPTXSize(prog, &n) == NVRTC_SUCCESS && n > 1) {
+      out.ptx.resize(n);
+      if (api().nvrtcGetPTX(prog, out.ptx.data()) != NVRTC_SUCCESS) out.ptx.clear();
+      while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+    }
+  }
+  (void)TRIPY_CUDA(nvrtcDestroyProgram(&prog));
+  return st;
+}
+
+Status compile_one(const std::string& source, const std::string& name, int arch,
+                   const std::string& cache_dir, const std::string& version, CompiledModule& out) {
+  std::string key = hash_hex(source + "\n// arch " + std::to_string(arch) + " " + version);
+  std::string base = cache_dir.empty() ? "" : cache_dir + "/" + key;
+  if (!base.empty()) {
+    std::string cubin, ptx;
+    if (read_file(base + ".cubin", cubin) && read_file(base + ".ptx", ptx) && !cubin.empty()) {
+      out.cubin.assign(cubin.begin(), cubin.end());
+      out.ptx = ptx;
+      return ok_status();
+    }
+  }
+  if (debug_level() >= 2) std::cerr << "[tripy cuda] kernel " << name << ":\n" << source << "\n";
+  std::string arch_s = std::to_string(arch);
+  TRIPY_RETURN_IF_ERROR(nvrtc_compile(source, name, "sm_" + arch_s, out, true, true));
+  if (out.ptx.empty()) {
+    TRIPY_RETURN_IF_ERROR(nvrtc_compile(source, name, "compute_" + arch_s, out, false, true));
+  }
+  if (!base.empty()) {
+    write_file_atomic(base + ".cubin", out.cubin.data(), out.cubin.size());
+    write_file_atomic(base + ".ptx", out.ptx.data(), out.ptx.size());
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+std::string hash_hex(const std::string& text) {
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx",
+                static_cast<unsigned long long>(fnv1a(text, 14695981039346656037ull)),
+                static_cast<unsigned long long>(fnv1a(text, 0x9e3779b97f4a7c15ull)));
+  return buf;
+}
+
+bool nvrtc_available() { return api().nvrtc_ok; }
+
+int debug_level() {
+  const char* v = std::getenv("TRIPY_DEBUG");
+  return v ? std::atoi(v) : 0;
+}
+
+std::string kernel_cache_dir() {
+  std::string dir;
+  if (const char* v = std::getenv("TRIPY_CACHE_DIR")) {
+    if (std::string(v) == "off" || std::string(v).empty()) return "";
+    dir = v;
+  } else if (const char* home = std::getenv("HOME")) {
+    dir = std::string(home) + "/.cache/tripy/kernels";
+  } else {
+    return "";
+  }
+  return make_dirs(dir) ? dir : "";
+}
+
+StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::string>& sources,
+                                                      const std::vector<std::string>& names,
+                                                      int arch) {
+  if (!api().nvrtc_ok) {
+    return Status(StatusCode::kUnavailable,
+                  "NVRTC (libnvrtc.so.13) could not be loaded, so CUDA kernels cannot be compiled "
+                  "(set TRIPY_CUDA_HOME to the CUDA toolkit)");
+  }
+  std::vector<CompiledModule> out(sources.size());
+  std::vector<Status> status(sources.size());
+  std::string cache_dir = kernel_cache_dir();
+  std::string version = nvrtc_version_string();
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < sources.size();) {
+      status[i] = compile_one(sources[i], names[i], arch, cache_dir, version, out[i]);
+    }
+  };
+  size_t n_threads = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency()));
+  n_threads = std::min<size_t>(n_threads, 16);
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (Status& st : status) TRIPY_RETURN_IF_ERROR(st);
+  return out;
+}
+
+}  // namespace tripy::rt::cuda

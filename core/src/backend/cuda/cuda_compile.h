@@ -1,0 +1,36 @@
+// Generated CUDA C++ -> device code with NVRTC: each distinct source compiled once, distinct
+// sources in parallel, results cached on disk keyed by hash(source, arch, NVRTC version).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tripy/status.h"
+
+namespace tripy::rt::cuda {
+
+struct CompiledModule {
+  std::vector<uint8_t> cubin;  // machine code for exactly `arch`
+  std::string ptx;             // for newer GPUs (the driver JIT-compiles it)
+};
+
+// A stable 128-bit hash as 32 hex digits (FNV-1a twice, different seeds): file names, dedupe.
+std::string hash_hex(const std::string& text);
+
+// Compiles every source (they should already be distinct) for sm_<arch>. `names` label errors.
+StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::string>& sources,
+                                                      const std::vector<std::string>& names,
+                                                      int arch);
+
+// Where compiled kernels are cached: $TRIPY_CACHE_DIR, else ~/.cache/tripy/kernels; "" when
+// caching is off (TRIPY_CACHE_DIR=off) or no directory can be made.
+std::string kernel_cache_dir();
+
+// Whether NVRTC could be loaded (it needs no GPU, so code generation is testable anywhere).
+bool nvrtc_available();
+
+// TRIPY_DEBUG level (0 when unset): 2+ prints each generated kernel's source to stderr.
+int debug_level();
+
+}  // namespace tripy::rt::cuda

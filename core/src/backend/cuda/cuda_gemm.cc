@@ -1,0 +1,356 @@
+// cuBLASLt GEMMs for kDot: problem shapes from slots, descriptor setup, heuristic or stored
+// algorithms, and build-time timing of the candidates (TensorRT-style tactic selection).
+#include "backend/cuda/cuda_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_device.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+cudaDataType_t cuda_type(DType t) {
+  return t == DType::kFloat16 ? CUDA_R_16F : t == DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+int pow2_alignment(uint64_t v) {
+  int a = 256;
+  while (a > 1 && (v % a) != 0) a >>= 1;
+  return a;
+}
+
+}  // namespace
+
+std::string DotProblem::key() const {
+  std::string s = std::to_string(static_cast<int>(dtype)) + ":" + std::to_string(trans_a) +
+                  std::to_string(trans_b) + ":" + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                  std::to_string(k) + ":" + std::to_string(batch) + "," + std::to_string(stride_a) + "," +
+                  std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation));
+  return s;
+}
+
+StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
+  auto bad = [&](const std::string& msg) {
+    SourceRef where;
+    if (k.source >= 0 && static_cast<size_t>(k.source) < p.sources.size())
+      where = std::make_shared<SourceInfo>(p.sources[k.source]);
+    return Status(StatusCode::kInvalidArgument, "kernel '" + k.name + "' (CUDA dot): " + msg, where);
+  };
+  if (k.inputs.size() != (k.dot.has_bias ? 3u : 2u) || k.outputs.size() != 1) return bad("wrong operand count");
+  DotProblem pr;
+  pr.dtype = p.buffers[k.outputs[0]].dtype;
+  if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
+    return bad(std::string("the CUDA backend multiplies float32, float16 and bfloat16 matrices, not ") +
+               std::string(dtype_name(pr.dtype)));
+  for (int32_t b : k.inputs)
+    if (p.buffers[b].dtype != pr.dtype) return bad("operands must share the output's dtype");
+  std::vector<int64_t> ls = p.buffer_shape(k.inputs[0], slots), rs = p.buffer_shape(k.inputs[1], slots);
+  std::vector<int64_t> os = p.buffer_shape(k.outputs[0], slots);
+  if (ls.size() < 2 || rs.size() < 2 || os.size() < 2) return bad("operands need at least 2 dims");
+  const bool tl = k.dot.transpose_lhs, tr = k.dot.transpose_rhs;
+  const int64_t M = tl ? ls.back() : ls[ls.size() - 2], K = tl ? ls[ls.size() - 2] : ls.back();
+  const int64_t K2 = tr ? rs.back() : rs[rs.size() - 2], N = tr ? rs[rs.size() - 2] : rs.back();
+  if (K != K2 || os[os.size() - 2] != M || os.back() != N) return bad("matrix shapes do not agree");
+  if (k.dot.has_bias) {
+    std::vector<int64_t> bs = p.buffer_shape(k.inputs[2], slots);
+    if (bs.size() != 1 || bs[0] != N) return bad("bias must have shape (N,)");
+  }
+  // Batch dims, aligned from the right; strides 0 where an operand broadcasts.
+  const size_t nb = os.size() - 2;
+  std::vector<int64_t> bsize(nb);
+  std::vector<std::vector<int64_t>> st(3, std::vector<int64_t>(nb, 0));
+  const std::vector<int64_t> lst = dense_strides(ls), rst = dense_strides(rs), ost = dense_strides(os);
+  for (size_t d = 0; d < nb; ++d) {
+    bsize[d] = os[d];
+    st[2][d] = ost[d];
+    for (int side = 0; side < 2; ++side) {
+      const std::vector<int64_t>& s = side == 0 ? ls : rs;
+      const std::vector<int64_t>& sst = side == 0 ? lst : rst;
+      const int64_t sb = static_cast<int64_t>(s.size()) - 2;
+      const int64_t j = static_cast<int64_t>(d) - static_cast<int64_t>(nb) + sb;
+      if (j < 0) continue;
+      if (s[j] == os[d]) st[side][d] = os[d] == 1 ? 0 : sst[j];
+      else if (s[j] != 1) return bad("batch dims do not broadcast");
+    }
+  }
+  for (int side = 0; side < 2; ++side) {
+    const std::vector<int64_t>& s = side == 0 ? ls : rs;
+    if (s.size() - 2 > nb) return bad("an operand has more batch dims than the output");
+  }
+  // Merge batch dims that step evenly for all three.
+  std::vector<int64_t> ms;
+  std::vector<std::vector<int64_t>> mst(3);
+  for (size_t d = 0; d < nb; ++d) {
+    if (bsize[d] == 1) continue;
+    bool merge = !ms.empty();
+    for (int s = 0; merge && s < 3; ++s) merge = mst[s].back() == st[s][d] * bsize[d];
+    if (merge) {
+      ms.back() *= bsize[d];
+      for (int s = 0; s < 3; ++s) mst[s].back() = st[s][d];
+    } else {
+      ms.push_back(bsize[d]);
+      for (int s = 0; s < 3; ++s) mst[s].push_back(st[s][d]);
+    }
+  }
+  pr.trans_a = tr;
+  pr.trans_b = tl;
+  pr.m = N;
+  pr.n = M;
+  pr.k = K;
+  pr.bias = k.dot.has_bias;
+  pr.activation = k.dot.activation;
+  if (!ms.empty() && ms.size() == 1 && mst[1][0] == 0 && !tl && mst[0][0] == M * K) {
+    pr.n = M * ms[0];  // rhs shared by every batch: one GEMM with the batch folded into M
+    return pr;
+  }
+  if (ms.empty()) return pr;
+  const size_t inner = ms.size() - 1;
+  pr.batch = ms[inner];
+  pr.stride_b = mst[0][inner];
+  pr.stride_a = mst[1][inner];
+  pr.stride_c = mst[2][inner];
+  int64_t outer = 1;
+  for (size_t d = 0; d < inner; ++d) outer *= ms[d];
+  pr.offset_a.assign(outer, 0);
+  pr.offset_b.assign(outer, 0);
+  pr.offset_c.assign(outer, 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t q = o;
+    for (size_t d = inner; d-- > 0;) {
+      int64_t c = q % ms[d];
+      q /= ms[d];
+      pr.offset_b[o] += c * mst[0][d];
+      pr.offset_a[o] += c * mst[1][d];
+      pr.offset_c[o] += c * mst[2][d];
+    }
+  }
+  return pr;
+}
+
+StatusOr<cublasLtHandle_t> lt_handle() {
+  static cublasLtHandle_t handle = nullptr;
+  static Status status;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!api().cublaslt_ok) {
+      status = Status(StatusCode::kUnavailable,
+                      "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
+      return;
+    }
+    status = TRIPY_CUDA(cublasLtCreate(&handle));
+  });
+  if (!status.ok()) return status;
+  return handle;
+}
+
+std::string cublaslt_version() {
+  return api().cublaslt_ok ? std::to_string(api().cublasLtGetVersion()) : "none";
+}
+
+int dot_alignment(const DotProblem& pr, std::initializer_list<CUdeviceptr> addresses) {
+  const int es = dtype_size(pr.dtype);
+  int a = 256;
+  for (CUdeviceptr p : addresses)
+    if (p) a = std::min(a, pow2_alignment(p));
+  for (int64_t s : {pr.stride_a, pr.stride_b, pr.stride_c})
+    if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s * es)));
+  for (size_t i = 0; i < pr.offset_a.size(); ++i)
+    for (int64_t s : {pr.offset_a[i], pr.offset_b[i], pr.offset_c[i]})
+      if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s * es)));
+  return a;
+}
+
+DotPlan::~DotPlan() {
+  if (a_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(a_));
+  if (b_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(b_));
+  if (c_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(c_));
+  if (desc_) (void)TRIPY_CUDA(cublasLtMatmulDescDestroy(desc_));
+}
+
+namespace {
+
+Status make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld,
+                   int64_t batch, int64_t stride) {
+  TRIPY_CUDA_TRY(cublasLtMatrixLayoutCreate(out, t, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    TRIPY_CUDA_TRY(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    TRIPY_CUDA_TRY(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                    sizeof(stride)));
+  }
+  return ok_status();
+}
+
+// Descriptors for `pr` (shared by create() and candidates()).
+Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrixLayout_t* a,
+                cublasLtMatrixLayout_t* b, cublasLtMatrixLayout_t* c) {
+  const cudaDataType_t t = cuda_type(pr.dtype);
+  // float32 keeps full FP32 arithmetic (no TF32); float16/bfloat16 accumulate in float32.
+  TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t ta = pr.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = pr.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (pr.activation == Activation::kRelu) epi = pr.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  else if (pr.bias) epi = CUBLASLT_EPILOGUE_BIAS;  // GELU (erf form) runs after, exactly
+  TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+  if (pr.bias) {
+    TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)));
+  }
+  // A = rhs (m x k after op), B = lhs (k x n after op), C = D: m x n, ld m.
+  TRIPY_RETURN_IF_ERROR(make_layout(a, t, pr.trans_a ? pr.k : pr.m, pr.trans_a ? pr.m : pr.k,
+                                    pr.trans_a ? pr.k : pr.m, pr.batch, pr.stride_a));
+  TRIPY_RETURN_IF_ERROR(make_layout(b, t, pr.trans_b ? pr.n : pr.k, pr.trans_b ? pr.k : pr.n,
+                                    pr.trans_b ? pr.n : pr.k, pr.batch, pr.stride_b));
+  TRIPY_RETURN_IF_ERROR(make_layout(c, t, pr.m, pr.n, pr.m, pr.batch, pr.stride_c));
+  return ok_status();
+}
+
+StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> heuristics(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                                                                  cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                                  cublasLtMatrixLayout_t c, size_t workspace,
+                                                                  int alignment, int count) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  TRIPY_CUDA_TRY(cublasLtMatmulPreferenceCreate(&pref));
+  uint32_t al = static_cast<uint32_t>(alignment);
+  Status st = TRIPY_CUDA(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &workspace, sizeof(workspace)));
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (st.ok()) st = TRIPY_CUDA(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
+  int found = 0;
+  if (st.ok())
+    st = TRIPY_CUDA(cublasLtMatmulAlgoGetHeuristic(h, desc, a, b, c, c, pref, count, results.data(), &found));
+  (void)TRIPY_CUDA(cublasLtMatmulPreferenceDestroy(pref));
+  TRIPY_RETURN_IF_ERROR(st);
+  results.resize(static_cast<size_t>(found));
+  if (results.empty()) return Status(StatusCode::kInternal, "cuBLASLt found no algorithm for this matrix product");
+  return results;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DotPlan>> DotPlan::create(const DotProblem& pr, const AlgoBytes* stored, int alignment,
+                                                   size_t workspace_bytes) {
+  TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
+  auto plan = std::make_unique<DotPlan>();
+  plan->problem_ = pr;
+  plan->alignment_ = alignment;
+  TRIPY_RETURN_IF_ERROR(describe(pr, &plan->desc_, &plan->a_, &plan->b_, &plan->c_));
+  bool have = false;
+  if (stored && stored->size() == sizeof(cublasLtMatmulAlgo_t) && alignment >= 16) {
+    cublasLtMatmulAlgo_t algo;
+    std::memcpy(&algo, stored->data(), sizeof(algo));
+    cublasLtMatmulHeuristicResult_t check{};
+    // A stored algorithm may not suit other shapes of the range: cuBLASLt says so here, and we
+    // fall back to its heuristic.
+    cublasStatus_t r = api().cublasLtMatmulAlgoCheck(h, plan->desc_, plan->a_, plan->b_, plan->c_, plan->c_, &algo, &check);
+    if (r == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes) {
+      plan->algo_ = algo;
+      have = true;
+    }
+  }
+  if (!have) {
+    TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, plan->a_, plan->b_, plan->c_, workspace_bytes,
+                                                    alignment, 1));
+    plan->algo_ = results[0].algo;
+  }
+  return plan;
+}
+
+StatusOr<std::vector<AlgoBytes>> DotPlan::candidates(const DotProblem& pr, size_t workspace_bytes, int count) {
+  TRIPY_ASSIGN_OR_RETURN(auto plan, DotPlan::create(pr, nullptr, 256, workspace_bytes));
+  TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
+  TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, plan->a_, plan->b_, plan->c_, workspace_bytes,
+                                                  256, count));
+  std::vector<AlgoBytes> out;
+  for (const auto& r : results) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&r.algo);
+    out.emplace_back(p, p + sizeof(r.algo));
+  }
+  return out;
+}
+
+Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr d, CUdeviceptr workspace,
+                    size_t workspace_bytes, CUstream stream) const {
+  TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
+  if (problem_.bias) {
+    const void* bp = reinterpret_cast<const void*>(bias);
+    TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const int64_t es = dtype_size(problem_.dtype);
+  for (size_t i = 0; i < problem_.offset_a.size(); ++i) {
+    auto* pa = reinterpret_cast<const void*>(a + problem_.offset_a[i] * es);
+    auto* pb = reinterpret_cast<const void*>(b + problem_.offset_b[i] * es);
+    auto* pd = reinterpret_cast<void*>(d + problem_.offset_c[i] * es);
+    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, &alpha, pa, a_, pb, b_, &beta, pd, c_, pd, c_, &algo_,
+                                  reinterpret_cast<void*>(workspace), workspace_bytes, stream));
+  }
+  return ok_status();
+}
+
+StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream stream) {
+  TRIPY_ASSIGN_OR_RETURN(std::vector<AlgoBytes> cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
+  if (cands.size() == 1) return cands[0];
+  const int64_t es = dtype_size(pr.dtype);
+  // Operand extents: the last call's offsets plus one strided batch.
+  auto extent = [&](const std::vector<int64_t>& offs, int64_t stride, int64_t mat) {
+    int64_t mx = 0;
+    for (int64_t o : offs) mx = std::max(mx, o);
+    return mx + stride * (pr.batch - 1) + mat;
+  };
+  const int64_t na = extent(pr.offset_a, pr.stride_a, pr.m * pr.k), nb = extent(pr.offset_b, pr.stride_b, pr.k * pr.n);
+  const int64_t nc = extent(pr.offset_c, pr.stride_c, pr.m * pr.n);
+  std::vector<Tensor> keep;
+  std::vector<CUdeviceptr> ptrs;
+  for (int64_t n : {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}) {
+    TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(pr.dtype, {n}, stream));
+    ptrs.push_back(reinterpret_cast<CUdeviceptr>(t.data()));
+    keep.push_back(t);
+    int64_t words[3] = {static_cast<int64_t>(ptrs.back()), n, static_cast<int64_t>(ptrs.size())};
+    void* params[] = {words};
+    TRIPY_CUDA_TRY(cuLaunchKernel(fill_fn, 264, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+  }
+  CUevent start = nullptr, stop = nullptr;
+  TRIPY_CUDA_TRY(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  Status st = TRIPY_CUDA(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  float best = 1e30f;
+  size_t best_i = 0;
+  // Enough repetitions to pass ~2 ms per candidate, within 3..50.
+  const double flops = 2.0 * pr.m * pr.n * pr.k * pr.batch * pr.offset_a.size();
+  const int reps = static_cast<int>(std::clamp(2e-3 / std::max(flops / 4e14, 1e-6), 3.0, 50.0));
+  for (size_t i = 0; st.ok() && i < cands.size(); ++i) {
+    auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
+    if (!plan_or.ok()) continue;
+    const DotPlan& plan = *plan_or.value();
+    auto run = [&] { return plan.run(ptrs[0], ptrs[1], ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream); };
+    if (!run().ok()) continue;  // this candidate does not run here: skip it
+    st = TRIPY_CUDA(cuEventRecord(start, stream));
+    for (int r = 0; st.ok() && r < reps; ++r) st = run();
+    if (st.ok()) st = TRIPY_CUDA(cuEventRecord(stop, stream));
+    if (st.ok()) st = TRIPY_CUDA(cuEventSynchronize(stop));
+    float ms = 0;
+    if (st.ok()) st = TRIPY_CUDA(cuEventElapsedTime(&ms, start, stop));
+    if (st.ok() && ms < best) {
+      best = ms;
+      best_i = i;
+    }
+  }
+  (void)TRIPY_CUDA(cuEventDestroy(start));
+  if (stop) (void)TRIPY_CUDA(cuEventDestroy(stop));
+  TRIPY_RETURN_IF_ERROR(st);
+  return cands[best_i];
+}
+
+}  // namespace tripy::rt::cuda

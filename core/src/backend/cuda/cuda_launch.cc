@@ -1,0 +1,326 @@
+// Launch planning for fused and layout kernels: sizes and strides from the slot vector, axes
+// merged where every operand steps evenly (fewer index divisions), grids sized to the GPU.
+#include "backend/cuda/cuda_launch.h"
+
+#include <algorithm>
+
+namespace tripy::rt::cuda {
+namespace {
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// One part of the domain after merging: sizes and per-stream strides, outermost first.
+struct Merged {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;  // [stream][axis]
+};
+
+// Drops size-1 axes and merges neighbours that step evenly in every stream (unless `keep_all`).
+Merged merge_axes(const std::vector<int64_t>& dims, const std::vector<std::vector<int64_t>>& st,
+                  int from, int to, bool keep_all) {
+  Merged m;
+  m.strides.resize(st.size());
+  for (int a = from; a < to; ++a) {
+    if (!keep_all && dims[a] == 1) continue;
+    bool merge = !keep_all && !m.sizes.empty();
+    for (size_t s = 0; merge && s < st.size(); ++s) merge = m.strides[s].back() == st[s][a] * dims[a];
+    if (merge) {
+      m.sizes.back() *= dims[a];
+      for (size_t s = 0; s < st.size(); ++s) m.strides[s].back() = st[s][a];
+    } else {
+      m.sizes.push_back(dims[a]);
+      for (size_t s = 0; s < st.size(); ++s) m.strides[s].push_back(st[s][a]);
+    }
+  }
+  if (m.sizes.empty() && to > from) {  // all size 1: one trivial axis keeps the loops uniform
+    m.sizes.push_back(1);
+    for (auto& v : m.strides) v.push_back(0);
+  }
+  return m;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t d : v) n *= d;
+  return n;
+}
+
+}  // namespace
+
+Status kernel_failure(const Program& p, const Kernel& k, const std::string& message, StatusCode code) {
+  SourceRef where;
+  if (k.source >= 0 && static_cast<size_t>(k.source) < p.sources.size())
+    where = std::make_shared<SourceInfo>(p.sources[k.source]);
+  return Status(code, "kernel '" + k.name + "' (CUDA): " + message, std::move(where));
+}
+
+unsigned grid_for(int64_t n, int block, int sm_count) {
+  int64_t blocks = (n + block - 1) / block;
+  int64_t cap = static_cast<int64_t>(std::max(1, sm_count)) * 16;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) {
+  bool aligned = true;
+  for (const PtrWord& p : l.ptrs) {
+    CUdeviceptr addr = base[p.buffer] + static_cast<CUdeviceptr>(p.byte_offset);
+    l.words[p.word] = static_cast<int64_t>(addr);
+    aligned &= (addr & 15) == 0;
+  }
+  if (l.vector_word >= 0) {
+    l.words[l.vector_word] = aligned ? 1 : 0;
+    l.grid = aligned ? l.vector_grid : l.scalar_grid;
+  }
+  void* params[] = {l.words.data()};
+  return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+}
+
+StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, const FusedLayout& L,
+                                         CUfunction fn, const std::vector<int64_t>& slots,
+                                         int sm_count) {
+  const FusedProgram& f = k.fused;
+  const int R = L.rank, RF = L.has_reduction ? L.reduce_from : R;
+  std::vector<int64_t> dom(R);
+  for (int d = 0; d < R; ++d) {
+    Slot s = f.domain[d];
+    if (s < 0 || static_cast<size_t>(s) >= slots.size()) return kernel_failure(p, k, "domain slot out of range");
+    dom[d] = slots[s];
+  }
+  std::vector<std::vector<int64_t>> st(L.num_inputs, std::vector<int64_t>(R, 0));
+  for (int i = 0; i < L.num_inputs; ++i) {
+    std::vector<int64_t> shape = p.buffer_shape(k.inputs[i], slots);
+    std::vector<int64_t> dense = dense_strides(shape);
+    for (size_t j = 0; j < shape.size(); ++j) {
+      int32_t ax = f.input_axes[i][j];
+      if (shape[j] == dom[ax]) {
+        if (dom[ax] != 1) st[i][ax] += dense[j];
+      } else if (shape[j] != 1) {
+        return kernel_failure(p, k, "input " + std::to_string(i) + " of shape " + shape_str(shape) +
+                                        " does not broadcast to the domain " + shape_str(dom));
+      }
+    }
+  }
+  const int64_t rows = product(std::vector<int64_t>(dom.begin(), dom.begin() + RF));
+  const int64_t row_len = product(std::vector<int64_t>(dom.begin() + RF, dom.end()));
+  for (int o = 0; o < L.num_outputs; ++o) {
+    int64_t want = L.output_row_level[o] ? rows : rows * row_len;
+    if (product(p.buffer_shape(k.outputs[o], slots)) != want)
+      return kernel_failure(p, k, "output " + std::to_string(o) + " has the wrong number of elements");
+  }
+  std::vector<Launch> out;
+  if (rows == 0 || (!L.has_reduction && row_len == 0)) return out;
+
+  Launch l;
+  l.fn = fn;
+  l.words.assign(L.word_count(), 0);
+  for (int o = 0; o < L.num_outputs; ++o) l.ptrs.push_back({o, k.outputs[o], 0});
+  for (int i = 0; i < L.num_inputs; ++i) l.ptrs.push_back({L.num_outputs + i, k.inputs[i], 0});
+  auto place = [&](int from, int to, int lo_word) {
+    Merged m = merge_axes(dom, st, from, to, L.has_iota);
+    const int first = to - static_cast<int>(m.sizes.size());
+    for (size_t a = 0; a < m.sizes.size(); ++a) {
+      l.words[L.size_word(first + static_cast<int>(a))] = m.sizes[a];
+      for (int i = 0; i < L.num_inputs; ++i)
+        l.words[L.stride_word(i, first + static_cast<int>(a))] = m.strides[i][a];
+    }
+    l.words[L.misc_word(lo_word)] = to > from ? first : from;
+    return m;
+  };
+  Merged rows_part = place(0, RF, FusedLayout::kMiscRowLo);
+  place(RF, R, FusedLayout::kMiscRedLo);
+  l.words[L.misc_word(FusedLayout::kMiscRows)] = rows;
+  l.words[L.misc_word(FusedLayout::kMiscRowLen)] = row_len;
+
+  if (!L.has_reduction) {
+    l.block_x = 256;
+    l.scalar_grid = l.grid = grid_for(rows, 256, sm_count);
+    int64_t reach = rows + static_cast<int64_t>(l.grid) * 256;
+    l.words[L.misc_word(FusedLayout::kMiscSmall)] = reach < (int64_t{1} << 31) ? 1 : 0;
+    bool vector_ok = L.vec_width > 0 && rows_part.sizes.size() <= 1;
+    for (int i = 0; vector_ok && i < L.num_inputs; ++i) {
+      int64_t s = rows_part.strides[i].empty() ? 0 : rows_part.strides[i].back();
+      vector_ok = s == 0 || s == 1;
+    }
+    if (vector_ok) {
+      l.vector_word = L.misc_word(FusedLayout::kMiscVector);
+      l.vector_grid = grid_for((rows + L.vec_width - 1) / L.vec_width, 256, sm_count);
+    }
+  } else if (row_len <= 1024) {
+    // A warp per row, eight rows per block: short rows (softmax over heads, small layernorms).
+    l.block_x = 32;
+    l.block_y = 8;
+    l.grid = grid_for(rows, 8, sm_count * 4);
+  } else {
+    // A block per row, about eight elements per thread.
+    int64_t tx = ((row_len + 7) / 8 + 31) / 32 * 32;
+    l.block_x = static_cast<unsigned>(std::clamp<int64_t>(tx, 128, 1024));
+    l.grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(rows, int64_t{sm_count} * (2048 / l.block_x) * 4)));
+  }
+  out.push_back(std::move(l));
+  return out;
+}
+
+namespace {
+
+// dst[...] = src[...] over `sizes` with element strides, as one launch of tripy_copy_<es> (or a
+// byte copy when both sides are contiguous).
+StatusOr<Launch> strided_copy(const Program& p, const Kernel& k, const LayoutFunctions& fns, int es,
+                              int32_t dst_buf, int64_t dst_off, int32_t src_buf, int64_t src_off,
+                              const std::vector<int64_t>& sizes, const std::vector<int64_t>& sst,
+                              const std::vector<int64_t>& dst, int sm_count) {
+  Merged m = merge_axes(sizes, {sst, dst}, 0, static_cast<int>(sizes.size()), false);
+  const int64_t n = product(m.sizes);
+  if (m.sizes.size() <= 1 && (m.sizes.empty() || (m.strides[0][0] == 1 && m.strides[1][0] == 1)))
+    return plan_byte_copy(fns, dst_buf, src_buf, n * es, sm_count);
+  if (m.sizes.size() > 8) return kernel_failure(p, k, "more than 8 non-mergeable axes");
+  auto it = fns.find(copy_function(es));
+  if (it == fns.end()) return kernel_failure(p, k, "no copy kernel for " + std::to_string(es) + "-byte elements");
+  Launch l;
+  l.fn = it->second;
+  l.words.assign(4 + 24, 0);
+  const int lo = 8 - static_cast<int>(m.sizes.size());
+  l.words[2] = n;
+  l.words[3] = lo;
+  for (size_t a = 0; a < m.sizes.size(); ++a) {
+    l.words[4 + lo + a] = m.sizes[a];
+    l.words[12 + lo + a] = m.strides[0][a];
+    l.words[20 + lo + a] = m.strides[1][a];
+  }
+  l.ptrs = {{0, dst_buf, dst_off}, {1, src_buf, src_off}};
+  l.grid = grid_for(n, 256, sm_count);
+  return l;
+}
+
+}  // namespace
+
+StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
+                                int64_t bytes, int sm_count) {
+  auto it = fns.find("tripy_copy_bytes");
+  if (it == fns.end()) return internal_error("the CUDA layout module lacks tripy_copy_bytes");
+  Launch l;
+  l.fn = it->second;
+  l.words = {0, 0, bytes};
+  l.ptrs = {{0, dst_buffer, 0}, {1, src_buffer, 0}};
+  l.grid = grid_for((bytes + 15) / 16, 256, sm_count);
+  return l;
+}
+
+StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                          const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  if (k.outputs.size() != 1 || k.inputs.empty()) return kernel_failure(p, k, "bad input/output count");
+  const int32_t ob = k.outputs[0];
+  const std::vector<int64_t> oshape = p.buffer_shape(ob, slots);
+  const DType dt = p.buffers[ob].dtype;
+  const int es = dtype_size(dt);
+  if (product(oshape) == 0) return out;
+  const std::vector<int64_t> ost = dense_strides(oshape);
+  auto in_shape = [&](size_t i) { return p.buffer_shape(k.inputs[i], slots); };
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (p.buffers[k.inputs[i]].dtype != dt && k.kind != KernelKind::kGather)
+      return kernel_failure(p, k, "input and output dtypes differ");
+
+  switch (k.kind) {
+    case KernelKind::kCopy: {
+      if (product(in_shape(0)) != product(oshape)) return kernel_failure(p, k, "copy sizes differ");
+      TRIPY_ASSIGN_OR_RETURN(Launch l, plan_byte_copy(fns, ob, k.inputs[0], product(oshape) * es, sm_count));
+      out.push_back(std::move(l));
+      return out;
+    }
+    case KernelKind::kTranspose: {
+      std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(oshape.size());
+      if (k.perm.size() != is.size() || oshape.size() != is.size())
+        return kernel_failure(p, k, "permutation does not match the rank");
+      std::vector<uint8_t> seen(is.size(), 0);
+      for (size_t i = 0; i < is.size(); ++i) {
+        int64_t pi = k.perm[i];
+        if (pi < 0 || pi >= static_cast<int64_t>(is.size()) || seen[pi]++ || oshape[i] != is[pi])
+          return kernel_failure(p, k, "invalid permutation for " + shape_str(is));
+        sst[i] = ist[pi];
+      }
+      TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, 0, k.inputs[0], 0, oshape, sst, ost, sm_count));
+      out.push_back(std::move(l));
+      return out;
+    }
+    case KernelKind::kSlice: {
+      std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(is.size());
+      if (k.starts.size() != is.size() || k.steps.size() != is.size() || oshape.size() != is.size())
+        return kernel_failure(p, k, "slice attributes do not match the input's rank");
+      int64_t offset = 0;
+      for (size_t d = 0; d < is.size(); ++d) {
+        Slot s0 = k.starts[d], s1 = k.steps[d];
+        if (s0 < 0 || s1 < 0 || static_cast<size_t>(s0) >= slots.size() || static_cast<size_t>(s1) >= slots.size())
+          return kernel_failure(p, k, "slice slot out of range");
+        const int64_t start = slots[s0], step = slots[s1], last = start + (oshape[d] - 1) * step;
+        if (start < 0 || start >= is[d] || last < 0 || last >= is[d])
+          return kernel_failure(p, k, "slice of dim " + std::to_string(d) + " (size " + std::to_string(is[d]) +
+                                          ") from " + std::to_string(start) + " by " + std::to_string(step) +
+                                          " for " + std::to_string(oshape[d]) + " elements reads out of bounds",
+                                StatusCode::kInvalidArgument);
+        offset += start * ist[d];
+        sst[d] = step * ist[d];
+      }
+      TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, 0, k.inputs[0], offset * es, oshape, sst, ost, sm_count));
+      out.push_back(std::move(l));
+      return out;
+    }
+    case KernelKind::kConcat: {
+      const int64_t axis = k.axis, rank = static_cast<int64_t>(oshape.size());
+      if (axis < 0 || axis >= rank) return kernel_failure(p, k, "concat axis out of range");
+      int64_t at = 0;
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
+        std::vector<int64_t> is = in_shape(i);
+        bool ok = static_cast<int64_t>(is.size()) == rank;
+        for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || is[d] == oshape[d];
+        if (!ok) return kernel_failure(p, k, "cannot concatenate " + shape_str(is) + " into " + shape_str(oshape),
+                                       StatusCode::kInvalidArgument);
+        if (product(is) > 0) {
+          TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, at * ost[axis] * es, k.inputs[i], 0,
+                                                        is, dense_strides(is), ost, sm_count));
+          out.push_back(std::move(l));
+        }
+        at += is[axis];
+      }
+      if (at != oshape[axis]) return kernel_failure(p, k, "concatenated sizes do not sum to the output's");
+      return out;
+    }
+    case KernelKind::kGather: {
+      if (k.inputs.size() != 2) return kernel_failure(p, k, "gather takes data and indices");
+      std::vector<int64_t> ds = in_shape(0), is = in_shape(1);
+      const DType it = p.buffers[k.inputs[1]].dtype;
+      if (it != DType::kInt32 && it != DType::kInt64)
+        return kernel_failure(p, k, "gather indices must be int32 or int64", StatusCode::kInvalidArgument);
+      const int64_t axis = k.axis, rank = static_cast<int64_t>(ds.size());
+      if (axis < 0 || axis >= rank) return kernel_failure(p, k, "gather axis out of range");
+      std::vector<int64_t> want(ds.begin(), ds.begin() + axis);
+      want.insert(want.end(), is.begin(), is.end());
+      want.insert(want.end(), ds.begin() + axis + 1, ds.end());
+      if (want != oshape) return kernel_failure(p, k, "gather output shape " + shape_str(oshape) + " should be " + shape_str(want));
+      auto fit = fns.find(gather_function(es, it));
+      if (fit == fns.end()) return kernel_failure(p, k, "no gather kernel for " + std::to_string(es) + "-byte elements");
+      Launch l;
+      l.fn = fit->second;
+      int64_t outer = product(std::vector<int64_t>(ds.begin(), ds.begin() + axis));
+      int64_t inner = product(std::vector<int64_t>(ds.begin() + axis + 1, ds.end()));
+      l.words = {0, 0, 0, outer, product(is), inner, ds[axis]};
+      l.ptrs = {{0, ob, 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
+      l.grid = grid_for(product(oshape), 256, sm_count);
+      out.push_back(std::move(l));
+      return out;
+    }
+    default:
+      return kernel_failure(p, k, "not a layout kernel");
+  }
+}
+
+}  // namespace tripy::rt::cuda

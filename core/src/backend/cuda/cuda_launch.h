@@ -1,0 +1,58 @@
+// A planned kernel launch: the function, its grid, and its argument words with the places where
+// buffer addresses go. Planned once per input-shape signature; a run only patches addresses.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "runtime/program.h"
+
+namespace tripy::rt::cuda {
+
+// words[word] = address of `buffer` + byte_offset, filled at each run.
+struct PtrWord {
+  int32_t word = 0;
+  int32_t buffer = 0;
+  int64_t byte_offset = 0;
+};
+
+struct Launch {
+  CUfunction fn = nullptr;
+  unsigned grid = 1, block_x = 256, block_y = 1;
+  std::vector<int64_t> words;
+  std::vector<PtrWord> ptrs;
+  // When >= 0: words[vector_word] = 1 and the grid becomes vector_grid if every address in
+  // `ptrs` is 16-byte aligned, else 0 and the scalar grid.
+  int32_t vector_word = -1;
+  unsigned vector_grid = 1;
+  unsigned scalar_grid = 1;
+};
+
+// Patches addresses (base[b] is buffer b's device address) and launches on `stream`.
+Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream);
+
+// The fixed module's functions by name.
+using LayoutFunctions = std::map<std::string, CUfunction>;
+
+// Grid for a grid-stride loop over n items with `block` threads, a few waves over the GPU.
+unsigned grid_for(int64_t n, int block, int sm_count);
+
+// kFused -> one launch (none when the domain is empty).
+StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, const FusedLayout& layout,
+                                         CUfunction fn, const std::vector<int64_t>& slots,
+                                         int sm_count);
+// kTranspose, kSlice, kConcat, kGather, kCopy -> launches of the layout module.
+StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                          const std::vector<int64_t>& slots, int sm_count);
+// A contiguous byte copy (graph staging, kCopy).
+StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
+                                int64_t bytes, int sm_count);
+
+Status kernel_failure(const Program& p, const Kernel& k, const std::string& message,
+                      StatusCode code = StatusCode::kInternal);
+
+}  // namespace tripy::rt::cuda

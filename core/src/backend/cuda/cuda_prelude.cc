@@ -1,0 +1,273 @@
+// Device-side source shared by generated kernels (conversions, numpy-exact integer and float
+// helpers, warp/block reductions) and the fixed layout module (copies, gather, GELU, fill).
+// Self-contained: no CUDA headers, so NVRTC compiles each kernel in tens of milliseconds.
+#include "backend/cuda/cuda_codegen.h"
+
+namespace tripy::rt::cuda {
+
+const std::string& device_prelude() {
+  static const std::string kPrelude = R"CUDA(
+typedef long long i64;
+typedef unsigned long long u64;
+#define DEVI __device__ __forceinline__
+
+// float16 via the hardware conversions; bfloat16 and float8 e4m3fn bit-exact with the CPU backend.
+DEVI float h2f(unsigned short x) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x)); return f; }
+DEVI unsigned short f2h(float f) { unsigned short x; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f)); return x; }
+DEVI float b2f(unsigned short x) { return __uint_as_float(((unsigned)x) << 16); }
+DEVI unsigned short f2b(float f) {
+  unsigned x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (unsigned short)(x >> 16);
+}
+DEVI float f82f(unsigned char v) {
+  unsigned sign = (unsigned)(v & 0x80u) << 24, e = (v >> 3) & 0xfu, m = v & 7u;
+  if (e == 15 && m == 7) return __uint_as_float(sign | 0x7fc00000u);
+  if (e == 0) { float r = (float)m * (1.0f / 512.0f); return sign ? -r : r; }
+  return __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+DEVI unsigned char f2f8(float f) {
+  unsigned x = __float_as_uint(f), sign = (x >> 24) & 0x80u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned char)(sign | 0x7fu);
+  if (a >= 0x43e00000u) return (unsigned char)(sign | 0x7eu);
+  if (a < 0x3c800000u) return (unsigned char)(sign | (unsigned)rintf(__uint_as_float(a) * 512.0f));
+  unsigned h = (((a >> 23) - 120u) << 3) | ((a & 0x7fffffu) >> 20), rem = a & 0xfffffu;
+  if (rem > 0x80000u || (rem == 0x80000u && (h & 1u))) ++h;
+  if (h > 0x7eu) h = 0x7eu;
+  return (unsigned char)(sign | h);
+}
+DEVI int wrap4(int v) { return ((v & 0xf) ^ 8) - 8; }
+
+// Integer arithmetic wraps around (no undefined behaviour), as on the CPU backend.
+DEVI int wadd(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+DEVI int wsub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
+DEVI int wmul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+DEVI i64 wadd(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+DEVI i64 wsub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+DEVI i64 wmul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+template <class T> DEVI T wneg(T a) { return wsub((T)0, a); }
+// numpy: division by zero gives 0; floor division and modulo take the divisor's sign.
+template <class T> DEVI T ifloordiv(T a, T b) {
+  if (b == 0) return 0;
+  if (b == -1) return wneg(a);
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+template <class T> DEVI T irem(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+template <class T> DEVI T ipow(T base, T e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  T r = 1;
+  while (e) { if (e & 1) r = wmul(r, base); base = wmul(base, base); e >>= 1; }
+  return r;
+}
+DEVI float ffloordiv(float a, float b) {
+  if (b == 0) return a / b;
+  float mod = fmodf(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysignf(0.0f, a / b);
+  float fl = floorf(div);
+  return div - fl > 0.5f ? fl + 1 : fl;
+}
+DEVI float frem(float a, float b) {
+  float r = fmodf(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r == 0 ? copysignf(0.0f, b) : r;
+}
+DEVI float fmaxn(float x, float y) { return (x > y || x != x) ? x : y; }  // NaN propagates
+DEVI float fminn(float x, float y) { return (x < y || x != x) ? x : y; }
+DEVI float fsign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+
+template <class T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+struct alignas(16) V16 { unsigned x, y, z, w; };
+
+// Reductions: OP 0 sum, 1 prod, 2 max, 3 min; floats accumulate in float, the rest in i64.
+template <int OP> DEVI float rc(float a, float b) {
+  return OP == 0 ? a + b : OP == 1 ? a * b : OP == 2 ? fmaxn(a, b) : fminn(a, b);
+}
+template <int OP> DEVI i64 rc(i64 a, i64 b) {
+  return OP == 0 ? wadd(a, b) : OP == 1 ? wmul(a, b) : OP == 2 ? (a > b ? a : b) : (a < b ? a : b);
+}
+// All threads of a row get the result. blockDim.x is 32 (a warp per row) or a multiple of 32
+// (the block is one row); sm holds 33 values.
+template <int OP, class T> DEVI T block_allreduce(T v, T ident, T* sm) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (blockDim.x <= 32) return v;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  if (lane == 0) sm[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < nw ? sm[lane] : ident;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) sm[32] = v;
+  }
+  __syncthreads();
+  return sm[32];
+}
+)CUDA";
+  return kPrelude;
+}
+
+const std::string& layout_module_source() {
+  static const std::string kSource = device_prelude() + R"CUDA(
+// dst[dst_base + sum idx_d * dstride_d] = src[src_base + sum idx_d * sstride_d] over sizes
+// (positions [lo, 8) used, outermost first).
+struct CopyArgs { i64 dst, src, n, lo; i64 size[8], sstride[8], dstride[8]; };
+template <class T> DEVI void copy_body(const CopyArgs& a) {
+  T* d = (T*)a.dst;
+  const T* s = (const T*)a.src;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {
+    i64 rem = i, so = 0, dof = 0;
+#pragma unroll
+    for (int k = 7; k >= 0; --k) {
+      if (k > a.lo) {
+        i64 q = rem / a.size[k], c = rem - q * a.size[k];
+        so += c * a.sstride[k]; dof += c * a.dstride[k]; rem = q;
+      } else if (k == a.lo) {
+        so += rem * a.sstride[k]; dof += rem * a.dstride[k];
+      }
+    }
+    d[dof] = s[so];
+  }
+}
+extern "C" __global__ void tripy_copy_1(const CopyArgs a) { copy_body<unsigned char>(a); }
+extern "C" __global__ void tripy_copy_2(const CopyArgs a) { copy_body<unsigned short>(a); }
+extern "C" __global__ void tripy_copy_4(const CopyArgs a) { copy_body<unsigned>(a); }
+extern "C" __global__ void tripy_copy_8(const CopyArgs a) { copy_body<u64>(a); }
+extern "C" __global__ void tripy_copy_16(const CopyArgs a) { copy_body<V16>(a); }
+
+// A plain byte copy that takes the widest accesses both addresses allow.
+struct BytesArgs { i64 dst, src, n; };
+extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
+  const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 done = 0;
+  if (((a.dst | a.src) & 15) == 0) {
+    done = a.n / 16 * 16;
+    for (i64 i = t0; i < a.n / 16; i += step) ((V16*)a.dst)[i] = ((const V16*)a.src)[i];
+  } else if (((a.dst | a.src) & 3) == 0) {
+    done = a.n / 4 * 4;
+    for (i64 i = t0; i < a.n / 4; i += step) ((unsigned*)a.dst)[i] = ((const unsigned*)a.src)[i];
+  }
+  for (i64 i = done + t0; i < a.n; i += step) ((unsigned char*)a.dst)[i] = ((const unsigned char*)a.src)[i];
+}
+
+// out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0.
+struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim; };
+template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
+  T* d = (T*)a.dst;
+  const T* s = (const T*)a.src;
+  const I* ix = (const I*)a.idx;
+  const i64 n = a.outer * a.nidx * a.inner, step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    i64 t = i / a.inner, in = i - t * a.inner, o = t / a.nidx, k = t - o * a.nidx;
+    i64 p = (i64)ix[k];
+    if (p < 0) p += a.dim;
+    T zero;
+    for (int b = 0; b < (int)sizeof(T); ++b) ((unsigned char*)&zero)[b] = 0;
+    d[i] = (p >= 0 && p < a.dim) ? s[(o * a.dim + p) * a.inner + in] : zero;
+  }
+}
+#define TRIPY_GATHER(n, T) \
+  extern "C" __global__ void tripy_gather_##n##_i32(const GatherArgs a) { gather_body<T, int>(a); } \
+  extern "C" __global__ void tripy_gather_##n##_i64(const GatherArgs a) { gather_body<T, i64>(a); }
+TRIPY_GATHER(1, unsigned char)
+TRIPY_GATHER(2, unsigned short)
+TRIPY_GATHER(4, unsigned)
+TRIPY_GATHER(8, u64)
+
+// In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
+struct GeluArgs { i64 ptr, n, vec; };
+DEVI float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
+  float* p = (float*)a.ptr;
+  const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 done = 0;
+  if (a.vec) {
+    done = a.n / 4 * 4;
+    for (i64 v = t0; v < a.n / 4; v += step) {
+      Pack<float, 4> q = ((Pack<float, 4>*)p)[v];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) q.v[e] = gelu(q.v[e]);
+      ((Pack<float, 4>*)p)[v] = q;
+    }
+  }
+  for (i64 i = done + t0; i < a.n; i += step) p[i] = gelu(p[i]);
+}
+#define TRIPY_GELU16(name, LOAD, STORE) \
+  extern "C" __global__ void name(const GeluArgs a) { \
+    unsigned short* p = (unsigned short*)a.ptr; \
+    const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; \
+    i64 done = 0; \
+    if (a.vec) { \
+      done = a.n / 8 * 8; \
+      for (i64 v = t0; v < a.n / 8; v += step) { \
+        Pack<unsigned short, 8> q = ((Pack<unsigned short, 8>*)p)[v]; \
+        _Pragma("unroll") for (int e = 0; e < 8; ++e) q.v[e] = STORE(gelu(LOAD(q.v[e]))); \
+        ((Pack<unsigned short, 8>*)p)[v] = q; \
+      } \
+    } \
+    for (i64 i = done + t0; i < a.n; i += step) p[i] = STORE(gelu(LOAD(p[i]))); \
+  }
+TRIPY_GELU16(tripy_gelu_f16, h2f, f2h)
+TRIPY_GELU16(tripy_gelu_bf16, b2f, f2b)
+
+// Deterministic pseudo-random values in [-1, 1): GEMM timing must not run on zeros.
+struct FillArgs { i64 ptr, n, seed; };
+DEVI float hash_unit(u64 x) {
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL; x ^= x >> 33;
+  return (float)(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+extern "C" __global__ void tripy_fill_f32(const FillArgs a) {
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step)
+    ((float*)a.ptr)[i] = hash_unit((u64)(i + a.seed * 0x9e3779b97f4a7c15LL));
+}
+extern "C" __global__ void tripy_fill_f16(const FillArgs a) {
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step)
+    ((unsigned short*)a.ptr)[i] = f2h(hash_unit((u64)(i + a.seed * 0x9e3779b97f4a7c15LL)));
+}
+extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step)
+    ((unsigned short*)a.ptr)[i] = f2b(hash_unit((u64)(i + a.seed * 0x9e3779b97f4a7c15LL)));
+}
+)CUDA";
+  return kSource;
+}
+
+std::string copy_function(int elem_size) { return "tripy_copy_" + std::to_string(elem_size); }
+
+std::string gather_function(int elem_size, DType index) {
+  return "tripy_gather_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
+}
+
+static const char* float_suffix(DType t) {
+  return t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32";
+}
+std::string gelu_function(DType t) { return std::string("tripy_gelu_") + float_suffix(t); }
+std::string fill_function(DType t) { return std::string("tripy_fill_") + float_suffix(t); }
+
+std::vector<std::string> layout_module_functions() {
+  std::vector<std::string> names;
+  for (int s : {1, 2, 4, 8, 16}) names.push_back(copy_function(s));
+  names.push_back("tripy_copy_bytes");
+  for (int s : {1, 2, 4, 8})
+    for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(gather_function(s, t));
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    names.push_back(gelu_function(t));
+    names.push_back(fill_function(t));
+  }
+  return names;
+}
+
+}  // namespace tripy::rt::cuda

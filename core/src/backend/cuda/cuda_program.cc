@@ -1,0 +1,362 @@
+// Running a loaded program: resolve buffers to device addresses, plan each input-shape signature
+// once, launch directly on its first call and replay a CUDA graph on later calls.
+//
+// Graphs bake in addresses. Inputs and outputs change address every call, so a signature's graph
+// reads its inputs from staging buffers and writes its outputs to staging buffers; three kinds
+// of node surround the captured kernels: one byte-copy node per input (user -> staging), the
+// captured body, one per output (staging -> the fresh output). A replay patches those copy nodes'
+// two addresses (cuGraphExecKernelNodeSetParams) and launches once. The copies cost bandwidth, so
+// programs whose inputs and outputs are large (where launches are cheap next to the work) run
+// without a graph.
+#include "backend/cuda/cuda_program.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_device.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+// TRIPY_CUDA_GRAPHS=0 never replays graphs, =1 always does, unset: when inputs+outputs are small.
+int graph_mode() {
+  const char* v = std::getenv("TRIPY_CUDA_GRAPHS");
+  return v == nullptr ? -1 : std::atoi(v);
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t d : v) n *= d;
+  return n;
+}
+
+}  // namespace
+
+ModuleSet::~ModuleSet() {
+  for (CUmodule m : modules) (void)TRIPY_CUDA(cuModuleUnload(m));
+}
+
+CudaLoadedProgram::Signature::~Signature() {
+  if (exec) (void)TRIPY_CUDA(cuGraphExecDestroy(exec));
+}
+
+StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shared_ptr<const Program> program,
+                                                                        std::shared_ptr<ModuleSet> modules,
+                                                                        std::vector<KernelCode> kernels,
+                                                                        LayoutFunctions layout_fns) {
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  TRIPY_RETURN_IF_ERROR(make_current());
+  std::unique_ptr<CudaLoadedProgram> lp(new CudaLoadedProgram());
+  lp->program_ = std::move(program);
+  lp->modules_ = std::move(modules);
+  lp->kernels_ = std::move(kernels);
+  lp->layout_fns_ = std::move(layout_fns);
+  lp->sm_count_ = dev->sm_count;
+  CUstream s = default_stream();
+  for (const Tensor& c : lp->program_->constants) {
+    TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(c.dtype(), c.shape(), s));
+    if (c.nbytes() > 0)
+      TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), c.data(),
+                                       static_cast<size_t>(c.nbytes()), s));
+    lp->constants_.push_back(std::move(d));
+  }
+  TRIPY_CUDA_TRY(cuStreamSynchronize(s));
+  lp->last_stream_ = s;
+  return lp;
+}
+
+CudaLoadedProgram::~CudaLoadedProgram() {
+  if (make_current().ok() && last_stream_) (void)TRIPY_CUDA(cuStreamSynchronize(last_stream_));
+  signatures_.clear();
+}
+
+Status CudaLoadedProgram::set_stream(void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stream_ = stream;
+  return ok_status();
+}
+
+SourceRef CudaLoadedProgram::source_of(int32_t kernel) const {
+  const Kernel& k = program_->kernels[kernel];
+  if (k.source >= 0 && static_cast<size_t>(k.source) < program_->sources.size())
+    return std::make_shared<SourceInfo>(program_->sources[k.source]);
+  return nullptr;
+}
+
+void CudaLoadedProgram::drop_signatures() {
+  if (last_stream_) (void)TRIPY_CUDA(cuStreamSynchronize(last_stream_));
+  signatures_.clear();
+}
+
+StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::vector<int64_t>& slots,
+                                                                     CUstream stream) {
+  auto it = signatures_.find(slots);
+  if (it != signatures_.end()) return it->second.get();
+  if (signatures_.size() >= 64) drop_signatures();  // many shapes: start over rather than grow
+  const Program& p = *program_;
+  auto sig = std::make_unique<Signature>();
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    sig->shapes.push_back(p.buffer_shape(static_cast<int32_t>(b), slots));
+    const BufferDesc& d = p.buffers[b];
+    int64_t bytes = product(sig->shapes.back()) * dtype_size(d.dtype);
+    if (d.kind == BufferDesc::Kind::kTemp) sig->arena_bytes = std::max(sig->arena_bytes, d.offset + bytes);
+    if (d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) sig->io_bytes += bytes;
+  }
+  sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
+  bool needs_workspace = false;
+  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
+    const Kernel& k = p.kernels[ki];
+    Step step;
+    step.kernel = static_cast<int32_t>(ki);
+    Status st;
+    if (k.kind == KernelKind::kFused) {
+      auto l = plan_fused(p, k, kernels_[ki].layout, kernels_[ki].fn, slots, sm_count_);
+      if (!l.ok()) return l.status();
+      step.launches = std::move(l.value());
+    } else if (k.kind == KernelKind::kDot) {
+      TRIPY_ASSIGN_OR_RETURN(DotProblem pr, dot_problem(p, k, slots));
+      if (pr.m * pr.n == 0) continue;  // empty output
+      const AlgoBytes* algo = kernels_[ki].algo.empty() ? nullptr : &kernels_[ki].algo;
+      auto plan = DotPlan::create(pr, algo, 256, kDotWorkspaceBytes);
+      if (!plan.ok()) return Status(plan.status()).at(source_of(step.kernel));
+      step.dot = std::move(plan.value());
+      needs_workspace = true;
+      if (k.dot.activation == Activation::kGelu) {
+        const int32_t out = k.outputs[0];
+        const int64_t n = product(sig->shapes[out]);
+        Launch g;
+        g.fn = layout_fns_.at(gelu_function(p.buffers[out].dtype));
+        g.words = {0, n, 0};
+        g.ptrs = {{0, out, 0}};
+        g.vector_word = 2;
+        g.scalar_grid = g.grid = grid_for(n, 256, sm_count_);
+        g.vector_grid = grid_for((n + 7) / 8, 256, sm_count_);
+        step.launches.push_back(std::move(g));
+      }
+    } else {
+      auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
+      if (!l.ok()) return l.status();
+      step.launches = std::move(l.value());
+    }
+    sig->steps.push_back(std::move(step));
+  }
+  if (needs_workspace && !workspace_.defined()) {
+    TRIPY_ASSIGN_OR_RETURN(workspace_, empty_device(DType::kInt8, {int64_t(kDotWorkspaceBytes)}, stream));
+  }
+  Signature* raw = sig.get();
+  signatures_[slots] = std::move(sig);
+  return raw;
+}
+
+void CudaLoadedProgram::resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
+                                const std::vector<CUdeviceptr>& outputs) const {
+  const Program& p = *program_;
+  const size_t n = p.buffers.size();
+  base.assign(n, 0);
+  const CUdeviceptr arena = reinterpret_cast<CUdeviceptr>(arena_.data());
+  for (size_t i = 0; i < n; ++i) {
+    const BufferDesc& b = p.buffers[i];
+    switch (b.kind) {
+      case BufferDesc::Kind::kInput: base[i] = inputs[b.index]; break;
+      case BufferDesc::Kind::kConstant: base[i] = reinterpret_cast<CUdeviceptr>(constants_[b.index].data()); break;
+      case BufferDesc::Kind::kTemp: base[i] = arena + static_cast<CUdeviceptr>(b.offset); break;
+      case BufferDesc::Kind::kOutput: base[i] = outputs[b.index]; break;
+      case BufferDesc::Kind::kAlias: break;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    size_t b = i;
+    for (size_t steps = 0; p.buffers[b].kind == BufferDesc::Kind::kAlias && steps <= n; ++steps)
+      b = static_cast<size_t>(p.buffers[b].index);
+    base[i] = base[b];
+  }
+}
+
+Status CudaLoadedProgram::execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream) {
+  const Program& p = *program_;
+  for (Step& step : sig.steps) {
+    const Kernel& k = p.kernels[step.kernel];
+    Status st;
+    if (step.dot) {
+      const CUdeviceptr lhs = base[k.inputs[0]], rhs = base[k.inputs[1]], out = base[k.outputs[0]];
+      const CUdeviceptr bias = k.dot.has_bias ? base[k.inputs[2]] : 0;
+      // Addresses less aligned than the plan assumed need an algorithm that accepts them.
+      int align = dot_alignment(step.dot->problem(), {lhs, rhs, bias, out});
+      if (align < step.dot->alignment()) {
+        const AlgoBytes* algo = kernels_[step.kernel].algo.empty() ? nullptr : &kernels_[step.kernel].algo;
+        auto plan = DotPlan::create(step.dot->problem(), algo, align, kDotWorkspaceBytes);
+        if (!plan.ok()) return Status(plan.status()).at(source_of(step.kernel));
+        step.dot = std::move(plan.value());
+      }
+      st = step.dot->run(rhs, lhs, bias, out, reinterpret_cast<CUdeviceptr>(workspace_.data()),
+                         kDotWorkspaceBytes, stream);
+    }
+    for (Launch& l : step.launches) {
+      if (!st.ok()) break;
+      st = launch(l, base, stream);
+    }
+    if (!st.ok()) return st.note("in kernel '" + k.name + "'").at(source_of(step.kernel));
+  }
+  return ok_status();
+}
+
+Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>& base_in, CUstream stream) {
+  const Program& p = *program_;
+  // Staging buffers stand in for the inputs and outputs inside the graph.
+  std::vector<CUdeviceptr> in_ptrs(p.inputs.size(), 0), out_ptrs(p.outputs.size(), 0);
+  sig.staging.clear();
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const BufferDesc& d = p.buffers[b];
+    if (d.kind != BufferDesc::Kind::kInput && d.kind != BufferDesc::Kind::kOutput) continue;
+    TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(d.dtype, sig.shapes[b], stream));
+    (d.kind == BufferDesc::Kind::kInput ? in_ptrs : out_ptrs)[d.index] = reinterpret_cast<CUdeviceptr>(t.data());
+    sig.staging.push_back(std::move(t));
+  }
+  std::vector<CUdeviceptr> base;
+  resolve(base, in_ptrs, out_ptrs);
+  (void)base_in;
+
+  CUgraph body = nullptr, outer = nullptr;
+  TRIPY_CUDA_TRY(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  Status st = execute(sig, base, stream);
+  Status end = TRIPY_CUDA(cuStreamEndCapture(stream, &body));
+  TRIPY_RETURN_IF_ERROR(st);
+  TRIPY_RETURN_IF_ERROR(end);
+
+  st = TRIPY_CUDA(cuGraphCreate(&outer, 0));
+  const CUfunction copy_fn = layout_fns_.at("tripy_copy_bytes");
+  std::vector<CUgraphNode> in_nodes;
+  sig.copy_nodes.clear();
+  sig.copy_words.clear();
+  auto add_copy = [&](CUdeviceptr dst, CUdeviceptr src, int64_t bytes, const CUgraphNode* deps, size_t ndeps) {
+    sig.copy_words.push_back({static_cast<int64_t>(dst), static_cast<int64_t>(src), bytes});
+    void* params[] = {sig.copy_words.back().data()};
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = copy_fn;
+    kp.gridDimX = grid_for((bytes + 15) / 16, 256, sm_count_);
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 256;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = params;
+    CUgraphNode node = nullptr;
+    Status s = TRIPY_CUDA(cuGraphAddKernelNode(&node, outer, deps, ndeps, &kp));
+    sig.copy_nodes.push_back(node);
+    return s;
+  };
+  // Input copies first (their sources are patched per call); bytes == 0 still gets a node so
+  // node i always belongs to input buffer i.
+  std::vector<int64_t> io_bytes;
+  for (size_t b = 0; st.ok() && b < p.buffers.size(); ++b) {
+    const BufferDesc& d = p.buffers[b];
+    if (d.kind != BufferDesc::Kind::kInput) continue;
+    int64_t bytes = product(sig.shapes[b]) * dtype_size(d.dtype);
+    st = add_copy(in_ptrs[d.index], 0, bytes, nullptr, 0);
+    in_nodes.push_back(sig.copy_nodes.back());
+  }
+  CUgraphNode child = nullptr;
+  if (st.ok()) st = TRIPY_CUDA(cuGraphAddChildGraphNode(&child, outer, in_nodes.data(), in_nodes.size(), body));
+  for (size_t b = 0; st.ok() && b < p.buffers.size(); ++b) {
+    const BufferDesc& d = p.buffers[b];
+    if (d.kind != BufferDesc::Kind::kOutput) continue;
+    int64_t bytes = product(sig.shapes[b]) * dtype_size(d.dtype);
+    st = add_copy(0, out_ptrs[d.index], bytes, &child, 1);
+  }
+  if (st.ok()) st = TRIPY_CUDA(cuGraphInstantiateWithFlags(&sig.exec, outer, 0));
+  if (outer) (void)TRIPY_CUDA(cuGraphDestroy(outer));
+  (void)TRIPY_CUDA(cuGraphDestroy(body));
+  return st;
+}
+
+Status CudaLoadedProgram::replay(Signature& sig, const std::vector<Tensor>& inputs,
+                                 const std::vector<Tensor>& outputs, CUstream stream) {
+  const Program& p = *program_;
+  size_t node = 0;
+  auto patch = [&](CUdeviceptr dst, CUdeviceptr src) {
+    std::vector<int64_t>& w = sig.copy_words[node];
+    if (dst) w[0] = static_cast<int64_t>(dst);
+    if (src) w[1] = static_cast<int64_t>(src);
+    void* params[] = {w.data()};
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = layout_fns_.at("tripy_copy_bytes");
+    kp.gridDimX = grid_for((w[2] + 15) / 16, 256, sm_count_);
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 256;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = params;
+    return TRIPY_CUDA(cuGraphExecKernelNodeSetParams(sig.exec, sig.copy_nodes[node++], &kp));
+  };
+  for (const BufferDesc& d : p.buffers)
+    if (d.kind == BufferDesc::Kind::kInput)
+      TRIPY_RETURN_IF_ERROR(patch(0, reinterpret_cast<CUdeviceptr>(inputs[d.index].data())));
+  for (const BufferDesc& d : p.buffers)
+    if (d.kind == BufferDesc::Kind::kOutput)
+      TRIPY_RETURN_IF_ERROR(patch(reinterpret_cast<CUdeviceptr>(outputs[d.index].data()), 0));
+  return TRIPY_CUDA(cuGraphLaunch(sig.exec, stream));
+}
+
+StatusOr<std::vector<Tensor>> CudaLoadedProgram::run(const std::vector<Tensor>& inputs,
+                                                     const std::vector<int64_t>& slots) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TRIPY_RETURN_IF_ERROR(make_current());
+  const Program& p = *program_;
+  CUstream stream = stream_ ? static_cast<CUstream>(stream_) : default_stream();
+  if (stream != last_stream_) {
+    // The previous stream's work may still use the arena and staging buffers.
+    if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
+    last_stream_ = stream;
+  }
+  if (inputs.size() != p.inputs.size())
+    return invalid_argument("expected " + std::to_string(p.inputs.size()) + " inputs, got " +
+                            std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].device().kind != Device::Kind::kGpu && inputs[i].numel() > 0)
+      return invalid_argument("input '" + p.inputs[i].name + "' is on " + inputs[i].device().str() +
+                              ", but this executable runs on gpu:0 (use tp.copy to move it)");
+
+  TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
+  if (sig->arena_bytes > arena_capacity_) {
+    // Graphs hold the old arena's addresses: drop them along with it.
+    for (auto& [key, s] : signatures_) {
+      if (s->exec) (void)TRIPY_CUDA(cuGraphExecDestroy(s->exec));
+      s->exec = nullptr;
+    }
+    int64_t bytes = (sig->arena_bytes + 255) / 256 * 256;
+    TRIPY_ASSIGN_OR_RETURN(arena_, empty_device(DType::kInt8, {bytes}, stream));
+    arena_capacity_ = bytes;
+  }
+  std::vector<Tensor> outputs(p.outputs.size());
+  std::vector<CUdeviceptr> in_ptrs(inputs.size()), out_ptrs(outputs.size());
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const BufferDesc& d = p.buffers[b];
+    if (d.kind != BufferDesc::Kind::kOutput) continue;
+    TRIPY_ASSIGN_OR_RETURN(outputs[d.index], empty_device(d.dtype, sig->shapes[b], stream));
+    out_ptrs[d.index] = reinterpret_cast<CUdeviceptr>(outputs[d.index].data());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) in_ptrs[i] = reinterpret_cast<CUdeviceptr>(inputs[i].data());
+
+  const int mode = graph_mode();
+  const int64_t graph_limit = (int64_t{2} << 20) + (int64_t{512} << 10) * static_cast<int64_t>(sig->steps.size());
+  bool use_graph = mode != 0 && !sig->graph_failed && stream != nullptr && ++sig->calls >= 2 &&
+                   (mode == 1 || sig->io_bytes <= graph_limit);
+  if (use_graph && !sig->exec) {
+    Status st = capture(*sig, {}, stream);
+    if (!st.ok()) {
+      // Capture is an optimisation: fall back to direct launches for this signature.
+      sig->graph_failed = true;
+      if (sig->exec) (void)TRIPY_CUDA(cuGraphExecDestroy(sig->exec));
+      sig->exec = nullptr;
+      use_graph = false;
+    }
+  }
+  if (use_graph) {
+    TRIPY_RETURN_IF_ERROR(replay(*sig, inputs, outputs, stream));
+    return outputs;
+  }
+  std::vector<CUdeviceptr> base;
+  resolve(base, in_ptrs, out_ptrs);
+  TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
+  return outputs;
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,92 @@
+// A Program loaded on the GPU: modules, device constants, arena, and per input-shape signature a
+// plan of launches that is replayed as one CUDA graph from its second call on.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_launch.h"
+
+namespace tripy::rt::cuda {
+
+// Loaded modules, unloaded when the last program using them goes.
+struct ModuleSet {
+  std::vector<CUmodule> modules;
+  ~ModuleSet();
+};
+
+// What load() resolved for each kernel of the program.
+struct KernelCode {
+  CUfunction fn = nullptr;  // kFused
+  FusedLayout layout;       // kFused
+  AlgoBytes algo;           // kDot: the tuned algorithm, or empty
+};
+
+class CudaLoadedProgram final : public LoadedProgram {
+ public:
+  static StatusOr<std::unique_ptr<CudaLoadedProgram>> create(std::shared_ptr<const Program> program,
+                                                             std::shared_ptr<ModuleSet> modules,
+                                                             std::vector<KernelCode> kernels,
+                                                             LayoutFunctions layout_fns);
+  ~CudaLoadedProgram() override;
+
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
+                                    const std::vector<int64_t>& slots) override;
+
+  // The stream runs are enqueued on (a CUstream; nullptr: the backend's default stream). Switching
+  // waits for the work already enqueued on the old one, since both would share the arena.
+  Status set_stream(void* stream);
+  void* stream() const { return stream_; }
+
+ private:
+  struct Step {
+    int32_t kernel = 0;
+    std::vector<Launch> launches;   // fused and layout kernels, and GELU after a dot
+    std::unique_ptr<DotPlan> dot;   // kDot
+  };
+  struct Signature {
+    std::vector<std::vector<int64_t>> shapes;  // per buffer
+    std::vector<Step> steps;
+    int64_t arena_bytes = 0;
+    int64_t io_bytes = 0;
+    int calls = 0;
+    bool graph_failed = false;
+    CUgraphExec exec = nullptr;
+    std::vector<Tensor> staging;  // per input, then per output
+    std::vector<CUgraphNode> copy_nodes;
+    std::vector<std::vector<int64_t>> copy_words;  // {dst, src, bytes} per copy node
+    ~Signature();
+  };
+
+  CudaLoadedProgram() = default;
+  StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
+  Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
+  Status capture(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
+  Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                CUstream stream);
+  void resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
+               const std::vector<CUdeviceptr>& outputs) const;
+  SourceRef source_of(int32_t kernel) const;
+  void drop_signatures();
+
+  std::shared_ptr<const Program> program_;
+  std::shared_ptr<ModuleSet> modules_;
+  std::vector<KernelCode> kernels_;
+  LayoutFunctions layout_fns_;
+  int sm_count_ = 1;
+  std::vector<Tensor> constants_;  // on the device
+  Tensor arena_, workspace_;
+  int64_t arena_capacity_ = 0;
+  std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
+  void* stream_ = nullptr;
+  CUstream last_stream_ = nullptr;
+  std::mutex mutex_;
+};
+
+}  // namespace tripy::rt::cuda
