@@ -143,7 +143,8 @@ class Verifier {
         }
         Shape want;
         for (size_t i = 0; i < n; ++i) {
-          if (op.steps[i].is_static() && op.steps[i].static_value() <= 0) return fail(&op, "steps must be positive");
+          // Negative steps walk backwards (flip); zero would repeat one element forever.
+          if (op.steps[i].is_static() && op.steps[i].static_value() == 0) return fail(&op, "steps must not be 0");
           want.push_back(Dim::make(DimOp::kCeilDiv, op.limits[i] - op.starts[i], op.steps[i]));
         }
         return expect_shape(op, want, r.shape, "the result");

@@ -82,6 +82,19 @@ TEST(FlatVerify, RejectsMismatchedShapes) {
   EXPECT_NE(st.message().find("add"), std::string::npos) << st.message();
 }
 
+TEST(FlatVerify, AcceptsNegativeSliceStepsButNotZero) {
+  auto g = parse_graph("%0 : f32[2, 5] = parameter() {index = 0}\n"
+                       "%1 : f32[2, 5] = slice(%0) {starts = [0, 4], limits = [2, -1], steps = [1, -1]}\n"
+                       "return %1\n");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Status st = verify(*g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto z = parse_graph("%0 : f32[2] = parameter() {index = 0}\n"
+                       "%1 : f32[2] = slice(%0) {starts = [0], limits = [2], steps = [0]}\nreturn %1\n");
+  ASSERT_TRUE(z.ok());
+  EXPECT_FALSE(verify(*z).ok());
+}
+
 TEST(FlatVerify, RejectsBadDot) {
   auto g = parse_graph("%0 : f32[2, 3] = parameter() {index = 0}\n"
                        "%1 : f32[4, 2] = parameter() {index = 1}\n"
