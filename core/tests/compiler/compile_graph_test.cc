@@ -108,6 +108,58 @@ return %1, %0, %2, %1
   EXPECT_EQ(values((*out)[3]), (std::vector<float>{5, 7, 9}));
 }
 
+TEST(CompileGraph, ArgmaxPatternIsOneKernelWithTwoReductions) {
+  auto g = flat::parse_graph(R"(%0 : f32[3, 4] = parameter() {index = 0, name = "x"}
+%1 : f32[3] = reduce_max(%0) {dims = [1]}
+%2 : f32[3, 4] = broadcast(%1) {dims = [0]}
+%3 : i1[3, 4] = eq(%0, %2)
+%4 : i32[3, 4] = iota() {dims = [1]}
+%5 : i32[] = constant() {value = [2147483647]}
+%6 : i32[3, 4] = broadcast(%5) {dims = []}
+%7 : i32[3, 4] = select(%3, %4, %6)
+%8 : i32[3] = reduce_min(%7) {dims = [1]}
+return %8
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::string program;
+  CompileOptions options;
+  options.dump = [&](const std::string& stage, const std::string& text) {
+    if (stage == "program") program = text;
+  };
+  auto exe = compile_graph(std::move(g.value()), options);
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  size_t kernels = 0;
+  for (size_t at = program.find(" = fused '"); at != std::string::npos; at = program.find(" = fused '", at + 1)) ++kernels;
+  EXPECT_EQ(kernels, 1u) << program;
+  auto out = exe->run({host({3, 4}, {1, 9, 3, 9, 0, 0, 0, 0, -1, -2, -3, 5})});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  ASSERT_EQ((*out)[0].dtype(), DType::kInt32);
+  const int32_t* p = static_cast<const int32_t*>((*out)[0].data());
+  EXPECT_EQ(std::vector<int32_t>(p, p + 3), (std::vector<int32_t>{1, 0, 3}));
+}
+
+TEST(CompileGraph, SliceConcatGatherAndDynamicShapes) {
+  auto exe = compile_text(R"(sym n [1, 3, 6]
+%0 : f32[n, 2] = parameter() {index = 0, name = "x"}
+%1 : i32[2] = parameter() {index = 1, name = "idx"}
+%2 : f32[n, 2] = slice(%0) {starts = [(n - 1), 0], limits = [-1, 2], steps = [-1, 1]}
+%3 : f32[(n * 2), 2] = concatenate(%0, %2) {dims = [0]}
+%4 : f32[2, 2] = gather(%3, %1) {dims = [0]}
+%5 : f32[2, 2] = exp(%4)
+return %5, %3
+)");
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  auto idx = Tensor::empty_host(DType::kInt32, {2});
+  static_cast<int32_t*>(idx.data())[0] = 3;
+  static_cast<int32_t*>(idx.data())[1] = 0;
+  auto out = exe->run({host({3, 2}, {1, 2, 3, 4, 5, 6}), idx});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  EXPECT_EQ(values((*out)[1]), (std::vector<float>{1, 2, 3, 4, 5, 6, 5, 6, 3, 4, 1, 2}));
+  std::vector<float> got = values((*out)[0]);
+  std::vector<float> want = {5, 6, 1, 2};
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], std::exp(want[i]), 1e-3);
+}
+
 TEST(CompileGraph, NoBackendForGpuIsUnavailableOrWorks) {
   auto g = flat::parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = neg(%0)\nreturn %1\n");
   ASSERT_TRUE(g.ok());
