@@ -24,6 +24,7 @@ class ProgramBuilder {
 
   StatusOr<rt::Program> build() {
     TRIPY_ASSIGN_OR_RETURN(flat::FusionPlan plan, flat::plan_fusion(g_));
+    if (options_.dump_fusion) options_.dump_fusion(flat::fusion_plan_str(g_, plan));
     TRIPY_RETURN_IF_ERROR(add_inputs());
     TRIPY_RETURN_IF_ERROR(add_assertions());
     claim_outputs(plan);

@@ -2,6 +2,7 @@
 // every value a kernel writes or reads, kernels from the fusion plan, and the arena layout.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@ namespace tripy::compiler {
 
 struct BuildProgramOptions {
   std::vector<std::string> output_names;  // one per graph output, or empty for "" names
+  // Called with the fusion plan's text (fusion_plan_str) when set, for the "fusion" dump.
+  std::function<void(const std::string&)> dump_fusion;
 };
 
 // The graph should be optimised already (passes); this reorders reductions for fusion itself.

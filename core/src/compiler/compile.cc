@@ -15,6 +15,17 @@ Status verified(const flat::Graph& g, const char* stage) {
   return st;
 }
 
+// Debug builds check the IR after every pass, so a broken rewrite is caught where it happens.
+Status debug_verified(const flat::Graph& g, const char* pass) {
+#ifndef NDEBUG
+  return verified(g, pass);
+#else
+  (void)g;
+  (void)pass;
+  return ok_status();
+#endif
+}
+
 }  // namespace
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
@@ -25,8 +36,11 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
   if (options.optimization_level > 0) {
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
+    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
     graph = flat::simplify(graph);
+    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
     graph = flat::cse(graph);
+    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
   }
   graph = flat::dce(graph);
   dump("flat.optimized", graph.str());
@@ -34,6 +48,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
 
   compiler::BuildProgramOptions build_program_options;
   build_program_options.output_names = options.output_names;
+  if (options.dump) build_program_options.dump_fusion = [&](const std::string& text) { dump("fusion", text); };
   TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph, build_program_options));
   dump("program", compiler::program_str(program));
   if (Status st = rt::validate_program(program); !st.ok()) {
