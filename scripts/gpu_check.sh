@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine from the repo root (make test-gpu): configures with the carried Debian
+# packages in .deps/ (scripts/fetch_gpu_deps.sh makes it), builds with Ninja, runs ctest, pytest
+# and, if present, bench/gpu_bench.py. Logs go to $OUT when set (the device tool returns them).
+#   device tool: run(command="bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
+# TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG="${OUT:-/tmp}"
+mkdir -p "$LOG"
+STEPS="${TRIPY_GPU_CHECK_STEPS:-build ctest pytest bench}"
+DEPS="$PWD/.deps/usr"
+export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TRIPY_CACHE_DIR="${TRIPY_CACHE_DIR:-$PWD/build-gpu/kernel-cache}"
+export PYTHONUNBUFFERED=1
+PY="$(command -v python3)"
+status=0
+step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+run() {  # run NAME CMD...: tee into $LOG/NAME.log, remember failure
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$SECONDS
+  "$@" 2>&1 | tee "$LOG/$name.log" | tail -n "${TRIPY_GPU_CHECK_TAIL:-25}"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc ($((SECONDS - t0)) s)"
+  [ "$rc" = 0 ] || status=1
+  return "$rc"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+if step build; then
+  [ -d "$DEPS" ] || echo "warning: .deps missing (run scripts/fetch_gpu_deps.sh here and carry .deps)"
+  run configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$DEPS" -Dpybind11_DIR="$($PY -m pybind11 --cmakedir)" \
+    -DPython_EXECUTABLE="$PY" -DPython3_EXECUTABLE="$PY"
+  # -k 0: one broken target (work in progress elsewhere) must not hide the others' results.
+  run build cmake --build build-gpu -j16 -- -k 0
+fi
+if step ctest; then
+  (cd build-gpu && run ctest ctest --output-on-failure -j8 --timeout 300)
+fi
+if step pytest; then
+  run pytest env PYTHONPATH="$PWD/python" "$PY" -m pytest -q --timeout=300 tests
+fi
+if step bench && [ -f bench/gpu_bench.py ]; then
+  run bench env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py
+fi
+echo "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
+exit $status
