@@ -102,6 +102,26 @@ return %17
             "%17 = dot(%0, %1, %2) {transpose_rhs, bias, gelu}\n");
 }
 
+TEST(Fusion, Float16GeluIsRecognisedDespiteRounding) {
+  EXPECT_EQ(plan_of(R"(%0 : f16[4, 16] = parameter() {index = 0}
+%1 : f16[16, 32] = parameter() {index = 1}
+%4 : f16[4, 32] = dot(%0, %1)
+%7 : f16[] = constant() {value = [0.707106781]}
+%8 : f16[4, 32] = broadcast(%7) {dims = []}
+%9 : f16[4, 32] = mul(%8, %4)
+%10 : f16[4, 32] = erf(%9)
+%11 : f16[] = constant() {value = [1]}
+%12 : f16[4, 32] = broadcast(%11) {dims = []}
+%13 : f16[4, 32] = add(%12, %10)
+%14 : f16[] = constant() {value = [0.5]}
+%15 : f16[4, 32] = broadcast(%14) {dims = []}
+%16 : f16[4, 32] = mul(%4, %15)
+%17 : f16[4, 32] = mul(%13, %16)
+return %17
+)"),
+            "%13 = dot(%0, %1) {gelu}\n");
+}
+
 TEST(Fusion, DotEpilogueNeedsSingleUse) {
   // The biased value is also an output, so the add cannot disappear into the GEMM.
   EXPECT_EQ(plan_of(R"(%0 : f32[4, 16] = parameter() {index = 0}

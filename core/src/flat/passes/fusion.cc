@@ -257,13 +257,16 @@ void Planner::absorb(int32_t gi, int32_t op_index) {
 // either order. Returns the final op (after absorbing the pattern into the dot) or -1.
 int32_t Planner::match_gelu(int32_t gi, ValueId x) {
   if (uses_[x] != 2 || users_[x].size() != 2) return -1;
+  // 1/sqrt(2) rounded to the value's dtype: float16 keeps 11 bits, bfloat16 8.
+  const DType dt = g_.values[x].dtype;
+  const double tol = dt == DType::kFloat32 ? 1e-6 : dt == DType::kFloat16 ? 1e-3 : 1e-2;
   auto other_operand = [&](const Op& op, ValueId v) {
     return op.operands[0] == v ? op.operands[1] : op.operands[0];
   };
   auto is_mul_by = [&](int32_t i, double c) {
     const Op& op = g_.ops[i];
     return op.kind == OpKind::kElementwise && op.fn == EwOp::kMul && op.operands[0] != op.operands[1] &&
-           is_splat_of(g_, other_operand(op, x), c, 1e-6);
+           is_splat_of(g_, other_operand(op, x), c, tol);
   };
   int32_t a = users_[x][0], b = users_[x][1];
   if (is_mul_by(a, 0.5)) std::swap(a, b);
