@@ -44,9 +44,9 @@ class LowerCtx {
   flat::ValueId emit(flat::Op op, DType dtype, Shape shape, const std::string& reason = "");
   flat::ValueId ew(EwOp fn, std::vector<flat::ValueId> operands, DType dtype);  // result shape of operand 0
   flat::ValueId scalar(double v, DType dtype);  // rank-0 constant
-  flat::ValueId splat(double v, DType dtype, const Shape& shape);
+  flat::ValueId splat(double v, DType dtype, Shape shape);
   // Broadcasts `v` (numpy rules: align trailing dims) to `shape`; no-op when already there.
-  flat::ValueId broadcast_to(flat::ValueId v, const Shape& shape, const std::string& reason);
+  flat::ValueId broadcast_to(flat::ValueId v, Shape shape, const std::string& reason);
   flat::ValueId reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims);
   flat::ValueId reshape(flat::ValueId v, Shape shape, const std::string& reason = "");
 

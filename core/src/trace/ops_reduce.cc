@@ -80,7 +80,7 @@ flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const st
 
 // The number of reduced elements as a value of `dt` (computed in the graph when dynamic).
 flat::ValueId reduced_count(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims, DType dt) {
-  const Shape& s = c.value(x).shape;
+  Shape s = c.value(x).shape;
   Dim n = 1;
   for (int64_t d : dims) n = n * s[d];
   if (n.is_static()) return c.scalar(static_cast<double>(n.static_value()), dt);
@@ -106,7 +106,7 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
   flat::ValueId x = c.in(0);
   DType dt = c.value(x).dtype;
-  const Shape& s = c.value(x).shape;
+  Shape s = c.value(x).shape;
   flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
   flat::ValueId sq = c.reduce(EwOp::kReduceSum, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
   flat::ValueId n = reduced_count(c, x, dims, dt);
@@ -118,7 +118,7 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
 StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
   flat::ValueId x = c.in(0);
-  const Shape& s = c.value(x).shape;
+  Shape s = c.value(x).shape;
   bool is_max = c.node().def->name == "argmax";
   flat::ValueId best = unreduce(c, c.reduce(is_max ? EwOp::kReduceMax : EwOp::kReduceMin, x, dims), s, dims);
   // Flattened index over the reduced dims: sum of iota(d) * stride(d).
@@ -159,7 +159,7 @@ StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
   flat::ValueId x = c.in(0);
   DType dt = c.value(x).dtype;
-  const Shape& s = c.value(x).shape;
+  Shape s = c.value(x).shape;
   flat::ValueId m = unreduce(c, c.reduce(EwOp::kReduceMax, x, dims), s, dims);
   flat::ValueId e = c.ew(EwOp::kExp, {c.ew(EwOp::kSub, {x, m}, dt)}, dt);
   flat::ValueId sum = unreduce(c, c.reduce(EwOp::kReduceSum, e, dims), s, dims);
@@ -188,7 +188,7 @@ Status infer_layernorm(InferCtx& ctx) {
 StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
   flat::ValueId x = c.in(0);
   DType dt = c.value(x).dtype;
-  const Shape& s = c.value(x).shape;
+  Shape s = c.value(x).shape;
   int64_t rank = static_cast<int64_t>(s.size());
   std::vector<int64_t> dims;
   for (int64_t i = rank - c.node().attrs.axis; i < rank; ++i) dims.push_back(i);

@@ -206,12 +206,13 @@ flat::ValueId LowerCtx::scalar(double v, DType dtype) {
   return emit(std::move(op), dtype, {});
 }
 
-flat::ValueId LowerCtx::splat(double v, DType dtype, const Shape& shape) {
-  return broadcast_to(scalar(v, dtype), shape, "");
+flat::ValueId LowerCtx::splat(double v, DType dtype, Shape shape) {
+  return broadcast_to(scalar(v, dtype), std::move(shape), "");
 }
 
-flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, const Shape& shape, const std::string& reason) {
-  const Shape& from = graph_.value(v).shape;
+flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, Shape shape, const std::string& reason) {
+  // Copies: emitting ops grows graph_.values, which would invalidate references into it.
+  const Shape from = graph_.value(v).shape;
   if (same_shape(from, shape)) return v;
   flat::Op op;
   op.kind = flat::OpKind::kBroadcast;
@@ -233,11 +234,11 @@ flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, const Shape& shape, const 
     }
   }
   DType dt = graph_.value(v).dtype;
-  return emit(std::move(op), dt, shape, reason);
+  return emit(std::move(op), dt, std::move(shape), reason);
 }
 
 flat::ValueId LowerCtx::reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims) {
-  const flat::Value& val = graph_.value(v);
+  const flat::Value val = graph_.value(v);
   Shape out;
   for (size_t i = 0; i < val.shape.size(); ++i)
     if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) == dims.end()) out.push_back(val.shape[i]);

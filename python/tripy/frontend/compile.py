@@ -13,11 +13,12 @@ from tripy.utils.stack_info import capture_user_frames
 
 
 def _signature_of(func):
+    """The parameters a user sees: a Module's own __call__, or its forward when it defines that."""
+    from tripy.frontend.module import Module
+
     target = func
-    if not inspect.isfunction(func) and not inspect.ismethod(func) and callable(func):
-        target = getattr(type(func), "forward", None) if "forward" in type(func).__dict__ else func.__call__
-        if target is not func.__call__:
-            target = getattr(func, "forward")
+    if isinstance(func, Module) and type(func).__call__ is Module.__call__ and hasattr(func, "forward"):
+        target = func.forward
     try:
         return inspect.signature(target)
     except (TypeError, ValueError):

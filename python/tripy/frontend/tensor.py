@@ -44,7 +44,13 @@ class Tensor:
         if isinstance(data, Tensor):
             node = data._node
         elif hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
-            node = _C.from_dlpack(data, frames)
+            try:
+                node = _C.from_dlpack(data, frames)
+            except BufferError:
+                # Older exporters (numpy < 1.25) cannot export bool through DLPack.
+                if not hasattr(data, "tolist"):
+                    raise
+                node = _C.from_list(data.tolist(), None if dtype is None else dtype.name, str(target), frames)
         else:
             node = _C.from_list(data, None if dtype is None else dtype.name, str(target), frames)
         self._node = node
