@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/memory_plan.h"
 #include "compiler/shape_slots.h"
@@ -128,16 +129,32 @@ class ProgramBuilder {
     return std::max<int64_t>(0, num_elements(val.shape).upper_bound(g_.symbols)) * dtype_size(val.dtype);
   }
 
-  // Which graph outputs a kernel can write directly: values a kernel computes, first occurrence.
+  // Which graph outputs a kernel can write directly: values a kernel computes (first occurrence),
+  // and reshapes of such values (the kernel writes through an alias of the output buffer, so
+  // keepdim reductions and flattened results need no copy).
   void claim_outputs(const flat::FusionPlan& plan) {
     p_.outputs.assign(g_.outputs.size(), -1);
-    std::map<ValueId, int32_t> first;
-    for (size_t i = 0; i < g_.outputs.size(); ++i) first.emplace(g_.outputs[i], static_cast<int32_t>(i));
+    std::map<ValueId, ValueId> reshaped_from;  // reshape result -> its operand
+    std::set<ValueId> computed;
     for (const FusionGroup& grp : plan.groups) {
-      if (grp.kind == GroupKind::kAlias) continue;
-      for (ValueId v : grp.outputs) {
-        auto it = first.find(v);
-        if (it != first.end()) claimed_[v] = it->second;
+      if (grp.kind == GroupKind::kAlias) {
+        reshaped_from[grp.outputs[0]] = grp.inputs[0];
+      } else {
+        computed.insert(grp.outputs.begin(), grp.outputs.end());
+      }
+    }
+    std::set<ValueId> seen;
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      ValueId v = g_.outputs[i];
+      if (!seen.insert(v).second) continue;
+      if (computed.count(v)) claimed_[v] = Claim{static_cast<int32_t>(i), v};
+    }
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      ValueId v = g_.outputs[i], base = v;
+      if (computed.count(v) || std::count(g_.outputs.begin(), g_.outputs.begin() + i, v)) continue;
+      while (reshaped_from.count(base)) base = reshaped_from[base];
+      if (base != v && computed.count(base) && !claimed_.count(base)) {
+        claimed_[base] = Claim{static_cast<int32_t>(i), v};
       }
     }
   }
@@ -170,10 +187,22 @@ class ProgramBuilder {
     b.max_bytes = max_bytes(v);
     auto it = claimed_.find(v);
     if (it != claimed_.end()) {
-      b.kind = BufferDesc::Kind::kOutput;
-      b.index = it->second;
-      buffer_of_[v] = add_buffer(std::move(b));
-      p_.outputs[it->second] = buffer_of_[v];
+      const auto [output, shaped_as] = it->second;
+      BufferDesc out = b;
+      out.kind = BufferDesc::Kind::kOutput;
+      out.index = output;
+      if (shaped_as != v) {
+        TRIPY_ASSIGN_OR_RETURN(out.shape, slots_.slots(g_.values[shaped_as].shape));
+      }
+      p_.outputs[output] = add_buffer(std::move(out));
+      buffer_of_[v] = p_.outputs[output];
+      if (shaped_as != v) {
+        // The kernel writes the output's bytes in its own shape.
+        b.kind = BufferDesc::Kind::kAlias;
+        b.index = p_.outputs[output];
+        b.max_bytes = 0;
+        buffer_of_[v] = add_buffer(std::move(b));
+      }
     } else {
       b.kind = BufferDesc::Kind::kTemp;
       buffer_of_[v] = add_buffer(std::move(b));
@@ -303,7 +332,11 @@ class ProgramBuilder {
   ShapeSlots slots_;
   std::vector<int32_t> buffer_of_;
   std::vector<ValueId> input_values_;
-  std::map<ValueId, int32_t> claimed_;  // value -> the output number its kernel writes
+  struct Claim {
+    int32_t output;      // the output number the value's kernel writes
+    ValueId shaped_as;   // the output value (the value itself, or a reshape of it)
+  };
+  std::map<ValueId, Claim> claimed_;
   std::map<const SourceInfo*, int32_t> sources_;
 };
 

@@ -138,6 +138,22 @@ return %0, %1, %1, %2
   EXPECT_EQ(p.arena_bytes, 0);
 }
 
+TEST(BuildProgram, ReshapedResultsAreWrittenStraightIntoTheOutput) {
+  rt::Program p = built(R"(%0 : f32[4, 6] = parameter() {index = 0}
+%1 : f32[4] = reduce_sum(%0) {dims = [1]}
+%2 : f32[4, 1] = reshape(%1)
+%3 : f32[24] = reshape(%0)
+return %2, %3
+)");
+  ASSERT_EQ(p.kernels.size(), 2u);  // the reduction, and a copy for the input's reshape
+  EXPECT_EQ(p.kernels[0].kind, rt::KernelKind::kFused);
+  EXPECT_EQ(p.kernels[1].kind, rt::KernelKind::kCopy);
+  const rt::BufferDesc& written = p.buffers[p.kernels[0].outputs[0]];
+  EXPECT_EQ(written.kind, rt::BufferDesc::Kind::kAlias);
+  EXPECT_EQ(written.index, p.outputs[0]);
+  EXPECT_EQ(p.buffers[p.outputs[0]].shape.size(), 2u);
+}
+
 TEST(BuildProgram, ReshapeIsAnAlias) {
   rt::Program p = built(R"(%0 : f32[4, 6] = parameter() {index = 0}
 %1 : f32[4, 6] = exp(%0)

@@ -96,12 +96,20 @@ TEST(CompileGraph, ReduceOverLeadingDimAndOutputsThatNeedCopies) {
   auto exe = compile_text(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
 %1 : f32[3] = reduce_sum(%0) {dims = [0]}
 %2 : f32[3, 2] = reshape(%0)
-return %1, %0, %2, %1
+%3 : f32[3, 1] = reshape(%1)
+%4 : f32[6] = reshape(%2)
+%5 : f32[6] = neg(%4)
+%6 : f32[2, 3] = reshape(%5)
+return %1, %0, %2, %1, %3, %6
 )");
   ASSERT_TRUE(exe.ok()) << format_error(exe.status());
   auto out = exe->run({host({2, 3}, {1, 2, 3, 4, 5, 6})});
   ASSERT_TRUE(out.ok()) << format_error(out.status());
-  ASSERT_EQ(out->size(), 4u);
+  ASSERT_EQ(out->size(), 6u);
+  EXPECT_EQ((*out)[4].shape(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(values((*out)[4]), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ((*out)[5].shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values((*out)[5]), (std::vector<float>{-1, -2, -3, -4, -5, -6}));
   EXPECT_EQ(values((*out)[0]), (std::vector<float>{5, 7, 9}));
   EXPECT_EQ(values((*out)[1]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ((*out)[2].shape(), (std::vector<int64_t>{3, 2}));
