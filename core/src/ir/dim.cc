@@ -160,7 +160,6 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
     case DimOp::kCeilDiv:
       if (b.is_static() && b.static_value() == 1) return a;
       if (a.is_static() && a.static_value() == 0) return a;
-      if (a.same_as(b)) return Dim(int64_t{1});  // dims are positive sizes
       // (x * c) // c == x
       if (b.is_static() && b.static_value() > 0 && a.op() == DimOp::kMul && a.rhs().is_static() &&
           a.rhs().static_value() % b.static_value() == 0) {
