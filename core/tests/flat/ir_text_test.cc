@@ -41,6 +41,20 @@ TEST(FlatText, RoundTrips) {
   EXPECT_EQ(g->symbols.symbols[0].max, 8);
 }
 
+TEST(FlatText, DimExpressionsRoundTrip) {
+  const char* text = "sym a [1, 2, 8]\nsym b [1, 3, 8]\n"
+                     "%0 : f32[a, b] = parameter() {index = 0}\n"
+                     "%1 : f32[max(a, b), ceildiv(a, 2), (a % 3), (b // 2), (4 - a), min(a, 5)] = parameter() {index = 1}\n"
+                     "return %1\n";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->str(), text);
+  // Sums are canonical whatever order the text used.
+  auto h = parse_graph("sym a [1, 2, 8]\nsym b [1, 3, 8]\n%0 : f32[(b + a + 1)] = parameter() {index = 0}\nreturn %0\n");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_NE(h->str().find("f32[((a + b) + 1)]"), std::string::npos) << h->str();
+}
+
 TEST(FlatText, LargeConstantsGetADeterministicPattern) {
   auto a = parse_graph("%0 : f32[100] = constant() {value = <100 elements>}\nreturn %0\n");
   auto b = parse_graph("%0 : f32[100] = constant() {value = <100 elements>}\nreturn %0\n");
