@@ -38,12 +38,25 @@ class Cursor {
     if (consume(tok)) return ok_status();
     return error("expected '" + std::string(tok) + "'");
   }
-  std::string ident() {
+  // A name; symbol names may also carry indices ("x.shape[0]", as the frontend names dims).
+  std::string ident(bool symbol = false) {
     skip_ws();
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
-                                 s_[pos_] == '.')) {
-      ++pos_;
+    while (pos_ < s_.size()) {
+      char c = s_[pos_];
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') {
+        ++pos_;
+        continue;
+      }
+      if (symbol && c == '[' && pos_ > start) {
+        size_t end = pos_ + 1;
+        while (end < s_.size() && std::isdigit(static_cast<unsigned char>(s_[end]))) ++end;
+        if (end > pos_ + 1 && end < s_.size() && s_[end] == ']') {
+          pos_ = end + 1;
+          continue;
+        }
+      }
+      break;
     }
     return std::string(s_.substr(start, pos_ - start));
   }
@@ -123,7 +136,7 @@ class Parser {
   }
 
   Status parse_symbol(Cursor& c) {
-    std::string name = c.ident();
+    std::string name = c.ident(true);
     if (name.empty()) return c.error("expected a symbol name");
     int64_t b[3];
     TRIPY_RETURN_IF_ERROR(c.expect("["));
@@ -215,7 +228,7 @@ class Parser {
       TRIPY_ASSIGN_OR_RETURN(int64_t v, c.integer());
       return Dim(v);
     }
-    std::string name = c.ident();
+    std::string name = c.ident(true);
     static const std::map<std::string, DimOp> kFuncs = {
         {"max", DimOp::kMax}, {"min", DimOp::kMin}, {"ceildiv", DimOp::kCeilDiv}};
     auto f = kFuncs.find(name);

@@ -49,6 +49,11 @@ TEST(FlatText, DimExpressionsRoundTrip) {
   auto g = parse_graph(text);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(g->str(), text);
+  // The frontend names dims after their input ("x.shape[0]").
+  const char* indexed = "sym x.shape[0] [1, 2, 4]\n%0 : f32[x.shape[0], 3] = parameter() {index = 0}\nreturn %0\n";
+  auto i = parse_graph(indexed);
+  ASSERT_TRUE(i.ok()) << i.status().message();
+  EXPECT_EQ(i->str(), indexed);
   // Sums are canonical whatever order the text used.
   auto h = parse_graph("sym a [1, 2, 8]\nsym b [1, 3, 8]\n%0 : f32[(b + a + 1)] = parameter() {index = 0}\nreturn %0\n");
   ASSERT_TRUE(h.ok()) << h.status().message();
