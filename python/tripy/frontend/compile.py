@@ -97,6 +97,14 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     if not inputs.nodes:
         _C.raise_error("tp.compile found no tp.InputInfo in args or kwargs: an executable needs at least one runtime input.", frames)
 
+    # Parameters are frozen constants: evaluate them once here rather than recompute their
+    # defining ops (e.g. placeholder aranges) inside every call.
+    from tripy.frontend.module import Module
+
+    if isinstance(func, Module):
+        for param in func.state_dict().values():
+            param.eval()
+
     result = func(*traced_args, **traced_kwargs)
     single = isinstance(result, Tensor)
     outputs = [result] if single else list(result) if isinstance(result, (tuple, list)) else None
