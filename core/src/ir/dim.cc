@@ -33,10 +33,6 @@ int64_t apply(DimOp op, int64_t a, int64_t b) {
   }
 }
 
-bool is_commutative(DimOp op) {
-  return op == DimOp::kAdd || op == DimOp::kMul || op == DimOp::kMax || op == DimOp::kMin;
-}
-
 // A total order on dims used to sort operands of commutative ops: non-constants first (so that
 // "s0 * 2" rather than "2 * s0"), then symbols by id, then by op and operands.
 int compare(const Dim& a, const Dim& b) {

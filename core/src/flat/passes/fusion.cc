@@ -16,8 +16,6 @@ bool is_splat_constant(const Op& op) {
   return op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1;
 }
 
-bool is_fused_kind(OpKind k) { return k == OpKind::kElementwise || k == OpKind::kReduce; }
-
 // The value of `v` when it is a scalar splat (a one-element constant, or a broadcast of one).
 bool splat_value(const Graph& g, ValueId v, double* out) {
   const Op* op = &g.def(v);
