@@ -1,0 +1,129 @@
+"""tp.compile and tp.Executable: dynamic shapes, validation errors that point at the user's line,
+save/load, and corrupt files."""
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+
+def _double_plus_one(x):
+    return x * 2.0 + 1.0
+
+
+@pytest.fixture
+def exe(device):
+    return tp.compile(_double_plus_one, args=[tp.InputInfo(((1, 2, 4), 3), dtype=tp.float32)])
+
+
+def test_dynamic_dim_accepts_every_size_in_range(exe):
+    for n in (1, 2, 3, 4):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_allclose(np.array(exe(tp.Tensor(x)).tolist()), x * 2 + 1)
+
+
+def test_out_of_range_dim_names_argument_dimension_and_bound(exe):
+    with pytest.raises(tp.TripyException) as e:
+        exe(tp.ones((5, 3)))  # the line the error must show
+    msg = str(e.value)
+    assert "'x'" in msg and "dimension 0" in msg and "5" in msg and "[1, 4]" in msg
+    assert "test_compile.py" in msg and "exe(tp.ones((5, 3)))" in msg
+
+
+def test_wrong_dtype_and_rank_are_rejected(exe):
+    with pytest.raises(tp.TripyException, match="int32"):
+        exe(tp.ones((2, 3), dtype=tp.int32))
+    with pytest.raises(tp.TripyException, match="rank"):
+        exe(tp.ones((2, 3, 1)))
+
+
+def test_argument_binding_errors(exe):
+    with pytest.raises(tp.TripyException, match="Missing argument"):
+        exe()
+    with pytest.raises(tp.TripyException, match="Unexpected argument 'y'"):
+        exe(x=tp.ones((1, 3)), y=tp.ones((1, 3)))
+    with pytest.raises(tp.TripyException, match="must be a tripy.Tensor"):
+        exe([1.0, 2.0, 3.0])
+    assert exe(x=tp.ones((1, 3))).tolist() == [[3.0, 3.0, 3.0]]
+
+
+def test_signature_and_str(exe):
+    assert str(exe) == "Executable(x: tripy.Tensor) -> tripy.Tensor"
+    assert list(inspect.signature(exe).parameters) == ["x"]
+    assert repr(exe.input_infos["x"]) == "InputInfo(min=[1, 3], opt=[2, 3], max=[4, 3], dtype=float32)"
+
+
+def test_named_dimensions_must_agree_at_run_time(device):
+    batch = tp.NamedDimension("batch", 1, 2, 4)
+    f = tp.compile(
+        lambda a, b: a + b,
+        args=[tp.InputInfo((batch, 2), tp.float32), tp.InputInfo((batch, 2), tp.float32)],
+    )
+    assert f(tp.ones((3, 2)), tp.ones((3, 2))).tolist() == [[2.0, 2.0]] * 3
+    with pytest.raises(tp.TripyException, match="batch"):
+        f(tp.ones((3, 2)), tp.ones((2, 2)))
+
+
+def test_tuple_outputs_come_back_as_tuples(device):
+    f = tp.compile(lambda x: (x + 1.0, x * 3.0), args=[tp.InputInfo((2,), tp.float32)])
+    a, b = f(tp.Tensor([1.0, 2.0]))
+    assert (a.tolist(), b.tolist()) == ([2.0, 3.0], [3.0, 6.0])
+
+
+def test_evaluating_a_traced_tensor_inside_compile_is_an_error(device):
+    def bad(x):
+        print(x + 1.0)
+        return x
+
+    with pytest.raises(tp.TripyException) as e:
+        tp.compile(bad, args=[tp.InputInfo((2,), tp.float32)])
+    assert "runtime input" in str(e.value)
+
+
+def test_compile_rejects_non_tensor_results(device):
+    with pytest.raises(tp.TripyException, match="must return a tripy.Tensor"):
+        tp.compile(lambda x: 3, args=[tp.InputInfo((2,), tp.float32)])
+
+
+def test_save_load_round_trip_and_corrupt_files(exe, tmp_path):
+    path = tmp_path / "exe.tpy"
+    exe.save(path)
+    loaded = tp.Executable.load(path)
+    assert loaded(tp.ones((2, 3))).tolist() == [[3.0] * 3] * 2
+    data = path.read_bytes()
+    (tmp_path / "truncated.tpy").write_bytes(data[: len(data) // 2])
+    with pytest.raises(tp.TripyException):
+        tp.Executable.load(tmp_path / "truncated.tpy")
+    flipped = bytearray(data)
+    flipped[8] ^= 0xFF  # the format version
+    (tmp_path / "version.tpy").write_bytes(bytes(flipped))
+    with pytest.raises(tp.TripyException, match="version"):
+        tp.Executable.load(tmp_path / "version.tpy")
+    with pytest.raises(tp.TripyException):
+        tp.Executable.load(tmp_path / "missing.tpy")
+
+
+def test_constants_are_frozen_at_compile_time(device):
+    w = tp.Tensor([1.0, 2.0])
+    f = tp.compile(lambda x: x * w, args=[tp.InputInfo((2,), tp.float32)])
+    assert f(tp.Tensor([3.0, 3.0])).tolist() == [3.0, 6.0]
+
+
+def test_module_compiles_with_dynamic_batch(device):
+    class MLP(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = tp.Linear(2, 8)
+            self.proj = tp.Linear(8, 2)
+
+        def __call__(self, x):
+            return self.proj(tp.gelu(self.fc(x)))
+
+    mlp = MLP()
+    f = tp.compile(mlp, args=[tp.InputInfo(((1, 2, 8), 2), tp.float32)])
+    for n in (1, 5, 8):
+        x = tp.iota((n, 2), dim=1)
+        assert tp.allclose(f(x), mlp(x), rtol=1e-5, atol=1e-4)
