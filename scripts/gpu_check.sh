@@ -37,7 +37,8 @@ if step build; then
   run build cmake --build build-gpu -j16 -- -k 0
 fi
 if step ctest; then
-  (cd build-gpu && run ctest ctest --output-on-failure -j8 --timeout 300)
+  # enable_testing() lives in core/, so that is where ctest finds the tests.
+  run ctest ctest --test-dir build-gpu/core --output-on-failure -j8 --timeout 300
 fi
 if step pytest; then
   run pytest env PYTHONPATH="$PWD/python" "$PY" -m pytest -q --timeout=300 tests

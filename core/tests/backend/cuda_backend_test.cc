@@ -156,11 +156,17 @@ TEST(CudaBackend, LoadsFromArtifactsAndRejectsForeignArch) {
 
 TEST(CudaBackend, OutOfMemoryIsAnErrorAndTheProcessStaysUsable) {
   SKIP_WITHOUT_GPU();
-  auto huge = rt::cuda_empty(DType::kFloat32, {int64_t{1} << 45});
+  // 4 TiB: more than any GPU has (and than the host has, so no managed fallback either).
+  auto huge = rt::cuda_empty(DType::kFloat32, {int64_t{1} << 40});
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(huge.status().message().find("CUDA out of memory allocating"), std::string::npos)
       << huge.status().message();
+  check_case(softmax(DType::kFloat32, 4, 5));
+  // Past the size check, a real cuMemAlloc failure: more than free, less than the GPU.
+  auto big = rt::cuda_empty(DType::kInt8, {int64_t(0.99 * 139) << 30});
+  if (!big.ok()) EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status().message();
+  big = Status(StatusCode::kInternal, "released");
   check_case(softmax(DType::kFloat32, 4, 5));
 }
 

@@ -288,6 +288,20 @@ inline std::vector<GpuCase> all_cases() {
   }
   {
     ProgramBuilder b;
+    int32_t x = b.input(F, {10, 12}), o = b.output(F, {3, 12});
+    Kernel& k = b.kernel(KernelKind::kSlice, "slice", {x}, {o});
+    k.starts = {b.slot(2), b.slot(0)};
+    k.steps = {b.slot(1), b.slot(1)};
+    cs.push_back(finish("slice_contiguous_rows", b));
+  }
+  {
+    ProgramBuilder b;
+    int32_t x = b.input(F, {2, 3}), y = b.input(F, {4, 3}), z = b.input(F, {1, 3}), o = b.output(F, {7, 3});
+    b.kernel(KernelKind::kConcat, "concat", {x, y, z}, {o}).axis = 0;
+    cs.push_back(finish("concat_axis0", b));
+  }
+  {
+    ProgramBuilder b;
     int32_t x = b.input(F, {2, 3}), y = b.input(F, {2, 5}), o = b.output(F, {2, 8});
     b.kernel(KernelKind::kConcat, "concat", {x, y}, {o}).axis = 1;
     cs.push_back(finish("concat_axis1", b));

@@ -43,21 +43,16 @@ class Cache {
       }
     }
     CUdeviceptr p = 0;
-    CUresult r = api().cuMemAlloc(&p, cls);
+    // Requests beyond the whole GPU fail here: absurd sizes have been seen to upset the driver.
+    TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+    CUresult r = cls > dev->total_memory ? CUDA_ERROR_OUT_OF_MEMORY : api().cuMemAlloc(&p, cls);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && cls > dev->total_memory) return out_of_memory(bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       // Cached blocks may be what is missing: give them back and try once more.
       TRIPY_RETURN_IF_ERROR(release_all());
       r = api().cuMemAlloc(&p, cls);
     }
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-      size_t free_b = 0, total_b = 0;
-      api().cuMemGetInfo(&free_b, &total_b);
-      return Status(StatusCode::kResourceExhausted,
-                    "CUDA out of memory allocating " + std::to_string(bytes) + " bytes (" +
-                        std::to_string(free_b) + " of " + std::to_string(total_b) +
-                        " bytes free on the GPU; " + std::to_string(in_use_) +
-                        " bytes held by Tripy tensors)");
-    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory(bytes);
     TRIPY_RETURN_IF_ERROR(check(r, "cuMemAlloc"));
     std::lock_guard<std::mutex> lock(mu_);
     live_[p] = Block{cls, stream};
@@ -99,6 +94,16 @@ class Cache {
   }
 
  private:
+  Status out_of_memory(size_t bytes) {
+    size_t free_b = 0, total_b = 0;
+    (void)TRIPY_CUDA(cuMemGetInfo(&free_b, &total_b));
+    return Status(StatusCode::kResourceExhausted,
+                  "CUDA out of memory allocating " + std::to_string(bytes) + " bytes (" +
+                      std::to_string(free_b) + " of " + std::to_string(total_b) +
+                      " bytes free on the GPU; " + std::to_string(stats().in_use_bytes) +
+                      " bytes held by Tripy tensors)");
+  }
+
   std::mutex mu_;
   std::map<std::pair<CUstream, size_t>, std::vector<CUdeviceptr>> free_;
   std::unordered_map<CUdeviceptr, Block> live_;

@@ -16,7 +16,7 @@ namespace tripy::rt::cuda {
 // point that cuda.h's macros name; decltype below sees the same macro).
 #define TRIPY_CUDA_DRIVER_FUNCS(X)                                                             \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)        \
-  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxGetCurrent)    \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxGetCurrent)    \
   X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree)         \
   X(cuMemGetInfo) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)               \
   X(cuMemsetD8Async) X(cuPointerGetAttribute) X(cuModuleLoadData) X(cuModuleUnload)            \

@@ -25,6 +25,7 @@ Status init_device(DeviceInfo& info) {
   TRIPY_CUDA_TRY(cuDeviceGetAttribute(&info.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, info.device));
   TRIPY_CUDA_TRY(cuDeviceGetAttribute(&info.max_smem_per_block_optin,
                                       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, info.device));
+  TRIPY_CUDA_TRY(cuDeviceTotalMem(&info.total_memory, info.device));
   char name[256] = {0};
   TRIPY_CUDA_TRY(cuDeviceGetName(name, sizeof(name) - 1, info.device));
   info.name = name;

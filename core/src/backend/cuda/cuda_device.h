@@ -14,6 +14,7 @@ struct DeviceInfo {
   int arch = 0;  // major * 10 + minor, e.g. 90
   int sm_count = 0;
   int max_smem_per_block_optin = 0;
+  size_t total_memory = 0;
   std::string name;
 };
 

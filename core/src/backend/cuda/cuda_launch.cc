@@ -181,7 +181,7 @@ StatusOr<Launch> strided_copy(const Program& p, const Kernel& k, const LayoutFun
   Merged m = merge_axes(sizes, {sst, dst}, 0, static_cast<int>(sizes.size()), false);
   const int64_t n = product(m.sizes);
   if (m.sizes.size() <= 1 && (m.sizes.empty() || (m.strides[0][0] == 1 && m.strides[1][0] == 1)))
-    return plan_byte_copy(fns, dst_buf, src_buf, n * es, sm_count);
+    return plan_byte_copy(fns, dst_buf, src_buf, n * es, sm_count, dst_off, src_off);
   if (m.sizes.size() > 8) return kernel_failure(p, k, "more than 8 non-mergeable axes");
   auto it = fns.find(copy_function(es));
   if (it == fns.end()) return kernel_failure(p, k, "no copy kernel for " + std::to_string(es) + "-byte elements");
@@ -204,13 +204,13 @@ StatusOr<Launch> strided_copy(const Program& p, const Kernel& k, const LayoutFun
 }  // namespace
 
 StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
-                                int64_t bytes, int sm_count) {
+                                int64_t bytes, int sm_count, int64_t dst_offset, int64_t src_offset) {
   auto it = fns.find("tripy_copy_bytes");
   if (it == fns.end()) return internal_error("the CUDA layout module lacks tripy_copy_bytes");
   Launch l;
   l.fn = it->second;
   l.words = {0, 0, bytes};
-  l.ptrs = {{0, dst_buffer, 0}, {1, src_buffer, 0}};
+  l.ptrs = {{0, dst_buffer, dst_offset}, {1, src_buffer, src_offset}};
   l.grid = grid_for((bytes + 15) / 16, 256, sm_count);
   return l;
 }

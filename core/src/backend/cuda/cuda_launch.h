@@ -50,7 +50,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
                                           const std::vector<int64_t>& slots, int sm_count);
 // A contiguous byte copy (graph staging, kCopy).
 StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
-                                int64_t bytes, int sm_count);
+                                int64_t bytes, int sm_count, int64_t dst_offset = 0, int64_t src_offset = 0);
 
 Status kernel_failure(const Program& p, const Kernel& k, const std::string& message,
                       StatusCode code = StatusCode::kInternal);

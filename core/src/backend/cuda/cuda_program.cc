@@ -39,6 +39,7 @@ ModuleSet::~ModuleSet() {
 
 CudaLoadedProgram::Signature::~Signature() {
   if (exec) (void)TRIPY_CUDA(cuGraphExecDestroy(exec));
+  if (graph) (void)TRIPY_CUDA(cuGraphDestroy(graph));
 }
 
 StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shared_ptr<const Program> program,
@@ -263,7 +264,8 @@ Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>
     st = add_copy(0, out_ptrs[d.index], bytes, &child, 1);
   }
   if (st.ok()) st = TRIPY_CUDA(cuGraphInstantiateWithFlags(&sig.exec, outer, 0));
-  if (outer) (void)TRIPY_CUDA(cuGraphDestroy(outer));
+  if (sig.graph) (void)TRIPY_CUDA(cuGraphDestroy(sig.graph));
+  sig.graph = outer;                         // the child node holds its own copy of the body
   (void)TRIPY_CUDA(cuGraphDestroy(body));
   return st;
 }

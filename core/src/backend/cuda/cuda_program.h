@@ -57,6 +57,7 @@ class CudaLoadedProgram final : public LoadedProgram {
     int64_t io_bytes = 0;
     int calls = 0;
     bool graph_failed = false;
+    CUgraph graph = nullptr;  // kept: the copy nodes' handles belong to it
     CUgraphExec exec = nullptr;
     std::vector<Tensor> staging;  // per input, then per output
     std::vector<CUgraphNode> copy_nodes;

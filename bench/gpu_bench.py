@@ -1,0 +1,223 @@
+"""GPU benchmarks against PyTorch, measured in the same run: Tripy's compiled executables vs torch
+eager and torch.compile (each checked against torch first).
+
+Cases: the seeds' MLP (embd 2, input (1, 2), float32; per-call time), an LLM-sized MLP (d=4096,
+input (8192, 4096), float16, bias + GELU; TFLOP/s), the seeds' GEGLU and an LLM-sized GEGLU,
+and a LayerNorm + softmax block. Times are medians over batches of asynchronous calls, each batch
+ended by a device synchronisation (so per-call numbers include launch cost, as users see it).
+
+Run: python bench/gpu_bench.py [--quick] [--no-torch-compile]
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import tripy as tp
+
+
+def sync():
+    # Tripy's stream is a blocking stream, so a device-wide synchronisation covers it too.
+    torch.cuda.synchronize()
+
+
+def median_seconds(fn, budget_s, min_batch_s=0.02):
+    """Median seconds per call over batches of back-to-back calls, each batch ending in a sync."""
+    for _ in range(3):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    one = max(time.perf_counter() - t0, 1e-7)
+    number = max(1, int(min_batch_s / one))
+    repeats = max(5, min(50, int(budget_s / (one * number))))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t0) / number)
+    return statistics.median(samples)
+
+
+def to_tripy(t):
+    """A torch GPU tensor as a tp.Tensor on gpu:0 (zero-copy through DLPack where supported)."""
+    try:
+        return tp.Tensor(t)
+    except Exception:
+        return tp.Tensor(t.cpu().numpy(), device=tp.device("gpu"))
+
+
+def to_torch(t):
+    try:
+        return torch.from_dlpack(t).float()
+    except Exception:
+        return torch.tensor(np.asarray(t.tolist(), dtype=np.float32), device="cuda")
+
+
+class MLP(tp.Module):
+    def __init__(self, embd_size, hidden, dtype):
+        super().__init__()
+        self.c_fc = tp.Linear(embd_size, hidden, bias=True, dtype=dtype)
+        self.c_proj = tp.Linear(hidden, embd_size, bias=True, dtype=dtype)
+
+    def __call__(self, x):
+        return self.c_proj(tp.gelu(self.c_fc(x)))
+
+
+class GEGLU(tp.Module):
+    def __init__(self, in_dim, out_dim, dtype=tp.float32):
+        self.proj = tp.Linear(in_dim, out_dim * 2, dtype=dtype)
+        self.out_dim = out_dim
+
+    def __call__(self, x):
+        proj = self.proj(x)
+        x, gate = tp.split(proj, 2, proj.rank - 1)
+        return x * tp.gelu(gate)
+
+
+class LnSoftmax(tp.Module):
+    def __init__(self, dim, dtype):
+        self.ln = tp.LayerNorm(dim, dtype=dtype)
+
+    def __call__(self, x):
+        return tp.softmax(self.ln(x), dim=x.rank - 1)
+
+
+def torch_linear(w, b):
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], device="cuda", dtype=w.dtype)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        lin.bias.copy_(b)
+    return lin
+
+
+def load(module, weights):
+    module.load_state_dict({k: to_tripy(v) for k, v in weights.items()})
+
+
+def mlp_case(d, hidden, batch, dtype):
+    tdt = torch.float16 if dtype == tp.float16 else torch.float32
+    g = torch.Generator(device="cuda").manual_seed(0)
+    w = {
+        "c_fc.weight": torch.randn(hidden, d, device="cuda", dtype=tdt, generator=g) / d**0.5,
+        "c_fc.bias": torch.randn(hidden, device="cuda", dtype=tdt, generator=g) * 0.1,
+        "c_proj.weight": torch.randn(d, hidden, device="cuda", dtype=tdt, generator=g) / hidden**0.5,
+        "c_proj.bias": torch.randn(d, device="cuda", dtype=tdt, generator=g) * 0.1,
+    }
+    mod = MLP(d, hidden, dtype)
+    load(mod, w)
+    ref = torch.nn.Sequential(
+        torch_linear(w["c_fc.weight"], w["c_fc.bias"]), torch.nn.GELU(), torch_linear(w["c_proj.weight"], w["c_proj.bias"])
+    )
+    x = torch.randn(batch, d, device="cuda", dtype=tdt, generator=g)
+    return mod, ref, x, [tp.InputInfo(shape=(batch, d), dtype=dtype)], 2.0 * batch * d * hidden * 2
+
+
+def geglu_case(d, out, batch, dtype):
+    tdt = torch.float16 if dtype == tp.float16 else torch.float32
+    g = torch.Generator(device="cuda").manual_seed(1)
+    w = {
+        "proj.weight": torch.randn(2 * out, d, device="cuda", dtype=tdt, generator=g) / d**0.5,
+        "proj.bias": torch.randn(2 * out, device="cuda", dtype=tdt, generator=g) * 0.1,
+    }
+    mod = GEGLU(d, out, dtype)
+    load(mod, w)
+    lin = torch_linear(w["proj.weight"], w["proj.bias"])
+
+    def ref(x):
+        a, gate = lin(x).chunk(2, dim=-1)
+        return a * torch.nn.functional.gelu(gate)
+
+    x = torch.randn(batch, d, device="cuda", dtype=tdt, generator=g)
+    return mod, ref, x, [tp.InputInfo(shape=(batch, d), dtype=dtype)], 2.0 * batch * d * 2 * out
+
+
+def ln_softmax_case(rows, dim, dtype):
+    tdt = torch.float16 if dtype == tp.float16 else torch.float32
+    mod = LnSoftmax(dim, dtype)
+    g = torch.Generator(device="cuda").manual_seed(2)
+    gamma = 1 + 0.1 * torch.randn(dim, device="cuda", dtype=tdt, generator=g)
+    beta = 0.1 * torch.randn(dim, device="cuda", dtype=tdt, generator=g)
+    load(mod, {"ln.weight": gamma, "ln.bias": beta})
+
+    def ref(x):
+        return torch.softmax(torch.nn.functional.layer_norm(x, (dim,), gamma, beta, 1e-5), dim=-1)
+
+    x = torch.randn(rows, dim, device="cuda", dtype=tdt, generator=g)
+    return mod, ref, x, [tp.InputInfo(shape=(rows, dim), dtype=dtype)], 0.0
+
+
+def run_case(name, make, args, use_torch_compile, budget_s):
+    mod, ref, x, infos, flops = make(*args)
+    t0 = time.perf_counter()
+    fast = tp.compile(mod, args=infos)
+    compile_s = time.perf_counter() - t0
+    tx = to_tripy(x)
+    with torch.no_grad():
+        want = ref(x).float()
+        got = to_torch(fast(tx))
+        err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
+        tripy_s = median_seconds(lambda: fast(tx), budget_s)
+        eager_s = median_seconds(lambda: ref(x), budget_s)
+        comp_s, tc_compile_s = float("nan"), float("nan")
+        if use_torch_compile:
+            t0 = time.perf_counter()
+            compiled = torch.compile(ref)
+            compiled(x)
+            sync()
+            tc_compile_s = time.perf_counter() - t0
+            comp_s = median_seconds(lambda: compiled(x), budget_s)
+    return dict(name=name, err=err, tripy=tripy_s, eager=eager_s, tcomp=comp_s, flops=flops,
+                compile=compile_s, tc_compile=tc_compile_s)
+
+
+def fmt_time(s):
+    if s != s:
+        return "-"
+    return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.3f} ms"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes and short timings")
+    parser.add_argument("--no-torch-compile", action="store_true")
+    a = parser.parse_args()
+    budget = 0.3 if a.quick else 1.5
+    big = (1024, 2048) if a.quick else (8192, 4096)
+    cases = [
+        ("seed MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
+        ("seed GEGLU, (1, 2), f32", geglu_case, (2, 1, 1, tp.float32)),
+        (f"LLM MLP d={big[1]}, ({big[0]}, {big[1]}), f16, bias+GELU", mlp_case, (big[1], 4 * big[1], big[0], tp.float16)),
+        (f"GEGLU d={big[1]}, ({big[0]}, {big[1]}), f16", geglu_case, (big[1], big[1], big[0], tp.float16)),
+        (f"LayerNorm+softmax ({big[0]}, {big[1]}), f16", ln_softmax_case, (big[0], big[1], tp.float16)),
+        ("LayerNorm+softmax (64, 256), f32", ln_softmax_case, (64, 256, tp.float32)),
+    ]
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, tripy on {tp.Tensor([0.0]).device}")
+    rows = []
+    for name, make, args in cases:
+        try:
+            rows.append(run_case(name, make, args, not a.no_torch_compile, budget))
+        except Exception as e:  # one broken case must not hide the others
+            print(f"{name}: FAILED: {type(e).__name__}: {str(e)[:2000]}", file=sys.stderr)
+    print()
+    head = (f"{'case':<46} {'tripy':>10} {'torch':>10} {'t.compile':>10} {'tripy/torch':>11} "
+            f"{'TFLOP/s tp|torch':>17} {'rel.err':>8} {'tp compile':>10} {'t.c compile':>11}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        tf = "-"
+        if r["flops"]:
+            tf = f"{r['flops'] / r['tripy'] / 1e12:.0f} | {r['flops'] / r['eager'] / 1e12:.0f}"
+        print(f"{r['name']:<46} {fmt_time(r['tripy']):>10} {fmt_time(r['eager']):>10} {fmt_time(r['tcomp']):>10} "
+              f"{r['tripy'] / r['eager']:>11.2f} {tf:>17} {r['err']:>8.1e} {r['compile']:>9.2f}s {r['tc_compile']:>10.2f}s")
+
+
+if __name__ == "__main__":
+    main()
