@@ -11,9 +11,21 @@ namespace {
 
 using trace::NodeRef;
 
+// Shape entries are ints or DimensionSize nodes (whose symbolic value is known).
 Shape to_shape(const py::handle& seq) {
   Shape s;
-  for (const auto& d : seq) s.push_back(Dim(d.cast<int64_t>()));
+  for (const auto& d : seq) {
+    if (py::isinstance<trace::Node>(d)) {
+      const auto& n = d.cast<const trace::Node&>();
+      if (!n.dim_value)
+        raise(invalid_argument("A shape entry must be an int or a tp.DimensionSize; " + n.describe() +
+                                   " is a tensor whose value is not a known size.",
+                               n.source));
+      s.push_back(*n.dim_value);
+    } else {
+      s.push_back(Dim(d.cast<int64_t>()));
+    }
+  }
   return s;
 }
 
@@ -69,6 +81,7 @@ void bind_node(py::module_& m) {
       .def_property_readonly("name", &trace::Node::name)
       .def_property_readonly("is_evaluated", &trace::Node::evaluated)
       .def_property_readonly("is_input", [](const trace::Node& n) { return n.input_index >= 0; })
+      .def_property_readonly("is_size", [](const trace::Node& n) { return n.dim_value.has_value(); })
       .def("describe", &trace::Node::describe);
 
   m.def("make", [](const std::string& op, std::vector<NodeRef> inputs, py::dict attrs, py::object frames) {

@@ -18,7 +18,7 @@ from tripy.frontend.dtypes import (
     integer,
 )
 from tripy.frontend.device import device
-from tripy.frontend.tensor import Tensor
+from tripy.frontend.tensor import DimensionSize, Tensor
 from tripy.frontend.ops.creation import arange, full, full_like, iota, iota_like, ones, ones_like, tril, triu, zeros, zeros_like
 from tripy.frontend.ops.elementwise import (
     ceil,
@@ -62,6 +62,7 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
+from tripy.frontend.ops.quantize import dequantize, quantize
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable
 from tripy.frontend.compile import compile

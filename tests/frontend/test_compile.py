@@ -127,3 +127,28 @@ def test_module_compiles_with_dynamic_batch(device):
     for n in (1, 5, 8):
         x = tp.iota((n, 2), dim=1)
         assert tp.allclose(f(x), mlp(x), rtol=1e-5, atol=1e-4)
+
+
+def test_dimension_sizes_stay_symbolic_inside_compile(device):
+    def f(x):
+        n = x.shape[0]
+        pad = tp.zeros((n + 1, x.shape[1]))
+        return tp.concatenate([x, pad], dim=0), tp.reshape(x, (n * 3, -1))
+
+    exe = tp.compile(f, args=[tp.InputInfo(((1, 2, 5), 3), tp.float32)])
+    for rows in (1, 4):
+        a, b = exe(tp.ones((rows, 3)))
+        assert a.shape == (2 * rows + 1, 3)
+        assert b.shape == (rows * 3, 1)
+        assert tp.sum(a).tolist() == rows * 3
+
+
+def test_shape_entries_must_be_sizes(device):
+    x = tp.Tensor([1.0, 2.0])
+    with pytest.raises(tp.TripyException, match="not a known size"):
+        tp.reshape(x, (tp.Tensor([2.0]),))
+
+
+def test_flatten_and_slicing_work_on_dynamic_dims(device):
+    f = tp.compile(lambda x: tp.flatten(x[:, 1:], 0), args=[tp.InputInfo(((1, 2, 4), 3), tp.float32)])
+    assert f(tp.iota((3, 3), dim=1)).tolist() == [1.0, 2.0] * 3

@@ -62,7 +62,7 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, node):
-        t = object.__new__(cls)
+        t = object.__new__(DimensionSize if node.is_size and cls is Tensor else cls)
         t._node = node
         t.name = None
         return t
@@ -70,8 +70,12 @@ class Tensor:
     # --- metadata ------------------------------------------------------------------------------
     @property
     def shape(self):
-        """The shape as a tuple of ints (dynamic dims inside ``tp.compile`` show their symbol)."""
-        return tuple(self._node.shape)
+        """The shape: ints for static dims; inside ``tp.compile``, a ``tp.DimensionSize`` for each
+        dynamic dim (arithmetic on it stays symbolic)."""
+        dims = self._node.shape
+        if all(isinstance(d, int) for d in dims):
+            return tuple(dims)
+        return tuple(d if isinstance(d, int) else make("shape_dim", [self], axis=i) for i, d in enumerate(dims))
 
     @property
     def dtype(self):
@@ -220,3 +224,32 @@ class Tensor:
 
     def __invert__(self):
         return make("logical_not", [self])
+
+
+class DimensionSize(Tensor):
+    """
+    A scalar int32 tensor that stands for a size. Inside ``tp.compile`` the sizes of dynamic dims
+    are DimensionSizes; arithmetic on them (``+ - * //``, with ints too) stays symbolic, so shapes
+    built from them follow the input at run time. ``int(d)`` evaluates.
+
+    Example::
+
+        import tripy as tp
+
+        def flatten_rows(x):
+            return tp.reshape(x, (x.shape[0] * 2, -1))
+
+        f = tp.compile(flatten_rows, args=[tp.InputInfo(((1, 2, 4), 2, 3), dtype=tp.float32)])
+        assert f(tp.ones((3, 2, 3))).shape == (6, 3)
+        assert int(tp.DimensionSize(4)) == 4
+    """
+
+    __slots__ = ()
+
+    def __init__(self, value):
+        super().__init__(int(value), dtype=dtypes.int32)
+
+    def __int__(self):
+        return int(self.tolist())
+
+    __index__ = __int__

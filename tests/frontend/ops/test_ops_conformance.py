@@ -165,3 +165,14 @@ def test_float16_round_trip(device):
     x = _rand(SHAPE)
     out = tp.cast(tp.cast(tp.Tensor(x), tp.float16) * 2.0, tp.float32)
     np.testing.assert_allclose(np.from_dlpack(out) if device == "cpu" else np.array(out.tolist()), x * 2, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(tp.int8, -128, 127), (tp.int4, -8, 7)])
+def test_per_channel_quantize_round_trips_like_numpy(dtype, lo, hi, device):
+    x = _rand((3, 4)) * 4
+    scale = np.array([0.05, 0.1, 0.5], dtype=np.float32)
+    q = tp.quantize(tp.Tensor(x), tp.Tensor(scale), dtype, dim=0)
+    ref_q = np.clip(np.round(x / scale[:, None]), lo, hi)
+    np.testing.assert_array_equal(np.array(q.tolist()), ref_q)
+    back = tp.dequantize(q, tp.Tensor(scale), tp.float32, dim=0)
+    np.testing.assert_allclose(np.array(back.tolist()), ref_q * scale[:, None], rtol=1e-6)

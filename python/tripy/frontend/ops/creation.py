@@ -9,12 +9,9 @@ from tripy.frontend.trace_call import make
 
 
 def _shape(shape):
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        return [int(d) for d in shape]
-    except (TypeError, ValueError):
-        raise TripyException(f"Expected a shape (a sequence of ints), but got: {shape!r}.") from None
+    from tripy.frontend.ops.shape_ops import _sizes
+
+    return _sizes(shape, "a shape")
 
 
 def full(shape, value, dtype=dtypes.float32):

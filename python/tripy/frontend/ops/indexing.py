@@ -22,12 +22,13 @@ def getitem(input, index):
     while sum(1 for i in items if i is not None) < input.rank:
         items.append(slice(None))
 
-    shape = list(input.shape)
-    starts, limits, steps, out_shape = [], [], [], []
+    shape = list(input._node.shape)  # ints, or strings for dynamic dims
+    # The result's dims, as ("new", None) for None, ("keep", sliced dim) or dropped for ints.
+    starts, limits, steps, layout = [], [], [], []
     dim = 0
     for item in items:
         if item is None:
-            out_shape.append(1)
+            layout.append(None)
             continue
         size = shape[dim]
         if isinstance(item, int):
@@ -42,16 +43,17 @@ def getitem(input, index):
                 if item != slice(None):
                     _raise_here(f"Dimension {dim} is dynamic ({size}); only ':' can slice it.")
                 starts.append(0), limits.append(TO_END), steps.append(1)
-                out_shape.append(-1)
+                layout.append(dim)
                 dim += 1
                 continue
             start, stop, step = item.indices(size)
             starts.append(start), limits.append(stop), steps.append(step)
-            out_shape.append(len(range(start, stop, step)))
+            layout.append(dim)
         else:
             _raise_here(f"Unsupported index {item!r}: use ints, slices, '...', None or a tensor.")
         dim += 1
     out = make("slice", [input], starts=starts, limits=limits, steps=steps)
-    if list(out.shape) != out_shape:
-        out = reshape(out, out_shape)
-    return out
+    if layout == list(range(input.rank)):
+        return out
+    sizes = out.shape
+    return reshape(out, [1 if d is None else sizes[d] for d in layout])

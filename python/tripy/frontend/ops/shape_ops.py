@@ -17,6 +17,18 @@ def _ints(values, what):
         _raise_here(f"Expected {what} to be a sequence of ints, but got: {values!r}.")
 
 
+def _sizes(values, what):
+    """Shape entries: ints, or DimensionSizes passed through as their (symbolic) nodes."""
+    from tripy.frontend.tensor import Tensor
+
+    if isinstance(values, (int, Tensor)):
+        values = [values]
+    try:
+        return [v._node if isinstance(v, Tensor) else int(v) for v in values]
+    except (TypeError, ValueError):
+        _raise_here(f"Expected {what} to be a sequence of ints or tp.DimensionSizes, but got: {values!r}.")
+
+
 def reshape(input, shape):
     """
     The same elements in a new shape; one entry may be -1 (inferred).
@@ -27,7 +39,7 @@ def reshape(input, shape):
 
         assert tp.reshape(tp.arange(6), (2, -1)).shape == (2, 3)
     """
-    return make("reshape", [input], shape=_ints(shape, "the shape"))
+    return make("reshape", [input], shape=_sizes(shape, "the shape"))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -44,12 +56,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     s, e = start_dim % max(rank, 1), end_dim % max(rank, 1)
     if s > e:
         _raise_here(f"flatten: start_dim ({start_dim}) comes after end_dim ({end_dim}).")
-    shape = list(input.shape)
-    if any(isinstance(d, str) for d in shape[s : e + 1]):
-        return reshape(input, shape[:s] + [-1] + shape[e + 1 :])
+    shape = list(input.shape)  # ints, and DimensionSizes for dynamic dims
     merged = 1
     for d in shape[s : e + 1]:
-        merged *= d
+        merged = d * merged
     return reshape(input, shape[:s] + [merged] + shape[e + 1 :])
 
 
@@ -120,7 +130,7 @@ def expand(input, sizes):
 
         assert tp.expand(tp.ones((1, 2)), (3, -1)).shape == (3, 2)
     """
-    return make("expand", [input], shape=_ints(sizes, "sizes"))
+    return make("expand", [input], shape=_sizes(sizes, "sizes"))
 
 
 def concatenate(tensors, dim):
@@ -176,7 +186,7 @@ def split(input, num_split_or_sizes, dim=0):
     if not -rank <= dim < rank:
         _raise_here(f"split: dim {dim} is out of range for a tensor of rank {rank}.")
     dim %= rank
-    size = input.shape[dim]
+    size = input._node.shape[dim]
     if isinstance(size, str):
         _raise_here(f"split: dimension {dim} is dynamic ({size}); split needs a static size.")
     if isinstance(num_split_or_sizes, int):
@@ -208,7 +218,7 @@ def flip(input, dim=None):
     dims = range(input.rank) if dim is None else _ints(dim, "dim")
     out = input
     for d in dims:
-        n = input.shape[d]
+        n = input._node.shape[d]
         if isinstance(n, str):
             _raise_here(f"flip: dimension {d} is dynamic ({n}); flip needs a static size.")
         out = slice_dim(out, d % input.rank, n - 1, -1, -1)
