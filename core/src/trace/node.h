@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct Node : std::enable_shared_from_this<Node> {
   int input_index = -1;
   std::string input_name;
   std::shared_ptr<SymbolTable> symbols;
+  // For scalar int32 tensors that stand for a size (tp.DimensionSize): the size as a symbolic
+  // expression, so shapes built from it stay symbolic in compiled graphs.
+  std::optional<Dim> dim_value;
 
   bool evaluated() const { return value.defined(); }
   std::string name() const { return "t" + std::to_string(id); }

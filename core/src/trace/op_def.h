@@ -21,6 +21,8 @@ inline constexpr DTypeSet kInts = dtype_bit(DType::kInt32) | dtype_bit(DType::kI
 inline constexpr DTypeSet kBool = dtype_bit(DType::kBool);
 inline constexpr DTypeSet kNumbers = kFloats | kInts;
 inline constexpr DTypeSet kAny = kNumbers | kBool;
+// Storage-only types (int4, float8) take part in casts alone.
+inline constexpr DTypeSet kAll = kAny | dtype_bit(DType::kInt4) | dtype_bit(DType::kFloat8E4M3);
 std::string dtype_set_str(DTypeSet set);
 
 // Context for the shape/dtype rule of one call. The rule fills node.dtype and node.shape.

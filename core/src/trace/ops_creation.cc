@@ -5,6 +5,10 @@ namespace tripy::trace {
 namespace {
 
 Status check_shape(InferCtx& ctx) {
+  const Attrs& a = ctx.node.attrs;
+  // An integer scalar literal is also a size: d * 2 stays symbolic.
+  if (a.shape.empty() && a.dtype == DType::kInt32 && a.value == static_cast<int64_t>(a.value))
+    ctx.node.dim_value = Dim(static_cast<int64_t>(a.value));
   for (const auto& d : ctx.node.attrs.shape)
     if (d.is_static() && d.static_value() < 0)
       return ctx.error(ctx.node.def->display + ": shape " + shape_str(ctx.node.attrs.shape) + " has a negative size.");
@@ -36,9 +40,29 @@ StatusOr<flat::ValueId> lower_iota(LowerCtx& c) {
   return direct ? v : c.ew(EwOp::kConvert, {v}, dt);
 }
 
+// shape_dim: the size of dim `axis` of the input, as a scalar int32 (tp.DimensionSize).
+Status infer_shape_dim(InferCtx& ctx) {
+  TRIPY_ASSIGN_OR_RETURN(int64_t axis, normalize_dim(ctx, ctx.node.attrs.axis, static_cast<int64_t>(ctx.shape(0).size())));
+  ctx.node.attrs.axis = axis;
+  ctx.node.dtype = DType::kInt32;
+  ctx.node.shape = {};
+  ctx.node.dim_value = ctx.shape(0)[axis];
+  return ok_status();
+}
+
+// The value is computed from the input's run-time shape: a sum of ones along that dim, which
+// folds to a constant when the dim is static.
+StatusOr<flat::ValueId> lower_shape_dim(LowerCtx& c) {
+  Dim d = *c.node().dim_value;
+  if (d.is_static()) return c.scalar(static_cast<double>(d.static_value()), DType::kInt32);
+  flat::ValueId ones = c.splat(1, DType::kInt32, {d});
+  return c.reduce(EwOp::kReduceSum, ones, {0});
+}
+
 }  // namespace
 
 void register_creation_ops() {
+  register_op({"shape_dim", "shape", 1, 1, {}, false, infer_shape_dim, lower_shape_dim});
   register_op({"full", "full", 0, 0, {}, true, check_shape, lower_full});
   register_op({"iota", "iota", 0, 0, {}, true, infer_iota, lower_iota});
 }

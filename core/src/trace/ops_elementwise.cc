@@ -70,9 +70,23 @@ StatusOr<flat::ValueId> lower_unary(LowerCtx& c) {
   return c.ew(unary_row(c.node().def->name)->fn, {c.in(0)}, c.node().dtype);
 }
 
+// Size arithmetic (DimensionSize op DimensionSize or int) keeps the symbolic value.
+std::optional<Dim> dim_arith(const std::string& op, const Node& a, const Node& b) {
+  if (!a.dim_value || !b.dim_value) return std::nullopt;
+  const Dim &x = *a.dim_value, &y = *b.dim_value;
+  if (op == "add") return x + y;
+  if (op == "sub") return x - y;
+  if (op == "mul") return x * y;
+  if (op == "floor_div") return Dim::make(DimOp::kFloorDiv, x, y);
+  if (op == "maximum") return Dim::make(DimOp::kMax, x, y);
+  if (op == "minimum") return Dim::make(DimOp::kMin, x, y);
+  return std::nullopt;
+}
+
 Status infer_binary(InferCtx& ctx) {
   TRIPY_ASSIGN_OR_RETURN(ctx.node.shape, broadcast_shapes(ctx, ctx.shape(0), ctx.shape(1)));
   ctx.node.dtype = binary_row(ctx.node.def->name)->compare ? DType::kBool : ctx.in()[0]->dtype;
+  ctx.node.dim_value = dim_arith(ctx.node.def->name, *ctx.in()[0], *ctx.in()[1]);
   return ok_status();
 }
 
@@ -154,7 +168,7 @@ void register_elementwise_ops() {
   register_op({"gelu", "gelu", 1, 1, {kFloats}, true, infer_same, lower_gelu});
   register_op({"silu", "silu", 1, 1, {kFloats}, true, infer_same, lower_silu});
   register_op({"where", "where", 3, 3, {kBool, kAny}, false, infer_where, lower_where});
-  register_op({"cast", "cast", 1, 1, {kAny}, true, infer_cast, lower_cast});
+  register_op({"cast", "cast", 1, 1, {kAll}, true, infer_cast, lower_cast});
 }
 
 }  // namespace tripy::trace
