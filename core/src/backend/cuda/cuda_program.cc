@@ -74,6 +74,12 @@ CudaLoadedProgram::~CudaLoadedProgram() {
 
 Status CudaLoadedProgram::set_stream(void* stream) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Finish on the old stream now: the caller may destroy it once we stop using it.
+  if (last_stream_ && last_stream_ != static_cast<CUstream>(stream)) {
+    TRIPY_RETURN_IF_ERROR(make_current());
+    TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
+    last_stream_ = nullptr;
+  }
   stream_ = stream;
   return ok_status();
 }

@@ -40,7 +40,8 @@ class CudaLoadedProgram final : public LoadedProgram {
                                     const std::vector<int64_t>& slots) override;
 
   // The stream runs are enqueued on (a CUstream; nullptr: the backend's default stream). Switching
-  // waits for the work already enqueued on the old one, since both would share the arena.
+  // waits for the work already enqueued on the old one (both would share the arena); after that
+  // the old stream may be destroyed. A stream must outlive the runs enqueued on it.
   Status set_stream(void* stream);
   void* stream() const { return stream_; }
 
