@@ -6,11 +6,18 @@ input (8192, 4096), float16, bias + GELU; TFLOP/s), the seeds' GEGLU and an LLM-
 and a LayerNorm + softmax block. Times are medians over batches of asynchronous calls, each batch
 ended by a device synchronisation (so per-call numbers include launch cost, as users see it).
 
-Run: python bench/gpu_bench.py [--quick] [--no-torch-compile]
+With --native, Tripy's side comes from bench/gpu_bench_native.cc (the same models built as
+Programs by hand and run through the CUDA backend, no Python frontend), compiled here with g++
+against build-gpu's libtripy_runtime.a; torch is timed on the same shapes in this process.
+
+Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native]
 """
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -186,13 +193,96 @@ def fmt_time(s):
     return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.3f} ms"
 
 
+def torch_models(quick):
+    """torch twins of gpu_bench_native.cc's cases: name -> (callable, input)."""
+    m, d = (1024, 2048) if quick else (8192, 4096)
+    g = torch.Generator(device="cuda").manual_seed(0)
+
+    def rnd(*shape, dtype=torch.float16, scale=1.0):
+        return torch.randn(*shape, device="cuda", dtype=dtype, generator=g) * scale
+
+    def mlp(d, hidden, batch, dt):
+        l1, l2 = torch.nn.Linear(d, hidden, device="cuda", dtype=dt), torch.nn.Linear(hidden, d, device="cuda", dtype=dt)
+        return torch.nn.Sequential(l1, torch.nn.GELU(), l2), rnd(batch, d, dtype=dt)
+
+    def geglu(d, n, batch, dt):
+        lin = torch.nn.Linear(d, 2 * n, device="cuda", dtype=dt)
+
+        def f(x):
+            a, gate = lin(x).chunk(2, dim=-1)
+            return a * torch.nn.functional.gelu(gate)
+
+        return f, rnd(batch, d, dtype=dt)
+
+    def ln_softmax(rows, dim, dt):
+        gamma, beta = rnd(dim, dtype=dt, scale=0.1), rnd(dim, dtype=dt, scale=0.1)
+
+        def f(x):
+            return torch.softmax(torch.nn.functional.layer_norm(x, (dim,), gamma, beta, 1e-5), dim=-1)
+
+        return f, rnd(rows, dim, dtype=dt)
+
+    f32, f16 = torch.float32, torch.float16
+    return {
+        "seed_mlp": mlp(2, 8, 1, f32),
+        "seed_geglu": geglu(2, 1, 1, f32),
+        "llm_mlp": mlp(d, 4 * d, m, f16),
+        "llm_geglu": geglu(d, d, m, f16),
+        "ln_softmax_big": ln_softmax(m, d, f16),
+        "ln_softmax_small": ln_softmax(64, 256, f32),
+    }
+
+
+def native(a, budget):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = os.environ.get("TRIPY_BUILD", os.path.join(root, "build-gpu"))
+    exe = os.path.join(build, "gpu_bench_native")
+    deps = os.path.join(root, ".deps", "usr")
+    subprocess.run(["g++", "-O2", "-std=c++17", "-DTRIPY_WITH_CUDA=1", "-DTRIPY_WITH_DNNL=1", "-I", f"{root}/core/include",
+                    "-I", f"{root}/core/src", "-I", f"{deps}/include", f"{root}/bench/gpu_bench_native.cc",
+                    f"{build}/core/libtripy_runtime.a", f"-L{deps}/lib/x86_64-linux-gnu", "-ldnnl", "-lpthread", "-ldl",
+                    "-o", exe], check=True)
+    out = subprocess.run([exe] + (["--quick"] if a.quick else []), capture_output=True, text=True)
+    sys.stderr.write(out.stderr[-3000:])
+    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    models = torch_models(a.quick)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; tripy: CUDA backend via gpu_bench_native")
+    head = (f"{'case':<18} {'tripy':>10} {'torch':>10} {'t.compile':>10} {'tripy/torch':>11} "
+            f"{'TFLOP/s tp|torch|tc':>20} {'tp build':>9} {'t.c compile':>11}")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        if "error" in r:
+            print(f"{r.get('name', '?'):<18} error: {r['error']}")
+            continue
+        f, x = models[r["name"]]
+        with torch.no_grad():
+            eager = median_seconds(lambda: f(x), budget)
+            tc, tc_compile = float("nan"), float("nan")
+            if not a.no_torch_compile:
+                t0 = time.perf_counter()
+                cf = torch.compile(f)
+                cf(x)
+                sync()
+                tc_compile = time.perf_counter() - t0
+                tc = median_seconds(lambda: cf(x), budget)
+        tf = "-"
+        if r["flops"] > 1e9:
+            tf = f"{r['flops'] / r['tripy_s'] / 1e12:.0f}|{r['flops'] / eager / 1e12:.0f}|{r['flops'] / tc / 1e12:.0f}"
+        print(f"{r['name']:<18} {fmt_time(r['tripy_s']):>10} {fmt_time(eager):>10} {fmt_time(tc):>10} "
+              f"{r['tripy_s'] / eager:>11.2f} {tf:>20} {r['build_s']:>8.2f}s {tc_compile:>10.2f}s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and short timings")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--case", type=int, action="append", help="run only these cases (by index)")
+    parser.add_argument("--native", action="store_true", help="Tripy side from gpu_bench_native.cc")
     a = parser.parse_args()
     budget = 0.3 if a.quick else 1.5
+    if a.native:
+        return native(a, budget)
     big = (1024, 2048) if a.quick else (8192, 4096)
     cases = [
         ("seed MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
