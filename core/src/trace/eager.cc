@@ -5,17 +5,55 @@
 #include <unordered_map>
 
 #include "trace/lower.h"
+#include "trace/op_def.h"
 
 namespace tripy::trace {
 namespace {
 
-// The structural key of a lowered graph: its text plus the bytes of its constants (which are
-// small: lowering only creates scalars) and the device.
-std::string structural_key(const flat::Graph& g, const Device& device) {
-  std::string key = device.str() + "\n" + g.str();
-  for (const auto& op : g.ops) {
-    if (op.kind != flat::OpKind::kConstant) continue;
-    key.append(static_cast<const char*>(op.constant.data()), static_cast<size_t>(op.constant.nbytes()));
+void append_dims(std::string& key, const Shape& shape) {
+  key += '[';
+  for (const auto& d : shape) key += d.str() + ',';
+  key += ']';
+}
+
+template <typename T>
+void append_raw(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// The structural key of the Trace subgraph producing `node`: ops, attributes, dtypes and shapes,
+// with evaluated tensors as numbered inputs. Computed without lowering, so a hit skips it. Also
+// collects those inputs, in the order lowering numbers its parameters.
+std::string structural_key(const NodeRef& node, const Device& device, std::vector<Node*>& leaves) {
+  std::string key = device.str();
+  std::unordered_map<const Node*, int> index;
+  for (Node* n : topo_order({node})) {
+    index[n] = static_cast<int>(index.size());
+    key += '\n';
+    key += std::string(dtype_name(n->dtype));
+    append_dims(key, n->shape);
+    if (n->evaluated()) {
+      key += "in";
+      leaves.push_back(n);
+      continue;
+    }
+    if (n->input_index >= 0) {  // lowering rejects it: a compile input has no value yet
+      key += "compile-input";
+      continue;
+    }
+    const Attrs& a = n->attrs;
+    key += n->def->name + '(';
+    for (const auto& in : n->inputs) key += std::to_string(index.at(in.get())) + ',';
+    key += ')';
+    for (int64_t d : a.dims) append_raw(key, d);
+    append_dims(key, a.shape);
+    append_dims(key, a.starts);
+    append_dims(key, a.limits);
+    append_dims(key, a.steps);
+    append_raw(key, a.value);
+    append_raw(key, a.axis);
+    append_raw(key, a.keepdim);
+    append_raw(key, a.dtype);
   }
   return key;
 }
@@ -60,14 +98,15 @@ size_t eager_cache_size() {
 
 Status evaluate(const NodeRef& node, const CompileOptions& options) {
   if (node->evaluated()) return ok_status();
-  TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat({node}, LowerMode::kEager));
-  std::string key = structural_key(lowered.graph, options.device);
+  std::vector<Node*> leaves;
+  std::string key = structural_key(node, options.device, leaves);
   Executable exe(nullptr);
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (const Executable* hit = cache().find(key)) exe = *hit;
   }
   if (!exe.impl()) {
+    TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat({node}, LowerMode::kEager));
     auto compiled = compile_graph(std::move(lowered.graph), options);
     if (!compiled.ok()) {
       Status st = compiled.status();
@@ -78,8 +117,8 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
     cache().insert(key, exe);
   }
   std::vector<Tensor> inputs;
-  inputs.reserve(lowered.eager_inputs.size());
-  for (const auto& in : lowered.eager_inputs) inputs.push_back(in->value);
+  inputs.reserve(leaves.size());
+  for (Node* in : leaves) inputs.push_back(in->value);
   auto out = exe.run(inputs);
   if (!out.ok()) {
     Status st = out.status();

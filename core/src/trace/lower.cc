@@ -8,8 +8,9 @@
 namespace tripy::trace {
 namespace {
 
-// Post-order over the subgraph, stopping at evaluated nodes and runtime inputs. Iterative, so
-// long eager chains cannot overflow the stack.
+}  // namespace
+
+// Iterative, so long eager chains cannot overflow the stack.
 std::vector<Node*> topo_order(const std::vector<NodeRef>& outputs) {
   std::vector<Node*> order;
   std::unordered_map<Node*, bool> done;  // false: on the stack, true: emitted
@@ -36,8 +37,6 @@ std::vector<Node*> topo_order(const std::vector<NodeRef>& outputs) {
   }
   return order;
 }
-
-}  // namespace
 
 StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode mode,
                                 const std::vector<NodeRef>& compile_inputs) {

@@ -20,6 +20,10 @@ struct Lowered {
   std::vector<NodeRef> eager_inputs;  // kEager: the evaluated nodes, in parameter order
 };
 
+// Post-order over the subgraph producing `outputs`, stopping at evaluated nodes and runtime
+// inputs (which lowering turns into parameters, in this order).
+std::vector<Node*> topo_order(const std::vector<NodeRef>& outputs);
+
 StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode mode,
                                 const std::vector<NodeRef>& compile_inputs = {});
 
