@@ -24,7 +24,11 @@ import time
 import numpy as np
 import torch
 
-import tripy as tp
+try:  # --native needs no frontend: it must run even while the Python binding does not build
+    import tripy as tp
+except ImportError as e:
+    tp = None
+    TRIPY_IMPORT_ERROR = e
 
 
 def sync():
@@ -68,7 +72,7 @@ def to_torch(t):
         return torch.tensor(np.asarray(t.tolist(), dtype=np.float32), device="cuda")
 
 
-class MLP(tp.Module):
+class MLP(tp.Module if tp else object):
     def __init__(self, embd_size, hidden, dtype):
         super().__init__()
         self.c_fc = tp.Linear(embd_size, hidden, bias=True, dtype=dtype)
@@ -78,9 +82,9 @@ class MLP(tp.Module):
         return self.c_proj(tp.gelu(self.c_fc(x)))
 
 
-class GEGLU(tp.Module):
-    def __init__(self, in_dim, out_dim, dtype=tp.float32):
-        self.proj = tp.Linear(in_dim, out_dim * 2, dtype=dtype)
+class GEGLU(tp.Module if tp else object):
+    def __init__(self, in_dim, out_dim, dtype=None):
+        self.proj = tp.Linear(in_dim, out_dim * 2, dtype=dtype or tp.float32)
         self.out_dim = out_dim
 
     def __call__(self, x):
@@ -89,7 +93,7 @@ class GEGLU(tp.Module):
         return x * tp.gelu(gate)
 
 
-class LnSoftmax(tp.Module):
+class LnSoftmax(tp.Module if tp else object):
     def __init__(self, dim, dtype):
         self.ln = tp.LayerNorm(dim, dtype=dtype)
 
@@ -283,6 +287,8 @@ def main():
     budget = 0.3 if a.quick else 1.5
     if a.native:
         return native(a, budget)
+    if tp is None:
+        raise SystemExit(f"tripy does not import ({TRIPY_IMPORT_ERROR}); try --native")
     big = (1024, 2048) if a.quick else (8192, 4096)
     cases = [
         ("seed MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
