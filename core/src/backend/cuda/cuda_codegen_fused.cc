@@ -371,8 +371,11 @@ class Emitter {
     }
   }
 
+  // Rows of up to kCache * blockDim.x elements keep each thread's inputs in registers: loaded
+  // once (independent loads in flight), then every pass reads registers. Longer rows re-load.
+  static constexpr int kCache = 8;
+
   void emit_reduction_body() {
-    const int rf = L_.reduce_from, rank = L_.rank;
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
       if (is_reduce(f_.instrs[r].op))
         s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[33];\n";
@@ -380,15 +383,31 @@ class Emitter {
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
     s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
        << L_.misc_word(FusedLayout::kMiscRedLo) << "];\n";
+    if (!L_.has_iota) {
+      s_ << "  if (L <= " << kCache << " * (i64)blockDim.x) {\n";
+      emit_row_loop(true);
+      s_ << "    return;\n  }\n";
+    }
+    emit_row_loop(false);
+  }
+
+  void emit_row_loop(bool cached) {
+    const int rf = L_.reduce_from, rank = L_.rank;
     s_ << "  for (i64 row = (i64)blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += (i64)gridDim.x * "
           "blockDim.y) {\n";
-    const std::string ind = "    ";
+    const std::string ind = "    ", in2 = ind + "  ";
     declare_offsets("b", "", ind);
     declare_coords(0, rf, ind);
     s_ << ind << "{\n";
     emit_decompose("i64", "row", 0, rf, "rlo", "b", ind + "  ");
     s_ << ind << "}\n";
-    auto element_loop_head = [&](const std::string& in2) {
+    const std::string cache = std::to_string(kCache);
+    auto element_loop_head = [&] {
+      if (cached) {
+        s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << cache << "; ++e) {\n"
+           << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
+        return;
+      }
       s_ << ind << "for (i64 j = threadIdx.x; j < L; j += blockDim.x) {\n";
       declare_offsets("o", "b", in2);
       declare_coords(rf, rank, in2);
@@ -396,7 +415,26 @@ class Emitter {
       emit_decompose("i64", "j", rf, rank, "elo", "o", in2 + "  ");
       s_ << in2 << "}\n";
     };
-    const std::string in2 = ind + "  ";
+    auto element_loop_tail = [&] { s_ << (cached ? ind + "}}\n" : ind + "}\n"); };
+    std::function<std::string(int32_t)> load = gather_load("o");
+    if (cached) {
+      std::vector<uint8_t> loaded(L_.num_inputs, 0);
+      for (const Instr& in : f_.instrs)
+        if (in.op == EwOp::kLoad) loaded[in.a] = 1;
+      for (int k = 0; k < L_.num_inputs; ++k)
+        if (loaded[k]) s_ << ind << ctype(compute_kind(an_.input_dtype[k])) << " cin" << k << "[" << cache << "];\n";
+      s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << cache << "; ++e) {\n"
+         << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
+      declare_offsets("o", "b", in2);
+      s_ << in2 << "{\n";
+      emit_decompose("i64", "j", rf, rank, "elo", "o", in2 + "  ");
+      s_ << in2 << "}\n";
+      for (int k = 0; k < L_.num_inputs; ++k)
+        if (loaded[k])
+          s_ << in2 << "cin" << k << "[e] = " << gather_load("o")(k) << ";\n";
+      s_ << ind << "}}\n";
+      load = [](int32_t k) { return "cin" + std::to_string(k) + "[e]"; };
+    }
     for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
       std::vector<int32_t> reds, roots;
       for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
@@ -405,12 +443,12 @@ class Emitter {
           roots.push_back(f_.instrs[r].a);
         }
       for (int32_t r : reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
-      element_loop_head(in2);
-      emit_elements(closure(f_, an_, roots), gather_load("o"), in2);
+      element_loop_head();
+      emit_elements(closure(f_, an_, roots), load, in2);
       for (int32_t r : reds)
         s_ << in2 << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
            << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
-      s_ << ind << "}\n";
+      element_loop_tail();
       for (int32_t r : reds) {
         s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
            << ", (" << acc_type(r) << ")" << identity(r) << ", sm" << r << ");\n";
@@ -424,13 +462,13 @@ class Emitter {
     }
     std::vector<int32_t> roots = element_output_roots();
     if (!roots.empty()) {
-      element_loop_head(in2);
-      emit_elements(closure(f_, an_, roots), gather_load("o"), in2);
+      element_loop_head();
+      emit_elements(closure(f_, an_, roots), load, in2);
       for (int o = 0; o < L_.num_outputs; ++o)
         if (!L_.output_row_level[o])
           s_ << in2 << "out" << o << "[row * L + j] = " << store_expr(out_dtype(o), reg(f_.output_regs[o]))
              << ";\n";
-      s_ << ind << "}\n";
+      element_loop_tail();
     }
     bool any_row = false;
     for (int o = 0; o < L_.num_outputs; ++o) any_row |= L_.output_row_level[o] != 0;

@@ -155,15 +155,16 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
       l.vector_word = L.misc_word(FusedLayout::kMiscVector);
       l.vector_grid = grid_for((rows + L.vec_width - 1) / L.vec_width, 256, sm_count);
     }
-  } else if (row_len <= 1024) {
-    // A warp per row, eight rows per block: short rows (softmax over heads, small layernorms).
+  } else if (row_len <= 256) {
+    // A warp per row, eight rows per block: short rows (softmax over heads, small layernorms);
+    // each lane holds up to 8 elements of its row in registers.
     l.block_x = 32;
     l.block_y = 8;
     l.grid = grid_for(rows, 8, sm_count * 4);
   } else {
-    // A block per row, about eight elements per thread.
+    // A block per row, eight elements per thread (held in registers up to 8192-element rows).
     int64_t tx = ((row_len + 7) / 8 + 31) / 32 * 32;
-    l.block_x = static_cast<unsigned>(std::clamp<int64_t>(tx, 128, 1024));
+    l.block_x = static_cast<unsigned>(std::clamp<int64_t>(tx, 64, 1024));
     l.grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(rows, int64_t{sm_count} * (2048 / l.block_x) * 4)));
   }
   out.push_back(std::move(l));
