@@ -216,7 +216,7 @@ void Planner::plan_dot(int32_t op_index) {
     ValueId other = add.operands[0] == cur ? add.operands[1] : add.operands[0];
     const Op& b = g_.def(other);
     if (add.operands[0] != add.operands[1] && b.kind == OpKind::kBroadcast && b.dims.size() == 1 &&
-        b.dims[0] == rank - 1 && !is_virtual(b.operands[0]) && g_.values[b.operands[0]].def < op_index &&
+        b.dims[0] == rank - 1 && !is_virtual(b.operands[0]) && available_before(b.operands[0], op_index) &&
         g_.values[b.operands[0]].shape.size() == 1 &&
         g_.values[b.operands[0]].shape[0].same_as(g_.values[cur].shape.back())) {
       groups_[gi].dot.has_bias = true;
@@ -244,6 +244,13 @@ void Planner::plan_dot(int32_t op_index) {
   group_of_[cur] = gi;
   dot_result_[gi] = cur;
   groups_[gi].outputs = {cur};
+}
+
+// A value a kernel starting at `op_index` may read: constants and inputs exist before any kernel
+// runs, wherever lowering placed them; computed values must come earlier.
+bool Planner::available_before(ValueId v, int32_t op_index) const {
+  const Op& def = g_.def(v);
+  return def.kind == OpKind::kConstant || def.kind == OpKind::kParameter || g_.values[v].def < op_index;
 }
 
 void Planner::absorb(int32_t gi, int32_t op_index) {
