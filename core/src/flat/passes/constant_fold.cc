@@ -29,8 +29,9 @@ bool worth_folding(const Graph& g, const Op& op) {
     if (c == nullptr || !is_static(g.values[v].shape)) return false;
     in_elements += c->constant.numel();
   }
-  // A splat is free in the kernels that read it; folding it would only make weights.
-  if (op.kind == OpKind::kBroadcast && in_elements == 1) return false;
+  // A broadcast is free in the kernels that read it (and a dot takes a broadcast bias as its
+  // epilogue); folding it would only make weights.
+  if (op.kind == OpKind::kBroadcast) return false;
   return num_elements(r.shape).static_value() <= in_elements + kMaxGrowth;
 }
 
