@@ -1,5 +1,11 @@
 """Tripy: a debuggable, Pythonic frontend over a C++ inference compiler."""
 
+import os as _os
+
+# oneDNN's OpenMP threads otherwise spin between GEMMs; on a busy machine that halves its speed.
+# Set before the core (and its OpenMP runtime) loads; a user's own setting wins.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from tripy import config
 from tripy.exception import TripyException
 from tripy.logging import logger
@@ -61,6 +67,11 @@ from tripy.frontend.ops.shape_ops import (
     unsqueeze,
 )
 from tripy.frontend.ops.linalg import matmul
+from tripy.frontend.ops.pad import pad, repeat
+from tripy.frontend.ops.scan import cumsum, topk
+from tripy.frontend.ops.attention import scaled_dot_product_attention
+from tripy.frontend.ops.pooling import avgpool, maxpool
+from tripy.frontend.ops.resize import resize
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
@@ -71,6 +82,8 @@ from tripy.frontend.modules.linear import Linear
 from tripy.frontend.modules.layernorm import LayerNorm
 from tripy.frontend.modules.embedding import Embedding
 from tripy.frontend.modules.sequential import Sequential
+from tripy.frontend.modules.conv import Conv, ConvTranspose
+from tripy.frontend.modules.norms import BatchNorm, GroupNorm, InstanceNorm
 
 __version__ = "0.1.0"
 

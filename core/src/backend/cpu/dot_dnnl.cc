@@ -42,6 +42,10 @@ struct DnnlMatmulCache::Impl {
   struct Entry {
     std::unique_ptr<dnnl::matmul> prim;  // null: oneDNN declined this shape
     dnnl::memory::desc a, b, bias, c;
+    // Constant weights reordered once into the layout the primitive runs fastest with.
+    dnnl::memory::desc packed_desc;
+    std::unique_ptr<dnnl::memory> packed;
+    const float* packed_from = nullptr;
   };
   std::map<std::vector<int64_t>, Entry> cache;
   std::unique_ptr<dnnl::stream> stream;
@@ -55,7 +59,7 @@ Status DnnlMatmulCache::run(const DotShape& s, const float* a, const float* b, c
   done = false;
   if (s.batch.size() + 2 > DNNL_MAX_NDIMS) return ok_status();
   std::vector<int64_t> key = {s.M, s.N, s.K, s.transpose_lhs, s.transpose_rhs, s.has_bias,
-                              static_cast<int64_t>(s.activation)};
+                              static_cast<int64_t>(s.activation), s.rhs_constant};
   key.insert(key.end(), s.lhs_batch.begin(), s.lhs_batch.end());
   key.insert(key.end(), s.rhs_batch.begin(), s.rhs_batch.end());
   key.insert(key.end(), s.batch.begin(), s.batch.end());
@@ -84,9 +88,19 @@ Status DnnlMatmulCache::run(const DotShape& s, const float* a, const float* b, c
                              0.0f, 0.0f);
           attr.set_post_ops(ops);
         }
-        auto desc = s.has_bias ? dnnl::matmul::desc(e.a, e.b, e.bias, e.c)
-                               : dnnl::matmul::desc(e.a, e.b, e.c);
+        // Constant weights: let oneDNN pick their layout (blocked, for its kernels); they are
+        // reordered once below and reused on every call.
+        dnnl::memory::desc wdesc = e.b;
+        if (s.rhs_constant) {
+          std::vector<int64_t> wdims = s.rhs_batch;
+          wdims.push_back(s.K);
+          wdims.push_back(s.N);
+          wdesc = dnnl::memory::desc(wdims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+        }
+        auto desc = s.has_bias ? dnnl::matmul::desc(e.a, wdesc, e.bias, e.c)
+                               : dnnl::matmul::desc(e.a, wdesc, e.c);
         dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+        e.packed_desc = pd.weights_desc();
         e.prim = std::make_unique<dnnl::matmul>(pd);
       } catch (const dnnl::error&) {
         e.prim.reset();  // unimplemented for this shape: remember and fall back
@@ -97,9 +111,19 @@ Status DnnlMatmulCache::run(const DotShape& s, const float* a, const float* b, c
     if (!e.prim) return ok_status();
     if (!impl_->stream) impl_->stream = std::make_unique<dnnl::stream>(cpu_engine());
     dnnl::engine& eng = cpu_engine();
+    dnnl::memory weights(e.b, eng, const_cast<float*>(b));
+    if (s.rhs_constant && e.packed_desc != e.b) {
+      if (e.packed_from != b) {
+        e.packed = std::make_unique<dnnl::memory>(e.packed_desc, eng);
+        dnnl::reorder(weights, *e.packed).execute(*impl_->stream, weights, *e.packed);
+        impl_->stream->wait();
+        e.packed_from = b;
+      }
+      weights = *e.packed;
+    }
     std::unordered_map<int, dnnl::memory> margs = {
         {DNNL_ARG_SRC, dnnl::memory(e.a, eng, const_cast<float*>(a))},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, eng, const_cast<float*>(b))},
+        {DNNL_ARG_WEIGHTS, weights},
         {DNNL_ARG_DST, dnnl::memory(e.c, eng, c)}};
     if (s.has_bias) margs.emplace(DNNL_ARG_BIAS, dnnl::memory(e.bias, eng, const_cast<float*>(bias)));
     e.prim->execute(*impl_->stream, margs);

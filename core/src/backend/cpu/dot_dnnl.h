@@ -18,6 +18,8 @@ struct DotShape {
   std::vector<int64_t> lhs_batch, rhs_batch;  // right-aligned to batch, 1 where broadcast
   bool transpose_lhs = false, transpose_rhs = false, has_bias = false;
   rt::Activation activation = rt::Activation::kNone;
+  // rhs is a program constant (its bytes never change): oneDNN may keep it pre-packed.
+  bool rhs_constant = false;
 
   // lhs is stored [.., M, K] (or [.., K, M] transposed); rhs [.., K, N] (or [.., N, K]).
   template <class T>
