@@ -1,0 +1,116 @@
+"""Resizing by interpolation, one dim at a time (nearest, linear and cubic are separable): the source
+indices and weights are computed at trace time and applied with gathers and a weighted sum."""
+
+import math
+
+import numpy as np
+
+from tripy.frontend import dtypes
+from tripy.frontend.ops.shape_ops import gather
+from tripy.frontend.trace_call import _raise_here
+
+_CUBIC_A = -0.75  # the Keys kernel coefficient PyTorch and OpenCV use
+
+
+def _source_coords(n_in, n_out, ratio, align_corners):
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    return (dst + 0.5) * ratio - 0.5
+
+
+def _cubic_weights(t):
+    """Weights of the 4 taps at offsets -1, 0, 1, 2 for fractional positions ``t``."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _taps(mode, n_in, n_out, ratio, align_corners):
+    """[(indices, weights or None)] for one dim: out[i] = sum over taps of weight[i] * in[index[i]]."""
+    if mode == "nearest":
+        src = np.floor(np.arange(n_out) * ratio).astype(np.int64)
+        return [(np.minimum(src, n_in - 1), None)]
+    src = _source_coords(n_in, n_out, ratio, align_corners)
+    if mode == "linear":
+        src = np.maximum(src, 0.0)
+        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        t = src - lo
+        return [(lo, 1.0 - t), (hi, t)]
+    base = np.floor(src).astype(np.int64)
+    weights = _cubic_weights(src - base)
+    return [(np.clip(base + off, 0, n_in - 1), w) for off, w in zip((-1, 0, 1, 2), weights)]
+
+
+def _resize_dim(x, dim, taps):
+    from tripy.frontend.ops.shape_ops import reshape
+    from tripy.frontend.tensor import Tensor
+
+    out = None
+    for index, weight in taps:
+        picked = gather(x, dim, Tensor(index.astype(np.int32), device=x.device))
+        if weight is not None:
+            w = Tensor(weight.astype(np.float32), device=x.device)
+            if x.dtype != dtypes.float32:
+                from tripy.frontend.ops.misc import cast
+
+                w = cast(w, x.dtype)
+            picked = picked * reshape(w, [len(weight)] + [1] * (x.rank - dim - 1))
+        out = picked if out is None else out + picked
+    return out
+
+
+def resize(input, output_shape=None, scales=None, mode="linear", align_corners=False):
+    """
+    Resizes ``input`` to ``output_shape`` (one size per dim), or by ``scales`` (one factor per dim;
+    a size n becomes ``floor(n * scale)``), interpolating each dim whose size changes (static
+    sizes only). ``mode`` is ``"nearest"`` (the source ``floor(i * in / out)``), ``"linear"`` or
+    ``"cubic"`` (Keys, a = -0.75), both sampling at pixel centres unless ``align_corners``.
+    The results match ``torch.nn.functional.interpolate``.
+
+    Example::
+
+        import tripy as tp
+
+        x = tp.Tensor([[[[1.0, 2.0]]]])
+        assert tp.resize(x, output_shape=(1, 1, 1, 4), mode="nearest").tolist() == [[[[1.0, 1.0, 2.0, 2.0]]]]
+        assert tp.resize(x, scales=(1, 1, 1, 2), mode="linear").tolist() == [[[[1.0, 1.25, 1.75, 2.0]]]]
+    """
+    if mode not in ("nearest", "linear", "cubic"):
+        _raise_here(f"resize: unsupported mode {mode!r}; use 'nearest', 'linear' or 'cubic'.")
+    if (output_shape is None) == (scales is None):
+        _raise_here("resize: give exactly one of output_shape and scales.")
+    if mode != "nearest" and not issubclass(input.dtype, dtypes.floating):
+        _raise_here(f"resize: {mode} interpolation needs a float tensor, but got dtype {input.dtype.name}.")
+    rank = input.rank
+    given = output_shape if output_shape is not None else scales
+    if len(given) != rank:
+        _raise_here(f"resize: expected {rank} entries (one per dim), but got {len(given)}: {tuple(given)}.")
+    out = input
+    for dim, (n_in, entry) in enumerate(zip(input._node.shape, given)):
+        if scales is not None and float(entry) == 1.0:
+            continue
+        if isinstance(n_in, str):
+            if output_shape is not None and not isinstance(entry, int):
+                continue  # a dynamic dim kept at its own (symbolic) size
+            _raise_here(f"resize: dimension {dim} is dynamic ({n_in}); only static dims can be resized.")
+        if scales is not None:
+            if float(entry) <= 0:
+                _raise_here(f"resize: scales must be positive, but got {tuple(scales)}.")
+            n_out, ratio = int(math.floor(n_in * float(entry))), 1.0 / float(entry)
+        else:
+            n_out = int(entry)
+            ratio = n_in / n_out if n_out > 0 else 0.0
+        if n_out < 1:
+            _raise_here(f"resize: dimension {dim} would have size {n_out}; sizes must be at least 1.")
+        if n_out == n_in and scales is None:
+            continue
+        out = _resize_dim(out, dim, _taps(mode, n_in, n_out, ratio, align_corners))
+    return out
