@@ -49,15 +49,16 @@ class GroupNorm(Module):
 
     def __call__(self, x):
         from tripy.frontend.ops.elementwise import rsqrt
-        from tripy.frontend.ops.reduce import mean, var
+        from tripy.frontend.ops.reduce import mean
         from tripy.frontend.ops.shape_ops import reshape
 
         _check_input(x, self.num_channels, type(self).__name__)
         shape = x.shape
         grouped = reshape(x, (shape[0], self.num_groups, -1))
-        mu = mean(grouped, -1, keepdim=True)
-        sigma2 = var(grouped, -1, keepdim=True, correction=0)
-        normed = reshape((grouped - mu) * rsqrt(sigma2 + self.eps), shape)
+        centered = grouped - mean(grouped, -1, keepdim=True)
+        # The biased variance as a mean of squares (tp.var's correction path fails on dynamic sizes).
+        sigma2 = mean(centered * centered, -1, keepdim=True)
+        normed = reshape(centered * rsqrt(sigma2 + self.eps), shape)
         return normed * _per_channel(self.weight, x) + _per_channel(self.bias, x)
 
 

@@ -1,0 +1,89 @@
+"""maxpool and avgpool against numpy window loops: 2-D and 3-D, stride, padding, both avgpool
+counting rules; eager, compiled static and compiled dynamic (batch), on every device."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+RNG = np.random.default_rng(4)
+
+
+def _pool_ref(x, kernel, stride, padding, kind, count_include_pad=True):
+    nd = len(kernel)
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(padding), constant_values=fill)
+    real = np.pad(np.ones(x.shape[2:]), list(padding))
+    out_sizes = [(xp.shape[2 + i] - kernel[i]) // stride[i] + 1 for i in range(nd)]
+    out = np.zeros(x.shape[:2] + tuple(out_sizes), dtype=np.float64)
+    for pos in itertools.product(*(range(s) for s in out_sizes)):
+        window = tuple(slice(p * s, p * s + k) for p, s, k in zip(pos, stride, kernel))
+        block = xp[(slice(None), slice(None)) + window].reshape(x.shape[:2] + (-1,))
+        if kind == "max":
+            out[(slice(None), slice(None)) + pos] = block.max(-1)
+        else:
+            count = np.prod(kernel) if count_include_pad else real[window].sum()
+            out[(slice(None), slice(None)) + pos] = block.sum(-1) / count
+    return out.astype(np.float32)
+
+
+# (kernel, stride, padding)
+CASES = {
+    "2d": ((2, 2), (2, 2), None),
+    "2d_overlap": ((3, 2), (1, 2), None),
+    "2d_padded": ((3, 3), (2, 2), [(1, 1), (1, 0)]),
+    "3d": ((2, 2, 2), (1, 2, 2), [(0, 1), (1, 0), (0, 0)]),
+}
+
+
+def _shape(kernel):
+    return (2, 3, 6, 5) if len(kernel) == 2 else (2, 2, 4, 5, 4)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_exclude_pad"])
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("mode", ["eager", "static", "dynamic"])
+def test_pooling_matches_numpy(kind, name, mode, device):
+    kernel, stride, padding = CASES[name]
+    if kind == "max":
+        fn = lambda t: tp.maxpool(t, kernel, stride, padding)
+    else:
+        include = kind == "avg"
+        fn = lambda t: tp.avgpool(t, kernel, stride, padding, count_include_pad=include)
+    shape = _shape(kernel)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    ref = _pool_ref(x, kernel, stride, padding or [(0, 0)] * len(kernel), kind[:3], kind == "avg")
+    if mode == "eager":
+        out = fn(tp.Tensor(x))
+    else:
+        dims = shape if mode == "static" else ((1, 2, 3),) + shape[1:]
+        exe = tp.compile(fn, args=[tp.InputInfo(dims, dtype=tp.float32)])
+        out = exe(tp.Tensor(x))
+        if mode == "dynamic":
+            np.testing.assert_allclose(np.array(exe(tp.Tensor(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_maxpool_on_integers_pads_with_the_dtype_minimum(device):
+    x = -np.arange(16, dtype=np.int32).reshape(1, 1, 4, 4) - 100
+    out = tp.maxpool(tp.Tensor(x), (2, 2), (2, 2), [(1, 1), (1, 1)])
+    np.testing.assert_array_equal(np.array(out.tolist()), _pool_ref(x.astype(np.float32), (2, 2), (2, 2), [(1, 1), (1, 1)], "max"))
+
+
+def test_pooling_rejects_a_kernel_larger_than_the_input():
+    with pytest.raises(tp.TripyException, match=r"the kernel \(5, 5\) is larger than the padded input's spatial size \(4, 4\)") as e:
+        tp.maxpool(tp.ones((1, 1, 4, 4)), (5, 5))
+    assert "test_pooling.py" in str(e.value)
+
+
+def test_pooling_rejects_bad_arguments():
+    with pytest.raises(tp.TripyException, match="a 2-D window needs an input of rank 4"):
+        tp.avgpool(tp.ones((1, 4, 4)), (2, 2))
+    with pytest.raises(tp.TripyException, match="kernel sizes and strides must be positive"):
+        tp.maxpool(tp.ones((1, 1, 4, 4)), (2, 0))
+    with pytest.raises(tp.TripyException, match="one entry per spatial dim"):
+        tp.maxpool(tp.ones((1, 1, 4, 4)), (2, 2), stride=(1,))
+    with pytest.raises(tp.TripyException, match="expected a float tensor"):
+        tp.avgpool(tp.ones((1, 1, 4, 4), dtype=tp.int32), (2, 2))

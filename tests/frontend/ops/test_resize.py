@@ -1,0 +1,113 @@
+"""resize against a numpy reference written from the interpolation formulas (the ones
+torch.nn.functional.interpolate uses): nearest, linear and cubic, sizes and scales, align_corners;
+eager, compiled static and compiled dynamic (batch), on every device."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+RNG = np.random.default_rng(6)
+
+
+def _cubic(t, a=-0.75):
+    t = abs(t)
+    if t <= 1:
+        return ((a + 2) * t - (a + 3)) * t * t + 1
+    if t < 2:
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+    return 0.0
+
+
+def _matrix(n_in, n_out, mode, align_corners, ratio):
+    """The (n_out, n_in) interpolation matrix of one dim, element by element."""
+    m = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        if mode == "nearest":
+            m[i, min(int(math.floor(i * ratio)), n_in - 1)] = 1
+            continue
+        if align_corners:
+            src = i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            src = (i + 0.5) * ratio - 0.5
+        if mode == "linear":
+            src = max(src, 0.0)
+            lo = min(int(math.floor(src)), n_in - 1)
+            t = src - lo
+            m[i, lo] += 1 - t
+            m[i, min(lo + 1, n_in - 1)] += t
+        else:
+            base = int(math.floor(src))
+            for off in (-1, 0, 1, 2):
+                m[i, min(max(base + off, 0), n_in - 1)] += _cubic(src - (base + off))
+    return m
+
+
+def _resize_ref(x, out_shape, mode, align_corners, ratios):
+    out = x.astype(np.float64)
+    for dim, (n_in, n_out, ratio) in enumerate(zip(x.shape, out_shape, ratios)):
+        if n_in == n_out and ratio == n_in / n_out:
+            continue
+        out = np.moveaxis(np.tensordot(_matrix(n_in, n_out, mode, align_corners, ratio), np.moveaxis(out, dim, 0), 1), 0, dim)
+    return out.astype(np.float32)
+
+
+SHAPE = (2, 3, 4, 5)
+CASES = {
+    # name: (mode, output_shape, scales, align_corners)
+    "nearest_up": ("nearest", (2, 3, 8, 7), None, False),
+    "nearest_down": ("nearest", (2, 3, 3, 2), None, False),
+    "linear_up": ("linear", (2, 3, 7, 9), None, False),
+    "linear_down": ("linear", (2, 3, 3, 3), None, False),
+    "linear_align": ("linear", (2, 3, 6, 8), None, True),
+    "linear_scales": ("linear", None, (1, 1, 2.0, 1.5), False),
+    "cubic_up": ("cubic", (2, 3, 7, 10), None, False),
+    "cubic_align": ("cubic", (2, 3, 5, 9), None, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("mode", ["eager", "static", "dynamic"])
+def test_resize_matches_numpy(name, mode, device):
+    interp, output_shape, scales, align = CASES[name]
+    x = RNG.standard_normal(SHAPE).astype(np.float32)
+    if scales is not None:
+        out_shape = [int(math.floor(n * s)) for n, s in zip(SHAPE, scales)]
+        ratios = [1.0 / s for s in scales]
+    else:
+        out_shape, ratios = output_shape, [n / m for n, m in zip(SHAPE, output_shape)]
+    ref = _resize_ref(x, out_shape, interp, align, ratios)
+
+    def fn(t):
+        shape = None if output_shape is None else (t.shape[0],) + output_shape[1:]
+        return tp.resize(t, output_shape=shape, scales=scales, mode=interp, align_corners=align)
+
+    if mode == "eager":
+        out = fn(tp.Tensor(x))
+    else:
+        dims = SHAPE if mode == "static" else ((1, 2, 3),) + SHAPE[1:]
+        exe = tp.compile(fn, args=[tp.InputInfo(dims, dtype=tp.float32)])
+        out = exe(tp.Tensor(x))
+        if mode == "dynamic":
+            np.testing.assert_allclose(np.array(exe(tp.Tensor(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_nearest_resize_keeps_integers(device):
+    x = np.arange(6, dtype=np.int32).reshape(1, 2, 3)
+    out = tp.resize(tp.Tensor(x), output_shape=(1, 4, 3), mode="nearest")
+    assert out.tolist() == [[[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]]
+
+
+def test_resize_rejects_bad_arguments():
+    with pytest.raises(tp.TripyException, match="give exactly one of output_shape and scales") as e:
+        tp.resize(tp.ones((1, 2)), output_shape=(1, 4), scales=(1, 2))
+    assert "test_resize.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"expected 2 entries \(one per dim\)"):
+        tp.resize(tp.ones((1, 2)), output_shape=(4,))
+    with pytest.raises(tp.TripyException, match="unsupported mode 'area'"):
+        tp.resize(tp.ones((1, 2)), output_shape=(1, 4), mode="area")
+    with pytest.raises(tp.TripyException, match="linear interpolation needs a float tensor"):
+        tp.resize(tp.ones((1, 2), dtype=tp.int32), output_shape=(1, 4))
