@@ -6,6 +6,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/half.h"
+#if TRIPY_WITH_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "binding.h"
 #include "dlpack_abi.h"
 #include "trace/lower.h"
@@ -192,6 +195,10 @@ void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exporte
 
 py::capsule to_dlpack(const NodeRef& n) {
   check(trace::evaluate(n, eager_options(n->device)));
+#if TRIPY_WITH_CUDA
+  // The consumer may read on any stream: finish our work on the default stream first.
+  if (n->device.kind == Device::Kind::kGpu) check(rt::cuda_synchronize(rt::cuda_default_stream()));
+#endif
   auto* e = new Exported();
   e->tensor = n->value;
   e->shape = n->value.shape();

@@ -34,5 +34,6 @@ Tensor to_host(const Tensor& t);
 void bind_node(py::module_& m);
 void bind_data(py::module_& m);
 void bind_executable(py::module_& m);
+void bind_stream(py::module_& m);
 
 }  // namespace tripy::binding

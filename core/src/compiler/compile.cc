@@ -29,10 +29,11 @@ Status debug_verified(const flat::Graph& g, const char* pass) {
 }  // namespace
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
-  auto dump = [&](const char* stage, const std::string& text) {
-    if (options.dump) options.dump(stage, text);
+  // Text is only formatted when someone asked for it: eager mode compiles often.
+  auto dump = [&](const char* stage, const auto& text) {
+    if (options.dump) options.dump(stage, text());
   };
-  dump("flat", graph.str());
+  dump("flat", [&] { return graph.str(); });
   TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
   if (options.optimization_level > 0) {
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
@@ -43,14 +44,14 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
   }
   graph = flat::dce(graph);
-  dump("flat.optimized", graph.str());
+  dump("flat.optimized", [&] { return graph.str(); });
   TRIPY_RETURN_IF_ERROR(verified(graph, "optimisation"));
 
   compiler::BuildProgramOptions build_program_options;
   build_program_options.output_names = options.output_names;
-  if (options.dump) build_program_options.dump_fusion = [&](const std::string& text) { dump("fusion", text); };
+  if (options.dump) build_program_options.dump_fusion = [&](const std::string& text) { options.dump("fusion", text); };
   TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph, build_program_options));
-  dump("program", compiler::program_str(program));
+  dump("program", [&] { return compiler::program_str(program); });
   if (Status st = rt::validate_program(program); !st.ok()) {
     return internal_error("the compiler built an inconsistent program: " + st.message());
   }

@@ -3,10 +3,18 @@
 
 #include <unordered_map>
 
+#include "backend/backend.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {
 namespace {
+
+StatusOr<Tensor> to_host(const Tensor& t) {
+  if (t.device().kind == Device::Kind::kCpu) return t;
+  rt::Backend* backend = rt::backend_for(t.device().kind);
+  if (!backend) return Status(StatusCode::kUnavailable, "no backend for " + t.device().str());
+  return backend->copy_to_host(t);
+}
 
 }  // namespace
 
@@ -69,8 +77,9 @@ StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode m
       g.input_names.push_back(n->name());
       result.eager_inputs.push_back(std::static_pointer_cast<Node>(n->shared_from_this()));
     } else if (n->evaluated()) {
+      // Constants are host tensors (the Program's contract); a backend uploads them at load.
       op.kind = flat::OpKind::kConstant;
-      op.constant = n->value;
+      TRIPY_ASSIGN_OR_RETURN(op.constant, to_host(n->value));
       values[n] = ctx.emit(std::move(op), n->dtype, n->shape);
     } else if (n->input_index >= 0) {
       return invalid_argument(

@@ -28,7 +28,19 @@ class Executable:
     def __init__(self, impl):
         self._impl = impl
         self._names = [name for name, *_ in impl.inputs]
-        self.stream = None
+        self._stream = None
+
+    @property
+    def stream(self):
+        """The ``tp.Stream`` a GPU executable runs on (the default stream unless set)."""
+        from tripy.frontend.stream import default_stream
+
+        return self._stream if self._stream is not None else default_stream()
+
+    @stream.setter
+    def stream(self, stream):
+        _C.set_executable_stream(self._impl, None if stream is None else stream._impl)
+        self._stream = stream
 
     @property
     def input_infos(self):
