@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.frontend.device import default_device
 
 RNG = np.random.default_rng(7)
+
+
+def _dev(data, **kwargs):
+    """``data`` on the default device: numpy arrays would otherwise stay, zero-copy, on the CPU."""
+    return tp.Tensor(data, device=default_device(), **kwargs)
 
 
 def _group_norm_ref(x, groups, weight, bias, eps=1e-5):
@@ -22,9 +28,9 @@ def _affine(channels):
 
 def _run(module, x, mode):
     if mode == "eager":
-        return np.array(module(tp.Tensor(x)).tolist())
+        return np.array(module(_dev(x)).tolist())
     exe = tp.compile(module, args=[tp.InputInfo(((1, x.shape[0], 4),) + x.shape[1:], dtype=tp.float32)])
-    return np.array(exe(tp.Tensor(x)).tolist())
+    return np.array(exe(_dev(x)).tolist())
 
 
 @pytest.mark.parametrize("mode", ["eager", "dynamic"])
@@ -33,7 +39,7 @@ def test_group_norm_matches_numpy(groups, shape, mode, device):
     x = RNG.standard_normal(shape).astype(np.float32) * 3 + 1
     w, b = _affine(shape[1])
     norm = tp.GroupNorm(groups, shape[1])
-    norm.load_state_dict({"weight": tp.Tensor(w), "bias": tp.Tensor(b)})
+    norm.load_state_dict({"weight": _dev(w), "bias": _dev(b)})
     np.testing.assert_allclose(_run(norm, x, mode), _group_norm_ref(x, groups, w, b), rtol=1e-4, atol=1e-4)
 
 
@@ -42,7 +48,7 @@ def test_instance_norm_is_one_group_per_channel(mode, device):
     x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
     w, b = _affine(3)
     norm = tp.InstanceNorm(3, eps=1e-3)
-    norm.load_state_dict({"weight": tp.Tensor(w), "bias": tp.Tensor(b)})
+    norm.load_state_dict({"weight": _dev(w), "bias": _dev(b)})
     np.testing.assert_allclose(_run(norm, x, mode), _group_norm_ref(x, 3, w, b, 1e-3), rtol=1e-4, atol=1e-4)
 
 
@@ -52,8 +58,8 @@ def test_batch_norm_uses_the_running_statistics(mode, device):
     w, b = _affine(3)
     mean, var = RNG.standard_normal(3).astype(np.float32), RNG.uniform(0.5, 2, 3).astype(np.float32)
     norm = tp.BatchNorm(3)
-    norm.load_state_dict({"weight": tp.Tensor(w), "bias": tp.Tensor(b), "running_mean": tp.Tensor(mean),
-                          "running_var": tp.Tensor(var)})
+    norm.load_state_dict({"weight": _dev(w), "bias": _dev(b), "running_mean": _dev(mean),
+                          "running_var": _dev(var)})
     ref = (x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5) * w[:, None] + b[:, None]
     np.testing.assert_allclose(_run(norm, x, mode), ref, rtol=1e-4, atol=1e-4)
 

@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.frontend.device import default_device
 
 RNG = np.random.default_rng(3)
+
+
+def _dev(data, **kwargs):
+    """``data`` on the default device: numpy arrays would otherwise stay, zero-copy, on the CPU."""
+    return tp.Tensor(data, device=default_device(), **kwargs)
 
 
 def _conv_ref(x, w, b, stride, padding, dilation, groups):
@@ -71,7 +77,7 @@ CONV_CASES = {
 def _load(module, weight_shape, out_channels):
     w = RNG.standard_normal(weight_shape).astype(np.float32)
     b = RNG.standard_normal((out_channels,)).astype(np.float32)
-    module.load_state_dict({"weight": tp.Tensor(w), "bias": tp.Tensor(b)})
+    module.load_state_dict({"weight": _dev(w), "bias": _dev(b)})
     return w, b
 
 
@@ -84,12 +90,12 @@ def test_conv_matches_numpy(name, mode, device):
     x = RNG.standard_normal((2, cin, *size)).astype(np.float32)
     ref = _conv_ref(x, w, b, stride, padding, dilation, groups)
     if mode == "eager":
-        out = conv(tp.Tensor(x))
+        out = conv(_dev(x))
     else:
         exe = tp.compile(conv, args=[tp.InputInfo(((1, 2, 3), cin, *size), dtype=tp.float32)])
-        out = exe(tp.Tensor(x))
+        out = exe(_dev(x))
         x1 = x[:1].copy()
-        np.testing.assert_allclose(np.array(exe(tp.Tensor(x1)).tolist()), ref[:1], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(np.array(exe(_dev(x1)).tolist()), ref[:1], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-4, atol=1e-4)
 
 
@@ -108,7 +114,7 @@ def test_conv_transpose_matches_numpy(name, device):
     w, b = _load(deconv, (cin, cout // groups, *kernel), cout)
     x = RNG.standard_normal((2, cin, *size)).astype(np.float32)
     ref = _conv_transpose_ref(x, w, b, stride, padding, dilation, groups)
-    np.testing.assert_allclose(np.array(deconv(tp.Tensor(x)).tolist()), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(deconv(_dev(x)).tolist()), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_conv_placeholder_parameters_are_arange():

@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.frontend.device import default_device
 
 RNG = np.random.default_rng(4)
+
+
+def _dev(data, **kwargs):
+    """``data`` on the default device: numpy arrays would otherwise stay, zero-copy, on the CPU."""
+    return tp.Tensor(data, device=default_device(), **kwargs)
 
 
 def _pool_ref(x, kernel, stride, padding, kind, count_include_pad=True):
@@ -56,19 +62,19 @@ def test_pooling_matches_numpy(kind, name, mode, device):
     x = RNG.standard_normal(shape).astype(np.float32)
     ref = _pool_ref(x, kernel, stride, padding or [(0, 0)] * len(kernel), kind[:3], kind == "avg")
     if mode == "eager":
-        out = fn(tp.Tensor(x))
+        out = fn(_dev(x))
     else:
         dims = shape if mode == "static" else ((1, 2, 3),) + shape[1:]
         exe = tp.compile(fn, args=[tp.InputInfo(dims, dtype=tp.float32)])
-        out = exe(tp.Tensor(x))
+        out = exe(_dev(x))
         if mode == "dynamic":
-            np.testing.assert_allclose(np.array(exe(tp.Tensor(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(np.array(exe(_dev(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
 
 
 def test_maxpool_on_integers_pads_with_the_dtype_minimum(device):
     x = -np.arange(16, dtype=np.int32).reshape(1, 1, 4, 4) - 100
-    out = tp.maxpool(tp.Tensor(x), (2, 2), (2, 2), [(1, 1), (1, 1)])
+    out = tp.maxpool(_dev(x), (2, 2), (2, 2), [(1, 1), (1, 1)])
     np.testing.assert_array_equal(np.array(out.tolist()), _pool_ref(x.astype(np.float32), (2, 2), (2, 2), [(1, 1), (1, 1)], "max"))
 
 

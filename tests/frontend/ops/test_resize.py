@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.frontend.device import default_device
 
 RNG = np.random.default_rng(6)
+
+
+def _dev(data, **kwargs):
+    """``data`` on the default device: numpy arrays would otherwise stay, zero-copy, on the CPU."""
+    return tp.Tensor(data, device=default_device(), **kwargs)
 
 
 def _cubic(t, a=-0.75):
@@ -85,19 +91,19 @@ def test_resize_matches_numpy(name, mode, device):
         return tp.resize(t, output_shape=shape, scales=scales, mode=interp, align_corners=align)
 
     if mode == "eager":
-        out = fn(tp.Tensor(x))
+        out = fn(_dev(x))
     else:
         dims = SHAPE if mode == "static" else ((1, 2, 3),) + SHAPE[1:]
         exe = tp.compile(fn, args=[tp.InputInfo(dims, dtype=tp.float32)])
-        out = exe(tp.Tensor(x))
+        out = exe(_dev(x))
         if mode == "dynamic":
-            np.testing.assert_allclose(np.array(exe(tp.Tensor(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(np.array(exe(_dev(x[:1].copy())).tolist()), ref[:1], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
 
 
 def test_nearest_resize_keeps_integers(device):
     x = np.arange(6, dtype=np.int32).reshape(1, 2, 3)
-    out = tp.resize(tp.Tensor(x), output_shape=(1, 4, 3), mode="nearest")
+    out = tp.resize(_dev(x), output_shape=(1, 4, 3), mode="nearest")
     assert out.tolist() == [[[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]]
 
 
