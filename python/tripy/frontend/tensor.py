@@ -57,7 +57,8 @@ class Tensor:
         self.name = name
         if dtype is not None and self._node.dtype != dtype.name:
             self._node = make("cast", [self], dtype=dtype.name)._node
-        if device is not None and self._node.device != str(target):
+        # Data lands on the requested (or default) device: zero-copy when it is already there.
+        if self._node.device != str(target):
             self._node = _C.copy(self._node, str(target), frames)
 
     @classmethod
