@@ -116,8 +116,15 @@ Device Executable::device() const { return impl_->device; }
 StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
   const Impl& impl = *impl_;
   const rt::Program& p = *impl.program;
+  // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
+  std::lock_guard<std::mutex> lock(impl.mu);
+  if (!impl.validated) {
+    // A file was validated when loaded; a program built in memory that fails is a Tripy bug.
+    Status valid = rt::validate_program(p);
+    if (!valid.ok()) return internal_error(valid.message());
+    impl.validated = true;
+  }
   TRIPY_RETURN_IF_ERROR(check_arguments(p, impl.input_descs, inputs, impl.device));
-
   std::vector<int64_t> slots;
   p.eval_shapes(inputs, slots);
   for (const rt::ShapeCheck& check : p.checks) {
@@ -130,8 +137,6 @@ StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
   }
   TRIPY_RETURN_IF_ERROR(rt::check_run_shapes(p, inputs, slots));
 
-  // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
-  std::lock_guard<std::mutex> lock(impl.mu);
   if (!impl.loaded) {
     rt::Backend* backend = rt::backend_for(impl.device.kind);
     if (backend == nullptr)

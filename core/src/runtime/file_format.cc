@@ -105,6 +105,7 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
     const std::string at = "metadata.sections[" + std::to_string(i) + "]";
     const json& s = sections[i];
     const std::string kind = json_string(json_field(s, "kind", at), at + ".kind");
+    const std::string name = json_string(json_field(s, "name", at), at + ".name");
     const int64_t offset = json_int(json_field(s, "offset", at), at + ".offset");
     const int64_t bytes = json_int(json_field(s, "size", at), at + ".size");
     if (offset < 0 || bytes < 0 || offset % static_cast<int64_t>(kAlign) != 0 ||
@@ -113,6 +114,9 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
                        ") but the data region has " + plural(data_bytes, "byte") + " (is the file truncated?).");
     const uint8_t* begin = data + data_start + offset;
     if (kind == "constant") {
+      if (name != "constant." + std::to_string(program->constants.size()))
+        return data_loss("Corrupt executable: " + at + " is named '" + name + "' but is constant " +
+                         std::to_string(program->constants.size()) + ".");
       const DType dtype = json_dtype(json_field(s, "dtype", at), at + ".dtype");
       std::vector<int64_t> shape = json_int_list(json_field(s, "shape", at), at + ".shape");
       int64_t expect = 0;
@@ -128,7 +132,6 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
         program->constants.push_back(std::move(t));
       }
     } else if (kind == "artifact") {
-      const std::string name = json_string(json_field(s, "name", at), at + ".name");
       if (out.artifacts.count(name)) return data_loss("Corrupt executable: artifact '" + name + "' appears twice.");
       out.artifacts[name] = std::vector<uint8_t>(begin, begin + bytes);
     } else {
@@ -169,7 +172,8 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     uint64_t cursor = 0;  // relative to the data region
     for (const Tensor& c : program.constants) {
       const uint64_t bytes = static_cast<uint64_t>(c.nbytes());
-      sections.push_back({{"kind", "constant"}, {"offset", cursor}, {"size", bytes},
+      sections.push_back({{"kind", "constant"}, {"name", "constant." + std::to_string(sections.size())},
+                          {"offset", cursor}, {"size", bytes},
                           {"dtype", std::string(dtype_name(c.dtype()))}, {"shape", c.shape()}});
       cursor = align_up(cursor + bytes);
     }

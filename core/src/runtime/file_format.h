@@ -11,8 +11,9 @@
 //   D+  sections, each at a 64-aligned offset relative to D (so the JSON, written before the
 //       sections' absolute positions are known, can still say where they are)
 //
-// A section entry is {"kind": "constant", "offset", "size", "dtype", "shape"} (the i-th constant
-// section is Program::constants[i]) or {"kind": "artifact", "name", "offset", "size"}.
+// A section entry is {"kind": "constant", "name": "constant.<i>", "offset", "size", "dtype",
+// "shape"} (Program::constants[i]; constants come first, in order) or {"kind": "artifact", "name",
+// "offset", "size"} (a backend artifact).
 #pragma once
 
 #include <cstdint>

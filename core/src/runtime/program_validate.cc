@@ -342,6 +342,13 @@ class Validator {
           break;
       }
       if (!ok) return bad(at + " has operands that are missing, later, or of the wrong dtype");
+      // Operand fields the form does not use must be -1, so no backend can trip over them.
+      const int used = form == Form::kConst ? 0
+                       : form == Form::kSelect ? 3
+                       : (form == Form::kBinary || form == Form::kCompare) ? 2
+                                                                            : 1;
+      if ((used < 1 && in.a != -1) || (used < 2 && in.b != -1) || (used < 3 && in.c != -1))
+        return bad(at + " sets operands it does not use (they must be -1)");
     }
     for (size_t o = 0; o < f.output_regs.size(); ++o) {
       const int32_t r = f.output_regs[o];

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "runtime/executable_impl.h"
 #include "runtime/program_json.h"
 #include "test_programs.h"
 #include "tripy/executable.h"
@@ -148,7 +151,7 @@ void expect_data_loss(const std::vector<uint8_t>& bytes, const std::string& frag
 TEST(FileFormat, round_trip_keeps_every_field) {
   Program p = testing::rich_program();
   p.kernels[0].fused.instrs[7].imm = std::nan("");
-  p.kernels[0].fused.instrs[1] = {EwOp::kLoad, DType::kFloat32, 1, 7, -3, 1e-300};
+  p.kernels[0].fused.instrs[1] = {EwOp::kLoad, DType::kFloat32, 1, -1, -1, 1e-300};
   auto bytes = serialized(p);
   EXPECT_EQ(std::memcmp(bytes.data(), "TRIPYEXE", 8), 0);
   auto loaded = deserialize_executable(bytes.data(), bytes.size());
@@ -240,10 +243,13 @@ TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][3]["name"] = "cuda.cubin"; }), "appears twice");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["kind"] = "blob"; }), "unknown kind 'blob'");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"].erase(1); }), "missing constant 1");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1]["name"] = "constant.0"; }), "is named 'constant.0' but is constant 1");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1].erase("name"); }), "sections[1].name is missing");
   expect_data_loss(with_metadata(good, [](json& m) { m["program"]["shape_program"][4][1] = 6; }), "only earlier slots");
 }
 
-// Every load of a damaged file either fails cleanly or yields a program that passes validation.
+// Every load of a damaged file either fails cleanly or yields a program that passes validation
+// and that runs, or refuses to run, without crashing (the run-time checks' share of the defence).
 void expect_clean(const std::vector<uint8_t>& bytes, int* loaded) {
   auto result = deserialize_executable(bytes.data(), bytes.size());
   if (!result.ok()) {
@@ -254,6 +260,19 @@ void expect_clean(const std::vector<uint8_t>& bytes, int* loaded) {
   }
   ++*loaded;
   EXPECT_TRUE(validate_program(*result->program).ok());
+  if (result->device != Device{}) return;
+  Executable exe = make_executable(result->program, result->artifacts, result->device);
+  for (int64_t batch : {1, 3}) {
+    std::vector<Tensor> inputs;
+    for (const InputDesc& in : exe.inputs()) {
+      std::vector<int64_t> shape = in.dim_opt;
+      if (!shape.empty()) shape[0] = std::clamp(batch, in.dim_min[0], in.dim_max[0]);
+      Tensor t = Tensor::empty_host(in.dtype, shape);
+      if (t.nbytes() > 0) std::memset(t.data(), 0x3c, static_cast<size_t>(t.nbytes()));
+      inputs.push_back(t);
+    }
+    (void)exe.run(inputs);
+  }
 }
 
 TEST(FileFormatFuzz, every_truncation_fails_cleanly) {
@@ -268,7 +287,7 @@ TEST(FileFormatFuzz, every_truncation_fails_cleanly) {
 }
 
 TEST(FileFormatFuzz, random_byte_flips_fail_cleanly_or_validate) {
-  auto bytes = serialized(testing::rich_program());
+  auto bytes = serialized(testing::rich_program(), {}, Device{});
   std::mt19937 rng(20240611);
   int loaded = 0;
   for (int trial = 0; trial < 2000; ++trial) {
@@ -282,6 +301,33 @@ TEST(FileFormatFuzz, random_byte_flips_fail_cleanly_or_validate) {
     expect_clean(damaged, &loaded);
   }
   EXPECT_GT(loaded, 0) << "flips in constants' bytes should still load";
+}
+
+// Structured fuzzing: small integers written into random numeric fields of the metadata reach
+// the validator and the run-time checks far more often than flipped bits do.
+void collect_ints(json& j, std::vector<json*>& out) {
+  if (j.is_number_integer()) out.push_back(&j);
+  if (j.is_structured())
+    for (auto& child : j) collect_ints(child, out);
+}
+
+// TRIPY_FUZZ_TRIALS=100000 TRIPY_FUZZ_SEED=n runs a longer hunt (best under ASan).
+TEST(FileFormatFuzz, small_integers_in_metadata_fail_cleanly_or_run) {
+  const auto bytes = serialized(testing::rich_program(), {}, Device{});
+  const char* trials_env = std::getenv("TRIPY_FUZZ_TRIALS");
+  const char* seed_env = std::getenv("TRIPY_FUZZ_SEED");
+  const int trials = trials_env ? std::atoi(trials_env) : 2000;
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atoi(seed_env)) : 7u);
+  int loaded = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    auto damaged = with_metadata(bytes, [&](json& m) {
+      std::vector<json*> ints;
+      collect_ints(m["program"], ints);
+      for (int k = 0; k < 1 + trial % 3; ++k) *ints[rng() % ints.size()] = static_cast<int64_t>(rng() % 13) - 2;
+    });
+    expect_clean(damaged, &loaded);
+  }
+  EXPECT_GT(loaded, 0);
 }
 
 }  // namespace
