@@ -9,8 +9,8 @@ from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.pad import full_on
 from tripy.frontend.ops.reduce import softmax
-from tripy.frontend.ops.shape_ops import transpose
 from tripy.frontend.ops.scan import _iota_on
+from tripy.frontend.ops.shape_ops import transpose
 from tripy.frontend.trace_call import _raise_here
 
 
