@@ -118,12 +118,6 @@ StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
   const rt::Program& p = *impl.program;
   // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
   std::lock_guard<std::mutex> lock(impl.mu);
-  if (!impl.validated) {
-    // A file was validated when loaded; a program built in memory that fails is a Tripy bug.
-    Status valid = rt::validate_program(p);
-    if (!valid.ok()) return internal_error(valid.message());
-    impl.validated = true;
-  }
   TRIPY_RETURN_IF_ERROR(check_arguments(p, impl.input_descs, inputs, impl.device));
   std::vector<int64_t> slots;
   p.eval_shapes(inputs, slots);

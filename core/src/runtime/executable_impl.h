@@ -19,16 +19,14 @@ struct Executable::Impl {
   std::vector<InputDesc> input_descs;  // derived from program->inputs
   std::vector<SourceRef> sources;      // program->sources, shared by the errors that cite them
 
-  // Guarded by `mu`, set up on the first run: the program's validation (files are validated on
-  // load; this catches compiler bugs as errors instead of crashes) and the backend's prepared
-  // program (loading may cost device memory, so executables only saved or inspected never pay).
+  // The backend's prepared program, made on the first run (loading may cost device memory, so
+  // executables that are only saved or inspected never pay for it). Guarded by `mu`.
   mutable std::mutex mu;
-  mutable bool validated = false;
   mutable std::unique_ptr<rt::LoadedProgram> loaded;
 };
 
-// For the compiler (after Backend::build) and the file loader. Cheap: the program is validated on
-// the first run, not here.
+// For the compiler (after Backend::build) and the file loader. `program` must have passed
+// rt::validate_program: the loader checks every file, the compiler every program it builds.
 Executable make_executable(std::shared_ptr<const rt::Program> program, rt::Artifacts artifacts, Device device);
 
 }  // namespace tripy
