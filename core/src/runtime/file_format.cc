@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 #include "runtime/program_json.h"
 #include "runtime/shape_arith.h"
@@ -45,7 +44,7 @@ std::shared_ptr<uint8_t> alloc_aligned(uint64_t bytes) {
 }
 
 // JSON one level per line, except that a value whose compact form fits in a line stays on one
-// line: `"shape": [0, 1]`, not seven lines. Deterministic (nlohmann sorts object keys).
+// line: `"shape":[0,1]`, not four lines. Deterministic (nlohmann sorts object keys).
 void dump_readable(const json& j, int indent, std::string& out) {
   constexpr size_t kLine = 100;
   std::string compact = j.dump(-1, ' ', false, json::error_handler_t::replace);
