@@ -30,6 +30,9 @@ run() {  # run NAME CMD...: tee into $LOG/NAME.log, remember failure
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
 if step build; then
   [ -d "$DEPS" ] || echo "warning: .deps missing (run scripts/fetch_gpu_deps.sh here and carry .deps)"
+  # Always from scratch: the working tree arrives with its own mtimes, so objects left by an
+  # earlier call on a warm machine can look newer than changed sources (a stale, mixed build).
+  rm -rf build-gpu
   run configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$DEPS" -Dpybind11_DIR="$($PY -m pybind11 --cmakedir)" \
     -DPython_EXECUTABLE="$PY" -DPython3_EXECUTABLE="$PY"
