@@ -3,6 +3,11 @@
 #include <pybind11/stl.h>
 
 #include "binding.h"
+#include "compiler/build_program.h"
+#include "flat/passes/passes.h"
+#if TRIPY_WITH_CUDA
+#include "backend/cuda/cuda_codegen.h"
+#endif
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -128,6 +133,18 @@ void bind_node(py::module_& m) {
     return unwrap(trace::compile_trace(outputs, inputs, names, o));
   });
 
+#if TRIPY_WITH_CUDA
+  // Test hook: the CUDA source of every fused kernel of `n`'s eager program. Needs no GPU, so the
+  // code generator is exercised on real programs wherever the CUDA headers exist.
+  m.def("_cuda_kernel_sources", [](const NodeRef& n) {
+    auto lowered = unwrap(trace::lower_to_flat({n}, trace::LowerMode::kEager));
+    auto program = unwrap(compiler::build_program(flat::dce(lowered.graph)));
+    std::vector<std::string> out;
+    for (const auto& k : program.kernels)
+      if (k.kind == rt::KernelKind::kFused) out.push_back(unwrap(rt::cuda::generate_fused(program, k)).source);
+    return out;
+  });
+#endif
   m.def("op_table", [] {
     py::list out;
     for (const trace::OpDef* d : trace::all_ops()) {
