@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
-#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_codegen.h"
 
@@ -161,6 +162,25 @@ std::vector<int32_t> closure(const FusedProgram& f, const Analysis& an, const st
     if (need[i]) out.push_back(i);
   return out;
 }
+
+// Builds source text. Deliberately not an iostream: formatting numbers through libstdc++'s locale
+// machinery crashed inside Python processes that had imported numpy 2 first (seen on the GPU
+// machine); std::to_string has no locale state.
+class SourceWriter {
+ public:
+  SourceWriter& operator<<(const std::string& s) { out_ += s; return *this; }
+  SourceWriter& operator<<(const char* s) { out_ += s; return *this; }
+  SourceWriter& operator<<(char c) { out_ += c; return *this; }
+  template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+  SourceWriter& operator<<(T v) {
+    out_ += std::to_string(v);
+    return *this;
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+};
 
 class Emitter {
  public:
@@ -487,7 +507,7 @@ class Emitter {
   const FusedProgram& f_;
   const Analysis& an_;
   const FusedLayout& L_;
-  std::ostringstream s_;
+  SourceWriter s_;
 };
 
 }  // namespace

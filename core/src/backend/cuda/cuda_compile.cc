@@ -69,12 +69,17 @@ std::string nvrtc_version_string() {
   return "nvrtc" + std::to_string(major) + "." + std::to_string(minor);
 }
 
+// No iostream number formatting here (see SourceWriter in cuda_codegen_fused.cc for why).
 std::string numbered(const std::string& source) {
-  std::ostringstream out;
-  std::istringstream in(source);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) out << n << ": " << line << "\n";
-  return out.str();
+  std::string out;
+  size_t start = 0;
+  for (int n = 1; start < source.size(); ++n) {
+    size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    out += std::to_string(n) + ": " + source.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
 }
 
 // One NVRTC compile for `target` ("sm_90" or "compute_90"); fills cubin or ptx.
