@@ -112,7 +112,7 @@ def torch_linear(w, b):
 def load(module, weights):
     # Weights enter as host tensors: compile-time constants are folded and stored on the host side
     # of the compiler, and the backend uploads them once at load.
-    module.load_state_dict({k: tp.Tensor(v.cpu().numpy(), device=tp.device("cpu")) for k, v in weights.items()})
+    module.load_state_dict({k: tp.Tensor(v.contiguous()) for k, v in weights.items()})  # zero-copy from torch
 
 
 def mlp_case(d, hidden, batch, dtype):
