@@ -110,9 +110,9 @@ def torch_linear(w, b):
 
 
 def load(module, weights):
-    # Weights enter as host tensors: compile-time constants are folded and stored on the host side
-    # of the compiler, and the backend uploads them once at load.
-    module.load_state_dict({k: tp.Tensor(v.contiguous()) for k, v in weights.items()})  # zero-copy from torch
+    # Weights enter zero-copy from torch's GPU memory; compile copies constants to the host side of
+    # the compiler and the backend uploads them once at load.
+    module.load_state_dict({k: tp.Tensor(v.contiguous()) for k, v in weights.items()})
 
 
 def mlp_case(d, hidden, batch, dtype):
