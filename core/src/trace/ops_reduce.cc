@@ -109,8 +109,9 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   Shape s = c.value(x).shape;
   flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
   flat::ValueId sq = c.reduce(EwOp::kReduceSum, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
-  flat::ValueId n = reduced_count(c, x, dims, dt);
-  flat::ValueId denom = c.ew(EwOp::kSub, {n, c.scalar(c.node().attrs.value, dt)}, dt);
+  flat::ValueId n = reduced_count(c, x, dims, dt);  // a scalar, or per row when dims are dynamic
+  flat::ValueId correction = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(n).shape, "");
+  flat::ValueId denom = c.ew(EwOp::kSub, {n, correction}, dt);
   return keep_dims(c, c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt));
 }
 

@@ -176,3 +176,10 @@ def test_per_channel_quantize_round_trips_like_numpy(dtype, lo, hi, device):
     np.testing.assert_array_equal(np.array(q.tolist()), ref_q)
     back = tp.dequantize(q, tp.Tensor(scale), tp.float32, dim=0)
     np.testing.assert_allclose(np.array(back.tolist()), ref_q * scale[:, None], rtol=1e-6)
+
+
+def test_var_over_a_dynamic_reduced_dim(device):
+    f = tp.compile(lambda x: tp.var(x, dim=0), args=[tp.InputInfo(((2, 3, 6), 4), tp.float32)])
+    for n in (2, 5):
+        x = _rand((n, 4))
+        _check(f(tp.Tensor(x)), x.var(0, ddof=1))

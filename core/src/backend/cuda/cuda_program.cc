@@ -69,6 +69,7 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
 
 CudaLoadedProgram::~CudaLoadedProgram() {
   if (make_current().ok() && last_stream_) (void)TRIPY_CUDA(cuStreamSynchronize(last_stream_));
+  if (ready_event_) (void)TRIPY_CUDA(cuEventDestroy(ready_event_));
   signatures_.clear();
 }
 
@@ -303,6 +304,15 @@ Status CudaLoadedProgram::replay(Signature& sig, const std::vector<Tensor>& inpu
   return TRIPY_CUDA(cuGraphLaunch(sig.exec, stream));
 }
 
+// Inputs are produced on the default stream (uploads, eager ops): a program on another stream
+// must not start before they are complete. An event keeps this on the device, with no host wait.
+Status CudaLoadedProgram::wait_for_default_stream(CUstream stream) {
+  if (!ready_event_) TRIPY_CUDA_TRY(cuEventCreate(&ready_event_, CU_EVENT_DISABLE_TIMING));
+  TRIPY_CUDA_TRY(cuEventRecord(ready_event_, default_stream()));
+  TRIPY_CUDA_TRY(cuStreamWaitEvent(stream, ready_event_, 0));
+  return ok_status();
+}
+
 StatusOr<std::vector<Tensor>> CudaLoadedProgram::run(const std::vector<Tensor>& inputs,
                                                      const std::vector<int64_t>& slots) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -314,6 +324,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run(const std::vector<Tensor>& 
     if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
     last_stream_ = stream;
   }
+  if (stream != default_stream()) TRIPY_RETURN_IF_ERROR(wait_for_default_stream(stream));
   if (inputs.size() != p.inputs.size())
     return invalid_argument("expected " + std::to_string(p.inputs.size()) + " inputs, got " +
                             std::to_string(inputs.size()));

@@ -69,6 +69,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   CudaLoadedProgram() = default;
   StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
+  Status wait_for_default_stream(CUstream stream);
   Status capture(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
@@ -89,6 +90,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   void* stream_ = nullptr;
   CUstream last_stream_ = nullptr;
   std::mutex mutex_;
+  CUevent ready_event_ = nullptr;  // orders a custom stream after the default one
 };
 
 }  // namespace tripy::rt::cuda
