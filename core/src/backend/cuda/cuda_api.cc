@@ -46,11 +46,17 @@ void load_driver(Api& a) {
   }
   bool ok = true;
   std::string missing;
+  // The version whose entry point matches cuda.h's declaration. CUDA 13 added
+  // cuCtxSynchronize_v2(CUcontext) without renaming the plain name in the header, so asking at
+  // CUDA_VERSION returns a function with another signature: ask for the one we declare.
+  auto entry_version = [](const char* name) {
+    return std::string(name) == "cuCtxSynchronize" ? 12000 : CUDA_VERSION;
+  };
 #define TRIPY_CUDA_LOAD_DRIVER(name)                                                           \
   {                                                                                            \
     void* p = nullptr;                                                                         \
     CUdriverProcAddressQueryResult q{};                                                        \
-    if (get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || \
+    if (get_proc(#name, &p, entry_version(#name), CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || \
         p == nullptr) {                                                                        \
       ok = false;                                                                              \
       missing = #name;                                                                         \

@@ -136,9 +136,8 @@ class CudaBackend final : public Backend {
     CUstream s = default_stream();
     Tensor h = Tensor::empty_host(t.dtype(), t.shape());
     if (t.nbytes() == 0) return h;
-    // The tensor may have been written on any stream (executable.stream); reading it is a
-    // synchronisation point anyway, so wait for all of them rather than only our default one.
-    TRIPY_CUDA_TRY(cuCtxSynchronize());
+    // Programs on other streams make the default stream wait for them (see CudaLoadedProgram::run),
+    // so this copy is ordered after whatever wrote the tensor.
     TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(h.data(), reinterpret_cast<CUdeviceptr>(t.data()),
                                      static_cast<size_t>(t.nbytes()), s));
     TRIPY_CUDA_TRY(cuStreamSynchronize(s));

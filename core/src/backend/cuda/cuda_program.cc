@@ -70,6 +70,7 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
 CudaLoadedProgram::~CudaLoadedProgram() {
   if (make_current().ok() && last_stream_) (void)TRIPY_CUDA(cuStreamSynchronize(last_stream_));
   if (ready_event_) (void)TRIPY_CUDA(cuEventDestroy(ready_event_));
+  if (done_event_) (void)TRIPY_CUDA(cuEventDestroy(done_event_));
   signatures_.clear();
 }
 
@@ -313,8 +314,26 @@ Status CudaLoadedProgram::wait_for_default_stream(CUstream stream) {
   return ok_status();
 }
 
+// Outputs are read on the default stream (copies, eager ops): when the program ran on another
+// stream, the default stream waits for it, on the device.
+Status CudaLoadedProgram::make_default_stream_wait(CUstream stream) {
+  if (!done_event_) TRIPY_CUDA_TRY(cuEventCreate(&done_event_, CU_EVENT_DISABLE_TIMING));
+  TRIPY_CUDA_TRY(cuEventRecord(done_event_, stream));
+  TRIPY_CUDA_TRY(cuStreamWaitEvent(default_stream(), done_event_, 0));
+  return ok_status();
+}
+
 StatusOr<std::vector<Tensor>> CudaLoadedProgram::run(const std::vector<Tensor>& inputs,
                                                      const std::vector<int64_t>& slots) {
+  auto out = run_locked(inputs, slots);
+  std::lock_guard<std::mutex> lock(mutex_);
+  CUstream stream = stream_ ? static_cast<CUstream>(stream_) : default_stream();
+  if (out.ok() && stream != default_stream()) TRIPY_RETURN_IF_ERROR(make_default_stream_wait(stream));
+  return out;
+}
+
+StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Tensor>& inputs,
+                                                            const std::vector<int64_t>& slots) {
   std::lock_guard<std::mutex> lock(mutex_);
   TRIPY_RETURN_IF_ERROR(make_current());
   const Program& p = *program_;

@@ -70,6 +70,8 @@ class CudaLoadedProgram final : public LoadedProgram {
   StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   Status wait_for_default_stream(CUstream stream);
+  Status make_default_stream_wait(CUstream stream);
+  StatusOr<std::vector<Tensor>> run_locked(const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots);
   Status capture(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
@@ -91,6 +93,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   CUstream last_stream_ = nullptr;
   std::mutex mutex_;
   CUevent ready_event_ = nullptr;  // orders a custom stream after the default one
+  CUevent done_event_ = nullptr;   // and the default stream after the custom one
 };
 
 }  // namespace tripy::rt::cuda
