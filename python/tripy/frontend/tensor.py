@@ -121,7 +121,19 @@ class Tensor:
     def __repr__(self):
         if self._node.is_input:
             return f"tensor(<runtime input>, dtype={self.dtype.name}, shape={self.shape})"
-        return format_tensor(self.tolist(), self.dtype.name, self.shape, str(self.device))
+        return format_tensor(self._printed_values(), self.dtype.name, self.shape, str(self.device))
+
+    def _printed_values(self):
+        """The values a print shows: for long axes only the edges, sliced before leaving the device
+        (printing a large tensor must not convert all of it to Python lists)."""
+        from tripy.frontend.ops.shape_ops import concatenate, slice_dim
+        from tripy.frontend.printing import summary_slices
+
+        edges = self
+        for axis, ranges in enumerate(summary_slices(self.shape)):
+            if len(ranges) > 1:
+                edges = concatenate([slice_dim(edges, axis, lo, hi) for lo, hi in ranges], axis)
+        return edges.tolist()
 
     __str__ = __repr__
 

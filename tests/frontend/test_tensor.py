@@ -1,0 +1,49 @@
+"""tp.Tensor: construction, devices, printing, the no-redundancy rule."""
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+
+def test_large_tensors_print_their_edges_only(device):
+    x = np.arange(100 * 200, dtype=np.float32).reshape(100, 200)
+    text = repr(tp.Tensor(x))
+    assert "..." in text and "shape=(100, 200)" in text
+    # The corners are there, the middle is not.
+    for v in (x[0, 0], x[0, 2], x[0, -1], x[-1, -3], x[-1, -1]):
+        assert f"{v:.4f}" in text
+    assert f"{x[50, 100]:.4f}" not in text
+
+
+def test_data_comes_in_zero_copy_and_out_through_dlpack():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = tp.Tensor(x, device=tp.device("cpu"))
+    back = np.from_dlpack(t)
+    np.testing.assert_array_equal(back, x)
+
+
+def test_non_contiguous_memory_is_rejected_with_a_fix():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    with pytest.raises(tp.TripyException, match="ascontiguousarray"):
+        tp.Tensor(x)
+
+
+def test_ragged_lists_and_lossy_literals_are_errors():
+    with pytest.raises(tp.TripyException, match="ragged"):
+        tp.Tensor([[1, 2], [3]])
+    with pytest.raises(tp.TripyException, match="float literal"):
+        tp.ones((2,), dtype=tp.int32) + 1.5
+
+
+def test_tensors_are_not_iterable_and_bool_needs_one_element():
+    with pytest.raises(TypeError):
+        iter(tp.ones((2,)))
+    with pytest.raises(tp.TripyException, match="ambiguous"):
+        bool(tp.ones((2,)))
+    assert bool(tp.ones((1, 1)))
+
+
+def test_module_level_suggestions():
+    with pytest.raises(AttributeError, match="Did you mean: 'tripy.float32'"):
+        tp.float64
