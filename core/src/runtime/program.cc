@@ -60,6 +60,48 @@ bool is_reduction(EwOp op) {
          op == EwOp::kReduceMin;
 }
 
+int ew_num_operands(EwOp op) {
+  if (op == EwOp::kLoad || op == EwOp::kConst || op == EwOp::kIota) return 0;
+  if (op == EwOp::kSelect) return 3;
+  if (op >= EwOp::kAdd && op <= EwOp::kGe) return 2;
+  return 1;
+}
+
+ComputeKind compute_kind(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16: case DType::kFloat8E4M3:
+      return ComputeKind::kF32;
+    case DType::kInt64: return ComputeKind::kI64;
+    case DType::kBool: return ComputeKind::kBool;
+    case DType::kInt4: case DType::kInt8: case DType::kInt32: return ComputeKind::kI32;
+  }
+  return ComputeKind::kF32;
+}
+
+std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<uint8_t>& row_level,
+                                     const std::vector<int32_t>& roots) {
+  std::vector<uint8_t> need(f.instrs.size(), 0);
+  std::vector<int32_t> stack;
+  for (int32_t r : roots)
+    if (!row_level[r]) stack.push_back(r);
+  while (!stack.empty()) {
+    int32_t r = stack.back();
+    stack.pop_back();
+    if (need[r]) continue;
+    need[r] = 1;
+    const Instr& in = f.instrs[r];
+    const int ops = ew_num_operands(in.op);
+    for (int j = 0; j < ops; ++j) {
+      int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
+      if (!row_level[o]) stack.push_back(o);
+    }
+  }
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < static_cast<int32_t>(need.size()); ++i)
+    if (need[i]) out.push_back(i);
+  return out;
+}
+
 int64_t apply_shape_op(ShapeInstr::Op op, int64_t a, int64_t b) {
   using Op = ShapeInstr::Op;
   switch (op) {

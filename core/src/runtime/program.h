@@ -69,6 +69,13 @@ enum class EwOp : uint8_t {
 };
 const char* ew_op_name(EwOp op);
 bool is_reduction(EwOp op);
+// How many registers an instruction reads: a, then b, then c (unused ones are -1).
+int ew_num_operands(EwOp op);
+
+// The type fused kernels compute a storage dtype in: narrow floats in float32, small ints in
+// int32. Every backend follows it, so they agree on rounding and overflow.
+enum class ComputeKind : uint8_t { kF32, kI32, kI64, kBool };
+ComputeKind compute_kind(DType dtype);
 
 // One SSA instruction; its result is register number = its index in FusedProgram::instrs.
 //   kLoad: a = fused input index        kConst: imm        kIota: a = domain axis
@@ -138,6 +145,11 @@ struct Program {
   void eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t>& slots) const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
+
+// The element-level registers that `roots` need, transitively but not through row-level registers
+// (`row_level[r]` != 0), in instruction order: what one pass over a row must compute.
+std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<uint8_t>& row_level,
+                                     const std::vector<int32_t>& roots);
 
 // Checks the program's internal consistency (indices in range, kinds coherent); a loaded file
 // that passes this cannot make a backend read out of bounds.

@@ -49,17 +49,6 @@ void iota_typed(int64_t start, int64_t stride, int n, void* dst) {
 
 }  // namespace
 
-CKind compute_kind(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16: case DType::kFloat8E4M3:
-      return CKind::kF32;
-    case DType::kInt64: return CKind::kI64;
-    case DType::kBool: return CKind::kBool;
-    case DType::kInt4: case DType::kInt8: case DType::kInt32: return CKind::kI32;
-  }
-  return CKind::kF32;
-}
-
 void load_span(DType src_dtype, const void* base, int64_t offset, int64_t stride, int n,
                void* dst) {
   switch (src_dtype) {

@@ -16,8 +16,8 @@ inline constexpr int kTileBytes = kTile * 8;
 
 // The type a register is held in while computing: narrow floats widen to float32, narrow ints to
 // int32, bool is one byte holding 0 or 1.
-enum class CKind : uint8_t { kF32, kI32, kI64, kBool };
-CKind compute_kind(DType dtype);
+using CKind = rt::ComputeKind;
+using rt::compute_kind;
 
 // One scalar of any compute kind (row-level registers and reduction accumulators).
 union Scalar {

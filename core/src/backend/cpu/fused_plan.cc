@@ -9,37 +9,6 @@ namespace {
 
 using rt::EwOp;
 
-bool is_reduce(EwOp op) { return op >= EwOp::kReduceSum && op <= EwOp::kReduceMin; }
-
-int num_operands(EwOp op) {
-  if (op == EwOp::kLoad || op == EwOp::kConst || op == EwOp::kIota) return 0;
-  if (op == EwOp::kSelect) return 3;
-  if (op >= EwOp::kAdd && op <= EwOp::kGe) return 2;
-  return 1;
-}
-
-// Element-level registers needed (transitively) by `roots`, in instruction order.
-std::vector<int32_t> closure(const rt::FusedProgram& f, const std::vector<uint8_t>& row_level,
-                             const std::vector<int32_t>& roots) {
-  std::vector<uint8_t> need(f.instrs.size(), 0);
-  std::vector<int32_t> stack;
-  for (int32_t r : roots)
-    if (!row_level[r]) stack.push_back(r);
-  while (!stack.empty()) {
-    int32_t r = stack.back();
-    stack.pop_back();
-    if (need[r]) continue;
-    need[r] = 1;
-    const rt::Instr& in = f.instrs[r];
-    for (int32_t o : {in.a, in.b, in.c})
-      if (o >= 0 && num_operands(in.op) > 0 && !row_level[o]) stack.push_back(o);
-  }
-  std::vector<int32_t> out;
-  for (int32_t i = 0; i < static_cast<int32_t>(need.size()); ++i)
-    if (need[i]) out.push_back(i);
-  return out;
-}
-
 // Linear-scan slot allocation within one pass; a result never shares a slot with its operands.
 int32_t allocate_slots(const rt::FusedProgram& f, FusedPass& pass,
                        const std::vector<int32_t>& live_out, int32_t first_slot) {
@@ -50,7 +19,7 @@ int32_t allocate_slots(const rt::FusedProgram& f, FusedPass& pass,
   for (int32_t r : pass.instrs) in_pass[r] = 1;
   for (size_t p = 0; p < pass.instrs.size(); ++p) {
     const rt::Instr& in = f.instrs[pass.instrs[p]];
-    if (num_operands(in.op) == 0) continue;
+    if (rt::ew_num_operands(in.op) == 0) continue;
     for (int32_t o : {in.a, in.b, in.c})
       if (o >= 0 && in_pass[o]) last_use[o] = static_cast<int32_t>(p);
   }
@@ -67,7 +36,7 @@ int32_t allocate_slots(const rt::FusedProgram& f, FusedPass& pass,
       free_slots.pop_back();
     }
     const rt::Instr& in = f.instrs[r];
-    if (num_operands(in.op) > 0)
+    if (rt::ew_num_operands(in.op) > 0)
       for (int32_t o : {in.a, in.b, in.c})
         if (o >= 0 && in_pass[o] && last_use[o] == static_cast<int32_t>(p)) {
           free_slots.push_back(slot[o]);
@@ -113,7 +82,7 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
     const rt::Instr& in = f.instrs[r];
     if (in.op >= EwOp::kNumOps) return fail(-1, "unknown op at instruction " + std::to_string(r));
     plan->kind[r] = compute_kind(in.dtype);
-    const int ops = num_operands(in.op);
+    const int ops = rt::ew_num_operands(in.op);
     for (int k = 0; k < ops; ++k) {
       int32_t o = k == 0 ? in.a : k == 1 ? in.b : in.c;
       if (o < 0 || o >= r) return fail(r, "operand does not refer to an earlier register");
@@ -128,9 +97,9 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
     bool compare = in.op >= EwOp::kEq && in.op <= EwOp::kGe;
     if (compare && plan->kind[r] != CKind::kBool) return fail(r, "a comparison gives bool");
     if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect &&
-        !is_reduce(in.op) && plan->kind[r] != ok)
+        !rt::is_reduction(in.op) && plan->kind[r] != ok)
       return fail(r, "result type differs from the operands'");
-    if (is_reduce(in.op) && (ok == CKind::kF32) != (plan->kind[r] == CKind::kF32))
+    if (rt::is_reduction(in.op) && (ok == CKind::kF32) != (plan->kind[r] == CKind::kF32))
       return fail(r, "a reduction cannot change between float and integer");
     std::string why = check_op(in, ok);
     if (!why.empty()) return fail(r, why);
@@ -144,7 +113,7 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
       plan->stream_of[r] = plan->num_inputs + static_cast<int32_t>(it - plan->iota_axes.begin());
       if (it == plan->iota_axes.end()) plan->iota_axes.push_back(static_cast<int32_t>(in.a));
     }
-    if (is_reduce(in.op)) {
+    if (rt::is_reduction(in.op)) {
       plan->has_reduction = true;
       plan->row_level[r] = 1;
     } else if (in.op == EwOp::kConst) {
@@ -178,8 +147,8 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
   };
   for (int32_t r = 0; r < n; ++r) {
     const rt::Instr& in = f.instrs[r];
-    if (is_reduce(in.op)) mark_row_use(in.a);
-    else if (!plan->row_level[r] && num_operands(in.op) > 0)
+    if (rt::is_reduction(in.op)) mark_row_use(in.a);
+    else if (!plan->row_level[r] && rt::ew_num_operands(in.op) > 0)
       for (int32_t o : {in.a, in.b, in.c}) mark_row_use(o);
   }
   for (const FusedOutput& o : plan->outputs)
@@ -193,7 +162,7 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
   int64_t cost = 0;
   for (int32_t r = 0; r <= n; ++r) {
     bool final_pass = r == n;
-    if (!final_pass && !is_reduce(f.instrs[r].op)) continue;
+    if (!final_pass && !rt::is_reduction(f.instrs[r].op)) continue;
     std::vector<int32_t> roots;
     if (final_pass) {
       for (const FusedOutput& o : plan->outputs)
@@ -203,7 +172,7 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
       plan->pass_of[r] = static_cast<int32_t>(plan->passes.size());
     }
     FusedPass pass;
-    pass.instrs = closure(f, plan->row_level, roots);
+    pass.instrs = rt::element_closure(f, plan->row_level, roots);
     pass.slot = plan->row_slot;
     pass.num_slots = allocate_slots(f, pass, roots, row_slots);
     max_pass = std::max(max_pass, pass.num_slots);

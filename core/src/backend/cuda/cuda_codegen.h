@@ -14,8 +14,7 @@ namespace tripy::rt::cuda {
 
 // How registers are held while computing, as the CPU backend does: narrow floats in float,
 // narrow ints in int, bool as bool.
-enum class CKind : uint8_t { kF32, kI32, kI64, kBool };
-CKind compute_kind(DType dtype);
+using CKind = ComputeKind;
 const char* ctype(CKind k);        // "float", "int", "long long", "bool"
 const char* storage_type(DType t);  // the C type of one stored element
 // Expression converting stored element `x` (of type storage_type(t)) to its compute kind, and

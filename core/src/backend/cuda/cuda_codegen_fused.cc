@@ -13,15 +13,6 @@
 namespace tripy::rt::cuda {
 namespace {
 
-bool is_reduce(EwOp op) { return op >= EwOp::kReduceSum && op <= EwOp::kReduceMin; }
-
-int num_operands(EwOp op) {
-  if (op == EwOp::kLoad || op == EwOp::kConst || op == EwOp::kIota) return 0;
-  if (op == EwOp::kSelect) return 3;
-  if (op >= EwOp::kAdd && op <= EwOp::kGe) return 2;
-  return 1;
-}
-
 int reduce_code(EwOp op) { return static_cast<int>(op) - static_cast<int>(EwOp::kReduceSum); }
 
 // Per-register facts shared by the checks and the emitter.
@@ -72,7 +63,7 @@ StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
     const Instr& in = f.instrs[r];
     if (in.op >= EwOp::kNumOps) return fail(k, -1, "unknown op at instruction " + std::to_string(r));
     an.kind[r] = compute_kind(in.dtype);
-    const int ops = num_operands(in.op);
+    const int ops = ew_num_operands(in.op);
     for (int j = 0; j < ops; ++j) {
       int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
       if (o < 0 || o >= r) return fail(k, r, "operand does not refer to an earlier register");
@@ -85,10 +76,10 @@ StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
     if (ops == 2 && an.kind[in.b] != ok) return fail(k, r, "operands have different types");
     bool compare = in.op >= EwOp::kEq && in.op <= EwOp::kGe;
     if (compare && an.kind[r] != CKind::kBool) return fail(k, r, "a comparison gives bool");
-    if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect && !is_reduce(in.op) &&
+    if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect && !is_reduction(in.op) &&
         an.kind[r] != ok)
       return fail(k, r, "result type differs from the operands'");
-    if (is_reduce(in.op) && (ok == CKind::kF32) != (an.kind[r] == CKind::kF32))
+    if (is_reduction(in.op) && (ok == CKind::kF32) != (an.kind[r] == CKind::kF32))
       return fail(k, r, "a reduction cannot change between float and integer");
     if (in.op == EwOp::kLoad) {
       if (in.a < 0 || in.a >= L.num_inputs) return fail(k, r, "loads a missing input");
@@ -97,11 +88,11 @@ StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
     } else if (in.op == EwOp::kIota) {
       if (in.a < 0 || in.a >= L.rank) return fail(k, r, "iota axis out of the domain");
       L.has_iota = true;
-    } else if (in.op != EwOp::kConst && !is_reduce(in.op)) {
+    } else if (in.op != EwOp::kConst && !is_reduction(in.op)) {
       if (ew_expr(in, ok, "x", "y", "z").empty())
         return fail(k, r, std::string("is not defined for ") + ctype(ok) + " operands");
     }
-    if (is_reduce(in.op)) {
+    if (is_reduction(in.op)) {
       L.has_reduction = true;
       an.row_level[r] = 1;
       an.phase[r] = an.phase[in.a] + 1;
@@ -139,33 +130,6 @@ StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
   return an;
 }
 
-// Element-level registers needed (transitively) by `roots`, in instruction order.
-std::vector<int32_t> closure(const FusedProgram& f, const Analysis& an, const std::vector<int32_t>& roots) {
-  std::vector<uint8_t> need(f.instrs.size(), 0);
-  std::vector<int32_t> stack;
-  for (int32_t r : roots)
-    if (!an.row_level[r]) stack.push_back(r);
-  while (!stack.empty()) {
-    int32_t r = stack.back();
-    stack.pop_back();
-    if (need[r]) continue;
-    need[r] = 1;
-    const Instr& in = f.instrs[r];
-    int ops = num_operands(in.op);
-    for (int j = 0; j < ops; ++j) {
-      int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
-      if (!an.row_level[o]) stack.push_back(o);
-    }
-  }
-  std::vector<int32_t> out;
-  for (int32_t i = 0; i < static_cast<int32_t>(need.size()); ++i)
-    if (need[i]) out.push_back(i);
-  return out;
-}
-
-// Builds source text. Deliberately not an iostream: formatting numbers through libstdc++'s locale
-// machinery crashed inside Python processes that had imported numpy 2 first (seen on the GPU
-// machine); std::to_string has no locale state.
 class SourceWriter {
  public:
   SourceWriter& operator<<(const std::string& s) { out_ += s; return *this; }
@@ -238,7 +202,7 @@ class Emitter {
   void emit_row_regs(int32_t phase, const std::string& ind) {
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r) {
       const Instr& in = f_.instrs[r];
-      if (!an_.row_level[r] || is_reduce(in.op) || an_.phase[r] != phase) continue;
+      if (!an_.row_level[r] || is_reduction(in.op) || an_.phase[r] != phase) continue;
       s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << value_expr(r, nullptr) << ";\n";
     }
   }
@@ -322,7 +286,7 @@ class Emitter {
     s_ << in2 << "{\n";
     emit_decompose(it, "i", 0, L_.rank, "lo", "o", in2 + "  ");
     s_ << in2 << "}\n";
-    emit_elements(closure(f_, an_, element_output_roots()), gather_load("o"), in2);
+    emit_elements(element_closure(f_, an_.row_level, element_output_roots()), gather_load("o"), in2);
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << in2 << "out" << o << "[i] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
     s_ << "    }\n";
@@ -355,7 +319,7 @@ class Emitter {
     auto pack_load = [this](int32_t k) {
       return load_expr(an_.input_dtype[k], "p" + std::to_string(k) + ".v[e]");
     };
-    emit_elements(closure(f_, an_, element_output_roots()), pack_load, "        ");
+    emit_elements(element_closure(f_, an_.row_level, element_output_roots()), pack_load, "        ");
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "        q" << o << ".v[e] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
     s_ << "      }\n";
@@ -368,7 +332,7 @@ class Emitter {
       std::string ks = std::to_string(k);
       return load_expr(an_.input_dtype[k], "in" + ks + "[s" + ks + " ? i : 0]");
     };
-    emit_elements(closure(f_, an_, element_output_roots()), tail_load, "      ");
+    emit_elements(element_closure(f_, an_.row_level, element_output_roots()), tail_load, "      ");
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "      out" << o << "[i] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
     s_ << "    }\n    return;\n  }\n";
@@ -397,7 +361,7 @@ class Emitter {
 
   void emit_reduction_body() {
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
-      if (is_reduce(f_.instrs[r].op))
+      if (is_reduction(f_.instrs[r].op))
         s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[33];\n";
     s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
@@ -458,13 +422,13 @@ class Emitter {
     for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
       std::vector<int32_t> reds, roots;
       for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
-        if (is_reduce(f_.instrs[r].op) && an_.phase[r] == ph) {
+        if (is_reduction(f_.instrs[r].op) && an_.phase[r] == ph) {
           reds.push_back(r);
           roots.push_back(f_.instrs[r].a);
         }
       for (int32_t r : reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
       element_loop_head();
-      emit_elements(closure(f_, an_, roots), load, in2);
+      emit_elements(element_closure(f_, an_.row_level, roots), load, in2);
       for (int32_t r : reds)
         s_ << in2 << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
            << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
@@ -483,7 +447,7 @@ class Emitter {
     std::vector<int32_t> roots = element_output_roots();
     if (!roots.empty()) {
       element_loop_head();
-      emit_elements(closure(f_, an_, roots), load, in2);
+      emit_elements(element_closure(f_, an_.row_level, roots), load, in2);
       for (int o = 0; o < L_.num_outputs; ++o)
         if (!L_.output_row_level[o])
           s_ << in2 << "out" << o << "[row * L + j] = " << store_expr(out_dtype(o), reg(f_.output_regs[o]))

@@ -98,17 +98,6 @@ std::string float_literal(float v) {
 
 }  // namespace
 
-CKind compute_kind(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16: case DType::kFloat8E4M3:
-      return CKind::kF32;
-    case DType::kInt64: return CKind::kI64;
-    case DType::kBool: return CKind::kBool;
-    case DType::kInt4: case DType::kInt8: case DType::kInt32: return CKind::kI32;
-  }
-  return CKind::kF32;
-}
-
 const char* ctype(CKind k) {
   switch (k) {
     case CKind::kF32: return "float";
