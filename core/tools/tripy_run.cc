@@ -18,7 +18,7 @@ namespace {
 
 using namespace tripy;
 
-std::string dims_str(const std::vector<int64_t>& v) {
+std::string list_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   for (const InputDesc& in : exe->inputs()) {
     std::cout << "  " << in.name << ": " << dtype_name(in.dtype) << " [";
     for (size_t d = 0; d < in.dim_min.size(); ++d)
-      std::cout << (d ? ", " : "") << dims_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
+      std::cout << (d ? ", " : "") << list_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
     std::cout << "]\n";
   }
   if (npy.empty() && !zeros) return 0;

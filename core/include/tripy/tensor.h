@@ -49,5 +49,9 @@ class Tensor {
 };
 
 int64_t numel_of(const std::vector<int64_t>& shape);
+// Row-major element strides of a dense tensor of `shape`.
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
+// "(3, 4)", "(3,)", "()": shapes as error messages print them (Python's tuple form).
+std::string dims_str(const std::vector<int64_t>& shape);
 
 }  // namespace tripy

@@ -15,6 +15,18 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+std::string dims_str(const std::vector<int64_t>& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 int64_t Tensor::numel() const { return numel_of(shape_); }
 int64_t Tensor::nbytes() const { return numel() * dtype_size(dtype_); }
 

@@ -10,12 +10,6 @@
 namespace tripy::rt {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 class RunChecker {
  public:
   RunChecker(const Program& p, const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots)
@@ -27,7 +21,7 @@ class RunChecker {
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       shapes_[i] = p_.buffer_shape(static_cast<int32_t>(i), slots_);
       if (!checked_nbytes(shapes_[i], p_.buffers[i].dtype, &bytes_[i]))
-        return fail("buffer " + std::to_string(i) + " has the impossible shape " + shape_str(shapes_[i]));
+        return fail("buffer " + std::to_string(i) + " has the impossible shape " + dims_str(shapes_[i]));
     }
     for (size_t i = 0; i < p_.buffers.size(); ++i) TRIPY_RETURN_IF_ERROR(check_buffer(i));
     for (const Kernel& k : p_.kernels) {
@@ -51,16 +45,16 @@ class RunChecker {
 
   Status check_buffer(size_t i) {
     const BufferDesc& b = p_.buffers[i];
-    const std::string name = "buffer " + std::to_string(i) + " " + shape_str(shapes_[i]);
+    const std::string name = "buffer " + std::to_string(i) + " " + dims_str(shapes_[i]);
     const size_t index = static_cast<size_t>(b.index);
     switch (b.kind) {
       case BufferDesc::Kind::kInput:
         if (shapes_[i] != inputs_[index].shape())
-          return fail(name + " should be input " + std::to_string(index) + " " + shape_str(inputs_[index].shape()));
+          return fail(name + " should be input " + std::to_string(index) + " " + dims_str(inputs_[index].shape()));
         break;
       case BufferDesc::Kind::kConstant:
         if (shapes_[i] != p_.constants[index].shape())
-          return fail(name + " should be constant " + std::to_string(index) + " " + shape_str(p_.constants[index].shape()));
+          return fail(name + " should be constant " + std::to_string(index) + " " + dims_str(p_.constants[index].shape()));
         break;
       case BufferDesc::Kind::kTemp:
         if (bytes_[i] > b.max_bytes)
@@ -88,7 +82,7 @@ class RunChecker {
         const auto& in = shape(k.inputs[0]);
         const auto& out = shape(k.outputs[0]);
         for (size_t i = 0; i < out.size(); ++i)
-          if (out[i] != in[static_cast<size_t>(k.perm[i])]) return "transposes " + shape_str(in) + " into " + shape_str(out);
+          if (out[i] != in[static_cast<size_t>(k.perm[i])]) return "transposes " + dims_str(in) + " into " + dims_str(out);
         return "";
       }
       case KernelKind::kSlice: {
@@ -100,7 +94,7 @@ class RunChecker {
           const __int128 last = static_cast<__int128>(start) + static_cast<__int128>(n - 1) * step;
           if (step == 0 || start < 0 || start >= in[d] || last < 0 || last >= in[d])
             return "slices " + std::to_string(n) + " elements from " + std::to_string(start) + " by " +
-                   std::to_string(step) + " out of dimension " + std::to_string(d) + " of " + shape_str(in);
+                   std::to_string(step) + " out of dimension " + std::to_string(d) + " of " + dims_str(in);
         }
         return "";
       }
@@ -111,10 +105,10 @@ class RunChecker {
         for (int32_t b : k.inputs) {
           const auto& in = shape(b);
           for (size_t d = 0; d < out.size(); ++d)
-            if (d != axis && in[d] != out[d]) return "joins " + shape_str(in) + " into " + shape_str(out);
+            if (d != axis && in[d] != out[d]) return "joins " + dims_str(in) + " into " + dims_str(out);
           total += in[axis];  // each at most kMaxBytes: no overflow
         }
-        return total == out[axis] ? "" : "joins sizes that do not add up to " + shape_str(out);
+        return total == out[axis] ? "" : "joins sizes that do not add up to " + dims_str(out);
       }
       case KernelKind::kGather: {
         const auto& data = shape(k.inputs[0]);
@@ -122,12 +116,12 @@ class RunChecker {
         std::vector<int64_t> want(data.begin(), data.begin() + k.axis);
         want.insert(want.end(), index.begin(), index.end());
         want.insert(want.end(), data.begin() + k.axis + 1, data.end());
-        return want == shape(k.outputs[0]) ? "" : "gathers into " + shape_str(shape(k.outputs[0])) + " instead of " + shape_str(want);
+        return want == shape(k.outputs[0]) ? "" : "gathers into " + dims_str(shape(k.outputs[0])) + " instead of " + dims_str(want);
       }
       case KernelKind::kCopy:
         return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
                    ? ""
-                   : "copies " + shape_str(shape(k.inputs[0])) + " into " + shape_str(shape(k.outputs[0]));
+                   : "copies " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
     }
     return "";
   }
@@ -141,14 +135,14 @@ class RunChecker {
       for (size_t d = 0; d < in.size(); ++d) {
         const int64_t along = domain[static_cast<size_t>(f.input_axes[i][d])];
         if (in[d] != along && in[d] != 1)
-          return "reads input " + std::to_string(i) + " " + shape_str(in) + " over the domain " + shape_str(domain);
+          return "reads input " + std::to_string(i) + " " + dims_str(in) + " over the domain " + dims_str(domain);
       }
     }
     // Outputs cover the whole domain, or (row-level) its leading reduce_from axes.
     for (int32_t b : k.outputs) {
       const auto& out = shape(b);
       if (!std::equal(out.begin(), out.end(), domain.begin()))
-        return "writes " + shape_str(out) + " over the domain " + shape_str(domain);
+        return "writes " + dims_str(out) + " over the domain " + dims_str(domain);
     }
     return "";
   }
@@ -162,14 +156,14 @@ class RunChecker {
     const int64_t kl = k.dot.transpose_lhs ? l[nl - 2] : l[nl - 1];
     const int64_t kr = k.dot.transpose_rhs ? r[nr - 1] : r[nr - 2];
     const int64_t n = k.dot.transpose_rhs ? r[nr - 2] : r[nr - 1];
-    const std::string what = "multiplies " + shape_str(l) + " by " + shape_str(r) + " into " + shape_str(o);
+    const std::string what = "multiplies " + dims_str(l) + " by " + dims_str(r) + " into " + dims_str(o);
     if (kl != kr || o[no - 2] != m || o[no - 1] != n) return what;
     for (size_t i = 0; i + 2 < no; ++i) {
       const int64_t lb = i + nl >= no ? l[i + nl - no] : 1;
       const int64_t rb = i + nr >= no ? r[i + nr - no] : 1;
       if (o[i] != (lb == 1 ? rb : lb) || (rb != 1 && rb != o[i])) return what;
     }
-    if (k.dot.has_bias && shape(k.inputs[2]) != std::vector<int64_t>{n}) return what + " with bias " + shape_str(shape(k.inputs[2]));
+    if (k.dot.has_bias && shape(k.inputs[2]) != std::vector<int64_t>{n}) return what + " with bias " + dims_str(shape(k.inputs[2]));
     return "";
   }
 

@@ -17,12 +17,6 @@ dnnl::engine& cpu_engine() {
   return *engine;
 }
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> st(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
-  return st;
-}
-
 // Logical dims [batch..., rows, cols] over storage that may hold the last two dims swapped.
 dnnl::memory::desc operand_desc(const std::vector<int64_t>& batch, int64_t rows, int64_t cols,
                                 bool transposed) {

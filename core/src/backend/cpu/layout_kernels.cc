@@ -9,18 +9,6 @@
 namespace tripy::cpu {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
-  return st;
-}
-
 // out (dense, row-major over dims) = in[sum idx_d * in_strides_d]; strides in elements.
 template <class T>
 void copy2d(T* out, const T* in, int64_t rows, int64_t cols, int64_t s_r, int64_t s_c) {
@@ -106,15 +94,15 @@ Status run_transpose(const KernelArgs& args) {
   const auto& perm = args.kernel->perm;
   const size_t rank = in.shape.size();
   if (perm.size() != rank || out.shape.size() != rank || in.dtype != out.dtype)
-    return kernel_error(args, "transpose of " + shape_str(in.shape) + " to " +
-                                  shape_str(out.shape) + " does not match its permutation",
+    return kernel_error(args, "transpose of " + dims_str(in.shape) + " to " +
+                                  dims_str(out.shape) + " does not match its permutation",
                         StatusCode::kInternal);
   std::vector<uint8_t> seen(rank, 0);
   std::vector<int64_t> in_st = dense_strides(in.shape), st(rank);
   for (size_t i = 0; i < rank; ++i) {
     if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank) || seen[perm[i]]++ ||
         out.shape[i] != in.shape[perm[i]])
-      return kernel_error(args, "invalid permutation for " + shape_str(in.shape),
+      return kernel_error(args, "invalid permutation for " + dims_str(in.shape),
                           StatusCode::kInternal);
     st[i] = in_st[perm[i]];
   }
@@ -166,8 +154,8 @@ Status run_concat(const KernelArgs& args) {
     bool ok = static_cast<int64_t>(v->shape.size()) == rank && v->dtype == out.dtype;
     for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || v->shape[d] == out.shape[d];
     if (!ok)
-      return kernel_error(args, "cannot concatenate " + shape_str(v->shape) + " into " +
-                                    shape_str(out.shape) + " along axis " + std::to_string(axis));
+      return kernel_error(args, "cannot concatenate " + dims_str(v->shape) + " into " +
+                                    dims_str(out.shape) + " along axis " + std::to_string(axis));
     total += v->shape[axis];
   }
   if (total != out.shape[axis])
@@ -202,8 +190,8 @@ Status run_gather(const KernelArgs& args) {
   want.insert(want.end(), idx.shape.begin(), idx.shape.end());
   want.insert(want.end(), data.shape.begin() + axis + 1, data.shape.end());
   if (want != out.shape || out.dtype != data.dtype)
-    return kernel_error(args, "gather output " + shape_str(out.shape) + " should be " +
-                                  shape_str(want), StatusCode::kInternal);
+    return kernel_error(args, "gather output " + dims_str(out.shape) + " should be " +
+                                  dims_str(want), StatusCode::kInternal);
   const int64_t dim = data.shape[axis], nidx = numel(idx.shape);
   int64_t outer = 1, inner = dtype_size(data.dtype);
   for (int64_t d = 0; d < axis; ++d) outer *= data.shape[d];
@@ -232,9 +220,9 @@ Status run_copy(const KernelArgs& args) {
   const View& in = *args.inputs[0];
   const View& out = *args.outputs[0];
   if (in.numel() != out.numel() || in.dtype != out.dtype)
-    return kernel_error(args, "copy of " + shape_str(in.shape) + " " +
+    return kernel_error(args, "copy of " + dims_str(in.shape) + " " +
                                   std::string(dtype_name(in.dtype)) + " into " +
-                                  shape_str(out.shape) + " " + std::string(dtype_name(out.dtype)),
+                                  dims_str(out.shape) + " " + std::string(dtype_name(out.dtype)),
                         StatusCode::kInternal);
   if (in.data != out.data && in.numel() > 0)
     std::memmove(out.data, in.data, static_cast<size_t>(in.numel()) * dtype_size(in.dtype));

@@ -7,18 +7,6 @@
 namespace tripy::rt::cuda {
 namespace {
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
-  return st;
-}
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
 // One part of the domain after merging: sizes and per-stream strides, outermost first.
 struct Merged {
   std::vector<int64_t> sizes;
@@ -105,8 +93,8 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
       if (shape[j] == dom[ax]) {
         if (dom[ax] != 1) st[i][ax] += dense[j];
       } else if (shape[j] != 1) {
-        return kernel_failure(p, k, "input " + std::to_string(i) + " of shape " + shape_str(shape) +
-                                        " does not broadcast to the domain " + shape_str(dom));
+        return kernel_failure(p, k, "input " + std::to_string(i) + " of shape " + dims_str(shape) +
+                                        " does not broadcast to the domain " + dims_str(dom));
       }
     }
   }
@@ -246,7 +234,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       for (size_t i = 0; i < is.size(); ++i) {
         int64_t pi = k.perm[i];
         if (pi < 0 || pi >= static_cast<int64_t>(is.size()) || seen[pi]++ || oshape[i] != is[pi])
-          return kernel_failure(p, k, "invalid permutation for " + shape_str(is));
+          return kernel_failure(p, k, "invalid permutation for " + dims_str(is));
         sst[i] = ist[pi];
       }
       TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, 0, k.inputs[0], 0, oshape, sst, ost, sm_count));
@@ -283,7 +271,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
         std::vector<int64_t> is = in_shape(i);
         bool ok = static_cast<int64_t>(is.size()) == rank;
         for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || is[d] == oshape[d];
-        if (!ok) return kernel_failure(p, k, "cannot concatenate " + shape_str(is) + " into " + shape_str(oshape),
+        if (!ok) return kernel_failure(p, k, "cannot concatenate " + dims_str(is) + " into " + dims_str(oshape),
                                        StatusCode::kInvalidArgument);
         if (product(is) > 0) {
           TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, at * ost[axis] * es, k.inputs[i], 0,
@@ -306,7 +294,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       std::vector<int64_t> want(ds.begin(), ds.begin() + axis);
       want.insert(want.end(), is.begin(), is.end());
       want.insert(want.end(), ds.begin() + axis + 1, ds.end());
-      if (want != oshape) return kernel_failure(p, k, "gather output shape " + shape_str(oshape) + " should be " + shape_str(want));
+      if (want != oshape) return kernel_failure(p, k, "gather output shape " + dims_str(oshape) + " should be " + dims_str(want));
       auto fit = fns.find(gather_function(es, it));
       if (fit == fns.end()) return kernel_failure(p, k, "no gather kernel for " + std::to_string(es) + "-byte elements");
       Launch l;
