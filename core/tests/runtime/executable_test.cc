@@ -95,7 +95,7 @@ TEST(ExecutableInputs, inconsistent_program_is_caught_before_the_backend) {
   Executable exe = exe_of(p);
   Status st = run_status(exe, {f32({8, 4}, std::vector<float>(32)), f32({8}, std::vector<float>(8))});
   EXPECT_EQ(st.code(), StatusCode::kInternal);
-  EXPECT_NE(st.message().find("buffer 3 [8, 4] needs 128 bytes, more than the 64 planned"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("buffer 3 (8, 4) needs 128 bytes, more than the 64 planned"), std::string::npos) << st.message();
 }
 
 TEST(Executable, missing_backend_is_unavailable) {
