@@ -98,7 +98,8 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
                        ". Use tp.copy to move one of them.");
     if (in.symbols) node->symbols = in.symbols;
   }
-  node->device = n > 0 ? node->inputs[0]->device : node->attrs.shape.empty() ? Device{} : Device{};
+  // Creation ops (no inputs) get their device from the frontend, which passes it as an attribute.
+  if (n > 0) node->device = node->inputs[0]->device;
   TRIPY_RETURN_IF_ERROR(def->infer(ctx));
   return node;
 }
