@@ -152,3 +152,16 @@ def test_shape_entries_must_be_sizes(device):
 def test_flatten_and_slicing_work_on_dynamic_dims(device):
     f = tp.compile(lambda x: tp.flatten(x[:, 1:], 0), args=[tp.InputInfo(((1, 2, 4), 3), tp.float32)])
     assert f(tp.iota((3, 3), dim=1)).tolist() == [1.0, 2.0] * 3
+
+
+def test_dynamic_broadcast_is_checked_at_run_time(device):
+    f = tp.compile(
+        lambda a, b: a + b,  # the line the run-time error must show
+        args=[tp.InputInfo(((1, 2, 4), 4), tp.float32), tp.InputInfo(((1, 2, 4), 4), tp.float32)],
+    )
+    assert f(tp.ones((3, 4)), tp.ones((1, 4))).shape == (3, 4)  # a size-1 dim broadcasts
+    assert f(tp.ones((1, 4)), tp.ones((3, 4))).shape == (3, 4)
+    with pytest.raises(tp.TripyException) as e:
+        f(tp.ones((3, 4)), tp.ones((2, 4)))
+    msg = str(e.value)
+    assert "lambda a, b: a + b" in msg and "broadcastable" in msg and "2 and 3" in msg
