@@ -10,15 +10,20 @@
 namespace tripy::trace {
 namespace {
 
-void append_dims(std::string& key, const Shape& shape) {
-  key += '[';
-  for (const auto& d : shape) key += d.str() + ',';
-  key += ']';
-}
-
 template <typename T>
 void append_raw(std::string& key, const T& v) {
   key.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// Static dims as raw bytes (the hot path of eager mode), symbolic ones as text.
+void append_dims(std::string& key, const Shape& shape) {
+  key += '[';
+  for (const auto& d : shape) {
+    if (d.is_static()) append_raw(key, d.static_value());
+    else key += "s" + d.str();
+    key += ',';
+  }
+  key += ']';
 }
 
 // The structural key of the Trace subgraph producing `node`: ops, attributes, dtypes and shapes,
