@@ -93,7 +93,15 @@ void bind_node(py::module_& m) {
     SourceRef src = to_source(frames);
     bool creation = inputs.empty();
     std::string device = attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu";
-    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), to_attrs(attrs), src));
+    trace::Attrs converted;
+    try {
+      converted = to_attrs(attrs);
+    } catch (const py::cast_error&) {
+      // Python ints can be arbitrarily large; sizes, dims and steps are int64 in the core.
+      raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
+                             "that fit in 64 bits.", src));
+    }
+    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src));
     if (creation) n->device = parse_device(device);
     return n;
   });

@@ -2,6 +2,7 @@
 #include "tripy/tensor.h"
 
 #include <cstdlib>
+#include <new>
 
 namespace tripy {
 
@@ -34,11 +35,20 @@ Tensor Tensor::empty_host(DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  // Sizes that overflow cannot be allocated: report them like any failed allocation.
+  int64_t count = 1;
+  for (int64_t d : t.shape_)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) throw std::bad_alloc();
+  int64_t total = 0;
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(dtype)), &total) || total > (int64_t{1} << 56))
+    throw std::bad_alloc();
   // Round up so the size is a multiple of the alignment, as aligned_alloc requires; never 0.
-  size_t bytes = static_cast<size_t>(t.nbytes());
+  size_t bytes = static_cast<size_t>(total);
   bytes = (bytes + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
+  // Out of memory (or a size that overflowed): a standard error, which Python sees as MemoryError.
+  if (p == nullptr) throw std::bad_alloc();
   t.data_ = p;
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   return t;

@@ -20,8 +20,14 @@ class RunChecker {
     bytes_.resize(p_.buffers.size());
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       shapes_[i] = p_.buffer_shape(static_cast<int32_t>(i), slots_);
-      if (!checked_nbytes(shapes_[i], p_.buffers[i].dtype, &bytes_[i]))
-        return fail("buffer " + std::to_string(i) + " has the impossible shape " + dims_str(shapes_[i]));
+      if (!checked_nbytes(shapes_[i], p_.buffers[i].dtype, &bytes_[i])) {
+        bool negative = std::any_of(shapes_[i].begin(), shapes_[i].end(), [](int64_t d) { return d < 0; });
+        if (negative) return fail("buffer " + std::to_string(i) + " has the impossible shape " + dims_str(shapes_[i]));
+        // Sizes the inputs imply can simply be too large: that is a resource limit, not a bug.
+        return Status(StatusCode::kResourceExhausted,
+                      "This call needs a " + std::string(dtype_name(p_.buffers[i].dtype)) + " tensor of shape " +
+                          dims_str(shapes_[i]) + ", which is too large to allocate.");
+      }
     }
     for (size_t i = 0; i < p_.buffers.size(); ++i) TRIPY_RETURN_IF_ERROR(check_buffer(i));
     for (const Kernel& k : p_.kernels) {

@@ -101,6 +101,13 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
   // Creation ops (no inputs) get their device from the frontend, which passes it as an attribute.
   if (n > 0) node->device = node->inputs[0]->device;
   TRIPY_RETURN_IF_ERROR(def->infer(ctx));
+  // A static shape whose element count overflows int64 can never be materialised.
+  int64_t count = 1;
+  for (const Dim& d : node->shape) {
+    if (d.is_static() && __builtin_mul_overflow(count, d.static_value(), &count))
+      return ctx.error("The result of " + def->display + " would have shape " + shape_str(node->shape) +
+                       ": more elements than fit in 64 bits.");
+  }
   return node;
 }
 
