@@ -6,7 +6,7 @@ from tripy import _C
 from tripy.exception import TripyException
 from tripy.frontend.device import default_device
 from tripy.frontend.executable import Executable
-from tripy.frontend.input_info import InputInfo
+from tripy.frontend.input_info import DimensionInputInfo, InputInfo
 from tripy.frontend.tensor import Tensor
 from tripy.logging import logger
 from tripy.utils.stack_info import capture_user_frames
@@ -46,6 +46,12 @@ class _Inputs:
         return (True, self.symbols.add(f"{name}.shape[{index}]", lo, opt, hi))
 
     def replace(self, value, name):
+        if isinstance(value, DimensionInputInfo):
+            _C.raise_error(
+                f"Argument '{name}': tp.DimensionInputInfo is not supported by tp.compile yet. Pass the size "
+                "through an input's shape instead (a dynamic dim of an InputInfo, read with x.shape[i]).",
+                self.frames,
+            )
         if isinstance(value, InputInfo):
             dims = [self._dim(name, i, b, n) for i, (b, n) in enumerate(zip(value.shape_bounds, value.dim_names))]
             node = _C.input_node(
