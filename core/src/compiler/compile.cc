@@ -38,6 +38,10 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   if (options.optimization_level > 0) {
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
+    if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
+      TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
+      TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split));
+    }
     graph = flat::simplify(graph);
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
     graph = flat::cse(graph);

@@ -68,6 +68,22 @@ void collect_factors(const Dim& d, std::vector<Dim>& factors) {
   factors.push_back(d);
 }
 
+// Symbols are input sizes, so sums, products, quotients, max and min of them and of
+// non-negative constants are never negative.
+bool never_negative(const Dim& d) {
+  switch (d.op()) {
+    case DimOp::kConst: return d.static_value() >= 0;
+    case DimOp::kSym: return true;
+    case DimOp::kAdd:
+    case DimOp::kMul:
+    case DimOp::kFloorDiv:
+    case DimOp::kCeilDiv:
+    case DimOp::kMax:
+    case DimOp::kMin: return never_negative(d.lhs()) && never_negative(d.rhs());
+    default: return false;
+  }
+}
+
 }  // namespace
 
 int SymbolTable::add(std::string name, int64_t min, int64_t opt, int64_t max) {
@@ -169,6 +185,9 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
     case DimOp::kMax:
     case DimOp::kMin: {
       if (a.same_as(b)) return a;
+      // Sizes are never negative: max(size, c <= 0) is the size, min(size, c <= 0) is c.
+      if (b.is_static() && b.static_value() <= 0 && never_negative(a)) return op == DimOp::kMax ? a : b;
+      if (a.is_static() && a.static_value() <= 0 && never_negative(b)) return op == DimOp::kMax ? b : a;
       const Dim& x = compare(a, b) <= 0 ? a : b;
       const Dim& y = compare(a, b) <= 0 ? b : a;
       return raw(op, x, y);

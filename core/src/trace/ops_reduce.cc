@@ -186,9 +186,13 @@ Status infer_layernorm(InferCtx& ctx) {
   return ok_status();
 }
 
+// Narrow floats are normalised in float32, as their sums overflow float16 (65504) for rows of a
+// few thousand large activations; the result is rounded back once.
 StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
-  flat::ValueId x = c.in(0);
-  DType dt = c.value(x).dtype;
+  const DType io = c.value(c.in(0)).dtype;
+  const DType dt = DType::kFloat32;
+  auto widen = [&](flat::ValueId v) { return io == dt ? v : c.ew(EwOp::kConvert, {v}, dt); };
+  flat::ValueId x = widen(c.in(0));
   Shape s = c.value(x).shape;
   int64_t rank = static_cast<int64_t>(s.size());
   std::vector<int64_t> dims;
@@ -198,9 +202,10 @@ StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
   flat::ValueId eps = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(var).shape, "");
   flat::ValueId inv = c.ew(EwOp::kRsqrt, {c.ew(EwOp::kAdd, {var, eps}, dt)}, dt);
   flat::ValueId normed = c.ew(EwOp::kMul, {centered, unreduce(c, inv, s, dims)}, dt);
-  flat::ValueId w = c.broadcast_to(c.in(1), s, "broadcast LayerNorm's weight over the batch dims");
-  flat::ValueId b = c.broadcast_to(c.in(2), s, "broadcast LayerNorm's bias over the batch dims");
-  return c.ew(EwOp::kAdd, {c.ew(EwOp::kMul, {normed, w}, dt), b}, dt);
+  flat::ValueId w = c.broadcast_to(widen(c.in(1)), s, "broadcast LayerNorm's weight over the batch dims");
+  flat::ValueId b = c.broadcast_to(widen(c.in(2)), s, "broadcast LayerNorm's bias over the batch dims");
+  flat::ValueId y = c.ew(EwOp::kAdd, {c.ew(EwOp::kMul, {normed, w}, dt), b}, dt);
+  return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
 }
 
 }  // namespace

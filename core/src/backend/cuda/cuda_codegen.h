@@ -37,7 +37,11 @@ struct FusedLayout {
   bool has_reduction = false;
   bool has_iota = false;                 // axes may not be merged: kIota reads coordinates
   std::vector<uint8_t> output_row_level;  // per output
-  int32_t vec_width = 0;                  // elements per thread in the vector path (0: none)
+  int32_t vec_width = 0;                  // elements per wide load in the vector path (0: none)
+  // Reductions: a row is blockDim.x threads (32..kReduceBlock), blockDim.y rows per block of at
+  // most kReduceBlock threads. Each thread keeps up to kRowCacheVector wide loads (vector path) or
+  // kRowCacheScalar elements of each row-varying input in registers; longer rows re-load.
+  static constexpr int kReduceBlock = 256, kRowCacheVector = 4, kRowCacheScalar = 8, kMaxRowsPerBlock = 8;
   int32_t word_count() const { return num_outputs + num_inputs + rank * (1 + num_inputs) + kMiscCount; }
   int32_t size_word(int32_t d) const { return num_outputs + num_inputs + d; }
   int32_t stride_word(int32_t input, int32_t d) const {

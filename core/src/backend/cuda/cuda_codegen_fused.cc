@@ -126,7 +126,7 @@ StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
     L.output_row_level.push_back(row);
     max_size = std::max(max_size, dtype_size(buf.dtype));
   }
-  if (!L.has_reduction && !L.has_iota) L.vec_width = std::min(8, 16 / max_size);
+  if (!L.has_iota) L.vec_width = std::min(8, 16 / max_size);
   return an;
 }
 
@@ -155,7 +155,8 @@ class Emitter {
     std::string name = kernel_name();
     s_ << device_prelude();
     s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
-    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? 1024 : 256) << ") "
+    // Reductions: at least three blocks per SM, so a row's barriers overlap other rows' loads.
+    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? "256, 3" : "256") << ") "
        << name << "(const Args a) {\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
@@ -355,69 +356,142 @@ class Emitter {
     }
   }
 
-  // Rows of up to kCache * blockDim.x elements keep each thread's inputs in registers: loaded
-  // once (independent loads in flight), then every pass reads registers. Longer rows re-load.
-  static constexpr int kCache = 8;
+  enum class RowMode { kVector, kCached, kPlain };
+
+  // The inputs that the registers `regs` load.
+  std::vector<int32_t> inputs_loaded(const std::vector<int32_t>& regs) const {
+    std::vector<int32_t> ks;
+    for (int32_t r : regs)
+      if (f_.instrs[r].op == EwOp::kLoad && std::find(ks.begin(), ks.end(), f_.instrs[r].a) == ks.end())
+        ks.push_back(f_.instrs[r].a);
+    std::sort(ks.begin(), ks.end());
+    return ks;
+  }
+
+  // Whether input k may differ between rows (it has a row axis); only those are kept in registers
+  // by the vector path, the rest (weights such as LayerNorm's) are re-read from L1.
+  bool varies_by_row(int32_t k) const {
+    for (int32_t ax : f_.input_axes[k])
+      if (ax < L_.reduce_from) return true;
+    return false;
+  }
+
+  std::string pack_type(DType t) const {
+    return "Pack<" + std::string(storage_type(t)) + ", " + std::to_string(L_.vec_width) + ">";
+  }
 
   void emit_reduction_body() {
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
       if (is_reduction(f_.instrs[r].op))
-        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[33];\n";
+        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[" << FusedLayout::kMaxRowsPerBlock * 33 << "];\n";
     s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
     s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
        << L_.misc_word(FusedLayout::kMiscRedLo) << "];\n";
-    if (!L_.has_iota) {
-      s_ << "  if (L <= " << kCache << " * (i64)blockDim.x) {\n";
-      emit_row_loop(true);
+    if (L_.vec_width > 0) {
+      s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
+      emit_row_loop(RowMode::kVector);
       s_ << "    return;\n  }\n";
     }
-    emit_row_loop(false);
+    if (!L_.has_iota) {
+      s_ << "  if (L <= " << FusedLayout::kRowCacheScalar << " * (i64)blockDim.x) {\n";
+      emit_row_loop(RowMode::kCached);
+      s_ << "    return;\n  }\n";
+    }
+    emit_row_loop(RowMode::kPlain);
   }
 
-  void emit_row_loop(bool cached) {
+  // Every thread of a block runs the same number of row iterations (block_allreduce has
+  // barriers); threads past the last row recompute it and store nothing.
+  void emit_row_loop(RowMode mode) {
     const int rf = L_.reduce_from, rank = L_.rank;
-    s_ << "  for (i64 row = (i64)blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += (i64)gridDim.x * "
-          "blockDim.y) {\n";
-    const std::string ind = "    ", in2 = ind + "  ";
+    const bool vec = mode == RowMode::kVector, cached = mode != RowMode::kPlain;
+    const int per = vec ? FusedLayout::kRowCacheVector : FusedLayout::kRowCacheScalar;
+    const std::string ind = "    ", in2 = ind + "  ", in3 = in2 + "  ";
+    if (vec) {
+      s_ << "  const int U = (int)(L / " << L_.vec_width << ");\n";
+      for (int k = 0; k < L_.num_inputs; ++k)
+        s_ << "  const bool s" << k << " = a.v[" << L_.stride_word(k, rank - 1) << "] != 0;\n";
+    }
+    s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y) {\n";
+    s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";
+    s_ << ind << "const i64 row = live ? row0 + threadIdx.y : rows - 1;\n";
     declare_offsets("b", "", ind);
     declare_coords(0, rf, ind);
     s_ << ind << "{\n";
     emit_decompose("i64", "row", 0, rf, "rlo", "b", ind + "  ");
     s_ << ind << "}\n";
-    const std::string cache = std::to_string(kCache);
-    auto element_loop_head = [&] {
-      if (cached) {
-        s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << cache << "; ++e) {\n"
-           << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
-        return;
-      }
-      s_ << ind << "for (i64 j = threadIdx.x; j < L; j += blockDim.x) {\n";
-      declare_offsets("o", "b", in2);
-      declare_coords(rf, rank, in2);
-      s_ << in2 << "{\n";
-      emit_decompose("i64", "j", rf, rank, "elo", "o", in2 + "  ");
-      s_ << in2 << "}\n";
+
+    std::vector<uint8_t> in_regs(L_.num_inputs, 0);  // kept in registers for the whole row
+    for (int32_t k : inputs_loaded(element_closure(f_, an_.row_level, all_element_roots())))
+      in_regs[k] = !vec || varies_by_row(k);
+    const std::string w = std::to_string(L_.vec_width);
+    auto pack_at = [&](int32_t k) {
+      std::string ks = std::to_string(k);
+      return "load_pack<" + std::string(storage_type(an_.input_dtype[k])) + ", " + w + ">(in" + ks + " + b" + ks +
+             " + (s" + ks + " ? (i64)u * " + w + " : 0), s" + ks + ")";
     };
-    auto element_loop_tail = [&] { s_ << (cached ? ind + "}}\n" : ind + "}\n"); };
+    // One pass over the row's elements: `body(load)` emits the per-element code.
+    // Around the wide path's per-element loop, `around(ind, false)` and `around(ind, true)` emit
+    // code before and after it (packing the outputs).
+    using Emit = std::function<void(const std::string&)>;
+    using Around = std::function<void(const std::string&, bool)>;
+    auto pass = [&](const std::vector<int32_t>& regs, const Emit& body, const Around& around = nullptr) {
+      if (cached) {
+        s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << per << "; ++e) {\n";
+        s_ << in2 << "const " << (vec ? "int u" : "i64 j") << " = threadIdx.x + e * " << (vec ? "(int)" : "(i64)")
+           << "blockDim.x;\n" << in2 << "if (" << (vec ? "u < U" : "j < L") << ") {\n";
+      } else {
+        s_ << ind << "for (i64 j = threadIdx.x; j < L; j += blockDim.x) {\n" << in2 << "{\n";
+        declare_offsets("o", "b", in3);
+        declare_coords(rf, rank, in3);
+        s_ << in3 << "{\n";
+        emit_decompose("i64", "j", rf, rank, "elo", "o", in3 + "  ");
+        s_ << in3 << "}\n";
+      }
+      if (vec) {
+        for (int32_t k : inputs_loaded(regs))
+          if (!in_regs[k]) s_ << in3 << "const " << pack_type(an_.input_dtype[k]) << " p" << k << " = " << pack_at(k) << ";\n";
+        if (around) around(in3, false);
+        s_ << "#pragma unroll\n" << in3 << "for (int w = 0; w < " << w << "; ++w) {\n";
+        body(in3 + "  ");
+        s_ << in3 << "}\n";
+        if (around) around(in3, true);
+      } else {
+        body(in3);
+      }
+      s_ << in2 << "}\n" << ind << "}\n";
+    };
     std::function<std::string(int32_t)> load = gather_load("o");
-    if (cached) {
-      std::vector<uint8_t> loaded(L_.num_inputs, 0);
-      for (const Instr& in : f_.instrs)
-        if (in.op == EwOp::kLoad) loaded[in.a] = 1;
-      for (int k = 0; k < L_.num_inputs; ++k)
-        if (loaded[k]) s_ << ind << ctype(compute_kind(an_.input_dtype[k])) << " cin" << k << "[" << cache << "];\n";
-      s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << cache << "; ++e) {\n"
-         << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
-      declare_offsets("o", "b", in2);
-      s_ << in2 << "{\n";
-      emit_decompose("i64", "j", rf, rank, "elo", "o", in2 + "  ");
-      s_ << in2 << "}\n";
-      for (int k = 0; k < L_.num_inputs; ++k)
-        if (loaded[k])
-          s_ << in2 << "cin" << k << "[e] = " << gather_load("o")(k) << ";\n";
-      s_ << ind << "}}\n";
-      load = [](int32_t k) { return "cin" + std::to_string(k) + "[e]"; };
+    if (vec) {
+      load = [&](int32_t k) {
+        std::string ks = std::to_string(k);
+        return load_expr(an_.input_dtype[k], (in_regs[k] ? "c" + ks + "[e]" : "p" + ks) + ".v[w]");
+      };
+    } else if (cached) {
+      load = [](int32_t k) { return "c" + std::to_string(k) + "[e]"; };
+    }
+    if (cached) {  // load the row once
+      for (int k = 0; k < L_.num_inputs; ++k) {
+        if (!in_regs[k]) continue;
+        if (vec) s_ << ind << pack_type(an_.input_dtype[k]) << " c" << k << "[" << per << "];\n";
+        else s_ << ind << ctype(compute_kind(an_.input_dtype[k])) << " c" << k << "[" << per << "];\n";
+      }
+      s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << per << "; ++e) {\n";
+      if (vec) {
+        s_ << in2 << "const int u = threadIdx.x + e * (int)blockDim.x;\n" << in2 << "if (u < U) {\n";
+        for (int k = 0; k < L_.num_inputs; ++k)
+          if (in_regs[k]) s_ << in3 << "c" << k << "[e] = " << pack_at(k) << ";\n";
+      } else {
+        s_ << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
+        declare_offsets("o", "b", in3);
+        s_ << in3 << "{\n";
+        emit_decompose("i64", "j", rf, rank, "elo", "o", in3 + "  ");
+        s_ << in3 << "}\n";
+        for (int k = 0; k < L_.num_inputs; ++k)
+          if (in_regs[k]) s_ << in3 << "c" << k << "[e] = " << gather_load("o")(k) << ";\n";
+      }
+      s_ << in2 << "}\n" << ind << "}\n";
     }
     for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
       std::vector<int32_t> reds, roots;
@@ -427,12 +501,13 @@ class Emitter {
           roots.push_back(f_.instrs[r].a);
         }
       for (int32_t r : reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
-      element_loop_head();
-      emit_elements(element_closure(f_, an_.row_level, roots), load, in2);
-      for (int32_t r : reds)
-        s_ << in2 << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
-           << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
-      element_loop_tail();
+      std::vector<int32_t> regs = element_closure(f_, an_.row_level, roots);
+      pass(regs, [&](const std::string& bi) {
+        emit_elements(regs, load, bi);
+        for (int32_t r : reds)
+          s_ << bi << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
+             << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
+      });
       for (int32_t r : reds) {
         s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
            << ", (" << acc_type(r) << ")" << identity(r) << ", sm" << r << ");\n";
@@ -446,24 +521,56 @@ class Emitter {
     }
     std::vector<int32_t> roots = element_output_roots();
     if (!roots.empty()) {
-      element_loop_head();
-      emit_elements(element_closure(f_, an_.row_level, roots), load, in2);
-      for (int o = 0; o < L_.num_outputs; ++o)
-        if (!L_.output_row_level[o])
-          s_ << in2 << "out" << o << "[row * L + j] = " << store_expr(out_dtype(o), reg(f_.output_regs[o]))
-             << ";\n";
-      element_loop_tail();
+      std::vector<int32_t> regs = element_closure(f_, an_.row_level, roots);
+      if (vec) {
+        // Each thread fills one wide pack per output and stores it once.
+        auto around = [&](const std::string& bi, bool after) {
+          for (int o = 0; o < L_.num_outputs; ++o) {
+            if (L_.output_row_level[o]) continue;
+            if (after)
+              s_ << bi << "if (live) *(" << pack_type(out_dtype(o)) << "*)(out" << o << " + row * L + (i64)u * " << w
+                 << ") = q" << o << ";\n";
+            else
+              s_ << bi << pack_type(out_dtype(o)) << " q" << o << ";\n";
+          }
+        };
+        pass(
+            regs,
+            [&](const std::string& bi) {
+              emit_elements(regs, load, bi);
+              for (int o = 0; o < L_.num_outputs; ++o)
+                if (!L_.output_row_level[o])
+                  s_ << bi << "q" << o << ".v[w] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+            },
+            around);
+      } else {
+        pass(regs, [&](const std::string& bi) {
+          emit_elements(regs, load, bi);
+          for (int o = 0; o < L_.num_outputs; ++o)
+            if (!L_.output_row_level[o])
+              s_ << bi << "if (live) out" << o << "[row * L + j] = "
+                 << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
+        });
+      }
     }
     bool any_row = false;
     for (int o = 0; o < L_.num_outputs; ++o) any_row |= L_.output_row_level[o] != 0;
     if (any_row) {
-      s_ << ind << "if (threadIdx.x == 0) {\n";
+      s_ << ind << "if (live && threadIdx.x == 0) {\n";
       for (int o = 0; o < L_.num_outputs; ++o)
         if (L_.output_row_level[o])
           s_ << in2 << "out" << o << "[row] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
       s_ << ind << "}\n";
     }
     s_ << "  }\n";
+  }
+
+  // Every register an element-level pass may need: reduction operands and element outputs.
+  std::vector<int32_t> all_element_roots() const {
+    std::vector<int32_t> roots = element_output_roots();
+    for (const Instr& in : f_.instrs)
+      if (is_reduction(in.op)) roots.push_back(in.a);
+    return roots;
   }
 
   const Program& p_;

@@ -43,6 +43,35 @@ int64_t product(const std::vector<int64_t>& v) {
   return n;
 }
 
+// A row reduction's block shape and path: rows of row_len elements as `units` (wide loads when
+// every operand steps by 0 or 1 along one merged reduced axis and rows start 16-byte aligned),
+// spread over the fewest threads (a warp at least, kReduceBlock at most) that keep each thread's
+// share in registers, several rows per block when a row needs fewer threads than a block holds.
+void plan_rows(const FusedLayout& L, const Merged& rows_part, const Merged& red_part, int64_t rows,
+               int64_t row_len, int sm_count, Launch& l) {
+  const int64_t V = L.vec_width;
+  bool vec = V > 0 && red_part.sizes.size() <= 1 && row_len % V == 0;
+  for (int i = 0; vec && i < L.num_inputs; ++i) {
+    int64_t s = red_part.strides[i].empty() ? 0 : red_part.strides[i].back();
+    vec = s == 0 || s == 1;
+    for (int64_t rs : rows_part.strides[i]) vec = vec && (s == 0 || rs % V == 0);
+  }
+  const int64_t per = vec ? FusedLayout::kRowCacheVector : FusedLayout::kRowCacheScalar;
+  const int64_t units = vec ? row_len / V : row_len;
+  int64_t threads = 32;
+  while (threads < FusedLayout::kReduceBlock && threads * per < units) threads *= 2;
+  vec = vec && units <= threads * per;
+  l.block_x = static_cast<unsigned>(threads);
+  l.block_y = static_cast<unsigned>(std::min<int64_t>(FusedLayout::kMaxRowsPerBlock, FusedLayout::kReduceBlock / threads));
+  const int64_t blocks = (rows + l.block_y - 1) / l.block_y;
+  // Enough blocks for every SM to hold several at once; a grid-stride loop takes the rest.
+  l.grid = static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{std::max(1, sm_count)} * 8));
+  if (vec) {
+    l.vector_word = L.misc_word(FusedLayout::kMiscVector);
+    l.vector_grid = l.scalar_grid = l.grid;
+  }
+}
+
 }  // namespace
 
 Status kernel_failure(const Program& p, const Kernel& k, const std::string& message, StatusCode code) {
@@ -125,7 +154,7 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
     return m;
   };
   Merged rows_part = place(0, RF, FusedLayout::kMiscRowLo);
-  place(RF, R, FusedLayout::kMiscRedLo);
+  Merged red_part = place(RF, R, FusedLayout::kMiscRedLo);
   l.words[L.misc_word(FusedLayout::kMiscRows)] = rows;
   l.words[L.misc_word(FusedLayout::kMiscRowLen)] = row_len;
 
@@ -143,17 +172,8 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
       l.vector_word = L.misc_word(FusedLayout::kMiscVector);
       l.vector_grid = grid_for((rows + L.vec_width - 1) / L.vec_width, 256, sm_count);
     }
-  } else if (row_len <= 256) {
-    // A warp per row, eight rows per block: short rows (softmax over heads, small layernorms);
-    // each lane holds up to 8 elements of its row in registers.
-    l.block_x = 32;
-    l.block_y = 8;
-    l.grid = grid_for(rows, 8, sm_count * 4);
   } else {
-    // A block per row, eight elements per thread (held in registers up to 8192-element rows).
-    int64_t tx = ((row_len + 7) / 8 + 31) / 32 * 32;
-    l.block_x = static_cast<unsigned>(std::clamp<int64_t>(tx, 64, 1024));
-    l.grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(rows, int64_t{sm_count} * (2048 / l.block_x) * 4)));
+    plan_rows(L, rows_part, red_part, rows, row_len, sm_count, l);
   }
   out.push_back(std::move(l));
   return out;

@@ -85,6 +85,15 @@ DEVI float fminn(float x, float y) { return (x < y || x != x) ? x : y; }
 DEVI float fsign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
 
 template <class T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+// N elements from p: one wide load when they are contiguous (p aligned), else p[0] repeated.
+template <class T, int N> DEVI Pack<T, N> load_pack(const T* p, bool contiguous) {
+  if (contiguous) return *(const Pack<T, N>*)p;
+  Pack<T, N> q;
+  const T x = *p;
+#pragma unroll
+  for (int e = 0; e < N; ++e) q.v[e] = x;
+  return q;
+}
 struct alignas(16) V16 { unsigned x, y, z, w; };
 
 // Reductions: OP 0 sum, 1 prod, 2 max, 3 min; floats accumulate in float, the rest in i64.
@@ -94,12 +103,13 @@ template <int OP> DEVI float rc(float a, float b) {
 template <int OP> DEVI i64 rc(i64 a, i64 b) {
   return OP == 0 ? wadd(a, b) : OP == 1 ? wmul(a, b) : OP == 2 ? (a > b ? a : b) : (a < b ? a : b);
 }
-// All threads of a row get the result. blockDim.x is 32 (a warp per row) or a multiple of 32
-// (the block is one row); sm holds 33 values.
+// All threads of a row get the result. A row is blockDim.x threads: a warp, or a multiple of 32
+// with blockDim.y rows per block; sm holds 33 values per row. Every thread of the block calls it.
 template <int OP, class T> DEVI T block_allreduce(T v, T ident, T* sm) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
   if (blockDim.x <= 32) return v;
+  sm += threadIdx.y * 33;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
   if (lane == 0) sm[warp] = v;
   __syncthreads();

@@ -113,10 +113,11 @@ bool Planner::try_join(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   int32_t gi = -1;
   for (ValueId v : op.operands) gi = std::max(gi, dep_group(v));
-  if (gi >= 0) return try_join_group(op_index, gi);
-  // Nothing computed feeds this op (it reads inputs, constants, iotas): any earlier kernel over
-  // the same domain can take it, which saves a launch and a round trip through memory.
-  for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j >= 0; --j) {
+  if (gi >= 0 && groups_[gi].kind == GroupKind::kFused) return try_join_group(op_index, gi);
+  // No fused kernel computes an operand (they are inputs, constants, iotas or results of other
+  // kernels): any fused kernel that runs after all of them can take the op over the same domain,
+  // which saves a launch and a round trip through memory.
+  for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j > gi; --j) {
     if (groups_[j].kind == GroupKind::kFused && try_join_group(op_index, j)) return true;
   }
   return false;

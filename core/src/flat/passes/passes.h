@@ -1,7 +1,10 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
-// constant_fold -> simplify -> cse -> dce, then canonicalize_reductions before fusion planning.
+// constant_fold -> split_dot_slices (and constant_fold again when it split) -> simplify -> cse ->
+// dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
+
+#include <optional>
 
 #include "flat/ir.h"
 #include "tripy/status.h"
@@ -17,6 +20,10 @@ Graph simplify(const Graph& graph);
 // Common subexpressions: structurally equal ops (kind, fn, operands, attributes, small constant
 // bytes) compute one value.
 Graph cse(const Graph& graph);
+// A dot (plus a constant bias) read only through static slices of its last axis, with a constant
+// right operand, becomes one dot per slice over slices of that operand and bias (which constant
+// folding then evaluates). nullopt when nothing matched.
+std::optional<Graph> split_dot_slices(const Graph& graph);
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only
