@@ -155,8 +155,8 @@ class Emitter {
     std::string name = kernel_name();
     s_ << device_prelude();
     s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
-    // Reductions: at least three blocks per SM, so a row's barriers overlap other rows' loads.
-    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? "256, 3" : "256") << ") "
+    // Reductions: at least four blocks per SM, so a row's barriers overlap other rows' loads.
+    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? "256, 4" : "256") << ") "
        << name << "(const Args a) {\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
@@ -383,7 +383,7 @@ class Emitter {
   void emit_reduction_body() {
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
       if (is_reduction(f_.instrs[r].op))
-        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[" << FusedLayout::kMaxRowsPerBlock * 33 << "];\n";
+        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[" << FusedLayout::kMaxRowsPerBlock * 64 << "];\n";
     s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
     s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
@@ -413,7 +413,8 @@ class Emitter {
       for (int k = 0; k < L_.num_inputs; ++k)
         s_ << "  const bool s" << k << " = a.v[" << L_.stride_word(k, rank - 1) << "] != 0;\n";
     }
-    s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y) {\n";
+    s_ << "  int it = 0;\n";
+    s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y, ++it) {\n";
     s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";
     s_ << ind << "const i64 row = live ? row0 + threadIdx.y : rows - 1;\n";
     declare_offsets("b", "", ind);
@@ -510,7 +511,7 @@ class Emitter {
       });
       for (int32_t r : reds) {
         s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
-           << ", (" << acc_type(r) << ")" << identity(r) << ", sm" << r << ");\n";
+           << ", sm" << r << " + threadIdx.y * 64 + (it & 1) * 32);\n";
         const Instr& in = f_.instrs[r];
         std::string v = an_.kind[r] == CKind::kBool
                             ? "(acc" + std::to_string(r) + " != 0)"

@@ -104,23 +104,20 @@ template <int OP> DEVI i64 rc(i64 a, i64 b) {
   return OP == 0 ? wadd(a, b) : OP == 1 ? wmul(a, b) : OP == 2 ? (a > b ? a : b) : (a < b ? a : b);
 }
 // All threads of a row get the result. A row is blockDim.x threads: a warp, or a multiple of 32
-// with blockDim.y rows per block; sm holds 33 values per row. Every thread of the block calls it.
-template <int OP, class T> DEVI T block_allreduce(T v, T ident, T* sm) {
+// (at most 32 warps) with blockDim.y rows per block; every thread of the block calls it. sm holds
+// 32 slots for this row; callers alternate between two such areas from one row to the next, so
+// one barrier suffices: a slot is rewritten only after the next row's barrier, when every thread
+// has read it.
+template <int OP, class T> DEVI T block_allreduce(T v, T* sm) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
   if (blockDim.x <= 32) return v;
-  sm += threadIdx.y * 33;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-  if (lane == 0) sm[warp] = v;
+  if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
   __syncthreads();
-  if (warp == 0) {
-    v = lane < nw ? sm[lane] : ident;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) sm[32] = v;
-  }
-  __syncthreads();
-  return sm[32];
+  const int nw = blockDim.x >> 5;
+  v = sm[0];
+  for (int i = 1; i < nw; ++i) v = rc<OP>(v, sm[i]);
+  return v;
 }
 )CUDA";
   return kPrelude;

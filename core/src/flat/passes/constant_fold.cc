@@ -2,6 +2,8 @@
 // CPU backend (through a one-op Program, so folding and running share every kernel) and replaced
 // by its result. Broadcasts (splats) and iotas stay symbolic: they cost nothing inside fused kernels, while a
 // folded ones((4096, 4096)) would be 64 MiB of weights.
+#include <algorithm>
+
 #include "backend/backend.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
@@ -19,7 +21,19 @@ const Op* constant_behind(const Graph& g, ValueId v) {
   return op->kind == OpKind::kConstant ? op : nullptr;
 }
 
-bool worth_folding(const Graph& g, const Op& op) {
+// Whether every use of `v` is an elementwise op or a reduction, through broadcasts: what fused
+// kernels read (and convert) as they load.
+bool only_fused_users(const Graph& g, const std::vector<std::vector<int32_t>>& users, ValueId v) {
+  for (int32_t u : users[v]) {
+    const Op& op = g.ops[u];
+    if (op.kind == OpKind::kBroadcast ? !only_fused_users(g, users, op.result)
+                                      : op.kind != OpKind::kElementwise && op.kind != OpKind::kReduce)
+      return false;
+  }
+  return std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end();
+}
+
+bool worth_folding(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {
   if (op.kind == OpKind::kParameter || op.kind == OpKind::kConstant || op.operands.empty()) return false;
   const Value& r = g.values[op.result];
   if (!is_static(r.shape)) return false;
@@ -32,6 +46,10 @@ bool worth_folding(const Graph& g, const Op& op) {
   // A broadcast is free in the kernels that read it (and a dot takes a broadcast bias as its
   // epilogue); folding it would only make weights.
   if (op.kind == OpKind::kBroadcast) return false;
+  // Widening large weights (LayerNorm's, to float32) would only add bytes for fused kernels to read.
+  if (op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && in_elements > kMaxGrowth / 64 &&
+      dtype_size(r.dtype) > dtype_size(g.values[op.operands[0]].dtype) && only_fused_users(g, users, op.result))
+    return false;
   return num_elements(r.shape).static_value() <= in_elements + kMaxGrowth;
 }
 
@@ -75,8 +93,11 @@ StatusOr<Tensor> evaluate(const Graph& g, const Op& op) {
 StatusOr<Graph> constant_fold(const Graph& graph) {
   Graph g = graph;
   bool changed = false;
+  std::vector<std::vector<int32_t>> users(g.values.size());
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    for (ValueId v : g.ops[i].operands) users[v].push_back(static_cast<int32_t>(i));
   for (Op& op : g.ops) {
-    if (!worth_folding(g, op)) continue;
+    if (!worth_folding(g, users, op)) continue;
     auto folded = evaluate(g, op);
     if (!folded.ok()) {
       Status st = folded.status();

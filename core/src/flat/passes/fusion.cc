@@ -290,6 +290,10 @@ int32_t Planner::match_gelu(int32_t gi, ValueId x) {
   if (out < 0 || only_user(half) != out || g_.ops[out].kind != OpKind::kElementwise || g_.ops[out].fn != EwOp::kMul) {
     return -1;
   }
+  // Feeding one elementwise op (GEGLU's x * gelu(gate)), the GELU costs nothing in that op's fused
+  // kernel, while as an epilogue the CUDA backend runs it as a pass of its own.
+  int32_t next = only_user(g_.ops[out].result);
+  if (next >= 0 && g_.ops[next].kind == OpKind::kElementwise) return -1;
   for (int32_t i : {std::min(a, b), std::max(a, b), erf, plus, out}) absorb(gi, i);
   return out;
 }
