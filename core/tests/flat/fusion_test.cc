@@ -122,6 +122,58 @@ return %17
             "%13 = dot(%0, %1) {gelu}\n");
 }
 
+TEST(Fusion, GeluFeedingOneElementwiseOpStaysInItsKernel) {
+  // GEGLU's x * gelu(gate): the GELU costs nothing in the multiply's kernel.
+  EXPECT_EQ(plan_of(R"(%0 : f32[4, 16] = parameter() {index = 0}
+%1 : f32[16, 32] = parameter() {index = 1}
+%2 : f32[4, 32] = parameter() {index = 2}
+%4 : f32[4, 32] = dot(%0, %1)
+%7 : f32[] = constant() {value = [0.707106781]}
+%8 : f32[4, 32] = broadcast(%7) {dims = []}
+%9 : f32[4, 32] = mul(%4, %8)
+%10 : f32[4, 32] = erf(%9)
+%11 : f32[] = constant() {value = [1]}
+%12 : f32[4, 32] = broadcast(%11) {dims = []}
+%13 : f32[4, 32] = add(%10, %12)
+%14 : f32[] = constant() {value = [0.5]}
+%15 : f32[4, 32] = broadcast(%14) {dims = []}
+%16 : f32[4, 32] = mul(%4, %15)
+%17 : f32[4, 32] = mul(%16, %13)
+%18 : f32[4, 32] = mul(%2, %17)
+return %18
+)"),
+            "%3 = dot(%0, %1)\n"
+            "%15 = fused(%3, %2) {domain = (4, 32), ops = 6}\n");
+}
+
+TEST(Fusion, ConvertOfAConstantIsReadInline) {
+  EXPECT_EQ(plan_of(R"(%0 : f16[4, 8] = parameter() {index = 0}
+%1 : f16[8] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f32[8] = convert(%1)
+%3 : f32[4, 8] = broadcast(%2) {dims = [1]}
+%4 : f32[4, 8] = convert(%0)
+%5 : f32[4, 8] = mul(%4, %3)
+return %5
+)"),
+            "%5 = fused(%0, %1) {domain = (4, 8), ops = 2}\n");
+}
+
+TEST(Fusion, OpsJoinEarlierKernelsThroughReshapes) {
+  // BatchNorm's x * reshape(scale): the multiply joins neg's kernel, and the reshape of exp's
+  // result is ordered right after exp's kernel.
+  EXPECT_EQ(plan_of(R"(%0 : f32[1, 2] = parameter() {index = 0}
+%1 : f32[2] = parameter() {index = 1}
+%2 : f32[2] = exp(%1)
+%3 : f32[1, 2] = neg(%0)
+%4 : f32[1, 2] = reshape(%2)
+%5 : f32[1, 2] = mul(%3, %4)
+return %5
+)"),
+            "%2 = fused(%1) {domain = (2,), ops = 1}\n"
+            "%4 = alias(%2)\n"
+            "%5 = fused(%0, %4) {domain = (1, 2), ops = 2}\n");
+}
+
 TEST(Fusion, DotEpilogueNeedsSingleUse) {
   // The biased value is also an output, so the add cannot disappear into the GEMM.
   EXPECT_EQ(plan_of(R"(%0 : f32[4, 16] = parameter() {index = 0}

@@ -182,6 +182,80 @@ return %4
   EXPECT_EQ(checked(*folded), text);
 }
 
+TEST(ConstantFold, KeepsWideningConvertsOfLargeWeightsThatKernelsRead) {
+  // LayerNorm's float16 weight applied in float32: folding would double its bytes.
+  const char* text = R"(%0 : f32[4, 4096] = parameter() {index = 0}
+%1 : f16[4096] = constant() {value = <4096 elements>}
+%2 : f32[4096] = convert(%1)
+%3 : f32[4, 4096] = broadcast(%2) {dims = [1]}
+%4 : f32[4, 4096] = mul(%0, %3)
+return %4
+)";
+  auto folded = constant_fold(parsed(text));
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), text);
+  // A dot needs the converted bytes, so there the convert folds.
+  auto for_dot = constant_fold(parsed(R"(%0 : f32[4, 4096] = parameter() {index = 0}
+%1 : f16[4096, 2] = constant() {value = <8192 elements>}
+%2 : f32[4096, 2] = convert(%1)
+%3 : f32[4, 2] = dot(%0, %2)
+return %3
+)"));
+  ASSERT_TRUE(for_dot.ok()) << for_dot.status().message();
+  EXPECT_EQ(checked(*for_dot).find("convert"), std::string::npos);
+}
+
+TEST(SplitDotSlices, ADotReadThroughColumnSlicesBecomesOneDotPerSlice) {
+  Graph g = parsed(R"(sym n [1, 2, 8]
+%0 : f32[n, 2] = parameter() {index = 0}
+%1 : f32[2, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f32[4] = constant() {value = [10, 20, 30, 40]}
+%3 : f32[n, 4] = dot(%0, %1)
+%4 : f32[n, 4] = broadcast(%2) {dims = [1]}
+%5 : f32[n, 4] = add(%4, %3)
+%6 : f32[n, 2] = slice(%5) {starts = [0, 0], limits = [n, 2], steps = [1, 1]}
+%7 : f32[n, 2] = slice(%5) {starts = [0, 2], limits = [n, 4], steps = [1, 1]}
+%8 : f32[n, 2] = mul(%6, %7)
+return %8
+)");
+  std::optional<Graph> split = split_dot_slices(g);
+  ASSERT_TRUE(split.has_value());
+  auto folded = constant_fold(*split);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(dce(*folded)), R"(sym n [1, 2, 8]
+%0 : f32[n, 2] = parameter() {index = 0}
+%1 : f32[2, 2] = constant() {value = [1, 2, 5, 6]}
+%2 : f32[n, 2] = dot(%0, %1)
+%3 : f32[2] = constant() {value = [10, 20]}
+%4 : f32[n, 2] = broadcast(%3) {dims = [1]}
+%5 : f32[n, 2] = add(%2, %4)
+%6 : f32[2, 2] = constant() {value = [3, 4, 7, 8]}
+%7 : f32[n, 2] = dot(%0, %6)
+%8 : f32[2] = constant() {value = [30, 40]}
+%9 : f32[n, 2] = broadcast(%8) {dims = [1]}
+%10 : f32[n, 2] = add(%7, %9)
+%11 : f32[n, 2] = mul(%5, %10)
+return %11
+)");
+}
+
+TEST(SplitDotSlices, LeavesDotsWithOtherReadersOrRuntimeWeights) {
+  // The whole result is also returned.
+  EXPECT_FALSE(split_dot_slices(parsed(R"(%0 : f32[3, 2] = parameter() {index = 0}
+%1 : f32[2, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f32[3, 4] = dot(%0, %1)
+%3 : f32[3, 2] = slice(%2) {starts = [0, 0], limits = [3, 2], steps = [1, 1]}
+return %3, %2
+)")).has_value());
+  // The weight is an input: slicing it would copy it on every call.
+  EXPECT_FALSE(split_dot_slices(parsed(R"(%0 : f32[3, 2] = parameter() {index = 0}
+%1 : f32[2, 4] = parameter() {index = 1}
+%2 : f32[3, 4] = dot(%0, %1)
+%3 : f32[3, 2] = slice(%2) {starts = [0, 0], limits = [3, 2], steps = [1, 1]}
+return %3
+)")).has_value());
+}
+
 TEST(ConstantFold, FoldsReductionsOfSplats) {
   Graph g = parsed(R"(%0 : f32[] = constant() {value = [1]}
 %1 : f32[4, 8] = broadcast(%0) {dims = []}

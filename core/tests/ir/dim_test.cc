@@ -32,6 +32,10 @@ TEST(Dim, IdentitiesSimplify) {
   EXPECT_TRUE(Dim::make(DimOp::kFloorDiv, s, 1).same_as(s));
   EXPECT_TRUE(Dim::make(DimOp::kFloorDiv, s * 6, 3).same_as(s * 2));
   EXPECT_TRUE(Dim::make(DimOp::kMax, s, s).same_as(s));
+  // Sizes are never negative, so clamping them at zero changes nothing (slice shapes do this).
+  EXPECT_TRUE(Dim::make(DimOp::kMax, s * 2 + 1, 0).same_as(s * 2 + 1));
+  EXPECT_EQ(Dim::make(DimOp::kMin, 0, s).static_value(), 0);
+  EXPECT_FALSE(Dim::make(DimOp::kMax, s - 4, 0).same_as(s - 4));
 }
 
 TEST(Dim, CommutativeOpsAreCanonical) {

@@ -1,7 +1,7 @@
-// Fusion planning: a single sweep in graph order assigns each op to a kernel. Broadcasts and iotas
-// are "virtual" (an index mapping, computed inline by each fused kernel that reads them) and only
-// materialised when a non-fused kernel or an output needs their bytes. Instruction selection for
-// fused kernels lives in fusion_codegen.cc.
+// Fusion planning: a single sweep in graph order assigns each op to a kernel. Broadcasts, iotas
+// and converts of constants are "virtual" (computed inline by each fused kernel that reads them)
+// and only materialised when a non-fused kernel or an output needs their bytes. Instruction
+// selection for fused kernels lives in fusion_codegen.cc.
 #include "flat/passes/fusion.h"
 
 #include <algorithm>
@@ -45,9 +45,13 @@ Planner::Planner(const Graph& g) : g_(g) {
   absorbed_.assign(g.ops.size(), false);
 }
 
+// A convert of a constant (float16 weights that LayerNorm applies in float32) is virtual too: kernels
+// load the constant and convert it as they read.
 bool Planner::is_virtual(ValueId v) const {
-  OpKind k = g_.def(v).kind;
-  return k == OpKind::kBroadcast || k == OpKind::kIota;
+  const Op& op = g_.def(v);
+  if (op.kind == OpKind::kElementwise)
+    return op.fn == EwOp::kConvert && g_.def(op.operands[0]).kind == OpKind::kConstant;
+  return op.kind == OpKind::kBroadcast || op.kind == OpKind::kIota;
 }
 
 int32_t Planner::dep_group(ValueId v) const {
@@ -55,7 +59,13 @@ int32_t Planner::dep_group(ValueId v) const {
     const Op& op = g_.def(v);
     return op.kind == OpKind::kIota ? -1 : dep_group(op.operands[0]);
   }
-  return group_of_[v];
+  return ready_group(v);
+}
+
+int32_t Planner::ready_group(ValueId v) const {
+  int32_t p = producer_group(v);
+  if (p >= 0 && groups_[p].kind == GroupKind::kAlias) return ready_group(groups_[p].inputs[0]);
+  return p;
 }
 
 int32_t Planner::new_group(GroupKind kind, int32_t op_index) {
@@ -87,7 +97,7 @@ int32_t Planner::producer_group(ValueId v) const {
 bool Planner::usable_at_element_level(ValueId v, int32_t gi) const {
   const FusionGroup& grp = groups_[gi];
   if (group_of_[v] == gi) return !row_level_[v];
-  if (!is_virtual(v)) return true;
+  if (!is_virtual(v)) return dep_group(v) != gi;  // not a reshape of what this kernel writes
   const Op& op = g_.def(v);
   if (op.kind == OpKind::kIota) return true;
   ValueId x = op.operands[0];
@@ -313,6 +323,7 @@ Status Planner::sweep() {
       case OpKind::kBroadcast: break;
       case OpKind::kElementwise:
       case OpKind::kReduce:
+        if (is_virtual(op.result)) break;
         if (op.kind == OpKind::kReduce) {
           const int64_t rank = static_cast<int64_t>(g_.values[op.operands[0]].shape.size());
           for (size_t j = 0; j < op.dims.size(); ++j) {

@@ -1,5 +1,5 @@
 // Turns planned groups into kernel interfaces: the fused program of each fused group (virtual
-// broadcasts, iotas and splats inlined as index arithmetic), and which values each kernel must
+// broadcasts, iotas and splats inlined as index arithmetic, converts of constants as they load), and which values each kernel must
 // write because another kernel or the caller reads them.
 #include <algorithm>
 #include <set>
@@ -82,6 +82,11 @@ class FusedCodegen {
       if (len.is_static() && len.static_value() == 1) return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, 0});
       return emit(rt::Instr{EwOp::kIota, dtype, axes[op.dims[0]], -1, -1, 0});
     }
+    if (op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && g_.def(op.operands[0]).kind == OpKind::kConstant) {
+      // A virtual convert of a constant (Planner::is_virtual).
+      TRIPY_ASSIGN_OR_RETURN(int32_t x, mapped(op.operands[0], axes));
+      return emit(rt::Instr{EwOp::kConvert, dtype, x, -1, -1, 0});
+    }
     if (op.kind == OpKind::kBroadcast) {
       std::vector<int32_t> inner;
       for (int64_t d : op.dims) inner.push_back(axes[d]);
@@ -155,8 +160,17 @@ StatusOr<FusionPlan> Planner::finish() {
     for (ValueId v : groups_[gi].inputs) need(v, static_cast<int32_t>(gi));
   }
   for (ValueId v : g_.outputs) need(v, -1);
+  // Reshapes run right after what they view, so a kernel that joined an earlier group may read them.
+  std::vector<std::vector<int32_t>> aliases_after(groups_.size() + 1);
+  std::vector<int32_t> order;
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    if (groups_[gi].kind == GroupKind::kAlias) aliases_after[ready_group(groups_[gi].inputs[0]) + 1].push_back(gi);
+  for (int32_t gi = -1; gi < static_cast<int32_t>(groups_.size()); ++gi) {
+    if (gi >= 0 && groups_[gi].kind != GroupKind::kAlias) order.push_back(gi);
+    for (int32_t a : aliases_after[gi + 1]) order.push_back(a);
+  }
   FusionPlan plan;
-  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+  for (int32_t gi : order) {
     FusionGroup& grp = groups_[gi];
     if (grp.kind == GroupKind::kFused) {
       grp.outputs.assign(needed[gi].begin(), needed[gi].end());

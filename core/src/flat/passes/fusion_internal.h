@@ -17,10 +17,13 @@ class Planner {
 
  private:
   bool is_virtual(ValueId v) const;
-  // The group whose output `v` reads (through virtual broadcasts), or -1 for inputs/constants.
+  // The last group that must run before a fused kernel can read `v` (virtual values inline,
+  // reshapes seen through), or -1 for inputs/constants.
   int32_t dep_group(ValueId v) const;
   // The group that writes `v`'s bytes: its computing group, or for a virtual its materialisation.
   int32_t producer_group(ValueId v) const;
+  // producer_group, seen through reshapes (aliases launch nothing).
+  int32_t ready_group(ValueId v) const;
   int32_t new_group(GroupKind kind, int32_t op_index);
   // Gives a virtual value bytes (a small fused kernel) when a non-fused kernel or output reads it.
   ValueId ensure_real(ValueId v);
