@@ -79,7 +79,7 @@ ComputeKind compute_kind(DType dtype) {
 }
 
 std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<uint8_t>& row_level,
-                                     const std::vector<int32_t>& roots) {
+                                     const std::vector<int32_t>& roots, int32_t leaf) {
   std::vector<uint8_t> need(f.instrs.size(), 0);
   std::vector<int32_t> stack;
   for (int32_t r : roots)
@@ -89,6 +89,7 @@ std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<ui
     stack.pop_back();
     if (need[r]) continue;
     need[r] = 1;
+    if (r == leaf) continue;
     const Instr& in = f.instrs[r];
     const int ops = ew_num_operands(in.op);
     for (int j = 0; j < ops; ++j) {

@@ -147,9 +147,10 @@ struct Program {
 };
 
 // The element-level registers that `roots` need, transitively but not through row-level registers
-// (`row_level[r]` != 0), in instruction order: what one pass over a row must compute.
+// (`row_level[r]` != 0), in instruction order: what one pass over a row must compute. A `leaf`
+// register is included but not what it needs (a backend that already holds its value).
 std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<uint8_t>& row_level,
-                                     const std::vector<int32_t>& roots);
+                                     const std::vector<int32_t>& roots, int32_t leaf = -1);
 
 // Checks the program's internal consistency (indices in range, kinds coherent); a loaded file
 // that passes this cannot make a backend read out of bounds.

@@ -155,8 +155,10 @@ class Emitter {
     std::string name = kernel_name();
     s_ << device_prelude();
     s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
-    // Reductions: at least four blocks per SM, so a row's barriers overlap other rows' loads.
-    s_ << "extern \"C\" __global__ void __launch_bounds__(" << (L_.has_reduction ? "256, 4" : "256") << ") "
+    // Reductions: at least three or four blocks per SM (fewer registers when no row cache), so a
+    // row's barriers overlap other rows' loads.
+    const char* bounds = !L_.has_reduction ? "256" : hands_over_values() ? "256, 3" : "256, 4";
+    s_ << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") "
        << name << "(const Args a) {\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
@@ -221,10 +223,12 @@ class Emitter {
     return ew_expr(in, an_.operand_kind[r], opnd(in.a), opnd(in.b), opnd(in.c));
   }
 
+  // `leaf` (when >= 0) is read from `leaf_value` instead of being computed.
   void emit_elements(const std::vector<int32_t>& regs, const std::function<std::string(int32_t)>& load,
-                     const std::string& ind) {
+                     const std::string& ind, int32_t leaf = -1, const std::string& leaf_value = "") {
     for (int32_t r : regs)
-      s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << value_expr(r, &load) << ";\n";
+      s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << (r == leaf ? leaf_value : value_expr(r, &load))
+         << ";\n";
   }
 
   std::vector<int32_t> element_output_roots() const {
@@ -380,6 +384,53 @@ class Emitter {
     return "Pack<" + std::string(storage_type(t)) + ", " + std::to_string(L_.vec_width) + ">";
   }
 
+  // One pass over a row per reduction phase, then one for the element outputs. A pass may hand the
+  // next one a value per element in registers (the latest float both compute, when that saves
+  // recomputing at least two instructions): softmax's exp is computed once, not twice.
+  struct RowPass {
+    std::vector<int32_t> reds, roots, regs;
+    int32_t reads = -1, writes = -1;  // the register taken from / left in the row cache
+  };
+
+  std::vector<RowPass> plan_row_passes(bool hand_over) const {
+    std::vector<RowPass> passes;
+    for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
+      RowPass p;
+      for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
+        if (is_reduction(f_.instrs[r].op) && an_.phase[r] == ph) {
+          p.reds.push_back(r);
+          p.roots.push_back(f_.instrs[r].a);
+        }
+      passes.push_back(std::move(p));
+    }
+    if (!element_output_roots().empty()) passes.push_back(RowPass{{}, element_output_roots(), {}});
+    for (RowPass& p : passes) p.regs = element_closure(f_, an_.row_level, p.roots);
+    for (size_t i = 1; hand_over && i < passes.size(); ++i) {
+      const std::vector<int32_t>& prev = passes[i - 1].regs;
+      int32_t cand = -1;
+      for (auto it = passes[i].regs.rbegin(); it != passes[i].regs.rend() && cand < 0; ++it) {
+        EwOp op = f_.instrs[*it].op;
+        if (an_.kind[*it] == CKind::kF32 && op != EwOp::kLoad && op != EwOp::kConst && op != EwOp::kIota &&
+            std::binary_search(prev.begin(), prev.end(), *it))
+          cand = *it;
+      }
+      if (cand < 0) continue;
+      std::vector<int32_t> leafed = element_closure(f_, an_.row_level, passes[i].roots, cand);
+      if (passes[i].regs.size() < leafed.size() + 2) continue;
+      passes[i].regs = std::move(leafed);
+      passes[i].reads = cand;
+      passes[i - 1].writes = cand;
+    }
+    return passes;
+  }
+
+  bool hands_over_values() const {
+    if (!L_.has_reduction || L_.has_iota) return false;
+    for (const RowPass& p : plan_row_passes(true))
+      if (p.writes >= 0) return true;
+    return false;
+  }
+
   void emit_reduction_body() {
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
       if (is_reduction(f_.instrs[r].op))
@@ -494,22 +545,40 @@ class Emitter {
       }
       s_ << in2 << "}\n" << ind << "}\n";
     }
-    for (int32_t ph = 1; ph <= an_.num_phases; ++ph) {
-      std::vector<int32_t> reds, roots;
-      for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
-        if (is_reduction(f_.instrs[r].op) && an_.phase[r] == ph) {
-          reds.push_back(r);
-          roots.push_back(f_.instrs[r].a);
-        }
-      for (int32_t r : reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
-      std::vector<int32_t> regs = element_closure(f_, an_.row_level, roots);
-      pass(regs, [&](const std::string& bi) {
-        emit_elements(regs, load, bi);
-        for (int32_t r : reds)
+    const std::vector<RowPass> passes = plan_row_passes(cached);
+    const std::string slot = vec ? "k[e][w]" : "k[e]";
+    bool any_cache = false;
+    for (const RowPass& p : passes) any_cache |= p.writes >= 0;
+    if (any_cache) s_ << ind << "float k[" << per << "]" << (vec ? "[" + w + "]" : "") << ";\n";
+    for (const RowPass& p : passes) {
+      for (int32_t r : p.reds) s_ << ind << acc_type(r) << " acc" << r << " = " << identity(r) << ";\n";
+      auto body = [&](const std::string& bi) {
+        emit_elements(p.regs, load, bi, p.reads, slot);
+        if (p.writes >= 0) s_ << bi << slot << " = " << reg(p.writes) << ";\n";
+        for (int32_t r : p.reds)
           s_ << bi << "acc" << r << " = rc<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ", ("
              << acc_type(r) << ")" << reg(f_.instrs[r].a) << ");\n";
-      });
-      for (int32_t r : reds) {
+        if (!p.reds.empty()) return;
+        for (int o = 0; o < L_.num_outputs; ++o) {
+          if (L_.output_row_level[o]) continue;
+          std::string v = store_expr(out_dtype(o), reg(f_.output_regs[o]));
+          if (vec) s_ << bi << "q" << o << ".v[w] = " << v << ";\n";
+          else s_ << bi << "if (live) out" << o << "[row * L + j] = " << v << ";\n";
+        }
+      };
+      // The wide path fills one pack per output and stores it once.
+      auto around = [&](const std::string& bi, bool after) {
+        for (int o = 0; o < L_.num_outputs; ++o) {
+          if (L_.output_row_level[o]) continue;
+          if (after)
+            s_ << bi << "if (live) *(" << pack_type(out_dtype(o)) << "*)(out" << o << " + row * L + (i64)u * " << w
+               << ") = q" << o << ";\n";
+          else
+            s_ << bi << pack_type(out_dtype(o)) << " q" << o << ";\n";
+        }
+      };
+      pass(p.regs, body, p.reds.empty() && vec ? Around(around) : Around());
+      for (int32_t r : p.reds) {
         s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
            << ", sm" << r << " + threadIdx.y * 64 + (it & 1) * 32);\n";
         const Instr& in = f_.instrs[r];
@@ -518,41 +587,7 @@ class Emitter {
                             : narrow_expr(in.dtype, std::string("(") + rtype(r) + ")acc" + std::to_string(r));
         s_ << ind << "const " << rtype(r) << " " << reg(r) << " = " << v << ";\n";
       }
-      emit_row_regs(ph, ind);
-    }
-    std::vector<int32_t> roots = element_output_roots();
-    if (!roots.empty()) {
-      std::vector<int32_t> regs = element_closure(f_, an_.row_level, roots);
-      if (vec) {
-        // Each thread fills one wide pack per output and stores it once.
-        auto around = [&](const std::string& bi, bool after) {
-          for (int o = 0; o < L_.num_outputs; ++o) {
-            if (L_.output_row_level[o]) continue;
-            if (after)
-              s_ << bi << "if (live) *(" << pack_type(out_dtype(o)) << "*)(out" << o << " + row * L + (i64)u * " << w
-                 << ") = q" << o << ";\n";
-            else
-              s_ << bi << pack_type(out_dtype(o)) << " q" << o << ";\n";
-          }
-        };
-        pass(
-            regs,
-            [&](const std::string& bi) {
-              emit_elements(regs, load, bi);
-              for (int o = 0; o < L_.num_outputs; ++o)
-                if (!L_.output_row_level[o])
-                  s_ << bi << "q" << o << ".v[w] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
-            },
-            around);
-      } else {
-        pass(regs, [&](const std::string& bi) {
-          emit_elements(regs, load, bi);
-          for (int o = 0; o < L_.num_outputs; ++o)
-            if (!L_.output_row_level[o])
-              s_ << bi << "if (live) out" << o << "[row * L + j] = "
-                 << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
-        });
-      }
+      if (!p.reds.empty()) emit_row_regs(an_.phase[p.reds[0]], ind);
     }
     bool any_row = false;
     for (int o = 0; o < L_.num_outputs; ++o) any_row |= L_.output_row_level[o] != 0;
