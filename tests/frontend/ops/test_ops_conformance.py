@@ -161,6 +161,19 @@ def test_where_and_gather(device):
     _check(tp.gather(tp.Tensor(x), 0, tp.Tensor(idx)), x[idx])
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_gather_out_of_range_is_an_error_naming_the_call(compiled, device):
+    x = _rand((4, 3))
+    gather = lambda x, i: tp.gather(x, 0, i)  # noqa: E731
+    if compiled:
+        gather = tp.compile(gather, args=[tp.InputInfo((4, 3), tp.float32), tp.InputInfo((2,), tp.int32)])
+    with pytest.raises(tp.TripyException, match=r"index 7 is out of bounds for axis 0 with size 4") as e:
+        gather(tp.Tensor(x), tp.Tensor(np.array([1, 7], dtype=np.int32))).tolist()
+    assert "test_ops_conformance.py" in str(e.value)
+    # The executable stays usable, and negative indices count from the end.
+    _check(gather(tp.Tensor(x), tp.Tensor(np.array([-1, 0], dtype=np.int32))), x[[-1, 0]])
+
+
 def test_float16_round_trip(device):
     x = _rand(SHAPE)
     out = tp.cast(tp.cast(tp.Tensor(x), tp.float16) * 2.0, tp.float32)

@@ -168,7 +168,9 @@ extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
 }
 
 // out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0.
-struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim; };
+// err (when set) points at two words: the first out-of-range gather writes its tag and index there
+// (the host reads them after the run and raises), and reads zero in the meantime.
+struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim, err, tag; };
 template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
   T* d = (T*)a.dst;
   const T* s = (const T*)a.src;
@@ -176,11 +178,16 @@ template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
   const i64 n = a.outer * a.nidx * a.inner, step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
     i64 t = i / a.inner, in = i - t * a.inner, o = t / a.nidx, k = t - o * a.nidx;
-    i64 p = (i64)ix[k];
-    if (p < 0) p += a.dim;
+    const i64 given = (i64)ix[k];
+    const i64 p = given < 0 ? given + a.dim : given;
     T zero;
     for (int b = 0; b < (int)sizeof(T); ++b) ((unsigned char*)&zero)[b] = 0;
-    d[i] = (p >= 0 && p < a.dim) ? s[(o * a.dim + p) * a.inner + in] : zero;
+    const bool ok = p >= 0 && p < a.dim;
+    d[i] = ok ? s[(o * a.dim + p) * a.inner + in] : zero;
+    if (!ok && a.err) {
+      u64* e = (u64*)a.err;
+      if (atomicCAS((unsigned long long*)e, 0ull, (unsigned long long)a.tag) == 0ull) e[1] = (u64)given;
+    }
   }
 }
 #define TRIPY_GATHER(n, T) \

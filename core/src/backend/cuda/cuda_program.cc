@@ -147,6 +147,16 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
+      if (k.kind == KernelKind::kGather && !step.launches.empty()) {
+        if (!gather_error_.defined()) {
+          TRIPY_ASSIGN_OR_RETURN(gather_error_, empty_device(DType::kInt64, {2}, stream));
+          TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(gather_error_.data()), 0, 16, stream));
+        }
+        for (Launch& g : step.launches) {
+          g.words[kGatherErrorWord] = reinterpret_cast<int64_t>(gather_error_.data());
+          g.words[kGatherTagWord] = static_cast<int64_t>(ki) + 1;
+        }
+      }
     }
     sig->steps.push_back(std::move(step));
   }
@@ -353,6 +363,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
                               ", but this executable runs on gpu:0 (use tp.copy to move it)");
 
   TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
+  last_slots_ = slots;
   if (sig->arena_bytes > arena_capacity_) {
     // Graphs hold the old arena's addresses: drop them along with it.
     for (auto& [key, s] : signatures_) {
@@ -389,12 +400,32 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
   }
   if (use_graph) {
     TRIPY_RETURN_IF_ERROR(replay(*sig, inputs, outputs, stream));
-    return outputs;
+  } else {
+    std::vector<CUdeviceptr> base;
+    resolve(base, in_ptrs, out_ptrs);
+    TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
-  std::vector<CUdeviceptr> base;
-  resolve(base, in_ptrs, out_ptrs);
-  TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
+  TRIPY_RETURN_IF_ERROR(check_gathers(stream));
   return outputs;
+}
+
+// Programs with gathers wait for their results so that an index out of range is an error here,
+// at the call, as on the CPU, rather than a silent zero.
+Status CudaLoadedProgram::check_gathers(CUstream stream) {
+  if (!gather_error_.defined()) return ok_status();
+  const CUdeviceptr rec = reinterpret_cast<CUdeviceptr>(gather_error_.data());
+  int64_t host[2] = {0, 0};
+  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(host, rec, sizeof(host), stream));
+  TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
+  if (host[0] <= 0 || host[0] > static_cast<int64_t>(program_->kernels.size())) return ok_status();
+  TRIPY_CUDA_TRY(cuMemsetD8Async(rec, 0, 16, stream));
+  const int32_t ki = static_cast<int32_t>(host[0] - 1);
+  const Kernel& k = program_->kernels[ki];
+  const int64_t dim = program_->buffer_shape(k.inputs[0], last_slots_)[k.axis];
+  return Status(StatusCode::kInvalidArgument,
+                "index " + std::to_string(host[1]) + " is out of bounds for axis " + std::to_string(k.axis) +
+                    " with size " + std::to_string(dim),
+                source_of(ki));
 }
 
 }  // namespace tripy::rt::cuda
