@@ -1,13 +1,16 @@
 // Writing and (defensively) reading the executable file described in file_format.h. Every number
-// read from the file is checked against the file's size before it is used, so a truncated or
-// corrupted file is a kDataLoss error, never a crash or a huge allocation.
+// read from the file is checked against the file's size before it is used, and every byte is
+// covered by a check or a checksum, so a truncated or corrupted file is a kDataLoss error, never a
+// crash, a huge allocation or a model that runs on damaged weights.
 #include "runtime/file_format.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/checksum.h"
 #include "runtime/program_json.h"
 #include "runtime/shape_arith.h"
 #include "tripy/executable.h"
@@ -19,7 +22,7 @@ using nlohmann::json;
 namespace {
 
 constexpr char kMagic[8] = {'T', 'R', 'I', 'P', 'Y', 'E', 'X', 'E'};
-constexpr uint64_t kHeaderBytes = 24;
+constexpr uint64_t kHeaderBytes = 32;
 constexpr uint64_t kAlign = 64;
 
 // Callers pass values bounded by a file or buffer size, far below overflow.
@@ -32,6 +35,29 @@ uint64_t get_le(const uint8_t* p, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
   return v;
+}
+
+// Section checksums are JSON strings of 16 lowercase hex digits (see file_format.h).
+std::string hex64(uint64_t v) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kDigits[v & 15];
+  return s;
+}
+bool parse_hex64(const std::string& s, uint64_t* v) {
+  if (s.size() != 16) return false;
+  *v = 0;
+  for (char c : s) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    *v = *v << 4 | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+// Index of the first non-zero byte of [p, p + n), or n.
+uint64_t first_nonzero(const uint8_t* p, uint64_t n) {
+  return static_cast<uint64_t>(std::find_if(p, p + n, [](uint8_t b) { return b != 0; }) - p);
 }
 
 std::string plural(uint64_t n, const char* unit) { return std::to_string(n) + " " + unit + (n == 1 ? "" : "s"); }
@@ -86,6 +112,12 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
   const uint64_t data_start = align_up(kHeaderBytes + meta_bytes);
   if (data_start > size) return data_loss("Corrupt executable: the file ends inside its metadata padding (is it truncated?).");
   const uint64_t data_bytes = size - data_start;
+  // Before parsing, so a damaged JSON is reported as damage, not as a puzzling field error.
+  if (checksum64(data + kHeaderBytes, meta_bytes) != get_le(data + 24, 8))
+    return data_loss("Corrupt executable: metadata checksum mismatch (the JSON was changed after the file was written).");
+  const uint64_t meta_end = kHeaderBytes + meta_bytes;
+  if (uint64_t at = meta_end + first_nonzero(data + meta_end, data_start - meta_end); at < data_start)
+    return data_loss("Corrupt executable: the padding byte at offset " + std::to_string(at) + " is not zero.");
 
   const json meta = json::parse(data + kHeaderBytes, data + kHeaderBytes + meta_bytes, nullptr, /*allow_exceptions=*/false);
   if (meta.is_discarded()) return data_loss("Corrupt executable: the metadata is not valid JSON.");
@@ -100,6 +132,7 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
   TRIPY_ASSIGN_OR_RETURN(out.device, device_from_string(json_string(json_field(meta, "device", "metadata"), "metadata.device")));
   auto program = std::make_shared<Program>();
   const json& sections = json_array(json_field(meta, "sections", "metadata"), "metadata.sections");
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [offset, end) of each section, for the padding check
   for (size_t i = 0; i < sections.size(); ++i) {
     const std::string at = "metadata.sections[" + std::to_string(i) + "]";
     const json& s = sections[i];
@@ -112,6 +145,13 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
       return data_loss("Corrupt executable: " + at + " spans [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
                        ") but the data region has " + plural(data_bytes, "byte") + " (is the file truncated?).");
     const uint8_t* begin = data + data_start + offset;
+    const std::string sum_text = json_string(json_field(s, "checksum", at), at + ".checksum");
+    uint64_t sum = 0;
+    if (!parse_hex64(sum_text, &sum))
+      return data_loss("Corrupt executable: " + at + ".checksum '" + sum_text + "' is not 16 lowercase hex digits.");
+    if (checksum64(begin, static_cast<size_t>(bytes)) != sum)
+      return data_loss("Corrupt executable: section '" + name + "' checksum mismatch (its bytes were changed after the file was written).");
+    spans.emplace_back(static_cast<uint64_t>(offset), static_cast<uint64_t>(offset + bytes));
     if (kind == "constant") {
       if (name != "constant." + std::to_string(program->constants.size()))
         return data_loss("Corrupt executable: " + at + " is named '" + name + "' but is constant " +
@@ -139,6 +179,18 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
   }
   TRIPY_RETURN_IF_ERROR(program_from_json(json_field(meta, "program", "metadata"), program.get()));
   TRIPY_RETURN_IF_ERROR(validate_program(*program));
+  // What no section claims is alignment padding, written as zeros: checking it leaves no byte of
+  // the file unchecked. Last, so that a missing section entry is reported as such.
+  spans.emplace_back(data_bytes, data_bytes);  // the tail after the last section
+  std::sort(spans.begin(), spans.end());
+  uint64_t cursor = 0;
+  for (const auto& [lo, hi] : spans) {
+    if (lo > cursor) {
+      if (uint64_t at = cursor + first_nonzero(data + data_start + cursor, lo - cursor); at < lo)
+        return data_loss("Corrupt executable: the padding byte at offset " + std::to_string(data_start + at) + " is not zero.");
+    }
+    cursor = std::max(cursor, hi);
+  }
   out.program = std::move(program);
   return out;
 }
@@ -172,12 +224,13 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     for (const Tensor& c : program.constants) {
       const uint64_t bytes = static_cast<uint64_t>(c.nbytes());
       sections.push_back({{"kind", "constant"}, {"name", "constant." + std::to_string(sections.size())},
-                          {"offset", cursor}, {"size", bytes},
+                          {"offset", cursor}, {"size", bytes}, {"checksum", hex64(checksum64(c.data(), bytes))},
                           {"dtype", std::string(dtype_name(c.dtype()))}, {"shape", c.shape()}});
       cursor = align_up(cursor + bytes);
     }
     for (const auto& [name, blob] : artifacts) {
-      sections.push_back({{"kind", "artifact"}, {"name", name}, {"offset", cursor}, {"size", blob.size()}});
+      sections.push_back({{"kind", "artifact"}, {"name", name}, {"offset", cursor}, {"size", blob.size()},
+                          {"checksum", hex64(checksum64(blob.data(), blob.size()))}});
       cursor = align_up(cursor + blob.size());
     }
     json meta = {{"device", device.str()}, {"program", program_to_json(program)}, {"sections", sections},
@@ -190,6 +243,7 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     std::memcpy(out.data(), kMagic, sizeof(kMagic));
     put_le(out.data() + 8, Executable::kFormatVersion, 4);
     put_le(out.data() + 16, text.size(), 8);
+    put_le(out.data() + 24, checksum64(text.data(), text.size()), 8);
     std::memcpy(out.data() + kHeaderBytes, text.data(), text.size());
     for (size_t i = 0; i < program.constants.size(); ++i) {
       const Tensor& c = program.constants[i];

@@ -5,15 +5,23 @@
 //   8   u32      format version (Executable::kFormatVersion)
 //   12  u32      reserved, 0
 //   16  u64      metadata length L
-//   24  L bytes  JSON metadata: {"device", "program" (program_json.h), "sections": [...],
+//   24  u64      checksum64 (checksum.h) of the L metadata bytes
+//   32  L bytes  JSON metadata: {"device", "program" (program_json.h), "sections": [...],
 //                "data_bytes": the exact size of the data region}
 //   ... zero padding to the next multiple of 64: the start of the data region, D
 //   D+  sections, each at a 64-aligned offset relative to D (so the JSON, written before the
-//       sections' absolute positions are known, can still say where they are)
+//       sections' absolute positions are known, can still say where they are), zero padding
+//       between them
 //
-// A section entry is {"kind": "constant", "name": "constant.<i>", "offset", "size", "dtype",
-// "shape"} (Program::constants[i]; constants come first, in order) or {"kind": "artifact", "name",
-// "offset", "size"} (a backend artifact).
+// A section entry is {"kind": "constant", "name": "constant.<i>", "offset", "size", "checksum",
+// "dtype", "shape"} (Program::constants[i]; constants come first, in order) or {"kind":
+// "artifact", "name", "offset", "size", "checksum"} (a backend artifact). "checksum" is the
+// checksum64 of the section's bytes as 16 lowercase hex digits (a string: JSON readers in other
+// languages lose 64-bit integers).
+//
+// Every byte is checked on load: header fields exactly, the metadata and each section by checksum,
+// padding for zero; so a flipped byte anywhere is rejected. Version 1 had no checksums and a
+// 24-byte header; version 2 added both.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +45,8 @@ struct ExecutableContents {
 StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts,
                                                     const Device& device);
 
-// Checks everything (magic, version, every offset and size, the JSON, then validate_program).
+// Checks everything (magic, version, every offset and size, every checksum and padding byte, the
+// JSON, then validate_program).
 // Any defect, including a format version this build cannot read, is kDataLoss; never throws.
 // Constants are copied out of `data`.
 StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t size);

@@ -1,5 +1,6 @@
-// The executable file: exact round trips, and clean rejection of damaged or foreign files
-// (including a fuzz-style sweep of truncations and random byte flips).
+// The executable file: exact round trips, checksums that catch any flipped byte, and clean
+// rejection of damaged or foreign files (including a fuzz-style sweep of truncations and random
+// byte flips).
 #include "runtime/file_format.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <random>
 
+#include "runtime/checksum.h"
 #include "runtime/executable_impl.h"
 #include "runtime/program_json.h"
 #include "test_programs.h"
@@ -122,21 +124,46 @@ std::vector<uint8_t> serialized(const Program& p, const Artifacts& a = some_arti
   return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
 }
 
-// Rewrites the metadata of a serialized file, keeping its data region.
-std::vector<uint8_t> with_metadata(const std::vector<uint8_t>& file, const std::function<void(json&)>& edit) {
+constexpr size_t kHeader = 32;
+
+uint64_t metadata_bytes(const std::vector<uint8_t>& file) {
   uint64_t len = 0;
   std::memcpy(&len, file.data() + 16, 8);
-  json meta = json::parse(file.begin() + 24, file.begin() + 24 + static_cast<int64_t>(len));
+  return len;
+}
+
+// Stores the checksum of the metadata as it now is, as a writer that changed it would.
+void resign(std::vector<uint8_t>& file) {
+  const uint64_t sum = checksum64(file.data() + kHeader, metadata_bytes(file));
+  std::memcpy(file.data() + 24, &sum, 8);
+}
+
+json metadata(const std::vector<uint8_t>& file) {
+  return json::parse(file.begin() + kHeader, file.begin() + static_cast<int64_t>(kHeader + metadata_bytes(file)));
+}
+
+// Rewrites (and re-signs) the metadata of a serialized file, keeping its data region: edits
+// reach the checks behind the checksum.
+std::vector<uint8_t> with_metadata(const std::vector<uint8_t>& file, const std::function<void(json&)>& edit) {
+  const uint64_t len = metadata_bytes(file);
+  json meta = metadata(file);
   edit(meta);
   const std::string text = meta.dump();
-  const size_t old_start = (24 + len + 63) / 64 * 64, new_start = (24 + text.size() + 63) / 64 * 64;
+  const size_t old_start = (kHeader + len + 63) / 64 * 64, new_start = (kHeader + text.size() + 63) / 64 * 64;
   std::vector<uint8_t> out(new_start, 0);
   std::memcpy(out.data(), file.data(), 16);
   const uint64_t n = text.size();
   std::memcpy(out.data() + 16, &n, 8);
-  std::memcpy(out.data() + 24, text.data(), text.size());
+  std::memcpy(out.data() + kHeader, text.data(), text.size());
   out.insert(out.end(), file.begin() + static_cast<int64_t>(old_start), file.end());
+  resign(out);
   return out;
+}
+
+// Where section i's bytes start in the file.
+size_t section_start(const std::vector<uint8_t>& file, size_t i) {
+  const size_t data_start = (kHeader + metadata_bytes(file) + 63) / 64 * 64;
+  return data_start + metadata(file)["sections"][i]["offset"].get<size_t>();
 }
 
 Status load_status(const std::vector<uint8_t>& bytes) { return deserialize_executable(bytes.data(), bytes.size()).status(); }
@@ -177,7 +204,7 @@ TEST(FileFormat, file_round_trip_borrows_constants_from_the_read_buffer) {
 
 TEST(FileFormat, metadata_is_readable_json) {
   auto bytes = serialized(testing::affine_program());
-  const std::string text(bytes.begin() + 24, bytes.end());
+  const std::string text(bytes.begin() + kHeader, bytes.end());
   EXPECT_NE(text.find("\"fused_mul_add\""), std::string::npos);
   EXPECT_NE(text.find("\"mul\""), std::string::npos);
   EXPECT_NE(text.find("\"device\": \"gpu:1\""), std::string::npos);
@@ -197,7 +224,7 @@ TEST(FileFormat, refuses_to_save_invalid_programs) {
 
 TEST(FileFormat, rejects_foreign_and_damaged_headers) {
   auto good = serialized(testing::affine_program());
-  expect_data_loss({}, "fewer than its 24-byte header");
+  expect_data_loss({}, "fewer than its 32-byte header");
   auto bad_magic = good;
   bad_magic[0] = 'X';
   expect_data_loss(bad_magic, "does not start with \"TRIPYEXE\"");
@@ -211,7 +238,8 @@ TEST(FileFormat, rejects_foreign_and_damaged_headers) {
   appended.push_back(0);
   expect_data_loss(appended, "should have");
   auto garbage = with_metadata(good, [](json& m) { m = json::array(); });
-  garbage[24] = '{';
+  garbage[kHeader] = '{';
+  resign(garbage);
   expect_data_loss(garbage, "not valid JSON");
 }
 
@@ -222,6 +250,112 @@ TEST(FileFormat, unknown_version_names_both_versions) {
   EXPECT_EQ(st.code(), StatusCode::kDataLoss);
   EXPECT_NE(st.message().find("version 7"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("reads version " + std::to_string(Executable::kFormatVersion)), std::string::npos);
+}
+
+TEST(FileFormat, version_1_files_without_checksums_are_refused) {
+  auto bytes = serialized(testing::affine_program());
+  bytes[8] = 1;
+  expect_data_loss(bytes, "file format version 1, but this build of Tripy reads version 2 only");
+}
+
+// Published XXH64 values (seed 0): the first two are xxHash's own examples, the rest were
+// computed with the reference library (libxxhash 0.8.1); the lengths reach every path (lanes,
+// 8-byte, 4-byte and 1-byte tails).
+TEST(Checksum, matches_reference_xxh64) {
+  EXPECT_EQ(checksum64(nullptr, 0), 0xef46db3751d8e999ull);
+  EXPECT_EQ(checksum64("abc", 3), 0x44bc2cf5ad770999ull);
+  const std::string fox = "The quick brown fox jumps over the lazy dog";
+  EXPECT_EQ(checksum64(fox.data(), fox.size()), 0x0b242d361fda71bcull);
+  std::vector<uint8_t> k(1000);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::pair<size_t, uint64_t> known[] = {{5, 0xc7608efddb7051feull},   {8, 0xdab99d95c6f90092ull},
+                                               {31, 0xa2aa5f33cc4a6119ull},  {32, 0x23c3c17ef790fd97ull},
+                                               {33, 0x50a7cfc7ba588784ull},  {100, 0xa61f8d4c170fe531ull},
+                                               {1000, 0x5f235fa033f1a3fbull}};
+  for (const auto& [n, h] : known) EXPECT_EQ(checksum64(k.data(), n), h) << n << " bytes";
+}
+
+TEST(Checksum, every_single_bit_flip_and_every_length_changes_it) {
+  std::vector<uint8_t> buf(1024);
+  std::mt19937 rng(5);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  const uint64_t base = checksum64(buf.data(), buf.size());
+  for (size_t bit = 0; bit < buf.size() * 8; ++bit) {
+    buf[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    ASSERT_NE(checksum64(buf.data(), buf.size()), base) << "bit " << bit;
+    buf[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+  }
+  // Zeros of every length: only the length tells them apart.
+  const std::vector<uint8_t> zeros(1024, 0);
+  std::vector<uint64_t> sums;
+  for (size_t n = 0; n <= zeros.size(); ++n) sums.push_back(checksum64(zeros.data(), n));
+  std::sort(sums.begin(), sums.end());
+  EXPECT_EQ(std::adjacent_find(sums.begin(), sums.end()), sums.end());
+  // Unaligned input reads the same bytes.
+  std::vector<uint8_t> shifted(buf.size() + 3);
+  std::memcpy(shifted.data() + 3, buf.data(), buf.size());
+  EXPECT_EQ(checksum64(shifted.data() + 3, buf.size()), base);
+}
+
+TEST(FileFormat, flipped_constant_byte_names_the_section) {
+  auto bytes = serialized(testing::rich_program());
+  bytes[section_start(bytes, 1) + 5] ^= 0x10;
+  expect_data_loss(bytes, "section 'constant.1' checksum mismatch");
+}
+
+TEST(FileFormat, flipped_artifact_byte_names_the_section) {
+  auto bytes = serialized(testing::rich_program());
+  ASSERT_EQ(metadata(bytes)["sections"][2]["name"], "cuda.cubin");
+  bytes[section_start(bytes, 2) + 99] ^= 0x01;
+  expect_data_loss(bytes, "section 'cuda.cubin' checksum mismatch");
+}
+
+TEST(FileFormat, flipped_metadata_byte_is_a_metadata_checksum_mismatch) {
+  auto bytes = serialized(testing::rich_program());
+  const std::string text(bytes.begin() + kHeader, bytes.begin() + static_cast<int64_t>(kHeader + metadata_bytes(bytes)));
+  // A flip that keeps the JSON valid and plausible: one digit of the arena size.
+  const size_t at = text.find("\"arena_bytes\": ") + std::strlen("\"arena_bytes\": ");
+  ASSERT_NE(at, std::string::npos);
+  bytes[kHeader + at] ^= 0x01;
+  expect_data_loss(bytes, "metadata checksum mismatch");
+  auto sum = serialized(testing::rich_program());
+  sum[24] ^= 0x80;  // the stored checksum itself
+  expect_data_loss(sum, "metadata checksum mismatch");
+}
+
+TEST(FileFormat, nonzero_padding_is_rejected) {
+  auto bytes = serialized(testing::rich_program());
+  // Constant 0 is 16 bytes: the rest of its 64-byte slot is padding.
+  bytes[section_start(bytes, 0) + 40] = 1;
+  expect_data_loss(bytes, "padding byte at offset " + std::to_string(section_start(bytes, 0) + 40) + " is not zero");
+  auto after_json = serialized(testing::rich_program());
+  const size_t meta_end = kHeader + metadata_bytes(after_json);
+  ASSERT_NE(meta_end % 64, 0u) << "the test needs padding after the JSON";
+  after_json[meta_end] = ' ';
+  expect_data_loss(after_json, "padding byte at offset " + std::to_string(meta_end));
+}
+
+TEST(FileFormat, rejects_missing_or_malformed_section_checksums) {
+  auto good = serialized(testing::rich_program());
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0].erase("checksum"); }), "sections[0].checksum is missing");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1]["checksum"] = "12"; }), "not 16 lowercase hex digits");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1]["checksum"] = "0123456789ABCDEF"; }), "not 16 lowercase hex digits");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1]["checksum"] = 7; }), "sections[1].checksum");
+  // A section pointed at other bytes fails its checksum, whatever the bytes are.
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"][3]["offset"] = m["sections"][2]["offset"]; }),
+                   "section 'cuda.meta' checksum mismatch");
+}
+
+// The checksums' promise: no single damaged byte anywhere in the file loads.
+TEST(FileFormat, every_single_byte_flip_is_rejected) {
+  const auto bytes = serialized(testing::rich_program(), some_artifacts(), Device{});
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto damaged = bytes;
+    damaged[i] ^= static_cast<uint8_t>(1u << (i % 8));
+    Status st = load_status(damaged);
+    ASSERT_FALSE(st.ok()) << "a flip at byte " << i << " of " << bytes.size() << " loaded";
+    ASSERT_EQ(st.code(), StatusCode::kDataLoss) << st.message();
+  }
 }
 
 TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
@@ -286,7 +420,7 @@ TEST(FileFormatFuzz, every_truncation_fails_cleanly) {
   EXPECT_EQ(loaded, 0) << "a truncated file must never load";
 }
 
-TEST(FileFormatFuzz, random_byte_flips_fail_cleanly_or_validate) {
+TEST(FileFormatFuzz, random_byte_flips_fail_cleanly) {
   auto bytes = serialized(testing::rich_program(), {}, Device{});
   std::mt19937 rng(20240611);
   int loaded = 0;
@@ -295,16 +429,17 @@ TEST(FileFormatFuzz, random_byte_flips_fail_cleanly_or_validate) {
     const int flips = 1 + trial % 4;
     for (int f = 0; f < flips; ++f) {
       // Half the flips land in the header and metadata, where structure lives.
-      const size_t limit = trial % 2 ? damaged.size() : std::min<size_t>(damaged.size(), 24 + 4096);
+      const size_t limit = trial % 2 ? damaged.size() : std::min<size_t>(damaged.size(), kHeader + 4096);
       damaged[rng() % limit] ^= static_cast<uint8_t>(1u << (rng() % 8));
     }
+    if (damaged == bytes) continue;  // two flips of one bit cancel
     expect_clean(damaged, &loaded);
   }
-  EXPECT_GT(loaded, 0) << "flips in constants' bytes should still load";
+  EXPECT_EQ(loaded, 0) << "the checksums catch every flip, in constants too";
 }
 
-// Structured fuzzing: small integers written into random numeric fields of the metadata reach
-// the validator and the run-time checks far more often than flipped bits do.
+// Structured fuzzing: small integers written into random numeric fields of the (re-signed)
+// metadata reach the validator and the run-time checks, which the checksums keep flipped bits from.
 void collect_ints(json& j, std::vector<json*>& out) {
   if (j.is_number_integer()) out.push_back(&j);
   if (j.is_structured())
