@@ -155,16 +155,18 @@ Status infer_softmax(InferCtx& ctx) {
   return ok_status();
 }
 
-// softmax = exp(x - max) / sum(exp(x - max)) along the dim.
+// softmax = exp(x - max) / sum(exp(x - max)) along the dim, in float32 for narrow floats: the
+// sum of a 128K-entry row of exps can pass float16's 65504.
 StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
-  flat::ValueId x = c.in(0);
-  DType dt = c.value(x).dtype;
+  const DType io = c.value(c.in(0)).dtype, dt = DType::kFloat32;
+  flat::ValueId x = io == dt ? c.in(0) : c.ew(EwOp::kConvert, {c.in(0)}, dt);
   Shape s = c.value(x).shape;
   flat::ValueId m = unreduce(c, c.reduce(EwOp::kReduceMax, x, dims), s, dims);
   flat::ValueId e = c.ew(EwOp::kExp, {c.ew(EwOp::kSub, {x, m}, dt)}, dt);
   flat::ValueId sum = unreduce(c, c.reduce(EwOp::kReduceSum, e, dims), s, dims);
-  return c.ew(EwOp::kDiv, {e, sum}, dt);
+  flat::ValueId y = c.ew(EwOp::kDiv, {e, sum}, dt);
+  return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
 }
 
 // layernorm(x, weight, bias): normalise over the last attrs.axis dims, then scale and shift.

@@ -85,3 +85,10 @@ def test_reduction_over_a_transposed_view_with_a_per_row_operand(device):
     got = tp.softmax(tp.permute(tp.Tensor(x), (1, 0)) * tp.Tensor(r), dim=-1)
     want = np_softmax(x.T * r)
     np.testing.assert_allclose(host(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_float16_softmax_of_a_long_flat_row_does_not_overflow(device):
+    # 70000 equal logits: the sum of exps (70000) passes float16's 65504, so it is kept in float32.
+    x = np.zeros((2, 70000), np.float16)
+    got = host(tp.softmax(tp.Tensor(x), dim=-1)).astype(np.float32)
+    np.testing.assert_allclose(got, np.full((2, 70000), 1 / 70000, np.float32), rtol=1e-2)

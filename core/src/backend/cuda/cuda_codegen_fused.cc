@@ -360,7 +360,9 @@ class Emitter {
     }
   }
 
-  enum class RowMode { kVector, kCached, kPlain };
+  // kVector: wide loads, the row held in registers; kVectorStream: wide loads, too long to hold;
+  // kCached: scalar loads, held; kPlain: scalar loads with index arithmetic per element.
+  enum class RowMode { kVector, kVectorStream, kCached, kPlain };
 
   // The inputs that the registers `regs` load.
   std::vector<int32_t> inputs_loaded(const std::vector<int32_t>& regs) const {
@@ -441,7 +443,10 @@ class Emitter {
        << L_.misc_word(FusedLayout::kMiscRedLo) << "];\n";
     if (L_.vec_width > 0) {
       s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
+      s_ << "  if (L <= " << FusedLayout::kRowCacheVector * L_.vec_width << " * (i64)blockDim.x) {\n";
       emit_row_loop(RowMode::kVector);
+      s_ << "    return;\n  }\n";
+      emit_row_loop(RowMode::kVectorStream);
       s_ << "    return;\n  }\n";
     }
     if (!L_.has_iota) {
@@ -456,11 +461,12 @@ class Emitter {
   // barriers); threads past the last row recompute it and store nothing.
   void emit_row_loop(RowMode mode) {
     const int rf = L_.reduce_from, rank = L_.rank;
-    const bool vec = mode == RowMode::kVector, cached = mode != RowMode::kPlain;
+    const bool vec = mode == RowMode::kVector || mode == RowMode::kVectorStream;
+    const bool cached = mode == RowMode::kVector || mode == RowMode::kCached;
     const int per = vec ? FusedLayout::kRowCacheVector : FusedLayout::kRowCacheScalar;
     const std::string ind = "    ", in2 = ind + "  ", in3 = in2 + "  ";
     if (vec) {
-      s_ << "  const int U = (int)(L / " << L_.vec_width << ");\n";
+      s_ << "  const i64 U = L / " << L_.vec_width << ";\n";
       for (int k = 0; k < L_.num_inputs; ++k)
         s_ << "  const bool s" << k << " = a.v[" << L_.stride_word(k, rank - 1) << "] != 0;\n";
     }
@@ -476,7 +482,7 @@ class Emitter {
 
     std::vector<uint8_t> in_regs(L_.num_inputs, 0);  // kept in registers for the whole row
     for (int32_t k : inputs_loaded(element_closure(f_, an_.row_level, all_element_roots())))
-      in_regs[k] = !vec || varies_by_row(k);
+      in_regs[k] = cached && (!vec || varies_by_row(k));
     const std::string w = std::to_string(L_.vec_width);
     auto pack_at = [&](int32_t k) {
       std::string ks = std::to_string(k);
@@ -493,6 +499,8 @@ class Emitter {
         s_ << "#pragma unroll\n" << ind << "for (int e = 0; e < " << per << "; ++e) {\n";
         s_ << in2 << "const " << (vec ? "int u" : "i64 j") << " = threadIdx.x + e * " << (vec ? "(int)" : "(i64)")
            << "blockDim.x;\n" << in2 << "if (" << (vec ? "u < U" : "j < L") << ") {\n";
+      } else if (vec) {
+        s_ << ind << "for (i64 u = threadIdx.x; u < U; u += blockDim.x) {\n" << in2 << "{\n";
       } else {
         s_ << ind << "for (i64 j = threadIdx.x; j < L; j += blockDim.x) {\n" << in2 << "{\n";
         declare_offsets("o", "b", in3);

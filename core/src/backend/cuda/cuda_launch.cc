@@ -47,6 +47,7 @@ int64_t product(const std::vector<int64_t>& v) {
 // every operand steps by 0 or 1 along one merged reduced axis and rows start 16-byte aligned),
 // spread over the fewest threads (a warp at least, kReduceBlock at most) that keep each thread's
 // share in registers, several rows per block when a row needs fewer threads than a block holds.
+// Rows too long for registers take kReduceBlock threads and stream through memory.
 void plan_rows(const FusedLayout& L, const Merged& rows_part, const Merged& red_part, int64_t rows,
                int64_t row_len, int sm_count, Launch& l) {
   const int64_t V = L.vec_width;
@@ -60,7 +61,6 @@ void plan_rows(const FusedLayout& L, const Merged& rows_part, const Merged& red_
   const int64_t units = vec ? row_len / V : row_len;
   int64_t threads = 32;
   while (threads < FusedLayout::kReduceBlock && threads * per < units) threads *= 2;
-  vec = vec && units <= threads * per;
   l.block_x = static_cast<unsigned>(threads);
   l.block_y = static_cast<unsigned>(std::min<int64_t>(FusedLayout::kMaxRowsPerBlock, FusedLayout::kReduceBlock / threads));
   const int64_t blocks = (rows + l.block_y - 1) / l.block_y;
