@@ -1,7 +1,8 @@
 // tripy-run: loads a saved executable with the runtime alone (no Python, no compiler), describes
 // its inputs, and optionally runs it on .npy files or on zeros of each input's `opt` shape.
+// Shape values (tp.DimensionInputInfo) are given as numbers; --zeros gives them their `opt` value.
 //
-//   tripy-run model.tpy [--input name=path.npy ...] [--zeros]
+//   tripy-run model.tpy [--input name=path.npy ...] [--input name=VALUE ...] [--zeros]
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -110,16 +111,20 @@ int main(int argc, char** argv) {
     } else if (file.empty() && arg[0] != '-') {
       file = arg;
     } else {
-      std::cerr << "usage: tripy-run FILE [--input name=path.npy ...] [--zeros]\n";
+      std::cerr << "usage: tripy-run FILE [--input name=path.npy|VALUE ...] [--zeros]\n";
       return 1;
     }
   }
-  if (file.empty()) return fail(invalid_argument("usage: tripy-run FILE [--input name=path.npy ...] [--zeros]"));
+  if (file.empty()) return fail(invalid_argument("usage: tripy-run FILE [--input name=path.npy|VALUE ...] [--zeros]"));
 
   auto exe = Executable::load(file);
   if (!exe.ok()) return fail(exe.status());
   std::cout << file << " (" << exe->device().str() << ")\ninputs: name: dtype [min, opt, max] per dim\n";
   for (const InputDesc& in : exe->inputs()) {
+    if (in.kind == InputDesc::Kind::kShapeValue) {
+      std::cout << "  " << in.name << ": shape value " << list_str({in.value_min, in.value_opt, in.value_max}) << "\n";
+      continue;
+    }
     std::cout << "  " << in.name << ": " << dtype_name(in.dtype) << " [";
     for (size_t d = 0; d < in.dim_min.size(); ++d)
       std::cout << (d ? ", " : "") << list_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
@@ -130,7 +135,21 @@ int main(int argc, char** argv) {
   std::vector<Tensor> inputs;
   for (const InputDesc& in : exe->inputs()) {
     auto it = npy.find(in.name);
-    if (it != npy.end()) {
+    if (in.kind == InputDesc::Kind::kShapeValue && (it != npy.end() || zeros)) {
+      int64_t value = in.value_opt;
+      if (it != npy.end()) {
+        size_t used = 0;
+        try {
+          value = std::stoll(it->second, &used);
+        } catch (const std::exception&) {
+        }
+        if (used == 0 || used != it->second.size())
+          return fail(invalid_argument("'" + in.name + "' is a shape value: give it as --input " + in.name +
+                                       "=NUMBER."));
+        npy.erase(it);
+      }
+      inputs.push_back(Tensor::host_int64(value));
+    } else if (it != npy.end()) {
       auto t = read_npy(it->second);
       if (!t.ok()) return fail(t.status());
       inputs.push_back(std::move(t).value());
@@ -147,7 +166,9 @@ int main(int argc, char** argv) {
   // Inputs are read into host memory; a GPU executable gets them copied over, and back.
   rt::Backend* backend = rt::backend_for(exe->device().kind);
   if (backend == nullptr) return fail(Status(StatusCode::kUnavailable, "No backend for " + exe->device().str() + " on this machine."));
-  for (Tensor& t : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (exe->inputs()[i].kind == InputDesc::Kind::kShapeValue) continue;  // read on the host
+    Tensor& t = inputs[i];
     auto moved = backend->copy_from_host(t);
     if (!moved.ok()) return fail(moved.status());
     t = std::move(moved).value();

@@ -33,10 +33,15 @@ void bind_executable(py::module_& m) {
       .def_static("load", [](const std::string& path) { return unwrap(Executable::load(path)); })
       .def_property_readonly("device", [](const Executable& exe) { return exe.device().str(); })
       .def_property_readonly("output_names", &Executable::output_names)
+      // (name, dtype, dim_min, dim_opt, dim_max, value_bounds): value_bounds is (min, opt, max)
+      // for a shape value (tp.DimensionInputInfo), None for a tensor.
       .def_property_readonly("inputs", [](const Executable& exe) {
         py::list out;
-        for (const auto& d : exe.inputs())
-          out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max));
+        for (const auto& d : exe.inputs()) {
+          py::object bounds = py::none();
+          if (d.kind == InputDesc::Kind::kShapeValue) bounds = py::make_tuple(d.value_min, d.value_opt, d.value_max);
+          out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max, bounds));
+        }
         return out;
       });
 }

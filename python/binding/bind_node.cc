@@ -123,6 +123,12 @@ void bind_node(py::module_& m) {
                                   to_source(frames));
   });
 
+  // A tp.compile shape value (DimensionInputInfo): a tp.DimensionSize standing for `symbol`.
+  m.def("shape_input_node", [](int index, const std::string& name, int symbol, const std::string& device,
+                               std::shared_ptr<SymbolTable> symbols, py::object frames) {
+    return trace::make_shape_input_node(index, name, symbol, parse_device(device), symbols, to_source(frames));
+  });
+
   m.def("evaluate", [](const NodeRef& n) {
     py::gil_scoped_release nogil;
     Status st = trace::evaluate(n, eager_options(n->device));

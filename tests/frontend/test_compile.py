@@ -165,8 +165,3 @@ def test_dynamic_broadcast_is_checked_at_run_time(device):
         f(tp.ones((3, 4)), tp.ones((2, 4)))
     msg = str(e.value)
     assert "lambda a, b: a + b" in msg and "broadcastable" in msg and "2 and 3" in msg
-
-
-def test_dimension_input_info_is_refused_clearly():
-    with pytest.raises(tp.TripyException, match="DimensionInputInfo is not supported"):
-        tp.compile(lambda x, n: x, args=[tp.InputInfo((2,), tp.float32), tp.DimensionInputInfo((1, 2, 3))])

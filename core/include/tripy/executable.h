@@ -20,11 +20,16 @@ namespace rt {
 struct Program;
 }
 
-// What a runtime input accepts: dtype and, per dim, [min, opt, max].
+// What a runtime input accepts. A tensor: dtype and, per dim, [min, opt, max]. A shape value
+// (tp.DimensionInputInfo): a 0-d int64 host tensor (Tensor::host_int64) whose value lies in
+// [value_min, value_max]; it has no dims, and only sizes are computed from it.
 struct InputDesc {
+  enum class Kind : uint8_t { kTensor, kShapeValue };
   std::string name;
   DType dtype;
   std::vector<int64_t> dim_min, dim_opt, dim_max;
+  Kind kind = Kind::kTensor;
+  int64_t value_min = 0, value_opt = 0, value_max = 0;  // kShapeValue
 };
 
 class Executable {
@@ -37,7 +42,8 @@ class Executable {
   Status save(const std::string& path) const;
   StatusOr<std::vector<uint8_t>> serialize() const;
 
-  // Validates every input (dtype, rank, each dim inside [min, max], device) and runs.
+  // Validates every input (dtype, rank, each dim inside [min, max], device; a shape value's
+  // value inside [value_min, value_max]) and runs.
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
 
   const std::vector<InputDesc>& inputs() const;

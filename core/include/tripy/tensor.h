@@ -30,6 +30,9 @@ class Tensor {
   // Wraps memory owned elsewhere; `keep_alive` is released when the last Tensor goes.
   static Tensor borrow(void* data, DType dtype, std::vector<int64_t> shape, Device device,
                        std::shared_ptr<void> keep_alive);
+  // A 0-d int64 host tensor holding `value`: how a shape value (an input declared with
+  // tp.DimensionInputInfo) is passed to Executable::run.
+  static Tensor host_int64(int64_t value);
 
   void* data() const { return data_; }
   DType dtype() const { return dtype_; }

@@ -54,6 +54,12 @@ Tensor Tensor::empty_host(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+Tensor Tensor::host_int64(int64_t value) {
+  Tensor t = empty_host(DType::kInt64, {});
+  *static_cast<int64_t*>(t.data()) = value;
+  return t;
+}
+
 Tensor Tensor::borrow(void* data, DType dtype, std::vector<int64_t> shape, Device device,
                       std::shared_ptr<void> keep_alive) {
   Tensor t;

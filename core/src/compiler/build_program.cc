@@ -59,12 +59,34 @@ class ProgramBuilder {
       std::string where;
     };
     std::vector<Deferred> deferred;
-    std::map<rt::Slot, std::string> slot_where;  // first input dim bound to each symbol slot
+    std::map<rt::Slot, std::string> slot_where;  // first input dim (or value) bound to each symbol slot
     for (size_t i = 0; i < g_.inputs.size(); ++i) {
       const flat::Value& v = g_.values[g_.inputs[i]];
       rt::InputSpec spec;
       spec.name = i < g_.input_names.size() ? g_.input_names[i] : "";
       spec.dtype = v.dtype;
+      if (const int32_t symbol = g_.def(g_.inputs[i]).shape_symbol; symbol >= 0) {
+        // A shape value: read by the shape program alone, so it gets no buffer.
+        const Symbol& sym = g_.symbols.symbols[static_cast<size_t>(symbol)];
+        spec.kind = rt::InputSpec::Kind::kShapeValue;
+        spec.value_min = sym.min;
+        spec.value_opt = sym.opt;
+        spec.value_max = sym.max;
+        rt::Slot before;
+        rt::Slot s = slots_.input_value(static_cast<int>(i), symbol, &before);
+        std::string where = "the value of input '" + spec.name + "'";
+        if (before >= 0) {
+          p_.checks.push_back(rt::ShapeCheck{rt::ShapeCheck::Kind::kEqual, before, s,
+                                             where + " must equal " + slot_where[before] + " (both are '" +
+                                                 sym.name + "')",
+                                             -1});
+        } else {
+          slot_where[s] = where;
+        }
+        p_.inputs.push_back(std::move(spec));
+        p_.input_shapes.emplace_back();
+        continue;
+      }
       std::vector<rt::Slot> shape;
       for (size_t d = 0; d < v.shape.size(); ++d) {
         const Dim& dim = v.shape[d];
@@ -89,17 +111,17 @@ class ProgramBuilder {
       }
       p_.inputs.push_back(std::move(spec));
       p_.input_shapes.push_back(shape);
-      input_values_.push_back(g_.inputs[i]);
     }
     // Input buffers take their shapes from the dims' slots, so static sizes are compile-time
     // constants for the backend (the runtime has checked them against min == max).
-    for (size_t i = 0; i < input_values_.size(); ++i) {
+    for (size_t i = 0; i < g_.inputs.size(); ++i) {
+      if (p_.inputs[i].kind != rt::InputSpec::Kind::kTensor) continue;
       BufferDesc b;
       b.kind = BufferDesc::Kind::kInput;
       b.index = static_cast<int32_t>(i);
-      b.dtype = g_.values[input_values_[i]].dtype;
-      TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[input_values_[i]].shape));
-      buffer_of_[input_values_[i]] = add_buffer(std::move(b));
+      b.dtype = g_.values[g_.inputs[i]].dtype;
+      TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[g_.inputs[i]].shape));
+      buffer_of_[g_.inputs[i]] = add_buffer(std::move(b));
     }
     for (const Deferred& d : deferred) {
       TRIPY_ASSIGN_OR_RETURN(rt::Slot want, slots_.slot(d.dim));
@@ -331,7 +353,6 @@ class ProgramBuilder {
   rt::Program p_;
   ShapeSlots slots_;
   std::vector<int32_t> buffer_of_;
-  std::vector<ValueId> input_values_;
   struct Claim {
     int32_t output;      // the output number the value's kernel writes
     ValueId shaped_as;   // the output value (the value itself, or a reshape of it)

@@ -20,6 +20,7 @@ std::string shape_instr(const rt::ShapeInstr& in) {
   switch (in.op) {
     case Op::kConst: return a;
     case Op::kInputDim: return "input" + a + ".dim" + b;
+    case Op::kInputValue: return "input" + a + ".value";
     case Op::kCeilDiv:
     case Op::kMax:
     case Op::kMin: return std::string(kSym[static_cast<int>(in.op)]) + "($" + a + ", $" + b + ")";
@@ -66,6 +67,11 @@ std::string program_str(const rt::Program& p) {
   }
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const rt::InputSpec& in = p.inputs[i];
+    if (in.kind == rt::InputSpec::Kind::kShapeValue) {
+      out += "input " + std::to_string(i) + " '" + in.name + "': shape value in [" + std::to_string(in.value_min) +
+             ", " + std::to_string(in.value_opt) + ", " + std::to_string(in.value_max) + "]\n";
+      continue;
+    }
     out += "input " + std::to_string(i) + " '" + in.name + "': " + flat::dtype_short_name(in.dtype) + "[";
     for (size_t d = 0; d < in.dim_min.size(); ++d) {
       if (d) out += ", ";

@@ -10,20 +10,25 @@ rt::Slot ShapeSlots::emit(Op op, int64_t a, int64_t b) {
   return static_cast<rt::Slot>(program_.size() - 1);
 }
 
+rt::Slot ShapeSlots::bind(int id, rt::Slot s) {
+  const size_t i = static_cast<size_t>(id);
+  if (id < 0 || i >= symbol_slot_.size()) return -1;
+  if (symbol_slot_[i] >= 0) return symbol_slot_[i];
+  symbol_slot_[i] = s;
+  const Dim dim = Dim::symbol(id);
+  memo_[dim.hash()].emplace_back(dim, s);
+  return -1;
+}
+
 rt::Slot ShapeSlots::input_dim(int input, int d, const Dim& dim, rt::Slot* bound_before) {
-  *bound_before = -1;
   rt::Slot s = emit(Op::kInputDim, input, d);
-  if (dim.op() == DimOp::kSym) {
-    size_t id = static_cast<size_t>(dim.symbol_id());
-    if (id < symbol_slot_.size()) {
-      if (symbol_slot_[id] >= 0) {
-        *bound_before = symbol_slot_[id];
-      } else {
-        symbol_slot_[id] = s;
-        memo_[dim.hash()].emplace_back(dim, s);
-      }
-    }
-  }
+  *bound_before = dim.op() == DimOp::kSym ? bind(dim.symbol_id(), s) : -1;
+  return s;
+}
+
+rt::Slot ShapeSlots::input_value(int input, int symbol, rt::Slot* bound_before) {
+  rt::Slot s = emit(Op::kInputValue, input, 0);
+  *bound_before = bind(symbol, s);
   return s;
 }
 
@@ -39,7 +44,8 @@ StatusOr<rt::Slot> ShapeSlots::slot(const Dim& d) {
       size_t id = static_cast<size_t>(d.symbol_id());
       if (id >= symbol_slot_.size() || symbol_slot_[id] < 0) {
         return internal_error("dynamic dim '" + d.str(&symbols_) +
-                              "' is not the size of any input dim, so it cannot be computed at run time");
+                              "' is neither the size of an input dim nor a shape value, so it cannot be computed "
+                              "at run time");
       }
       s = symbol_slot_[id];
       break;

@@ -1,5 +1,5 @@
 // Symbolic dims to shape-program slots: each distinct sub-expression is computed once, symbols
-// come from the input dims that carry them.
+// come from the input dims that carry them or from shape-value inputs.
 #pragma once
 
 #include <unordered_map>
@@ -19,12 +19,16 @@ class ShapeSlots {
   // Emits the slot holding dim `d` of input `input`; binds the symbol if `dim` is one and unbound.
   // Returns the slot, and in `bound_before` the slot the symbol already had (or -1).
   rt::Slot input_dim(int input, int d, const Dim& dim, rt::Slot* bound_before);
-  // The slot computing `d`; an error if `d` uses a symbol no input dim carries.
+  // Emits the slot holding the value of shape-value input `input`; binds `symbol` as input_dim does.
+  rt::Slot input_value(int input, int symbol, rt::Slot* bound_before);
+  // The slot computing `d`; an error if `d` uses a symbol no input defines.
   StatusOr<rt::Slot> slot(const Dim& d);
   StatusOr<std::vector<rt::Slot>> slots(const Shape& s);
 
  private:
   rt::Slot emit(rt::ShapeInstr::Op op, int64_t a, int64_t b);
+  // Binds symbol `id` to slot `s` unless it is bound already; returns the earlier slot or -1.
+  rt::Slot bind(int id, rt::Slot s);
 
   std::vector<rt::ShapeInstr>& program_;
   const SymbolTable& symbols_;

@@ -21,7 +21,7 @@ using ValueId = int32_t;
 using rt::EwOp;
 
 enum class OpKind : uint8_t {
-  kParameter,    // runtime input number `index`
+  kParameter,    // runtime input number `index` (a shape value when `shape_symbol` >= 0)
   kConstant,     // `constant` (host tensor; rank 0 for scalars, broadcast explicitly)
   kIota,         // index along dims[0] of the result shape
   kElementwise,  // `fn` in unary/binary/compare/select/convert; operands share the result shape
@@ -62,6 +62,10 @@ struct Op {
   std::vector<Dim> starts, limits, steps;  // kSlice
   Tensor constant;                         // kConstant
   int32_t index = 0;                       // kParameter
+  // kParameter of a shape value (tp.DimensionInputInfo): an i64[] host scalar whose value at run
+  // time is this symbol. Only the shape program reads it: the graph uses the symbol, never the
+  // value (verify checks that it has no uses).
+  int32_t shape_symbol = -1;
   OriginRef origin;
 };
 

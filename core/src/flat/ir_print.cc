@@ -42,6 +42,7 @@ std::string attrs(const Op& op, const Graph& g) {
       out = "index = " + std::to_string(op.index);
       size_t i = static_cast<size_t>(op.index);
       if (i < g.input_names.size() && !g.input_names[i].empty()) out += ", name = " + quoted(g.input_names[i]);
+      if (op.shape_symbol >= 0) out += ", value_of = " + Dim::symbol(op.shape_symbol).str(&g.symbols);
       break;
     }
     case OpKind::kConstant: {

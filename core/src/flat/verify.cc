@@ -34,6 +34,7 @@ class Verifier {
     }
     for (ValueId v : g_.outputs) {
       if (!valid(v)) return fail(nullptr, "output %" + std::to_string(v) + " is not defined");
+      if (is_shape_value(v)) return fail(nullptr, "output %" + std::to_string(v) + " is a shape value's parameter");
     }
     return ok_status();
   }
@@ -42,6 +43,11 @@ class Verifier {
   bool valid(ValueId v) const {
     return v >= 0 && static_cast<size_t>(v) < g_.values.size() && g_.values[v].def >= 0 &&
            static_cast<size_t>(g_.values[v].def) < g_.ops.size();
+  }
+
+  // A shape value's parameter lives on the host for the shape program: no op may read it.
+  bool is_shape_value(ValueId v) const {
+    return g_.def(v).kind == OpKind::kParameter && g_.def(v).shape_symbol >= 0;
   }
 
   Status fail(const Op* op, const std::string& what) const {
@@ -73,6 +79,8 @@ class Verifier {
     }
     for (ValueId v : op.operands) {
       if (!valid(v) || g_.values[v].def >= index) return fail(&op, "operand %" + std::to_string(v) + " is not defined before use");
+      if (is_shape_value(v))
+        return fail(&op, "operand %" + std::to_string(v) + " is a shape value's parameter, which ops cannot read");
     }
     const Value& r = g_.values[op.result];
     auto operand = [&](size_t i) -> const Value& { return g_.values[op.operands[i]]; };
@@ -82,6 +90,10 @@ class Verifier {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 0));
         if (op.index < 0 || static_cast<size_t>(op.index) >= g_.inputs.size() || g_.inputs[op.index] != op.result) {
           return fail(&op, "parameter index " + std::to_string(op.index) + " is not in graph.inputs");
+        }
+        if (op.shape_symbol >= 0 &&
+            (static_cast<size_t>(op.shape_symbol) >= g_.symbols.symbols.size() || r.dtype != DType::kInt64 || rank != 0)) {
+          return fail(&op, "a shape value's parameter must be i64[] and name a declared symbol");
         }
         return ok_status();
       case OpKind::kConstant:

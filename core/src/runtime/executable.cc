@@ -18,10 +18,28 @@ std::string input_list(const std::vector<InputDesc>& descs) {
 
 std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
+// A shape value: a 0-d int64 host tensor (whatever the executable's device: only the shape
+// program reads it) whose value lies in the compiled range.
+Status check_shape_value(const InputDesc& desc, const Tensor& t) {
+  const std::string arg = "Argument " + quoted(desc.name);
+  if (!rt::is_shape_value(t))
+    return invalid_argument(arg + " is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), "
+                            "but got a tensor of dtype " + std::string(dtype_name(t.dtype())) + " and shape " +
+                            dims_str(t.shape()) + " on " + t.device().str() + ".");
+  const int64_t value = rt::shape_value_of(t);
+  if (value < desc.value_min || value > desc.value_max)
+    return Status(StatusCode::kOutOfRange,
+                  arg + " has value " + std::to_string(value) + ", which is outside the range [" +
+                      std::to_string(desc.value_min) + ", " + std::to_string(desc.value_max) +
+                      "] this executable was compiled for.");
+  return ok_status();
+}
+
 // Each argument alone: presence of data, dtype, rank, each dim's range, device.
 Status check_argument(const InputDesc& desc, const Tensor& t, const Device& device) {
   const std::string arg = "Argument " + quoted(desc.name);
   if (!t.defined()) return invalid_argument(arg + " is not a tensor with data.");
+  if (desc.kind == InputDesc::Kind::kShapeValue) return check_shape_value(desc, t);
   if (t.dtype() != desc.dtype)
     return invalid_argument(arg + " has dtype " + std::string(dtype_name(t.dtype())) +
                             ", but this executable was compiled for " + std::string(dtype_name(desc.dtype)) + ".");
@@ -81,8 +99,12 @@ Status check_arguments(const rt::Program& p, const std::vector<InputDesc>& descs
 
 Executable make_executable(std::shared_ptr<const rt::Program> program, rt::Artifacts artifacts, Device device) {
   auto impl = std::make_shared<Executable::Impl>();
-  for (const rt::InputSpec& in : program->inputs)
-    impl->input_descs.push_back({in.name, in.dtype, in.dim_min, in.dim_opt, in.dim_max});
+  for (const rt::InputSpec& in : program->inputs) {
+    const bool value = in.kind == rt::InputSpec::Kind::kShapeValue;
+    impl->input_descs.push_back({in.name, in.dtype, in.dim_min, in.dim_opt, in.dim_max,
+                                 value ? InputDesc::Kind::kShapeValue : InputDesc::Kind::kTensor, in.value_min,
+                                 in.value_opt, in.value_max});
+  }
   for (const SourceInfo& s : program->sources) impl->sources.push_back(std::make_shared<SourceInfo>(s));
   impl->program = std::move(program);
   impl->artifacts = std::move(artifacts);

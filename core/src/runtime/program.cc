@@ -115,10 +115,18 @@ int64_t apply_shape_op(ShapeInstr::Op op, int64_t a, int64_t b) {
     case Op::kMax: return a > b ? a : b;
     case Op::kMin: return a < b ? a : b;
     case Op::kConst:
-    case Op::kInputDim: break;
+    case Op::kInputDim:
+    case Op::kInputValue: break;
   }
   return 0;
 }
+
+bool is_shape_value(const Tensor& t) {
+  return t.dtype() == DType::kInt64 && t.shape().empty() && t.data() != nullptr &&
+         t.device().kind == Device::Kind::kCpu;
+}
+
+int64_t shape_value_of(const Tensor& t) { return is_shape_value(t) ? *static_cast<const int64_t*>(t.data()) : 0; }
 
 void Program::eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t>& slots) const {
   slots.assign(shape_program.size(), 0);
@@ -137,9 +145,23 @@ void Program::eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t
         slots[i] = ok ? inputs[static_cast<size_t>(in.a)].shape()[static_cast<size_t>(in.b)] : 0;
         break;
       }
+      case ShapeInstr::Op::kInputValue: {
+        const bool ok = in.a >= 0 && static_cast<size_t>(in.a) < inputs.size();
+        slots[i] = ok ? shape_value_of(inputs[static_cast<size_t>(in.a)]) : 0;
+        break;
+      }
       default: slots[i] = apply_shape_op(in.op, slot(in.a, i), slot(in.b, i)); break;
     }
   }
+}
+
+std::vector<Tensor> Program::opt_inputs(Device device) const {
+  std::vector<Tensor> out;
+  for (const InputSpec& in : inputs) {
+    out.push_back(in.kind == InputSpec::Kind::kShapeValue ? Tensor::host_int64(in.value_opt)
+                                                          : Tensor::borrow(nullptr, in.dtype, in.dim_opt, device, nullptr));
+  }
+  return out;
 }
 
 std::vector<int64_t> Program::buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const {

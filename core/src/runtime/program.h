@@ -15,20 +15,32 @@ namespace tripy::rt {
 // Index into the slot vector that the shape program fills.
 using Slot = int32_t;
 
-// slots[i] = op(...): kConst -> a; kInputDim -> input a, dim b; others -> slots[a] op slots[b].
-// Instructions only reference earlier slots.
+// slots[i] = op(...): kConst -> a; kInputDim -> input a, dim b; kInputValue -> the value of
+// input a (a shape value); others -> slots[a] op slots[b]. Instructions only reference earlier
+// slots. The order is part of the file format: append only.
 struct ShapeInstr {
-  enum class Op : uint8_t { kConst, kInputDim, kAdd, kSub, kMul, kFloorDiv, kCeilDiv, kMod, kMax, kMin };
+  enum class Op : uint8_t { kConst, kInputDim, kAdd, kSub, kMul, kFloorDiv, kCeilDiv, kMod, kMax, kMin, kInputValue };
   Op op = Op::kConst;
   int64_t a = 0, b = 0;
 };
 
+// A runtime input. kTensor: a tensor on the executable's device, read by kernels. kShapeValue: a
+// size given at run time (tp.DimensionInputInfo) as a 0-d int64 host tensor; only the shape
+// program reads it (kInputValue), so it never leaves the host and no buffer refers to it.
 struct InputSpec {
+  enum class Kind : uint8_t { kTensor, kShapeValue };
   std::string name;  // the Python parameter name
   DType dtype = DType::kFloat32;
   std::vector<int64_t> dim_min, dim_opt, dim_max;  // per dim; static dims have min == max
   std::vector<std::string> dim_names;              // NamedDimension name, or "" per dim
+  Kind kind = Kind::kTensor;
+  int64_t value_min = 0, value_opt = 0, value_max = 0;  // kShapeValue: the value's range
 };
+
+// Whether `t` has the form of a shape value (a 0-d int64 tensor in host memory), and its value
+// (0 when it does not).
+bool is_shape_value(const Tensor& t);
+int64_t shape_value_of(const Tensor& t);
 
 // A run-time condition the compiler could not prove: the two slots must be equal (kEqual), or
 // equal or one of them 1 (kBroadcast). `message` is the user-facing explanation.
@@ -141,8 +153,12 @@ struct Program {
   int64_t arena_bytes = 0;
   std::vector<SourceInfo> sources;
 
-  // Fills `slots` from the actual input shapes (the inputs must match `inputs` in rank).
+  // Fills `slots` from the actual input shapes and shape values (the inputs must match `inputs`
+  // in rank; shape values are 0-d int64 host tensors).
   void eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t>& slots) const;
+  // Stand-ins for the inputs at their `opt` sizes, for tuning: tensors without data on `device`,
+  // shape values holding their opt value.
+  std::vector<Tensor> opt_inputs(Device device) const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
 

@@ -12,12 +12,15 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kShapeOps[] = {"const", "input_dim", "add", "sub", "mul", "floordiv", "ceildiv", "mod", "max", "min"};
+constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul", "floordiv",
+                                     "ceildiv", "mod",       "max", "min", "input_value"};
+constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
 constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu"};
-static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kMin) + 1);
+static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
+static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
 static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kCopy) + 1);
 
@@ -212,9 +215,16 @@ json program_to_json(const Program& p) {
   json shape_program = json::array();
   for (const ShapeInstr& in : p.shape_program) shape_program.push_back({name_of(kShapeOps, in.op), in.a, in.b});
   json inputs = json::array();
-  for (const InputSpec& in : p.inputs)
-    inputs.push_back({{"name", in.name}, {"dtype", dt(in.dtype)}, {"dim_min", in.dim_min},
-                      {"dim_opt", in.dim_opt}, {"dim_max", in.dim_max}, {"dim_names", in.dim_names}});
+  for (const InputSpec& in : p.inputs) {
+    json j = {{"name", in.name}, {"dtype", dt(in.dtype)}, {"dim_min", in.dim_min},
+              {"dim_opt", in.dim_opt}, {"dim_max", in.dim_max}, {"dim_names", in.dim_names}};
+    // Tensors, the common kind, leave "kind" out (as files written before shape values did).
+    if (in.kind != InputSpec::Kind::kTensor) {
+      j["kind"] = name_of(kInputKinds, in.kind);
+      j["value_bounds"] = {in.value_min, in.value_opt, in.value_max};
+    }
+    inputs.push_back(std::move(j));
+  }
   json checks = json::array();
   for (const ShapeCheck& c : p.checks)
     checks.push_back({{"kind", name_of(kCheckKinds, c.kind)}, {"a", c.a}, {"b", c.b}, {"message", c.message}, {"source", c.source}});
@@ -252,6 +262,14 @@ Status program_from_json(const json& j, Program* out) {
       in.dim_opt = json_int_list(json_field(v, "dim_opt", at), at + ".dim_opt");
       in.dim_max = json_int_list(json_field(v, "dim_max", at), at + ".dim_max");
       in.dim_names = json_string_list(json_field(v, "dim_names", at), at + ".dim_names");
+      if (const json* kind = optional_field(v, "kind")) in.kind = parse_name<InputSpec::Kind>(kInputKinds, *kind, at + ".kind");
+      if (in.kind == InputSpec::Kind::kShapeValue) {
+        const std::vector<int64_t> b = json_int_list(json_field(v, "value_bounds", at), at + ".value_bounds");
+        if (b.size() != 3) throw JsonFieldError{at + ".value_bounds must be [min, opt, max]"};
+        in.value_min = b[0];
+        in.value_opt = b[1];
+        in.value_max = b[2];
+      }
       p.inputs.push_back(std::move(in));
     });
     for_each_in(j, "input_shapes", path, [&](const json& v, const std::string& at) { p.input_shapes.push_back(json_i32_list(v, at)); });

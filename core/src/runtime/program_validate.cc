@@ -60,6 +60,17 @@ class Validator {
       const InputSpec& in = p_.inputs[i];
       const std::string where = "input " + std::to_string(i) + " ('" + in.name + "')";
       if (!valid(in.dtype)) return fail(where + " has an invalid dtype");
+      if (in.kind > InputSpec::Kind::kShapeValue) return fail(where + " has an invalid kind");
+      if (in.kind == InputSpec::Kind::kShapeValue) {
+        if (in.dtype != DType::kInt64 || !in.dim_min.empty() || !in.dim_opt.empty() || !in.dim_max.empty() ||
+            !in.dim_names.empty())
+          return fail(where + " is a shape value, which must be a 0-d int64 tensor");
+        if (in.value_min < 0 || in.value_min > in.value_opt || in.value_opt > in.value_max)
+          return fail(where + " has value bounds [" + std::to_string(in.value_min) + ", " +
+                      std::to_string(in.value_opt) + ", " + std::to_string(in.value_max) +
+                      "], which are not 0 <= min <= opt <= max");
+        continue;
+      }
       const size_t rank = in.dim_min.size();
       if (in.dim_opt.size() != rank || in.dim_max.size() != rank ||
           (!in.dim_names.empty() && in.dim_names.size() != rank))
@@ -83,9 +94,14 @@ class Validator {
     for (size_t i = 0; i < p_.shape_program.size(); ++i) {
       const ShapeInstr& in = p_.shape_program[i];
       const std::string where = "shape instruction " + std::to_string(i);
-      if (in.op > Op::kMin) return fail(where + " has an invalid opcode");
+      if (in.op > Op::kInputValue) return fail(where + " has an invalid opcode");
       if (in.op == Op::kConst) {
         known_[i] = in.a;
+      } else if (in.op == Op::kInputValue) {
+        if (!in_range(in.a, p_.inputs.size()) || p_.inputs[static_cast<size_t>(in.a)].kind != InputSpec::Kind::kShapeValue)
+          return fail(where + " reads the value of input " + std::to_string(in.a) + ", which is not a shape value");
+        const InputSpec& spec = p_.inputs[static_cast<size_t>(in.a)];
+        if (spec.value_min == spec.value_max) known_[i] = spec.value_min;
       } else if (in.op == Op::kInputDim) {
         if (!in_range(in.a, p_.inputs.size()) || !in_range(in.b, rank_of_input(static_cast<size_t>(in.a))))
           return fail(where + " reads dimension " + std::to_string(in.b) + " of input " +
@@ -153,6 +169,8 @@ class Validator {
         case Kind::kInput: {
           if (!in_range(b.index, p_.inputs.size())) return fail(where + " refers to missing input " + idx);
           const InputSpec& in = p_.inputs[static_cast<size_t>(b.index)];
+          if (in.kind != InputSpec::Kind::kTensor)
+            return fail(where + " refers to input " + idx + ", a shape value, which kernels cannot read");
           if (b.dtype != in.dtype || b.shape.size() != in.dim_min.size())
             return fail(where + " does not match the dtype and rank of input " + idx);
           break;

@@ -60,9 +60,17 @@ StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode m
       op.kind = flat::OpKind::kParameter;
       op.index = static_cast<int32_t>(i);
       LowerCtx ctx(g, n, {});
+      g.input_names.push_back(n.input_name);
+      if (n.dim_value) {
+        // A shape value: the parameter is a host scalar that only the shape program reads; the
+        // graph uses the symbol it defines, also for the value as data.
+        op.shape_symbol = n.dim_value->symbol_id();
+        g.inputs.push_back(ctx.emit(std::move(op), DType::kInt64, {}));
+        values[&n] = ctx.size_value(*n.dim_value);
+        continue;
+      }
       values[&n] = ctx.emit(std::move(op), n.dtype, n.shape);
       g.inputs.push_back(values[&n]);
-      g.input_names.push_back(n.input_name);
     }
   }
   for (Node* n : topo_order(outputs)) {

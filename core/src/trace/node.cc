@@ -41,4 +41,11 @@ NodeRef make_input_node(int index, std::string name, DType dtype, Shape shape, D
   return n;
 }
 
+NodeRef make_shape_input_node(int index, std::string name, int symbol, Device device,
+                              std::shared_ptr<SymbolTable> symbols, SourceRef source) {
+  NodeRef n = make_input_node(index, std::move(name), DType::kInt32, {}, device, std::move(symbols), std::move(source));
+  n->dim_value = Dim::symbol(symbol);
+  return n;
+}
+
 }  // namespace tripy::trace

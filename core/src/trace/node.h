@@ -43,7 +43,8 @@ struct Node : std::enable_shared_from_this<Node> {
   // Data: set for tensors made from data and for evaluated tensors. In eager evaluation such a
   // node enters the subgraph as a runtime input; in tp.compile it is frozen as a constant.
   Tensor value;
-  // tp.compile runtime input (InputInfo): its position and name; shapes use `symbols`.
+  // tp.compile runtime input (InputInfo, or DimensionInputInfo: a scalar whose dim_value is its
+  // own symbol): its position and name; shapes use `symbols`.
   int input_index = -1;
   std::string input_name;
   std::shared_ptr<SymbolTable> symbols;
@@ -61,5 +62,8 @@ uint64_t next_node_id();
 NodeRef make_data_node(Tensor value, SourceRef source);
 NodeRef make_input_node(int index, std::string name, DType dtype, Shape shape, Device device,
                         std::shared_ptr<SymbolTable> symbols, SourceRef source);
+// A shape value (tp.DimensionInputInfo): an int32 scalar (a tp.DimensionSize) standing for `symbol`.
+NodeRef make_shape_input_node(int index, std::string name, int symbol, Device device,
+                              std::shared_ptr<SymbolTable> symbols, SourceRef source);
 
 }  // namespace tripy::trace

@@ -51,6 +51,11 @@ class LowerCtx {
   flat::ValueId broadcast_to(flat::ValueId v, Shape shape, const std::string& reason);
   flat::ValueId reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims);
   flat::ValueId reshape(flat::ValueId v, Shape shape, const std::string& reason = "");
+  // An int32 scalar holding the size `d` (a tp.DimensionSize's value as data).
+  flat::ValueId size_value(const Dim& d);
+  // Sizes that must be equal when the compiler cannot prove it: checked at run time, where a
+  // failure shows `message` and this node's line.
+  void check_equal(const Dim& a, const Dim& b, const std::string& message);
 
  private:
   flat::OriginRef origin(const std::string& reason);

@@ -50,14 +50,8 @@ Status infer_shape_dim(InferCtx& ctx) {
   return ok_status();
 }
 
-// The value is computed from the input's run-time shape: a sum of ones along that dim, which
-// folds to a constant when the dim is static.
-StatusOr<flat::ValueId> lower_shape_dim(LowerCtx& c) {
-  Dim d = *c.node().dim_value;
-  if (d.is_static()) return c.scalar(static_cast<double>(d.static_value()), DType::kInt32);
-  flat::ValueId ones = c.splat(1, DType::kInt32, {d});
-  return c.reduce(EwOp::kReduceSum, ones, {0});
-}
+// The value is computed from the input's run-time shape (a constant when the dim is static).
+StatusOr<flat::ValueId> lower_shape_dim(LowerCtx& c) { return c.size_value(*c.node().dim_value); }
 
 }  // namespace
 

@@ -43,7 +43,20 @@ Status infer_reshape(InferCtx& ctx) {
   return ok_status();
 }
 
-StatusOr<flat::ValueId> lower_reshape(LowerCtx& c) { return c.reshape(c.in(0), c.node().shape); }
+// Element counts the rule could not compare (dynamic dims, a tp.DimensionSize in the target, an
+// inferred -1 that must divide evenly) are compared at run time.
+StatusOr<flat::ValueId> lower_reshape(LowerCtx& c) {
+  const Shape& in = c.node().inputs[0]->shape;
+  const Dim total = num_elements(in), wanted = num_elements(c.node().shape);
+  if (!total.is_static() || !wanted.is_static()) {
+    const SymbolTable* symbols = c.node().inputs[0]->symbols.get();
+    c.check_equal(total, wanted,
+                  "Incompatible sizes at run time for " + c.node().def->display + ": a tensor of shape " +
+                      shape_str(in, symbols) + " cannot take the shape " + shape_str(c.node().shape, symbols) +
+                      " (the number of elements must not change).");
+  }
+  return c.reshape(c.in(0), c.node().shape);
+}
 
 Status infer_permute(InferCtx& ctx) {
   const Shape& in = ctx.shape(0);

@@ -269,4 +269,22 @@ flat::ValueId LowerCtx::reshape(flat::ValueId v, Shape shape, const std::string&
   return emit(std::move(op), dt, std::move(shape), reason);
 }
 
+void LowerCtx::check_equal(const Dim& a, const Dim& b, const std::string& message) {
+  if (a.same_as(b)) return;
+  flat::ShapeAssertion assertion;
+  assertion.kind = rt::ShapeCheck::Kind::kEqual;
+  assertion.a = a;
+  assertion.b = b;
+  assertion.message = message;
+  assertion.origin = origin("");
+  graph_.assertions.push_back(std::move(assertion));
+}
+
+flat::ValueId LowerCtx::size_value(const Dim& d) {
+  if (d.is_static()) return scalar(static_cast<double>(d.static_value()), DType::kInt32);
+  // FlatIR has no op that reads the shape program: a sum of ones along `d` computes the size
+  // from the run-time shapes, and folds away wherever only the size (not the data) is used.
+  return reduce(EwOp::kReduceSum, splat(1, DType::kInt32, {d}), {0});
+}
+
 }  // namespace tripy::trace

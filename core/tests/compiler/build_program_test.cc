@@ -172,7 +172,37 @@ TEST(BuildProgram, SymbolWithoutAnInputDimIsAnError) {
   ASSERT_TRUE(g.ok());
   auto p = build_program(*g);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("'n' is not the size of any input dim"), std::string::npos);
+  EXPECT_NE(p.status().message().find("'n' is neither the size of an input dim nor a shape value"), std::string::npos);
+}
+
+TEST(BuildProgram, ShapeValueInputsFeedTheShapeProgramAndGetNoBuffer) {
+  rt::Program p = built(R"(sym n [0, 4, 8]
+%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : i64[] = parameter() {index = 1, name = "n", value_of = n}
+%2 : f32[] = constant() {value = [1]}
+%3 : f32[n, 3] = broadcast(%2) {dims = []}
+%4 : f32[n, 3] = exp(%3)
+return %4
+)");
+  ASSERT_EQ(p.inputs.size(), 2u);
+  EXPECT_EQ(p.inputs[1].kind, rt::InputSpec::Kind::kShapeValue);
+  EXPECT_EQ(p.inputs[1].dtype, DType::kInt64);
+  EXPECT_EQ(p.inputs[1].value_min, 0);
+  EXPECT_EQ(p.inputs[1].value_opt, 4);
+  EXPECT_EQ(p.inputs[1].value_max, 8);
+  EXPECT_TRUE(p.input_shapes[1].empty());
+  for (const rt::BufferDesc& b : p.buffers)
+    if (b.kind == rt::BufferDesc::Kind::kInput) EXPECT_EQ(b.index, 0);
+  const rt::Slot rows = p.buffers[p.outputs[0]].shape[0];
+  EXPECT_EQ(p.shape_program[rows].op, rt::ShapeInstr::Op::kInputValue);
+  EXPECT_EQ(p.shape_program[rows].a, 1);
+  const std::string text = program_str(p);
+  EXPECT_NE(text.find("input 1 'n': shape value in [0, 4, 8]"), std::string::npos) << text;
+  EXPECT_NE(text.find("= input1.value"), std::string::npos) << text;
+
+  std::vector<int64_t> slots;
+  p.eval_shapes({Tensor::empty_host(DType::kFloat32, {2, 3}), Tensor::host_int64(5)}, slots);
+  EXPECT_EQ(p.buffer_shape(p.outputs[0], slots), (std::vector<int64_t>{5, 3}));
 }
 
 TEST(BuildProgram, ProgramStrListsKernels) {

@@ -133,6 +133,42 @@ TEST(FlatVerify, ChecksBatchBroadcastOfDot) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
+// A shape value (tp.DimensionInputInfo): the parameter names the symbol its run-time value is.
+const char* kShapeValue = R"(sym n [0, 4, 8]
+%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : i64[] = parameter() {index = 1, name = "n", value_of = n}
+%2 : f32[] = constant() {value = [1]}
+%3 : f32[n, 3] = broadcast(%2) {dims = []}
+return %3
+)";
+
+TEST(FlatText, ShapeValueParametersRoundTrip) {
+  auto g = parse_graph(kShapeValue);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->str(), kShapeValue);
+  EXPECT_EQ(g->def(g->inputs[1]).shape_symbol, 0);
+  EXPECT_EQ(g->def(g->inputs[0]).shape_symbol, -1);
+  Status st = verify(*g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_FALSE(parse_graph("%0 : i64[] = parameter() {index = 0, value_of = 3}\nreturn %0\n").ok());
+}
+
+TEST(FlatVerify, ShapeValueParametersAreI64ScalarsThatNoOpReads) {
+  auto read = parse_graph("sym n [1, 2, 4]\n%0 : i64[] = parameter() {index = 0, value_of = n}\n"
+                          "%1 : i64[] = neg(%0)\nreturn %1\n");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Status st = verify(*read);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("shape value"), std::string::npos) << st.message();
+  auto returned = parse_graph("sym n [1, 2, 4]\n%0 : i64[] = parameter() {index = 0, value_of = n}\nreturn %0\n");
+  ASSERT_TRUE(returned.ok());
+  EXPECT_FALSE(verify(*returned).ok());
+  auto wrong_type = parse_graph("sym n [1, 2, 4]\n%0 : i32[] = parameter() {index = 0, value_of = n}\n"
+                                "%1 : f32[n] = iota() {dims = [0]}\nreturn %1\n");
+  ASSERT_TRUE(wrong_type.ok());
+  EXPECT_FALSE(verify(*wrong_type).ok());
+}
+
 TEST(FlatGraph, UseCountsIncludeOutputs) {
   auto g = parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = mul(%0, %0)\nreturn %1, %1\n");
   ASSERT_TRUE(g.ok());

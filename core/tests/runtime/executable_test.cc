@@ -126,6 +126,53 @@ TEST(ExecutableCpu, runs_and_survives_save_and_load) {
   std::remove(path.c_str());
 }
 
+TEST(ExecutableInputs, shape_values_are_host_int64_scalars_inside_their_range) {
+  Executable exe = exe_of(rt::testing::rows_program());
+  ASSERT_EQ(exe.inputs().size(), 2u);
+  EXPECT_EQ(exe.inputs()[0].kind, InputDesc::Kind::kTensor);
+  const InputDesc& n = exe.inputs()[1];
+  EXPECT_EQ(n.kind, InputDesc::Kind::kShapeValue);
+  EXPECT_EQ(n.dtype, DType::kInt64);
+  EXPECT_TRUE(n.dim_min.empty());
+  EXPECT_EQ((std::vector<int64_t>{n.value_min, n.value_opt, n.value_max}), (std::vector<int64_t>{0, 2, 6}));
+
+  const Tensor x = f32({2}, {1, 2});
+  Status st = run_status(exe, {x, Tensor::host_int64(7)});
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(st.message(), "Argument 'n' has value 7, which is outside the range [0, 6] this executable was compiled for.");
+  EXPECT_EQ(run_status(exe, {x, Tensor::host_int64(-1)}).code(), StatusCode::kOutOfRange);
+  const int32_t narrow = 3;
+  st = run_status(exe, {x, rt::testing::host_tensor(DType::kInt32, {}, &narrow)});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "Argument 'n' is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), but got a "
+            "tensor of dtype int32 and shape () on cpu.");
+  int64_t value = 3;
+  Tensor on_gpu = Tensor::borrow(&value, DType::kInt64, {}, Device{Device::Kind::kGpu, 0}, nullptr);
+  EXPECT_NE(run_status(exe, {x, on_gpu}).message().find("on gpu:0"), std::string::npos);
+  EXPECT_EQ(run_status(exe, {x, Tensor()}).message(), "Argument 'n' is not a tensor with data.");
+}
+
+TEST(ExecutableCpu, shape_values_size_the_outputs_before_and_after_reload) {
+  Executable exe = exe_of(rt::testing::rows_program());
+  auto bytes = exe.serialize();
+  ASSERT_TRUE(bytes.ok());
+  auto reloaded = Executable::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().message();
+  EXPECT_EQ(reloaded->inputs()[1].kind, InputDesc::Kind::kShapeValue);
+  EXPECT_EQ(reloaded->inputs()[1].value_max, 6);
+  for (int64_t n : {0, 1, 4, 6}) {
+    std::vector<float> want;
+    for (int64_t r = 0; r < n; ++r) want.insert(want.end(), {1.5f, -2.0f});
+    for (const Executable* e : {&exe, &reloaded.value()}) {
+      auto out = e->run({f32({2}, {1.5f, -2.0f}), Tensor::host_int64(n)});
+      ASSERT_TRUE(out.ok()) << format_error(out.status());
+      EXPECT_EQ((*out)[0].shape(), (std::vector<int64_t>{n, 2}));
+      EXPECT_EQ(values((*out)[0]), want);
+    }
+  }
+}
+
 // The rich program's outputs computed directly.
 std::vector<std::vector<float>> rich_reference(const std::vector<float>& x, const std::vector<float>& y, int64_t batch) {
   const float c0[4] = {1.5f, -2.0f, 0.25f, 8.0f};

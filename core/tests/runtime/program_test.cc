@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/program.h"
+#include "runtime/program_json.h"
 #include "test_programs.h"
 
 namespace tripy::rt {
@@ -13,6 +14,7 @@ namespace {
 using testing::affine_program;
 using testing::f32;
 using testing::rich_program;
+using testing::rows_program;
 
 std::vector<int64_t> eval(const std::vector<ShapeInstr>& instrs, const std::vector<Tensor>& inputs = {}) {
   Program p;
@@ -54,6 +56,57 @@ TEST(EvalShapes, reads_input_dims_and_tolerates_bad_references) {
   EXPECT_EQ(s, (std::vector<int64_t>{3, 2, 6, 0, 0, 3}));
 }
 
+TEST(EvalShapes, reads_shape_values_and_tolerates_other_tensors) {
+  using Op = ShapeInstr::Op;
+  const int64_t one[1] = {5};
+  const int32_t narrow = 5;
+  auto s = eval({{Op::kInputValue, 0}, {Op::kInputValue, 1}, {Op::kInputValue, 2}, {Op::kInputValue, 3},
+                 {Op::kInputValue, 9}, {Op::kMul, 0, 0}},
+                {Tensor::host_int64(7), testing::host_tensor(DType::kInt64, {1}, one),
+                 testing::host_tensor(DType::kInt32, {}, &narrow),
+                 Tensor::borrow(nullptr, DType::kInt64, {}, Device{Device::Kind::kGpu, 0}, nullptr)});
+  EXPECT_EQ(s, (std::vector<int64_t>{7, 0, 0, 0, 0, 49}));
+}
+
+TEST(EvalShapes, opt_inputs_hold_opt_sizes_and_values) {
+  Program p = rows_program();
+  std::vector<int64_t> slots;
+  p.eval_shapes(p.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
+  EXPECT_EQ(p.buffer_shape(1, slots), (std::vector<int64_t>{2, 2}));
+  p.eval_shapes({f32({2}, {0, 0}), Tensor::host_int64(5)}, slots);
+  EXPECT_EQ(p.buffer_shape(1, slots), (std::vector<int64_t>{5, 2}));
+}
+
+TEST(ProgramJson, shape_values_round_trip_and_tensors_need_no_kind) {
+  const nlohmann::json j = program_to_json(rows_program());
+  EXPECT_EQ(j["inputs"][1]["kind"], "shape_value");
+  EXPECT_EQ(j["inputs"][1]["value_bounds"], nlohmann::json({0, 2, 6}));
+  EXPECT_FALSE(j["inputs"][0].contains("kind"));
+  EXPECT_EQ(j["shape_program"][1][0], "input_value");
+  Program back;
+  Status st = program_from_json(j, &back);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(back.inputs[0].kind, InputSpec::Kind::kTensor);
+  EXPECT_EQ(back.inputs[1].kind, InputSpec::Kind::kShapeValue);
+  EXPECT_EQ(back.inputs[1].value_min, 0);
+  EXPECT_EQ(back.inputs[1].value_opt, 2);
+  EXPECT_EQ(back.inputs[1].value_max, 6);
+  EXPECT_EQ(back.shape_program[1].op, ShapeInstr::Op::kInputValue);
+  EXPECT_EQ(program_to_json(back), j);
+
+  nlohmann::json bad = j;
+  bad["inputs"][1]["kind"] = "scalar";
+  st = program_from_json(bad, &back);
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("program.inputs[1].kind: unknown name 'scalar'"), std::string::npos) << st.message();
+  bad = j;
+  bad["inputs"][1]["value_bounds"] = {0, 2};
+  EXPECT_NE(program_from_json(bad, &back).message().find("value_bounds must be [min, opt, max]"), std::string::npos);
+  bad = j;
+  bad["inputs"][1].erase("value_bounds");
+  EXPECT_NE(program_from_json(bad, &back).message().find("program.inputs[1].value_bounds is missing"), std::string::npos);
+}
+
 TEST(BufferShape, maps_slots_and_tolerates_bad_ids) {
   Program p = rich_program();
   std::vector<int64_t> slots;
@@ -76,6 +129,7 @@ TEST(EwOps, names_and_reductions) {
 
 TEST(ValidateProgram, accepts_well_formed_programs) {
   EXPECT_TRUE(validate_program(affine_program()).ok()) << validate_program(affine_program()).message();
+  EXPECT_TRUE(validate_program(rows_program()).ok()) << validate_program(rows_program()).message();
   Status st = validate_program(rich_program());
   EXPECT_TRUE(st.ok()) << st.message();
 }
@@ -170,6 +224,34 @@ const Corruption kCorruptions[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Corruptions, ValidateRejects, ::testing::ValuesIn(kCorruptions),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Shape values: read only by kInputValue, never by a buffer, always 0-d int64 with sane bounds.
+class ValidateRejectsShapeValues : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(ValidateRejectsShapeValues, with_data_loss_and_a_precise_message) {
+  Program p = rows_program();
+  GetParam().mutate(p);
+  Status st = validate_program(p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find(GetParam().expected), std::string::npos) << st.message();
+}
+
+const Corruption kShapeValueCorruptions[] = {
+    {"value_of_tensor", [](Program& p) { p.shape_program[1].a = 0; }, "input 0, which is not a shape value"},
+    {"value_of_missing", [](Program& p) { p.shape_program[1].a = 5; }, "input 5, which is not a shape value"},
+    {"dim_of_value", [](Program& p) { p.shape_program[0] = {Op::kInputDim, 1, 0}; }, "dimension 0 of input 1"},
+    {"buffer_reads_value", [](Program& p) { p.buffers[0].index = 1; }, "a shape value, which kernels cannot read"},
+    {"value_bounds", [](Program& p) { p.inputs[1].value_opt = 9; }, "value bounds [0, 9, 6]"},
+    {"negative_value", [](Program& p) { p.inputs[1].value_min = -1; }, "value bounds [-1, 2, 6]"},
+    {"value_dtype", [](Program& p) { p.inputs[1].dtype = DType::kInt32; }, "must be a 0-d int64 tensor"},
+    {"value_rank", [](Program& p) { p.inputs[1].dim_min = {1}; }, "must be a 0-d int64 tensor"},
+    {"value_shape_slots", [](Program& p) { p.input_shapes[1] = {0}; }, "input 1 has rank 0 but 1 shape slots"},
+    {"input_kind", [](Program& p) { p.inputs[1].kind = static_cast<InputSpec::Kind>(7); }, "invalid kind"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Corruptions, ValidateRejectsShapeValues, ::testing::ValuesIn(kShapeValueCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Hand-built Programs shared by the runtime tests: one tiny runnable program and one that uses
-// every kernel kind and Program field (for validation and file-format round trips).
+// Hand-built Programs shared by the runtime tests: tiny runnable programs (one with a shape-value
+// input) and one that uses every kernel kind and Program field (for validation and file-format
+// round trips).
 #pragma once
 
 #include <cstring>
@@ -48,6 +49,38 @@ inline Program affine_program() {
   k.source = 0;
   p.kernels = {k};
   p.sources = {{{"model.py", 3, "forward", 11, 20}, {"main.py", 7, "main", -1, -1}}};
+  return p;
+}
+
+// out = x broadcast to [n, 2] for x: float32 [2] and n: a shape value (tp.DimensionInputInfo)
+// in [0, 6] (opt 2), which only the shape program reads.
+inline Program rows_program() {
+  Program p;
+  p.shape_program = {{ShapeInstr::Op::kInputDim, 0, 0}, {ShapeInstr::Op::kInputValue, 1, 0}};
+  InputSpec n;
+  n.name = "n";
+  n.dtype = DType::kInt64;
+  n.kind = InputSpec::Kind::kShapeValue;
+  n.value_min = 0;
+  n.value_opt = 2;
+  n.value_max = 6;
+  p.inputs = {{"x", DType::kFloat32, {2}, {2}, {2}, {""}}, n};
+  p.input_shapes = {{0}, {}};
+  p.buffers = {{BufferDesc::Kind::kInput, 0, DType::kFloat32, {0}},
+               {BufferDesc::Kind::kOutput, 0, DType::kFloat32, {1, 0}}};
+  p.outputs = {1};
+  p.output_names = {"rows"};
+  Kernel k;
+  k.kind = KernelKind::kFused;
+  k.name = "fused_broadcast";
+  k.inputs = {0};
+  k.outputs = {1};
+  k.fused.domain = {1, 0};
+  k.fused.reduce_from = 2;
+  k.fused.input_axes = {{1}};
+  k.fused.instrs = {{EwOp::kLoad, DType::kFloat32, 0}};
+  k.fused.output_regs = {0};
+  p.kernels = {k};
   return p;
 }
 

@@ -26,7 +26,8 @@ def _signature_of(func):
 
 
 class _Inputs:
-    """Turns InputInfos (possibly nested in containers) into runtime-input tensors."""
+    """Turns InputInfos and DimensionInputInfos (possibly nested in containers) into runtime-input
+    tensors and DimensionSizes."""
 
     def __init__(self, frames):
         self.symbols = _C.symbol_table()
@@ -47,11 +48,12 @@ class _Inputs:
 
     def replace(self, value, name):
         if isinstance(value, DimensionInputInfo):
-            _C.raise_error(
-                f"Argument '{name}': tp.DimensionInputInfo is not supported by tp.compile yet. Pass the size "
-                "through an input's shape instead (a dynamic dim of an InputInfo, read with x.shape[i]).",
-                self.frames,
-            )
+            # A new symbol whose value the executable reads from this argument at run time.
+            symbol = self.symbols.add(name, *value.value_bounds)
+            node = _C.shape_input_node(len(self.nodes), name, symbol, str(default_device()), self.symbols, self.frames)
+            self.nodes.append(node)
+            self.names.append(name)
+            return Tensor._wrap(node)
         if isinstance(value, InputInfo):
             dims = [self._dim(name, i, b, n) for i, (b, n) in enumerate(zip(value.shape_bounds, value.dim_names))]
             node = _C.input_node(
@@ -74,7 +76,9 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
 
     Each ``tp.InputInfo`` in ``args``/``kwargs`` (also inside lists, tuples and dicts) becomes a
     runtime input; every other argument, and every tensor the function uses, is frozen into the
-    executable as a constant. The function must return one tensor or a tuple of tensors.
+    executable as a constant. Each ``tp.DimensionInputInfo`` becomes a runtime size: the function
+    receives a ``tp.DimensionSize`` that shapes may use, and the executable takes an int for it.
+    The function must return one tensor or a tuple of tensors.
 
     Example::
 
@@ -85,6 +89,14 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
 
         exe = tp.compile(add_one, args=[tp.InputInfo(((1, 2, 4),), dtype=tp.float32)])
         assert exe(tp.Tensor([1.0, 2.0, 3.0])).tolist() == [2.0, 3.0, 4.0]
+
+        def first_rows(x, n):
+            return x[:n] * 2.0
+
+        exe = tp.compile(
+            first_rows, args=[tp.InputInfo((8, 2), dtype=tp.float32), tp.DimensionInputInfo(value_bounds=(1, 4, 8))]
+        )
+        assert exe(tp.ones((8, 2)), 3).shape == (3, 2)
     """
     frames = capture_user_frames()
     if not callable(func):
@@ -101,7 +113,11 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         traced_args.append(inputs.replace(a, name))
     traced_kwargs = {k: inputs.replace(v, k) for k, v in kwargs.items()}
     if not inputs.nodes:
-        _C.raise_error("tp.compile found no tp.InputInfo in args or kwargs: an executable needs at least one runtime input.", frames)
+        _C.raise_error(
+            "tp.compile found no tp.InputInfo or tp.DimensionInputInfo in args or kwargs: an executable needs at "
+            "least one runtime input.",
+            frames,
+        )
 
     # Parameters are frozen constants: evaluate them once here rather than recompute their
     # defining ops (e.g. placeholder aranges) inside every call.

@@ -1,18 +1,20 @@
 """``tp.Executable``: a compiled program; call it, save it, load it."""
 
 import inspect
+import operator
 
 from tripy import _C
 from tripy.frontend import dtypes
-from tripy.frontend.input_info import InputInfo
-from tripy.frontend.tensor import Tensor
+from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.tensor import DimensionSize, Tensor
 from tripy.utils.stack_info import capture_user_frames
 
 
 class Executable:
     """
-    A compiled function. Call it with tensors (positionally or by parameter name); inputs are
-    checked against the dtypes and shape ranges it was compiled for.
+    A compiled function. Call it with tensors (positionally or by parameter name), and with an
+    int (or a ``tp.DimensionSize``) for each size declared with ``tp.DimensionInputInfo``; inputs
+    are checked against the dtypes and ranges it was compiled for.
 
     Example::
 
@@ -28,6 +30,8 @@ class Executable:
     def __init__(self, impl):
         self._impl = impl
         self._names = [name for name, *_ in impl.inputs]
+        # Sizes declared with tp.DimensionInputInfo: name -> (min, opt, max).
+        self._sizes = {name: bounds for name, *_, bounds in impl.inputs if bounds is not None}
         self._stream = None
 
     @property
@@ -44,23 +48,25 @@ class Executable:
 
     @property
     def input_infos(self):
-        """The ``tp.InputInfo`` of each runtime input, by name."""
+        """The ``tp.InputInfo`` (``tp.DimensionInputInfo`` for a size) of each runtime input, by name."""
         infos = {}
-        for name, dtype, lo, opt, hi in self._impl.inputs:
-            infos[name] = InputInfo(shape=[(a, b, c) for a, b, c in zip(lo, opt, hi)], dtype=dtypes.from_name(dtype))
+        for name, dtype, lo, opt, hi, bounds in self._impl.inputs:
+            if bounds is not None:
+                infos[name] = DimensionInputInfo(value_bounds=bounds)
+            else:
+                infos[name] = InputInfo(shape=list(zip(lo, opt, hi)), dtype=dtypes.from_name(dtype))
         return infos
 
     @property
     def __signature__(self):
-        params = [
-            inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor) for n in self._names
-        ]
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = [inspect.Parameter(n, kind, annotation=int if n in self._sizes else Tensor) for n in self._names]
         outs = self._impl.output_names
         ret = Tensor if outs == ["return"] else tuple
         return inspect.Signature(params, return_annotation=ret)
 
     def __str__(self):
-        params = ", ".join(f"{n}: tripy.Tensor" for n in self._names)
+        params = ", ".join(f"{n}: int" if n in self._sizes else f"{n}: tripy.Tensor" for n in self._names)
         outs = self._impl.output_names
         ret = "tripy.Tensor" if outs == ["return"] else "Tuple[" + ", ".join(["tripy.Tensor"] * len(outs)) + "]"
         return f"Executable({params}) -> {ret}"
@@ -84,11 +90,38 @@ class Executable:
         nodes = []
         for n in self._names:
             v = bound[n]
+            if n in self._sizes:
+                nodes.append(self._size_node(n, v, frames))
+                continue
             if not isinstance(v, Tensor):
                 _C.raise_error(f"Argument '{n}' must be a tripy.Tensor, but got: {type(v).__name__}.", frames)
             nodes.append(v._node)
         outs = [Tensor._wrap(node) for node in self._impl.run(nodes, frames)]
         return outs[0] if self._impl.output_names == ["return"] else tuple(outs)
+
+    def _size_node(self, name, arg, frames):
+        """A size argument as the runtime takes it: a 0-d int64 tensor in host memory (only the
+        shape program reads it, whatever device the executable runs on). The runtime checks its range."""
+        value = None
+        if isinstance(arg, DimensionSize):
+            value = int(arg)
+        elif not isinstance(arg, (bool, Tensor)):
+            try:
+                value = operator.index(arg)
+            except TypeError:
+                pass
+        if value is None:
+            _C.raise_error(
+                f"Argument '{name}' must be an int or a tp.DimensionSize, but got: {type(arg).__name__}.", frames
+            )
+        if not -(2**63) <= value < 2**63:
+            lo, _, hi = self._sizes[name]
+            _C.raise_error(
+                f"Argument '{name}' has value {value}, which is outside the range [{lo}, {hi}] this executable was "
+                "compiled for.",
+                frames,
+            )
+        return _C.from_list(value, "int64", "cpu", frames)
 
     def save(self, path):
         """Writes the executable to one file at ``path`` (any name)."""

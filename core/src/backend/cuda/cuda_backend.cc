@@ -155,11 +155,8 @@ class CudaBackend final : public Backend {
     Status st = TRIPY_CUDA(cuModuleGetFunction(&fill_f32, layout, fill_function(DType::kFloat32).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, layout, fill_function(DType::kFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, layout, fill_function(DType::kBFloat16).c_str()));
-    std::vector<Tensor> opt_inputs;
-    for (const InputSpec& in : program.inputs)
-      opt_inputs.push_back(Tensor::borrow(nullptr, in.dtype, in.dim_opt, Device{Device::Kind::kGpu, 0}, nullptr));
     std::vector<int64_t> slots;
-    program.eval_shapes(opt_inputs, slots);
+    program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     std::unordered_map<std::string, AlgoBytes> done;
     CUstream s = default_stream();
     for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {

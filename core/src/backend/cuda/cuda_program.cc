@@ -358,7 +358,8 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     return invalid_argument("expected " + std::to_string(p.inputs.size()) + " inputs, got " +
                             std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].device().kind != Device::Kind::kGpu && inputs[i].numel() > 0)
+    if (inputs[i].device().kind != Device::Kind::kGpu && inputs[i].numel() > 0 &&
+        p.inputs[i].kind == InputSpec::Kind::kTensor)  // shape values stay on the host
       return invalid_argument("input '" + p.inputs[i].name + "' is on " + inputs[i].device().str() +
                               ", but this executable runs on gpu:0 (use tp.copy to move it)");
 

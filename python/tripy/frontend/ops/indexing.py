@@ -1,8 +1,58 @@
 """``Tensor.__getitem__``: ints, slices (Python clamping, negative steps), ``...``, ``None``,
-and a tensor index (gather on dim 0)."""
+and a tensor index (gather on dim 0). Slice bounds may be ``tp.DimensionSize``s, and dynamic dims
+may be sliced with a positive step: the bounds are then clamped symbolically."""
+
+import builtins
+import operator
 
 from tripy.frontend.ops.shape_ops import TO_END, gather, reshape
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.trace_call import _raise_here, make, scalar_like
+
+
+def _size_op(op, a, b):
+    """min/max of sizes: Python ints fold here, DimensionSizes stay symbolic."""
+    from tripy.frontend.tensor import Tensor
+
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return builtins.min(a, b) if op == "minimum" else builtins.max(a, b)
+    x, y = (a, b) if isinstance(a, Tensor) else (b, a)
+    return make(op, [x, scalar_like(y, x)])
+
+
+def _clamped(bound, size):
+    """A slice bound for a positive step, clamped to [0, size] as Python clamps. A negative int
+    counts from the end; a DimensionSize is a size, so it counts from the start (a negative value
+    clamps to 0)."""
+    from tripy.frontend.tensor import Tensor
+
+    if not isinstance(bound, Tensor):
+        bound = operator.index(bound)
+        if bound < 0:
+            return _size_op("maximum", size + bound, 0)
+    return _size_op("maximum", _size_op("minimum", bound, size), 0)
+
+
+def _symbolic_slice(input, dim, item):
+    """(start, limit, step) of a slice whose bounds or dim size are only known at run time."""
+    from tripy.frontend.tensor import Tensor
+
+    step = 1 if item.step is None else item.step
+    if isinstance(step, Tensor) or operator.index(step) <= 0:
+        _raise_here(
+            f"Dimension {dim} is sliced with a tp.DimensionSize or is dynamic: only a positive int step "
+            f"can slice it, but got: {item.step!r}."
+        )
+    size = input.shape[dim]  # an int, or a DimensionSize for a dynamic dim
+    start = 0 if item.start is None else _clamped(item.start, size)
+    limit = TO_END if item.stop is None else _clamped(item.stop, size)
+    return start, limit, operator.index(step)
+
+
+def _nodes(sizes):
+    """Slice attributes: ints, and DimensionSizes as their (symbolic) nodes."""
+    from tripy.frontend.tensor import Tensor
+
+    return [v._node if isinstance(v, Tensor) else v for v in sizes]
 
 
 def getitem(input, index):
@@ -39,20 +89,17 @@ def getitem(input, index):
             i = item % size
             starts.append(i), limits.append(i + 1), steps.append(1)
         elif isinstance(item, slice):
-            if isinstance(size, str):
-                if item != slice(None):
-                    _raise_here(f"Dimension {dim} is dynamic ({size}); only ':' can slice it.")
-                starts.append(0), limits.append(TO_END), steps.append(1)
-                layout.append(dim)
-                dim += 1
-                continue
-            start, stop, step = item.indices(size)
+            bounds = (item.start, item.stop, item.step)
+            if isinstance(size, str) or any(isinstance(b, Tensor) for b in bounds):
+                start, stop, step = _symbolic_slice(input, dim, item)
+            else:
+                start, stop, step = item.indices(size)
             starts.append(start), limits.append(stop), steps.append(step)
             layout.append(dim)
         else:
             _raise_here(f"Unsupported index {item!r}: use ints, slices, '...', None or a tensor.")
         dim += 1
-    out = make("slice", [input], starts=starts, limits=limits, steps=steps)
+    out = make("slice", [input], starts=_nodes(starts), limits=_nodes(limits), steps=steps)
     if layout == list(range(input.rank)):
         return out
     sizes = out.shape
