@@ -20,8 +20,8 @@ Graph simplify(const Graph& graph);
 // Common subexpressions: structurally equal ops (kind, fn, operands, attributes, small constant
 // bytes) compute one value.
 Graph cse(const Graph& graph);
-// A dot (plus a constant bias) read only through static slices of its last axis, with a constant
-// right operand, becomes one dot per slice over slices of that operand and bias (which constant
+// A dot (plus a constant bias) read only through static slices of its last axis (at most four),
+// with a constant right operand, becomes one dot per slice over slices of that operand and bias (which constant
 // folding then evaluates). nullopt when nothing matched.
 std::optional<Graph> split_dot_slices(const Graph& graph);
 // Drops ops that no output depends on (parameters always stay: they are the signature).

@@ -9,6 +9,8 @@
 namespace tripy::flat {
 namespace {
 
+constexpr size_t kMaxSlices = 4;
+
 bool is_static(const Dim& d, int64_t v) { return d.is_static() && d.static_value() == v; }
 
 struct Column {
@@ -91,6 +93,8 @@ class Splitter {
     }
     const Shape& shape = g_.values[r].shape;
     if (users_[r].empty() || uses_[r] != static_cast<int32_t>(users_[r].size())) return false;  // an output
+    // A few wide GEMMs beat one GEMM and copies; dozens of thin ones (per-head splits) would not.
+    if (users_[r].size() > kMaxSlices) return false;
     for (int32_t u : users_[r]) {
       const Op& sl = g_.ops[u];
       if (sl.kind != OpKind::kSlice) return false;
