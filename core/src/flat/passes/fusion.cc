@@ -45,13 +45,9 @@ Planner::Planner(const Graph& g) : g_(g) {
   absorbed_.assign(g.ops.size(), false);
 }
 
-// A convert of a constant (float16 weights that LayerNorm applies in float32) is virtual too: kernels
-// load the constant and convert it as they read.
 bool Planner::is_virtual(ValueId v) const {
   const Op& op = g_.def(v);
-  if (op.kind == OpKind::kElementwise)
-    return op.fn == EwOp::kConvert && g_.def(op.operands[0]).kind == OpKind::kConstant;
-  return op.kind == OpKind::kBroadcast || op.kind == OpKind::kIota;
+  return op.kind == OpKind::kBroadcast || op.kind == OpKind::kIota || is_convert_of_constant(g_, op);
 }
 
 int32_t Planner::dep_group(ValueId v) const {

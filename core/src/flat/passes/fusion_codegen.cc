@@ -1,6 +1,6 @@
 // Turns planned groups into kernel interfaces: the fused program of each fused group (virtual
-// broadcasts, iotas and splats inlined as index arithmetic, converts of constants as they load), and which values each kernel must
-// write because another kernel or the caller reads them.
+// broadcasts, iotas and splats inlined as index arithmetic, converts of constants as they load),
+// and which values each kernel must write because another kernel or the caller reads them.
 #include <algorithm>
 #include <set>
 
@@ -82,8 +82,7 @@ class FusedCodegen {
       if (len.is_static() && len.static_value() == 1) return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, 0});
       return emit(rt::Instr{EwOp::kIota, dtype, axes[op.dims[0]], -1, -1, 0});
     }
-    if (op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && g_.def(op.operands[0]).kind == OpKind::kConstant) {
-      // A virtual convert of a constant (Planner::is_virtual).
+    if (is_convert_of_constant(g_, op)) {
       TRIPY_ASSIGN_OR_RETURN(int32_t x, mapped(op.operands[0], axes));
       return emit(rt::Instr{EwOp::kConvert, dtype, x, -1, -1, 0});
     }

@@ -9,6 +9,12 @@
 
 namespace tripy::flat {
 
+// A convert of a constant (float16 weights that LayerNorm applies in float32): fused kernels load
+// the constant and convert it as they read, like a broadcast.
+inline bool is_convert_of_constant(const Graph& g, const Op& op) {
+  return op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && g.def(op.operands[0]).kind == OpKind::kConstant;
+}
+
 class Planner {
  public:
   explicit Planner(const Graph& g);
