@@ -57,6 +57,20 @@ def median_seconds(fn, budget_s, min_batch_s=0.02):
     return statistics.median(samples)
 
 
+def time_torch(f, x, budget_s, with_compile):
+    """Seconds per call of f(x) in torch eager and under torch.compile (nan when skipped), and
+    torch.compile's compile time (its first call)."""
+    eager_s = median_seconds(lambda: f(x), budget_s)
+    if not with_compile:
+        return eager_s, float("nan"), float("nan")
+    t0 = time.perf_counter()
+    compiled = torch.compile(f)
+    compiled(x)
+    sync()
+    compile_s = time.perf_counter() - t0
+    return eager_s, median_seconds(lambda: compiled(x), budget_s), compile_s
+
+
 def to_tripy(t):
     """A torch GPU tensor as a tp.Tensor on gpu:0 (zero-copy through DLPack where supported)."""
     try:
@@ -178,15 +192,7 @@ def run_case(name, make, args, use_torch_compile, budget_s):
         got = to_torch(fast(tx))
         err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
         tripy_s = median_seconds(lambda: fast(tx), budget_s)
-        eager_s = median_seconds(lambda: ref(x), budget_s)
-        comp_s, tc_compile_s = float("nan"), float("nan")
-        if use_torch_compile:
-            t0 = time.perf_counter()
-            compiled = torch.compile(ref)
-            compiled(x)
-            sync()
-            tc_compile_s = time.perf_counter() - t0
-            comp_s = median_seconds(lambda: compiled(x), budget_s)
+        eager_s, comp_s, tc_compile_s = time_torch(ref, x, budget_s, use_torch_compile)
     return dict(name=name, err=err, tripy=tripy_s, eager=eager_s, tcomp=comp_s, flops=flops,
                 compile=compile_s, tc_compile=tc_compile_s)
 
@@ -261,15 +267,7 @@ def native(a, budget):
             continue
         f, x = models[r["name"]]
         with torch.no_grad():
-            eager = median_seconds(lambda: f(x), budget)
-            tc, tc_compile = float("nan"), float("nan")
-            if not a.no_torch_compile:
-                t0 = time.perf_counter()
-                cf = torch.compile(f)
-                cf(x)
-                sync()
-                tc_compile = time.perf_counter() - t0
-                tc = median_seconds(lambda: cf(x), budget)
+            eager, tc, tc_compile = time_torch(f, x, budget, not a.no_torch_compile)
         tf = "-"
         if r["flops"] > 1e9:
             tf = f"{r['flops'] / r['tripy_s'] / 1e12:.0f}|{r['flops'] / eager / 1e12:.0f}|{r['flops'] / tc / 1e12:.0f}"

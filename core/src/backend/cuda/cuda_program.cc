@@ -364,7 +364,6 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
                               ", but this executable runs on gpu:0 (use tp.copy to move it)");
 
   TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
-  last_slots_ = slots;
   if (sig->arena_bytes > arena_capacity_) {
     // Graphs hold the old arena's addresses: drop them along with it.
     for (auto& [key, s] : signatures_) {
@@ -406,13 +405,13 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     resolve(base, in_ptrs, out_ptrs);
     TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
-  TRIPY_RETURN_IF_ERROR(check_gathers(stream));
+  TRIPY_RETURN_IF_ERROR(check_gathers(*sig, stream));
   return outputs;
 }
 
 // Programs with gathers wait for their results so that an index out of range is an error here,
 // at the call, as on the CPU, rather than a silent zero.
-Status CudaLoadedProgram::check_gathers(CUstream stream) {
+Status CudaLoadedProgram::check_gathers(const Signature& sig, CUstream stream) {
   if (!gather_error_.defined()) return ok_status();
   const CUdeviceptr rec = reinterpret_cast<CUdeviceptr>(gather_error_.data());
   int64_t host[2] = {0, 0};
@@ -422,7 +421,7 @@ Status CudaLoadedProgram::check_gathers(CUstream stream) {
   TRIPY_CUDA_TRY(cuMemsetD8Async(rec, 0, 16, stream));
   const int32_t ki = static_cast<int32_t>(host[0] - 1);
   const Kernel& k = program_->kernels[ki];
-  const int64_t dim = program_->buffer_shape(k.inputs[0], last_slots_)[k.axis];
+  const int64_t dim = sig.shapes[k.inputs[0]][k.axis];
   return Status(StatusCode::kInvalidArgument,
                 "index " + std::to_string(host[1]) + " is out of bounds for axis " + std::to_string(k.axis) +
                     " with size " + std::to_string(dim),

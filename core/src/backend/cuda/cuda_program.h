@@ -73,7 +73,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status make_default_stream_wait(CUstream stream);
   StatusOr<std::vector<Tensor>> run_locked(const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots);
   Status capture(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
-  Status check_gathers(CUstream stream);
+  Status check_gathers(const Signature& sig, CUstream stream);
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
   void resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
@@ -88,8 +88,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   int sm_count_ = 1;
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
-  Tensor gather_error_;               // {tag, index} of the first out-of-range gather; zero when none
-  std::vector<int64_t> last_slots_;   // the shapes of the latest run, for error messages
+  Tensor gather_error_;  // {tag, index} of the first out-of-range gather; zero when none
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
   void* stream_ = nullptr;
