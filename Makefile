@@ -1,14 +1,20 @@
 # make        : install missing Debian packages, build, and make .venv whose python imports tripy
+#               and whose bin/ has tripy-run
 # make demo   : the above, then run examples/quickstart.py
-# make test   : the above, then every test (ctest, then pytest)
+# make test   : the above, then the build-dependency guard and every test (ctest, then pytest)
+# make install PREFIX=DIR : the C++ runtime package (header, library, CMake config) into DIR
 # make bench  : CPU benchmarks against numpy
 # make test-gpu: build and run everything on a GPU machine (see scripts/gpu_check.sh)
+# Each step prints one line; its output goes to $(BUILD)/setup.log (the tail is shown on failure).
 PY ?= /usr/bin/python3
 BUILD ?= build
 VENV ?= .venv
 CMAKE_ARGS ?=
+PREFIX ?= $(CURDIR)/$(BUILD)/install
+export TRIPY_LOG ?= $(CURDIR)/$(BUILD)/setup.log
+STEP = bash scripts/step.sh
 
-.PHONY: all deps build venv demo test test-cpp test-py bench test-gpu clean
+.PHONY: all deps build venv demo test check-deps test-cpp test-py install bench test-gpu clean
 
 all: build venv
 
@@ -16,23 +22,32 @@ deps:
 	@bash scripts/install_deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DPython_EXECUTABLE=$(PY) $(CMAKE_ARGS) > /dev/null
-	@cmake --build $(BUILD)
+	@$(STEP) "configuring ($(BUILD))" -- cmake -S . -B $(BUILD) -G Ninja -DPython_EXECUTABLE=$(PY) $(CMAKE_ARGS)
+	@n=$$(ninja -C $(BUILD) -n | grep -c '^\['); \
+	  $(STEP) "building $$n targets" -- cmake --build $(BUILD)
 
 venv: build
-	@test -x $(VENV)/bin/python || $(PY) -m venv --system-site-packages $(VENV)
+	@test -x $(VENV)/bin/python || $(STEP) "making $(VENV)" -- $(PY) -m venv --system-site-packages $(VENV)
 	@echo "$(CURDIR)/python" > "$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tripy.pth"
+	@ln -sf "$(CURDIR)/$(BUILD)/core/tripy-run" $(VENV)/bin/tripy-run
 
 demo: all
 	$(VENV)/bin/python examples/quickstart.py
 
-test: all test-cpp test-py
+test: all check-deps test-cpp test-py
+
+check-deps:
+	@$(STEP) "checking that the set-up installs every Debian package the build uses" \
+	  --summary '^check_build_deps' -- bash scripts/check_build_deps.sh $(BUILD)
 
 test-cpp:
-	cd $(BUILD) && ctest --output-on-failure -j2
+	@$(STEP) "testing: C++ (ctest)" --summary 'tests passed' -- ctest --test-dir $(BUILD) --output-on-failure -j2
 
 test-py:
-	$(VENV)/bin/python -m pytest -q tests
+	@$(STEP) "testing: Python (pytest)" --summary ' (passed|failed)' -- $(VENV)/bin/python -m pytest -q -rfE tests
+
+install: build
+	@$(STEP) "installing the C++ runtime into $(PREFIX)" -- cmake --install $(BUILD) --prefix "$(PREFIX)" --component runtime
 
 bench: all
 	$(VENV)/bin/python bench/cpu_bench.py

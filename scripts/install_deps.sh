@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need, only those missing. Where apt-get cannot
-# run (the GPU machine has no network), it says what is missing and goes on: the build then uses
-# what that machine has (pip's pybind11, carried oneDNN, or none).
+# Installs the Debian packages in scripts/debian-packages.txt that are missing. apt's output goes to
+# the set-up log ($TRIPY_LOG); the terminal gets one line. Where apt-get cannot run (the GPU machine
+# has no network), it says what is missing and goes on: the build then uses what that machine has.
 set -euo pipefail
-pkgs=(g++ cmake ninja-build ccache python3-dev python3-venv python3-numpy python3-pytest
-      pybind11-dev libdnnl-dev nlohmann-json3-dev libgtest-dev libopenblas0-pthread)
+here="$(cd "$(dirname "$0")" && pwd)"
+mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$here/debian-packages.txt")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,8 +14,7 @@ if [ "${TRIPY_NO_APT:-0}" = 1 ] || ! command -v apt-get >/dev/null; then
   echo "install_deps: not installing (${missing[*]})" >&2
   exit 0
 fi
-echo "install_deps: installing ${missing[*]}"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+bash "$here/step.sh" "installing ${missing[*]}" -- \
+  sh -c "$SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends ${missing[*]}"

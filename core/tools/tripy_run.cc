@@ -4,6 +4,7 @@
 //
 //   tripy-run model.tpy [--input name=path.npy ...] [--input name=VALUE ...] [--zeros]
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -12,7 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include "backend/backend.h"
 #include "tripy/executable.h"
 
 namespace {
@@ -51,14 +51,29 @@ StatusOr<Tensor> read_npy(const std::string& path) {
   if (header.find("'fortran_order': False") == std::string::npos) return bad("Fortran-ordered arrays are not supported");
   const size_t s = header.find("'shape':"), open = header.find('(', s), close = header.find(')', open);
   if (s == std::string::npos || close == std::string::npos) return bad("no shape");
+  // Dims are checked before anything is allocated: the data must fill the rest of the file exactly.
   std::vector<int64_t> shape;
+  int64_t numel = 1;
+  bool overflow = false;
   std::stringstream dims(header.substr(open + 1, close - open - 1));
-  for (std::string item; std::getline(dims, item, ',');)
-    if (item.find_first_of("0123456789") != std::string::npos) shape.push_back(std::stoll(item));
-
-  Tensor t = Tensor::empty_host(kDescr.at(header.substr(q1 + 1, q2 - q1 - 1)), shape);
-  if (bytes.size() - data_at != static_cast<size_t>(t.nbytes()))
-    return bad("the data has " + std::to_string(bytes.size() - data_at) + " bytes, the header says " + std::to_string(t.nbytes()));
+  for (std::string item; std::getline(dims, item, ',');) {
+    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    if (first == std::string::npos) continue;  // the empty item after a trailing comma
+    const std::string digits = item.substr(first, last - first + 1);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) return bad("the shape has a dim '" + digits + "'");
+    if (digits.size() > 18) return bad("the shape has a dim too large (" + digits + ")");
+    const int64_t dim = std::stoll(digits);
+    overflow = overflow || (dim != 0 && numel > INT64_MAX / dim);
+    numel = overflow ? numel : numel * dim;
+    shape.push_back(dim);
+  }
+  const DType dtype = kDescr.at(header.substr(q1 + 1, q2 - q1 - 1));
+  const size_t data_bytes = bytes.size() - data_at;
+  if (overflow || numel > static_cast<int64_t>(data_bytes / dtype_size(dtype)) ||
+      static_cast<size_t>(numel * dtype_size(dtype)) != data_bytes)
+    return bad("the data has " + std::to_string(data_bytes) + " bytes, the shape " + dims_str(shape) + " needs " +
+               (overflow ? "more than 2**63" : std::to_string(numel * dtype_size(dtype))));
+  Tensor t = Tensor::empty_host(dtype, shape);
   std::memcpy(t.data(), bytes.data() + data_at, static_cast<size_t>(t.nbytes()));
   return t;
 }
@@ -95,6 +110,26 @@ int fail(const Status& st) {
   return 1;
 }
 
+constexpr const char* kUsage = "usage: tripy-run FILE [--input NAME=PATH.npy | --input NAME=VALUE ...] [--zeros]";
+constexpr const char* kHelp = R"help(
+Loads an executable saved by tp.Executable.save (or tp.compile(...).save), lists its inputs with
+their dtypes and [min, opt, max] sizes, and, given inputs, runs it and prints each output's dtype,
+shape and first values. Needs neither Python nor the compiler.
+
+  FILE                   the saved executable (.tpy)
+  --input NAME=PATH.npy  the input NAME from a .npy file (little-endian float32, float16, int32,
+                         int64, int8 or bool; C order); repeat once per input
+  --input NAME=VALUE     a shape value input (tp.DimensionInputInfo) given as a number
+  --zeros                every input not given with --input: zeros of its `opt` shape (shape
+                         values: their `opt` value)
+  -h, --help             this text
+
+Example:
+  python -c "import numpy as np; np.save('x.npy', np.ones((2, 8), np.float32))"
+  tripy-run mlp.tpy --input x=x.npy
+Exit status: 0 on success, 1 with the error on stderr otherwise.
+)help";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,7 +138,10 @@ int main(int argc, char** argv) {
   bool zeros = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--zeros") {
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage << "\n" << kHelp;
+      return 0;
+    } else if (arg == "--zeros") {
       zeros = true;
     } else if (arg == "--input" && i + 1 < argc && std::strchr(argv[i + 1], '=')) {
       const std::string spec = argv[++i];
@@ -111,11 +149,14 @@ int main(int argc, char** argv) {
     } else if (file.empty() && arg[0] != '-') {
       file = arg;
     } else {
-      std::cerr << "usage: tripy-run FILE [--input name=path.npy|VALUE ...] [--zeros]\n";
+      std::cerr << kUsage << " (see --help)\n";
       return 1;
     }
   }
-  if (file.empty()) return fail(invalid_argument("usage: tripy-run FILE [--input name=path.npy|VALUE ...] [--zeros]"));
+  if (file.empty()) {
+    std::cerr << kUsage << " (see --help)\n";
+    return 1;
+  }
 
   auto exe = Executable::load(file);
   if (!exe.ok()) return fail(exe.status());
@@ -131,6 +172,14 @@ int main(int argc, char** argv) {
     std::cout << "]\n";
   }
   if (npy.empty() && !zeros) return 0;
+  for (const auto& [name, path] : npy) {
+    if (std::any_of(exe->inputs().begin(), exe->inputs().end(), [&](const InputDesc& in) { return in.name == name; }))
+      continue;
+    std::string names;
+    for (const InputDesc& in : exe->inputs()) names += (names.empty() ? "'" : ", '") + in.name + "'";
+    return fail(invalid_argument("This executable has no input named '" + name + "'; its inputs are " +
+                                 (names.empty() ? "none" : names) + "."));
+  }
 
   std::vector<Tensor> inputs;
   for (const InputDesc& in : exe->inputs()) {
@@ -146,14 +195,12 @@ int main(int argc, char** argv) {
         if (used == 0 || used != it->second.size())
           return fail(invalid_argument("'" + in.name + "' is a shape value: give it as --input " + in.name +
                                        "=NUMBER."));
-        npy.erase(it);
       }
       inputs.push_back(Tensor::host_int64(value));
     } else if (it != npy.end()) {
       auto t = read_npy(it->second);
       if (!t.ok()) return fail(t.status());
       inputs.push_back(std::move(t).value());
-      npy.erase(it);
     } else if (zeros) {
       Tensor t = Tensor::empty_host(in.dtype, in.dim_opt);
       std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
@@ -162,21 +209,17 @@ int main(int argc, char** argv) {
       return fail(invalid_argument("No --input given for '" + in.name + "' (or pass --zeros)."));
     }
   }
-  if (!npy.empty()) return fail(invalid_argument("This executable has no input named '" + npy.begin()->first + "'."));
-  // Inputs are read into host memory; a GPU executable gets them copied over, and back.
-  rt::Backend* backend = rt::backend_for(exe->device().kind);
-  if (backend == nullptr) return fail(Status(StatusCode::kUnavailable, "No backend for " + exe->device().str() + " on this machine."));
+  // Inputs are read into host memory; a GPU executable gets them copied over, and its outputs back.
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (exe->inputs()[i].kind == InputDesc::Kind::kShapeValue) continue;  // read on the host
-    Tensor& t = inputs[i];
-    auto moved = backend->copy_from_host(t);
+    auto moved = copy_to(inputs[i], exe->device());
     if (!moved.ok()) return fail(moved.status());
-    t = std::move(moved).value();
+    inputs[i] = std::move(moved).value();
   }
   auto outputs = exe->run(inputs);
   if (!outputs.ok()) return fail(outputs.status());
   for (size_t i = 0; i < outputs->size(); ++i) {
-    auto host = backend->copy_to_host((*outputs)[i]);
+    auto host = copy_to((*outputs)[i], Device{});
     if (!host.ok()) return fail(host.status());
     const Tensor& t = host.value();
     std::cout << exe->output_names()[i] << ": " << dtype_name(t.dtype()) << " " << dims_str(t.shape()) << " = ["

@@ -59,4 +59,8 @@ class Executable {
   std::shared_ptr<Impl> impl_;
 };
 
+// Copies `tensor` to `device` (host memory is Device{kCpu}); a tensor already there is returned as
+// it is. Inputs of a GPU executable go through it before run(), outputs after, to be read.
+StatusOr<Tensor> copy_to(const Tensor& tensor, Device device);
+
 }  // namespace tripy

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "backend/backend.h"
 #include "runtime/executable_impl.h"
 #include "runtime/file_format.h"
 #include "runtime/run_checks.h"
@@ -134,6 +135,20 @@ Status Executable::save(const std::string& path) const {
 const std::vector<InputDesc>& Executable::inputs() const { return impl_->input_descs; }
 const std::vector<std::string>& Executable::output_names() const { return impl_->program->output_names; }
 Device Executable::device() const { return impl_->device; }
+
+StatusOr<Tensor> copy_to(const Tensor& tensor, Device device) {
+  if (tensor.device() == device) return tensor;
+  const bool to_host = device.kind == Device::Kind::kCpu;
+  rt::Backend* backend = rt::backend_for(to_host ? tensor.device().kind : device.kind);
+  if (backend == nullptr)
+    return Status(StatusCode::kUnavailable, "Cannot copy a tensor to " + device.str() + ": this machine has no such device.");
+  if (to_host) return backend->copy_to_host(tensor);
+  if (tensor.device().kind != Device::Kind::kCpu) {  // device to device: through the host
+    TRIPY_ASSIGN_OR_RETURN(Tensor host, copy_to(tensor, Device{}));
+    return backend->copy_from_host(host);
+  }
+  return backend->copy_from_host(tensor);
+}
 
 StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
   const Impl& impl = *impl_;
