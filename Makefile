@@ -23,8 +23,7 @@ deps:
 
 build: deps
 	@$(STEP) "configuring ($(BUILD))" -- cmake -S . -B $(BUILD) -G Ninja -DPython_EXECUTABLE=$(PY) $(CMAKE_ARGS)
-	@n=$$(ninja -C $(BUILD) -n | grep -c '^\['); \
-	  $(STEP) "building $$n targets" -- cmake --build $(BUILD)
+	@$(STEP) "building $$(ninja -C $(BUILD) -t commands | wc -l) targets (up-to-date ones are skipped)" -- cmake --build $(BUILD)
 
 venv: build
 	@test -x $(VENV)/bin/python || $(STEP) "making $(VENV)" -- $(PY) -m venv --system-site-packages $(VENV)

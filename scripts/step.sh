@@ -11,7 +11,7 @@ if [ "${1:-}" = --summary ]; then summary=$2; shift 2; fi
 log="${TRIPY_LOG:-build/setup.log}"
 mkdir -p "$(dirname "$log")"
 echo "==> $label"
-start=$(wc -l < "$log" 2>/dev/null || echo 0)
+start=0; [ -f "$log" ] && start=$(wc -l < "$log")
 { echo; echo "==> $label: $*"; } >> "$log"
 "$@" >> "$log" 2>&1
 rc=$?
