@@ -7,9 +7,9 @@ compiled executable is timed against torch eager, torch.compile and torch.compil
 "reduce-overhead"). Compile times: tp.compile against torch.compile's first call.
 
 Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy has no KV-cache
-API yet, so it reports that and times a full recompute, labelled so), llama-block (Llama 3 8B's block
-at B1x1024), resnet50 (B1, B32 at 224x224). float16 on the GPU; float32 on the CPU, where only the
-first size of each model runs. --quick: small configs (tiny widths) and short timings, for CI.
+API yet, so it reports that and times a full recompute, labelled so), llama-block (Llama 3 8B's
+block at B1x128 and B1x1024), resnet50 (B1, B32 at 224x224). float16 on the GPU; float32 on the CPU,
+where only the first size of each model runs. --quick: small configs and short timings, for CI.
 compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
 time and peak host memory against their weight bytes, each measured in a fresh process.
 
@@ -106,7 +106,9 @@ _gpt_cache = {}
 def gpt_models(env):
     """GPT-2 124M (a small config with --quick) with its weights, shared by the gpt2 cases."""
     if not _gpt_cache:
-        config = gpt2.GPTConfig(block_size=64, vocab_size=211, n_layer=2, n_head=4, n_embd=64) if env.quick else gpt2.GPT2_124M
+        config = gpt2.GPT2_124M
+        if env.quick:
+            config = gpt2.GPTConfig(block_size=64, vocab_size=211, n_layer=2, n_head=4, n_embd=64)
         model, twin, weights = gpt2.GPT(config, env.dtype), None, None
         if torch is not None:
             twin = env.twin(gpt2.TorchGPT(config))
@@ -162,18 +164,20 @@ def llama_block_cases(env):
     else:
         weights = llama_block.random_weights(config)
         load_weights(block, weights)
-    B, T = (1, 16) if env.quick else (1, 1024)
-    x = np.random.default_rng(2).standard_normal((B, T, config.dim)).astype(env.np_dtype)
-    reference = None
-    if weights is not None and env.quick:
-        reference = lambda: llama_block.numpy_forward(weights, x, config)  # noqa: E731
-    yield Case("llama-block", f"B{B}x{T}", B, block, [x], twin, (torch_input(env, x),) if twin else (), reference)
+    rng = np.random.default_rng(2)
+    for B, T in [(1, 16)] if env.quick else env.full_sizes([(1, 128), (1, 1024)]):
+        x = rng.standard_normal((B, T, config.dim)).astype(env.np_dtype)
+        reference = None
+        if weights is not None and env.quick:
+            reference = lambda x=x: llama_block.numpy_forward(weights, x, config)  # noqa: E731
+        yield Case("llama-block", f"B{B}x{T}", B, block, [x], twin, (torch_input(env, x),) if twin else (), reference)
 
 
 def resnet50_cases(env):
     twin = resnet50.torchvision_resnet50()
     if twin is not None:  # full width; small images with --quick
-        width, size, batches, weights = 64, (64 if env.quick else 224), ((1, 2) if env.quick else env.full_sizes((1, 32))), None
+        width, weights = 64, None
+        size, batches = (64, (1, 2)) if env.quick else (224, env.full_sizes((1, 32)))
         model = resnet50.ResNet(width=width, dtype=env.dtype)
         twin = env.twin(twin)
         resnet50.load_resnet(model, twin.state_dict())
@@ -300,7 +304,7 @@ def compile_probe(n_layer, env):
              rss_before_mib=rss_before, peak_mib=peak, extra_peak_mib=peak - rss_before, peak_reset=peak_reset)
 
 
-def compile_scaling(env, args):
+def compile_scaling(env):
     for n_layer in (6, 12, 24):
         cmd = [sys.executable, os.path.abspath(__file__), "--compile-probe", str(n_layer), "--device", env.device]
         out = subprocess.run(cmd + (["--quick"] if env.quick else []), capture_output=True, text=True)
@@ -336,7 +340,8 @@ def print_table(env):
         ratio = f"{tripy['ms'] / min(torch_ms):.2f}" if tripy.get("ms") and torch_ms else "-"
         err = next((r.get("max_rel_err") for r in by.values() if r.get("max_rel_err") is not None), None)
         tc = by.get("torch.compile", {}).get("compile_s")
-        tpc = next((r.get("compile_s") for r in by.values() if r["system"].startswith("tripy") and r.get("compile_s")), None)
+        tpc = next((r["compile_s"] for r in by.values() if r["system"].startswith("tripy") and r.get("compile_s")),
+                   None)
         compile_col = f"{tpc:.2f}s | {tc:.2f}s" if tpc and tc else (f"{tpc:.2f}s" if tpc else "-")
         print(f"{model:<12} {shape:<15} " + " ".join(f"{fmt_ms(by.get(s, {}).get('ms')):>16}" for s in systems)
               + f" {ratio:>10} {'-' if err is None else f'{err:.1e}':>8} {compile_col:>17}")
@@ -347,7 +352,8 @@ def print_table(env):
                 print(f"{'':<28} {r['system']} failed: {r['error'][:150]}")
     scaling = [r for r in env.records if r["model"] == "compile-scaling"]
     if scaling:
-        print(f"\n{'compile scaling':<30} {'weights MiB':>12} {'compile s':>10} {'ms per MiB':>10} {'extra peak MiB':>15}")
+        print(f"\n{'compile scaling':<30} {'weights MiB':>12} {'compile s':>10} {'ms per MiB':>10} "
+              f"{'extra peak MiB':>15}")
         for r in scaling:
             print(f"{r['shape']:<30} {r['weight_mib']:>12.1f} {r['compile_s']:>10.2f} "
                   f"{1e3 * r['compile_s'] / r['weight_mib']:>10.2f} {r['extra_peak_mib']:>15.1f}")
@@ -367,6 +373,8 @@ def main():
     parser.add_argument("--no-torch-compile", action="store_true", help="time torch eager only")
     parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
     args = parser.parse_args()
+    if args.device == "gpu" and not _C.gpu_available():
+        parser.error("--device gpu: Tripy sees no GPU on this machine")
     env = Env(args)
     if args.compile_probe:
         return compile_probe(args.compile_probe, env)
@@ -379,12 +387,12 @@ def main():
     if torch is not None and not env.torch_compile:
         why = "--no-torch-compile" if args.no_torch_compile else f"torch {torch.__version__} has no torch.compile"
         print(f"# torch.compile and torch.compile-ro skipped: {why}", flush=True)
-    if env.device == "cpu" and not env.quick:
-        print("# on the CPU only the smallest size of each model runs (gpt2 B8x1024 and resnet50 B32 take "
-              "minutes per call there)", flush=True)
+    if env.device == "cpu" and not env.quick and set(names) & set(MODELS):
+        print("# on the CPU only the first size of each model runs (gpt2 B8x1024, llama-block B1x1024 and "
+              "resnet50 B32 take minutes per call there)", flush=True)
     for name in names:
         if name == "compile-scaling":
-            compile_scaling(env, args)
+            compile_scaling(env)
         else:
             run_model(name, env)
     print_table(env)

@@ -55,7 +55,8 @@ class CausalSelfAttention(tp.Module):
     def __call__(self, x):
         B, T, C = x.shape
         H, D = self.n_head, self.n_embd // self.n_head
-        q, k, v = tp.split(self.c_attn(x), 3, dim=2)
+        qkv = self.c_attn(x)
+        q, k, v = tp.split(qkv, 3, dim=2)
         q = q.reshape((B, T, H, D)).transpose(1, 2)  # (B, H, T, D)
         k = k.reshape((B, T, H, D)).transpose(1, 2)
         v = v.reshape((B, T, H, D)).transpose(1, 2)

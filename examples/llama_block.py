@@ -129,9 +129,9 @@ def random_weights(config, seed=0):
     """Meta-named float32 numpy weights: projections ~ N(0, 1/fan_in), norms near one."""
     rng = np.random.default_rng(seed)
     H, Hkv, D, C, F = config.n_heads, config.n_kv_heads, config.head_dim, config.dim, config.hidden_dim
-    shapes = {"attention.wq.weight": (H * D, C), "attention.wk.weight": (Hkv * D, C), "attention.wv.weight": (Hkv * D, C),
-              "attention.wo.weight": (C, H * D), "feed_forward.w1.weight": (F, C), "feed_forward.w2.weight": (C, F),
-              "feed_forward.w3.weight": (F, C)}
+    shapes = {"attention.wq.weight": (H * D, C), "attention.wk.weight": (Hkv * D, C),
+              "attention.wv.weight": (Hkv * D, C), "attention.wo.weight": (C, H * D),
+              "feed_forward.w1.weight": (F, C), "feed_forward.w2.weight": (C, F), "feed_forward.w3.weight": (F, C)}
     w = {name: (rng.standard_normal(s) / math.sqrt(s[1])).astype(np.float32) for name, s in shapes.items()}
     for norm in ("attention_norm", "ffn_norm"):
         w[norm + ".weight"] = (1 + 0.1 * rng.standard_normal(C)).astype(np.float32)
@@ -161,7 +161,8 @@ def numpy_forward(weights, x, config):
     y = (ref.softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(B, T, H * D)
     h = x + y @ w["attention.wo.weight"].T
     f = ref.rms_norm(h, w["ffn_norm.weight"], config.norm_eps)
-    f = (ref.silu(f @ w["feed_forward.w1.weight"].T) * (f @ w["feed_forward.w3.weight"].T)) @ w["feed_forward.w2.weight"].T
+    f = ref.silu(f @ w["feed_forward.w1.weight"].T) * (f @ w["feed_forward.w3.weight"].T)
+    f = f @ w["feed_forward.w2.weight"].T
     return h + f
 
 
@@ -186,7 +187,6 @@ class TorchTransformerBlock(nn.Module if torch else object):
         self.feed_forward = nn.ModuleDict(dict(w1=nn.Linear(C, F, bias=False), w2=nn.Linear(F, C, bias=False),
                                                w3=nn.Linear(C, F, bias=False)))
         self.attention_norm, self.ffn_norm = TorchRMSNorm(C, config.norm_eps), TorchRMSNorm(C, config.norm_eps)
-        self.register_buffer("inv_freq", torch.from_numpy(inverse_frequencies(config)), persistent=False)
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for name, p in self.named_parameters():
@@ -198,7 +198,10 @@ class TorchTransformerBlock(nn.Module if torch else object):
     def forward(self, x):
         B, T, _ = x.shape
         H, Hkv, D = self.config.n_heads, self.config.n_kv_heads, self.config.head_dim
-        angles = torch.arange(T, device=x.device, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        # Computed here in float32: a buffer would be rounded to the model's dtype by .to(float16).
+        d = torch.arange(0, D, 2, device=x.device, dtype=torch.float32)
+        inv_freq = self.config.rope_theta ** (-d / D)
+        angles = torch.arange(T, device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
         cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
 
         def rotate_t(a):

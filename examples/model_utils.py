@@ -40,7 +40,8 @@ def load_weights(module, state, ignore=()):
     unexpected = sorted(set(values) - set(params))
     missing = sorted(n for n in params if n not in values and not n.endswith(ignore))
     if missing or unexpected:
-        raise KeyError(f"weights do not match {type(module).__name__}: missing {missing[:8]}, unexpected {unexpected[:8]}")
+        raise KeyError(f"weights do not match {type(module).__name__}: "
+                       f"missing {missing[:8]}, unexpected {unexpected[:8]}")
     module.load_state_dict({n: as_tensor(v, params[n].dtype) for n, v in values.items()}, strict=False)
 
 

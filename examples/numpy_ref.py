@@ -78,7 +78,9 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, groups=1):
         for i in range(kh):
             for j in range(kw):
                 contrib = np.einsum("nchw,co->nohw", xg, wg[:, :, i, j])
-                full[:, g * og : (g + 1) * og, i : i + stride * (h - 1) + 1 : stride, j : j + stride * (w - 1) + 1 : stride] += contrib
+                rows = slice(i, i + stride * (h - 1) + 1, stride)
+                cols = slice(j, j + stride * (w - 1) + 1, stride)
+                full[:, g * og : (g + 1) * og, rows, cols] += contrib
     out = full[:, :, padding : full.shape[2] - padding, padding : full.shape[3] - padding]
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
@@ -92,7 +94,9 @@ def max_pool2d(x, kernel, stride, padding):
     out = np.full(x.shape[:2] + (oh, ow), -np.inf)
     for i in range(kernel):
         for j in range(kernel):
-            out = np.maximum(out, x[:, :, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride])
+            rows = slice(i, i + stride * (oh - 1) + 1, stride)
+            cols = slice(j, j + stride * (ow - 1) + 1, stride)
+            out = np.maximum(out, x[:, :, rows, cols])
     return out
 
 

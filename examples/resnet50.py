@@ -21,7 +21,7 @@ import tripy as tp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy_ref as ref  # noqa: E402
-from model_utils import load_weights, optional_torch, report, to_numpy  # noqa: E402
+from model_utils import load_weights, report, to_numpy  # noqa: E402
 
 RESNET50_LAYERS = (3, 4, 6, 3)
 IGNORED = (".num_batches_tracked",)  # a training counter in torchvision's BatchNorm state
@@ -90,7 +90,8 @@ def random_weights(layers=RESNET50_LAYERS, width=64, num_classes=1000, seed=0):
     w = {}
 
     def conv_w(name, c_out, c_in, k):
-        w[name + ".weight"] = (rng.standard_normal((c_out, c_in, k, k)) * math.sqrt(2.0 / (c_in * k * k))).astype(np.float32)
+        he = math.sqrt(2.0 / (c_in * k * k))
+        w[name + ".weight"] = (rng.standard_normal((c_out, c_in, k, k)) * he).astype(np.float32)
 
     def bn(name, c):
         for key, value in (("weight", 1 + 0.1 * rng.standard_normal(c)), ("bias", 0.1 * rng.standard_normal(c)),
@@ -120,7 +121,8 @@ def numpy_forward(weights, x, layers=RESNET50_LAYERS):
     w = {k: np.asarray(v, np.float64) for k, v in weights.items()}
 
     def bn(name, y):
-        return ref.batch_norm(y, w[name + ".weight"], w[name + ".bias"], w[name + ".running_mean"], w[name + ".running_var"])
+        stats = (w[f"{name}.{p}"] for p in ("weight", "bias", "running_mean", "running_var"))
+        return ref.batch_norm(y, *stats)
 
     def conv_bn(conv_name, bn_name, y, stride=1):
         k = w[conv_name + ".weight"]

@@ -9,6 +9,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+from tripy import _C
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "bench", "models.py")
@@ -86,3 +89,12 @@ def test_an_output_that_disagrees_is_a_failure(monkeypatch, capsys):
     assert len(env.failures) == 1 and "double wrong: Tripy differs from numpy float64" in env.failures[0]
     assert [r["max_rel_err"] for r in env.records] == [0.0, 0.2]
     assert '"system": "tripy"' in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
+def test_quick_gpu_run_checks_every_model_in_float16():
+    out = _run("--device", "gpu", "--quick", "--no-torch-compile")
+    assert out.returncode == 0, out.stderr[-3000:]
+    tripy = [r for r in _records(out.stdout) if r["system"].startswith("tripy") and r["ms"] is not None]
+    assert {r["model"] for r in tripy} == {"gpt2", "gpt2-decode", "llama-block", "resnet50"}
+    assert all(r["dtype"] == "float16" and r["max_rel_err"] < 2e-2 for r in tripy), tripy
