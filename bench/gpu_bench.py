@@ -16,13 +16,14 @@ Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native]
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
 import torch
+
+import timing  # bench/timing.py: the timing method shared with models.py
 
 try:  # --native needs no frontend: it must run even while the Python binding does not build
     import tripy as tp
@@ -36,25 +37,8 @@ def sync():
     torch.cuda.synchronize()
 
 
-def median_seconds(fn, budget_s, min_batch_s=0.02):
-    """Median seconds per call over batches of back-to-back calls, each batch ending in a sync."""
-    for _ in range(3):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    one = max(time.perf_counter() - t0, 1e-7)
-    number = max(1, int(min_batch_s / one))
-    repeats = max(5, min(50, int(budget_s / (one * number))))
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - t0) / number)
-    return statistics.median(samples)
+def median_seconds(fn, budget_s):
+    return timing.median_seconds(fn, budget_s, sync)
 
 
 def time_torch(f, x, budget_s, with_compile):
@@ -63,11 +47,8 @@ def time_torch(f, x, budget_s, with_compile):
     eager_s = median_seconds(lambda: f(x), budget_s)
     if not with_compile:
         return eager_s, float("nan"), float("nan")
-    t0 = time.perf_counter()
     compiled = torch.compile(f)
-    compiled(x)
-    sync()
-    compile_s = time.perf_counter() - t0
+    compile_s, _ = timing.first_call_seconds(lambda: compiled(x), sync)
     return eager_s, median_seconds(lambda: compiled(x), budget_s), compile_s
 
 

@@ -12,7 +12,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    # Kept: an inherited PYTHONPATH may be where torch comes from.
+    path = [os.path.join(ROOT, "python")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -34,3 +36,26 @@ def test_gpu_benchmark_runs_quickly():
     pytest.importorskip("torch")
     out = _run("bench/gpu_bench.py", "--quick", "--no-torch-compile")
     assert out.returncode == 0, out.stderr
+
+
+MODEL_EXAMPLES = ["gpt2", "llama_block", "resnet50", "mobilenet_unet_block"]
+
+
+@pytest.mark.parametrize("name", MODEL_EXAMPLES)
+def test_model_example_agrees_with_its_reference(name):
+    # Each checks against torch where it is installed, else against a float64 numpy reference.
+    out = _run(f"examples/{name}.py")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert ": agree" in out.stdout and "DISAGREE" not in out.stdout
+
+
+@pytest.mark.parametrize("name", MODEL_EXAMPLES)
+def test_model_example_falls_back_to_numpy_without_torch(name, tmp_path):
+    pytest.importorskip("torch", reason="without torch the test above already takes the numpy path")
+    for blocked in ("torch", "torchvision"):  # found first on the path, so `import torch` fails
+        (tmp_path / f"{blocked}.py").write_text("raise ImportError('blocked by the test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.join(ROOT, "python")]))
+    out = subprocess.run([sys.executable, f"examples/{name}.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "vs numpy float64" in out.stdout and ": agree" in out.stdout

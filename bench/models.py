@@ -1,0 +1,405 @@
+"""The model benchmark: whole models in Tripy against the same architecture in torch, in one run.
+
+Each model comes from examples/ (one definition, with its torch twin). Torch's random weights are
+copied into Tripy by name (nothing is downloaded), the outputs are checked against torch (or, where
+torch is absent, against the examples' float64 numpy references while the size allows), then Tripy's
+compiled executable is timed against torch eager, torch.compile and torch.compile(mode=
+"reduce-overhead"). Compile times: tp.compile against torch.compile's first call.
+
+Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy has no KV-cache
+API yet, so it reports that and times a full recompute, labelled so), llama-block (Llama 3 8B's
+block at B1x128 and B1x1024), resnet50 (B1, B32 at 224x224). float16 on the GPU; float32 on the CPU,
+where only the first size of each model runs. --quick: small configs and short timings, for CI.
+compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
+time and peak host memory against their weight bytes, each measured in a fresh process.
+
+Output: one JSON object per line per measurement (model, shape, batch, system, ms, device, dtype,
+compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
+
+Run: python bench/models.py [--device cpu|gpu] [--quick] [--only gpt2,resnet50,...] [--no-torch-compile]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "bench")]
+
+import numpy as np  # noqa: E402
+
+import tripy as tp  # noqa: E402
+from tripy import _C  # noqa: E402
+
+import gpt2  # noqa: E402
+import llama_block  # noqa: E402
+import numpy_ref  # noqa: E402
+import resnet50  # noqa: E402
+import timing  # noqa: E402
+from model_utils import load_weights, optional_torch, to_numpy  # noqa: E402
+
+torch = optional_torch()
+MODELS = ("gpt2", "gpt2-decode", "llama-block", "resnet50")
+EXTRA = ("compile-scaling",)  # run only when named in --only
+TOLERANCE = {"float16": 2e-2, "float32": 1e-3}  # max |error| / max |reference|
+
+
+class Env:
+    """The run's settings: device, dtypes, how to synchronise, the time budget per measurement."""
+
+    def __init__(self, args):
+        self.device = args.device or ("gpu" if _C.gpu_available() else "cpu")
+        tp.config.default_device = "gpu:0" if self.device == "gpu" else "cpu"
+        self.quick = args.quick
+        self.budget_s = 0.2 if args.quick else 1.5
+        self.dtype = tp.float16 if self.device == "gpu" else tp.float32
+        self.np_dtype = np.dtype(self.dtype.name)
+        self.torch_compile = not args.no_torch_compile and torch is not None and hasattr(torch, "compile")
+        self.torch_device = "cuda" if self.device == "gpu" else "cpu"
+        self.torch_dtype = getattr(torch, self.dtype.name) if torch else None
+        if self.device == "cpu":
+            self.sync = timing.no_sync
+        elif torch is not None:
+            self.sync = torch.cuda.synchronize  # device-wide, so Tripy's stream is covered too
+        else:
+            self.sync = tp.default_stream().synchronize
+        self.failures = []
+        self.records = []
+
+    def full_sizes(self, sizes):
+        """The full benchmark's sizes: on the CPU only the first (the largest take minutes per call)."""
+        return list(sizes) if self.device == "gpu" else list(sizes)[:1]
+
+    def twin(self, module):
+        """A torch twin moved to the run's device and dtype, in inference mode."""
+        return module.to(self.torch_device, self.torch_dtype).eval()
+
+    def emit(self, **record):
+        record.update(device=self.device, dtype=self.dtype.name)
+        self.records.append(record)
+        print(json.dumps(record), flush=True)
+
+
+class Case:
+    """One workload. ``tripy_fn`` is compiled for ``inputs`` (numpy arrays; float ones take the run's
+    dtype). ``torch_fn(*torch_args)`` is the twin, or None; ``reference()`` a numpy float64 result
+    used where torch is absent. ``pick`` selects the compared part of Tripy's output."""
+
+    def __init__(self, model, shape, batch, tripy_fn, inputs, torch_fn=None, torch_args=(), reference=None,
+                 pick=None, system="tripy", note=None):
+        self.model, self.shape, self.batch = model, shape, batch
+        self.tripy_fn, self.inputs, self.torch_fn, self.torch_args = tripy_fn, inputs, torch_fn, torch_args
+        self.reference, self.pick, self.system, self.note = reference, pick, system, note
+
+
+def torch_input(env, array):
+    t = torch.from_numpy(array).to(env.torch_device)
+    return t.long() if array.dtype.kind == "i" else t.to(env.torch_dtype)
+
+
+# --- the models --------------------------------------------------------------------------------
+_gpt_cache = {}
+
+
+def gpt_models(env):
+    """GPT-2 124M (a small config with --quick) with its weights, shared by the gpt2 cases."""
+    if not _gpt_cache:
+        config = gpt2.GPT2_124M
+        if env.quick:
+            config = gpt2.GPTConfig(block_size=64, vocab_size=211, n_layer=2, n_head=4, n_embd=64)
+        model, twin, weights = gpt2.GPT(config, env.dtype), None, None
+        if torch is not None:
+            twin = env.twin(gpt2.TorchGPT(config))
+            gpt2.load_gpt(model, twin.state_dict())
+        else:
+            weights = gpt2.random_weights(config)
+            gpt2.load_gpt(model, weights)
+        _gpt_cache.update(config=config, model=model, twin=twin, weights=weights)
+    return _gpt_cache["config"], _gpt_cache["model"], _gpt_cache["twin"], _gpt_cache["weights"]
+
+
+def gpt2_cases(env):
+    config, model, twin, weights = gpt_models(env)
+    rng = np.random.default_rng(0)
+    for B, T in [(1, 16), (2, 64)] if env.quick else env.full_sizes([(1, 128), (8, 1024)]):
+        idx = rng.integers(0, config.vocab_size, (B, T)).astype(np.int32)
+        reference = None
+        if weights is not None and B * T <= 128:  # numpy float64 is too slow beyond that
+            reference = lambda idx=idx: gpt2.numpy_forward(weights, idx, config)  # noqa: E731
+        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], twin, (torch_input(env, idx),) if twin else (), reference)
+
+
+def gpt2_decode_cases(env):
+    """One greedy decode step at B1 after block_size - 1 cached tokens (GPT-2's positions end at
+    1024, so 1023 + 1). torch runs a real KV-cache step (its twin concatenates the cache); Tripy has no
+    KV-cache API yet, so its line says so and a full recompute of all the tokens stands in."""
+    config, model, twin, weights = gpt_models(env)
+    past_len = config.block_size - 1
+    idx = np.random.default_rng(1).integers(0, config.vocab_size, (1, past_len + 1)).astype(np.int32)
+    shape = f"B1 past {past_len}"
+    env.emit(model="gpt2-decode", shape=shape, batch=1, system="tripy", ms=None,
+             note="not yet available: Tripy has no KV-cache decode API")
+    torch_fn, torch_args = None, ()
+    if twin is not None:
+        with torch.no_grad():
+            _, past = twin(torch_input(env, idx[:, :past_len]), past=[])
+        torch_fn = lambda token, cache: twin(token, past=cache)[0]  # noqa: E731
+        torch_args = (torch_input(env, idx[:, past_len:]), past)
+    reference = None
+    if weights is not None and env.quick:
+        reference = lambda: gpt2.numpy_forward(weights, idx, config)[:, -1:]  # noqa: E731
+    yield Case("gpt2-decode", shape, 1, model, [idx], torch_fn, torch_args, reference,
+               pick=lambda logits: logits[:, -1:], system="tripy (full recompute)",
+               note=f"stand-in: recomputes all {past_len + 1} tokens (no KV cache)")
+
+
+def llama_block_cases(env):
+    config = llama_block.TINY if env.quick else llama_block.LLAMA3_8B
+    block, twin, weights = llama_block.TransformerBlock(config, env.dtype), None, None
+    if torch is not None:
+        twin = env.twin(llama_block.TorchTransformerBlock(config))
+        load_weights(block, twin.state_dict())
+    else:
+        weights = llama_block.random_weights(config)
+        load_weights(block, weights)
+    rng = np.random.default_rng(2)
+    for B, T in [(1, 16)] if env.quick else env.full_sizes([(1, 128), (1, 1024)]):
+        x = rng.standard_normal((B, T, config.dim)).astype(env.np_dtype)
+        reference = None
+        if weights is not None and env.quick:
+            reference = lambda x=x: llama_block.numpy_forward(weights, x, config)  # noqa: E731
+        yield Case("llama-block", f"B{B}x{T}", B, block, [x], twin, (torch_input(env, x),) if twin else (), reference)
+
+
+def resnet50_cases(env):
+    twin = resnet50.torchvision_resnet50()
+    if twin is not None:  # full width; small images with --quick
+        width, weights = 64, None
+        size, batches = (64, (1, 2)) if env.quick else (224, env.full_sizes((1, 32)))
+        model = resnet50.ResNet(width=width, dtype=env.dtype)
+        twin = env.twin(twin)
+        resnet50.load_resnet(model, twin.state_dict())
+    else:  # full width, or a tiny width with --quick that numpy can check
+        width, size, batches = (4, 32, (1, 2)) if env.quick else (64, 224, env.full_sizes((1, 32)))
+        model = resnet50.ResNet(width=width, dtype=env.dtype)
+        weights = resnet50.random_weights(width=width)
+        resnet50.load_resnet(model, weights)
+    rng = np.random.default_rng(3)
+    for B in batches:
+        x = rng.standard_normal((B, 3, size, size)).astype(env.np_dtype)
+        reference = None
+        if weights is not None and env.quick:
+            reference = lambda x=x: resnet50.numpy_forward(weights, x)  # noqa: E731
+        note = None if width == 64 else f"width {width} (tiny), {size}x{size}"
+        yield Case("resnet50", f"B{B}", B, model, [x], twin, (torch_input(env, x),) if twin else (), reference,
+                   note=note)
+
+
+CASES = {"gpt2": gpt2_cases, "gpt2-decode": gpt2_decode_cases, "llama-block": llama_block_cases,
+         "resnet50": resnet50_cases}
+
+
+# --- measuring ----------------------------------------------------------------------------------
+def relative_error(got, want):
+    """max |got - want| / max |want|, computed where the data lives (torch tensors stay on the GPU)."""
+    if torch is not None and isinstance(want, torch.Tensor):
+        try:
+            got_t = torch.from_dlpack(got)
+        except Exception:  # an exporter torch cannot read: go through the host
+            got_t = torch.from_numpy(to_numpy(got))
+        got_t, want = got_t.to(want.device).float(), want.float()
+        if got_t.shape != want.shape:
+            raise ValueError(f"shapes differ: Tripy {tuple(got_t.shape)} vs torch {tuple(want.shape)}")
+        return ((got_t - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+    return numpy_ref.max_relative_error(to_numpy(got), want)
+
+
+def run_tripy(case, env):
+    infos = [tp.InputInfo(shape=a.shape, dtype=tp.int32 if a.dtype.kind == "i" else env.dtype) for a in case.inputs]
+    args = [tp.Tensor(a) for a in case.inputs]
+    compile_s, exe = timing.first_call_seconds(lambda: tp.compile(case.tripy_fn, args=infos))
+    err, check = None, "none"
+    out = exe(*args)
+    if case.pick is not None:
+        out = case.pick(out)
+    if case.torch_fn is not None:
+        with torch.no_grad():
+            want = case.torch_fn(*case.torch_args)
+        err, check = relative_error(out, want), "torch"
+        del want
+    elif case.reference is not None:
+        err, check = relative_error(out, case.reference()), "numpy float64"
+    del out
+    ms = timing.median_seconds(lambda: exe(*args), env.budget_s, env.sync) * 1e3
+    env.emit(model=case.model, shape=case.shape, batch=case.batch, system=case.system, ms=ms, compile_s=compile_s,
+             max_rel_err=err, checked_against=check, **({"note": case.note} if case.note else {}))
+    if err is not None and not err <= TOLERANCE[env.dtype.name]:
+        env.failures.append(f"{case.model} {case.shape}: Tripy differs from {check} by {err:.2e}")
+
+
+def run_torch(case, env):
+    systems = [("torch eager", None)]
+    if env.torch_compile:
+        systems += [("torch.compile", {}), ("torch.compile-ro", {"mode": "reduce-overhead"})]
+    for system, options in systems:
+        record = dict(model=case.model, shape=case.shape, batch=case.batch, system=system)
+        try:
+            with torch.no_grad():
+                fn, compile_s = case.torch_fn, None
+                if options is not None:
+                    torch._dynamo.reset()  # each case compiles afresh: no recompile limits, honest times
+                    fn = torch.compile(case.torch_fn, dynamic=False, **options)
+                    compile_s, _ = timing.first_call_seconds(lambda: fn(*case.torch_args), env.sync)
+                ms = timing.median_seconds(lambda: fn(*case.torch_args), env.budget_s, env.sync) * 1e3
+            env.emit(**record, ms=ms, compile_s=compile_s)
+        except Exception as e:  # one failing system must not hide the others
+            env.emit(**record, ms=None, error=f"{type(e).__name__}: {str(e)[:300]}")
+
+
+def run_model(name, env):
+    for case in CASES[name](env):
+        try:
+            run_tripy(case, env)
+        except Exception as e:
+            env.emit(model=case.model, shape=case.shape, batch=case.batch, system=case.system, ms=None,
+                     error=f"{type(e).__name__}: {str(e)[:2000]}")
+            env.failures.append(f"{case.model} {case.shape}: Tripy failed: {type(e).__name__}")
+        if case.torch_fn is not None:
+            run_torch(case, env)
+        if env.device == "gpu" and torch is not None:
+            torch.cuda.empty_cache()
+
+
+# --- compile time and memory against weight bytes -------------------------------------------------
+def _proc_status_mib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def compile_probe(n_layer, env):
+    """In a fresh process: build a GPT-2-width model of n_layer layers from numpy weights, compile it,
+    and report compile seconds and peak host memory (VmHWM, reset first where the kernel allows)."""
+    wide = dict(block_size=64, vocab_size=1024, n_head=4, n_embd=64) if env.quick else {}
+    config = gpt2.GPTConfig(n_layer=n_layer, **wide)
+    model, weights = gpt2.GPT(config, env.dtype), gpt2.random_weights(config)
+    gpt2.load_gpt(model, weights)
+    weight_bytes = sum(v.size for v in weights.values()) * env.np_dtype.itemsize
+    rss_before = _proc_status_mib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        peak_reset = True
+    except OSError:
+        peak_reset = False
+    T = 16 if env.quick else 128
+    compile_s, _ = timing.first_call_seconds(lambda: tp.compile(model, args=[tp.InputInfo((1, T), tp.int32)]))
+    peak = _proc_status_mib("VmHWM")
+    env.emit(model="compile-scaling", shape=f"{n_layer} layers, width {config.n_embd}", batch=1, system="tripy",
+             ms=None, compile_s=compile_s, n_layer=n_layer, weight_mib=weight_bytes / 2**20,
+             rss_before_mib=rss_before, peak_mib=peak, extra_peak_mib=peak - rss_before, peak_reset=peak_reset)
+
+
+def compile_scaling(env):
+    for n_layer in (6, 12, 24):
+        cmd = [sys.executable, os.path.abspath(__file__), "--compile-probe", str(n_layer), "--device", env.device]
+        out = subprocess.run(cmd + (["--quick"] if env.quick else []), capture_output=True, text=True)
+        lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+        if out.returncode != 0 or not lines:
+            env.failures.append(f"compile-scaling {n_layer} layers: exit {out.returncode}: {out.stderr[-500:]}")
+            continue
+        record = json.loads(lines[-1])
+        env.records.append(record)
+        print(lines[-1], flush=True)
+
+
+# --- the table ------------------------------------------------------------------------------------
+def fmt_ms(ms):
+    return "-" if ms is None else f"{ms:.3f}"
+
+
+def print_table(env):
+    systems = ("tripy", "torch eager", "torch.compile", "torch.compile-ro")
+    rows = {}
+    for r in env.records:
+        if r["model"] != "compile-scaling":
+            rows.setdefault((r["model"], r["shape"]), {})[r["system"]] = r
+    head = (f"{'model':<12} {'shape':<15} " + " ".join(f"{s:>16}" for s in systems)
+            + f" {'tripy/best':>10} {'rel.err':>8} {'compile tp | t.c':>17}")
+    if rows:
+        print(f"\nms per call, {env.device} ({device_name(env)}), {env.dtype.name}")
+        print(head)
+        print("-" * len(head))
+    for (model, shape), by in rows.items():
+        tripy = by.get("tripy", {})
+        torch_ms = [by[s]["ms"] for s in systems[1:] if s in by and by[s].get("ms")]
+        ratio = f"{tripy['ms'] / min(torch_ms):.2f}" if tripy.get("ms") and torch_ms else "-"
+        err = next((r.get("max_rel_err") for r in by.values() if r.get("max_rel_err") is not None), None)
+        tc = by.get("torch.compile", {}).get("compile_s")
+        tpc = next((r["compile_s"] for r in by.values() if r["system"].startswith("tripy") and r.get("compile_s")),
+                   None)
+        compile_col = f"{tpc:.2f}s | {tc:.2f}s" if tpc and tc else (f"{tpc:.2f}s" if tpc else "-")
+        print(f"{model:<12} {shape:<15} " + " ".join(f"{fmt_ms(by.get(s, {}).get('ms')):>16}" for s in systems)
+              + f" {ratio:>10} {'-' if err is None else f'{err:.1e}':>8} {compile_col:>17}")
+        for r in by.values():
+            if r["system"] not in systems and r.get("ms"):
+                print(f"{'':<28} {r['system']}: {r['ms']:.3f} ms ({r.get('note', '')})")
+            if r.get("error"):
+                print(f"{'':<28} {r['system']} failed: {r['error'][:150]}")
+    scaling = [r for r in env.records if r["model"] == "compile-scaling"]
+    if scaling:
+        print(f"\n{'compile scaling':<30} {'weights MiB':>12} {'compile s':>10} {'ms per MiB':>10} "
+              f"{'extra peak MiB':>15}")
+        for r in scaling:
+            print(f"{r['shape']:<30} {r['weight_mib']:>12.1f} {r['compile_s']:>10.2f} "
+                  f"{1e3 * r['compile_s'] / r['weight_mib']:>10.2f} {r['extra_peak_mib']:>15.1f}")
+
+
+def device_name(env):
+    if env.device == "gpu" and torch is not None:
+        return torch.cuda.get_device_name()
+    return env.device
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "gpu"), help="default: gpu where Tripy sees one")
+    parser.add_argument("--quick", action="store_true", help="small sizes and short timings (CI)")
+    parser.add_argument("--only", help=f"comma-separated subset of {', '.join(MODELS + EXTRA)}")
+    parser.add_argument("--no-torch-compile", action="store_true", help="time torch eager only")
+    parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
+    args = parser.parse_args()
+    if args.device == "gpu" and not _C.gpu_available():
+        parser.error("--device gpu: Tripy sees no GPU on this machine")
+    env = Env(args)
+    if args.compile_probe:
+        return compile_probe(args.compile_probe, env)
+    names = args.only.split(",") if args.only else list(MODELS)
+    unknown = [n for n in names if n not in MODELS + EXTRA]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; choose from {', '.join(MODELS + EXTRA)}")
+    print(f"# device {env.device} ({device_name(env)}), {env.dtype.name}; "
+          f"torch {torch.__version__ if torch else 'absent: Tripy timed alone'}", flush=True)
+    if torch is not None and not env.torch_compile:
+        why = "--no-torch-compile" if args.no_torch_compile else f"torch {torch.__version__} has no torch.compile"
+        print(f"# torch.compile and torch.compile-ro skipped: {why}", flush=True)
+    if env.device == "cpu" and not env.quick and set(names) & set(MODELS):
+        print("# on the CPU only the first size of each model runs (gpt2 B8x1024, llama-block B1x1024 and "
+              "resnet50 B32 take minutes per call there)", flush=True)
+    for name in names:
+        if name == "compile-scaling":
+            compile_scaling(env)
+        else:
+            run_model(name, env)
+    print_table(env)
+    if env.failures:
+        print("\nFAILED:\n  " + "\n  ".join(env.failures), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
