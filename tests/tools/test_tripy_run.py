@@ -33,7 +33,9 @@ def saved(tmp_path_factory):
     return tmp
 
 
-@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="not running in the project's venv")
+@pytest.mark.skipif(
+    os.path.realpath(sys.prefix) != os.path.realpath(os.path.join(ROOT, ".venv")), reason="not the project's .venv"
+)
 def test_make_puts_tripy_run_in_the_venv():
     assert os.access(VENV_RUNNER, os.X_OK)
 
