@@ -135,7 +135,16 @@ const std::vector<InputDesc>& Executable::inputs() const { return impl_->input_d
 const std::vector<std::string>& Executable::output_names() const { return impl_->program->output_names; }
 Device Executable::device() const { return impl_->device; }
 
-StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
+StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const { return run_with(inputs, nullptr); }
+
+StatusOr<std::vector<Tensor>> Executable::run_profiled(const std::vector<Tensor>& inputs,
+                                                       std::vector<double>& kernel_ms) const {
+  kernel_ms.clear();
+  return run_with(inputs, &kernel_ms);
+}
+
+StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& inputs,
+                                                   std::vector<double>* kernel_ms) const {
   const Impl& impl = *impl_;
   const rt::Program& p = *impl.program;
   // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
@@ -160,7 +169,11 @@ StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
                                                   ", but no backend for that device is available in this build or on this machine.");
     TRIPY_ASSIGN_OR_RETURN(impl.loaded, backend->load(impl.program, impl.artifacts));
   }
-  return impl.loaded->run(inputs, slots);
+  if (!kernel_ms) return impl.loaded->run(inputs, slots);
+  impl.loaded->set_profile(kernel_ms);
+  StatusOr<std::vector<Tensor>> out = impl.loaded->run(inputs, slots);
+  impl.loaded->set_profile(nullptr);
+  return out;
 }
 
 }  // namespace tripy
