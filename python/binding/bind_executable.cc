@@ -1,7 +1,11 @@
 // Binding of tripy::Executable: run on evaluated nodes, save/load, input descriptions.
 #include <pybind11/stl.h>
 
+#include <iterator>
+
 #include "binding.h"
+#include "compiler/build_program.h"
+#include "runtime/executable_impl.h"
 #include "trace/lower.h"
 #include "tripy/executable.h"
 
@@ -29,10 +33,53 @@ void bind_executable(py::module_& m) {
              for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
              return nodes;
            })
+      // One run that also times each kernel: (outputs, milliseconds per kernel).
+      .def("profile",
+           [](const Executable& exe, const std::vector<trace::NodeRef>& args, py::object frames) {
+             SourceRef src = to_source(frames);
+             std::vector<Tensor> inputs;
+             for (const auto& a : args) {
+               if (!a->evaluated()) check(trace::evaluate(a, eager_options(a->device)));
+               inputs.push_back(a->value);
+             }
+             std::vector<double> ms;
+             StatusOr<std::vector<Tensor>> out = [&] {
+               py::gil_scoped_release nogil;
+               return exe.run_profiled(inputs, ms);
+             }();
+             if (!out.ok()) {
+               Status st = out.status();
+               raise(st.at(src));
+             }
+             std::vector<trace::NodeRef> nodes;
+             for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
+             return py::make_tuple(nodes, ms);
+           })
       .def("save", [](const Executable& exe, const std::string& path) { check(exe.save(path)); })
       .def_static("load", [](const std::string& path) { return unwrap(Executable::load(path)); })
       .def_property_readonly("device", [](const Executable& exe) { return exe.device().str(); })
       .def_property_readonly("output_names", &Executable::output_names)
+      // The program's kernels in launch order, as (kind, name, user frame): what tests and profiles read.
+      .def_property_readonly("kernels", [](const Executable& exe) {
+        static const char* kKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
+        py::list out;
+        for (const rt::Kernel& k : exe.impl()->program->kernels)
+        {
+          // The user frame that created the kernel's first op: (file, line, function), or None.
+          py::object where = py::none();
+          const auto& srcs = exe.impl()->program->sources;
+          if (k.source >= 0 && static_cast<size_t>(k.source) < srcs.size() && !srcs[k.source].empty()) {
+            const SourceFrame& f = srcs[k.source].front();
+            where = py::make_tuple(f.file, f.line, f.function);
+          }
+          out.append(py::make_tuple(static_cast<size_t>(k.kind) < std::size(kKinds) ? kKinds[static_cast<int>(k.kind)]
+                                                                                   : "other",
+                                    k.name, where));
+        }
+        return out;
+      })
+      .def_property_readonly("program_text",
+                             [](const Executable& exe) { return compiler::program_str(*exe.impl()->program); })
       // (name, dtype, dim_min, dim_opt, dim_max, value_bounds): value_bounds is (min, opt, max)
       // for a shape value (tp.DimensionInputInfo), None for a tensor.
       .def_property_readonly("inputs", [](const Executable& exe) {

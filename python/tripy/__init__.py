@@ -76,6 +76,7 @@ from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable
+from tripy.frontend.profile import Profile
 from tripy.frontend.stream import Stream, default_stream
 from tripy.frontend.compile import compile
 from tripy.frontend.module import Module

@@ -45,6 +45,9 @@ class Executable {
   // Validates every input (dtype, rank, each dim inside [min, max], device; a shape value's
   // value inside [value_min, value_max]) and runs.
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  // Runs like run() and reports the milliseconds each kernel took (kernel_ms[i] for the program's
+  // kernel i): wall time on the CPU, CUDA events on the GPU (launched directly, no graph replay).
+  StatusOr<std::vector<Tensor>> run_profiled(const std::vector<Tensor>& inputs, std::vector<double>& kernel_ms) const;
 
   const std::vector<InputDesc>& inputs() const;
   const std::vector<std::string>& output_names() const;
@@ -56,6 +59,7 @@ class Executable {
   const std::shared_ptr<Impl>& impl() const { return impl_; }
 
  private:
+  StatusOr<std::vector<Tensor>> run_with(const std::vector<Tensor>& inputs, std::vector<double>* kernel_ms) const;
   std::shared_ptr<Impl> impl_;
 };
 

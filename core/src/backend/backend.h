@@ -30,6 +30,10 @@ class LoadedProgram {
   // Returns the outputs, on this device.
   virtual StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
                                             const std::vector<int64_t>& slots) = 0;
+  // While `kernel_ms` is set, each run fills it with the milliseconds each kernel took, in kernel
+  // order (0 for a kernel that launched nothing). It may cost speed (the GPU runs without graph
+  // replay and waits for each run); backends that cannot time kernels leave it empty.
+  virtual void set_profile(std::vector<double>* kernel_ms) { (void)kernel_ms; }
 };
 
 class Backend {

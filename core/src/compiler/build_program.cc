@@ -261,6 +261,7 @@ class ProgramBuilder {
         k.kind = rt::KernelKind::kFused;
         k.fused = grp.fused;
         TRIPY_ASSIGN_OR_RETURN(k.fused.domain, slots_.slots(grp.domain));
+        TRIPY_RETURN_IF_ERROR(add_windows(grp, k.fused));
         break;
       }
       case GroupKind::kDot:
@@ -288,6 +289,20 @@ class ProgramBuilder {
       case GroupKind::kAlias: break;
     }
     p_.kernels.push_back(std::move(k));
+    return ok_status();
+  }
+
+  // Slices that the fused kernel reads in place.
+  Status add_windows(const FusionGroup& grp, rt::FusedProgram& f) {
+    bool any = false;
+    for (const auto& w : grp.windows) any |= !w.first.empty();
+    if (!any) return ok_status();
+    for (const auto& [starts, sizes] : grp.windows) {
+      rt::FusedProgram::Window w;
+      TRIPY_ASSIGN_OR_RETURN(w.starts, slots_.slots(starts));
+      TRIPY_ASSIGN_OR_RETURN(w.sizes, slots_.slots(sizes));
+      f.input_windows.push_back(std::move(w));
+    }
     return ok_status();
   }
 

@@ -104,6 +104,10 @@ std::string program_str(const rt::Program& p) {
             std::string axes;
             for (int32_t a : k.fused.input_axes[k.fused.instrs[r].a]) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
             out += " axes [" + axes + "]";
+            const size_t in = static_cast<size_t>(k.fused.instrs[r].a);
+            if (in < k.fused.input_windows.size() && !k.fused.input_windows[in].starts.empty())
+              out += " window starts " + slot_list(k.fused.input_windows[in].starts) + " sizes " +
+                     slot_list(k.fused.input_windows[in].sizes);
           }
           out += "\n";
         }

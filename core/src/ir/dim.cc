@@ -188,6 +188,13 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
       // Sizes are never negative: max(size, c <= 0) is the size, min(size, c <= 0) is c.
       if (b.is_static() && b.static_value() <= 0 && never_negative(a)) return op == DimOp::kMax ? a : b;
       if (a.is_static() && a.static_value() <= 0 && never_negative(b)) return op == DimOp::kMax ? b : a;
+      // Absorption, whatever the bounds: max(x, min(x, y)) == x and min(x, max(x, y)) == x.
+      const DimOp dual = op == DimOp::kMax ? DimOp::kMin : DimOp::kMax;
+      auto absorbs = [&](const Dim& x, const Dim& y) {
+        return y.op() == dual && (y.lhs().same_as(x) || y.rhs().same_as(x));
+      };
+      if (absorbs(a, b)) return a;
+      if (absorbs(b, a)) return b;
       const Dim& x = compare(a, b) <= 0 ? a : b;
       const Dim& y = compare(a, b) <= 0 ? b : a;
       return raw(op, x, y);
@@ -267,7 +274,71 @@ Interval bounds(const Dim& d, const SymbolTable& table) {
   }
 }
 
+// Whether every symbol of `d` is in the table (bounds() reads others as [0, 0], which proves
+// nothing).
+bool symbols_known(const Dim& d, const SymbolTable& table) {
+  if (d.op() == DimOp::kConst) return true;
+  if (d.op() == DimOp::kSym) return static_cast<size_t>(d.symbol_id()) < table.symbols.size();
+  return symbols_known(d.lhs(), table) && symbols_known(d.rhs(), table);
+}
+
+// a <= b over the bounds: by the intervals of a, b and b - a (in which shared terms cancel), then
+// through the max and min nodes on either side, `depth` levels down.
+bool le(const Dim& a, const Dim& b, const SymbolTable& table, int depth) {
+  if (a.same_as(b)) return true;
+  if (bounds(a, table).hi <= bounds(b, table).lo) return true;
+  if (bounds(b - a, table).lo >= 0) return true;
+  if (depth == 0) return false;
+  auto rec = [&](const Dim& x, const Dim& y) { return le(x, y, table, depth - 1); };
+  if (a.op() == DimOp::kMin && (rec(a.lhs(), b) || rec(a.rhs(), b))) return true;
+  if (a.op() == DimOp::kMax && rec(a.lhs(), b) && rec(a.rhs(), b)) return true;
+  if (b.op() == DimOp::kMax && (rec(a, b.lhs()) || rec(a, b.rhs()))) return true;
+  if (b.op() == DimOp::kMin && rec(a, b.lhs()) && rec(a, b.rhs())) return true;
+  return false;
+}
+
+constexpr int kProofDepth = 6;
+
 }  // namespace
+
+bool provably_le(const Dim& a, const Dim& b, const SymbolTable& table) {
+  return symbols_known(a, table) && symbols_known(b, table) && le(a, b, table, kProofDepth);
+}
+
+Dim Dim::simplified(const SymbolTable& table) const {
+  if (op() == DimOp::kConst || op() == DimOp::kSym) return *this;
+  const Dim a = lhs().simplified(table), b = rhs().simplified(table);
+  auto leq = [&](const Dim& x, const Dim& y) { return provably_le(x, y, table); };
+  switch (op()) {
+    case DimOp::kMax:
+      if (leq(b, a)) return a;
+      if (leq(a, b)) return b;
+      break;
+    case DimOp::kMin:
+      if (leq(a, b)) return a;
+      if (leq(b, a)) return b;
+      break;
+    case DimOp::kMod:  // x % y == x when 0 <= x < y
+      if (leq(Dim(int64_t{0}), a) && leq(a + Dim(1), b)) return a;
+      break;
+    case DimOp::kFloorDiv:  // x // y == 0 when 0 <= x < y
+      if (leq(Dim(int64_t{0}), a) && leq(a + Dim(1), b)) return Dim(int64_t{0});
+      break;
+    case DimOp::kCeilDiv:  // ceildiv(x, y) == 1 when 0 < x <= y
+      if (leq(Dim(1), a) && leq(a, b)) return Dim(1);
+      break;
+    default: break;
+  }
+  if (a.node_ == lhs().node_ && b.node_ == rhs().node_) return *this;
+  return make(op(), a, b);
+}
+
+Shape simplified(const Shape& s, const SymbolTable& table) {
+  Shape out;
+  out.reserve(s.size());
+  for (const Dim& d : s) out.push_back(d.simplified(table));
+  return out;
+}
 
 int64_t Dim::upper_bound(const SymbolTable& table) const { return bounds(*this, table).hi; }
 int64_t Dim::lower_bound(const SymbolTable& table) const { return bounds(*this, table).lo; }

@@ -46,6 +46,10 @@ class Dim {
   int64_t upper_bound(const SymbolTable& table) const;
   int64_t lower_bound(const SymbolTable& table) const;
   int64_t opt_value(const SymbolTable& table) const;
+  // The same value for every symbol value inside the table's bounds, with the max, min, mod and
+  // division nodes that those bounds decide folded away: min(s, 1024) is s when s <= 1024, so a
+  // mask sliced to a dynamic length has that length's shape and fusion sees equal shapes.
+  Dim simplified(const SymbolTable& table) const;
   // "4", "s0", "(s0 * 2)"; symbols print their name when a table is given.
   std::string str(const SymbolTable* table = nullptr) const;
 
@@ -63,10 +67,14 @@ Dim operator+(const Dim& a, const Dim& b);
 Dim operator-(const Dim& a, const Dim& b);
 Dim operator*(const Dim& a, const Dim& b);
 
+// Whether a <= b for every symbol value inside the table's bounds; false when it cannot tell.
+bool provably_le(const Dim& a, const Dim& b, const SymbolTable& table);
+
 using Shape = std::vector<Dim>;
 bool same_shape(const Shape& a, const Shape& b);
 bool is_static(const Shape& s);
 std::vector<int64_t> static_dims(const Shape& s);  // only when is_static(s)
+Shape simplified(const Shape& s, const SymbolTable& table);  // each dim's simplified()
 Shape shape_of(const std::vector<int64_t>& dims);
 Dim num_elements(const Shape& s);
 // "(3, 4)" — the form error messages use.

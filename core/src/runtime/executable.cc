@@ -150,7 +150,16 @@ StatusOr<Tensor> copy_to(const Tensor& tensor, Device device) {
   return backend->copy_from_host(tensor);
 }
 
-StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
+StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const { return run_with(inputs, nullptr); }
+
+StatusOr<std::vector<Tensor>> Executable::run_profiled(const std::vector<Tensor>& inputs,
+                                                       std::vector<double>& kernel_ms) const {
+  kernel_ms.clear();
+  return run_with(inputs, &kernel_ms);
+}
+
+StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& inputs,
+                                                   std::vector<double>* kernel_ms) const {
   const Impl& impl = *impl_;
   const rt::Program& p = *impl.program;
   // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
@@ -175,7 +184,11 @@ StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
                                                   ", but no backend for that device is available in this build or on this machine.");
     TRIPY_ASSIGN_OR_RETURN(impl.loaded, backend->load(impl.program, impl.artifacts));
   }
-  return impl.loaded->run(inputs, slots);
+  if (!kernel_ms) return impl.loaded->run(inputs, slots);
+  impl.loaded->set_profile(kernel_ms);
+  StatusOr<std::vector<Tensor>> out = impl.loaded->run(inputs, slots);
+  impl.loaded->set_profile(nullptr);
+  return out;
 }
 
 }  // namespace tripy

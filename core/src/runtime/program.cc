@@ -174,6 +174,20 @@ std::vector<int64_t> Program::buffer_shape(int32_t buffer, const std::vector<int
   return shape;
 }
 
+FusedInputView fused_input_view(const Program& p, const Kernel& k, size_t i, const std::vector<int64_t>& slots) {
+  FusedInputView v;
+  v.sizes = p.buffer_shape(k.inputs[i], slots);
+  v.strides = dense_strides(v.sizes);
+  if (i >= k.fused.input_windows.size() || k.fused.input_windows[i].starts.empty()) return v;
+  const FusedProgram::Window& w = k.fused.input_windows[i];
+  auto at = [&](Slot s) { return s >= 0 && static_cast<size_t>(s) < slots.size() ? slots[static_cast<size_t>(s)] : 0; };
+  for (size_t d = 0; d < v.sizes.size() && d < w.starts.size() && d < w.sizes.size(); ++d) {
+    v.offset += at(w.starts[d]) * v.strides[d];
+    v.sizes[d] = at(w.sizes[d]);
+  }
+  return v;
+}
+
 bool checked_nbytes(const std::vector<int64_t>& shape, DType dtype, int64_t* bytes) {
   __int128 n = dtype_size(dtype);
   for (int64_t d : shape) {

@@ -110,6 +110,13 @@ struct FusedProgram {
   // For each kernel input, for each of its dims: the domain axis it runs along. A dim whose
   // run-time size is 1 while the domain's is not is broadcast (stride 0).
   std::vector<std::vector<int32_t>> input_axes;
+  // Empty, or per kernel input: a slice the kernel reads in place (views, not copies). The input
+  // is the sliced buffer; its elements [starts, starts + sizes) per dim (steps of 1) run along
+  // input_axes, with the buffer's own strides. An input with empty starts is read whole.
+  struct Window {
+    std::vector<Slot> starts, sizes;
+  };
+  std::vector<Window> input_windows;
   std::vector<Instr> instrs;
   // For each kernel output: the register stored. Element-level outputs have the domain's shape,
   // row-level outputs the shape domain[0, reduce_from) (as the output buffer's shape says).
@@ -161,6 +168,14 @@ struct Program {
   std::vector<Tensor> opt_inputs(Device device) const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
+
+// Where fused kernel `k` reads its input `i`: the extent along the domain (the window's sizes, or
+// the buffer's shape), the element offset of its first element and the buffer's dense strides.
+struct FusedInputView {
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+};
+FusedInputView fused_input_view(const Program& p, const Kernel& k, size_t i, const std::vector<int64_t>& slots);
 
 // The element-level registers that `roots` need, transitively but not through row-level registers
 // (`row_level[r]` != 0), in instruction order: what one pass over a row must compute. A `leaf`

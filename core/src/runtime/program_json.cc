@@ -98,6 +98,11 @@ json kernel_to_json(const Kernel& k) {
       instrs.push_back({ew_op_name(in.op), dt(in.dtype), in.a, in.b, in.c, imm_to_json(in.imm)});
     j["fused"] = {{"domain", f.domain}, {"reduce_from", f.reduce_from}, {"input_axes", f.input_axes},
                   {"instrs", instrs}, {"output_regs", f.output_regs}};
+    if (!f.input_windows.empty()) {
+      json windows = json::array();
+      for (const FusedProgram::Window& w : f.input_windows) windows.push_back({w.starts, w.sizes});
+      j["fused"]["input_windows"] = windows;
+    }
   }
   const DotAttrs& d = k.dot;
   if (k.kind == KernelKind::kDot || d.transpose_lhs || d.transpose_rhs || d.has_bias || d.activation != Activation::kNone)
@@ -134,6 +139,15 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
                                 json_i32(row[4], ip + "[4]"), imm_from_json(row[5], ip + "[5]")});
     }
     k.fused.output_regs = json_i32_list(json_field(*f, "output_regs", fp), fp + ".output_regs");
+    if (const json* windows = optional_field(*f, "input_windows")) {
+      const json& ws = json_array(*windows, fp + ".input_windows");
+      for (size_t i = 0; i < ws.size(); ++i) {
+        const std::string wp = fp + ".input_windows[" + std::to_string(i) + "]";
+        const json& w = json_array(ws[i], wp);
+        if (w.size() != 2) throw JsonFieldError{wp + " must be [starts, sizes]"};
+        k.fused.input_windows.push_back({json_i32_list(w[0], wp + "[0]"), json_i32_list(w[1], wp + "[1]")});
+      }
+    }
   }
   if (const json* d = optional_field(j, "dot")) {
     const std::string dp = path + ".dot";

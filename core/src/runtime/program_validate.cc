@@ -324,6 +324,16 @@ class Validator {
       for (int32_t axis : f.input_axes[i])
         if (!in_range(axis, rank)) return bad("maps input " + std::to_string(i) + " to missing axis " + std::to_string(axis));
     }
+    if (!f.input_windows.empty() && f.input_windows.size() != kn.inputs.size())
+      return bad("has input_windows for a different number of inputs");
+    for (size_t i = 0; i < f.input_windows.size(); ++i) {
+      const FusedProgram::Window& w = f.input_windows[i];
+      if (w.starts.empty() && w.sizes.empty()) continue;
+      if (w.starts.size() != rank_of(kn.inputs[i]) || w.sizes.size() != w.starts.size())
+        return bad("has a window of input " + std::to_string(i) + " with the wrong rank");
+      for (size_t d = 0; d < w.starts.size(); ++d)
+        if (!slot_ok(w.starts[d]) || !slot_ok(w.sizes[d])) return bad("has a window with a missing slot");
+    }
     if (f.output_regs.size() != kn.outputs.size() || kn.outputs.empty()) return bad("needs one register per output");
     // 0: constant (either level), 1: per row, 2: per element.
     std::vector<int> level(f.instrs.size(), 0);

@@ -137,7 +137,18 @@ class RunChecker {
     std::vector<int64_t> domain;
     for (Slot s : f.domain) domain.push_back(slot(s));
     for (size_t i = 0; i < k.inputs.size(); ++i) {
-      const auto& in = shape(k.inputs[i]);
+      std::vector<int64_t> in = shape(k.inputs[i]);
+      if (i < f.input_windows.size() && !f.input_windows[i].starts.empty()) {
+        // A slice read in place must lie inside its buffer, or the kernel reads past it.
+        const FusedProgram::Window& w = f.input_windows[i];
+        for (size_t d = 0; d < in.size(); ++d) {
+          const int64_t start = slot(w.starts[d]), size = slot(w.sizes[d]);
+          if (start < 0 || size < 0 || start > in[d] || size > in[d] - start)
+            return "reads [" + std::to_string(start) + ", " + std::to_string(start + size) + ") of dim " +
+                   std::to_string(d) + " of input " + std::to_string(i) + " " + dims_str(in);
+          in[d] = size;
+        }
+      }
       for (size_t d = 0; d < in.size(); ++d) {
         const int64_t along = domain[static_cast<size_t>(f.input_axes[i][d])];
         if (in[d] != along && in[d] != 1)

@@ -101,6 +101,11 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
   // Creation ops (no inputs) get their device from the frontend, which passes it as an attribute.
   if (n > 0) node->device = node->inputs[0]->device;
   TRIPY_RETURN_IF_ERROR(def->infer(ctx));
+  // Sizes the symbols' bounds decide are folded now, so the shapes users see are the simple ones.
+  if (node->symbols) {
+    node->shape = simplified(node->shape, *node->symbols);
+    if (node->dim_value) node->dim_value = node->dim_value->simplified(*node->symbols);
+  }
   // A static shape whose element count overflows int64 can never be materialised.
   int64_t count = 1;
   for (const Dim& d : node->shape) {

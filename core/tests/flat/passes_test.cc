@@ -85,6 +85,27 @@ return %1
 )");
 }
 
+// GPT-2's causal mask sliced to a dynamic length T <= 1024: the bounds make its shape T's, the
+// broadcast to max(T, min(T, 1024)) becomes an identity and the run-time check goes.
+TEST(Simplify, SizesSimplifyUnderTheSymbolsBounds) {
+  Graph g = parsed(R"(sym T [1, 512, 1024]
+%0 : f32[T] = parameter() {index = 0}
+%1 : f32[1024] = parameter() {index = 1}
+%2 : f32[min(T, 1024)] = slice(%1) {starts = [0], limits = [min(T, 1024)], steps = [1]}
+%3 : f32[max(T, min(T, 1024))] = broadcast(%2) {dims = [0]}
+%4 : f32[max(T, min(T, 1024))] = add(%0, %3)
+assert_broadcast(T, min(T, 1024)) "T and the mask"
+return %4
+)");
+  EXPECT_EQ(checked(simplify(g)), R"(sym T [1, 512, 1024]
+%0 : f32[T] = parameter() {index = 0}
+%1 : f32[1024] = parameter() {index = 1}
+%2 : f32[T] = slice(%1) {starts = [0], limits = [T], steps = [1]}
+%3 : f32[T] = add(%0, %2)
+return %3
+)");
+}
+
 TEST(Simplify, ComposesTransposesReshapesAndBroadcasts) {
   Graph g = parsed(R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
 %1 : f32[3, 4, 2] = transpose(%0) {dims = [1, 2, 0]}
@@ -166,6 +187,28 @@ return %5
 %1 : f32[3] = constant() {value = [-11, -22, -33]}
 %2 : f32[3] = mul(%0, %1)
 return %2
+)");
+}
+
+// x @ W.T of a constant W: the dot reads W transposed in place, so folding would only copy the
+// weight at compile time (and keep both layouts). A transpose read otherwise still folds.
+TEST(ConstantFold, KeepsTransposesThatDotsReadInPlace) {
+  Graph g = parsed(R"(%0 : f32[4, 3] = parameter() {index = 0}
+%1 : f32[2, 3] = constant() {value = [1, 2, 3, 4, 5, 6]}
+%2 : f32[3, 2] = transpose(%1) {dims = [1, 0]}
+%3 : f32[4, 2] = dot(%0, %2)
+%4 : f32[3, 2] = transpose(%1) {dims = [1, 0]}
+%5 : f32[3, 2] = neg(%4)
+return %3, %5
+)");
+  auto folded = constant_fold(g);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), R"(%0 : f32[4, 3] = parameter() {index = 0}
+%1 : f32[2, 3] = constant() {value = [1, 2, 3, 4, 5, 6]}
+%2 : f32[3, 2] = transpose(%1) {dims = [1, 0]}
+%3 : f32[4, 2] = dot(%0, %2)
+%4 : f32[3, 2] = constant() {value = [-1, -4, -2, -5, -3, -6]}
+return %3, %4
 )");
 }
 

@@ -84,6 +84,57 @@ TEST(Dim, EvalAndBounds) {
   EXPECT_EQ(m.upper_bound(t), 3);
 }
 
+TEST(Dim, MinAndMaxAbsorbWhateverTheBounds) {
+  Dim s = Dim::symbol(0), t = Dim::symbol(1);
+  EXPECT_TRUE(Dim::make(DimOp::kMax, s, Dim::make(DimOp::kMin, s, 1024)).same_as(s));
+  EXPECT_TRUE(Dim::make(DimOp::kMax, Dim::make(DimOp::kMin, 1024, s), s).same_as(s));
+  EXPECT_TRUE(Dim::make(DimOp::kMin, s, Dim::make(DimOp::kMax, s, t)).same_as(s));
+  EXPECT_FALSE(Dim::make(DimOp::kMax, s, Dim::make(DimOp::kMin, t, 1024)).same_as(s));
+}
+
+TEST(Dim, BoundsDecideMinMaxModAndDivision) {
+  SymbolTable table;
+  table.add("T", 1, 512, 1024);
+  table.add("B", 2, 4, 8);
+  Dim T = Dim::symbol(0), B = Dim::symbol(1);
+  auto mn = [](const Dim& a, const Dim& b) { return Dim::make(DimOp::kMin, a, b); };
+  auto mx = [](const Dim& a, const Dim& b) { return Dim::make(DimOp::kMax, a, b); };
+  // GPT-2's sliced causal mask: bias[:T, :T] of a 1024-row buffer has T rows when T <= 1024.
+  EXPECT_TRUE(mn(T, 1024).simplified(table).same_as(T));
+  EXPECT_TRUE(mx(T, mn(T, 1024)).simplified(table).same_as(T));
+  EXPECT_TRUE(mx(T, 1).simplified(table).same_as(T));
+  EXPECT_TRUE(mx(T, 2).simplified(table).same_as(mx(T, 2)));  // T may be 1
+  EXPECT_TRUE(mn(T, 1000).simplified(table).same_as(mn(T, 1000)));  // T may pass 1000
+  EXPECT_TRUE(mn(T + 8, B).simplified(table).same_as(B));  // T + 8 >= 9 > 8 >= B
+  EXPECT_TRUE(mx(T + 8, B).simplified(table).same_as(T + 8));
+  EXPECT_TRUE(mx(T, T - 1).simplified(table).same_as(T));   // the difference cancels to 1
+  EXPECT_TRUE(mn(T, B).simplified(table).same_as(mn(T, B)));  // either may be smaller
+  // Nested: min(T, max(B, 1024)) is T; max(min(T, 4096), min(T, 2048)) is T.
+  EXPECT_TRUE(mn(T, mx(B, 1024)).simplified(table).same_as(T));
+  EXPECT_TRUE(mx(mn(T, 4096), mn(T, 2048)).simplified(table).same_as(T));
+  // Inside larger expressions too.
+  EXPECT_TRUE((mn(T, 1024) * 2 + 1).simplified(table).same_as(T * 2 + 1));
+  // x % y and x // y when 0 <= x < y; ceildiv(x, y) when 0 < x <= y.
+  EXPECT_TRUE(Dim::make(DimOp::kMod, B, 16).simplified(table).same_as(B));
+  EXPECT_TRUE(Dim::make(DimOp::kMod, B, 8).simplified(table).same_as(Dim::make(DimOp::kMod, B, 8)));
+  EXPECT_EQ(Dim::make(DimOp::kFloorDiv, B, 9).simplified(table).static_value(), 0);
+  EXPECT_EQ(Dim::make(DimOp::kCeilDiv, T, 1024).simplified(table).static_value(), 1);
+  EXPECT_FALSE(Dim::make(DimOp::kCeilDiv, T, 1023).simplified(table).is_static());
+  // Every rewrite keeps the value at every point of the bounds.
+  for (int64_t t = 1; t <= 1024; t += 97) {
+    for (int64_t b = 2; b <= 8; ++b) {
+      for (const Dim& d : {mn(T + 8, B), mx(T, mn(T, 1024)), mn(T, mx(B, 1024)), Dim::make(DimOp::kMod, B, 16)}) {
+        EXPECT_EQ(d.simplified(table).eval({t, b}), d.eval({t, b}));
+      }
+    }
+  }
+  EXPECT_TRUE(provably_le(T, Dim(1024), table));
+  EXPECT_FALSE(provably_le(T, Dim(1023), table));
+  // A symbol missing from the table proves nothing.
+  EXPECT_FALSE(provably_le(Dim::symbol(7), Dim(1 << 30), table));
+  EXPECT_TRUE(mn(Dim::symbol(7), 4).simplified(table).same_as(mn(Dim::symbol(7), 4)));
+}
+
 TEST(Shape, Helpers) {
   Shape s = shape_of({3, 4});
   EXPECT_TRUE(is_static(s));

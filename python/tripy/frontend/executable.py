@@ -7,6 +7,7 @@ from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
 from tripy.frontend.tensor import DimensionSize, Tensor
+from tripy.logging import logger
 from tripy.utils.stack_info import capture_user_frames
 
 
@@ -75,6 +76,34 @@ class Executable:
 
     def __call__(self, *args, **kwargs):
         frames = capture_user_frames()
+        nodes = self._bind(args, kwargs, frames)
+        if logger.is_enabled("timing"):
+            profile = self._profile(nodes, frames)
+            logger.log("timing", lambda: f"{self}:\n{profile}")
+            return profile.outputs
+        return self._wrap_outputs(self._impl.run(nodes, frames))
+
+    def profile(self, *args, **kwargs):
+        """
+        Runs once, like a call, timing each kernel; returns a ``tp.Profile`` (its ``outputs`` are
+        what the call returns). On the GPU, kernels launch directly (no graph replay) so that CUDA
+        events can sit between them.
+        """
+        frames = capture_user_frames()
+        return self._profile(self._bind(args, kwargs, frames), frames)
+
+    def _profile(self, nodes, frames):
+        from tripy.frontend.profile import Profile
+
+        outs, kernel_ms = self._impl.profile(nodes, frames)
+        return Profile(self._impl.kernels, kernel_ms, self._wrap_outputs(outs))
+
+    def _wrap_outputs(self, nodes):
+        outs = [Tensor._wrap(node) for node in nodes]
+        return outs[0] if self._impl.output_names == ["return"] else tuple(outs)
+
+    def _bind(self, args, kwargs, frames):
+        """The runtime-input nodes for a call's arguments, checked by name and count."""
         if len(args) > len(self._names):
             _C.raise_error(f"This executable takes {len(self._names)} argument(s) ({', '.join(self._names)}), but {len(args)} were given.", frames)
         bound = dict(zip(self._names, args))
@@ -96,8 +125,7 @@ class Executable:
             if not isinstance(v, Tensor):
                 _C.raise_error(f"Argument '{n}' must be a tripy.Tensor, but got: {type(v).__name__}.", frames)
             nodes.append(v._node)
-        outs = [Tensor._wrap(node) for node in self._impl.run(nodes, frames)]
-        return outs[0] if self._impl.output_names == ["return"] else tuple(outs)
+        return nodes
 
     def _size_node(self, name, arg, frames):
         """A size argument as the runtime takes it: a 0-d int64 tensor in host memory (only the

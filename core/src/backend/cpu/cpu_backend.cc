@@ -2,6 +2,7 @@
 // one reused arena, fresh outputs) and runs the kernels in order.
 #include "backend/cpu/cpu_backend.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 
@@ -132,10 +133,17 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       args.outputs.clear();
       for (int32_t b : kernel.inputs) args.inputs.push_back(&views_[b]);
       for (int32_t b : kernel.outputs) args.outputs.push_back(&views_[b]);
+      const auto start = std::chrono::steady_clock::now();
       TRIPY_RETURN_IF_ERROR(run_kernel(args, k));
+      if (profile_) {
+        profile_->resize(p.kernels.size());
+        (*profile_)[k] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      }
     }
     return outputs;
   }
+
+  void set_profile(std::vector<double>* kernel_ms) override { profile_ = kernel_ms; }
 
  private:
   SourceRef source_of(const rt::Kernel& k) const {
@@ -172,6 +180,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
   std::shared_ptr<const rt::Program> program_;
   std::vector<SourceRef> sources_;
   std::vector<std::unique_ptr<KernelState>> states_;
+  std::vector<double>* profile_ = nullptr;  // per-kernel wall time of each run, when set
   std::mutex mutex_;  // one run at a time: the arena and views are shared
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   int64_t arena_bytes_ = 0;

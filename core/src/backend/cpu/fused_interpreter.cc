@@ -232,17 +232,17 @@ Status run_fused(const KernelArgs& args, KernelState& state) {
       return kernel_error(args, "input " + std::to_string(i) + " has rank " +
                                     std::to_string(v.shape.size()) + ", expected " +
                                     std::to_string(axes.size()), StatusCode::kInternal);
-    int64_t st = 1;
+    // A slice read in place: its extent runs along the domain with the buffer's strides.
+    const rt::FusedInputView w = rt::fused_input_view(*args.program, *args.kernel, static_cast<size_t>(i), *args.slots);
     for (size_t d = v.shape.size(); d-- > 0;) {
       int ax = axes[d];
-      if (v.shape[d] == dom[ax]) strides[i * rank + ax] += st;
-      else if (v.shape[d] != 1)
+      if (w.sizes[d] == dom[ax]) strides[i * rank + ax] += w.strides[d];
+      else if (w.sizes[d] != 1)
         return kernel_error(args, "input " + std::to_string(i) + " dim " + std::to_string(d) +
-                                      " has size " + std::to_string(v.shape[d]) +
+                                      " has size " + std::to_string(w.sizes[d]) +
                                       " but the domain has " + std::to_string(dom[ax]));
-      st *= v.shape[d];
     }
-    lay.base.push_back(v.data);
+    lay.base.push_back(static_cast<uint8_t*>(v.data) + w.offset * dtype_size(v.dtype));
   }
   for (size_t k = 0; k < plan.iota_axes.size(); ++k)
     strides[(plan.num_inputs + k) * rank + plan.iota_axes[k]] = 1;

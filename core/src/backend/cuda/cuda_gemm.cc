@@ -1,5 +1,6 @@
 // cuBLASLt GEMMs for kDot: problem shapes from slots, descriptor setup, heuristic or stored
-// algorithms, and build-time timing of the candidates (TensorRT-style tactic selection).
+// algorithms, row phases for outputs whose rows are not 16-byte aligned, and build-time timing of
+// the candidates (TensorRT-style tactic selection).
 #include "backend/cuda/cuda_gemm.h"
 
 #include <algorithm>
@@ -23,112 +24,6 @@ int pow2_alignment(uint64_t v) {
 }
 
 }  // namespace
-
-std::string DotProblem::key() const {
-  std::string s = std::to_string(static_cast<int>(dtype)) + ":" + std::to_string(trans_a) +
-                  std::to_string(trans_b) + ":" + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                  std::to_string(k) + ":" + std::to_string(batch) + "," + std::to_string(stride_a) + "," +
-                  std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation));
-  return s;
-}
-
-StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
-  auto bad = [&](const std::string& msg) {
-    SourceRef where;
-    if (k.source >= 0 && static_cast<size_t>(k.source) < p.sources.size())
-      where = std::make_shared<SourceInfo>(p.sources[k.source]);
-    return Status(StatusCode::kInvalidArgument, "kernel '" + k.name + "' (CUDA dot): " + msg, where);
-  };
-  if (k.inputs.size() != (k.dot.has_bias ? 3u : 2u) || k.outputs.size() != 1) return bad("wrong operand count");
-  DotProblem pr;
-  pr.dtype = p.buffers[k.outputs[0]].dtype;
-  if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
-    return bad(std::string("the CUDA backend multiplies float32, float16 and bfloat16 matrices, not ") +
-               std::string(dtype_name(pr.dtype)));
-  for (int32_t b : k.inputs)
-    if (p.buffers[b].dtype != pr.dtype) return bad("operands must share the output's dtype");
-  std::vector<int64_t> ls = p.buffer_shape(k.inputs[0], slots), rs = p.buffer_shape(k.inputs[1], slots);
-  std::vector<int64_t> os = p.buffer_shape(k.outputs[0], slots);
-  if (ls.size() < 2 || rs.size() < 2 || os.size() < 2) return bad("operands need at least 2 dims");
-  const bool tl = k.dot.transpose_lhs, tr = k.dot.transpose_rhs;
-  const int64_t M = tl ? ls.back() : ls[ls.size() - 2], K = tl ? ls[ls.size() - 2] : ls.back();
-  const int64_t K2 = tr ? rs.back() : rs[rs.size() - 2], N = tr ? rs[rs.size() - 2] : rs.back();
-  if (K != K2 || os[os.size() - 2] != M || os.back() != N) return bad("matrix shapes do not agree");
-  if (k.dot.has_bias) {
-    std::vector<int64_t> bs = p.buffer_shape(k.inputs[2], slots);
-    if (bs.size() != 1 || bs[0] != N) return bad("bias must have shape (N,)");
-  }
-  // Batch dims, aligned from the right; strides 0 where an operand broadcasts.
-  const size_t nb = os.size() - 2;
-  std::vector<int64_t> bsize(nb);
-  std::vector<std::vector<int64_t>> st(3, std::vector<int64_t>(nb, 0));
-  const std::vector<int64_t> lst = dense_strides(ls), rst = dense_strides(rs), ost = dense_strides(os);
-  for (size_t d = 0; d < nb; ++d) {
-    bsize[d] = os[d];
-    st[2][d] = ost[d];
-    for (int side = 0; side < 2; ++side) {
-      const std::vector<int64_t>& s = side == 0 ? ls : rs;
-      const std::vector<int64_t>& sst = side == 0 ? lst : rst;
-      const int64_t sb = static_cast<int64_t>(s.size()) - 2;
-      const int64_t j = static_cast<int64_t>(d) - static_cast<int64_t>(nb) + sb;
-      if (j < 0) continue;
-      if (s[j] == os[d]) st[side][d] = os[d] == 1 ? 0 : sst[j];
-      else if (s[j] != 1) return bad("batch dims do not broadcast");
-    }
-  }
-  for (int side = 0; side < 2; ++side) {
-    const std::vector<int64_t>& s = side == 0 ? ls : rs;
-    if (s.size() - 2 > nb) return bad("an operand has more batch dims than the output");
-  }
-  // Merge batch dims that step evenly for all three.
-  std::vector<int64_t> ms;
-  std::vector<std::vector<int64_t>> mst(3);
-  for (size_t d = 0; d < nb; ++d) {
-    if (bsize[d] == 1) continue;
-    bool merge = !ms.empty();
-    for (int s = 0; merge && s < 3; ++s) merge = mst[s].back() == st[s][d] * bsize[d];
-    if (merge) {
-      ms.back() *= bsize[d];
-      for (int s = 0; s < 3; ++s) mst[s].back() = st[s][d];
-    } else {
-      ms.push_back(bsize[d]);
-      for (int s = 0; s < 3; ++s) mst[s].push_back(st[s][d]);
-    }
-  }
-  pr.trans_a = tr;
-  pr.trans_b = tl;
-  pr.m = N;
-  pr.n = M;
-  pr.k = K;
-  pr.bias = k.dot.has_bias;
-  pr.activation = k.dot.activation;
-  if (!ms.empty() && ms.size() == 1 && mst[1][0] == 0 && !tl && mst[0][0] == M * K) {
-    pr.n = M * ms[0];  // rhs shared by every batch: one GEMM with the batch folded into M
-    return pr;
-  }
-  if (ms.empty()) return pr;
-  const size_t inner = ms.size() - 1;
-  pr.batch = ms[inner];
-  pr.stride_b = mst[0][inner];
-  pr.stride_a = mst[1][inner];
-  pr.stride_c = mst[2][inner];
-  int64_t outer = 1;
-  for (size_t d = 0; d < inner; ++d) outer *= ms[d];
-  pr.offset_a.assign(outer, 0);
-  pr.offset_b.assign(outer, 0);
-  pr.offset_c.assign(outer, 0);
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t q = o;
-    for (size_t d = inner; d-- > 0;) {
-      int64_t c = q % ms[d];
-      q /= ms[d];
-      pr.offset_b[o] += c * mst[0][d];
-      pr.offset_a[o] += c * mst[1][d];
-      pr.offset_c[o] += c * mst[2][d];
-    }
-  }
-  return pr;
-}
 
 StatusOr<cublasLtHandle_t> lt_handle() {
   static cublasLtHandle_t handle = nullptr;
@@ -167,6 +62,9 @@ DotPlan::~DotPlan() {
   if (a_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(a_));
   if (b_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(b_));
   if (c_) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(c_));
+  for (const Call& c : calls_)
+    for (cublasLtMatrixLayout_t l : {c.a, c.b, c.d})
+      if (l) (void)TRIPY_CUDA(cublasLtMatrixLayoutDestroy(l));
   if (desc_) (void)TRIPY_CUDA(cublasLtMatmulDescDestroy(desc_));
 }
 
@@ -209,6 +107,15 @@ Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrix
   return ok_status();
 }
 
+// Layouts of one row-phase call: A stored k x m (trans_a), B stored k x n, D m x n.
+Status describe_call(const DotProblem& pr, const GemmCall& c, cublasLtMatrixLayout_t* a, cublasLtMatrixLayout_t* b,
+                     cublasLtMatrixLayout_t* d) {
+  const cudaDataType_t t = cuda_type(pr.dtype);
+  TRIPY_RETURN_IF_ERROR(make_layout(a, t, pr.k, c.m, c.lda, 1, 0));
+  TRIPY_RETURN_IF_ERROR(make_layout(b, t, pr.k, c.n, c.ldb, 1, 0));
+  return make_layout(d, t, c.m, c.n, c.ldd, 1, 0);
+}
+
 StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> heuristics(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                                                                   cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                                   cublasLtMatrixLayout_t c, size_t workspace,
@@ -236,6 +143,12 @@ StatusOr<std::vector<cublasLtMatmulHeuristicResult_t>> heuristics(cublasLtHandle
 
 StatusOr<std::unique_ptr<DotPlan>> DotPlan::create(const DotProblem& pr, const AlgoBytes* stored, int alignment,
                                                    size_t workspace_bytes) {
+  if (stored && stored->size() == sizeof(cublasLtMatmulAlgo_t) + 1 && stored->back() == 'P' && alignment >= 16 &&
+      !row_phase_calls(pr).empty()) {
+    const AlgoBytes algo(stored->begin(), stored->end() - 1);
+    auto phases = create_phases(pr, &algo, workspace_bytes);
+    if (phases.ok()) return phases;
+  }
   TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
   auto plan = std::make_unique<DotPlan>();
   plan->problem_ = pr;
@@ -262,6 +175,48 @@ StatusOr<std::unique_ptr<DotPlan>> DotPlan::create(const DotProblem& pr, const A
   return plan;
 }
 
+StatusOr<std::unique_ptr<DotPlan>> DotPlan::create_phases(const DotProblem& pr, const AlgoBytes* stored,
+                                                          size_t workspace_bytes) {
+  const std::vector<GemmCall> shapes = row_phase_calls(pr);
+  if (shapes.empty()) return internal_error("this matrix product has no row-phase plan");
+  TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
+  auto plan = std::make_unique<DotPlan>();
+  plan->problem_ = pr;
+  plan->alignment_ = 16;
+  TRIPY_RETURN_IF_ERROR(describe(pr, &plan->desc_, &plan->a_, &plan->b_, &plan->c_));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    plan->calls_.push_back(Call{shapes[i]});
+    Call& c = plan->calls_.back();  // owned by the plan from here on, so errors free it
+    TRIPY_RETURN_IF_ERROR(describe_call(pr, shapes[i], &c.a, &c.b, &c.d));
+    bool have = false;
+    if (i > 0 && stored && stored->size() == sizeof(cublasLtMatmulAlgo_t)) {
+      std::memcpy(&c.algo, stored->data(), sizeof(c.algo));
+      cublasLtMatmulHeuristicResult_t check{};
+      have = api().cublasLtMatmulAlgoCheck(h, plan->desc_, c.a, c.b, c.d, c.d, &c.algo, &check) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             check.workspaceSize <= workspace_bytes;
+    }
+    if (!have) {
+      TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, c.a, c.b, c.d, workspace_bytes, 16, 1));
+      c.algo = results[0].algo;
+    }
+  }
+  return plan;
+}
+
+StatusOr<std::vector<AlgoBytes>> DotPlan::phase_candidates(const DotProblem& pr, size_t workspace_bytes, int count) {
+  TRIPY_ASSIGN_OR_RETURN(auto plan, DotPlan::create_phases(pr, nullptr, workspace_bytes));
+  TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
+  const Call& c = plan->calls_.at(1);
+  TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, c.a, c.b, c.d, workspace_bytes, 16, count));
+  std::vector<AlgoBytes> out;
+  for (const auto& r : results) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&r.algo);
+    out.emplace_back(p, p + sizeof(r.algo));
+  }
+  return out;
+}
+
 StatusOr<std::vector<AlgoBytes>> DotPlan::candidates(const DotProblem& pr, size_t workspace_bytes, int count) {
   TRIPY_ASSIGN_OR_RETURN(auto plan, DotPlan::create(pr, nullptr, 256, workspace_bytes));
   TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
@@ -284,6 +239,14 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
   }
   const float alpha = 1.0f, beta = 0.0f;
   const int64_t es = dtype_size(problem_.dtype);
+  for (const Call& c : calls_) {
+    auto* pa = reinterpret_cast<const void*>(a + c.shape.offset_a * es);
+    auto* pb = reinterpret_cast<const void*>(b + c.shape.offset_b * es);
+    auto* pd = reinterpret_cast<void*>(d + c.shape.offset_d * es);
+    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, &alpha, pa, c.a, pb, c.b, &beta, pd, c.d, pd, c.d, &c.algo,
+                                  reinterpret_cast<void*>(workspace), workspace_bytes, stream));
+  }
+  if (!calls_.empty()) return ok_status();
   for (size_t i = 0; i < problem_.offset_a.size(); ++i) {
     auto* pa = reinterpret_cast<const void*>(a + problem_.offset_a[i] * es);
     auto* pb = reinterpret_cast<const void*>(b + problem_.offset_b[i] * es);
@@ -296,6 +259,16 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
 
 StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream stream) {
   TRIPY_ASSIGN_OR_RETURN(std::vector<AlgoBytes> cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
+  // Unaligned output rows: the row-phase plans compete with the direct ones (tagged 'P').
+  const size_t direct = cands.size();
+  if (!row_phase_calls(pr).empty()) {
+    auto phases = DotPlan::phase_candidates(pr, kDotWorkspaceBytes, 4);
+    if (phases.ok())
+      for (AlgoBytes& a : phases.value()) {
+        a.push_back('P');
+        cands.push_back(std::move(a));
+      }
+  }
   if (cands.size() == 1) return cands[0];
   const int64_t es = dtype_size(pr.dtype);
   // Operand extents: the last call's offsets plus one strided batch.
@@ -328,6 +301,7 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream 
     auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
     if (!plan_or.ok()) continue;
     const DotPlan& plan = *plan_or.value();
+    if (i >= direct && !plan.row_phases()) continue;  // the phases did not apply after all
     auto run = [&] { return plan.run(ptrs[0], ptrs[1], ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream); };
     if (!run().ok()) continue;  // this candidate does not run here: skip it
     st = TRIPY_CUDA(cuEventRecord(start, stream));

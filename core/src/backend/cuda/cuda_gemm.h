@@ -10,27 +10,12 @@
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_gemm_shape.h"
 #include "runtime/program.h"
 
 namespace tripy::rt::cuda {
 
-// The cuBLASLt call(s) one kDot makes at given shapes, in column-major terms: D = op(A) op(B)
-// with A = rhs and B = lhs, so D is the row-major output.
-struct DotProblem {
-  DType dtype = DType::kFloat32;
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0;  // cuBLASLt's: m = N, n = M (times a folded batch), k = K
-  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;  // elements
-  // Element offsets of A, B, C for each call (one entry unless batching is not uniform).
-  std::vector<int64_t> offset_a{0}, offset_b{0}, offset_c{0};
-  bool bias = false;
-  Activation activation = Activation::kNone;
-  std::string key() const;  // identical problems are tuned once
-};
-
-StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
-
-using AlgoBytes = std::vector<uint8_t>;  // a serialised cublasLtMatmulAlgo_t
+using AlgoBytes = std::vector<uint8_t>;  // a serialised cublasLtMatmulAlgo_t (+ 'P': row phases)
 
 // Descriptors, layouts and the chosen algorithm for one problem; reused for every run.
 class DotPlan {
@@ -40,9 +25,16 @@ class DotPlan {
   DotPlan& operator=(const DotPlan&) = delete;
   DotPlan() = default;
 
-  // `stored`: a tuned algorithm (used if cuBLASLt accepts it here, else the heuristic's).
+  // `stored`: a tuned algorithm (used if cuBLASLt accepts it here, else the heuristic's); one
+  // tagged for row phases runs them where they apply.
   static StatusOr<std::unique_ptr<DotPlan>> create(const DotProblem& problem, const AlgoBytes* stored,
                                                    int alignment, size_t workspace_bytes);
+  // The row-phase plan of `problem` with `stored` for its phases (null: the heuristic's).
+  static StatusOr<std::unique_ptr<DotPlan>> create_phases(const DotProblem& problem, const AlgoBytes* stored,
+                                                          size_t workspace_bytes);
+  // Top heuristic candidates for the phases (row_phase_calls(problem)[1]'s shape), for tuning.
+  static StatusOr<std::vector<AlgoBytes>> phase_candidates(const DotProblem& problem, size_t workspace_bytes,
+                                                           int count);
   // Top heuristic candidates (for tuning).
   static StatusOr<std::vector<AlgoBytes>> candidates(const DotProblem& problem, size_t workspace_bytes,
                                                      int count);
@@ -52,13 +44,20 @@ class DotPlan {
 
   int alignment() const { return alignment_; }
   const DotProblem& problem() const { return problem_; }
+  bool row_phases() const { return !calls_.empty(); }
 
  private:
+  struct Call {
+    GemmCall shape;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
   DotProblem problem_;
   int alignment_ = 256;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
+  std::vector<Call> calls_;  // row phases: run instead of the single call above
 };
 
 // The largest power of two (<= 256) dividing every address and batch stride, for cuBLASLt's

@@ -114,9 +114,13 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
     dom[d] = slots[s];
   }
   std::vector<std::vector<int64_t>> st(L.num_inputs, std::vector<int64_t>(R, 0));
+  std::vector<int64_t> input_offsets(L.num_inputs, 0);
   for (int i = 0; i < L.num_inputs; ++i) {
-    std::vector<int64_t> shape = p.buffer_shape(k.inputs[i], slots);
-    std::vector<int64_t> dense = dense_strides(shape);
+    // A slice read in place: its extent runs along the domain with the buffer's strides.
+    const FusedInputView view = fused_input_view(p, k, static_cast<size_t>(i), slots);
+    const std::vector<int64_t>& shape = view.sizes;
+    const std::vector<int64_t>& dense = view.strides;
+    input_offsets[i] = view.offset * dtype_size(p.buffers[k.inputs[i]].dtype);
     for (size_t j = 0; j < shape.size(); ++j) {
       int32_t ax = f.input_axes[i][j];
       if (shape[j] == dom[ax]) {
@@ -141,7 +145,7 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
   l.fn = fn;
   l.words.assign(L.word_count(), 0);
   for (int o = 0; o < L.num_outputs; ++o) l.ptrs.push_back({o, k.outputs[o], 0});
-  for (int i = 0; i < L.num_inputs; ++i) l.ptrs.push_back({L.num_outputs + i, k.inputs[i], 0});
+  for (int i = 0; i < L.num_inputs; ++i) l.ptrs.push_back({L.num_outputs + i, k.inputs[i], input_offsets[i]});
   auto place = [&](int from, int to, int lo_word) {
     Merged m = merge_axes(dom, st, from, to, L.has_iota);
     const int first = to - static_cast<int>(m.sizes.size());

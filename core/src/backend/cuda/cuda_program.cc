@@ -194,8 +194,35 @@ void CudaLoadedProgram::resolve(std::vector<CUdeviceptr>& base, const std::vecto
 
 Status CudaLoadedProgram::execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream) {
   const Program& p = *program_;
+  // Profiling: an event before each step and one after the last; a profile run waits for them.
+  std::vector<CUevent> marks;
+  auto mark = [&]() -> Status {
+    if (!profile_) return ok_status();
+    CUevent e = nullptr;
+    TRIPY_CUDA_TRY(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    marks.push_back(e);
+    return TRIPY_CUDA(cuEventRecord(e, stream));
+  };
+  Status st_all = execute_steps(sig, base, stream, mark);
+  if (profile_) {
+    profile_->assign(p.kernels.size(), 0.0);
+    if (st_all.ok() && !marks.empty()) st_all = TRIPY_CUDA(cuEventSynchronize(marks.back()));
+    for (size_t i = 0; st_all.ok() && i + 1 < marks.size() && i < sig.steps.size(); ++i) {
+      float ms = 0;
+      st_all = TRIPY_CUDA(cuEventElapsedTime(&ms, marks[i], marks[i + 1]));
+      (*profile_)[static_cast<size_t>(sig.steps[i].kernel)] += ms;
+    }
+    for (CUevent e : marks) (void)TRIPY_CUDA(cuEventDestroy(e));
+  }
+  return st_all;
+}
+
+Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream,
+                                        const std::function<Status()>& mark) {
+  const Program& p = *program_;
   for (Step& step : sig.steps) {
     const Kernel& k = p.kernels[step.kernel];
+    TRIPY_RETURN_IF_ERROR(mark());
     Status st;
     if (step.dot) {
       const CUdeviceptr lhs = base[k.inputs[0]], rhs = base[k.inputs[1]], out = base[k.outputs[0]];
@@ -217,7 +244,7 @@ Status CudaLoadedProgram::execute(Signature& sig, const std::vector<CUdeviceptr>
     }
     if (!st.ok()) return st.note("in kernel '" + k.name + "'").at(source_of(step.kernel));
   }
-  return ok_status();
+  return mark();
 }
 
 Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>& base_in, CUstream stream) {
@@ -388,6 +415,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
   const int64_t graph_limit = (int64_t{2} << 20) + (int64_t{512} << 10) * static_cast<int64_t>(sig->steps.size());
   bool use_graph = mode != 0 && !sig->graph_failed && stream != nullptr && ++sig->calls >= 2 &&
                    (mode == 1 || sig->io_bytes <= graph_limit);
+  if (profile_) use_graph = false;  // events between kernels need direct launches
   if (use_graph && !sig->exec) {
     Status st = capture(*sig, {}, stream);
     if (!st.ok()) {

@@ -2,6 +2,7 @@
 // plan of launches that is replayed as one CUDA graph from its second call on.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,8 @@ class CudaLoadedProgram final : public LoadedProgram {
   // waits for the work already enqueued on the old one (both would share the arena); after that
   // the old stream may be destroyed. A stream must outlive the runs enqueued on it.
   Status set_stream(void* stream);
+  // Profiled runs launch directly (no graph replay) and time each kernel between CUDA events.
+  void set_profile(std::vector<double>* kernel_ms) override { profile_ = kernel_ms; }
   void* stream() const { return stream_; }
 
  private:
@@ -69,6 +72,9 @@ class CudaLoadedProgram final : public LoadedProgram {
   CudaLoadedProgram() = default;
   StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
+  // The steps in order, calling `mark` before each and after the last (profiling events).
+  Status execute_steps(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream,
+                       const std::function<Status()>& mark);
   Status wait_for_default_stream(CUstream stream);
   Status make_default_stream_wait(CUstream stream);
   StatusOr<std::vector<Tensor>> run_locked(const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots);
@@ -92,6 +98,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
   void* stream_ = nullptr;
+  std::vector<double>* profile_ = nullptr;
   CUstream last_stream_ = nullptr;
   std::mutex mutex_;
   CUevent ready_event_ = nullptr;  // orders a custom stream after the default one

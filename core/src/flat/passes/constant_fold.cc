@@ -33,10 +33,26 @@ bool only_fused_users(const Graph& g, const std::vector<std::vector<int32_t>>& u
   return std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end();
 }
 
+// A transpose of the last two dims whose one use is a dot: GEMMs read it in place as a transposed
+// operand (x @ W.T of a Linear), so folding it would only copy the weight at compile time and keep
+// both layouts alive.
+bool is_dot_operand_transpose(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {
+  const size_t n = op.dims.size();
+  if (op.kind != OpKind::kTranspose || n < 2 || users[op.result].size() != 1) return false;
+  if (g.ops[users[op.result][0]].kind != OpKind::kDot) return false;
+  if (std::find(g.outputs.begin(), g.outputs.end(), op.result) != g.outputs.end()) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (op.dims[i] != static_cast<int64_t>(i)) return false;
+  return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+}
+
 bool worth_folding(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {
   if (op.kind == OpKind::kParameter || op.kind == OpKind::kConstant || op.operands.empty()) return false;
   const Value& r = g.values[op.result];
   if (!is_static(r.shape)) return false;
+  // Dead ops (a rewrite left them behind) are DCE's, not worth a compile-time evaluation.
+  if (users[op.result].empty() && std::find(g.outputs.begin(), g.outputs.end(), op.result) == g.outputs.end())
+    return false;
   int64_t in_elements = 0;
   for (ValueId v : op.operands) {
     const Op* c = constant_behind(g, v);
@@ -45,7 +61,7 @@ bool worth_folding(const Graph& g, const std::vector<std::vector<int32_t>>& user
   }
   // A broadcast is free in the kernels that read it (and a dot takes a broadcast bias as its
   // epilogue); folding it would only make weights.
-  if (op.kind == OpKind::kBroadcast) return false;
+  if (op.kind == OpKind::kBroadcast || is_dot_operand_transpose(g, users, op)) return false;
   // Widening large weights (LayerNorm's, to float32) would only add bytes for fused kernels to read.
   if (op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && in_elements > kMaxGrowth / 64 &&
       dtype_size(r.dtype) > dtype_size(g.values[op.operands[0]].dtype) && only_fused_users(g, users, op.result))

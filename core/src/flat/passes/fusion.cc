@@ -1,5 +1,6 @@
-// Fusion planning: a single sweep in graph order assigns each op to a kernel. Broadcasts, iotas
-// and converts of constants are "virtual" (computed inline by each fused kernel that reads them)
+// Fusion planning: a single sweep in graph order assigns each op to a kernel. Broadcasts, iotas,
+// converts of constants and unit-step slices are "virtual" (computed inline by each fused kernel
+// that reads them; a slice is read in place)
 // and only materialised when a non-fused kernel or an output needs their bytes. Instruction
 // selection for fused kernels lives in fusion_codegen.cc.
 #include "flat/passes/fusion.h"
@@ -47,7 +48,8 @@ Planner::Planner(const Graph& g) : g_(g) {
 
 bool Planner::is_virtual(ValueId v) const {
   const Op& op = g_.def(v);
-  return op.kind == OpKind::kBroadcast || op.kind == OpKind::kIota || is_convert_of_constant(g_, op);
+  return op.kind == OpKind::kBroadcast || op.kind == OpKind::kIota || is_convert_of_constant(g_, op) ||
+         is_slice_read_in_place(g_, op);
 }
 
 int32_t Planner::dep_group(ValueId v) const {
@@ -97,6 +99,7 @@ bool Planner::usable_at_element_level(ValueId v, int32_t gi) const {
   const Op& op = g_.def(v);
   if (op.kind == OpKind::kIota) return true;
   ValueId x = op.operands[0];
+  if (op.kind == OpKind::kSlice) return dep_group(x) != gi;  // not a window on what this kernel writes
   if (group_of_[x] == gi) {
     // Only a row result broadcast back along the reduced axes is free.
     int32_t k = grp.fused.reduce_from;
@@ -332,6 +335,7 @@ Status Planner::sweep() {
         break;
       case OpKind::kDot: plan_dot(idx); break;
       default: {
+        if (is_virtual(op.result)) break;  // a slice read in place by the kernels that use it
         static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,
                                            GroupKind::kConcat, GroupKind::kGather};
         GroupKind kind = op.kind == OpKind::kReshape     ? kKinds[0]

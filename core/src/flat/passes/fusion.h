@@ -23,6 +23,9 @@ struct FusionGroup {
   // build_program turns `domain` into slots).
   Shape domain;
   rt::FusedProgram fused;
+  // kFused: per input, the slice read in place (starts, sizes), or empty shapes for the whole
+  // value (build_program turns them into FusedProgram::input_windows).
+  std::vector<std::pair<Shape, Shape>> windows;
   // kDot: epilogue and operand transposes folded in (inputs are lhs, rhs[, bias]).
   rt::DotAttrs dot;
   std::string name;

@@ -35,6 +35,7 @@ class FusedCodegen {
           break;
         }
         case OpKind::kBroadcast:
+        case OpKind::kSlice:
         case OpKind::kIota: {
           // A materialised virtual value: the whole kernel is its index mapping.
           TRIPY_ASSIGN_OR_RETURN(int32_t r, reg(op.result));
@@ -95,7 +96,14 @@ class FusedCodegen {
     auto it = loads_.find(key);
     if (it != loads_.end()) return it->second;
     int32_t input = static_cast<int32_t>(grp_.inputs.size());
-    grp_.inputs.push_back(v);
+    if (is_slice_read_in_place(g_, op)) {
+      // The kernel reads the slice's window of its operand's bytes (views, not copies).
+      grp_.inputs.push_back(op.operands[0]);
+      grp_.windows.emplace_back(op.starts, g_.values[v].shape);
+    } else {
+      grp_.inputs.push_back(v);
+      grp_.windows.emplace_back();
+    }
     grp_.fused.input_axes.push_back(axes);
     int32_t r = emit(rt::Instr{EwOp::kLoad, dtype, input, -1, -1, 0});
     loads_[key] = r;

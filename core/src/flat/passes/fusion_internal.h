@@ -15,6 +15,17 @@ inline bool is_convert_of_constant(const Graph& g, const Op& op) {
   return op.kind == OpKind::kElementwise && op.fn == EwOp::kConvert && g.def(op.operands[0]).kind == OpKind::kConstant;
 }
 
+// A slice with unit steps of a value that has bytes (not itself computed inline): fused kernels
+// read it in place through a window of its operand's buffer instead of a copy kernel.
+inline bool is_slice_read_in_place(const Graph& g, const Op& op) {
+  if (op.kind != OpKind::kSlice) return false;
+  for (const Dim& s : op.steps)
+    if (!s.is_static() || s.static_value() != 1) return false;
+  const Op& src = g.def(op.operands[0]);
+  return src.kind != OpKind::kBroadcast && src.kind != OpKind::kIota && src.kind != OpKind::kSlice &&
+         !is_convert_of_constant(g, src);
+}
+
 class Planner {
  public:
   explicit Planner(const Graph& g);

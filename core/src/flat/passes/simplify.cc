@@ -1,6 +1,8 @@
 // Algebraic simplification: removes ops that change nothing (x*1, x+0, same-dtype converts,
 // same-shape reshapes, identity transposes and broadcasts, full slices, empty reductions) and
-// composes chains (transpose∘transpose, reshape∘reshape, broadcast∘broadcast).
+// composes chains (transpose∘transpose, reshape∘reshape, broadcast∘broadcast). First, every
+// symbolic size is simplified under the symbols' bounds (min(s, 1024) is s when s <= 1024), so
+// that values of one size have one shape and the ops above, CSE and fusion see them as equal.
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
 
@@ -24,7 +26,7 @@ bool is_identity(const std::vector<int64_t>& dims) {
 
 class Simplifier {
  public:
-  explicit Simplifier(const Graph& g) : g_(g), replace_(g.values.size(), -1) {}
+  explicit Simplifier(const Graph& g) : g_(g), replace_(g.values.size(), -1) { simplify_dims(); }
 
   Graph run() {
     for (Op& op : g_.ops) {
@@ -105,6 +107,25 @@ class Simplifier {
       }
       default: return -1;
     }
+  }
+
+  void simplify_dims() {
+    const SymbolTable& t = g_.symbols;
+    if (t.symbols.empty()) return;
+    for (Value& v : g_.values) v.shape = simplified(v.shape, t);
+    for (Op& op : g_.ops) {
+      op.starts = simplified(op.starts, t);
+      op.limits = simplified(op.limits, t);
+      op.steps = simplified(op.steps, t);
+    }
+    // Run-time checks that the bounds now prove are dropped.
+    std::vector<ShapeAssertion> kept;
+    for (ShapeAssertion& a : g_.assertions) {
+      a.a = a.a.simplified(t);
+      a.b = a.b.simplified(t);
+      if (!a.a.same_as(a.b)) kept.push_back(std::move(a));
+    }
+    g_.assertions = std::move(kept);
   }
 
   // broadcast(reshape(x)) where the reshape only inserts unit dims (keepdim reductions) reads x

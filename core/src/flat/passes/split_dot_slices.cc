@@ -71,13 +71,23 @@ class Splitter {
 
  private:
   bool is_constant(ValueId v) const { return g_.def(v).kind == OpKind::kConstant; }
+  // transpose(W) of a constant, swapping the last two dims: a Linear's x @ W.T, which the dot
+  // reads in place.
+  bool is_transposed_constant(ValueId v) const {
+    const Op& t = g_.def(v);
+    const size_t n = t.dims.size();
+    if (t.kind != OpKind::kTranspose || n < 2 || !is_constant(t.operands[0])) return false;
+    for (size_t i = 0; i + 2 < n; ++i)
+      if (t.dims[i] != static_cast<int64_t>(i)) return false;
+    return t.dims[n - 2] == static_cast<int64_t>(n - 1) && t.dims[n - 1] == static_cast<int64_t>(n - 2);
+  }
 
   bool match(int32_t dot_op, Split* s) const {
     const Op& dot = g_.ops[dot_op];
     s->dot_op = dot_op;
     s->lhs = dot.operands[0];
     s->rhs = dot.operands[1];
-    if (!is_constant(s->rhs)) return false;
+    if (!is_constant(s->rhs) && !is_transposed_constant(s->rhs)) return false;
     ValueId r = dot.result;
     const int64_t rank = static_cast<int64_t>(g_.values[r].shape.size());
     if (users_[r].size() == 1 && uses_[r] == 1) {  // dot + broadcast(bias[N]) in either order
@@ -114,8 +124,8 @@ class Splitter {
     return true;
   }
 
-  // Columns [start, limit) of the last axis of `v` (constant folding evaluates it).
-  static ValueId slice_last(Graph& out, ValueId v, const Column& c, const OriginRef& origin) {
+  // Entries [start, limit) of `axis` of `v` (constant folding evaluates it).
+  static ValueId slice_axis(Graph& out, ValueId v, size_t axis, const Column& c, const OriginRef& origin) {
     const Value& val = out.values[v];
     Op op;
     op.kind = OpKind::kSlice;
@@ -123,13 +133,31 @@ class Splitter {
     op.origin = origin;
     Shape shape = val.shape;
     for (size_t d = 0; d < shape.size(); ++d) {
-      bool last = d + 1 == shape.size();
-      op.starts.push_back(last ? Dim(c.start) : Dim(int64_t{0}));
-      op.limits.push_back(last ? Dim(c.limit) : shape[d]);
+      bool at = d == axis;
+      op.starts.push_back(at ? Dim(c.start) : Dim(int64_t{0}));
+      op.limits.push_back(at ? Dim(c.limit) : shape[d]);
       op.steps.push_back(Dim(int64_t{1}));
     }
-    shape.back() = Dim(c.limit - c.start);
+    shape[axis] = Dim(c.limit - c.start);
     return out.add(std::move(op), val.dtype, shape);
+  }
+  static ValueId slice_last(Graph& out, ValueId v, const Column& c, const OriginRef& origin) {
+    return slice_axis(out, v, out.values[v].shape.size() - 1, c, origin);
+  }
+
+  // Columns of the right operand: of the constant, or, for transpose(W), W's rows transposed (the
+  // slice of W folds; the transpose stays a flag of the new dot).
+  ValueId rhs_columns(Graph& out, const std::vector<ValueId>& map, const Split& s, const Column& c,
+                      const OriginRef& origin) const {
+    const Op& t = g_.def(s.rhs);
+    if (t.kind != OpKind::kTranspose) return slice_last(out, map[s.rhs], c, origin);
+    const ValueId w = map[t.operands[0]];
+    const ValueId rows = slice_axis(out, w, out.values[w].shape.size() - 2, c, origin);
+    Shape shape = out.values[rows].shape;
+    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+    Op op = t;
+    op.operands = {rows};
+    return out.add(std::move(op), out.values[rows].dtype, shape);
   }
 
   ValueId emit_column(Graph& out, const std::vector<ValueId>& map, const Split& s, const Op& slice,
@@ -138,7 +166,7 @@ class Splitter {
                                     [&](const Column& k) { return k.slice_op == g_.values[slice.result].def; });
     const Op& dot_src = g_.ops[s.dot_op];
     Op dot = dot_src;
-    dot.operands = {map[s.lhs], slice_last(out, map[s.rhs], c, dot_src.origin)};
+    dot.operands = {map[s.lhs], rhs_columns(out, map, s, c, dot_src.origin)};
     ValueId y = out.add(std::move(dot), val.dtype, val.shape);
     if (s.bias < 0) return y;
     const Op& add_src = g_.ops[s.add_op];

@@ -1,0 +1,45 @@
+// The shapes of kDot's cuBLASLt calls, free of CUDA types (so tests without a GPU can check them):
+// the problem in column-major terms, and the row-phase split for outputs with unaligned rows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/program.h"
+
+namespace tripy::rt::cuda {
+
+// The cuBLASLt call(s) one kDot makes at given shapes, in column-major terms: D = op(A) op(B)
+// with A = rhs and B = lhs, so D is the row-major output.
+struct DotProblem {
+  DType dtype = DType::kFloat32;
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;  // cuBLASLt's: m = N, n = M (times a folded batch), k = K
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;  // elements
+  // Element offsets of A, B, C for each call (one entry unless batching is not uniform).
+  std::vector<int64_t> offset_a{0}, offset_b{0}, offset_c{0};
+  bool bias = false;
+  Activation activation = Activation::kNone;
+  std::string key() const;  // identical problems are tuned once
+};
+
+StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
+
+// One cuBLASLt call of a row-phase plan: D (m x n, leading dimension ldd) at element offset
+// offset_d of the output, from op(A) rows at offset_a (ld lda) and B columns at offset_b (ld ldb).
+struct GemmCall {
+  int64_t m = 0, n = 0, lda = 0, ldb = 0, ldd = 0;
+  int64_t offset_a = 0, offset_b = 0, offset_d = 0;
+};
+
+// Output rows of N elements that are not 16-byte aligned (a vocabulary of 50257 halves) drive
+// cuBLASLt to slow kernels that accept any alignment. Row phases avoid that without padding:
+// rows i = P*j + r (P = 16 / element size) are one GEMM whose output rows start at column t_r,
+// the first 16-byte boundary of row r, and step by P*N elements (aligned); a thin first call
+// writes columns [0, P) of every row (the columns before t_r) and runs first, so the phases
+// overwrite what they share with it. Needs the weight stored [N, K] (trans_a) and K aligned;
+// empty when the problem does not qualify. Calls run in the order given.
+std::vector<GemmCall> row_phase_calls(const DotProblem& problem);
+
+}  // namespace tripy::rt::cuda

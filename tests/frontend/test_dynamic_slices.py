@@ -1,0 +1,77 @@
+"""Slices to dynamic lengths: their sizes simplify under the symbols' bounds (so fusion sees equal
+shapes), and fused kernels read them in place (no copy kernel), against numpy."""
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+RNG = np.random.default_rng(3)
+
+
+def _kinds(exe):
+    return [k[0] for k in exe._impl.kernels]
+
+
+def test_causal_mask_sliced_to_a_dynamic_length_fuses_with_its_users():
+    # GPT-2's pattern: a 1024x1024 mask buffer sliced to the sequence length T <= 1024, applied to
+    # scores, scaled. The mask's size min(T, 1024) is T under T's bounds, so one kernel does it all
+    # and reads the mask in place.
+    mask = np.tril(np.ones((1024, 1024), np.float32))
+    bias = tp.Tensor(mask)
+
+    def scores(att):
+        T = att.shape[-1]
+        return tp.where(bias[:T, :T] == 0.0, tp.full_like(att, -1e9), att) * 0.125
+
+    T = tp.NamedDimension("T", 1, 16, 1024)
+    exe = tp.compile(scores, args=[tp.InputInfo((T, T), dtype=tp.float32)])
+    assert _kinds(exe) == ["fused"], exe._impl.program_text
+    assert "window" in exe._impl.program_text
+    for t in (1, 7, 33):
+        x = RNG.standard_normal((t, t)).astype(np.float32)
+        want = np.where(mask[:t, :t] == 0, -1e9, x) * 0.125
+        np.testing.assert_allclose(np.from_dlpack(exe(tp.Tensor(x))), want, rtol=1e-6)
+
+
+def test_batched_scores_read_the_sliced_mask_without_a_copy():
+    # Over (batch, T, T) the mask's compare is a (T, T) kernel of its own (fusion does not
+    # broadcast a kernel's own values), but no slice is copied and the rest is one kernel.
+    mask = np.tril(np.ones((1024, 1024), np.float32))
+    bias = tp.Tensor(mask)
+
+    def scores(att):
+        T = att.shape[-1]
+        return tp.where(bias[:T, :T] == 0.0, tp.full_like(att, -1e9), att) * 0.125
+
+    T = tp.NamedDimension("T", 1, 16, 1024)
+    exe = tp.compile(scores, args=[tp.InputInfo((2, T, T), dtype=tp.float32)])
+    assert _kinds(exe) == ["fused", "fused"], exe._impl.program_text
+    x = RNG.standard_normal((2, 5, 5)).astype(np.float32)
+    want = np.where(mask[:5, :5] == 0, -1e9, x) * 0.125
+    np.testing.assert_allclose(np.from_dlpack(exe(tp.Tensor(x))), want, rtol=1e-6)
+
+
+def test_slice_of_a_runtime_input_is_read_in_place():
+    def f(x, n):
+        return x[1 : n + 1, 2:] * 2.0 + 1.0
+
+    exe = tp.compile(f, args=[tp.InputInfo((8, 6), dtype=tp.float32), tp.DimensionInputInfo(value_bounds=(1, 3, 7))])
+    assert _kinds(exe) == ["fused"], exe._impl.program_text
+    x = RNG.standard_normal((8, 6)).astype(np.float32)
+    for n in (1, 4, 7):
+        np.testing.assert_allclose(np.from_dlpack(exe(tp.Tensor(x), n)), x[1 : n + 1, 2:] * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_a_slice_that_is_an_output_is_copied_once():
+    exe = tp.compile(lambda x: x[:, 1:3], args=[tp.InputInfo((4, 5), dtype=tp.float32)])
+    assert len(exe._impl.kernels) == 1, exe._impl.program_text
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(np.from_dlpack(exe(tp.Tensor(x))), x[:, 1:3])
+
+
+@pytest.mark.parametrize("step", [2, -1])
+def test_strided_and_reversed_slices_still_run(step):
+    x = RNG.standard_normal((6, 4)).astype(np.float32)
+    exe = tp.compile(lambda a: a[::step] + 1.0, args=[tp.InputInfo((6, 4), dtype=tp.float32)])
+    np.testing.assert_allclose(np.from_dlpack(exe(tp.Tensor(x))), x[::step] + 1.0, rtol=1e-6)
