@@ -263,3 +263,12 @@ def test_hand_written_attention_becomes_one_kernel(dtype, capsys, device):
     assert kinds.count("attention") == 1 and "dot" not in kinds, program
     q, k, v = _rand(B, H, 13, D), _rand(B, H, 13, D), _rand(B, H, 13, D)
     _check(exe(_dev(q, dt), _dev(k, dt), _dev(v, dt)), _sdpa_ref(q, k, v, causal=True), dtype)
+
+
+def test_attention_with_a_head_size_known_only_at_run_time(device):
+    D = tp.NamedDimension("D", 2, 8, 16)
+    info = tp.InputInfo((1, 2, 5, D), dtype=tp.float32)
+    exe = tp.compile(lambda q, k, v: tp.scaled_dot_product_attention(q, k, v, is_causal=True), args=[info] * 3)
+    for d in (8, 3):
+        q, k, v = _rand(1, 2, 5, d), _rand(1, 2, 5, d), _rand(1, 2, 5, d)
+        _check(exe(_dev(q), _dev(k), _dev(v)), _sdpa_ref(q, k, v, causal=True))
