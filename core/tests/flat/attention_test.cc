@@ -149,6 +149,51 @@ TEST(MatchAttention, only_when_provably_the_same_computation) {
   EXPECT_FALSE(flat::match_attention(*g).has_value());
 }
 
+// nanoGPT's causal buffer: a constant lower triangle sliced to [:T, :T], masked_fill(bias == 0, -inf).
+std::string causal_buffer(const std::string& values) {
+  return R"(sym T [1, 2, 3]
+%0 : f32[1, 2, T, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 1, 3, 3] = constant() {value = [)" + values + R"(]}
+%2 : f32[1, 1, T, T] = slice(%1) {starts = [0, 0, 0, 0], limits = [1, 1, T, T], steps = [1, 1, 1, 1]}
+%3 : f32[] = constant() {value = [0]}
+%4 : f32[1, 1, T, T] = broadcast(%3) {dims = []}
+%5 : i1[1, 1, T, T] = eq(%2, %4)
+%6 : i1[1, 2, T, T] = broadcast(%5) {dims = [0, 1, 2, 3]}
+%7 : f32[1, 2, 4, T] = transpose(%0) {dims = [0, 1, 3, 2]}
+%8 : f32[1, 2, T, T] = dot(%0, %7)
+%9 : f32[] = constant() {value = [-inf]}
+%10 : f32[1, 2, T, T] = broadcast(%9) {dims = []}
+%11 : f32[1, 2, T, T] = select(%6, %10, %8)
+%12 : f32[1, 2, T] = reduce_max(%11) {dims = [3]}
+%13 : f32[1, 2, T, T] = broadcast(%12) {dims = [0, 1, 2]}
+%14 : f32[1, 2, T, T] = sub(%11, %13)
+%15 : f32[1, 2, T, T] = exp(%14)
+%16 : f32[1, 2, T] = reduce_sum(%15) {dims = [3]}
+%17 : f32[1, 2, T, T] = broadcast(%16) {dims = [0, 1, 2]}
+%18 : f32[1, 2, T, T] = div(%15, %17)
+%19 : f32[1, 2, T, 4] = dot(%18, %0)
+return %19
+)";
+}
+
+TEST(MatchAttention, a_constant_lower_triangle_is_the_causal_rule) {
+  auto g = flat::parse_graph(causal_buffer("1, 0, 0, 1, 1, 0, 1, 1, 1"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_EQ(matched->str(), R"(sym T [1, 2, 3]
+%0 : f32[1, 2, T, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, T, 4] = attention(%0, %0, %0) {causal = true, scale = 1}
+return %1
+)");
+  // Any other pattern stays a mask the kernel reads.
+  g = flat::parse_graph(causal_buffer("1, 1, 0, 1, 1, 0, 1, 1, 1"));
+  ASSERT_TRUE(g.ok());
+  matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_NE(matched->str().find("mask = bool"), std::string::npos) << matched->str();
+}
+
 TEST(MatchAttention, float16_scores_with_a_float32_softmax) {
   auto g = flat::parse_graph(R"(%0 : f16[1, 2, 8, 4] = parameter() {index = 0, name = "q"}
 %1 : f16[1, 2, 8, 4] = parameter() {index = 1, name = "k"}

@@ -118,6 +118,14 @@ class Matcher {
       if (!sq[d].same_as(sk[d]) || !sq[d].same_as(sv[d])) return false;
     if (!sk[2].same_as(sv[2])) return false;
 
+    // nanoGPT's mask, a constant lower triangle sliced to [:T, :T], is the causal rule itself:
+    // the kernel then skips hidden key tiles instead of reading a mask.
+    if (attrs.mask == rt::MaskKind::kBool && is_causal_keep(mask, negate)) {
+      attrs.mask = rt::MaskKind::kNone;
+      attrs.causal = true;
+      mask = -1;
+    }
+
     rw = Rewrite{};
     rw.before = index;
     std::vector<ValueId> operands = {q, k, v};
@@ -178,6 +186,44 @@ class Matcher {
   bool splat(ValueId v, double want) const {
     double x;
     return splat_value(v, &x) && x == want;
+  }
+  // Whether keeping scores where `cond` (negated when `negate`) is exactly "key <= query": cond
+  // compares with 0 a constant whose last two dims are a 0/1 lower triangle, read from its
+  // top-left corner (a slice starting at 0 with step 1), its other dims all 1.
+  bool is_causal_keep(ValueId cond, bool negate) const {
+    const Op* c = &g_.def(cond);
+    if (c->kind == OpKind::kBroadcast) {
+      const size_t n = c->dims.size();
+      if (n < 2 || c->dims[n - 2] != 2 || c->dims[n - 1] != 3) return false;
+      c = &g_.def(c->operands[0]);
+    }
+    // keep = (x != 0): eq(x, 0) under a negation, or ne(x, 0).
+    if (c->kind != OpKind::kElementwise || (c->fn != EwOp::kEq && c->fn != EwOp::kNe) || (c->fn == EwOp::kEq) != negate)
+      return false;
+    ValueId x = c->operands[0];
+    if (!splat(c->operands[1], 0.0)) {
+      if (!splat(x, 0.0)) return false;
+      x = c->operands[1];
+    }
+    const Op* s = &g_.def(x);
+    if (s->kind == OpKind::kSlice) {
+      for (size_t d = 0; d < s->starts.size(); ++d) {
+        const bool zero = s->starts[d].is_static() && s->starts[d].static_value() == 0;
+        const bool one = s->steps[d].is_static() && s->steps[d].static_value() == 1;
+        if (!zero || !one) return false;
+      }
+      s = &g_.def(s->operands[0]);
+    }
+    if (s->kind != OpKind::kConstant || !s->constant.defined()) return false;
+    const std::vector<int64_t>& shape = s->constant.shape();
+    if (shape.size() < 2) return false;
+    for (size_t d = 0; d + 2 < shape.size(); ++d)
+      if (shape[d] != 1) return false;
+    const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        if ((read_element(s->constant, i * cols + j) != 0) != (j <= i)) return false;
+    return true;
   }
   // Whether `v` is the (scaled) product q @ k^T, for telling scores from an additive mask.
   bool is_scores(ValueId v) const {
