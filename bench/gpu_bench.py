@@ -3,7 +3,8 @@ eager and torch.compile (each checked against torch first).
 
 Cases: the seeds' MLP (embd 2, input (1, 2), float32; per-call time), an LLM-sized MLP (d=4096,
 input (8192, 4096), float16, bias + GELU; TFLOP/s), the seeds' GEGLU and an LLM-sized GEGLU,
-and a LayerNorm + softmax block. Times are medians over batches of asynchronous calls, each batch
+a LayerNorm + softmax block, and fused attention against torch's SDPA ((8, 12, 1024, 64) float16
+causal, GPT-2's shape; (4, 16, 2048, 128) bfloat16). Times are medians over batches of asynchronous calls, each batch
 ended by a device synchronisation (so per-call numbers include launch cost, as users see it).
 
 With --native, Tripy's side comes from bench/gpu_bench_native.cc (the same models built as
@@ -42,14 +43,15 @@ def median_seconds(fn, budget_s):
 
 
 def time_torch(f, x, budget_s, with_compile):
-    """Seconds per call of f(x) in torch eager and under torch.compile (nan when skipped), and
-    torch.compile's compile time (its first call)."""
-    eager_s = median_seconds(lambda: f(x), budget_s)
+    """Seconds per call of f(x) (f(*x) for a tuple) in torch eager and under torch.compile (nan
+    when skipped), and torch.compile's compile time (its first call)."""
+    xs = x if isinstance(x, tuple) else (x,)
+    eager_s = median_seconds(lambda: f(*xs), budget_s)
     if not with_compile:
         return eager_s, float("nan"), float("nan")
     compiled = torch.compile(f)
-    compile_s, _ = timing.first_call_seconds(lambda: compiled(x), sync)
-    return eager_s, median_seconds(lambda: compiled(x), budget_s), compile_s
+    compile_s, _ = timing.first_call_seconds(lambda: compiled(*xs), sync)
+    return eager_s, median_seconds(lambda: compiled(*xs), budget_s), compile_s
 
 
 def to_tripy(t):
@@ -162,17 +164,36 @@ def ln_softmax_case(rows, dim, dtype):
     return mod, ref, x, [tp.InputInfo(shape=(rows, dim), dtype=dtype)], 0.0
 
 
+def attention_case(b, h, t, d, causal, dtype):
+    """Fused attention against torch's SDPA (flash attention on recent GPUs)."""
+    tdt = torch.float16 if dtype == tp.float16 else torch.bfloat16 if dtype == tp.bfloat16 else torch.float32
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=tdt, generator=g) for _ in range(3))
+
+    def mod(q, k, v):
+        return tp.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def ref(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    info = tp.InputInfo(shape=(b, h, t, d), dtype=dtype)
+    # q k^T and P v: 4 b h t^2 d multiply-adds' worth of FLOPs, half of them under a causal mask.
+    flops = 4.0 * b * h * t * t * d * (0.5 if causal else 1.0)
+    return mod, ref, (q, k, v), [info, info, info], flops
+
+
 def run_case(name, make, args, use_torch_compile, budget_s):
     mod, ref, x, infos, flops = make(*args)
     t0 = time.perf_counter()
     fast = tp.compile(mod, args=infos)
     compile_s = time.perf_counter() - t0
-    tx = to_tripy(x)
+    xs = x if isinstance(x, tuple) else (x,)
+    tx = [to_tripy(t) for t in xs]
     with torch.no_grad():
-        want = ref(x).float()
-        got = to_torch(fast(tx))
+        want = ref(*xs).float()
+        got = to_torch(fast(*tx))
         err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
-        tripy_s = median_seconds(lambda: fast(tx), budget_s)
+        tripy_s = median_seconds(lambda: fast(*tx), budget_s)
         eager_s, comp_s, tc_compile_s = time_torch(ref, x, budget_s, use_torch_compile)
     return dict(name=name, err=err, tripy=tripy_s, eager=eager_s, tcomp=comp_s, flops=flops,
                 compile=compile_s, tc_compile=tc_compile_s)
@@ -276,6 +297,8 @@ def main():
         (f"GEGLU d={big[1]}, ({big[0]}, {big[1]}), f16", geglu_case, (big[1], big[1], big[0], tp.float16)),
         (f"LayerNorm+softmax ({big[0]}, {big[1]}), f16", ln_softmax_case, (big[0], big[1], tp.float16)),
         ("LayerNorm+softmax (64, 256), f32", ln_softmax_case, (64, 256, tp.float32)),
+        ("attention (8, 12, 1024, 64), f16, causal", attention_case, (8, 12, 1024, 64, True, tp.float16)),
+        ("attention (4, 16, 2048, 128), bf16", attention_case, (4, 16, 2048, 128, False, tp.bfloat16)),
     ]
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, tripy on {tp.Tensor([0.0]).device}")
     rows = []

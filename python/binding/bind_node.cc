@@ -46,6 +46,7 @@ trace::Attrs to_attrs(const py::dict& d) {
     else if (key == "value") a.value = v.cast<double>();
     else if (key == "axis") a.axis = v.cast<int64_t>();
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
+    else if (key == "causal") a.causal = v.cast<bool>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
     else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
   }

@@ -286,6 +286,10 @@ class ProgramBuilder {
         k.kind = rt::KernelKind::kGather;
         k.axis = first.dims.at(0);
         break;
+      case GroupKind::kAttention:
+        k.kind = rt::KernelKind::kAttention;
+        k.attention = first.attention;
+        break;
       case GroupKind::kAlias: break;
     }
     p_.kernels.push_back(std::move(k));

@@ -90,7 +90,7 @@ std::string program_str(const rt::Program& p) {
            ": " + c.message + "\n";
   }
   for (size_t i = 0; i < p.buffers.size(); ++i) out += "b" + std::to_string(i) + " = " + buffer_line(p.buffers[i]) + "\n";
-  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
+  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention"};
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const rt::Kernel& k = p.kernels[i];
     out += buffers(k.outputs) + " = " + kKernels[static_cast<int>(k.kind)] + " '" + k.name + "'(" + buffers(k.inputs) + ")";
@@ -132,6 +132,20 @@ std::string program_str(const rt::Program& p) {
       case rt::KernelKind::kConcat:
       case rt::KernelKind::kGather: out += " axis " + std::to_string(k.axis); break;
       case rt::KernelKind::kCopy: break;
+      case rt::KernelKind::kAttention: {
+        const rt::AttentionAttrs& a = k.attention;
+        static const char* kMasks[] = {"", " bool_mask", " additive_mask"};
+        out += std::string(a.causal ? " causal" : "") + kMasks[static_cast<int>(a.mask) % 3] + " scale " +
+               std::to_string(a.scale);
+        static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
+        for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
+          const auto& p = a.perms[x];
+          if (p == rt::AttentionAttrs::Perm{0, 1, 2, 3}) continue;
+          out += std::string(" ") + kOperands[x] + "_perm [" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
+                 ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) + "]";
+        }
+        break;
+      }
     }
     out += "\n";
   }

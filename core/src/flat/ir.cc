@@ -6,12 +6,12 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 12> kOpKindNames = {
+constexpr std::array<const char*, 13> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
-    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather",
+    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention",
 };
 // A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kGather) + 1);
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kAttention) + 1);
 
 }  // namespace
 

@@ -33,6 +33,7 @@ enum class OpKind : uint8_t {
   kReduce,       // `fn` in kReduce*, over dims (sorted); reduced dims are removed
   kDot,          // [b..., M, K] x [b..., K, N] -> [b..., M, N], batch dims broadcast
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
+  kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
 };
 const char* op_kind_name(OpKind kind);
 
@@ -66,6 +67,9 @@ struct Op {
   // time is this symbol. Only the shape program reads it: the graph uses the symbol, never the
   // value (verify checks that it has no uses).
   int32_t shape_symbol = -1;
+  // kAttention: operands q, k, v[, mask], each of logical rank 4 (B, H, L|S, D) read through
+  // `attention.perms` (operand dim perms[x][i] is logical dim i); the result likewise.
+  rt::AttentionAttrs attention;
   OriginRef origin;
 };
 

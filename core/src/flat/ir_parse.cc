@@ -339,6 +339,28 @@ class Parser {
         } else if (key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
           has_value = true;
+        } else if (key == "causal") {
+          TRIPY_ASSIGN_OR_RETURN(double flag, c.number());
+          op.attention.causal = flag != 0;
+        } else if (key == "scale") {
+          TRIPY_ASSIGN_OR_RETURN(op.attention.scale, c.number());
+        } else if (key == "mask") {
+          std::string kind = c.ident();
+          if (kind == "bool") op.attention.mask = rt::MaskKind::kBool;
+          else if (kind == "additive") op.attention.mask = rt::MaskKind::kAdditive;
+          else if (kind == "none") op.attention.mask = rt::MaskKind::kNone;
+          else return c.error("unknown mask kind '" + kind + "'");
+        } else if (key.size() > 5 && key.substr(key.size() - 5) == "_perm") {
+          static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
+          int x = 0;
+          while (x < rt::AttentionAttrs::kNumOperands && key.substr(0, key.size() - 5) != kOperands[x]) ++x;
+          if (x == rt::AttentionAttrs::kNumOperands) return c.error("unknown attribute '" + key + "'");
+          TRIPY_ASSIGN_OR_RETURN(std::vector<int64_t> perm, int_list(c));
+          if (perm.size() != 4) return c.error(key + " needs 4 entries");
+          for (int i = 0; i < 4; ++i) {
+            if (perm[i] < 0 || perm[i] > 3) return c.error(key + " entries must be in [0, 3]");
+            op.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
+          }
         } else {
           return c.error("unknown attribute '" + key + "'");
         }

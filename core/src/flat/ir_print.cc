@@ -60,6 +60,18 @@ std::string attrs(const Op& op, const Graph& g) {
       out = "starts = " + dim_list(op.starts, g.symbols) + ", limits = " + dim_list(op.limits, g.symbols) +
             ", steps = " + dim_list(op.steps, g.symbols);
       break;
+    case OpKind::kAttention: {
+      const rt::AttentionAttrs& a = op.attention;
+      out = std::string("causal = ") + (a.causal ? "true" : "false") + ", scale = " + number_text(a.scale);
+      if (a.mask != rt::MaskKind::kNone) out += a.mask == rt::MaskKind::kBool ? ", mask = bool" : ", mask = additive";
+      static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
+      for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
+        const rt::AttentionAttrs::Perm& p = a.perms[x];
+        if (p != rt::AttentionAttrs::Perm{0, 1, 2, 3})
+          out += std::string(", ") + kOperands[x] + "_perm = " + int_list({p[0], p[1], p[2], p[3]});
+      }
+      break;
+    }
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

@@ -195,6 +195,7 @@ class Verifier {
         return expect_shape(op, want, r.shape, "the result");
       }
       case OpKind::kDot: return check_dot(op, r);
+      case OpKind::kAttention: return check_attention(op, r);
       case OpKind::kGather: {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
         const Value& a = operand(0);
@@ -264,6 +265,50 @@ class Verifier {
     want.push_back(a.shape[ra - 2]);
     want.push_back(b.shape[rb - 1]);
     return expect_shape(op, want, r.shape, "the result");
+  }
+
+  // Operand shapes as the attention reads them: logical dim i is operand dim perms[x][i].
+  Status check_attention(const Op& op, const Value& r) const {
+    const rt::AttentionAttrs& a = op.attention;
+    const bool masked = a.mask != rt::MaskKind::kNone;
+    TRIPY_RETURN_IF_ERROR(expect_operands(op, masked ? 4 : 3));
+    for (const rt::AttentionAttrs::Perm& p : a.perms) {
+      bool seen[4] = {false, false, false, false};
+      for (int8_t d : p) {
+        if (d < 0 || d > 3 || seen[d]) return fail(&op, "an operand layout is not a permutation of 4 dims");
+        seen[d] = true;
+      }
+    }
+    std::vector<const Value*> vals;
+    for (ValueId v : op.operands) vals.push_back(&g_.values[v]);
+    vals.push_back(&r);
+    for (const Value* v : vals)
+      if (v->shape.size() != 4) return fail(&op, "operands and result must be 4-D");
+    auto logical = [&](int x, const Value& v) {
+      Shape s;
+      for (int i = 0; i < 4; ++i) s.push_back(v.shape[a.perms[x][i]]);
+      return s;
+    };
+    const DType t = r.dtype;
+    if ((t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) || vals[0]->dtype != t || vals[1]->dtype != t || vals[2]->dtype != t)
+      return fail(&op, "q, k, v and the result must share a float dtype");
+    if (masked && vals[3]->dtype != (a.mask == rt::MaskKind::kBool ? DType::kBool : t))
+      return fail(&op, "the mask's dtype does not fit its kind");
+    const Shape q = logical(rt::AttentionAttrs::kQ, *vals[0]), k = logical(rt::AttentionAttrs::kK, *vals[1]);
+    const Shape v = logical(rt::AttentionAttrs::kV, *vals[2]), o = logical(rt::AttentionAttrs::kOut, r);
+    TRIPY_RETURN_IF_ERROR(expect_shape(op, {q[0], k[1], k[2], q[3]}, k, "k"));
+    TRIPY_RETURN_IF_ERROR(expect_shape(op, {q[0], k[1], k[2], v[3]}, v, "v"));
+    TRIPY_RETURN_IF_ERROR(expect_shape(op, {q[0], q[1], q[2], v[3]}, o, "the result"));
+    if (q[1].is_static() && k[1].is_static() && k[1].static_value() > 0 && q[1].static_value() % k[1].static_value() != 0)
+      return fail(&op, "k/v heads (" + k[1].str(&g_.symbols) + ") must divide q heads (" + q[1].str(&g_.symbols) + ")");
+    if (masked) {
+      const Shape m = logical(rt::AttentionAttrs::kMask, *vals[3]);
+      const Shape full = {q[0], q[1], q[2], k[2]};
+      for (int i = 0; i < 4; ++i)
+        if (!(m[i].is_static() && m[i].static_value() == 1) && !may_equal(m[i], full[i]))
+          return fail(&op, "the mask " + shape_str(m, &g_.symbols) + " does not broadcast to " + shape_str(full, &g_.symbols));
+    }
+    return ok_status();
   }
 
   const Graph& g_;

@@ -199,4 +199,50 @@ bool checked_nbytes(const std::vector<int64_t>& shape, DType dtype, int64_t* byt
   return true;
 }
 
+AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::vector<int64_t>& shape) {
+  AttentionOperand out;
+  std::array<int64_t, 4> dense{};
+  int64_t step = 1;
+  for (int d = 3; d >= 0; --d) {
+    dense[d] = step;
+    step *= shape[static_cast<size_t>(d)];
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int b = a.perms[static_cast<size_t>(x)][static_cast<size_t>(i)];
+    out.size[i] = shape[static_cast<size_t>(b)];
+    out.stride[i] = dense[b];
+  }
+  return out;
+}
+
+std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes) {
+  const bool masked = a.mask != MaskKind::kNone;
+  if (shapes.size() != (masked ? 5u : 4u)) return "has the wrong number of operands";
+  for (const auto& s : shapes)
+    if (s.size() != 4) return "has an operand that is not 4-D";
+  auto dims = [](const AttentionOperand& o) {
+    std::string t = "(";
+    for (int i = 0; i < 4; ++i) t += (i ? ", " : "") + std::to_string(o.size[i]);
+    return t + ")";
+  };
+  const AttentionOperand q = attention_operand(a, AttentionAttrs::kQ, shapes[0]);
+  const AttentionOperand k = attention_operand(a, AttentionAttrs::kK, shapes[1]);
+  const AttentionOperand v = attention_operand(a, AttentionAttrs::kV, shapes[2]);
+  const AttentionOperand o = attention_operand(a, AttentionAttrs::kOut, shapes.back());
+  const std::string what = "attends q " + dims(q) + " over k " + dims(k) + " and v " + dims(v) + " into " + dims(o);
+  const int64_t B = q.size[0], Hq = q.size[1], L = q.size[2], D = q.size[3];
+  const int64_t Hkv = k.size[1], S = k.size[2], Dv = v.size[3];
+  const bool heads_ok = Hkv > 0 ? Hq % Hkv == 0 : Hq == 0;
+  if (k.size[0] != B || k.size[3] != D || v.size[0] != B || v.size[1] != Hkv || v.size[2] != S || !heads_ok ||
+      o.size != std::array<int64_t, 4>{B, Hq, L, Dv})
+    return what;
+  if (masked) {
+    const AttentionOperand m = attention_operand(a, AttentionAttrs::kMask, shapes[3]);
+    const std::array<int64_t, 4> full{B, Hq, L, S};
+    for (int i = 0; i < 4; ++i)
+      if (m.size[i] != 1 && m.size[i] != full[i]) return what + " with a mask " + dims(m);
+  }
+  return "";
+}
+
 }  // namespace tripy::rt

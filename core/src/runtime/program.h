@@ -3,6 +3,7 @@
 // computes every dynamic size ("slot") from the actual input shapes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -133,7 +134,42 @@ struct DotAttrs {
   Activation activation = Activation::kNone;
 };
 
-enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy };
+// Fused scaled dot-product attention over rank-4 operands, read through per-operand layouts:
+//   out[b, h, l, :] = sum_s softmax_s(scale * q[b, h, l, :] . k[b, h / (Hq / Hkv), s, :] + m) v[b, h / (Hq / Hkv), s, :]
+// with q (B, Hq, L, D), k (B, Hkv, S, D), v (B, Hkv, S, Dv), out (B, Hq, L, Dv) logically, and
+// Hkv dividing Hq (grouped-query attention). m is 0, or -inf where a bool mask is false, or an
+// additive mask's value; each mask dim is 1 (broadcast) or the logical size; causal also hides
+// keys s > l (top-left aligned, as torch's is_causal). A row with every key hidden is NaN, as a
+// softmax over no values is.
+enum class MaskKind : uint8_t { kNone, kBool, kAdditive };
+struct AttentionAttrs {
+  bool causal = false;
+  double scale = 1.0;
+  MaskKind mask = MaskKind::kNone;  // kNone: 3 inputs; else the mask is input 3
+  // Views instead of copies: logical dim i of operand x (q, k, v, mask, out) is dim perms[x][i]
+  // of its buffer, so a transposed head split is read (or written) in place.
+  enum Operand { kQ, kK, kV, kMask, kOut, kNumOperands };
+  using Perm = std::array<int8_t, 4>;
+  std::array<Perm, kNumOperands> perms = {Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3},
+                                          Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3}};
+  bool has_layouts() const {
+    for (const Perm& p : perms)
+      if (p != Perm{0, 1, 2, 3}) return true;
+    return false;
+  }
+};
+
+// Logical sizes (B, H, L, D) of attention operand `x` and its element strides along them, for a
+// dense row-major buffer of `shape` (rank 4, as validate_program ensures).
+struct AttentionOperand {
+  std::array<int64_t, 4> size{}, stride{};
+};
+AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::vector<int64_t>& shape);
+// Why buffers of these shapes (q, k, v, mask when there is one, out) do not fit the rule above,
+// or "" when they do: then every index a kernel forms stays inside its buffer.
+std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes);
+
+enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention };
 
 struct Kernel {
   KernelKind kind = KernelKind::kFused;
@@ -144,6 +180,7 @@ struct Kernel {
   std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
   std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
   int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis))
+  AttentionAttrs attention;              // kAttention: inputs q, k, v[, mask]
   int32_t source = -1;                   // index into Program::sources
 };
 

@@ -17,12 +17,16 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
+constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu"};
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kCopy) + 1);
+static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kAttention) + 1);
+constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
+constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
+static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
+static_assert(std::size(kAttentionOperands) == AttentionAttrs::kNumOperands);
 
 template <typename E, size_t N>
 std::string name_of(const char* const (&names)[N], E value) {
@@ -108,6 +112,15 @@ json kernel_to_json(const Kernel& k) {
   if (k.kind == KernelKind::kDot || d.transpose_lhs || d.transpose_rhs || d.has_bias || d.activation != Activation::kNone)
     j["dot"] = {{"transpose_lhs", d.transpose_lhs}, {"transpose_rhs", d.transpose_rhs},
                 {"has_bias", d.has_bias}, {"activation", name_of(kActivations, d.activation)}};
+  if (k.kind == KernelKind::kAttention) {
+    const AttentionAttrs& a = k.attention;
+    json at = {{"causal", a.causal}, {"scale", imm_to_json(a.scale)}, {"mask", name_of(kMaskKinds, a.mask)}};
+    // Layouts only where they differ from the identity (most kernels read dense operands).
+    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x)
+      if (a.perms[x] != AttentionAttrs::Perm{0, 1, 2, 3})
+        at[std::string(kAttentionOperands[x]) + "_perm"] = std::vector<int>(a.perms[x].begin(), a.perms[x].end());
+    j["attention"] = std::move(at);
+  }
   if (!k.perm.empty()) j["perm"] = k.perm;
   if (!k.starts.empty()) j["starts"] = k.starts;
   if (!k.steps.empty()) j["steps"] = k.steps;
@@ -160,6 +173,25 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
     k.dot.transpose_rhs = flag("transpose_rhs");
     k.dot.has_bias = flag("has_bias");
     k.dot.activation = parse_name<Activation>(kActivations, json_field(*d, "activation", dp), dp + ".activation");
+  }
+  if (const json* a = optional_field(j, "attention")) {
+    const std::string ap = path + ".attention";
+    const json& causal = json_field(*a, "causal", ap);
+    if (!causal.is_boolean()) throw JsonFieldError{ap + ".causal is not true or false"};
+    k.attention.causal = causal.get<bool>();
+    k.attention.scale = imm_from_json(json_field(*a, "scale", ap), ap + ".scale");
+    k.attention.mask = parse_name<MaskKind>(kMaskKinds, json_field(*a, "mask", ap), ap + ".mask");
+    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x) {
+      const std::string key = std::string(kAttentionOperands[x]) + "_perm";
+      const json* p = optional_field(*a, key.c_str());
+      if (!p) continue;
+      const std::vector<int64_t> perm = json_int_list(*p, ap + "." + key);
+      if (perm.size() != 4) throw JsonFieldError{ap + "." + key + " must have 4 entries"};
+      for (int i = 0; i < 4; ++i) {
+        if (perm[i] < 0 || perm[i] > 3) throw JsonFieldError{ap + "." + key + " has an entry outside [0, 3]"};
+        k.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
+      }
+    }
   }
   if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
   if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");

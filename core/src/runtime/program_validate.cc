@@ -3,6 +3,7 @@
 // shapes are checked per run by check_run_shapes (run_checks.cc). Together they guarantee that a
 // backend indexing by what the Program says stays inside its buffers.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -238,7 +239,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kCopy) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kAttention) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -306,6 +307,36 @@ class Validator {
       case KernelKind::kCopy:
         if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
         return ok_status();
+      case KernelKind::kAttention: return check_attention(kn, bad);
+    }
+    return ok_status();
+  }
+
+  // Static half of the attention rule: arity, dtypes, ranks and layouts. The sizes are checked
+  // per run (attention_shape_error), so together no index leaves its buffer.
+  template <typename Bad>
+  Status check_attention(const Kernel& kn, const Bad& bad) {
+    const AttentionAttrs& a = kn.attention;
+    if (a.mask > MaskKind::kAdditive) return bad("has an invalid mask kind");
+    const bool masked = a.mask != MaskKind::kNone;
+    if (kn.inputs.size() != (masked ? 4u : 3u) || kn.outputs.size() != 1)
+      return bad(masked ? "needs q, k, v, a mask and 1 output" : "needs q, k, v and 1 output");
+    if (!std::isfinite(a.scale)) return bad("has a scale that is not finite");
+    const DType t = dtype_of(kn.inputs[0]);
+    if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return bad("attends over a non-float dtype");
+    if (dtype_of(kn.inputs[1]) != t || dtype_of(kn.inputs[2]) != t || dtype_of(kn.outputs[0]) != t)
+      return bad("has q, k, v and out of different dtypes");
+    if (masked && dtype_of(kn.inputs[3]) != (a.mask == MaskKind::kBool ? DType::kBool : t))
+      return bad("has a mask whose dtype does not fit its kind");
+    for (int32_t b : kn.inputs)
+      if (rank_of(b) != 4) return bad("has an operand that is not 4-D");
+    if (rank_of(kn.outputs[0]) != 4) return bad("has an output that is not 4-D");
+    for (const AttentionAttrs::Perm& p : a.perms) {
+      bool seen[4] = {false, false, false, false};
+      for (int8_t d : p) {
+        if (d < 0 || d > 3 || seen[d]) return bad("has an operand layout that is not a permutation of 4 dims");
+        seen[d] = true;
+      }
     }
     return ok_status();
   }

@@ -124,6 +124,12 @@ class RunChecker {
         want.insert(want.end(), data.begin() + k.axis + 1, data.end());
         return want == shape(k.outputs[0]) ? "" : "gathers into " + dims_str(shape(k.outputs[0])) + " instead of " + dims_str(want);
       }
+      case KernelKind::kAttention: {
+        std::vector<std::vector<int64_t>> shapes;
+        for (int32_t b : k.inputs) shapes.push_back(shape(b));
+        shapes.push_back(shape(k.outputs[0]));
+        return attention_shape_error(k.attention, shapes);
+      }
       case KernelKind::kCopy:
         return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
                    ? ""

@@ -58,6 +58,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.value);
     append_raw(key, a.axis);
     append_raw(key, a.keepdim);
+    append_raw(key, a.causal);
     append_raw(key, a.dtype);
   }
   return key;

@@ -25,6 +25,7 @@ struct Attrs {
   double value = 0;  // fill value, eps, exponent
   int64_t axis = 0;
   bool keepdim = false;
+  bool causal = false;  // attention: query i sees keys 0..i only
   DType dtype = DType::kFloat32;
 };
 

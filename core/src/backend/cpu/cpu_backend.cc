@@ -173,6 +173,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kConcat: return run_concat(args);
       case KernelKind::kGather: return run_gather(args);
       case KernelKind::kCopy: return run_copy(args);
+      case KernelKind::kAttention: return run_attention(args);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

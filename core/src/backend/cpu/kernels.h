@@ -62,4 +62,7 @@ Status run_concat(const KernelArgs& args);
 Status run_gather(const KernelArgs& args);
 Status run_copy(const KernelArgs& args);
 
+// kAttention: tiled attention with an online softmax (attention.cc).
+Status run_attention(const KernelArgs& args);
+
 }  // namespace tripy::cpu

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_program.h"
 
@@ -50,8 +51,9 @@ class CudaBackend final : public Backend {
     for (const Kernel& k : program.kernels) {
       int32_t module = -1;
       std::string function;
-      if (k.kind == KernelKind::kFused) {
-        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, generate_fused(program, k));
+      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
+        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
+                                                                                : generate_attention(program, k));
         auto [it, fresh] = by_source.emplace(g.source, static_cast<int32_t>(sources.size()));
         if (fresh) {
           sources.push_back(g.source);
@@ -102,6 +104,12 @@ class CudaBackend final : public Backend {
         TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));
         TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, modules->modules[art.kernel_module[i]],
                                            art.kernel_function[i].c_str()));
+      } else if (k.kind == KernelKind::kAttention) {
+        if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
+        CUmodule mod = modules->modules[art.kernel_module[i]];
+        TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, mod, kAttentionGeneric));
+        // The flash kernel exists only for the head sizes it serves.
+        if (api().cuModuleGetFunction(&code[i].flash, mod, kAttentionFlash) != CUDA_SUCCESS) code[i].flash = nullptr;
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the cuBLASLt version that chose them.

@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_device.h"
 
 namespace tripy::rt::cuda {
@@ -143,6 +144,10 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
         g.vector_grid = grid_for((n + 7) / 8, 256, sm_count_);
         step.launches.push_back(std::move(g));
       }
+    } else if (k.kind == KernelKind::kAttention) {
+      auto l = plan_attention(p, k, kernels_[ki].flash, kernels_[ki].fn, slots);
+      if (!l.ok()) return l.status();
+      step.launches = std::move(l.value());
     } else {
       auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
       if (!l.ok()) return l.status();

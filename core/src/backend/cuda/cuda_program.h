@@ -24,7 +24,8 @@ struct ModuleSet {
 
 // What load() resolved for each kernel of the program.
 struct KernelCode {
-  CUfunction fn = nullptr;  // kFused
+  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel
+  CUfunction flash = nullptr;  // kAttention: the tensor-core kernel, when one was generated
   FusedLayout layout;       // kFused
   AlgoBytes algo;           // kDot: the tuned algorithm, or empty
 };

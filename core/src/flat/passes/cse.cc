@@ -2,6 +2,7 @@
 // compute one value. Operands of commutative fns are compared as a set; constants compare by
 // bytes when small (large weights are only equal to themselves).
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include "flat/passes/passes.h"
@@ -27,6 +28,14 @@ std::string key_of(const Graph& g, const Op& op) {
   k += "|";
   for (int64_t d : op.dims) k += std::to_string(d) + ",";
   k += "|" + shape_str(op.starts) + shape_str(op.limits) + shape_str(op.steps);
+  if (op.kind == OpKind::kAttention) {
+    const rt::AttentionAttrs& a = op.attention;
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%a", a.scale);  // exact
+    k += "|" + std::string(a.causal ? "c" : "") + scale + "m" + std::to_string(static_cast<int>(a.mask));
+    for (const auto& p : a.perms)
+      for (int8_t d : p) k += std::to_string(d);
+  }
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());

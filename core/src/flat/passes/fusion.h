@@ -1,7 +1,7 @@
 // Fusion planning: partitions a FlatIR graph into kernels. Elementwise chains, broadcasts, iotas,
 // scalar splats and row reductions over trailing dims share one fused kernel per domain; a dot
-// absorbs a following bias add and relu/gelu; reshapes become aliases; the rest are kernels of
-// their own. build_program turns the plan into rt::Kernels over buffers.
+// absorbs a following bias add and relu/gelu; reshapes become aliases; the rest (attention among
+// them) are kernels of their own. build_program turns the plan into rt::Kernels over buffers.
 #pragma once
 
 #include <string>
@@ -12,7 +12,7 @@
 
 namespace tripy::flat {
 
-enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias };
+enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention };
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;

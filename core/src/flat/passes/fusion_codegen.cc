@@ -148,6 +148,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kConcat: return "concat";
     case GroupKind::kGather: return "gather";
     case GroupKind::kAlias: return "reshape";
+    case GroupKind::kAttention: return "attention";
   }
   return "kernel";
 }
@@ -193,7 +194,7 @@ StatusOr<FusionPlan> Planner::finish() {
 }
 
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias"};
+  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);

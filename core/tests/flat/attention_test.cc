@@ -1,0 +1,313 @@
+// The attention primitive in FlatIR: text round trip, the verifier's rules, the layout-folding
+// pass (text in, text out), and end to end from Trace ops: one attention kernel, and a GPT-2 head
+// split and merge that compile to no copy kernel at all.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/build_program.h"
+#include "compiler/compile.h"
+#include "flat/passes/passes.h"
+#include "trace/lower.h"
+#include "trace/op_def.h"
+
+namespace tripy {
+namespace {
+
+using trace::Attrs;
+using trace::NodeRef;
+
+const char* kHeadSplit = R"(sym T [1, 8, 64]
+%0 : f16[2, T, 4, 16] = parameter() {index = 0, name = "q"}
+%1 : f16[2, 4, T, 16] = transpose(%0) {dims = [0, 2, 1, 3]}
+%2 : f16[2, T, 4, 16] = parameter() {index = 1, name = "k"}
+%3 : f16[2, 4, T, 16] = transpose(%2) {dims = [0, 2, 1, 3]}
+%4 : f16[2, 4, T, 16] = parameter() {index = 2, name = "v"}
+%5 : f16[2, 4, T, 16] = attention(%1, %3, %4) {causal = true, scale = 0.25}
+%6 : f16[2, T, 4, 16] = transpose(%5) {dims = [0, 2, 1, 3]}
+%7 : f16[2, T, 64] = reshape(%6)
+return %7
+)";
+
+TEST(AttentionIr, text_round_trips) {
+  const char* text = R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
+%1 : i1[1, 1, 3, 3] = parameter() {index = 1, name = "m"}
+%2 : f32[1, 3, 2, 4] = attention(%0, %0, %0, %1) {causal = false, scale = 0.5, mask = bool, out_perm = [0, 2, 1, 3]}
+return %2
+)";
+  auto g = flat::parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->str(), text);
+  EXPECT_TRUE(flat::verify(*g).ok()) << flat::verify(*g).message();
+}
+
+TEST(AttentionIr, verifier_rejects_inconsistent_operands) {
+  const char* bad_mask = R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 1, 3, 3] = parameter() {index = 1, name = "m"}
+%2 : f32[1, 2, 3, 4] = attention(%0, %0, %0, %1) {causal = false, scale = 0.5, mask = bool}
+return %2
+)";
+  auto g = flat::parse_graph(bad_mask);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NE(flat::verify(*g).message().find("mask's dtype"), std::string::npos) << flat::verify(*g).message();
+  const char* bad_heads = R"(%0 : f32[1, 3, 5, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 5, 4] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 3, 5, 4] = attention(%0, %1, %1) {causal = false, scale = 0.5}
+return %2
+)";
+  g = flat::parse_graph(bad_heads);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NE(flat::verify(*g).message().find("must divide q heads"), std::string::npos) << flat::verify(*g).message();
+  const char* bad_perm = R"(%0 : f32[1, 3, 5, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 3, 5, 4] = attention(%0, %0, %0) {causal = false, scale = 0.5, k_perm = [0, 1, 1, 3]}
+return %1
+)";
+  g = flat::parse_graph(bad_perm);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NE(flat::verify(*g).message().find("not a permutation"), std::string::npos) << flat::verify(*g).message();
+}
+
+TEST(AttentionLayouts, transposes_become_operand_layouts) {
+  auto g = flat::parse_graph(kHeadSplit);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto folded = flat::fold_attention_layouts(*g);
+  ASSERT_TRUE(folded.has_value());
+  ASSERT_TRUE(flat::verify(*folded).ok()) << flat::verify(*folded).message();
+  EXPECT_EQ(flat::dce(*folded).str(), R"(sym T [1, 8, 64]
+%0 : f16[2, T, 4, 16] = parameter() {index = 0, name = "q"}
+%1 : f16[2, T, 4, 16] = parameter() {index = 1, name = "k"}
+%2 : f16[2, 4, T, 16] = parameter() {index = 2, name = "v"}
+%3 : f16[2, T, 4, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, q_perm = [0, 2, 1, 3], k_perm = [0, 2, 1, 3], out_perm = [0, 2, 1, 3]}
+%4 : f16[2, T, 64] = reshape(%3)
+return %4
+)");
+  // Nothing to fold: no change reported.
+  EXPECT_FALSE(flat::fold_attention_layouts(flat::dce(*folded)).has_value());
+}
+
+TEST(AttentionLayouts, a_result_read_elsewhere_keeps_its_transpose) {
+  auto g = flat::parse_graph(R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 3, 4] = attention(%0, %0, %0) {causal = false, scale = 0.5}
+%2 : f32[1, 3, 2, 4] = transpose(%1) {dims = [0, 2, 1, 3]}
+return %2, %1
+)");
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(flat::fold_attention_layouts(*g).has_value());
+}
+
+// nanoGPT's attention after lowering: q @ k^T * 0.25, masked_fill(!m, -inf), softmax, @ v.
+std::string hand_written(const std::string& fill = "-inf", bool probabilities_out = false) {
+  return R"(%0 : f32[2, 4, 16, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[2, 4, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[2, 4, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : i1[1, 1, 16, 16] = parameter() {index = 3, name = "m"}
+%4 : f32[2, 4, 8, 16] = transpose(%1) {dims = [0, 1, 3, 2]}
+%5 : f32[2, 4, 16, 16] = dot(%0, %4)
+%6 : f32[] = constant() {value = [0.25]}
+%7 : f32[2, 4, 16, 16] = broadcast(%6) {dims = []}
+%8 : f32[2, 4, 16, 16] = mul(%5, %7)
+%9 : i1[2, 4, 16, 16] = broadcast(%3) {dims = [0, 1, 2, 3]}
+%10 : f32[] = constant() {value = [)" + fill + R"(]}
+%11 : f32[2, 4, 16, 16] = broadcast(%10) {dims = []}
+%12 : f32[2, 4, 16, 16] = select(%9, %11, %8)
+%13 : f32[2, 4, 16] = reduce_max(%12) {dims = [3]}
+%14 : f32[2, 4, 16, 16] = broadcast(%13) {dims = [0, 1, 2]}
+%15 : f32[2, 4, 16, 16] = sub(%12, %14)
+%16 : f32[2, 4, 16, 16] = exp(%15)
+%17 : f32[2, 4, 16] = reduce_sum(%16) {dims = [3]}
+%18 : f32[2, 4, 16, 16] = broadcast(%17) {dims = [0, 1, 2]}
+%19 : f32[2, 4, 16, 16] = div(%16, %18)
+%20 : f32[2, 4, 16, 8] = dot(%19, %2)
+return %20)" + std::string(probabilities_out ? ", %19" : "") + "\n";
+}
+
+TEST(MatchAttention, the_hand_written_form_becomes_one_op) {
+  auto g = flat::parse_graph(hand_written());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  ASSERT_TRUE(flat::verify(*matched).ok()) << flat::verify(*matched).message();
+  // masked_fill(x, m, -inf) keeps where m is false: the attention's bool mask is not(m).
+  EXPECT_EQ(matched->str(), R"(%0 : f32[2, 4, 16, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[2, 4, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[2, 4, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : i1[1, 1, 16, 16] = parameter() {index = 3, name = "m"}
+%4 : i1[1, 1, 16, 16] = not(%3)
+%5 : f32[2, 4, 16, 8] = attention(%0, %1, %2, %4) {causal = false, scale = 0.25, mask = bool}
+return %5
+)");
+}
+
+TEST(MatchAttention, only_when_provably_the_same_computation) {
+  // Filled with a finite value instead of -inf: not attention's masking.
+  auto g = flat::parse_graph(hand_written("-1000000000"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(flat::match_attention(*g).has_value());
+  // The probabilities are also an output: they must exist, the pattern stays.
+  g = flat::parse_graph(hand_written("-inf", true));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(flat::match_attention(*g).has_value());
+}
+
+// nanoGPT's causal buffer: a constant lower triangle sliced to [:T, :T], masked_fill(bias == 0, -inf).
+std::string causal_buffer(const std::string& values) {
+  return R"(sym T [1, 2, 3]
+%0 : f32[1, 2, T, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 1, 3, 3] = constant() {value = [)" + values + R"(]}
+%2 : f32[1, 1, T, T] = slice(%1) {starts = [0, 0, 0, 0], limits = [1, 1, T, T], steps = [1, 1, 1, 1]}
+%3 : f32[] = constant() {value = [0]}
+%4 : f32[1, 1, T, T] = broadcast(%3) {dims = []}
+%5 : i1[1, 1, T, T] = eq(%2, %4)
+%6 : i1[1, 2, T, T] = broadcast(%5) {dims = [0, 1, 2, 3]}
+%7 : f32[1, 2, 4, T] = transpose(%0) {dims = [0, 1, 3, 2]}
+%8 : f32[1, 2, T, T] = dot(%0, %7)
+%9 : f32[] = constant() {value = [-inf]}
+%10 : f32[1, 2, T, T] = broadcast(%9) {dims = []}
+%11 : f32[1, 2, T, T] = select(%6, %10, %8)
+%12 : f32[1, 2, T] = reduce_max(%11) {dims = [3]}
+%13 : f32[1, 2, T, T] = broadcast(%12) {dims = [0, 1, 2]}
+%14 : f32[1, 2, T, T] = sub(%11, %13)
+%15 : f32[1, 2, T, T] = exp(%14)
+%16 : f32[1, 2, T] = reduce_sum(%15) {dims = [3]}
+%17 : f32[1, 2, T, T] = broadcast(%16) {dims = [0, 1, 2]}
+%18 : f32[1, 2, T, T] = div(%15, %17)
+%19 : f32[1, 2, T, 4] = dot(%18, %0)
+return %19
+)";
+}
+
+TEST(MatchAttention, a_constant_lower_triangle_is_the_causal_rule) {
+  auto g = flat::parse_graph(causal_buffer("1, 0, 0, 1, 1, 0, 1, 1, 1"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_EQ(matched->str(), R"(sym T [1, 2, 3]
+%0 : f32[1, 2, T, 4] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, T, 4] = attention(%0, %0, %0) {causal = true, scale = 1}
+return %1
+)");
+  // Any other pattern stays a mask the kernel reads.
+  g = flat::parse_graph(causal_buffer("1, 1, 0, 1, 1, 0, 1, 1, 1"));
+  ASSERT_TRUE(g.ok());
+  matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_NE(matched->str().find("mask = bool"), std::string::npos) << matched->str();
+}
+
+TEST(MatchAttention, float16_scores_with_a_float32_softmax) {
+  auto g = flat::parse_graph(R"(%0 : f16[1, 2, 8, 4] = parameter() {index = 0, name = "q"}
+%1 : f16[1, 2, 8, 4] = parameter() {index = 1, name = "k"}
+%2 : f16[1, 2, 4, 8] = transpose(%1) {dims = [0, 1, 3, 2]}
+%3 : f16[1, 2, 8, 8] = dot(%0, %2)
+%4 : f16[] = constant() {value = [2]}
+%5 : f16[1, 2, 8, 8] = broadcast(%4) {dims = []}
+%6 : f16[1, 2, 8, 8] = div(%3, %5)
+%7 : f32[1, 2, 8, 8] = convert(%6)
+%8 : f32[1, 2, 8] = reduce_max(%7) {dims = [3]}
+%9 : f32[1, 2, 8, 8] = broadcast(%8) {dims = [0, 1, 2]}
+%10 : f32[1, 2, 8, 8] = sub(%7, %9)
+%11 : f32[1, 2, 8, 8] = exp(%10)
+%12 : f32[1, 2, 8] = reduce_sum(%11) {dims = [3]}
+%13 : f32[1, 2, 8, 8] = broadcast(%12) {dims = [0, 1, 2]}
+%14 : f32[1, 2, 8, 8] = div(%11, %13)
+%15 : f16[1, 2, 8, 8] = convert(%14)
+%16 : f16[1, 2, 8, 4] = dot(%15, %0)
+return %16
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto matched = flat::match_attention(*g);
+  ASSERT_TRUE(matched.has_value());
+  EXPECT_EQ(matched->str(), R"(%0 : f16[1, 2, 8, 4] = parameter() {index = 0, name = "q"}
+%1 : f16[1, 2, 8, 4] = parameter() {index = 1, name = "k"}
+%2 : f16[1, 2, 8, 4] = attention(%0, %1, %0) {causal = false, scale = 0.5}
+return %2
+)");
+}
+
+NodeRef input(int index, Shape shape, DType dt, const std::shared_ptr<SymbolTable>& symbols) {
+  return trace::make_input_node(index, "x" + std::to_string(index), dt, std::move(shape), Device{}, symbols, nullptr);
+}
+
+NodeRef op(const std::string& name, std::vector<NodeRef> in, Attrs a = {}) {
+  auto n = trace::make_node(name, std::move(in), std::move(a), nullptr);
+  EXPECT_TRUE(n.ok()) << n.status().message();
+  return n.ok() ? n.value() : nullptr;
+}
+
+// GPT-2's attention as users write it with tp ops: split heads by reshape + transpose(1, 2),
+// attend causally, merge back by transpose(1, 2) + reshape.
+TEST(AttentionCompile, gpt2_head_split_and_merge_run_no_copy_kernel) {
+  auto symbols = std::make_shared<SymbolTable>();
+  const Dim T = Dim::symbol(symbols->add("T", 1, 16, 64));
+  std::vector<NodeRef> ins, heads;
+  for (int i = 0; i < 3; ++i) {
+    ins.push_back(input(i, {Dim(2), T, Dim(64)}, DType::kFloat16, symbols));
+    Attrs r;
+    r.shape = {Dim(2), T, Dim(4), Dim(16)};
+    Attrs t;
+    t.dims = {0, 2, 1, 3};
+    heads.push_back(op("permute", {op("reshape", {ins.back()}, r)}, t));
+  }
+  Attrs a;
+  a.value = 0.25;
+  a.causal = true;
+  NodeRef y = op("scaled_dot_product_attention", heads, a);
+  Attrs t;
+  t.dims = {0, 2, 1, 3};
+  Attrs r;
+  r.shape = {Dim(2), T, Dim(64)};
+  NodeRef out = op("reshape", {op("permute", {y}, t)}, r);
+  auto lowered = trace::lower_to_flat({out}, trace::LowerMode::kCompile, ins);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().message();
+  flat::Graph g = lowered->graph;
+  auto folded = flat::constant_fold(g);
+  ASSERT_TRUE(folded.ok());
+  g = flat::cse(flat::simplify(*folded));
+  if (auto f = flat::fold_attention_layouts(g)) g = *f;
+  auto program = compiler::build_program(flat::dce(g));
+  ASSERT_TRUE(program.ok()) << program.status().message();
+  std::vector<rt::KernelKind> kinds;
+  for (const rt::Kernel& k : program->kernels) kinds.push_back(k.kind);
+  EXPECT_EQ(kinds, std::vector<rt::KernelKind>{rt::KernelKind::kAttention}) << compiler::program_str(*program);
+}
+
+TEST(AttentionCompile, runs_on_the_cpu_from_trace_ops) {
+  auto symbols = std::make_shared<SymbolTable>();
+  const Dim L = Dim::symbol(symbols->add("L", 1, 3, 8));
+  NodeRef q = input(0, {Dim(1), Dim(2), L, Dim(4)}, DType::kFloat32, symbols);
+  NodeRef kv = input(1, {Dim(1), Dim(1), Dim(6), Dim(4)}, DType::kFloat32, symbols);
+  Attrs a;
+  a.value = 0.5;
+  a.causal = true;
+  NodeRef y = op("scaled_dot_product_attention", {q, kv, kv}, a);
+  auto lowered = trace::lower_to_flat({y}, trace::LowerMode::kCompile, {q, kv});
+  ASSERT_TRUE(lowered.ok()) << lowered.status().message();
+  auto exe = compile_graph(lowered->graph, CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  Tensor qt = Tensor::empty_host(DType::kFloat32, {1, 2, 3, 4}), kt = Tensor::empty_host(DType::kFloat32, {1, 1, 6, 4});
+  for (int64_t i = 0; i < qt.numel(); ++i) static_cast<float*>(qt.data())[i] = std::sin(0.3f * i);
+  for (int64_t i = 0; i < kt.numel(); ++i) static_cast<float*>(kt.data())[i] = std::cos(0.7f * i);
+  auto out = exe->run({qt, kt});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const float* Q = static_cast<const float*>(qt.data());
+  const float* K = static_cast<const float*>(kt.data());
+  const float* O = static_cast<const float*>((*out)[0].data());
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i) {
+      double s[6], mx = -INFINITY, sum = 0;
+      for (int j = 0; j <= i; ++j) {
+        s[j] = 0;
+        for (int d = 0; d < 4; ++d) s[j] += 0.5 * Q[(h * 3 + i) * 4 + d] * K[j * 4 + d];
+        mx = std::max(mx, s[j]);
+      }
+      for (int j = 0; j <= i; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      for (int d = 0; d < 4; ++d) {
+        double want = 0;
+        for (int j = 0; j <= i; ++j) want += s[j] / sum * K[j * 4 + d];
+        EXPECT_NEAR(O[(h * 3 + i) * 4 + d], want, 1e-5);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace tripy
