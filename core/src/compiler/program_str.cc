@@ -90,7 +90,7 @@ std::string program_str(const rt::Program& p) {
            ": " + c.message + "\n";
   }
   for (size_t i = 0; i < p.buffers.size(); ++i) out += "b" + std::to_string(i) + " = " + buffer_line(p.buffers[i]) + "\n";
-  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
+  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "conv"};
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const rt::Kernel& k = p.kernels[i];
     out += buffers(k.outputs) + " = " + kKernels[static_cast<int>(k.kind)] + " '" + k.name + "'(" + buffers(k.inputs) + ")";
@@ -128,6 +128,7 @@ std::string program_str(const rt::Program& p) {
       case rt::KernelKind::kConcat:
       case rt::KernelKind::kGather: out += " axis " + std::to_string(k.axis); break;
       case rt::KernelKind::kCopy: break;
+      case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
     }
     out += "\n";
   }

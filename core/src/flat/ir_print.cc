@@ -60,6 +60,7 @@ std::string attrs(const Op& op, const Graph& g) {
       out = "starts = " + dim_list(op.starts, g.symbols) + ", limits = " + dim_list(op.limits, g.symbols) +
             ", steps = " + dim_list(op.steps, g.symbols);
       break;
+    case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

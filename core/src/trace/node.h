@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/dim.h"
+#include "runtime/program.h"
 #include "tripy/dtype.h"
 #include "tripy/status.h"
 #include "tripy/tensor.h"
@@ -26,6 +27,7 @@ struct Attrs {
   int64_t axis = 0;
   bool keepdim = false;
   DType dtype = DType::kFloat32;
+  rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
 };
 
 struct Node;

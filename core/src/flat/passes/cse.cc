@@ -27,6 +27,7 @@ std::string key_of(const Graph& g, const Op& op) {
   k += "|";
   for (int64_t d : op.dims) k += std::to_string(d) + ",";
   k += "|" + shape_str(op.starts) + shape_str(op.limits) + shape_str(op.steps);
+  if (op.kind == OpKind::kConvolution) k += "|" + rt::conv_attrs_text(op.conv);
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());

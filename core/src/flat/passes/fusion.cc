@@ -331,6 +331,7 @@ Status Planner::sweep() {
         if (!try_join(idx)) start_fused(idx);
         break;
       case OpKind::kDot: plan_dot(idx); break;
+      case OpKind::kConvolution: plan_conv(idx); break;
       default: {
         static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,
                                            GroupKind::kConcat, GroupKind::kGather};

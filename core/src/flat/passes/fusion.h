@@ -1,6 +1,6 @@
 // Fusion planning: partitions a FlatIR graph into kernels. Elementwise chains, broadcasts, iotas,
 // scalar splats and row reductions over trailing dims share one fused kernel per domain; a dot
-// absorbs a following bias add and relu/gelu; reshapes become aliases; the rest are kernels of
+// absorbs a following bias add and relu/gelu, a convolution also a residual add; reshapes become aliases; the rest are kernels of
 // their own. build_program turns the plan into rt::Kernels over buffers.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace tripy::flat {
 
-enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias };
+enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kConv };
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;
@@ -25,6 +25,8 @@ struct FusionGroup {
   rt::FusedProgram fused;
   // kDot: epilogue and operand transposes folded in (inputs are lhs, rhs[, bias]).
   rt::DotAttrs dot;
+  // kConv: the op's attributes plus the epilogue folded in (inputs are x, w[, bias][, residual]).
+  rt::ConvAttrs conv;
   std::string name;
 };
 
