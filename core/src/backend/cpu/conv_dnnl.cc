@@ -1,7 +1,8 @@
-// oneDNN convolution and deconvolution for kConv. Activations stay in the user's NCHW (plain)
-// layout; weights are described as `any`, so oneDNN picks its blocked layout, and constant
-// weights are reordered into it once. Bias is the primitive's bias, the residual a sum post-op
-// (copied into the output first) and relu/gelu an eltwise post-op: one primitive does the rest.
+// oneDNN convolution and deconvolution for kConv. Buffers hold NCHW (plain) tensors; the
+// primitive's layouts are left to oneDNN (`any`): constant weights are reordered into its blocked
+// layout once, activations on each call (scratch cached with the primitive). Bias is the
+// primitive's bias, the residual a sum post-op (written into the destination first) and
+// relu/gelu an eltwise post-op: one primitive does the rest.
 #include "backend/cpu/conv.h"
 
 #include <cstring>
@@ -57,8 +58,10 @@ struct DnnlConvCache::Impl {
   struct Entry {
     std::unique_ptr<dnnl::primitive> prim;  // null: oneDNN declined this problem
     memory::desc x, w_user, w_prim, bias, out;
+    memory::desc x_prim, out_prim;   // activations in the primitive's layout (blocked, usually)
     std::unique_ptr<memory> packed;  // weights in the primitive's layout
     const float* packed_from = nullptr;
+    std::unique_ptr<memory> x_blocked, out_blocked;  // scratch for the activations' reorders
   };
   std::map<std::vector<int64_t>, Entry> cache;
   std::unique_ptr<dnnl::stream> stream;
@@ -93,23 +96,31 @@ struct DnnlConvCache::Impl {
                          0.0f, 0.0f);
     attr.set_post_ops(ops);
     const memory::desc w_any = weight_desc(p, true);
+    // Activations too are `any`: oneDNN's blocked kernels (nChw16c) with a reorder on each side
+    // beat its plain-layout (im2col + GEMM) kernels by ~2x on ResNet-50's convolutions.
+    const memory::desc x_any(p.x, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc out_any(p.out, memory::data_type::f32, memory::format_tag::any);
     const auto prop = dnnl::prop_kind::forward_inference;
     try {
       if (a.transposed) {
-        auto desc = a.has_bias ? dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, e.x, w_any,
-                                                                   e.bias, e.out, a.stride, dil, a.pad_before, a.pad_after)
-                               : dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, e.x, w_any,
-                                                                   e.out, a.stride, dil, a.pad_before, a.pad_after);
+        auto desc = a.has_bias ? dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, x_any, w_any,
+                                                                   e.bias, out_any, a.stride, dil, a.pad_before, a.pad_after)
+                               : dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, x_any, w_any,
+                                                                   out_any, a.stride, dil, a.pad_before, a.pad_after);
         dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
         e.w_prim = pd.weights_desc();
+        e.x_prim = pd.src_desc();
+        e.out_prim = pd.dst_desc();
         e.prim = std::make_unique<dnnl::deconvolution_forward>(pd);
       } else {
-        auto desc = a.has_bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, e.x, w_any,
-                                                                 e.bias, e.out, a.stride, dil, a.pad_before, a.pad_after)
-                               : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, e.x, w_any,
-                                                                 e.out, a.stride, dil, a.pad_before, a.pad_after);
+        auto desc = a.has_bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, x_any, w_any,
+                                                                 e.bias, out_any, a.stride, dil, a.pad_before, a.pad_after)
+                               : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, x_any, w_any,
+                                                                 out_any, a.stride, dil, a.pad_before, a.pad_after);
         dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
         e.w_prim = pd.weights_desc();
+        e.x_prim = pd.src_desc();
+        e.out_prim = pd.dst_desc();
         e.prim = std::make_unique<dnnl::convolution_forward>(pd);
       }
     } catch (const dnnl::error&) {
@@ -144,13 +155,30 @@ Status DnnlConvCache::run(const ConvProblem& p, const float* x, const float* w, 
       }
       weights = *e.packed;
     }
-    std::unordered_map<int, memory> margs = {{DNNL_ARG_SRC, memory(e.x, eng, const_cast<float*>(x))},
-                                             {DNNL_ARG_WEIGHTS, weights},
-                                             {DNNL_ARG_DST, memory(e.out, eng, out)}};
+    // Activations: the primitive's layout when it chose another (blocked: nChw16c), with a
+    // reorder on each side; the residual goes where the sum post-op reads it, the destination.
+    memory src(e.x, eng, const_cast<float*>(x)), dst(e.out, eng, out);
+    dnnl::stream& s = *impl_->stream;
+    if (e.x_prim != e.x) {
+      if (!e.x_blocked) e.x_blocked = std::make_unique<memory>(e.x_prim, eng);
+      dnnl::reorder(src, *e.x_blocked).execute(s, src, *e.x_blocked);
+      src = *e.x_blocked;
+    }
+    memory prim_dst = dst;
+    if (e.out_prim != e.out) {
+      if (!e.out_blocked) e.out_blocked = std::make_unique<memory>(e.out_prim, eng);
+      prim_dst = *e.out_blocked;
+    }
+    if (p.attrs.has_residual) {
+      memory res(e.out, eng, const_cast<float*>(residual));
+      if (prim_dst.get_desc() != e.out) dnnl::reorder(res, prim_dst).execute(s, res, prim_dst);
+      else if (residual != out) std::memcpy(out, residual, e.out.get_size());
+    }
+    std::unordered_map<int, memory> margs = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, prim_dst}};
     if (p.attrs.has_bias) margs.emplace(DNNL_ARG_BIAS, memory(e.bias, eng, const_cast<float*>(bias)));
-    if (p.attrs.has_residual && residual != out) std::memcpy(out, residual, e.out.get_size());
-    e.prim->execute(*impl_->stream, margs);
-    impl_->stream->wait();
+    e.prim->execute(s, margs);
+    if (e.out_prim != e.out) dnnl::reorder(prim_dst, dst).execute(s, prim_dst, dst);
+    s.wait();
     done = true;
     return ok_status();
   } catch (const dnnl::error& err) {
