@@ -34,6 +34,31 @@ Shape to_shape(const py::handle& seq) {
   return s;
 }
 
+// The convolution's typed attributes: {stride, padding: [(before, after)], dilation, groups,
+// transposed, output_padding}. Types are checked here (a cast error becomes a TripyException at
+// the caller); values by the op's rule, which names the user's line.
+rt::ConvAttrs to_conv_attrs(const py::dict& d) {
+  rt::ConvAttrs a;
+  for (const auto& [k, v] : d) {
+    std::string key = k.cast<std::string>();
+    if (key == "stride") a.stride = v.cast<std::vector<int64_t>>();
+    else if (key == "dilation") a.dilation = v.cast<std::vector<int64_t>>();
+    else if (key == "output_padding") a.output_padding = v.cast<std::vector<int64_t>>();
+    else if (key == "groups") a.groups = v.cast<int64_t>();
+    else if (key == "transposed") a.transposed = v.cast<bool>();
+    else if (key == "padding") {
+      for (const auto& pair : v.cast<std::vector<std::pair<int64_t, int64_t>>>()) {
+        a.pad_before.push_back(pair.first);
+        a.pad_after.push_back(pair.second);
+      }
+    } else {
+      throw py::value_error("unknown convolution attribute '" + key + "'");
+    }
+  }
+  if (a.output_padding.empty()) a.output_padding.assign(a.stride.size(), 0);
+  return a;
+}
+
 trace::Attrs to_attrs(const py::dict& d) {
   trace::Attrs a;
   for (const auto& [k, v] : d) {
@@ -48,6 +73,7 @@ trace::Attrs to_attrs(const py::dict& d) {
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
     else if (key == "causal") a.causal = v.cast<bool>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
+    else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
     else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
   }
   return a;

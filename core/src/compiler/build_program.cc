@@ -291,6 +291,10 @@ class ProgramBuilder {
         k.attention = first.attention;
         break;
       case GroupKind::kAlias: break;
+      case GroupKind::kConv:
+        k.kind = rt::KernelKind::kConv;
+        k.conv = grp.conv;
+        break;
     }
     p_.kernels.push_back(std::move(k));
     return ok_status();

@@ -90,7 +90,7 @@ std::string program_str(const rt::Program& p) {
            ": " + c.message + "\n";
   }
   for (size_t i = 0; i < p.buffers.size(); ++i) out += "b" + std::to_string(i) + " = " + buffer_line(p.buffers[i]) + "\n";
-  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention"};
+  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention", "conv"};
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const rt::Kernel& k = p.kernels[i];
     out += buffers(k.outputs) + " = " + kKernels[static_cast<int>(k.kind)] + " '" + k.name + "'(" + buffers(k.inputs) + ")";
@@ -146,6 +146,7 @@ std::string program_str(const rt::Program& p) {
         }
         break;
       }
+      case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
     }
     out += "\n";
   }

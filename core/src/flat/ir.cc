@@ -8,16 +8,32 @@ namespace {
 
 constexpr std::array<const char*, 13> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
-    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention",
+    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
 };
 // A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kAttention) + 1);
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kConvolution) + 1);
 
 }  // namespace
 
 const char* op_kind_name(OpKind kind) {
   auto i = static_cast<size_t>(kind);
   return i < kOpKindNames.size() ? kOpKindNames[i] : "invalid";
+}
+
+Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvAttrs& a) {
+  const int64_t w0 = weight[0].static_value(), w1 = weight[1].static_value();
+  Shape out = {input[0], Dim(a.transposed ? w1 * a.groups : w0)};
+  for (size_t d = 0; d < a.spatial(); ++d) {
+    const int64_t span = a.dilation[d] * (weight[d + 2].static_value() - 1) + 1;
+    const Dim& n = input[d + 2];
+    if (a.transposed) {
+      out.push_back((n - Dim(1)) * Dim(a.stride[d]) + Dim(span + a.output_padding[d] - a.pad_before[d] - a.pad_after[d]));
+    } else {
+      out.push_back(Dim::make(DimOp::kFloorDiv, n + Dim(a.pad_before[d] + a.pad_after[d] - span), Dim(a.stride[d])) +
+                    Dim(1));
+    }
+  }
+  return out;
 }
 
 ValueId Graph::add(Op op, DType dtype, Shape shape) {

@@ -34,6 +34,7 @@ enum class OpKind : uint8_t {
   kDot,          // [b..., M, K] x [b..., K, N] -> [b..., M, N], batch dims broadcast
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
+  kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
 };
 const char* op_kind_name(OpKind kind);
 
@@ -61,6 +62,7 @@ struct Op {
   ValueId result = -1;
   std::vector<int64_t> dims;
   std::vector<Dim> starts, limits, steps;  // kSlice
+  rt::ConvAttrs conv;                      // kConvolution (its epilogue fields stay unset)
   Tensor constant;                         // kConstant
   int32_t index = 0;                       // kParameter
   // kParameter of a shape value (tp.DimensionInputInfo): an i64[] host scalar whose value at run
@@ -98,6 +100,10 @@ struct Graph {
   std::vector<int32_t> use_counts() const;
   std::string str() const;
 };
+
+// The result shape of a convolution of `input` by a weight of static shape `weight`: the one
+// formula that the Trace op, the verifier and (in integers, rt::conv_output_size) the runtime use.
+Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvAttrs& a);
 
 // Text form, one op a line:
 //   %3 : f32[s0, 8] = add(%1, %2)

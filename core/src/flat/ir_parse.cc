@@ -336,6 +336,21 @@ class Parser {
           TRIPY_ASSIGN_OR_RETURN(op.limits, dim_list(c));
         } else if (key == "steps") {
           TRIPY_ASSIGN_OR_RETURN(op.steps, dim_list(c));
+        } else if (key == "stride") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.stride, int_list(c));
+        } else if (key == "pad_before") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.pad_before, int_list(c));
+        } else if (key == "pad_after") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.pad_after, int_list(c));
+        } else if (key == "dilation") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.dilation, int_list(c));
+        } else if (key == "output_padding") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.output_padding, int_list(c));
+        } else if (key == "groups") {
+          TRIPY_ASSIGN_OR_RETURN(op.conv.groups, c.integer());
+        } else if (key == "transposed") {
+          TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
+          op.conv.transposed = t != 0;
         } else if (key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
           has_value = true;
@@ -368,6 +383,8 @@ class Parser {
     }
     if (!c.done()) return c.error("unexpected text after the op");
     if (op.kind == OpKind::kConstant && !has_value) return c.error("a constant needs a value");
+    if (op.kind == OpKind::kConvolution && op.conv.output_padding.empty())
+      op.conv.output_padding.assign(op.conv.stride.size(), 0);
     ValueId id = g_.add(std::move(op), *dtype, std::move(shape));
     ids_[text_id] = id;
     const Op& added = g_.ops.back();

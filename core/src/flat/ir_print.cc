@@ -72,6 +72,7 @@ std::string attrs(const Op& op, const Graph& g) {
       }
       break;
     }
+    case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

@@ -196,6 +196,7 @@ class Verifier {
       }
       case OpKind::kDot: return check_dot(op, r);
       case OpKind::kAttention: return check_attention(op, r);
+      case OpKind::kConvolution: return check_convolution(op, r);
       case OpKind::kGather: {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
         const Value& a = operand(0);
@@ -239,6 +240,31 @@ class Verifier {
       return fail(&op, "the result must have the operands' dtype");
     }
     return ok_status();
+  }
+
+  Status check_convolution(const Op& op, const Value& r) const {
+    TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
+    const Value& x = g_.values[op.operands[0]];
+    const Value& w = g_.values[op.operands[1]];
+    const rt::ConvAttrs& a = op.conv;
+    if (x.dtype != w.dtype || x.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
+    const size_t nd = x.shape.size() - 2;
+    if (x.shape.size() < 3 || nd > rt::kMaxConvSpatialDims || w.shape.size() != x.shape.size())
+      return fail(&op, "input and weight need one rank with 1 to 3 spatial dims");
+    if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
+        a.output_padding.size() != nd)
+      return fail(&op, "stride, padding, dilation and output padding need one entry per spatial dim");
+    if (!is_static(w.shape) || a.groups < 1) return fail(&op, "the weight's shape must be static and groups >= 1");
+    if (a.has_bias || a.has_residual || a.activation != rt::Activation::kNone)
+      return fail(&op, "epilogues are the fusion planner's, not FlatIR's");
+    for (size_t d = 0; d < nd; ++d)
+      if (a.stride[d] < 1 || a.dilation[d] < 1 || a.pad_before[d] < 0 || a.pad_after[d] < 0 || a.output_padding[d] < 0)
+        return fail(&op, "strides and dilations must be >= 1, paddings >= 0");
+    const int64_t w0 = w.shape[0].static_value(), w1 = w.shape[1].static_value();
+    const Dim in_c = a.transposed ? Dim(w0) : Dim(w1 * a.groups);
+    if (!may_equal(x.shape[1], in_c)) return fail(&op, "the input's channels do not match the weight's");
+    if (w0 % a.groups != 0) return fail(&op, "groups must divide the channels");
+    return expect_shape(op, conv_result_shape(x.shape, w.shape, a), r.shape, "the result");
   }
 
   Status check_dot(const Op& op, const Value& r) const {

@@ -246,3 +246,36 @@ std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std
 }
 
 }  // namespace tripy::rt
+
+namespace tripy::rt {
+
+int64_t conv_output_size(const ConvAttrs& a, size_t d, int64_t n, int64_t k) {
+  // In 128 bits: a loaded file's attributes are checked for range, not for products.
+  const __int128 span = static_cast<__int128>(a.dilation[d]) * (k - 1) + 1;
+  __int128 out;
+  if (a.transposed) {
+    out = static_cast<__int128>(n - 1) * a.stride[d] - a.pad_before[d] - a.pad_after[d] + span + a.output_padding[d];
+  } else {
+    const __int128 room = static_cast<__int128>(n) + a.pad_before[d] + a.pad_after[d] - span;
+    out = room < 0 ? 0 : room / a.stride[d] + 1;
+  }
+  return saturate(out);
+}
+
+std::string conv_attrs_text(const ConvAttrs& a) {
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::string s = "stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) + ", pad_after = " +
+                  list(a.pad_after) + ", dilation = " + list(a.dilation) + ", groups = " + std::to_string(a.groups);
+  if (a.transposed) s += ", transposed = 1, output_padding = " + list(a.output_padding);
+  if (a.has_bias) s += ", bias = 1";
+  if (a.has_residual) s += ", residual = 1";
+  if (a.activation == Activation::kRelu) s += ", activation = relu";
+  if (a.activation == Activation::kGelu) s += ", activation = gelu";
+  return s;
+}
+
+}  // namespace tripy::rt

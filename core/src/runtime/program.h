@@ -169,7 +169,31 @@ AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::ve
 // or "" when they do: then every index a kernel forms stays inside its buffer.
 std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes);
 
-enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention };
+
+// A convolution over (N, C, spatial...) with 1 to 3 spatial dims; every list has one entry per
+// spatial dim. Forward: weight (O, C / groups, k...), out = floor((n + before + after - span) /
+// stride) + 1 with span = dilation * (k - 1) + 1. Transposed (the gradient of the forward one with
+// respect to its input): weight (C, O / groups, k...), out = (n - 1) * stride - before - after +
+// span + output_padding. The same struct is the Trace op's, the FlatIR op's and the kernel's
+// attribute; the epilogue fields are set by fusion only.
+struct ConvAttrs {
+  std::vector<int64_t> stride, pad_before, pad_after, dilation, output_padding;
+  int64_t groups = 1;
+  bool transposed = false;
+  // Epilogue: out = act(conv + bias[channel] + residual); Kernel::inputs are x, w, then the
+  // bias (O values, as [O] or [O, 1, 1]) and the residual (the output's shape) when present.
+  bool has_bias = false, has_residual = false;
+  Activation activation = Activation::kNone;
+  size_t spatial() const { return stride.size(); }
+};
+// Output size of spatial dim `d` for an input size `n` and kernel size `k` (may be < 1: invalid).
+int64_t conv_output_size(const ConvAttrs& a, size_t d, int64_t n, int64_t k);
+inline constexpr size_t kMaxConvSpatialDims = 3;
+// "stride = [2, 2], pad_before = [1, 1], ..., groups = 1" (FlatIR text and program dumps); the
+// transposed and epilogue fields only when set.
+std::string conv_attrs_text(const ConvAttrs& a);
+
+enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv };
 
 struct Kernel {
   KernelKind kind = KernelKind::kFused;
@@ -177,6 +201,7 @@ struct Kernel {
   std::vector<int32_t> inputs, outputs;  // buffer ids
   FusedProgram fused;                    // kFused
   DotAttrs dot;                          // kDot
+  ConvAttrs conv;                        // kConv
   std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
   std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
   int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis))

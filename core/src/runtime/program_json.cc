@@ -17,12 +17,12 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention"};
+constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention", "conv"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu"};
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kAttention) + 1);
+static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kConv) + 1);
 constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
 constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
 static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
@@ -92,6 +92,12 @@ const json* optional_field(const json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
+bool json_flag(const json& object, const char* key, const std::string& path) {
+  const json& v = json_field(object, key, path);
+  if (!v.is_boolean()) throw JsonFieldError{path + "." + key + " is not true or false"};
+  return v.get<bool>();
+}
+
 json kernel_to_json(const Kernel& k) {
   json j = {{"kind", name_of(kKernelKinds, k.kind)}, {"name", k.name}, {"inputs", k.inputs}, {"outputs", k.outputs}};
   const FusedProgram& f = k.fused;
@@ -120,6 +126,13 @@ json kernel_to_json(const Kernel& k) {
       if (a.perms[x] != AttentionAttrs::Perm{0, 1, 2, 3})
         at[std::string(kAttentionOperands[x]) + "_perm"] = std::vector<int>(a.perms[x].begin(), a.perms[x].end());
     j["attention"] = std::move(at);
+  }
+  if (k.kind == KernelKind::kConv) {
+    const ConvAttrs& c = k.conv;
+    j["conv"] = {{"stride", c.stride}, {"pad_before", c.pad_before}, {"pad_after", c.pad_after},
+                 {"dilation", c.dilation}, {"output_padding", c.output_padding}, {"groups", c.groups},
+                 {"transposed", c.transposed}, {"has_bias", c.has_bias}, {"has_residual", c.has_residual},
+                 {"activation", name_of(kActivations, c.activation)}};
   }
   if (!k.perm.empty()) j["perm"] = k.perm;
   if (!k.starts.empty()) j["starts"] = k.starts;
@@ -164,14 +177,9 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
   }
   if (const json* d = optional_field(j, "dot")) {
     const std::string dp = path + ".dot";
-    auto flag = [&](const char* key) {
-      const json& v = json_field(*d, key, dp);
-      if (!v.is_boolean()) throw JsonFieldError{dp + "." + key + " is not true or false"};
-      return v.get<bool>();
-    };
-    k.dot.transpose_lhs = flag("transpose_lhs");
-    k.dot.transpose_rhs = flag("transpose_rhs");
-    k.dot.has_bias = flag("has_bias");
+    k.dot.transpose_lhs = json_flag(*d, "transpose_lhs", dp);
+    k.dot.transpose_rhs = json_flag(*d, "transpose_rhs", dp);
+    k.dot.has_bias = json_flag(*d, "has_bias", dp);
     k.dot.activation = parse_name<Activation>(kActivations, json_field(*d, "activation", dp), dp + ".activation");
   }
   if (const json* a = optional_field(j, "attention")) {
@@ -192,6 +200,20 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
         k.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
       }
     }
+  }
+  if (const json* c = optional_field(j, "conv")) {
+    const std::string cp = path + ".conv";
+    auto ints = [&](const char* key) { return json_int_list(json_field(*c, key, cp), cp + "." + key); };
+    k.conv.stride = ints("stride");
+    k.conv.pad_before = ints("pad_before");
+    k.conv.pad_after = ints("pad_after");
+    k.conv.dilation = ints("dilation");
+    k.conv.output_padding = ints("output_padding");
+    k.conv.groups = json_int(json_field(*c, "groups", cp), cp + ".groups");
+    k.conv.transposed = json_flag(*c, "transposed", cp);
+    k.conv.has_bias = json_flag(*c, "has_bias", cp);
+    k.conv.has_residual = json_flag(*c, "has_residual", cp);
+    k.conv.activation = parse_name<Activation>(kActivations, json_field(*c, "activation", cp), cp + ".activation");
   }
   if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
   if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");

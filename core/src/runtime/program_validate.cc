@@ -239,7 +239,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kAttention) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kConv) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -308,6 +308,7 @@ class Validator {
         if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
         return ok_status();
       case KernelKind::kAttention: return check_attention(kn, bad);
+      case KernelKind::kConv: return check_conv(kn, bad);
     }
     return ok_status();
   }
@@ -337,6 +338,37 @@ class Validator {
         if (d < 0 || d > 3 || seen[d]) return bad("has an operand layout that is not a permutation of 4 dims");
         seen[d] = true;
       }
+    }
+    return ok_status();
+  }
+
+  // Ranks, dtypes and attribute ranges; sizes are checked per run (check_run_shapes).
+  template <typename Bad>
+  Status check_conv(const Kernel& kn, const Bad& bad) {
+    const ConvAttrs& c = kn.conv;
+    if (c.activation > Activation::kGelu) return bad("has an invalid activation");
+    if (!(kn.inputs.size() == 2u + c.has_bias + c.has_residual && kn.outputs.size() == 1))
+      return bad("needs an input, a weight, the bias and residual it declares, and 1 output");
+    const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;
+    if (rank < 3 || nd > kMaxConvSpatialDims || rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank)
+      return bad("needs input, weight and output of one rank with 1 to 3 spatial dims");
+    if (c.has_residual && rank_of(kn.inputs.back()) != rank) return bad("has a residual of another rank");
+    const DType dt = dtype_of(kn.outputs[0]);
+    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return bad("is not a float convolution");
+    for (int32_t b : kn.inputs)
+      if (dtype_of(b) != dt) return bad("mixes dtypes");
+    if (c.stride.size() != nd || c.pad_before.size() != nd || c.pad_after.size() != nd || c.dilation.size() != nd ||
+        c.output_padding.size() != nd)
+      return bad("needs stride, padding, dilation and output padding for each of its " + std::to_string(nd) +
+                 " spatial dims");
+    constexpr int64_t kLimit = int64_t{1} << 30;
+    if (c.groups < 1 || c.groups > kLimit) return bad("has groups out of range");
+    for (size_t d = 0; d < nd; ++d) {
+      const bool ok = c.stride[d] >= 1 && c.stride[d] <= kLimit && c.dilation[d] >= 1 && c.dilation[d] <= kLimit &&
+                      c.pad_before[d] >= 0 && c.pad_before[d] <= kLimit && c.pad_after[d] >= 0 &&
+                      c.pad_after[d] <= kLimit && c.output_padding[d] >= 0 &&
+                      (c.transposed ? c.output_padding[d] < std::max(c.stride[d], c.dilation[d]) : c.output_padding[d] == 0);
+      if (!ok) return bad("has stride, padding, dilation or output padding out of range in spatial dim " + std::to_string(d));
     }
     return ok_status();
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/dim.h"
+#include "runtime/program.h"
 #include "tripy/dtype.h"
 #include "tripy/status.h"
 #include "tripy/tensor.h"
@@ -27,6 +28,7 @@ struct Attrs {
   bool keepdim = false;
   bool causal = false;  // attention: query i sees keys 0..i only
   DType dtype = DType::kFloat32;
+  rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
 };
 
 struct Node;

@@ -1,10 +1,10 @@
-// The convolution Trace op (N-d, strided, padded, dilated, grouped), lowered as im2col onto
-// existing FlatIR primitives: zero padding by concatenation, one strided slice per kernel tap,
-// one concatenation, then a single batched dot with the groups as a batch dim.
+// The convolution Trace op (N-d, strided, padded, dilated, grouped, and transposed): its checks,
+// its shape rule (flat::conv_result_shape, shared with the verifier), and its lowering to the one
+// FlatIR convolution primitive, which backends run as a library call (oneDNN, cuDNN).
 //
-// Attributes (Attrs is one flat struct, so this op documents which fields it reads):
-//   steps  = stride per spatial dim      starts = padding before    limits = padding after
-//   dims   = dilation per spatial dim    axis   = groups
+// Attributes are typed (Attrs::conv, an rt::ConvAttrs); the binding has checked their types, the
+// rule below checks their values, so every error names the user's line.
+#include <algorithm>
 #include <string>
 
 #include "trace/op_def.h"
@@ -18,156 +18,89 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
-// Reads a Shape attribute that must hold static ints (`what` names it in errors).
-StatusOr<std::vector<int64_t>> static_attr(const InferCtx& ctx, const Shape& s, const char* what) {
-  std::vector<int64_t> out;
-  for (const auto& d : s) {
-    if (!d.is_static()) return ctx.error(std::string("convolution: the ") + what + " must be static ints.");
-    out.push_back(d.static_value());
+Status check_attrs(const InferCtx& ctx, const rt::ConvAttrs& a, size_t nd) {
+  if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
+      a.output_padding.size() != nd)
+    return ctx.error("convolution: stride, padding and dilation need one entry per spatial dim (" + std::to_string(nd) +
+                     ").");
+  if (a.groups < 1) return ctx.error("convolution: groups must be at least 1, got " + std::to_string(a.groups) + ".");
+  for (size_t i = 0; i < nd; ++i) {
+    if (a.stride[i] < 1 || a.dilation[i] < 1)
+      return ctx.error("convolution: strides and dilations must be at least 1, got stride " + ints_str(a.stride) +
+                       " and dilation " + ints_str(a.dilation) + ".");
+    if (a.pad_before[i] < 0 || a.pad_after[i] < 0) return ctx.error("convolution: paddings must be non-negative.");
+    const int64_t most = std::max(a.stride[i], a.dilation[i]);
+    if (a.output_padding[i] < 0 || (a.transposed ? a.output_padding[i] >= most : a.output_padding[i] != 0))
+      return ctx.error(a.transposed ? "convolution: output_padding " + ints_str(a.output_padding) +
+                                          " must be non-negative and smaller than the stride or the dilation in each dim."
+                                    : std::string("convolution: output_padding applies to transposed convolutions only."));
   }
-  return out;
+  return ok_status();
 }
 
 Status infer_convolution(InferCtx& ctx) {
   const Shape& x = ctx.shape(0);
   const Shape& w = ctx.shape(1);
-  const Attrs& a = ctx.node.attrs;
-  if (x.size() < 3)
-    return ctx.error("convolution: the input must be (N, C, spatial...) with at least one spatial dim, but it has shape " +
+  const rt::ConvAttrs& a = ctx.node.attrs.conv;
+  const char* what = a.transposed ? "transposed convolution" : "convolution";
+  if (x.size() < 3 || x.size() > 2 + rt::kMaxConvSpatialDims)
+    return ctx.error(std::string(what) + ": the input must be (N, C, spatial...) with 1 to 3 spatial dims, but it has shape " +
                      shape_str(x) + ".");
   if (w.size() != x.size())
     return ctx.error("convolution: the weight has rank " + std::to_string(w.size()) + " (shape " + shape_str(w) +
                      "), but the input has rank " + std::to_string(x.size()) + "; they must match.");
-  size_t nd = x.size() - 2;
-  if (a.steps.size() != nd || a.starts.size() != nd || a.limits.size() != nd || a.dims.size() != nd)
-    return ctx.error("convolution: stride, padding and dilation need one entry per spatial dim (" + std::to_string(nd) +
-                     ").");
+  const size_t nd = x.size() - 2;
+  TRIPY_RETURN_IF_ERROR(check_attrs(ctx, a, nd));
   if (!is_static(w)) return ctx.error("convolution: the weight's shape must be static, got " + shape_str(w) + ".");
-  for (size_t i = 1; i < x.size(); ++i)
-    if (!x[i].is_static())
-      return ctx.error("convolution: only the batch dim may be dynamic, but input dim " + std::to_string(i) + " is " +
-                       x[i].str(ctx.node.symbols.get()) + ".");
-  TRIPY_ASSIGN_OR_RETURN(auto stride, static_attr(ctx, a.steps, "strides"));
-  TRIPY_ASSIGN_OR_RETURN(auto pad_lo, static_attr(ctx, a.starts, "paddings"));
-  TRIPY_ASSIGN_OR_RETURN(auto pad_hi, static_attr(ctx, a.limits, "paddings"));
-  const auto& dilation = a.dims;
-  int64_t groups = a.axis;
-  std::vector<int64_t> ws = static_dims(w);
-  int64_t channels = x[1].static_value();
-  int64_t out_channels = ws[0];
-  if (groups < 1) return ctx.error("convolution: groups must be at least 1, got " + std::to_string(groups) + ".");
-  if (channels % groups != 0 || out_channels % groups != 0)
-    return ctx.error("convolution: the input channels (" + std::to_string(channels) + ") and output channels (" +
-                     std::to_string(out_channels) + ") must both be divisible by groups (" + std::to_string(groups) +
-                     ").");
-  if (ws[1] * groups != channels) {
-    Status st = ctx.error("convolution: the input has " + std::to_string(channels) + " channels, but the weight of shape " +
-                          shape_str(w) + " with groups=" + std::to_string(groups) + " expects " +
-                          std::to_string(ws[1] * groups) + ".");
+  const std::vector<int64_t> ws = static_dims(w);
+  const int64_t g = a.groups;
+  // Forward: weight (O, C/g, k...). Transposed: weight (C, O/g, k...).
+  const int64_t in_c = a.transposed ? ws[0] : ws[1] * g;
+  const int64_t out_c = a.transposed ? ws[1] * g : ws[0];
+  if (in_c % g != 0 || out_c % g != 0 || (x[1].is_static() && x[1].static_value() % g != 0))
+    return ctx.error("convolution: the input channels (" + x[1].str(ctx.node.symbols.get()) + ") and output channels (" +
+                     std::to_string(out_c) + ") must both be divisible by groups (" + std::to_string(g) + ").");
+  if (x[1].is_static() && x[1].static_value() != in_c) {
+    Status st = ctx.error(std::string(what) + ": the input has " + std::to_string(x[1].static_value()) +
+                          " channels, but the weight of shape " + shape_str(w) + " with groups=" + std::to_string(g) +
+                          " expects " + std::to_string(in_c) + ".");
     for (int j : {0, 1}) st.note(std::string(j ? "The weight" : "The input") + " was created here:", ctx.in()[j]->source);
     return st;
   }
-  Shape out = {x[0], Dim(out_channels)};
-  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  const SymbolTable* table = ctx.node.symbols.get();
   for (size_t i = 0; i < nd; ++i) {
-    if (stride[i] < 1 || dilation[i] < 1)
-      return ctx.error("convolution: strides and dilations must be at least 1, got stride " + ints_str(stride) +
-                       " and dilation " + ints_str(dilation) + ".");
-    if (pad_lo[i] < 0 || pad_hi[i] < 0) return ctx.error("convolution: paddings must be non-negative.");
-    if (kernel[i] < 1) return ctx.error("convolution: the kernel " + ints_str(kernel) + " has an empty dim.");
-    int64_t padded = x[i + 2].static_value() + pad_lo[i] + pad_hi[i];
-    int64_t span = (kernel[i] - 1) * dilation[i] + 1;
-    if (span > padded)
-      return ctx.error("convolution: the kernel " + ints_str(kernel) + " (dilation " + ints_str(dilation) +
-                       ") spans " + std::to_string(span) + " elements in spatial dim " + std::to_string(i) +
-                       ", more than the padded input's " + std::to_string(padded) + ".");
-    out.push_back(Dim((padded - span) / stride[i] + 1));
+    const int64_t k = ws[i + 2];
+    if (k < 1) return ctx.error("convolution: the kernel " + ints_str({ws.begin() + 2, ws.end()}) + " has an empty dim.");
+    // Dynamic sizes are checked at their smallest: the compiled program must work over the range.
+    const int64_t n = x[i + 2].is_static() ? x[i + 2].static_value() : table ? x[i + 2].lower_bound(*table) : 1;
+    const int64_t span = (k - 1) * a.dilation[i] + 1;
+    const std::string at_least = x[i + 2].is_static() ? "" : "smallest ";
+    if (!a.transposed && span > n + a.pad_before[i] + a.pad_after[i])
+      return ctx.error("convolution: the kernel " + ints_str({ws.begin() + 2, ws.end()}) + " (dilation " +
+                       ints_str(a.dilation) + ") spans " + std::to_string(span) + " elements in spatial dim " +
+                       std::to_string(i) + ", more than the " + at_least + "padded input's " +
+                       std::to_string(n + a.pad_before[i] + a.pad_after[i]) + ".");
+    if (a.transposed && rt::conv_output_size(a, i, n, k) < 1)
+      return ctx.error("transposed convolution: the padding " + ints_str(a.pad_before) + " / " + ints_str(a.pad_after) +
+                       " crops all of spatial dim " + std::to_string(i) + " (size " + std::to_string(n) + ").");
   }
-  ctx.node.shape = std::move(out);
+  ctx.node.shape = flat::conv_result_shape(x, w, a);
   ctx.node.dtype = ctx.in()[0]->dtype;
   return ok_status();
 }
 
-// Zero-pads spatial dim `d` of `v` (shape `s`) by concatenating zero blocks on either side.
-flat::ValueId pad_dim(LowerCtx& c, flat::ValueId v, Shape& s, size_t d, int64_t lo, int64_t hi) {
-  if (lo == 0 && hi == 0) return v;
-  DType dt = c.value(v).dtype;
-  flat::Op op;
-  op.kind = flat::OpKind::kConcatenate;
-  op.dims = {static_cast<int64_t>(d)};
-  for (int64_t n : {lo, int64_t{-1}, hi}) {
-    if (n == 0) continue;
-    if (n < 0) {
-      op.operands.push_back(v);
-      continue;
-    }
-    Shape block = s;
-    block[d] = n;
-    op.operands.push_back(c.splat(0, dt, block));
-  }
-  s[d] = s[d] + Dim(lo + hi);
-  return c.emit(std::move(op), dt, s, "zero-pad the convolution's input");
-}
-
 StatusOr<flat::ValueId> lower_convolution(LowerCtx& c) {
-  const Attrs& a = c.node().attrs;
-  flat::ValueId x = c.in(0);
-  DType dt = c.value(x).dtype;
-  Shape s = c.value(x).shape;
-  std::vector<int64_t> ws = static_dims(c.value(c.in(1)).shape);
-  size_t nd = s.size() - 2;
-  for (size_t i = 0; i < nd; ++i)
-    x = pad_dim(c, x, s, i + 2, a.starts[i].static_value(), a.limits[i].static_value());
-
-  const Shape& out = c.node().shape;
-  Dim positions = 1;  // output positions per image (P)
-  for (size_t i = 0; i < nd; ++i) positions = positions * out[i + 2];
-  int64_t taps = 1;  // kernel taps (K)
-  for (size_t i = 0; i < nd; ++i) taps *= ws[i + 2];
-
-  // One strided slice per kernel tap, each [N, C, 1, P]; concatenated they are the im2col
-  // matrix [N, C, K, P] with channels outer and taps inner, the weight's own layout.
-  flat::Op cat;
-  cat.kind = flat::OpKind::kConcatenate;
-  cat.dims = {2};
-  std::vector<int64_t> tap(nd, 0);
-  for (int64_t t = 0; t < taps; ++t) {
-    flat::Op slice;
-    slice.kind = flat::OpKind::kSlice;
-    slice.operands = {x};
-    slice.starts = {0, 0};
-    slice.limits = {s[0], s[1]};
-    slice.steps = {1, 1};
-    Shape sliced = {s[0], s[1]};
-    for (size_t i = 0; i < nd; ++i) {
-      int64_t start = tap[i] * a.dims[i];
-      int64_t stride = a.steps[i].static_value();
-      int64_t n = out[i + 2].static_value();
-      slice.starts.push_back(start);
-      slice.limits.push_back(start + stride * (n - 1) + 1);
-      slice.steps.push_back(stride);
-      sliced.push_back(n);
-    }
-    flat::ValueId v = c.emit(std::move(slice), dt, sliced, "take one kernel tap of the convolution (im2col)");
-    cat.operands.push_back(c.reshape(v, {s[0], s[1], 1, positions}));
-    for (size_t i = nd; i-- > 0;) {  // next tap, last spatial dim fastest
-      if (++tap[i] < ws[i + 2]) break;
-      tap[i] = 0;
-    }
-  }
-  flat::ValueId cols = cat.operands[0];
-  if (taps > 1) cols = c.emit(std::move(cat), dt, {s[0], s[1], Dim(taps), positions}, "gather the im2col matrix");
-
-  // Groups become a batch dim of the dot: [1, g, O/g, C/g*K] x [N, g, C/g*K, P] -> [N, g, O/g, P].
-  int64_t g = a.axis;
-  int64_t reduce = ws[1] * taps;
-  cols = c.reshape(cols, {s[0], Dim(g), Dim(reduce), positions});
-  flat::ValueId w = c.reshape(c.in(1), {1, Dim(g), Dim(ws[0] / g), Dim(reduce)});
-  flat::Op dot;
-  dot.kind = flat::OpKind::kDot;
-  dot.operands = {w, cols};
-  flat::ValueId r = c.emit(std::move(dot), dt, {s[0], Dim(g), Dim(ws[0] / g), positions});
-  return c.reshape(r, out);
+  const rt::ConvAttrs& a = c.node().attrs.conv;
+  const Shape& x = c.value(c.in(0)).shape;
+  const std::vector<int64_t> ws = static_dims(c.value(c.in(1)).shape);
+  if (!x[1].is_static())
+    c.check_equal(x[1], Dim(a.transposed ? ws[0] : ws[1] * a.groups),
+                  "The input's channels do not match the convolution's weight.");
+  flat::Op op;
+  op.kind = flat::OpKind::kConvolution;
+  op.operands = {c.in(0), c.in(1)};
+  op.conv = a;
+  return c.emit(std::move(op), c.node().dtype, c.node().shape);
 }
 
 }  // namespace

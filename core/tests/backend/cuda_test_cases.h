@@ -165,6 +165,69 @@ inline GpuCase dot(const std::string& name, const DotSpec& s) {
   return c;
 }
 
+// A convolution kernel: x, w[, bias][, residual] -> out (shapes must satisfy the attributes).
+struct ConvSpec {
+  std::vector<int64_t> x, w, out;
+  ConvAttrs attrs;
+  DType dtype = DType::kFloat32;
+};
+
+inline ConvAttrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> pad_before, std::vector<int64_t> pad_after,
+                            std::vector<int64_t> dilation, int64_t groups, bool transposed = false,
+                            std::vector<int64_t> output_padding = {}) {
+  ConvAttrs a;
+  a.output_padding = output_padding.empty() ? std::vector<int64_t>(stride.size(), 0) : output_padding;
+  a.stride = std::move(stride);
+  a.pad_before = std::move(pad_before);
+  a.pad_after = std::move(pad_after);
+  a.dilation = std::move(dilation);
+  a.groups = groups;
+  a.transposed = transposed;
+  return a;
+}
+
+inline GpuCase conv(const std::string& name, const ConvSpec& s) {
+  ProgramBuilder b;
+  std::vector<int32_t> ids{b.input(s.dtype, s.x), b.input(s.dtype, s.w)};
+  if (s.attrs.has_bias) ids.push_back(b.input(s.dtype, {s.out[1]}));
+  if (s.attrs.has_residual) ids.push_back(b.input(s.dtype, s.out));
+  int32_t o = b.output(s.dtype, s.out);
+  b.kernel(KernelKind::kConv, name, ids, {o}).conv = s.attrs;
+  GpuCase c = finish(name, b);
+  for (Tensor& t : c.inputs) {  // unit-scale operands keep narrow sums well inside their range
+    if (t.dtype() != DType::kFloat32) continue;
+    for (int64_t i = 0; i < t.numel(); ++i) static_cast<float*>(t.data())[i] /= 3.0f;
+  }
+  return c;
+}
+
+inline std::vector<GpuCase> conv_cases() {
+  const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16;
+  std::vector<GpuCase> cs;
+  ConvAttrs plain = conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1);
+  cs.push_back(conv("conv_f32", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain}));
+  cs.push_back(conv("conv_f16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, H}));
+  cs.push_back(conv("conv_bf16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, BF}));
+  ConvAttrs block = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 1);
+  block.has_bias = block.has_residual = true;
+  block.activation = Activation::kRelu;
+  cs.push_back(conv("conv_bias_add_relu", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block}));
+  cs.push_back(conv("conv_bias_add_relu_f16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block, H}));
+  ConvAttrs gelu = conv_attrs({1, 1}, {0, 0}, {0, 0}, {2, 2}, 4);
+  gelu.has_bias = true;
+  gelu.activation = Activation::kGelu;
+  cs.push_back(conv("conv_dilated_groups_gelu", {{1, 8, 9, 9}, {8, 2, 3, 3}, {1, 8, 5, 5}, gelu}));
+  cs.push_back(conv("conv_depthwise", {{2, 6, 7, 7}, {6, 1, 3, 3}, {2, 6, 4, 4}, conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 6)}));
+  cs.push_back(conv("conv_asymmetric_pad", {{1, 3, 6, 6}, {4, 3, 3, 2}, {1, 4, 5, 6}, conv_attrs({1, 1}, {1, 0}, {0, 1}, {1, 1}, 1)}));
+  cs.push_back(conv("conv_1d", {{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({2}, {1}, {1}, {1}, 1)}));
+  cs.push_back(conv("conv_3d", {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 5, 6}, conv_attrs({1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, 1)}));
+  ConvAttrs up = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, true, {1, 1});
+  up.has_bias = true;
+  cs.push_back(conv("conv_transposed", {{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up}));
+  cs.push_back(conv("conv_transposed_f16", {{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up, H}));
+  return cs;
+}
+
 inline std::vector<GpuCase> all_cases() {
   const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16, I32 = DType::kInt32,
               I64 = DType::kInt64, I8 = DType::kInt8, B = DType::kBool;
@@ -257,6 +320,7 @@ inline std::vector<GpuCase> all_cases() {
   cs.push_back(dot("dot_bias_gelu", {{9, 16}, {16, 24}, {9, 24}, {false, false, true, Activation::kGelu}}));
   cs.push_back(dot("dot_f16_bias_gelu", {{64, 128}, {128, 96}, {64, 96}, {false, false, true, Activation::kGelu}, H}));
   cs.push_back(dot("dot_bf16", {{64, 128}, {128, 96}, {64, 96}, none, BF}));
+  for (GpuCase& c : conv_cases()) cs.push_back(std::move(c));
   // Layout kernels.
   {
     ProgramBuilder b;

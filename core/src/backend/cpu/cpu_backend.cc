@@ -50,6 +50,8 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
         TRIPY_ASSIGN_OR_RETURN(state, prepare_fused(p, k, where));
       } else if (k.kind == KernelKind::kDot) {
         state = prepare_dot();
+      } else if (k.kind == KernelKind::kConv) {
+        state = prepare_conv();
       }
       states_.push_back(std::move(state));
     }
@@ -174,6 +176,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kGather: return run_gather(args);
       case KernelKind::kCopy: return run_copy(args);
       case KernelKind::kAttention: return run_attention(args);
+      case KernelKind::kConv: return run_conv(args, *states_[k]);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

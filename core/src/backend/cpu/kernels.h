@@ -55,6 +55,10 @@ Status run_fused(const KernelArgs& args, KernelState& state);
 std::unique_ptr<KernelState> prepare_dot();
 Status run_dot(const KernelArgs& args, KernelState& state);
 
+// kConv: state holds the oneDNN primitive cache (conv.cc).
+std::unique_ptr<KernelState> prepare_conv();
+Status run_conv(const KernelArgs& args, KernelState& state);
+
 // Layout kernels: pure data movement, any dtype.
 Status run_transpose(const KernelArgs& args);
 Status run_slice(const KernelArgs& args);

@@ -98,8 +98,17 @@ void load_cublaslt(Api& a) {
   if (!lib) return;
   bool ok = true;
   TRIPY_CUBLASLT_FUNCS(TRIPY_CUDA_LOAD_PLAIN)
-#undef TRIPY_CUDA_LOAD_PLAIN
   a.cublaslt_ok = ok;
+}
+
+// cuDNN 9 only (the legacy API's signatures are those of the headers we compile against).
+void load_cudnn(Api& a) {
+  void* lib = open_library("libcudnn.so.9");
+  if (!lib) return;
+  bool ok = true;
+  TRIPY_CUDNN_FUNCS(TRIPY_CUDA_LOAD_PLAIN)
+#undef TRIPY_CUDA_LOAD_PLAIN
+  a.cudnn_ok = ok && a.cudnnGetVersion() / 10000 == 9;
 }
 
 }  // namespace
@@ -112,6 +121,7 @@ const Api& api() {
     // NVRTC works without a GPU: code generation can be checked on any machine.
     load_nvrtc(*a);
     if (a->driver_ok) load_cublaslt(*a);
+    if (a->driver_ok) load_cudnn(*a);
     return a;
   }();
   return *instance;
@@ -142,6 +152,14 @@ Status check(cublasStatus_t r, const char* call) {
   const char* text = api().cublasLtGetStatusString ? api().cublasLtGetStatusString(r) : "unknown";
   std::string msg = std::string("cuBLASLt call ") + call + " failed: " + text;
   if (r == CUBLAS_STATUS_ALLOC_FAILED) return Status(StatusCode::kResourceExhausted, msg);
+  return Status(StatusCode::kInternal, msg);
+}
+
+Status check(cudnnStatus_t r, const char* call) {
+  if (r == CUDNN_STATUS_SUCCESS) return ok_status();
+  const char* text = api().cudnnGetErrorString ? api().cudnnGetErrorString(r) : "unknown";
+  std::string msg = std::string("cuDNN call ") + call + " failed: " + text;
+  if (r == CUDNN_STATUS_ALLOC_FAILED) return Status(StatusCode::kResourceExhausted, msg);
   return Status(StatusCode::kInternal, msg);
 }
 

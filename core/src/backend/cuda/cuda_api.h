@@ -4,6 +4,7 @@
 
 #include <cublasLt.h>
 #include <cuda.h>
+#include <cudnn.h>
 #include <nvrtc.h>
 
 #include <string>
@@ -40,16 +41,33 @@ namespace tripy::rt::cuda {
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                   \
   X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCheck) X(cublasLtMatmul)
 
+// cuDNN's legacy convolution API (still in cuDNN 9: libcudnn.so.9 forwards to libcudnn_cnn).
+#define TRIPY_CUDNN_FUNCS(X)                                                                   \
+  X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnSetStream)                   \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor) \
+  X(cudnnCreateFilterDescriptor) X(cudnnSetFilterNdDescriptor) X(cudnnDestroyFilterDescriptor) \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)                       \
+  X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)                              \
+  X(cudnnDestroyConvolutionDescriptor) X(cudnnCreateActivationDescriptor)                      \
+  X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)                          \
+  X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnFindConvolutionForwardAlgorithmEx)          \
+  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward)                        \
+  X(cudnnConvolutionBiasActivationForward) X(cudnnGetConvolutionBackwardDataAlgorithm_v7)      \
+  X(cudnnFindConvolutionBackwardDataAlgorithmEx) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+  X(cudnnConvolutionBackwardData)
+
 #define TRIPY_CUDA_DECLARE_FN(name) decltype(&::name) name = nullptr;
 
 struct Api {
   TRIPY_CUDA_DRIVER_FUNCS(TRIPY_CUDA_DECLARE_FN)
   TRIPY_NVRTC_FUNCS(TRIPY_CUDA_DECLARE_FN)
   TRIPY_CUBLASLT_FUNCS(TRIPY_CUDA_DECLARE_FN)
+  TRIPY_CUDNN_FUNCS(TRIPY_CUDA_DECLARE_FN)
 
   bool driver_ok = false;    // driver loaded, a device found, its primary context retained
   bool nvrtc_ok = false;     // NVRTC loaded (needed by build() only)
   bool cublaslt_ok = false;  // cuBLASLt loaded (needed by programs with dots)
+  bool cudnn_ok = false;     // cuDNN 9 loaded (convolutions fall back to our kernel without it)
   std::string why_unavailable;  // what failed first, for error messages
 };
 
@@ -61,10 +79,11 @@ const Api& api();
 Status check(CUresult r, const char* call);
 Status check(nvrtcResult r, const char* call);
 Status check(cublasStatus_t r, const char* call);
+Status check(cudnnStatus_t r, const char* call);
 
 }  // namespace tripy::rt::cuda
 
 // `TRIPY_CUDA(cuFoo(...))` calls api().cuFoo and yields a Status; TRIPY_CUDA_TRY returns it on
-// failure. Every CUDA, NVRTC and cuBLASLt call in the backend goes through these.
+// failure. Every CUDA, NVRTC, cuBLASLt and cuDNN call in the backend goes through these.
 #define TRIPY_CUDA(call) ::tripy::rt::cuda::check(::tripy::rt::cuda::api().call, #call)
 #define TRIPY_CUDA_TRY(call) TRIPY_RETURN_IF_ERROR(TRIPY_CUDA(call))

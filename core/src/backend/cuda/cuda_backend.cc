@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_program.h"
 
@@ -47,11 +48,21 @@ class CudaBackend final : public Backend {
     std::vector<std::string> sources{layout_module_source()}, names{"tripy_layout"};
     std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}};
     art.layout_module = 0;
-    bool has_dot = false;
+    bool has_dot = false, has_conv = false;
     for (const Kernel& k : program.kernels) {
       int32_t module = -1;
       std::string function;
-      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
+      if (k.kind == KernelKind::kConv) {
+        // The fixed convolution module (direct kernel and epilogue), compiled once per program.
+        auto [it, fresh] = by_source.emplace(conv_module_source(), static_cast<int32_t>(sources.size()));
+        if (fresh) {
+          sources.push_back(conv_module_source());
+          names.push_back("tripy_conv");
+        }
+        module = it->second;
+        function = conv_function(program.buffers[k.outputs.at(0)].dtype);
+        has_conv = true;
+      } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
         TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
                                                                                 : generate_attention(program, k));
         auto [it, fresh] = by_source.emplace(g.source, static_cast<int32_t>(sources.size()));
@@ -67,7 +78,7 @@ class CudaBackend final : public Backend {
       art.kernel_function.push_back(function);
     }
     TRIPY_ASSIGN_OR_RETURN(art.modules, compile_modules(sources, names, dev->arch));
-    if (has_dot && options.optimization_level >= 1) TRIPY_RETURN_IF_ERROR(tune(program, art));
+    if ((has_dot || has_conv) && options.optimization_level >= 1) TRIPY_RETURN_IF_ERROR(tune(program, art));
     return serialize_artifacts(art);
   }
 
@@ -99,9 +110,11 @@ class CudaBackend final : public Backend {
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
-      if (k.kind == KernelKind::kFused) {
+      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
-        TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));
+        if (k.kind == KernelKind::kFused) {
+          TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));
+        }
         TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, modules->modules[art.kernel_module[i]],
                                            art.kernel_function[i].c_str()));
       } else if (k.kind == KernelKind::kAttention) {
@@ -112,8 +125,9 @@ class CudaBackend final : public Backend {
         if (api().cuModuleGetFunction(&code[i].flash, mod, kAttentionFlash) != CUDA_SUCCESS) code[i].flash = nullptr;
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
-      // Algorithms are only meaningful to the cuBLASLt version that chose them.
-      if (algo != art.algos.end() && same_cublaslt) code[i].algo = algo->second;
+      // Algorithms are only meaningful to the library version that chose them (a convolution's
+      // records its cuDNN version itself).
+      if (algo != art.algos.end() && (same_cublaslt || k.kind == KernelKind::kConv)) code[i].algo = algo->second;
     }
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),
                                                               std::move(code), std::move(fns)));
@@ -153,9 +167,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Times cuBLASLt's candidates for every kDot at the inputs' `opt` shapes; identical problems
-  // (a 12-layer model's repeated GEMMs) are timed once. A GEMM that cannot be timed (too large
-  // for free memory, say) keeps the heuristic's choice.
+  // Times cuBLASLt's candidates for every kDot and cuDNN's algorithms for every kConv at the
+  // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
+  // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
+  // library heuristic's choice.
   Status tune(const Program& program, CudaArtifacts& art) {
     CUmodule layout = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&layout, art.modules[art.layout_module].cubin.data()));
@@ -169,6 +184,19 @@ class CudaBackend final : public Backend {
     CUstream s = default_stream();
     for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {
       const Kernel& k = program.kernels[i];
+      if (k.kind == KernelKind::kConv) {
+        auto pr = conv_problem(program, k, slots);
+        if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
+        auto it = done.find(pr->key());
+        if (it == done.end()) {
+          CUfunction fill = pr->dtype == DType::kFloat16 ? fill_f16 : pr->dtype == DType::kBFloat16 ? fill_bf16 : fill_f32;
+          auto algo = tune_conv(*pr, fill, s);
+          if (!algo.ok()) continue;  // cuDNN's heuristic decides at load time instead
+          it = done.emplace(pr->key(), algo.value()).first;
+        }
+        art.algos[static_cast<int32_t>(i)] = it->second;
+        continue;
+      }
       if (k.kind != KernelKind::kDot) continue;
       auto pr = dot_problem(program, k, slots);
       if (!pr.ok() || pr->m * pr->n * pr->k == 0) continue;

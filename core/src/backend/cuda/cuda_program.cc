@@ -11,10 +11,12 @@
 #include "backend/cuda/cuda_program.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
 
 namespace tripy::rt::cuda {
@@ -114,7 +116,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     if (d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) sig->io_bytes += bytes;
   }
   sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
-  bool needs_workspace = false;
+  size_t workspace = 0;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const Kernel& k = p.kernels[ki];
     Step step;
@@ -131,7 +133,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto plan = DotPlan::create(pr, algo, 256, kDotWorkspaceBytes);
       if (!plan.ok()) return Status(plan.status()).at(source_of(step.kernel));
       step.dot = std::move(plan.value());
-      needs_workspace = true;
+      workspace = std::max(workspace, kDotWorkspaceBytes);
       if (k.dot.activation == Activation::kGelu) {
         const int32_t out = k.outputs[0];
         const int64_t n = product(sig->shapes[out]);
@@ -148,6 +150,10 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto l = plan_attention(p, k, kernels_[ki].flash, kernels_[ki].fn, slots);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
+    } else if (k.kind == KernelKind::kConv) {
+      Status st = plan_conv_step(k, step, slots, stream, &workspace);
+      if (!st.ok()) return st.at(source_of(step.kernel));
+      if (step.launches.empty() && !step.conv) continue;  // empty output
     } else {
       auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
       if (!l.ok()) return l.status();
@@ -165,12 +171,71 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     }
     sig->steps.push_back(std::move(step));
   }
-  if (needs_workspace && !workspace_.defined()) {
-    TRIPY_ASSIGN_OR_RETURN(workspace_, empty_device(DType::kInt8, {int64_t(kDotWorkspaceBytes)}, stream));
-  }
+  TRIPY_RETURN_IF_ERROR(ensure_workspace(workspace, stream));
   Signature* raw = sig.get();
   signatures_[slots] = std::move(sig);
   return raw;
+}
+
+// One workspace serves every library call of the program (they run one after another on one
+// stream); it grows to what the largest plan asks. Graphs hold its address: growing drops them.
+Status CudaLoadedProgram::ensure_workspace(size_t bytes, CUstream stream) {
+  if (static_cast<int64_t>(bytes) <= workspace_capacity_) return ok_status();
+  for (auto& [key, s] : signatures_) {
+    if (s->exec) (void)TRIPY_CUDA(cuGraphExecDestroy(s->exec));
+    s->exec = nullptr;
+  }
+  if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
+  TRIPY_ASSIGN_OR_RETURN(workspace_, empty_device(DType::kInt8, {static_cast<int64_t>(bytes)}, stream));
+  workspace_capacity_ = static_cast<int64_t>(bytes);
+  return ok_status();
+}
+
+// cuDNN where it takes the problem (its plan, plus our epilogue if it does not fuse it), else our
+// direct kernel. TRIPY_CUDNN=0 forces the direct kernel, so the fallback is tested on GPUs too.
+Status CudaLoadedProgram::plan_conv_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots,
+                                         CUstream stream, size_t* workspace) {
+  const Program& p = *program_;
+  TRIPY_ASSIGN_OR_RETURN(ConvProblem pr, conv_problem(p, k, slots));
+  if (pr.out_elements() == 0) return ok_status();
+  const CUfunction fn = kernels_[step.kernel].fn;
+  if (!fn) return kernel_failure(p, k, "no CUDA function for this convolution");
+  step.conv_direct = plan_conv_launch(k, pr, fn, false, sm_count_);
+  step.conv_epilogue = plan_conv_launch(k, pr, fn, true, sm_count_);
+  if (numel_of(pr.x) > 0 && cudnn_usable(pr)) {
+    const AlgoBytes* algo = kernels_[step.kernel].algo.empty() ? nullptr : &kernels_[step.kernel].algo;
+    auto plan = ConvPlan::create(pr, algo, stream);
+    if (plan.ok()) {
+      *workspace = std::max(*workspace, plan.value()->workspace_bytes());
+      step.conv = std::move(plan.value());
+      return ok_status();
+    }
+    if (plan.status().code() == StatusCode::kResourceExhausted) return plan.status();
+    if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN declined (%s); using the direct kernel\n",
+                                         k.name.c_str(), plan.status().message().c_str());
+  }
+  step.launches = {step.conv_direct};
+  return ok_status();
+}
+
+Status CudaLoadedProgram::run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base,
+                                        CUstream stream) {
+  const ConvAttrs& a = k.conv;
+  size_t next = 2;
+  const CUdeviceptr bias = a.has_bias ? base[k.inputs[next++]] : 0;
+  const CUdeviceptr residual = a.has_residual ? base[k.inputs[next++]] : 0;
+  Status st = step.conv->run(base[k.inputs[0]], base[k.inputs[1]], bias, residual, base[k.outputs[0]],
+                             reinterpret_cast<CUdeviceptr>(workspace_.data()),
+                             static_cast<size_t>(workspace_capacity_), stream);
+  const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
+  if (st.ok() && epilogue && !step.conv->fused()) st = launch(step.conv_epilogue, base, stream);
+  if (st.ok() || st.code() == StatusCode::kResourceExhausted) return st;
+  // cuDNN refused at run time (an alignment, a layout): our kernel from now on.
+  if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN failed (%s); using the direct kernel\n",
+                                       k.name.c_str(), st.message().c_str());
+  step.conv.reset();
+  step.launches = {step.conv_direct};
+  return ok_status();
 }
 
 void CudaLoadedProgram::resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
@@ -243,6 +308,7 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
       st = step.dot->run(rhs, lhs, bias, out, reinterpret_cast<CUdeviceptr>(workspace_.data()),
                          kDotWorkspaceBytes, stream);
     }
+    if (step.conv) st = run_conv_step(step, k, base, stream);
     for (Launch& l : step.launches) {
       if (!st.ok()) break;
       st = launch(l, base, stream);

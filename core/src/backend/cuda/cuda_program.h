@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_launch.h"
 
@@ -24,10 +25,10 @@ struct ModuleSet {
 
 // What load() resolved for each kernel of the program.
 struct KernelCode {
-  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel
+  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel; kConv: the conv module's function for its dtype
   CUfunction flash = nullptr;  // kAttention: the tensor-core kernel, when one was generated
   FusedLayout layout;       // kFused
-  AlgoBytes algo;           // kDot: the tuned algorithm, or empty
+  AlgoBytes algo;           // kDot, kConv: the tuned algorithm, or empty
 };
 
 class CudaLoadedProgram final : public LoadedProgram {
@@ -54,6 +55,8 @@ class CudaLoadedProgram final : public LoadedProgram {
     int32_t kernel = 0;
     std::vector<Launch> launches;   // fused and layout kernels, and GELU after a dot
     std::unique_ptr<DotPlan> dot;   // kDot
+    std::unique_ptr<ConvPlan> conv;  // kConv through cuDNN (else `launches` holds our kernel)
+    Launch conv_direct, conv_epilogue;  // kConv: our kernel, and the epilogue cuDNN may leave
   };
   struct Signature {
     std::vector<std::vector<int64_t>> shapes;  // per buffer
@@ -72,6 +75,10 @@ class CudaLoadedProgram final : public LoadedProgram {
 
   CudaLoadedProgram() = default;
   StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
+  Status plan_conv_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots, CUstream stream,
+                        size_t* workspace);
+  Status run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
+  Status ensure_workspace(size_t bytes, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   // The steps in order, calling `mark` before each and after the last (profiling events).
   Status execute_steps(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream,
@@ -95,6 +102,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   int sm_count_ = 1;
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
+  int64_t workspace_capacity_ = 0;
   Tensor gather_error_;  // {tag, index} of the first out-of-range gather; zero when none
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;

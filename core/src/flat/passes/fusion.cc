@@ -342,6 +342,7 @@ Status Planner::sweep() {
         group_of_[op.result] = gi;
         break;
       }
+      case OpKind::kConvolution: plan_conv(idx); break;
       default: {
         if (is_virtual(op.result)) break;  // a slice read in place by the kernels that use it
         static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,

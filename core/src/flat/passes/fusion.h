@@ -1,7 +1,8 @@
 // Fusion planning: partitions a FlatIR graph into kernels. Elementwise chains, broadcasts, iotas,
 // scalar splats and row reductions over trailing dims share one fused kernel per domain; a dot
-// absorbs a following bias add and relu/gelu; reshapes become aliases; the rest (attention among
-// them) are kernels of their own. build_program turns the plan into rt::Kernels over buffers.
+// absorbs a following bias add and relu/gelu, a convolution also a residual add; reshapes become
+// aliases; the rest (attention among them) are kernels of their own. build_program turns the plan
+// into rt::Kernels over buffers.
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace tripy::flat {
 
-enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention };
+enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention, kConv };
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;
@@ -28,6 +29,8 @@ struct FusionGroup {
   std::vector<std::pair<Shape, Shape>> windows;
   // kDot: epilogue and operand transposes folded in (inputs are lhs, rhs[, bias]).
   rt::DotAttrs dot;
+  // kConv: the op's attributes plus the epilogue folded in (inputs are x, w[, bias][, residual]).
+  rt::ConvAttrs conv;
   std::string name;
 };
 

@@ -149,6 +149,14 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kGather: return "gather";
     case GroupKind::kAlias: return "reshape";
     case GroupKind::kAttention: return "attention";
+    case GroupKind::kConv: {
+      std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
+      if (grp.conv.has_bias) name += "_bias";
+      if (grp.conv.has_residual) name += "_add";
+      if (grp.conv.activation == rt::Activation::kRelu) name += "_relu";
+      if (grp.conv.activation == rt::Activation::kGelu) name += "_gelu";
+      return name;
+    }
   }
   return "kernel";
 }
@@ -184,7 +192,7 @@ StatusOr<FusionPlan> Planner::finish() {
       grp.outputs.assign(needed[gi].begin(), needed[gi].end());
       if (grp.outputs.empty()) continue;  // nothing reads it (dead code that DCE did not see)
       for (ValueId v : grp.outputs) grp.fused.output_regs.push_back(regs_[gi].at(v));
-    } else if (grp.kind != GroupKind::kDot) {
+    } else if (grp.kind != GroupKind::kDot && grp.kind != GroupKind::kConv) {
       grp.outputs = {g_.ops[grp.ops.back()].result};
     }
     grp.name = kernel_name(grp);
@@ -194,7 +202,7 @@ StatusOr<FusionPlan> Planner::finish() {
 }
 
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention"};
+  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);
@@ -217,6 +225,8 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (grp.dot.activation == rt::Activation::kRelu) attrs += ", relu";
       if (grp.dot.activation == rt::Activation::kGelu) attrs += ", gelu";
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
+    } else if (grp.kind == GroupKind::kConv) {
+      out += " {" + rt::conv_attrs_text(grp.conv) + "}";
     }
     out += "\n";
   }

@@ -52,6 +52,7 @@ class Planner {
   bool is_dot_transpose(int32_t op_index) const;
   int32_t only_user(ValueId v) const;
   void plan_dot(int32_t op_index);
+  void plan_conv(int32_t op_index);  // fusion_conv.cc
   void absorb(int32_t gi, int32_t op_index);
   bool available_before(ValueId v, int32_t op_index) const;
   int32_t match_gelu(int32_t gi, ValueId x);

@@ -1,6 +1,6 @@
 """``tp.Conv`` and ``tp.ConvTranspose``: N-d convolutions over (N, C, spatial...) tensors, both on
-the one ``convolution`` Trace op (a transposed convolution is a convolution of the zero-stuffed
-input with the flipped kernel)."""
+the one ``convolution`` Trace op, whose typed attributes (stride, padding pairs, dilation, groups,
+transposed, output_padding) the core checks at the call."""
 
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
@@ -25,9 +25,11 @@ def _pad_pairs(padding, nd):
     return [(int(p), int(p)) if isinstance(p, int) else (int(p[0]), int(p[1])) for p in items]
 
 
-def _convolution(x, weight, stride, padding, dilation, groups):
-    return make("convolution", [x, weight], steps=stride, starts=[lo for lo, _ in padding],
-                limits=[hi for _, hi in padding], dims=dilation, axis=groups)
+def _convolution(x, weight, stride, padding, dilation, groups, transposed=False, output_padding=None):
+    conv = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups, "transposed": transposed}
+    if output_padding is not None:
+        conv["output_padding"] = output_padding
+    return make("convolution", [x, weight], conv=conv)
 
 
 def _add_bias(out, bias):
@@ -85,27 +87,13 @@ class Conv(_ConvBase):
         return _add_bias(out, self.bias)
 
 
-def _stuff_zeros(x, dim, stride):
-    """Inserts ``stride - 1`` zeros between neighbours along ``dim``: size n becomes (n - 1) * stride + 1."""
-    from tripy.frontend.ops.pad import full_on
-    from tripy.frontend.ops.shape_ops import concatenate, reshape, slice_dim, unsqueeze
-
-    if stride == 1:
-        return x
-    n = x._node.shape[dim]
-    shape = list(x.shape)
-    gap = shape[: dim + 1] + [stride - 1] + shape[dim + 1 :]
-    spread = concatenate([unsqueeze(x, dim + 1), full_on(x, gap, 0)], dim + 1)
-    merged = reshape(spread, shape[:dim] + [n * stride] + shape[dim + 1 :])
-    return slice_dim(merged, dim, 0, (n - 1) * stride + 1)
-
-
 class ConvTranspose(_ConvBase):
     """
     The transposed convolution (the gradient of ``tp.Conv`` with respect to its input), with
     ``weight`` of shape ``(in_channels, out_channels // groups, *kernel_dims)``. Each spatial size
-    n becomes ``(n - 1) * stride - pad_before - pad_after + dilation * (kernel - 1) + 1``; each
-    padding must be at most ``dilation * (kernel - 1)``.
+    n becomes ``(n - 1) * stride - pad_before - pad_after + dilation * (kernel - 1) + 1 +
+    output_padding``; ``output_padding`` (an int or one per spatial dim, smaller than the stride or
+    the dilation) picks among the sizes that a strided ``tp.Conv`` maps to the same size.
 
     Example::
 
@@ -117,30 +105,12 @@ class ConvTranspose(_ConvBase):
     """
 
     def __init__(self, in_channels, out_channels, kernel_dims, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 dtype=dtypes.float32):
+                 dtype=dtypes.float32, output_padding=0):
         super().__init__(in_channels, out_channels, kernel_dims, stride, padding, dilation, groups, bias, dtype,
                          (in_channels, out_channels // groups))
-        for (lo, hi), k, d in zip(self.padding, self.kernel_dims, self.dilation):
-            if max(lo, hi) > d * (k - 1):
-                _raise_here(f"ConvTranspose: padding {self.padding} exceeds dilation * (kernel - 1) in some dim "
-                            f"(kernel {self.kernel_dims}, dilation {tuple(self.dilation)}).")
+        self.output_padding = _per_dim(output_padding, len(self.kernel_dims), "output_padding")
 
     def __call__(self, x):
-        from tripy.frontend.ops.shape_ops import flip, permute, reshape
-
-        nd = len(self.kernel_dims)
-        if x.rank != nd + 2:
-            _raise_here(f"ConvTranspose: a {nd}-D kernel needs an input of rank {nd + 2} (N, C, spatial...), but "
-                        f"the input has shape {x.shape}.")
-        for dim, s in enumerate(self.stride):
-            x = _stuff_zeros(x, dim + 2, s)
-        # (in, out/g, k...) -> (g, out/g, in/g, k...) -> (out, in/g, k...), kernel flipped.
-        g = self.groups
-        cin, cout = self.in_channels, self.out_channels
-        w = reshape(self.weight, (g, cin // g, cout // g) + self.kernel_dims)
-        w = permute(w, [0, 2, 1] + [3 + i for i in range(nd)])
-        w = flip(reshape(w, (cout, cin // g) + self.kernel_dims), [2 + i for i in range(nd)])
-        padding = [(d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), k, d in zip(self.padding, self.kernel_dims,
-                                                                                  self.dilation)]
-        out = _convolution(x, w, [1] * nd, padding, self.dilation, g)
+        out = _convolution(x, self.weight, self.stride, self.padding, self.dilation, self.groups, transposed=True,
+                           output_padding=self.output_padding)
         return _add_bias(out, self.bias)

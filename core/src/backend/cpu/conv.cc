@@ -1,0 +1,163 @@
+// kConv on the CPU: float32 through oneDNN's convolution/deconvolution primitives (cached per
+// shape in the kernel's state), narrow floats converted to float32 around it, and direct loops
+// where oneDNN declines. TRIPY_CPU_CONV=direct forces the loops (for tests and comparisons).
+#include "backend/cpu/conv.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/fused_ops.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace tripy::cpu {
+namespace {
+
+class ConvState final : public KernelState {
+ public:
+  DnnlConvCache dnnl;
+  std::vector<float> x32, w32, bias32, res32, out32;
+};
+
+const float* as_f32(const View& v, std::vector<float>& buf) {
+  if (v.dtype == DType::kFloat32) return static_cast<const float*>(v.data);
+  const int64_t n = v.numel();
+  buf.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i += kTile)
+    load_span(v.dtype, v.data, i, 1, static_cast<int>(std::min<int64_t>(kTile, n - i)), buf.data() + i);
+  return buf.data();
+}
+
+bool force_direct() {
+  const char* v = std::getenv("TRIPY_CPU_CONV");
+  return v && std::strcmp(v, "direct") == 0;
+}
+
+float activate(float v, rt::Activation act) {
+  if (act == rt::Activation::kRelu) return v > 0 ? v : 0;
+  if (act == rt::Activation::kGelu) return static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752)));
+  return v;
+}
+
+}  // namespace
+
+void conv_direct(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* residual,
+                 float* out) {
+  const rt::ConvAttrs& a = p.attrs;
+  const size_t nd = p.spatial();
+  // Spatial dims padded to 3 with size-1 dims, so one loop nest serves 1-D to 3-D.
+  int64_t in[3] = {1, 1, 1}, on[3] = {1, 1, 1}, kn[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, lo[3] = {0, 0, 0};
+  for (size_t i = 0; i < nd; ++i) {
+    const size_t j = 3 - nd + i;
+    in[j] = p.x[i + 2];
+    on[j] = p.out[i + 2];
+    kn[j] = p.w[i + 2];
+    s[j] = a.stride[i];
+    d[j] = a.dilation[i];
+    lo[j] = a.pad_before[i];
+  }
+  const int64_t N = p.x[0], C = p.in_channels(), O = p.out_channels(), G = a.groups;
+  const int64_t cg = C / G, og = O / G;
+  const int64_t in_size = in[0] * in[1] * in[2], out_size = on[0] * on[1] * on[2], taps = kn[0] * kn[1] * kn[2];
+  // Forward weight (O, C/g, k); transposed (C, O/g, k): the tap's weight for (channel c in the
+  // group, output channel o) at w_index(c, o) * taps.
+  auto w_index = [&](int64_t c, int64_t o) {
+    return a.transposed ? c * og + o % og : o * cg + c % cg;
+  };
+  parallel_for(N * O, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t no = begin; no < end; ++no) {
+      const int64_t n = no / O, o = no % O, g = o / og;
+      float* dst = out + no * out_size;
+      for (int64_t z = 0; z < on[0]; ++z)
+        for (int64_t y = 0; y < on[1]; ++y)
+          for (int64_t xx = 0; xx < on[2]; ++xx) {
+            const int64_t pos[3] = {z, y, xx};
+            double acc = 0;
+            for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
+              const float* src = x + (n * C + c) * in_size;
+              const float* wt = w + w_index(c, o) * taps;
+              for (int64_t t = 0; t < taps; ++t) {
+                const int64_t k[3] = {t / (kn[1] * kn[2]), t / kn[2] % kn[1], t % kn[2]};
+                int64_t at = 0;
+                bool inside = true;
+                for (int i = 0; i < 3 && inside; ++i) {
+                  int64_t q = 0;
+                  if (a.transposed) {  // out p gathers input i where i * s - lo + k * d == p
+                    const int64_t num = pos[i] + lo[i] - k[i] * d[i];
+                    inside = num >= 0 && num % s[i] == 0 && (q = num / s[i]) < in[i];
+                  } else {
+                    q = pos[i] * s[i] - lo[i] + k[i] * d[i];
+                    inside = q >= 0 && q < in[i];
+                  }
+                  if (inside) at = at * in[i] + q;
+                }
+                if (inside) acc += static_cast<double>(src[at]) * wt[t];
+              }
+            }
+            const int64_t i = (z * on[1] + y) * on[2] + xx;
+            float v = static_cast<float>(acc) + (bias ? bias[o] : 0.0f);
+            if (residual) v += residual[no * out_size + i];
+            dst[i] = activate(v, a.activation);
+          }
+    }
+  });
+}
+
+std::unique_ptr<KernelState> prepare_conv() { return std::make_unique<ConvState>(); }
+
+bool is_constant_buffer(const rt::Program& program, int32_t id);  // dot.cc
+
+Status run_conv(const KernelArgs& args, KernelState& state) {
+  auto& st = static_cast<ConvState&>(state);
+  const rt::ConvAttrs& attrs = args.kernel->conv;
+  const size_t nin = 2 + attrs.has_bias + attrs.has_residual;
+  if (args.inputs.size() != nin || args.outputs.size() != 1)
+    return kernel_error(args, "convolution takes " + std::to_string(nin) + " inputs and one output",
+                        StatusCode::kInternal);
+  const View& xv = *args.inputs[0];
+  const View& wv = *args.inputs[1];
+  const View& ov = *args.outputs[0];
+  const View* bv = attrs.has_bias ? args.inputs[2] : nullptr;
+  const View* rv = attrs.has_residual ? args.inputs[nin - 1] : nullptr;
+  ConvProblem p;
+  p.attrs = attrs;
+  p.x = xv.shape;
+  p.w = wv.shape;
+  p.out = ov.shape;
+  p.weight_constant = is_constant_buffer(*args.program, args.kernel->inputs[1]);
+  if (ov.numel() == 0) return ok_status();
+  if (xv.numel() == 0) {  // no input channels or sizes: the sum is empty
+    std::vector<float> zero(static_cast<size_t>(ov.numel()), 0.0f);
+    const float* b = bv ? as_f32(*bv, st.bias32) : nullptr;
+    const float* r = rv ? as_f32(*rv, st.res32) : nullptr;
+    const int64_t per = ov.numel() / (p.out[0] * p.out[1]);
+    for (int64_t i = 0; i < ov.numel(); ++i)
+      zero[i] = activate((b ? b[i / per % p.out[1]] : 0.0f) + (r ? r[i] : 0.0f), attrs.activation);
+    for (int64_t i = 0; i < ov.numel(); i += kTile)
+      store_span(ov.dtype, ov.data, i, zero.data() + i, static_cast<int>(std::min<int64_t>(kTile, ov.numel() - i)));
+    return ok_status();
+  }
+  const float* x = as_f32(xv, st.x32);
+  const float* w = as_f32(wv, st.w32);
+  const float* b = bv ? as_f32(*bv, st.bias32) : nullptr;
+  const float* r = rv ? as_f32(*rv, st.res32) : nullptr;
+  p.weight_constant = p.weight_constant && wv.dtype == DType::kFloat32;
+  float* out = static_cast<float*>(ov.data);
+  if (ov.dtype != DType::kFloat32) {
+    st.out32.resize(static_cast<size_t>(ov.numel()));
+    out = st.out32.data();
+  }
+  bool done = false;
+  if (!force_direct()) {
+    Status s = st.dnnl.run(p, x, w, b, r, out, done);
+    if (!s.ok()) return kernel_error(args, s.message(), s.code());
+  }
+  if (!done) conv_direct(p, x, w, b, r, out);
+  if (ov.dtype != DType::kFloat32)
+    for (int64_t i = 0; i < ov.numel(); i += kTile)
+      store_span(ov.dtype, ov.data, i, out + i, static_cast<int>(std::min<int64_t>(kTile, ov.numel() - i)));
+  return ok_status();
+}
+
+}  // namespace tripy::cpu

@@ -1,0 +1,44 @@
+// The CPU convolution (kConv): one problem description shared by the oneDNN path and the direct
+// loops that run where oneDNN declines (or is absent from the build).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/program.h"
+#include "tripy/status.h"
+
+namespace tripy::cpu {
+
+// One kConv call at run-time sizes, float32 operands.
+struct ConvProblem {
+  rt::ConvAttrs attrs;
+  std::vector<int64_t> x, w, out;  // shapes: (N, C, spatial...), weight, (N, O, spatial...)
+  bool weight_constant = false;    // program constant: a reordered copy may be kept
+  int64_t in_channels() const { return x[1]; }
+  int64_t out_channels() const { return out[1]; }
+  size_t spatial() const { return x.size() - 2; }
+};
+
+// oneDNN convolution/deconvolution primitives keyed by shape signature and attributes, with
+// constant weights reordered once into the layout oneDNN picks. Declines (done = false) shapes
+// it has no implementation for; the caller then runs conv_direct.
+class DnnlConvCache {
+ public:
+  DnnlConvCache();
+  ~DnnlConvCache();
+  Status run(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* residual,
+             float* out, bool& done);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Straightforward loops (gather form for both directions), epilogue included: the reference the
+// oneDNN path is tested against and the fallback where it declines.
+void conv_direct(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* residual,
+                 float* out);
+
+}  // namespace tripy::cpu

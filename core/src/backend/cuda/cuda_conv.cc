@@ -1,0 +1,320 @@
+// cuDNN convolutions for kConv: descriptors from the run-time sizes, the tuned (or heuristic)
+// algorithm, the fused bias/residual/relu call where cuDNN offers one, and build-time timing.
+#include "backend/cuda/cuda_conv.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "backend/cuda/cuda_allocator.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::kFloat16 ? CUDNN_DATA_HALF : t == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+StatusOr<cudnnHandle_t> cudnn_handle() {
+  static cudnnHandle_t handle = nullptr;
+  static Status status;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!api().cudnn_ok) {
+      status = Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
+      return;
+    }
+    status = TRIPY_CUDA(cudnnCreate(&handle));
+  });
+  if (!status.ok()) return status;
+  return handle;
+}
+
+bool cudnn_disabled() {
+  const char* v = std::getenv("TRIPY_CUDNN");
+  return v && std::strcmp(v, "0") == 0;
+}
+
+// cuDNN wants 4-D or more: a 1-D convolution becomes a 2-D one over a unit height.
+std::vector<int> as_nd(const std::vector<int64_t>& v, bool promote, int fill) {
+  std::vector<int> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (promote && i == 2) out.push_back(fill);
+    out.push_back(static_cast<int>(v[i]));
+  }
+  return out;
+}
+
+std::vector<int> dense_int_strides(const std::vector<int>& dims) {
+  std::vector<int> s(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i-- > 0;) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+constexpr int kAlgoBytes = 12;  // version, algorithm, math type: three int32
+
+}  // namespace
+
+std::string ConvProblem::key() const {
+  std::string k = std::to_string(static_cast<int>(dtype)) + ":" + conv_attrs_text(attrs);
+  for (const auto* v : {&x, &w, &out}) {
+    k += "|";
+    for (int64_t d : *v) k += std::to_string(d) + ",";
+  }
+  return k;
+}
+
+int64_t ConvProblem::out_elements() const { return numel_of(out); }
+
+std::string cudnn_version() { return api().cudnn_ok ? std::to_string(api().cudnnGetVersion()) : "none"; }
+
+StatusOr<ConvProblem> conv_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
+  ConvProblem pr;
+  pr.attrs = k.conv;
+  pr.dtype = p.buffers[k.outputs[0]].dtype;
+  if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
+    return kernel_failure(p, k, "the CUDA backend convolves float32, float16 and bfloat16 tensors only");
+  pr.x = p.buffer_shape(k.inputs[0], slots);
+  pr.w = p.buffer_shape(k.inputs[1], slots);
+  pr.out = p.buffer_shape(k.outputs[0], slots);
+  return pr;
+}
+
+Launch plan_conv_launch(const Kernel& k, const ConvProblem& pr, CUfunction fn, bool epilogue_only, int sm_count) {
+  const ConvAttrs& a = pr.attrs;
+  const size_t nd = pr.x.size() - 2;
+  Launch l;
+  l.fn = fn;
+  l.words.assign(30, 0);
+  l.words[5] = epilogue_only ? 1 : 0;
+  l.words[6] = pr.x[0];
+  l.words[7] = pr.x[1];
+  l.words[8] = pr.out[1];
+  l.words[9] = a.groups;
+  for (int j = 0; j < 3; ++j) {  // right-aligned: missing leading dims are 1 (padding 0)
+    const int i = j - (3 - static_cast<int>(nd));
+    l.words[10 + j] = i >= 0 ? pr.x[i + 2] : 1;
+    l.words[13 + j] = i >= 0 ? pr.out[i + 2] : 1;
+    l.words[16 + j] = i >= 0 ? pr.w[i + 2] : 1;
+    l.words[19 + j] = i >= 0 ? a.stride[i] : 1;
+    l.words[22 + j] = i >= 0 ? a.dilation[i] : 1;
+    l.words[25 + j] = i >= 0 ? a.pad_before[i] : 0;
+  }
+  l.words[28] = a.transposed;
+  l.words[29] = static_cast<int64_t>(a.activation);
+  l.ptrs = {{0, k.outputs[0], 0}};
+  if (!epilogue_only) l.ptrs.push_back({1, k.inputs[0], 0});
+  if (!epilogue_only) l.ptrs.push_back({2, k.inputs[1], 0});
+  size_t next = 2;
+  if (a.has_bias) l.ptrs.push_back({3, k.inputs[next++], 0});
+  if (a.has_residual) l.ptrs.push_back({4, k.inputs[next++], 0});
+  l.grid = grid_for(pr.out_elements(), 256, sm_count);
+  return l;
+}
+
+bool cudnn_usable(const ConvProblem& pr, std::string* why) {
+  auto no = [&](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (!api().cudnn_ok) return no("cuDNN 9 could not be loaded");
+  if (cudnn_disabled()) return no("TRIPY_CUDNN=0");
+  if (pr.attrs.pad_before != pr.attrs.pad_after) return no("cuDNN pads symmetrically");
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  for (const auto* v : {&pr.x, &pr.w, &pr.out})
+    if (numel_of(*v) >= kMaxInt) return no("a tensor exceeds cuDNN's int sizes");
+  for (const auto* v : {&pr.attrs.stride, &pr.attrs.dilation, &pr.attrs.pad_before})
+    for (int64_t d : *v)
+      if (d >= kMaxInt) return no("an attribute exceeds cuDNN's int sizes");
+  return true;
+}
+
+ConvPlan::~ConvPlan() {
+  if (x_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(x_));
+  if (y_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(y_));
+  if (bias_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(bias_));
+  if (w_) (void)TRIPY_CUDA(cudnnDestroyFilterDescriptor(w_));
+  if (conv_) (void)TRIPY_CUDA(cudnnDestroyConvolutionDescriptor(conv_));
+  if (relu_) (void)TRIPY_CUDA(cudnnDestroyActivationDescriptor(relu_));
+}
+
+Status ConvPlan::describe(const ConvProblem& pr) {
+  problem_ = pr;
+  const ConvAttrs& a = pr.attrs;
+  const bool promote = pr.x.size() == 3;
+  const cudnnDataType_t t = cudnn_type(pr.dtype);
+  const std::vector<int> x = as_nd(pr.x, promote, 1), y = as_nd(pr.out, promote, 1), w = as_nd(pr.w, promote, 1);
+  // Attribute lists have no (N, C) prefix: the unit height goes first.
+  auto attr = [&](const std::vector<int64_t>& v, int fill) {
+    std::vector<int> out;
+    if (promote) out.push_back(fill);
+    for (int64_t d : v) out.push_back(static_cast<int>(d));
+    return out;
+  };
+  const std::vector<int> pads = attr(a.pad_before, 0), strides = attr(a.stride, 1), dilations = attr(a.dilation, 1);
+  TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&x_));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(x_, t, static_cast<int>(x.size()), x.data(), dense_int_strides(x).data()));
+  TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&y_));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(y_, t, static_cast<int>(y.size()), y.data(), dense_int_strides(y).data()));
+  TRIPY_CUDA_TRY(cudnnCreateFilterDescriptor(&w_));
+  TRIPY_CUDA_TRY(cudnnSetFilterNdDescriptor(w_, t, CUDNN_TENSOR_NCHW, static_cast<int>(w.size()), w.data()));
+  TRIPY_CUDA_TRY(cudnnCreateConvolutionDescriptor(&conv_));
+  TRIPY_CUDA_TRY(cudnnSetConvolutionNdDescriptor(conv_, static_cast<int>(pads.size()), pads.data(), strides.data(),
+                                                 dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  TRIPY_CUDA_TRY(cudnnSetConvolutionGroupCount(conv_, static_cast<int>(a.groups)));
+  // float32 keeps full FP32 arithmetic (no TF32), as the GEMMs do; narrow floats use tensor cores.
+  TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, pr.dtype == DType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  // cudnnConvolutionBiasActivationForward: y = relu(conv(x) + alpha2 * z + bias). Its identity
+  // mode is limited to one algorithm, so only relu epilogues are fused.
+  fused_ = !a.transposed && a.activation == Activation::kRelu;
+  if (fused_) {
+    std::vector<int> b(y.size(), 1);
+    b[1] = y[1];
+    TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&bias_));
+    TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(bias_, t, static_cast<int>(b.size()), b.data(), dense_int_strides(b).data()));
+    TRIPY_CUDA_TRY(cudnnCreateActivationDescriptor(&relu_));
+    TRIPY_CUDA_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  }
+  return ok_status();
+}
+
+Status ConvPlan::choose(const ConvAlgo* stored) {
+  TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
+  const bool transposed = problem_.attrs.transposed;
+  auto workspace = [&](int algo, size_t* bytes) {
+    return transposed ? api().cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, x_, conv_, y_,
+                                                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes)
+                      : api().cudnnGetConvolutionForwardWorkspaceSize(h, x_, w_, conv_, y_,
+                                                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+  };
+  if (stored && stored->size() == kAlgoBytes) {
+    int32_t v[3];
+    std::memcpy(v, stored->data(), sizeof(v));
+    size_t bytes = 0;
+    if (v[0] == static_cast<int32_t>(api().cudnnGetVersion()) &&
+        api().cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(v[2])) == CUDNN_STATUS_SUCCESS &&
+        workspace(v[1], &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kConvWorkspaceLimit) {
+      algo_ = v[1];
+      workspace_bytes_ = bytes;
+      return ok_status();
+    }
+  }
+  // cuDNN's heuristic: the first choice that runs here within the workspace limit.
+  constexpr int kCount = 8;
+  int found = 0;
+  if (transposed) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
+    TRIPY_CUDA_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, x_, conv_, y_, kCount, &found, perf));
+    for (int i = 0; i < found; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
+      algo_ = perf[i].algo;
+      TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, perf[i].mathType));
+      break;
+    }
+  } else {
+    cudnnConvolutionFwdAlgoPerf_t perf[kCount];
+    TRIPY_CUDA_TRY(cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_, kCount, &found, perf));
+    for (int i = 0; i < found; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
+      algo_ = perf[i].algo;
+      TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, perf[i].mathType));
+      break;
+    }
+  }
+  return check(workspace(algo_, &workspace_bytes_), "cudnnGet*WorkspaceSize");
+}
+
+StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, const ConvAlgo* stored, CUstream stream) {
+  std::unique_ptr<ConvPlan> plan(new ConvPlan());
+  TRIPY_RETURN_IF_ERROR(plan->describe(pr));
+  TRIPY_RETURN_IF_ERROR(plan->choose(stored));
+  if (plan->fused_ && !pr.attrs.has_bias) {
+    TRIPY_ASSIGN_OR_RETURN(plan->zero_bias_, empty_device(pr.dtype, {pr.out[1]}, stream));
+    TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(plan->zero_bias_.data()), 0,
+                                   static_cast<size_t>(plan->zero_bias_.nbytes()), stream));
+  }
+  return plan;
+}
+
+Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr residual, CUdeviceptr y,
+                     CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) {
+  TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
+  TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
+  const float one = 1.0f, zero = 0.0f;
+  auto* ws = reinterpret_cast<void*>(workspace);
+  auto* px = reinterpret_cast<const void*>(x);
+  auto* pw = reinterpret_cast<const void*>(w);
+  auto* py = reinterpret_cast<void*>(y);
+  if (problem_.attrs.transposed) {
+    // The transposed convolution is the forward one's input gradient: x plays dy, y plays dx.
+    return TRIPY_CUDA(cudnnConvolutionBackwardData(h, &one, w_, pw, x_, px, conv_,
+                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_), ws,
+                                                   workspace_bytes, &zero, y_, py));
+  }
+  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo_);
+  if (fused_) {
+    const float alpha2 = residual ? 1.0f : 0.0f;
+    const void* z = residual ? reinterpret_cast<const void*>(residual) : py;
+    const void* b = bias ? reinterpret_cast<const void*>(bias) : zero_bias_.data();
+    cudnnStatus_t r = api().cudnnConvolutionBiasActivationForward(h, &one, x_, px, w_, pw, conv_, algo, ws,
+                                                                  workspace_bytes, &alpha2, y_, z, bias_, b, relu_,
+                                                                  y_, py);
+    if (r == CUDNN_STATUS_SUCCESS) return ok_status();
+    // A combination this cuDNN does not fuse: from now on the caller runs the epilogue.
+    if (r != CUDNN_STATUS_NOT_SUPPORTED && r != CUDNN_STATUS_BAD_PARAM) return check(r, "cudnnConvolutionBiasActivationForward");
+    fused_ = false;
+  }
+  return TRIPY_CUDA(cudnnConvolutionForward(h, &one, x_, px, w_, pw, conv_, algo, ws, workspace_bytes, &zero, y_, py));
+}
+
+StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream) {
+  TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
+  TRIPY_ASSIGN_OR_RETURN(auto plan, ConvPlan::create(pr, nullptr, stream));
+  std::vector<Tensor> keep;
+  std::vector<CUdeviceptr> ptrs;
+  int64_t ws_elems = static_cast<int64_t>(kConvWorkspaceLimit) / dtype_size(pr.dtype);
+  for (int64_t n : {numel_of(pr.x), numel_of(pr.w), numel_of(pr.out), ws_elems}) {
+    TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(pr.dtype, {std::max<int64_t>(n, 1)}, stream));
+    ptrs.push_back(reinterpret_cast<CUdeviceptr>(t.data()));
+    keep.push_back(t);
+    int64_t words[3] = {static_cast<int64_t>(ptrs.back()), n, static_cast<int64_t>(ptrs.size())};
+    void* params[] = {words};
+    TRIPY_CUDA_TRY(cuLaunchKernel(fill_fn, 264, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+  }
+  TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
+  TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
+  constexpr int kCount = 8;
+  int found = 0;
+  int32_t choice[3] = {static_cast<int32_t>(api().cudnnGetVersion()), -1, 0};
+  auto* ws = reinterpret_cast<void*>(ptrs[3]);
+  if (pr.attrs.transposed) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
+    TRIPY_CUDA_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        h, plan->w_, reinterpret_cast<void*>(ptrs[1]), plan->x_, reinterpret_cast<void*>(ptrs[0]), plan->conv_,
+        plan->y_, reinterpret_cast<void*>(ptrs[2]), kCount, &found, perf, ws, kConvWorkspaceLimit));
+    for (int i = 0; i < found && choice[1] < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvWorkspaceLimit) {
+        choice[1] = perf[i].algo;
+        choice[2] = perf[i].mathType;
+      }
+  } else {
+    cudnnConvolutionFwdAlgoPerf_t perf[kCount];
+    TRIPY_CUDA_TRY(cudnnFindConvolutionForwardAlgorithmEx(
+        h, plan->x_, reinterpret_cast<void*>(ptrs[0]), plan->w_, reinterpret_cast<void*>(ptrs[1]), plan->conv_,
+        plan->y_, reinterpret_cast<void*>(ptrs[2]), kCount, &found, perf, ws, kConvWorkspaceLimit));
+    for (int i = 0; i < found && choice[1] < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvWorkspaceLimit) {
+        choice[1] = perf[i].algo;
+        choice[2] = perf[i].mathType;
+      }
+  }
+  TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
+  if (choice[1] < 0) return Status(StatusCode::kInternal, "cuDNN found no algorithm for this convolution");
+  ConvAlgo out(kAlgoBytes);
+  std::memcpy(out.data(), choice, sizeof(choice));
+  return out;
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,94 @@
+// The fixed convolution module: a direct convolution per float dtype (the fallback where cuDNN is
+// absent, disabled with TRIPY_CUDNN=0, or cannot take the problem: asymmetric padding) and, in the
+// same function, the epilogue (bias, residual, activation) that runs after a cuDNN call which
+// did not fuse it. Compiled with NVRTC like the layout module; cached on disk by its source.
+#include "backend/cuda/cuda_conv.h"
+
+#include "backend/cuda/cuda_codegen.h"
+
+namespace tripy::rt::cuda {
+
+const std::string& conv_module_source() {
+  static const std::string kSource = device_prelude() + R"CUDA(
+// Words, in this order (cuda_conv.cc fills them): addresses, mode, sizes, geometry.
+struct ConvArgs {
+  i64 out, x, w, bias, res;
+  i64 mode;  // 0: convolution then epilogue; 1: epilogue only, in place on `out`
+  i64 N, C, O, G;
+  i64 in[3], on[3], k[3], s[3], d[3], lo[3];  // spatial dims right-aligned, missing ones are 1
+  i64 transposed, act;  // act: 0 none, 1 relu, 2 gelu (erf)
+};
+DEVI float conv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
+DEVI float ld(const float* p, i64 i) { return p[i]; }
+DEVI void st(float* p, i64 i, float v) { p[i] = v; }
+struct H { unsigned short v; };
+struct B { unsigned short v; };
+DEVI float ld(const H* p, i64 i) { return h2f(p[i].v); }
+DEVI void st(H* p, i64 i, float v) { p[i].v = f2h(v); }
+DEVI float ld(const B* p, i64 i) { return b2f(p[i].v); }
+DEVI void st(B* p, i64 i, float v) { p[i].v = f2b(v); }
+
+// One thread per output element (grid-stride): out[n, o, p] = act(sum + bias[o] + res[n, o, p]),
+// the sum over the group's channels and the kernel taps, accumulated in float32. Forward reads
+// x at p * s - lo + k * d; transposed gathers the x whose scatter lands on p.
+template <class T> DEVI void conv_body(const ConvArgs& a) {
+  T* out = (T*)a.out;
+  const T* x = (const T*)a.x;
+  const T* w = (const T*)a.w;
+  const T* bias = (const T*)a.bias;
+  const T* res = (const T*)a.res;
+  const i64 spatial = a.on[0] * a.on[1] * a.on[2], in_size = a.in[0] * a.in[1] * a.in[2];
+  const i64 taps = a.k[0] * a.k[1] * a.k[2], total = a.N * a.O * spatial;
+  const i64 cg = a.C / a.G, og = a.O / a.G;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+    const i64 no = i / spatial, pos = i - no * spatial, n = no / a.O, o = no - n * a.O;
+    float acc = 0.0f;
+    if (a.mode == 0) {
+      const i64 p[3] = {pos / (a.on[1] * a.on[2]), pos / a.on[2] % a.on[1], pos % a.on[2]};
+      const i64 g = o / og;
+      for (i64 c = g * cg; c < (g + 1) * cg; ++c) {
+        const T* src = x + (n * a.C + c) * in_size;
+        const T* wt = w + (a.transposed ? c * og + o % og : o * cg + c % cg) * taps;
+        for (i64 t = 0; t < taps; ++t) {
+          const i64 k[3] = {t / (a.k[1] * a.k[2]), t / a.k[2] % a.k[1], t % a.k[2]};
+          i64 at = 0;
+          bool inside = true;
+#pragma unroll
+          for (int j = 0; j < 3; ++j) {
+            i64 q;
+            if (a.transposed) {
+              const i64 num = p[j] + a.lo[j] - k[j] * a.d[j];
+              q = num / a.s[j];
+              inside = inside && num >= 0 && q * a.s[j] == num && q < a.in[j];
+            } else {
+              q = p[j] * a.s[j] - a.lo[j] + k[j] * a.d[j];
+              inside = inside && q >= 0 && q < a.in[j];
+            }
+            at = at * a.in[j] + q;
+          }
+          if (inside) acc += ld(src, at) * ld(wt, t);
+        }
+      }
+    } else {
+      acc = ld(out, i);
+    }
+    if (bias) acc += ld(bias, o);
+    if (res) acc += ld(res, i);
+    if (a.act == 1) acc = acc > 0.0f ? acc : 0.0f;
+    if (a.act == 2) acc = conv_gelu(acc);
+    st(out, i, acc);
+  }
+}
+extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { conv_body<float>(a); }
+extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { conv_body<H>(a); }
+extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); }
+)CUDA";
+  return kSource;
+}
+
+std::string conv_function(DType t) {
+  return std::string("tripy_conv_") + (t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32");
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,76 @@
+// The CUDA convolution without a GPU: the fixed convolution module compiles with NVRTC (skipped
+// where NVRTC cannot be loaded), its launch words follow the attributes, and cuDNN is declined
+// where it cannot serve (asymmetric padding, TRIPY_CUDNN=0, not loaded). The GPU run of every test
+// convolution against the CPU is in cuda_backend_test.cc (conv_cases).
+#include <gtest/gtest.h>
+
+#if TRIPY_WITH_CUDA
+
+#include <cstdlib>
+
+#include "backend/cuda/cuda_compile.h"
+#include "backend/cuda/cuda_conv.h"
+#include "cuda_test_cases.h"
+
+namespace tripy::cuda_testing {
+namespace {
+
+TEST(CudaConv, TheConvolutionModuleCompilesWithNvrtc) {
+  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  auto compiled = rt::cuda::compile_modules({rt::cuda::conv_module_source()}, {"tripy_conv"}, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    EXPECT_NE((*compiled)[0].ptx.find(rt::cuda::conv_function(t)), std::string::npos) << rt::cuda::conv_function(t);
+}
+
+rt::cuda::ConvProblem problem_of(const GpuCase& c) {
+  auto pr = rt::cuda::conv_problem(c.program, c.program.kernels[0], c.slots);
+  EXPECT_TRUE(pr.ok()) << pr.status().message();
+  return pr.value();
+}
+
+TEST(CudaConv, LaunchWordsRightAlignTheSpatialDims) {
+  const GpuCase c = conv_cases()[8];  // conv_1d: (2, 3, 11) * (5, 3, 3), stride 2, padding 1 -> (2, 5, 6)
+  ASSERT_EQ(c.name, "conv_1d");
+  rt::cuda::ConvProblem pr = problem_of(c);
+  rt::cuda::Launch l = rt::cuda::plan_conv_launch(c.program.kernels[0], pr, nullptr, false, 132);
+  ASSERT_EQ(l.words.size(), 30u);
+  EXPECT_EQ(l.words[5], 0);                                                 // full convolution
+  EXPECT_EQ((std::vector<int64_t>{l.words[6], l.words[7], l.words[8], l.words[9]}), (std::vector<int64_t>{2, 3, 5, 1}));
+  EXPECT_EQ((std::vector<int64_t>(l.words.begin() + 10, l.words.begin() + 13)), (std::vector<int64_t>{1, 1, 11}));
+  EXPECT_EQ((std::vector<int64_t>(l.words.begin() + 13, l.words.begin() + 16)), (std::vector<int64_t>{1, 1, 6}));
+  EXPECT_EQ((std::vector<int64_t>(l.words.begin() + 19, l.words.begin() + 22)), (std::vector<int64_t>{1, 1, 2}));
+  EXPECT_EQ((std::vector<int64_t>(l.words.begin() + 25, l.words.begin() + 28)), (std::vector<int64_t>{0, 0, 1}));
+  ASSERT_EQ(l.ptrs.size(), 3u);  // out, x, w
+  // The epilogue of conv_bias_add_relu reads the output in place, the bias and the residual.
+  const GpuCase block = conv_cases()[3];
+  rt::cuda::Launch e = rt::cuda::plan_conv_launch(block.program.kernels[0], problem_of(block), nullptr, true, 132);
+  EXPECT_EQ(e.words[5], 1);
+  EXPECT_EQ(e.words[29], 1);  // relu
+  ASSERT_EQ(e.ptrs.size(), 3u);
+  EXPECT_EQ(e.ptrs[1].word, 3);
+  EXPECT_EQ(e.ptrs[2].word, 4);
+}
+
+TEST(CudaConv, CudnnIsDeclinedWhereItCannotServe) {
+  std::string why;
+  const GpuCase asym = conv_cases()[7];
+  ASSERT_EQ(asym.name, "conv_asymmetric_pad");
+  EXPECT_FALSE(rt::cuda::cudnn_usable(problem_of(asym), &why));
+  if (!rt::cuda::api().cudnn_ok) {
+    EXPECT_EQ(why, "cuDNN 9 could not be loaded");
+    return;
+  }
+  EXPECT_EQ(why, "cuDNN pads symmetrically");
+  const GpuCase plain = conv_cases()[0];
+  EXPECT_TRUE(rt::cuda::cudnn_usable(problem_of(plain)));
+  setenv("TRIPY_CUDNN", "0", 1);
+  EXPECT_FALSE(rt::cuda::cudnn_usable(problem_of(plain), &why));
+  unsetenv("TRIPY_CUDNN");
+  EXPECT_EQ(why, "TRIPY_CUDNN=0");
+}
+
+}  // namespace
+}  // namespace tripy::cuda_testing
+
+#endif  // TRIPY_WITH_CUDA

@@ -1,0 +1,127 @@
+// Convolutions in FlatIR: the text form round-trips their attributes, the verifier checks their
+// shapes, and fusion folds bias, residual and relu into the convolution kernel (ResNet's block).
+#include <gtest/gtest.h>
+
+#include "flat/passes/fusion.h"
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+std::string plan_of(const char* text) {
+  auto g = parse_graph(text);
+  if (!g.ok()) return "parse error: " + g.status().message();
+  Status st = verify(*g);
+  if (!st.ok()) return "verify error: " + st.message();
+  auto plan = plan_fusion(canonicalize_reductions(*g));
+  if (!plan.ok()) return "fusion error: " + plan.status().message();
+  return fusion_plan_str(*g, *plan);
+}
+
+TEST(ConvolutionIr, TextRoundTripsEveryAttribute) {
+  const char* text = R"(sym n [1, 2, 4]
+%0 : f32[n, 4, 5, 5] = parameter() {index = 0}
+%1 : f32[4, 2, 3, 3] = constant() {value = <72 elements>}
+%2 : f32[n, 4, 3, 2] = convolution(%0, %1) {stride = [2, 2], pad_before = [1, 0], pad_after = [1, 2], dilation = [1, 2], groups = 2}
+%3 : f32[n, 4, 7, 6] = convolution(%2, %1) {stride = [2, 3], pad_before = [1, 1], pad_after = [0, 1], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [1, 2]}
+return %3
+)";
+  auto g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(verify(*g).ok()) << verify(*g).message();
+  auto again = parse_graph(g->str());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->str(), g->str());
+  EXPECT_NE(g->str().find("transposed = 1, output_padding = [1, 2]"), std::string::npos) << g->str();
+}
+
+TEST(ConvolutionIr, VerifierRejectsAWrongResultShape) {
+  auto g = parse_graph(R"(%0 : f32[1, 2, 5, 5] = parameter() {index = 0}
+%1 : f32[3, 2, 3, 3] = constant() {value = <54 elements>}
+%2 : f32[1, 3, 4, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+return %2
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Status st = verify(*g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("expected (1, 3, 3, 3)"), std::string::npos) << st.message();
+}
+
+TEST(ConvolutionFusion, BiasResidualAndReluJoinTheConvolution) {
+  // relu(conv(x) + bias[C, 1, 1] + x): one kernel.
+  EXPECT_EQ(plan_of(R"(%0 : f32[2, 4, 5, 5] = parameter() {index = 0}
+%1 : f32[4, 4, 3, 3] = constant() {value = <144 elements>}
+%2 : f32[2, 4, 5, 5] = convolution(%0, %1) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], groups = 1}
+%3 : f32[4, 1, 1] = constant() {value = [1, 2, 3, 4]}
+%4 : f32[2, 4, 5, 5] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[2, 4, 5, 5] = add(%2, %4)
+%6 : f32[2, 4, 5, 5] = add(%0, %5)
+%7 : f32[] = constant() {value = [0]}
+%8 : f32[2, 4, 5, 5] = broadcast(%7) {dims = []}
+%9 : f32[2, 4, 5, 5] = max(%6, %8)
+return %9
+)"),
+            "%9 = conv(%0, %1, %3, %0) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
+            "groups = 1, bias = 1, residual = 1, activation = relu}\n");
+}
+
+TEST(ConvolutionFusion, ALaterConvolutionTakesAnEarlierOneAsItsResidual) {
+  // ResNet's downsampling block: out = relu(conv_a(x) + b_a + conv_b(x) + b_b); conv_b comes later
+  // in graph order, so it is the one that can read conv_a's result as its residual.
+  EXPECT_EQ(plan_of(R"(%0 : f32[1, 2, 4, 4] = parameter() {index = 0}
+%1 : f32[3, 2, 1, 1] = constant() {value = <6 elements>}
+%2 : f32[1, 3, 4, 4] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%3 : f32[3] = constant() {value = [1, 2, 3]}
+%4 : f32[1, 3, 4, 4] = broadcast(%3) {dims = [1]}
+%5 : f32[1, 3, 4, 4] = add(%2, %4)
+%6 : f32[1, 3, 4, 4] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%7 : f32[1, 3, 4, 4] = add(%6, %4)
+%8 : f32[1, 3, 4, 4] = add(%5, %7)
+%9 : f32[] = constant() {value = [0]}
+%10 : f32[1, 3, 4, 4] = broadcast(%9) {dims = []}
+%11 : f32[1, 3, 4, 4] = max(%8, %10)
+return %11
+)"),
+            "%5 = conv(%0, %1, %3) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "groups = 1, bias = 1}\n"
+            "%11 = conv(%0, %1, %3, %5) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "groups = 1, bias = 1, residual = 1, activation = relu}\n");
+}
+
+TEST(ConvolutionFusion, AnAddOfABroadcastAlongAnotherDimIsNotABias) {
+  EXPECT_EQ(plan_of(R"(%0 : f32[1, 3, 3, 3] = parameter() {index = 0}
+%1 : f32[3, 3, 1, 1] = constant() {value = <9 elements>}
+%2 : f32[1, 3, 3, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%3 : f32[3] = constant() {value = [1, 2, 3]}
+%4 : f32[1, 3, 3, 3] = broadcast(%3) {dims = [3]}
+%5 : f32[1, 3, 3, 3] = add(%2, %4)
+return %5
+)"),
+            "%2 = conv(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}\n"
+            "%5 = fused(%2, %3) {domain = (1, 3, 3, 3), ops = 1}\n");
+}
+
+}  // namespace
+}  // namespace tripy::flat
+
+namespace tripy::flat {
+namespace {
+
+TEST(ConvolutionFusion, ABiasReshapedAfterTheConvolutionIsReadThroughTheReshape) {
+  // Eager mode lowers tp.Conv's bias add without simplification: reshape(b) comes after the conv.
+  EXPECT_EQ(plan_of(R"(%0 : f32[1, 2, 4, 4] = parameter() {index = 0}
+%1 : f32[3, 2, 1, 1] = parameter() {index = 1}
+%2 : f32[3] = parameter() {index = 2}
+%3 : f32[1, 3, 4, 4] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%4 : f32[3, 1, 1] = reshape(%2)
+%5 : f32[1, 3, 4, 4] = broadcast(%4) {dims = [1, 2, 3]}
+%6 : f32[1, 3, 4, 4] = add(%3, %5)
+return %6
+)"),
+            "%4 = alias(%2)\n"
+            "%6 = conv(%0, %1, %2) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "groups = 1, bias = 1}\n");
+}
+
+}  // namespace
+}  // namespace tripy::flat
