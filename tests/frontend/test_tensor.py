@@ -47,3 +47,14 @@ def test_tensors_are_not_iterable_and_bool_needs_one_element():
 def test_module_level_suggestions():
     with pytest.raises(AttributeError, match="Did you mean: 'tripy.float32'"):
         tp.float64
+
+
+def test_numpy_asarray_reads_the_values():
+    import numpy as np
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = np.asarray(tp.Tensor(x) * 2.0)
+    assert got.shape == (2, 3) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, x * 2.0)
+    np.testing.assert_array_equal(np.asarray(tp.Tensor([True, False])), [True, False])
+    assert np.asarray(tp.Tensor([1, 2]), dtype=np.float64).dtype == np.float64

@@ -108,6 +108,18 @@ class Tensor:
     def __dlpack_device__(self):
         return _C.dlpack_device(self._node)
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``: the values as a numpy array (copied to the host first when they live
+        on the GPU), so numpy functions accept Tripy tensors directly."""
+        import numpy as np
+
+        host = self if self._node.device == "cpu" else Tensor._wrap(_C.copy(self._node, "cpu", capture_user_frames()))
+        try:
+            array = np.from_dlpack(host)
+        except (BufferError, TypeError, RuntimeError):  # numpy < 1.25 exports no bool through DLPack
+            array = np.array(host.tolist(), dtype=np.bool_ if self.dtype.name == "bool" else None)
+        return array.astype(dtype, copy=False) if dtype is not None else array
+
     def __bool__(self):
         values = self.tolist()
         while isinstance(values, list):
