@@ -67,6 +67,7 @@ class Env:
             self.sync = tp.default_stream().synchronize
         self.failures = []
         self.records = []
+        self.profile_dir = args.profile
 
     def full_sizes(self, sizes):
         """The full benchmark's sizes: on the CPU only the first (the largest take minutes per call)."""
@@ -233,10 +234,29 @@ def run_tripy(case, env):
         err, check = relative_error(out, case.reference()), "numpy float64"
     del out
     ms = timing.median_seconds(lambda: exe(*args), env.budget_s, env.sync) * 1e3
+    if env.profile_dir:
+        print_profile(exe.profile(*args), f"{case.model}-{case.shape}", env.profile_dir)
     env.emit(model=case.model, shape=case.shape, batch=case.batch, system=case.system, ms=ms, compile_s=compile_s,
              max_rel_err=err, checked_against=check, **({"note": case.note} if case.note else {}))
     if err is not None and not err <= TOLERANCE[env.dtype.name]:
         env.failures.append(f"{case.model} {case.shape}: Tripy differs from {check} by {err:.2e}")
+
+
+def print_profile(profile, label, directory):
+    """Where a call's time goes: per kernel kind, then the costliest kernels (summed over repeats),
+    and a Chrome trace in `directory`."""
+    os.makedirs(directory, exist_ok=True)
+    profile.save_chrome_trace(os.path.join(directory, f"{label}.json"))
+    by_kind, by_kernel = {}, {}
+    for r in profile.rows:
+        by_kind[r["kind"]] = [a + b for a, b in zip(by_kind.get(r["kind"], [0, 0.0]), [1, r["ms"]])]
+        key = (r["kind"], r["name"], r["source"])
+        by_kernel[key] = [a + b for a, b in zip(by_kernel.get(key, [0, 0.0]), [1, r["ms"]])]
+    print(f"\nprofile {label}: {len(profile.rows)} kernels, {profile.total_ms:.3f} ms (kernels launched one by one)")
+    for kind, (n, ms) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {kind:<10} {n:>4} kernels {ms:9.3f} ms {100 * ms / profile.total_ms:5.1f}%")
+    for (kind, name, source), (n, ms) in sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[:12]:
+        print(f"  {ms:9.3f} ms  {n:>3}x {kind:<9} {name[:60]:<60} {source}")
 
 
 def run_torch(case, env):
@@ -371,6 +391,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes and short timings (CI)")
     parser.add_argument("--only", help=f"comma-separated subset of {', '.join(MODELS + EXTRA)}")
     parser.add_argument("--no-torch-compile", action="store_true", help="time torch eager only")
+    parser.add_argument("--profile", metavar="DIR", help="print where Tripy's time goes per model; Chrome traces in DIR")
     parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
     args = parser.parse_args()
     if args.device == "gpu" and not _C.gpu_available():

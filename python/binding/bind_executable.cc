@@ -61,7 +61,6 @@ void bind_executable(py::module_& m) {
       .def_property_readonly("output_names", &Executable::output_names)
       // The program's kernels in launch order, as (kind, name, user frame): what tests and profiles read.
       .def_property_readonly("kernels", [](const Executable& exe) {
-        static const char* kKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy"};
         py::list out;
         for (const rt::Kernel& k : exe.impl()->program->kernels)
         {
@@ -72,8 +71,7 @@ void bind_executable(py::module_& m) {
             const SourceFrame& f = srcs[k.source].front();
             where = py::make_tuple(f.file, f.line, f.function);
           }
-          out.append(py::make_tuple(static_cast<size_t>(k.kind) < std::size(kKinds) ? kKinds[static_cast<int>(k.kind)]
-                                                                                   : "other",
+          out.append(py::make_tuple(rt::kernel_kind_name(k.kind),
                                     k.name, where));
         }
         return out;

@@ -90,10 +90,9 @@ std::string program_str(const rt::Program& p) {
            ": " + c.message + "\n";
   }
   for (size_t i = 0; i < p.buffers.size(); ++i) out += "b" + std::to_string(i) + " = " + buffer_line(p.buffers[i]) + "\n";
-  static const char* kKernels[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention", "conv"};
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const rt::Kernel& k = p.kernels[i];
-    out += buffers(k.outputs) + " = " + kKernels[static_cast<int>(k.kind)] + " '" + k.name + "'(" + buffers(k.inputs) + ")";
+    out += buffers(k.outputs) + " = " + rt::kernel_kind_name(k.kind) + " '" + k.name + "'(" + buffers(k.inputs) + ")";
     switch (k.kind) {
       case rt::KernelKind::kFused: {
         out += " domain " + slot_list(k.fused.domain) + " reduce_from " + std::to_string(k.fused.reduce_from) + "\n";

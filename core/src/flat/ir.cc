@@ -6,7 +6,7 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 13> kOpKindNames = {
+constexpr std::array<const char*, 14> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
     "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
 };

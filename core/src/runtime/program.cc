@@ -50,6 +50,17 @@ int64_t floor_mod(int64_t a, int64_t b) {
 
 }  // namespace
 
+namespace {
+constexpr std::array<const char*, 9> kKernelKindNames = {"fused",  "dot",  "transpose", "slice", "concat",
+                                                         "gather", "copy", "attention", "conv"};
+static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kConv) + 1, "a kernel kind needs its name");
+}  // namespace
+
+const char* kernel_kind_name(KernelKind kind) {
+  auto i = static_cast<size_t>(kind);
+  return i < kKernelKindNames.size() ? kKernelKindNames[i] : "invalid";
+}
+
 const char* ew_op_name(EwOp op) {
   auto i = static_cast<size_t>(op);
   return i < kEwOpNames.size() ? kEwOpNames[i] : "invalid";

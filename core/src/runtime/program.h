@@ -194,6 +194,8 @@ inline constexpr size_t kMaxConvSpatialDims = 3;
 std::string conv_attrs_text(const ConvAttrs& a);
 
 enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv };
+// "fused", "dot", ...: the kind as files, program dumps and profiles spell it ("invalid" past the end).
+const char* kernel_kind_name(KernelKind kind);
 
 struct Kernel {
   KernelKind kind = KernelKind::kFused;

@@ -265,6 +265,29 @@ def test_hand_written_attention_becomes_one_kernel(dtype, capsys, device):
     _check(exe(_dev(q, dt), _dev(k, dt), _dev(v, dt)), _sdpa_ref(q, k, v, causal=True), dtype)
 
 
+def test_gpt2_hand_written_attention_with_static_sizes_becomes_one_kernel(capsys, device):
+    # With T static, constant folding turns `bias[:, :, :T, :T] == 0` into a bool constant, and the
+    # head split's transpose of k merges with k^T into one transpose (dims [0, 2, 3, 1]).
+    B, T, H, D = 2, 12, 3, 8
+    bias = tp.Tensor(np.tril(np.ones((16, 16), dtype=np.float32)).reshape(1, 1, 16, 16))
+
+    def attend(qkv):
+        q, k, v = (tp.transpose(tp.reshape(x, (B, T, H, D)), 1, 2) for x in tp.split(qkv, 3, dim=2))
+        att = (q @ tp.transpose(k, -2, -1)) * (1.0 / np.sqrt(D))
+        att = tp.masked_fill(att, bias[:, :, :T, :T] == 0, float("-inf"))
+        y = tp.softmax(att, dim=-1) @ v
+        return tp.reshape(tp.transpose(y, 1, 2), (B, T, H * D))
+
+    exe, program = _compiled(capsys, attend, [tp.InputInfo((B, T, 3 * H * D), dtype=tp.float32)])
+    kinds = _kernels(program)
+    assert kinds.count("attention") == 1 and "dot" not in kinds, program
+    qkv = _rand(B, T, 3 * H * D)
+    heads = lambda x: x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
+    q, k, v = (heads(x) for x in np.split(qkv, 3, axis=2))
+    want = _sdpa_ref(q, k, v, causal=True).transpose(0, 2, 1, 3).reshape(B, T, H * D)
+    _check(exe(_dev(qkv)), want)
+
+
 def test_attention_with_a_head_size_known_only_at_run_time(device):
     D = tp.NamedDimension("D", 2, 8, 16)
     info = tp.InputInfo((1, 2, 5, D), dtype=tp.float32)

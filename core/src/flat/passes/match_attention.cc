@@ -109,11 +109,16 @@ class Matcher {
     }
     const Op* dot = def_if(s, OpKind::kDot, EwOp::kAdd);
     if (!dot || rank(dot->operands[0]) != 4 || rank(dot->operands[1]) != 4) return false;
+    // k^T: a transpose whose last two dims swap k's; simplification may have merged it with the
+    // head split's transpose (dims [0, 2, 3, 1]), so k itself is that transpose without the swap.
     const Op& kt = g_.def(dot->operands[1]);
-    if (kt.kind != OpKind::kTranspose || kt.dims != std::vector<int64_t>{0, 1, 3, 2}) return false;
-    const ValueId q = dot->operands[0], k = kt.operands[0];
+    if (kt.kind != OpKind::kTranspose || kt.dims.size() != 4) return false;
+    const ValueId q = dot->operands[0];
+    const std::vector<int64_t> k_perm = {kt.dims[0], kt.dims[1], kt.dims[3], kt.dims[2]};
+    Shape sk = g_.values[kt.result].shape;
+    std::swap(sk[2], sk[3]);
     // No batch broadcasting between the products: the attention's heads are the dots' batch.
-    const Shape &sq = g_.values[q].shape, &sk = g_.values[k].shape, &sv = g_.values[v].shape;
+    const Shape &sq = g_.values[q].shape, &sv = g_.values[v].shape;
     for (int d = 0; d < 2; ++d)
       if (!sq[d].same_as(sk[d]) || !sq[d].same_as(sv[d])) return false;
     if (!sk[2].same_as(sv[2])) return false;
@@ -128,6 +133,14 @@ class Matcher {
 
     rw = Rewrite{};
     rw.before = index;
+    ValueId k = kt.operands[0];
+    if (k_perm != std::vector<int64_t>{0, 1, 2, 3}) {  // fold_attention_layouts reads it in place
+      Op t;
+      t.kind = OpKind::kTranspose;
+      t.operands = {k};
+      t.dims = k_perm;
+      k = add_op(rw, t, g_.values[k].dtype, sk);
+    }
     std::vector<ValueId> operands = {q, k, v};
     if (mask >= 0) {
       ValueId m = mask;
@@ -197,6 +210,9 @@ class Matcher {
       if (n < 2 || c->dims[n - 2] != 2 || c->dims[n - 1] != 3) return false;
       c = &g_.def(c->operands[0]);
     }
+    // A comparison constant folding already evaluated: the bool constant is the condition.
+    if (c->kind == OpKind::kConstant && c->constant.defined() && c->constant.dtype() == DType::kBool)
+      return is_lower_triangle(c->constant, negate);
     // keep = (x != 0): eq(x, 0) under a negation, or ne(x, 0).
     if (c->kind != OpKind::kElementwise || (c->fn != EwOp::kEq && c->fn != EwOp::kNe) || (c->fn == EwOp::kEq) != negate)
       return false;
@@ -214,15 +230,19 @@ class Matcher {
       }
       s = &g_.def(s->operands[0]);
     }
-    if (s->kind != OpKind::kConstant || !s->constant.defined()) return false;
-    const std::vector<int64_t>& shape = s->constant.shape();
+    return s->kind == OpKind::kConstant && s->constant.defined() && is_lower_triangle(s->constant, false);
+  }
+  // Whether `t` (its dims but the last two all 1) is nonzero exactly on and below the diagonal, or,
+  // when `inverted`, exactly above it.
+  static bool is_lower_triangle(const Tensor& t, bool inverted) {
+    const std::vector<int64_t>& shape = t.shape();
     if (shape.size() < 2) return false;
     for (size_t d = 0; d + 2 < shape.size(); ++d)
       if (shape[d] != 1) return false;
     const int64_t rows = shape[shape.size() - 2], cols = shape.back();
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j)
-        if ((read_element(s->constant, i * cols + j) != 0) != (j <= i)) return false;
+        if ((read_element(t, i * cols + j) != 0) != ((j <= i) != inverted)) return false;
     return true;
   }
   // Whether `v` is the (scaled) product q @ k^T, for telling scores from an additive mask.
