@@ -42,6 +42,12 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
       TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
       TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split));
     }
+    // cuBLASLt's fast kernels need aligned rows; oneDNN does not care, so the CPU skips the copy.
+    if (options.device.kind == Device::Kind::kGpu)
+      if (std::optional<flat::Graph> padded = flat::pad_dot_columns(graph)) {
+        TRIPY_RETURN_IF_ERROR(debug_verified(*padded, "pad_dot_columns"));
+        TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded));
+      }
     graph = flat::simplify(graph);
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
     graph = flat::cse(graph);

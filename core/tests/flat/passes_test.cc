@@ -299,6 +299,34 @@ return %3
 )")).has_value());
 }
 
+TEST(PadDotColumns, UnalignedRowsReadAPaddedWeightThroughASlice) {
+  // x @ W.T with 5 float32 columns (rows of 20 bytes): W gains 3 zero rows, the dot 3 columns.
+  Graph g = parsed(R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : f32[5, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]}
+%2 : f32[4, 5] = transpose(%1) {dims = [1, 0]}
+%3 : f32[2, 5] = dot(%0, %2)
+return %3
+)");
+  std::optional<Graph> padded = pad_dot_columns(g, 4);
+  ASSERT_TRUE(padded.has_value());
+  auto folded = constant_fold(*padded);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(dce(*folded)), R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : f32[8, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}
+%2 : f32[4, 8] = transpose(%1) {dims = [1, 0]}
+%3 : f32[2, 8] = dot(%0, %2)
+%4 : f32[2, 5] = slice(%3) {starts = [0, 0], limits = [2, 5], steps = [1, 1]}
+return %4
+)");
+  // Aligned rows, unaligned K, a runtime weight, or too few columns: unchanged.
+  EXPECT_FALSE(pad_dot_columns(g).has_value());
+  EXPECT_FALSE(pad_dot_columns(parsed(R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[3, 5] = parameter() {index = 1}
+%2 : f32[2, 5] = dot(%0, %1)
+return %2
+)"), 4).has_value());
+}
+
 TEST(ConstantFold, FoldsReductionsOfSplats) {
   Graph g = parsed(R"(%0 : f32[] = constant() {value = [1]}
 %1 : f32[4, 8] = broadcast(%0) {dims = []}

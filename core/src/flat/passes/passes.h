@@ -1,5 +1,6 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
-// constant_fold -> split_dot_slices (and constant_fold again when it split) -> simplify -> cse ->
+// constant_fold -> split_dot_slices -> pad_dot_columns (GPU; constant_fold again when either
+// changed the graph) -> simplify -> cse ->
 // match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
@@ -24,6 +25,11 @@ Graph cse(const Graph& graph);
 // with a constant right operand, becomes one dot per slice over slices of that operand and bias (which constant
 // folding then evaluates). nullopt when nothing matched.
 std::optional<Graph> split_dot_slices(const Graph& graph);
+// GPU only: a dot with a constant right operand of N >= min_columns columns whose rows are not
+// 16-byte aligned reads that operand padded with zero columns and is read through a [.., :N]
+// slice, so cuBLASLt runs its aligned kernels (only wide products: for a few columns the copy of
+// a program output costs more than the slow GEMM). nullopt when nothing matched.
+std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns = 1024);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
