@@ -74,7 +74,7 @@ from tripy.frontend.ops.pooling import avgpool, maxpool
 from tripy.frontend.ops.resize import resize
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
-from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
+from tripy.frontend.input_info import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable
 from tripy.frontend.profile import Profile
 from tripy.frontend.stream import Stream, default_stream
