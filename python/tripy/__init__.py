@@ -6,7 +6,7 @@ import os as _os
 # Set before the core (and its OpenMP runtime) loads; a user's own setting wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from tripy import config
+from tripy import config, types
 from tripy.exception import TripyException
 from tripy.logging import logger
 from tripy.frontend.dtypes import (
