@@ -81,7 +81,7 @@ class Module:
     """
     Base class of reusable blocks. Attributes that are ``tp.Tensor``s are the module's parameters;
     attributes that are Modules are its children; either may also sit in a list or a dict.
-    A subclass defines ``__call__`` (or ``forward``) to compute its output.
+    A subclass defines ``forward`` (or ``__call__``) to compute its output.
 
     Example::
 
@@ -113,10 +113,33 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        forward = getattr(self, "forward", None)
-        if forward is None:
-            raise TripyException(f"Module '{type(self).__name__}' must define `__call__` or `forward` to be called.")
-        return forward(*args, **kwargs)
+        """Calls ``forward``; a subclass may define ``__call__`` itself instead, as the seeds do."""
+        if type(self).forward is Module.forward:
+            raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        """
+        Computes the module's output. Subclasses define it (or ``__call__``); the built-in modules
+        define it, so a subclass can extend one with ``super().forward(x)``. On a module that
+        defines only ``__call__``, ``forward`` calls that.
+
+        Example::
+
+            import tripy as tp
+
+            class Doubled(tp.Linear):
+                def forward(self, x):
+                    return super().forward(x) * 2
+
+            layer = Doubled(2, 1)
+            layer.load_state_dict({"weight": tp.ones((1, 2)), "bias": tp.zeros((1,))})
+            assert layer(tp.ones((1, 2))).tolist() == [[4.0]]
+            assert layer.forward(tp.ones((1, 2))).tolist() == [[4.0]]
+        """
+        if type(self).__call__ is not Module.__call__:
+            return self(*args, **kwargs)
+        raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
 
     def named_parameters(self):
         """
@@ -212,6 +235,31 @@ class Module:
             else:
                 holder[key] = new
         return LoadResult(missing, unexpected)
+
+    def initialize_dummy_parameters(self):
+        """
+        Replaces every parameter that still holds its placeholder (nothing loaded or assigned) with
+        ones of its shape and dtype, the dummy values nvtripy uses; loaded parameters are kept.
+
+        Example::
+
+            import tripy as tp
+
+            linear = tp.Linear(2, 2)
+            linear.load_state_dict({"bias": tp.zeros((2,))}, strict=False)
+            linear.initialize_dummy_parameters()
+            assert linear.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+            assert linear.bias.tolist() == [0.0, 0.0]
+        """
+        from tripy.frontend.modules.placeholder import is_placeholder
+        from tripy.frontend.ops.creation import ones
+
+        dummies = {
+            name: ones(tensor.shape, tensor.dtype)
+            for name, (_, _, tensor) in _parameter_slots(self).items()
+            if is_placeholder(tensor)
+        }
+        self.load_state_dict(dummies, strict=False)
 
     def __str__(self):
         lines = []

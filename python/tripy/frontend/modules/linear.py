@@ -58,7 +58,7 @@ class Linear(Module):
         self.weight = weight
         self.bias = placeholder((out_features,), self.dtype) if bias else None
 
-    def __call__(self, x):
+    def forward(self, x):
         import tripy as tp
 
         weight = self.weight

@@ -47,7 +47,7 @@ class GroupNorm(Module):
         self.weight = placeholder((num_channels,), self.dtype)
         self.bias = placeholder((num_channels,), self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         from tripy.frontend.ops.elementwise import rsqrt
         from tripy.frontend.ops.reduce import mean
         from tripy.frontend.ops.shape_ops import reshape
@@ -116,7 +116,7 @@ class BatchNorm(Module):
         self.running_mean = placeholder((num_features,), self.dtype)
         self.running_var = placeholder((num_features,), self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         from tripy.frontend.ops.elementwise import rsqrt
 
         _check_input(x, self.num_features, "BatchNorm")

@@ -40,7 +40,7 @@ class Sequential(Module):
             self.__dict__[name] = layer
         self._layer_names = [name for name, _ in named]
 
-    def __call__(self, x):
+    def forward(self, x):
         for layer in self:
             x = layer(x)
         return x
