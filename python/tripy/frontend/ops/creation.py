@@ -158,8 +158,12 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
         start, stop, dtype = 0, start, stop
     elif stop is None:
         start, stop = 0, start
-    if step == 0:
-        raise TripyException("arange: step must be nonzero.")
+    from tripy.frontend.tensor import DimensionSize
+
+    if isinstance(step, DimensionSize) or step == 0:
+        raise TripyException(f"arange: step must be a nonzero number, but got: {step!r}.")
+    if isinstance(start, DimensionSize) or isinstance(stop, DimensionSize):
+        return _arange_of_sizes(start, stop, step, dtype)
     n = max(0, math.ceil((stop - start) / step))
     values = iota((n,), 0, dtype)
     if step != 1:
@@ -167,6 +171,24 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
     if start != 0:
         values = values + start
     return values
+
+
+def _arange_of_sizes(start, stop, step, dtype):
+    """arange whose bounds are DimensionSizes: the length is a size expression, so under
+    ``tp.compile`` it follows the inputs (``arange(x.shape[0])``)."""
+    from tripy.frontend.ops.elementwise import maximum
+    from tripy.frontend.ops.misc import cast
+
+    if not isinstance(step, int):
+        raise TripyException(f"arange: with DimensionSize bounds the step must be an int, but got: {step!r}.")
+    # ceil((stop - start) / step), written with floor division so it stays a size expression.
+    n = maximum(0 - ((start - stop) // step), 0)
+    values = iota((n,), 0, dtype)
+    if step != 1:
+        values = values * step
+    if isinstance(start, int):
+        return values + start if start != 0 else values
+    return values + cast(start, dtype)
 
 
 def _triangle(input, diagonal, lower):
