@@ -30,13 +30,20 @@ def _dtype_name(dtype):
     return getattr(dtype, "name", str(dtype))
 
 
-def _check_compatible(name, current, new):
-    """Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape."""
-    if current.dtype != new.dtype:
+def _check_compatible(name, current, new, rule=None):
+    """
+    Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape, or what
+    the module's ``rule`` for it allows (a tuple of dtypes, and whether the shape must match).
+    ``current`` is None for an optional parameter that is not set.
+    """
+    allowed, check_shape = rule if rule is not None else ((current.dtype,) if current is not None else None, True)
+    if allowed is not None and new.dtype not in allowed:
         raise TripyException(
-            f"Cannot set parameter '{name}': it has dtype {_dtype_name(current.dtype)}, "
+            f"Cannot set parameter '{name}': it has dtype {' or '.join(_dtype_name(d) for d in allowed)}, "
             f"but the new value has dtype {_dtype_name(new.dtype)}."
         )
+    if current is None or not check_shape:
+        return
     current_shape, new_shape = _static_shape(current), _static_shape(new)
     # Shapes known only at run time (inside compile) cannot be compared here.
     if current_shape is not None and new_shape is not None and current_shape != new_shape:
@@ -66,14 +73,21 @@ def _members(module):
         yield from visit(name, value, module, name)
 
 
-def _parameter_slots(module, prefix=""):
-    """Dotted name -> (holder, key, tensor) for every parameter of ``module`` and its descendants."""
+def _parameter_slots(module, prefix="", optional=False):
+    """
+    Dotted name -> (holder, key, tensor) for every parameter of ``module`` and its descendants;
+    with ``optional``, also the optional parameters that are unset (tensor None).
+    """
     slots = {}
     for name, value, holder, key in _members(module):
         if isinstance(value, Module):
-            slots.update(_parameter_slots(value, f"{prefix}{name}."))
+            slots.update(_parameter_slots(value, f"{prefix}{name}.", optional))
         else:
             slots[prefix + name] = (holder, key, value)
+    if optional:
+        for name in module._optional_parameters:
+            if getattr(module, name, None) is None:
+                slots[prefix + name] = (module, name, None)
     return slots
 
 
@@ -100,16 +114,26 @@ class Module:
         assert tp.equal(add_bias(tp.Tensor([1.0, 1.0])), tp.Tensor([2.0, 3.0]))
     """
 
+    # Attributes that are parameters when set and may stay None (a quantized Linear's input_scale):
+    # load_state_dict accepts them and does not miss them.
+    _optional_parameters = ()
+
     def __init__(self):
         # Nothing to set up: parameters and children are found from the attributes when needed.
         pass
 
+    def _parameter_rule(self, name):
+        """What may replace parameter ``name``: None for the same dtype and shape, else a tuple
+        (dtypes, whether the shape must match). Modules whose parameters take several forms say so."""
+        return None
+
     def __setattr__(self, name, value):
         current = self.__dict__.get(name)
-        if current is not None:
-            tensor_type = _tensor_type()
-            if isinstance(current, tensor_type) and isinstance(value, tensor_type):
-                _check_compatible(name, current, value)
+        tensor_type = _tensor_type()
+        if isinstance(value, tensor_type) and (
+            isinstance(current, tensor_type) or (current is None and name in self._optional_parameters)
+        ):
+            _check_compatible(name, current, value, self._parameter_rule(name))
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
@@ -206,8 +230,8 @@ class Module:
             assert missing == ["bias"] and unexpected == []
             assert tp.equal(linear.weight, tp.ones((1, 2)))
         """
-        slots = _parameter_slots(self)
-        missing = [name for name in slots if name not in state_dict]
+        slots = _parameter_slots(self, optional=True)
+        missing = [name for name, (_, _, current) in slots.items() if name not in state_dict and current is not None]
         unexpected = [name for name in state_dict if name not in slots]
         if strict and (missing or unexpected):
             raise TripyException(
@@ -226,7 +250,8 @@ class Module:
             if isinstance(holder, tuple):
                 raise TripyException(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
             new = value if isinstance(value, tensor_type) else tensor_type(value)
-            _check_compatible(name, current, new)
+            rule = holder._parameter_rule(key) if isinstance(holder, Module) else None
+            _check_compatible(name, current, new, rule)
             updates.append((holder, key, new))
 
         for holder, key, new in updates:

@@ -30,7 +30,11 @@ def placeholder(shape, dtype):
 
     shape = tuple(shape)
     values = tp.arange(math.prod(shape), dtype=dtype)
-    tensor = values if len(shape) == 1 else tp.reshape(values, shape)
+    return remember(values if len(shape) == 1 else tp.reshape(values, shape))
+
+
+def remember(tensor):
+    """Marks ``tensor`` as a placeholder (for values derived from one, like a quantized weight)."""
     key = id(tensor)
     _made[key] = weakref.ref(tensor, lambda _: _made.pop(key, None))
     return tensor
