@@ -156,7 +156,7 @@ class InputInfo:
                 per_dim.append((size, size, size))
         self._check_names_agree(per_dim)
         self.shape_bounds = Bounds(*zip(*per_dim)) if per_dim else Bounds((), (), ())
-        """The shape's ``tp.Bounds``: ``shape_bounds.min`` is the smallest shape, and so on."""
+        """The shape's ``tp.Bounds`` (``shape_bounds.min`` is the smallest shape, and so on)."""
 
     def _check_names_agree(self, per_dim):
         seen = {}
@@ -197,7 +197,7 @@ class DimensionInputInfo:
         # Shape values may legitimately be 0 (an empty dimension), unlike input dimensions.
         lo, opt, hi = _checked_bounds(value_bounds, "DimensionInputInfo's value_bounds", 0)
         self.value_bounds = Bounds(min=(lo,), opt=(opt,), max=(hi,))
-        """The value's ``tp.Bounds``, one entry each (nvtripy's layout): ``value_bounds.min == (lo,)``."""
+        """The value's ``tp.Bounds``, with one entry each as in nvtripy (``value_bounds.min == (lo,)``)."""
 
     def __repr__(self):
         (lo, opt, hi), = self.value_bounds._per_dim()
