@@ -3,6 +3,7 @@
 # make demo   : the above, then run examples/quickstart.py
 # make test   : the above, then the build-dependency guard and every test (ctest, then pytest)
 # make install PREFIX=DIR : the C++ runtime package (header, library, CMake config) into DIR
+# make docs   : the documentation site (Sphinx) into $(BUILD)/docs, every code block run
 # make bench  : CPU benchmarks against numpy
 # make test-gpu: build and run everything on a GPU machine (see scripts/gpu_check.sh)
 # Each step prints one line; its output goes to $(BUILD)/setup.log (the tail is shown on failure).
@@ -14,7 +15,7 @@ PREFIX ?= $(CURDIR)/$(BUILD)/install
 export TRIPY_LOG ?= $(CURDIR)/$(BUILD)/setup.log
 STEP = bash scripts/step.sh
 
-.PHONY: all deps build venv demo test check-deps test-cpp test-py install bench test-gpu clean
+.PHONY: all deps build venv demo test check-deps test-cpp test-py install docs bench test-gpu clean
 
 all: build venv
 
@@ -47,6 +48,11 @@ test-py:
 
 install: build
 	@$(STEP) "installing the C++ runtime into $(PREFIX)" -- cmake --install $(BUILD) --prefix "$(PREFIX)" --component runtime
+
+docs: all
+	@bash scripts/install_deps.sh scripts/debian-packages-docs.txt
+	@$(STEP) "building the documentation site ($(BUILD)/docs/index.html)" -- \
+	  $(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs $(BUILD)/docs
 
 bench: all
 	$(VENV)/bin/python bench/cpu_bench.py

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages in scripts/debian-packages.txt that are missing. apt's output goes to
+# Installs the Debian packages of a list that are missing: scripts/debian-packages.txt (the build
+# and the tests) unless another list is given as the argument (scripts/debian-packages-docs.txt). apt's output goes to
 # the set-up log ($TRIPY_LOG); the terminal gets one line. Where apt-get cannot run (the GPU machine
 # has no network), it says what is missing and goes on: the build then uses what that machine has.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$here/debian-packages.txt")
+list="${1:-$here/debian-packages.txt}"
+mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$list")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,7 @@
 import pytest
 
 from tripy.exception import TripyException
+import tripy as tp
 from tripy.logging import Logger, logger
 
 
@@ -107,3 +108,27 @@ def test_bad_tripy_debug_is_reported(monkeypatch):
 
 def test_global_logger_exists():
     assert isinstance(logger, Logger)
+
+
+def test_nvtripy_verbosity_names(capsys):
+    from tripy.logging import Logger
+
+    log = Logger(verbosity="error")
+    log.verbosity = "mlir"
+    assert log.is_enabled("ir") and not log.is_enabled("trace")
+    log.verbosity = "ir"  # nvtripy: every IR dump
+    assert log.is_enabled("ir") and log.is_enabled("trace")
+    log.verbosity = {"timing"}
+    log.timing("took 1 ms")
+    log.trace("not shown")
+    assert capsys.readouterr().err == "[tripy][timing] took 1 ms\n"
+
+
+def test_enable_color_leaves_pipes_plain(capsys):
+    from tripy.logging import Logger
+
+    log = Logger(verbosity="warning")
+    assert log.enable_color is True
+    log.warning("plain when not a terminal")
+    assert capsys.readouterr().err == "[tripy][warning] plain when not a terminal\n"
+    assert tp.logger.enable_color in (True, False)

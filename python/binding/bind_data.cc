@@ -121,6 +121,27 @@ Tensor place(Tensor host, const Device& device) {
 
 // --- DLPack -----------------------------------------------------------------------------------
 
+// Names a DLPack dtype Tripy has no equivalent for (numpy's and torch's spelling) and says how to
+// convert it, since the most common case is numpy's default float64.
+std::string unsupported_dl_message(const dlpack::DLDataType& t) {
+  const std::string bits = std::to_string(t.bits);
+  std::string name, to;
+  switch (t.code) {
+    case dlpack::kDLFloat: name = "float" + bits; to = "float32"; break;
+    case dlpack::kDLInt: name = "int" + bits; to = t.bits < 32 ? "int32" : "int64"; break;
+    case dlpack::kDLUInt: name = "uint" + bits; to = t.bits < 32 ? "int32" : "int64"; break;
+    case dlpack::kDLBfloat: name = "bfloat" + bits; to = "bfloat16"; break;
+    case 5: name = "complex" + bits; break;  // kDLComplex
+    default: name = "type code " + std::to_string(t.code) + " of " + bits + " bits"; break;
+  }
+  if (t.lanes != 1) name += " x" + std::to_string(t.lanes) + " lanes";
+  std::string msg = "Unsupported data type: " + name +
+                    ". Tripy tensors hold float32, float16, bfloat16, int8, int32, int64 or bool.";
+  if (!to.empty() && t.lanes == 1)
+    msg += " Convert it first, e.g. numpy: x.astype(numpy." + to + "), torch: x.to(torch." + to + ").";
+  return msg;
+}
+
 std::optional<DType> from_dl(const dlpack::DLDataType& t) {
   if (t.lanes != 1) return std::nullopt;
   switch (t.code) {
@@ -179,10 +200,7 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
     }
   }
   auto dt = from_dl(t.dtype);
-  if (!dt)
-    raise(invalid_argument("Unsupported DLPack data type (code " + std::to_string(t.dtype.code) + ", " +
-                               std::to_string(t.dtype.bits) + " bits).",
-                           src));
+  if (!dt) raise(invalid_argument(unsupported_dl_message(t.dtype), src));
   Device dev;
   if (t.device.device_type == dlpack::kDLCUDA) dev = Device{Device::Kind::kGpu, t.device.device_id};
   else if (t.device.device_type != dlpack::kDLCPU && t.device.device_type != dlpack::kDLCUDAHost)

@@ -6,7 +6,7 @@ import os as _os
 # Set before the core (and its OpenMP runtime) loads; a user's own setting wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from tripy import config
+from tripy import config, types
 from tripy.exception import TripyException
 from tripy.logging import logger
 from tripy.frontend.dtypes import (
@@ -74,7 +74,7 @@ from tripy.frontend.ops.pooling import avgpool, maxpool
 from tripy.frontend.ops.resize import resize
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
-from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
+from tripy.frontend.input_info import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable
 from tripy.frontend.profile import Profile
 from tripy.frontend.stream import Stream, default_stream

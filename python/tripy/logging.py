@@ -15,6 +15,13 @@ from tripy.exception import TripyException
 LEVELS = ("verbose", "info", "warning", "error")
 # Independent switches, off unless named (or unless "verbose" turns everything on).
 FLAGS = ("trace", "ir", "timing", "kernels")
+# nvtripy's names for the same switches: its "mlir" dump is our FlatIR dump ("ir"); there, "ir"
+# means both IR dumps, as "ir" (FlatIR and Program) plus "trace" do here.
+ALIASES = {"mlir": ("ir",), "ir": ("ir", "trace")}
+# ANSI colours for terminals (nvtripy's choice of hues); flags share one.
+_COLORS = {"verbose": "\x1b[95m", "warning": "\x1b[93m", "error": "\x1b[91m", "info": ""}
+_FLAG_COLOR = "\x1b[35m"
+_RESET = "\x1b[0m"
 DEFAULT_LEVEL = "warning"
 
 # TRIPY_DEBUG=N turns on the flags of every step up to N.
@@ -30,7 +37,7 @@ def _debug_flags(value):
 
 
 def _unknown_name(name):
-    known = LEVELS + FLAGS
+    known = LEVELS + FLAGS + tuple(a for a in ALIASES if a not in FLAGS)
     message = f"Unknown verbosity: {name!r}. Known verbosities are: {', '.join(known)}."
     close = difflib.get_close_matches(str(name), known, n=1)
     if close:
@@ -42,8 +49,9 @@ def _expand(spec):
     """The set of enabled levels and flags for a verbosity given as one name or a set of names."""
     names = {spec} if isinstance(spec, str) else set(spec)
     for name in names:
-        if name not in LEVELS and name not in FLAGS:
+        if name not in LEVELS and name not in FLAGS and name not in ALIASES:
             raise _unknown_name(name)
+    names = {flag for name in names for flag in ALIASES.get(name, (name,))}
     if "verbose" in names:
         return frozenset(LEVELS + FLAGS)
     lowest = min((LEVELS.index(name) for name in names if name in LEVELS), default=LEVELS.index(DEFAULT_LEVEL))
@@ -57,6 +65,9 @@ class Logger:
     ``verbosity`` is a level (``"verbose"``, ``"info"``, ``"warning"``, ``"error"``: that level and
     every more severe one), a set mixing a level with flags (``"trace"``, ``"ir"``, ``"timing"``,
     ``"kernels"``), or a dict from module names to either of those, with ``""`` for the rest.
+    nvtripy's names work too: ``"mlir"`` is the FlatIR dump (``"ir"``), and ``"ir"`` also
+    turns on ``"trace"``. ``logger.trace(...)``, ``logger.timing(...)`` and so on log under a
+    flag. ``enable_color`` colours the prefix when the output is a terminal.
     The environment variable ``TRIPY_DEBUG=1..3`` adds flags to the default (1: timing,
     2: also ir and trace, 3: also kernels).
 
@@ -77,6 +88,7 @@ class Logger:
         if verbosity is None:
             verbosity = {DEFAULT_LEVEL, *_debug_flags(os.environ.get("TRIPY_DEBUG"))}
         self.verbosity = verbosity
+        self.enable_color = True
 
     @property
     def verbosity(self):
@@ -122,7 +134,9 @@ class Logger:
         the calling module).
         """
         if flag not in LEVELS and flag not in FLAGS:
-            raise _unknown_name(flag)
+            if flag not in ALIASES:
+                raise _unknown_name(flag)
+            flag = ALIASES[flag][0]
         enabled = self._uniform
         if enabled is None:
             if module is None:
@@ -136,7 +150,11 @@ class Logger:
             return
         if callable(message):
             message = message()
-        print(f"[tripy][{flag}] {message}", file=sys.stderr)
+        prefix = f"[tripy][{flag}]"
+        color = _COLORS.get(flag, _FLAG_COLOR)
+        if self.enable_color and color and sys.stderr.isatty():
+            prefix = f"{color}{prefix}{_RESET}"
+        print(f"{prefix} {message}", file=sys.stderr)
 
     def verbose(self, message):
         self.log("verbose", message, _depth=3)
@@ -149,6 +167,21 @@ class Logger:
 
     def error(self, message):
         self.log("error", message, _depth=3)
+
+    def trace(self, message):
+        self.log("trace", message, _depth=3)
+
+    def ir(self, message):
+        self.log("ir", message, _depth=3)
+
+    def mlir(self, message):
+        self.log("ir", message, _depth=3)
+
+    def timing(self, message):
+        self.log("timing", message, _depth=3)
+
+    def kernels(self, message):
+        self.log("kernels", message, _depth=3)
 
 
 logger = Logger()

@@ -123,7 +123,7 @@ def test_signature_str_and_input_infos_show_sizes(rows):
     params = inspect.signature(rows).parameters
     assert params["n"].annotation is int and params["x"].annotation is tp.Tensor
     infos = rows.input_infos
-    assert isinstance(infos["n"], tp.DimensionInputInfo) and infos["n"].value_bounds == (1, 4, 8)
+    assert isinstance(infos["n"], tp.DimensionInputInfo) and infos["n"].value_bounds == tp.Bounds((1,), (4,), (8,))
     assert repr(infos["x"]) == "InputInfo(min=[8, 3], opt=[8, 3], max=[8, 3], dtype=float32)"
 
 

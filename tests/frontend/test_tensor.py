@@ -58,3 +58,25 @@ def test_numpy_asarray_reads_the_values():
     np.testing.assert_array_equal(got, x * 2.0)
     np.testing.assert_array_equal(np.asarray(tp.Tensor([True, False])), [True, False])
     assert np.asarray(tp.Tensor([1, 2]), dtype=np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "array, name, target",
+    [
+        (np.ones((2,), np.float64), "float64", "float32"),
+        (np.ones((2,), np.uint8), "uint8", "int32"),
+        (np.ones((2,), np.int16), "int16", "int32"),
+    ],
+)
+def test_unsupported_numpy_dtypes_are_named_with_a_conversion(array, name, target):
+    with pytest.raises(tp.TripyException) as info:
+        tp.Tensor(array)
+    message = str(info.value)
+    assert f"Unsupported data type: {name}." in message
+    assert f"x.astype(numpy.{target})" in message
+    assert "test_tensor.py" in message  # the user's line
+
+
+def test_complex_input_is_named_without_a_conversion():
+    with pytest.raises(tp.TripyException, match=r"Unsupported data type: complex128\. Tripy tensors hold"):
+        tp.Tensor(np.ones((2,), np.complex128))

@@ -49,13 +49,16 @@ class _Inputs:
     def replace(self, value, name):
         if isinstance(value, DimensionInputInfo):
             # A new symbol whose value the executable reads from this argument at run time.
-            symbol = self.symbols.add(name, *value.value_bounds)
+            symbol = self.symbols.add(name, *value.value_bounds._per_dim()[0])
             node = _C.shape_input_node(len(self.nodes), name, symbol, str(default_device()), self.symbols, self.frames)
             self.nodes.append(node)
             self.names.append(name)
             return Tensor._wrap(node)
         if isinstance(value, InputInfo):
-            dims = [self._dim(name, i, b, n) for i, (b, n) in enumerate(zip(value.shape_bounds, value.dim_names))]
+            dims = [
+                self._dim(name, i, bounds, value.dimension_names.get(i))
+                for i, bounds in enumerate(value.shape_bounds._per_dim())
+            ]
             node = _C.input_node(
                 len(self.nodes), name, value.dtype.name, dims, str(default_device()), self.symbols, self.frames
             )

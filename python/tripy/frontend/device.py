@@ -18,12 +18,11 @@ class device:
         assert str(tp.device("cpu")) == "cpu"
     """
 
-    def __init__(self, name):
-        if isinstance(name, device):
-            name = str(name)
-        kind, _, index = str(name).partition(":")
+    def __init__(self, device):
+        name = str(device)  # also a tp.device
+        kind, _, index = name.partition(":")
         if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):
-            raise TripyException(f"Unknown device: {name!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
+            raise TripyException(f"Unknown device: {device!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
         self.kind = kind
         self.index = int(index) if index else 0
 

@@ -1,7 +1,8 @@
 """Declarations of ``tp.compile``'s runtime inputs: their shape ranges and dtypes.
 
-These classes only describe and validate; the compiler reads ``shape_bounds``, ``dim_names`` and
-``dtype`` from them and turns each dynamic dimension into a symbol.
+These classes only describe and validate; the compiler reads ``shape_bounds``, ``dimension_names``
+and ``dtype`` from them and turns each dynamic dimension into a symbol. Bounds follow nvtripy's
+layout: ``shape_bounds.min`` is the whole minimum shape, not the first dimension's range.
 """
 
 import operator
@@ -34,6 +35,49 @@ def _checked_bounds(bounds, what, minimum):
     return (lo, opt, hi)
 
 
+class Bounds:
+    """
+    Minimum, optimum and maximum values, each a tuple with one entry per dimension (a
+    ``tp.DimensionInputInfo``'s value bounds have one entry). ``opt`` is what the compiler tunes for.
+
+    Example::
+
+        import tripy as tp
+
+        bounds = tp.InputInfo(((1, 2, 4), 3), dtype=tp.float32).shape_bounds
+        assert (bounds.min, bounds.opt, bounds.max) == ((1, 3), (2, 3), (4, 3))
+        assert not bounds.is_static()
+        assert tp.Bounds(min=(2,), opt=(2,), max=(2,)).is_static()
+    """
+
+    __slots__ = ("min", "opt", "max")
+
+    def __init__(self, min, opt, max):
+        self.min, self.opt, self.max = tuple(min), tuple(opt), tuple(max)
+        if not len(self.min) == len(self.opt) == len(self.max):
+            raise TripyException(
+                f"Bounds need min, opt and max of one length, but got: {self.min}, {self.opt}, {self.max}."
+            )
+
+    def is_static(self):
+        """True when min, opt and max agree: nothing about the value is left to run time."""
+        return self.min == self.opt == self.max
+
+    def _per_dim(self):
+        # (min, opt, max) of each dimension: the form the compiler turns into symbols.
+        return list(zip(self.min, self.opt, self.max))
+
+    def __eq__(self, other):
+        if not isinstance(other, Bounds):
+            return NotImplemented
+        return (self.min, self.opt, self.max) == (other.min, other.opt, other.max)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Bounds(min={self.min}, opt={self.opt}, max={self.max})"
+
+
 class NamedDimension:
     """
     A dynamic dimension with a name: every dimension sharing the name, across all inputs of a
@@ -46,8 +90,9 @@ class NamedDimension:
         batch = tp.NamedDimension("batch", 1, 2, 4)
         a = tp.InputInfo(shape=(batch, 8), dtype=tp.float32)
         b = tp.InputInfo(shape=(batch, 8), dtype=tp.float32)
-        assert a.dim_names == ["batch", None]
-        assert a.shape_bounds == [(1, 2, 4), (8, 8, 8)]
+        assert batch.bounds == (1, 2, 4)
+        assert a.dimension_names == {0: "batch"}
+        assert a.shape_bounds.min == (1, 8) and a.shape_bounds.max == (4, 8)
     """
 
     def __init__(self, name, min, opt, max):
@@ -55,6 +100,11 @@ class NamedDimension:
             raise TripyException(f"A NamedDimension's name must be a non-empty string, but got: {name!r}.")
         self.name = name
         self.min, self.opt, self.max = _checked_bounds((min, opt, max), f"NamedDimension '{name}'", 1)
+
+    @property
+    def bounds(self):
+        """``(min, opt, max)``."""
+        return (self.min, self.opt, self.max)
 
     def __repr__(self):
         return f"NamedDimension({self.name!r}, min={self.min}, opt={self.opt}, max={self.max})"
@@ -80,60 +130,52 @@ class InputInfo:
 
         info = tp.InputInfo(shape=((1, 2, 4), 2), dtype=tp.float32)
         assert repr(info) == "InputInfo(min=[1, 2], opt=[2, 2], max=[4, 2], dtype=float32)"
-        assert info.shape_bounds == [(1, 2, 4), (2, 2, 2)]
+        assert info.shape_bounds.min == (1, 2)
+        assert info.shape_bounds.opt == (2, 2)
+        assert info.shape_bounds.max == (4, 2)
     """
 
     def __init__(self, shape, dtype):
         if not isinstance(shape, (tuple, list)):
             raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
         self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
-        self.shape_bounds = []
-        self.dim_names = []
+        per_dim = []
+        self.dimension_names = {}
+        """Dimension index -> name, for the dimensions given as ``tp.NamedDimension``."""
         for index, entry in enumerate(shape):
             what = f"Dimension {index} of InputInfo's shape"
             if isinstance(entry, NamedDimension):
-                self.shape_bounds.append((entry.min, entry.opt, entry.max))
-                self.dim_names.append(entry.name)
-                continue
-            if isinstance(entry, (tuple, list)):
-                self.shape_bounds.append(_checked_bounds(entry, what, 1))
+                per_dim.append(entry.bounds)
+                self.dimension_names[index] = entry.name
+            elif isinstance(entry, (tuple, list)):
+                per_dim.append(_checked_bounds(entry, what, 1))
             else:
                 size = _as_int(entry, what)
                 if size < 1:
                     raise TripyException(f"{what} must be positive, but got: {size}.")
-                self.shape_bounds.append((size, size, size))
-            self.dim_names.append(None)
-        self._check_names_agree()
+                per_dim.append((size, size, size))
+        self._check_names_agree(per_dim)
+        self.shape_bounds = Bounds(*zip(*per_dim)) if per_dim else Bounds((), (), ())
+        """The shape's ``tp.Bounds`` (``shape_bounds.min`` is the smallest shape, and so on)."""
 
-    def _check_names_agree(self):
+    def _check_names_agree(self, per_dim):
         seen = {}
-        for bounds, name in zip(self.shape_bounds, self.dim_names):
-            if name is not None and seen.setdefault(name, bounds) != bounds:
+        for index, name in self.dimension_names.items():
+            if seen.setdefault(name, per_dim[index]) != per_dim[index]:
                 raise TripyException(
-                    f"NamedDimension '{name}' appears with different bounds: {seen[name]} and {bounds}."
+                    f"NamedDimension '{name}' appears with different bounds: {seen[name]} and {per_dim[index]}."
                 )
 
     @property
     def rank(self):
-        return len(self.shape_bounds)
-
-    @property
-    def min(self):
-        return [lo for lo, _, _ in self.shape_bounds]
-
-    @property
-    def opt(self):
-        return [opt for _, opt, _ in self.shape_bounds]
-
-    @property
-    def max(self):
-        return [hi for _, _, hi in self.shape_bounds]
+        return len(self.shape_bounds.min)
 
     def __repr__(self):
-        text = f"InputInfo(min={self.min}, opt={self.opt}, max={self.max}, dtype={self.dtype.name}"
-        names = {index: name for index, name in enumerate(self.dim_names) if name is not None}
-        if names:
-            text += f", dim_names={names}"
+        # Lists, as the seeds print them.
+        bounds = self.shape_bounds
+        text = f"InputInfo(min={list(bounds.min)}, opt={list(bounds.opt)}, max={list(bounds.max)}, dtype={self.dtype.name}"
+        if self.dimension_names:
+            text += f", dimension_names={self.dimension_names}"
         return text + ")"
 
 
@@ -147,14 +189,16 @@ class DimensionInputInfo:
         import tripy as tp
 
         info = tp.DimensionInputInfo(value_bounds=(1, 2, 3))
-        assert info.value_bounds == (1, 2, 3)
+        assert info.value_bounds.min == (1,) and info.value_bounds.max == (3,)
         assert repr(info) == "DimensionInputInfo(min=1, opt=2, max=3)"
     """
 
     def __init__(self, value_bounds):
         # Shape values may legitimately be 0 (an empty dimension), unlike input dimensions.
-        self.value_bounds = _checked_bounds(value_bounds, "DimensionInputInfo's value_bounds", 0)
+        lo, opt, hi = _checked_bounds(value_bounds, "DimensionInputInfo's value_bounds", 0)
+        self.value_bounds = Bounds(min=(lo,), opt=(opt,), max=(hi,))
+        """The value's ``tp.Bounds``, with one entry each as in nvtripy (``value_bounds.min == (lo,)``)."""
 
     def __repr__(self):
-        lo, opt, hi = self.value_bounds
+        (lo, opt, hi), = self.value_bounds._per_dim()
         return f"DimensionInputInfo(min={lo}, opt={opt}, max={hi})"

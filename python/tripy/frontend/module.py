@@ -30,13 +30,20 @@ def _dtype_name(dtype):
     return getattr(dtype, "name", str(dtype))
 
 
-def _check_compatible(name, current, new):
-    """Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape."""
-    if current.dtype != new.dtype:
+def _check_compatible(name, current, new, rule=None):
+    """
+    Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape, or what
+    the module's ``rule`` for it allows (a tuple of dtypes, and whether the shape must match).
+    ``current`` is None for an optional parameter that is not set.
+    """
+    allowed, check_shape = rule if rule is not None else ((current.dtype,) if current is not None else None, True)
+    if allowed is not None and new.dtype not in allowed:
         raise TripyException(
-            f"Cannot set parameter '{name}': it has dtype {_dtype_name(current.dtype)}, "
+            f"Cannot set parameter '{name}': it has dtype {' or '.join(_dtype_name(d) for d in allowed)}, "
             f"but the new value has dtype {_dtype_name(new.dtype)}."
         )
+    if current is None or not check_shape:
+        return
     current_shape, new_shape = _static_shape(current), _static_shape(new)
     # Shapes known only at run time (inside compile) cannot be compared here.
     if current_shape is not None and new_shape is not None and current_shape != new_shape:
@@ -66,14 +73,21 @@ def _members(module):
         yield from visit(name, value, module, name)
 
 
-def _parameter_slots(module, prefix=""):
-    """Dotted name -> (holder, key, tensor) for every parameter of ``module`` and its descendants."""
+def _parameter_slots(module, prefix="", optional=False):
+    """
+    Dotted name -> (holder, key, tensor) for every parameter of ``module`` and its descendants;
+    with ``optional``, also the optional parameters that are unset (tensor None).
+    """
     slots = {}
     for name, value, holder, key in _members(module):
         if isinstance(value, Module):
-            slots.update(_parameter_slots(value, f"{prefix}{name}."))
+            slots.update(_parameter_slots(value, f"{prefix}{name}.", optional))
         else:
             slots[prefix + name] = (holder, key, value)
+    if optional:
+        for name in module._optional_parameters:
+            if getattr(module, name, None) is None:
+                slots[prefix + name] = (module, name, None)
     return slots
 
 
@@ -81,7 +95,7 @@ class Module:
     """
     Base class of reusable blocks. Attributes that are ``tp.Tensor``s are the module's parameters;
     attributes that are Modules are its children; either may also sit in a list or a dict.
-    A subclass defines ``__call__`` (or ``forward``) to compute its output.
+    A subclass defines ``forward`` (or ``__call__``) to compute its output.
 
     Example::
 
@@ -100,23 +114,56 @@ class Module:
         assert tp.equal(add_bias(tp.Tensor([1.0, 1.0])), tp.Tensor([2.0, 3.0]))
     """
 
+    # Attributes that are parameters when set and may stay None (a quantized Linear's input_scale):
+    # load_state_dict accepts them and does not miss them.
+    _optional_parameters = ()
+
     def __init__(self):
         # Nothing to set up: parameters and children are found from the attributes when needed.
         pass
 
+    def _parameter_rule(self, name):
+        """What may replace parameter ``name``: None for the same dtype and shape, else a tuple
+        (dtypes, whether the shape must match). Modules whose parameters take several forms say so."""
+        return None
+
     def __setattr__(self, name, value):
         current = self.__dict__.get(name)
-        if current is not None:
-            tensor_type = _tensor_type()
-            if isinstance(current, tensor_type) and isinstance(value, tensor_type):
-                _check_compatible(name, current, value)
+        tensor_type = _tensor_type()
+        if isinstance(value, tensor_type) and (
+            isinstance(current, tensor_type) or (current is None and name in self._optional_parameters)
+        ):
+            _check_compatible(name, current, value, self._parameter_rule(name))
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        forward = getattr(self, "forward", None)
-        if forward is None:
-            raise TripyException(f"Module '{type(self).__name__}' must define `__call__` or `forward` to be called.")
-        return forward(*args, **kwargs)
+        """Calls ``forward``; a subclass may define ``__call__`` itself instead, as the seeds do."""
+        if type(self).forward is Module.forward:
+            raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        """
+        Computes the module's output. Subclasses define it (or ``__call__``); the built-in modules
+        define it, so a subclass can extend one with ``super().forward(x)``. On a module that
+        defines only ``__call__``, ``forward`` calls that.
+
+        Example::
+
+            import tripy as tp
+
+            class Doubled(tp.Linear):
+                def forward(self, x):
+                    return super().forward(x) * 2
+
+            layer = Doubled(2, 1)
+            layer.load_state_dict({"weight": tp.ones((1, 2)), "bias": tp.zeros((1,))})
+            assert layer(tp.ones((1, 2))).tolist() == [[4.0]]
+            assert layer.forward(tp.ones((1, 2))).tolist() == [[4.0]]
+        """
+        if type(self).__call__ is not Module.__call__:
+            return self(*args, **kwargs)
+        raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
 
     def named_parameters(self):
         """
@@ -183,8 +230,8 @@ class Module:
             assert missing == ["bias"] and unexpected == []
             assert tp.equal(linear.weight, tp.ones((1, 2)))
         """
-        slots = _parameter_slots(self)
-        missing = [name for name in slots if name not in state_dict]
+        slots = _parameter_slots(self, optional=True)
+        missing = [name for name, (_, _, current) in slots.items() if name not in state_dict and current is not None]
         unexpected = [name for name in state_dict if name not in slots]
         if strict and (missing or unexpected):
             raise TripyException(
@@ -203,7 +250,8 @@ class Module:
             if isinstance(holder, tuple):
                 raise TripyException(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
             new = value if isinstance(value, tensor_type) else tensor_type(value)
-            _check_compatible(name, current, new)
+            rule = holder._parameter_rule(key) if isinstance(holder, Module) else None
+            _check_compatible(name, current, new, rule)
             updates.append((holder, key, new))
 
         for holder, key, new in updates:
@@ -212,6 +260,31 @@ class Module:
             else:
                 holder[key] = new
         return LoadResult(missing, unexpected)
+
+    def initialize_dummy_parameters(self):
+        """
+        Replaces every parameter that still holds its placeholder (nothing loaded or assigned) with
+        ones of its shape and dtype, the dummy values nvtripy uses; loaded parameters are kept.
+
+        Example::
+
+            import tripy as tp
+
+            linear = tp.Linear(2, 2)
+            linear.load_state_dict({"bias": tp.zeros((2,))}, strict=False)
+            linear.initialize_dummy_parameters()
+            assert linear.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+            assert linear.bias.tolist() == [0.0, 0.0]
+        """
+        from tripy.frontend.modules.placeholder import is_placeholder
+        from tripy.frontend.ops.creation import ones
+
+        dummies = {
+            name: ones(tensor.shape, tensor.dtype)
+            for name, (_, _, tensor) in _parameter_slots(self).items()
+            if is_placeholder(tensor)
+        }
+        self.load_state_dict(dummies, strict=False)
 
     def __str__(self):
         lines = []

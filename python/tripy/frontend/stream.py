@@ -19,6 +19,18 @@ class Stream:
     def __init__(self, _handle=None):
         self._impl = _handle if _handle is not None else _C.create_stream()
 
+    @property
+    def ptr(self):
+        """The ``cudaStream_t`` as an int, for libraries that take a raw stream (0 without a GPU).
+
+        Example::
+
+            import tripy as tp
+
+            assert isinstance(tp.default_stream().ptr, int)
+        """
+        return self._impl.handle
+
     def synchronize(self):
         """Waits until every operation queued on this stream has finished."""
         self._impl.synchronize()
@@ -33,14 +45,19 @@ class Stream:
         return f"<Stream(id={self._impl.handle:#x})>"
 
 
-def default_stream():
+def default_stream(device=None):
     """
-    The stream executables use when none is set.
+    The stream executables use when none is set, for ``device`` (a GPU; ``gpu:0`` by default).
 
     Example::
 
         import tripy as tp
 
-        assert tp.default_stream() == tp.default_stream()
+        assert tp.default_stream() == tp.default_stream(tp.device("gpu"))
     """
+    from tripy.exception import TripyException
+    from tripy.frontend.device import device as _device
+
+    if device is not None and _device(device) != _device("gpu:0"):
+        raise TripyException(f"default_stream: streams exist for gpu:0 only, but got: {device}.")
     return Stream(_C.default_stream())

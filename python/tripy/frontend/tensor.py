@@ -254,8 +254,14 @@ class Tensor:
 class DimensionSize(Tensor):
     """
     A scalar int32 tensor that stands for a size. Inside ``tp.compile`` the sizes of dynamic dims
-    are DimensionSizes; arithmetic on them (``+ - * //``, with ints too) stays symbolic, so shapes
-    built from them follow the input at run time. ``int(d)`` evaluates.
+    are DimensionSizes; arithmetic on them (``+ - * //``, ``tp.maximum``/``tp.minimum``, with ints
+    too) gives DimensionSizes whose values stay symbolic, so shapes built from them follow the input
+    at run time. Outside ``compile`` a DimensionSize is an ordinary value: ``int(d)`` reads it and
+    printing shows the number. Static sizes (``tp.ones((2, 3)).shape``) are plain ints.
+
+    Args:
+        data: The size, an int.
+        name: An optional name.
 
     Example::
 
@@ -266,15 +272,37 @@ class DimensionSize(Tensor):
 
         f = tp.compile(flatten_rows, args=[tp.InputInfo(((1, 2, 4), 2, 3), dtype=tp.float32)])
         assert f(tp.ones((3, 2, 3))).shape == (6, 3)
-        assert int(tp.DimensionSize(4)) == 4
+
+        size = tp.DimensionSize(4, name="rows")
+        doubled = (size * 2 - 1).eval()
+        assert isinstance(doubled, tp.DimensionSize) and int(doubled) == 7 and str(doubled) == "7"
     """
 
     __slots__ = ()
 
-    def __init__(self, value):
-        super().__init__(int(value), dtype=dtypes.int32)
+    def __init__(self, data, name=None):
+        import operator
+
+        if isinstance(data, builtins.bool):
+            raise TripyException(f"A DimensionSize must be an int, but got: {data!r}.")
+        try:
+            value = operator.index(data)
+        except TypeError:
+            raise TripyException(
+                f"A DimensionSize must be an int, but got: {data!r} of type '{type(data).__name__}'."
+            ) from None
+        # A 'full' literal carries its value as a size, so arithmetic on it stays size arithmetic.
+        self._node = make("full", [], shape=[], value=float(value), dtype="int32", device=str(_resolve_device(None)))._node
+        self.name = name
 
     def __int__(self):
         return int(self.tolist())
 
     __index__ = __int__
+
+    def __repr__(self):
+        if self._node.is_input:
+            return super().__repr__()
+        return str(int(self))
+
+    __str__ = __repr__

@@ -79,3 +79,19 @@ def test_norms_reject_mismatched_channels():
         tp.BatchNorm(4)(tp.ones((1, 3)))
     with pytest.raises(tp.TripyException, match=r"num_channels \(5\) must be divisible by num_groups \(2\)"):
         tp.GroupNorm(2, 5)
+
+
+@pytest.mark.parametrize("cls", ["group", "instance"])
+def test_float16_statistics_are_computed_in_float32(cls, device):
+    # An offset mean and many elements per group: float16 sums lose the statistics' low bits.
+    x = (RNG.standard_normal((2, 4, 16, 16)) * 2 + 30).astype(np.float16)
+    w, b = _affine(4)
+    groups = 2 if cls == "group" else 4
+    norm = tp.GroupNorm(groups, 4, dtype=tp.float16) if cls == "group" else tp.InstanceNorm(4, dtype=tp.float16)
+    norm.load_state_dict({"weight": _dev(w.astype(np.float16)), "bias": _dev(b.astype(np.float16))})
+    out = np.array(norm(_dev(x)).tolist())
+    ref = _group_norm_ref(x.astype(np.float64), groups, w.astype(np.float16).astype(np.float64),
+                          b.astype(np.float16).astype(np.float64))
+    # One rounding to float16 at the end: within half an ulp (2**-11 relative) plus the statistics'
+    # own float32 error.
+    np.testing.assert_allclose(out, ref, rtol=2**-10, atol=2e-4)

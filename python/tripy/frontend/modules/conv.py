@@ -82,7 +82,7 @@ class Conv(_ConvBase):
         super().__init__(in_channels, out_channels, kernel_dims, stride, padding, dilation, groups, bias, dtype,
                          (out_channels, in_channels // groups))
 
-    def __call__(self, x):
+    def forward(self, x):
         out = _convolution(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
         return _add_bias(out, self.bias)
 
@@ -110,7 +110,7 @@ class ConvTranspose(_ConvBase):
                          (in_channels, out_channels // groups))
         self.output_padding = _per_dim(output_padding, len(self.kernel_dims), "output_padding")
 
-    def __call__(self, x):
+    def forward(self, x):
         out = _convolution(x, self.weight, self.stride, self.padding, self.dilation, self.groups, transposed=True,
                            output_padding=self.output_padding)
         return _add_bias(out, self.bias)

@@ -27,7 +27,7 @@ class Embedding(Module):
         self.dtype = dtypes.check_dtype(dtype)
         self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         import tripy as tp
 
         return tp.gather(self.weight, 0, x)

@@ -31,7 +31,7 @@ class LayerNorm(Module):
         self.weight = placeholder(self.normalized_shape, self.dtype)
         self.bias = placeholder(self.normalized_shape, self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         # The fused helper lowers to one row-reduction group instead of separate mean/var passes.
         from tripy.frontend.ops.layernorm import _layernorm
 

@@ -3,7 +3,7 @@
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
-from tripy.frontend.modules.placeholder import placeholder
+from tripy.frontend.modules.placeholder import placeholder, remember
 
 
 class Linear(Module):
@@ -11,10 +11,14 @@ class Linear(Module):
     Applies ``x @ transpose(weight) + bias`` with ``weight`` of shape ``(out_features, in_features)``
     and ``bias`` of shape ``(out_features,)``.
 
-    With ``quant_dtype`` (``tp.int8``, ``tp.int4`` or ``tp.float8``), ``weight`` is stored quantized
-    in that dtype and dequantized with ``weight_scale`` at each call: one scale for the whole weight
-    when ``weight_quant_dim`` is None, else one per index of that dimension. Setting
-    ``input_scale`` also quantizes and dequantizes the input, as a quantized deployment would.
+    With ``quant_dtype`` (``tp.int8``, ``tp.int4`` or ``tp.float8``) the weight goes through that
+    dtype with ``weight_scale``: one scale for the whole weight when ``weight_quant_dim`` is None
+    (or, for int4, a 2-D block-wise scale), else one per index of that dimension. ``weight`` may be
+    loaded in the float ``dtype`` (quantized at each call, as nvtripy does; folded into a
+    constant by ``tp.compile``, which stores it quantized) or already quantized in ``quant_dtype``
+    (only dequantized).
+    Setting the optional ``input_scale`` also quantizes and dequantizes the input, as a quantized
+    deployment would.
 
     Example::
 
@@ -24,7 +28,16 @@ class Linear(Module):
         out = linear(tp.ones((1, 2)))
         assert out.shape == (1, 3)
         assert tp.equal(out, tp.Tensor([[1.0, 6.0, 11.0]]))
+
+        quantized = tp.Linear(2, 2, quant_dtype=tp.int8, weight_quant_dim=0)
+        quantized.load_state_dict(
+            {"weight": tp.Tensor([[0.5, -1.0], [2.0, 4.0]]), "weight_scale": tp.Tensor([0.5, 2.0]),
+             "bias": tp.zeros((2,))}
+        )
+        assert quantized(tp.ones((1, 2))).tolist() == [[-0.5, 6.0]]
     """
+
+    _optional_parameters = ("input_scale",)
 
     def __init__(
         self,
@@ -52,13 +65,26 @@ class Linear(Module):
             scale_shape = () if weight_quant_dim is None else (weight_shape[weight_quant_dim],)
             # Scales of one keep the placeholder weight's values (quantization would divide by zero
             # with arange's leading 0).
-            self.weight_scale = tp.ones(scale_shape, dtype=self.dtype)
+            self.weight_scale = remember(tp.ones(scale_shape, dtype=self.dtype))
             self.input_scale = None
-            weight = tp.quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim)
+            weight = remember(tp.quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim))
         self.weight = weight
         self.bias = placeholder((out_features,), self.dtype) if bias else None
 
-    def __call__(self, x):
+    def _parameter_rule(self, name):
+        if self.quant_dtype is None:
+            return None
+        if name == "weight":
+            return ((self.dtype, self.quant_dtype), True)
+        if name == "weight_scale":
+            # Per-channel scales have a fixed length; a whole-weight scale may be a scalar or, for
+            # int4, block-wise 2-D (quantize checks it against the weight).
+            return ((self.dtype,), self.weight_quant_dim is not None)
+        if name == "input_scale":
+            return ((self.dtype,), False)
+        return None
+
+    def forward(self, x):
         import tripy as tp
 
         weight = self.weight
@@ -66,6 +92,8 @@ class Linear(Module):
             if self.input_scale is not None:
                 quantized = tp.quantize(x, self.input_scale, self.quant_dtype)
                 x = tp.dequantize(quantized, self.input_scale, self.dtype)
+            if weight.dtype != self.quant_dtype:
+                weight = tp.quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim)
             weight = tp.dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim)
         out = x @ tp.transpose(weight, 0, 1)
         if self.bias is not None:

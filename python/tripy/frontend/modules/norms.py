@@ -47,19 +47,27 @@ class GroupNorm(Module):
         self.weight = placeholder((num_channels,), self.dtype)
         self.bias = placeholder((num_channels,), self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         from tripy.frontend.ops.elementwise import rsqrt
         from tripy.frontend.ops.reduce import mean
         from tripy.frontend.ops.shape_ops import reshape
 
+        from tripy.frontend.ops.misc import cast
+
         _check_input(x, self.num_channels, type(self).__name__)
         shape = x.shape
-        grouped = reshape(x, (shape[0], self.num_groups, -1))
+        # Statistics of 16-bit inputs in float32: a float16 mean over many elements is off by
+        # several ulps, which the normalization then amplifies. The result is rounded once.
+        wide = x.dtype in (dtypes.float16, dtypes.bfloat16)
+        grouped = reshape(cast(x, dtypes.float32) if wide else x, (shape[0], self.num_groups, -1))
         centered = grouped - mean(grouped, -1, keepdim=True)
         # The biased variance as a mean of squares (tp.var's correction path fails on dynamic sizes).
         sigma2 = mean(centered * centered, -1, keepdim=True)
         normed = reshape(centered * rsqrt(sigma2 + self.eps), shape)
-        return normed * _per_channel(self.weight, x) + _per_channel(self.bias, x)
+        weight, bias = _per_channel(self.weight, x), _per_channel(self.bias, x)
+        if not wide:
+            return normed * weight + bias
+        return cast(normed * cast(weight, dtypes.float32) + cast(bias, dtypes.float32), x.dtype)
 
 
 class InstanceNorm(GroupNorm):
@@ -108,7 +116,7 @@ class BatchNorm(Module):
         self.running_mean = placeholder((num_features,), self.dtype)
         self.running_var = placeholder((num_features,), self.dtype)
 
-    def __call__(self, x):
+    def forward(self, x):
         from tripy.frontend.ops.elementwise import rsqrt
 
         _check_input(x, self.num_features, "BatchNorm")

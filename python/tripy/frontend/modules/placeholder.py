@@ -1,10 +1,18 @@
 """Deterministic placeholder values for parameters, so a model runs before its weights are loaded.
 
 A parameter of shape S holds ``arange(prod(S))`` reshaped to S in its dtype (the seeds' printed
-outputs depend on exactly these values).
+outputs depend on exactly these values). nvtripy instead leaves parameters unset until they are
+loaded or ``initialize_dummy_parameters()`` fills them with ones; here calling a fresh module must
+work (the seeds do it), so placeholders are real tensors and are remembered as placeholders:
+``initialize_dummy_parameters()`` replaces exactly those, as nvtripy would.
 """
 
 import math
+import weakref
+
+# id(tensor) -> weak reference: the tensors placeholder() made (tensors compare elementwise, so
+# they cannot sit in a WeakSet).
+_made = {}
 
 
 def placeholder(shape, dtype):
@@ -22,4 +30,17 @@ def placeholder(shape, dtype):
 
     shape = tuple(shape)
     values = tp.arange(math.prod(shape), dtype=dtype)
-    return values if len(shape) == 1 else tp.reshape(values, shape)
+    return remember(values if len(shape) == 1 else tp.reshape(values, shape))
+
+
+def remember(tensor):
+    """Marks ``tensor`` as a placeholder (for values derived from one, like a quantized weight)."""
+    key = id(tensor)
+    _made[key] = weakref.ref(tensor, lambda _: _made.pop(key, None))
+    return tensor
+
+
+def is_placeholder(tensor):
+    """True if ``tensor`` is a placeholder that nothing has replaced."""
+    ref = _made.get(id(tensor))
+    return ref is not None and ref() is tensor

@@ -22,12 +22,12 @@ class Sequential(Module):
         assert list(named.state_dict()) == ["proj.weight", "proj.bias"]
     """
 
-    def __init__(self, *layers):
+    def __init__(self, *modules):
         super().__init__()
-        if len(layers) == 1 and isinstance(layers[0], dict):
-            named = list(layers[0].items())
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            named = list(modules[0].items())
         else:
-            named = [(str(index), layer) for index, layer in enumerate(layers)]
+            named = [(str(index), layer) for index, layer in enumerate(modules)]
         for name, layer in named:
             if not isinstance(name, str) or not name or "." in name or hasattr(Sequential, name):
                 raise TripyException(
@@ -40,7 +40,7 @@ class Sequential(Module):
             self.__dict__[name] = layer
         self._layer_names = [name for name, _ in named]
 
-    def __call__(self, x):
+    def forward(self, x):
         for layer in self:
             x = layer(x)
         return x

@@ -16,16 +16,34 @@ def _shape(shape):
 
 def full(shape, value, dtype=dtypes.float32):
     """
-    A tensor of ``shape`` filled with ``value``.
+    A tensor of ``shape`` filled with ``value``: a number, or a scalar tensor (whose value may be
+    known only at run time, inside ``tp.compile``).
 
     Example::
 
         import tripy as tp
 
         assert tp.full((2, 2), 3.0).tolist() == [[3.0, 3.0], [3.0, 3.0]]
+        assert tp.full((2,), value=tp.Tensor(4.0)).tolist() == [4.0, 4.0]
     """
+    from tripy.frontend.tensor import Tensor
+
     dtypes.check_dtype(dtype)
+    if isinstance(value, Tensor):
+        return _full_from_tensor(shape, value, dtype)
     return make("full", [], shape=_shape(shape), value=float(value), dtype=dtype.name, device=str(default_device()))
+
+
+def _full_from_tensor(shape, value, dtype):
+    from tripy.frontend.ops.misc import cast
+    from tripy.frontend.ops.shape_ops import expand, reshape
+
+    if value.rank != 0 and tuple(value.shape) != (1,):
+        raise TripyException(f"full's value must be a number or a scalar tensor, but got a tensor of shape {value.shape}.")
+    sizes = _shape(shape)
+    # A scalar broadcast to the shape: the fill value is an operand, not a constant attribute.
+    value = reshape(cast(value, dtype), (1,) * len(sizes))
+    return expand(value, sizes) if sizes else reshape(value, ())
 
 
 def ones(shape, dtype=dtypes.float32):
@@ -123,19 +141,29 @@ def iota_like(input, dim=0, dtype=None):
 def arange(start, stop=None, step=1, dtype=dtypes.float32):
     """
     Values from ``start`` (inclusive) to ``stop`` (exclusive) in steps of ``step``;
-    ``arange(stop)`` starts at 0.
+    ``arange(stop)`` and ``arange(stop, dtype)`` start at 0.
 
     Example::
 
         import tripy as tp
 
         assert tp.arange(4).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert tp.arange(3, tp.int32).tolist() == [0, 1, 2]
         assert tp.arange(1, 7, 2, dtype=tp.int32).tolist() == [1, 3, 5]
     """
-    if stop is None:
+    if isinstance(stop, type) and issubclass(stop, dtypes.dtype):
+        # nvtripy's overload arange(stop, dtype): a dtype in the second place is never a bound.
+        if step != 1:
+            raise TripyException("arange(stop, dtype) takes no step; use arange(start, stop, step, dtype).")
+        start, stop, dtype = 0, start, stop
+    elif stop is None:
         start, stop = 0, start
-    if step == 0:
-        raise TripyException("arange: step must be nonzero.")
+    from tripy.frontend.tensor import DimensionSize
+
+    if isinstance(step, DimensionSize) or step == 0:
+        raise TripyException(f"arange: step must be a nonzero number, but got: {step!r}.")
+    if isinstance(start, DimensionSize) or isinstance(stop, DimensionSize):
+        return _arange_of_sizes(start, stop, step, dtype)
     n = max(0, math.ceil((stop - start) / step))
     values = iota((n,), 0, dtype)
     if step != 1:
@@ -143,6 +171,24 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
     if start != 0:
         values = values + start
     return values
+
+
+def _arange_of_sizes(start, stop, step, dtype):
+    """arange whose bounds are DimensionSizes: the length is a size expression, so under
+    ``tp.compile`` it follows the inputs (``arange(x.shape[0])``)."""
+    from tripy.frontend.ops.elementwise import maximum
+    from tripy.frontend.ops.misc import cast
+
+    if not isinstance(step, int):
+        raise TripyException(f"arange: with DimensionSize bounds the step must be an int, but got: {step!r}.")
+    # ceil((stop - start) / step), written with floor division so it stays a size expression.
+    n = maximum(0 - ((start - stop) // step), 0)
+    values = iota((n,), 0, dtype)
+    if step != 1:
+        values = values * step
+    if isinstance(start, int):
+        return values + start if start != 0 else values
+    return values + cast(start, dtype)
 
 
 def _triangle(input, diagonal, lower):
@@ -156,7 +202,7 @@ def _triangle(input, diagonal, lower):
     return where(keep, input, zeros_like(input))
 
 
-def tril(input, diagonal=0):
+def tril(tensor, diagonal=0):
     """
     Keeps the lower triangle (``col - row <= diagonal``) of the last two dims; zeros elsewhere.
 
@@ -166,10 +212,10 @@ def tril(input, diagonal=0):
 
         assert tp.tril(tp.ones((2, 2))).tolist() == [[1.0, 0.0], [1.0, 1.0]]
     """
-    return _triangle(input, diagonal, True)
+    return _triangle(tensor, diagonal, True)
 
 
-def triu(input, diagonal=0):
+def triu(tensor, diagonal=0):
     """
     Keeps the upper triangle (``col - row >= diagonal``) of the last two dims; zeros elsewhere.
 
@@ -179,4 +225,4 @@ def triu(input, diagonal=0):
 
         assert tp.triu(tp.ones((2, 2))).tolist() == [[1.0, 1.0], [0.0, 1.0]]
     """
-    return _triangle(input, diagonal, False)
+    return _triangle(tensor, diagonal, False)

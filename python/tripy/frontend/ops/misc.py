@@ -36,9 +36,9 @@ def copy(input, device):
     return Tensor._wrap(_C.copy(input._node, str(_device(device)), capture_user_frames()))
 
 
-def equal(a, b):
+def equal(input, other):
     """
-    True when ``a`` and ``b`` have the same shape and the same values.
+    True when ``input`` and ``other`` have the same shape and the same values.
 
     Example::
 
@@ -48,14 +48,14 @@ def equal(a, b):
     """
     from tripy.frontend.ops.reduce import all as all_
 
-    if a.shape != b.shape:
+    if input.shape != other.shape:
         return False
-    return bool(all_(a == b))
+    return bool(all_(input == other))
 
 
-def allclose(a, b, rtol=1e-5, atol=1e-8):
+def allclose(input, other, rtol=1e-5, atol=1e-8):
     """
-    True when ``|a - b| <= atol + rtol * |b|`` everywhere.
+    True when ``|input - other| <= atol + rtol * |other|`` everywhere.
 
     Example::
 
@@ -65,4 +65,4 @@ def allclose(a, b, rtol=1e-5, atol=1e-8):
     """
     from tripy.frontend.ops.reduce import all as all_
 
-    return bool(all_(abs(a - b) <= atol + rtol * abs(b)))
+    return bool(all_(abs(input - other) <= atol + rtol * abs(other)))

@@ -239,7 +239,7 @@ def gather(input, dim, index):
     return make("gather", [input, index], axis=int(dim))
 
 
-def outer(a, b):
+def outer(vec1, vec2):
     """
     The outer product of two vectors.
 
@@ -249,4 +249,4 @@ def outer(a, b):
 
         assert tp.outer(tp.Tensor([1.0, 2.0]), tp.Tensor([3.0, 4.0])).tolist() == [[3.0, 4.0], [6.0, 8.0]]
     """
-    return unsqueeze(a, 1) * unsqueeze(b, 0)
+    return unsqueeze(vec1, 1) * unsqueeze(vec2, 0)

@@ -1,0 +1,177 @@
+"""Writes the API reference's pages (reStructuredText for Sphinx's autodoc) from what ``tripy``
+exports: every public name lands on exactly one page, chosen by the module that defines it, and
+each op's supported dtypes come from the core's op table (the same data that validates calls).
+
+Kept free of Sphinx so the test suite can check that no public name is left out.
+"""
+
+import inspect
+
+# Page file -> (title, the defining modules (suffixes of ``tripy.``) whose names it holds).
+PAGES = [
+    ("tensor", "Tensors", ["frontend.tensor"]),
+    ("dtypes", "Data types", ["frontend.dtypes"]),
+    ("creation", "Creating tensors", ["frontend.ops.creation"]),
+    ("elementwise", "Elementwise operations", ["frontend.ops.elementwise"]),
+    ("reductions", "Reductions and scans", ["frontend.ops.reduce", "frontend.ops.scan"]),
+    ("shapes", "Shapes, layout and indexing", ["frontend.ops.shape_ops", "frontend.ops.pad", "frontend.ops.indexing"]),
+    (
+        "nn",
+        "Matrix products, attention, pooling and resizing",
+        ["frontend.ops.linalg", "frontend.ops.attention", "frontend.ops.pooling", "frontend.ops.resize"],
+    ),
+    ("quantization", "Quantization", ["frontend.ops.quantize"]),
+    ("misc", "Casting, copying and comparing", ["frontend.ops.misc"]),
+    ("plugins", "Custom plugins", ["frontend.ops.plugin", "frontend.plugin"]),
+    ("modules", "Modules", ["frontend.module", "frontend.modules"]),
+    (
+        "compiling",
+        "Compiling and running",
+        ["frontend.compile", "frontend.input_info", "frontend.executable", "frontend.profile"],
+    ),
+    ("devices", "Devices and streams", ["frontend.device", "frontend.stream"]),
+    ("errors_logging", "Errors, logging, configuration and types", ["exception", "logging", "config", "types"]),
+]
+
+# Submodules ``import tripy`` exposes as attributes only because they are packages of the
+# implementation; they are not API.
+INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
+# Public modules: documented as a whole.
+PUBLIC_MODULES = {"config", "types"}
+
+# Public names whose core op has another name.
+OP_NAMES = {"LayerNorm": "layernorm", "Conv": "convolution", "ConvTranspose": "convolution", "matmul": "matmul"}
+# Tensor operators documented on the Tensor page with their op table rows.
+OPERATORS = ["add", "sub", "mul", "div", "floor_div", "mod", "pow", "matmul", "neg", "abs",
+             "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"]
+
+
+def public_names():
+    """``name -> object`` for everything ``tripy`` exports (the API that the reference covers)."""
+    import tripy as tp
+
+    names = {}
+    for name in sorted(dir(tp)):
+        if name.startswith("_") or name in INTERNAL_MODULES:
+            continue
+        names[name] = getattr(tp, name)
+    return names
+
+
+def _defining_module(name, obj):
+    if inspect.ismodule(obj):
+        return obj.__name__.removeprefix("tripy.")
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return module.removeprefix("tripy.")
+
+
+def page_of(name, obj):
+    """The page file a public name belongs on (KeyError if no page claims its module)."""
+    module = _defining_module(name, obj)
+    for page, _, prefixes in PAGES:
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return page
+    raise KeyError(f"No API page holds tripy.{name} (defined in tripy.{module}); add its module to PAGES.")
+
+
+def op_dtypes():
+    """Op name -> (display name, [dtype list per input]) from the core's op table."""
+    from tripy import _C
+
+    return {name: (display, rows) for name, display, _, _, rows in _C.op_table()}
+
+
+def dtype_lines(name):
+    """reST lines naming the dtypes op ``name`` accepts, or [] when the op table has no row."""
+    table = op_dtypes()
+    row = table.get(OP_NAMES.get(name, name))
+    if row is None or not row[1]:
+        return []
+    _, rows = row
+    if len(set(rows)) == 1:
+        return ["", f"**Supported dtypes:** {_code_list(rows[0])}", ""]
+    lines = ["", "**Supported dtypes**, by input:", ""]
+    lines += [f"- input {index}: {_code_list(dtypes)}" for index, dtypes in enumerate(rows)]
+    return lines + [""]
+
+
+def _code_list(text):
+    return ", ".join(f"``{d.strip()}``" for d in text.split(","))
+
+
+def _entry(name, obj):
+    import tripy as tp
+
+    if inspect.ismodule(obj):
+        return [f".. automodule:: tripy.{name}", "   :members:", ""]
+    if isinstance(obj, type) and issubclass(obj, tp.dtype) and obj is not tp.dtype and obj.name == name:
+        return []  # concrete dtypes and families are listed in one table on the dtypes page
+    if inspect.isclass(obj):
+        return [f".. autoclass:: tripy.{name}", "   :members:", "   :show-inheritance:", ""]
+    if inspect.isfunction(obj):
+        return [f".. autofunction:: tripy.{name}", ""]
+    # An instance (tp.logger): document its class under the public name.
+    cls = type(obj)
+    return [f".. autodata:: tripy.{name}", "   :annotation:", "",
+            f".. autoclass:: {cls.__module__}.{cls.__name__}", "   :members:", ""]
+
+
+def _dtype_table():
+    import tripy as tp
+
+    concrete = [tp.float32, tp.float16, tp.bfloat16, tp.float8, tp.int4, tp.int8, tp.int32, tp.int64, tp.bool]
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - dtype", "     - bytes per element", "     - family"]
+    for dt in concrete:
+        family = "floating" if issubclass(dt, tp.floating) else "integer" if issubclass(dt, tp.integer) else "-"
+        lines += [f"   * - ``tp.{dt.name}``", f"     - {dt.itemsize}", f"     - {family}"]
+    return lines + [""]
+
+
+def _operator_table():
+    table = op_dtypes()
+    lines = [
+        "Operators",
+        "---------",
+        "",
+        "Python operators on tensors build these ops (numbers on either side become tensors of the",
+        "other operand's dtype):",
+        "",
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - operator",
+        "     - supported dtypes",
+    ]
+    for op in OPERATORS:
+        if op in table and table[op][1]:
+            display = table[op][0].strip("'")
+            lines += [f"   * - ``{display}``", f"     - {_code_list(table[op][1][0])}"]
+    return lines + [""]
+
+
+def pages():
+    """``page file name -> reST text``, plus ``index``."""
+    by_page = {page: [] for page, _, _ in PAGES}
+    for name, obj in public_names().items():
+        by_page[page_of(name, obj)].append((name, obj))
+    texts = {}
+    for page, title, _ in PAGES:
+        entries = by_page[page]
+        if not entries:
+            continue
+        lines = [title, "=" * len(title), "", ".. currentmodule:: tripy", ""]
+        if page == "dtypes":
+            lines += _dtype_table()
+        if page == "tensor":
+            lines += _operator_table()
+        for name, obj in entries:
+            lines += _entry(name, obj)
+        texts[page] = "\n".join(lines) + "\n"
+    index = ["API reference", "=============", "",
+             "Every public name of ``tripy`` (``import tripy as tp``), grouped by topic. Each op lists",
+             "the dtypes it accepts, taken from the core's op tables; every example on these pages ran",
+             "while the site was built.", "",
+             ".. toctree::", "   :maxdepth: 1", ""]
+    index += [f"   {page}" for page, _, _ in PAGES if page in texts]
+    texts["index"] = "\n".join(index) + "\n"
+    return texts
