@@ -98,3 +98,11 @@ def test_quick_gpu_run_checks_every_model_in_float16():
     tripy = [r for r in _records(out.stdout) if r["system"].startswith("tripy") and r["ms"] is not None]
     assert {r["model"] for r in tripy} == {"gpt2", "gpt2-decode", "llama-block", "resnet50"}
     assert all(r["dtype"] == "float16" and r["max_rel_err"] < 2e-2 for r in tripy), tripy
+
+
+def test_profile_prints_where_the_time_goes_and_writes_traces(tmp_path):
+    out = _run("--device", "cpu", "--quick", "--no-torch-compile", "--only", "gpt2", "--profile", str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "profile gpt2-B1x16:" in out.stdout and " attention " in out.stdout
+    trace = json.load(open(tmp_path / "gpt2-B1x16.json"))
+    assert {e["cat"] for e in trace["traceEvents"]} >= {"dot", "attention"}
