@@ -168,6 +168,37 @@ DEVI void load_tile(unsigned short* s, const unsigned short* g, i64 row_stride, 
   }
 }
 
+// Scales one row half (`half` 0: row g, 1: row g + 8) of an m-tile's S fragment into the log2
+// domain, hides masked and out-of-range keys (EDGE only: tiles crossing the diagonal or the key
+// range, or any tile under an explicit mask) and returns the quad's row maximum. Two partial
+// maxima keep the dependent chain short.
+template <bool EDGE>
+DEVI float scale_mask_max(const AttnArgs& a, float (*s)[4], int half, int b, int h, i64 row, i64 n0, i64 kv_end,
+                          float sl2) {
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int tq = (threadIdx.x & 31) & 3;
+  float mx0 = NEG_INF, mx1 = NEG_INF;
+#pragma unroll
+  for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float x = s[n][half * 2 + e] * sl2;
+      if (EDGE) {
+        const i64 col = n0 + n * 8 + 2 * tq + e;
+        bool keep = true;
+        if (MASK_KIND != 0 && row < a.L && col < a.S) x += mask_term(a, b, h, row, col, &keep);
+        if (col >= kv_end || (CAUSAL && col > row)) keep = false;
+        x = keep ? x : NEG_INF;
+      }
+      s[n][half * 2 + e] = x;
+      if (e == 0) mx0 = fmaxf(mx0, x);
+      else mx1 = fmaxf(mx1, x);
+    }
+  float mx = fmaxf(mx0, mx1);
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  return fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+}
+
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const AttnArgs a) {
   __shared__ __align__(16) unsigned short sK[BN * SP];
   __shared__ __align__(16) unsigned short sQV[QV_ROWS * SP];  // Q first, then each V tile
@@ -244,44 +275,31 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
     if (j + 1 < ntiles) load_tile(sK, kg + (n0 + BN) * a.ks[2], a.ks[2], BN, kv_end - n0 - BN, vec);
     cp_commit();
 
-    // Scale, mask and the online softmax, two rows (g, g + 8) per m-tile.
-    const bool edge = n0 + BN > kv_end || (CAUSAL && n0 + BN - 1 > m0);
+    // Scale, mask and the online softmax, two rows (g, g + 8) per m-tile. Tiles inside the
+    // causal diagonal and the key range, without a mask, take the path with no per-element test.
+    const bool edge = MASK_KIND != 0 || n0 + BN > kv_end || (CAUSAL && n0 + BN - 1 > m0);
 #pragma unroll
     for (int t = 0; t < WM; ++t) {
       const i64 row0 = m0 + warp * 16 * WM + t * 16 + g;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const i64 row = row0 + half * 8;
-        float mx = NEG_INF;
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const i64 col = n0 + n * 8 + 2 * tq + e;
-            float x = s[t][n][half * 2 + e] * sl2;
-            bool keep = true;
-            if (MASK_KIND != 0 && row < a.L && col < a.S) x += mask_term(a, b, h, row, col, &keep);
-            if (edge && (col >= kv_end || (CAUSAL && col > row))) keep = false;
-            x = keep ? x : NEG_INF;
-            s[t][n][half * 2 + e] = x;
-            mx = fmaxf(mx, x);
-          }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mx = edge ? scale_mask_max<true>(a, s[t], half, b, h, row0 + half * 8, n0, kv_end, sl2)
+                              : scale_mask_max<false>(a, s[t], half, b, h, row0 + half * 8, n0, kv_end, sl2);
         const float m_new = fmaxf(mrow[t][half], mx);
         const float m_use = m_new == NEG_INF ? 0.0f : m_new;
         const float corr = fexp2(mrow[t][half] - m_use);
         mrow[t][half] = m_new;
-        float sum = 0.0f;
+        // Two partial sums: independent chains instead of one of BN / 4 dependent adds.
+        float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = fexp2(s[t][n][half * 2 + e] - m_use);
-            s[t][n][half * 2 + e] = p;
-            sum += p;
-          }
-        lrow[t][half] = lrow[t][half] * corr + sum;  // this thread's part; the quad sums at the end
+        for (int n = 0; n < BN / 8; ++n) {
+          const float p0 = fexp2(s[t][n][half * 2] - m_use), p1 = fexp2(s[t][n][half * 2 + 1] - m_use);
+          s[t][n][half * 2] = p0;
+          s[t][n][half * 2 + 1] = p1;
+          sum0 += p0;
+          sum1 += p1;
+        }
+        lrow[t][half] = lrow[t][half] * corr + (sum0 + sum1);  // this thread's part; the quad sums at the end
 #pragma unroll
         for (int d = 0; d < HD / 8; ++d) {
           o[t][d][half * 2] *= corr;
