@@ -151,19 +151,23 @@ DEVI unsigned pack2(float lo, float hi) {
   return r;
 }
 
-// rows x HD elements of one operand into shared memory (row stride SP); rows past `valid` are
-// zero, so padded keys contribute nothing (not even NaN) and padded queries stay finite.
-DEVI void load_tile(unsigned short* s, const unsigned short* g, i64 row_stride, int rows, i64 valid, bool vec) {
-  constexpr int CH = HD / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < rows * CH; c += 128) {
-    const int r = c / CH, col = (c % CH) * 8;
-    const unsigned short* src = g + r * row_stride + col;
-    unsigned short* dst = s + r * SP + col;
+// rows x HD elements of one operand into shared memory at `s` (shared address `sa`; row stride
+// SP); rows past `valid` are zero, so padded keys contribute nothing (not even NaN) and padded
+// queries stay finite. Each thread copies one 16-byte chunk of every (128 / (HD / 8))-th row.
+DEVI void load_tile(unsigned short* s, unsigned sa, const unsigned short* g, i64 row_stride, int rows, i64 valid,
+                    bool vec) {
+  constexpr int CH = HD / 8, RPI = 128 / CH;
+  const int r0 = threadIdx.x / CH, col = (threadIdx.x % CH) * 8;
+  const unsigned short* src = g + r0 * row_stride + col;
+  const i64 step = RPI * row_stride;
+#pragma unroll
+  for (int r = r0; r < rows; r += RPI, src += step) {
+    const int off = r * SP + col;
     if (vec) {
-      cp_async16(smem_addr(dst), r < valid ? (const void*)src : (const void*)g, r < valid ? 16 : 0);
+      cp_async16(sa + 2 * off, r < valid ? (const void*)src : (const void*)g, r < valid ? 16 : 0);
     } else {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) dst[e] = r < valid ? src[e] : (unsigned short)0;
+      for (int e = 0; e < 8; ++e) s[off + e] = r < valid ? src[e] : (unsigned short)0;
     }
   }
 }
@@ -212,12 +216,13 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
   const unsigned short* qg = (const unsigned short*)a.q + b * a.qs[0] + h * a.qs[1] + m0 * a.qs[2];
   const unsigned short* kg = (const unsigned short*)a.k + b * a.ks[0] + hk * a.ks[1];
   const unsigned short* vg = (const unsigned short*)a.v + b * a.vs[0] + hk * a.vs[1];
+  const unsigned sK_a = smem_addr(sK), sQV_a = smem_addr(sQV);
   const i64 q_valid = a.L - m0;
   const i64 kv_end = CAUSAL ? (a.S < m0 + BM ? a.S : m0 + BM) : a.S;
   const int ntiles = (int)((kv_end + BN - 1) / BN);
 
-  load_tile(sQV, qg, a.qs[2], BM, q_valid, vec);
-  if (ntiles > 0) load_tile(sK, kg, a.ks[2], BN, kv_end, vec);
+  load_tile(sQV, sQV_a, qg, a.qs[2], BM, q_valid, vec);
+  if (ntiles > 0) load_tile(sK, sK_a, kg, a.ks[2], BN, kv_end, vec);
   cp_commit();
   cp_wait<0>();
   __syncthreads();
@@ -243,11 +248,15 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
   }
   const float sl2 = as_float(a.scale_log2);
   const float NEG_INF = -__int_as_float(0x7f800000);
+  // This lane's ldmatrix row address in a K tile (keys + 0..7 | 8..15, head cols + 0 | 8) and in a
+  // V tile read transposed (keys + 0..7 | 8..15, head cols + 0 | 8 by lane >> 4); loops add constants.
+  const unsigned k_lane = sK_a + 2 * (((lane & 7) + ((lane >> 4) & 1) * 8) * SP + ((lane >> 3) & 1) * 8);
+  const unsigned v_lane = sQV_a + 2 * (((lane & 7) + ((lane >> 3) & 1) * 8) * SP + (lane >> 4) * 8);
 
   for (int j = 0; j < ntiles; ++j) {
     const i64 n0 = (i64)j * BN;
     if (j > 0) __syncthreads();  // every warp is done reading the previous V tile
-    load_tile(sQV, vg + n0 * a.vs[2], a.vs[2], BN, kv_end - n0, vec);
+    load_tile(sQV, sQV_a, vg + n0 * a.vs[2], a.vs[2], BN, kv_end - n0, vec);
     cp_commit();
     cp_wait<1>();  // K_j has landed (V_j may still be in flight)
     __syncthreads();
@@ -262,9 +271,8 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
 #pragma unroll
       for (int p = 0; p < BN / 16; ++p) {
         // Keys p*16 + (0..7 | 8..15) x head cols kk*16 + (0..7 | 8..15): b0, b1 of n-tiles 2p, 2p+1.
-        const int r = p * 16 + (lane & 7) + ((lane >> 4) & 1) * 8, c = kk * 16 + ((lane >> 3) & 1) * 8;
         unsigned b0, b1, b2, b3;
-        ldsm_x4(smem_addr(sK + r * SP + c), b0, b1, b2, b3);
+        ldsm_x4(k_lane + 2 * (p * 16 * SP + kk * 16), b0, b1, b2, b3);
 #pragma unroll
         for (int t = 0; t < WM; ++t) {
           mma16816(s[t][2 * p], qf[t][kk], b0, b1);
@@ -272,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
         }
       }
     __syncthreads();  // every warp is done reading K_j
-    if (j + 1 < ntiles) load_tile(sK, kg + (n0 + BN) * a.ks[2], a.ks[2], BN, kv_end - n0 - BN, vec);
+    if (j + 1 < ntiles) load_tile(sK, sK_a, kg + (n0 + BN) * a.ks[2], a.ks[2], BN, kv_end - n0 - BN, vec);
     cp_commit();
 
     // Scale, mask and the online softmax, two rows (g, g + 8) per m-tile. Tiles inside the
@@ -324,9 +332,8 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
       for (int dp = 0; dp < HD / 16; ++dp) {
         // Keys kc*16 + (0..7 | 8..15) x head cols dp*16 + (0..7 | 8..15), transposed: b0, b1 of
         // d-tiles 2dp and 2dp+1.
-        const int r = kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = dp * 16 + (lane >> 4) * 8;
         unsigned b0, b1, b2, b3;
-        ldsm_x4_t(smem_addr(sQV + r * SP + c), b0, b1, b2, b3);
+        ldsm_x4_t(v_lane + 2 * (kc * 16 * SP + dp * 16), b0, b1, b2, b3);
 #pragma unroll
         for (int t = 0; t < WM; ++t) {
           mma16816(o[t][2 * dp], pf[t], b0, b1);
