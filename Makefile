@@ -4,7 +4,7 @@
 # make test   : the above, then the build-dependency guard and every test (ctest, then pytest)
 # make install PREFIX=DIR : the C++ runtime package (header, library, CMake config) into DIR
 # make docs   : the documentation site (Sphinx) into $(BUILD)/docs, every code block run
-# make bench  : CPU benchmarks against numpy
+# make bench  : CPU benchmarks against numpy, and the models against Debian's torch (installed)
 # make test-gpu: build and run everything on a GPU machine (see scripts/gpu_check.sh)
 # Each step prints one line; its output goes to $(BUILD)/setup.log (the tail is shown on failure).
 PY ?= /usr/bin/python3
@@ -55,7 +55,9 @@ docs: all
 	  $(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs $(BUILD)/docs
 
 bench: all
-	$(VENV)/bin/python bench/cpu_bench.py
+	@bash scripts/install_deps.sh scripts/debian-packages-bench.txt
+	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/cpu_bench.py
+	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/models.py --device cpu
 
 test-gpu:
 	bash scripts/gpu_check.sh
