@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Guard for a fresh machine: fails, naming the package, when the build in BUILD (default build)
-# used a file of a Debian package that the set-up neither names (scripts/debian-packages.txt) nor
+# used a file of a Debian package that the set-up neither names (the pkgs list of
+# scripts/install_deps.sh, or the list file given as PACKAGE_LIST) nor
 # pulls in through Depends, and that a minimal Debian system (Essential or Priority: required)
 # lacks. What the build used is read from the build itself: CMake's cache (found files and package
 # configs), the compiler's recorded header dependencies (ninja -t deps) and the link lines.
 #   check_build_deps.sh [BUILD [PACKAGE_LIST]]
 set -euo pipefail
 build="${1:-build}"
-list="${2:-$(dirname "$0")/debian-packages.txt}"
+list="${2:-}"
 command -v dpkg-query >/dev/null && command -v apt-cache >/dev/null || {
   echo "check_build_deps: not a Debian system (no dpkg/apt-cache); skipped"; exit 0; }
 [ -f "$build/CMakeCache.txt" ] || { echo "check_build_deps: no $build/CMakeCache.txt (build first)" >&2; exit 2; }
@@ -36,7 +37,12 @@ owners() {
 owned=$(owners | sort -u)
 used=$(echo "$owned" | cut -d' ' -f1 | sort -u)
 
-named=$(sed 's/#.*//; /^[[:space:]]*$/d' "$list")
+if [ -n "$list" ]; then
+  named=$(sed 's/#.*//; /^[[:space:]]*$/d' "$list")
+else  # the set-up's own list: its pkgs=( ... ) lines
+  list="scripts/install_deps.sh"
+  named=$(sed -n '/^pkgs=(/,/)/p' "$(dirname "$0")/install_deps.sh" | sed 's/pkgs=//' | tr -d '()' | tr ' \t' '\n\n' | grep -v '^$')
+fi
 provided=$( { apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
                 --no-replaces --no-enhances $named 2>/dev/null | grep -v '^ ' | tr -d '<>'
               dpkg-query -W -f='${Package} ${Essential} ${Priority}\n' | awk '$2 == "yes" || $3 == "required" {print $1}'

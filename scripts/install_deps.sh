@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages of a list that are missing: scripts/debian-packages.txt (the build
-# and the tests) unless another list is given as the argument (scripts/debian-packages-docs.txt). apt's output goes to
-# the set-up log ($TRIPY_LOG); the terminal gets one line. Where apt-get cannot run (the GPU machine
-# has no network), it says what is missing and goes on: the build then uses what that machine has.
+# Installs the Debian packages the build and the tests need, only those missing, or those of the
+# list file given as the argument (scripts/debian-packages-docs.txt, -bench.txt: what `make docs`
+# and `make bench` add). apt's output goes to the set-up log ($TRIPY_LOG); the terminal gets one
+# line. Where apt-get cannot run (the GPU machine has no network), it says what is missing and
+# goes on: the build then uses what that machine has.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-list="${1:-$here/debian-packages.txt}"
-mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$list")
+# The list scripts/check_build_deps.sh checks the build against. libdnnl-dev only Recommends
+# ocl-icd-opencl-dev, which oneDNN's CMake config requires; without libopenblas0-pthread Debian's
+# numpy falls back to the reference BLAS and comparisons are unfair.
+pkgs=(g++ cmake ninja-build ccache python3-dev python3-venv python3-numpy python3-pytest
+      pybind11-dev nlohmann-json3-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev libopenblas0-pthread)
+if [ $# -gt 0 ]; then mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$1"); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
