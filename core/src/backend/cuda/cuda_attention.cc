@@ -61,6 +61,7 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
     return internal_error("attention kernel '" + k.name + "' has dtype " + std::string(dtype_name(t)));
   }
   def("CAUSAL", k.attention.causal ? "1" : "0");
+  def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
   def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
   def("HAS_FLASH", flash ? "1" : "0");
   if (flash) {

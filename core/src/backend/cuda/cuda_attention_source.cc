@@ -186,7 +186,9 @@ DEVI float scale_mask_max(const AttnArgs& a, float (*s)[4], int half, int b, int
   for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      float x = s[n][half * 2 + e] * sl2;
+      // Inner tiles with a positive scale keep the raw scores: the maximum commutes with the
+      // scaling, and the exponent then folds it in (one fma per score instead of mul and sub).
+      float x = !EDGE && SCALE_POS ? s[n][half * 2 + e] : s[n][half * 2 + e] * sl2;
       if (EDGE) {
         const i64 col = n0 + n * 8 + 2 * tq + e;
         bool keep = true;
@@ -200,7 +202,24 @@ DEVI float scale_mask_max(const AttnArgs& a, float (*s)[4], int half, int b, int
     }
   float mx = fmaxf(mx0, mx1);
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-  return fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  return !EDGE && SCALE_POS ? mx * sl2 : mx;
+}
+
+// p = 2^(scaled score - m) over one row half, in place, and the thread's part of the row sum (two
+// independent chains). Scores are raw on inner tiles with a positive scale (see scale_mask_max).
+template <bool RAW>
+DEVI float exp_sum(float (*s)[4], int half, float m, float sl2) {
+  float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+  for (int n = 0; n < BN / 8; ++n) {
+    float* x = &s[n][half * 2];
+    x[0] = fexp2(RAW ? fmaf(x[0], sl2, -m) : x[0] - m);
+    x[1] = fexp2(RAW ? fmaf(x[1], sl2, -m) : x[1] - m);
+    sum0 += x[0];
+    sum1 += x[1];
+  }
+  return sum0 + sum1;
 }
 
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const AttnArgs a) {
@@ -297,17 +316,8 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
         const float m_use = m_new == NEG_INF ? 0.0f : m_new;
         const float corr = fexp2(mrow[t][half] - m_use);
         mrow[t][half] = m_new;
-        // Two partial sums: independent chains instead of one of BN / 4 dependent adds.
-        float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n) {
-          const float p0 = fexp2(s[t][n][half * 2] - m_use), p1 = fexp2(s[t][n][half * 2 + 1] - m_use);
-          s[t][n][half * 2] = p0;
-          s[t][n][half * 2 + 1] = p1;
-          sum0 += p0;
-          sum1 += p1;
-        }
-        lrow[t][half] = lrow[t][half] * corr + (sum0 + sum1);  // this thread's part; the quad sums at the end
+        const float sum = !edge && SCALE_POS ? exp_sum<true>(s[t], half, m_use, sl2) : exp_sum<false>(s[t], half, m_use, sl2);
+        lrow[t][half] = lrow[t][half] * corr + sum;  // this thread's part; the quad sums at the end
 #pragma unroll
         for (int d = 0; d < HD / 8; ++d) {
           o[t][d][half * 2] *= corr;
