@@ -1,6 +1,6 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> split_dot_slices (and constant_fold again when it split) -> simplify -> cse ->
-// match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
+// fold_conv_affine -> match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -24,6 +24,10 @@ Graph cse(const Graph& graph);
 // with a constant right operand, becomes one dot per slice over slices of that operand and bias (which constant
 // folding then evaluates). nullopt when nothing matched.
 std::optional<Graph> split_dot_slices(const Graph& graph);
+// Per-channel multiplies, divides, adds and subtracts by constants after a convolution with
+// constant weights (inference BatchNorm) fold into its weights and one bias add. nullopt when
+// nothing matched.
+std::optional<Graph> fold_conv_affine(const Graph& graph);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
