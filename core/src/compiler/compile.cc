@@ -52,6 +52,10 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
     graph = flat::cse(graph);
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
+    if (std::optional<flat::Graph> folded = flat::fold_conv_affine(graph)) {
+      graph = std::move(*folded);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_conv_affine"));
+    }
     if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
       graph = std::move(*matched);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "match_attention"));

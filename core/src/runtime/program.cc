@@ -286,6 +286,7 @@ std::string conv_attrs_text(const ConvAttrs& a) {
   if (a.has_residual) s += ", residual = 1";
   if (a.activation == Activation::kRelu) s += ", activation = relu";
   if (a.activation == Activation::kGelu) s += ", activation = gelu";
+  if (a.activation == Activation::kSilu) s += ", activation = silu";
   return s;
 }
 

@@ -124,7 +124,8 @@ struct FusedProgram {
   std::vector<int32_t> output_regs;
 };
 
-enum class Activation : uint8_t { kNone = 0, kRelu = 1, kGelu = 2 /* erf form */ };
+// Appended only (the file format stores the names). Dots take none, relu and gelu; convolutions all.
+enum class Activation : uint8_t { kNone = 0, kRelu = 1, kGelu = 2 /* erf form */, kSilu = 3 /* x * sigmoid(x) */ };
 
 // out[b..., m, n] = act(sum_k lhs[b..., m, k] * rhs[b..., k, n] + bias[n]); leading batch dims
 // broadcast numpy-style; transposes swap the last two dims of that operand.

@@ -346,7 +346,7 @@ class Validator {
   template <typename Bad>
   Status check_conv(const Kernel& kn, const Bad& bad) {
     const ConvAttrs& c = kn.conv;
-    if (c.activation > Activation::kGelu) return bad("has an invalid activation");
+    if (c.activation > Activation::kSilu) return bad("has an invalid activation");
     if (!(kn.inputs.size() == 2u + c.has_bias + c.has_residual && kn.outputs.size() == 1))
       return bad("needs an input, a weight, the bias and residual it declares, and 1 output");
     const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;

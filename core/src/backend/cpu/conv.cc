@@ -37,6 +37,7 @@ bool force_direct() {
 float activate(float v, rt::Activation act) {
   if (act == rt::Activation::kRelu) return v > 0 ? v : 0;
   if (act == rt::Activation::kGelu) return static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752)));
+  if (act == rt::Activation::kSilu) return static_cast<float>(v / (1.0 + std::exp(-static_cast<double>(v))));
   return v;
 }
 

@@ -2,7 +2,7 @@
 // primitive's layouts are left to oneDNN (`any`): constant weights are reordered into its blocked
 // layout once, activations on each call (scratch cached with the primitive). Bias is the
 // primitive's bias, the residual a sum post-op (written into the destination first) and
-// relu/gelu an eltwise post-op: one primitive does the rest.
+// relu/gelu/silu (swish) an eltwise post-op: one primitive does the rest.
 #include "backend/cpu/conv.h"
 
 #include <cstring>
@@ -89,7 +89,8 @@ struct DnnlConvCache::Impl {
     dnnl::primitive_attr attr;
     dnnl::post_ops ops;
     if (a.has_residual) ops.append_sum(1.0f);  // dst holds the residual when the primitive runs
-    if (a.activation != rt::Activation::kNone)
+    if (a.activation == rt::Activation::kSilu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+    else if (a.activation != rt::Activation::kNone)
       ops.append_eltwise(1.0f,
                          a.activation == rt::Activation::kRelu ? dnnl::algorithm::eltwise_relu
                                                                 : dnnl::algorithm::eltwise_gelu_erf,

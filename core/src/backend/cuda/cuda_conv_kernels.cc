@@ -16,7 +16,7 @@ struct ConvArgs {
   i64 mode;  // 0: convolution then epilogue; 1: epilogue only, in place on `out`
   i64 N, C, O, G;
   i64 in[3], on[3], k[3], s[3], d[3], lo[3];  // spatial dims right-aligned, missing ones are 1
-  i64 transposed, act;  // act: 0 none, 1 relu, 2 gelu (erf)
+  i64 transposed, act;  // act: 0 none, 1 relu, 2 gelu (erf), 3 silu
 };
 DEVI float conv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
 DEVI float ld(const float* p, i64 i) { return p[i]; }
@@ -77,6 +77,7 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
     if (res) acc += ld(res, i);
     if (a.act == 1) acc = acc > 0.0f ? acc : 0.0f;
     if (a.act == 2) acc = conv_gelu(acc);
+    if (a.act == 3) acc = acc / (1.0f + expf(-acc));
     st(out, i, acc);
   }
 }

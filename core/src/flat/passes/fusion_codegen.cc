@@ -155,6 +155,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
       if (grp.conv.has_residual) name += "_add";
       if (grp.conv.activation == rt::Activation::kRelu) name += "_relu";
       if (grp.conv.activation == rt::Activation::kGelu) name += "_gelu";
+      if (grp.conv.activation == rt::Activation::kSilu) name += "_silu";
       return name;
     }
   }

@@ -1,5 +1,5 @@
 // Fusion planning for convolutions: a convolution kernel absorbs what follows it in the pattern
-// act(conv(x, w) + bias[channel] + residual), which oneDNN (post-ops) and cuDNN
+// act(conv(x, w) + bias[channel] + residual) with act relu, GELU or SiLU, which oneDNN (post-ops) and cuDNN
 // (ConvolutionBiasActivationForward with its z input) run in the convolution's own pass.
 #include <algorithm>
 
@@ -29,6 +29,23 @@ ValueId other_addend(const Op& op, ValueId v) {
 }
 
 }  // namespace
+
+// silu(x) = mul(x, sigmoid(x)) (either operand order) where nothing else reads x or the sigmoid.
+// Returns the mul (after absorbing both ops into group gi) or -1.
+int32_t Planner::match_silu(int32_t gi, ValueId x) {
+  if (uses_[x] != 2 || users_[x].size() != 2) return -1;
+  int32_t sig = users_[x][0], mul = users_[x][1];
+  if (g_.ops[sig].kind != OpKind::kElementwise || g_.ops[sig].fn != EwOp::kSigmoid) std::swap(sig, mul);
+  const Op& s = g_.ops[sig];
+  const Op& m = g_.ops[mul];
+  if (s.kind != OpKind::kElementwise || s.fn != EwOp::kSigmoid || only_user(s.result) != mul) return -1;
+  if (m.kind != OpKind::kElementwise || m.fn != EwOp::kMul) return -1;
+  if (!((m.operands[0] == x && m.operands[1] == s.result) || (m.operands[1] == x && m.operands[0] == s.result)))
+    return -1;
+  absorb(gi, std::min(sig, mul));
+  absorb(gi, std::max(sig, mul));
+  return mul;
+}
 
 void Planner::plan_conv(int32_t op_index) {
   const Op& op = g_.ops[op_index];
@@ -80,7 +97,7 @@ void Planner::plan_conv(int32_t op_index) {
       cur = g_.ops[u].result;
     }
   }
-  // relu: max(x, 0); GELU (erf form) as the dot matches it.
+  // relu: max(x, 0); GELU (erf form) as the dot matches it; SiLU: x * sigmoid(x).
   u = only_user(cur);
   if (u >= 0 && g_.ops[u].kind == OpKind::kElementwise && g_.ops[u].fn == EwOp::kMax) {
     const Op& mx = g_.ops[u];
@@ -93,6 +110,9 @@ void Planner::plan_conv(int32_t op_index) {
   } else if (int32_t last = match_gelu(gi, cur); last >= 0) {
     attrs.activation = rt::Activation::kGelu;
     cur = g_.ops[last].result;
+  } else if (int32_t mul = match_silu(gi, cur); mul >= 0) {
+    attrs.activation = rt::Activation::kSilu;
+    cur = g_.ops[mul].result;
   }
   std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
   groups_[gi].inputs = inputs;

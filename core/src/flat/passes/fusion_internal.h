@@ -56,6 +56,7 @@ class Planner {
   void absorb(int32_t gi, int32_t op_index);
   bool available_before(ValueId v, int32_t op_index) const;
   int32_t match_gelu(int32_t gi, ValueId x);
+  int32_t match_silu(int32_t gi, ValueId x);  // fusion_conv.cc
 
   // fusion_codegen.cc
   Status generate_fused(int32_t gi);

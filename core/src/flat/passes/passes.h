@@ -1,7 +1,7 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> split_dot_slices -> pad_dot_columns (GPU; constant_fold again when either
-// changed the graph) -> simplify -> cse ->
-// match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
+// changed the graph) -> simplify -> cse -> fold_conv_affine -> match_attention ->
+// fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -30,6 +30,10 @@ std::optional<Graph> split_dot_slices(const Graph& graph);
 // slice, so cuBLASLt runs its aligned kernels (only wide products: for a few columns the copy of
 // a program output costs more than the slow GEMM). nullopt when nothing matched.
 std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns = 1024);
+// Per-channel multiplies, divides, adds and subtracts by constants after a convolution with
+// constant weights (inference BatchNorm) fold into its weights and one bias add. nullopt when
+// nothing matched.
+std::optional<Graph> fold_conv_affine(const Graph& graph);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);

@@ -1,0 +1,230 @@
+// Inference BatchNorm (and any per-channel scale and shift) folded into the convolution before it:
+//   conv(x, W) * s[c] + t[c]  ->  conv(x, W * s[o]) + t[c]
+// for a constant W and constant per-channel s, t. The chain may be any run of multiplies, divides,
+// adds and subtracts by per-channel constants (a conv bias before the BatchNorm included), each
+// value read once; it becomes one convolution with new weights and at most one bias add, which
+// fusion then takes into the convolution's epilogue with the residual and the activation.
+// Folding is done in double precision and rounded once into the weight's dtype.
+#include <cmath>
+
+#include "backend/cpu/half.h"
+#include "flat/constant_data.h"
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+// Per-channel values of `v` when it is broadcast(constant) whose only non-unit dim lands on dim 1
+// of a rank-`rank` result (one value per channel), or a broadcast scalar (the same for every
+// channel). Empty when it is neither.
+std::vector<double> per_channel_constant(const Graph& g, ValueId v, int64_t channels) {
+  const Op& b = g.def(v);
+  if (b.kind != OpKind::kBroadcast) return {};
+  const Op& c = g.def(b.operands[0]);
+  if (c.kind != OpKind::kConstant || !c.constant.defined()) return {};
+  const Shape& cs = g.values[b.operands[0]].shape;
+  const int64_t n = c.constant.numel();
+  if (n == 1) return std::vector<double>(static_cast<size_t>(channels), read_element(c.constant, 0));
+  if (n != channels) return {};
+  for (size_t j = 0; j < cs.size(); ++j) {
+    const bool along_channels = b.dims[j] == 1;
+    if (!cs[j].is_static() || cs[j].static_value() != (along_channels ? channels : 1)) return {};
+  }
+  std::vector<double> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = read_element(c.constant, i);
+  return out;
+}
+
+// y = x * scale[c] + shift[c] per output channel, accumulated along the chain.
+struct Affine {
+  std::vector<double> scale, shift;
+};
+
+// Applies one op of the chain to `a` (cur is the chain's value, the op's other operand a
+// per-channel constant). False when the op is not of that form.
+bool extend(const Graph& g, const Op& op, ValueId cur, int64_t channels, Affine& a) {
+  if (op.kind != OpKind::kElementwise || op.operands.size() != 2 || op.operands[0] == op.operands[1]) return false;
+  const bool cur_first = op.operands[0] == cur;
+  const std::vector<double> c = per_channel_constant(g, op.operands[cur_first ? 1 : 0], channels);
+  if (c.empty()) return false;
+  for (size_t o = 0; o < c.size(); ++o) {
+    double& s = a.scale[o];
+    double& t = a.shift[o];
+    switch (op.fn) {
+      case EwOp::kMul: s *= c[o], t *= c[o]; break;
+      case EwOp::kAdd: t += c[o]; break;
+      case EwOp::kSub:
+        if (cur_first) t -= c[o];
+        else s = -s, t = c[o] - t;
+        break;
+      case EwOp::kDiv:
+        if (!cur_first) return false;
+        s /= c[o], t /= c[o];
+        break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+// W * scale[output channel of the weight element]. Forward weights are (O, C/g, k...), transposed
+// ones (C, O/g, k...): output channel (c / (C/g)) * (O/g) + j for element [c, j, ...].
+Tensor scaled_weight(const Tensor& w, const rt::ConvAttrs& attrs, const std::vector<double>& scale) {
+  const std::vector<int64_t>& ws = w.shape();
+  int64_t taps = 1;
+  for (size_t i = 2; i < ws.size(); ++i) taps *= ws[i];
+  const int64_t d0 = ws[0], d1 = ws[1];
+  const int64_t out_per_group = attrs.transposed ? d1 : d0 / attrs.groups;
+  const int64_t in_per_group = attrs.transposed ? d0 / attrs.groups : d1;
+  Tensor out = Tensor::empty_host(w.dtype(), ws);
+  for (int64_t i = 0; i < d0; ++i)
+    for (int64_t j = 0; j < d1; ++j) {
+      const int64_t o = attrs.transposed ? (i / in_per_group) * out_per_group + j : i;
+      const double s = scale[static_cast<size_t>(o)];
+      const int64_t base = (i * d1 + j) * taps;
+      // The product of two floats is exact in double: one rounding, into the weight's dtype.
+      switch (w.dtype()) {
+        case DType::kFloat32: {
+          const float* src = static_cast<const float*>(w.data()) + base;
+          float* dst = static_cast<float*>(out.data()) + base;
+          for (int64_t t = 0; t < taps; ++t) dst[t] = static_cast<float>(src[t] * s);
+          break;
+        }
+        case DType::kFloat16: {
+          const uint16_t* src = static_cast<const uint16_t*>(w.data()) + base;
+          uint16_t* dst = static_cast<uint16_t*>(out.data()) + base;
+          for (int64_t t = 0; t < taps; ++t)
+            dst[t] = cpu::float_to_half(static_cast<float>(cpu::half_to_float(src[t]) * s));
+          break;
+        }
+        default:
+          for (int64_t t = 0; t < taps; ++t) write_element(out, base + t, read_element(w, base + t) * s);
+      }
+    }
+  return out;
+}
+
+struct Fold {
+  int32_t conv_op = -1, last_op = -1;
+  Affine affine;
+  bool has_shift = false;
+};
+
+}  // namespace
+
+std::optional<Graph> fold_conv_affine(const Graph& graph) {
+  const Graph& g = graph;
+  const std::vector<int32_t> uses = g.use_counts();
+  std::vector<int32_t> user(g.values.size(), -1);
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    for (ValueId v : g.ops[i].operands) user[v] = static_cast<int32_t>(i);
+  std::vector<bool> is_output(g.values.size(), false);
+  for (ValueId v : g.outputs) is_output[v] = true;
+  auto only_user = [&](ValueId v) { return uses[v] == 1 && !is_output[v] ? user[v] : -1; };
+
+  std::vector<Fold> folds;
+  std::vector<int32_t> fold_of_conv(g.ops.size(), -1), fold_of_last(g.ops.size(), -1);
+  std::vector<bool> drop(g.ops.size(), false);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    if (op.kind != OpKind::kConvolution || g.def(op.operands[1]).kind != OpKind::kConstant) continue;
+    const Dim& c = g.values[op.result].shape[1];
+    if (!c.is_static()) continue;
+    const int64_t channels = c.static_value();
+    Fold f;
+    f.conv_op = static_cast<int32_t>(i);
+    f.affine.scale.assign(static_cast<size_t>(channels), 1.0);
+    f.affine.shift.assign(static_cast<size_t>(channels), 0.0);
+    bool scaled = false;
+    int32_t steps = 0;
+    std::vector<int32_t> chain;
+    for (ValueId cur = op.result;;) {
+      const int32_t u = only_user(cur);
+      if (u < 0 || !extend(g, g.ops[u], cur, channels, f.affine)) break;
+      scaled = scaled || g.ops[u].fn == EwOp::kMul || g.ops[u].fn == EwOp::kDiv || g.ops[u].fn == EwOp::kSub;
+      ++steps;
+      chain.push_back(u);
+      f.last_op = u;
+      cur = g.ops[u].result;
+    }
+    // A lone bias add is already the epilogue's: rewriting it would change nothing.
+    if (!scaled && steps < 2) continue;
+    for (double t : f.affine.shift) f.has_shift = f.has_shift || t != 0.0;
+    for (int32_t u : chain) drop[u] = true;
+    fold_of_conv[i] = static_cast<int32_t>(folds.size());
+    fold_of_last[f.last_op] = static_cast<int32_t>(folds.size());
+    folds.push_back(std::move(f));
+  }
+  if (folds.empty()) return std::nullopt;
+
+  Graph out;
+  out.symbols = g.symbols;
+  out.assertions = g.assertions;
+  out.input_names = g.input_names;
+  std::vector<ValueId> map(g.values.size(), -1);
+  std::vector<ValueId> folded_conv(folds.size(), -1);  // per fold: the new convolution's value
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& src = g.ops[i];
+    const Value& val = g.values[src.result];
+    if (fold_of_conv[i] >= 0) {
+      const Fold& f = folds[static_cast<size_t>(fold_of_conv[i])];
+      const Op& w = g.def(src.operands[1]);
+      Op weight;
+      weight.kind = OpKind::kConstant;
+      weight.constant = scaled_weight(w.constant, src.conv, f.affine.scale);
+      weight.origin = w.origin;
+      const Value& wv = g.values[src.operands[1]];
+      ValueId nw = out.add(std::move(weight), wv.dtype, wv.shape);
+      Op conv = src;
+      conv.operands = {map[src.operands[0]], nw};
+      folded_conv[static_cast<size_t>(fold_of_conv[i])] = out.add(std::move(conv), val.dtype, val.shape);
+      map[src.result] = folded_conv[static_cast<size_t>(fold_of_conv[i])];
+      continue;
+    }
+    if (fold_of_last[i] >= 0) {
+      const size_t fi = static_cast<size_t>(fold_of_last[i]);
+      const Fold& f = folds[fi];
+      ValueId conv = folded_conv[fi];
+      if (!f.has_shift) {
+        map[src.result] = conv;
+        continue;
+      }
+      // The shift as an [O, 1, ...] constant broadcast along the channels: the bias form that
+      // fusion recognises.
+      const size_t rank = val.shape.size();
+      std::vector<int64_t> bshape(rank - 1, 1);
+      bshape[0] = static_cast<int64_t>(f.affine.shift.size());
+      Op bias;
+      bias.kind = OpKind::kConstant;
+      bias.constant = Tensor::empty_host(val.dtype, bshape);
+      for (size_t o = 0; o < f.affine.shift.size(); ++o)
+        write_element(bias.constant, static_cast<int64_t>(o), f.affine.shift[o]);
+      bias.origin = src.origin;
+      Shape bs;
+      for (int64_t d : bshape) bs.push_back(Dim(d));
+      ValueId b = out.add(std::move(bias), val.dtype, bs);
+      Op bc;
+      bc.kind = OpKind::kBroadcast;
+      for (size_t d = 1; d < rank; ++d) bc.dims.push_back(static_cast<int64_t>(d));
+      bc.operands = {b};
+      bc.origin = src.origin;
+      ValueId bb = out.add(std::move(bc), val.dtype, val.shape);
+      Op add;
+      add.kind = OpKind::kElementwise;
+      add.fn = EwOp::kAdd;
+      add.operands = {conv, bb};
+      add.origin = src.origin;
+      map[src.result] = out.add(std::move(add), val.dtype, val.shape);
+      continue;
+    }
+    if (drop[i]) continue;
+    Op op = src;
+    for (ValueId& v : op.operands) v = map[v];
+    map[src.result] = out.add(std::move(op), val.dtype, val.shape);
+  }
+  for (ValueId v : g.inputs) out.inputs.push_back(map[v]);
+  for (ValueId v : g.outputs) out.outputs.push_back(map[v]);
+  return dce(out);
+}
+
+}  // namespace tripy::flat

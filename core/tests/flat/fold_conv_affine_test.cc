@@ -1,0 +1,136 @@
+// fold_conv_affine, text in and text out: inference BatchNorm's multiply-add after a convolution
+// becomes scaled weights and one bias add (which fusion then puts into the convolution's epilogue).
+#include <gtest/gtest.h>
+
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+std::string folded(const char* text) {
+  auto g = parse_graph(text);
+  if (!g.ok()) return "parse error: " + g.status().message();
+  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
+  std::optional<Graph> out = fold_conv_affine(*g);
+  if (!out) return "unchanged";
+  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
+  return out->str();
+}
+
+constexpr const char* kConv = "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}";
+
+std::string with_conv(std::string text) {
+  for (size_t at; (at = text.find("{CONV}")) != std::string::npos;) text.replace(at, 6, kConv);
+  return text;
+}
+
+TEST(FoldConvAffine, BatchNormBecomesScaledWeightsAndABias) {
+  // relu(conv(x, [1, 2]) * [3, 0.5] + [1, -1]): weights [3, 1], bias [1, -1], the relu stays.
+  EXPECT_EQ(folded(with_conv(R"(sym n [1, 2, 4]
+%0 : f32[n, 1, 3, 3] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [1, 2]}
+%2 : f32[n, 2, 3, 3] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [3, 0.5]}
+%4 : f32[n, 2, 3, 3] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[n, 2, 3, 3] = mul(%2, %4)
+%6 : f32[2, 1, 1] = constant() {value = [1, -1]}
+%7 : f32[n, 2, 3, 3] = broadcast(%6) {dims = [1, 2, 3]}
+%8 : f32[n, 2, 3, 3] = add(%5, %7)
+%9 : f32[] = constant() {value = [0]}
+%10 : f32[n, 2, 3, 3] = broadcast(%9) {dims = []}
+%11 : f32[n, 2, 3, 3] = max(%8, %10)
+return %11
+)").c_str()),
+            with_conv(R"(sym n [1, 2, 4]
+%0 : f32[n, 1, 3, 3] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [3, 1]}
+%2 : f32[n, 2, 3, 3] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [1, -1]}
+%4 : f32[n, 2, 3, 3] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[n, 2, 3, 3] = add(%2, %4)
+%6 : f32[] = constant() {value = [0]}
+%7 : f32[n, 2, 3, 3] = broadcast(%6) {dims = []}
+%8 : f32[n, 2, 3, 3] = max(%5, %7)
+return %8
+)"));
+}
+
+TEST(FoldConvAffine, AConvolutionBiasBeforeTheBatchNormIsScaledToo) {
+  // ((conv + [1, 2]) - [0, 4]) / [2, 4] with the operands in either order: scale [0.5, 0.25],
+  // shift ([1, 2] - [0, 4]) / [2, 4] = [0.5, -0.5]; a [2] vector broadcast along dim 1 is per channel.
+  EXPECT_EQ(folded(with_conv(R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [4, 8]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2] = constant() {value = [1, 2]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [1]}
+%5 : f32[1, 2, 2, 2] = add(%4, %2)
+%6 : f32[2] = constant() {value = [0, 4]}
+%7 : f32[1, 2, 2, 2] = broadcast(%6) {dims = [1]}
+%8 : f32[1, 2, 2, 2] = sub(%5, %7)
+%9 : f32[2] = constant() {value = [2, 4]}
+%10 : f32[1, 2, 2, 2] = broadcast(%9) {dims = [1]}
+%11 : f32[1, 2, 2, 2] = div(%8, %10)
+return %11
+)").c_str()),
+            with_conv(R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [2, 2]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [0.5, -0.5]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[1, 2, 2, 2] = add(%2, %4)
+return %5
+)"));
+}
+
+TEST(FoldConvAffine, TransposedAndGroupedWeightsScaleTheirOutputChannels) {
+  // Transposed, groups = 2: weight (C = 2, O/g = 2, 1, 1); element [c, j] feeds output channel
+  // c * 2 + j, so scales [1, 10, 100, 1000] multiply [[1, 1], [1, 1]] to [[1, 10], [100, 1000]].
+  // A scale alone adds no bias.
+  EXPECT_EQ(folded(R"(%0 : f32[1, 2, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 2, 1, 1] = constant() {value = [1, 1, 1, 1]}
+%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [0, 0]}
+%3 : f32[4, 1, 1] = constant() {value = [1, 10, 100, 1000]}
+%4 : f32[1, 4, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[1, 4, 2, 2] = mul(%4, %2)
+return %5
+)"),
+            R"(%0 : f32[1, 2, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 2, 1, 1] = constant() {value = [1, 10, 100, 1000]}
+%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [0, 0]}
+return %2
+)");
+}
+
+TEST(FoldConvAffine, LeavesRuntimeWeightsSharedResultsAndOtherAxes) {
+  // A weight given at run time (eager mode), a result read twice, and a scale along the width.
+  const char* cases[] = {
+      R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = parameter() {index = 1}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [3, 0.5]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[1, 2, 2, 2] = mul(%2, %4)
+return %5
+)",
+      R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [1, 2]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [3, 0.5]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[1, 2, 2, 2] = mul(%2, %4)
+return %5, %2
+)",
+      R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [1, 2]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2] = constant() {value = [3, 0.5]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [3]}
+%5 : f32[1, 2, 2, 2] = mul(%2, %4)
+return %5
+)",
+  };
+  for (const char* text : cases) EXPECT_EQ(folded(with_conv(text).c_str()), "unchanged") << text;
+}
+
+}  // namespace
+}  // namespace tripy::flat
