@@ -51,11 +51,13 @@ class Executable:
     def input_infos(self):
         """The ``tp.InputInfo`` (``tp.DimensionInputInfo`` for a size) of each runtime input, by name."""
         infos = {}
+        donated = set(self._impl.donated)
         for name, dtype, lo, opt, hi, bounds in self._impl.inputs:
             if bounds is not None:
                 infos[name] = DimensionInputInfo(value_bounds=bounds)
             else:
-                infos[name] = InputInfo(shape=list(zip(lo, opt, hi)), dtype=dtypes.from_name(dtype))
+                infos[name] = InputInfo(shape=list(zip(lo, opt, hi)), dtype=dtypes.from_name(dtype),
+                                        donate=name in donated)
         return infos
 
     @property

@@ -74,6 +74,11 @@ class InputInfo:
     dynamic dimension, and its dtype. A shape entry is an int (a static size), a
     ``(min, opt, max)`` tuple (a dynamic size, tuned for ``opt``) or a ``tp.NamedDimension``.
 
+    ``donate=True`` lends the argument's memory to the executable: a ``tp.update_slice`` of this
+    input that nothing else reads is written in place (only the new rows), and when it is returned
+    the executable returns the argument itself, so a KV cache is never copied. After a call, the
+    argument holds the updated values; it must not share memory with the call's other arguments.
+
     Example::
 
         import tripy as tp
@@ -83,7 +88,10 @@ class InputInfo:
         assert info.shape_bounds == [(1, 2, 4), (2, 2, 2)]
     """
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, donate=False):
+        if not isinstance(donate, bool):
+            raise TripyException(f"InputInfo's donate must be True or False, but got: {donate!r}.")
+        self.donate = donate
         if not isinstance(shape, (tuple, list)):
             raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
         self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
@@ -134,6 +142,8 @@ class InputInfo:
         names = {index: name for index, name in enumerate(self.dim_names) if name is not None}
         if names:
             text += f", dim_names={names}"
+        if self.donate:
+            text += ", donate=True"
         return text + ")"
 
 
