@@ -206,26 +206,30 @@ class ProgramBuilder {
     return b;
   }
 
-  // The donated input whose memory `operand` is (itself or through aliases), when an update of it
-  // may be written there: nothing else reads the operand, so its old contents are not needed.
-  int32_t donated_root(ValueId operand) const {
+  // The buffer whose memory `operand` is (itself or through aliases), when an update of it may be
+  // written there: nothing else reads the operand, so its old contents are not needed, and the
+  // memory is a temp or a donated input.
+  int32_t writable_root(ValueId operand) const {
     if (uses_[operand] != 1 || buffer_of_[operand] < 0) return -1;
-    const BufferDesc& root = p_.buffers[root_of(buffer_of_[operand])];
-    if (root.kind != BufferDesc::Kind::kInput || !p_.inputs[root.index].donated) return -1;
-    return root_of(buffer_of_[operand]);
+    const int32_t root = root_of(buffer_of_[operand]);
+    const BufferDesc& b = p_.buffers[root];
+    const bool donated = b.kind == BufferDesc::Kind::kInput && p_.inputs[b.index].donated;
+    return donated || b.kind == BufferDesc::Kind::kTemp ? root : -1;
   }
 
-  // update_slice in place: the result is the operand's memory (an alias of the donated input, or
-  // the output that the runtime returns as that input). Returns -1 where it must be a copy.
+  // update_slice in place: the result is the operand's memory (an alias of it, or the output
+  // that the runtime returns as the donated input). Returns -1 where it must be a copy.
   StatusOr<int32_t> write_in_place(ValueId v, ValueId operand) {
-    const int32_t root = donated_root(operand);
+    const int32_t root = writable_root(operand);
     if (root < 0) return -1;
+    const bool donated = p_.buffers[root].kind == BufferDesc::Kind::kInput;
     BufferDesc b;
     b.dtype = g_.values[v].dtype;
     TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[v].shape));
     auto it = claimed_.find(v);
     if (it != claimed_.end()) {
-      if (it->second.shaped_as != v) return -1;  // returned reshaped: not the input's shape
+      // A temp cannot become an output; an output reshaped has not the input's shape.
+      if (!donated || it->second.shaped_as != v) return -1;
       b.kind = BufferDesc::Kind::kOutput;
       b.index = it->second.output;
       b.donor = p_.buffers[root].index;

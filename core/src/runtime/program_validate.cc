@@ -209,7 +209,7 @@ class Validator {
             return fail(where + " does not match the dtype and rank of input " + donor + ", whose memory it is");
           for (size_t j = 0; j < i; ++j)
             if (p_.buffers[j].kind == Kind::kOutput && p_.buffers[j].donor == b.donor)
-              return fail(where + " and buffer " + std::to_string(j) + " both live in input " + donor + "'s memory");
+              return fail(where + " lives in input " + donor + "'s memory, as buffer " + std::to_string(j) + " does");
           break;
         }
         case Kind::kAlias:
