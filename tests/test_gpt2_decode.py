@@ -117,3 +117,18 @@ def test_caches_of_the_wrong_shape_or_dtype_are_rejected(setup):
         decode(_ids([[1]]), gpt2_generate.position(0), good[0], tp.zeros((B, H, S, D), dtype=tp.float16), *good[2:])
     with pytest.raises(tp.TripyException, match="'pos' has dtype int64"):
         decode(_ids([[1]]), tp.Tensor(np.array([0], np.int64)), *good)
+
+
+def test_the_decoding_guide_runs():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    import re
+
+    text = open(os.path.join(root, "docs", "decoding.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "docs/decoding.md should hold one python block"
+    scope = {}
+    exec(blocks[0], scope)
+    cache = np.asarray(scope["cache"])
+    np.testing.assert_array_equal(cache[:3], np.ones((3, 4)))  # written in place, one row per step
+    assert not cache[3:].any()
+    np.testing.assert_allclose(np.asarray(scope["out"]), np.ones((1, 1, 1, 4)))

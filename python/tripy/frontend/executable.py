@@ -15,7 +15,8 @@ class Executable:
     """
     A compiled function. Call it with tensors (positionally or by parameter name), and with an
     int (or a ``tp.DimensionSize``) for each size declared with ``tp.DimensionInputInfo``; inputs
-    are checked against the dtypes and ranges it was compiled for.
+    are checked against the dtypes and ranges it was compiled for. An argument declared with
+    ``tp.InputInfo(..., donate=True)`` may be updated in place (``tp.update_slice``).
 
     Example::
 

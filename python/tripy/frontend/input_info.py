@@ -86,6 +86,9 @@ class InputInfo:
         info = tp.InputInfo(shape=((1, 2, 4), 2), dtype=tp.float32)
         assert repr(info) == "InputInfo(min=[1, 2], opt=[2, 2], max=[4, 2], dtype=float32)"
         assert info.shape_bounds == [(1, 2, 4), (2, 2, 2)]
+
+        cache = tp.InputInfo((1, 12, 1024, 64), dtype=tp.float16, donate=True)  # updated in place
+        assert cache.donate
     """
 
     def __init__(self, shape, dtype, donate=False):
