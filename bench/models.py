@@ -6,9 +6,10 @@ torch is absent, against the examples' float64 numpy references while the size a
 compiled executable is timed against torch eager, torch.compile and torch.compile(mode=
 "reduce-overhead"). Compile times: tp.compile against torch.compile's first call.
 
-Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy has no KV-cache
-API yet, so it reports that and times a full recompute, labelled so), llama-block (Llama 3 8B's
-block at B1x128 and B1x1024), resnet50 (B1, B32 at 224x224). float16 on the GPU; float32 on the CPU,
+Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy's compiled
+decode step over a KV cache updated in place, examples/gpt2_generate.py, against torch's twin with
+its concatenated cache), llama-block (Llama 3 8B's block at B1x128 and B1x1024), resnet50 (B1, B32
+at 224x224). float16 on the GPU; float32 on the CPU,
 where only the first size of each model runs. --quick: small configs and short timings, for CI.
 compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
 time and peak host memory against their weight bytes, each measured in a fresh process.
@@ -34,6 +35,7 @@ import tripy as tp  # noqa: E402
 from tripy import _C  # noqa: E402
 
 import gpt2  # noqa: E402
+import gpt2_generate  # noqa: E402
 import llama_block  # noqa: E402
 import numpy_ref  # noqa: E402
 import resnet50  # noqa: E402
@@ -85,14 +87,17 @@ class Env:
 
 class Case:
     """One workload. ``tripy_fn`` is compiled for ``inputs`` (numpy arrays; float ones take the run's
-    dtype). ``torch_fn(*torch_args)`` is the twin, or None; ``reference()`` a numpy float64 result
-    used where torch is absent. ``pick`` selects the compared part of Tripy's output."""
+    dtype), unless ``tripy_build()`` is given: it compiles and prepares what it needs and returns
+    (compile seconds, a call to time, a call that profiles one call). ``torch_fn(*torch_args)`` is
+    the twin, or None; ``reference()`` a numpy float64 result used where torch is absent. ``pick``
+    selects the compared part of Tripy's output."""
 
     def __init__(self, model, shape, batch, tripy_fn, inputs, torch_fn=None, torch_args=(), reference=None,
-                 pick=None, system="tripy", note=None):
+                 pick=None, system="tripy", note=None, tripy_build=None):
         self.model, self.shape, self.batch = model, shape, batch
         self.tripy_fn, self.inputs, self.torch_fn, self.torch_args = tripy_fn, inputs, torch_fn, torch_args
         self.reference, self.pick, self.system, self.note = reference, pick, system, note
+        self.tripy_build = tripy_build
 
 
 def torch_input(env, array):
@@ -134,14 +139,22 @@ def gpt2_cases(env):
 
 def gpt2_decode_cases(env):
     """One greedy decode step at B1 after block_size - 1 cached tokens (GPT-2's positions end at
-    1024, so 1023 + 1). torch runs a real KV-cache step (its twin concatenates the cache); Tripy has no
-    KV-cache API yet, so its line says so and a full recompute of all the tokens stands in."""
+    1024, so 1023 + 1). Tripy: examples/gpt2_generate.py's compiled prefill fills the caches (donated,
+    so updated in place), then the compiled decode step is timed at position 1023 (each call rewrites
+    that row: the same work every call). torch: its twin's KV-cache step (it concatenates the cache)."""
     config, model, twin, weights = gpt_models(env)
     past_len = config.block_size - 1
     idx = np.random.default_rng(1).integers(0, config.vocab_size, (1, past_len + 1)).astype(np.int32)
     shape = f"B1 past {past_len}"
-    env.emit(model="gpt2-decode", shape=shape, batch=1, system="tripy", ms=None,
-             note="not yet available: Tripy has no KV-cache decode API")
+
+    def build():
+        compile_s, (prefill, decode) = timing.first_call_seconds(
+            lambda: gpt2_generate.compile_steps(model, dtype=env.dtype, prefill_opt=past_len))
+        _, *caches = prefill(tp.Tensor(idx[:, :past_len]), gpt2_generate.position(0),
+                             *gpt2_generate.empty_caches(model, dtype=env.dtype))
+        token, pos = tp.Tensor(idx[:, past_len:]), gpt2_generate.position(past_len)
+        return compile_s, lambda: decode(token, pos, *caches)[0], lambda: decode.profile(token, pos, *caches)
+
     torch_fn, torch_args = None, ()
     if twin is not None:
         with torch.no_grad():
@@ -151,9 +164,8 @@ def gpt2_decode_cases(env):
     reference = None
     if weights is not None and env.quick:
         reference = lambda: gpt2.numpy_forward(weights, idx, config)[:, -1:]  # noqa: E731
-    yield Case("gpt2-decode", shape, 1, model, [idx], torch_fn, torch_args, reference,
-               pick=lambda logits: logits[:, -1:], system="tripy (full recompute)",
-               note=f"stand-in: recomputes all {past_len + 1} tokens (no KV cache)")
+    yield Case("gpt2-decode", shape, 1, None, [], torch_fn, torch_args, reference, tripy_build=build,
+               note="compiled decode step, KV cache updated in place; compile_s: prefill and decode")
 
 
 def llama_block_cases(env):
@@ -218,11 +230,16 @@ def relative_error(got, want):
 
 
 def run_tripy(case, env):
-    infos = [tp.InputInfo(shape=a.shape, dtype=tp.int32 if a.dtype.kind == "i" else env.dtype) for a in case.inputs]
-    args = [tp.Tensor(a) for a in case.inputs]
-    compile_s, exe = timing.first_call_seconds(lambda: tp.compile(case.tripy_fn, args=infos))
+    if case.tripy_build is not None:
+        compile_s, call, profile = case.tripy_build()
+    else:
+        infos = [tp.InputInfo(shape=a.shape, dtype=tp.int32 if a.dtype.kind == "i" else env.dtype)
+                 for a in case.inputs]
+        args = [tp.Tensor(a) for a in case.inputs]
+        compile_s, exe = timing.first_call_seconds(lambda: tp.compile(case.tripy_fn, args=infos))
+        call, profile = (lambda: exe(*args)), (lambda: exe.profile(*args))
     err, check = None, "none"
-    out = exe(*args)
+    out = call()
     if case.pick is not None:
         out = case.pick(out)
     if case.torch_fn is not None:
@@ -233,9 +250,9 @@ def run_tripy(case, env):
     elif case.reference is not None:
         err, check = relative_error(out, case.reference()), "numpy float64"
     del out
-    ms = timing.median_seconds(lambda: exe(*args), env.budget_s, env.sync) * 1e3
+    ms = timing.median_seconds(call, env.budget_s, env.sync) * 1e3
     if env.profile_dir:
-        print_profile(exe.profile(*args), f"{case.model}-{case.shape}", env.profile_dir)
+        print_profile(profile(), f"{case.model}-{case.shape}", env.profile_dir)
     env.emit(model=case.model, shape=case.shape, batch=case.batch, system=case.system, ms=ms, compile_s=compile_s,
              max_rel_err=err, checked_against=check, **({"note": case.note} if case.note else {}))
     if err is not None and not err <= TOLERANCE[env.dtype.name]:

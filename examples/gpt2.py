@@ -7,6 +7,10 @@ The attention is written by hand as nanoGPT users write it (q @ k^T * scale, a s
 filled with -inf, softmax, @ v), a pattern the compiler is free to recognise. The file also holds a
 torch twin of the same model (used where torch is installed) and a float64 numpy reference.
 
+`GPT.cached` is the same model over a KV cache, for generation (examples/gpt2_generate.py): each
+layer writes its new keys and values into its cache with tp.update_slice at a position read at run
+time, and attends over the whole cache with a mask that hides the positions not yet written.
+
 Run: python examples/gpt2.py   (a tiny config, checked against torch, or numpy without torch)
 """
 
@@ -67,6 +71,24 @@ class CausalSelfAttention(tp.Module):
         y = y.transpose(1, 2).reshape((B, T, self.n_embd))
         return self.c_proj(y)
 
+    def cached(self, x, pos, k_cache, v_cache):
+        """T new tokens at positions pos .. pos + T - 1 (pos: an int32 tensor of shape (1,)) with this
+        layer's cache (B, H, block_size, D): their keys and values are written into the cache and
+        each query attends to the cached positions up to its own. Returns (y, k_cache, v_cache)."""
+        B, T, C = x.shape
+        H, D = self.n_head, self.n_embd // self.n_head
+        q, k, v = tp.split(self.c_attn(x), 3, dim=2)
+        q, k, v = (a.reshape((B, T, H, D)).transpose(1, 2) for a in (q, k, v))  # (B, H, T, D)
+        k_cache = tp.update_slice(k_cache, 2, pos, k)
+        v_cache = tp.update_slice(v_cache, 2, pos, v)
+        S = k_cache.shape[2]
+        # Query t sits at position pos + t and sees cached positions s <= pos + t; the rest of the
+        # cache (not yet written) is masked out. One shape for every position: one CUDA graph.
+        visible = tp.iota((T, S), dim=1, dtype=tp.int32) <= tp.iota((T, S), dim=0, dtype=tp.int32) + pos
+        y = tp.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible.reshape((1, 1, T, S)))
+        y = y.transpose(1, 2).reshape((B, T, self.n_embd))
+        return self.c_proj(y), k_cache, v_cache
+
 
 class MLP(tp.Module):
     def __init__(self, config, dtype):
@@ -87,6 +109,11 @@ class Block(tp.Module):
     def __call__(self, x):
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
+
+    def cached(self, x, pos, k_cache, v_cache):
+        y, k_cache, v_cache = self.attn.cached(self.ln_1(x), pos, k_cache, v_cache)
+        x = x + y
+        return x + self.mlp(self.ln_2(x)), k_cache, v_cache
 
 
 class GPT(tp.Module):
@@ -112,6 +139,27 @@ class GPT(tp.Module):
             x = block(x)
         x = self.transformer["ln_f"](x)
         return x @ self.transformer["wte"].weight.transpose(0, 1)  # lm_head, tied to wte
+
+    def cache_shape(self, batch):
+        """The shape of each layer's key cache and value cache: (B, H, block_size, D)."""
+        c = self.config
+        return (batch, c.n_head, c.block_size, c.n_embd // c.n_head)
+
+    def cached(self, idx, pos, caches):
+        """A generation step: token ids ``idx`` (B, T) at positions pos .. pos + T - 1 (``pos``: an
+        int32 tensor of shape (1,)); ``caches``: per layer a key and a value cache (2 * n_layer
+        tensors of ``cache_shape(B)``, zeros to start). Returns (logits of the last position
+        (B, 1, vocab), the updated caches). A prefill is T prompt tokens at pos 0, a decode step one
+        token at the number of tokens cached."""
+        B, T = idx.shape
+        positions = tp.iota((T,), dtype=tp.int32) + pos
+        x = self.transformer["wte"](idx) + self.transformer["wpe"](positions)
+        updated = []
+        for i, block in enumerate(self.transformer["h"]):
+            x, k_cache, v_cache = block.cached(x, pos, caches[2 * i], caches[2 * i + 1])
+            updated += [k_cache, v_cache]
+        x = self.transformer["ln_f"](x[:, T - 1 :])  # only the last position predicts the next token
+        return x @ self.transformer["wte"].weight.transpose(0, 1), updated
 
 
 def load_gpt(model, state):

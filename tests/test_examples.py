@@ -38,7 +38,7 @@ def test_gpu_benchmark_runs_quickly():
     assert out.returncode == 0, out.stderr
 
 
-MODEL_EXAMPLES = ["gpt2", "llama_block", "resnet50", "mobilenet_unet_block"]
+MODEL_EXAMPLES = ["gpt2", "gpt2_generate", "llama_block", "resnet50", "mobilenet_unet_block"]
 
 
 @pytest.mark.parametrize("name", MODEL_EXAMPLES)

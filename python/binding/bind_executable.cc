@@ -88,6 +88,13 @@ void bind_executable(py::module_& m) {
           out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max, bounds));
         }
         return out;
+      })
+      // Names of the inputs declared with tp.InputInfo(donate=True).
+      .def_property_readonly("donated", [](const Executable& exe) {
+        std::vector<std::string> out;
+        for (const auto& d : exe.inputs())
+          if (d.donated) out.push_back(d.name);
+        return out;
       });
 }
 

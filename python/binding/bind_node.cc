@@ -169,10 +169,12 @@ void bind_node(py::module_& m) {
   m.def("trace_str", [](const NodeRef& n) { return trace::trace_str({n}); });
 
   m.def("compile", [](std::vector<NodeRef> outputs, std::vector<NodeRef> inputs, std::vector<std::string> names,
-                      const std::string& device, int level, py::object dump) {
+                      const std::string& device, int level, py::object dump, std::vector<int32_t> donated) {
     CompileOptions o = compile_options(device, level, dump);
+    o.donated_inputs = std::move(donated);
     return unwrap(trace::compile_trace(outputs, inputs, names, o));
-  });
+  }, py::arg("outputs"), py::arg("inputs"), py::arg("names"), py::arg("device"), py::arg("level"), py::arg("dump"),
+        py::arg("donated") = std::vector<int32_t>{});
 
 #if TRIPY_WITH_CUDA
   // Test hook: the CUDA source of every fused kernel of `n`'s eager program. Needs no GPU, so the

@@ -65,6 +65,7 @@ from tripy.frontend.ops.shape_ops import (
     stack,
     transpose,
     unsqueeze,
+    update_slice,
 )
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.pad import pad, repeat

@@ -30,6 +30,10 @@ struct InputDesc {
   std::vector<int64_t> dim_min, dim_opt, dim_max;
   Kind kind = Kind::kTensor;
   int64_t value_min = 0, value_opt = 0, value_max = 0;  // kShapeValue
+  // tp.InputInfo(donate=True): the run may update this tensor in place (an output that is
+  // `update_slice` of it is returned as this same memory). It must share no memory with the
+  // other arguments.
+  bool donated = false;
 };
 
 class Executable {

@@ -21,7 +21,8 @@ using rt::BufferDesc;
 class ProgramBuilder {
  public:
   ProgramBuilder(const flat::Graph& g, const BuildProgramOptions& options)
-      : g_(g), options_(options), slots_(p_.shape_program, g.symbols), buffer_of_(g.values.size(), -1) {}
+      : g_(g), options_(options), slots_(p_.shape_program, g.symbols), buffer_of_(g.values.size(), -1),
+        uses_(g.use_counts()) {}
 
   StatusOr<rt::Program> build() {
     TRIPY_ASSIGN_OR_RETURN(flat::FusionPlan plan, flat::plan_fusion(g_));
@@ -65,10 +66,13 @@ class ProgramBuilder {
       rt::InputSpec spec;
       spec.name = i < g_.input_names.size() ? g_.input_names[i] : "";
       spec.dtype = v.dtype;
+      const auto& donated = options_.donated_inputs;
+      spec.donated = std::find(donated.begin(), donated.end(), static_cast<int32_t>(i)) != donated.end();
       if (const int32_t symbol = g_.def(g_.inputs[i]).shape_symbol; symbol >= 0) {
         // A shape value: read by the shape program alone, so it gets no buffer.
         const Symbol& sym = g_.symbols.symbols[static_cast<size_t>(symbol)];
         spec.kind = rt::InputSpec::Kind::kShapeValue;
+        spec.donated = false;  // a host scalar: nothing to update
         spec.value_min = sym.min;
         spec.value_opt = sym.opt;
         spec.value_max = sym.max;
@@ -202,6 +206,43 @@ class ProgramBuilder {
     return b;
   }
 
+  // The buffer whose memory `operand` is (itself or through aliases), when an update of it may be
+  // written there: nothing else reads the operand, so its old contents are not needed, and the
+  // memory is a temp or a donated input.
+  int32_t writable_root(ValueId operand) const {
+    if (uses_[operand] != 1 || buffer_of_[operand] < 0) return -1;
+    const int32_t root = root_of(buffer_of_[operand]);
+    const BufferDesc& b = p_.buffers[root];
+    const bool donated = b.kind == BufferDesc::Kind::kInput && p_.inputs[b.index].donated;
+    return donated || b.kind == BufferDesc::Kind::kTemp ? root : -1;
+  }
+
+  // update_slice in place: the result is the operand's memory (an alias of it, or the output
+  // that the runtime returns as the donated input). Returns -1 where it must be a copy.
+  StatusOr<int32_t> write_in_place(ValueId v, ValueId operand) {
+    const int32_t root = writable_root(operand);
+    if (root < 0) return -1;
+    const bool donated = p_.buffers[root].kind == BufferDesc::Kind::kInput;
+    BufferDesc b;
+    b.dtype = g_.values[v].dtype;
+    TRIPY_ASSIGN_OR_RETURN(b.shape, slots_.slots(g_.values[v].shape));
+    auto it = claimed_.find(v);
+    if (it != claimed_.end()) {
+      // A temp cannot become an output; an output reshaped has not the input's shape.
+      if (!donated || it->second.shaped_as != v) return -1;
+      b.kind = BufferDesc::Kind::kOutput;
+      b.index = it->second.output;
+      b.donor = p_.buffers[root].index;
+      p_.outputs[b.index] = add_buffer(std::move(b));
+      buffer_of_[v] = p_.outputs[it->second.output];
+    } else {
+      b.kind = BufferDesc::Kind::kAlias;
+      b.index = root;
+      buffer_of_[v] = add_buffer(std::move(b));
+    }
+    return buffer_of_[v];
+  }
+
   StatusOr<int32_t> write_buffer(ValueId v) {
     BufferDesc b;
     b.dtype = g_.values[v].dtype;
@@ -253,7 +294,13 @@ class ProgramBuilder {
       k.inputs.push_back(b);
     }
     for (ValueId v : grp.outputs) {
-      TRIPY_ASSIGN_OR_RETURN(int32_t b, write_buffer(v));
+      int32_t b = -1;
+      if (grp.kind == GroupKind::kUpdateSlice) {
+        TRIPY_ASSIGN_OR_RETURN(b, write_in_place(v, grp.inputs[0]));
+      }
+      if (b < 0) {
+        TRIPY_ASSIGN_OR_RETURN(b, write_buffer(v));
+      }
       k.outputs.push_back(b);
     }
     switch (grp.kind) {
@@ -289,6 +336,10 @@ class ProgramBuilder {
       case GroupKind::kAttention:
         k.kind = rt::KernelKind::kAttention;
         k.attention = first.attention;
+        break;
+      case GroupKind::kUpdateSlice:
+        k.kind = rt::KernelKind::kUpdateSlice;
+        k.axis = first.dims.at(0);
         break;
       case GroupKind::kAlias: break;
       case GroupKind::kConv:
@@ -376,6 +427,7 @@ class ProgramBuilder {
   rt::Program p_;
   ShapeSlots slots_;
   std::vector<int32_t> buffer_of_;
+  std::vector<int32_t> uses_;  // per value: readers, graph outputs included
   struct Claim {
     int32_t output;      // the output number the value's kernel writes
     ValueId shaped_as;   // the output value (the value itself, or a reshape of it)

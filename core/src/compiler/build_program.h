@@ -16,6 +16,10 @@ struct BuildProgramOptions {
   std::vector<std::string> output_names;  // one per graph output, or empty for "" names
   // Called with the fusion plan's text (fusion_plan_str) when set, for the "fusion" dump.
   std::function<void(const std::string&)> dump_fusion;
+  // Runtime inputs (by number) whose memory the program may update in place: an update_slice
+  // whose operand is such an input, read by nothing else, writes there, and when its result is an
+  // output that output is the input's memory (rt::BufferDesc::donor).
+  std::vector<int32_t> donated_inputs;
 };
 
 // The graph should be optimised already (passes); this reorders reductions for fusion itself.

@@ -20,6 +20,8 @@ struct CompileOptions {
   // Called with (stage, text) after each stage ("flat", "flat.optimized", "program", ...) when set;
   // the frontend's logger and TRIPY_DEBUG use it.
   std::function<void(const std::string&, const std::string&)> dump;
+  // Runtime inputs (by number) declared with tp.InputInfo(donate=True): updated in place.
+  std::vector<int32_t> donated_inputs;
 };
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options);

@@ -35,6 +35,7 @@ std::string buffer_line(const rt::BufferDesc& b) {
   out += std::string(" ") + flat::dtype_short_name(b.dtype) + slot_list(b.shape);
   if (b.kind == rt::BufferDesc::Kind::kTemp) out += " @" + std::to_string(b.offset);
   if (b.max_bytes) out += " (<= " + std::to_string(b.max_bytes) + " bytes)";
+  if (b.donor >= 0) out += " in input " + std::to_string(b.donor) + "'s memory";
   return out;
 }
 
@@ -82,7 +83,7 @@ std::string program_str(const rt::Program& p) {
                ", " + std::to_string(in.dim_opt[d]) + ", " + std::to_string(in.dim_max[d]) + "]";
       }
     }
-    out += "]\n";
+    out += std::string("]") + (in.donated ? " donated" : "") + "\n";
   }
   for (const rt::ShapeCheck& c : p.checks) {
     out += std::string("check $") + std::to_string(c.a) +
@@ -129,7 +130,8 @@ std::string program_str(const rt::Program& p) {
       }
       case rt::KernelKind::kSlice: out += " starts " + slot_list(k.starts) + " steps " + slot_list(k.steps); break;
       case rt::KernelKind::kConcat:
-      case rt::KernelKind::kGather: out += " axis " + std::to_string(k.axis); break;
+      case rt::KernelKind::kGather:
+      case rt::KernelKind::kUpdateSlice: out += " axis " + std::to_string(k.axis); break;
       case rt::KernelKind::kCopy: break;
       case rt::KernelKind::kAttention: {
         const rt::AttentionAttrs& a = k.attention;

@@ -35,6 +35,7 @@ enum class OpKind : uint8_t {
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
   kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
+  kUpdateSlice,  // operand0 with operand1 written at operand2 (an int scalar read at run time) along dims[0]
 };
 const char* op_kind_name(OpKind kind);
 

@@ -33,7 +33,8 @@ std::string op_text_name(const Op& op) {
 }
 
 bool op_from_text_name(std::string_view name, Op& op) {
-  for (int k = 0; k <= static_cast<int>(OpKind::kConvolution); ++k) {
+  // Every kind with a name (the name table ends where op_kind_name says "invalid").
+  for (int k = 0; std::string_view(op_kind_name(static_cast<OpKind>(k))) != "invalid"; ++k) {
     auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::kElementwise || kind == OpKind::kReduce) continue;
     if (name == op_kind_name(kind)) {

@@ -211,6 +211,22 @@ class Verifier {
         want.insert(want.end(), a.shape.begin() + op.dims[0] + 1, a.shape.end());
         return expect_shape(op, want, r.shape, "the result");
       }
+      case OpKind::kUpdateSlice: {
+        TRIPY_RETURN_IF_ERROR(expect_operands(op, 3));
+        const Value& a = operand(0);
+        const Value& up = operand(1);
+        const Value& start = operand(2);
+        if (a.dtype != r.dtype || up.dtype != r.dtype) return fail(&op, "the operand, update and result dtypes differ");
+        if ((start.dtype != DType::kInt32 && start.dtype != DType::kInt64) || start.shape.size() > 1)
+          return fail(&op, "the start must be an int32 or int64 scalar");
+        if (op.dims.size() != 1 || op.dims[0] < 0 || op.dims[0] >= static_cast<int64_t>(a.shape.size()) ||
+            up.shape.size() != a.shape.size())
+          return fail(&op, "needs one axis inside the operand's rank and an update of the operand's rank");
+        for (size_t d = 0; d < a.shape.size(); ++d)
+          if (static_cast<int64_t>(d) != op.dims[0])
+            TRIPY_RETURN_IF_ERROR(expect_shape(op, {a.shape[d]}, {up.shape[d]}, "the update"));
+        return expect_shape(op, a.shape, r.shape, "the result");
+      }
     }
     return fail(&op, "unknown op kind");
   }

@@ -62,6 +62,27 @@ Status check_argument(const InputDesc& desc, const Tensor& t, const Device& devi
   return ok_status();
 }
 
+// A donated argument is written during the run: another argument reading the same memory would
+// see some of the new values, so donated memory must be the donor's alone.
+Status check_donations(const std::vector<InputDesc>& descs, const std::vector<Tensor>& inputs) {
+  auto range = [&](size_t i) {
+    const auto* lo = static_cast<const uint8_t*>(inputs[i].data());
+    return std::make_pair(lo, lo + inputs[i].nbytes());
+  };
+  for (size_t i = 0; i < descs.size(); ++i) {
+    if (!descs[i].donated || inputs[i].nbytes() == 0) continue;
+    const auto [lo, hi] = range(i);
+    for (size_t j = 0; j < descs.size(); ++j) {
+      if (j == i || descs[j].kind != InputDesc::Kind::kTensor || inputs[j].nbytes() == 0) continue;
+      const auto [lo2, hi2] = range(j);
+      if (inputs[i].device() == inputs[j].device() && lo < hi2 && lo2 < hi)
+        return invalid_argument("Argument " + quoted(descs[i].name) + " is donated (updated in place), but shares "
+                                "memory with argument " + quoted(descs[j].name) + ". Pass a tensor of its own.");
+    }
+  }
+  return ok_status();
+}
+
 Status check_arguments(const rt::Program& p, const std::vector<InputDesc>& descs, const std::vector<Tensor>& inputs,
                        const Device& device) {
   const size_t want = descs.size();
@@ -73,6 +94,7 @@ Status check_arguments(const rt::Program& p, const std::vector<InputDesc>& descs
     return invalid_argument("Too many arguments: this executable takes " + std::to_string(want) + " input(s) (" +
                             input_list(descs) + "), but " + std::to_string(inputs.size()) + " were given.");
   for (size_t i = 0; i < want; ++i) TRIPY_RETURN_IF_ERROR(check_argument(descs[i], inputs[i], device));
+  TRIPY_RETURN_IF_ERROR(check_donations(descs, inputs));
 
   // Dims that share a tp.NamedDimension must agree; the first occurrence is the reference.
   struct First {
@@ -105,6 +127,7 @@ Executable make_executable(std::shared_ptr<const rt::Program> program, rt::Artif
     impl->input_descs.push_back({in.name, in.dtype, in.dim_min, in.dim_opt, in.dim_max,
                                  value ? InputDesc::Kind::kShapeValue : InputDesc::Kind::kTensor, in.value_min,
                                  in.value_opt, in.value_max});
+    impl->input_descs.back().donated = in.donated;
   }
   for (const SourceInfo& s : program->sources) impl->sources.push_back(std::make_shared<SourceInfo>(s));
   impl->program = std::move(program);

@@ -51,10 +51,25 @@ int64_t floor_mod(int64_t a, int64_t b) {
 }  // namespace
 
 namespace {
-constexpr std::array<const char*, 9> kKernelKindNames = {"fused",  "dot",  "transpose", "slice", "concat",
-                                                         "gather", "copy", "attention", "conv"};
-static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kConv) + 1, "a kernel kind needs its name");
+constexpr std::array<const char*, 10> kKernelKindNames = {"fused", "dot",       "transpose", "slice",
+                                                          "concat", "gather",   "copy",      "attention",
+                                                          "conv",  "update_slice"};
+static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kUpdateSlice) + 1,
+              "a kernel kind needs its name");
 }  // namespace
+
+bool update_in_place(const Program& p, const Kernel& k) {
+  auto root = [&](int32_t b) {
+    for (size_t steps = 0; p.buffers[b].kind == BufferDesc::Kind::kAlias && steps <= p.buffers.size(); ++steps)
+      b = p.buffers[b].index;
+    return b;
+  };
+  const BufferDesc& in = p.buffers[root(k.inputs[0])];
+  const BufferDesc& out = p.buffers[root(k.outputs[0])];
+  if (&in == &out) return true;
+  return out.kind == BufferDesc::Kind::kOutput && out.donor >= 0 && in.kind == BufferDesc::Kind::kInput &&
+         in.index == out.donor;
+}
 
 const char* kernel_kind_name(KernelKind kind) {
   auto i = static_cast<size_t>(kind);

@@ -28,6 +28,8 @@ struct ShapeInstr {
 // A runtime input. kTensor: a tensor on the executable's device, read by kernels. kShapeValue: a
 // size given at run time (tp.DimensionInputInfo) as a 0-d int64 host tensor; only the shape
 // program reads it (kInputValue), so it never leaves the host and no buffer refers to it.
+// A donated tensor input (tp.InputInfo(donate=True)) lends its memory to the program: an output
+// whose BufferDesc::donor names it is written in place there and returned as that same memory.
 struct InputSpec {
   enum class Kind : uint8_t { kTensor, kShapeValue };
   std::string name;  // the Python parameter name
@@ -36,6 +38,7 @@ struct InputSpec {
   std::vector<std::string> dim_names;              // NamedDimension name, or "" per dim
   Kind kind = Kind::kTensor;
   int64_t value_min = 0, value_opt = 0, value_max = 0;  // kShapeValue: the value's range
+  bool donated = false;                                 // kTensor: its memory may be updated in place
 };
 
 // Whether `t` has the form of a shape value (a 0-d int64 tensor in host memory), and its value
@@ -67,6 +70,10 @@ struct BufferDesc {
   std::vector<Slot> shape;
   int64_t offset = 0;     // kTemp only; 256-byte aligned
   int64_t max_bytes = 0;  // upper bound over the input ranges
+  // kOutput only: the donated input whose memory this output is (-1: a fresh allocation). The
+  // runtime returns that input's tensor as the output, so kernels that update it in place
+  // (kUpdateSlice) change the caller's tensor and nothing is copied.
+  int32_t donor = -1;
 };
 
 // Instruction set of fused kernels. The order is part of the file format: append only.
@@ -194,7 +201,8 @@ inline constexpr size_t kMaxConvSpatialDims = 3;
 // transposed and epilogue fields only when set.
 std::string conv_attrs_text(const ConvAttrs& a);
 
-enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv };
+enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv,
+                                  kUpdateSlice };
 // "fused", "dot", ...: the kind as files, program dumps and profiles spell it ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
@@ -207,7 +215,11 @@ struct Kernel {
   ConvAttrs conv;                        // kConv
   std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
   std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
-  int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis))
+  int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis)), kUpdateSlice
+  // kUpdateSlice: inputs operand, update, start (an int32/int64 device scalar of 1 element); out =
+  // operand with out[.., start + i, ..] = update[.., i, ..] along `axis`. When out and operand are
+  // one buffer (a donated input, or an alias of it) only the update's rows are written; a start
+  // with start + update rows outside the axis is an error of the run, and nothing is written.
   AttentionAttrs attention;              // kAttention: inputs q, k, v[, mask]
   int32_t source = -1;                   // index into Program::sources
 };
@@ -247,6 +259,11 @@ FusedInputView fused_input_view(const Program& p, const Kernel& k, size_t i, con
 // register is included but not what it needs (a backend that already holds its value).
 std::vector<int32_t> element_closure(const FusedProgram& f, const std::vector<uint8_t>& row_level,
                                      const std::vector<int32_t>& roots, int32_t leaf = -1);
+
+// Whether kUpdateSlice kernel `k` writes into its operand's memory: its output is the operand's
+// buffer (through aliases), or the output that lives in the donated input the operand is. Otherwise
+// the kernel first copies the operand into its output.
+bool update_in_place(const Program& p, const Kernel& k);
 
 // Checks the program's internal consistency (indices in range, kinds coherent); a loaded file
 // that passes this cannot make a backend read out of bounds.

@@ -17,13 +17,14 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kKernelKinds[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "copy", "attention", "conv"};
+constexpr const char* kKernelKinds[] = {"fused",  "dot",  "transpose", "slice", "concat",
+                                        "gather", "copy", "attention", "conv",  "update_slice"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
 static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kConv) + 1);
+static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kUpdateSlice) + 1);
 constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
 constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
 static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
@@ -292,6 +293,7 @@ json program_to_json(const Program& p) {
       j["kind"] = name_of(kInputKinds, in.kind);
       j["value_bounds"] = {in.value_min, in.value_opt, in.value_max};
     }
+    if (in.donated) j["donated"] = true;
     inputs.push_back(std::move(j));
   }
   json checks = json::array();
@@ -302,6 +304,7 @@ json program_to_json(const Program& p) {
     json j = {{"kind", name_of(kBufferKinds, b.kind)}, {"index", b.index}, {"dtype", dt(b.dtype)}, {"shape", b.shape}};
     if (b.offset != 0 || b.kind == BufferDesc::Kind::kTemp) j["offset"] = b.offset;
     if (b.max_bytes != 0 || b.kind == BufferDesc::Kind::kTemp) j["max_bytes"] = b.max_bytes;
+    if (b.donor != -1) j["donor"] = b.donor;
     buffers.push_back(std::move(j));
   }
   json kernels = json::array();
@@ -339,6 +342,7 @@ Status program_from_json(const json& j, Program* out) {
         in.value_opt = b[1];
         in.value_max = b[2];
       }
+      if (optional_field(v, "donated")) in.donated = json_flag(v, "donated", at);
       p.inputs.push_back(std::move(in));
     });
     for_each_in(j, "input_shapes", path, [&](const json& v, const std::string& at) { p.input_shapes.push_back(json_i32_list(v, at)); });
@@ -361,6 +365,7 @@ Status program_from_json(const json& j, Program* out) {
       b.shape = json_i32_list(json_field(v, "shape", at), at + ".shape");
       if (const json* o = optional_field(v, "offset")) b.offset = json_int(*o, at + ".offset");
       if (const json* m = optional_field(v, "max_bytes")) b.max_bytes = json_int(*m, at + ".max_bytes");
+      if (const json* d = optional_field(v, "donor")) b.donor = json_i32(*d, at + ".donor");
       p.buffers.push_back(std::move(b));
     });
     p.outputs = json_i32_list(json_field(j, "outputs", path), path + ".outputs");

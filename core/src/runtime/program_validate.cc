@@ -194,10 +194,24 @@ class Validator {
                         std::to_string(b.max_bytes) + ") which is not an aligned range inside the " +
                         std::to_string(p_.arena_bytes) + "-byte arena");
           break;
-        case Kind::kOutput:
+        case Kind::kOutput: {
           if (!in_range(b.index, p_.outputs.size()) || p_.outputs[static_cast<size_t>(b.index)] != static_cast<int32_t>(i))
             return fail(where + " claims to be output " + idx + ", but the outputs list disagrees");
+          if (b.donor == -1) break;
+          // An output in a donated input's memory: that input, of this dtype and rank (the sizes
+          // are compared per run), lending its memory to this output alone.
+          const std::string donor = std::to_string(b.donor);
+          if (!in_range(b.donor, p_.inputs.size()) || !p_.inputs[static_cast<size_t>(b.donor)].donated ||
+              p_.inputs[static_cast<size_t>(b.donor)].kind != InputSpec::Kind::kTensor)
+            return fail(where + " lives in input " + donor + "'s memory, which is not a donated tensor input");
+          const InputSpec& in = p_.inputs[static_cast<size_t>(b.donor)];
+          if (b.dtype != in.dtype || b.shape.size() != in.dim_min.size())
+            return fail(where + " does not match the dtype and rank of input " + donor + ", whose memory it is");
+          for (size_t j = 0; j < i; ++j)
+            if (p_.buffers[j].kind == Kind::kOutput && p_.buffers[j].donor == b.donor)
+              return fail(where + " lives in input " + donor + "'s memory, as buffer " + std::to_string(j) + " does");
           break;
+        }
         case Kind::kAlias:
           if (!in_range(b.index, p_.buffers.size())) return fail(where + " aliases missing buffer " + idx);
           if (b.dtype != p_.buffers[static_cast<size_t>(b.index)].dtype)
@@ -239,14 +253,17 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kConv) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kUpdateSlice) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
     for (int32_t b : kn.outputs) {
       if (!in_range(b, p_.buffers.size())) return bad("writes missing buffer " + std::to_string(b));
-      const BufferDesc::Kind root = p_.buffers[static_cast<size_t>(roots_[static_cast<size_t>(b)])].kind;
-      if (root != BufferDesc::Kind::kTemp && root != BufferDesc::Kind::kOutput)
+      const BufferDesc& root = p_.buffers[static_cast<size_t>(roots_[static_cast<size_t>(b)])];
+      // Inputs are read-only, except donated ones, which only update_slice writes (in place).
+      const bool donated = root.kind == BufferDesc::Kind::kInput && kn.kind == KernelKind::kUpdateSlice &&
+                           p_.inputs[static_cast<size_t>(root.index)].donated;
+      if (root.kind != BufferDesc::Kind::kTemp && root.kind != BufferDesc::Kind::kOutput && !donated)
         return bad("writes buffer " + std::to_string(b) + ", which is an input or a constant");
     }
     auto arity = [&](size_t ins, size_t outs) {
@@ -309,6 +326,17 @@ class Validator {
         return ok_status();
       case KernelKind::kAttention: return check_attention(kn, bad);
       case KernelKind::kConv: return check_conv(kn, bad);
+      case KernelKind::kUpdateSlice: {
+        if (!arity(3, 1) || !same_dtype() || dtype_of(kn.inputs[1]) != dtype_of(kn.outputs[0]))
+          return bad("needs an operand, an update and a start, and 1 output, of one dtype");
+        const DType st = dtype_of(kn.inputs[2]);
+        if ((st != DType::kInt32 && st != DType::kInt64) || rank_of(kn.inputs[2]) > 1)
+          return bad("has a start that is not an int32 or int64 scalar");
+        const size_t rank = rank_of(kn.inputs[0]);
+        if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(kn.axis, rank))
+          return bad("has an axis or ranks that do not fit its operands");
+        return ok_status();
+      }
     }
     return ok_status();
   }

@@ -74,7 +74,11 @@ class RunChecker {
           return fail(name + " is larger than buffer " + std::to_string(root) + ", which it aliases");
         break;
       }
-      case BufferDesc::Kind::kOutput: break;
+      case BufferDesc::Kind::kOutput:
+        if (b.donor >= 0 && shapes_[i] != inputs_[static_cast<size_t>(b.donor)].shape())
+          return fail(name + " should have the shape of input " + std::to_string(b.donor) + " " +
+                      dims_str(inputs_[static_cast<size_t>(b.donor)].shape()) + ", whose memory it is");
+        break;
     }
     return ok_status();
   }
@@ -135,6 +139,16 @@ class RunChecker {
                    ? ""
                    : "copies " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
       case KernelKind::kConv: return check_conv(k);
+      case KernelKind::kUpdateSlice: {
+        const auto& in = shape(k.inputs[0]);
+        const auto& up = shape(k.inputs[1]);
+        if (shape(k.outputs[0]) != in) return "updates " + dims_str(in) + " into " + dims_str(shape(k.outputs[0]));
+        if (numel_of(shape(k.inputs[2])) != 1) return "has a start of shape " + dims_str(shape(k.inputs[2]));
+        for (size_t d = 0; d < in.size(); ++d)
+          if (d == static_cast<size_t>(k.axis) ? up[d] > in[d] : up[d] != in[d])
+            return "writes an update of shape " + dims_str(up) + " into " + dims_str(in);
+        return "";
+      }
     }
     return "";
   }

@@ -1,4 +1,5 @@
-// Shape Trace ops: reshape, permute, squeeze, unsqueeze, expand, slice, concatenate, gather.
+// Shape Trace ops: reshape, permute, squeeze, unsqueeze, expand, slice, concatenate, gather,
+// update_slice.
 // Their rules check sizes symbolically; lowering maps them to FlatIR layout primitives.
 #include <algorithm>
 #include <set>
@@ -234,6 +235,57 @@ StatusOr<flat::ValueId> lower_gather(LowerCtx& c) {
   return c.emit(std::move(op), c.node().dtype, c.node().shape);
 }
 
+// update_slice(x, update, start) along attrs.axis: x with update written at rows [start, start + n)
+// of that axis, n = update.shape[axis]; start is an int scalar tensor read at run time, so a
+// compiled decode step keeps one shape while the position moves (a start past the end is an
+// error of the run). The other dims of update are x's.
+Status infer_update_slice(InferCtx& ctx) {
+  const Shape& in = ctx.shape(0);
+  const Shape& up = ctx.shape(1);
+  const Shape& start = ctx.shape(2);
+  TRIPY_ASSIGN_OR_RETURN(int64_t axis, normalize_dim(ctx, ctx.node.attrs.axis, static_cast<int64_t>(in.size())));
+  ctx.node.attrs.axis = axis;
+  if (ctx.in()[1]->dtype != ctx.in()[0]->dtype)
+    return ctx.error("update_slice: the update has dtype " + std::string(dtype_name(ctx.in()[1]->dtype)) +
+                     ", but the tensor it is written into has dtype " +
+                     std::string(dtype_name(ctx.in()[0]->dtype)) + ".");
+  const DType st = ctx.in()[2]->dtype;
+  const bool one = start.empty() || (start.size() == 1 && start[0].is_static() && start[0].static_value() == 1);
+  if ((st != DType::kInt32 && st != DType::kInt64) || !one)
+    return ctx.error("update_slice: start must be an int32 or int64 tensor holding one value (shape () or (1,)), "
+                     "but got dtype " + std::string(dtype_name(st)) + " and shape " + shape_str(start) + ".");
+  if (up.size() != in.size())
+    return ctx.error("update_slice: the update has rank " + std::to_string(up.size()) +
+                     ", but the tensor it is written into has rank " + std::to_string(in.size()) + ".");
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!in[d].is_static() || !up[d].is_static()) continue;  // dynamic: checked at run time
+    const bool along = static_cast<int64_t>(d) == axis;
+    if (along ? up[d].static_value() > in[d].static_value() : !up[d].same_as(in[d]))
+      return ctx.error("update_slice: an update of shape " + shape_str(up) + " does not fit into shape " +
+                       shape_str(in) + " along dimension " + std::to_string(axis) +
+                       (along ? ": it has more rows than that dimension." : ": the other dimensions must be equal."));
+  }
+  ctx.node.shape = in;
+  ctx.node.dtype = ctx.in()[0]->dtype;
+  return ok_status();
+}
+
+StatusOr<flat::ValueId> lower_update_slice(LowerCtx& c) {
+  const Shape& in = c.node().inputs[0]->shape;
+  const Shape& up = c.node().inputs[1]->shape;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (static_cast<int64_t>(d) != c.node().attrs.axis)
+      c.check_equal(up[d], in[d], "update_slice: dimension " + std::to_string(d) +
+                                      " of the update differs from the tensor it is written into.");
+  flat::ValueId start = c.in(2);
+  if (!c.value(start).shape.empty()) start = c.reshape(start, {}, "update_slice reads its start as a scalar");
+  flat::Op op;
+  op.kind = flat::OpKind::kUpdateSlice;
+  op.operands = {c.in(0), c.in(1), start};
+  op.dims = {c.node().attrs.axis};
+  return c.emit(std::move(op), c.node().dtype, c.node().shape);
+}
+
 }  // namespace
 
 void register_shape_ops() {
@@ -245,6 +297,7 @@ void register_shape_ops() {
   register_op({"slice", "slice", 1, 1, {}, true, infer_slice, lower_slice});
   register_op({"concatenate", "concatenate", 1, 1 << 20, {}, true, infer_concatenate, lower_concatenate});
   register_op({"gather", "gather", 2, 2, {}, false, infer_gather, lower_gather});
+  register_op({"update_slice", "update_slice", 3, 3, {}, false, infer_update_slice, lower_update_slice});
 }
 
 }  // namespace tripy::trace

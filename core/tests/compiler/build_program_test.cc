@@ -216,5 +216,83 @@ return %1
   EXPECT_NE(s.find("reduce_max.f32 r0"), std::string::npos) << s;
 }
 
+
+// A KV-cache write: parameter 0 is the cache (donated where the options say so), 2 the position.
+constexpr const char* kCacheWrite = R"(%0 : f32[4, 8, 2] = parameter() {index = 0, name = "cache"}
+%1 : f32[4, 1, 2] = parameter() {index = 1, name = "row"}
+%2 : i32[] = parameter() {index = 2, name = "pos"}
+%3 : f32[4, 8, 2] = update_slice(%0, %1, %2) {dims = [1]}
+%4 : f32[4, 8, 2] = update_slice(%3, %1, %2) {dims = [1]}
+return %4
+)";
+
+rt::Program built_with(const char* text, std::vector<int32_t> donated) {
+  auto g = flat::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  BuildProgramOptions options;
+  options.donated_inputs = std::move(donated);
+  auto p = build_program(*g, options);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  if (!p.ok()) return rt::Program();
+  Status st = rt::validate_program(*p);
+  EXPECT_TRUE(st.ok()) << st.message() << "\n" << program_str(*p);
+  return std::move(p.value());
+}
+
+TEST(BuildProgram, UpdatesOfADonatedInputAreWrittenInPlaceAndReturnedAsIt) {
+  rt::Program p = built_with(kCacheWrite, {0});
+  EXPECT_TRUE(p.inputs[0].donated);
+  EXPECT_FALSE(p.inputs[1].donated);
+  ASSERT_EQ(p.kernels.size(), 2u);  // the two row writes; no copy of the cache anywhere
+  for (const rt::Kernel& k : p.kernels) {
+    EXPECT_EQ(k.kind, rt::KernelKind::kUpdateSlice);
+    EXPECT_EQ(k.axis, 1);
+    EXPECT_TRUE(rt::update_in_place(p, k));
+  }
+  const rt::BufferDesc& out = p.buffers[p.outputs[0]];
+  EXPECT_EQ(out.donor, 0);  // the caller's cache is the output
+  // The first write lands in the input itself (an alias), the second in the output that is it.
+  EXPECT_EQ(p.buffers[root_of(p, p.kernels[0].outputs[0])].kind, rt::BufferDesc::Kind::kInput);
+  EXPECT_EQ(p.kernels[1].outputs[0], p.outputs[0]);
+  EXPECT_EQ(p.arena_bytes, 0);
+  const std::string text = program_str(p);
+  EXPECT_NE(text.find("input 0 'cache': f32[4, 8, 2] donated"), std::string::npos) << text;
+  EXPECT_NE(text.find("in input 0's memory"), std::string::npos) << text;
+}
+
+TEST(BuildProgram, UpdatesOfInputsNotDonatedOrStillReadAreCopies) {
+  rt::Program p = built_with(kCacheWrite, {});
+  EXPECT_EQ(p.buffers[p.outputs[0]].donor, -1);
+  EXPECT_FALSE(rt::update_in_place(p, p.kernels[0]));  // the caller's tensor is left as it was
+  EXPECT_EQ(p.buffers[root_of(p, p.kernels[0].outputs[0])].kind, rt::BufferDesc::Kind::kTemp);
+  EXPECT_FALSE(rt::update_in_place(p, p.kernels[1]));  // a temp cannot become the output: copied into it
+  // A temp that nothing else reads is updated in place.
+  rt::Program t = built_with(R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[1, 8] = parameter() {index = 1}
+%2 : i32[] = parameter() {index = 2}
+%3 : f32[4, 8] = exp(%0)
+%4 : f32[4, 8] = update_slice(%3, %1, %2) {dims = [0]}
+%5 : f32[4, 8] = neg(%4)
+return %5
+)", {});
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.kernels[1].kind, rt::KernelKind::kUpdateSlice);
+  EXPECT_TRUE(rt::update_in_place(t, t.kernels[1]));
+  // Donated, but the old value is also returned: the update must not destroy it.
+  rt::Program q = built_with(R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[1, 8] = parameter() {index = 1}
+%2 : i64[1] = parameter() {index = 2}
+%3 : i64[] = reshape(%2)
+%4 : f32[4, 8] = update_slice(%0, %1, %3) {dims = [0]}
+return %4, %0
+)", {0});
+  const rt::Kernel* update = nullptr;
+  for (const rt::Kernel& k : q.kernels)
+    if (k.kind == rt::KernelKind::kUpdateSlice) update = &k;
+  ASSERT_NE(update, nullptr);
+  EXPECT_FALSE(rt::update_in_place(q, *update));
+  EXPECT_EQ(q.buffers[q.outputs[0]].donor, -1);
+}
+
 }  // namespace
 }  // namespace tripy::compiler

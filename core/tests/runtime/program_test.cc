@@ -107,6 +107,26 @@ TEST(ProgramJson, shape_values_round_trip_and_tensors_need_no_kind) {
   EXPECT_NE(program_from_json(bad, &back).message().find("program.inputs[1].value_bounds is missing"), std::string::npos);
 }
 
+TEST(ProgramJson, donations_round_trip_and_are_absent_by_default) {
+  Program p = rich_program();
+  EXPECT_FALSE(program_to_json(p)["inputs"][0].contains("donated"));
+  EXPECT_FALSE(program_to_json(p)["buffers"][5].contains("donor"));
+  p.inputs[0].donated = true;
+  p.buffers[5].donor = 0;
+  const nlohmann::json j = program_to_json(p);
+  EXPECT_EQ(j["inputs"][0]["donated"], true);
+  EXPECT_EQ(j["buffers"][5]["donor"], 0);
+  Program back;
+  ASSERT_TRUE(program_from_json(j, &back).ok());
+  EXPECT_TRUE(back.inputs[0].donated);
+  EXPECT_FALSE(back.inputs[1].donated);
+  EXPECT_EQ(back.buffers[5].donor, 0);
+  EXPECT_EQ(back.buffers[6].donor, -1);
+  nlohmann::json bad = j;
+  bad["inputs"][0]["donated"] = 1;
+  EXPECT_NE(program_from_json(bad, &back).message().find("donated is not true or false"), std::string::npos);
+}
+
 TEST(BufferShape, maps_slots_and_tolerates_bad_ids) {
   Program p = rich_program();
   std::vector<int64_t> slots;
@@ -184,6 +204,15 @@ const Corruption kCorruptions[] = {
     {"alias_dtype", [](Program& p) { p.buffers[4].index = 12; }, "another dtype"},
     {"alias_cycle", [](Program& p) { p.buffers[3] = p.buffers[4]; p.buffers[3].index = 4; }, "alias cycle"},
     {"output_names", [](Program& p) { p.output_names.pop_back(); }, "5 outputs but 4 output names"},
+    {"donor_not_donated", [](Program& p) { p.buffers[5].donor = 0; }, "which is not a donated tensor input"},
+    {"donor_missing", [](Program& p) { p.buffers[5].donor = 7; }, "input 7's memory, which is not a donated"},
+    {"donor_twice",
+     [](Program& p) {
+       p.inputs[0].donated = true;
+       p.buffers[5].donor = p.buffers[7].donor = 0;
+       p.buffers[5].shape = p.buffers[0].shape;
+     },
+     "buffer 7 lives in input 0's memory"},
     {"output_list_disagrees", [](Program& p) { p.outputs[0] = 3; }, "buffer 5 claims to be output 0"},
     {"output_not_output", [](Program& p) { p.buffers[5].kind = BK::kTemp; }, "output 0 is not an output buffer"},
     {"output_unwritten", [](Program& p) { p.kernels[1].outputs = {3}; }, "output 0 is never written"},

@@ -34,6 +34,7 @@ class _Inputs:
         self.named = {}
         self.nodes = []
         self.names = []
+        self.donated = []  # input numbers declared with InputInfo(donate=True)
         self.frames = frames
 
     def _dim(self, name, index, bounds, dim_name):
@@ -59,6 +60,8 @@ class _Inputs:
                 self._dim(name, i, bounds, value.dimension_names.get(i))
                 for i, bounds in enumerate(value.shape_bounds._per_dim())
             ]
+            if value.donate:
+                self.donated.append(len(self.nodes))
             node = _C.input_node(
                 len(self.nodes), name, value.dtype.name, dims, str(default_device()), self.symbols, self.frames
             )
@@ -81,7 +84,9 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     runtime input; every other argument, and every tensor the function uses, is frozen into the
     executable as a constant. Each ``tp.DimensionInputInfo`` becomes a runtime size: the function
     receives a ``tp.DimensionSize`` that shapes may use, and the executable takes an int for it.
-    The function must return one tensor or a tuple of tensors.
+    The function must return one tensor or a tuple of tensors. An input declared with
+    ``tp.InputInfo(..., donate=True)`` may be updated in place by ``tp.update_slice``
+    (see there: a KV cache that a decode step writes one row of).
 
     Example::
 
@@ -145,6 +150,7 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         logger.log(flag, lambda: f"{stage}:\n{text}")
 
     impl = _C.compile(
-        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level, dump
+        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level, dump,
+        inputs.donated,
     )
     return Executable(impl)

@@ -15,7 +15,8 @@ class Executable:
     """
     A compiled function. Call it with tensors (positionally or by parameter name), and with an
     int (or a ``tp.DimensionSize``) for each size declared with ``tp.DimensionInputInfo``; inputs
-    are checked against the dtypes and ranges it was compiled for.
+    are checked against the dtypes and ranges it was compiled for. An argument declared with
+    ``tp.InputInfo(..., donate=True)`` may be updated in place (``tp.update_slice``).
 
     Example::
 
@@ -51,11 +52,13 @@ class Executable:
     def input_infos(self):
         """The ``tp.InputInfo`` (``tp.DimensionInputInfo`` for a size) of each runtime input, by name."""
         infos = {}
+        donated = set(self._impl.donated)
         for name, dtype, lo, opt, hi, bounds in self._impl.inputs:
             if bounds is not None:
                 infos[name] = DimensionInputInfo(value_bounds=bounds)
             else:
-                infos[name] = InputInfo(shape=list(zip(lo, opt, hi)), dtype=dtypes.from_name(dtype))
+                infos[name] = InputInfo(shape=list(zip(lo, opt, hi)), dtype=dtypes.from_name(dtype),
+                                        donate=name in donated)
         return infos
 
     @property

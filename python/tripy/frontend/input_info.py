@@ -124,6 +124,11 @@ class InputInfo:
     dynamic dimension, and its dtype. A shape entry is an int (a static size), a
     ``(min, opt, max)`` tuple (a dynamic size, tuned for ``opt``) or a ``tp.NamedDimension``.
 
+    ``donate=True`` lends the argument's memory to the executable: a ``tp.update_slice`` of this
+    input that nothing else reads is written in place (only the new rows), and when it is returned
+    the executable returns the argument itself, so a KV cache is never copied. After a call, the
+    argument holds the updated values; it must not share memory with the call's other arguments.
+
     Example::
 
         import tripy as tp
@@ -133,9 +138,15 @@ class InputInfo:
         assert info.shape_bounds.min == (1, 2)
         assert info.shape_bounds.opt == (2, 2)
         assert info.shape_bounds.max == (4, 2)
+
+        cache = tp.InputInfo((1, 12, 1024, 64), dtype=tp.float16, donate=True)  # updated in place
+        assert cache.donate
     """
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, donate=False):
+        if not isinstance(donate, bool):
+            raise TripyException(f"InputInfo's donate must be True or False, but got: {donate!r}.")
+        self.donate = donate
         if not isinstance(shape, (tuple, list)):
             raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
         self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
@@ -176,6 +187,8 @@ class InputInfo:
         text = f"InputInfo(min={list(bounds.min)}, opt={list(bounds.opt)}, max={list(bounds.max)}, dtype={self.dtype.name}"
         if self.dimension_names:
             text += f", dimension_names={self.dimension_names}"
+        if self.donate:
+            text += ", donate=True"
         return text + ")"
 
 

@@ -110,7 +110,8 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
         case BufferDesc::Kind::kOutput:
           if (b.index < 0 || static_cast<size_t>(b.index) >= outputs.size())
             return internal_error("output buffer refers to a missing output");
-          outputs[b.index] = Tensor::empty_host(b.dtype, v.shape);
+          // An output in a donated input's memory is that input (update_slice writes it in place).
+          outputs[b.index] = b.donor >= 0 ? inputs[b.donor] : Tensor::empty_host(b.dtype, v.shape);
           v.data = outputs[b.index].data();
           break;
         case BufferDesc::Kind::kAlias:
@@ -177,6 +178,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kCopy: return run_copy(args);
       case KernelKind::kAttention: return run_attention(args);
       case KernelKind::kConv: return run_conv(args, *states_[k]);
+      case KernelKind::kUpdateSlice: return run_update_slice(args);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

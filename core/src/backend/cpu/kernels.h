@@ -65,6 +65,9 @@ Status run_slice(const KernelArgs& args);
 Status run_concat(const KernelArgs& args);
 Status run_gather(const KernelArgs& args);
 Status run_copy(const KernelArgs& args);
+// kUpdateSlice: copies the operand unless the output is the operand's memory, then writes the
+// update's rows at the start read from the start buffer (checked before anything is written).
+Status run_update_slice(const KernelArgs& args);
 
 // kAttention: tiled attention with an online softmax (attention.cc).
 Status run_attention(const KernelArgs& args);

@@ -1,4 +1,4 @@
-// Data-movement kernels (transpose, slice, concat, gather, copy) for any dtype. Transpose and
+// Data-movement kernels (transpose, slice, concat, gather, copy, update_slice) for any dtype. Transpose and
 // slice both reduce to one strided copy whose axes are coalesced first, so the common cases end
 // in memcpy runs or a cache-blocked 2-D transpose.
 #include <cstring>
@@ -226,6 +226,39 @@ Status run_copy(const KernelArgs& args) {
                         StatusCode::kInternal);
   if (in.data != out.data && in.numel() > 0)
     std::memmove(out.data, in.data, static_cast<size_t>(in.numel()) * dtype_size(in.dtype));
+  return ok_status();
+}
+
+Status run_update_slice(const KernelArgs& args) {
+  if (args.inputs.size() != 3 || args.outputs.size() != 1)
+    return kernel_error(args, "update_slice takes an operand, an update, a start and one output", StatusCode::kInternal);
+  const View& in = *args.inputs[0];
+  const View& up = *args.inputs[1];
+  const View& start_buf = *args.inputs[2];
+  const View& out = *args.outputs[0];
+  const int64_t axis = args.kernel->axis, rank = static_cast<int64_t>(in.shape.size());
+  if (axis < 0 || axis >= rank || out.shape != in.shape || up.shape.size() != in.shape.size() ||
+      start_buf.numel() != 1)
+    return kernel_error(args, "update_slice operands do not fit", StatusCode::kInternal);
+  const int64_t start = start_buf.dtype == DType::kInt32 ? *static_cast<const int32_t*>(start_buf.data)
+                                                         : *static_cast<const int64_t*>(start_buf.data);
+  const int64_t rows = up.shape[axis], dim = in.shape[axis];
+  if (start < 0 || start > dim - rows)
+    return kernel_error(args, "writes " + std::to_string(rows) + " row(s) at " + std::to_string(start) +
+                                  " along dimension " + std::to_string(axis) + ", but that dimension has size " +
+                                  std::to_string(dim) + ": the start must lie in [0, " +
+                                  std::to_string(dim - rows) + "]",
+                        StatusCode::kOutOfRange);
+  const int64_t es = dtype_size(in.dtype);
+  if (out.data != in.data && in.numel() > 0)
+    std::memcpy(out.data, in.data, static_cast<size_t>(in.numel() * es));
+  int64_t outer = 1, inner = es;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in.shape[d];
+  auto* dst = static_cast<uint8_t*>(out.data) + start * inner;
+  const auto* src = static_cast<const uint8_t*>(up.data);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + o * dim * inner, src + o * rows * inner, static_cast<size_t>(rows * inner));
   return ok_status();
 }
 

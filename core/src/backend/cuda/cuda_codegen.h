@@ -66,11 +66,12 @@ StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& k
 // The device-side helpers every generated source starts with.
 const std::string& device_prelude();
 
-// The fixed module: strided copies (transpose, slice, concat, copy), gather, in-place erf-GELU
+// The fixed module: strided copies (transpose, slice, concat, copy), gather, update_slice, in-place erf-GELU
 // and a pseudo-random fill (for timing GEMMs on non-zero data). Function names below.
 const std::string& layout_module_source();
 std::string copy_function(int elem_size);                 // tripy_copy_<n>
 std::string gather_function(int elem_size, DType index);  // tripy_gather_<n>_<i32|i64>
+std::string update_function(int elem_size, DType index);  // tripy_update_<n>_<i32|i64> (update_slice rows)
 std::string gelu_function(DType t);                       // tripy_gelu_<f32|f16|bf16>
 std::string fill_function(DType t);                       // tripy_fill_<...>
 std::vector<std::string> layout_module_functions();

@@ -240,7 +240,8 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
   const std::vector<int64_t> ost = dense_strides(oshape);
   auto in_shape = [&](size_t i) { return p.buffer_shape(k.inputs[i], slots); };
   for (size_t i = 0; i < k.inputs.size(); ++i)
-    if (p.buffers[k.inputs[i]].dtype != dt && k.kind != KernelKind::kGather)
+    if (p.buffers[k.inputs[i]].dtype != dt && k.kind != KernelKind::kGather &&
+        !(k.kind == KernelKind::kUpdateSlice && i == 2))
       return kernel_failure(p, k, "input and output dtypes differ");
 
   switch (k.kind) {
@@ -328,6 +329,31 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0};  // the program sets err and tag
       l.ptrs = {{0, ob, 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
       l.grid = grid_for(product(oshape), 256, sm_count);
+      out.push_back(std::move(l));
+      return out;
+    }
+    case KernelKind::kUpdateSlice: {
+      if (k.inputs.size() != 3) return kernel_failure(p, k, "update_slice takes an operand, an update and a start");
+      const std::vector<int64_t> us = in_shape(1);
+      const DType st = p.buffers[k.inputs[2]].dtype;
+      const int64_t axis = k.axis, rank = static_cast<int64_t>(oshape.size());
+      if (axis < 0 || axis >= rank || in_shape(0) != oshape || static_cast<int64_t>(us.size()) != rank ||
+          product(in_shape(2)) != 1 || (st != DType::kInt32 && st != DType::kInt64))
+        return kernel_failure(p, k, "update_slice operands do not fit");
+      // Not in place (the operand is still read elsewhere): the output starts as a copy of it.
+      if (!update_in_place(p, k)) {
+        TRIPY_ASSIGN_OR_RETURN(Launch c, plan_byte_copy(fns, ob, k.inputs[0], product(oshape) * es, sm_count));
+        out.push_back(std::move(c));
+      }
+      auto fit = fns.find(update_function(es, st));
+      if (fit == fns.end()) return kernel_failure(p, k, "no update kernel for " + std::to_string(es) + "-byte elements");
+      Launch l;
+      l.fn = fit->second;
+      const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
+      const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
+      l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0};  // the program sets err and tag
+      l.ptrs = {{0, ob, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
+      l.grid = grid_for(std::max<int64_t>(1, product(us)), 256, sm_count);
       out.push_back(std::move(l));
       return out;
     }

@@ -45,9 +45,10 @@ unsigned grid_for(int64_t n, int block, int sm_count);
 StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, const FusedLayout& layout,
                                          CUfunction fn, const std::vector<int64_t>& slots,
                                          int sm_count);
-// Words of a gather launch that the program fills: its error record's address and its tag.
+// Words of a gather or update_slice launch that the program fills: its error record's address and
+// its tag.
 inline constexpr int kGatherErrorWord = 7, kGatherTagWord = 8;
-// kTranspose, kSlice, kConcat, kGather, kCopy -> launches of the layout module.
+// kTranspose, kSlice, kConcat, kGather, kCopy, kUpdateSlice -> launches of the layout module.
 StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
                                           const std::vector<int64_t>& slots, int sm_count);
 // A contiguous byte copy (graph staging, kCopy).

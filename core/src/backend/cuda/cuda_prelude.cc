@@ -198,6 +198,36 @@ TRIPY_GATHER(2, unsigned short)
 TRIPY_GATHER(4, unsigned)
 TRIPY_GATHER(8, u64)
 
+// update_slice's rows: dst[o, start + r, i] = src[o, r, i] for r < rows, with start read from device
+// memory (a decode step's position changes without a new launch plan or graph). A start outside
+// [0, dim - rows] writes nothing and records {tag, start} in err, as a gather does. Its words are
+// laid out like GatherArgs (err and tag at the same places).
+struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag; };
+template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
+  const i64 s = (i64)*(const I*)a.start;
+  if (s < 0 || s > a.dim - a.rows) {
+    if (a.err && blockIdx.x == 0 && threadIdx.x == 0) {
+      u64* e = (u64*)a.err;
+      if (atomicCAS((unsigned long long*)e, 0ull, (unsigned long long)a.tag) == 0ull) e[1] = (u64)s;
+    }
+    return;
+  }
+  T* d = (T*)a.dst;
+  const T* src = (const T*)a.src;
+  const i64 n = a.outer * a.rows * a.inner, step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const i64 t = i / a.inner, in = i - t * a.inner, o = t / a.rows, r = t - o * a.rows;
+    d[(o * a.dim + s + r) * a.inner + in] = src[i];
+  }
+}
+#define TRIPY_UPDATE(n, T) \
+  extern "C" __global__ void tripy_update_##n##_i32(const UpdateArgs a) { update_body<T, int>(a); } \
+  extern "C" __global__ void tripy_update_##n##_i64(const UpdateArgs a) { update_body<T, i64>(a); }
+TRIPY_UPDATE(1, unsigned char)
+TRIPY_UPDATE(2, unsigned short)
+TRIPY_UPDATE(4, unsigned)
+TRIPY_UPDATE(8, u64)
+
 // In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
 struct GeluArgs { i64 ptr, n, vec; };
 DEVI float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
@@ -265,6 +295,10 @@ std::string gather_function(int elem_size, DType index) {
   return "tripy_gather_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
 }
 
+std::string update_function(int elem_size, DType index) {
+  return "tripy_update_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
+}
+
 static const char* float_suffix(DType t) {
   return t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32";
 }
@@ -277,6 +311,8 @@ std::vector<std::string> layout_module_functions() {
   names.push_back("tripy_copy_bytes");
   for (int s : {1, 2, 4, 8})
     for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(gather_function(s, t));
+  for (int s : {1, 2, 4, 8})
+    for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(update_function(s, t));
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     names.push_back(gelu_function(t));
     names.push_back(fill_function(t));

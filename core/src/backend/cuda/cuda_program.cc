@@ -8,6 +8,10 @@
 // two addresses (cuGraphExecKernelNodeSetParams) and launches once. The copies cost bandwidth, so
 // programs whose inputs and outputs are large (where launches are cheap next to the work) run
 // without a graph.
+//
+// Donated inputs (a KV cache updated in place) are the exception: staging them would copy the
+// whole cache twice per call. The graph uses their own addresses instead, and is captured again
+// when a call passes donated tensors at other addresses (a decode loop passes the same ones).
 #include "backend/cuda/cuda_program.h"
 
 #include <algorithm>
@@ -35,6 +39,13 @@ int64_t product(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
+
+// Buffers the graph reads or writes in the caller's memory (no staging copy): donated inputs and
+// the outputs that live in them.
+bool CudaLoadedProgram::in_caller_memory(const BufferDesc& d) const {
+  if (d.kind == BufferDesc::Kind::kInput) return program_->inputs[static_cast<size_t>(d.index)].donated;
+  return d.kind == BufferDesc::Kind::kOutput && d.donor >= 0;
+}
 
 ModuleSet::~ModuleSet() {
   for (CUmodule m : modules) (void)TRIPY_CUDA(cuModuleUnload(m));
@@ -113,7 +124,8 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     const BufferDesc& d = p.buffers[b];
     int64_t bytes = product(sig->shapes.back()) * dtype_size(d.dtype);
     if (d.kind == BufferDesc::Kind::kTemp) sig->arena_bytes = std::max(sig->arena_bytes, d.offset + bytes);
-    if (d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) sig->io_bytes += bytes;
+    if ((d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) && !in_caller_memory(d))
+      sig->io_bytes += bytes;
   }
   sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
   size_t workspace = 0;
@@ -158,12 +170,13 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
-      if (k.kind == KernelKind::kGather && !step.launches.empty()) {
+      if ((k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice) && !step.launches.empty()) {
         if (!gather_error_.defined()) {
           TRIPY_ASSIGN_OR_RETURN(gather_error_, empty_device(DType::kInt64, {2}, stream));
           TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(gather_error_.data()), 0, 16, stream));
         }
         for (Launch& g : step.launches) {
+          if (g.words.size() <= kGatherTagWord) continue;  // update_slice's copy of its operand
           g.words[kGatherErrorWord] = reinterpret_cast<int64_t>(gather_error_.data());
           g.words[kGatherTagWord] = static_cast<int64_t>(ki) + 1;
         }
@@ -318,21 +331,29 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
   return mark();
 }
 
-Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>& base_in, CUstream stream) {
+Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>& caller_in,
+                                  const std::vector<CUdeviceptr>& caller_out, CUstream stream) {
   const Program& p = *program_;
-  // Staging buffers stand in for the inputs and outputs inside the graph.
+  // Staging buffers stand in for the inputs and outputs inside the graph; donated ones are used
+  // where they are.
   std::vector<CUdeviceptr> in_ptrs(p.inputs.size(), 0), out_ptrs(p.outputs.size(), 0);
   sig.staging.clear();
+  sig.donated_ptrs.clear();
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const BufferDesc& d = p.buffers[b];
     if (d.kind != BufferDesc::Kind::kInput && d.kind != BufferDesc::Kind::kOutput) continue;
+    std::vector<CUdeviceptr>& ptrs = d.kind == BufferDesc::Kind::kInput ? in_ptrs : out_ptrs;
+    if (in_caller_memory(d)) {
+      ptrs[d.index] = (d.kind == BufferDesc::Kind::kInput ? caller_in : caller_out)[d.index];
+      if (d.kind == BufferDesc::Kind::kInput) sig.donated_ptrs.push_back(ptrs[d.index]);
+      continue;
+    }
     TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(d.dtype, sig.shapes[b], stream));
-    (d.kind == BufferDesc::Kind::kInput ? in_ptrs : out_ptrs)[d.index] = reinterpret_cast<CUdeviceptr>(t.data());
+    ptrs[d.index] = reinterpret_cast<CUdeviceptr>(t.data());
     sig.staging.push_back(std::move(t));
   }
   std::vector<CUdeviceptr> base;
   resolve(base, in_ptrs, out_ptrs);
-  (void)base_in;
 
   CUgraph body = nullptr, outer = nullptr;
   TRIPY_CUDA_TRY(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
@@ -366,7 +387,7 @@ Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>
   std::vector<int64_t> io_bytes;
   for (size_t b = 0; st.ok() && b < p.buffers.size(); ++b) {
     const BufferDesc& d = p.buffers[b];
-    if (d.kind != BufferDesc::Kind::kInput) continue;
+    if (d.kind != BufferDesc::Kind::kInput || in_caller_memory(d)) continue;
     int64_t bytes = product(sig.shapes[b]) * dtype_size(d.dtype);
     st = add_copy(in_ptrs[d.index], 0, bytes, nullptr, 0);
     in_nodes.push_back(sig.copy_nodes.back());
@@ -375,7 +396,7 @@ Status CudaLoadedProgram::capture(Signature& sig, const std::vector<CUdeviceptr>
   if (st.ok()) st = TRIPY_CUDA(cuGraphAddChildGraphNode(&child, outer, in_nodes.data(), in_nodes.size(), body));
   for (size_t b = 0; st.ok() && b < p.buffers.size(); ++b) {
     const BufferDesc& d = p.buffers[b];
-    if (d.kind != BufferDesc::Kind::kOutput) continue;
+    if (d.kind != BufferDesc::Kind::kOutput || in_caller_memory(d)) continue;
     int64_t bytes = product(sig.shapes[b]) * dtype_size(d.dtype);
     st = add_copy(0, out_ptrs[d.index], bytes, &child, 1);
   }
@@ -405,10 +426,10 @@ Status CudaLoadedProgram::replay(Signature& sig, const std::vector<Tensor>& inpu
     return TRIPY_CUDA(cuGraphExecKernelNodeSetParams(sig.exec, sig.copy_nodes[node++], &kp));
   };
   for (const BufferDesc& d : p.buffers)
-    if (d.kind == BufferDesc::Kind::kInput)
+    if (d.kind == BufferDesc::Kind::kInput && !in_caller_memory(d))
       TRIPY_RETURN_IF_ERROR(patch(0, reinterpret_cast<CUdeviceptr>(inputs[d.index].data())));
   for (const BufferDesc& d : p.buffers)
-    if (d.kind == BufferDesc::Kind::kOutput)
+    if (d.kind == BufferDesc::Kind::kOutput && !in_caller_memory(d))
       TRIPY_RETURN_IF_ERROR(patch(reinterpret_cast<CUdeviceptr>(outputs[d.index].data()), 0));
   return TRIPY_CUDA(cuGraphLaunch(sig.exec, stream));
 }
@@ -477,10 +498,22 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const BufferDesc& d = p.buffers[b];
     if (d.kind != BufferDesc::Kind::kOutput) continue;
-    TRIPY_ASSIGN_OR_RETURN(outputs[d.index], empty_device(d.dtype, sig->shapes[b], stream));
+    if (d.donor >= 0) {
+      outputs[d.index] = inputs[static_cast<size_t>(d.donor)];  // updated in place, returned as itself
+    } else {
+      TRIPY_ASSIGN_OR_RETURN(outputs[d.index], empty_device(d.dtype, sig->shapes[b], stream));
+    }
     out_ptrs[d.index] = reinterpret_cast<CUdeviceptr>(outputs[d.index].data());
   }
   for (size_t i = 0; i < inputs.size(); ++i) in_ptrs[i] = reinterpret_cast<CUdeviceptr>(inputs[i].data());
+  // The graph holds donated tensors' addresses: other tensors need another capture.
+  std::vector<CUdeviceptr> donated;
+  for (const BufferDesc& d : p.buffers)
+    if (d.kind == BufferDesc::Kind::kInput && in_caller_memory(d)) donated.push_back(in_ptrs[d.index]);
+  if (sig->exec && donated != sig->donated_ptrs) {
+    (void)TRIPY_CUDA(cuGraphExecDestroy(sig->exec));
+    sig->exec = nullptr;
+  }
 
   const int mode = graph_mode();
   const int64_t graph_limit = (int64_t{2} << 20) + (int64_t{512} << 10) * static_cast<int64_t>(sig->steps.size());
@@ -488,7 +521,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
                    (mode == 1 || sig->io_bytes <= graph_limit);
   if (profile_) use_graph = false;  // events between kernels need direct launches
   if (use_graph && !sig->exec) {
-    Status st = capture(*sig, {}, stream);
+    Status st = capture(*sig, in_ptrs, out_ptrs, stream);
     if (!st.ok()) {
       // Capture is an optimisation: fall back to direct launches for this signature.
       sig->graph_failed = true;
@@ -521,6 +554,15 @@ Status CudaLoadedProgram::check_gathers(const Signature& sig, CUstream stream) {
   const int32_t ki = static_cast<int32_t>(host[0] - 1);
   const Kernel& k = program_->kernels[ki];
   const int64_t dim = sig.shapes[k.inputs[0]][k.axis];
+  if (k.kind == KernelKind::kUpdateSlice) {
+    const int64_t rows = sig.shapes[k.inputs[1]][k.axis];
+    return Status(StatusCode::kOutOfRange,
+                  "kernel '" + k.name + "': writes " + std::to_string(rows) + " row(s) at " +
+                      std::to_string(host[1]) + " along dimension " + std::to_string(k.axis) +
+                      ", but that dimension has size " + std::to_string(dim) + ": the start must lie in [0, " +
+                      std::to_string(dim - rows) + "]",
+                  source_of(ki));
+  }
   return Status(StatusCode::kInvalidArgument,
                 "index " + std::to_string(host[1]) + " is out of bounds for axis " + std::to_string(k.axis) +
                     " with size " + std::to_string(dim),

@@ -70,6 +70,7 @@ class CudaLoadedProgram final : public LoadedProgram {
     std::vector<Tensor> staging;  // per input, then per output
     std::vector<CUgraphNode> copy_nodes;
     std::vector<std::vector<int64_t>> copy_words;  // {dst, src, bytes} per copy node
+    std::vector<CUdeviceptr> donated_ptrs;  // the donated inputs' addresses the graph was captured with
     ~Signature();
   };
 
@@ -86,7 +87,10 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status wait_for_default_stream(CUstream stream);
   Status make_default_stream_wait(CUstream stream);
   StatusOr<std::vector<Tensor>> run_locked(const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots);
-  Status capture(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
+  // `caller_in`/`caller_out`: this call's input and output addresses (donated ones enter the graph).
+  Status capture(Signature& sig, const std::vector<CUdeviceptr>& caller_in, const std::vector<CUdeviceptr>& caller_out,
+                 CUstream stream);
+  bool in_caller_memory(const BufferDesc& d) const;
   Status check_gathers(const Signature& sig, CUstream stream);
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
@@ -103,7 +107,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
   int64_t workspace_capacity_ = 0;
-  Tensor gather_error_;  // {tag, index} of the first out-of-range gather; zero when none
+  Tensor gather_error_;  // {tag, index} of the first out-of-range gather or update_slice start; zero when none
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
   void* stream_ = nullptr;

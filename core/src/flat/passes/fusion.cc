@@ -343,6 +343,14 @@ Status Planner::sweep() {
         break;
       }
       case OpKind::kConvolution: plan_conv(idx); break;
+      case OpKind::kUpdateSlice: {
+        std::vector<ValueId> inputs;
+        for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
+        int32_t gi = new_group(GroupKind::kUpdateSlice, idx);
+        groups_[gi].inputs = inputs;
+        group_of_[op.result] = gi;
+        break;
+      }
       default: {
         if (is_virtual(op.result)) break;  // a slice read in place by the kernels that use it
         static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,

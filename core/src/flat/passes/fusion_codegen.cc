@@ -149,6 +149,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kGather: return "gather";
     case GroupKind::kAlias: return "reshape";
     case GroupKind::kAttention: return "attention";
+    case GroupKind::kUpdateSlice: return "update_slice";
     case GroupKind::kConv: {
       std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
       if (grp.conv.has_bias) name += "_bias";
@@ -203,7 +204,8 @@ StatusOr<FusionPlan> Planner::finish() {
 }
 
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv"};
+  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv",
+                                "update_slice"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);

@@ -1,5 +1,5 @@
 """Shape ops: reshape, flatten, squeeze/unsqueeze, transpose/permute, expand, concatenate,
-stack, split, flip, gather, outer."""
+stack, split, flip, gather, update_slice, outer."""
 
 from tripy.exception import TripyException
 from tripy.frontend.trace_call import _raise_here, make
@@ -237,6 +237,61 @@ def gather(input, dim, index):
         assert out.tolist() == [[3, 4]]
     """
     return make("gather", [input, index], axis=int(dim))
+
+
+def update_slice(input, dim, start, update):
+    """
+    ``input`` with ``update`` written at positions ``start .. start + update.shape[dim] - 1`` along
+    ``dim``; the other dims of ``update`` are ``input``'s. ``start`` is an int, a
+    ``tp.DimensionSize``, or an int32/int64 tensor holding one value (shape ``()`` or ``(1,)``),
+    read when the program runs: a compiled decode step writes each new key/value row into its
+    cache at a position that changes every call, with no new shape. A start that would write past
+    the end of ``dim`` (or below 0) is an error of the call, and nothing is written.
+
+    In ``tp.compile``, when ``input`` is a runtime input declared with
+    ``tp.InputInfo(..., donate=True)`` and nothing else reads it, the update is done in place:
+    only the new rows are written, and if the result is returned, the executable returns the
+    caller's tensor itself (now holding the result). Otherwise the result is a new tensor.
+
+    Args:
+        input: The tensor to update.
+        dim: The dimension the rows are counted along.
+        start: Where the update's first row goes.
+        update: The rows, of ``input``'s dtype and rank.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+
+    Example::
+
+        import tripy as tp
+
+        cache = tp.zeros((4, 2))
+        out = tp.update_slice(cache, 0, 1, tp.ones((2, 2)))
+        assert out.tolist() == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
+
+        # A KV-cache write compiled once for every position, in place in the donated cache:
+        def write(cache, pos, row):
+            return tp.update_slice(cache, 0, pos, row)
+
+        exe = tp.compile(write, args=[tp.InputInfo((4, 2), tp.float32, donate=True),
+                                      tp.InputInfo((1,), tp.int32), tp.InputInfo((1, 2), tp.float32)])
+        cache = tp.zeros((4, 2))
+        for pos in range(4):
+            cache = exe(cache, tp.Tensor([pos], dtype=tp.int32), tp.full((1, 2), float(pos)))
+        assert cache.tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+    """
+    from tripy.frontend.tensor import Tensor
+
+    if not isinstance(start, Tensor):
+        if isinstance(start, bool) or not isinstance(start, int):
+            _raise_here(
+                f"update_slice: start must be an int, a tp.DimensionSize or an int tensor, but got: {start!r}."
+            )
+        start = make("full", [], shape=[], value=float(start), dtype="int32", device=input._node.device)
+    if not isinstance(update, Tensor):
+        _raise_here(f"update_slice: update must be a tripy.Tensor, but got: {type(update).__name__}.")
+    return make("update_slice", [input, update, start], axis=int(dim))
 
 
 def outer(vec1, vec2):
