@@ -290,6 +290,10 @@ class ProgramBuilder {
         k.kind = rt::KernelKind::kAttention;
         k.attention = first.attention;
         break;
+      case GroupKind::kPlugin:
+        k.kind = rt::KernelKind::kPlugin;
+        k.plugin = first.plugin;
+        break;
       case GroupKind::kAlias: break;
       case GroupKind::kConv:
         k.kind = rt::KernelKind::kConv;

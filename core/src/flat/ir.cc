@@ -6,12 +6,13 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 14> kOpKindNames = {
+constexpr std::array<const char*, 15> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
     "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
+    "plugin",
 };
 // A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kConvolution) + 1);
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kPlugin) + 1);
 
 }  // namespace
 

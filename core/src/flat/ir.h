@@ -35,6 +35,7 @@ enum class OpKind : uint8_t {
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
   kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
+  kPlugin,       // a registered plugin's call (rt::PluginAttrs); opaque to every pass
 };
 const char* op_kind_name(OpKind kind);
 
@@ -72,6 +73,7 @@ struct Op {
   // kAttention: operands q, k, v[, mask], each of logical rank 4 (B, H, L|S, D) read through
   // `attention.perms` (operand dim perms[x][i] is logical dim i); the result likewise.
   rt::AttentionAttrs attention;
+  rt::PluginAttrs plugin;  // kPlugin
   OriginRef origin;
 };
 

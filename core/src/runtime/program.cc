@@ -51,9 +51,9 @@ int64_t floor_mod(int64_t a, int64_t b) {
 }  // namespace
 
 namespace {
-constexpr std::array<const char*, 9> kKernelKindNames = {"fused",  "dot",  "transpose", "slice", "concat",
-                                                         "gather", "copy", "attention", "conv"};
-static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kConv) + 1, "a kernel kind needs its name");
+constexpr std::array<const char*, 10> kKernelKindNames = {"fused",  "dot",  "transpose", "slice", "concat",
+                                                          "gather", "copy", "attention", "conv",  "plugin"};
+static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kPlugin) + 1, "a kernel kind needs its name");
 }  // namespace
 
 const char* kernel_kind_name(KernelKind kind) {

@@ -239,7 +239,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kConv) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kPlugin) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -309,6 +309,17 @@ class Validator {
         return ok_status();
       case KernelKind::kAttention: return check_attention(kn, bad);
       case KernelKind::kConv: return check_conv(kn, bad);
+      case KernelKind::kPlugin: {
+        // Backends hand a plugin at most kMaxPluginInputs inputs of rank <= kMaxPluginRank.
+        if (kn.inputs.size() > kMaxPluginInputs || kn.outputs.size() != 1)
+          return bad("needs at most " + std::to_string(kMaxPluginInputs) + " inputs and 1 output");
+        for (int32_t b : kn.inputs)
+          if (rank_of(b) > kMaxPluginRank) return bad("reads a buffer of rank above " + std::to_string(kMaxPluginRank));
+        if (rank_of(kn.outputs[0]) > kMaxPluginRank) return bad("writes a buffer of rank above 8");
+        if (kn.plugin.name.empty()) return bad("names no plugin");
+        if (kn.plugin.block < 1 || kn.plugin.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
+        return ok_status();
+      }
     }
     return ok_status();
   }
