@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.join(ROOT, "docs", "_ext"))
 import api_pages  # noqa: E402
 import doc_blocks  # noqa: E402
 
+import tripy as tp  # noqa: E402
+
 PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
 
 
@@ -25,8 +27,14 @@ def test_every_python_block_of_the_page_runs(path, monkeypatch):
     with open(path) as f:
         blocks = list(doc_blocks.markdown_blocks(f.read()))
     namespace = doc_blocks.new_namespace()
+    keys_before = set(tp._C.plugin_keys())
     for first_line, code in blocks:
         doc_blocks.run_block(code, namespace, os.path.relpath(path, ROOT), first_line)
+    # CUDA code the page registers compiles (NVRTC needs no GPU), so a GPU reader can run it too.
+    if hasattr(tp._C, "_plugin_ptx"):
+        for key in set(tp._C.plugin_keys()) - keys_before:
+            if tp._C.plugin_info(key)[1]:
+                assert tp._C._plugin_ptx(key, "{}", 90) is None or ".entry" in tp._C._plugin_ptx(key, "{}", 90)
 
 
 def test_guides_have_python_blocks():

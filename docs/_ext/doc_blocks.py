@@ -8,7 +8,8 @@ A block may carry markers, as comments, in the seeds' style:
 - ``# doc: print-locals NAME ...``: show only these local variables.
 - ``# doc: raises [ExceptionName]``: the block must raise (that exception); its message is shown.
   Any other block that raises fails the build.
-- ``# doc: no-run``: shown, never run (for code that needs what a build machine lacks).
+- ``# doc: no-run`` (nvtripy's ``# doc: no-eval`` too): shown, never run (for code that needs
+  what a build machine lacks, or that illustrates a mistake).
 
 By default a block shows what it prints (standard output and error), then the Tripy objects (tensors, InputInfos, ...) it
 bound, as ``>>> name`` followed by their repr, the way the seeds show local variables.
@@ -84,7 +85,7 @@ def run_block(code, namespace, filename="<doc>", first_line=1):
         assert out.startswith("hello\\n>>> x\\ntensor(")
     """
     markers = _markers(code)
-    if "no-run" in markers:
+    if "no-run" in markers or "no-eval" in markers:
         return ""
     before = {name: id(value) for name, value in namespace.items()}
     stdout = io.StringIO()

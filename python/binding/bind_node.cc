@@ -74,6 +74,11 @@ trace::Attrs to_attrs(const py::dict& d) {
     else if (key == "causal") a.causal = v.cast<bool>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
     else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
+    else if (key == "plugin") {
+      auto p = v.cast<py::dict>();
+      a.plugin.name = p["name"].cast<std::string>();
+      a.plugin.fields = p["fields"].cast<std::string>();
+    }
     else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
   }
   return a;

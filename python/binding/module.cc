@@ -60,5 +60,6 @@ PYBIND11_MODULE(_C, m) {
   tripy::binding::bind_data(m);
   tripy::binding::bind_executable(m);
   tripy::binding::bind_stream(m);
+  tripy::binding::bind_plugin(m);
   m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
 }

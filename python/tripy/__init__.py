@@ -75,6 +75,7 @@ from tripy.frontend.ops.pooling import avgpool, maxpool
 from tripy.frontend.ops.resize import resize
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
+from tripy.frontend.ops.plugin import plugin, register_plugin
 from tripy.frontend.input_info import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable
 from tripy.frontend.profile import Profile

@@ -165,3 +165,10 @@ def test_dynamic_broadcast_is_checked_at_run_time(device):
         f(tp.ones((3, 4)), tp.ones((2, 4)))
     msg = str(e.value)
     assert "lambda a, b: a + b" in msg and "broadcastable" in msg and "2 and 3" in msg
+
+
+def test_save_makes_missing_parent_directories(exe, tmp_path):
+    # nvtripy's documented example saves into a directory that no longer exists.
+    path = tmp_path / "made" / "here" / "exe.json"
+    exe.save(path)
+    assert tp.Executable.load(path) is not None

@@ -80,3 +80,10 @@ def test_unsupported_numpy_dtypes_are_named_with_a_conversion(array, name, targe
 def test_complex_input_is_named_without_a_conversion():
     with pytest.raises(tp.TripyException, match=r"Unsupported data type: complex128\. Tripy tensors hold"):
         tp.Tensor(np.ones((2,), np.complex128))
+
+
+@pytest.mark.parametrize("scalar", [np.float32(0.5), np.int64(7), np.float16(2.0), np.bool_(True)])
+def test_numpy_scalars_are_rank_0_tensors(scalar):
+    t = tp.Tensor(scalar)
+    assert t.shape == () and t.dtype.name == np.asarray(scalar).dtype.name
+    assert t.tolist() == scalar.item()

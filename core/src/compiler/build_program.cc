@@ -341,6 +341,10 @@ class ProgramBuilder {
         k.kind = rt::KernelKind::kUpdateSlice;
         k.axis = first.dims.at(0);
         break;
+      case GroupKind::kPlugin:
+        k.kind = rt::KernelKind::kPlugin;
+        k.plugin = first.plugin;
+        break;
       case GroupKind::kAlias: break;
       case GroupKind::kConv:
         k.kind = rt::KernelKind::kConv;

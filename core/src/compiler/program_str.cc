@@ -148,6 +148,7 @@ std::string program_str(const rt::Program& p) {
         break;
       }
       case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
+      case rt::KernelKind::kPlugin: out += " " + k.plugin.name + " " + k.plugin.fields; break;
     }
     out += "\n";
   }

@@ -9,10 +9,10 @@ namespace {
 constexpr std::array<const char*, 15> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
     "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
-    "update_slice",
+    "update_slice", "plugin",
 };
 // A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kUpdateSlice) + 1);
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kPlugin) + 1);
 
 }  // namespace
 

@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
   kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
   kUpdateSlice,  // operand0 with operand1 written at operand2 (an int scalar read at run time) along dims[0]
+  kPlugin,       // a registered plugin's call (rt::PluginAttrs); opaque to every pass
 };
 const char* op_kind_name(OpKind kind);
 
@@ -73,6 +74,7 @@ struct Op {
   // kAttention: operands q, k, v[, mask], each of logical rank 4 (B, H, L|S, D) read through
   // `attention.perms` (operand dim perms[x][i] is logical dim i); the result likewise.
   rt::AttentionAttrs attention;
+  rt::PluginAttrs plugin;  // kPlugin
   OriginRef origin;
 };
 

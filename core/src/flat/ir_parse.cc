@@ -326,6 +326,10 @@ class Parser {
           op.index = static_cast<int32_t>(idx);
         } else if (key == "name") {
           TRIPY_ASSIGN_OR_RETURN(input_name, c.string());
+        } else if (key == "plugin") {
+          TRIPY_ASSIGN_OR_RETURN(op.plugin.name, c.string());
+        } else if (key == "fields") {
+          TRIPY_ASSIGN_OR_RETURN(op.plugin.fields, c.string());
         } else if (key == "value_of") {
           TRIPY_ASSIGN_OR_RETURN(Dim sym, dim_atom(c));
           if (sym.op() != DimOp::kSym) return c.error("value_of needs a symbol");

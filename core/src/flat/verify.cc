@@ -197,6 +197,15 @@ class Verifier {
       case OpKind::kDot: return check_dot(op, r);
       case OpKind::kAttention: return check_attention(op, r);
       case OpKind::kConvolution: return check_convolution(op, r);
+      case OpKind::kPlugin: {
+        // The plugin's rule gave the result; only the limits backends rely on are checked.
+        if (op.plugin.name.empty()) return fail(&op, "names no plugin");
+        if (op.operands.size() > rt::kMaxPluginInputs) return fail(&op, "has more than 8 operands");
+        for (ValueId v : op.operands)
+          if (g_.values[v].shape.size() > rt::kMaxPluginRank) return fail(&op, "has an operand of rank above 8");
+        if (r.shape.size() > rt::kMaxPluginRank) return fail(&op, "has a result of rank above 8");
+        return ok_status();
+      }
       case OpKind::kGather: {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
         const Value& a = operand(0);

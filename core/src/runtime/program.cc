@@ -51,11 +51,9 @@ int64_t floor_mod(int64_t a, int64_t b) {
 }  // namespace
 
 namespace {
-constexpr std::array<const char*, 10> kKernelKindNames = {"fused", "dot",       "transpose", "slice",
-                                                          "concat", "gather",   "copy",      "attention",
-                                                          "conv",  "update_slice"};
-static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kUpdateSlice) + 1,
-              "a kernel kind needs its name");
+constexpr std::array<const char*, 11> kKernelKindNames = {"fused",  "dot",  "transpose", "slice",        "concat", "gather",
+                                                          "copy",   "attention", "conv", "update_slice", "plugin"};
+static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kPlugin) + 1, "a kernel kind needs its name");
 }  // namespace
 
 bool update_in_place(const Program& p, const Kernel& k) {

@@ -201,8 +201,20 @@ inline constexpr size_t kMaxConvSpatialDims = 3;
 // transposed and epilogue fields only when set.
 std::string conv_attrs_text(const ConvAttrs& a);
 
+// A call of a registered plugin (tp.plugin): its inputs -> one output, whose shape and dtype the
+// Program's buffers give. `name` is the registry key ("namespace::name/version"); `fields` the
+// call's plugin fields as JSON text. The device code travels with the program: `cuda_source`
+// (a __global__ function `cuda_entry` taking one PluginArgs, see plugin_registry.h), compiled by
+// the CUDA backend's build and saved in its artifacts, so a saved GPU executable runs without the
+// plugin being registered. The CPU implementation is looked up by `name` when a program loads.
+struct PluginAttrs {
+  std::string name, fields = "{}", cuda_source, cuda_entry;
+  int32_t block = 256;  // CUDA threads per block; the grid covers the output's elements
+};
+inline constexpr size_t kMaxPluginInputs = 8, kMaxPluginRank = 8;
+
 enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv,
-                                  kUpdateSlice };
+                                  kUpdateSlice, kPlugin };
 // "fused", "dot", ...: the kind as files, program dumps and profiles spell it ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
@@ -221,6 +233,7 @@ struct Kernel {
   // one buffer (a donated input, or an alias of it) only the update's rows are written; a start
   // with start + update rows outside the axis is an error of the run, and nothing is written.
   AttentionAttrs attention;              // kAttention: inputs q, k, v[, mask]
+  PluginAttrs plugin;                    // kPlugin
   int32_t source = -1;                   // index into Program::sources
 };
 

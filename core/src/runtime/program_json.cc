@@ -18,13 +18,13 @@ constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
 constexpr const char* kKernelKinds[] = {"fused",  "dot",  "transpose", "slice", "concat",
-                                        "gather", "copy", "attention", "conv",  "update_slice"};
+                                        "gather", "copy", "attention", "conv",  "update_slice", "plugin"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
 static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kUpdateSlice) + 1);
+static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kPlugin) + 1);
 constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
 constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
 static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
@@ -136,6 +136,11 @@ json kernel_to_json(const Kernel& k) {
                  {"transposed", c.transposed}, {"has_bias", c.has_bias}, {"has_residual", c.has_residual},
                  {"activation", name_of(kActivations, c.activation)}};
   }
+  if (k.kind == KernelKind::kPlugin) {
+    const PluginAttrs& p = k.plugin;
+    j["plugin"] = {{"name", p.name}, {"fields", p.fields}, {"cuda_source", p.cuda_source},
+                   {"cuda_entry", p.cuda_entry}, {"block", p.block}};
+  }
   if (!k.perm.empty()) j["perm"] = k.perm;
   if (!k.starts.empty()) j["starts"] = k.starts;
   if (!k.steps.empty()) j["steps"] = k.steps;
@@ -216,6 +221,14 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
     k.conv.has_bias = json_flag(*c, "has_bias", cp);
     k.conv.has_residual = json_flag(*c, "has_residual", cp);
     k.conv.activation = parse_name<Activation>(kActivations, json_field(*c, "activation", cp), cp + ".activation");
+  }
+  if (const json* p = optional_field(j, "plugin")) {
+    const std::string pp = path + ".plugin";
+    k.plugin.name = json_string(json_field(*p, "name", pp), pp + ".name");
+    k.plugin.fields = json_string(json_field(*p, "fields", pp), pp + ".fields");
+    k.plugin.cuda_source = json_string(json_field(*p, "cuda_source", pp), pp + ".cuda_source");
+    k.plugin.cuda_entry = json_string(json_field(*p, "cuda_entry", pp), pp + ".cuda_entry");
+    k.plugin.block = json_i32(json_field(*p, "block", pp), pp + ".block");
   }
   if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
   if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");

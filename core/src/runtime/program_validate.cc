@@ -253,7 +253,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kUpdateSlice) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kPlugin) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -335,6 +335,17 @@ class Validator {
         const size_t rank = rank_of(kn.inputs[0]);
         if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(kn.axis, rank))
           return bad("has an axis or ranks that do not fit its operands");
+        return ok_status();
+      }
+      case KernelKind::kPlugin: {
+        // Backends hand a plugin at most kMaxPluginInputs inputs of rank <= kMaxPluginRank.
+        if (kn.inputs.size() > kMaxPluginInputs || kn.outputs.size() != 1)
+          return bad("needs at most " + std::to_string(kMaxPluginInputs) + " inputs and 1 output");
+        for (int32_t b : kn.inputs)
+          if (rank_of(b) > kMaxPluginRank) return bad("reads a buffer of rank above " + std::to_string(kMaxPluginRank));
+        if (rank_of(kn.outputs[0]) > kMaxPluginRank) return bad("writes a buffer of rank above 8");
+        if (kn.plugin.name.empty()) return bad("names no plugin");
+        if (kn.plugin.block < 1 || kn.plugin.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
         return ok_status();
       }
     }

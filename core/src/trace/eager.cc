@@ -61,6 +61,8 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.causal);
     append_raw(key, a.dtype);
     if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);
+    // A plugin re-registered with other device code is another kernel.
+    if (!a.plugin.name.empty()) key += a.plugin.name + '\0' + a.plugin.fields + '\0' + a.plugin.cuda_source;
   }
   return key;
 }

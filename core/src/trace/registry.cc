@@ -23,6 +23,7 @@ void ensure_registered() {
     register_matmul_ops();
     register_conv_ops();
     register_attention_ops();
+    register_plugin_ops();
   });
 }
 

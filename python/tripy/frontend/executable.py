@@ -155,7 +155,12 @@ class Executable:
         return _C.from_list(value, "int64", "cpu", frames)
 
     def save(self, path):
-        """Writes the executable to one file at ``path`` (any name)."""
+        """Writes the executable to one file at ``path`` (any name), making missing parent
+        directories as nvtripy does."""
+        import os
+
+        parent = os.path.dirname(os.path.abspath(str(path)))
+        os.makedirs(parent, exist_ok=True)
         self._impl.save(str(path))
 
     @staticmethod

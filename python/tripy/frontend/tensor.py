@@ -41,6 +41,11 @@ class Tensor:
         if dtype is not None:
             dtypes.check_dtype(dtype)
         target = _resolve_device(device)
+        if type(data).__module__ == "numpy" and not hasattr(data, "__dlpack__"):
+            # numpy scalars (np.float32(0.5), an array's .squeeze() of one element) as 0-d arrays.
+            import numpy as np
+
+            data = np.asarray(data)
         if isinstance(data, Tensor):
             node = data._node
         elif hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):

@@ -72,4 +72,7 @@ Status run_update_slice(const KernelArgs& args);
 // kAttention: tiled attention with an online softmax (attention.cc).
 Status run_attention(const KernelArgs& args);
 
+// kPlugin: the registered plugin's CPU implementation (plugin.cc).
+Status run_plugin(const KernelArgs& args);
+
 }  // namespace tripy::cpu

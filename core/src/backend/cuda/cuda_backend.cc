@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_program.h"
 
 namespace tripy::rt {
@@ -62,6 +63,18 @@ class CudaBackend final : public Backend {
         module = it->second;
         function = conv_function(program.buffers[k.outputs.at(0)].dtype);
         has_conv = true;
+      } else if (k.kind == KernelKind::kPlugin) {
+        if (k.plugin.cuda_source.empty())
+          return kernel_failure(program, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
+                                StatusCode::kUnavailable);
+        TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
+        auto [it, fresh] = by_source.emplace(source, static_cast<int32_t>(sources.size()));
+        if (fresh) {
+          sources.push_back(source);
+          names.push_back(k.plugin.cuda_entry);
+        }
+        module = it->second;
+        function = k.plugin.cuda_entry;
       } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
         TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
                                                                                 : generate_attention(program, k));
@@ -110,7 +123,7 @@ class CudaBackend final : public Backend {
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
-      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv) {
+      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv || k.kind == KernelKind::kPlugin) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         if (k.kind == KernelKind::kFused) {
           TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));

@@ -66,6 +66,10 @@ StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& k
 // The device-side helpers every generated source starts with.
 const std::string& device_prelude();
 
+// A plugin's module: the prelude, PluginArgs, its fields as macros and its source (cuda_plugin.cc;
+// kInvalidArgument for fields that are not a JSON object).
+StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin);
+
 // The fixed module: strided copies (transpose, slice, concat, copy), gather, update_slice, in-place erf-GELU
 // and a pseudo-random fill (for timing GEMMs on non-zero data). Function names below.
 const std::string& layout_module_source();

@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_plugin.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -160,6 +161,10 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       }
     } else if (k.kind == KernelKind::kAttention) {
       auto l = plan_attention(p, k, kernels_[ki].flash, kernels_[ki].fn, slots);
+      if (!l.ok()) return l.status();
+      step.launches = std::move(l.value());
+    } else if (k.kind == KernelKind::kPlugin) {
+      auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
     } else if (k.kind == KernelKind::kConv) {

@@ -150,6 +150,12 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kAlias: return "reshape";
     case GroupKind::kAttention: return "attention";
     case GroupKind::kUpdateSlice: return "update_slice";
+    case GroupKind::kPlugin: {
+      // "namespace::Name/version" -> "plugin_Name"
+      const std::string& key = g_.ops[grp.ops.back()].plugin.name;
+      const size_t from = key.find("::") == std::string::npos ? 0 : key.find("::") + 2;
+      return "plugin_" + key.substr(from, key.rfind('/') == std::string::npos ? std::string::npos : key.rfind('/') - from);
+    }
     case GroupKind::kConv: {
       std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
       if (grp.conv.has_bias) name += "_bias";
@@ -204,8 +210,8 @@ StatusOr<FusionPlan> Planner::finish() {
 }
 
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv",
-                                "update_slice"};
+  static const char* kKind[] = {"fused",  "dot",   "transpose", "slice", "concat",       "gather",
+                                "alias",  "attention", "conv", "update_slice", "plugin"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);

@@ -1,0 +1,27 @@
+// kPlugin on the CPU: hands the kernel's buffers to the plugin's registered CPU implementation.
+// Looked up at each run, so a plugin may be registered after the program was loaded.
+#include "backend/cpu/kernels.h"
+#include "tripy/plugin.h"
+
+namespace tripy::cpu {
+
+Status run_plugin(const KernelArgs& args) {
+  const rt::PluginAttrs& p = args.kernel->plugin;
+  const PluginDef* def = find_plugin(p.name);
+  if (def == nullptr || !def->cpu) {
+    return kernel_error(args,
+                        def == nullptr ? "the plugin '" + p.name + "' is not registered in this process; register it "
+                                                                   "(tp.register_plugin, or tripy::register_plugin in C++) before running"
+                                       : "the plugin '" + p.name + "' has no CPU implementation; run it on a GPU",
+                        StatusCode::kUnavailable);
+  }
+  std::vector<Tensor> inputs;
+  for (const View* v : args.inputs) inputs.push_back(Tensor::borrow(v->data, v->dtype, v->shape, Device{}, nullptr));
+  const View& out = *args.outputs[0];
+  Tensor output = Tensor::borrow(out.data, out.dtype, out.shape, Device{}, nullptr);
+  Status st = def->cpu(inputs, output, p.fields);
+  if (!st.ok()) return Status(st.code(), "plugin '" + p.name + "': " + st.message(), args.where);
+  return ok_status();
+}
+
+}  // namespace tripy::cpu

@@ -1,0 +1,96 @@
+// Plugin kernels on the GPU (see cuda_plugin.h for the calling convention users write to).
+#include "backend/cuda/cuda_plugin.h"
+
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+namespace tripy::rt::cuda {
+namespace {
+
+constexpr const char* kPluginPrelude = R"CUDA(
+struct PluginTensor {
+  void* data;
+  i64 rank;
+  i64 shape[8];
+};
+struct PluginArgs {
+  PluginTensor inputs[8];
+  PluginTensor output;
+  i64 num_inputs;
+  i64 n;  // elements of the output
+};
+DEVI i64 plugin_numel(const PluginTensor& t) {
+  i64 n = 1;
+  for (i64 d = 0; d < t.rank; ++d) n *= t.shape[d];
+  return n;
+}
+)CUDA";
+
+bool identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string number(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>()) + "LL";
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v.get<double>());
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin) {
+  nlohmann::json fields = nlohmann::json::parse(plugin.fields, nullptr, false);
+  if (!fields.is_object()) return invalid_argument("plugin '" + plugin.name + "': its fields are not a JSON object");
+  std::string macros;
+  for (const auto& [key, value] : fields.items()) {
+    if (!identifier(key)) continue;
+    const std::string name = "TRIPY_FIELD_" + key;
+    if (value.is_number() || value.is_boolean()) {
+      macros += "#define " + name + " " + number(value) + "\n";
+    } else if (value.is_array()) {
+      std::string list;
+      bool numeric = true;
+      for (const auto& item : value) {
+        numeric = numeric && (item.is_number() || item.is_boolean());
+        if (numeric) list += (list.empty() ? "" : ", ") + number(item);
+      }
+      if (!numeric) continue;
+      macros += "#define " + name + " {" + list + "}\n#define " + name + "_COUNT " + std::to_string(value.size()) + "\n";
+    }
+  }
+  return device_prelude() + kPluginPrelude + macros + "\n" + plugin.cuda_source;
+}
+
+StatusOr<std::vector<Launch>> plan_plugin(const Program& p, const Kernel& k, CUfunction fn,
+                                          const std::vector<std::vector<int64_t>>& shapes) {
+  if (!fn) return kernel_failure(p, k, "no CUDA function for this plugin");
+  if (k.inputs.size() > kMaxPluginInputs || k.outputs.size() != 1) return kernel_failure(p, k, "bad plugin arity");
+  Launch l;
+  l.fn = fn;
+  l.words.assign(kPluginWords, 0);
+  auto describe = [&](int32_t buffer, int base) {
+    const std::vector<int64_t>& shape = shapes[static_cast<size_t>(buffer)];
+    l.ptrs.push_back({base, buffer, 0});
+    l.words[base + 1] = static_cast<int64_t>(shape.size());
+    for (size_t d = 0; d < shape.size() && d < kMaxPluginRank; ++d) l.words[base + 2 + d] = shape[d];
+  };
+  for (size_t i = 0; i < k.inputs.size(); ++i) describe(k.inputs[i], static_cast<int>(i) * kPluginTensorWords);
+  describe(k.outputs[0], kPluginOutputWord);
+  int64_t n = 1;
+  for (int64_t d : shapes[static_cast<size_t>(k.outputs[0])]) n *= d;
+  l.words[kPluginWords - 2] = static_cast<int64_t>(k.inputs.size());
+  l.words[kPluginWords - 1] = n;
+  if (n == 0) return std::vector<Launch>{};
+  const int64_t block = k.plugin.block;
+  l.block_x = static_cast<unsigned>(block);
+  l.grid = static_cast<unsigned>(std::min<int64_t>((n + block - 1) / block, 0x7fffffff));
+  return std::vector<Launch>{std::move(l)};
+}
+
+}  // namespace tripy::rt::cuda
