@@ -6,7 +6,7 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 15> kOpKindNames = {
+constexpr std::array<const char*, 16> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
     "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
     "update_slice", "plugin",
