@@ -146,6 +146,7 @@ std::string program_str(const rt::Program& p) {
         break;
       }
       case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
+      case rt::KernelKind::kPool: out += " {" + rt::pool_attrs_text(k.pool) + "}"; break;
     }
     out += "\n";
   }

@@ -35,6 +35,7 @@ enum class OpKind : uint8_t {
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
   kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
+  kPooling,      // max or average over windows of (N, C, spatial...) per `pool` (rt::PoolAttrs)
 };
 const char* op_kind_name(OpKind kind);
 
@@ -63,6 +64,7 @@ struct Op {
   std::vector<int64_t> dims;
   std::vector<Dim> starts, limits, steps;  // kSlice
   rt::ConvAttrs conv;                      // kConvolution (its epilogue fields stay unset)
+  rt::PoolAttrs pool;                      // kPooling
   Tensor constant;                         // kConstant
   int32_t index = 0;                       // kParameter
   // kParameter of a shape value (tp.DimensionInputInfo): an i64[] host scalar whose value at run
@@ -104,6 +106,9 @@ struct Graph {
 // The result shape of a convolution of `input` by a weight of static shape `weight`: the one
 // formula that the Trace op, the verifier and (in integers, rt::conv_output_size) the runtime use.
 Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvAttrs& a);
+
+// The result shape of pooling `input` (N, C, spatial...): the Trace op's and the verifier's rule.
+Shape pool_result_shape(const Shape& input, const rt::PoolAttrs& a);
 
 // Text form, one op a line:
 //   %3 : f32[s0, 8] = add(%1, %2)

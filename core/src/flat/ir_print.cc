@@ -73,6 +73,7 @@ std::string attrs(const Op& op, const Graph& g) {
       break;
     }
     case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;
+    case OpKind::kPooling: out = rt::pool_attrs_text(op.pool); break;
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

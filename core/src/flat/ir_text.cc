@@ -33,7 +33,7 @@ std::string op_text_name(const Op& op) {
 }
 
 bool op_from_text_name(std::string_view name, Op& op) {
-  for (int k = 0; k <= static_cast<int>(OpKind::kConvolution); ++k) {
+  for (int k = 0; k <= static_cast<int>(OpKind::kPooling); ++k) {
     auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::kElementwise || kind == OpKind::kReduce) continue;
     if (name == op_kind_name(kind)) {

@@ -61,6 +61,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.causal);
     append_raw(key, a.dtype);
     if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);
+    if (!a.pool.window.empty()) key += rt::pool_attrs_text(a.pool);
   }
   return key;
 }

@@ -29,6 +29,7 @@ struct Attrs {
   bool causal = false;  // attention: query i sees keys 0..i only
   DType dtype = DType::kFloat32;
   rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
+  rt::PoolAttrs pool;  // pooling: likewise
 };
 
 struct Node;

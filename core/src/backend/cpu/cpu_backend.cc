@@ -177,6 +177,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kCopy: return run_copy(args);
       case KernelKind::kAttention: return run_attention(args);
       case KernelKind::kConv: return run_conv(args, *states_[k]);
+      case KernelKind::kPool: return run_pool(args);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

@@ -66,6 +66,9 @@ Status run_concat(const KernelArgs& args);
 Status run_gather(const KernelArgs& args);
 Status run_copy(const KernelArgs& args);
 
+// kPool: max/average pooling, direct loops (pool.cc).
+Status run_pool(const KernelArgs& args);
+
 // kAttention: tiled attention with an online softmax (attention.cc).
 Status run_attention(const KernelArgs& args);
 

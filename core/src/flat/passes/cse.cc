@@ -37,6 +37,7 @@ std::string key_of(const Graph& g, const Op& op) {
       for (int8_t d : p) k += std::to_string(d);
   }
   if (op.kind == OpKind::kConvolution) k += "|" + rt::conv_attrs_text(op.conv);
+  if (op.kind == OpKind::kPooling) k += "|" + rt::pool_attrs_text(op.pool);
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());

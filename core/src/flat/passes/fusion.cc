@@ -334,10 +334,11 @@ Status Planner::sweep() {
         if (!try_join(idx)) start_fused(idx);
         break;
       case OpKind::kDot: plan_dot(idx); break;
-      case OpKind::kAttention: {
+      case OpKind::kAttention:
+      case OpKind::kPooling: {
         std::vector<ValueId> inputs;
         for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        int32_t gi = new_group(GroupKind::kAttention, idx);
+        int32_t gi = new_group(op.kind == OpKind::kPooling ? GroupKind::kPool : GroupKind::kAttention, idx);
         groups_[gi].inputs = inputs;
         group_of_[op.result] = gi;
         break;

@@ -13,7 +13,7 @@
 
 namespace tripy::flat {
 
-enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention, kConv };
+enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention, kConv, kPool };
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;

@@ -149,6 +149,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kGather: return "gather";
     case GroupKind::kAlias: return "reshape";
     case GroupKind::kAttention: return "attention";
+    case GroupKind::kPool: return g_.ops[grp.ops.front()].pool.kind == rt::PoolAttrs::Kind::kMax ? "maxpool" : "avgpool";
     case GroupKind::kConv: {
       std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
       if (grp.conv.has_bias) name += "_bias";
@@ -202,8 +203,12 @@ StatusOr<FusionPlan> Planner::finish() {
   return plan;
 }
 
+namespace {
+const Op& g_op(const Graph& graph, const FusionGroup& grp) { return graph.ops[grp.ops.front()]; }
+}  // namespace
+
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv"};
+  static const char* kKind[] = {"fused", "dot", "transpose", "slice", "concat", "gather", "alias", "attention", "conv", "pool"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);
@@ -228,6 +233,8 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
     } else if (grp.kind == GroupKind::kConv) {
       out += " {" + rt::conv_attrs_text(grp.conv) + "}";
+    } else if (grp.kind == GroupKind::kPool) {
+      out += " {" + rt::pool_attrs_text(g_op(graph, grp).pool) + "}";
     }
     out += "\n";
   }
