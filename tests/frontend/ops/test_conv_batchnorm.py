@@ -161,6 +161,9 @@ def test_resnet50_runs_56_kernels_per_call(device, capsys):
     for kind, _ in kinds:
         counts[kind] = counts.get(kind, 0) + 1
     assert counts == {"conv": 53, "pool": 1, "fused": 1, "dot": 1}, counts
+    # Each convolution is plain or ends in relu: one cuDNN call each on the GPU (the shortcut's
+    # biases are summed into the later convolution: merge_conv_biases).
+    assert {name for kind, name in kinds if kind == "conv"} == {"conv", "conv_bias_relu", "conv_bias_add_relu"}
     assert len(kinds) <= 80
     for size in (32, 40):
         x = RNG.standard_normal((2, 3, size, size)).astype(np.float32)

@@ -1,6 +1,6 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> split_dot_slices (and constant_fold again when it split) -> simplify -> cse ->
-// fold_conv_affine -> match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
+// fold_conv_affine -> merge_conv_biases -> match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -28,6 +28,10 @@ std::optional<Graph> split_dot_slices(const Graph& graph);
 // constant weights (inference BatchNorm) fold into its weights and one bias add. nullopt when
 // nothing matched.
 std::optional<Graph> fold_conv_affine(const Graph& graph);
+// add(conv_a + bias_a, conv_b + bias_b) (ResNet's downsampling shortcut) becomes
+// (conv_late + (bias_a + bias_b)) + conv_early, so the earlier convolution needs no epilogue and the
+// later one takes the bias and the residual. nullopt when nothing matched.
+std::optional<Graph> merge_conv_biases(const Graph& graph);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
