@@ -59,6 +59,31 @@ rt::ConvAttrs to_conv_attrs(const py::dict& d) {
   return a;
 }
 
+// Pooling's typed attributes: {kind: "max" | "avg", window, stride, padding: [(before, after)],
+// count_include_pad}; values are checked by the op's rule.
+rt::PoolAttrs to_pool_attrs(const py::dict& d) {
+  rt::PoolAttrs a;
+  for (const auto& [k, v] : d) {
+    std::string key = k.cast<std::string>();
+    if (key == "kind") {
+      std::string kind = v.cast<std::string>();
+      if (kind != "max" && kind != "avg") throw py::value_error("unknown pooling kind '" + kind + "'");
+      a.kind = kind == "max" ? rt::PoolAttrs::Kind::kMax : rt::PoolAttrs::Kind::kAvg;
+    } else if (key == "window") a.window = v.cast<std::vector<int64_t>>();
+    else if (key == "stride") a.stride = v.cast<std::vector<int64_t>>();
+    else if (key == "count_include_pad") a.count_include_pad = v.cast<bool>();
+    else if (key == "padding") {
+      for (const auto& pair : v.cast<std::vector<std::pair<int64_t, int64_t>>>()) {
+        a.pad_before.push_back(pair.first);
+        a.pad_after.push_back(pair.second);
+      }
+    } else {
+      throw py::value_error("unknown pooling attribute '" + key + "'");
+    }
+  }
+  return a;
+}
+
 trace::Attrs to_attrs(const py::dict& d) {
   trace::Attrs a;
   for (const auto& [k, v] : d) {
@@ -79,6 +104,7 @@ trace::Attrs to_attrs(const py::dict& d) {
       a.plugin.name = p["name"].cast<std::string>();
       a.plugin.fields = p["fields"].cast<std::string>();
     }
+    else if (key == "pool") a.pool = to_pool_attrs(v.cast<py::dict>());
     else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
   }
   return a;

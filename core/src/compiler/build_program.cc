@@ -350,6 +350,10 @@ class ProgramBuilder {
         k.kind = rt::KernelKind::kConv;
         k.conv = grp.conv;
         break;
+      case GroupKind::kPool:
+        k.kind = rt::KernelKind::kPool;
+        k.pool = first.pool;
+        break;
     }
     p_.kernels.push_back(std::move(k));
     return ok_status();

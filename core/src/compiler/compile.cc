@@ -56,6 +56,10 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
       graph = std::move(*folded);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_conv_affine"));
     }
+    if (std::optional<flat::Graph> merged = flat::merge_conv_biases(graph)) {
+      graph = std::move(*merged);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "merge_conv_biases"));
+    }
     if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
       graph = std::move(*matched);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "match_attention"));

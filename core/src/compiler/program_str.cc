@@ -149,6 +149,7 @@ std::string program_str(const rt::Program& p) {
       }
       case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
       case rt::KernelKind::kPlugin: out += " " + k.plugin.name + " " + k.plugin.fields; break;
+      case rt::KernelKind::kPool: out += " {" + rt::pool_attrs_text(k.pool) + "}"; break;
     }
     out += "\n";
   }

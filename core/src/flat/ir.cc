@@ -6,13 +6,13 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 16> kOpKindNames = {
+constexpr std::array<const char*, 17> kOpKindNames = {
     "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
     "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
-    "update_slice", "plugin",
+    "update_slice", "plugin", "pooling",
 };
 // A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kPlugin) + 1);
+static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kPooling) + 1);
 
 }  // namespace
 
@@ -34,6 +34,15 @@ Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvA
                     Dim(1));
     }
   }
+  return out;
+}
+
+Shape pool_result_shape(const Shape& input, const rt::PoolAttrs& a) {
+  Shape out = {input[0], input[1]};
+  for (size_t d = 0; d < a.spatial(); ++d)
+    out.push_back(Dim::make(DimOp::kFloorDiv, input[d + 2] + Dim(a.pad_before[d] + a.pad_after[d] - a.window[d]),
+                            Dim(a.stride[d])) +
+                  Dim(1));
   return out;
 }
 

@@ -355,6 +355,16 @@ class Parser {
         } else if (key == "transposed") {
           TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
           op.conv.transposed = t != 0;
+        } else if (key == "kind") {
+          std::string kind = c.ident();
+          if (kind == "max") op.pool.kind = rt::PoolAttrs::Kind::kMax;
+          else if (kind == "avg") op.pool.kind = rt::PoolAttrs::Kind::kAvg;
+          else return c.error("unknown pooling kind '" + kind + "'");
+        } else if (key == "window") {
+          TRIPY_ASSIGN_OR_RETURN(op.pool.window, int_list(c));
+        } else if (key == "count_include_pad") {
+          TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
+          op.pool.count_include_pad = t != 0;
         } else if (key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
           has_value = true;
@@ -389,6 +399,12 @@ class Parser {
     if (op.kind == OpKind::kConstant && !has_value) return c.error("a constant needs a value");
     if (op.kind == OpKind::kConvolution && op.conv.output_padding.empty())
       op.conv.output_padding.assign(op.conv.stride.size(), 0);
+    if (op.kind == OpKind::kPooling) {  // stride and padding are spelled as the convolution's
+      op.pool.stride = std::move(op.conv.stride);
+      op.pool.pad_before = std::move(op.conv.pad_before);
+      op.pool.pad_after = std::move(op.conv.pad_after);
+      op.conv = rt::ConvAttrs();
+    }
     ValueId id = g_.add(std::move(op), *dtype, std::move(shape));
     ids_[text_id] = id;
     const Op& added = g_.ops.back();

@@ -75,6 +75,7 @@ std::string attrs(const Op& op, const Graph& g) {
     case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;
     // The device code is not printed (it can be long); the key finds it in the registry.
     case OpKind::kPlugin: out = "plugin = " + quoted(op.plugin.name) + ", fields = " + quoted(op.plugin.fields); break;
+    case OpKind::kPooling: out = rt::pool_attrs_text(op.pool); break;
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

@@ -206,6 +206,7 @@ class Verifier {
         if (r.shape.size() > rt::kMaxPluginRank) return fail(&op, "has a result of rank above 8");
         return ok_status();
       }
+      case OpKind::kPooling: return check_pooling(op, r);
       case OpKind::kGather: {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
         const Value& a = operand(0);
@@ -265,6 +266,21 @@ class Verifier {
       return fail(&op, "the result must have the operands' dtype");
     }
     return ok_status();
+  }
+
+  Status check_pooling(const Op& op, const Value& r) const {
+    TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
+    const Value& x = g_.values[op.operands[0]];
+    const rt::PoolAttrs& a = op.pool;
+    if (x.dtype != r.dtype) return fail(&op, "dtype changes");
+    const size_t nd = x.shape.size() - 2;
+    if (x.shape.size() < 3 || nd > rt::kMaxConvSpatialDims) return fail(&op, "the input needs 1 to 3 spatial dims");
+    if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
+      return fail(&op, "window, stride and padding need one entry per spatial dim");
+    for (size_t d = 0; d < nd; ++d)
+      if (a.window[d] < 1 || a.stride[d] < 1 || a.pad_before[d] < 0 || a.pad_after[d] < 0)
+        return fail(&op, "windows and strides must be >= 1, paddings >= 0");
+    return expect_shape(op, pool_result_shape(x.shape, a), r.shape, "the result");
   }
 
   Status check_convolution(const Op& op, const Value& r) const {

@@ -51,9 +51,9 @@ int64_t floor_mod(int64_t a, int64_t b) {
 }  // namespace
 
 namespace {
-constexpr std::array<const char*, 11> kKernelKindNames = {"fused",  "dot",  "transpose", "slice",        "concat", "gather",
-                                                          "copy",   "attention", "conv", "update_slice", "plugin"};
-static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kPlugin) + 1, "a kernel kind needs its name");
+constexpr std::array<const char*, 12> kKernelKindNames = {"fused", "dot",  "transpose", "slice", "concat", "gather",
+                                                          "copy",  "attention", "conv", "update_slice", "plugin", "pool"};
+static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kPool) + 1, "a kernel kind needs its name");
 }  // namespace
 
 bool update_in_place(const Program& p, const Kernel& k) {
@@ -300,6 +300,29 @@ std::string conv_attrs_text(const ConvAttrs& a) {
   if (a.activation == Activation::kRelu) s += ", activation = relu";
   if (a.activation == Activation::kGelu) s += ", activation = gelu";
   if (a.activation == Activation::kSilu) s += ", activation = silu";
+  return s;
+}
+
+}  // namespace tripy::rt
+
+namespace tripy::rt {
+
+int64_t pool_output_size(const PoolAttrs& a, size_t d, int64_t n) {
+  // In 128 bits: a loaded file's attributes are checked for range, not for sums.
+  const __int128 room = static_cast<__int128>(n) + a.pad_before[d] + a.pad_after[d] - a.window[d];
+  return room < 0 ? 0 : saturate(room / a.stride[d] + 1);
+}
+
+std::string pool_attrs_text(const PoolAttrs& a) {
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  std::string s = std::string("kind = ") + (a.kind == PoolAttrs::Kind::kMax ? "max" : "avg") + ", window = " + list(a.window) +
+                  ", stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) +
+                  ", pad_after = " + list(a.pad_after);
+  if (a.kind == PoolAttrs::Kind::kAvg && !a.count_include_pad) s += ", count_include_pad = 0";
   return s;
 }
 

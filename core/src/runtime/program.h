@@ -213,8 +213,25 @@ struct PluginAttrs {
 };
 inline constexpr size_t kMaxPluginInputs = 8, kMaxPluginRank = 8;
 
+// Pooling over (N, C, spatial...) with 1 to 3 spatial dims, one entry per spatial dim in each list:
+// out = floor((n + before + after - window) / stride) + 1. Max ignores padded elements (a window
+// of padding alone gives the dtype's lowest value); average divides by the window's size, or with
+// count_include_pad = false by its count of unpadded elements.
+struct PoolAttrs {
+  enum class Kind : uint8_t { kMax, kAvg };
+  Kind kind = Kind::kMax;
+  std::vector<int64_t> window, stride, pad_before, pad_after;
+  bool count_include_pad = true;
+  size_t spatial() const { return window.size(); }
+};
+// Output size of spatial dim `d` for an input size `n` (< 1 when the window does not fit).
+int64_t pool_output_size(const PoolAttrs& a, size_t d, int64_t n);
+// "kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]" (FlatIR text
+// and program dumps); count_include_pad only when it is false for an average.
+std::string pool_attrs_text(const PoolAttrs& a);
+
 enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv,
-                                  kUpdateSlice, kPlugin };
+                                  kUpdateSlice, kPlugin, kPool };
 // "fused", "dot", ...: the kind as files, program dumps and profiles spell it ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
@@ -225,6 +242,7 @@ struct Kernel {
   FusedProgram fused;                    // kFused
   DotAttrs dot;                          // kDot
   ConvAttrs conv;                        // kConv
+  PoolAttrs pool;                        // kPool: input x, output out
   std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
   std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
   int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis)), kUpdateSlice

@@ -17,14 +17,16 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kKernelKinds[] = {"fused",  "dot",  "transpose", "slice", "concat",
-                                        "gather", "copy", "attention", "conv",  "update_slice", "plugin"};
+constexpr const char* kKernelKinds[] = {"fused",  "dot",  "transpose", "slice", "concat",      "gather",
+                                        "copy",   "attention", "conv", "update_slice", "plugin", "pool"};
+constexpr const char* kPoolKinds[] = {"max", "avg"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
 static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kPlugin) + 1);
+static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kPool) + 1);
+static_assert(std::size(kPoolKinds) == static_cast<size_t>(PoolAttrs::Kind::kAvg) + 1);
 constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
 constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
 static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
@@ -141,6 +143,11 @@ json kernel_to_json(const Kernel& k) {
     j["plugin"] = {{"name", p.name}, {"fields", p.fields}, {"cuda_source", p.cuda_source},
                    {"cuda_entry", p.cuda_entry}, {"block", p.block}};
   }
+  if (k.kind == KernelKind::kPool) {
+    const PoolAttrs& a = k.pool;
+    j["pool"] = {{"kind", name_of(kPoolKinds, a.kind)}, {"window", a.window}, {"stride", a.stride},
+                 {"pad_before", a.pad_before}, {"pad_after", a.pad_after}, {"count_include_pad", a.count_include_pad}};
+  }
   if (!k.perm.empty()) j["perm"] = k.perm;
   if (!k.starts.empty()) j["starts"] = k.starts;
   if (!k.steps.empty()) j["steps"] = k.steps;
@@ -229,6 +236,16 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
     k.plugin.cuda_source = json_string(json_field(*p, "cuda_source", pp), pp + ".cuda_source");
     k.plugin.cuda_entry = json_string(json_field(*p, "cuda_entry", pp), pp + ".cuda_entry");
     k.plugin.block = json_i32(json_field(*p, "block", pp), pp + ".block");
+  }
+  if (const json* c = optional_field(j, "pool")) {
+    const std::string pp = path + ".pool";
+    auto ints = [&](const char* key) { return json_int_list(json_field(*c, key, pp), pp + "." + key); };
+    k.pool.kind = parse_name<PoolAttrs::Kind>(kPoolKinds, json_field(*c, "kind", pp), pp + ".kind");
+    k.pool.window = ints("window");
+    k.pool.stride = ints("stride");
+    k.pool.pad_before = ints("pad_before");
+    k.pool.pad_after = ints("pad_after");
+    k.pool.count_include_pad = json_flag(*c, "count_include_pad", pp);
   }
   if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
   if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");

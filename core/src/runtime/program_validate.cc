@@ -253,7 +253,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kPlugin) return bad("has an invalid kind");
+    if (kn.kind > KernelKind::kPool) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -348,6 +348,7 @@ class Validator {
         if (kn.plugin.block < 1 || kn.plugin.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
         return ok_status();
       }
+      case KernelKind::kPool: return check_pool(kn, bad);
     }
     return ok_status();
   }
@@ -408,6 +409,31 @@ class Validator {
                       c.pad_after[d] <= kLimit && c.output_padding[d] >= 0 &&
                       (c.transposed ? c.output_padding[d] < std::max(c.stride[d], c.dilation[d]) : c.output_padding[d] == 0);
       if (!ok) return bad("has stride, padding, dilation or output padding out of range in spatial dim " + std::to_string(d));
+    }
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check_pool(const Kernel& kn, const Bad& bad) {
+    const PoolAttrs& a = kn.pool;
+    if (a.kind > PoolAttrs::Kind::kAvg) return bad("has an invalid pooling kind");
+    if (kn.inputs.size() != 1 || kn.outputs.size() != 1) return bad("needs 1 input and 1 output");
+    const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;
+    if (rank < 3 || nd > kMaxConvSpatialDims || rank_of(kn.outputs[0]) != rank)
+      return bad("needs input and output of one rank with 1 to 3 spatial dims");
+    const DType dt = dtype_of(kn.outputs[0]);
+    if (dtype_of(kn.inputs[0]) != dt) return bad("mixes dtypes");
+    const bool floating = dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16;
+    const bool integer = dt == DType::kInt8 || dt == DType::kInt32 || dt == DType::kInt64;
+    if (!floating && !(integer && a.kind == PoolAttrs::Kind::kMax)) return bad("pools an unsupported dtype");
+    if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
+      return bad("needs window, stride and padding for each of its " + std::to_string(nd) + " spatial dims");
+    constexpr int64_t kLimit = int64_t{1} << 30;
+    for (size_t d = 0; d < nd; ++d) {
+      const bool ok = a.window[d] >= 1 && a.window[d] <= kLimit && a.stride[d] >= 1 && a.stride[d] <= kLimit &&
+                      a.pad_before[d] >= 0 && a.pad_before[d] <= kLimit && a.pad_after[d] >= 0 &&
+                      a.pad_after[d] <= kLimit;
+      if (!ok) return bad("has window, stride or padding out of range in spatial dim " + std::to_string(d));
     }
     return ok_status();
   }

@@ -150,6 +150,7 @@ class RunChecker {
         return "";
       }
       case KernelKind::kPlugin: return "";  // any shapes: the plugin's rule gave them
+      case KernelKind::kPool: return check_pool(k);
     }
     return "";
   }
@@ -202,6 +203,17 @@ class RunChecker {
     // The bias is one value per output channel, in any shape holding exactly those ([O], [O, 1, 1]).
     if (c.has_bias && numel_of(shape(k.inputs[2])) != out_c) return what + " with bias " + dims_str(shape(k.inputs[2]));
     if (c.has_residual && shape(k.inputs.back()) != o) return what + " with residual " + dims_str(shape(k.inputs.back()));
+    return "";
+  }
+
+  std::string check_pool(const Kernel& k) const {
+    const PoolAttrs& a = k.pool;
+    const auto& x = shape(k.inputs[0]);
+    const auto& o = shape(k.outputs[0]);
+    const std::string what = "pools " + dims_str(x) + " into " + dims_str(o);
+    if (x[0] != o[0] || x[1] != o[1]) return what;
+    for (size_t d = 0; d < a.spatial(); ++d)
+      if (o[d + 2] != pool_output_size(a, d, x[d + 2])) return what;
     return "";
   }
 

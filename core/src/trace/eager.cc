@@ -63,6 +63,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);
     // A plugin re-registered with other device code is another kernel.
     if (!a.plugin.name.empty()) key += a.plugin.name + '\0' + a.plugin.fields + '\0' + a.plugin.cuda_source;
+    if (!a.pool.window.empty()) key += rt::pool_attrs_text(a.pool);
   }
   return key;
 }

@@ -30,6 +30,7 @@ struct Attrs {
   DType dtype = DType::kFloat32;
   rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
   rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)
+  rt::PoolAttrs pool;  // pooling: likewise
 };
 
 struct Node;

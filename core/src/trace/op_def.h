@@ -89,6 +89,7 @@ void register_shape_ops();
 void register_creation_ops();
 void register_matmul_ops();
 void register_conv_ops();
+void register_pool_ops();
 void register_attention_ops();
 void register_plugin_ops();
 

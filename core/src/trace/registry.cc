@@ -22,6 +22,7 @@ void ensure_registered() {
     register_creation_ops();
     register_matmul_ops();
     register_conv_ops();
+    register_pool_ops();
     register_attention_ops();
     register_plugin_ops();
   });

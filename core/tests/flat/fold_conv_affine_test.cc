@@ -134,3 +134,48 @@ return %5
 
 }  // namespace
 }  // namespace tripy::flat
+
+namespace tripy::flat {
+namespace {
+
+TEST(MergeConvBiases, TwoBiasedConvolutionsAddedShareOneBias) {
+  // relu((conv_a + [1, 2]) + (conv_b + [10, 20])) -> relu((conv_b + [11, 22]) + conv_a).
+  auto g = parse_graph(with_conv(R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [1, 2]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1] = constant() {value = [1, 2]}
+%4 : f32[1, 2, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
+%5 : f32[1, 2, 2, 2] = add(%2, %4)
+%6 : f32[2, 1, 1, 1] = constant() {value = [3, 4]}
+%7 : f32[1, 2, 2, 2] = convolution(%0, %6) {CONV}
+%8 : f32[2, 1, 1] = constant() {value = [10, 20]}
+%9 : f32[1, 2, 2, 2] = broadcast(%8) {dims = [1, 2, 3]}
+%10 : f32[1, 2, 2, 2] = add(%9, %7)
+%11 : f32[1, 2, 2, 2] = add(%5, %10)
+%12 : f32[] = constant() {value = [0]}
+%13 : f32[1, 2, 2, 2] = broadcast(%12) {dims = []}
+%14 : f32[1, 2, 2, 2] = max(%11, %13)
+return %14
+)"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = merge_conv_biases(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok()) << verify(*out).message();
+  EXPECT_EQ(out->str(), with_conv(R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
+%1 : f32[2, 1, 1, 1] = constant() {value = [1, 2]}
+%2 : f32[1, 2, 2, 2] = convolution(%0, %1) {CONV}
+%3 : f32[2, 1, 1, 1] = constant() {value = [3, 4]}
+%4 : f32[1, 2, 2, 2] = convolution(%0, %3) {CONV}
+%5 : f32[2, 1, 1] = constant() {value = [11, 22]}
+%6 : f32[1, 2, 2, 2] = broadcast(%5) {dims = [1, 2, 3]}
+%7 : f32[1, 2, 2, 2] = add(%4, %6)
+%8 : f32[1, 2, 2, 2] = add(%7, %2)
+%9 : f32[] = constant() {value = [0]}
+%10 : f32[1, 2, 2, 2] = broadcast(%9) {dims = []}
+%11 : f32[1, 2, 2, 2] = max(%8, %10)
+return %11
+)"));
+}
+
+}  // namespace
+}  // namespace tripy::flat

@@ -139,3 +139,34 @@ def test_bottleneck_with_batchnorm_is_four_convolution_kernels(device, capsys):
     h = np.maximum(conv_bn("c2", h, 2, one), 0)
     ref = np.maximum(conv_bn("c3", h, 1, zero) + conv_bn("cd", x, 2, zero), 0)
     np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_resnet50_runs_56_kernels_per_call(device, capsys):
+    """examples/resnet50.py at a small width: BatchNorm folded into all 53 convolutions, their
+    epilogues fused, the stem's max pool one kernel, the global average pool one reduction and the
+    classifier one GEMM: 56 kernels (issue 11 asks for at most 80), and no copies."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+    import resnet50 as rn
+
+    model = rn.ResNet(rn.RESNET50_LAYERS, width=4, num_classes=10)
+    weights = rn.random_weights(rn.RESNET50_LAYERS, width=4, num_classes=10)
+    rn.load_resnet(model, {k: _dev(v) for k, v in weights.items()})
+    exe, kinds = _kernels_of(
+        lambda: tp.compile(model, args=[tp.InputInfo(((1, 2, 2), 3, (32, 32, 48), (32, 32, 48)), dtype=tp.float32)]),
+        capsys)
+    counts = {}
+    for kind, _ in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    assert counts == {"conv": 53, "pool": 1, "fused": 1, "dot": 1}, counts
+    # Each convolution is plain or ends in relu: one cuDNN call each on the GPU (the shortcut's
+    # biases are summed into the later convolution: merge_conv_biases).
+    assert {name for kind, name in kinds if kind == "conv"} == {"conv", "conv_bias_relu", "conv_bias_add_relu"}
+    assert len(kinds) <= 80
+    for size in (32, 40):
+        x = RNG.standard_normal((2, 3, size, size)).astype(np.float32)
+        want = rn.numpy_forward(weights, x)
+        got = np.asarray(exe(_dev(x)))
+        assert rn.ref.max_relative_error(got, want) < 1e-4

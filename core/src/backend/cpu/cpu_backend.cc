@@ -180,6 +180,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kConv: return run_conv(args, *states_[k]);
       case KernelKind::kUpdateSlice: return run_update_slice(args);
       case KernelKind::kPlugin: return run_plugin(args);
+      case KernelKind::kPool: return run_pool(args);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

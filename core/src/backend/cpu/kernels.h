@@ -69,6 +69,9 @@ Status run_copy(const KernelArgs& args);
 // update's rows at the start read from the start buffer (checked before anything is written).
 Status run_update_slice(const KernelArgs& args);
 
+// kPool: max/average pooling, direct loops (pool.cc).
+Status run_pool(const KernelArgs& args);
+
 // kAttention: tiled attention with an online softmax (attention.cc).
 Status run_attention(const KernelArgs& args);
 

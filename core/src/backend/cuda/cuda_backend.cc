@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_plugin.h"
+#include "backend/cuda/cuda_pool.h"
 #include "backend/cuda/cuda_program.h"
 
 namespace tripy::rt {
@@ -75,6 +76,14 @@ class CudaBackend final : public Backend {
         }
         module = it->second;
         function = k.plugin.cuda_entry;
+      } else if (k.kind == KernelKind::kPool) {
+        auto [it, fresh] = by_source.emplace(pool_module_source(), static_cast<int32_t>(sources.size()));
+        if (fresh) {
+          sources.push_back(pool_module_source());
+          names.push_back("tripy_pool");
+        }
+        module = it->second;
+        function = pool_function(program.buffers[k.outputs.at(0)].dtype);
       } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
         TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
                                                                                 : generate_attention(program, k));
@@ -123,7 +132,8 @@ class CudaBackend final : public Backend {
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
-      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv || k.kind == KernelKind::kPlugin) {
+      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv || k.kind == KernelKind::kPlugin ||
+          k.kind == KernelKind::kPool) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         if (k.kind == KernelKind::kFused) {
           TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));

@@ -23,6 +23,7 @@
 #include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_plugin.h"
+#include "backend/cuda/cuda_pool.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -167,6 +168,9 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
+    } else if (k.kind == KernelKind::kPool) {
+      step.launches = plan_pool_launch(p, k, kernels_[ki].fn, slots, sm_count_);
+      if (step.launches.empty()) continue;  // empty output
     } else if (k.kind == KernelKind::kConv) {
       Status st = plan_conv_step(k, step, slots, stream, &workspace);
       if (!st.ok()) return st.at(source_of(step.kernel));

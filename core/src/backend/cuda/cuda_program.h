@@ -25,7 +25,7 @@ struct ModuleSet {
 
 // What load() resolved for each kernel of the program.
 struct KernelCode {
-  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel; kConv: the conv module's function for its dtype
+  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel; kConv, kPool: the fixed module's function for its dtype
   CUfunction flash = nullptr;  // kAttention: the tensor-core kernel, when one was generated
   FusedLayout layout;       // kFused
   AlgoBytes algo;           // kDot, kConv: the tuned algorithm, or empty

@@ -4,7 +4,9 @@
 // adds and subtracts by per-channel constants (a conv bias before the BatchNorm included), each
 // value read once; it becomes one convolution with new weights and at most one bias add, which
 // fusion then takes into the convolution's epilogue with the residual and the activation.
-// Folding is done in double precision and rounded once into the weight's dtype.
+// Folding is done in double precision and rounded once into the weight's dtype. merge_conv_biases
+// then sums the biases of two convolutions added together (ResNet's shortcut), so one of the two
+// needs no epilogue.
 #include <cmath>
 
 #include "backend/cpu/half.h"
@@ -221,6 +223,111 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
     Op op = src;
     for (ValueId& v : op.operands) v = map[v];
     map[src.result] = out.add(std::move(op), val.dtype, val.shape);
+  }
+  for (ValueId v : g.inputs) out.inputs.push_back(map[v]);
+  for (ValueId v : g.outputs) out.outputs.push_back(map[v]);
+  return dce(out);
+}
+
+}  // namespace tripy::flat
+
+namespace tripy::flat {
+namespace {
+
+// `v` = add(conv, per-channel constant) where nothing else reads v or the convolution: the
+// convolution's value and the constant's values.
+bool conv_plus_bias(const Graph& g, const std::vector<int32_t>& uses, ValueId v, ValueId* conv,
+                    std::vector<double>* bias) {
+  const Op& add = g.def(v);
+  if (uses[v] != 1 || add.kind != OpKind::kElementwise || add.fn != EwOp::kAdd || add.operands[0] == add.operands[1])
+    return false;
+  const Dim& c = g.values[v].shape[1];
+  if (g.values[v].shape.size() < 3 || !c.is_static()) return false;
+  for (int side = 0; side < 2; ++side) {
+    const ValueId x = add.operands[side];
+    if (g.def(x).kind != OpKind::kConvolution || uses[x] != 1) continue;
+    *bias = per_channel_constant(g, add.operands[1 - side], c.static_value());
+    if (bias->empty()) continue;
+    *conv = x;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Graph> merge_conv_biases(const Graph& graph) {
+  const Graph& g = graph;
+  const std::vector<int32_t> uses = g.use_counts();
+  struct Merge {
+    ValueId early, late;
+    std::vector<double> bias;
+  };
+  std::vector<int32_t> merge_at(g.ops.size(), -1);
+  std::vector<bool> drop(g.ops.size(), false);
+  std::vector<Merge> merges;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    if (op.kind != OpKind::kElementwise || op.fn != EwOp::kAdd || op.operands[0] == op.operands[1]) continue;
+    ValueId c1, c2;
+    std::vector<double> b1, b2;
+    if (!conv_plus_bias(g, uses, op.operands[0], &c1, &b1) || !conv_plus_bias(g, uses, op.operands[1], &c2, &b2))
+      continue;
+    Merge m;
+    m.early = g.values[c1].def < g.values[c2].def ? c1 : c2;
+    m.late = m.early == c1 ? c2 : c1;
+    for (size_t o = 0; o < b1.size(); ++o) m.bias.push_back(b1[o] + b2[o]);
+    drop[static_cast<size_t>(g.values[op.operands[0]].def)] = true;
+    drop[static_cast<size_t>(g.values[op.operands[1]].def)] = true;
+    merge_at[i] = static_cast<int32_t>(merges.size());
+    merges.push_back(std::move(m));
+  }
+  if (merges.empty()) return std::nullopt;
+
+  Graph out;
+  out.symbols = g.symbols;
+  out.assertions = g.assertions;
+  out.input_names = g.input_names;
+  std::vector<ValueId> map(g.values.size(), -1);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& src = g.ops[i];
+    const Value& val = g.values[src.result];
+    if (drop[i]) continue;
+    if (merge_at[i] < 0) {
+      Op op = src;
+      for (ValueId& v : op.operands) v = map[v];
+      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
+      continue;
+    }
+    // add(conv_a + b_a, conv_b + b_b) -> (conv_late + (b_a + b_b)) + conv_early: the later
+    // convolution's epilogue takes the summed bias and the earlier one as its residual.
+    const Merge& m = merges[static_cast<size_t>(merge_at[i])];
+    const size_t rank = val.shape.size();
+    Op bias;
+    bias.kind = OpKind::kConstant;
+    std::vector<int64_t> bshape(rank - 1, 1);
+    bshape[0] = static_cast<int64_t>(m.bias.size());
+    bias.constant = Tensor::empty_host(val.dtype, bshape);
+    for (size_t o = 0; o < m.bias.size(); ++o) write_element(bias.constant, static_cast<int64_t>(o), m.bias[o]);
+    bias.origin = src.origin;
+    Shape bs;
+    for (int64_t d : bshape) bs.push_back(Dim(d));
+    const ValueId b = out.add(std::move(bias), val.dtype, bs);
+    Op bc;
+    bc.kind = OpKind::kBroadcast;
+    for (size_t d = 1; d < rank; ++d) bc.dims.push_back(static_cast<int64_t>(d));
+    bc.operands = {b};
+    bc.origin = src.origin;
+    const ValueId bb = out.add(std::move(bc), val.dtype, val.shape);
+    Op with_bias;
+    with_bias.kind = OpKind::kElementwise;
+    with_bias.fn = EwOp::kAdd;
+    with_bias.operands = {map[m.late], bb};
+    with_bias.origin = src.origin;
+    const ValueId t = out.add(std::move(with_bias), val.dtype, val.shape);
+    Op sum = src;
+    sum.operands = {t, map[m.early]};
+    map[src.result] = out.add(std::move(sum), val.dtype, val.shape);
   }
   for (ValueId v : g.inputs) out.inputs.push_back(map[v]);
   for (ValueId v : g.outputs) out.outputs.push_back(map[v]);

@@ -335,10 +335,14 @@ Status Planner::sweep() {
         break;
       case OpKind::kDot: plan_dot(idx); break;
       case OpKind::kAttention:
-      case OpKind::kPlugin: {
+      case OpKind::kPlugin:
+      case OpKind::kPooling: {
         std::vector<ValueId> inputs;
         for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        int32_t gi = new_group(op.kind == OpKind::kPlugin ? GroupKind::kPlugin : GroupKind::kAttention, idx);
+        const GroupKind kind = op.kind == OpKind::kPlugin    ? GroupKind::kPlugin
+                               : op.kind == OpKind::kPooling ? GroupKind::kPool
+                                                             : GroupKind::kAttention;
+        int32_t gi = new_group(kind, idx);
         groups_[gi].inputs = inputs;
         group_of_[op.result] = gi;
         break;

@@ -14,7 +14,7 @@
 namespace tripy::flat {
 
 enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention, kConv,
-                                 kUpdateSlice, kPlugin };
+                                 kUpdateSlice, kPlugin, kPool };
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;

@@ -156,6 +156,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
       const size_t from = key.find("::") == std::string::npos ? 0 : key.find("::") + 2;
       return "plugin_" + key.substr(from, key.rfind('/') == std::string::npos ? std::string::npos : key.rfind('/') - from);
     }
+    case GroupKind::kPool: return g_.ops[grp.ops.front()].pool.kind == rt::PoolAttrs::Kind::kMax ? "maxpool" : "avgpool";
     case GroupKind::kConv: {
       std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
       if (grp.conv.has_bias) name += "_bias";
@@ -209,9 +210,13 @@ StatusOr<FusionPlan> Planner::finish() {
   return plan;
 }
 
+namespace {
+const Op& g_op(const Graph& graph, const FusionGroup& grp) { return graph.ops[grp.ops.front()]; }
+}  // namespace
+
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
   static const char* kKind[] = {"fused",  "dot",   "transpose", "slice", "concat",       "gather",
-                                "alias",  "attention", "conv", "update_slice", "plugin"};
+                                "alias",  "attention", "conv", "update_slice", "plugin", "pool"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);
@@ -236,6 +241,8 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
     } else if (grp.kind == GroupKind::kConv) {
       out += " {" + rt::conv_attrs_text(grp.conv) + "}";
+    } else if (grp.kind == GroupKind::kPool) {
+      out += " {" + rt::pool_attrs_text(g_op(graph, grp).pool) + "}";
     }
     out += "\n";
   }

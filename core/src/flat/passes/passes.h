@@ -1,7 +1,7 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> split_dot_slices -> pad_dot_columns (GPU; constant_fold again when either
-// changed the graph) -> simplify -> cse -> fold_conv_affine -> match_attention ->
-// fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
+// changed the graph) -> simplify -> cse -> fold_conv_affine -> merge_conv_biases ->
+// match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -34,6 +34,10 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns = 1
 // constant weights (inference BatchNorm) fold into its weights and one bias add. nullopt when
 // nothing matched.
 std::optional<Graph> fold_conv_affine(const Graph& graph);
+// add(conv_a + bias_a, conv_b + bias_b) (ResNet's downsampling shortcut) becomes
+// (conv_late + (bias_a + bias_b)) + conv_early, so the earlier convolution needs no epilogue and the
+// later one takes the bias and the residual. nullopt when nothing matched.
+std::optional<Graph> merge_conv_biases(const Graph& graph);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
