@@ -24,6 +24,10 @@ PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=Tru
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: os.path.relpath(p, ROOT))
 def test_every_python_block_of_the_page_runs(path, monkeypatch):
     monkeypatch.chdir(ROOT)
+    # The guides call tripy-run as a reader whose venv is active would: from PATH (the venv's bin,
+    # or the build tree's where another Python runs the tests, as on the GPU machine).
+    build_tools = os.path.join(ROOT, os.environ.get("TRIPY_BUILD_DIR", "build"), "core")
+    monkeypatch.setenv("PATH", os.pathsep.join([os.path.join(sys.prefix, "bin"), build_tools, os.environ["PATH"]]))
     with open(path) as f:
         blocks = list(doc_blocks.markdown_blocks(f.read()))
     namespace = doc_blocks.new_namespace()
