@@ -20,7 +20,8 @@ class Tensor:
 
     Args:
         data: A number, a nested list/tuple of numbers, or an object with ``__dlpack__``
-            (numpy, torch, cupy, ...): contiguous memory is used without a copy.
+            (numpy, torch, cupy, ...). Its values are copied (on its device), so writing to
+            ``data`` afterwards never changes the tensor or the lazy ops built on it.
         dtype: The data type; inferred from ``data`` when omitted.
         device: Where the data lives; the default device when omitted.
         name: An optional name.
