@@ -1,6 +1,7 @@
 """``tp.Executable``: a compiled program; call it, save it, load it."""
 
 import inspect
+import os
 import operator
 
 from tripy import _C
@@ -153,9 +154,9 @@ class Executable:
 
     def save(self, path):
         """Writes the executable to one file at ``path`` (any name)."""
-        self._impl.save(str(path))
+        self._impl.save(os.fspath(path), capture_user_frames())
 
     @staticmethod
     def load(path):
         """Loads an executable saved with ``save``; a corrupt file raises TripyException."""
-        return Executable(_C.Executable.load(str(path)))
+        return Executable(_C.Executable.load(os.fspath(path), capture_user_frames()))

@@ -6,31 +6,34 @@ These classes only describe and validate; the compiler reads ``shape_bounds``, `
 
 import operator
 
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
+from tripy.frontend.trace_call import _raise_here
 
 
 def _as_int(value, what):
     # Accept anything integral (Python ints, numpy ints) but not bools, which are ints by accident.
     if isinstance(value, bool):
-        raise TripyException(f"{what} must be an integer, but got: {value!r}.")
+        _raise_here(f"{what} must be an integer, but got: {value!r}.")
     try:
-        return operator.index(value)
+        value = operator.index(value)
     except TypeError:
-        raise TripyException(
+        _raise_here(
             f"{what} must be an integer, but got: {value!r} of type '{type(value).__name__}'."
-        ) from None
+        )
+    if not -(2**63) <= value < 2**63:
+        _raise_here(f"{what} must fit in 64 bits, but got: {value}.")
+    return value
 
 
 def _checked_bounds(bounds, what, minimum):
     """Validates a (min, opt, max) triple and returns it as a tuple of ints."""
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 3:
-        raise TripyException(f"{what} must be an int or a (min, opt, max) tuple, but got: {bounds!r}.")
+        _raise_here(f"{what} must be an int or a (min, opt, max) tuple, but got: {bounds!r}.")
     lo, opt, hi = (_as_int(value, what) for value in bounds)
     if lo < minimum:
-        raise TripyException(f"{what}: min must be at least {minimum}, but got: ({lo}, {opt}, {hi}).")
+        _raise_here(f"{what}: min must be at least {minimum}, but got: ({lo}, {opt}, {hi}).")
     if not lo <= opt <= hi:
-        raise TripyException(f"{what}: bounds must satisfy min <= opt <= max, but got: ({lo}, {opt}, {hi}).")
+        _raise_here(f"{what}: bounds must satisfy min <= opt <= max, but got: ({lo}, {opt}, {hi}).")
     return (lo, opt, hi)
 
 
@@ -52,7 +55,7 @@ class NamedDimension:
 
     def __init__(self, name, min, opt, max):
         if not isinstance(name, str) or not name:
-            raise TripyException(f"A NamedDimension's name must be a non-empty string, but got: {name!r}.")
+            _raise_here(f"A NamedDimension's name must be a non-empty string, but got: {name!r}.")
         self.name = name
         self.min, self.opt, self.max = _checked_bounds((min, opt, max), f"NamedDimension '{name}'", 1)
 
@@ -85,7 +88,7 @@ class InputInfo:
 
     def __init__(self, shape, dtype):
         if not isinstance(shape, (tuple, list)):
-            raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
+            _raise_here(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
         self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
         self.shape_bounds = []
         self.dim_names = []
@@ -100,7 +103,7 @@ class InputInfo:
             else:
                 size = _as_int(entry, what)
                 if size < 1:
-                    raise TripyException(f"{what} must be positive, but got: {size}.")
+                    _raise_here(f"{what} must be positive, but got: {size}.")
                 self.shape_bounds.append((size, size, size))
             self.dim_names.append(None)
         self._check_names_agree()
@@ -109,7 +112,7 @@ class InputInfo:
         seen = {}
         for bounds, name in zip(self.shape_bounds, self.dim_names):
             if name is not None and seen.setdefault(name, bounds) != bounds:
-                raise TripyException(
+                _raise_here(
                     f"NamedDimension '{name}' appears with different bounds: {seen[name]} and {bounds}."
                 )
 

@@ -8,7 +8,7 @@ works even when its ``__init__`` never calls ``super().__init__()``, as the seed
 from collections import namedtuple
 from functools import lru_cache
 
-from tripy.exception import TripyException
+from tripy.frontend.trace_call import _raise_here
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
 
@@ -33,14 +33,14 @@ def _dtype_name(dtype):
 def _check_compatible(name, current, new):
     """Raises unless ``new`` may replace the parameter ``current``: same dtype, same shape."""
     if current.dtype != new.dtype:
-        raise TripyException(
+        _raise_here(
             f"Cannot set parameter '{name}': it has dtype {_dtype_name(current.dtype)}, "
             f"but the new value has dtype {_dtype_name(new.dtype)}."
         )
     current_shape, new_shape = _static_shape(current), _static_shape(new)
     # Shapes known only at run time (inside compile) cannot be compared here.
     if current_shape is not None and new_shape is not None and current_shape != new_shape:
-        raise TripyException(
+        _raise_here(
             f"Cannot set parameter '{name}': it has shape {current_shape}, but the new value has shape {new_shape}."
         )
 
@@ -115,7 +115,7 @@ class Module:
     def __call__(self, *args, **kwargs):
         forward = getattr(self, "forward", None)
         if forward is None:
-            raise TripyException(f"Module '{type(self).__name__}' must define `__call__` or `forward` to be called.")
+            _raise_here(f"Module '{type(self).__name__}' must define `__call__` or `forward` to be called.")
         return forward(*args, **kwargs)
 
     def named_parameters(self):
@@ -187,7 +187,7 @@ class Module:
         missing = [name for name in slots if name not in state_dict]
         unexpected = [name for name in state_dict if name not in slots]
         if strict and (missing or unexpected):
-            raise TripyException(
+            _raise_here(
                 f"load_state_dict found {len(missing)} missing and {len(unexpected)} unexpected key(s) "
                 f"for '{type(self).__name__}'.\n    Missing keys: {missing}\n    Unexpected keys: {unexpected}\n"
                 "Pass strict=False to load the matching keys only."
@@ -201,7 +201,7 @@ class Module:
                 continue
             holder, key, current = slots[name]
             if isinstance(holder, tuple):
-                raise TripyException(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
+                _raise_here(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
             new = value if isinstance(value, tensor_type) else tensor_type(value)
             _check_compatible(name, current, new)
             updates.append((holder, key, new))

@@ -3,11 +3,10 @@
 import builtins
 
 from tripy import _C
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device, resolve as _resolve_device
 from tripy.frontend.printing import format_tensor
-from tripy.frontend.trace_call import make, scalar_like
+from tripy.frontend.trace_call import _raise_here, make, scalar_like
 from tripy.utils.stack_info import capture_user_frames
 from tripy.utils.suggest import missing_attribute
 
@@ -125,7 +124,7 @@ class Tensor:
         values = self.tolist()
         while isinstance(values, list):
             if len(values) != 1:
-                raise TripyException(
+                _raise_here(
                     f"The truth value of a tensor with shape {self.shape} is ambiguous: only single-element tensors convert to bool."
                 )
             values = values[0]

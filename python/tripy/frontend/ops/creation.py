@@ -1,11 +1,11 @@
 """Creation ops: ones, zeros, full, iota, arange and their ``*_like`` forms, tril/triu."""
 
 import math
+import numbers
 
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.device import default_device
-from tripy.frontend.trace_call import make
+from tripy.frontend.trace_call import _raise_here, make
 
 
 def _shape(shape):
@@ -25,6 +25,10 @@ def full(shape, value, dtype=dtypes.float32):
         assert tp.full((2, 2), 3.0).tolist() == [[3.0, 3.0], [3.0, 3.0]]
     """
     dtypes.check_dtype(dtype)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _raise_here(f"full: the value must be a number, but got: {value!r}.")
+    if issubclass(dtype, dtypes.integer) and not float(value).is_integer():
+        _raise_here(f"full: the value {value!r} is not an integer, so a tensor of dtype {dtype.name} cannot hold it.")
     return make("full", [], shape=_shape(shape), value=float(value), dtype=dtype.name, device=str(default_device()))
 
 
@@ -104,6 +108,8 @@ def iota(shape, dim=0, dtype=dtypes.float32):
         assert tp.iota((2, 3), dim=1).tolist() == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
     """
     dtypes.check_dtype(dtype)
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        _raise_here(f"iota: dim must be an int, but got: {dim!r}.")
     return make("iota", [], shape=_shape(shape), axis=int(dim), dtype=dtype.name, device=str(default_device()))
 
 
@@ -134,8 +140,11 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
     """
     if stop is None:
         start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            _raise_here(f"arange: {name} must be a finite number, but got: {v!r}.")
     if step == 0:
-        raise TripyException("arange: step must be nonzero.")
+        _raise_here("arange: step must be nonzero.")
     n = max(0, math.ceil((stop - start) / step))
     values = iota((n,), 0, dtype)
     if step != 1:
@@ -147,7 +156,7 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
 
 def _triangle(input, diagonal, lower):
     if input.rank < 2:
-        raise TripyException(f"{'tril' if lower else 'triu'} needs a tensor of rank >= 2, got rank {input.rank}.")
+        _raise_here(f"{'tril' if lower else 'triu'} needs a tensor of rank >= 2, got rank {input.rank}.")
     rows = iota(input.shape[-2:], 0, dtypes.int32)
     cols = iota(input.shape[-2:], 1, dtypes.int32)
     keep = (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)

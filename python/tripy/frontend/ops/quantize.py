@@ -11,7 +11,15 @@ from tripy.frontend.trace_call import _raise_here
 _RANGE = {"int8": (-128, 127), "int4": (-8, 7), "float8": (-448.0, 448.0)}
 
 
-def _aligned_scale(input, scale, dim):
+def _aligned_scale(input, scale, dim, float_dtype):
+    from tripy.frontend.tensor import Tensor
+
+    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        scale = Tensor(float(scale), dtype=float_dtype)
+    if not isinstance(scale, Tensor):
+        _raise_here(f"A scale must be a tripy.Tensor or a number, but got: {type(scale).__name__}.")
+    if dim is not None and not -input.rank <= dim < input.rank:
+        _raise_here(f"dim {dim} is out of range for a tensor of rank {input.rank}.")
     if dim is None:
         if scale.rank != 0:
             _raise_here(f"A per-tensor scale must be a scalar, but it has shape {scale.shape}; pass dim for per-channel scales.")
@@ -37,8 +45,10 @@ def quantize(input, scale, dtype, dim=None):
     dtypes.check_dtype(dtype)
     if dtype.name not in _RANGE:
         _raise_here(f"quantize supports int8, int4 and float8, not {dtype.name}.")
+    if not issubclass(input.dtype, dtypes.floating):
+        _raise_here(f"quantize takes a floating-point tensor, but got one of dtype {input.dtype.name}.")
     lo, hi = _RANGE[dtype.name]
-    scaled = input / _aligned_scale(input, scale, dim)
+    scaled = input / _aligned_scale(input, scale, dim, input.dtype)
     if dtype.name != "float8":
         scaled = round(scaled)
     return cast(clamp(scaled, float(lo), float(hi)), dtype)
@@ -56,4 +66,8 @@ def dequantize(input, scale, dtype, dim=None):
         assert tp.allclose(tp.dequantize(q, tp.Tensor(0.01), tp.float32), tp.Tensor([0.5, 1.0]))
     """
     dtypes.check_dtype(dtype)
-    return cast(input, dtype) * _aligned_scale(input, scale, dim)
+    if input.dtype.name not in _RANGE:
+        _raise_here(f"dequantize takes an int8, int4 or float8 tensor, but got one of dtype {input.dtype.name}.")
+    if not issubclass(dtype, dtypes.floating):
+        _raise_here(f"dequantize returns a floating-point dtype, not {dtype.name}.")
+    return cast(input, dtype) * _aligned_scale(input, scale, dim, dtype)
