@@ -103,7 +103,13 @@ size_t eager_cache_size() {
   return cache().size();
 }
 
+// Evaluation writes a node's value and detaches its inputs, which other evaluations of the same
+// graph read: one evaluation at a time (compiled executables, which most of the time goes to,
+// are not held by it: they run concurrently through Executable::run).
+std::mutex g_evaluate_mu;
+
 Status evaluate(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
   if (node->evaluated()) return ok_status();
   std::vector<Node*> leaves;
   std::string key = structural_key(node, options.device, leaves);
