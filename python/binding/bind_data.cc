@@ -199,7 +199,7 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
   void* data = static_cast<char*>(t.data) + t.byte_offset;
   // Copy on import: the exporter's memory (a numpy array, a torch tensor) may be written after
   // this call, and a lazy op must compute with the values it was given. The copy costs one
-  // memcpy (see docs/errors.md for the measured cost); the capsule is released right after it.
+  // memcpy (docs/robustness.md has the measured cost); the capsule is released right after it.
   Tensor borrowed = Tensor::borrow(data, *dt, std::move(shape), dev, std::move(keep));
   rt::Backend* b = rt::backend_for(dev.kind);
   if (!b) raise(Status(StatusCode::kUnavailable, "No GPU is available for device " + dev.str() + ".", src));
