@@ -127,7 +127,8 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
         }
         // x - x cancels: remove a matching term of the opposite sign.
         auto& other = negate ? pos : neg;
-        auto it = std::find_if(other.begin(), other.end(), [&](const Dim& o) { return o.same_as(t); });
+        const Dim& term = t;  // C++17 lambdas cannot capture structured bindings (clang refuses)
+        auto it = std::find_if(other.begin(), other.end(), [&](const Dim& o) { return o.same_as(term); });
         if (it != other.end()) {
           other.erase(it);
         } else {
