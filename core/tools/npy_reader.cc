@@ -60,9 +60,11 @@ StatusOr<Tensor> parse_npy(const uint8_t* data, size_t size, const std::string& 
   const DType dtype = kDescr.at(header.substr(q1 + 1, q2 - q1 - 1));
   const size_t data_bytes = bytes.size() - data_at;
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
-  if (overflow || numel > static_cast<int64_t>(data_bytes) / elem || static_cast<size_t>(numel * elem) != data_bytes)
+  // In 128 bits: numel * elem can pass 2**63 even when numel does not (found by fuzz_npy).
+  const __int128 need = static_cast<__int128>(numel) * elem;
+  if (overflow || need != static_cast<__int128>(data_bytes))
     return bad("the data has " + std::to_string(data_bytes) + " bytes, the shape " + dims_str(shape) + " needs " +
-               (overflow ? "more than 2**63" : std::to_string(numel * elem)));
+               (overflow || need > INT64_MAX ? "more than 2**63" : std::to_string(static_cast<int64_t>(need))));
   TRIPY_ASSIGN_OR_RETURN(Tensor t, Tensor::try_empty_host(dtype, shape, "the data of '" + name + "'"));
   if (data_bytes > 0) std::memcpy(t.data(), bytes.data() + data_at, data_bytes);
   if (dtype == DType::kBool)  // numpy writes 0 and 1; any other byte is read as true
