@@ -6,6 +6,10 @@
 # make docs   : the documentation site (Sphinx) into $(BUILD)/docs, every code block run
 # make bench  : CPU benchmarks against numpy, and the models against Debian's torch (installed)
 # make test-gpu: build and run everything on a GPU machine (see scripts/gpu_check.sh)
+# make fuzz   : libFuzzer (clang) on the executable loader, the .npy reader and the FlatIR parser,
+#               FUZZ_SECONDS each (build-fuzz/; crashes land in build-fuzz/crashes/)
+# make test-asan: ASan+UBSan build (build-asan/): ctest, then pytest through the instrumented module
+# make test-tsan: TSan build (build-tsan/): the concurrency tests, C++ and Python
 # Each step prints one line; its output goes to $(BUILD)/setup.log (the tail is shown on failure).
 PY ?= /usr/bin/python3
 BUILD ?= build
@@ -15,7 +19,7 @@ PREFIX ?= $(CURDIR)/$(BUILD)/install
 export TRIPY_LOG ?= $(CURDIR)/$(BUILD)/setup.log
 STEP = bash scripts/step.sh
 
-.PHONY: all deps build venv demo test check-deps test-cpp test-py install docs bench test-gpu clean
+.PHONY: all deps build venv demo test check-deps test-cpp test-py install docs bench test-gpu fuzz test-asan test-tsan clean
 
 all: build venv
 
@@ -62,5 +66,37 @@ bench: all
 test-gpu:
 	bash scripts/gpu_check.sh
 
+FUZZ_SECONDS ?= 60
+FUZZERS = npy executable flat_ir
+# Only what the harnesses link is built: no tests, no Python module, no CUDA backend.
+fuzz: deps
+	@bash scripts/install_deps.sh scripts/debian-packages-fuzz.txt
+	@$(STEP) "configuring (build-fuzz: clang, libFuzzer, ASan + UBSan)" -- cmake -S . -B build-fuzz -G Ninja \
+	  -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIPY_BUILD_FUZZERS=ON \
+	  -DTRIPY_BUILD_TESTS=OFF -DTRIPY_BUILD_PYTHON=OFF -DTRIPY_WITH_CUDA=OFF \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+	@$(STEP) "building the fuzzers" -- cmake --build build-fuzz --target $(addprefix fuzz_,$(FUZZERS))
+	@for f in $(FUZZERS); do $(STEP) "fuzzing $$f for $(FUZZ_SECONDS) s" --summary '^fuzz ' -- \
+	  bash scripts/fuzz.sh build-fuzz $$f $(FUZZ_SECONDS) || exit 1; done
+
+# Sanitizer builds: their own build dirs, only the targets the tests need, ccache as usual.
+SAN_TARGETS = tripy_runtime_tests tripy_compiler_tests tripy_runtime_only_test tripy-run _C \
+  $(addsuffix _standalone,$(addprefix fuzz_,$(FUZZERS)))
+test-asan: deps
+	@$(STEP) "configuring (build-asan: ASan + UBSan)" -- cmake -S . -B build-asan -G Ninja -DPython_EXECUTABLE=$(PY) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIPY_PYTHON_MODULE_DIR=$(CURDIR)/build-asan/python/tripy \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+	@$(STEP) "building the instrumented tests and module" -- cmake --build build-asan --target $(SAN_TARGETS)
+	@$(STEP) "testing under ASan + UBSan: C++ (ctest)" --summary 'tests passed' -- bash scripts/sanitize.sh asan ctest
+	@$(STEP) "testing under ASan + UBSan: Python (pytest)" --summary ' (passed|failed)' -- bash scripts/sanitize.sh asan pytest
+
+test-tsan: deps
+	@$(STEP) "configuring (build-tsan: TSan)" -- cmake -S . -B build-tsan -G Ninja -DPython_EXECUTABLE=$(PY) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIPY_PYTHON_MODULE_DIR=$(CURDIR)/build-tsan/python/tripy \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer"
+	@$(STEP) "building the instrumented tests and module" -- cmake --build build-tsan --target tripy_runtime_tests tripy_compiler_tests _C
+	@$(STEP) "testing under TSan: C++ concurrency tests" --summary 'tests passed' -- bash scripts/sanitize.sh tsan ctest
+	@$(STEP) "testing under TSan: Python concurrency tests" --summary ' (passed|failed)' -- bash scripts/sanitize.sh tsan pytest
+
 clean:
-	rm -rf $(BUILD) $(VENV) python/tripy/_C*.so
+	rm -rf $(BUILD) build-fuzz build-asan build-tsan $(VENV) python/tripy/_C*.so

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "npy_reader.h"
 #include "tripy/executable.h"
 
 namespace {
@@ -23,59 +24,6 @@ std::string list_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
-}
-
-// .npy version 1-3: magic, version, header length, a Python-dict header, then the raw data.
-StatusOr<Tensor> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& why) { return invalid_argument("Cannot read '" + path + "': " + why + "."); };
-  if (!in && !in.eof()) return bad("cannot open the file");
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return bad("not a .npy file");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  const size_t len_bytes = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + len_bytes) return bad("truncated header");
-  size_t header_len = 0;
-  for (size_t i = 0; i < len_bytes; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-  const size_t data_at = 8 + len_bytes + header_len;
-  if (data_at > bytes.size()) return bad("truncated header");
-  const std::string header = bytes.substr(8 + len_bytes, header_len);
-
-  static const std::map<std::string, DType> kDescr = {{"<f4", DType::kFloat32}, {"<f2", DType::kFloat16},
-                                                      {"<i4", DType::kInt32},   {"<i8", DType::kInt64},
-                                                      {"|b1", DType::kBool},    {"|i1", DType::kInt8}};
-  const size_t d = header.find("'descr':");
-  const size_t q1 = header.find('\'', d + 8), q2 = header.find('\'', q1 + 1);
-  if (d == std::string::npos || q2 == std::string::npos || !kDescr.count(header.substr(q1 + 1, q2 - q1 - 1)))
-    return bad("unsupported dtype (little-endian float32/float16/int32/int64/int8/bool only)");
-  if (header.find("'fortran_order': False") == std::string::npos) return bad("Fortran-ordered arrays are not supported");
-  const size_t s = header.find("'shape':"), open = header.find('(', s), close = header.find(')', open);
-  if (s == std::string::npos || close == std::string::npos) return bad("no shape");
-  // Dims are checked before anything is allocated: the data must fill the rest of the file exactly.
-  std::vector<int64_t> shape;
-  int64_t numel = 1;
-  bool overflow = false;
-  std::stringstream dims(header.substr(open + 1, close - open - 1));
-  for (std::string item; std::getline(dims, item, ',');) {
-    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
-    if (first == std::string::npos) continue;  // the empty item after a trailing comma
-    const std::string digits = item.substr(first, last - first + 1);
-    if (digits.find_first_not_of("0123456789") != std::string::npos) return bad("the shape has a dim '" + digits + "'");
-    if (digits.size() > 18) return bad("the shape has a dim too large (" + digits + ")");
-    const int64_t dim = std::stoll(digits);
-    overflow = overflow || (dim != 0 && numel > INT64_MAX / dim);
-    numel = overflow ? numel : numel * dim;
-    shape.push_back(dim);
-  }
-  const DType dtype = kDescr.at(header.substr(q1 + 1, q2 - q1 - 1));
-  const size_t data_bytes = bytes.size() - data_at;
-  if (overflow || numel > static_cast<int64_t>(data_bytes / dtype_size(dtype)) ||
-      static_cast<size_t>(numel * dtype_size(dtype)) != data_bytes)
-    return bad("the data has " + std::to_string(data_bytes) + " bytes, the shape " + dims_str(shape) + " needs " +
-               (overflow ? "more than 2**63" : std::to_string(numel * dtype_size(dtype))));
-  Tensor t = Tensor::empty_host(dtype, shape);
-  std::memcpy(t.data(), bytes.data() + data_at, static_cast<size_t>(t.nbytes()));
-  return t;
 }
 
 float half_to_float(uint16_t h) {
@@ -134,7 +82,7 @@ Exit status: 0 on success, 1 with the error on stderr otherwise.
 
 int main(int argc, char** argv) {
   std::string file;
-  std::map<std::string, std::string> npy;  // input name -> path
+  std::map<std::string, std::string> given;  // input name -> path or value
   bool zeros = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -145,7 +93,7 @@ int main(int argc, char** argv) {
       zeros = true;
     } else if (arg == "--input" && i + 1 < argc && std::strchr(argv[i + 1], '=')) {
       const std::string spec = argv[++i];
-      npy[spec.substr(0, spec.find('='))] = spec.substr(spec.find('=') + 1);
+      given[spec.substr(0, spec.find('='))] = spec.substr(spec.find('=') + 1);
     } else if (file.empty() && arg[0] != '-') {
       file = arg;
     } else {
@@ -171,8 +119,8 @@ int main(int argc, char** argv) {
       std::cout << (d ? ", " : "") << list_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
     std::cout << "]\n";
   }
-  if (npy.empty() && !zeros) return 0;
-  for (const auto& [name, path] : npy) {
+  if (given.empty() && !zeros) return 0;
+  for (const auto& [name, path] : given) {
     if (std::any_of(exe->inputs().begin(), exe->inputs().end(), [&](const InputDesc& in) { return in.name == name; }))
       continue;
     std::string names;
@@ -183,10 +131,10 @@ int main(int argc, char** argv) {
 
   std::vector<Tensor> inputs;
   for (const InputDesc& in : exe->inputs()) {
-    auto it = npy.find(in.name);
-    if (in.kind == InputDesc::Kind::kShapeValue && (it != npy.end() || zeros)) {
+    auto it = given.find(in.name);
+    if (in.kind == InputDesc::Kind::kShapeValue && (it != given.end() || zeros)) {
       int64_t value = in.value_opt;
-      if (it != npy.end()) {
+      if (it != given.end()) {
         size_t used = 0;
         try {
           value = std::stoll(it->second, &used);
@@ -197,12 +145,14 @@ int main(int argc, char** argv) {
                                        "=NUMBER."));
       }
       inputs.push_back(Tensor::host_int64(value));
-    } else if (it != npy.end()) {
-      auto t = read_npy(it->second);
+    } else if (it != given.end()) {
+      auto t = npy::read_npy(it->second);
       if (!t.ok()) return fail(t.status());
       inputs.push_back(std::move(t).value());
     } else if (zeros) {
-      Tensor t = Tensor::empty_host(in.dtype, in.dim_opt);
+      auto zeros_or = Tensor::try_empty_host(in.dtype, in.dim_opt, "--zeros input '" + in.name + "'");
+      if (!zeros_or.ok()) return fail(zeros_or.status());
+      Tensor t = std::move(zeros_or).value();
       std::memset(t.data(), 0, static_cast<size_t>(t.nbytes()));
       inputs.push_back(std::move(t));
     } else {

@@ -1,6 +1,7 @@
 // Data in and out of Tripy: nested Python lists, DLPack (zero-copy both ways), tolist, copies.
 #include <pybind11/stl.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -27,6 +28,7 @@ struct ListScan {
   Kind kind = Kind::kBool;
   bool big_int = false;
   bool any = false;
+  long long int_min = 0, int_max = 0;  // the range of the integers seen (not bools)
 };
 
 void scan(const py::handle& obj, size_t depth, ListScan& s, SourceRef src) {
@@ -50,8 +52,15 @@ void scan(const py::handle& obj, size_t depth, ListScan& s, SourceRef src) {
   if (py::isinstance<py::bool_>(obj)) return;
   if (py::isinstance<py::int_>(obj)) {
     s.kind = std::max(s.kind, Kind::kInt);
-    long long v = obj.cast<long long>();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow != 0)
+      raise(invalid_argument("Cannot create a tensor from the integer " + std::string(py::str(obj)) +
+                                 ": it does not fit in int64, the widest integer dtype.",
+                             src));
     if (v > INT32_MAX || v < INT32_MIN) s.big_int = true;
+    s.int_min = std::min(s.int_min, v);
+    s.int_max = std::max(s.int_max, v);
     return;
   }
   if (py::isinstance<py::float_>(obj)) {
@@ -206,7 +215,13 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
   else if (t.device.device_type != dlpack::kDLCPU && t.device.device_type != dlpack::kDLCUDAHost)
     raise(invalid_argument("Unsupported DLPack device type " + std::to_string(t.device.device_type) + ".", src));
   void* data = static_cast<char*>(t.data) + t.byte_offset;
-  return trace::make_data_node(Tensor::borrow(data, *dt, std::move(shape), dev, std::move(keep)), src);
+  // Copy on import: the exporter's memory (a numpy array, a torch tensor) may be written after
+  // this call, and a lazy op must compute with the values it was given. The copy costs one
+  // memcpy (docs/robustness.md has the measured cost); the capsule is released right after it.
+  Tensor borrowed = Tensor::borrow(data, *dt, std::move(shape), dev, std::move(keep));
+  rt::Backend* b = rt::backend_for(dev.kind);
+  if (!b) raise(Status(StatusCode::kUnavailable, "No GPU is available for device " + dev.str() + ".", src));
+  return trace::make_data_node(unwrap_at(b->duplicate(borrowed), src), src);
 }
 
 void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); }
@@ -255,7 +270,15 @@ void bind_data(py::module_& m) {
                                  " from floating-point values: the conversion would lose information. "
                                  "Pass integers, or a floating-point dtype.",
                              src));
-    Tensor host = Tensor::empty_host(dt, s.shape);
+    // As numpy 2 does, an integer outside the requested dtype's range is an error, not a wrap.
+    const long long lo = dt == DType::kInt8 ? INT8_MIN : dt == DType::kInt32 ? INT32_MIN : dt == DType::kInt4 ? -8 : LLONG_MIN;
+    const long long hi = dt == DType::kInt8 ? INT8_MAX : dt == DType::kInt32 ? INT32_MAX : dt == DType::kInt4 ? 7 : LLONG_MAX;
+    if (s.kind == Kind::kInt && (s.int_min < lo || s.int_max > hi))
+      raise(invalid_argument("Cannot create a tensor of dtype " + std::string(dtype_name(dt)) + " from the integer " +
+                                 std::to_string(s.int_min < lo ? s.int_min : s.int_max) + ": it is out of that dtype's range [" +
+                                 std::to_string(lo) + ", " + std::to_string(hi) + "].",
+                             src));
+    Tensor host = unwrap_at(Tensor::try_empty_host(dt, s.shape, "the tensor's data"), src);
     int64_t i = 0;
     fill(data, host.data(), i, dt);
     return trace::make_data_node(place(std::move(host), parse_device(device)), src);

@@ -11,6 +11,13 @@
 
 namespace tripy::binding {
 
+// A run's error points at the op it concerns (a reshape inside the compiled function, say); the
+// user's call of the executable is named too, so either line leads to the other.
+static Status at_call(Status st, const SourceRef& call) {
+  if (st.where() && call && st.where() != call) return st.note("In this call of the executable:", call);
+  return st.at(call);
+}
+
 void bind_executable(py::module_& m) {
   py::class_<Executable>(m, "Executable")
       .def("run",
@@ -25,10 +32,7 @@ void bind_executable(py::module_& m) {
                py::gil_scoped_release nogil;
                return exe.run(inputs);
              }();
-             if (!out.ok()) {
-               Status st = out.status();
-               raise(st.at(src));
-             }
+             if (!out.ok()) raise(at_call(out.status(), src));
              std::vector<trace::NodeRef> nodes;
              for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
              return nodes;
@@ -47,16 +51,26 @@ void bind_executable(py::module_& m) {
                py::gil_scoped_release nogil;
                return exe.run_profiled(inputs, ms);
              }();
-             if (!out.ok()) {
-               Status st = out.status();
-               raise(st.at(src));
-             }
+             if (!out.ok()) raise(at_call(out.status(), src));
              std::vector<trace::NodeRef> nodes;
              for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
              return py::make_tuple(nodes, ms);
            })
-      .def("save", [](const Executable& exe, const std::string& path) { check(exe.save(path)); })
-      .def_static("load", [](const std::string& path) { return unwrap(Executable::load(path)); })
+      // Path errors (missing, unwritable, a directory) point at the user's save/load line.
+      .def("save",
+           [](const Executable& exe, const std::string& path, py::object frames) {
+             Status st = exe.save(path);
+             if (!st.ok()) raise(st.at(to_source(frames)));
+           })
+      .def_static("load",
+                  [](const std::string& path, py::object frames) {
+                    StatusOr<Executable> exe = Executable::load(path);
+                    if (!exe.ok()) {
+                      Status st = exe.status();
+                      raise(st.at(to_source(frames)));
+                    }
+                    return std::move(exe).value();
+                  })
       .def_property_readonly("device", [](const Executable& exe) { return exe.device().str(); })
       .def_property_readonly("output_names", &Executable::output_names)
       // The program's kernels in launch order, as (kind, name, user frame): what tests and profiles read.

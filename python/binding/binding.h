@@ -19,6 +19,15 @@ T unwrap(StatusOr<T> v) {
   if (!v.ok()) raise(v.status());
   return std::move(v).value();
 }
+// unwrap, pointing an error that has no location yet at `where` (the user's call).
+template <typename T>
+T unwrap_at(StatusOr<T> v, const SourceRef& where) {
+  if (!v.ok()) {
+    Status st = v.status();
+    raise(st.at(where));
+  }
+  return std::move(v).value();
+}
 inline void check(const Status& st) {
   if (!st.ok()) raise(st);
 }

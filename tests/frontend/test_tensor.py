@@ -16,11 +16,27 @@ def test_large_tensors_print_their_edges_only(device):
     assert f"{x[50, 100]:.4f}" not in text
 
 
-def test_data_comes_in_zero_copy_and_out_through_dlpack():
+def test_data_comes_in_and_out_through_dlpack():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = tp.Tensor(x, device=tp.device("cpu"))
     back = np.from_dlpack(t)
     np.testing.assert_array_equal(back, x)
+
+
+def test_a_lazy_op_sees_the_array_as_it_was_when_the_op_was_written(device):
+    # Copy on import: writing to the numpy array afterwards changes neither the tensor nor the
+    # ops built on it (before the fix, y read the array at evaluation: [200.0] * 4).
+    a = np.ones(4, np.float32)
+    x = tp.Tensor(a)
+    y = x * 2.0
+    a[:] = 100
+    assert y.tolist() == [2.0] * 4
+    assert x.tolist() == [1.0] * 4
+    # And the other way: the tensor's memory is not the array's.
+    b = np.zeros(3, np.int32)
+    t = tp.Tensor(b, device=tp.device("cpu"))
+    b[0] = 7
+    assert t.tolist() == [0, 0, 0]
 
 
 def test_non_contiguous_memory_is_rejected_with_a_fix():

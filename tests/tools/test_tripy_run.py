@@ -86,3 +86,19 @@ def test_a_crafted_npy_header_is_rejected_not_a_crash(saved, shape_text):
     out = _run(saved / "f.tpy", "--input", f"x={bad}", "--zeros")
     assert out.returncode == 1, out.stderr
     assert f"Cannot read '{bad}'" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\x93NUMPY", b"\x93NUMPY\x09\x00" + b"\0" * 20, b"\x93NUMPY\x01\x00\xff\xff{'descr': '<f4'", b"not numpy at all"],
+)
+def test_a_truncated_or_foreign_npy_is_rejected(saved, content):
+    bad = saved / "short.npy"
+    bad.write_bytes(content)
+    out = _run(saved / "f.tpy", "--input", f"x={bad}", "--zeros")
+    assert out.returncode == 1 and f"Cannot read '{bad}'" in out.stderr, out.stderr
+
+
+def test_a_directory_given_as_npy_is_rejected(saved):
+    out = _run(saved / "f.tpy", "--input", f"x={saved}", "--zeros")
+    assert out.returncode == 1 and "not a regular file" in out.stderr, out.stderr

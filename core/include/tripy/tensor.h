@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tripy/dtype.h"
+#include "tripy/status.h"
 
 namespace tripy {
 
@@ -25,8 +26,11 @@ struct Device {
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates uninitialised host memory (64-byte aligned).
+  // Allocates uninitialised host memory (64-byte aligned); throws std::bad_alloc on failure.
   static Tensor empty_host(DType dtype, std::vector<int64_t> shape);
+  // The same, but a failure (no memory, or a shape whose size overflows) is a kResourceExhausted
+  // Status that says how many bytes were asked for, of which dtype and shape, and for `what`.
+  static StatusOr<Tensor> try_empty_host(DType dtype, std::vector<int64_t> shape, const std::string& what);
   // Wraps memory owned elsewhere; `keep_alive` is released when the last Tensor goes.
   static Tensor borrow(void* data, DType dtype, std::vector<int64_t> shape, Device device,
                        std::shared_ptr<void> keep_alive);

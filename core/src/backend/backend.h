@@ -47,6 +47,9 @@ class Backend {
   // Host <-> device copies for tp.copy and for eager inputs.
   virtual StatusOr<Tensor> copy_from_host(const Tensor& host) = 0;
   virtual StatusOr<Tensor> copy_to_host(const Tensor& device) = 0;
+  // A new copy, on the same device, of a tensor on this device: how imported memory (DLPack) is
+  // detached from its exporter, so later writes to the source cannot reach lazy ops.
+  virtual StatusOr<Tensor> duplicate(const Tensor& t) = 0;
 };
 
 // The backend for a device kind; nullptr when this build or machine has none.

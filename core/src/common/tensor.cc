@@ -31,27 +31,38 @@ std::string dims_str(const std::vector<int64_t>& shape) {
 int64_t Tensor::numel() const { return numel_of(shape_); }
 int64_t Tensor::nbytes() const { return numel() * dtype_size(dtype_); }
 
-Tensor Tensor::empty_host(DType dtype, std::vector<int64_t> shape) {
+StatusOr<Tensor> Tensor::try_empty_host(DType dtype, std::vector<int64_t> shape, const std::string& what) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  const std::string of = what + " (" + std::string(dtype_name(dtype)) + " " + dims_str(t.shape_) + ")";
   // Sizes that overflow cannot be allocated: report them like any failed allocation.
   int64_t count = 1;
   for (int64_t d : t.shape_)
-    if (d < 0 || __builtin_mul_overflow(count, d, &count)) throw std::bad_alloc();
+    if (d < 0 || __builtin_mul_overflow(count, d, &count))
+      return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of +
+                                                        ": the size does not fit in 64 bits.");
   int64_t total = 0;
   if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(dtype)), &total) || total > (int64_t{1} << 56))
-    throw std::bad_alloc();
+    return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of +
+                                                      ": it needs more than 2**56 bytes.");
   // Round up so the size is a multiple of the alignment, as aligned_alloc requires; never 0.
   size_t bytes = static_cast<size_t>(total);
   bytes = (bytes + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
-  // Out of memory (or a size that overflowed): a standard error, which Python sees as MemoryError.
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr)
+    return Status(StatusCode::kResourceExhausted, "Out of host memory: cannot allocate " + std::to_string(total) +
+                                                      " bytes for " + of + ".");
   t.data_ = p;
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   return t;
+}
+
+Tensor Tensor::empty_host(DType dtype, std::vector<int64_t> shape) {
+  StatusOr<Tensor> t = try_empty_host(dtype, std::move(shape), "");
+  if (!t.ok()) throw std::bad_alloc();
+  return std::move(t).value();
 }
 
 Tensor Tensor::host_int64(int64_t value) {

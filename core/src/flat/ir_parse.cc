@@ -268,6 +268,11 @@ class Parser {
 
   Status parse_constant_value(Cursor& c, Op& op, DType dtype, const Shape& shape) {
     if (!is_static(shape)) return c.error("a constant needs a static shape");
+    // Text constants are test data: anything past 2**24 elements (or a negative size) is a typo.
+    int64_t count = 1;
+    for (int64_t d : static_dims(shape))
+      if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > (int64_t{1} << 24))
+        return c.error("a constant of shape " + shape_str(shape) + " is larger than text constants may be (2**24 elements)");
     Tensor t = Tensor::empty_host(dtype, static_dims(shape));
     if (c.consume("<")) {
       TRIPY_ASSIGN_OR_RETURN(int64_t n, c.integer());

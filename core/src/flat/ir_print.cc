@@ -1,5 +1,6 @@
 // FlatIR to text: one op a line, symbols declared first, outputs last. parse_graph reads it back.
 #include <cstdio>
+#include <cstdlib>
 
 #include "flat/constant_data.h"
 #include "flat/ir.h"
@@ -62,7 +63,7 @@ std::string attrs(const Op& op, const Graph& g) {
       break;
     case OpKind::kAttention: {
       const rt::AttentionAttrs& a = op.attention;
-      out = std::string("causal = ") + (a.causal ? "true" : "false") + ", scale = " + number_text(a.scale);
+      out = std::string("causal = ") + (a.causal ? "true" : "false") + ", scale = " + double_text(a.scale);
       if (a.mask != rt::MaskKind::kNone) out += a.mask == rt::MaskKind::kBool ? ", mask = bool" : ", mask = additive";
       static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
       for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
@@ -87,6 +88,18 @@ std::string attrs(const Op& op, const Graph& g) {
 }
 
 }  // namespace
+
+// An attribute is a double, not a tensor element: the shortest text that reads back as the same
+// double, so that printing is stable under parse -> print (found by fuzz/flat_ir_fuzz.cc).
+std::string double_text(double v) {
+  std::string text = number_text(v);
+  for (int digits = 10; digits <= 17 && std::strtod(text.c_str(), nullptr) != v; ++digits) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    text = buf;
+  }
+  return text;
+}
 
 std::string number_text(double v) {
   if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -9.0e15 && v < 9.0e15) {

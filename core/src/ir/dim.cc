@@ -4,26 +4,39 @@
 #include "ir/dim.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 
 namespace tripy {
 namespace {
 
+// Arithmetic saturates at the int64 range, as the runtime's shape program does: sizes may come
+// from hostile text or absurd bounds, and must never be undefined behaviour (found by UBSan under
+// fuzz/flat_ir_fuzz.cc).
+int64_t saturate(__int128 v) {
+  return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : static_cast<int64_t>(v);
+}
+int64_t sat_add(int64_t a, int64_t b) { return saturate(static_cast<__int128>(a) + b); }
+int64_t sat_sub(int64_t a, int64_t b) { return saturate(static_cast<__int128>(a) - b); }
+int64_t sat_mul(int64_t a, int64_t b) { return saturate(static_cast<__int128>(a) * b); }
+int64_t sat_abs(int64_t a) { return a < 0 ? sat_sub(0, a) : a; }
+
 int64_t floor_div(int64_t a, int64_t b) {
   if (b == 0) return 0;
+  if (b == -1) return sat_sub(0, a);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : -floor_div(-a, b); }
-int64_t floor_mod(int64_t a, int64_t b) { return b == 0 ? 0 : a - floor_div(a, b) * b; }
+int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : sat_sub(0, floor_div(sat_sub(0, a), b)); }
+int64_t floor_mod(int64_t a, int64_t b) { return b == 0 ? 0 : saturate(static_cast<__int128>(a) - static_cast<__int128>(floor_div(a, b)) * b); }
 
 int64_t apply(DimOp op, int64_t a, int64_t b) {
   switch (op) {
-    case DimOp::kAdd: return a + b;
-    case DimOp::kSub: return a - b;
-    case DimOp::kMul: return a * b;
+    case DimOp::kAdd: return sat_add(a, b);
+    case DimOp::kSub: return sat_sub(a, b);
+    case DimOp::kMul: return sat_mul(a, b);
     case DimOp::kFloorDiv: return floor_div(a, b);
     case DimOp::kCeilDiv: return ceil_div(a, b);
     case DimOp::kMod: return floor_mod(a, b);
@@ -122,12 +135,13 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
       std::vector<Dim> pos, neg;
       for (auto& [t, negate] : terms) {
         if (t.is_static()) {
-          constant += negate ? -t.static_value() : t.static_value();
+          constant = negate ? sat_sub(constant, t.static_value()) : sat_add(constant, t.static_value());
           continue;
         }
         // x - x cancels: remove a matching term of the opposite sign.
         auto& other = negate ? pos : neg;
-        auto it = std::find_if(other.begin(), other.end(), [&](const Dim& o) { return o.same_as(t); });
+        const Dim& term = t;  // C++17 lambdas cannot capture structured bindings (clang refuses)
+        auto it = std::find_if(other.begin(), other.end(), [&](const Dim& o) { return o.same_as(term); });
         if (it != other.end()) {
           other.erase(it);
         } else {
@@ -144,7 +158,7 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
       for (size_t i = 1; i < pos.size(); ++i) acc = raw(DimOp::kAdd, acc, pos[i]);
       for (const Dim& n : neg) acc = raw(DimOp::kSub, acc, n);
       if (constant > 0) acc = raw(DimOp::kAdd, acc, Dim(constant));
-      if (constant < 0) acc = raw(DimOp::kSub, acc, Dim(-constant));
+      if (constant < 0) acc = raw(DimOp::kSub, acc, Dim(sat_sub(0, constant)));
       return acc;
     }
     case DimOp::kMul: {
@@ -155,7 +169,7 @@ Dim Dim::make(DimOp op, const Dim& a, const Dim& b) {
       std::vector<Dim> rest;
       for (const Dim& f : factors) {
         if (f.is_static()) {
-          constant *= f.static_value();
+          constant = sat_mul(constant, f.static_value());
         } else {
           rest.push_back(f);
         }
@@ -247,8 +261,8 @@ Interval bounds(const Dim& d, const SymbolTable& table) {
   }
   Interval a = bounds(d.lhs(), table), b = bounds(d.rhs(), table);
   switch (d.op()) {
-    case DimOp::kAdd: return {a.lo + b.lo, a.hi + b.hi};
-    case DimOp::kSub: return {a.lo - b.hi, a.hi - b.lo};
+    case DimOp::kAdd: return {sat_add(a.lo, b.lo), sat_add(a.hi, b.hi)};
+    case DimOp::kSub: return {sat_sub(a.lo, b.hi), sat_sub(a.hi, b.lo)};
     case DimOp::kMax: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
     case DimOp::kMin: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
     case DimOp::kMod:
@@ -256,13 +270,13 @@ Interval bounds(const Dim& d, const SymbolTable& table) {
         if (a.lo >= 0 && a.hi < b.lo) return a;  // x % y == x when 0 <= x < y
         return {0, b.hi - 1};
       }
-      return {-std::max(std::abs(b.lo), std::abs(b.hi)), std::max(std::abs(b.lo), std::abs(b.hi))};
+      return {-std::max(sat_abs(b.lo), sat_abs(b.hi)), std::max(sat_abs(b.lo), sat_abs(b.hi))};
     case DimOp::kMul:
     case DimOp::kFloorDiv:
     case DimOp::kCeilDiv: {
       if (d.op() != DimOp::kMul && b.lo <= 0 && b.hi >= 0) {
         // The divisor's range contains 0: only the magnitude of the dividend bounds the result.
-        int64_t m = std::max(std::abs(a.lo), std::abs(a.hi));
+        int64_t m = std::max(sat_abs(a.lo), sat_abs(a.hi));
         return {-m, m};
       }
       // Monotonic in each argument over a sign-constant range: the extremes are at the corners.

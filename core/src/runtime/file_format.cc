@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "runtime/checksum.h"
 #include "runtime/program_json.h"
 #include "runtime/shape_arith.h"
@@ -270,6 +272,12 @@ StatusOr<ExecutableContents> read_executable_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return io_error("Cannot open executable file", path);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, std::fclose);
+  // fopen opens a directory for reading on Linux, and its "size" is then LONG_MAX.
+  struct stat info;
+  if (fstat(fileno(f), &info) != 0) return io_error("Cannot read executable file", path);
+  if (!S_ISREG(info.st_mode))
+    return invalid_argument("Cannot read executable file '" + path + "': " +
+                            (S_ISDIR(info.st_mode) ? "it is a directory" : "it is not a regular file") + ".");
   if (fseeko(f, 0, SEEK_END) != 0) return io_error("Cannot read executable file", path);
   const off_t size = ftello(f);
   if (size < 0 || fseeko(f, 0, SEEK_SET) != 0) return io_error("Cannot read executable file", path);

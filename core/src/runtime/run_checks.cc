@@ -3,6 +3,7 @@
 #include "runtime/run_checks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "runtime/shape_arith.h"
@@ -24,9 +25,21 @@ class RunChecker {
         bool negative = std::any_of(shapes_[i].begin(), shapes_[i].end(), [](int64_t d) { return d < 0; });
         if (negative) return fail("buffer " + std::to_string(i) + " has the impossible shape " + dims_str(shapes_[i]));
         // Sizes the inputs imply can simply be too large: that is a resource limit, not a bug.
-        return Status(StatusCode::kResourceExhausted,
-                      "This call needs a " + std::string(dtype_name(p_.buffers[i].dtype)) + " tensor of shape " +
-                          dims_str(shapes_[i]) + ", which is too large to allocate.");
+        long double bytes = static_cast<long double>(dtype_size(p_.buffers[i].dtype));
+        for (int64_t d : shapes_[i]) bytes *= static_cast<long double>(d);
+        char text[64];
+        std::snprintf(text, sizeof(text), "%.0Lf", bytes);
+        Status st(StatusCode::kResourceExhausted,
+                  "This call needs a " + std::string(dtype_name(p_.buffers[i].dtype)) + " tensor of shape " +
+                      dims_str(shapes_[i]) + ", which is too large to allocate: " + text +
+                      " bytes, more than the 2**40 bytes a tensor may have.");
+        for (const Kernel& k : p_.kernels) {
+          if (std::find(k.outputs.begin(), k.outputs.end(), static_cast<int32_t>(i)) == k.outputs.end()) continue;
+          if (k.source >= 0 && static_cast<size_t>(k.source) < p_.sources.size())
+            st.note("The tensor is made by:", std::make_shared<SourceInfo>(p_.sources[static_cast<size_t>(k.source)]));
+          break;
+        }
+        return st;
       }
     }
     for (size_t i = 0; i < p_.buffers.size(); ++i) TRIPY_RETURN_IF_ERROR(check_buffer(i));

@@ -106,7 +106,13 @@ size_t eager_cache_size() {
   return cache().size();
 }
 
+// Evaluation writes a node's value and detaches its inputs, which other evaluations of the same
+// graph read: one evaluation at a time (compiled executables, which most of the time goes to,
+// are not held by it: they run concurrently through Executable::run).
+std::mutex g_evaluate_mu;
+
 Status evaluate(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
   if (node->evaluated()) return ok_status();
   std::vector<Node*> leaves;
   std::string key = structural_key(node, options.device, leaves);
@@ -115,7 +121,8 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (const Executable* hit = cache().find(key)) exe = *hit;
   }
-  if (!exe.impl()) {
+  const bool cached = exe.impl() != nullptr;
+  if (!cached) {
     TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat({node}, LowerMode::kEager));
     auto compiled = compile_graph(std::move(lowered.graph), options);
     if (!compiled.ok()) {
@@ -130,9 +137,18 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
   inputs.reserve(leaves.size());
   for (Node* in : leaves) inputs.push_back(in->value);
   auto out = exe.run(inputs);
-  if (!out.ok()) {
+  if (!out.ok() && !cached) {
     Status st = out.status();
     return st.at(node->source);
+  }
+  if (!out.ok()) {
+    // A cached program's source lines are those of the first subgraph with this structure, which
+    // may be another line of the program: point at the tensor being evaluated instead.
+    const Status& cause = out.status();
+    Status st(cause.code(), cause.message(), node->source);
+    for (const ErrorNote& n : cause.notes())
+      if (!n.where) st.note(n.text);
+    return st;
   }
   node->value = std::move(out.value()[0]);
   // The value now stands for the whole subgraph: drop it so memory can be reclaimed.

@@ -56,6 +56,8 @@ class LowerCtx {
   // Sizes that must be equal when the compiler cannot prove it: checked at run time, where a
   // failure shows `message` and this node's line.
   void check_equal(const Dim& a, const Dim& b, const std::string& message);
+  // Asserts at run time that `a` and `b` broadcast (equal, or one of them 1).
+  void check_broadcast(const Dim& a, const Dim& b, const std::string& message);
 
  private:
   flat::OriginRef origin(const std::string& reason);

@@ -40,18 +40,17 @@ StatusOr<flat::ValueId> lower_matmul(LowerCtx& c) {
   while (sb.size() < sa.size() && sa.size() > 2 && sb.size() > 2) sb.insert(sb.begin(), Dim(1));
   a = c.reshape(a, sa);
   b = c.reshape(b, sb);
-  if (!sa[sa.size() - 1].same_as(sb[sb.size() - 2])) {
-    flat::ShapeAssertion as;
-    as.a = sa.back();
-    as.b = sb[sb.size() - 2];
-    as.message = "Incompatible sizes at run time for matmul: the contracted dimensions differ.";
-    c.graph().assertions.push_back(std::move(as));
-  }
+  c.check_equal(sa.back(), sb[sb.size() - 2], "Incompatible sizes at run time for '@': the contracted dimensions differ.");
   Shape batch;
   size_t nb = sa.size() - 2;
   for (size_t i = 0; i < nb; ++i) {
     const Dim& x = sa[i];
     const Dim* y = sb.size() == sa.size() ? &sb[i] : nullptr;
+    // Dynamic batch dims must broadcast against each other: checked when the sizes are known,
+    // at the '@' that multiplies them.
+    if (y && !x.same_as(*y) && !(x.is_static() && x.static_value() == 1) && !(y->is_static() && y->static_value() == 1))
+      c.check_broadcast(x, *y, "Incompatible sizes at run time for '@': batch dimension " + std::to_string(i) +
+                                   " must be broadcastable (equal, or 1).");
     batch.push_back(!y || x.same_as(*y) || (y->is_static() && y->static_value() == 1)
                         ? x
                         : (x.is_static() && x.static_value() == 1 ? *y : Dim::make(DimOp::kMax, x, *y)));

@@ -55,12 +55,51 @@ Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims, bool keep
   return out;
 }
 
+// max, min, argmax and argmin of no elements are undefined (numpy and torch raise too); sum,
+// prod, all and any have an identity, mean and var give NaN as numpy's do.
+bool needs_elements(const std::string& name) {
+  return name == "max" || name == "min" || name == "argmax" || name == "argmin";
+}
+
+// Integer sums and products accumulate in int64 on every backend, so a result that fits the
+// returned dtype is exact whatever the partial sums do. int32 and int64 keep their dtype (as in
+// nvtripy, where a result that does not fit wraps); int8, which nvtripy's sum does not take,
+// returns int64 as numpy and torch do, so a sum of a few hundred int8s does not wrap.
+DType reduce_dtype(const std::string& name, DType in) {
+  if (name == "argmax" || name == "argmin") return DType::kInt32;
+  if ((name == "sum" || name == "prod") && in == DType::kInt8) return DType::kInt64;
+  return in;
+}
+
 Status infer_reduce(InferCtx& ctx) {
   TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
-  ctx.node.shape = reduced_shape(ctx.shape(0), ctx.node.attrs.dims, ctx.node.attrs.keepdim);
   const std::string& n = ctx.node.def->name;
-  ctx.node.dtype = (n == "argmax" || n == "argmin") ? DType::kInt32 : ctx.in()[0]->dtype;
+  if (needs_elements(n)) {
+    for (int64_t d : ctx.node.attrs.dims) {
+      const Dim& size = ctx.shape(0)[static_cast<size_t>(d)];
+      if (size.is_static() && size.static_value() == 0)
+        return ctx.error(n + " over dimension " + std::to_string(d) + ", which has size 0 (shape " +
+                         shape_str(ctx.shape(0)) + "): the " + (n.find("max") != std::string::npos ? "maximum" : "minimum") +
+                         " of no elements is undefined.");
+    }
+  }
+  ctx.node.shape = reduced_shape(ctx.shape(0), ctx.node.attrs.dims, ctx.node.attrs.keepdim);
+  ctx.node.dtype = reduce_dtype(n, ctx.in()[0]->dtype);
   return ok_status();
+}
+
+// A dynamic reduced dim that may be 0 at run time is checked there (max(d, 1) == d).
+void check_nonempty(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims) {
+  if (!needs_elements(c.node().def->name)) return;
+  const Shape s = c.value(x).shape;
+  const SymbolTable* table = c.node().symbols.get();
+  for (int64_t d : dims) {
+    const Dim& size = s[static_cast<size_t>(d)];
+    if (size.is_static() || (table && provably_le(Dim(1), size, *table))) continue;
+    c.check_equal(Dim::make(DimOp::kMax, size, Dim(1)), size,
+                  c.node().def->name + " over dimension " + std::to_string(d) +
+                      ", which has size 0 at run time: the result of no elements is undefined.");
+  }
 }
 
 flat::ValueId keep_dims(LowerCtx& c, flat::ValueId v) {
@@ -96,7 +135,10 @@ flat::ValueId mean_of(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& 
 
 StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
-  return keep_dims(c, c.reduce(reduce_row(c.node().def->name)->fn, c.in(0), dims));
+  check_nonempty(c, c.in(0), dims);
+  flat::ValueId x = c.in(0);
+  if (c.value(x).dtype != c.node().dtype) x = c.ew(EwOp::kConvert, {x}, c.node().dtype);  // int8 sums
+  return keep_dims(c, c.reduce(reduce_row(c.node().def->name)->fn, x, dims));
 }
 
 StatusOr<flat::ValueId> lower_mean(LowerCtx& c) { return keep_dims(c, mean_of(c, c.in(0), c.node().attrs.dims)); }
@@ -115,10 +157,12 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   return keep_dims(c, c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt));
 }
 
-// argmax = the smallest index whose value equals the max.
+// argmax = the smallest index whose value equals the max. Max and min propagate NaN, so a row
+// with a NaN has a NaN extreme, which equals nothing: there the first NaN is the hit, as in numpy.
 StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
   flat::ValueId x = c.in(0);
+  check_nonempty(c, x, dims);
   Shape s = c.value(x).shape;
   bool is_max = c.node().def->name == "argmax";
   flat::ValueId best = unreduce(c, c.reduce(is_max ? EwOp::kReduceMax : EwOp::kReduceMin, x, dims), s, dims);
@@ -139,6 +183,8 @@ StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
     stride = stride * s[*it];
   }
   flat::ValueId hit = c.ew(EwOp::kEq, {x, best}, DType::kBool);
+  if (is_floating(c.value(x).dtype))
+    hit = c.ew(EwOp::kOr, {hit, c.ew(EwOp::kNe, {x, x}, DType::kBool)}, DType::kBool);
   flat::ValueId big = c.splat(2147483647.0, DType::kInt32, s);
   flat::ValueId cand = c.ew(EwOp::kSelect, {hit, index, big}, DType::kInt32);
   return keep_dims(c, c.reduce(EwOp::kReduceMin, cand, dims));

@@ -288,6 +288,17 @@ void LowerCtx::check_equal(const Dim& a, const Dim& b, const std::string& messag
   graph_.assertions.push_back(std::move(assertion));
 }
 
+void LowerCtx::check_broadcast(const Dim& a, const Dim& b, const std::string& message) {
+  if (a.same_as(b)) return;
+  flat::ShapeAssertion assertion;
+  assertion.kind = rt::ShapeCheck::Kind::kBroadcast;
+  assertion.a = a;
+  assertion.b = b;
+  assertion.message = message;
+  assertion.origin = origin("");
+  graph_.assertions.push_back(std::move(assertion));
+}
+
 flat::ValueId LowerCtx::size_value(const Dim& d) {
   if (d.is_static()) return scalar(static_cast<double>(d.static_value()), DType::kInt32);
   // FlatIR has no op that reads the shape program: a sum of ones along `d` computes the size

@@ -135,6 +135,11 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         for param in func.state_dict().values():
             param.eval()
 
+    if sig is not None:
+        try:
+            sig.bind(*traced_args, **traced_kwargs)
+        except TypeError as err:
+            _C.raise_error(f"tp.compile cannot call the function with these args and kwargs: {err}.", frames)
     result = func(*traced_args, **traced_kwargs)
     single = isinstance(result, Tensor)
     outputs = [result] if single else list(result) if isinstance(result, (tuple, list)) else None

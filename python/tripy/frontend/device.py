@@ -2,8 +2,6 @@
 
 import os
 
-from tripy.exception import TripyException
-
 
 class device:
     """
@@ -22,7 +20,9 @@ class device:
         name = str(device)  # also a tp.device
         kind, _, index = name.partition(":")
         if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):
-            raise TripyException(f"Unknown device: {device!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
+            from tripy.frontend.trace_call import _raise_here
+
+            _raise_here(f"Unknown device: {name!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
         self.kind = kind
         self.index = int(index) if index else 0
 

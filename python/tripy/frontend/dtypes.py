@@ -59,8 +59,8 @@ def from_name(name):
 
 def check_dtype(value, what="dtype"):
     """Returns ``value`` if it is a concrete tripy dtype, else raises TripyException."""
-    from tripy.exception import TripyException
+    from tripy.frontend.trace_call import _raise_here
 
     if isinstance(value, type) and issubclass(value, dtype) and value.name in _BY_NAME:
         return value
-    raise TripyException(f"Expected {what} to be a tripy data type (like tp.float32), but got: {value!r}.")
+    _raise_here(f"Expected {what} to be a tripy data type (like tp.float32), but got: {value!r}.")

@@ -1,6 +1,7 @@
 """``tp.Executable``: a compiled program; call it, save it, load it."""
 
 import inspect
+import os
 import operator
 
 from tripy import _C
@@ -157,13 +158,11 @@ class Executable:
     def save(self, path):
         """Writes the executable to one file at ``path`` (any name), making missing parent
         directories as nvtripy does."""
-        import os
-
-        parent = os.path.dirname(os.path.abspath(str(path)))
+        parent = os.path.dirname(os.path.abspath(os.fspath(path)))
         os.makedirs(parent, exist_ok=True)
-        self._impl.save(str(path))
+        self._impl.save(os.fspath(path), capture_user_frames())
 
     @staticmethod
     def load(path):
         """Loads an executable saved with ``save``; a corrupt file raises TripyException."""
-        return Executable(_C.Executable.load(str(path)))
+        return Executable(_C.Executable.load(os.fspath(path), capture_user_frames()))

@@ -7,31 +7,34 @@ layout: ``shape_bounds.min`` is the whole minimum shape, not the first dimension
 
 import operator
 
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
+from tripy.frontend.trace_call import _raise_here
 
 
 def _as_int(value, what):
     # Accept anything integral (Python ints, numpy ints) but not bools, which are ints by accident.
     if isinstance(value, bool):
-        raise TripyException(f"{what} must be an integer, but got: {value!r}.")
+        _raise_here(f"{what} must be an integer, but got: {value!r}.")
     try:
-        return operator.index(value)
+        value = operator.index(value)
     except TypeError:
-        raise TripyException(
+        _raise_here(
             f"{what} must be an integer, but got: {value!r} of type '{type(value).__name__}'."
-        ) from None
+        )
+    if not -(2**63) <= value < 2**63:
+        _raise_here(f"{what} must fit in 64 bits, but got: {value}.")
+    return value
 
 
 def _checked_bounds(bounds, what, minimum):
     """Validates a (min, opt, max) triple and returns it as a tuple of ints."""
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 3:
-        raise TripyException(f"{what} must be an int or a (min, opt, max) tuple, but got: {bounds!r}.")
+        _raise_here(f"{what} must be an int or a (min, opt, max) tuple, but got: {bounds!r}.")
     lo, opt, hi = (_as_int(value, what) for value in bounds)
     if lo < minimum:
-        raise TripyException(f"{what}: min must be at least {minimum}, but got: ({lo}, {opt}, {hi}).")
+        _raise_here(f"{what}: min must be at least {minimum}, but got: ({lo}, {opt}, {hi}).")
     if not lo <= opt <= hi:
-        raise TripyException(f"{what}: bounds must satisfy min <= opt <= max, but got: ({lo}, {opt}, {hi}).")
+        _raise_here(f"{what}: bounds must satisfy min <= opt <= max, but got: ({lo}, {opt}, {hi}).")
     return (lo, opt, hi)
 
 
@@ -97,7 +100,7 @@ class NamedDimension:
 
     def __init__(self, name, min, opt, max):
         if not isinstance(name, str) or not name:
-            raise TripyException(f"A NamedDimension's name must be a non-empty string, but got: {name!r}.")
+            _raise_here(f"A NamedDimension's name must be a non-empty string, but got: {name!r}.")
         self.name = name
         self.min, self.opt, self.max = _checked_bounds((min, opt, max), f"NamedDimension '{name}'", 1)
 
@@ -148,7 +151,7 @@ class InputInfo:
             raise TripyException(f"InputInfo's donate must be True or False, but got: {donate!r}.")
         self.donate = donate
         if not isinstance(shape, (tuple, list)):
-            raise TripyException(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
+            _raise_here(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")
         self.dtype = dtypes.check_dtype(dtype, "InputInfo's dtype")
         per_dim = []
         self.dimension_names = {}
@@ -163,7 +166,7 @@ class InputInfo:
             else:
                 size = _as_int(entry, what)
                 if size < 1:
-                    raise TripyException(f"{what} must be positive, but got: {size}.")
+                    _raise_here(f"{what} must be positive, but got: {size}.")
                 per_dim.append((size, size, size))
         self._check_names_agree(per_dim)
         self.shape_bounds = Bounds(*zip(*per_dim)) if per_dim else Bounds((), (), ())
@@ -173,7 +176,7 @@ class InputInfo:
         seen = {}
         for index, name in self.dimension_names.items():
             if seen.setdefault(name, per_dim[index]) != per_dim[index]:
-                raise TripyException(
+                _raise_here(
                     f"NamedDimension '{name}' appears with different bounds: {seen[name]} and {per_dim[index]}."
                 )
 

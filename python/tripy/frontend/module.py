@@ -8,7 +8,7 @@ works even when its ``__init__`` never calls ``super().__init__()``, as the seed
 from collections import namedtuple
 from functools import lru_cache
 
-from tripy.exception import TripyException
+from tripy.frontend.trace_call import _raise_here
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
 
@@ -38,7 +38,7 @@ def _check_compatible(name, current, new, rule=None):
     """
     allowed, check_shape = rule if rule is not None else ((current.dtype,) if current is not None else None, True)
     if allowed is not None and new.dtype not in allowed:
-        raise TripyException(
+        _raise_here(
             f"Cannot set parameter '{name}': it has dtype {' or '.join(_dtype_name(d) for d in allowed)}, "
             f"but the new value has dtype {_dtype_name(new.dtype)}."
         )
@@ -47,7 +47,7 @@ def _check_compatible(name, current, new, rule=None):
     current_shape, new_shape = _static_shape(current), _static_shape(new)
     # Shapes known only at run time (inside compile) cannot be compared here.
     if current_shape is not None and new_shape is not None and current_shape != new_shape:
-        raise TripyException(
+        _raise_here(
             f"Cannot set parameter '{name}': it has shape {current_shape}, but the new value has shape {new_shape}."
         )
 
@@ -139,7 +139,7 @@ class Module:
     def __call__(self, *args, **kwargs):
         """Calls ``forward``; a subclass may define ``__call__`` itself instead, as the seeds do."""
         if type(self).forward is Module.forward:
-            raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
+            _raise_here(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
@@ -163,7 +163,7 @@ class Module:
         """
         if type(self).__call__ is not Module.__call__:
             return self(*args, **kwargs)
-        raise TripyException(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
+        _raise_here(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
 
     def named_parameters(self):
         """
@@ -234,7 +234,7 @@ class Module:
         missing = [name for name, (_, _, current) in slots.items() if name not in state_dict and current is not None]
         unexpected = [name for name in state_dict if name not in slots]
         if strict and (missing or unexpected):
-            raise TripyException(
+            _raise_here(
                 f"load_state_dict found {len(missing)} missing and {len(unexpected)} unexpected key(s) "
                 f"for '{type(self).__name__}'.\n    Missing keys: {missing}\n    Unexpected keys: {unexpected}\n"
                 "Pass strict=False to load the matching keys only."
@@ -248,7 +248,7 @@ class Module:
                 continue
             holder, key, current = slots[name]
             if isinstance(holder, tuple):
-                raise TripyException(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
+                _raise_here(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
             new = value if isinstance(value, tensor_type) else tensor_type(value)
             rule = holder._parameter_rule(key) if isinstance(holder, Module) else None
             _check_compatible(name, current, new, rule)

@@ -3,11 +3,10 @@
 import builtins
 
 from tripy import _C
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device, resolve as _resolve_device
 from tripy.frontend.printing import format_tensor
-from tripy.frontend.trace_call import make, scalar_like
+from tripy.frontend.trace_call import _raise_here, make, scalar_like
 from tripy.utils.stack_info import capture_user_frames
 from tripy.utils.suggest import missing_attribute
 
@@ -20,7 +19,8 @@ class Tensor:
 
     Args:
         data: A number, a nested list/tuple of numbers, or an object with ``__dlpack__``
-            (numpy, torch, cupy, ...): contiguous memory is used without a copy.
+            (numpy, torch, cupy, ...). Its values are copied (on its device), so writing to
+            ``data`` afterwards never changes the tensor or the lazy ops built on it.
         dtype: The data type; inferred from ``data`` when omitted.
         device: Where the data lives; the default device when omitted.
         name: An optional name.
@@ -129,7 +129,7 @@ class Tensor:
         values = self.tolist()
         while isinstance(values, list):
             if len(values) != 1:
-                raise TripyException(
+                _raise_here(
                     f"The truth value of a tensor with shape {self.shape} is ambiguous: only single-element tensors convert to bool."
                 )
             values = values[0]

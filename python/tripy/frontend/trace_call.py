@@ -3,7 +3,6 @@
 import builtins
 
 from tripy import _C
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.utils.stack_info import capture_user_frames
 
@@ -12,7 +11,12 @@ def make(op, inputs, **attrs):
     """Builds the Trace op ``op`` on tensors ``inputs``; rules and errors come from the C++ core."""
     from tripy.frontend.tensor import Tensor
 
-    return Tensor._wrap(_C.make(op, [t._node for t in inputs], attrs, capture_user_frames()))
+    try:
+        nodes = [t._node for t in inputs]
+    except AttributeError:
+        wrong = next(t for t in inputs if not isinstance(t, Tensor))
+        _raise_here(f"Expected a tripy.Tensor as an input of {op}, but got an object of type '{type(wrong).__name__}'.")
+    return Tensor._wrap(_C.make(op, nodes, attrs, capture_user_frames()))
 
 
 def scalar_like(value, like):
@@ -22,7 +26,7 @@ def scalar_like(value, like):
     if isinstance(value, Tensor):
         return value
     if not isinstance(value, (builtins.bool, int, float)):
-        raise TripyException(
+        _raise_here(
             f"Expected a tripy.Tensor or a Python number, but got an object of type '{type(value).__name__}'."
         )
     dt = like.dtype

@@ -54,3 +54,26 @@ def test_linear_with_an_odd_number_of_outputs_in_a_batch(device, dtype):
         got = np.from_dlpack(tp.copy(exe(tp.Tensor(x)), "cpu")).astype(np.float64)
         want = x.astype(np.float64) @ w.astype(np.float64).T + b
         np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * np.abs(want).max())
+
+
+def test_mismatched_dynamic_batch_dims_are_a_user_error_at_the_matmul():
+    def f(a, b):
+        return a @ b
+
+    exe = tp.compile(f, args=[tp.InputInfo(((1, 2, 3), 3, 6), tp.float32), tp.InputInfo(((1, 3, 4), 6, 3), tp.float32)])
+    assert exe(tp.ones((2, 3, 6)), tp.ones((1, 6, 3))).shape == (2, 3, 3)
+    with pytest.raises(tp.TripyException) as e:
+        exe(tp.ones((2, 3, 6)), tp.ones((3, 6, 3)))
+    text = str(e.value)
+    assert "batch dimension 0 must be broadcastable" in text and "return a @ b" in text
+    assert "inconsistent" not in text  # not the runtime's internal net
+
+
+def test_mismatched_dynamic_contracted_dims_name_the_matmul():
+    def f(a, b):
+        return a @ b
+
+    exe = tp.compile(f, args=[tp.InputInfo((2, (1, 4, 8)), tp.float32), tp.InputInfo(((1, 4, 8), 3), tp.float32)])
+    with pytest.raises(tp.TripyException, match="contracted dimensions differ") as e:
+        exe(tp.ones((2, 4)), tp.ones((5, 3)))
+    assert "return a @ b" in str(e.value)

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
 
 #include "backend/cpu/kernels.h"
@@ -54,6 +56,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
         state = prepare_conv();
       }
       states_.push_back(std::move(state));
+      for (int32_t b : k.outputs) writer_.emplace(b, where);
     }
     // Alias chains must end in a real buffer: follow each at most nbuf steps.
     for (int32_t i = 0; i < nbuf; ++i) {
@@ -84,7 +87,21 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
     if (need > arena_bytes_) {
       int64_t bytes = (need + 255) / 256 * 256;
       arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(256, static_cast<size_t>(bytes))));
-      if (!arena_) return Status(StatusCode::kResourceExhausted, "cannot allocate the CPU arena");
+      if (!arena_) {
+        arena_bytes_ = 0;
+        // Blame the op that makes the largest intermediate: the likeliest reason for the size.
+        size_t largest = 0;
+        int64_t largest_bytes = -1;
+        for (size_t i = 0; i < p.buffers.size(); ++i) {
+          const int64_t b = views_[i].numel() * dtype_size(p.buffers[i].dtype);
+          if (p.buffers[i].kind == BufferDesc::Kind::kTemp && b > largest_bytes) largest = i, largest_bytes = b;
+        }
+        return Status(StatusCode::kResourceExhausted,
+                      "Out of host memory: cannot allocate " + std::to_string(bytes) +
+                          " bytes of scratch memory for the intermediate tensors of this program (the largest is " +
+                          std::string(dtype_name(p.buffers[largest].dtype)) + " " + dims_str(views_[largest].shape) + ").",
+                      writer_of(static_cast<int32_t>(largest)));
+      }
       arena_bytes_ = bytes;
     }
 
@@ -110,9 +127,22 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
         case BufferDesc::Kind::kOutput:
           if (b.index < 0 || static_cast<size_t>(b.index) >= outputs.size())
             return internal_error("output buffer refers to a missing output");
+        {
           // An output in a donated input's memory is that input (update_slice writes it in place).
-          outputs[b.index] = b.donor >= 0 ? inputs[b.donor] : Tensor::empty_host(b.dtype, v.shape);
+          if (b.donor >= 0) {
+            outputs[b.index] = inputs[b.donor];
+          } else {
+            const std::string name = static_cast<size_t>(b.index) < p.output_names.size() ? p.output_names[b.index] : "";
+            const std::string what = name.empty() ? "the result" : "output '" + name + "'";
+            auto out = Tensor::try_empty_host(b.dtype, v.shape, what);
+            if (!out.ok()) {
+              Status st = out.status();
+              return st.at(writer_of(static_cast<int32_t>(i)));
+            }
+            outputs[b.index] = std::move(out).value();
+          }
           v.data = outputs[b.index].data();
+        }
           break;
         case BufferDesc::Kind::kAlias:
           v.data = nullptr;  // resolved below, once its target is
@@ -154,6 +184,12 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
     return nullptr;
   }
 
+  // The user's line of the kernel that writes buffer `b` (nullptr when none does).
+  SourceRef writer_of(int32_t b) const {
+    auto it = writer_.find(b);
+    return it == writer_.end() ? nullptr : it->second;
+  }
+
   Status shape_of(size_t i, const std::vector<int64_t>& slots) {
     const BufferDesc& b = program_->buffers[i];
     std::vector<int64_t>& shape = views_[i].shape;
@@ -187,6 +223,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
 
   std::shared_ptr<const rt::Program> program_;
   std::vector<SourceRef> sources_;
+  std::map<int32_t, SourceRef> writer_;  // buffer id -> the source of the first kernel writing it
   std::vector<std::unique_ptr<KernelState>> states_;
   std::vector<double>* profile_ = nullptr;  // per-kernel wall time of each run, when set
   std::mutex mutex_;  // one run at a time: the arena and views are shared
@@ -215,6 +252,11 @@ class CpuBackend final : public rt::Backend {
     if (t.device().kind != Device::Kind::kCpu)
       return invalid_argument("the CPU backend cannot read a tensor on " + t.device().str());
     return t;
+  }
+  StatusOr<Tensor> duplicate(const Tensor& t) override {
+    TRIPY_ASSIGN_OR_RETURN(Tensor copy, Tensor::try_empty_host(t.dtype(), t.shape(), "a copy of imported data"));
+    if (t.nbytes() > 0) std::memcpy(copy.data(), t.data(), static_cast<size_t>(t.nbytes()));
+    return copy;
   }
 };
 

@@ -24,7 +24,9 @@ inline float exp_f32(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   int32_t ni = static_cast<int32_t>(n);
-  int32_t b1 = ((ni >> 1) + 127) << 23, b2 = ((ni - (ni >> 1)) + 127) << 23;
+  // Shifted as unsigned: the biased exponents of tiny results are negative (UBSan: shifting a
+  // negative value is undefined); the bits are the same.
+  uint32_t b1 = static_cast<uint32_t>((ni >> 1) + 127) << 23, b2 = static_cast<uint32_t>((ni - (ni >> 1)) + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);

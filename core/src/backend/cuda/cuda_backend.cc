@@ -175,11 +175,24 @@ class CudaBackend final : public Backend {
     return d;
   }
 
+  StatusOr<Tensor> duplicate(const Tensor& t) override {
+    if (t.device().kind != Device::Kind::kGpu) return internal_error("duplicate: not a GPU tensor");
+    TRIPY_RETURN_IF_ERROR(make_current());
+    CUstream s = default_stream();
+    TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(t.dtype(), t.shape(), s));
+    if (t.nbytes() == 0) return d;
+    TRIPY_CUDA_TRY(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), reinterpret_cast<CUdeviceptr>(t.data()),
+                                     static_cast<size_t>(t.nbytes()), s));
+    // The source may be released (or rewritten by its owner) once the import returns.
+    TRIPY_CUDA_TRY(cuStreamSynchronize(s));
+    return d;
+  }
+
   StatusOr<Tensor> copy_to_host(const Tensor& t) override {
     if (t.device().kind == Device::Kind::kCpu) return t;
     TRIPY_RETURN_IF_ERROR(make_current());
     CUstream s = default_stream();
-    Tensor h = Tensor::empty_host(t.dtype(), t.shape());
+    TRIPY_ASSIGN_OR_RETURN(Tensor h, Tensor::try_empty_host(t.dtype(), t.shape(), "a copy from the GPU"));
     if (t.nbytes() == 0) return h;
     // Programs on other streams make the default stream wait for them (see CudaLoadedProgram::run),
     // so this copy is ordered after whatever wrote the tensor.

@@ -499,7 +499,12 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
       s->exec = nullptr;
     }
     int64_t bytes = (sig->arena_bytes + 255) / 256 * 256;
-    TRIPY_ASSIGN_OR_RETURN(arena_, empty_device(DType::kInt8, {bytes}, stream));
+    StatusOr<Tensor> arena = empty_device(DType::kInt8, {bytes}, stream);
+    if (!arena.ok()) {
+      Status st = arena.status();
+      return st.note("The memory was for the intermediate tensors of this program (" + std::to_string(bytes) + " bytes).");
+    }
+    arena_ = std::move(arena).value();
     arena_capacity_ = bytes;
   }
   std::vector<Tensor> outputs(p.outputs.size());
@@ -510,7 +515,14 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     if (d.donor >= 0) {
       outputs[d.index] = inputs[static_cast<size_t>(d.donor)];  // updated in place, returned as itself
     } else {
-      TRIPY_ASSIGN_OR_RETURN(outputs[d.index], empty_device(d.dtype, sig->shapes[b], stream));
+      StatusOr<Tensor> out = empty_device(d.dtype, sig->shapes[b], stream);
+      if (!out.ok()) {
+        Status st = out.status();
+        const std::string name = static_cast<size_t>(d.index) < p.output_names.size() ? p.output_names[d.index] : "";
+        return st.note("The memory was for " + (name.empty() ? std::string("the result") : "output '" + name + "'") + " (" +
+                       std::string(dtype_name(d.dtype)) + " " + dims_str(sig->shapes[b]) + ").");
+      }
+      outputs[d.index] = std::move(out).value();
     }
     out_ptrs[d.index] = reinterpret_cast<CUdeviceptr>(outputs[d.index].data());
   }

@@ -46,13 +46,15 @@ class _ConvBase(Module):
         super().__init__()
         self.kernel_dims = tuple(int(k) for k in kernel_dims)
         nd = len(self.kernel_dims)
-        if nd < 1:
-            _raise_here("A convolution needs at least one kernel dim.")
+        if nd < 1 or min(self.kernel_dims) < 1:
+            _raise_here(f"A convolution needs at least one kernel dim, each positive, but got: {kernel_dims!r}.")
         if not isinstance(groups, int) or groups < 1 or in_channels % groups or out_channels % groups:
             _raise_here(f"in_channels ({in_channels}) and out_channels ({out_channels}) must both be divisible by "
                         f"groups ({groups}).")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.stride = _per_dim(stride, nd, "stride")
+        if min(self.stride) < 1:
+            _raise_here(f"Expected every stride to be positive, but got: {stride!r}.")
         self.padding = _pad_pairs(padding, nd)
         self.dilation = _per_dim(dilation, nd, "dilation")
         self.dtype = dtypes.check_dtype(dtype)

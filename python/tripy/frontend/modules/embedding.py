@@ -3,6 +3,7 @@
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
+from tripy.frontend.trace_call import _raise_here
 
 
 class Embedding(Module):
@@ -22,6 +23,9 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, dtype=dtypes.float32):
         super().__init__()
+        for what, n in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                _raise_here(f"Embedding's {what} must be a non-negative int, but got: {n!r}.")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.dtype = dtypes.check_dtype(dtype)

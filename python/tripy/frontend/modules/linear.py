@@ -1,9 +1,9 @@
 """``tp.Linear``: ``y = x @ transpose(weight) + bias``, optionally with quantized weights."""
 
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder, remember
+from tripy.frontend.trace_call import _raise_here
 
 
 class Linear(Module):
@@ -59,9 +59,9 @@ class Linear(Module):
 
         weight_shape = (out_features, in_features)
         weight = placeholder(weight_shape, self.dtype)
+        if weight_quant_dim not in (None, 0, 1):
+            _raise_here(f"Linear's weight_quant_dim must be None, 0 or 1, but got: {weight_quant_dim}.")
         if quant_dtype is not None:
-            if weight_quant_dim not in (None, 0, 1):
-                raise TripyException(f"Linear's weight_quant_dim must be None, 0 or 1, but got: {weight_quant_dim}.")
             scale_shape = () if weight_quant_dim is None else (weight_shape[weight_quant_dim],)
             # Scales of one keep the placeholder weight's values (quantization would divide by zero
             # with arange's leading 0).

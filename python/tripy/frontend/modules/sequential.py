@@ -1,7 +1,7 @@
 """``tp.Sequential``: calls its layers one after another."""
 
-from tripy.exception import TripyException
 from tripy.frontend.module import Module
+from tripy.frontend.trace_call import _raise_here
 
 
 class Sequential(Module):
@@ -30,12 +30,12 @@ class Sequential(Module):
             named = [(str(index), layer) for index, layer in enumerate(modules)]
         for name, layer in named:
             if not isinstance(name, str) or not name or "." in name or hasattr(Sequential, name):
-                raise TripyException(
+                _raise_here(
                     f"Sequential layer names must be non-empty strings without dots that do not clash with "
                     f"Sequential's own attributes, but got: {name!r}."
                 )
             if not callable(layer):
-                raise TripyException(f"Sequential layer {name!r} must be a Module or a callable, but got: {layer!r}.")
+                _raise_here(f"Sequential layer {name!r} must be a Module or a callable, but got: {layer!r}.")
             # Names like "0" are not identifiers, so they go straight into the instance dict.
             self.__dict__[name] = layer
         self._layer_names = [name for name, _ in named]
@@ -56,5 +56,5 @@ class Sequential(Module):
         if isinstance(key, int):
             return self.__dict__[self._layer_names[key]]
         if key not in self._layer_names:
-            raise TripyException(f"Sequential has no layer {key!r}; its layers are: {self._layer_names}.")
+            _raise_here(f"Sequential has no layer {key!r}; its layers are: {self._layer_names}.")
         return self.__dict__[key]

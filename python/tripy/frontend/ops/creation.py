@@ -1,11 +1,11 @@
 """Creation ops: ones, zeros, full, iota, arange and their ``*_like`` forms, tril/triu."""
 
 import math
+import numbers
 
-from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.device import default_device
-from tripy.frontend.trace_call import make
+from tripy.frontend.trace_call import _raise_here, make
 
 
 def _shape(shape):
@@ -31,6 +31,10 @@ def full(shape, value, dtype=dtypes.float32):
     dtypes.check_dtype(dtype)
     if isinstance(value, Tensor):
         return _full_from_tensor(shape, value, dtype)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        _raise_here(f"full: the value must be a number or a tensor, but got: {value!r}.")
+    if issubclass(dtype, dtypes.integer) and not float(value).is_integer():
+        _raise_here(f"full: the value {value!r} is not an integer, so a tensor of dtype {dtype.name} cannot hold it.")
     return make("full", [], shape=_shape(shape), value=float(value), dtype=dtype.name, device=str(default_device()))
 
 
@@ -122,6 +126,8 @@ def iota(shape, dim=0, dtype=dtypes.float32):
         assert tp.iota((2, 3), dim=1).tolist() == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
     """
     dtypes.check_dtype(dtype)
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        _raise_here(f"iota: dim must be an int, but got: {dim!r}.")
     return make("iota", [], shape=_shape(shape), axis=int(dim), dtype=dtype.name, device=str(default_device()))
 
 
@@ -160,8 +166,11 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
         start, stop = 0, start
     from tripy.frontend.tensor import DimensionSize
 
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, DimensionSize) and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)):
+            _raise_here(f"arange: {name} must be a finite number, but got: {v!r}.")
     if isinstance(step, DimensionSize) or step == 0:
-        raise TripyException(f"arange: step must be a nonzero number, but got: {step!r}.")
+        _raise_here(f"arange: step must be a nonzero number, but got: {step!r}.")
     if isinstance(start, DimensionSize) or isinstance(stop, DimensionSize):
         return _arange_of_sizes(start, stop, step, dtype)
     n = max(0, math.ceil((stop - start) / step))
@@ -193,7 +202,7 @@ def _arange_of_sizes(start, stop, step, dtype):
 
 def _triangle(input, diagonal, lower):
     if input.rank < 2:
-        raise TripyException(f"{'tril' if lower else 'triu'} needs a tensor of rank >= 2, got rank {input.rank}.")
+        _raise_here(f"{'tril' if lower else 'triu'} needs a tensor of rank >= 2, got rank {input.rank}.")
     rows = iota(input.shape[-2:], 0, dtypes.int32)
     cols = iota(input.shape[-2:], 1, dtypes.int32)
     keep = (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)

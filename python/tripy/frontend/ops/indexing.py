@@ -90,6 +90,8 @@ def getitem(input, index):
             starts.append(i), limits.append(i + 1), steps.append(1)
         elif isinstance(item, slice):
             bounds = (item.start, item.stop, item.step)
+            if isinstance(item.step, int) and item.step == 0:
+                _raise_here(f"Dimension {dim} is sliced with step 0: a slice step cannot be zero.")
             if isinstance(size, str) or any(isinstance(b, Tensor) for b in bounds):
                 start, stop, step = _symbolic_slice(input, dim, item)
             else:

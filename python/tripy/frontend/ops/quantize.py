@@ -26,6 +26,8 @@ def _scale_tensor(scale, dtype):
 def _aligned_scale(input, scale, dim, dtype=None):
     """``scale`` shaped to broadcast over ``input``: per tensor (a scalar), per channel along ``dim``
     (1-D), or block-wise for int4 (2-D, ``[D0 / block, D1]`` over a ``[D0, D1]`` input)."""
+    if dim is not None and not -input.rank <= dim < input.rank:
+        _raise_here(f"dim {dim} is out of range for a tensor of rank {input.rank}.")
     if dim is None:
         if scale.rank == 2:
             return _block_scale(input, scale, dtype)
@@ -82,6 +84,8 @@ def quantize(input, scale, dtype, dim=None):
     dtypes.check_dtype(dtype)
     if dtype.name not in _RANGE:
         _raise_here(f"quantize supports int8, int4 and float8, not {dtype.name}.")
+    if not issubclass(input.dtype, dtypes.floating):
+        _raise_here(f"quantize takes a floating-point tensor, but got one of dtype {input.dtype.name}.")
     lo, hi = _RANGE[dtype.name]
     scale = _scale_tensor(scale, input.dtype)
     scaled = input / _aligned_scale(input, scale, dim, dtype)
@@ -103,5 +107,9 @@ def dequantize(input, scale, dtype, dim=None):
         assert tp.allclose(tp.dequantize(q, tp.Tensor(0.01), tp.float32), tp.Tensor([0.5, 1.0]))
     """
     dtypes.check_dtype(dtype)
+    if input.dtype.name not in _RANGE:
+        _raise_here(f"dequantize takes an int8, int4 or float8 tensor, but got one of dtype {input.dtype.name}.")
+    if not issubclass(dtype, dtypes.floating):
+        _raise_here(f"dequantize returns a floating-point dtype, not {dtype.name}.")
     scale = _scale_tensor(scale, dtype)
     return cast(input, dtype) * _aligned_scale(input, scale, dim, input.dtype)

@@ -1,17 +1,30 @@
 """Reductions (sum, mean, max, ...), argmax/argmin, var and softmax."""
 
-from tripy.frontend.trace_call import make
+import operator
+
+from tripy.frontend.trace_call import _raise_here, make
 
 
 def _dims(dim):
     if dim is None:
         return []
-    if isinstance(dim, int):
-        return [dim]
-    return [int(d) for d in dim]
+    try:
+        return [operator.index(dim)] if not isinstance(dim, (list, tuple)) else [operator.index(d) for d in dim]
+    except TypeError:
+        _raise_here(f"Expected dim to be an int, a sequence of ints or None, but got: {dim!r}.")
 
 
-def _reduction(name, doc, example_out):
+_INTEGER_RULE = """
+    Integers accumulate in int64, so the result is exact whenever it fits the returned dtype:
+    int32 and int64 keep their dtype (a result beyond it wraps; cast to int64 first for wide
+    sums), int8 returns int64 as in numpy and torch.
+"""
+_EMPTY_RULE = """
+    Over a dimension of size 0 it raises ``TripyException``: the {doc} of no elements is undefined.
+"""
+
+
+def _reduction(name, doc, example_out, note=""):
     def op(input, dim=None, keepdim=False):
         return make(name, [input], dims=_dims(dim), keepdim=bool(keepdim))
 
@@ -19,7 +32,7 @@ def _reduction(name, doc, example_out):
     op.__doc__ = f"""
     The {doc} over ``dim`` (an int, a sequence of ints, or None for all dims).
     ``keepdim`` keeps reduced dims with size 1.
-
+    {note.format(doc=doc)}
     Example::
 
         import tripy as tp
@@ -30,13 +43,17 @@ def _reduction(name, doc, example_out):
     return op
 
 
-sum = _reduction("sum", "sum", [3.0, 7.0])
-prod = _reduction("prod", "product", [2.0, 12.0])
-max = _reduction("max", "maximum", [2.0, 4.0])
-min = _reduction("min", "minimum", [1.0, 3.0])
+sum = _reduction("sum", "sum", [3.0, 7.0], _INTEGER_RULE)
+prod = _reduction("prod", "product", [2.0, 12.0], _INTEGER_RULE)
+max = _reduction("max", "maximum", [2.0, 4.0], _EMPTY_RULE + "    NaN propagates, as in numpy.\n")
+min = _reduction("min", "minimum", [1.0, 3.0], _EMPTY_RULE + "    NaN propagates, as in numpy.\n")
 mean = _reduction("mean", "mean", [1.5, 3.5])
-argmax = _reduction("argmax", "index (int32) of the maximum", [1, 1])
-argmin = _reduction("argmin", "index (int32) of the minimum", [0, 0])
+argmax = _reduction(
+    "argmax", "index (int32) of the maximum", [1, 1], _EMPTY_RULE + "    A NaN counts as the maximum (the first NaN wins), as in numpy.\n"
+)
+argmin = _reduction(
+    "argmin", "index (int32) of the minimum", [0, 0], _EMPTY_RULE + "    A NaN counts as the minimum (the first NaN wins), as in numpy.\n"
+)
 
 
 def all(input, dim=None, keepdim=False):

@@ -62,7 +62,8 @@ def cumsum(input, dim):
 def topk(input, k, dim):
     """
     The ``k`` largest values along ``dim`` in descending order, and their int32 indices (ties go
-    to the lower index, as a stable sort would).
+    to the lower index, as a stable sort would). NaN counts as larger than every number, as in
+    ``torch.topk``.
 
     It runs ``k`` rounds, each a max and a min reduction over the whole tensor with the chosen
     elements masked out: O(k * n) work, so it suits small ``k``.
@@ -89,6 +90,9 @@ def topk(input, k, dim):
         live = input if taken is None else where(taken, full_on(input, [], lowest), input)
         best = max_(live, dim, keepdim=True)
         hit = live == best
+        if issubclass(input.dtype, dtypes.floating):
+            # max propagates NaN, and NaN equals nothing: a NaN is the largest value, as in torch.
+            hit = hit | (live != live)
         if taken is not None:
             # A taken element may equal `lowest`; only untaken ones count as hits.
             hit = hit & ~taken

@@ -1,6 +1,8 @@
 """Shape ops: reshape, flatten, squeeze/unsqueeze, transpose/permute, expand, concatenate,
 stack, split, flip, gather, update_slice, outer."""
 
+import operator
+
 from tripy.exception import TripyException
 from tripy.frontend.trace_call import _raise_here, make
 
@@ -12,7 +14,7 @@ def _ints(values, what):
     if isinstance(values, int):
         return [values]
     try:
-        return [int(v) for v in values]
+        return [operator.index(v) for v in values]
     except (TypeError, ValueError):
         _raise_here(f"Expected {what} to be a sequence of ints, but got: {values!r}.")
 
@@ -24,7 +26,8 @@ def _sizes(values, what):
     if isinstance(values, (int, Tensor)):
         values = [values]
     try:
-        return [v._node if isinstance(v, Tensor) else int(v) for v in values]
+        # operator.index, not int(): a float size (2.5) is a mistake to report, not to truncate.
+        return [v._node if isinstance(v, Tensor) else operator.index(v) for v in values]
     except (TypeError, ValueError):
         _raise_here(f"Expected {what} to be a sequence of ints or tp.DimensionSizes, but got: {values!r}.")
 
@@ -53,6 +56,9 @@ def flatten(input, start_dim=0, end_dim=-1):
         assert tp.flatten(tp.ones((2, 3, 4)), 1).shape == (2, 12)
     """
     rank = input.rank
+    for what, d in (("start_dim", start_dim), ("end_dim", end_dim)):
+        if not -max(rank, 1) <= d < max(rank, 1):
+            _raise_here(f"flatten: {what} {d} is out of range for a tensor of rank {rank}.")
     s, e = start_dim % max(rank, 1), end_dim % max(rank, 1)
     if s > e:
         _raise_here(f"flatten: start_dim ({start_dim}) comes after end_dim ({end_dim}).")
@@ -144,6 +150,8 @@ def concatenate(tensors, dim):
         out = tp.concatenate([tp.ones((1, 2)), tp.zeros((2, 2))], dim=0)
         assert out.shape == (3, 2)
     """
+    if not isinstance(tensors, (list, tuple)):
+        _raise_here(f"concatenate takes a list or tuple of tensors, but got: {type(tensors).__name__}.")
     tensors = list(tensors)
     if not tensors:
         _raise_here("concatenate needs at least one tensor.")
@@ -218,6 +226,8 @@ def flip(input, dim=None):
     dims = range(input.rank) if dim is None else _ints(dim, "dim")
     out = input
     for d in dims:
+        if not -input.rank <= d < input.rank:
+            _raise_here(f"flip: dimension {d} is out of range for a tensor of rank {input.rank}.")
         n = input._node.shape[d]
         if isinstance(n, str):
             _raise_here(f"flip: dimension {d} is dynamic ({n}); flip needs a static size.")
@@ -304,4 +314,7 @@ def outer(vec1, vec2):
 
         assert tp.outer(tp.Tensor([1.0, 2.0]), tp.Tensor([3.0, 4.0])).tolist() == [[3.0, 4.0], [6.0, 8.0]]
     """
+    if getattr(vec1, "rank", None) != 1 or getattr(vec2, "rank", None) != 1:
+        _raise_here("outer takes two 1-D tensors, but got ranks "
+                    f"{getattr(vec1, 'rank', type(vec1).__name__)} and {getattr(vec2, 'rank', type(vec2).__name__)}.")
     return unsqueeze(vec1, 1) * unsqueeze(vec2, 0)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The test half of `make test-asan` and `make test-tsan`: runs ctest or pytest against the
+# instrumented build in build-asan/ or build-tsan/.
+#   sanitize.sh asan|tsan ctest|pytest
+# Python is not instrumented, so the sanitizer runtime is preloaded into it, and the package is a
+# copy of python/tripy (links) beside the instrumented _C in build-KIND/python/tripy.
+set -euo pipefail
+kind=$1 what=$2
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$root/build-$kind"
+export TRIPY_SANITIZER=$kind TRIPY_BUILD_DIR="build-$kind"
+case $kind in
+  asan)
+    runtime=$(gcc -print-file-name=libasan.so)
+    # CPython's own allocations outlive it; leaks are checked in the C++ tests only.
+    py_options="detect_leaks=0"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    ctest_filter=() pytest_args=(tests) ;;
+  tsan)
+    runtime=$(gcc -print-file-name=libtsan.so)
+    py_options=""
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
+    ctest_filter=(-R 'Concurren|Threaded') pytest_args=(tests/test_concurrency.py) ;;
+  *) echo "sanitize.sh: unknown kind '$kind'" >&2; exit 2 ;;
+esac
+if [ "$what" = ctest ]; then
+  exec ctest --test-dir "$build" --output-on-failure -j2 "${ctest_filter[@]}"
+fi
+pkg="$build/python/tripy"
+mkdir -p "$pkg"
+for entry in "$root"/python/tripy/*; do
+  case $(basename "$entry") in _C*.so|__pycache__) continue ;; esac
+  ln -sfn "$entry" "$pkg/$(basename "$entry")"
+done
+[ "$kind" = asan ] && export ASAN_OPTIONS="$py_options:abort_on_error=1"
+export PYTHONPATH="$build/python" LD_PRELOAD="$runtime"
+cd "$root"
+exec "$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}"

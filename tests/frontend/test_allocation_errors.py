@@ -1,0 +1,69 @@
+"""Running out of memory is a TripyException that says how many bytes were asked for, for what,
+at the user's line, and leaves the process usable (not a bare MemoryError, not an abort)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tripy as tp
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Address-space limits cannot coexist with a sanitizer's shadow memory.
+no_sanitizer = pytest.mark.skipif(bool(os.environ.get("TRIPY_SANITIZER")), reason="rlimits under a sanitizer")
+
+
+def test_an_eager_tensor_too_large_for_memory_names_the_bytes_and_the_line():
+    with pytest.raises(tp.TripyException) as e:
+        tp.ones((10**5, 10**6)).eval()
+    text = str(e.value)
+    assert "400000000000 bytes" in text and "float32 (100000, 1000000)" in text
+    assert f"test_allocation_errors.py:{e.tb.tb_lineno}" in text
+    assert tp.ones((2,)).tolist() == [1.0, 1.0]  # still usable
+
+
+def test_a_run_whose_dynamic_size_is_too_large_points_at_the_call():
+    exe = tp.compile(lambda n: tp.full((n, 10**6), 1.0), args=[tp.DimensionInputInfo((1, 2, 10**7))])
+    assert exe(2).shape == (2, 10**6)
+    with pytest.raises(tp.TripyException, match="bytes") as e:
+        exe(10**7)
+    assert "40000000000000 bytes" in str(e.value) and "tp.full((n, 10**6), 1.0)" in str(e.value)
+    assert f"test_allocation_errors.py:{e.tb.tb_lineno}" in str(e.value)
+    assert exe(1).shape == (1, 10**6)
+
+
+@no_sanitizer
+def test_under_an_address_space_limit_python_gets_a_tripy_exception(tmp_path):
+    script = textwrap.dedent(
+        """
+        import resource, tripy as tp
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        try:
+            tp.ones((10**4, 10**5)).eval()  # 4 GB
+        except tp.TripyException as e:
+            print("caught:", str(e).splitlines()[-1])
+        print(tp.ones((3,)).tolist())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "caught: Out of host memory: cannot allocate 4000000000 bytes" in out.stdout
+    assert "[1.0, 1.0, 1.0]" in out.stdout
+
+
+@no_sanitizer
+def test_tripy_run_reports_running_out_of_memory_instead_of_aborting(tmp_path):
+    runner = os.path.join(sys.prefix, "bin", "tripy-run")
+    if not os.path.exists(runner):
+        runner = os.path.join(ROOT, os.environ.get("TRIPY_BUILD_DIR", "build"), "core", "tripy-run")
+    if not os.path.exists(runner):
+        pytest.skip("tripy-run is not built")
+    path = tmp_path / "big.tpy"
+    tp.compile(lambda n: tp.full((n, 1000), 1.0), args=[tp.DimensionInputInfo((1, 2, 10**7))]).save(str(path))
+    limit = "import resource, os, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); os.execv(sys.argv[1], sys.argv[1:])"
+    out = subprocess.run([sys.executable, "-c", limit, runner, str(path), "--input", "n=2000000"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, (out.returncode, out.stderr)
+    assert "Out of host memory: cannot allocate 8000000000 bytes" in out.stderr
