@@ -159,7 +159,12 @@ class Executable:
         """Writes the executable to one file at ``path`` (any name), making missing parent
         directories as nvtripy does."""
         parent = os.path.dirname(os.path.abspath(os.fspath(path)))
-        os.makedirs(parent, exist_ok=True)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            from tripy.frontend.trace_call import _raise_here
+
+            _raise_here(f"Cannot save the executable to '{os.fspath(path)}': cannot make its directory ({e.strerror}).")
         self._impl.save(os.fspath(path), capture_user_frames())
 
     @staticmethod

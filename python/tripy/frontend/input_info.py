@@ -58,7 +58,7 @@ class Bounds:
     def __init__(self, min, opt, max):
         self.min, self.opt, self.max = tuple(min), tuple(opt), tuple(max)
         if not len(self.min) == len(self.opt) == len(self.max):
-            raise TripyException(
+            _raise_here(
                 f"Bounds need min, opt and max of one length, but got: {self.min}, {self.opt}, {self.max}."
             )
 
@@ -148,7 +148,7 @@ class InputInfo:
 
     def __init__(self, shape, dtype, donate=False):
         if not isinstance(donate, bool):
-            raise TripyException(f"InputInfo's donate must be True or False, but got: {donate!r}.")
+            _raise_here(f"InputInfo's donate must be True or False, but got: {donate!r}.")
         self.donate = donate
         if not isinstance(shape, (tuple, list)):
             _raise_here(f"InputInfo's shape must be a tuple or list, but got: {shape!r}.")

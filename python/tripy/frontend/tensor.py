@@ -289,13 +289,13 @@ class DimensionSize(Tensor):
         import operator
 
         if isinstance(data, builtins.bool):
-            raise TripyException(f"A DimensionSize must be an int, but got: {data!r}.")
+            _raise_here(f"A DimensionSize must be an int, but got: {data!r}.")
         try:
             value = operator.index(data)
         except TypeError:
-            raise TripyException(
+            _raise_here(
                 f"A DimensionSize must be an int, but got: {data!r} of type '{type(data).__name__}'."
-            ) from None
+            )
         # A 'full' literal carries its value as a size, so arithmetic on it stays size arithmetic.
         self._node = make("full", [], shape=[], value=float(value), dtype="int32", device=str(_resolve_device(None)))._node
         self.name = name

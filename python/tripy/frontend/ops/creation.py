@@ -43,7 +43,7 @@ def _full_from_tensor(shape, value, dtype):
     from tripy.frontend.ops.shape_ops import expand, reshape
 
     if value.rank != 0 and tuple(value.shape) != (1,):
-        raise TripyException(f"full's value must be a number or a scalar tensor, but got a tensor of shape {value.shape}.")
+        _raise_here(f"full's value must be a number or a scalar tensor, but got a tensor of shape {value.shape}.")
     sizes = _shape(shape)
     # A scalar broadcast to the shape: the fill value is an operand, not a constant attribute.
     value = reshape(cast(value, dtype), (1,) * len(sizes))
@@ -160,7 +160,7 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
     if isinstance(stop, type) and issubclass(stop, dtypes.dtype):
         # nvtripy's overload arange(stop, dtype): a dtype in the second place is never a bound.
         if step != 1:
-            raise TripyException("arange(stop, dtype) takes no step; use arange(start, stop, step, dtype).")
+            _raise_here("arange(stop, dtype) takes no step; use arange(start, stop, step, dtype).")
         start, stop, dtype = 0, start, stop
     elif stop is None:
         start, stop = 0, start
@@ -189,7 +189,7 @@ def _arange_of_sizes(start, stop, step, dtype):
     from tripy.frontend.ops.misc import cast
 
     if not isinstance(step, int):
-        raise TripyException(f"arange: with DimensionSize bounds the step must be an int, but got: {step!r}.")
+        _raise_here(f"arange: with DimensionSize bounds the step must be an int, but got: {step!r}.")
     # ceil((stop - start) / step), written with floor division so it stays a size expression.
     n = maximum(0 - ((start - stop) // step), 0)
     values = iota((n,), 0, dtype)
