@@ -13,6 +13,8 @@ DEPS="$PWD/.deps/usr"
 export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TRIPY_CACHE_DIR="${TRIPY_CACHE_DIR:-$PWD/build-gpu/kernel-cache}"
 export PYTHONUNBUFFERED=1
+# The tests that use the build tree (the C++ package, tripy-run, the guides) look here.
+export TRIPY_BUILD_DIR=build-gpu
 PY="$(command -v python3)"
 status=0
 step() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
