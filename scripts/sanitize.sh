@@ -12,9 +12,10 @@ export TRIPY_SANITIZER=$kind TRIPY_BUILD_DIR="build-$kind"
 case $kind in
   asan)
     runtime=$(gcc -print-file-name=libasan.so)
-    # CPython's own allocations outlive it; leaks are checked in the C++ tests only.
-    py_options="detect_leaks=0"
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+    # CPython's own allocations outlive it, so leaks are checked in the C++ tests only. Allocations
+    # too large to serve return null, as in production, where Tripy reports them.
+    py_options="detect_leaks=0:allocator_may_return_null=1"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     ctest_filter=() pytest_args=(tests) ;;
   tsan)
@@ -34,6 +35,8 @@ for entry in "$root"/python/tripy/*; do
   ln -sfn "$entry" "$pkg/$(basename "$entry")"
 done
 [ "$kind" = asan ] && export ASAN_OPTIONS="$py_options:abort_on_error=1"
-export PYTHONPATH="$build/python" LD_PRELOAD="$runtime"
+# libstdc++ is preloaded too: the sanitizer's __cxa_throw interceptor looks for the real one when
+# it starts, before Python has loaded any C++ (without it the first exception aborts).
+export PYTHONPATH="$build/python" LD_PRELOAD="$runtime $(gcc -print-file-name=libstdc++.so)"
 cd "$root"
 exec "$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}"
