@@ -35,8 +35,19 @@ for entry in "$root"/python/tripy/*; do
   ln -sfn "$entry" "$pkg/$(basename "$entry")"
 done
 [ "$kind" = asan ] && export ASAN_OPTIONS="$py_options:abort_on_error=1"
+# pytest captures file descriptor 2, so reports go to files, shown here if a run fails.
+reports="$build/sanitizer-report"
+rm -f "$reports".*
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$reports" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$reports"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-}:log_path=$reports"
 # libstdc++ is preloaded too: the sanitizer's __cxa_throw interceptor looks for the real one when
 # it starts, before Python has loaded any C++ (without it the first exception aborts).
 export PYTHONPATH="$build/python" LD_PRELOAD="$runtime $(gcc -print-file-name=libstdc++.so)"
 cd "$root"
-exec "$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}"
+status=0
+"$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}" || status=$?
+if compgen -G "$reports.*" > /dev/null; then
+  cat "$reports".* >&2
+  [ $status = 0 ] && status=1
+fi
+exit $status
