@@ -12,9 +12,10 @@ export TRIPY_SANITIZER=$kind TRIPY_BUILD_DIR="build-$kind"
 case $kind in
   asan)
     runtime=$(gcc -print-file-name=libasan.so)
-    # CPython's own allocations outlive it; leaks are checked in the C++ tests only.
-    py_options="detect_leaks=0"
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+    # CPython's own allocations outlive it, so leaks are checked in the C++ tests only. Allocations
+    # too large to serve return null, as in production, where Tripy reports them.
+    py_options="detect_leaks=0:allocator_may_return_null=1"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     ctest_filter=() pytest_args=(tests) ;;
   tsan)
@@ -34,6 +35,19 @@ for entry in "$root"/python/tripy/*; do
   ln -sfn "$entry" "$pkg/$(basename "$entry")"
 done
 [ "$kind" = asan ] && export ASAN_OPTIONS="$py_options:abort_on_error=1"
-export PYTHONPATH="$build/python" LD_PRELOAD="$runtime"
+# pytest captures file descriptor 2, so reports go to files, shown here if a run fails.
+reports="$build/sanitizer-report"
+rm -f "$reports".*
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$reports" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$reports"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-}:log_path=$reports"
+# libstdc++ is preloaded too: the sanitizer's __cxa_throw interceptor looks for the real one when
+# it starts, before Python has loaded any C++ (without it the first exception aborts).
+export PYTHONPATH="$build/python" LD_PRELOAD="$runtime $(gcc -print-file-name=libstdc++.so)"
 cd "$root"
-exec "$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}"
+status=0
+"$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "${pytest_args[@]}" || status=$?
+if compgen -G "$reports.*" > /dev/null; then
+  cat "$reports".* >&2
+  [ $status = 0 ] && status=1
+fi
+exit $status

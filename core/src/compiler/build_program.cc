@@ -149,10 +149,14 @@ class ProgramBuilder {
     return static_cast<int32_t>(p_.buffers.size() - 1);
   }
 
-  // Bytes of `v` at the largest input sizes.
+  // Bytes of `v` at the largest input sizes, capped at 2**43 (past the 2**40 the validator allows,
+  // so the program is still refused, while sums of a million such sizes cannot overflow).
   int64_t max_bytes(ValueId v) const {
     const flat::Value& val = g_.values[v];
-    return std::max<int64_t>(0, num_elements(val.shape).upper_bound(g_.symbols)) * dtype_size(val.dtype);
+    const int64_t n = std::max<int64_t>(0, num_elements(val.shape).upper_bound(g_.symbols));
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(val.dtype)), &bytes)) bytes = INT64_MAX;
+    return std::min<int64_t>(bytes, int64_t{1} << 43);
   }
 
   // Which graph outputs a kernel can write directly: values a kernel computes (first occurrence),
