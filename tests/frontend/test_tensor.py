@@ -74,3 +74,16 @@ def test_numpy_asarray_reads_the_values():
     np.testing.assert_array_equal(got, x * 2.0)
     np.testing.assert_array_equal(np.asarray(tp.Tensor([True, False])), [True, False])
     assert np.asarray(tp.Tensor([1, 2]), dtype=np.float64).dtype == np.float64
+
+
+def test_a_gpu_import_is_copied_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not tp._C.gpu_available():
+        pytest.skip("no GPU")
+    src = torch.ones(4, device="cuda")
+    t = tp.Tensor(src)
+    assert t.device.kind == "gpu"
+    y = t * 2.0
+    src.fill_(100.0)
+    torch.cuda.synchronize()
+    assert y.tolist() == [2.0] * 4 and t.tolist() == [1.0] * 4
