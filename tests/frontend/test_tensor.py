@@ -103,3 +103,16 @@ def test_numpy_scalars_are_rank_0_tensors(scalar):
     t = tp.Tensor(scalar)
     assert t.shape == () and t.dtype.name == np.asarray(scalar).dtype.name
     assert t.tolist() == scalar.item()
+
+
+def test_a_gpu_import_is_copied_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not tp._C.gpu_available():
+        pytest.skip("no GPU")
+    src = torch.ones(4, device="cuda")
+    t = tp.Tensor(src)
+    assert t.device.kind == "gpu"
+    y = t * 2.0
+    src.fill_(100.0)
+    torch.cuda.synchronize()
+    assert y.tolist() == [2.0] * 4 and t.tolist() == [1.0] * 4
