@@ -18,6 +18,7 @@ Output: one JSON object per line per measurement (model, shape, batch, system, m
 compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
 
 Run: python bench/models.py [--device cpu|gpu] [--quick] [--only gpt2,resnet50,...] [--no-torch-compile]
+     [--profile DIR] [--kernels]
 """
 
 import argparse
@@ -36,6 +37,7 @@ from tripy import _C  # noqa: E402
 
 import gpt2  # noqa: E402
 import gpt2_generate  # noqa: E402
+import kernel_table  # noqa: E402
 import llama_block  # noqa: E402
 import numpy_ref  # noqa: E402
 import resnet50  # noqa: E402
@@ -70,6 +72,7 @@ class Env:
         self.failures = []
         self.records = []
         self.profile_dir = args.profile
+        self.kernels = args.kernels and self.device == "gpu" and torch is not None
 
     def full_sizes(self, sizes):
         """The full benchmark's sizes: on the CPU only the first (the largest take minutes per call)."""
@@ -253,6 +256,8 @@ def run_tripy(case, env):
     ms = timing.median_seconds(call, env.budget_s, env.sync) * 1e3
     if env.profile_dir:
         print_profile(profile(), f"{case.model}-{case.shape}", env.profile_dir)
+    if env.kernels:
+        kernel_table.report(f"{case.model}-{case.shape} {case.system}", call, env.sync)
     env.emit(model=case.model, shape=case.shape, batch=case.batch, system=case.system, ms=ms, compile_s=compile_s,
              max_rel_err=err, checked_against=check, **({"note": case.note} if case.note else {}))
     if err is not None and not err <= TOLERANCE[env.dtype.name]:
@@ -290,6 +295,8 @@ def run_torch(case, env):
                     fn = torch.compile(case.torch_fn, dynamic=False, **options)
                     compile_s, _ = timing.first_call_seconds(lambda: fn(*case.torch_args), env.sync)
                 ms = timing.median_seconds(lambda: fn(*case.torch_args), env.budget_s, env.sync) * 1e3
+                if env.kernels and system == "torch.compile-ro":
+                    kernel_table.report(f"{case.model}-{case.shape} {system}", lambda: fn(*case.torch_args), env.sync)
             env.emit(**record, ms=ms, compile_s=compile_s)
         except Exception as e:  # one failing system must not hide the others
             env.emit(**record, ms=None, error=f"{type(e).__name__}: {str(e)[:300]}")
@@ -409,6 +416,8 @@ def main():
     parser.add_argument("--only", help=f"comma-separated subset of {', '.join(MODELS + EXTRA)}")
     parser.add_argument("--no-torch-compile", action="store_true", help="time torch eager only")
     parser.add_argument("--profile", metavar="DIR", help="print where Tripy's time goes per model; Chrome traces in DIR")
+    parser.add_argument("--kernels", action="store_true",
+                        help="GPU: per-kernel times of Tripy's and torch.compile-ro's calls, from CUPTI via torch.profiler")
     parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
     args = parser.parse_args()
     if args.device == "gpu" and not _C.gpu_available():

@@ -80,7 +80,7 @@ def test_an_output_that_disagrees_is_a_failure(monkeypatch, capsys):
 
     bench = _load_benchmark()
     monkeypatch.setattr(tp.config, "default_device", tp.config.default_device)  # Env sets it; restore after
-    env = bench.Env(argparse.Namespace(device="cpu", quick=True, no_torch_compile=True, profile=None))
+    env = bench.Env(argparse.Namespace(device="cpu", quick=True, no_torch_compile=True, profile=None, kernels=False))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     good = bench.Case("double", "2x3", 2, lambda t: t * 2.0, [x], reference=lambda: x * 2.0)
     bad = bench.Case("double", "wrong", 2, lambda t: t * 2.0, [x], reference=lambda: x * 2.5)

@@ -61,7 +61,14 @@ def test_tripy_run_reports_running_out_of_memory_instead_of_aborting(tmp_path):
     if not os.path.exists(runner):
         pytest.skip("tripy-run is not built")
     path = tmp_path / "big.tpy"
-    tp.compile(lambda n: tp.full((n, 1000), 1.0), args=[tp.DimensionInputInfo((1, 2, 10**7))]).save(str(path))
+    # Host memory is the point: on a GPU machine the CUDA driver alone needs more than 3 GiB of
+    # address space, so the executable is built for the CPU.
+    old = tp.config.default_device
+    tp.config.default_device = "cpu"
+    try:
+        tp.compile(lambda n: tp.full((n, 1000), 1.0), args=[tp.DimensionInputInfo((1, 2, 10**7))]).save(str(path))
+    finally:
+        tp.config.default_device = old
     limit = "import resource, os, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); os.execv(sys.argv[1], sys.argv[1:])"
     out = subprocess.run([sys.executable, "-c", limit, runner, str(path), "--input", "n=2000000"],
                          capture_output=True, text=True, timeout=120)
