@@ -38,6 +38,18 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   if (options.optimization_level > 0) {
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
+    graph = flat::simplify(graph);
+    graph = flat::cse(graph);
+    // Attention first: its operands may be slices of one projection, which it reads in place and
+    // which split_dot_slices would otherwise turn into one GEMM per slice.
+    if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
+      graph = std::move(*matched);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "match_attention"));
+    }
+    if (std::optional<flat::Graph> folded = flat::fold_attention_layouts(graph)) {
+      graph = std::move(*folded);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_attention_layouts"));
+    }
     if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
       TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
       TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split));
@@ -59,14 +71,6 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     if (std::optional<flat::Graph> merged = flat::merge_conv_biases(graph)) {
       graph = std::move(*merged);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "merge_conv_biases"));
-    }
-    if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
-      graph = std::move(*matched);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "match_attention"));
-    }
-    if (std::optional<flat::Graph> folded = flat::fold_attention_layouts(graph)) {
-      graph = std::move(*folded);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_attention_layouts"));
     }
   }
   graph = flat::dce(graph);

@@ -145,6 +145,12 @@ std::string program_str(const rt::Program& p) {
           out += std::string(" ") + kOperands[x] + "_perm [" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
                  ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) + "]";
         }
+        for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
+          const auto& w = a.heads[x];
+          if (w.count > 0)
+            out += std::string(" ") + kOperands[x] + "_heads [" + std::to_string(w.start) + ", " +
+                   std::to_string(w.count) + "]";
+        }
         break;
       }
       case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;

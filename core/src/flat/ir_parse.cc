@@ -395,6 +395,14 @@ class Parser {
             if (perm[i] < 0 || perm[i] > 3) return c.error(key + " entries must be in [0, 3]");
             op.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
           }
+        } else if (key.size() > 6 && key.substr(key.size() - 6) == "_heads") {
+          static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
+          int x = 0;
+          while (x < rt::AttentionAttrs::kNumOperands && key.substr(0, key.size() - 6) != kOperands[x]) ++x;
+          if (x == rt::AttentionAttrs::kNumOperands) return c.error("unknown attribute '" + key + "'");
+          TRIPY_ASSIGN_OR_RETURN(std::vector<int64_t> w, int_list(c));
+          if (w.size() != 2 || w[0] < 0 || w[1] < 1) return c.error(key + " needs [start >= 0, count >= 1]");
+          op.attention.heads[x] = {w[0], w[1]};
         } else {
           return c.error("unknown attribute '" + key + "'");
         }

@@ -71,6 +71,9 @@ std::string attrs(const Op& op, const Graph& g) {
         if (p != rt::AttentionAttrs::Perm{0, 1, 2, 3})
           out += std::string(", ") + kOperands[x] + "_perm = " + int_list({p[0], p[1], p[2], p[3]});
       }
+      for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x)
+        if (a.heads[x].count > 0)
+          out += std::string(", ") + kOperands[x] + "_heads = " + int_list({a.heads[x].start, a.heads[x].count});
       break;
     }
     case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;

@@ -351,9 +351,18 @@ class Verifier {
     vals.push_back(&r);
     for (const Value* v : vals)
       if (v->shape.size() != 4) return fail(&op, "operands and result must be 4-D");
+    for (size_t i = 0; i < vals.size(); ++i) {
+      const int x = i + 1 == vals.size() ? rt::AttentionAttrs::kOut : static_cast<int>(i);
+      const rt::AttentionAttrs::HeadWindow& w = a.heads[x];
+      const Dim& dim = vals[i]->shape[a.perms[x][1]];
+      if (w != rt::AttentionAttrs::HeadWindow{} &&
+          (w.start < 0 || w.count < 1 || (dim.is_static() && w.start + w.count > dim.static_value())))
+        return fail(&op, "a head window does not fit its operand");
+    }
     auto logical = [&](int x, const Value& v) {
       Shape s;
       for (int i = 0; i < 4; ++i) s.push_back(v.shape[a.perms[x][i]]);
+      if (a.heads[x].count > 0) s[1] = Dim(a.heads[x].count);
       return s;
     };
     const DType t = r.dtype;

@@ -236,6 +236,11 @@ AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::ve
     out.size[i] = shape[static_cast<size_t>(b)];
     out.stride[i] = dense[b];
   }
+  const AttentionAttrs::HeadWindow& w = a.heads[static_cast<size_t>(x)];
+  if (w.count > 0) {
+    out.size[1] = w.count;
+    out.offset = w.start * out.stride[1];
+  }
   return out;
 }
 
@@ -244,6 +249,14 @@ std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std
   if (shapes.size() != (masked ? 5u : 4u)) return "has the wrong number of operands";
   for (const auto& s : shapes)
     if (s.size() != 4) return "has an operand that is not 4-D";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const int x = i + 1 == shapes.size() ? AttentionAttrs::kOut : static_cast<int>(i);
+    const AttentionAttrs::HeadWindow& w = a.heads[static_cast<size_t>(x)];
+    const int64_t dim = shapes[i][static_cast<size_t>(a.perms[static_cast<size_t>(x)][1])];
+    if (w.count > 0 && (w.start < 0 || w.start > dim || w.count > dim - w.start))
+      return "reads heads [" + std::to_string(w.start) + ", " + std::to_string(w.start + w.count) +
+             ") of an operand with " + std::to_string(dim);
+  }
   auto dims = [](const AttentionOperand& o) {
     std::string t = "(";
     for (int i = 0; i < 4; ++i) t += (i ? ", " : "") + std::to_string(o.size[i]);

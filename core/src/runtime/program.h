@@ -160,9 +160,20 @@ struct AttentionAttrs {
   using Perm = std::array<int8_t, 4>;
   std::array<Perm, kNumOperands> perms = {Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3},
                                           Perm{0, 1, 2, 3}, Perm{0, 1, 2, 3}};
+  // And a window of heads: logical head h of operand x is buffer index heads[x].start + h along
+  // the buffer dim perms[x][1], for h < heads[x].count (count 0: the whole dim). q, k and v then
+  // read one fused qkv projection in place, as heads [0, H), [H, 2H) and [2H, 3H) of it.
+  struct HeadWindow {
+    int64_t start = 0, count = 0;
+    bool operator==(const HeadWindow& o) const { return start == o.start && count == o.count; }
+    bool operator!=(const HeadWindow& o) const { return !(*this == o); }
+  };
+  std::array<HeadWindow, kNumOperands> heads{};
   bool has_layouts() const {
     for (const Perm& p : perms)
       if (p != Perm{0, 1, 2, 3}) return true;
+    for (const HeadWindow& w : heads)
+      if (w != HeadWindow{}) return true;
     return false;
   }
 };
@@ -171,9 +182,11 @@ struct AttentionAttrs {
 // dense row-major buffer of `shape` (rank 4, as validate_program ensures).
 struct AttentionOperand {
   std::array<int64_t, 4> size{}, stride{};
+  int64_t offset = 0;  // elements from the buffer's start to logical (0, 0, 0, 0)
 };
 AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::vector<int64_t>& shape);
-// Why buffers of these shapes (q, k, v, mask when there is one, out) do not fit the rule above,
+// Why buffers of these shapes (q, k, v, mask when there is one, out) do not fit the rule above
+// (head windows included),
 // or "" when they do: then every index a kernel forms stays inside its buffer.
 std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes);
 

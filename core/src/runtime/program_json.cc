@@ -129,6 +129,9 @@ json kernel_to_json(const Kernel& k) {
     for (int x = 0; x < AttentionAttrs::kNumOperands; ++x)
       if (a.perms[x] != AttentionAttrs::Perm{0, 1, 2, 3})
         at[std::string(kAttentionOperands[x]) + "_perm"] = std::vector<int>(a.perms[x].begin(), a.perms[x].end());
+    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x)
+      if (a.heads[x] != AttentionAttrs::HeadWindow{})
+        at[std::string(kAttentionOperands[x]) + "_heads"] = std::vector<int64_t>{a.heads[x].start, a.heads[x].count};
     j["attention"] = std::move(at);
   }
   if (k.kind == KernelKind::kConv) {
@@ -213,6 +216,16 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
         if (perm[i] < 0 || perm[i] > 3) throw JsonFieldError{ap + "." + key + " has an entry outside [0, 3]"};
         k.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
       }
+    }
+    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x) {
+      const std::string key = std::string(kAttentionOperands[x]) + "_heads";
+      const json* h = optional_field(*a, key.c_str());
+      if (!h) continue;
+      const std::vector<int64_t> w = json_int_list(*h, ap + "." + key);
+      // Whether the window fits its buffer is checked per run, with the buffer's sizes.
+      if (w.size() != 2 || w[0] < 0 || w[1] < 1 || w[0] > (int64_t{1} << 40) || w[1] > (int64_t{1} << 40))
+        throw JsonFieldError{ap + "." + key + " must be [start >= 0, count >= 1]"};
+      k.attention.heads[x] = {w[0], w[1]};
     }
   }
   if (const json* c = optional_field(j, "conv")) {

@@ -379,6 +379,9 @@ class Validator {
         seen[d] = true;
       }
     }
+    for (const AttentionAttrs::HeadWindow& w : a.heads)
+      if (w != AttentionAttrs::HeadWindow{} && (w.start < 0 || w.count < 1))
+        return bad("has a head window that is empty or starts before 0");
     return ok_status();
   }
 

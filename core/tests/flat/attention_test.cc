@@ -95,6 +95,47 @@ return %2, %1
   EXPECT_FALSE(flat::fold_attention_layouts(*g).has_value());
 }
 
+TEST(AttentionLayouts, head_splits_of_slices_become_head_windows) {
+  // q, k, v = split(qkv, 3, 2), each reshaped to heads and transposed: windows of one projection.
+  std::string text = "sym T [1, 8, 64]\n%0 : f16[2, T, 96] = parameter() {index = 0, name = \"qkv\"}\n";
+  for (int i = 0; i < 3; ++i) {
+    const std::string s = "%" + std::to_string(1 + 3 * i), r = "%" + std::to_string(2 + 3 * i),
+                      t = "%" + std::to_string(3 + 3 * i);
+    text += s + " : f16[2, T, 32] = slice(%0) {starts = [0, 0, " + std::to_string(32 * i) + "], limits = [2, T, " +
+            std::to_string(32 * i + 32) + "], steps = [1, 1, 1]}\n";
+    text += r + " : f16[2, T, 2, 16] = reshape(" + s + ")\n";
+    text += t + " : f16[2, 2, T, 16] = transpose(" + r + ") {dims = [0, 2, 1, 3]}\n";
+  }
+  text += "%10 : f16[2, 2, T, 16] = attention(%3, %6, %9) {causal = true, scale = 0.25}\nreturn %10\n";
+  auto g = flat::parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto folded = flat::fold_attention_layouts(*g);
+  ASSERT_TRUE(folded.has_value());
+  ASSERT_TRUE(flat::verify(*folded).ok()) << flat::verify(*folded).message();
+  EXPECT_EQ(flat::dce(*folded).str(), R"(sym T [1, 8, 64]
+%0 : f16[2, T, 96] = parameter() {index = 0, name = "qkv"}
+%1 : f16[2, T, 6, 16] = reshape(%0)
+%2 : f16[2, T, 6, 16] = reshape(%0)
+%3 : f16[2, T, 6, 16] = reshape(%0)
+%4 : f16[2, 2, T, 16] = attention(%1, %2, %3) {causal = true, scale = 0.25, q_perm = [0, 2, 1, 3], k_perm = [0, 2, 1, 3], v_perm = [0, 2, 1, 3], q_heads = [0, 2], k_heads = [2, 2], v_heads = [4, 2]}
+return %4
+)");
+  // The text round-trips, and a window past its operand's heads is refused.
+  auto again = flat::parse_graph(flat::dce(*folded).str());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  again->ops.back().attention.heads[rt::AttentionAttrs::kV] = {5, 2};
+  EXPECT_NE(flat::verify(*again).message().find("head window"), std::string::npos) << flat::verify(*again).message();
+  // A slice that does not start on a head boundary stays a slice.
+  std::string odd = text;
+  odd.replace(odd.find("starts = [0, 0, 32], limits = [2, T, 64]"), 41, "starts = [0, 0, 40], limits = [2, T, 72]");
+  auto g2 = flat::parse_graph(odd);
+  ASSERT_TRUE(g2.ok()) << g2.status().message();
+  auto f2 = flat::fold_attention_layouts(*g2);
+  ASSERT_TRUE(f2.has_value());
+  EXPECT_EQ(f2->ops.back().attention.heads[rt::AttentionAttrs::kK].count, 0);
+  EXPECT_EQ(f2->ops.back().attention.heads[rt::AttentionAttrs::kQ].count, 2);
+}
+
 // nanoGPT's attention after lowering: q @ k^T * 0.25, masked_fill(!m, -inf), softmax, @ v.
 std::string hand_written(const std::string& fill = "-inf", bool probabilities_out = false) {
   return R"(%0 : f32[2, 4, 16, 8] = parameter() {index = 0, name = "q"}

@@ -288,6 +288,34 @@ def test_gpt2_hand_written_attention_with_static_sizes_becomes_one_kernel(capsys
     _check(exe(_dev(qkv)), want)
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_qkv_projection_stays_one_gemm_read_in_place_by_attention(dynamic, capsys, device, tmp_path):
+    # nanoGPT's c_attn: one x @ W + b for q, k and v, split along the last axis. The attention reads
+    # each third through a head window, so no GEMM is split and no slice is copied.
+    B, H, D, C = 2, 3, 8, 24
+    w, b = _rand(C, 3 * C), _rand(3 * C)
+    W, bias = tp.Tensor(w), tp.Tensor(b)
+
+    def attend(x):
+        T = x.shape[1]
+        qkv = x @ W + bias
+        q, k, v = (tp.transpose(tp.reshape(t, (B, T, H, D)), 1, 2) for t in tp.split(qkv, 3, dim=2))
+        y = tp.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return tp.reshape(tp.transpose(y, 1, 2), (B, T, C))
+
+    T = tp.NamedDimension("T", 1, 8, 16) if dynamic else 11
+    exe, program = _compiled(capsys, attend, [tp.InputInfo((B, T, C), dtype=tp.float32)])
+    assert _kernels(program) == ["dot", "attention"], program
+    assert "q_heads [0, 3]" in program and "k_heads [3, 3]" in program and "v_heads [6, 3]" in program, program
+    x = _rand(B, 11, C)
+    heads = lambda t: t.reshape(B, 11, H, D).transpose(0, 2, 1, 3)
+    q, k, v = (heads(t) for t in np.split(x @ w + b, 3, axis=2))
+    want = _sdpa_ref(q, k, v, causal=True).transpose(0, 2, 1, 3).reshape(B, 11, C)
+    _check(exe(_dev(x)), want)
+    exe.save(str(tmp_path / "qkv.tpy"))  # the windows are saved with the kernel
+    _check(tp.Executable.load(str(tmp_path / "qkv.tpy"))(_dev(x)), want)
+
+
 def test_attention_with_a_head_size_known_only_at_run_time(device):
     D = tp.NamedDimension("D", 2, 8, 16)
     info = tp.InputInfo((1, 2, 5, D), dtype=tp.float32)

@@ -28,7 +28,9 @@ struct Operand {
   const View* view = nullptr;
   AttentionOperand o;
   // Element offset of (b, h, i, 0).
-  int64_t at(int64_t b, int64_t h, int64_t i) const { return b * o.stride[0] + h * o.stride[1] + i * o.stride[2]; }
+  int64_t at(int64_t b, int64_t h, int64_t i) const {
+    return o.offset + b * o.stride[0] + h * o.stride[1] + i * o.stride[2];
+  }
 };
 
 // One work item's scratch: widened queries, a transposed key block, a value block, scores.
@@ -129,7 +131,7 @@ class AttentionRun {
         for (int64_t j = std::max<int64_t>(0, qi + 1 - j0); j < nk; ++j) s[j] = kNegInf;
       if (!mask_) continue;
       const AttentionOperand& m = mask_->o;
-      const int64_t off = (m.size[0] == 1 ? 0 : b * m.stride[0]) + (m.size[1] == 1 ? 0 : h * m.stride[1]) +
+      const int64_t off = m.offset + (m.size[0] == 1 ? 0 : b * m.stride[0]) + (m.size[1] == 1 ? 0 : h * m.stride[1]) +
                           (m.size[2] == 1 ? 0 : qi * m.stride[2]);
       const int64_t sj = m.size[3] == 1 ? 0 : m.stride[3];
       if (a_.mask == rt::MaskKind::kBool) {

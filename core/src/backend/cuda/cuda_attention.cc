@@ -104,11 +104,14 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   std::memcpy(&bits, &scale_log2, sizeof(bits));
   l.words[kScaleLog2] = bits;
 
+  const int64_t elem = dtype_size(p.buffers[static_cast<size_t>(k.outputs[0])].dtype);
+  for (int x = 0; x < 5; ++x) l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * elem;
+
   // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
-  // every other stride a multiple of 8 elements.
+  // every other stride (and a head window's start) a multiple of 8 elements.
   l.flash = has_flash && D == Dv && (D == 64 || D == 128);
   for (const AttentionOperand* x : {&q, &kk, &v, &o}) {
-    l.flash = l.flash && x->stride[3] == 1;
+    l.flash = l.flash && x->stride[3] == 1 && x->offset % 8 == 0;
     for (int d = 0; d < 3; ++d) l.flash = l.flash && x->stride[d] % 8 == 0;
   }
   int64_t blocks;
@@ -137,8 +140,12 @@ StatusOr<std::vector<Launch>> plan_attention(const Program& p, const Kernel& k, 
   l.fn = a.flash ? flash : generic;
   if (l.fn == nullptr) return kernel_failure(p, k, "the generic attention kernel is missing");
   l.words = std::move(a.words);
-  l.ptrs = {{kPtrQ, k.inputs[0], 0}, {kPtrK, k.inputs[1], 0}, {kPtrV, k.inputs[2], 0}, {kPtrOut, k.outputs[0], 0}};
-  if (k.attention.mask != MaskKind::kNone) l.ptrs.push_back({kPtrMask, k.inputs[3], 0});
+  const auto& off = a.byte_offsets;
+  l.ptrs = {{kPtrQ, k.inputs[0], off[AttentionAttrs::kQ]},
+            {kPtrK, k.inputs[1], off[AttentionAttrs::kK]},
+            {kPtrV, k.inputs[2], off[AttentionAttrs::kV]},
+            {kPtrOut, k.outputs[0], off[AttentionAttrs::kOut]}};
+  if (k.attention.mask != MaskKind::kNone) l.ptrs.push_back({kPtrMask, k.inputs[3], off[AttentionAttrs::kMask]});
   l.block_x = 128;
   l.vector_word = a.vec_word;
   l.grid = l.scalar_grid = l.vector_grid = a.grid;

@@ -31,6 +31,7 @@ struct AttentionLaunch {
   unsigned grid = 0;  // 0: nothing to compute
   std::vector<int64_t> words;
   int32_t vec_word = -1;  // flash: 1 when every address is 16-byte aligned, filled per run
+  std::array<int64_t, AttentionAttrs::kNumOperands> byte_offsets{};  // of q, k, v, mask, out (head windows)
 };
 StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k, bool has_flash,
                                                const std::vector<int64_t>& slots);

@@ -1,7 +1,9 @@
 // Views instead of copies for attention: transposes feeding an attention's q, k, v or mask, and a
 // transpose that is the only reader of its result, become the operand layouts (perms) of the
 // attention itself, so a head split `reshape(B, T, H, D)` + `transpose(1, 2)` and the merge back
-// run no copy kernel (the reshapes are free aliases already).
+// run no copy kernel (the reshapes are free aliases already). A head split of a slice of the last
+// axis (nanoGPT's `q, k, v = qkv.split(C, 2)`) becomes a head window of the unsliced projection,
+// so q, k and v stay one GEMM's output and nothing copies them out of it.
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -11,6 +13,31 @@ using Perm = rt::AttentionAttrs::Perm;
 
 // True for a transpose of a rank-4 value (the only kind an attention operand can see).
 bool is_transpose4(const Op& op) { return op.kind == OpKind::kTranspose && op.dims.size() == 4; }
+
+bool is_const(const Dim& d, int64_t v) { return d.is_static() && d.static_value() == v; }
+
+// r = reshape(s, (B, T, H, D)) of s = slice(x, [0, 0, a], [B, T, a + H * D]) with x (B, T, N):
+// r is heads [a / D, a / D + H) of reshape(x, (B, T, N / D, D)). Returns that window's start, or
+// -1 when the pattern does not hold (static H, D, N and a, D dividing a and N, unit steps).
+int64_t head_window_start(const Graph& g, const Op& r) {
+  if (r.kind != OpKind::kReshape || g.values[r.result].shape.size() != 4) return -1;
+  const Op& s = g.def(r.operands[0]);
+  if (s.kind != OpKind::kSlice) return -1;
+  const Shape& rs = g.values[r.result].shape;
+  const Shape& ss = g.values[s.result].shape;
+  const Shape& xs = g.values[s.operands[0]].shape;
+  if (ss.size() != 3 || xs.size() != 3 || !rs[2].is_static() || !rs[3].is_static() || !xs[2].is_static()) return -1;
+  const int64_t H = rs[2].static_value(), D = rs[3].static_value(), N = xs[2].static_value();
+  if (D <= 0 || N % D != 0 || !rs[0].same_as(xs[0]) || !rs[1].same_as(xs[1])) return -1;
+  for (size_t d = 0; d < 3; ++d)
+    if (!is_const(s.steps[d], 1)) return -1;
+  for (size_t d = 0; d < 2; ++d)
+    if (!is_const(s.starts[d], 0) || !s.limits[d].same_as(xs[d])) return -1;
+  if (!s.starts[2].is_static() || !s.limits[2].is_static()) return -1;
+  const int64_t a = s.starts[2].static_value();
+  if (a % D != 0 || s.limits[2].static_value() != a + H * D || a + H * D > N) return -1;
+  return a / D;
+}
 
 }  // namespace
 
@@ -31,12 +58,31 @@ std::optional<Graph> fold_attention_layouts(const Graph& graph) {
     // Operands: logical dim j = operand dim perm[j] = source dim t[perm[j]] through y = transpose(x, t).
     for (size_t x = 0; x < op.operands.size(); ++x) {
       Perm& perm = op.attention.perms[x];
+      std::vector<int32_t> chain;  // the transposes walked through
       while (is_transpose4(g.def(op.operands[x]))) {
         const Op& t = g.def(op.operands[x]);
         for (int8_t& d : perm) d = static_cast<int8_t>(t.dims[static_cast<size_t>(d)]);
+        chain.push_back(g.values[op.operands[x]].def);
         op.operands[x] = t.operands[0];
         changed = true;
       }
+      // The head split of a slice: only when the attention alone reads every value in between,
+      // since the reshape is rewritten in place, and when the heads are buffer dim 2.
+      const int32_t r = g.values[op.operands[x]].def;
+      rt::AttentionAttrs::HeadWindow& w = op.attention.heads[x];
+      if (r < 0 || w != rt::AttentionAttrs::HeadWindow{} || perm[1] != 2 || perm[3] != 3) continue;
+      bool private_chain = uses[op.operands[x]] == 1 && !is_output[op.operands[x]];
+      for (int32_t t : chain)
+        private_chain = private_chain && uses[g.ops[t].result] == 1 && !is_output[g.ops[t].result];
+      Op& reshape = g.ops[static_cast<size_t>(r)];
+      const int64_t start = private_chain ? head_window_start(g, reshape) : -1;
+      if (start < 0) continue;
+      const ValueId src = g.def(reshape.operands[0]).operands[0];
+      Shape& shape = g.values[reshape.result].shape;
+      w = {start, shape[2].static_value()};
+      shape[2] = Dim(g.values[src].shape[2].static_value() / shape[3].static_value());
+      reshape.operands[0] = src;
+      for (int32_t t : chain) keep[static_cast<size_t>(t)] = false;  // now stale; nothing reads them
     }
     // The result: when one transpose alone reads it, write in that transpose's layout instead:
     // y dim j = result dim t[j], so logical dim i (result dim perm[i]) is y dim inverse(t)[perm[i]].

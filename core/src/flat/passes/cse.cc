@@ -35,6 +35,7 @@ std::string key_of(const Graph& g, const Op& op) {
     k += "|" + std::string(a.causal ? "c" : "") + scale + "m" + std::to_string(static_cast<int>(a.mask));
     for (const auto& p : a.perms)
       for (int8_t d : p) k += std::to_string(d);
+    for (const auto& w : a.heads) k += "h" + std::to_string(w.start) + ":" + std::to_string(w.count);
   }
   if (op.kind == OpKind::kConvolution) k += "|" + rt::conv_attrs_text(op.conv);
   // Plugins are pure (as TensorRT's are): one call per plugin, fields and inputs.

@@ -1,7 +1,7 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
-// constant_fold -> split_dot_slices -> pad_dot_columns (GPU; constant_fold again when either
-// changed the graph) -> simplify -> cse -> fold_conv_affine -> merge_conv_biases ->
-// match_attention -> fold_attention_layouts -> dce, then canonicalize_reductions before fusion planning.
+// constant_fold -> simplify -> cse -> match_attention -> fold_attention_layouts -> split_dot_slices
+// -> pad_dot_columns (GPU; constant_fold again when either changed the graph) -> simplify -> cse ->
+// fold_conv_affine -> merge_conv_biases -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -42,7 +42,8 @@ std::optional<Graph> merge_conv_biases(const Graph& graph);
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
 // Transposes of an attention's operands, and a transpose that alone reads its result, become the
-// attention's operand layouts (views, no copy kernels). nullopt when nothing changed.
+// attention's operand layouts (views, no copy kernels); a head split of a static slice of the last
+// axis becomes a head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
