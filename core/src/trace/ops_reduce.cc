@@ -191,10 +191,8 @@ StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
 }
 
 Status infer_softmax(InferCtx& ctx) {
-  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
-  auto& dims = ctx.node.attrs.dims;
-  if (dims.empty()) dims = {rank == 0 ? 0 : rank - 1};
-  if (dims.size() != 1) return ctx.error("softmax takes one dim.");
+  // No dim (None in Python) means all dims: softmax over the flattened input, as nvtripy documents.
+  if (ctx.node.attrs.dims.size() > 1) return ctx.error("softmax takes one dim, or None for all dims.");
   TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
   ctx.node.dtype = ctx.in()[0]->dtype;
   ctx.node.shape = ctx.shape(0);
