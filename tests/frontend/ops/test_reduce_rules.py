@@ -131,3 +131,10 @@ def test_softmax_without_dim_over_a_dynamic_input():
         x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
         want = _np_softmax(x.reshape(-1), 0).reshape(x.shape)
         np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), want, rtol=1e-6, atol=1e-7)
+
+
+def test_var_without_degrees_of_freedom_is_nan_as_in_numpy(device):
+    # N - correction <= 0: numpy and torch divide by max(N - correction, 0).
+    assert np.isnan(tp.var(tp.ones((0, 3)), dim=0).tolist()).all()
+    assert np.isnan(tp.var(tp.Tensor([2.0]), dim=0).tolist())
+    assert tp.var(tp.Tensor([1.0, 3.0]), dim=0, correction=3).tolist() == np.inf
