@@ -65,6 +65,9 @@ def test_op_pages_list_dtypes_from_the_op_table():
     where = api_pages.dtype_lines("where")
     assert "- input 0: ``bool``" in where
     assert api_pages.dtype_lines("reshape") == []  # any dtype
+    # Composites list the dtypes of the op their input goes into (dtype_rules.COMPOSITES).
+    assert api_pages.dtype_lines("log_softmax") == api_pages.dtype_lines("softmax")
+    assert "``int8``" in "".join(api_pages.dtype_lines("clamp")) and "``bool``" in "".join(api_pages.dtype_lines("masked_fill"))
 
 
 def test_markers():

@@ -75,14 +75,22 @@ def page_of(name, obj):
 
 
 def op_dtypes():
-    """Op name -> (display name, [dtype list per input]) from the core's op table."""
-    from tripy import _C
+    """Op name -> (display name, [dtype list per input]) from the core's op table, read through
+    tripy.frontend.ops.dtype_rules (which the op x dtype test matrix reads too)."""
+    from tripy.frontend.ops import dtype_rules
 
-    return {name: (display, rows) for name, display, _, _, rows in _C.op_table()}
+    return dtype_rules.op_dtype_names()
 
 
 def dtype_lines(name):
-    """reST lines naming the dtypes op ``name`` accepts, or [] when the op table has no row."""
+    """reST lines naming the dtypes op ``name`` accepts, or [] when the op table has no row. A
+    composite that passes its input straight to one op (dtype_rules.COMPOSITES) lists that
+    op's dtypes for it."""
+    from tripy.frontend.ops import dtype_rules
+
+    if name in dtype_rules.COMPOSITES:
+        accepted = dtype_rules.accepted(name)
+        return ["", f"**Supported dtypes:** {_code_list(', '.join(d.name for d in accepted))}", ""]
     table = op_dtypes()
     row = table.get(OP_NAMES.get(name, name))
     if row is None or not row[1]:

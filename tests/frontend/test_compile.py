@@ -172,3 +172,12 @@ def test_save_makes_missing_parent_directories(exe, tmp_path):
     path = tmp_path / "made" / "here" / "exe.json"
     exe.save(path)
     assert tp.Executable.load(path) is not None
+
+
+def test_a_function_of_constants_alone_compiles_to_an_executable_without_inputs(device, tmp_path):
+    x = np.arange(4, dtype=np.float32)
+    exe = tp.compile(lambda a, k: a * k + 1.0, args=[tp.Tensor(x), 3.0])
+    np.testing.assert_array_equal(np.array(exe().tolist()), x * 3 + 1)
+    exe.save(str(tmp_path / "c.tpy"))
+    np.testing.assert_array_equal(np.array(tp.Executable.load(str(tmp_path / "c.tpy"))().tolist()), x * 3 + 1)
+    assert tp.compile(lambda: tp.ones((2,)) * 2.0)().tolist() == [2.0, 2.0]

@@ -86,9 +86,11 @@ def test_slices_of_dynamic_dims_are_clamped_like_python(device):
                 np.testing.assert_array_equal(np.array(out.tolist()).reshape(want.shape), want)
 
 
-def test_slicing_with_a_size_needs_a_positive_step(device):
-    with pytest.raises(tp.TripyException, match="only a positive int step"):
-        tp.compile(lambda x, n: x[n::-1], args=[tp.InputInfo((4,), tp.float32), tp.DimensionInputInfo((0, 1, 3))])
+def test_slicing_with_a_size_and_a_negative_step_matches_numpy(device):
+    exe = tp.compile(lambda x, n: x[n::-1], args=[tp.InputInfo((4,), tp.float32), tp.DimensionInputInfo((0, 1, 5))])
+    x = np.arange(4, dtype=np.float32)
+    for n in (0, 1, 3, 5):
+        assert exe(tp.Tensor(x), n).tolist() == x[n::-1].tolist()
 
 
 def test_value_outside_the_range_names_argument_and_bound(rows):

@@ -75,3 +75,54 @@ def test_strided_and_reversed_slices_still_run(step):
     x = RNG.standard_normal((6, 4)).astype(np.float32)
     exe = tp.compile(lambda a: a[::step] + 1.0, args=[tp.InputInfo((6, 4), dtype=tp.float32)])
     np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), x[::step] + 1.0, rtol=1e-6)
+
+
+# Python's slice rules (clamping, negative bounds counting from the end, reversed and empty
+# ranges, any nonzero step) hold eagerly and compiled, on static and on dynamic dims.
+SLICES = [
+    (None, None, 1), (None, None, 2), (None, None, 3), (None, None, -1), (None, None, -2), (None, None, -3),
+    (1, None, 2), (-3, None, None), (None, -2, None), (2, 5, None), (5, 2, None), (-1, -8, -1), (8, 2, -2),
+    (2, 8, -1), (-100, 100, None), (100, -100, -1), (0, 0, None), (-1, None, -4), (None, 1, -1), (3, -3, 2),
+    (-4, -1, 1), (7, None, -3), (None, -12, -1), (11, 0, -5),
+]
+
+
+def _ids(s):
+    return "[" + ":".join("" if v is None else str(v) for v in s) + "]"
+
+
+@pytest.mark.parametrize("start,stop,step", SLICES, ids=[_ids(s) for s in SLICES])
+@pytest.mark.parametrize("mode", ["eager", "static", "dynamic"])
+def test_slices_follow_python_rules(mode, start, stop, step, device):
+    sl = slice(start, stop, step)
+    f = lambda a: a[sl, 1:]  # noqa: E731
+    sizes = (10,) if mode != "dynamic" else (1, 2, 10, 13)
+    if mode == "static":
+        f = tp.compile(f, args=[tp.InputInfo((10, 3), tp.float32)])
+    elif mode == "dynamic":
+        f = tp.compile(f, args=[tp.InputInfo(((1, 10, 13), 3), tp.float32)])
+    for n in sizes:
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        out = f(tp.Tensor(x))
+        assert out.shape == x[sl, 1:].shape, (n, out.shape)
+        np.testing.assert_array_equal(np.array(out.tolist()).reshape(x[sl, 1:].shape), x[sl, 1:])
+
+
+@pytest.mark.parametrize("step", [1, 2, -1, -2])
+def test_slices_with_dimension_size_bounds_and_any_step(step, device):
+    def f(x, n):
+        return x[n::step] + 0.0, x[:n:step] + 0.0
+
+    exe = tp.compile(f, args=[tp.InputInfo(((1, 6, 9), 2), tp.float32), tp.DimensionInputInfo(value_bounds=(0, 3, 12))])
+    for rows, n in [(6, 0), (6, 3), (6, 6), (9, 12), (1, 0), (1, 5)]:
+        x = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+        a, b = exe(tp.Tensor(x), n)
+        np.testing.assert_array_equal(np.array(a.tolist()).reshape(x[n::step].shape), x[n::step])
+        np.testing.assert_array_equal(np.array(b.tolist()).reshape(x[:n:step].shape), x[:n:step])
+
+
+def test_a_tensor_step_is_an_error_naming_the_line():
+    exe_args = [tp.InputInfo((4,), tp.float32), tp.DimensionInputInfo(value_bounds=(1, 1, 2))]
+    with pytest.raises(tp.TripyException, match="step") as e:
+        tp.compile(lambda x, n: x[::n], args=exe_args)
+    assert f"{__file__.split('/')[-1]}:" in str(e.value) and "x[::n]" in str(e.value)

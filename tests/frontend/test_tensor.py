@@ -116,3 +116,10 @@ def test_a_gpu_import_is_copied_on_the_gpu():
     src.fill_(100.0)
     torch.cuda.synchronize()
     assert y.tolist() == [2.0] * 4 and t.tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0, 4), (0,)])
+def test_empty_bool_arrays_keep_their_shape(shape):
+    # numpy < 1.25 exports no bool through DLPack; the list path must not drop trailing dims.
+    t = tp.Tensor(np.zeros(shape, bool))
+    assert t.shape == shape and t.dtype == tp.bool

@@ -157,7 +157,8 @@ class Verifier {
         for (size_t i = 0; i < n; ++i) {
           // Negative steps walk backwards (flip); zero would repeat one element forever.
           if (op.steps[i].is_static() && op.steps[i].static_value() == 0) return fail(&op, "steps must not be 0");
-          want.push_back(Dim::make(DimOp::kCeilDiv, op.limits[i] - op.starts[i], op.steps[i]));
+          // A reversed range (limit before start for the step's direction) is empty, not negative.
+          want.push_back(Dim::make(DimOp::kMax, Dim::make(DimOp::kCeilDiv, op.limits[i] - op.starts[i], op.steps[i]), 0));
         }
         return expect_shape(op, want, r.shape, "the result");
       }

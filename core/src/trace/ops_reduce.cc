@@ -143,7 +143,7 @@ StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
 
 StatusOr<flat::ValueId> lower_mean(LowerCtx& c) { return keep_dims(c, mean_of(c, c.in(0), c.node().attrs.dims)); }
 
-// var = sum((x - mean)^2) / (N - correction)
+// var = sum((x - mean)^2) / max(N - correction, 0)
 StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
   flat::ValueId x = c.in(0);
@@ -153,7 +153,10 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   flat::ValueId sq = c.reduce(EwOp::kReduceSum, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
   flat::ValueId n = reduced_count(c, x, dims, dt);  // a scalar, or per row when dims are dynamic
   flat::ValueId correction = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(n).shape, "");
-  flat::ValueId denom = c.ew(EwOp::kSub, {n, correction}, dt);
+  // max(N - correction, 0), as numpy and torch: no degrees of freedom left gives 0/0 = NaN (or
+  // x/0 = inf), never a negative variance.
+  flat::ValueId zero = c.broadcast_to(c.scalar(0, dt), c.value(n).shape, "");
+  flat::ValueId denom = c.ew(EwOp::kMax, {c.ew(EwOp::kSub, {n, correction}, dt), zero}, dt);
   return keep_dims(c, c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt));
 }
 
@@ -191,10 +194,8 @@ StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
 }
 
 Status infer_softmax(InferCtx& ctx) {
-  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
-  auto& dims = ctx.node.attrs.dims;
-  if (dims.empty()) dims = {rank == 0 ? 0 : rank - 1};
-  if (dims.size() != 1) return ctx.error("softmax takes one dim.");
+  // No dim (None in Python) means all dims: softmax over the flattened input, as nvtripy documents.
+  if (ctx.node.attrs.dims.size() > 1) return ctx.error("softmax takes one dim, or None for all dims.");
   TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
   ctx.node.dtype = ctx.in()[0]->dtype;
   ctx.node.shape = ctx.shape(0);

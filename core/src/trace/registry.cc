@@ -255,6 +255,9 @@ flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, Shape shape, const std::st
 }
 
 flat::ValueId LowerCtx::reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims) {
+  // Reducing over no dims (all dims of a rank-0 tensor) leaves each element alone; backends
+  // need at least one reduced dim, so no op is emitted.
+  if (dims.empty()) return v;
   const flat::Value val = graph_.value(v);
   Shape out;
   for (size_t i = 0; i < val.shape.size(); ++i)

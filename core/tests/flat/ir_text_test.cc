@@ -114,6 +114,20 @@ TEST(FlatVerify, AcceptsNegativeSliceStepsButNotZero) {
   EXPECT_FALSE(verify(*z).ok());
 }
 
+// A range that runs against its step is empty (Python's x[5:2]), never a negative size.
+TEST(FlatVerify, ReversedSliceRangesAreEmpty) {
+  auto g = parse_graph("%0 : f32[10] = parameter() {index = 0}\n"
+                       "%1 : f32[0] = slice(%0) {starts = [5], limits = [2], steps = [1]}\n"
+                       "%2 : f32[0] = slice(%0) {starts = [2], limits = [8], steps = [-1]}\n"
+                       "return %1, %2\n");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(verify(*g).ok()) << verify(*g).message();
+  auto bad = parse_graph("%0 : f32[10] = parameter() {index = 0}\n"
+                         "%1 : f32[1] = slice(%0) {starts = [5], limits = [2], steps = [1]}\nreturn %1\n");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(verify(*bad).ok());
+}
+
 TEST(FlatVerify, RejectsBadDot) {
   auto g = parse_graph("%0 : f32[2, 3] = parameter() {index = 0}\n"
                        "%1 : f32[4, 2] = parameter() {index = 1}\n"

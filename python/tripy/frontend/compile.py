@@ -84,7 +84,8 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     runtime input; every other argument, and every tensor the function uses, is frozen into the
     executable as a constant. Each ``tp.DimensionInputInfo`` becomes a runtime size: the function
     receives a ``tp.DimensionSize`` that shapes may use, and the executable takes an int for it.
-    The function must return one tensor or a tuple of tensors. An input declared with
+    The function must return one tensor or a tuple of tensors. With no runtime inputs at all,
+    the executable takes no arguments and returns the frozen result. An input declared with
     ``tp.InputInfo(..., donate=True)`` may be updated in place by ``tp.update_slice``
     (see there: a KV cache that a decode step writes one row of).
 
@@ -120,12 +121,6 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
             inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else f"arg{i}"
         traced_args.append(inputs.replace(a, name))
     traced_kwargs = {k: inputs.replace(v, k) for k, v in kwargs.items()}
-    if not inputs.nodes:
-        _C.raise_error(
-            "tp.compile found no tp.InputInfo or tp.DimensionInputInfo in args or kwargs: an executable needs at "
-            "least one runtime input.",
-            frames,
-        )
 
     # Parameters are frozen constants: evaluate them once here rather than recompute their
     # defining ops (e.g. placeholder aranges) inside every call.

@@ -56,6 +56,11 @@ class Tensor:
                 if not hasattr(data, "tolist"):
                     raise
                 node = _C.from_list(data.tolist(), None if dtype is None else dtype.name, str(target), frames)
+                if data.size == 0 and tuple(node.shape) != tuple(data.shape):
+                    # An empty list keeps no trailing dims: (0, 3) would come back as (0,).
+                    from tripy.frontend.ops.shape_ops import reshape
+
+                    node = reshape(Tensor._wrap(node), tuple(data.shape))._node
         else:
             node = _C.from_list(data, None if dtype is None else dtype.name, str(target), frames)
         self._node = node

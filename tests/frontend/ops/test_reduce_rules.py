@@ -79,3 +79,62 @@ def test_an_empty_dynamic_axis_raises_at_run_time_naming_the_call():
     with pytest.raises(tp.TripyException, match="size 0 at run time") as e:
         exe(tp.ones((2, 3)), 0)
     assert "return tp.max(x[:n], dim=0)" in str(e.value)
+
+
+# A rank-0 tensor has one element; reducing it over "all dims" (none) returns it, as numpy does.
+RANK0 = {
+    "sum": (tp.sum, np.sum), "prod": (tp.prod, np.prod), "max": (tp.max, np.max), "min": (tp.min, np.min),
+    "mean": (tp.mean, np.mean), "argmax": (tp.argmax, np.argmax), "argmin": (tp.argmin, np.argmin),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANK0))
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_reductions_of_a_rank0_tensor_return_its_value(device, name, compiled):
+    fn, ref = RANK0[name]
+    f = tp.compile(fn, args=[tp.InputInfo((), tp.float32)]) if compiled else fn
+    out = f(tp.Tensor(np.float32(-2.5)))
+    want = ref(np.float32(-2.5))
+    assert out.shape == () and out.tolist() == want
+
+
+def test_rank0_reductions_with_dim_and_keepdim(device):
+    assert tp.sum(tp.Tensor(2.0), dim=0).tolist() == 2.0
+    assert tp.sum(tp.Tensor(2.0), dim=-1, keepdim=True).tolist() == 2.0
+    assert tp.all(tp.Tensor(True)).tolist() is True and tp.any(tp.Tensor(False)).tolist() is False
+
+
+def test_equal_on_rank0_tensors(device):
+    assert tp.equal(tp.Tensor(1), tp.Tensor(1)) is True
+    assert tp.equal(tp.Tensor(1), tp.Tensor(2)) is False
+    assert tp.allclose(tp.Tensor(1.0), tp.Tensor(1.0))
+
+
+def _np_softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (4,), (2, 1, 3), ()])
+def test_softmax_without_dim_is_over_the_flattened_input_as_nvtripy_documents(device, shape):
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    want = _np_softmax(x.reshape(-1), 0).reshape(shape)
+    np.testing.assert_allclose(np.array(tp.softmax(tp.Tensor(x)).tolist()), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.array(tp.softmax(tp.Tensor(x), dim=None).tolist()), want, rtol=1e-6, atol=1e-7)
+    exe = tp.compile(lambda t: tp.softmax(t, dim=None), args=[tp.InputInfo(shape, tp.float32)])
+    np.testing.assert_allclose(np.array(exe(tp.Tensor(x)).tolist()), want, rtol=1e-6, atol=1e-7)
+
+
+def test_softmax_without_dim_over_a_dynamic_input():
+    exe = tp.compile(lambda t: tp.softmax(t), args=[tp.InputInfo(((1, 2, 5), 3), tp.float32)])
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        want = _np_softmax(x.reshape(-1), 0).reshape(x.shape)
+        np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), want, rtol=1e-6, atol=1e-7)
+
+
+def test_var_without_degrees_of_freedom_is_nan_as_in_numpy(device):
+    # N - correction <= 0: numpy and torch divide by max(N - correction, 0).
+    assert np.isnan(tp.var(tp.ones((0, 3)), dim=0).tolist()).all()
+    assert np.isnan(tp.var(tp.Tensor([2.0]), dim=0).tolist())
+    assert tp.var(tp.Tensor([1.0, 3.0]), dim=0, correction=3).tolist() == np.inf

@@ -1,6 +1,6 @@
 """``Tensor.__getitem__``: ints, slices (Python clamping, negative steps), ``...``, ``None``,
 and a tensor index (gather on dim 0). Slice bounds may be ``tp.DimensionSize``s, and dynamic dims
-may be sliced with a positive step: the bounds are then clamped symbolically."""
+may be sliced with any nonzero int step: the bounds are then clamped symbolically."""
 
 import builtins
 import operator
@@ -19,17 +19,18 @@ def _size_op(op, a, b):
     return make(op, [x, scalar_like(y, x)])
 
 
-def _clamped(bound, size):
-    """A slice bound for a positive step, clamped to [0, size] as Python clamps. A negative int
-    counts from the end; a DimensionSize is a size, so it counts from the start (a negative value
-    clamps to 0)."""
+def _clamped(bound, size, step):
+    """A slice bound clamped as Python clamps it: to [0, size] for a positive step, to [-1, size - 1]
+    for a negative one (-1 is "before the first element"). A negative int counts from the end; a
+    DimensionSize is a size, so it counts from the start (a negative value clamps to the lowest)."""
     from tripy.frontend.tensor import Tensor
 
+    lo, hi = (0, size) if step > 0 else (-1, size - 1)
     if not isinstance(bound, Tensor):
         bound = operator.index(bound)
         if bound < 0:
-            return _size_op("maximum", size + bound, 0)
-    return _size_op("maximum", _size_op("minimum", bound, size), 0)
+            return _size_op("maximum", size + bound, lo)
+    return _size_op("maximum", _size_op("minimum", bound, hi), lo)
 
 
 def _symbolic_slice(input, dim, item):
@@ -37,15 +38,20 @@ def _symbolic_slice(input, dim, item):
     from tripy.frontend.tensor import Tensor
 
     step = 1 if item.step is None else item.step
-    if isinstance(step, Tensor) or operator.index(step) <= 0:
+    if isinstance(step, Tensor):
         _raise_here(
-            f"Dimension {dim} is sliced with a tp.DimensionSize or is dynamic: only a positive int step "
-            f"can slice it, but got: {item.step!r}."
+            f"Dimension {dim} is sliced with a tp.DimensionSize step ({item.step!r}): a slice step must be an int, "
+            "as it decides the direction of the slice at compile time."
         )
+    step = operator.index(step)
     size = input.shape[dim]  # an int, or a DimensionSize for a dynamic dim
-    start = 0 if item.start is None else _clamped(item.start, size)
-    limit = TO_END if item.stop is None else _clamped(item.stop, size)
-    return start, limit, operator.index(step)
+    if step > 0:
+        start = 0 if item.start is None else _clamped(item.start, size, step)
+        limit = TO_END if item.stop is None else _clamped(item.stop, size, step)
+    else:
+        start = size - 1 if item.start is None else _clamped(item.start, size, step)
+        limit = -1 if item.stop is None else _clamped(item.stop, size, step)
+    return start, limit, step
 
 
 def _nodes(sizes):

@@ -97,7 +97,8 @@ def var(input, dim=None, keepdim=False, correction=1):
 
 def softmax(input, dim=None):
     """
-    ``exp(x) / sum(exp(x))`` along ``dim`` (the last dim when None), computed stably.
+    ``exp(x) / sum(exp(x))`` along ``dim``, computed stably. With ``dim=None`` the sum runs over
+    every element: softmax of the flattened input, reshaped back (as in nvtripy).
 
     Example::
 
@@ -105,13 +106,14 @@ def softmax(input, dim=None):
 
         out = tp.softmax(tp.Tensor([[0.0, 0.0]]), dim=1)
         assert out.tolist() == [[0.5, 0.5]]
+        assert tp.softmax(tp.Tensor([[0.0, 0.0], [0.0, 0.0]])).tolist() == [[0.25, 0.25], [0.25, 0.25]]
     """
     return make("softmax", [input], dims=_dims(dim))
 
 
 def log_softmax(input, dim=None):
     """
-    ``log(softmax(x))`` along ``dim``.
+    ``log(softmax(x))`` along ``dim`` (over every element when None, as softmax).
 
     Example::
 
