@@ -1,5 +1,6 @@
 // Elementwise Trace ops: the one-primitive ops the primitive table names (dtype rule, display
-// name, FlatIR function), composites written with primitives (relu), where and cast.
+// name, FlatIR function; gelu and silu among them, so fusion sees them as what they are),
+// composites written with primitives (relu), where and cast.
 #include <cmath>
 
 #include "trace/op_def.h"
@@ -81,24 +82,6 @@ StatusOr<flat::ValueId> lower_relu(LowerCtx& c) {
   return c.ew(EwOp::kMax, {c.in(0), c.splat(0, dt, c.node().shape)}, dt);
 }
 
-// gelu(x) = 0.5 * x * (1 + erf(x / sqrt(2))), the exact form. Fusion recognises this pattern.
-StatusOr<flat::ValueId> lower_gelu(LowerCtx& c) {
-  DType dt = c.node().dtype;
-  const Shape& s = c.node().shape;
-  flat::ValueId x = c.in(0);
-  flat::ValueId scaled = c.ew(EwOp::kMul, {x, c.splat(M_SQRT1_2, dt, s)}, dt);
-  flat::ValueId erf = c.ew(EwOp::kErf, {scaled}, dt);
-  flat::ValueId one_plus = c.ew(EwOp::kAdd, {erf, c.splat(1.0, dt, s)}, dt);
-  flat::ValueId half_x = c.ew(EwOp::kMul, {x, c.splat(0.5, dt, s)}, dt);
-  return c.ew(EwOp::kMul, {half_x, one_plus}, dt);
-}
-
-// silu(x) = x * sigmoid(x)
-StatusOr<flat::ValueId> lower_silu(LowerCtx& c) {
-  DType dt = c.node().dtype;
-  return c.ew(EwOp::kMul, {c.in(0), c.ew(EwOp::kSigmoid, {c.in(0)}, dt)}, dt);
-}
-
 Status infer_where(InferCtx& ctx) {
   TRIPY_ASSIGN_OR_RETURN(Shape ab, broadcast_shapes(ctx, ctx.shape(1), ctx.shape(2)));
   TRIPY_ASSIGN_OR_RETURN(ctx.node.shape, broadcast_shapes(ctx, ctx.shape(0), ab));
@@ -136,8 +119,6 @@ void register_elementwise_ops() {
       register_op({r.api, r.display, 2, 2, {dtypes}, true, infer_binary, lower_binary});
   }
   register_op({"relu", "relu", 1, 1, {kNumbers}, true, infer_same, lower_relu});
-  register_op({"gelu", "gelu", 1, 1, {kFloats}, true, infer_same, lower_gelu});
-  register_op({"silu", "silu", 1, 1, {kFloats}, true, infer_same, lower_silu});
   register_op({"where", "where", 3, 3, {kBool, kAny}, false, infer_where, lower_where});
   register_op({"cast", "cast", 1, 1, {kAll}, true, infer_cast, lower_cast});
 }

@@ -210,6 +210,8 @@ constexpr CpuRow kRows[] = {
     {EwOp::kReduceProd, NONE, NONE_I, NONE},
     {EwOp::kReduceMax, NONE, NONE_I, NONE},
     {EwOp::kReduceMin, NONE, NONE_I, NONE},
+    {EwOp::kGelu, UF(gelu_f32), NONE_I, NONE},
+    {EwOp::kSilu, UF(silu_f32), NONE_I, NONE},
 };
 #undef UF
 #undef UI

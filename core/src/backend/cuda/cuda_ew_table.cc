@@ -19,7 +19,7 @@ struct OpRow {
 
 // {a}, {b}, {c} are operand expressions. "" = undefined for that kind. Prelude helpers: wadd,
 // wsub, wmul, wneg (wrap-around), ifloordiv, irem, ipow, ffloordiv, frem, fmaxn/fminn (NaN-
-// propagating), fsign.
+// propagating), fsign, and the activations act_gelu, act_silu (also the epilogues').
 constexpr OpRow kRows[] = {
     {EwOp::kLoad, "", "", ""},
     {EwOp::kConst, "", "", ""},
@@ -64,6 +64,8 @@ constexpr OpRow kRows[] = {
     {EwOp::kReduceProd, "", "", ""},
     {EwOp::kReduceMax, "", "", ""},
     {EwOp::kReduceMin, "", "", ""},
+    {EwOp::kGelu, "act_gelu({a})", "", ""},
+    {EwOp::kSilu, "act_silu({a})", "", ""},
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == static_cast<size_t>(EwOp::kNumOps),
               "every EwOp needs a row in the CUDA emission table");
