@@ -39,6 +39,7 @@ def _pos(shape):
 
 UNARY = {
     "exp": (tp.exp, np.exp, _rand),
+    "expm1": (tp.expm1, np.expm1, _rand),
     "log": (tp.log, np.log, _pos),
     "sin": (tp.sin, np.sin, _rand),
     "cos": (tp.cos, np.cos, _rand),

@@ -212,6 +212,7 @@ constexpr CpuRow kRows[] = {
     {EwOp::kReduceMin, NONE, NONE_I, NONE},
     {EwOp::kGelu, UF(gelu_f32), NONE_I, NONE},
     {EwOp::kSilu, UF(silu_f32), NONE_I, NONE},
+    {EwOp::kExpm1, UF(expm1_f32), NONE_I, NONE},
 };
 #undef UF
 #undef UI

@@ -63,6 +63,14 @@ inline float erf_f32(float x) {
   return ax < 0.5f ? small : big;
 }
 
+// expm1: exp(x) - 1 without its cancellation near 0 (Taylor to x^8 for |x| < 0.5: < 1e-8).
+inline float expm1_f32(float x) {
+  const float p = x * (1.0f + x * (0.5f + x * (1.0f / 6 + x * (1.0f / 24 + x * (1.0f / 120 + x * (1.0f / 720 +
+                  x * (1.0f / 5040 + x * (1.0f / 40320))))))));
+  const float big = exp_f32(x) - 1.0f;
+  return std::fabs(x) < 0.5f ? p : big;
+}
+
 // The activations (rt::Activation; gelu and silu are also EwOps). relu propagates NaN, as
 // max(x, 0) does.
 inline float relu_f32(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }

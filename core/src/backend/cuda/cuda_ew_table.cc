@@ -66,6 +66,7 @@ constexpr OpRow kRows[] = {
     {EwOp::kReduceMin, "", "", ""},
     {EwOp::kGelu, "act_gelu({a})", "", ""},
     {EwOp::kSilu, "act_silu({a})", "", ""},
+    {EwOp::kExpm1, "expm1f({a})", "", ""},
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == static_cast<size_t>(EwOp::kNumOps),
               "every EwOp needs a row in the CUDA emission table");
