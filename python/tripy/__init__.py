@@ -32,6 +32,7 @@ from tripy.frontend.ops.elementwise import (
     cos,
     erf,
     exp,
+    expm1,
     floor,
     gelu,
     leaky_relu,

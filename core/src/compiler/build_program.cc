@@ -307,55 +307,46 @@ class ProgramBuilder {
       }
       k.outputs.push_back(b);
     }
+    k.kind = flat::kernel_kind_of(grp.kind);
     switch (grp.kind) {
       case GroupKind::kFused: {
-        k.kind = rt::KernelKind::kFused;
         k.fused = grp.fused;
         TRIPY_ASSIGN_OR_RETURN(k.fused.domain, slots_.slots(grp.domain));
         TRIPY_RETURN_IF_ERROR(add_windows(grp, k.fused));
         break;
       }
       case GroupKind::kDot:
-        k.kind = rt::KernelKind::kDot;
         k.dot = grp.dot;
         break;
       case GroupKind::kTranspose:
-        k.kind = rt::KernelKind::kTranspose;
         k.perm = first.dims;
         break;
       case GroupKind::kSlice: {
-        k.kind = rt::KernelKind::kSlice;
         TRIPY_ASSIGN_OR_RETURN(k.starts, slots_.slots(first.starts));
         TRIPY_ASSIGN_OR_RETURN(k.steps, slots_.slots(first.steps));
         break;
       }
       case GroupKind::kConcat:
-        k.kind = rt::KernelKind::kConcat;
         k.axis = first.dims.at(0);
         break;
       case GroupKind::kGather:
-        k.kind = rt::KernelKind::kGather;
         k.axis = first.dims.at(0);
         break;
       case GroupKind::kAttention:
-        k.kind = rt::KernelKind::kAttention;
         k.attention = first.attention;
         break;
       case GroupKind::kUpdateSlice:
-        k.kind = rt::KernelKind::kUpdateSlice;
         k.axis = first.dims.at(0);
         break;
       case GroupKind::kPlugin:
-        k.kind = rt::KernelKind::kPlugin;
         k.plugin = first.plugin;
         break;
-      case GroupKind::kAlias: break;
+      case GroupKind::kAlias:  // handled above
+      case GroupKind::kCopy: return internal_error("fusion planned a " + std::string(flat::group_kind_name(grp.kind)) + " group here");
       case GroupKind::kConv:
-        k.kind = rt::KernelKind::kConv;
         k.conv = grp.conv;
         break;
       case GroupKind::kPool:
-        k.kind = rt::KernelKind::kPool;
         k.pool = first.pool;
         break;
     }

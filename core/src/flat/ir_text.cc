@@ -11,7 +11,10 @@ constexpr std::array<const char*, kNumDTypes> kShortNames = {"f32", "f16", "bf16
                                                               "i8",  "i32", "i64",  "i1"};
 
 // EwOps that are not elementwise FlatIR fns (they exist only inside fused kernels).
-bool is_kernel_only(EwOp fn) { return fn == EwOp::kLoad || fn == EwOp::kConst || fn == EwOp::kIota; }
+bool is_kernel_only(EwOp fn) {
+  const rt::EwForm form = rt::ew_form(fn);
+  return form == rt::EwForm::kLoad || form == rt::EwForm::kConst || form == rt::EwForm::kIota;
+}
 
 }  // namespace
 

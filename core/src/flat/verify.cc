@@ -8,10 +8,6 @@
 namespace tripy::flat {
 namespace {
 
-bool is_unary(EwOp f) { return f >= EwOp::kNeg && f <= EwOp::kNot; }
-bool is_binary(EwOp f) { return f >= EwOp::kAdd && f <= EwOp::kXor; }
-bool is_compare(EwOp f) { return f >= EwOp::kEq && f <= EwOp::kGe; }
-
 // Dims that may differ only where the verifier cannot decide (symbolic): equal when provably so,
 // or when either is dynamic (lowering added a run-time assertion for it).
 bool may_equal(const Dim& a, const Dim& b) {
@@ -242,30 +238,40 @@ class Verifier {
     return fail(&op, "unknown op kind");
   }
 
+  // The op's row in the primitive table gives its operands and the kinds it is defined on.
   Status check_elementwise(const Op& op, const Value& r) const {
-    size_t n = is_unary(op.fn) || op.fn == EwOp::kConvert ? 1 : is_binary(op.fn) || is_compare(op.fn) ? 2
-               : op.fn == EwOp::kSelect                    ? 3
-                                                           : 0;
-    if (n == 0) return fail(&op, "fn is not an elementwise function");
+    if (!rt::ew_valid(op.fn)) return fail(&op, "fn is not an elementwise function");
+    const rt::EwForm form = rt::ew_form(op.fn);
+    using F = rt::EwForm;
+    if (form == F::kLoad || form == F::kConst || form == F::kIota || form == F::kReduce)
+      return fail(&op, "fn is not an elementwise function");
+    const size_t n = static_cast<size_t>(rt::ew_num_operands(op.fn));
     TRIPY_RETURN_IF_ERROR(expect_operands(op, n));
     for (size_t i = 0; i < n; ++i) {
       TRIPY_RETURN_IF_ERROR(expect_shape(op, r.shape, g_.values[op.operands[i]].shape, "an operand"));
     }
     DType a = g_.values[op.operands[0]].dtype;
-    if (op.fn == EwOp::kConvert) return ok_status();
-    if (op.fn == EwOp::kSelect) {
-      if (a != DType::kBool) return fail(&op, "the condition must be bool");
-      if (g_.values[op.operands[1]].dtype != r.dtype || g_.values[op.operands[2]].dtype != r.dtype) {
-        return fail(&op, "both branches must have the result dtype");
-      }
-      return ok_status();
+    switch (form) {
+      case F::kConvert: return ok_status();
+      case F::kSelect:
+        if (a != DType::kBool) return fail(&op, "the condition must be bool");
+        if (g_.values[op.operands[1]].dtype != r.dtype || g_.values[op.operands[2]].dtype != r.dtype) {
+          return fail(&op, "both branches must have the result dtype");
+        }
+        return ok_status();
+      case F::kBinary:
+      case F::kCompare:
+        if (g_.values[op.operands[1]].dtype != a) return fail(&op, "operands must share a dtype");
+        if (form == F::kCompare && r.dtype != DType::kBool) return fail(&op, "a comparison gives bool");
+        if (form == F::kBinary && r.dtype != a) return fail(&op, "the result must have the operands' dtype");
+        break;
+      case F::kUnary:
+        if (r.dtype != a) return fail(&op, "the result must have the operands' dtype");
+        break;
+      case F::kLoad: case F::kConst: case F::kIota: case F::kReduce: break;  // rejected above
     }
-    if (n == 2 && g_.values[op.operands[1]].dtype != a) return fail(&op, "operands must share a dtype");
-    if (is_compare(op.fn)) {
-      if (r.dtype != DType::kBool) return fail(&op, "a comparison gives bool");
-    } else if (r.dtype != a) {
-      return fail(&op, "the result must have the operands' dtype");
-    }
+    if (!rt::ew_defined_on(op.fn, rt::compute_kind(a)))
+      return fail(&op, "is not defined on " + std::string(dtype_name(a)) + " operands");
     return ok_status();
   }
 

@@ -1,4 +1,4 @@
-// The Program's own behaviour: names of fused-kernel instructions and the shape program's
+// The Program's own behaviour: kernel kind names and the shape program's
 // evaluation. Validation of untrusted programs lives in program_validate.cc.
 #include <array>
 #include <limits>
@@ -8,17 +8,6 @@
 
 namespace tripy::rt {
 namespace {
-
-constexpr std::array<const char*, static_cast<size_t>(EwOp::kNumOps)> kEwOpNames = {
-    "load",  "const", "iota",  "neg",   "abs",      "exp",        "log",        "sqrt",
-    "rsqrt", "tanh",  "sigmoid", "erf", "sin",      "cos",        "floor",      "ceil",
-    "round", "sign",  "not",   "add",   "sub",      "mul",        "div",        "pow",
-    "max",   "min",   "rem",   "floordiv", "and",   "or",         "xor",        "eq",
-    "ne",    "lt",    "le",    "gt",    "ge",       "select",     "convert",    "reduce_sum",
-    "reduce_prod", "reduce_max", "reduce_min",
-};
-// A new op must get a name here (the names are also the file format's spelling).
-static_assert(kEwOpNames.size() == static_cast<size_t>(EwOp::kNumOps));
 
 // Sizes never legitimately approach these; hostile programs must not overflow (UB) on the way.
 int64_t saturate(__int128 v) {
@@ -50,12 +39,6 @@ int64_t floor_mod(int64_t a, int64_t b) {
 
 }  // namespace
 
-namespace {
-constexpr std::array<const char*, 12> kKernelKindNames = {"fused", "dot",  "transpose", "slice", "concat", "gather",
-                                                          "copy",  "attention", "conv", "update_slice", "plugin", "pool"};
-static_assert(kKernelKindNames.size() == static_cast<size_t>(KernelKind::kPool) + 1, "a kernel kind needs its name");
-}  // namespace
-
 bool update_in_place(const Program& p, const Kernel& k) {
   auto root = [&](int32_t b) {
     for (size_t steps = 0; p.buffers[b].kind == BufferDesc::Kind::kAlias && steps <= p.buffers.size(); ++steps)
@@ -71,24 +54,7 @@ bool update_in_place(const Program& p, const Kernel& k) {
 
 const char* kernel_kind_name(KernelKind kind) {
   auto i = static_cast<size_t>(kind);
-  return i < kKernelKindNames.size() ? kKernelKindNames[i] : "invalid";
-}
-
-const char* ew_op_name(EwOp op) {
-  auto i = static_cast<size_t>(op);
-  return i < kEwOpNames.size() ? kEwOpNames[i] : "invalid";
-}
-
-bool is_reduction(EwOp op) {
-  return op == EwOp::kReduceSum || op == EwOp::kReduceProd || op == EwOp::kReduceMax ||
-         op == EwOp::kReduceMin;
-}
-
-int ew_num_operands(EwOp op) {
-  if (op == EwOp::kLoad || op == EwOp::kConst || op == EwOp::kIota) return 0;
-  if (op == EwOp::kSelect) return 3;
-  if (op >= EwOp::kAdd && op <= EwOp::kGe) return 2;
-  return 1;
+  return i < kNumKernelKinds ? kKernelKindNames[i] : "invalid";
 }
 
 ComputeKind compute_kind(DType dtype) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ew_ops.h"
 #include "tripy/status.h"
 #include "tripy/tensor.h"
 
@@ -76,26 +77,7 @@ struct BufferDesc {
   int32_t donor = -1;
 };
 
-// Instruction set of fused kernels. The order is part of the file format: append only.
-enum class EwOp : uint8_t {
-  kLoad, kConst, kIota,
-  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kErf, kSin, kCos, kFloor, kCeil, kRound,
-  kSign, kNot,
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kRem, kFloorDiv, kAnd, kOr, kXor,
-  kEq, kNe, kLt, kLe, kGt, kGe,
-  kSelect, kConvert,
-  kReduceSum, kReduceProd, kReduceMax, kReduceMin,
-  kNumOps
-};
-const char* ew_op_name(EwOp op);
-bool is_reduction(EwOp op);
-// How many registers an instruction reads: a, then b, then c (unused ones are -1).
-int ew_num_operands(EwOp op);
-
-// The type fused kernels compute a storage dtype in: narrow floats in float32, small ints in
-// int32. Every backend follows it, so they agree on rounding and overflow.
-enum class ComputeKind : uint8_t { kF32, kI32, kI64, kBool };
-ComputeKind compute_kind(DType dtype);
+// The instruction set of fused kernels (EwOp, ComputeKind, the op table) lives in ew_ops.h.
 
 // One SSA instruction; its result is register number = its index in FusedProgram::instrs.
 //   kLoad: a = fused input index        kConst: imm        kIota: a = domain axis
@@ -243,9 +225,24 @@ int64_t pool_output_size(const PoolAttrs& a, size_t d, int64_t n);
 // and program dumps); count_include_pad only when it is false for an average.
 std::string pool_attrs_text(const PoolAttrs& a);
 
-enum class KernelKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kCopy, kAttention, kConv,
-                                  kUpdateSlice, kPlugin, kPool };
-// "fused", "dot", ...: the kind as files, program dumps and profiles spell it ("invalid" past the end).
+// Kernel kinds and their names, as files, program dumps and profiles spell them: one list, from
+// which the enum, the names and the fusion planner's group kinds are made. Append only.
+#define TRIPY_KERNEL_KINDS(X)                                                                          \
+  X(Fused, "fused") X(Dot, "dot") X(Transpose, "transpose") X(Slice, "slice") X(Concat, "concat")      \
+  X(Gather, "gather") X(Copy, "copy") X(Attention, "attention") X(Conv, "conv")                        \
+  X(UpdateSlice, "update_slice") X(Plugin, "plugin") X(Pool, "pool")
+enum class KernelKind : uint8_t {
+#define TRIPY_KERNEL_KIND_ENUM(Enum, name) k##Enum,
+  TRIPY_KERNEL_KINDS(TRIPY_KERNEL_KIND_ENUM)
+#undef TRIPY_KERNEL_KIND_ENUM
+};
+inline constexpr const char* kKernelKindNames[] = {
+#define TRIPY_KERNEL_KIND_NAME(Enum, name) name,
+    TRIPY_KERNEL_KINDS(TRIPY_KERNEL_KIND_NAME)
+#undef TRIPY_KERNEL_KIND_NAME
+};
+inline constexpr size_t kNumKernelKinds = sizeof(kKernelKindNames) / sizeof(kKernelKindNames[0]);
+// "fused", "dot", ... ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
 struct Kernel {

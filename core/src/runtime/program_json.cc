@@ -17,15 +17,12 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kKernelKinds[] = {"fused",  "dot",  "transpose", "slice", "concat",      "gather",
-                                        "copy",   "attention", "conv", "update_slice", "plugin", "pool"};
 constexpr const char* kPoolKinds[] = {"max", "avg"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
 static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kKernelKinds) == static_cast<size_t>(KernelKind::kPool) + 1);
 static_assert(std::size(kPoolKinds) == static_cast<size_t>(PoolAttrs::Kind::kAvg) + 1);
 constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
 constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
@@ -103,7 +100,7 @@ bool json_flag(const json& object, const char* key, const std::string& path) {
 }
 
 json kernel_to_json(const Kernel& k) {
-  json j = {{"kind", name_of(kKernelKinds, k.kind)}, {"name", k.name}, {"inputs", k.inputs}, {"outputs", k.outputs}};
+  json j = {{"kind", name_of(kKernelKindNames, k.kind)}, {"name", k.name}, {"inputs", k.inputs}, {"outputs", k.outputs}};
   const FusedProgram& f = k.fused;
   if (k.kind == KernelKind::kFused || !f.domain.empty() || f.reduce_from != 0 || !f.input_axes.empty() ||
       !f.instrs.empty() || !f.output_regs.empty()) {
@@ -161,7 +158,7 @@ json kernel_to_json(const Kernel& k) {
 
 Kernel kernel_from_json(const json& j, const std::string& path) {
   Kernel k;
-  k.kind = parse_name<KernelKind>(kKernelKinds, json_field(j, "kind", path), path + ".kind");
+  k.kind = parse_name<KernelKind>(kKernelKindNames, json_field(j, "kind", path), path + ".kind");
   k.name = json_string(json_field(j, "name", path), path + ".name");
   k.inputs = json_i32_list(json_field(j, "inputs", path), path + ".inputs");
   k.outputs = json_i32_list(json_field(j, "outputs", path), path + ".outputs");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/fused_analysis.h"
 #include "runtime/program.h"
 #include "runtime/shape_arith.h"
 
@@ -16,21 +17,6 @@ namespace {
 
 bool in_range(int64_t i, size_t n) { return i >= 0 && static_cast<uint64_t>(i) < n; }
 bool valid(DType t) { return static_cast<int>(t) < kNumDTypes; }
-std::string str(DType t) { return valid(t) ? std::string(dtype_name(t)) : "<invalid dtype>"; }
-
-// Operand shapes of fused-kernel instructions; drives the register checks below.
-enum class Form { kLoad, kConst, kIota, kUnary, kBinary, kCompare, kSelect, kConvert, kReduce };
-Form form_of(EwOp op) {
-  if (op == EwOp::kLoad) return Form::kLoad;
-  if (op == EwOp::kConst) return Form::kConst;
-  if (op == EwOp::kIota) return Form::kIota;
-  if (op <= EwOp::kNot) return Form::kUnary;
-  if (op <= EwOp::kXor) return Form::kBinary;
-  if (op <= EwOp::kGe) return Form::kCompare;
-  if (op == EwOp::kSelect) return Form::kSelect;
-  if (op == EwOp::kConvert) return Form::kConvert;
-  return Form::kReduce;
-}
 
 class Validator {
  public:
@@ -253,7 +239,7 @@ class Validator {
     const Kernel& kn = p_.kernels[k];
     const std::string where = "kernel " + std::to_string(k) + " ('" + kn.name + "')";
     auto bad = [&](const std::string& what) { return fail(where + " " + what); };
-    if (kn.kind > KernelKind::kPool) return bad("has an invalid kind");
+    if (static_cast<size_t>(kn.kind) >= kNumKernelKinds) return bad("has an invalid kind");
     if (kn.source != -1 && !in_range(kn.source, p_.sources.size())) return bad("refers to a missing source");
     for (int32_t b : kn.inputs)
       if (!in_range(b, p_.buffers.size())) return bad("reads missing buffer " + std::to_string(b));
@@ -441,88 +427,16 @@ class Validator {
     return ok_status();
   }
 
-  // Registers are SSA: each instruction may use only earlier ones, with the dtypes its form needs.
+  // The analysis every consumer of fused programs shares (fused_analysis.cc).
   template <typename Bad>
   Status check_fused(const Kernel& kn, const Bad& bad) {
-    const FusedProgram& f = kn.fused;
-    const size_t rank = f.domain.size();
-    for (Slot s : f.domain)
+    for (Slot s : kn.fused.domain)
       if (!slot_ok(s)) return bad("has a domain with a missing slot");
-    if (f.reduce_from < 0 || static_cast<size_t>(f.reduce_from) > rank) return bad("has reduce_from out of range");
-    if (f.input_axes.size() != kn.inputs.size()) return bad("has input_axes for a different number of inputs");
-    for (size_t i = 0; i < kn.inputs.size(); ++i) {
-      if (f.input_axes[i].size() != rank_of(kn.inputs[i])) return bad("maps input " + std::to_string(i) + " with the wrong rank");
-      for (int32_t axis : f.input_axes[i])
-        if (!in_range(axis, rank)) return bad("maps input " + std::to_string(i) + " to missing axis " + std::to_string(axis));
-    }
-    if (!f.input_windows.empty() && f.input_windows.size() != kn.inputs.size())
-      return bad("has input_windows for a different number of inputs");
-    for (size_t i = 0; i < f.input_windows.size(); ++i) {
-      const FusedProgram::Window& w = f.input_windows[i];
-      if (w.starts.empty() && w.sizes.empty()) continue;
-      if (w.starts.size() != rank_of(kn.inputs[i]) || w.sizes.size() != w.starts.size())
-        return bad("has a window of input " + std::to_string(i) + " with the wrong rank");
-      for (size_t d = 0; d < w.starts.size(); ++d)
+    for (const FusedProgram::Window& w : kn.fused.input_windows)
+      for (size_t d = 0; d < w.starts.size() && d < w.sizes.size(); ++d)
         if (!slot_ok(w.starts[d]) || !slot_ok(w.sizes[d])) return bad("has a window with a missing slot");
-    }
-    if (f.output_regs.size() != kn.outputs.size() || kn.outputs.empty()) return bad("needs one register per output");
-    // 0: constant (either level), 1: per row, 2: per element.
-    std::vector<int> level(f.instrs.size(), 0);
-    for (size_t i = 0; i < f.instrs.size(); ++i) {
-      const Instr& in = f.instrs[i];
-      const std::string at = "instruction " + std::to_string(i) + " (" + ew_op_name(in.op) + ")";
-      if (in.op >= EwOp::kNumOps) return bad("instruction " + std::to_string(i) + " has an invalid opcode");
-      if (!valid(in.dtype)) return bad(at + " has an invalid dtype");
-      auto reg = [&](int32_t r) { return in_range(r, i); };
-      auto dt = [&](int32_t r) { return f.instrs[static_cast<size_t>(r)].dtype; };
-      auto lv = [&](int32_t r) { return level[static_cast<size_t>(r)]; };
-      const Form form = form_of(in.op);
-      bool ok = true;
-      switch (form) {
-        case Form::kLoad:
-          ok = in_range(in.a, kn.inputs.size()) && dtype_of(kn.inputs[static_cast<size_t>(in.a)]) == in.dtype;
-          level[i] = 2;
-          break;
-        case Form::kConst: break;
-        case Form::kIota: ok = in_range(in.a, rank); level[i] = 2; break;
-        case Form::kUnary: ok = reg(in.a) && dt(in.a) == in.dtype; level[i] = ok ? lv(in.a) : 0; break;
-        case Form::kConvert: ok = reg(in.a); level[i] = ok ? lv(in.a) : 0; break;
-        case Form::kReduce: ok = reg(in.a) && dt(in.a) == in.dtype; level[i] = 1; break;
-        case Form::kBinary:
-        case Form::kCompare:
-          ok = reg(in.a) && reg(in.b) && dt(in.a) == dt(in.b) &&
-               in.dtype == (form == Form::kCompare ? DType::kBool : dt(in.a));
-          level[i] = ok ? std::max(lv(in.a), lv(in.b)) : 0;
-          break;
-        case Form::kSelect:
-          ok = reg(in.a) && reg(in.b) && reg(in.c) && dt(in.a) == DType::kBool && dt(in.b) == in.dtype &&
-               dt(in.c) == in.dtype;
-          level[i] = ok ? std::max({lv(in.a), lv(in.b), lv(in.c)}) : 0;
-          break;
-      }
-      if (!ok) return bad(at + " has operands that are missing, later, or of the wrong dtype");
-      // Operand fields the form does not use must be -1, so no backend can trip over them.
-      const int used = form == Form::kConst ? 0
-                       : form == Form::kSelect ? 3
-                       : (form == Form::kBinary || form == Form::kCompare) ? 2
-                                                                            : 1;
-      if ((used < 1 && in.a != -1) || (used < 2 && in.b != -1) || (used < 3 && in.c != -1))
-        return bad(at + " sets operands it does not use (they must be -1)");
-    }
-    for (size_t o = 0; o < f.output_regs.size(); ++o) {
-      const int32_t r = f.output_regs[o];
-      if (!in_range(r, f.instrs.size())) return bad("stores missing register " + std::to_string(r));
-      const size_t out_rank = rank_of(kn.outputs[o]);
-      const int lvl = level[static_cast<size_t>(r)];
-      const bool rank_ok = lvl == 2 ? out_rank == rank
-                           : lvl == 1 ? out_rank == static_cast<size_t>(f.reduce_from)
-                                      : out_rank == rank || out_rank == static_cast<size_t>(f.reduce_from);
-      if (!rank_ok) return bad("stores register " + std::to_string(r) + " into output " + std::to_string(o) + " of the wrong rank");
-      if (f.instrs[static_cast<size_t>(r)].dtype != dtype_of(kn.outputs[o]))
-        return bad("stores a " + str(f.instrs[static_cast<size_t>(r)].dtype) + " register into a " +
-                   str(dtype_of(kn.outputs[o])) + " buffer");
-    }
-    return ok_status();
+    StatusOr<FusedAnalysis> an = analyze_fused_program(p_, kn);
+    return an.ok() ? ok_status() : bad(an.status().message());
   }
 
   const Program& p_;

@@ -1,5 +1,6 @@
-// Elementwise Trace ops: unary and binary tables (dtype rule, display name, FlatIR function),
-// composites written with primitives (relu, gelu, silu), where and cast.
+// Elementwise Trace ops: the one-primitive ops the primitive table names (dtype rule, display
+// name, FlatIR function; gelu and silu among them, so fusion sees them as what they are),
+// composites written with primitives (relu), where and cast.
 #include <cmath>
 
 #include "trace/op_def.h"
@@ -7,56 +8,23 @@
 namespace tripy::trace {
 namespace {
 
-struct UnaryRow {
-  const char* name;
-  EwOp fn;
-  DTypeSet dtypes;
-};
-// One row per primitive unary op.
-constexpr UnaryRow kUnary[] = {
-    {"exp", EwOp::kExp, kFloats},     {"log", EwOp::kLog, kFloats},     {"sin", EwOp::kSin, kFloats},
-    {"cos", EwOp::kCos, kFloats},     {"sqrt", EwOp::kSqrt, kFloats},   {"rsqrt", EwOp::kRsqrt, kFloats},
-    {"tanh", EwOp::kTanh, kFloats},   {"sigmoid", EwOp::kSigmoid, kFloats},
-    {"erf", EwOp::kErf, kFloats},     {"floor", EwOp::kFloor, kFloats}, {"ceil", EwOp::kCeil, kFloats},
-    {"round", EwOp::kRound, kFloats}, {"abs", EwOp::kAbs, kNumbers},    {"neg", EwOp::kNeg, kNumbers},
-    {"sign", EwOp::kSign, kNumbers},  {"logical_not", EwOp::kNot, kBool},
-};
-
-struct BinaryRow {
-  const char* name;
-  const char* display;
-  EwOp fn;
-  DTypeSet dtypes;
-  bool compare;
-};
-constexpr BinaryRow kBinary[] = {
-    {"add", "'+'", EwOp::kAdd, kNumbers, false},
-    {"sub", "'-'", EwOp::kSub, kNumbers, false},
-    {"mul", "'*'", EwOp::kMul, kNumbers, false},
-    {"div", "'/'", EwOp::kDiv, kFloats, false},
-    {"pow", "'**'", EwOp::kPow, kFloats, false},
-    {"maximum", "maximum", EwOp::kMax, kNumbers, false},
-    {"minimum", "minimum", EwOp::kMin, kNumbers, false},
-    {"floor_div", "'//'", EwOp::kFloorDiv, kNumbers, false},
-    {"mod", "'%'", EwOp::kRem, kNumbers, false},
-    {"logical_and", "'&'", EwOp::kAnd, kBool, false},
-    {"logical_or", "'|'", EwOp::kOr, kBool, false},
-    {"eq", "'=='", EwOp::kEq, kAny, true},
-    {"ne", "'!='", EwOp::kNe, kAny, true},
-    {"lt", "'<'", EwOp::kLt, kNumbers, true},
-    {"le", "'<='", EwOp::kLe, kNumbers, true},
-    {"gt", "'>'", EwOp::kGt, kNumbers, true},
-    {"ge", "'>='", EwOp::kGe, kNumbers, true},
-};
-
-const UnaryRow* unary_row(const std::string& name) {
-  for (const auto& r : kUnary)
-    if (name == r.name) return &r;
-  return nullptr;
+// The Trace ops that are one primitive each come from the primitive table (runtime/ew_ops.def):
+// a row with an API name is tp.<api>, with that row's dtype rule and display name.
+DTypeSet api_dtypes(rt::ApiDTypes d) {
+  switch (d) {
+    case rt::ApiDTypes::kFloats: return kFloats;
+    case rt::ApiDTypes::kNumbers: return kNumbers;
+    case rt::ApiDTypes::kBool: return kBool;
+    case rt::ApiDTypes::kAny: return kAny;
+    case rt::ApiDTypes::kNone: break;
+  }
+  return 0;
 }
-const BinaryRow* binary_row(const std::string& name) {
-  for (const auto& r : kBinary)
-    if (name == r.name) return &r;
+
+// The table row whose API name is `name` (the node's op), or nullptr.
+const rt::EwOpInfo* api_row(const std::string& name) {
+  for (const rt::EwOpInfo& r : rt::kEwOps)
+    if (r.api && name == r.api) return &r;
   return nullptr;
 }
 
@@ -67,7 +35,7 @@ Status infer_same(InferCtx& ctx) {
 }
 
 StatusOr<flat::ValueId> lower_unary(LowerCtx& c) {
-  return c.ew(unary_row(c.node().def->name)->fn, {c.in(0)}, c.node().dtype);
+  return c.ew(api_row(c.node().def->name)->op, {c.in(0)}, c.node().dtype);
 }
 
 // Size arithmetic (DimensionSize op DimensionSize or int) keeps the symbolic value.
@@ -85,7 +53,7 @@ std::optional<Dim> dim_arith(const std::string& op, const Node& a, const Node& b
 
 Status infer_binary(InferCtx& ctx) {
   TRIPY_ASSIGN_OR_RETURN(ctx.node.shape, broadcast_shapes(ctx, ctx.shape(0), ctx.shape(1)));
-  ctx.node.dtype = binary_row(ctx.node.def->name)->compare ? DType::kBool : ctx.in()[0]->dtype;
+  ctx.node.dtype = api_row(ctx.node.def->name)->form == rt::EwForm::kCompare ? DType::kBool : ctx.in()[0]->dtype;
   ctx.node.dim_value = dim_arith(ctx.node.def->name, *ctx.in()[0], *ctx.in()[1]);
   return ok_status();
 }
@@ -105,31 +73,13 @@ std::vector<flat::ValueId> broadcast_operands(LowerCtx& c) {
 }
 
 StatusOr<flat::ValueId> lower_binary(LowerCtx& c) {
-  return c.ew(binary_row(c.node().def->name)->fn, broadcast_operands(c), c.node().dtype);
+  return c.ew(api_row(c.node().def->name)->op, broadcast_operands(c), c.node().dtype);
 }
 
 // relu(x) = max(x, 0)
 StatusOr<flat::ValueId> lower_relu(LowerCtx& c) {
   DType dt = c.node().dtype;
   return c.ew(EwOp::kMax, {c.in(0), c.splat(0, dt, c.node().shape)}, dt);
-}
-
-// gelu(x) = 0.5 * x * (1 + erf(x / sqrt(2))), the exact form. Fusion recognises this pattern.
-StatusOr<flat::ValueId> lower_gelu(LowerCtx& c) {
-  DType dt = c.node().dtype;
-  const Shape& s = c.node().shape;
-  flat::ValueId x = c.in(0);
-  flat::ValueId scaled = c.ew(EwOp::kMul, {x, c.splat(M_SQRT1_2, dt, s)}, dt);
-  flat::ValueId erf = c.ew(EwOp::kErf, {scaled}, dt);
-  flat::ValueId one_plus = c.ew(EwOp::kAdd, {erf, c.splat(1.0, dt, s)}, dt);
-  flat::ValueId half_x = c.ew(EwOp::kMul, {x, c.splat(0.5, dt, s)}, dt);
-  return c.ew(EwOp::kMul, {half_x, one_plus}, dt);
-}
-
-// silu(x) = x * sigmoid(x)
-StatusOr<flat::ValueId> lower_silu(LowerCtx& c) {
-  DType dt = c.node().dtype;
-  return c.ew(EwOp::kMul, {c.in(0), c.ew(EwOp::kSigmoid, {c.in(0)}, dt)}, dt);
 }
 
 Status infer_where(InferCtx& ctx) {
@@ -161,12 +111,14 @@ StatusOr<flat::ValueId> lower_cast(LowerCtx& c) {
 }  // namespace
 
 void register_elementwise_ops() {
-  for (const auto& r : kUnary) register_op({r.name, r.name, 1, 1, {r.dtypes}, true, infer_same, lower_unary});
-  for (const auto& r : kBinary)
-    register_op({r.name, r.display, 2, 2, {r.dtypes}, true, infer_binary, lower_binary});
+  for (const rt::EwOpInfo& r : rt::kEwOps) {
+    if (!r.api) continue;
+    const DTypeSet dtypes = api_dtypes(r.api_dtypes);
+    if (r.form == rt::EwForm::kUnary) register_op({r.api, r.display, 1, 1, {dtypes}, true, infer_same, lower_unary});
+    if (r.form == rt::EwForm::kBinary || r.form == rt::EwForm::kCompare)
+      register_op({r.api, r.display, 2, 2, {dtypes}, true, infer_binary, lower_binary});
+  }
   register_op({"relu", "relu", 1, 1, {kNumbers}, true, infer_same, lower_relu});
-  register_op({"gelu", "gelu", 1, 1, {kFloats}, true, infer_same, lower_gelu});
-  register_op({"silu", "silu", 1, 1, {kFloats}, true, infer_same, lower_silu});
   register_op({"where", "where", 3, 3, {kBool, kAny}, false, infer_where, lower_where});
   register_op({"cast", "cast", 1, 1, {kAll}, true, infer_cast, lower_cast});
 }

@@ -47,6 +47,20 @@ return %2
   EXPECT_NE(st.message().find("expected (1, 3, 3, 3)"), std::string::npos) << st.message();
 }
 
+TEST(ConvolutionFusion, GeluAndSiluJoinTheConvolutionAsThePrimitivesTheyAre) {
+  for (const char* act : {"gelu", "silu"}) {
+    const std::string text = std::string(R"(%0 : f32[2, 4, 5, 5] = parameter() {index = 0}
+%1 : f32[4, 4, 3, 3] = constant() {value = <144 elements>}
+%2 : f32[2, 4, 5, 5] = convolution(%0, %1) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], groups = 1}
+%3 : f32[2, 4, 5, 5] = )") + act + R"((%2)
+return %3
+)";
+    EXPECT_EQ(plan_of(text.c_str()),
+              "%3 = conv(%0, %1) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
+              "groups = 1, activation = " + std::string(act) + "}\n");
+  }
+}
+
 TEST(ConvolutionFusion, BiasResidualAndReluJoinTheConvolution) {
   // relu(conv(x) + bias[C, 1, 1] + x): one kernel.
   EXPECT_EQ(plan_of(R"(%0 : f32[2, 4, 5, 5] = parameter() {index = 0}

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/fused_ops.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
@@ -34,12 +35,6 @@ bool force_direct() {
   return v && std::strcmp(v, "direct") == 0;
 }
 
-float activate(float v, rt::Activation act) {
-  if (act == rt::Activation::kRelu) return v > 0 ? v : 0;
-  if (act == rt::Activation::kGelu) return static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.70710678118654752)));
-  if (act == rt::Activation::kSilu) return static_cast<float>(v / (1.0 + std::exp(-static_cast<double>(v))));
-  return v;
-}
 
 }  // namespace
 
@@ -99,7 +94,7 @@ void conv_direct(const ConvProblem& p, const float* x, const float* w, const flo
             const int64_t i = (z * on[1] + y) * on[2] + xx;
             float v = static_cast<float>(acc) + (bias ? bias[o] : 0.0f);
             if (residual) v += residual[no * out_size + i];
-            dst[i] = activate(v, a.activation);
+            dst[i] = activate(a.activation, v);
           }
     }
   });
@@ -134,7 +129,7 @@ Status run_conv(const KernelArgs& args, KernelState& state) {
     const float* r = rv ? as_f32(*rv, st.res32) : nullptr;
     const int64_t per = ov.numel() / (p.out[0] * p.out[1]);
     for (int64_t i = 0; i < ov.numel(); ++i)
-      zero[i] = activate((b ? b[i / per % p.out[1]] : 0.0f) + (r ? r[i] : 0.0f), attrs.activation);
+      zero[i] = activate(attrs.activation, (b ? b[i / per % p.out[1]] : 0.0f) + (r ? r[i] : 0.0f));
     for (int64_t i = 0; i < ov.numel(); i += kTile)
       store_span(ov.dtype, ov.data, i, zero.data() + i, static_cast<int>(std::min<int64_t>(kTile, ov.numel() - i)));
     return ok_status();

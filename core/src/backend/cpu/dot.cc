@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <vector>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/dot_dnnl.h"
 #include "backend/cpu/fused_ops.h"
 #include "backend/cpu/half.h"
@@ -46,11 +48,11 @@ void epilogue(T* out, int64_t rows, int64_t N, const T* bias, rt::Activation act
     T* row = out + i * N;
     if (bias)
       for (int64_t j = 0; j < N; ++j) row[j] += bias[j];
-    if (act == rt::Activation::kRelu)
+    if constexpr (std::is_same_v<T, float>) {
+      activate_span(act, row, N);
+    } else if (act == rt::Activation::kRelu) {  // integers: relu only (gelu is rejected before)
       for (int64_t j = 0; j < N; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
-    if (act == rt::Activation::kGelu)
-      for (int64_t j = 0; j < N; ++j)
-        row[j] = static_cast<T>(0.5 * row[j] * (1.0 + std::erf(row[j] * 0.70710678118654752)));
+    }
   }
 }
 

@@ -1,5 +1,8 @@
-// Tile loops for every EwOp, dispatched by one switch per operand class. The loops are plain
-// indexed loops over restrict pointers so the compiler vectorises them; semantics follow numpy.
+// The CPU's emitter table: one row per EwOp giving its tile loop for each compute kind (float32,
+// int32, int64, bool), or nullptr where the primitive table (ew_ops.def) says the op is undefined.
+// A static_assert checks the rows against that table, so a new op cannot miss its CPU loop. The
+// loops are plain indexed loops over restrict pointers so the compiler vectorises them; semantics
+// follow numpy.
 
 // The tile loops select between values (clamps, NaN-propagating max, exp's range handling);
 // GCC if-converts such selects only when it may assume floating point does not trap, which is
@@ -71,124 +74,175 @@ inline T pow_int(T base, T exp) {
   return result;
 }
 
-template <class T, class F>
-inline void map1(int n, T* __restrict o, const T* __restrict a, F f) {
-  for (int i = 0; i < n; ++i) o[i] = f(a[i]);
-}
-template <class R, class T, class F>
-inline void map2(int n, R* __restrict o, const T* __restrict a, const T* __restrict b, F f) {
-  for (int i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
-}
 
-void unary_f32(EwOp op, int n, float* o, const float* a) {
-  switch (op) {
-    case EwOp::kNeg: return map1(n, o, a, [](float x) { return -x; });
-    case EwOp::kAbs: return map1(n, o, a, [](float x) { return std::fabs(x); });
-    case EwOp::kExp: return map1(n, o, a, exp_f32);
-    case EwOp::kLog: return map1(n, o, a, [](float x) { return std::log(x); });
-    case EwOp::kSqrt: return map1(n, o, a, [](float x) { return std::sqrt(x); });
-    case EwOp::kRsqrt: return map1(n, o, a, [](float x) { return 1.0f / std::sqrt(x); });
-    case EwOp::kTanh: return map1(n, o, a, tanh_f32);
-    case EwOp::kSigmoid: return map1(n, o, a, [](float x) { return 1.0f / (1.0f + exp_f32(-x)); });
-    case EwOp::kErf: return map1(n, o, a, erf_f32);
-    case EwOp::kSin: return map1(n, o, a, [](float x) { return std::sin(x); });
-    case EwOp::kCos: return map1(n, o, a, [](float x) { return std::cos(x); });
-    case EwOp::kFloor: return map1(n, o, a, [](float x) { return std::floor(x); });
-    case EwOp::kCeil: return map1(n, o, a, [](float x) { return std::ceil(x); });
-    case EwOp::kRound: return map1(n, o, a, [](float x) { return std::nearbyint(x); });
-    case EwOp::kSign:
-      return map1(n, o, a, [](float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); });
-    default: return;
-  }
-}
+// ---- scalar functions, one per op and kind (the table below turns them into tile loops) ----
 
+inline float neg_f(float x) { return -x; }
+inline float abs_f(float x) { return std::fabs(x); }
+inline float log_f(float x) { return std::log(x); }
+inline float sqrt_f(float x) { return std::sqrt(x); }
+inline float rsqrt_f(float x) { return 1.0f / std::sqrt(x); }
+inline float sigmoid_f(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+inline float sin_f(float x) { return std::sin(x); }
+inline float cos_f(float x) { return std::cos(x); }
+inline float floor_f(float x) { return std::floor(x); }
+inline float ceil_f(float x) { return std::ceil(x); }
+inline float round_f(float x) { return std::nearbyint(x); }
+inline float sign_f(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+inline float add_f(float x, float y) { return x + y; }
+inline float sub_f(float x, float y) { return x - y; }
+inline float mul_f(float x, float y) { return x * y; }
+inline float div_f(float x, float y) { return x / y; }
+inline float pow_f(float x, float y) { return std::pow(x, y); }
+// NaN-propagating like numpy.maximum / minimum.
+inline float max_f(float x, float y) { return (x > y || x != x) ? x : y; }
+inline float min_f(float x, float y) { return (x < y || x != x) ? x : y; }
+
+template <class T> inline T neg_i(T x) { return wrap_sub<T>(0, x); }
+template <class T> inline T abs_i(T x) { return x < 0 ? wrap_sub<T>(0, x) : x; }
+template <class T> inline T sign_i(T x) { return T((x > 0) - (x < 0)); }
+template <class T> inline T not_i(T x) { return T(~x); }
+template <class T> inline T same(T x) { return x; }  // floor, ceil, round of an integer
+template <class T> inline T max_i(T x, T y) { return x > y ? x : y; }
+template <class T> inline T min_i(T x, T y) { return x < y ? x : y; }
+template <class T> inline T and_i(T x, T y) { return T(x & y); }
+template <class T> inline T or_i(T x, T y) { return T(x | y); }
+template <class T> inline T xor_i(T x, T y) { return T(x ^ y); }
+
+// bool as numpy: + and max are or, * and min are and.
+inline uint8_t not_b(uint8_t x) { return uint8_t(x ^ 1); }
+
+template <class T> inline uint8_t eq(T x, T y) { return uint8_t(x == y); }
+template <class T> inline uint8_t ne(T x, T y) { return uint8_t(x != y); }
+template <class T> inline uint8_t lt(T x, T y) { return uint8_t(x < y); }
+template <class T> inline uint8_t le(T x, T y) { return uint8_t(x <= y); }
+template <class T> inline uint8_t gt(T x, T y) { return uint8_t(x > y); }
+template <class T> inline uint8_t ge(T x, T y) { return uint8_t(x >= y); }
+
+// ---- tile loops ----
+
+// n results into `o` from operands a, b, c (those the op reads); o never aliases an operand.
+using TileFn = void (*)(int n, void* o, const void* a, const void* b, const void* c);
+
+template <class T, T (*F)(T)>
+void unary_tile(int n, void* o, const void* a, const void*, const void*) {
+  T* __restrict out = static_cast<T*>(o);
+  const T* __restrict x = static_cast<const T*>(a);
+  for (int i = 0; i < n; ++i) out[i] = F(x[i]);
+}
+template <class R, class T, R (*F)(T, T)>
+void binary_tile(int n, void* o, const void* a, const void* b, const void*) {
+  R* __restrict out = static_cast<R*>(o);
+  const T* __restrict x = static_cast<const T*>(a);
+  const T* __restrict y = static_cast<const T*>(b);
+  for (int i = 0; i < n; ++i) out[i] = F(x[i], y[i]);
+}
 template <class T>
-void unary_int(EwOp op, int n, T* o, const T* a) {
-  switch (op) {
-    case EwOp::kNeg: return map1(n, o, a, [](T x) { return wrap_sub<T>(0, x); });
-    case EwOp::kAbs: return map1(n, o, a, [](T x) { return x < 0 ? wrap_sub<T>(0, x) : x; });
-    case EwOp::kSign: return map1(n, o, a, [](T x) { return T((x > 0) - (x < 0)); });
-    case EwOp::kNot: return map1(n, o, a, [](T x) { return T(~x); });
-    case EwOp::kFloor: case EwOp::kCeil: case EwOp::kRound:
-      return map1(n, o, a, [](T x) { return x; });
-    default: return;
-  }
+void select_tile(int n, void* o, const void* a, const void* b, const void* c) {
+  T* __restrict out = static_cast<T*>(o);
+  const uint8_t* __restrict cond = static_cast<const uint8_t*>(a);
+  const T* __restrict x = static_cast<const T*>(b);
+  const T* __restrict y = static_cast<const T*>(c);
+  for (int i = 0; i < n; ++i) out[i] = cond[i] ? x[i] : y[i];
 }
 
-void unary_bool(EwOp op, int n, uint8_t* o, const uint8_t* a) {
-  switch (op) {
-    case EwOp::kNot: return map1(n, o, a, [](uint8_t x) { return uint8_t(x ^ 1); });
-    case EwOp::kAbs: case EwOp::kFloor: case EwOp::kCeil: case EwOp::kRound: case EwOp::kSign:
-      return map1(n, o, a, [](uint8_t x) { return x; });
-    default: return;
-  }
-}
+struct CpuRow {
+  EwOp op;
+  TileFn f32, i32, i64, b;  // per operand compute kind; nullptr: undefined there
+};
 
-template <class T>
-void compare(EwOp op, int n, uint8_t* o, const T* a, const T* b) {
-  switch (op) {
-    case EwOp::kEq: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x == y); });
-    case EwOp::kNe: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x != y); });
-    case EwOp::kLt: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x < y); });
-    case EwOp::kLe: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x <= y); });
-    case EwOp::kGt: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x > y); });
-    case EwOp::kGe: return map2(n, o, a, b, [](T x, T y) { return uint8_t(x >= y); });
-    default: return;
-  }
-}
+// Cells: one kind, both integer kinds, or all four (comparisons, select).
+#define UF(fn) unary_tile<float, fn>
+#define UI(fn) unary_tile<int32_t, fn<int32_t>>, unary_tile<int64_t, fn<int64_t>>
+#define UB(fn) unary_tile<uint8_t, fn>
+#define BF(fn) binary_tile<float, float, fn>
+#define BI(fn) binary_tile<int32_t, int32_t, fn<int32_t>>, binary_tile<int64_t, int64_t, fn<int64_t>>
+#define BB(fn) binary_tile<uint8_t, uint8_t, fn<uint8_t>>
+#define CMP(fn)                                                                                     \
+  binary_tile<uint8_t, float, fn<float>>, binary_tile<uint8_t, int32_t, fn<int32_t>>,                \
+      binary_tile<uint8_t, int64_t, fn<int64_t>>, binary_tile<uint8_t, uint8_t, fn<uint8_t>>
+#define NONE nullptr
+#define NONE_I nullptr, nullptr
 
-void binary_f32(EwOp op, int n, float* o, const float* a, const float* b) {
-  switch (op) {
-    case EwOp::kAdd: return map2(n, o, a, b, [](float x, float y) { return x + y; });
-    case EwOp::kSub: return map2(n, o, a, b, [](float x, float y) { return x - y; });
-    case EwOp::kMul: return map2(n, o, a, b, [](float x, float y) { return x * y; });
-    case EwOp::kDiv: return map2(n, o, a, b, [](float x, float y) { return x / y; });
-    case EwOp::kPow: return map2(n, o, a, b, [](float x, float y) { return std::pow(x, y); });
-    // NaN-propagating like numpy.maximum / minimum.
-    case EwOp::kMax: return map2(n, o, a, b, [](float x, float y) { return (x > y || x != x) ? x : y; });
-    case EwOp::kMin: return map2(n, o, a, b, [](float x, float y) { return (x < y || x != x) ? x : y; });
-    case EwOp::kRem: return map2(n, o, a, b, rem_f32);
-    case EwOp::kFloorDiv: return map2(n, o, a, b, floordiv_f32);
-    default: return;
-  }
-}
+// Load, const, iota (the interpreter's streams), convert (by target dtype, below) and the
+// reductions (reduce_tile) have no tile loop here.
+constexpr CpuRow kRows[] = {
+    {EwOp::kLoad, NONE, NONE_I, NONE},
+    {EwOp::kConst, NONE, NONE_I, NONE},
+    {EwOp::kIota, NONE, NONE_I, NONE},
+    {EwOp::kNeg, UF(neg_f), UI(neg_i), NONE},
+    {EwOp::kAbs, UF(abs_f), UI(abs_i), UB(same<uint8_t>)},
+    {EwOp::kExp, UF(exp_f32), NONE_I, NONE},
+    {EwOp::kLog, UF(log_f), NONE_I, NONE},
+    {EwOp::kSqrt, UF(sqrt_f), NONE_I, NONE},
+    {EwOp::kRsqrt, UF(rsqrt_f), NONE_I, NONE},
+    {EwOp::kTanh, UF(tanh_f32), NONE_I, NONE},
+    {EwOp::kSigmoid, UF(sigmoid_f), NONE_I, NONE},
+    {EwOp::kErf, UF(erf_f32), NONE_I, NONE},
+    {EwOp::kSin, UF(sin_f), NONE_I, NONE},
+    {EwOp::kCos, UF(cos_f), NONE_I, NONE},
+    {EwOp::kFloor, UF(floor_f), UI(same), UB(same<uint8_t>)},
+    {EwOp::kCeil, UF(ceil_f), UI(same), UB(same<uint8_t>)},
+    {EwOp::kRound, UF(round_f), UI(same), UB(same<uint8_t>)},
+    {EwOp::kSign, UF(sign_f), UI(sign_i), UB(same<uint8_t>)},
+    {EwOp::kNot, NONE, UI(not_i), UB(not_b)},
+    {EwOp::kAdd, BF(add_f), BI(wrap_add), BB(or_i)},
+    {EwOp::kSub, BF(sub_f), BI(wrap_sub), NONE},
+    {EwOp::kMul, BF(mul_f), BI(wrap_mul), BB(and_i)},
+    {EwOp::kDiv, BF(div_f), NONE_I, NONE},
+    {EwOp::kPow, BF(pow_f), BI(pow_int), NONE},
+    {EwOp::kMax, BF(max_f), BI(max_i), BB(or_i)},
+    {EwOp::kMin, BF(min_f), BI(min_i), BB(and_i)},
+    {EwOp::kRem, BF(rem_f32), BI(rem_int), NONE},
+    {EwOp::kFloorDiv, BF(floordiv_f32), BI(floordiv_int), NONE},
+    {EwOp::kAnd, NONE, BI(and_i), BB(and_i)},
+    {EwOp::kOr, NONE, BI(or_i), BB(or_i)},
+    {EwOp::kXor, NONE, BI(xor_i), BB(xor_i)},
+    {EwOp::kEq, CMP(eq)},
+    {EwOp::kNe, CMP(ne)},
+    {EwOp::kLt, CMP(lt)},
+    {EwOp::kLe, CMP(le)},
+    {EwOp::kGt, CMP(gt)},
+    {EwOp::kGe, CMP(ge)},
+    {EwOp::kSelect, select_tile<float>, select_tile<int32_t>, select_tile<int64_t>, select_tile<uint8_t>},
+    {EwOp::kConvert, NONE, NONE_I, NONE},
+    {EwOp::kReduceSum, NONE, NONE_I, NONE},
+    {EwOp::kReduceProd, NONE, NONE_I, NONE},
+    {EwOp::kReduceMax, NONE, NONE_I, NONE},
+    {EwOp::kReduceMin, NONE, NONE_I, NONE},
+    {EwOp::kGelu, UF(gelu_f32), NONE_I, NONE},
+    {EwOp::kSilu, UF(silu_f32), NONE_I, NONE},
+    {EwOp::kExpm1, UF(expm1_f32), NONE_I, NONE},
+};
+#undef UF
+#undef UI
+#undef UB
+#undef BF
+#undef BI
+#undef BB
+#undef CMP
+#undef NONE
+#undef NONE_I
 
-template <class T>
-void binary_int(EwOp op, int n, T* o, const T* a, const T* b) {
-  switch (op) {
-    case EwOp::kAdd: return map2(n, o, a, b, wrap_add<T>);
-    case EwOp::kSub: return map2(n, o, a, b, wrap_sub<T>);
-    case EwOp::kMul: return map2(n, o, a, b, wrap_mul<T>);
-    case EwOp::kPow: return map2(n, o, a, b, pow_int<T>);
-    case EwOp::kMax: return map2(n, o, a, b, [](T x, T y) { return x > y ? x : y; });
-    case EwOp::kMin: return map2(n, o, a, b, [](T x, T y) { return x < y ? x : y; });
-    case EwOp::kRem: return map2(n, o, a, b, rem_int<T>);
-    case EwOp::kFloorDiv: return map2(n, o, a, b, floordiv_int<T>);
-    case EwOp::kAnd: return map2(n, o, a, b, [](T x, T y) { return T(x & y); });
-    case EwOp::kOr: return map2(n, o, a, b, [](T x, T y) { return T(x | y); });
-    case EwOp::kXor: return map2(n, o, a, b, [](T x, T y) { return T(x ^ y); });
-    default: return;
+// Every op has a row, in enum order, with a loop exactly for the kinds its table row allows (the
+// forms without tile loops have none).
+static_assert(sizeof(kRows) / sizeof(kRows[0]) == rt::kNumEwOps, "every EwOp needs a row in the CPU table");
+constexpr bool cpu_rows_match_table() {
+  for (size_t i = 0; i < rt::kNumEwOps; ++i) {
+    const CpuRow& r = kRows[i];
+    const rt::EwOpInfo& info = rt::kEwOps[i];
+    if (static_cast<size_t>(r.op) != i) return false;
+    const rt::EwForm form = info.form;
+    const bool tiled = form == rt::EwForm::kUnary || form == rt::EwForm::kBinary || form == rt::EwForm::kCompare ||
+                       form == rt::EwForm::kSelect;
+    const bool f = tiled && (info.kinds & rt::ew_kinds::F), in = tiled && (info.kinds & rt::ew_kinds::I),
+               b = tiled && (info.kinds & rt::ew_kinds::B);
+    if ((r.f32 != nullptr) != f || (r.i32 != nullptr) != in || (r.i64 != nullptr) != in || (r.b != nullptr) != b)
+      return false;
   }
+  return true;
 }
-
-// bool arithmetic as numpy: + is or, * is and, max is or, min is and.
-void binary_bool(EwOp op, int n, uint8_t* o, const uint8_t* a, const uint8_t* b) {
-  switch (op) {
-    case EwOp::kAdd: case EwOp::kOr: case EwOp::kMax:
-      return map2(n, o, a, b, [](uint8_t x, uint8_t y) { return uint8_t(x | y); });
-    case EwOp::kMul: case EwOp::kAnd: case EwOp::kMin:
-      return map2(n, o, a, b, [](uint8_t x, uint8_t y) { return uint8_t(x & y); });
-    case EwOp::kXor: case EwOp::kNe:
-      return map2(n, o, a, b, [](uint8_t x, uint8_t y) { return uint8_t(x ^ y); });
-    default: return;
-  }
-}
-
-template <class T>
-void select(int n, T* __restrict o, const uint8_t* __restrict c, const T* __restrict a,
-            const T* __restrict b) {
-  for (int i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
-}
+static_assert(cpu_rows_match_table(), "the CPU table must define each op exactly on the kinds ew_ops.def allows");
 
 template <class To, class From>
 void convert_loop(int n, To* __restrict o, const From* __restrict a) {
@@ -208,82 +262,11 @@ void convert_from(CKind to, int n, void* o, const From* a) {
   }
 }
 
-bool is_unary(EwOp op) { return op >= EwOp::kNeg && op <= EwOp::kNot; }
-bool is_binary(EwOp op) { return op >= EwOp::kAdd && op <= EwOp::kXor; }
-bool is_compare(EwOp op) { return op >= EwOp::kEq && op <= EwOp::kGe; }
-
 }  // namespace
-
-std::string check_op(const rt::Instr& in, CKind k) {
-  const EwOp op = in.op;
-  if (op == EwOp::kSelect || op == EwOp::kConvert || op == EwOp::kLoad || op == EwOp::kConst ||
-      op == EwOp::kIota || is_compare(op))
-    return "";
-  if (op >= EwOp::kReduceSum && op <= EwOp::kReduceMin) return "";
-  const bool flt = k == CKind::kF32, boolean = k == CKind::kBool;
-  if (is_unary(op)) {
-    if (op == EwOp::kNot) return flt ? "kNot needs a bool or integer operand" : "";
-    bool int_ok = op == EwOp::kNeg || op == EwOp::kAbs || op == EwOp::kSign || op == EwOp::kFloor ||
-                  op == EwOp::kCeil || op == EwOp::kRound;
-    if (flt || (int_ok && !boolean) ||
-        (boolean && (op == EwOp::kAbs || op == EwOp::kSign || op == EwOp::kFloor ||
-                     op == EwOp::kCeil || op == EwOp::kRound)))
-      return "";
-    return "needs a floating-point operand";
-  }
-  if (is_binary(op)) {
-    if (op == EwOp::kAnd || op == EwOp::kOr || op == EwOp::kXor)
-      return flt ? "needs bool or integer operands" : "";
-    if (op == EwOp::kDiv && !flt) return "kDiv on integers is undefined (use kFloorDiv)";
-    if (boolean && !(op == EwOp::kAdd || op == EwOp::kMul || op == EwOp::kMax || op == EwOp::kMin))
-      return "is not defined on bool operands";
-    return "";
-  }
-  return "unknown instruction";
-}
 
 void apply_op(const rt::Instr& in, CKind k, int n, void* out, const void* a, const void* b,
               const void* c) {
-  const EwOp op = in.op;
-  if (is_unary(op)) {
-    switch (k) {
-      case CKind::kF32: return unary_f32(op, n, static_cast<float*>(out), static_cast<const float*>(a));
-      case CKind::kI32: return unary_int(op, n, static_cast<int32_t*>(out), static_cast<const int32_t*>(a));
-      case CKind::kI64: return unary_int(op, n, static_cast<int64_t*>(out), static_cast<const int64_t*>(a));
-      case CKind::kBool: return unary_bool(op, n, static_cast<uint8_t*>(out), static_cast<const uint8_t*>(a));
-    }
-  }
-  if (is_binary(op)) {
-    switch (k) {
-      case CKind::kF32:
-        return binary_f32(op, n, static_cast<float*>(out), static_cast<const float*>(a), static_cast<const float*>(b));
-      case CKind::kI32:
-        return binary_int(op, n, static_cast<int32_t*>(out), static_cast<const int32_t*>(a), static_cast<const int32_t*>(b));
-      case CKind::kI64:
-        return binary_int(op, n, static_cast<int64_t*>(out), static_cast<const int64_t*>(a), static_cast<const int64_t*>(b));
-      case CKind::kBool:
-        return binary_bool(op, n, static_cast<uint8_t*>(out), static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b));
-    }
-  }
-  auto* o8 = static_cast<uint8_t*>(out);
-  if (is_compare(op)) {
-    switch (k) {
-      case CKind::kF32: return compare(op, n, o8, static_cast<const float*>(a), static_cast<const float*>(b));
-      case CKind::kI32: return compare(op, n, o8, static_cast<const int32_t*>(a), static_cast<const int32_t*>(b));
-      case CKind::kI64: return compare(op, n, o8, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b));
-      case CKind::kBool: return compare(op, n, o8, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b));
-    }
-  }
-  if (op == EwOp::kSelect) {
-    auto* cond = static_cast<const uint8_t*>(a);
-    switch (k) {
-      case CKind::kF32: return select(n, static_cast<float*>(out), cond, static_cast<const float*>(b), static_cast<const float*>(c));
-      case CKind::kI32: return select(n, static_cast<int32_t*>(out), cond, static_cast<const int32_t*>(b), static_cast<const int32_t*>(c));
-      case CKind::kI64: return select(n, static_cast<int64_t*>(out), cond, static_cast<const int64_t*>(b), static_cast<const int64_t*>(c));
-      case CKind::kBool: return select(n, o8, cond, static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(c));
-    }
-  }
-  if (op == EwOp::kConvert) {
+  if (in.op == EwOp::kConvert) {
     const CKind to = compute_kind(in.dtype);
     switch (k) {
       case CKind::kF32: convert_from(to, n, out, static_cast<const float*>(a)); break;
@@ -292,22 +275,24 @@ void apply_op(const rt::Instr& in, CKind k, int n, void* out, const void* a, con
       case CKind::kBool: convert_from(to, n, out, static_cast<const uint8_t*>(a)); break;
     }
     narrow_span(in.dtype, n, out);
+    return;
   }
+  // The shared analysis (fused_analysis.h) admitted only ops defined on `k`: the loop exists.
+  const CpuRow& row = kRows[static_cast<size_t>(in.op)];
+  const TileFn fn = k == CKind::kF32 ? row.f32 : k == CKind::kI32 ? row.i32 : k == CKind::kI64 ? row.i64 : row.b;
+  fn(n, out, a, b, c);
 }
 
-// ---- reductions ----
+// ---- reductions: what each combines is the table's `reduce` column ----
 
 void reduce_init(EwOp op, CKind kind, Scalar& acc) {
-  if (kind == CKind::kF32) {
-    acc.f = op == EwOp::kReduceSum ? 0.0f
-          : op == EwOp::kReduceProd ? 1.0f
-          : op == EwOp::kReduceMax ? -INFINITY : INFINITY;
-  } else {
-    acc.i64 = op == EwOp::kReduceSum ? 0
-            : op == EwOp::kReduceProd ? 1
-            : op == EwOp::kReduceMax ? INT64_MIN : INT64_MAX;
-    if (kind == CKind::kBool && op == EwOp::kReduceMax) acc.i64 = 0;
-    if (kind == CKind::kBool && op == EwOp::kReduceMin) acc.i64 = 1;
+  const bool flt = kind == CKind::kF32, boolean = kind == CKind::kBool;
+  switch (rt::ew_info(op).reduce) {
+    case rt::ReduceKind::kSum: flt ? void(acc.f = 0.0f) : void(acc.i64 = 0); return;
+    case rt::ReduceKind::kProd: flt ? void(acc.f = 1.0f) : void(acc.i64 = 1); return;
+    case rt::ReduceKind::kMax: flt ? void(acc.f = -INFINITY) : void(acc.i64 = boolean ? 0 : INT64_MIN); return;
+    case rt::ReduceKind::kMin: flt ? void(acc.f = INFINITY) : void(acc.i64 = boolean ? 1 : INT64_MAX); return;
+    case rt::ReduceKind::kNone: return;  // not a reduction: the analysis never lets one here
   }
 }
 
@@ -327,36 +312,36 @@ float reduce_lanes_f32(const float* a, int n, float init, F f) {
 }
 
 template <class T>
-void reduce_int(EwOp op, const T* a, int n, int64_t& acc) {
+void reduce_int(rt::ReduceKind how, const T* a, int n, int64_t& acc) {
   int64_t r = acc;
-  switch (op) {
-    case EwOp::kReduceSum: for (int i = 0; i < n; ++i) r = wrap_add<int64_t>(r, a[i]); break;
-    case EwOp::kReduceProd: for (int i = 0; i < n; ++i) r = wrap_mul<int64_t>(r, a[i]); break;
-    case EwOp::kReduceMax: for (int i = 0; i < n; ++i) r = r > a[i] ? r : a[i]; break;
-    case EwOp::kReduceMin: for (int i = 0; i < n; ++i) r = r < a[i] ? r : a[i]; break;
-    default: break;
+  switch (how) {
+    case rt::ReduceKind::kSum: for (int i = 0; i < n; ++i) r = wrap_add<int64_t>(r, a[i]); break;
+    case rt::ReduceKind::kProd: for (int i = 0; i < n; ++i) r = wrap_mul<int64_t>(r, a[i]); break;
+    case rt::ReduceKind::kMax: for (int i = 0; i < n; ++i) r = r > a[i] ? r : a[i]; break;
+    case rt::ReduceKind::kMin: for (int i = 0; i < n; ++i) r = r < a[i] ? r : a[i]; break;
+    case rt::ReduceKind::kNone: break;
   }
   acc = r;
 }
 }  // namespace
 
 void reduce_tile(EwOp op, CKind kind, const void* src, int n, Scalar& acc) {
+  const rt::ReduceKind how = rt::ew_info(op).reduce;
   switch (kind) {
     case CKind::kF32: {
       auto* a = static_cast<const float*>(src);
-      auto add = [](float x, float y) { return x + y; };
-      auto mul = [](float x, float y) { return x * y; };
-      auto mx = [](float x, float y) { return (x > y || x != x) ? x : y; };
-      auto mn = [](float x, float y) { return (x < y || x != x) ? x : y; };
-      if (op == EwOp::kReduceSum) acc.f += reduce_lanes_f32(a, n, 0.0f, add);
-      else if (op == EwOp::kReduceProd) acc.f *= reduce_lanes_f32(a, n, 1.0f, mul);
-      else if (op == EwOp::kReduceMax) acc.f = mx(acc.f, reduce_lanes_f32(a, n, -INFINITY, mx));
-      else acc.f = mn(acc.f, reduce_lanes_f32(a, n, INFINITY, mn));
+      switch (how) {
+        case rt::ReduceKind::kSum: acc.f += reduce_lanes_f32(a, n, 0.0f, add_f); return;
+        case rt::ReduceKind::kProd: acc.f *= reduce_lanes_f32(a, n, 1.0f, mul_f); return;
+        case rt::ReduceKind::kMax: acc.f = max_f(acc.f, reduce_lanes_f32(a, n, -INFINITY, max_f)); return;
+        case rt::ReduceKind::kMin: acc.f = min_f(acc.f, reduce_lanes_f32(a, n, INFINITY, min_f)); return;
+        case rt::ReduceKind::kNone: return;
+      }
       return;
     }
-    case CKind::kI32: return reduce_int(op, static_cast<const int32_t*>(src), n, acc.i64);
-    case CKind::kI64: return reduce_int(op, static_cast<const int64_t*>(src), n, acc.i64);
-    case CKind::kBool: return reduce_int(op, static_cast<const uint8_t*>(src), n, acc.i64);
+    case CKind::kI32: return reduce_int(how, static_cast<const int32_t*>(src), n, acc.i64);
+    case CKind::kI64: return reduce_int(how, static_cast<const int64_t*>(src), n, acc.i64);
+    case CKind::kBool: return reduce_int(how, static_cast<const uint8_t*>(src), n, acc.i64);
   }
 }
 

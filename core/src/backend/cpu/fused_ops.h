@@ -27,11 +27,9 @@ union Scalar {
   uint8_t b;
 };
 
-// Why `instr` cannot run on operands of kind `operand` (e.g. kExp on int32), or "" if it can.
-std::string check_op(const rt::Instr& instr, CKind operand);
-
 // Computes n results of a non-load, non-reduction instruction. `operand` is the kind of a and b
-// (for kSelect: of b and c; a is bool). out never aliases an operand.
+// (for kSelect: of b and c; a is bool), one the op is defined on (rt::analyze_fused_program
+// checks that). out never aliases an operand.
 void apply_op(const rt::Instr& instr, CKind operand, int n, void* out, const void* a,
               const void* b, const void* c);
 

@@ -1,8 +1,10 @@
-// Builds a FusedPlan at load time, rejecting malformed or unsupported instructions with a Status
-// that names the kernel (a loaded file must never make the interpreter misbehave).
+// Builds a FusedPlan at load time: the shared analysis (runtime/fused_analysis.h) rejects malformed
+// or unsupported instructions with a Status that names the kernel; this adds the interpreter's own
+// plan (streams, passes over rows, tile slots).
 #include <algorithm>
 
 #include "backend/cpu/fused_plan.h"
+#include "runtime/fused_analysis.h"
 
 namespace tripy::cpu {
 namespace {
@@ -53,91 +55,30 @@ StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,
                                                      const rt::Kernel& kernel, SourceRef where) {
   auto plan = std::make_unique<FusedPlan>();
   const rt::FusedProgram& f = kernel.fused;
-  auto fail = [&](int32_t r, const std::string& msg) {
-    return kernel_error(kernel, where,
-                        (r >= 0 ? "instruction %" + std::to_string(r) + " (" +
-                                      rt::ew_op_name(f.instrs[r].op) + "): "
-                                : std::string()) + msg,
-                        StatusCode::kInternal);
-  };
+  // The checks and per-register facts every consumer of fused programs shares.
+  StatusOr<rt::FusedAnalysis> analysed = rt::analyze_fused_program(program, kernel);
+  if (!analysed.ok()) return kernel_error(kernel, where, analysed.status().message(), StatusCode::kInternal);
+  rt::FusedAnalysis& an = analysed.value();
   const int32_t n = static_cast<int32_t>(f.instrs.size());
   plan->fused = &f;
   plan->rank = static_cast<int32_t>(f.domain.size());
   plan->num_inputs = static_cast<int32_t>(kernel.inputs.size());
-  if (f.reduce_from < 0 || f.reduce_from > plan->rank) return fail(-1, "reduce_from out of range");
-  if (f.input_axes.size() != kernel.inputs.size())
-    return fail(-1, "input_axes has " + std::to_string(f.input_axes.size()) + " entries for " +
-                        std::to_string(kernel.inputs.size()) + " inputs");
-  for (const auto& axes : f.input_axes)
-    for (int32_t ax : axes)
-      if (ax < 0 || ax >= plan->rank) return fail(-1, "input axis out of the domain");
-  if (f.output_regs.size() != kernel.outputs.size())
-    return fail(-1, "output_regs does not match the kernel's outputs");
-
-  plan->kind.resize(n);
-  plan->operand_kind.resize(n);
-  plan->row_level.assign(n, 0);
+  plan->has_reduction = an.has_reduction;
+  plan->kind = std::move(an.kind);
+  plan->operand_kind = std::move(an.operand_kind);
+  plan->row_level = std::move(an.row_level);
   plan->stream_of.assign(n, -1);
   for (int32_t r = 0; r < n; ++r) {
     const rt::Instr& in = f.instrs[r];
-    if (in.op >= EwOp::kNumOps) return fail(-1, "unknown op at instruction " + std::to_string(r));
-    plan->kind[r] = compute_kind(in.dtype);
-    const int ops = rt::ew_num_operands(in.op);
-    for (int k = 0; k < ops; ++k) {
-      int32_t o = k == 0 ? in.a : k == 1 ? in.b : in.c;
-      if (o < 0 || o >= r) return fail(r, "operand does not refer to an earlier register");
-    }
-    CKind ok = plan->kind[r];
-    if (ops > 0) ok = plan->kind[in.op == EwOp::kSelect ? in.b : in.a];
-    plan->operand_kind[r] = ok;
-    if (in.op == EwOp::kSelect &&
-        (plan->kind[in.a] != CKind::kBool || plan->kind[in.c] != ok || plan->kind[r] != ok))
-      return fail(r, "kSelect needs a bool condition and two operands of the result's type");
-    if (ops == 2 && plan->kind[in.b] != ok) return fail(r, "operands have different types");
-    bool compare = in.op >= EwOp::kEq && in.op <= EwOp::kGe;
-    if (compare && plan->kind[r] != CKind::kBool) return fail(r, "a comparison gives bool");
-    if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect &&
-        !rt::is_reduction(in.op) && plan->kind[r] != ok)
-      return fail(r, "result type differs from the operands'");
-    if (rt::is_reduction(in.op) && (ok == CKind::kF32) != (plan->kind[r] == CKind::kF32))
-      return fail(r, "a reduction cannot change between float and integer");
-    std::string why = check_op(in, ok);
-    if (!why.empty()) return fail(r, why);
-    if (in.op == EwOp::kLoad) {
-      if (in.a < 0 || in.a >= plan->num_inputs) return fail(r, "loads a missing input");
-      plan->stream_of[r] = in.a;
-    }
+    if (in.op == EwOp::kLoad) plan->stream_of[r] = in.a;
     if (in.op == EwOp::kIota) {
-      if (in.a < 0 || in.a >= plan->rank) return fail(r, "iota axis out of the domain");
       auto it = std::find(plan->iota_axes.begin(), plan->iota_axes.end(), in.a);
       plan->stream_of[r] = plan->num_inputs + static_cast<int32_t>(it - plan->iota_axes.begin());
       if (it == plan->iota_axes.end()) plan->iota_axes.push_back(static_cast<int32_t>(in.a));
     }
-    if (rt::is_reduction(in.op)) {
-      plan->has_reduction = true;
-      plan->row_level[r] = 1;
-    } else if (in.op == EwOp::kConst) {
-      plan->row_level[r] = 1;
-    } else if (ops > 0) {
-      bool all_row = true;
-      for (int k = 0; k < ops; ++k) all_row &= plan->row_level[k == 0 ? in.a : k == 1 ? in.b : in.c] != 0;
-      plan->row_level[r] = all_row;
-    }
   }
-  if (plan->has_reduction && f.reduce_from == plan->rank)
-    return fail(-1, "a reduction needs reduce_from < rank");
-
-  // Outputs: row-level when the buffer has the row shape.
-  for (size_t o = 0; o < f.output_regs.size(); ++o) {
-    int32_t r = f.output_regs[o];
-    if (r < 0 || r >= n) return fail(-1, "output register out of range");
-    const rt::BufferDesc& buf = program.buffers[kernel.outputs[o]];
-    bool row = plan->has_reduction && static_cast<int32_t>(buf.shape.size()) == f.reduce_from;
-    if (row && !plan->row_level[r]) return fail(r, "a per-row output needs a per-row register");
-    if (compute_kind(buf.dtype) != plan->kind[r] || buf.dtype != f.instrs[r].dtype)
-      return fail(r, "output buffer dtype differs from the register's");
-    plan->outputs.push_back({r, row});
-  }
+  for (size_t o = 0; o < f.output_regs.size(); ++o)
+    plan->outputs.push_back({f.output_regs[o], an.output_row_level[o] != 0});
 
   // Passes and slots. Row-level registers read by element code get fixed slots first.
   std::vector<uint8_t> needs_splat(n, 0);

@@ -1,5 +1,7 @@
 // Branch-free float32 exp, tanh and erf for the fused interpreter's tile loops: libm calls stop
-// the compiler from vectorising, and these are the hot ops of softmax, GELU and attention.
+// the compiler from vectorising, and these are the hot ops of softmax, GELU and attention. Also the
+// activations, defined once here for both the fused kernels' rows and the GEMM and convolution
+// epilogues (activate()).
 // (Selects only if-convert without trapping math: see the pragma in fused_ops.cc.)
 #pragma once
 
@@ -60,5 +62,21 @@ inline float erf_f32(float x) {
   big = x < 0 ? -big : big;
   return ax < 0.5f ? small : big;
 }
+
+// expm1: exp(x) - 1 without its cancellation near 0 (Taylor to x^8 for |x| < 0.5: < 1e-8).
+inline float expm1_f32(float x) {
+  const float p = x * (1.0f + x * (0.5f + x * (1.0f / 6 + x * (1.0f / 24 + x * (1.0f / 120 + x * (1.0f / 720 +
+                  x * (1.0f / 5040 + x * (1.0f / 40320))))))));
+  const float big = exp_f32(x) - 1.0f;
+  return std::fabs(x) < 0.5f ? p : big;
+}
+
+// The activations (rt::Activation; gelu and silu are also EwOps). relu propagates NaN, as
+// max(x, 0) does.
+inline float relu_f32(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
+// GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)).
+inline float gelu_f32(float x) { return 0.5f * x * (1.0f + erf_f32(x * 0.70710678118654752f)); }
+// SiLU (swish): x * sigmoid(x).
+inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
 
 }  // namespace tripy::cpu

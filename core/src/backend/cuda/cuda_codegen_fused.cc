@@ -9,123 +9,47 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_codegen.h"
+#include "runtime/fused_analysis.h"
 
 namespace tripy::rt::cuda {
 namespace {
 
-int reduce_code(EwOp op) { return static_cast<int>(op) - static_cast<int>(EwOp::kReduceSum); }
-
-// Per-register facts shared by the checks and the emitter.
-struct Analysis {
-  FusedLayout layout;
-  std::vector<CKind> kind, operand_kind;
-  std::vector<uint8_t> row_level;  // as the CPU backend: consts, reductions, ops on those only
-  std::vector<int32_t> phase;      // reductions passed before the value is known
-  int32_t num_phases = 0;
-  std::vector<DType> input_dtype;
-};
-
-Status fail(const Kernel& k, int32_t r, const std::string& msg) {
-  std::string at = r >= 0 ? "instruction %" + std::to_string(r) + " (" +
-                                ew_op_name(k.fused.instrs[r].op) + "): "
-                          : "";
-  return Status(StatusCode::kInternal, "kernel '" + k.name + "': " + at + msg);
+// The prelude's rc<N> and block_allreduce<N> combine by code: 0 sum, 1 prod, 2 max, 3 min.
+int reduce_code(EwOp op) {
+  switch (ew_info(op).reduce) {
+    case ReduceKind::kSum: return 0;
+    case ReduceKind::kProd: return 1;
+    case ReduceKind::kMax: return 2;
+    case ReduceKind::kMin: return 3;
+    case ReduceKind::kNone: break;
+  }
+  return -1;  // not a reduction: the analysis never lets one here
 }
 
+// The shared per-register facts (runtime/fused_analysis.h) plus the launch layout.
+struct Analysis : FusedAnalysis {
+  FusedLayout layout;
+};
+
 StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
+  auto fail = [&](const std::string& msg) { return Status(StatusCode::kInternal, "kernel '" + k.name + "': " + msg); };
+  StatusOr<FusedAnalysis> shared = analyze_fused_program(p, k);
+  if (!shared.ok()) return fail(shared.status().message());
   Analysis an;
+  static_cast<FusedAnalysis&>(an) = std::move(shared.value());
   const FusedProgram& f = k.fused;
   FusedLayout& L = an.layout;
-  const int32_t n = static_cast<int32_t>(f.instrs.size());
   L.num_inputs = static_cast<int32_t>(k.inputs.size());
   L.num_outputs = static_cast<int32_t>(k.outputs.size());
   L.rank = static_cast<int32_t>(f.domain.size());
   L.reduce_from = f.reduce_from;
-  if (L.rank > 8) return fail(k, -1, "the CUDA backend supports fused domains of rank <= 8");
-  if (f.reduce_from < 0 || f.reduce_from > L.rank) return fail(k, -1, "reduce_from out of range");
-  if (f.input_axes.size() != k.inputs.size()) return fail(k, -1, "input_axes does not match inputs");
-  if (f.output_regs.size() != k.outputs.size()) return fail(k, -1, "output_regs does not match outputs");
-  for (int32_t b : k.inputs) {
-    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) return fail(k, -1, "input buffer out of range");
-    an.input_dtype.push_back(p.buffers[b].dtype);
-  }
-  for (size_t i = 0; i < f.input_axes.size(); ++i) {
-    if (f.input_axes[i].size() != p.buffers[k.inputs[i]].shape.size())
-      return fail(k, -1, "input_axes of input " + std::to_string(i) + " does not match its rank");
-    for (int32_t ax : f.input_axes[i])
-      if (ax < 0 || ax >= L.rank) return fail(k, -1, "input axis out of the domain");
-  }
-  an.kind.resize(n);
-  an.operand_kind.resize(n);
-  an.row_level.assign(n, 0);
-  an.phase.assign(n, 0);
-  for (int32_t r = 0; r < n; ++r) {
-    const Instr& in = f.instrs[r];
-    if (in.op >= EwOp::kNumOps) return fail(k, -1, "unknown op at instruction " + std::to_string(r));
-    an.kind[r] = compute_kind(in.dtype);
-    const int ops = ew_num_operands(in.op);
-    for (int j = 0; j < ops; ++j) {
-      int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
-      if (o < 0 || o >= r) return fail(k, r, "operand does not refer to an earlier register");
-    }
-    CKind ok = an.kind[r];
-    if (ops > 0) ok = an.kind[in.op == EwOp::kSelect ? in.b : in.a];
-    an.operand_kind[r] = ok;
-    if (in.op == EwOp::kSelect && (an.kind[in.a] != CKind::kBool || an.kind[in.c] != ok || an.kind[r] != ok))
-      return fail(k, r, "kSelect needs a bool condition and two operands of the result's type");
-    if (ops == 2 && an.kind[in.b] != ok) return fail(k, r, "operands have different types");
-    bool compare = in.op >= EwOp::kEq && in.op <= EwOp::kGe;
-    if (compare && an.kind[r] != CKind::kBool) return fail(k, r, "a comparison gives bool");
-    if (!compare && in.op != EwOp::kConvert && ops > 0 && in.op != EwOp::kSelect && !is_reduction(in.op) &&
-        an.kind[r] != ok)
-      return fail(k, r, "result type differs from the operands'");
-    if (is_reduction(in.op) && (ok == CKind::kF32) != (an.kind[r] == CKind::kF32))
-      return fail(k, r, "a reduction cannot change between float and integer");
-    if (in.op == EwOp::kLoad) {
-      if (in.a < 0 || in.a >= L.num_inputs) return fail(k, r, "loads a missing input");
-      if (compute_kind(an.input_dtype[in.a]) != an.kind[r] || an.input_dtype[in.a] != in.dtype)
-        return fail(k, r, "load dtype differs from the input buffer's");
-    } else if (in.op == EwOp::kIota) {
-      if (in.a < 0 || in.a >= L.rank) return fail(k, r, "iota axis out of the domain");
-      L.has_iota = true;
-    } else if (in.op != EwOp::kConst && !is_reduction(in.op)) {
-      if (ew_expr(in, ok, "x", "y", "z").empty())
-        return fail(k, r, std::string("is not defined for ") + ctype(ok) + " operands");
-    }
-    if (is_reduction(in.op)) {
-      L.has_reduction = true;
-      an.row_level[r] = 1;
-      an.phase[r] = an.phase[in.a] + 1;
-      an.num_phases = std::max(an.num_phases, an.phase[r]);
-    } else if (in.op == EwOp::kConst) {
-      an.row_level[r] = 1;
-    } else if (ops > 0) {
-      bool all_row = true;
-      int32_t ph = 0;
-      for (int j = 0; j < ops; ++j) {
-        int32_t o = j == 0 ? in.a : j == 1 ? in.b : in.c;
-        all_row &= an.row_level[o] != 0;
-        ph = std::max(ph, an.phase[o]);
-      }
-      an.row_level[r] = all_row;
-      an.phase[r] = ph;
-    }
-  }
-  if (L.has_reduction && L.reduce_from == L.rank) return fail(k, -1, "a reduction needs reduce_from < rank");
+  L.has_reduction = an.has_reduction;
+  L.has_iota = an.has_iota;
+  L.output_row_level = an.output_row_level;
+  if (L.rank > 8) return fail("the CUDA backend supports fused domains of rank <= 8");
   int max_size = 1;
   for (DType t : an.input_dtype) max_size = std::max(max_size, dtype_size(t));
-  for (size_t o = 0; o < f.output_regs.size(); ++o) {
-    int32_t r = f.output_regs[o];
-    if (r < 0 || r >= n) return fail(k, -1, "output register out of range");
-    int32_t b = k.outputs[o];
-    if (b < 0 || static_cast<size_t>(b) >= p.buffers.size()) return fail(k, -1, "output buffer out of range");
-    const BufferDesc& buf = p.buffers[b];
-    bool row = L.has_reduction && static_cast<int32_t>(buf.shape.size()) == f.reduce_from;
-    if (row && !an.row_level[r]) return fail(k, r, "a per-row output needs a per-row register");
-    if (buf.dtype != f.instrs[r].dtype) return fail(k, r, "output buffer dtype differs from the register's");
-    L.output_row_level.push_back(row);
-    max_size = std::max(max_size, dtype_size(buf.dtype));
-  }
+  for (int32_t b : k.outputs) max_size = std::max(max_size, dtype_size(p.buffers[b].dtype));
   if (!L.has_iota) L.vec_width = std::min(8, 16 / max_size);
   return an;
 }

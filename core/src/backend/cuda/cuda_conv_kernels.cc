@@ -18,7 +18,6 @@ struct ConvArgs {
   i64 in[3], on[3], k[3], s[3], d[3], lo[3];  // spatial dims right-aligned, missing ones are 1
   i64 transposed, act;  // act: 0 none, 1 relu, 2 gelu (erf), 3 silu
 };
-DEVI float conv_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
 DEVI float ld(const float* p, i64 i) { return p[i]; }
 DEVI void st(float* p, i64 i, float v) { p[i] = v; }
 struct H { unsigned short v; };
@@ -75,9 +74,7 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
     }
     if (bias) acc += ld(bias, o);
     if (res) acc += ld(res, i);
-    if (a.act == 1) acc = acc > 0.0f ? acc : 0.0f;
-    if (a.act == 2) acc = conv_gelu(acc);
-    if (a.act == 3) acc = acc / (1.0f + expf(-acc));
+    acc = activate(a.act, acc);  // the prelude's, shared with the fused kernels
     st(out, i, acc);
   }
 }

@@ -1,5 +1,6 @@
 // Code emission as a table: one row per EwOp giving its CUDA C++ expression for float, integer
-// and bool operands (semantics identical to the CPU backend's fused_ops.cc: numpy's).
+// and bool operands (semantics identical to the CPU backend's fused_ops.cc: numpy's). Which cells
+// are filled is checked at compile time against the primitive table, ew_ops.def.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +19,7 @@ struct OpRow {
 
 // {a}, {b}, {c} are operand expressions. "" = undefined for that kind. Prelude helpers: wadd,
 // wsub, wmul, wneg (wrap-around), ifloordiv, irem, ipow, ffloordiv, frem, fmaxn/fminn (NaN-
-// propagating), fsign.
+// propagating), fsign, and the activations act_gelu, act_silu (also the epilogues').
 constexpr OpRow kRows[] = {
     {EwOp::kLoad, "", "", ""},
     {EwOp::kConst, "", "", ""},
@@ -63,16 +64,30 @@ constexpr OpRow kRows[] = {
     {EwOp::kReduceProd, "", "", ""},
     {EwOp::kReduceMax, "", "", ""},
     {EwOp::kReduceMin, "", "", ""},
+    {EwOp::kGelu, "act_gelu({a})", "", ""},
+    {EwOp::kSilu, "act_silu({a})", "", ""},
+    {EwOp::kExpm1, "expm1f({a})", "", ""},
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == static_cast<size_t>(EwOp::kNumOps),
               "every EwOp needs a row in the CUDA emission table");
 
-constexpr bool rows_in_order() {
-  for (size_t i = 0; i < sizeof(kRows) / sizeof(kRows[0]); ++i)
-    if (static_cast<size_t>(kRows[i].op) != i) return false;
+// In EwOp order, with an expression exactly for the kinds the primitive table (ew_ops.def) allows:
+// a new op, or a new kind for an old one, cannot miss its CUDA emitter.
+constexpr bool rows_match_table() {
+  for (size_t i = 0; i < kNumEwOps; ++i) {
+    const OpRow& r = kRows[i];
+    const EwOpInfo& info = kEwOps[i];
+    if (static_cast<size_t>(r.op) != i) return false;
+    const bool emitted = info.form == EwForm::kUnary || info.form == EwForm::kBinary ||
+                         info.form == EwForm::kCompare || info.form == EwForm::kSelect;
+    if ((r.f[0] != 0) != (emitted && (info.kinds & ew_kinds::F)) ||
+        (r.i[0] != 0) != (emitted && (info.kinds & ew_kinds::I)) ||
+        (r.b[0] != 0) != (emitted && (info.kinds & ew_kinds::B)))
+      return false;
+  }
   return true;
 }
-static_assert(rows_in_order(), "the emission table must be in EwOp order");
+static_assert(rows_match_table(), "the CUDA table must define each op exactly on the kinds ew_ops.def allows");
 
 std::string substitute(const char* pattern, const std::string& a, const std::string& b,
                        const std::string& c) {
@@ -161,7 +176,7 @@ std::string ew_expr(const Instr& in, CKind operand, const std::string& a, const 
     std::string cast = std::string("(") + ctype(compute_kind(in.dtype)) + ")(" + a + ")";
     return narrow_expr(in.dtype, cast);
   }
-  if (static_cast<size_t>(in.op) >= static_cast<size_t>(EwOp::kNumOps)) return "";
+  if (!ew_valid(in.op)) return "";
   const OpRow& row = kRows[static_cast<size_t>(in.op)];
   const char* pattern = operand == CKind::kF32 ? row.f : operand == CKind::kBool ? row.b : row.i;
   if (!*pattern) return "";

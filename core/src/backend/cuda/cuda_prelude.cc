@@ -83,6 +83,15 @@ DEVI float frem(float a, float b) {
 DEVI float fmaxn(float x, float y) { return (x > y || x != x) ? x : y; }  // NaN propagates
 DEVI float fminn(float x, float y) { return (x < y || x != x) ? x : y; }
 DEVI float fsign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+// The activations (rt::Activation), defined once: the fused kernels' gelu and silu rows, the GELU
+// after a GEMM and the convolution epilogues all call these. relu propagates NaN, as max(x, 0).
+DEVI float act_relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
+DEVI float act_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }  // erf form
+DEVI float act_silu(float x) { return x / (1.0f + expf(-x)); }
+// By rt::Activation's value: 0 none, 1 relu, 2 gelu, 3 silu.
+DEVI float activate(long long act, float x) {
+  return act == 1 ? act_relu(x) : act == 2 ? act_gelu(x) : act == 3 ? act_silu(x) : x;
+}
 
 template <class T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
 // N elements from p: one wide load when they are contiguous (p aligned), else p[0] repeated.
@@ -230,7 +239,6 @@ TRIPY_UPDATE(8, u64)
 
 // In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
 struct GeluArgs { i64 ptr, n, vec; };
-DEVI float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }
 extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
   float* p = (float*)a.ptr;
   const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -240,11 +248,11 @@ extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
     for (i64 v = t0; v < a.n / 4; v += step) {
       Pack<float, 4> q = ((Pack<float, 4>*)p)[v];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) q.v[e] = gelu(q.v[e]);
+      for (int e = 0; e < 4; ++e) q.v[e] = act_gelu(q.v[e]);
       ((Pack<float, 4>*)p)[v] = q;
     }
   }
-  for (i64 i = done + t0; i < a.n; i += step) p[i] = gelu(p[i]);
+  for (i64 i = done + t0; i < a.n; i += step) p[i] = act_gelu(p[i]);
 }
 #define TRIPY_GELU16(name, LOAD, STORE) \
   extern "C" __global__ void name(const GeluArgs a) { \
@@ -255,11 +263,11 @@ extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
       done = a.n / 8 * 8; \
       for (i64 v = t0; v < a.n / 8; v += step) { \
         Pack<unsigned short, 8> q = ((Pack<unsigned short, 8>*)p)[v]; \
-        _Pragma("unroll") for (int e = 0; e < 8; ++e) q.v[e] = STORE(gelu(LOAD(q.v[e]))); \
+        _Pragma("unroll") for (int e = 0; e < 8; ++e) q.v[e] = STORE(act_gelu(LOAD(q.v[e]))); \
         ((Pack<unsigned short, 8>*)p)[v] = q; \
       } \
     } \
-    for (i64 i = done + t0; i < a.n; i += step) p[i] = STORE(gelu(LOAD(p[i]))); \
+    for (i64 i = done + t0; i < a.n; i += step) p[i] = STORE(act_gelu(LOAD(p[i]))); \
   }
 TRIPY_GELU16(tripy_gelu_f16, h2f, f2h)
 TRIPY_GELU16(tripy_gelu_bf16, b2f, f2b)

@@ -10,13 +10,7 @@
 namespace tripy::flat {
 namespace {
 
-bool commutative(EwOp fn) {
-  switch (fn) {
-    case EwOp::kAdd: case EwOp::kMul: case EwOp::kMax: case EwOp::kMin: case EwOp::kAnd:
-    case EwOp::kOr: case EwOp::kXor: case EwOp::kEq: case EwOp::kNe: return true;
-    default: return false;
-  }
-}
+bool commutative(EwOp fn) { return rt::ew_valid(fn) && rt::ew_info(fn).commutative; }
 
 std::string key_of(const Graph& g, const Op& op) {
   const Value& r = g.values[op.result];

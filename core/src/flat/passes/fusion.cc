@@ -235,19 +235,13 @@ void Planner::plan_dot(int32_t op_index) {
       cur = add.result;
     }
   }
-  // relu: max(x, 0)
+  // relu or GELU (cuBLASLt and the CPU GEMM take no other).
   u = only_user(cur);
-  if (u >= 0 && g_.ops[u].kind == OpKind::kElementwise && g_.ops[u].fn == EwOp::kMax) {
-    const Op& mx = g_.ops[u];
-    ValueId other = mx.operands[0] == cur ? mx.operands[1] : mx.operands[0];
-    if (is_splat_of(g_, other, 0.0)) {
-      groups_[gi].dot.activation = rt::Activation::kRelu;
-      absorb(gi, u);
-      cur = mx.result;
-    }
-  } else if (int32_t last = match_gelu(gi, cur); last >= 0) {
-    groups_[gi].dot.activation = rt::Activation::kGelu;
-    cur = g_.ops[last].result;
+  const rt::Activation act = u >= 0 ? epilogue_activation(u, cur) : rt::Activation::kNone;
+  if (act == rt::Activation::kRelu || act == rt::Activation::kGelu) {
+    groups_[gi].dot.activation = act;
+    absorb(gi, u);
+    cur = g_.ops[u].result;
   }
   std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
   groups_[gi].inputs = inputs;
@@ -268,43 +262,21 @@ void Planner::absorb(int32_t gi, int32_t op_index) {
   groups_[gi].ops.push_back(op_index);
 }
 
-// gelu(x) = mul(mul(x, 0.5), add(erf(mul(x, 0.70710678)), 1)), operands of each commutative op in
-// either order. Returns the final op (after absorbing the pattern into the dot) or -1.
-int32_t Planner::match_gelu(int32_t gi, ValueId x) {
-  if (uses_[x] != 2 || users_[x].size() != 2) return -1;
-  // 1/sqrt(2) rounded to the value's dtype: float16 keeps 11 bits, bfloat16 8.
-  const DType dt = g_.values[x].dtype;
-  const double tol = dt == DType::kFloat32 ? 1e-6 : dt == DType::kFloat16 ? 1e-3 : 1e-2;
-  auto other_operand = [&](const Op& op, ValueId v) {
-    return op.operands[0] == v ? op.operands[1] : op.operands[0];
-  };
-  auto is_mul_by = [&](int32_t i, double c) {
-    const Op& op = g_.ops[i];
-    return op.kind == OpKind::kElementwise && op.fn == EwOp::kMul && op.operands[0] != op.operands[1] &&
-           is_splat_of(g_, other_operand(op, x), c, tol);
-  };
-  int32_t a = users_[x][0], b = users_[x][1];
-  if (is_mul_by(a, 0.5)) std::swap(a, b);
-  if (!is_mul_by(a, 0.70710678) || !is_mul_by(b, 0.5)) return -1;
-  int32_t erf = only_user(g_.ops[a].result);
-  if (erf < 0 || g_.ops[erf].kind != OpKind::kElementwise || g_.ops[erf].fn != EwOp::kErf) return -1;
-  ValueId e = g_.ops[erf].result;
-  int32_t plus = only_user(e);
-  if (plus < 0 || g_.ops[plus].kind != OpKind::kElementwise || g_.ops[plus].fn != EwOp::kAdd ||
-      !is_splat_of(g_, other_operand(g_.ops[plus], e), 1.0)) {
-    return -1;
+// Activations are recognised by what they are: relu is max(x, 0); GELU and SiLU are primitives
+// that lowering keeps (no matching of their expansions, whose constants round with the dtype).
+rt::Activation Planner::epilogue_activation(int32_t u, ValueId x) const {
+  const Op& op = g_.ops[u];
+  if (op.kind != OpKind::kElementwise) return rt::Activation::kNone;
+  if (op.fn == EwOp::kMax && op.operands[0] != op.operands[1]) {
+    const ValueId other = op.operands[0] == x ? op.operands[1] : op.operands[0];
+    return is_splat_of(g_, other, 0.0) ? rt::Activation::kRelu : rt::Activation::kNone;
   }
-  int32_t out = only_user(g_.ops[plus].result);
-  ValueId half = g_.ops[b].result;
-  if (out < 0 || only_user(half) != out || g_.ops[out].kind != OpKind::kElementwise || g_.ops[out].fn != EwOp::kMul) {
-    return -1;
-  }
-  // Feeding one elementwise op (GEGLU's x * gelu(gate)), the GELU costs nothing in that op's fused
-  // kernel, while as an epilogue the CUDA backend runs it as a pass of its own.
-  int32_t next = only_user(g_.ops[out].result);
-  if (next >= 0 && g_.ops[next].kind == OpKind::kElementwise) return -1;
-  for (int32_t i : {std::min(a, b), std::max(a, b), erf, plus, out}) absorb(gi, i);
-  return out;
+  if (op.fn != EwOp::kGelu && op.fn != EwOp::kSilu) return rt::Activation::kNone;
+  // Feeding one elementwise op (GEGLU's x * gelu(gate)), the activation costs nothing in that op's
+  // fused kernel, while as an epilogue the CUDA backend may run it as a pass of its own.
+  const int32_t next = only_user(op.result);
+  if (next >= 0 && g_.ops[next].kind == OpKind::kElementwise) return rt::Activation::kNone;
+  return op.fn == EwOp::kGelu ? rt::Activation::kGelu : rt::Activation::kSilu;
 }
 
 Status Planner::sweep() {

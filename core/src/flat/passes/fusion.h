@@ -13,8 +13,20 @@
 
 namespace tripy::flat {
 
-enum class GroupKind : uint8_t { kFused, kDot, kTranspose, kSlice, kConcat, kGather, kAlias, kAttention, kConv,
-                                 kUpdateSlice, kPlugin, kPool };
+// What a group becomes: the kernel of the same rt::KernelKind, or (kAlias) a reshape that launches
+// nothing and only names its input's bytes. Made from the kernel kind list, so it cannot drift.
+enum class GroupKind : uint8_t {
+#define TRIPY_GROUP_KIND(Enum, name) k##Enum,
+  TRIPY_KERNEL_KINDS(TRIPY_GROUP_KIND)
+#undef TRIPY_GROUP_KIND
+  kAlias,
+};
+// The kernel kind of a group that is not kAlias.
+inline rt::KernelKind kernel_kind_of(GroupKind kind) { return static_cast<rt::KernelKind>(kind); }
+// "fused", "dot", ... as rt::kernel_kind_name spells them, and "alias".
+inline const char* group_kind_name(GroupKind kind) {
+  return kind == GroupKind::kAlias ? "alias" : rt::kernel_kind_name(kernel_kind_of(kind));
+}
 
 struct FusionGroup {
   GroupKind kind = GroupKind::kFused;

@@ -143,13 +143,14 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
       if (grp.dot.activation == rt::Activation::kGelu) name += "_gelu";
       return name;
     }
-    case GroupKind::kTranspose: return "transpose";
-    case GroupKind::kSlice: return "slice";
-    case GroupKind::kConcat: return "concat";
-    case GroupKind::kGather: return "gather";
+    case GroupKind::kCopy:  // fusion plans no copies; build_program adds them
+    case GroupKind::kTranspose: return group_kind_name(grp.kind);
+    case GroupKind::kSlice:
+    case GroupKind::kConcat:
+    case GroupKind::kGather:
+    case GroupKind::kAttention:
+    case GroupKind::kUpdateSlice: return group_kind_name(grp.kind);
     case GroupKind::kAlias: return "reshape";
-    case GroupKind::kAttention: return "attention";
-    case GroupKind::kUpdateSlice: return "update_slice";
     case GroupKind::kPlugin: {
       // "namespace::Name/version" -> "plugin_Name"
       const std::string& key = g_.ops[grp.ops.back()].plugin.name;
@@ -215,8 +216,6 @@ const Op& g_op(const Graph& graph, const FusionGroup& grp) { return graph.ops[gr
 }  // namespace
 
 std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
-  static const char* kKind[] = {"fused",  "dot",   "transpose", "slice", "concat",       "gather",
-                                "alias",  "attention", "conv", "update_slice", "plugin", "pool"};
   auto values = [](const std::vector<ValueId>& vs) {
     std::string out;
     for (size_t i = 0; i < vs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(vs[i]);
@@ -224,7 +223,7 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
   };
   std::string out;
   for (const FusionGroup& grp : plan.groups) {
-    out += values(grp.outputs) + " = " + kKind[static_cast<int>(grp.kind)] + "(" + values(grp.inputs) + ")";
+    out += values(grp.outputs) + " = " + group_kind_name(grp.kind) + "(" + values(grp.inputs) + ")";
     if (grp.kind == GroupKind::kFused) {
       out += " {domain = " + shape_str(grp.domain, &graph.symbols);
       if (grp.fused.reduce_from != static_cast<int32_t>(grp.domain.size())) {

@@ -8,20 +8,6 @@
 namespace tripy::flat {
 namespace {
 
-bool is_zero_splat(const Graph& g, ValueId v) {
-  const Op* op = &g.def(v);
-  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
-  return op->kind == OpKind::kConstant && op->constant.defined() && op->constant.numel() == 1 &&
-         op->constant.dtype() == g.values[v].dtype && [&] {
-           const Tensor& t = op->constant;
-           switch (t.dtype()) {
-             case DType::kFloat32: return *static_cast<const float*>(t.data()) == 0.0f;
-             case DType::kFloat16: case DType::kBFloat16: return (*static_cast<const uint16_t*>(t.data()) & 0x7fff) == 0;
-             default: return false;
-           }
-         }();
-}
-
 // The add's other operand, when `op` is add(v, other) or add(other, v) with other != v.
 ValueId other_addend(const Op& op, ValueId v) {
   if (op.kind != OpKind::kElementwise || op.fn != EwOp::kAdd || op.operands[0] == op.operands[1]) return -1;
@@ -29,23 +15,6 @@ ValueId other_addend(const Op& op, ValueId v) {
 }
 
 }  // namespace
-
-// silu(x) = mul(x, sigmoid(x)) (either operand order) where nothing else reads x or the sigmoid.
-// Returns the mul (after absorbing both ops into group gi) or -1.
-int32_t Planner::match_silu(int32_t gi, ValueId x) {
-  if (uses_[x] != 2 || users_[x].size() != 2) return -1;
-  int32_t sig = users_[x][0], mul = users_[x][1];
-  if (g_.ops[sig].kind != OpKind::kElementwise || g_.ops[sig].fn != EwOp::kSigmoid) std::swap(sig, mul);
-  const Op& s = g_.ops[sig];
-  const Op& m = g_.ops[mul];
-  if (s.kind != OpKind::kElementwise || s.fn != EwOp::kSigmoid || only_user(s.result) != mul) return -1;
-  if (m.kind != OpKind::kElementwise || m.fn != EwOp::kMul) return -1;
-  if (!((m.operands[0] == x && m.operands[1] == s.result) || (m.operands[1] == x && m.operands[0] == s.result)))
-    return -1;
-  absorb(gi, std::min(sig, mul));
-  absorb(gi, std::max(sig, mul));
-  return mul;
-}
 
 void Planner::plan_conv(int32_t op_index) {
   const Op& op = g_.ops[op_index];
@@ -97,22 +66,12 @@ void Planner::plan_conv(int32_t op_index) {
       cur = g_.ops[u].result;
     }
   }
-  // relu: max(x, 0); GELU (erf form) as the dot matches it; SiLU: x * sigmoid(x).
+  // relu, GELU or SiLU, recognised as the dot's are.
   u = only_user(cur);
-  if (u >= 0 && g_.ops[u].kind == OpKind::kElementwise && g_.ops[u].fn == EwOp::kMax) {
-    const Op& mx = g_.ops[u];
-    ValueId other = mx.operands[0] == cur ? mx.operands[1] : mx.operands[0];
-    if (mx.operands[0] != mx.operands[1] && is_zero_splat(g_, other)) {
-      attrs.activation = rt::Activation::kRelu;
-      absorb(gi, u);
-      cur = mx.result;
-    }
-  } else if (int32_t last = match_gelu(gi, cur); last >= 0) {
-    attrs.activation = rt::Activation::kGelu;
-    cur = g_.ops[last].result;
-  } else if (int32_t mul = match_silu(gi, cur); mul >= 0) {
-    attrs.activation = rt::Activation::kSilu;
-    cur = g_.ops[mul].result;
+  if (rt::Activation act = u >= 0 ? epilogue_activation(u, cur) : rt::Activation::kNone; act != rt::Activation::kNone) {
+    attrs.activation = act;
+    absorb(gi, u);
+    cur = g_.ops[u].result;
   }
   std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
   groups_[gi].inputs = inputs;

@@ -55,8 +55,8 @@ class Planner {
   void plan_conv(int32_t op_index);  // fusion_conv.cc
   void absorb(int32_t gi, int32_t op_index);
   bool available_before(ValueId v, int32_t op_index) const;
-  int32_t match_gelu(int32_t gi, ValueId x);
-  int32_t match_silu(int32_t gi, ValueId x);  // fusion_conv.cc
+  // The activation op `u` applies to `x` that an epilogue can take, or kNone.
+  rt::Activation epilogue_activation(int32_t u, ValueId x) const;
 
   // fusion_codegen.cc
   Status generate_fused(int32_t gi);

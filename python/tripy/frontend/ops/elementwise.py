@@ -22,6 +22,20 @@ def _unary(name, formula, example_in, example_out):
 
 
 exp = _unary("exp", "exp(x)", "[0.0, 1.0]", "[1.0, 2.718282]")
+def expm1(input):
+    """
+    Applies exp(x) - 1 elementwise, accurately where x is near 0 (where exp(x) - 1 loses digits).
+
+    Example::
+
+        import tripy as tp
+
+        out = tp.expm1(tp.Tensor([1e-7, 1.0]))
+        assert tp.allclose(out, tp.Tensor([1e-7, 1.718282]), rtol=1e-6, atol=0.0)
+    """
+    return make("expm1", [input])
+
+
 log = _unary("log", "the natural logarithm", "[1.0, 2.718282]", "[0.0, 1.0]")
 sin = _unary("sin", "sin(x)", "[0.0, 1.5707964]", "[0.0, 1.0]")
 cos = _unary("cos", "cos(x)", "[0.0, 3.1415927]", "[1.0, -1.0]")
