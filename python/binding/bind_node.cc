@@ -6,6 +6,7 @@
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
 #if TRIPY_WITH_CUDA
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_codegen.h"
 #endif
 #include "trace/lower.h"
@@ -208,14 +209,15 @@ void bind_node(py::module_& m) {
         py::arg("donated") = std::vector<int32_t>{});
 
 #if TRIPY_WITH_CUDA
-  // Test hook: the CUDA source of every fused kernel of `n`'s eager program. Needs no GPU, so the
-  // code generator is exercised on real programs wherever the CUDA headers exist.
+  // Test hook: the CUDA source of every fused and attention kernel of `n`'s eager program. Needs no
+  // GPU, so the code generators are exercised on real programs wherever the CUDA headers exist.
   m.def("_cuda_kernel_sources", [](const NodeRef& n) {
     auto lowered = unwrap(trace::lower_to_flat({n}, trace::LowerMode::kEager));
     auto program = unwrap(compiler::build_program(flat::dce(lowered.graph)));
     std::vector<std::string> out;
     for (const auto& k : program.kernels)
       if (k.kind == rt::KernelKind::kFused) out.push_back(unwrap(rt::cuda::generate_fused(program, k)).source);
+      else if (k.kind == rt::KernelKind::kAttention) out.push_back(unwrap(rt::cuda::generate_attention(program, k)).source);
     return out;
   });
 #endif

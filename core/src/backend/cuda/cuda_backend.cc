@@ -143,9 +143,16 @@ class CudaBackend final : public Backend {
       } else if (k.kind == KernelKind::kAttention) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         CUmodule mod = modules->modules[art.kernel_module[i]];
-        TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, mod, kAttentionGeneric));
-        // The flash kernel exists only for the head sizes it serves.
-        if (api().cuModuleGetFunction(&code[i].flash, mod, kAttentionFlash) != CUDA_SUCCESS) code[i].flash = nullptr;
+        AttentionFunctions& f = code[i].attention;
+        TRIPY_CUDA_TRY(cuModuleGetFunction(&f.generic, mod, kAttentionGeneric));
+        // The flash kernel exists only for the head sizes it serves; executables saved before the
+        // split kernels existed lack them.
+        auto optional = [&](CUfunction* fn, const char* name) {
+          if (api().cuModuleGetFunction(fn, mod, name) != CUDA_SUCCESS) *fn = nullptr;
+        };
+        optional(&f.flash, kAttentionFlash);
+        optional(&f.split1, kAttentionSplit1);
+        optional(&f.split16, kAttentionSplit16);
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the library version that chose them (a convolution's

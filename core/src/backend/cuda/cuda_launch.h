@@ -30,6 +30,12 @@ struct Launch {
   int32_t vector_word = -1;
   unsigned vector_grid = 1;
   unsigned scalar_grid = 1;
+  // Program-owned scratch (kAttention's split path): `workspace_bytes` of the program's workspace
+  // at words[workspace_word] and `counters` int32 counters, zero between launches, at
+  // words[counters_word]. The program writes both addresses before each launch (the workspace
+  // may have grown since planning).
+  int32_t workspace_word = -1, counters_word = -1;
+  int64_t workspace_bytes = 0, counters = 0;
 };
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.

@@ -131,6 +131,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
   }
   sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
   size_t workspace = 0;
+  int64_t counters = 0;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const Kernel& k = p.kernels[ki];
     Step step;
@@ -161,9 +162,13 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
         step.launches.push_back(std::move(g));
       }
     } else if (k.kind == KernelKind::kAttention) {
-      auto l = plan_attention(p, k, kernels_[ki].flash, kernels_[ki].fn, slots);
+      auto l = plan_attention(p, k, kernels_[ki].attention, slots, sm_count_);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
+      for (const Launch& x : step.launches) {
+        workspace = std::max(workspace, static_cast<size_t>(x.workspace_bytes));
+        counters = std::max(counters, x.counters);
+      }
     } else if (k.kind == KernelKind::kPlugin) {
       auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
@@ -194,6 +199,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     sig->steps.push_back(std::move(step));
   }
   TRIPY_RETURN_IF_ERROR(ensure_workspace(workspace, stream));
+  TRIPY_RETURN_IF_ERROR(ensure_counters(counters, stream));
   Signature* raw = sig.get();
   signatures_[slots] = std::move(sig);
   return raw;
@@ -210,6 +216,21 @@ Status CudaLoadedProgram::ensure_workspace(size_t bytes, CUstream stream) {
   if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
   TRIPY_ASSIGN_OR_RETURN(workspace_, empty_device(DType::kInt8, {static_cast<int64_t>(bytes)}, stream));
   workspace_capacity_ = static_cast<int64_t>(bytes);
+  return ok_status();
+}
+
+// Split attention's counters: each launch's last block per group leaves its counter at zero
+// again, so they are zeroed once, here. Graphs hold their address: growing drops them.
+Status CudaLoadedProgram::ensure_counters(int64_t count, CUstream stream) {
+  if (count <= counters_capacity_) return ok_status();
+  for (auto& [key, s] : signatures_) {
+    if (s->exec) (void)TRIPY_CUDA(cuGraphExecDestroy(s->exec));
+    s->exec = nullptr;
+  }
+  if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
+  TRIPY_ASSIGN_OR_RETURN(counters_, empty_device(DType::kInt32, {count}, stream));
+  TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(counters_.data()), 0, static_cast<size_t>(count) * 4, stream));
+  counters_capacity_ = count;
   return ok_status();
 }
 
@@ -333,6 +354,8 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
     if (step.conv) st = run_conv_step(step, k, base, stream);
     for (Launch& l : step.launches) {
       if (!st.ok()) break;
+      if (l.workspace_word >= 0) l.words[l.workspace_word] = reinterpret_cast<int64_t>(workspace_.data());
+      if (l.counters_word >= 0) l.words[l.counters_word] = reinterpret_cast<int64_t>(counters_.data());
       st = launch(l, base, stream);
     }
     if (!st.ok()) return st.note("in kernel '" + k.name + "'").at(source_of(step.kernel));
