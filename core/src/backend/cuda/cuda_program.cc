@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
 
@@ -185,14 +186,16 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
       if ((k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice) && !step.launches.empty()) {
-        if (!gather_error_.defined()) {
-          TRIPY_ASSIGN_OR_RETURN(gather_error_, empty_device(DType::kInt64, {2}, stream));
-          TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(gather_error_.data()), 0, 16, stream));
+        if (!errors_) {
+          auto record = ErrorRecord::create([this](const ErrorRecord::Fields& f) { return explain_error(f); }, stream);
+          if (!record.ok()) return record.status();
+          errors_ = std::move(record).value();
         }
         for (Launch& g : step.launches) {
-          if (g.words.size() <= kGatherTagWord) continue;  // update_slice's copy of its operand
-          g.words[kGatherErrorWord] = reinterpret_cast<int64_t>(gather_error_.data());
+          if (g.words.size() <= kGatherClaimWord) continue;  // update_slice's copy of its operand
+          g.words[kGatherErrorWord] = static_cast<int64_t>(errors_->record());
           g.words[kGatherTagWord] = static_cast<int64_t>(ki) + 1;
+          g.words[kGatherClaimWord] = static_cast<int64_t>(errors_->claim());
         }
       }
     }
@@ -514,6 +517,9 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
       return invalid_argument("input '" + p.inputs[i].name + "' is on " + inputs[i].device().str() +
                               ", but this executable runs on gpu:0 (use tp.copy to move it)");
 
+  // An error an earlier call's kernels recorded (and that has reached the host by now) is this
+  // call's error: no call runs on after one that failed. Checking waits for nothing.
+  if (errors_) TRIPY_RETURN_IF_ERROR(errors_->take());
   TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
   if (sig->arena_bytes > arena_capacity_) {
     // Graphs hold the old arena's addresses: drop them along with it.
@@ -581,35 +587,25 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     resolve(base, in_ptrs, out_ptrs);
     TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
-  TRIPY_RETURN_IF_ERROR(check_gathers(*sig, stream));
   return outputs;
 }
 
-// Programs with gathers wait for their results so that an index out of range is an error here,
-// at the call, as on the CPU, rather than a silent zero.
-Status CudaLoadedProgram::check_gathers(const Signature& sig, CUstream stream) {
-  if (!gather_error_.defined()) return ok_status();
-  const CUdeviceptr rec = reinterpret_cast<CUdeviceptr>(gather_error_.data());
-  int64_t host[2] = {0, 0};
-  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(host, rec, sizeof(host), stream));
-  TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
-  if (host[0] <= 0 || host[0] > static_cast<int64_t>(program_->kernels.size())) return ok_status();
-  TRIPY_CUDA_TRY(cuMemsetD8Async(rec, 0, 16, stream));
-  const int32_t ki = static_cast<int32_t>(host[0] - 1);
+// A recorded gather or update_slice error as the user's error, naming the kernel's line.
+Status CudaLoadedProgram::explain_error(const ErrorRecord::Fields& f) const {
+  if (f.tag <= 0 || f.tag > static_cast<int64_t>(program_->kernels.size()))
+    return internal_error("a GPU kernel recorded an error with an unknown tag " + std::to_string(f.tag));
+  const int32_t ki = static_cast<int32_t>(f.tag - 1);
   const Kernel& k = program_->kernels[ki];
-  const int64_t dim = sig.shapes[k.inputs[0]][k.axis];
   if (k.kind == KernelKind::kUpdateSlice) {
-    const int64_t rows = sig.shapes[k.inputs[1]][k.axis];
     return Status(StatusCode::kOutOfRange,
-                  "kernel '" + k.name + "': writes " + std::to_string(rows) + " row(s) at " +
-                      std::to_string(host[1]) + " along dimension " + std::to_string(k.axis) +
-                      ", but that dimension has size " + std::to_string(dim) + ": the start must lie in [0, " +
-                      std::to_string(dim - rows) + "]",
+                  "kernel '" + k.name + "': writes " + std::to_string(f.rows) + " row(s) at " + std::to_string(f.value) +
+                      " along dimension " + std::to_string(k.axis) + ", but that dimension has size " +
+                      std::to_string(f.dim) + ": the start must lie in [0, " + std::to_string(f.dim - f.rows) + "]",
                   source_of(ki));
   }
   return Status(StatusCode::kInvalidArgument,
-                "index " + std::to_string(host[1]) + " is out of bounds for axis " + std::to_string(k.axis) +
-                    " with size " + std::to_string(dim),
+                "index " + std::to_string(f.value) + " is out of bounds for axis " + std::to_string(k.axis) +
+                    " with size " + std::to_string(f.dim),
                 source_of(ki));
 }
 

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/cuda_conv.h"
+#include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_launch.h"
 
@@ -93,7 +94,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status capture(Signature& sig, const std::vector<CUdeviceptr>& caller_in, const std::vector<CUdeviceptr>& caller_out,
                  CUstream stream);
   bool in_caller_memory(const BufferDesc& d) const;
-  Status check_gathers(const Signature& sig, CUstream stream);
+  Status explain_error(const ErrorRecord::Fields& f) const;
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
   void resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
@@ -111,7 +112,9 @@ class CudaLoadedProgram final : public LoadedProgram {
   int64_t workspace_capacity_ = 0;
   Tensor counters_;  // int32, zero between launches: split attention's per-group arrival counters
   int64_t counters_capacity_ = 0;
-  Tensor gather_error_;  // {tag, index} of the first out-of-range gather or update_slice start; zero when none
+  // The first out-of-range gather index or update_slice start of a run, read without waiting
+  // (created with the first such kernel; cuda_error_record.h).
+  std::unique_ptr<ErrorRecord> errors_;
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
   void* stream_ = nullptr;
