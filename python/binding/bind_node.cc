@@ -6,6 +6,8 @@
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
 #if TRIPY_WITH_CUDA
+#include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
 #endif
 #include "trace/lower.h"
@@ -187,9 +189,15 @@ void bind_node(py::module_& m) {
     return trace::make_shape_input_node(index, name, symbol, parse_device(device), symbols, to_source(frames));
   });
 
+  // Tensor.eval(): on the GPU also a host synchronisation point, so that an error the kernels
+  // recorded (a gather index out of range) is raised here (docs/robustness.md).
   m.def("evaluate", [](const NodeRef& n) {
     py::gil_scoped_release nogil;
     Status st = trace::evaluate(n, eager_options(n->device));
+#if TRIPY_WITH_CUDA
+    if (st.ok() && n->device.kind == Device::Kind::kGpu && rt::backend_for(Device::Kind::kGpu))
+      st = rt::cuda_synchronize(rt::cuda_default_stream());
+#endif
     py::gil_scoped_acquire gil;
     check(st);
   });
@@ -208,14 +216,17 @@ void bind_node(py::module_& m) {
         py::arg("donated") = std::vector<int32_t>{});
 
 #if TRIPY_WITH_CUDA
-  // Test hook: the CUDA source of every fused kernel of `n`'s eager program. Needs no GPU, so the
-  // code generator is exercised on real programs wherever the CUDA headers exist.
+  // Test hook: how often the host has waited for the GPU (a steady-state call must not).
+  m.def("_cuda_host_waits", [] { return rt::cuda_host_waits(); });
+  // Test hook: the CUDA source of every fused and attention kernel of `n`'s eager program. Needs no
+  // GPU, so the code generators are exercised on real programs wherever the CUDA headers exist.
   m.def("_cuda_kernel_sources", [](const NodeRef& n) {
     auto lowered = unwrap(trace::lower_to_flat({n}, trace::LowerMode::kEager));
     auto program = unwrap(compiler::build_program(flat::dce(lowered.graph)));
     std::vector<std::string> out;
     for (const auto& k : program.kernels)
       if (k.kind == rt::KernelKind::kFused) out.push_back(unwrap(rt::cuda::generate_fused(program, k)).source);
+      else if (k.kind == rt::KernelKind::kAttention) out.push_back(unwrap(rt::cuda::generate_attention(program, k)).source);
     return out;
   });
 #endif

@@ -1,9 +1,13 @@
-// The CUDA attention kernels without a GPU: every variant (dtype x head size x causal x mask kind)
-// generates and compiles with NVRTC for sm_90, the tensor-core kernel exactly where it applies;
-// launch planning picks it only for layouts it can read. Skipped where NVRTC cannot be loaded.
+// The CUDA attention kernels without a GPU: every variant (dtype x head size x causal x mask kind,
+// many or few query rows per kv head) generates and compiles with NVRTC for sm_90, the tensor-core
+// and split-KV kernels exactly where they apply; launch planning picks the flash kernel only for
+// layouts it can read, and split-KV for decode sizes, with chunks that fill the GPU. Compiling is
+// skipped where NVRTC cannot be loaded.
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
+
+#include <cstdlib>
 
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_compile.h"
@@ -11,14 +15,18 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// q (2, 4, 100, D), k and v (2, 2, 70, D), out (2, 4, 100, D), an optional (1, 1, 100, 70) mask.
-Program program(DType t, int64_t d, bool causal, MaskKind mask) {
+// q (B, Hq, L, D), k and v (B, Hkv, S, D), out like q, an optional (1, 1, L, S) mask; by default
+// B 2, Hq 4, L 100, Hkv 2, S 70.
+struct Sizes {
+  int64_t b = 2, hq = 4, l = 100, hkv = 2, s = 70;
+};
+Program program(DType t, int64_t d, bool causal, MaskKind mask, Sizes z = {}) {
   Program p;
-  for (int64_t v : {int64_t{2}, int64_t{4}, int64_t{100}, d, int64_t{70}, int64_t{1}})
+  for (int64_t v : {z.b, z.hq, z.l, d, z.s, int64_t{1}, z.hkv})
     p.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
-  // slots: 0 B, 1 Hq / 4, 2 L, 3 D, 4 S, 5 one; Hkv is 2: reuse B's slot.
-  p.buffers = {{BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}}, {BufferDesc::Kind::kTemp, 0, t, {0, 0, 4, 3}},
-               {BufferDesc::Kind::kTemp, 0, t, {0, 0, 4, 3}}, {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}}};
+  // slots: 0 B, 1 Hq, 2 L, 3 D, 4 S, 5 one, 6 Hkv.
+  p.buffers = {{BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}}, {BufferDesc::Kind::kTemp, 0, t, {0, 6, 4, 3}},
+               {BufferDesc::Kind::kTemp, 0, t, {0, 6, 4, 3}}, {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}}};
   Kernel k;
   k.kind = KernelKind::kAttention;
   k.name = "attention";
@@ -40,25 +48,36 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   std::vector<std::string> sources, names;
   std::vector<bool> flash;
   // Each dtype and head size once, and every causal x mask combination at one of them.
+  // Decode sizes (one query row) take split1 only; a GQA group of 4 heads, split16 only.
   struct Variant {
     DType t;
     int64_t d;
     bool causal;
     MaskKind m;
+    Sizes z = {};
   };
+  const Sizes decode{1, 12, 1, 12, 1024}, gqa{1, 8, 1, 2, 300};
   std::vector<Variant> variants;
   for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32})
     for (int64_t d : {64, 128, 80}) variants.push_back({t, d, true, MaskKind::kBool});
   for (bool causal : {false, true})
     for (MaskKind m : {MaskKind::kNone, MaskKind::kAdditive}) variants.push_back({DType::kFloat16, 64, causal, m});
+  for (DType t : {DType::kFloat16, DType::kFloat32}) variants.push_back({t, 64, false, MaskKind::kBool, decode});
+  variants.push_back({DType::kBFloat16, 128, true, MaskKind::kAdditive, gqa});
+  variants.push_back({DType::kFloat16, 80, false, MaskKind::kNone, gqa});
+  std::vector<bool> split1, split16;
   for (const Variant& x : variants) {
-    Program p = program(x.t, x.d, x.causal, x.m);
+    Program p = program(x.t, x.d, x.causal, x.m, x.z);
     auto g = generate_attention(p, p.kernels[0]);
     ASSERT_TRUE(g.ok()) << g.status().message();
     sources.push_back(g->source);
     names.push_back(std::string(dtype_name(x.t)) + "_d" + std::to_string(x.d) + (x.causal ? "_causal" : "") + "_m" +
-                    std::to_string(static_cast<int>(x.m)));
-    flash.push_back(x.t != DType::kFloat32 && x.d != 80);
+                    std::to_string(static_cast<int>(x.m)) + "_l" + std::to_string(x.z.l) + "_g" +
+                    std::to_string(x.z.hq / x.z.hkv));
+    const int64_t rows = x.z.hq / x.z.hkv * x.z.l;
+    flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows > kAttentionSplitRows);
+    split1.push_back(rows == 1);
+    split16.push_back(rows > 1 && rows <= kAttentionSplitRows);
   }
   auto compiled = compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
@@ -67,6 +86,10 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
     EXPECT_NE(ptx.find(".entry tripy_attention_generic"), std::string::npos) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
+    EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
+    EXPECT_EQ(ptx.find(".entry tripy_attention_split16(") != std::string::npos, split16[i]) << names[i];
+    // The last block of each group merges, found with a counter that wraps back to zero.
+    if (split1[i] || split16[i]) EXPECT_NE(ptx.find("atom.global.inc.u32"), std::string::npos) << names[i];
     if (flash[i]) {
       // The tensor-core path really uses the instructions it was written for.
       EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << names[i];
@@ -76,25 +99,95 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   }
 }
 
+// Stand-ins for loaded functions: the plan only asks which exist.
+CUfunc_st* const kSome = reinterpret_cast<CUfunc_st*>(uintptr_t{16});
+const AttentionFunctions kAll{kSome, kSome, kSome, kSome};
+const AttentionFunctions kNoSplit{kSome, kSome, nullptr, nullptr};
+const AttentionFunctions kGenericOnly{kSome, nullptr, nullptr, nullptr};
+
+std::vector<int64_t> slots_of(int64_t d, Sizes z = {}) { return {z.b, z.hq, z.l, d, z.s, 1, z.hkv}; }
+
 TEST(CudaAttention, PlanPicksFlashOnlyForLayoutsItReads) {
   Program p = program(DType::kFloat16, 64, true, MaskKind::kBool);
-  const std::vector<int64_t> slots = {2, 4, 100, 64, 70, 1};
-  auto l = plan_attention_words(p, p.kernels[0], true, slots);
+  const std::vector<int64_t> slots = slots_of(64);
+  auto l = plan_attention_words(p, p.kernels[0], kAll, slots, 132);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_TRUE(l->flash);
   EXPECT_EQ(l->grid, 2u * 4 * 1);  // 100 queries fit one block of 128
-  EXPECT_FALSE(plan_attention_words(p, p.kernels[0], false, slots)->flash);  // no flash kernel compiled
+  EXPECT_FALSE(plan_attention_words(p, p.kernels[0], kGenericOnly, slots, 132)->flash);  // no flash kernel compiled
   // q read with the head dim strided (a layout the tiles cannot copy): the generic kernel.
   p.kernels[0].attention.perms[AttentionAttrs::kQ] = {0, 1, 3, 2};
   p.buffers[0].shape = {0, 1, 3, 2};
-  l = plan_attention_words(p, p.kernels[0], true, slots);
+  l = plan_attention_words(p, p.kernels[0], kAll, slots, 132);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_FALSE(l->flash);
   EXPECT_EQ(l->grid, (100u + 3) / 4 * 2 * 4);
   // Sizes that break the rule never launch.
   p = program(DType::kFloat16, 64, true, MaskKind::kNone);
   p.buffers[1].shape[3] = 2;  // k's head size 100 vs q's 64
-  EXPECT_FALSE(plan_attention_words(p, p.kernels[0], true, slots).ok());
+  EXPECT_FALSE(plan_attention_words(p, p.kernels[0], kAll, slots, 132).ok());
+}
+
+TEST(CudaAttention, DecodeSplitsTheKeysToFillTheGpu) {
+  // GPT-2's decode step: 12 heads, one query each, 1024 cached keys. 2 waves of 132 SMs over 12
+  // groups asks for 22 chunks; chunks are multiples of 32 keys: 16 chunks of 64.
+  const Sizes decode{1, 12, 1, 12, 1024};
+  Program p = program(DType::kFloat16, 64, false, MaskKind::kBool, decode);
+  auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+  EXPECT_EQ(l->splits, 16);
+  EXPECT_EQ(l->grid, 12u * 16);
+  EXPECT_EQ(l->workspace_bytes, 12 * 16 * 1 * (64 + 2) * 4);  // o, m and l per chunk, float32
+  EXPECT_EQ(l->counters, 12);
+  EXPECT_GE(l->vec_word, 0);  // K rows are read in 16-byte pieces
+  // Without the split kernels (an older executable), the flash kernel.
+  l = plan_attention_words(p, p.kernels[0], kNoSplit, slots_of(64, decode), 132);
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kFlash);
+  // A short cache gets one chunk of every key; causal with one query row sees one key.
+  Sizes shortcache = decode;
+  shortcache.s = 20;
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, shortcache), 132);
+  EXPECT_EQ(l->splits, 1);
+  p = program(DType::kFloat16, 64, true, MaskKind::kNone, decode);
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
+  EXPECT_EQ(l->splits, 1);
+  // Many groups (a batch of 64) leave one chunk each: the GPU is full already.
+  Sizes batch = decode;
+  batch.b = 64;
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, batch), 132);
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+  EXPECT_EQ(l->splits, 1);
+}
+
+TEST(CudaAttention, SplitServesGroupsOfUpTo16RowsAndAnyLayout) {
+  // GQA: 8 q heads share 2 kv heads, 2 queries each: 8 rows per kv head.
+  const Sizes gqa{1, 8, 2, 2, 4000};
+  Program p = program(DType::kFloat32, 80, false, MaskKind::kAdditive, gqa);
+  auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(80, gqa), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+  EXPECT_EQ(l->split_rows, 8);
+  // 2 groups ask for 132 chunks; at least 32 keys each allows 125: 125 chunks of 32 keys.
+  EXPECT_EQ(l->splits, 125);
+  // 17 rows per kv head: the flash kernel's job (float16, head 64).
+  p = program(DType::kFloat16, 64, false, MaskKind::kNone, Sizes{1, 17, 1, 1, 500});
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, Sizes{1, 17, 1, 1, 500}), 132);
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kFlash);
+  // K read with the head strided: split-KV still, with element loads.
+  const Sizes decode{1, 12, 1, 12, 1024};
+  p = program(DType::kFloat16, 64, false, MaskKind::kNone, decode);
+  p.kernels[0].attention.perms[AttentionAttrs::kK] = {0, 1, 3, 2};
+  p.buffers[1].shape = {0, 6, 3, 4};
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+  EXPECT_EQ(l->vec_word, -1);
+  // TRIPY_ATTENTION_SPLIT=0 turns it off.
+  setenv("TRIPY_ATTENTION_SPLIT", "0", 1);
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
+  unsetenv("TRIPY_ATTENTION_SPLIT");
+  EXPECT_NE(l->path, AttentionLaunch::Path::kSplit);
 }
 
 }  // namespace

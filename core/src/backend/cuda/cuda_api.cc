@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -29,6 +30,32 @@ template <typename Fn>
 bool load_symbol(void* lib, const char* name, Fn& fn) {
   fn = reinterpret_cast<Fn>(dlsym(lib, name));
   return fn != nullptr;
+}
+
+// The table's synchronising entry points count each wait, then call the driver's.
+std::atomic<int64_t> g_host_waits{0};
+decltype(&::cuStreamSynchronize) g_stream_sync = nullptr;
+decltype(&::cuEventSynchronize) g_event_sync = nullptr;
+decltype(&::cuCtxSynchronize) g_ctx_sync = nullptr;
+CUresult counted_stream_sync(CUstream s) {
+  ++g_host_waits;
+  return g_stream_sync(s);
+}
+CUresult counted_event_sync(CUevent e) {
+  ++g_host_waits;
+  return g_event_sync(e);
+}
+CUresult counted_ctx_sync() {
+  ++g_host_waits;
+  return g_ctx_sync();
+}
+void count_waits(Api& a) {
+  g_stream_sync = a.cuStreamSynchronize;
+  g_event_sync = a.cuEventSynchronize;
+  g_ctx_sync = a.cuCtxSynchronize;
+  a.cuStreamSynchronize = counted_stream_sync;
+  a.cuEventSynchronize = counted_event_sync;
+  a.cuCtxSynchronize = counted_ctx_sync;
 }
 
 void load_driver(Api& a) {
@@ -81,6 +108,7 @@ void load_driver(Api& a) {
     a.why_unavailable = "no CUDA device is present";
     return;
   }
+  count_waits(a);
   a.driver_ok = true;
 }
 
@@ -126,6 +154,8 @@ const Api& api() {
   }();
   return *instance;
 }
+
+int64_t host_waits() { return g_host_waits.load(); }
 
 Status check(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return ok_status();

@@ -26,7 +26,8 @@ namespace tripy::rt::cuda {
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)               \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)             \
   X(cuGraphAddKernelNode) X(cuGraphAddChildGraphNode) X(cuGraphInstantiateWithFlags)           \
-  X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy)
+  X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy)                    \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)
 
 #define TRIPY_NVRTC_FUNCS(X)                                                                   \
   X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)          \
@@ -73,6 +74,11 @@ struct Api {
 
 // Loads the libraries once (thread-safe); never fails hard: check the *_ok flags.
 const Api& api();
+
+// How many times the host has waited for the GPU (cuStreamSynchronize, cuEventSynchronize,
+// cuCtxSynchronize through the table) since the process started: tests check that a steady-state
+// call path never waits.
+int64_t host_waits();
 
 // The one checking wrapper: turns a failed call into a Status naming the call and the error.
 // Out-of-memory becomes kResourceExhausted; everything else kInternal.

@@ -1,9 +1,11 @@
 // kAttention on the GPU, host side: which variant a kernel compiles to (its macros before the
-// shared body), and the launch for one set of sizes (argument words, grid, flash or generic).
+// shared body), and the launch for one set of sizes (argument words, grid, split, flash or generic).
 #include "backend/cuda/cuda_attention.h"
 
 #include "backend/cuda/cuda_launch.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -33,8 +35,44 @@ enum Word : int {
   kB, kHq, kHkv, kL, kS, kD, kDv,
   kStrides,                  // 5 operands x 4 dims
   kScaleLog2 = kStrides + 20,
-  kBlocks, kChunks, kVec, kWords
+  kBlocks, kChunks, kVec,
+  kSplits, kSplitChunk, kPtrWork, kPtrCounters,
+  kWords
 };
+
+// Split-KV: heads up to this size (the kernel's query buffer), chunks of at least kSplitMinKeys
+// keys in multiples of 32, at most kSplitMax chunks (the merge's weights fit in shared memory),
+// and about kSplitWaves blocks per SM.
+constexpr int64_t kSplitHeadMax = 256, kSplitMinKeys = 32, kSplitMax = 128, kSplitWaves = 2;
+
+bool split_enabled() {
+  const char* v = std::getenv("TRIPY_ATTENTION_SPLIT");
+  return v == nullptr || std::atoi(v) != 0;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Query rows per kv head ((Hq / Hkv) * L) at the inputs' smallest and largest sizes: which split
+// kernels a module needs. (Sizes outside this range still run: the plan falls back to the kernels
+// the module has.)
+std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+  for (bool at_max : {false, true}) {
+    std::vector<Tensor> inputs;
+    for (const InputSpec& in : p.inputs)
+      inputs.push_back(in.kind == InputSpec::Kind::kShapeValue
+                           ? Tensor::host_int64(at_max ? in.value_max : in.value_min)
+                           : Tensor::borrow(nullptr, in.dtype, at_max ? in.dim_max : in.dim_min, Device{}, nullptr));
+    std::vector<int64_t> slots;
+    p.eval_shapes(inputs, slots);
+    const AttentionOperand q = attention_operand(k.attention, AttentionAttrs::kQ, p.buffer_shape(k.inputs[0], slots));
+    const AttentionOperand kv = attention_operand(k.attention, AttentionAttrs::kK, p.buffer_shape(k.inputs[1], slots));
+    const int64_t rows = q.size[1] / std::max<int64_t>(kv.size[1], 1) * q.size[2];
+    lo = std::min(lo, rows);
+    hi = std::max(hi, rows);
+  }
+  return {lo, hi};
+}
 
 }  // namespace
 
@@ -44,7 +82,14 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   const int64_t d = static_head(program, k, AttentionAttrs::kQ, k.inputs[0]);
   const int64_t dv = static_head(program, k, AttentionAttrs::kV, k.inputs[2]);
   const bool narrow = t == DType::kFloat16 || t == DType::kBFloat16;
-  const bool flash = narrow && d == dv && (d == 64 || d == 128);
+  // Split-KV serves up to kAttentionSplitRows rows per kv head: split1 where a size gives one row,
+  // split16 where every size gives at most 16 (GQA decode), the flash kernel where some size gives
+  // more (each kernel costs NVRTC time, so a module holds those its sizes can use).
+  const auto [rows_lo, rows_hi] = split_row_range(program, k);
+  const bool heads_fit = d <= kSplitHeadMax && dv <= kSplitHeadMax;  // dynamic heads (-1): checked per run
+  const bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
+  const bool split16 = split_enabled() && heads_fit && rows_hi > 1 && rows_hi <= kAttentionSplitRows;
+  const bool flash = narrow && d == dv && (d == 64 || d == 128) && !(split16 || (split1 && rows_hi <= 1));
   std::string m;
   auto def = [&](const std::string& name, const std::string& value) { m += "#define " + name + " " + value + "\n"; };
   if (t == DType::kFloat32) {
@@ -64,18 +109,20 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
   def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
   def("HAS_FLASH", flash ? "1" : "0");
+  def("HAS_SPLIT1", split1 ? "1" : "0");
+  def("HAS_SPLIT16", split16 ? "1" : "0");
   if (flash) {
     def("HD", std::to_string(d));
     def("WM", std::to_string(flash_wm(d)));
   }
   GeneratedKernel g;
   g.function = "tripy_attention";
-  g.source = device_prelude() + "\n" + m + attention_source_body();
+  g.source = device_prelude() + "\n" + m + attention_source_body() + attention_split_source();
   return g;
 }
 
-StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k, bool has_flash,
-                                               const std::vector<int64_t>& slots) {
+StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k, const AttentionFunctions& fns,
+                                               const std::vector<int64_t>& slots, int sm_count) {
   const AttentionAttrs& a = k.attention;
   const bool masked = a.mask != MaskKind::kNone;
   std::vector<std::vector<int64_t>> shapes;
@@ -104,26 +151,52 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   std::memcpy(&bits, &scale_log2, sizeof(bits));
   l.words[kScaleLog2] = bits;
 
-  const int64_t elem = dtype_size(p.buffers[static_cast<size_t>(k.outputs[0])].dtype);
-  for (int x = 0; x < 5; ++x) l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * elem;
-
-  // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
-  // every other stride (and a head window's start) a multiple of 8 elements.
-  l.flash = has_flash && D == Dv && (D == 64 || D == 128);
-  for (const AttentionOperand* x : {&q, &kk, &v, &o}) {
-    l.flash = l.flash && x->stride[3] == 1 && x->offset % 8 == 0;
-    for (int d = 0; d < 3; ++d) l.flash = l.flash && x->stride[d] % 8 == 0;
-  }
+  const int64_t Hkv = kk.size[1], rows = Hq / std::max<int64_t>(Hkv, 1) * L;
+  const int64_t esize = dtype_size(p.buffers[static_cast<size_t>(k.inputs[0])].dtype);
+  const int64_t ve = 16 / esize;  // elements per 16-byte piece
+  for (int x = 0; x < 5; ++x) l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * esize;
   int64_t blocks;
-  if (l.flash) {
-    const int64_t bm = 64 * flash_wm(D);
-    l.words[kBlocks] = (L + bm - 1) / bm;
-    blocks = l.words[kBlocks] * B * Hq;
-    l.vec_word = kVec;  // cp.async needs 16-byte aligned addresses; else plain loads
+  CUfunc_st* split_fn = rows <= 1 && fns.split1 ? fns.split1 : rows <= kAttentionSplitRows ? fns.split16 : nullptr;
+  if (split_fn && split_enabled() && S > 0 && D <= kSplitHeadMax && Dv <= kSplitHeadMax) {
+    // Enough chunks for about kSplitWaves blocks per SM over all (batch, kv head) groups, none
+    // shorter than kSplitMinKeys keys. Causal keys past the last query row are never visible.
+    l.path = AttentionLaunch::Path::kSplit;
+    const int64_t groups = B * Hkv, keys = a.causal ? std::min(S, L) : S;
+    l.split_fn = split_fn;
+    int64_t splits = ceil_div(kSplitWaves * std::max(sm_count, 1), groups);
+    splits = std::clamp<int64_t>(splits, 1, std::min(kSplitMax, ceil_div(keys, kSplitMinKeys)));
+    const int64_t chunk = ceil_div(ceil_div(keys, splits), 32) * 32;
+    splits = ceil_div(keys, chunk);
+    l.words[kSplits] = splits;
+    l.words[kSplitChunk] = chunk;
+    l.split_rows = rows;
+    l.splits = splits;
+    l.workspace_bytes = groups * splits * rows * (Dv + 2) * 4;
+    l.counters = groups;
+    blocks = groups * splits;
+    // K rows read in 16-byte pieces: unit stride along the head, rows starting 16 bytes apart.
+    bool vec = kk.stride[3] == 1 && D % ve == 0 && kk.offset % ve == 0;
+    for (int d = 0; d < 3; ++d) vec = vec && kk.stride[d] % ve == 0;
+    if (vec) l.vec_word = kVec;
   } else {
-    l.words[kBlocks] = (L + 3) / 4;
-    l.words[kChunks] = (Dv + 255) / 256;
-    blocks = l.words[kBlocks] * l.words[kChunks] * B * Hq;
+    // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
+    // every other stride (and a head window's start) a multiple of 8 elements.
+    l.flash = fns.flash != nullptr && D == Dv && (D == 64 || D == 128);
+    for (const AttentionOperand* x : {&q, &kk, &v, &o}) {
+      l.flash = l.flash && x->stride[3] == 1 && x->offset % 8 == 0;
+      for (int d = 0; d < 3; ++d) l.flash = l.flash && x->stride[d] % 8 == 0;
+    }
+    if (l.flash) {
+      l.path = AttentionLaunch::Path::kFlash;
+      const int64_t bm = 64 * flash_wm(D);
+      l.words[kBlocks] = (L + bm - 1) / bm;
+      blocks = l.words[kBlocks] * B * Hq;
+      l.vec_word = kVec;  // cp.async needs 16-byte aligned addresses; else plain loads
+    } else {
+      l.words[kBlocks] = (L + 3) / 4;
+      l.words[kChunks] = (Dv + 255) / 256;
+      blocks = l.words[kBlocks] * l.words[kChunks] * B * Hq;
+    }
   }
   if (blocks > std::numeric_limits<int32_t>::max())
     return kernel_failure(p, k, "attention over " + std::to_string(blocks) + " blocks exceeds the GPU's grid",
@@ -132,12 +205,22 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   return l;
 }
 
-StatusOr<std::vector<Launch>> plan_attention(const Program& p, const Kernel& k, CUfunction flash, CUfunction generic,
-                                             const std::vector<int64_t>& slots) {
-  TRIPY_ASSIGN_OR_RETURN(AttentionLaunch a, plan_attention_words(p, k, flash != nullptr, slots));
+StatusOr<std::vector<Launch>> plan_attention(const Program& p, const Kernel& k, const AttentionFunctions& fns,
+                                             const std::vector<int64_t>& slots, int sm_count) {
+  TRIPY_ASSIGN_OR_RETURN(AttentionLaunch a, plan_attention_words(p, k, fns, slots, sm_count));
   if (a.grid == 0) return std::vector<Launch>{};
   Launch l;
-  l.fn = a.flash ? flash : generic;
+  switch (a.path) {
+    case AttentionLaunch::Path::kSplit:
+      l.fn = a.split_fn;
+      l.workspace_word = kPtrWork;
+      l.workspace_bytes = a.workspace_bytes;
+      l.counters_word = kPtrCounters;
+      l.counters = a.counters;
+      break;
+    case AttentionLaunch::Path::kFlash: l.fn = fns.flash; break;
+    case AttentionLaunch::Path::kGeneric: l.fn = fns.generic; break;
+  }
   if (l.fn == nullptr) return kernel_failure(p, k, "the generic attention kernel is missing");
   l.words = std::move(a.words);
   const auto& off = a.byte_offsets;

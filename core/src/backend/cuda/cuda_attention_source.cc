@@ -10,6 +10,8 @@
 // fragment of the next product, so P never leaves registers. Causal key tiles past the block's
 // diagonal are skipped; masks are read per tile from global memory with broadcast strides.
 //
+// tripy_attention_split1/16 (cuda_attention_split_source.cc): few query rows, keys split over blocks.
+//
 // tripy_attention_generic: one warp per query row (any float dtype, head sizes, strides): lanes
 // split the head dim, each key's score is a warp reduction; a simple path that is always correct.
 #include "backend/cuda/cuda_attention.h"
@@ -26,7 +28,9 @@ struct AttnArgs {
   i64 scale_log2;                  // float bits of scale * log2(e)
   i64 nqb;                         // query blocks (flash) or row blocks (generic)
   i64 nd;                          // generic: chunks of 256 output columns
-  i64 vec;                         // flash: 1 when every address is 16-byte aligned (cp.async)
+  i64 vec;                         // flash, split: 1 when every address is 16-byte aligned
+  i64 nsplit, chunk;               // split: chunks of keys per (batch, kv head), keys per chunk
+  i64 ws, ctr;                     // split: float32 partials, per (batch, kv head) counters at zero
 };
 
 #define LOG2E 1.4426950408889634f

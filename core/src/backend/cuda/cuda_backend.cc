@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_plugin.h"
@@ -143,9 +144,16 @@ class CudaBackend final : public Backend {
       } else if (k.kind == KernelKind::kAttention) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         CUmodule mod = modules->modules[art.kernel_module[i]];
-        TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, mod, kAttentionGeneric));
-        // The flash kernel exists only for the head sizes it serves.
-        if (api().cuModuleGetFunction(&code[i].flash, mod, kAttentionFlash) != CUDA_SUCCESS) code[i].flash = nullptr;
+        AttentionFunctions& f = code[i].attention;
+        TRIPY_CUDA_TRY(cuModuleGetFunction(&f.generic, mod, kAttentionGeneric));
+        // The flash kernel exists only for the head sizes it serves; executables saved before the
+        // split kernels existed lack them.
+        auto optional = [&](CUfunction* fn, const char* name) {
+          if (api().cuModuleGetFunction(fn, mod, name) != CUDA_SUCCESS) *fn = nullptr;
+        };
+        optional(&f.flash, kAttentionFlash);
+        optional(&f.split1, kAttentionSplit1);
+        optional(&f.split16, kAttentionSplit16);
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the library version that chose them (a convolution's
@@ -199,6 +207,8 @@ class CudaBackend final : public Backend {
     TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(h.data(), reinterpret_cast<CUdeviceptr>(t.data()),
                                      static_cast<size_t>(t.nbytes()), s));
     TRIPY_CUDA_TRY(cuStreamSynchronize(s));
+    // The values may come from a run whose gather or update_slice failed: raise that instead.
+    TRIPY_RETURN_IF_ERROR(check_device_errors());
     return h;
   }
 
@@ -277,8 +287,12 @@ Status cuda_destroy_stream(void* stream) {
 Status cuda_synchronize(void* stream) {
   TRIPY_RETURN_IF_ERROR(cuda::make_current());
   CUstream s = stream ? static_cast<CUstream>(stream) : cuda::default_stream();
-  return TRIPY_CUDA(cuStreamSynchronize(s));
+  TRIPY_CUDA_TRY(cuStreamSynchronize(s));
+  // Work that finished may have recorded errors (cuda_error_record.h): they surface here.
+  return cuda::check_device_errors();
 }
+
+int64_t cuda_host_waits() { return cuda::api().driver_ok ? cuda::host_waits() : 0; }
 
 void* cuda_default_stream() { return cuda::device_available() ? cuda::default_stream() : nullptr; }
 

@@ -15,8 +15,11 @@ Backend* cuda_backend();
 // A new stream (blocking: ordered with the legacy default stream other libraries use).
 StatusOr<void*> cuda_create_stream();
 Status cuda_destroy_stream(void* stream);
-// Waits for all work enqueued on `stream` (nullptr: the default stream).
+// Waits for all work enqueued on `stream` (nullptr: the default stream), then raises any error a
+// finished gather or update_slice recorded (a host synchronisation point: cuda_error_record.h).
 Status cuda_synchronize(void* stream);
+// How often the host has waited for the GPU so far (for tests: a steady-state call never waits).
+int64_t cuda_host_waits();
 // The stream programs and copies use when none was set on them.
 void* cuda_default_stream();
 void cuda_set_default_stream(void* stream);

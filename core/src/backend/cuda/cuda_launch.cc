@@ -326,7 +326,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       l.fn = fit->second;
       int64_t outer = product(std::vector<int64_t>(ds.begin(), ds.begin() + axis));
       int64_t inner = product(std::vector<int64_t>(ds.begin() + axis + 1, ds.end()));
-      l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0};  // the program sets err and tag
+      l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0, 0};  // the program sets err, tag, claim
       l.ptrs = {{0, ob, 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
       l.grid = grid_for(product(oshape), 256, sm_count);
       out.push_back(std::move(l));
@@ -351,7 +351,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       l.fn = fit->second;
       const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
       const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
-      l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0};  // the program sets err and tag
+      l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0, 0};  // the program sets err, tag, claim
       l.ptrs = {{0, ob, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
       l.grid = grid_for(std::max<int64_t>(1, product(us)), 256, sm_count);
       out.push_back(std::move(l));

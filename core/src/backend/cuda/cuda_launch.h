@@ -30,6 +30,12 @@ struct Launch {
   int32_t vector_word = -1;
   unsigned vector_grid = 1;
   unsigned scalar_grid = 1;
+  // Program-owned scratch (kAttention's split path): `workspace_bytes` of the program's workspace
+  // at words[workspace_word] and `counters` int32 counters, zero between launches, at
+  // words[counters_word]. The program writes both addresses before each launch (the workspace
+  // may have grown since planning).
+  int32_t workspace_word = -1, counters_word = -1;
+  int64_t workspace_bytes = 0, counters = 0;
 };
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.
@@ -45,9 +51,9 @@ unsigned grid_for(int64_t n, int block, int sm_count);
 StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, const FusedLayout& layout,
                                          CUfunction fn, const std::vector<int64_t>& slots,
                                          int sm_count);
-// Words of a gather or update_slice launch that the program fills: its error record's address and
-// its tag.
-inline constexpr int kGatherErrorWord = 7, kGatherTagWord = 8;
+// Words of a gather or update_slice launch that the program fills: its error record's address, its
+// tag, and the record's election word (cuda_error_record.h).
+inline constexpr int kGatherErrorWord = 7, kGatherTagWord = 8, kGatherClaimWord = 9;
 // kTranspose, kSlice, kConcat, kGather, kCopy, kUpdateSlice -> launches of the layout module.
 StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
                                           const std::vector<int64_t>& slots, int sm_count);

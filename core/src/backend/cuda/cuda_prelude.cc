@@ -176,10 +176,22 @@ extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
   for (i64 i = done + t0; i < a.n; i += step) ((unsigned char*)a.dst)[i] = ((const unsigned char*)a.src)[i];
 }
 
-// out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0.
-// err (when set) points at two words: the first out-of-range gather writes its tag and index there
-// (the host reads them after the run and raises), and reads zero in the meantime.
-struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim, err, tag; };
+// Run-time errors of gathers and update_slices (cuda_error_record.h): `claim` is a device word
+// that elects the first error; its winner writes {value, dim, rows} to the host-mapped record
+// `err`, fences to the system and writes its tag last, so the host never sees a tag without them.
+DEVI void record_error(i64 err, i64 claim, i64 tag, i64 value, i64 dim, i64 rows) {
+  if (!err || atomicCAS((unsigned long long*)claim, 0ull, (unsigned long long)tag) != 0ull) return;
+  volatile i64* e = (volatile i64*)err;
+  e[1] = value;
+  e[2] = dim;
+  e[3] = rows;
+  __threadfence_system();
+  e[0] = tag;
+}
+
+// out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0
+// and record an error (err, claim and tag set by the program; err 0: none).
+struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim, err, tag, claim; };
 template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
   T* d = (T*)a.dst;
   const T* s = (const T*)a.src;
@@ -193,10 +205,7 @@ template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
     for (int b = 0; b < (int)sizeof(T); ++b) ((unsigned char*)&zero)[b] = 0;
     const bool ok = p >= 0 && p < a.dim;
     d[i] = ok ? s[(o * a.dim + p) * a.inner + in] : zero;
-    if (!ok && a.err) {
-      u64* e = (u64*)a.err;
-      if (atomicCAS((unsigned long long*)e, 0ull, (unsigned long long)a.tag) == 0ull) e[1] = (u64)given;
-    }
+    if (!ok) record_error(a.err, a.claim, a.tag, given, a.dim, 0);
   }
 }
 #define TRIPY_GATHER(n, T) \
@@ -209,16 +218,13 @@ TRIPY_GATHER(8, u64)
 
 // update_slice's rows: dst[o, start + r, i] = src[o, r, i] for r < rows, with start read from device
 // memory (a decode step's position changes without a new launch plan or graph). A start outside
-// [0, dim - rows] writes nothing and records {tag, start} in err, as a gather does. Its words are
-// laid out like GatherArgs (err and tag at the same places).
-struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag; };
+// [0, dim - rows] writes nothing and records an error, as a gather does. Its words are laid out
+// like GatherArgs (err, tag and claim at the same places).
+struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag, claim; };
 template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
   const i64 s = (i64)*(const I*)a.start;
   if (s < 0 || s > a.dim - a.rows) {
-    if (a.err && blockIdx.x == 0 && threadIdx.x == 0) {
-      u64* e = (u64*)a.err;
-      if (atomicCAS((unsigned long long*)e, 0ull, (unsigned long long)a.tag) == 0ull) e[1] = (u64)s;
-    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) record_error(a.err, a.claim, a.tag, s, a.dim, a.rows);
     return;
   }
   T* d = (T*)a.dst;

@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
 
@@ -131,6 +132,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
   }
   sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
   size_t workspace = 0;
+  int64_t counters = 0;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const Kernel& k = p.kernels[ki];
     Step step;
@@ -161,9 +163,13 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
         step.launches.push_back(std::move(g));
       }
     } else if (k.kind == KernelKind::kAttention) {
-      auto l = plan_attention(p, k, kernels_[ki].flash, kernels_[ki].fn, slots);
+      auto l = plan_attention(p, k, kernels_[ki].attention, slots, sm_count_);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
+      for (const Launch& x : step.launches) {
+        workspace = std::max(workspace, static_cast<size_t>(x.workspace_bytes));
+        counters = std::max(counters, x.counters);
+      }
     } else if (k.kind == KernelKind::kPlugin) {
       auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
@@ -180,20 +186,23 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
       if ((k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice) && !step.launches.empty()) {
-        if (!gather_error_.defined()) {
-          TRIPY_ASSIGN_OR_RETURN(gather_error_, empty_device(DType::kInt64, {2}, stream));
-          TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(gather_error_.data()), 0, 16, stream));
+        if (!errors_) {
+          auto record = ErrorRecord::create([this](const ErrorRecord::Fields& f) { return explain_error(f); }, stream);
+          if (!record.ok()) return record.status();
+          errors_ = std::move(record).value();
         }
         for (Launch& g : step.launches) {
-          if (g.words.size() <= kGatherTagWord) continue;  // update_slice's copy of its operand
-          g.words[kGatherErrorWord] = reinterpret_cast<int64_t>(gather_error_.data());
+          if (g.words.size() <= kGatherClaimWord) continue;  // update_slice's copy of its operand
+          g.words[kGatherErrorWord] = static_cast<int64_t>(errors_->record());
           g.words[kGatherTagWord] = static_cast<int64_t>(ki) + 1;
+          g.words[kGatherClaimWord] = static_cast<int64_t>(errors_->claim());
         }
       }
     }
     sig->steps.push_back(std::move(step));
   }
   TRIPY_RETURN_IF_ERROR(ensure_workspace(workspace, stream));
+  TRIPY_RETURN_IF_ERROR(ensure_counters(counters, stream));
   Signature* raw = sig.get();
   signatures_[slots] = std::move(sig);
   return raw;
@@ -210,6 +219,21 @@ Status CudaLoadedProgram::ensure_workspace(size_t bytes, CUstream stream) {
   if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
   TRIPY_ASSIGN_OR_RETURN(workspace_, empty_device(DType::kInt8, {static_cast<int64_t>(bytes)}, stream));
   workspace_capacity_ = static_cast<int64_t>(bytes);
+  return ok_status();
+}
+
+// Split attention's counters: each launch's last block per group leaves its counter at zero
+// again, so they are zeroed once, here. Graphs hold their address: growing drops them.
+Status CudaLoadedProgram::ensure_counters(int64_t count, CUstream stream) {
+  if (count <= counters_capacity_) return ok_status();
+  for (auto& [key, s] : signatures_) {
+    if (s->exec) (void)TRIPY_CUDA(cuGraphExecDestroy(s->exec));
+    s->exec = nullptr;
+  }
+  if (last_stream_) TRIPY_CUDA_TRY(cuStreamSynchronize(last_stream_));
+  TRIPY_ASSIGN_OR_RETURN(counters_, empty_device(DType::kInt32, {count}, stream));
+  TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(counters_.data()), 0, static_cast<size_t>(count) * 4, stream));
+  counters_capacity_ = count;
   return ok_status();
 }
 
@@ -333,6 +357,8 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
     if (step.conv) st = run_conv_step(step, k, base, stream);
     for (Launch& l : step.launches) {
       if (!st.ok()) break;
+      if (l.workspace_word >= 0) l.words[l.workspace_word] = reinterpret_cast<int64_t>(workspace_.data());
+      if (l.counters_word >= 0) l.words[l.counters_word] = reinterpret_cast<int64_t>(counters_.data());
       st = launch(l, base, stream);
     }
     if (!st.ok()) return st.note("in kernel '" + k.name + "'").at(source_of(step.kernel));
@@ -491,6 +517,9 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
       return invalid_argument("input '" + p.inputs[i].name + "' is on " + inputs[i].device().str() +
                               ", but this executable runs on gpu:0 (use tp.copy to move it)");
 
+  // An error an earlier call's kernels recorded (and that has reached the host by now) is this
+  // call's error: no call runs on after one that failed. Checking waits for nothing.
+  if (errors_) TRIPY_RETURN_IF_ERROR(errors_->take());
   TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
   if (sig->arena_bytes > arena_capacity_) {
     // Graphs hold the old arena's addresses: drop them along with it.
@@ -558,35 +587,25 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     resolve(base, in_ptrs, out_ptrs);
     TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
-  TRIPY_RETURN_IF_ERROR(check_gathers(*sig, stream));
   return outputs;
 }
 
-// Programs with gathers wait for their results so that an index out of range is an error here,
-// at the call, as on the CPU, rather than a silent zero.
-Status CudaLoadedProgram::check_gathers(const Signature& sig, CUstream stream) {
-  if (!gather_error_.defined()) return ok_status();
-  const CUdeviceptr rec = reinterpret_cast<CUdeviceptr>(gather_error_.data());
-  int64_t host[2] = {0, 0};
-  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(host, rec, sizeof(host), stream));
-  TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
-  if (host[0] <= 0 || host[0] > static_cast<int64_t>(program_->kernels.size())) return ok_status();
-  TRIPY_CUDA_TRY(cuMemsetD8Async(rec, 0, 16, stream));
-  const int32_t ki = static_cast<int32_t>(host[0] - 1);
+// A recorded gather or update_slice error as the user's error, naming the kernel's line.
+Status CudaLoadedProgram::explain_error(const ErrorRecord::Fields& f) const {
+  if (f.tag <= 0 || f.tag > static_cast<int64_t>(program_->kernels.size()))
+    return internal_error("a GPU kernel recorded an error with an unknown tag " + std::to_string(f.tag));
+  const int32_t ki = static_cast<int32_t>(f.tag - 1);
   const Kernel& k = program_->kernels[ki];
-  const int64_t dim = sig.shapes[k.inputs[0]][k.axis];
   if (k.kind == KernelKind::kUpdateSlice) {
-    const int64_t rows = sig.shapes[k.inputs[1]][k.axis];
     return Status(StatusCode::kOutOfRange,
-                  "kernel '" + k.name + "': writes " + std::to_string(rows) + " row(s) at " +
-                      std::to_string(host[1]) + " along dimension " + std::to_string(k.axis) +
-                      ", but that dimension has size " + std::to_string(dim) + ": the start must lie in [0, " +
-                      std::to_string(dim - rows) + "]",
+                  "kernel '" + k.name + "': writes " + std::to_string(f.rows) + " row(s) at " + std::to_string(f.value) +
+                      " along dimension " + std::to_string(k.axis) + ", but that dimension has size " +
+                      std::to_string(f.dim) + ": the start must lie in [0, " + std::to_string(f.dim - f.rows) + "]",
                   source_of(ki));
   }
   return Status(StatusCode::kInvalidArgument,
-                "index " + std::to_string(host[1]) + " is out of bounds for axis " + std::to_string(k.axis) +
-                    " with size " + std::to_string(dim),
+                "index " + std::to_string(f.value) + " is out of bounds for axis " + std::to_string(k.axis) +
+                    " with size " + std::to_string(f.dim),
                 source_of(ki));
 }
 

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/cuda_conv.h"
+#include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_launch.h"
 
@@ -25,8 +27,8 @@ struct ModuleSet {
 
 // What load() resolved for each kernel of the program.
 struct KernelCode {
-  CUfunction fn = nullptr;  // kFused; kAttention: the generic kernel; kConv, kPool: the fixed module's function for its dtype
-  CUfunction flash = nullptr;  // kAttention: the tensor-core kernel, when one was generated
+  CUfunction fn = nullptr;  // kFused; kConv, kPool: the fixed module's function for its dtype
+  AttentionFunctions attention;  // kAttention
   FusedLayout layout;       // kFused
   AlgoBytes algo;           // kDot, kConv: the tuned algorithm, or empty
 };
@@ -80,6 +82,7 @@ class CudaLoadedProgram final : public LoadedProgram {
                         size_t* workspace);
   Status run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
   Status ensure_workspace(size_t bytes, CUstream stream);
+  Status ensure_counters(int64_t count, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   // The steps in order, calling `mark` before each and after the last (profiling events).
   Status execute_steps(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream,
@@ -91,7 +94,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status capture(Signature& sig, const std::vector<CUdeviceptr>& caller_in, const std::vector<CUdeviceptr>& caller_out,
                  CUstream stream);
   bool in_caller_memory(const BufferDesc& d) const;
-  Status check_gathers(const Signature& sig, CUstream stream);
+  Status explain_error(const ErrorRecord::Fields& f) const;
   Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                 CUstream stream);
   void resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
@@ -107,7 +110,11 @@ class CudaLoadedProgram final : public LoadedProgram {
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
   int64_t workspace_capacity_ = 0;
-  Tensor gather_error_;  // {tag, index} of the first out-of-range gather or update_slice start; zero when none
+  Tensor counters_;  // int32, zero between launches: split attention's per-group arrival counters
+  int64_t counters_capacity_ = 0;
+  // The first out-of-range gather index or update_slice start of a run, read without waiting
+  // (created with the first such kernel; cuda_error_record.h).
+  std::unique_ptr<ErrorRecord> errors_;
   int64_t arena_capacity_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Signature>> signatures_;
   void* stream_ = nullptr;
