@@ -141,5 +141,21 @@ return %2
   EXPECT_NE(st.message().find("channels do not match"), std::string::npos) << st.message();
 }
 
+TEST(ChannelsLast, AConcatenationOfChannelsLastValuesStaysChannelsLast) {
+  // UNet's skip: concat([conv(x), x], channels) feeds a convolution with no layout change between.
+  const std::string out = rewritten(R"(%0 : f16[1, 2, 3, 3] = parameter() {index = 0}
+%1 : f16[2, 2, 1, 1] = constant() {value = [1, 2, 3, 4]}
+%2 : f16[1, 2, 3, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%3 : f16[1, 4, 3, 3] = concatenate(%2, %0) {dims = [1]}
+%4 : f16[1, 4, 1, 1] = constant() {value = [1, 2, 3, 4]}
+%5 : f16[1, 1, 3, 3] = convolution(%3, %4) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+return %5
+)");
+  EXPECT_NE(out.find("f16[1, 3, 3, 4] = concatenate(%3, %1) {dims = [3]}"), std::string::npos) << out;
+  size_t transposes = 0;
+  for (size_t at = 0; (at = out.find("transpose(", at)) != std::string::npos; ++at) ++transposes;
+  EXPECT_EQ(transposes, 2u) << out;
+}
+
 }  // namespace
 }  // namespace tripy::flat

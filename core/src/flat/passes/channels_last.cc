@@ -5,7 +5,7 @@
 // elementwise ops (bias, residual, activation) between convolutions, so a chain of convolutions
 // changes layout only at its edges: one transpose where a channels-first value enters (the input
 // image) and one where a channels-last value leaves for an op that needs channels-first (a
-// reduction, a reshape, an output). Constant weights are re-laid out here, once, in one pass
+// reduction, a reshape, an output). Concatenations of channels-last values stay channels-last. Constant weights are re-laid out here, once, in one pass
 // over their bytes.
 //
 // The rewrite keeps, per original value, its channels-first value in the new graph and its
@@ -95,6 +95,7 @@ class Rewriter {
       } else if (runs_last(src)) {
         Op op = src;
         for (ValueId& v : op.operands) v = last(v);
+        if (op.kind == OpKind::kConcatenate) op.dims = {last_position(src.dims[0], val.shape.size())};
         last_[src.result] = out_.add(std::move(op), val.dtype, rt::from_channels_first(Layout::kChannelsLast, val.shape));
       } else {
         Op op = src;
@@ -108,10 +109,12 @@ class Rewriter {
   }
 
  private:
-  // An elementwise op reading at least one channels-last twin, whose other operands are
-  // twins or broadcasts (which become broadcasts along the permuted dims, free in fused kernels).
+  // An elementwise op (or a concatenation: UNet's skip connections) reading at least one
+  // channels-last twin, whose other operands are twins or broadcasts (which become broadcasts
+  // along the permuted dims, free in fused kernels).
   bool runs_last(const Op& op) const {
-    if (op.kind != OpKind::kElementwise || g_.values[op.result].shape.size() < 3) return false;
+    if (op.kind != OpKind::kElementwise && op.kind != OpKind::kConcatenate) return false;
+    if (g_.values[op.result].shape.size() < 3) return false;
     bool any = false;
     for (ValueId v : op.operands) {
       if (last_[v] >= 0) any = any || g_.def(v).kind != OpKind::kBroadcast;
