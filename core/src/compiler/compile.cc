@@ -1,6 +1,9 @@
 // compile_graph: the compiler's back half, stage by stage, each stage dumpable for TRIPY_DEBUG.
 #include "compiler/compile.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/backend.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
@@ -24,6 +27,22 @@ Status debug_verified(const flat::Graph& g, const char* pass) {
   (void)pass;
   return ok_status();
 #endif
+}
+
+// Which convolutions run channels-last: none, the narrow-float ones (tensor cores want NHWC), or
+// every float one (TRIPY_CHANNELS_LAST=1: tests of the channels-last kernels on any device).
+enum class ChannelsLastScope { kNone, kNarrow, kAll };
+ChannelsLastScope channels_last_scope(const CompileOptions& o) {
+  using C = CompileOptions::ChannelsLast;
+  C choice = o.channels_last;
+  if (choice == C::kAuto) {
+    const char* env = std::getenv("TRIPY_CHANNELS_LAST");
+    if (env && std::strcmp(env, "0") == 0) choice = C::kOff;
+    if (env && std::strcmp(env, "1") == 0) choice = C::kAll;
+  }
+  if (choice == C::kOff) return ChannelsLastScope::kNone;
+  if (choice == C::kAll) return ChannelsLastScope::kAll;
+  return o.device.kind == Device::Kind::kGpu ? ChannelsLastScope::kNarrow : ChannelsLastScope::kNone;
 }
 
 }  // namespace
@@ -72,6 +91,12 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
       graph = std::move(*merged);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "merge_conv_biases"));
     }
+    if (const ChannelsLastScope scope = channels_last_scope(options); scope != ChannelsLastScope::kNone)
+      if (std::optional<flat::Graph> last = flat::channels_last(graph, scope == ChannelsLastScope::kAll)) {
+        TRIPY_RETURN_IF_ERROR(debug_verified(*last, "channels_last"));
+        graph = flat::simplify(*last);  // a transpose the user wrote may now meet its inverse
+        TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+      }
   }
   graph = flat::dce(graph);
   dump("flat.optimized", [&] { return graph.str(); });

@@ -21,7 +21,9 @@ const char* op_kind_name(OpKind kind) {
   return i < kOpKindNames.size() ? kOpKindNames[i] : "invalid";
 }
 
-Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvAttrs& a) {
+Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvAttrs& a) {
+  const Shape input = rt::to_channels_first(a.layout, stored_input);
+  const Shape weight = rt::to_channels_first(a.layout, stored_weight);
   const int64_t w0 = weight[0].static_value(), w1 = weight[1].static_value();
   Shape out = {input[0], Dim(a.transposed ? w1 * a.groups : w0)};
   for (size_t d = 0; d < a.spatial(); ++d) {
@@ -34,16 +36,17 @@ Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvA
                     Dim(1));
     }
   }
-  return out;
+  return rt::from_channels_first(a.layout, std::move(out));
 }
 
-Shape pool_result_shape(const Shape& input, const rt::PoolAttrs& a) {
+Shape pool_result_shape(const Shape& stored_input, const rt::PoolAttrs& a) {
+  const Shape input = rt::to_channels_first(a.layout, stored_input);
   Shape out = {input[0], input[1]};
   for (size_t d = 0; d < a.spatial(); ++d)
     out.push_back(Dim::make(DimOp::kFloorDiv, input[d + 2] + Dim(a.pad_before[d] + a.pad_after[d] - a.window[d]),
                             Dim(a.stride[d])) +
                   Dim(1));
-  return out;
+  return rt::from_channels_first(a.layout, std::move(out));
 }
 
 ValueId Graph::add(Op op, DType dtype, Shape shape) {

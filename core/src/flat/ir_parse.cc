@@ -365,6 +365,11 @@ class Parser {
           if (kind == "max") op.pool.kind = rt::PoolAttrs::Kind::kMax;
           else if (kind == "avg") op.pool.kind = rt::PoolAttrs::Kind::kAvg;
           else return c.error("unknown pooling kind '" + kind + "'");
+        } else if (key == "layout") {
+          std::string layout = c.ident();
+          if (layout == "channels_last") op.conv.layout = rt::Layout::kChannelsLast;
+          else if (layout == "channels_first") op.conv.layout = rt::Layout::kChannelsFirst;
+          else return c.error("unknown layout '" + layout + "'");
         } else if (key == "window") {
           TRIPY_ASSIGN_OR_RETURN(op.pool.window, int_list(c));
         } else if (key == "count_include_pad") {
@@ -416,6 +421,7 @@ class Parser {
       op.pool.stride = std::move(op.conv.stride);
       op.pool.pad_before = std::move(op.conv.pad_before);
       op.pool.pad_after = std::move(op.conv.pad_after);
+      op.pool.layout = op.conv.layout;
       op.conv = rt::ConvAttrs();
     }
     ValueId id = g_.add(std::move(op), *dtype, std::move(shape));

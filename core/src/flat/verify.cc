@@ -280,6 +280,7 @@ class Verifier {
     const Value& x = g_.values[op.operands[0]];
     const rt::PoolAttrs& a = op.pool;
     if (x.dtype != r.dtype) return fail(&op, "dtype changes");
+    if (a.layout > rt::Layout::kChannelsLast) return fail(&op, "has an invalid layout");
     const size_t nd = x.shape.size() - 2;
     if (x.shape.size() < 3 || nd > rt::kMaxConvSpatialDims) return fail(&op, "the input needs 1 to 3 spatial dims");
     if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
@@ -292,13 +293,17 @@ class Verifier {
 
   Status check_convolution(const Op& op, const Value& r) const {
     TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
-    const Value& x = g_.values[op.operands[0]];
-    const Value& w = g_.values[op.operands[1]];
+    const Value& xv = g_.values[op.operands[0]];
+    const Value& wv = g_.values[op.operands[1]];
     const rt::ConvAttrs& a = op.conv;
-    if (x.dtype != w.dtype || x.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
-    const size_t nd = x.shape.size() - 2;
-    if (x.shape.size() < 3 || nd > rt::kMaxConvSpatialDims || w.shape.size() != x.shape.size())
+    if (xv.dtype != wv.dtype || xv.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
+    if (a.layout > rt::Layout::kChannelsLast) return fail(&op, "has an invalid layout");
+    const size_t nd = xv.shape.size() - 2;
+    if (xv.shape.size() < 3 || nd > rt::kMaxConvSpatialDims || wv.shape.size() != xv.shape.size())
       return fail(&op, "input and weight need one rank with 1 to 3 spatial dims");
+    // The rules are stated channels-first: read channels-last operands in that order.
+    const Value x{xv.dtype, rt::to_channels_first(a.layout, xv.shape), xv.def};
+    const Value w{wv.dtype, rt::to_channels_first(a.layout, wv.shape), wv.def};
     if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
         a.output_padding.size() != nd)
       return fail(&op, "stride, padding, dilation and output padding need one entry per spatial dim");
@@ -312,7 +317,7 @@ class Verifier {
     const Dim in_c = a.transposed ? Dim(w0) : Dim(w1 * a.groups);
     if (!may_equal(x.shape[1], in_c)) return fail(&op, "the input's channels do not match the weight's");
     if (w0 % a.groups != 0) return fail(&op, "groups must divide the channels");
-    return expect_shape(op, conv_result_shape(x.shape, w.shape, a), r.shape, "the result");
+    return expect_shape(op, conv_result_shape(xv.shape, wv.shape, a), r.shape, "the result");
   }
 
   Status check_dot(const Op& op, const Value& r) const {

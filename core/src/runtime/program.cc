@@ -279,6 +279,7 @@ std::string conv_attrs_text(const ConvAttrs& a) {
   if (a.activation == Activation::kRelu) s += ", activation = relu";
   if (a.activation == Activation::kGelu) s += ", activation = gelu";
   if (a.activation == Activation::kSilu) s += ", activation = silu";
+  if (a.layout == Layout::kChannelsLast) s += ", layout = channels_last";
   return s;
 }
 
@@ -302,6 +303,7 @@ std::string pool_attrs_text(const PoolAttrs& a) {
                   ", stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) +
                   ", pad_after = " + list(a.pad_after);
   if (a.kind == PoolAttrs::Kind::kAvg && !a.count_include_pad) s += ", count_include_pad = 0";
+  if (a.layout == Layout::kChannelsLast) s += ", layout = channels_last";
   return s;
 }
 

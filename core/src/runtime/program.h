@@ -3,6 +3,7 @@
 // computes every dynamic size ("slot") from the actual input shapes.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -173,6 +174,24 @@ AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::ve
 std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes);
 
 
+// Where the channels of a convolution's or pooling's operands sit. Channels-first: activations
+// (N, C, spatial...), weights (w0, w1, k...); channels-last: activations (N, spatial..., C) and
+// weights (w0, k..., w1), the order cuDNN's tensor-core kernels read (NHWC, KRSC). The rules below
+// are stated channels-first; a channels-last operand is the same tensor stored permuted.
+enum class Layout : uint8_t { kChannelsFirst = 0, kChannelsLast = 1 };
+// The channels-first order of a dims list stored in `layout` (its last entry moves to index 1),
+// and back. Shapes of rank < 3 are returned unchanged.
+template <class T>
+std::vector<T> to_channels_first(Layout layout, std::vector<T> v) {
+  if (layout == Layout::kChannelsLast && v.size() >= 3) std::rotate(v.begin() + 1, v.end() - 1, v.end());
+  return v;
+}
+template <class T>
+std::vector<T> from_channels_first(Layout layout, std::vector<T> v) {
+  if (layout == Layout::kChannelsLast && v.size() >= 3) std::rotate(v.begin() + 1, v.begin() + 2, v.end());
+  return v;
+}
+
 // A convolution over (N, C, spatial...) with 1 to 3 spatial dims; every list has one entry per
 // spatial dim. Forward: weight (O, C / groups, k...), out = floor((n + before + after - span) /
 // stride) + 1 with span = dilation * (k - 1) + 1. Transposed (the gradient of the forward one with
@@ -187,6 +206,7 @@ struct ConvAttrs {
   // bias (O values, as [O] or [O, 1, 1]) and the residual (the output's shape) when present.
   bool has_bias = false, has_residual = false;
   Activation activation = Activation::kNone;
+  Layout layout = Layout::kChannelsFirst;  // of x, w, out and the residual alike
   size_t spatial() const { return stride.size(); }
 };
 // Output size of spatial dim `d` for an input size `n` and kernel size `k` (may be < 1: invalid).
@@ -217,6 +237,7 @@ struct PoolAttrs {
   Kind kind = Kind::kMax;
   std::vector<int64_t> window, stride, pad_before, pad_after;
   bool count_include_pad = true;
+  Layout layout = Layout::kChannelsFirst;  // of the input and the output
   size_t spatial() const { return window.size(); }
 };
 // Output size of spatial dim `d` for an input size `n` (< 1 when the window does not fit).

@@ -19,6 +19,8 @@ constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
 constexpr const char* kPoolKinds[] = {"max", "avg"};
 constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
+constexpr const char* kLayouts[] = {"channels_first", "channels_last"};
+static_assert(std::size(kLayouts) == static_cast<size_t>(Layout::kChannelsLast) + 1);
 static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
@@ -137,6 +139,8 @@ json kernel_to_json(const Kernel& k) {
                  {"dilation", c.dilation}, {"output_padding", c.output_padding}, {"groups", c.groups},
                  {"transposed", c.transposed}, {"has_bias", c.has_bias}, {"has_residual", c.has_residual},
                  {"activation", name_of(kActivations, c.activation)}};
+    // Written only where it is not the default, so files without it read as channels-first.
+    if (c.layout != Layout::kChannelsFirst) j["conv"]["layout"] = name_of(kLayouts, c.layout);
   }
   if (k.kind == KernelKind::kPlugin) {
     const PluginAttrs& p = k.plugin;
@@ -147,6 +151,7 @@ json kernel_to_json(const Kernel& k) {
     const PoolAttrs& a = k.pool;
     j["pool"] = {{"kind", name_of(kPoolKinds, a.kind)}, {"window", a.window}, {"stride", a.stride},
                  {"pad_before", a.pad_before}, {"pad_after", a.pad_after}, {"count_include_pad", a.count_include_pad}};
+    if (a.layout != Layout::kChannelsFirst) j["pool"]["layout"] = name_of(kLayouts, a.layout);
   }
   if (!k.perm.empty()) j["perm"] = k.perm;
   if (!k.starts.empty()) j["starts"] = k.starts;
@@ -238,6 +243,7 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
     k.conv.has_bias = json_flag(*c, "has_bias", cp);
     k.conv.has_residual = json_flag(*c, "has_residual", cp);
     k.conv.activation = parse_name<Activation>(kActivations, json_field(*c, "activation", cp), cp + ".activation");
+    if (const json* l = optional_field(*c, "layout")) k.conv.layout = parse_name<Layout>(kLayouts, *l, cp + ".layout");
   }
   if (const json* p = optional_field(j, "plugin")) {
     const std::string pp = path + ".plugin";
@@ -256,6 +262,7 @@ Kernel kernel_from_json(const json& j, const std::string& path) {
     k.pool.pad_before = ints("pad_before");
     k.pool.pad_after = ints("pad_after");
     k.pool.count_include_pad = json_flag(*c, "count_include_pad", pp);
+    if (const json* l = optional_field(*c, "layout")) k.pool.layout = parse_name<Layout>(kLayouts, *l, pp + ".layout");
   }
   if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
   if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");

@@ -376,6 +376,7 @@ class Validator {
   Status check_conv(const Kernel& kn, const Bad& bad) {
     const ConvAttrs& c = kn.conv;
     if (c.activation > Activation::kSilu) return bad("has an invalid activation");
+    if (c.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (!(kn.inputs.size() == 2u + c.has_bias + c.has_residual && kn.outputs.size() == 1))
       return bad("needs an input, a weight, the bias and residual it declares, and 1 output");
     const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;
@@ -406,6 +407,7 @@ class Validator {
   Status check_pool(const Kernel& kn, const Bad& bad) {
     const PoolAttrs& a = kn.pool;
     if (a.kind > PoolAttrs::Kind::kAvg) return bad("has an invalid pooling kind");
+    if (a.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (kn.inputs.size() != 1 || kn.outputs.size() != 1) return bad("needs 1 input and 1 output");
     const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;
     if (rank < 3 || nd > kMaxConvSpatialDims || rank_of(kn.outputs[0]) != rank)

@@ -204,10 +204,12 @@ class RunChecker {
   // kernel that walks the output and reads the input where the formula says stays inside both.
   std::string check_conv(const Kernel& k) const {
     const ConvAttrs& c = k.conv;
-    const auto& x = shape(k.inputs[0]);
-    const auto& w = shape(k.inputs[1]);
-    const auto& o = shape(k.outputs[0]);
-    const std::string what = "convolves " + dims_str(x) + " with " + dims_str(w) + " into " + dims_str(o);
+    const std::string what = "convolves " + dims_str(shape(k.inputs[0])) + " with " + dims_str(shape(k.inputs[1])) +
+                             " into " + dims_str(shape(k.outputs[0]));
+    // The rules are stated channels-first: channels-last buffers are read in that order.
+    const auto x = to_channels_first(c.layout, shape(k.inputs[0]));
+    const auto w = to_channels_first(c.layout, shape(k.inputs[1]));
+    const auto o = to_channels_first(c.layout, shape(k.outputs[0]));
     const int64_t in_c = c.transposed ? w[0] : w[1] * c.groups;
     const int64_t out_c = c.transposed ? w[1] * c.groups : w[0];
     if (x[0] != o[0] || x[1] != in_c || o[1] != out_c || in_c % c.groups != 0 || out_c % c.groups != 0) return what;
@@ -215,15 +217,16 @@ class RunChecker {
       if (w[d + 2] < 1 || o[d + 2] != conv_output_size(c, d, x[d + 2], w[d + 2])) return what;
     // The bias is one value per output channel, in any shape holding exactly those ([O], [O, 1, 1]).
     if (c.has_bias && numel_of(shape(k.inputs[2])) != out_c) return what + " with bias " + dims_str(shape(k.inputs[2]));
-    if (c.has_residual && shape(k.inputs.back()) != o) return what + " with residual " + dims_str(shape(k.inputs.back()));
+    if (c.has_residual && shape(k.inputs.back()) != shape(k.outputs[0]))
+      return what + " with residual " + dims_str(shape(k.inputs.back()));
     return "";
   }
 
   std::string check_pool(const Kernel& k) const {
     const PoolAttrs& a = k.pool;
-    const auto& x = shape(k.inputs[0]);
-    const auto& o = shape(k.outputs[0]);
-    const std::string what = "pools " + dims_str(x) + " into " + dims_str(o);
+    const std::string what = "pools " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
+    const auto x = to_channels_first(a.layout, shape(k.inputs[0]));
+    const auto o = to_channels_first(a.layout, shape(k.outputs[0]));
     if (x[0] != o[0] || x[1] != o[1]) return what;
     for (size_t d = 0; d < a.spatial(); ++d)
       if (o[d + 2] != pool_output_size(a, d, x[d + 2])) return what;

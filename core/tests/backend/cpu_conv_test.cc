@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "cuda_test_cases.h"
 #include "runtime/program_json.h"
@@ -59,8 +60,55 @@ TEST(CpuConv, OneDnnMatchesTheDirectLoops) {
   }
 }
 
+double worst_difference(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel() && a.shape() == b.shape(); ++i)
+    worst = std::max(worst, std::fabs(at(a, i) - at(b, i)) / (1 + std::fabs(at(b, i))));
+  return worst;
+}
+
+// Channels-last kernels against channels-first ones on the same data, each through oneDNN and
+// the direct loops: the channels-last output is the channels-first output stored channels-last.
+TEST(CpuConv, ChannelsLastMatchesChannelsFirstStoredChannelsLast) {
+  const std::vector<GpuCase> first = conv_cases(), last = channels_last_conv_cases();
+  ASSERT_EQ(first.size(), last.size());
+  for (bool direct : {false, true}) {
+    if (direct) setenv("TRIPY_CPU_CONV", "direct", 1);
+    for (size_t i = 0; i < first.size(); ++i) {
+      SCOPED_TRACE(last[i].name + (direct ? " (direct)" : " (oneDNN)"));
+      auto want = run_cpu(first[i]);
+      auto got = run_cpu(last[i]);
+      ASSERT_TRUE(want.ok()) << want.status().message();
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      const DType t = (*got)[0].dtype();
+      const double tol = t == DType::kFloat32 ? 1e-5 : t == DType::kFloat16 ? 2e-3 : 1.6e-2;
+      EXPECT_LE(worst_difference((*got)[0], to_channels_last((*want)[0])), tol);
+    }
+    if (direct) unsetenv("TRIPY_CPU_CONV");
+  }
+}
+
+TEST(CpuPool, ChannelsLastMatchesChannelsFirstStoredChannelsLast) {
+  const std::vector<GpuCase> first = pool_cases(), last = pool_cases(Layout::kChannelsLast);
+  for (size_t i = 0; i < first.size(); ++i) {
+    SCOPED_TRACE(last[i].name);
+    auto want = run_cpu(first[i]);
+    auto got = run_cpu(last[i]);
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const Tensor expected = to_channels_last((*want)[0]);
+    ASSERT_EQ((*got)[0].nbytes(), expected.nbytes());
+    // Same windows summed in the same order: equal to the bit.
+    EXPECT_EQ(std::memcmp((*got)[0].data(), expected.data(), static_cast<size_t>(expected.nbytes())), 0);
+  }
+}
+
 TEST(CpuConv, EveryTestConvolutionIsAValidProgramThatRoundTripsThroughJson) {
-  for (const GpuCase& c : conv_cases()) {
+  std::vector<GpuCase> cases = conv_cases();
+  for (GpuCase& c : channels_last_conv_cases()) cases.push_back(std::move(c));
+  for (GpuCase& c : pool_cases(Layout::kChannelsLast)) cases.push_back(std::move(c));
+  for (const GpuCase& c : cases) {
     SCOPED_TRACE(c.name);
     Program p = complete(c);
     Status st = validate_program(p);
@@ -69,7 +117,21 @@ TEST(CpuConv, EveryTestConvolutionIsAValidProgramThatRoundTripsThroughJson) {
     ASSERT_TRUE(program_from_json(program_to_json(p), &back).ok());
     EXPECT_EQ(program_to_json(back), program_to_json(p));
     EXPECT_EQ(conv_attrs_text(back.kernels[0].conv), conv_attrs_text(p.kernels[0].conv));
+    EXPECT_EQ(pool_attrs_text(back.kernels[0].pool), pool_attrs_text(p.kernels[0].pool));
+    EXPECT_EQ(back.kernels[0].conv.layout, p.kernels[0].conv.layout);
+    EXPECT_EQ(back.kernels[0].pool.layout, p.kernels[0].pool.layout);
   }
+}
+
+TEST(CpuConv, AnUnknownLayoutInAFileIsRejected) {
+  Program p = complete(channels_last_conv_cases()[0]);
+  nlohmann::json j = program_to_json(p);
+  ASSERT_EQ(j["kernels"][0]["conv"]["layout"], "channels_last");
+  j["kernels"][0]["conv"]["layout"] = "nhwc";
+  Program back;
+  Status st = program_from_json(j, &back);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("layout: unknown name 'nhwc'"), std::string::npos) << st.message();
 }
 
 struct ConvCorruption {
@@ -102,6 +164,7 @@ const ConvCorruption kConvCorruptions[] = {
     {"undeclared_bias", [](Kernel& k) { k.conv.has_bias = false; }, "needs an input, a weight"},
     {"activation", [](Kernel& k) { k.conv.activation = static_cast<Activation>(9); }, "invalid activation"},
     {"residual_rank", [](Kernel& k) { k.inputs[3] = k.inputs[2]; }, "residual of another rank"},
+    {"layout", [](Kernel& k) { k.conv.layout = static_cast<Layout>(2); }, "invalid layout"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Corruptions, ConvValidateRejects, ::testing::ValuesIn(kConvCorruptions),
@@ -120,6 +183,20 @@ TEST(CpuConv, RunCheckRejectsAnOutputTheAttributesDoNotGive) {
   Status st = check_run_shapes(p, c.inputs, slots);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("convolves (2, 8, 9, 9) with (16, 8, 3, 3) into (2, 16, 9, 9)"), std::string::npos)
+      << st.message();
+}
+
+TEST(CpuConv, RunCheckReadsChannelsLastShapesInTheirOrder) {
+  const GpuCase c = channels_last_conv_cases()[3];  // conv_bias_add_relu: (2, 9, 9, 8) -> (2, 5, 5, 16)
+  Program p = complete(c);
+  std::vector<int64_t> slots = c.slots;
+  Status ok = check_run_shapes(p, c.inputs, slots);
+  EXPECT_TRUE(ok.ok()) << ok.message();
+  // The same buffers claimed channels-first: 9 channels against a weight for 8.
+  p.kernels[0].conv.layout = Layout::kChannelsFirst;
+  Status st = check_run_shapes(p, c.inputs, slots);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("convolves (2, 9, 9, 8) with (16, 3, 3, 8) into (2, 5, 5, 16)"), std::string::npos)
       << st.message();
 }
 

@@ -34,7 +34,8 @@ TEST(CudaConv, LaunchWordsRightAlignTheSpatialDims) {
   ASSERT_EQ(c.name, "conv_1d");
   rt::cuda::ConvProblem pr = problem_of(c);
   rt::cuda::Launch l = rt::cuda::plan_conv_launch(c.program.kernels[0], pr, nullptr, false, 132);
-  ASSERT_EQ(l.words.size(), 30u);
+  ASSERT_EQ(l.words.size(), 31u);
+  EXPECT_EQ(l.words[30], 0);  // channels-first
   EXPECT_EQ(l.words[5], 0);                                                 // full convolution
   EXPECT_EQ((std::vector<int64_t>{l.words[6], l.words[7], l.words[8], l.words[9]}), (std::vector<int64_t>{2, 3, 5, 1}));
   EXPECT_EQ((std::vector<int64_t>(l.words.begin() + 10, l.words.begin() + 13)), (std::vector<int64_t>{1, 1, 11}));

@@ -3,6 +3,7 @@
 // backends and compares; the codegen test compiles every generated kernel with NVRTC (no GPU).
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -189,7 +190,7 @@ inline ConvAttrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> pa
 inline GpuCase conv(const std::string& name, const ConvSpec& s) {
   ProgramBuilder b;
   std::vector<int32_t> ids{b.input(s.dtype, s.x), b.input(s.dtype, s.w)};
-  if (s.attrs.has_bias) ids.push_back(b.input(s.dtype, {s.out[1]}));
+  if (s.attrs.has_bias) ids.push_back(b.input(s.dtype, {to_channels_first(s.attrs.layout, s.out)[1]}));
   if (s.attrs.has_residual) ids.push_back(b.input(s.dtype, s.out));
   int32_t o = b.output(s.dtype, s.out);
   b.kernel(KernelKind::kConv, name, ids, {o}).conv = s.attrs;
@@ -201,30 +202,123 @@ inline GpuCase conv(const std::string& name, const ConvSpec& s) {
   return c;
 }
 
+// A channels-first tensor (d0, d1, rest...) stored channels-last, (d0, rest..., d1); tensors of
+// rank < 3 (a bias) are returned as they are.
+inline Tensor to_channels_last(const Tensor& t) {
+  const std::vector<int64_t>& s = t.shape();
+  if (s.size() < 3) return t;
+  Tensor out = Tensor::empty_host(t.dtype(), from_channels_first(Layout::kChannelsLast, s));
+  const int64_t d0 = s[0], d1 = s[1], rest = t.numel() / std::max<int64_t>(d0 * d1, 1), es = dtype_size(t.dtype());
+  const char* src = static_cast<const char*>(t.data());
+  char* dst = static_cast<char*>(out.data());
+  for (int64_t a = 0; a < d0; ++a)
+    for (int64_t b = 0; b < d1; ++b)
+      for (int64_t r = 0; r < rest; ++r)
+        std::memcpy(dst + ((a * rest + r) * d1 + b) * es, src + ((a * d1 + b) * rest + r) * es, static_cast<size_t>(es));
+  return out;
+}
+
+inline std::vector<std::pair<std::string, ConvSpec>> conv_specs();
+
 inline std::vector<GpuCase> conv_cases() {
-  const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16;
   std::vector<GpuCase> cs;
+  for (const auto& [name, spec] : conv_specs()) cs.push_back(conv(name, spec));
+  return cs;
+}
+
+// conv_cases() channels-last (name + "_channels_last"), each on its channels-first case's
+// inputs stored channels-last, so its output is that case's output stored channels-last.
+inline std::vector<GpuCase> channels_last_conv_cases() {
+  std::vector<GpuCase> cs;
+  for (const auto& [name, spec] : conv_specs()) {
+    const GpuCase first = conv(name, spec);
+    ConvSpec last = spec;
+    last.attrs.layout = Layout::kChannelsLast;
+    for (auto* v : {&last.x, &last.w, &last.out}) *v = from_channels_first(Layout::kChannelsLast, *v);
+    GpuCase c = conv(name + "_channels_last", last);
+    for (size_t i = 0; i < c.inputs.size(); ++i) c.inputs[i] = to_channels_last(first.inputs[i]);
+    cs.push_back(std::move(c));
+  }
+  return cs;
+}
+
+inline std::vector<std::pair<std::string, ConvSpec>> conv_specs() {
+  const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16;
+  std::vector<std::pair<std::string, ConvSpec>> cs;
   ConvAttrs plain = conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1);
-  cs.push_back(conv("conv_f32", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain}));
-  cs.push_back(conv("conv_f16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, H}));
-  cs.push_back(conv("conv_bf16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, BF}));
+  cs.push_back({"conv_f32", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain}});
+  cs.push_back({"conv_f16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, H}});
+  cs.push_back({"conv_bf16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, BF}});
   ConvAttrs block = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 1);
   block.has_bias = block.has_residual = true;
   block.activation = Activation::kRelu;
-  cs.push_back(conv("conv_bias_add_relu", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block}));
-  cs.push_back(conv("conv_bias_add_relu_f16", {{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block, H}));
+  cs.push_back({"conv_bias_add_relu", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block}});
+  cs.push_back({"conv_bias_add_relu_f16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block, H}});
   ConvAttrs gelu = conv_attrs({1, 1}, {0, 0}, {0, 0}, {2, 2}, 4);
   gelu.has_bias = true;
   gelu.activation = Activation::kGelu;
-  cs.push_back(conv("conv_dilated_groups_gelu", {{1, 8, 9, 9}, {8, 2, 3, 3}, {1, 8, 5, 5}, gelu}));
-  cs.push_back(conv("conv_depthwise", {{2, 6, 7, 7}, {6, 1, 3, 3}, {2, 6, 4, 4}, conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 6)}));
-  cs.push_back(conv("conv_asymmetric_pad", {{1, 3, 6, 6}, {4, 3, 3, 2}, {1, 4, 5, 6}, conv_attrs({1, 1}, {1, 0}, {0, 1}, {1, 1}, 1)}));
-  cs.push_back(conv("conv_1d", {{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({2}, {1}, {1}, {1}, 1)}));
-  cs.push_back(conv("conv_3d", {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 5, 6}, conv_attrs({1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, 1)}));
+  cs.push_back({"conv_dilated_groups_gelu", ConvSpec{{1, 8, 9, 9}, {8, 2, 3, 3}, {1, 8, 5, 5}, gelu}});
+  cs.push_back({"conv_depthwise", ConvSpec{{2, 6, 7, 7}, {6, 1, 3, 3}, {2, 6, 4, 4}, conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 6)}});
+  cs.push_back({"conv_asymmetric_pad", ConvSpec{{1, 3, 6, 6}, {4, 3, 3, 2}, {1, 4, 5, 6}, conv_attrs({1, 1}, {1, 0}, {0, 1}, {1, 1}, 1)}});
+  cs.push_back({"conv_1d", ConvSpec{{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({2}, {1}, {1}, {1}, 1)}});
+  cs.push_back({"conv_3d", ConvSpec{{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 5, 6}, conv_attrs({1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, 1)}});
   ConvAttrs up = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, true, {1, 1});
   up.has_bias = true;
-  cs.push_back(conv("conv_transposed", {{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up}));
-  cs.push_back(conv("conv_transposed_f16", {{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up, H}));
+  cs.push_back({"conv_transposed", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up}});
+  cs.push_back({"conv_transposed_f16", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up, H}});
+  return cs;
+}
+
+// A pooling kernel x -> out.
+inline GpuCase pool(const std::string& name, DType t, std::vector<int64_t> x, std::vector<int64_t> out, PoolAttrs a) {
+  ProgramBuilder b;
+  const int32_t in = b.input(t, x), o = b.output(t, out);
+  b.kernel(KernelKind::kPool, name, {in}, {o}).pool = a;
+  return finish(name, b);
+}
+
+inline PoolAttrs pool_attrs(PoolAttrs::Kind kind, std::vector<int64_t> window, std::vector<int64_t> stride,
+                            std::vector<int64_t> pad_before, std::vector<int64_t> pad_after, bool count_include_pad = true) {
+  PoolAttrs a;
+  a.kind = kind;
+  a.window = std::move(window);
+  a.stride = std::move(stride);
+  a.pad_before = std::move(pad_before);
+  a.pad_after = std::move(pad_after);
+  a.count_include_pad = count_include_pad;
+  return a;
+}
+
+// Pooling in `layout`; channels-last cases run on the channels-first cases' inputs stored
+// channels-last (same names with "_channels_last").
+inline std::vector<GpuCase> pool_cases(Layout layout = Layout::kChannelsFirst) {
+  using K = PoolAttrs::Kind;
+  struct Spec {
+    std::string name;
+    DType t;
+    std::vector<int64_t> x, out;
+    PoolAttrs a;
+  };
+  const std::vector<Spec> specs = {
+      {"maxpool_f32", DType::kFloat32, {2, 3, 9, 9}, {2, 3, 5, 5}, pool_attrs(K::kMax, {3, 3}, {2, 2}, {1, 1}, {1, 1})},
+      {"avgpool_f16_exclude_pad", DType::kFloat16, {1, 4, 7, 6}, {1, 4, 4, 4},
+       pool_attrs(K::kAvg, {2, 2}, {2, 2}, {1, 1}, {1, 1}, false)},
+      {"maxpool_i32_1d", DType::kInt32, {2, 5, 10}, {2, 5, 4}, pool_attrs(K::kMax, {3}, {2}, {0}, {0})},
+      {"avgpool_3d", DType::kFloat32, {1, 2, 4, 4, 4}, {1, 2, 2, 2, 2}, pool_attrs(K::kAvg, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0})},
+  };
+  std::vector<GpuCase> cs;
+  for (const Spec& s : specs) {
+    GpuCase first = pool(s.name, s.t, s.x, s.out, s.a);
+    if (layout == Layout::kChannelsFirst) {
+      cs.push_back(std::move(first));
+      continue;
+    }
+    PoolAttrs a = s.a;
+    a.layout = layout;
+    GpuCase c = pool(s.name + "_channels_last", s.t, from_channels_first(layout, s.x), from_channels_first(layout, s.out), a);
+    c.inputs = {to_channels_last(first.inputs[0])};
+    cs.push_back(std::move(c));
+  }
   return cs;
 }
 
@@ -321,6 +415,9 @@ inline std::vector<GpuCase> all_cases() {
   cs.push_back(dot("dot_f16_bias_gelu", {{64, 128}, {128, 96}, {64, 96}, {false, false, true, Activation::kGelu}, H}));
   cs.push_back(dot("dot_bf16", {{64, 128}, {128, 96}, {64, 96}, none, BF}));
   for (GpuCase& c : conv_cases()) cs.push_back(std::move(c));
+  for (GpuCase& c : channels_last_conv_cases()) cs.push_back(std::move(c));
+  for (Layout l : {Layout::kChannelsFirst, Layout::kChannelsLast})
+    for (GpuCase& c : pool_cases(l)) cs.push_back(std::move(c));
   // Layout kernels.
   {
     ProgramBuilder b;

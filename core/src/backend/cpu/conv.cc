@@ -38,12 +38,24 @@ bool force_direct() {
 
 }  // namespace
 
+void ConvProblem::set_buffers(const std::vector<int64_t>& x_buffer, const std::vector<int64_t>& w_buffer,
+                              const std::vector<int64_t>& out_buffer) {
+  const rt::Layout l = attrs.layout;
+  x = rt::to_channels_first(l, x_buffer);
+  w = rt::to_channels_first(l, w_buffer);
+  out = rt::to_channels_first(l, out_buffer);
+  x_strides = rt::to_channels_first(l, dense_strides(x_buffer));
+  w_strides = rt::to_channels_first(l, dense_strides(w_buffer));
+  out_strides = rt::to_channels_first(l, dense_strides(out_buffer));
+}
+
 void conv_direct(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* residual,
                  float* out) {
   const rt::ConvAttrs& a = p.attrs;
   const size_t nd = p.spatial();
-  // Spatial dims padded to 3 with size-1 dims, so one loop nest serves 1-D to 3-D.
+  // Spatial dims padded to 3 with size-1 dims (stride 0), so one loop nest serves 1-D to 3-D.
   int64_t in[3] = {1, 1, 1}, on[3] = {1, 1, 1}, kn[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, lo[3] = {0, 0, 0};
+  int64_t xs[3] = {0, 0, 0}, ws[3] = {0, 0, 0}, os[3] = {0, 0, 0};
   for (size_t i = 0; i < nd; ++i) {
     const size_t j = 3 - nd + i;
     in[j] = p.x[i + 2];
@@ -52,27 +64,30 @@ void conv_direct(const ConvProblem& p, const float* x, const float* w, const flo
     s[j] = a.stride[i];
     d[j] = a.dilation[i];
     lo[j] = a.pad_before[i];
+    xs[j] = p.x_strides[i + 2];
+    ws[j] = p.w_strides[i + 2];
+    os[j] = p.out_strides[i + 2];
   }
   const int64_t N = p.x[0], C = p.in_channels(), O = p.out_channels(), G = a.groups;
   const int64_t cg = C / G, og = O / G;
-  const int64_t in_size = in[0] * in[1] * in[2], out_size = on[0] * on[1] * on[2], taps = kn[0] * kn[1] * kn[2];
-  // Forward weight (O, C/g, k); transposed (C, O/g, k): the tap's weight for (channel c in the
-  // group, output channel o) at w_index(c, o) * taps.
-  auto w_index = [&](int64_t c, int64_t o) {
-    return a.transposed ? c * og + o % og : o * cg + c % cg;
+  const int64_t taps = kn[0] * kn[1] * kn[2];
+  // Forward weight (O, C/g, k); transposed (C, O/g, k): the weight of (channel c in the group,
+  // output channel o) at tap 0.
+  auto w_at = [&](int64_t c, int64_t o) {
+    return a.transposed ? c * p.w_strides[0] + (o % og) * p.w_strides[1]
+                        : o * p.w_strides[0] + (c % cg) * p.w_strides[1];
   };
   parallel_for(N * O, 1, [&](int64_t begin, int64_t end) {
     for (int64_t no = begin; no < end; ++no) {
       const int64_t n = no / O, o = no % O, g = o / og;
-      float* dst = out + no * out_size;
       for (int64_t z = 0; z < on[0]; ++z)
         for (int64_t y = 0; y < on[1]; ++y)
           for (int64_t xx = 0; xx < on[2]; ++xx) {
             const int64_t pos[3] = {z, y, xx};
             double acc = 0;
             for (int64_t c = g * cg; c < (g + 1) * cg; ++c) {
-              const float* src = x + (n * C + c) * in_size;
-              const float* wt = w + w_index(c, o) * taps;
+              const float* src = x + n * p.x_strides[0] + c * p.x_strides[1];
+              const float* wt = w + w_at(c, o);
               for (int64_t t = 0; t < taps; ++t) {
                 const int64_t k[3] = {t / (kn[1] * kn[2]), t / kn[2] % kn[1], t % kn[2]};
                 int64_t at = 0;
@@ -86,15 +101,15 @@ void conv_direct(const ConvProblem& p, const float* x, const float* w, const flo
                     q = pos[i] * s[i] - lo[i] + k[i] * d[i];
                     inside = q >= 0 && q < in[i];
                   }
-                  if (inside) at = at * in[i] + q;
+                  if (inside) at += q * xs[i];
                 }
-                if (inside) acc += static_cast<double>(src[at]) * wt[t];
+                if (inside) acc += static_cast<double>(src[at]) * wt[k[0] * ws[0] + k[1] * ws[1] + k[2] * ws[2]];
               }
             }
-            const int64_t i = (z * on[1] + y) * on[2] + xx;
+            const int64_t i = n * p.out_strides[0] + o * p.out_strides[1] + z * os[0] + y * os[1] + xx * os[2];
             float v = static_cast<float>(acc) + (bias ? bias[o] : 0.0f);
-            if (residual) v += residual[no * out_size + i];
-            dst[i] = activate(a.activation, v);
+            if (residual) v += residual[i];
+            out[i] = activate(a.activation, v);
           }
     }
   });
@@ -118,18 +133,16 @@ Status run_conv(const KernelArgs& args, KernelState& state) {
   const View* rv = attrs.has_residual ? args.inputs[nin - 1] : nullptr;
   ConvProblem p;
   p.attrs = attrs;
-  p.x = xv.shape;
-  p.w = wv.shape;
-  p.out = ov.shape;
+  p.set_buffers(xv.shape, wv.shape, ov.shape);
   p.weight_constant = is_constant_buffer(*args.program, args.kernel->inputs[1]);
   if (ov.numel() == 0) return ok_status();
   if (xv.numel() == 0) {  // no input channels or sizes: the sum is empty
     std::vector<float> zero(static_cast<size_t>(ov.numel()), 0.0f);
     const float* b = bv ? as_f32(*bv, st.bias32) : nullptr;
     const float* r = rv ? as_f32(*rv, st.res32) : nullptr;
-    const int64_t per = ov.numel() / (p.out[0] * p.out[1]);
+    const int64_t channel_stride = p.out_strides[1];  // channel of element i: i / stride % O
     for (int64_t i = 0; i < ov.numel(); ++i)
-      zero[i] = activate(attrs.activation, (b ? b[i / per % p.out[1]] : 0.0f) + (r ? r[i] : 0.0f));
+      zero[i] = activate(attrs.activation, (b ? b[i / channel_stride % p.out[1]] : 0.0f) + (r ? r[i] : 0.0f));
     for (int64_t i = 0; i < ov.numel(); i += kTile)
       store_span(ov.dtype, ov.data, i, zero.data() + i, static_cast<int>(std::min<int64_t>(kTile, ov.numel() - i)));
     return ok_status();

@@ -11,11 +11,16 @@
 
 namespace tripy::cpu {
 
-// One kConv call at run-time sizes, float32 operands.
+// One kConv call at run-time sizes, float32 operands. Shapes are channels-first whatever the
+// buffers' layout; the strides (in elements, along those dims) say where the buffers keep them.
 struct ConvProblem {
   rt::ConvAttrs attrs;
   std::vector<int64_t> x, w, out;  // shapes: (N, C, spatial...), weight, (N, O, spatial...)
+  std::vector<int64_t> x_strides, w_strides, out_strides;  // the residual's are out's
   bool weight_constant = false;    // program constant: a reordered copy may be kept
+  // Fills shapes and strides from the buffers' shapes, stored in attrs.layout.
+  void set_buffers(const std::vector<int64_t>& x_buffer, const std::vector<int64_t>& w_buffer,
+                   const std::vector<int64_t>& out_buffer);
   int64_t in_channels() const { return x[1]; }
   int64_t out_channels() const { return out[1]; }
   size_t spatial() const { return x.size() - 2; }

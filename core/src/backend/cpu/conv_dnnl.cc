@@ -1,4 +1,5 @@
-// oneDNN convolution and deconvolution for kConv. Buffers hold NCHW (plain) tensors; the
+// oneDNN convolution and deconvolution for kConv. Buffers hold plain tensors, channels-first
+// (NCHW) or channels-last (NHWC, KRSC weights), described to oneDNN by their strides; the
 // primitive's layouts are left to oneDNN (`any`): constant weights are reordered into its blocked
 // layout once, activations on each call (scratch cached with the primitive). Bias is the
 // primitive's bias, the residual a sum post-op (written into the destination first) and
@@ -25,28 +26,27 @@ dnnl::engine& cpu_engine() {
   return *engine;
 }
 
-memory::desc plain(const std::vector<int64_t>& dims) {
-  return memory::desc(dims, memory::data_type::f32, dense_strides(dims));
+memory::desc plain(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  return memory::desc(dims, memory::data_type::f32, strides);
 }
 
 // The weight as oneDNN's logical dims ({G, O/G, I/G, k...} grouped, else {O, I, k...}) with the
-// strides of our storage: forward (O, C/g, k...), transposed (C, O/g, k...).
+// strides of our storage: forward (O, C/g, k...), transposed (C, O/g, k...), in either layout.
 memory::desc weight_desc(const ConvProblem& p, bool any) {
   const rt::ConvAttrs& a = p.attrs;
   const int64_t G = a.groups, O = p.out_channels(), C = p.in_channels();
   std::vector<int64_t> k(p.w.begin() + 2, p.w.end());
-  int64_t taps = 1;
-  for (int64_t v : k) taps *= v;
   std::vector<int64_t> dims, strides;
   if (G > 1) dims = {G, O / G, C / G};
   else dims = {O, C};
   dims.insert(dims.end(), k.begin(), k.end());
   if (any) return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
-  std::vector<int64_t> ks = dense_strides(k);
-  // Strides of (o within group, c within group) in elements.
-  const int64_t so = a.transposed ? taps : (C / G) * taps;
-  const int64_t sc = a.transposed ? (O / G) * taps : taps;
-  if (G > 1) strides = {a.transposed ? (C / G) * (O / G) * taps : (O / G) * (C / G) * taps, so, sc};
+  std::vector<int64_t> ks(p.w_strides.begin() + 2, p.w_strides.end());
+  // Strides of (o within group, c within group) in elements; a group spans that many weight rows.
+  const int64_t s0 = p.w_strides[0], s1 = p.w_strides[1];
+  const int64_t so = a.transposed ? s1 : s0;
+  const int64_t sc = a.transposed ? s0 : s1;
+  if (G > 1) strides = {a.transposed ? (C / G) * s0 : (O / G) * s0, so, sc};
   else strides = {so, sc};
   strides.insert(strides.end(), ks.begin(), ks.end());
   return memory::desc(dims, memory::data_type::f32, strides);
@@ -69,7 +69,7 @@ struct DnnlConvCache::Impl {
   static std::vector<int64_t> key(const ConvProblem& p) {
     const rt::ConvAttrs& a = p.attrs;
     std::vector<int64_t> k = {a.groups, a.transposed, a.has_bias, a.has_residual, static_cast<int64_t>(a.activation),
-                              p.weight_constant};
+                              p.weight_constant, static_cast<int64_t>(a.layout)};
     for (const auto* v : {&p.x, &p.w, &p.out, &a.stride, &a.pad_before, &a.pad_after, &a.dilation}) {
       k.push_back(static_cast<int64_t>(v->size()));
       k.insert(k.end(), v->begin(), v->end());
@@ -80,10 +80,10 @@ struct DnnlConvCache::Impl {
   static Entry make(const ConvProblem& p) {
     const rt::ConvAttrs& a = p.attrs;
     Entry e;
-    e.x = plain(p.x);
-    e.out = plain(p.out);
+    e.x = plain(p.x, p.x_strides);
+    e.out = plain(p.out, p.out_strides);
     e.w_user = weight_desc(p, false);
-    if (a.has_bias) e.bias = plain({p.out_channels()});
+    if (a.has_bias) e.bias = plain({p.out_channels()}, {1});
     std::vector<int64_t> dil;
     for (int64_t d : a.dilation) dil.push_back(d - 1);  // oneDNN counts the gaps
     dnnl::primitive_attr attr;

@@ -1,4 +1,5 @@
-// kPool on the CPU: direct loops over each (n, c) plane, in parallel across planes. Floats are
+// kPool on the CPU: direct loops over each (n, c) plane, in parallel across planes (a plane's
+// elements are C apart channels-last, adjacent channels-first). Floats are
 // compared and summed in float32 (float64 sums for large windows would change nothing at the
 // sizes pooling uses), integers (max only) in their own type; padded elements never win a max and
 // count in an average only with count_include_pad.
@@ -57,14 +58,15 @@ int64_t window(const Geometry& g, int64_t z, int64_t y, int64_t x, bool include_
   return include_pad ? full : real;
 }
 
+// `step`: elements between neighbouring positions of one plane.
 template <typename T>
-void max_int(const Geometry& g, const T* src, T* dst) {
+void max_int(const Geometry& g, const T* src, T* dst, int64_t step) {
   for (int64_t z = 0; z < g.out[0]; ++z)
     for (int64_t y = 0; y < g.out[1]; ++y)
-      for (int64_t x = 0; x < g.out[2]; ++x) {
+      for (int64_t x = 0; x < g.out[2]; ++x, dst += step) {
         T m = std::numeric_limits<T>::lowest();
-        window(g, z, y, x, false, [&](int64_t i) { m = std::max(m, src[i]); });
-        *dst++ = m;
+        window(g, z, y, x, false, [&](int64_t i) { m = std::max(m, src[i * step]); });
+        *dst = m;
       }
 }
 
@@ -77,17 +79,20 @@ Status run_pool(const KernelArgs& args) {
   const View& xv = *args.inputs[0];
   const View& ov = *args.outputs[0];
   const size_t nd = a.spatial();
+  const bool last = a.layout == rt::Layout::kChannelsLast;
+  const size_t first_spatial = last ? 1 : 2;
   Geometry g;
   for (size_t i = 0; i < nd; ++i) {
     const size_t j = 3 - nd + i;
-    g.in[j] = xv.shape[i + 2];
-    g.out[j] = ov.shape[i + 2];
+    g.in[j] = xv.shape[i + first_spatial];
+    g.out[j] = ov.shape[i + first_spatial];
     g.k[j] = a.window[i];
     g.s[j] = a.stride[i];
     g.lo[j] = a.pad_before[i];
     g.hi[j] = a.pad_after[i];
   }
-  const int64_t planes = ov.shape[0] * ov.shape[1];
+  const int64_t channels = last ? ov.shape.back() : ov.shape[1];
+  const int64_t planes = ov.shape[0] * channels;
   if (ov.numel() == 0) return ok_status();
   const DType t = xv.dtype;
   const bool is_max = a.kind == rt::PoolAttrs::Kind::kMax;
@@ -95,21 +100,24 @@ Status run_pool(const KernelArgs& args) {
   const int64_t esize = dtype_size(t);
   parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const char* src = static_cast<const char*>(xv.data) + p * in_size * esize;
-      char* dst = static_cast<char*>(ov.data) + p * out_size * esize;
+      const int64_t n = p / channels, c = p % channels, step = last ? channels : 1;
+      const int64_t in_at = last ? n * in_size * channels + c : p * in_size;
+      const int64_t out_at = last ? n * out_size * channels + c : p * out_size;
+      const char* src = static_cast<const char*>(xv.data) + in_at * esize;
+      char* dst = static_cast<char*>(ov.data) + out_at * esize;
       switch (t) {
-        case DType::kInt8: max_int(g, reinterpret_cast<const int8_t*>(src), reinterpret_cast<int8_t*>(dst)); continue;
-        case DType::kInt32: max_int(g, reinterpret_cast<const int32_t*>(src), reinterpret_cast<int32_t*>(dst)); continue;
-        case DType::kInt64: max_int(g, reinterpret_cast<const int64_t*>(src), reinterpret_cast<int64_t*>(dst)); continue;
+        case DType::kInt8: max_int(g, reinterpret_cast<const int8_t*>(src), reinterpret_cast<int8_t*>(dst), step); continue;
+        case DType::kInt32: max_int(g, reinterpret_cast<const int32_t*>(src), reinterpret_cast<int32_t*>(dst), step); continue;
+        case DType::kInt64: max_int(g, reinterpret_cast<const int64_t*>(src), reinterpret_cast<int64_t*>(dst), step); continue;
         default: break;
       }
       int64_t o = 0;
       for (int64_t z = 0; z < g.out[0]; ++z)
         for (int64_t y = 0; y < g.out[1]; ++y)
-          for (int64_t x = 0; x < g.out[2]; ++x, ++o) {
+          for (int64_t x = 0; x < g.out[2]; ++x, o += step) {
             float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
             const int64_t count = window(g, z, y, x, a.count_include_pad, [&](int64_t i) {
-              const float v = to_f32(t, src, i);
+              const float v = to_f32(t, src, i * step);
               // A NaN in the window wins the max, as numpy's and torch's do.
               acc = is_max ? (v > acc || v != v ? v : acc) : acc + v;
             });

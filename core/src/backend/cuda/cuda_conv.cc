@@ -37,20 +37,25 @@ bool cudnn_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
-// cuDNN wants 4-D or more: a 1-D convolution becomes a 2-D one over a unit height.
-std::vector<int> as_nd(const std::vector<int64_t>& v, bool promote, int fill) {
-  std::vector<int> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (promote && i == 2) out.push_back(fill);
-    out.push_back(static_cast<int>(v[i]));
+// A tensor as cuDNN's descriptors take it: dims channels-first (N, C, spatial...) and the element
+// strides of our storage along them, NCHW or NHWC. cuDNN wants 4-D or more: a 1-D convolution
+// becomes a 2-D one over a unit height (its stride spans the width, so the tensor stays packed).
+struct NdDesc {
+  std::vector<int> dims, strides;
+};
+NdDesc nd_desc(const std::vector<int64_t>& stored, Layout layout, bool promote) {
+  const std::vector<int64_t> dims = to_channels_first(layout, stored);
+  const std::vector<int64_t> strides = to_channels_first(layout, dense_strides(stored));
+  NdDesc d;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (promote && i == 2) {
+      d.dims.push_back(1);
+      d.strides.push_back(static_cast<int>(strides[2] * dims[2]));
+    }
+    d.dims.push_back(static_cast<int>(dims[i]));
+    d.strides.push_back(static_cast<int>(strides[i]));
   }
-  return out;
-}
-
-std::vector<int> dense_int_strides(const std::vector<int>& dims) {
-  std::vector<int> s(dims.size(), 1);
-  for (size_t i = dims.size() - 1; i-- > 0;) s[i] = s[i + 1] * dims[i + 1];
-  return s;
+  return d;
 }
 
 constexpr int kAlgoBytes = 12;  // version, algorithm, math type: three int32
@@ -85,25 +90,29 @@ StatusOr<ConvProblem> conv_problem(const Program& p, const Kernel& k, const std:
 Launch plan_conv_launch(const Kernel& k, const ConvProblem& pr, CUfunction fn, bool epilogue_only, int sm_count) {
   const ConvAttrs& a = pr.attrs;
   const size_t nd = pr.x.size() - 2;
+  // Sizes channels-first, whatever the buffers' layout (the kernel's last word says which).
+  const std::vector<int64_t> x = to_channels_first(a.layout, pr.x), w = to_channels_first(a.layout, pr.w),
+                             out = to_channels_first(a.layout, pr.out);
   Launch l;
   l.fn = fn;
-  l.words.assign(30, 0);
+  l.words.assign(31, 0);
   l.words[5] = epilogue_only ? 1 : 0;
-  l.words[6] = pr.x[0];
-  l.words[7] = pr.x[1];
-  l.words[8] = pr.out[1];
+  l.words[6] = x[0];
+  l.words[7] = x[1];
+  l.words[8] = out[1];
   l.words[9] = a.groups;
   for (int j = 0; j < 3; ++j) {  // right-aligned: missing leading dims are 1 (padding 0)
     const int i = j - (3 - static_cast<int>(nd));
-    l.words[10 + j] = i >= 0 ? pr.x[i + 2] : 1;
-    l.words[13 + j] = i >= 0 ? pr.out[i + 2] : 1;
-    l.words[16 + j] = i >= 0 ? pr.w[i + 2] : 1;
+    l.words[10 + j] = i >= 0 ? x[i + 2] : 1;
+    l.words[13 + j] = i >= 0 ? out[i + 2] : 1;
+    l.words[16 + j] = i >= 0 ? w[i + 2] : 1;
     l.words[19 + j] = i >= 0 ? a.stride[i] : 1;
     l.words[22 + j] = i >= 0 ? a.dilation[i] : 1;
     l.words[25 + j] = i >= 0 ? a.pad_before[i] : 0;
   }
   l.words[28] = a.transposed;
   l.words[29] = static_cast<int64_t>(a.activation);
+  l.words[30] = a.layout == Layout::kChannelsLast;
   l.ptrs = {{0, k.outputs[0], 0}};
   if (!epilogue_only) l.ptrs.push_back({1, k.inputs[0], 0});
   if (!epilogue_only) l.ptrs.push_back({2, k.inputs[1], 0});
@@ -145,7 +154,10 @@ Status ConvPlan::describe(const ConvProblem& pr) {
   const ConvAttrs& a = pr.attrs;
   const bool promote = pr.x.size() == 3;
   const cudnnDataType_t t = cudnn_type(pr.dtype);
-  const std::vector<int> x = as_nd(pr.x, promote, 1), y = as_nd(pr.out, promote, 1), w = as_nd(pr.w, promote, 1);
+  const NdDesc x = nd_desc(pr.x, a.layout, promote), y = nd_desc(pr.out, a.layout, promote);
+  // Filters take dims (K, C, spatial...) and a format: NHWC stores them KRSC.
+  const std::vector<int> w = nd_desc(pr.w, a.layout, promote).dims;
+  const cudnnTensorFormat_t w_format = a.layout == Layout::kChannelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   // Attribute lists have no (N, C) prefix: the unit height goes first.
   auto attr = [&](const std::vector<int64_t>& v, int fill) {
     std::vector<int> out;
@@ -155,11 +167,11 @@ Status ConvPlan::describe(const ConvProblem& pr) {
   };
   const std::vector<int> pads = attr(a.pad_before, 0), strides = attr(a.stride, 1), dilations = attr(a.dilation, 1);
   TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&x_));
-  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(x_, t, static_cast<int>(x.size()), x.data(), dense_int_strides(x).data()));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(x_, t, static_cast<int>(x.dims.size()), x.dims.data(), x.strides.data()));
   TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&y_));
-  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(y_, t, static_cast<int>(y.size()), y.data(), dense_int_strides(y).data()));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(y_, t, static_cast<int>(y.dims.size()), y.dims.data(), y.strides.data()));
   TRIPY_CUDA_TRY(cudnnCreateFilterDescriptor(&w_));
-  TRIPY_CUDA_TRY(cudnnSetFilterNdDescriptor(w_, t, CUDNN_TENSOR_NCHW, static_cast<int>(w.size()), w.data()));
+  TRIPY_CUDA_TRY(cudnnSetFilterNdDescriptor(w_, t, w_format, static_cast<int>(w.size()), w.data()));
   TRIPY_CUDA_TRY(cudnnCreateConvolutionDescriptor(&conv_));
   TRIPY_CUDA_TRY(cudnnSetConvolutionNdDescriptor(conv_, static_cast<int>(pads.size()), pads.data(), strides.data(),
                                                  dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -170,10 +182,12 @@ Status ConvPlan::describe(const ConvProblem& pr) {
   // mode is limited to one algorithm, so only relu epilogues are fused.
   fused_ = !a.transposed && a.activation == Activation::kRelu;
   if (fused_) {
-    std::vector<int> b(y.size(), 1);
-    b[1] = y[1];
+    // (1, O, 1, 1) in the output's layout.
+    std::vector<int64_t> b(y.dims.size(), 1);
+    b[1] = y.dims[1];
+    const NdDesc bd = nd_desc(from_channels_first(a.layout, b), a.layout, false);
     TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&bias_));
-    TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(bias_, t, static_cast<int>(b.size()), b.data(), dense_int_strides(b).data()));
+    TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(bias_, t, static_cast<int>(bd.dims.size()), bd.dims.data(), bd.strides.data()));
     TRIPY_CUDA_TRY(cudnnCreateActivationDescriptor(&relu_));
     TRIPY_CUDA_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   }
@@ -231,7 +245,8 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, cons
   TRIPY_RETURN_IF_ERROR(plan->describe(pr));
   TRIPY_RETURN_IF_ERROR(plan->choose(stored));
   if (plan->fused_ && !pr.attrs.has_bias) {
-    TRIPY_ASSIGN_OR_RETURN(plan->zero_bias_, empty_device(pr.dtype, {pr.out[1]}, stream));
+    TRIPY_ASSIGN_OR_RETURN(plan->zero_bias_,
+                           empty_device(pr.dtype, {to_channels_first(pr.attrs.layout, pr.out)[1]}, stream));
     TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(plan->zero_bias_.data()), 0,
                                    static_cast<size_t>(plan->zero_bias_.nbytes()), stream));
   }

@@ -1,5 +1,6 @@
-// kConv on the GPU: cuDNN's convolution (forward, or backward-data for transposed convolutions)
-// with the algorithm chosen by timing at build time, relu/bias/residual fused through
+// kConv on the GPU: cuDNN's convolution (forward, or backward-data for transposed convolutions),
+// channels-first (NCHW) or channels-last (NHWC activations, KRSC weights: what its tensor-core
+// kernels read), with the algorithm chosen by timing at build time (per layout), relu/bias/residual fused through
 // cudnnConvolutionBiasActivationForward where it can be, and our own module (a direct
 // convolution and an epilogue, cuda_conv_kernels.cc) for the rest and as the fallback.
 #pragma once
@@ -23,7 +24,7 @@ std::string conv_function(DType t);
 struct ConvProblem {
   DType dtype = DType::kFloat32;
   ConvAttrs attrs;
-  std::vector<int64_t> x, w, out;
+  std::vector<int64_t> x, w, out;  // the buffers' shapes, in attrs.layout
   std::string key() const;  // identical problems are tuned once
   int64_t out_elements() const;
 };

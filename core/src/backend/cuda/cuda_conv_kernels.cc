@@ -17,6 +17,7 @@ struct ConvArgs {
   i64 N, C, O, G;
   i64 in[3], on[3], k[3], s[3], d[3], lo[3];  // spatial dims right-aligned, missing ones are 1
   i64 transposed, act;  // act: 0 none, 1 relu, 2 gelu (erf), 3 silu
+  i64 channels_last;    // x, out, res (N, spatial..., C) and w (w0, k..., w1); else channels-first
 };
 DEVI float ld(const float* p, i64 i) { return p[i]; }
 DEVI void st(float* p, i64 i, float v) { p[i] = v; }
@@ -27,9 +28,9 @@ DEVI void st(H* p, i64 i, float v) { p[i].v = f2h(v); }
 DEVI float ld(const B* p, i64 i) { return b2f(p[i].v); }
 DEVI void st(B* p, i64 i, float v) { p[i].v = f2b(v); }
 
-// One thread per output element (grid-stride): out[n, o, p] = act(sum + bias[o] + res[n, o, p]),
-// the sum over the group's channels and the kernel taps, accumulated in float32. Forward reads
-// x at p * s - lo + k * d; transposed gathers the x whose scatter lands on p.
+// One thread per output element in storage order (grid-stride): out[n, o, p] = act(sum + bias[o]
+// + res[n, o, p]), the sum over the group's channels and the kernel taps, accumulated in float32.
+// Forward reads x at p * s - lo + k * d; transposed gathers the x whose scatter lands on p.
 template <class T> DEVI void conv_body(const ConvArgs& a) {
   T* out = (T*)a.out;
   const T* x = (const T*)a.x;
@@ -40,15 +41,31 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
   const i64 taps = a.k[0] * a.k[1] * a.k[2], total = a.N * a.O * spatial;
   const i64 cg = a.C / a.G, og = a.O / a.G;
   const i64 step = (i64)gridDim.x * blockDim.x;
+  // Element strides: of an input channel and spatial position, and of a weight column (w1) and tap.
+  const i64 x_c = a.channels_last ? 1 : in_size, x_p = a.channels_last ? a.C : 1;
+  const i64 w_cols = a.transposed ? og : cg;
+  const i64 w_col = a.channels_last ? 1 : taps, w_tap = a.channels_last ? w_cols : 1;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-    const i64 no = i / spatial, pos = i - no * spatial, n = no / a.O, o = no - n * a.O;
+    i64 n, o, pos;
+    if (a.channels_last) {
+      const i64 np = i / a.O;
+      o = i - np * a.O;
+      n = np / spatial;
+      pos = np - n * spatial;
+    } else {
+      const i64 no = i / spatial;
+      pos = i - no * spatial;
+      n = no / a.O;
+      o = no - n * a.O;
+    }
     float acc = 0.0f;
     if (a.mode == 0) {
       const i64 p[3] = {pos / (a.on[1] * a.on[2]), pos / a.on[2] % a.on[1], pos % a.on[2]};
       const i64 g = o / og;
       for (i64 c = g * cg; c < (g + 1) * cg; ++c) {
-        const T* src = x + (n * a.C + c) * in_size;
-        const T* wt = w + (a.transposed ? c * og + o % og : o * cg + c % cg) * taps;
+        const T* src = x + n * a.C * in_size + c * x_c;
+        const i64 row = a.transposed ? c : o, col = a.transposed ? o % og : c % cg;
+        const T* wt = w + row * w_cols * taps + col * w_col;
         for (i64 t = 0; t < taps; ++t) {
           const i64 k[3] = {t / (a.k[1] * a.k[2]), t / a.k[2] % a.k[1], t % a.k[2]};
           i64 at = 0;
@@ -66,7 +83,7 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
             }
             at = at * a.in[j] + q;
           }
-          if (inside) acc += ld(src, at) * ld(wt, t);
+          if (inside) acc += ld(src, at * x_p) * ld(wt, t * w_tap);
         }
       }
     } else {

@@ -1,5 +1,6 @@
-// The pooling module: a grid-stride loop over output elements, each reading its window of the
-// (n, c) plane (spatial dims right-aligned to 3). Max compares in float32 for floats (NaN wins,
+// The pooling module: a grid-stride loop over output elements in storage order, each reading its
+// window of the (n, c) plane (spatial dims right-aligned to 3; channels-last, a plane's elements
+// are C apart and neighbouring threads read neighbouring channels). Max compares in float32 for floats (NaN wins,
 // padding never does) and in the own type for integers; average sums in float32 and divides by
 // the window's size (count_include_pad) or by its unpadded elements.
 #include "backend/cuda/cuda_pool.h"
@@ -16,7 +17,23 @@ struct PoolArgs {
   i64 planes;                                  // N * C
   i64 in[3], on[3], k[3], s[3], lo[3], hi[3];  // spatial dims right-aligned, missing ones are 1
   i64 is_max, include_pad;
+  i64 C, channels_last;
 };
+// Output element i (storage order): its position in the plane, and where the plane's input
+// starts and how far apart its elements are.
+DEVI void pool_locate(const PoolArgs& a, i64 i, i64 in_size, i64 out_size, i64* pos, i64* base, i64* step) {
+  if (a.channels_last) {
+    const i64 c = i % a.C, np = i / a.C, n = np / out_size;
+    *pos = np - n * out_size;
+    *base = n * in_size * a.C + c;
+    *step = a.C;
+  } else {
+    const i64 plane = i / out_size;
+    *pos = i - plane * out_size;
+    *base = plane * in_size;
+    *step = 1;
+  }
+}
 struct H { unsigned short v; };
 struct B { unsigned short v; };
 DEVI float ld(const float* p, i64 i) { return p[i]; }
@@ -49,11 +66,12 @@ template <class T> DEVI void pool_float(const PoolArgs& a) {
   const i64 in_size = a.in[0] * a.in[1] * a.in[2], out_size = a.on[0] * a.on[1] * a.on[2];
   const i64 total = a.planes * out_size, step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-    const i64 plane = i / out_size;
-    const T* src = (const T*)a.x + plane * in_size;
+    i64 pos, base, apart;
+    pool_locate(a, i, in_size, out_size, &pos, &base, &apart);
+    const T* src = (const T*)a.x + base;
     float acc = a.is_max ? -__int_as_float(0x7f800000) : 0.0f;
-    const i64 count = pool_window(a, i - plane * out_size, [&](i64 j) {
-      const float v = ld(src, j);
+    const i64 count = pool_window(a, pos, [&](i64 j) {
+      const float v = ld(src, j * apart);
       acc = a.is_max ? (v > acc || v != v ? v : acc) : acc + v;
     });
     if (!a.is_max) acc = count > 0 ? acc / (float)count : 0.0f;
@@ -65,10 +83,11 @@ template <class T> DEVI void pool_int(const PoolArgs& a, T lowest) {
   const i64 in_size = a.in[0] * a.in[1] * a.in[2], out_size = a.on[0] * a.on[1] * a.on[2];
   const i64 total = a.planes * out_size, step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-    const i64 plane = i / out_size;
-    const T* src = (const T*)a.x + plane * in_size;
+    i64 pos, base, apart;
+    pool_locate(a, i, in_size, out_size, &pos, &base, &apart);
+    const T* src = (const T*)a.x + base;
     T m = lowest;
-    pool_window(a, i - plane * out_size, [&](i64 j) { m = src[j] > m ? src[j] : m; });
+    pool_window(a, pos, [&](i64 j) { m = src[j * apart] > m ? src[j * apart] : m; });
     ((T*)a.out)[i] = m;
   }
 }
@@ -97,13 +116,15 @@ std::string pool_function(DType t) {
 std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfunction fn,
                                      const std::vector<int64_t>& slots, int sm_count) {
   const PoolAttrs& a = k.pool;
-  const std::vector<int64_t> x = p.buffer_shape(k.inputs[0], slots), out = p.buffer_shape(k.outputs[0], slots);
+  // Sizes channels-first, whatever the buffers' layout.
+  const std::vector<int64_t> x = to_channels_first(a.layout, p.buffer_shape(k.inputs[0], slots));
+  const std::vector<int64_t> out = to_channels_first(a.layout, p.buffer_shape(k.outputs[0], slots));
   const int64_t n = numel_of(out);
   if (n == 0) return {};
   const int nd = static_cast<int>(a.spatial());
   Launch l;
   l.fn = fn;
-  l.words.assign(23, 0);
+  l.words.assign(25, 0);
   l.words[2] = out[0] * out[1];
   for (int j = 0; j < 3; ++j) {  // right-aligned: missing leading dims are 1 (padding 0)
     const int i = j - (3 - nd);
@@ -116,6 +137,8 @@ std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfuncti
   }
   l.words[21] = a.kind == PoolAttrs::Kind::kMax;
   l.words[22] = a.count_include_pad;
+  l.words[23] = out[1];
+  l.words[24] = a.layout == Layout::kChannelsLast;
   l.ptrs = {{0, k.outputs[0], 0}, {1, k.inputs[0], 0}};
   l.grid = grid_for(n, 256, sm_count);
   return {l};

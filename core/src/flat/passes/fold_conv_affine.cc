@@ -129,7 +129,10 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
   std::vector<bool> drop(g.ops.size(), false);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
-    if (op.kind != OpKind::kConvolution || g.def(op.operands[1]).kind != OpKind::kConstant) continue;
+    // Channel dim 1: channels-first convolutions (channels_last runs after this pass).
+    if (op.kind != OpKind::kConvolution || op.conv.layout != rt::Layout::kChannelsFirst ||
+        g.def(op.operands[1]).kind != OpKind::kConstant)
+      continue;
     const Dim& c = g.values[op.result].shape[1];
     if (!c.is_static()) continue;
     const int64_t channels = c.static_value();
@@ -245,7 +248,8 @@ bool conv_plus_bias(const Graph& g, const std::vector<int32_t>& uses, ValueId v,
   if (g.values[v].shape.size() < 3 || !c.is_static()) return false;
   for (int side = 0; side < 2; ++side) {
     const ValueId x = add.operands[side];
-    if (g.def(x).kind != OpKind::kConvolution || uses[x] != 1) continue;
+    if (g.def(x).kind != OpKind::kConvolution || g.def(x).conv.layout != rt::Layout::kChannelsFirst || uses[x] != 1)
+      continue;
     *bias = per_channel_constant(g, add.operands[1 - side], c.static_value());
     if (bias->empty()) continue;
     *conv = x;

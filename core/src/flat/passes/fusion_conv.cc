@@ -24,10 +24,12 @@ void Planner::plan_conv(int32_t op_index) {
   attrs = op.conv;
   ValueId cur = op.result;
   const Shape& shape = g_.values[cur].shape;
-  const Dim& channels = shape[1];
+  const int64_t channel_axis = attrs.layout == rt::Layout::kChannelsLast ? static_cast<int64_t>(shape.size()) - 1 : 1;
+  const Dim& channels = shape[static_cast<size_t>(channel_axis)];
 
   // Bias: add(conv, broadcast(b, dims)) where b holds one value per channel (a [O] vector or its
-  // [O, 1, 1] reshape): every dim of b is 1 except the one broadcast along the channels.
+  // [O, 1, 1] reshape, [1, 1, O] channels-last): every dim of b is 1 except the one broadcast
+  // along the channels.
   int32_t u = only_user(cur);
   if (u >= 0) {
     ValueId other = other_addend(g_.ops[u], cur);
@@ -42,7 +44,7 @@ void Planner::plan_conv(int32_t op_index) {
         bytes = g_.def(bytes).operands[0];
       bool per_channel = !is_virtual(bytes) && available_before(bytes, op_index) && channels.is_static();
       for (size_t j = 0; per_channel && j < vs.size(); ++j) {
-        const bool along_channels = b.dims[j] == 1;
+        const bool along_channels = b.dims[j] == channel_axis;
         per_channel = vs[j].is_static() && vs[j].static_value() == (along_channels ? channels.static_value() : 1) &&
                       (along_channels || vs[j].static_value() == 1);
       }

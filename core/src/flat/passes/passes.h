@@ -1,7 +1,8 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> simplify -> cse -> match_attention -> fold_attention_layouts -> split_dot_slices
 // -> pad_dot_columns (GPU; constant_fold again when either changed the graph) -> simplify -> cse ->
-// fold_conv_affine -> merge_conv_biases -> dce, then canonicalize_reductions before fusion planning.
+// fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again when it changed the
+// graph) -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -38,6 +39,11 @@ std::optional<Graph> fold_conv_affine(const Graph& graph);
 // (conv_late + (bias_a + bias_b)) + conv_early, so the earlier convolution needs no epilogue and the
 // later one takes the bias and the residual. nullopt when nothing matched.
 std::optional<Graph> merge_conv_biases(const Graph& graph);
+// GPU (or forced, for tests): convolutions of float16/bfloat16 (all floats with `all_floats`) run
+// channels-last, NHWC activations and KRSC weights (constant weights re-laid out here), with the
+// pooling and elementwise ops between them, so layouts change only at a chain's edges (one
+// transpose in, one out). nullopt when no convolution qualifies.
+std::optional<Graph> channels_last(const Graph& graph, bool all_floats = false);
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
