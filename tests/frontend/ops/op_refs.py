@@ -39,6 +39,7 @@ def _bool(dtype):
 
 UNARY = [
     Row("exp", "exp", "unary", lambda x: tp.exp(x), np.exp),
+    Row("expm1", "expm1", "unary", lambda x: tp.expm1(x), np.expm1),
     Row("log", "log", "unary", lambda x: tp.log(x), np.log, ("pos",)),
     Row("sin", "sin", "unary", lambda x: tp.sin(x), np.sin),
     Row("cos", "cos", "unary", lambda x: tp.cos(x), np.cos),
