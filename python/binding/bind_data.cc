@@ -1,4 +1,5 @@
 // Data in and out of Tripy: nested Python lists, DLPack (zero-copy both ways), tolist, copies.
+#include <algorithm>
 #include <pybind11/stl.h>
 
 #include <climits>
@@ -198,7 +199,9 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
   });
   const dlpack::DLTensor& t = mt->dl_tensor;
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
-  if (t.strides) {
+  // Strides of an empty array say nothing (numpy 2 exports them as it pleases): nothing is read.
+  const bool empty = std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end();
+  if (t.strides && !empty) {
     int64_t expect = 1;
     for (int i = t.ndim - 1; i >= 0; --i) {
       if (shape[i] != 1 && t.strides[i] != expect)

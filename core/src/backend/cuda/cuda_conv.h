@@ -70,6 +70,8 @@ class ConvPlan {
   bool fused_ = false;
   Tensor zero_bias_;  // the fused call needs a bias: zeros when the kernel has none
   friend StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
+  friend Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionFwdAlgoPerf_t* perf,
+                           int found, const std::vector<CUdeviceptr>& ptrs, CUstream stream, int32_t* choice);
 };
 
 // Times cuDNN's algorithms on pseudo-random data of the problem's size (cudnnFind*Ex); returns
