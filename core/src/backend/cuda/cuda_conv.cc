@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_tuning.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -299,36 +300,27 @@ Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionF
   }
   const CUdeviceptr b = pr.attrs.has_bias ? reinterpret_cast<CUdeviceptr>(bias.data()) : 0;
   const CUdeviceptr z = pr.attrs.has_residual ? ptrs[2] : 0;  // y doubles as the residual: cuDNN allows it
-  CUevent start = nullptr, stop = nullptr;
-  TRIPY_CUDA_TRY(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  Status st = TRIPY_CUDA(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  CallTimer timer;
   float best = 1e30f;
   constexpr int kReps = 5;
   const int32_t plain[2] = {choice[1], choice[2]};
   float plain_ms = 1e30f;
   for (int i = 0; i < found; ++i)
     if (perf[i].algo == plain[0] && perf[i].status == CUDNN_STATUS_SUCCESS) plain_ms = perf[i].time;
-  for (int i = 0; st.ok() && i < found; ++i) {
+  for (int i = 0; i < found; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
     plan.algo_ = perf[i].algo;
     plan.fused_ = true;
     if (api().cudnnSetConvolutionMathType(plan.conv_, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
     auto run = [&] { return plan.run(ptrs[0], ptrs[1], b, z, ptrs[2], ptrs[3], kConvWorkspaceLimit, stream); };
     if (!run().ok() || !plan.fused_) continue;  // not fused with this algorithm
-    st = TRIPY_CUDA(cuEventRecord(start, stream));
-    for (int r = 0; st.ok() && r < kReps; ++r) st = run();
-    if (st.ok()) st = TRIPY_CUDA(cuEventRecord(stop, stream));
-    if (st.ok()) st = TRIPY_CUDA(cuEventSynchronize(stop));
-    float ms = 0;
-    if (st.ok()) st = TRIPY_CUDA(cuEventElapsedTime(&ms, start, stop));
-    if (st.ok() && ms / kReps < best) {
+    TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, kReps, stream));
+    if (ms / kReps < best) {
       best = ms / kReps;
       choice[1] = perf[i].algo;
       choice[2] = perf[i].mathType;
     }
   }
-  (void)TRIPY_CUDA(cuEventDestroy(start));
-  if (stop) (void)TRIPY_CUDA(cuEventDestroy(stop));
   // The separate epilogue: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
   const double epilogue_ms = 3e-3 + (pr.attrs.has_residual ? 3.0 : 2.0) * dtype_size(pr.dtype) *
                                         static_cast<double>(pr.out_elements()) / 2.5e9;
@@ -338,23 +330,17 @@ Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionF
     choice[2] = plain[1];
     choice[3] = 0;
   }
-  return st;
+  return ok_status();
 }
 
 StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream) {
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   TRIPY_ASSIGN_OR_RETURN(auto plan, ConvPlan::create(pr, nullptr, stream));
   std::vector<Tensor> keep;
-  std::vector<CUdeviceptr> ptrs;
-  int64_t ws_elems = static_cast<int64_t>(kConvWorkspaceLimit) / dtype_size(pr.dtype);
-  for (int64_t n : {numel_of(pr.x), numel_of(pr.w), numel_of(pr.out), ws_elems}) {
-    TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(pr.dtype, {std::max<int64_t>(n, 1)}, stream));
-    ptrs.push_back(reinterpret_cast<CUdeviceptr>(t.data()));
-    keep.push_back(t);
-    int64_t words[3] = {static_cast<int64_t>(ptrs.back()), n, static_cast<int64_t>(ptrs.size())};
-    void* params[] = {words};
-    TRIPY_CUDA_TRY(cuLaunchKernel(fill_fn, 264, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
-  }
+  const int64_t ws_elems = static_cast<int64_t>(kConvWorkspaceLimit) / dtype_size(pr.dtype);
+  TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> ptrs,
+                         tuning_scratch(pr.dtype, {numel_of(pr.x), numel_of(pr.w), numel_of(pr.out), ws_elems},
+                                        fill_fn, stream, keep));
   TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   constexpr int kCount = 8;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_tuning.h"
 #include "backend/cuda/cuda_device.h"
 
 namespace tripy::rt::cuda {
@@ -280,44 +281,28 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream 
   const int64_t na = extent(pr.offset_a, pr.stride_a, pr.m * pr.k), nb = extent(pr.offset_b, pr.stride_b, pr.k * pr.n);
   const int64_t nc = extent(pr.offset_c, pr.stride_c, pr.m * pr.n);
   std::vector<Tensor> keep;
-  std::vector<CUdeviceptr> ptrs;
-  for (int64_t n : {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}) {
-    TRIPY_ASSIGN_OR_RETURN(Tensor t, empty_device(pr.dtype, {n}, stream));
-    ptrs.push_back(reinterpret_cast<CUdeviceptr>(t.data()));
-    keep.push_back(t);
-    int64_t words[3] = {static_cast<int64_t>(ptrs.back()), n, static_cast<int64_t>(ptrs.size())};
-    void* params[] = {words};
-    TRIPY_CUDA_TRY(cuLaunchKernel(fill_fn, 264, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
-  }
-  CUevent start = nullptr, stop = nullptr;
-  TRIPY_CUDA_TRY(cuEventCreate(&start, CU_EVENT_DEFAULT));
-  Status st = TRIPY_CUDA(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> ptrs,
+                         tuning_scratch(pr.dtype, {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}, fill_fn,
+                                        stream, keep));
+  CallTimer timer;
   float best = 1e30f;
   size_t best_i = 0;
   // Enough repetitions to pass ~2 ms per candidate, within 3..50.
   const double flops = 2.0 * pr.m * pr.n * pr.k * pr.batch * pr.offset_a.size();
   const int reps = static_cast<int>(std::clamp(2e-3 / std::max(flops / 4e14, 1e-6), 3.0, 50.0));
-  for (size_t i = 0; st.ok() && i < cands.size(); ++i) {
+  for (size_t i = 0; i < cands.size(); ++i) {
     auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
     if (!plan_or.ok()) continue;
     const DotPlan& plan = *plan_or.value();
     if (i >= direct && !plan.row_phases()) continue;  // the phases did not apply after all
     auto run = [&] { return plan.run(ptrs[0], ptrs[1], ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream); };
     if (!run().ok()) continue;  // this candidate does not run here: skip it
-    st = TRIPY_CUDA(cuEventRecord(start, stream));
-    for (int r = 0; st.ok() && r < reps; ++r) st = run();
-    if (st.ok()) st = TRIPY_CUDA(cuEventRecord(stop, stream));
-    if (st.ok()) st = TRIPY_CUDA(cuEventSynchronize(stop));
-    float ms = 0;
-    if (st.ok()) st = TRIPY_CUDA(cuEventElapsedTime(&ms, start, stop));
-    if (st.ok() && ms < best) {
+    TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
+    if (ms < best) {
       best = ms;
       best_i = i;
     }
   }
-  (void)TRIPY_CUDA(cuEventDestroy(start));
-  if (stop) (void)TRIPY_CUDA(cuEventDestroy(stop));
-  TRIPY_RETURN_IF_ERROR(st);
   return cands[best_i];
 }
 
