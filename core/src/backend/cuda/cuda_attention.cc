@@ -154,7 +154,10 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   const int64_t Hkv = kk.size[1], rows = Hq / std::max<int64_t>(Hkv, 1) * L;
   const int64_t esize = dtype_size(p.buffers[static_cast<size_t>(k.inputs[0])].dtype);
   const int64_t ve = 16 / esize;  // elements per 16-byte piece
-  for (int x = 0; x < 5; ++x) l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * esize;
+  // A bool mask has its own element size (a loaded file may give the mask a head window too).
+  const int64_t mask_size = masked ? dtype_size(p.buffers[static_cast<size_t>(k.inputs[3])].dtype) : esize;
+  for (int x = 0; x < 5; ++x)
+    l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * (x == 3 ? mask_size : esize);
   int64_t blocks;
   CUfunc_st* split_fn = rows <= 1 && fns.split1 ? fns.split1 : rows <= kAttentionSplitRows ? fns.split16 : nullptr;
   if (split_fn && split_enabled() && S > 0 && D <= kSplitHeadMax && Dv <= kSplitHeadMax) {
