@@ -299,6 +299,7 @@ const Corruption kCorruptions[] = {
     {"perm", [](Program& p) { p.kernels[0].attention.perms[AttentionAttrs::kV] = {0, 1, 1, 3}; }, "not a permutation"},
     {"perm_range", [](Program& p) { p.kernels[0].attention.perms[AttentionAttrs::kOut] = {0, 1, 2, -1}; }, "not a permutation"},
     {"scale", [](Program& p) { p.kernels[0].attention.scale = std::numeric_limits<double>::quiet_NaN(); }, "scale that is not finite"},
+    {"heads", [](Program& p) { p.kernels[0].attention.heads[AttentionAttrs::kK] = {-1, 2}; }, "head window"},
 };
 INSTANTIATE_TEST_SUITE_P(Corruptions, AttentionValidateRejects, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -316,6 +317,20 @@ TEST(AttentionProgram, run_checks_reject_inconsistent_sizes) {
                       random_tensor(DType::kFloat32, {2, 2, 7, 6}, rng)});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("attends q (2, 4, 5, 8) over k (2, 2, 7, 6)"), std::string::npos)
+      << out.status().message();
+}
+
+TEST(AttentionProgram, a_head_window_past_its_buffer_is_refused_before_any_read) {
+  // k and v have 2 heads: a file asking for heads [1, 3) of them must not read past the buffer.
+  Program p = attention_program(Case{});
+  p.kernels[0].attention.heads[AttentionAttrs::kK] = {1, 2};
+  ASSERT_TRUE(rt::validate_program(p).ok()) << rt::validate_program(p).message();
+  Executable exe = make_executable(std::make_shared<Program>(p), {}, Device{});
+  std::mt19937 rng(4);
+  auto out = exe.run({random_tensor(DType::kFloat32, {2, 4, 5, 8}, rng), random_tensor(DType::kFloat32, {2, 2, 7, 8}, rng),
+                      random_tensor(DType::kFloat32, {2, 2, 7, 6}, rng)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("reads heads [1, 3) of an operand with 2"), std::string::npos)
       << out.status().message();
 }
 
