@@ -5,10 +5,7 @@
 namespace tripy::flat {
 
 Graph canonicalize_reductions(const Graph& graph) {
-  Graph out;
-  out.symbols = graph.symbols;
-  out.assertions = graph.assertions;
-  out.input_names = graph.input_names;
+  Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   for (const Op& src : graph.ops) {
     Op op = src;
@@ -47,8 +44,7 @@ Graph canonicalize_reductions(const Graph& graph) {
     }
     map[src.result] = out.add(std::move(op), val.dtype, val.shape);
   }
-  for (ValueId v : graph.inputs) out.inputs.push_back(map[v]);
-  for (ValueId v : graph.outputs) out.outputs.push_back(map[v]);
+  finish_like(out, graph, map);
   return out;
 }
 

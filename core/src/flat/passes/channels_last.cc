@@ -62,10 +62,7 @@ bool is_static_one(const Dim& d) { return d.is_static() && d.static_value() == 1
 
 class Rewriter {
  public:
-  Rewriter(const Graph& g, bool all_floats) : g_(g), all_floats_(all_floats) {
-    out_.symbols = g.symbols;
-    out_.assertions = g.assertions;
-    out_.input_names = g.input_names;
+  Rewriter(const Graph& g, bool all_floats) : g_(g), all_floats_(all_floats), out_(empty_like(g)) {
     first_.assign(g.values.size(), -1);
     last_.assign(g.values.size(), -1);
   }

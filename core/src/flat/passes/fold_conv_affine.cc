@@ -162,10 +162,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
   }
   if (folds.empty()) return std::nullopt;
 
-  Graph out;
-  out.symbols = g.symbols;
-  out.assertions = g.assertions;
-  out.input_names = g.input_names;
+  Graph out = empty_like(g);
   std::vector<ValueId> map(g.values.size(), -1);
   std::vector<ValueId> folded_conv(folds.size(), -1);  // per fold: the new convolution's value
   for (size_t i = 0; i < g.ops.size(); ++i) {
@@ -227,8 +224,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
     for (ValueId& v : op.operands) v = map[v];
     map[src.result] = out.add(std::move(op), val.dtype, val.shape);
   }
-  for (ValueId v : g.inputs) out.inputs.push_back(map[v]);
-  for (ValueId v : g.outputs) out.outputs.push_back(map[v]);
+  finish_like(out, g, map);
   return dce(out);
 }
 
@@ -288,10 +284,7 @@ std::optional<Graph> merge_conv_biases(const Graph& graph) {
   }
   if (merges.empty()) return std::nullopt;
 
-  Graph out;
-  out.symbols = g.symbols;
-  out.assertions = g.assertions;
-  out.input_names = g.input_names;
+  Graph out = empty_like(g);
   std::vector<ValueId> map(g.values.size(), -1);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& src = g.ops[i];
@@ -333,8 +326,7 @@ std::optional<Graph> merge_conv_biases(const Graph& graph) {
     sum.operands = {t, map[m.early]};
     map[src.result] = out.add(std::move(sum), val.dtype, val.shape);
   }
-  for (ValueId v : g.inputs) out.inputs.push_back(map[v]);
-  for (ValueId v : g.outputs) out.outputs.push_back(map[v]);
+  finish_like(out, g, map);
   return dce(out);
 }
 

@@ -290,10 +290,7 @@ std::optional<Graph> match_attention(const Graph& graph) {
   if (rewrites.empty()) return std::nullopt;
   // Rebuild with each rewrite's ops in place of its final dot; the rest of the pattern is dead
   // (every value in it had readers only inside it) and DCE drops it.
-  Graph out;
-  out.symbols = graph.symbols;
-  out.assertions = graph.assertions;
-  out.input_names = graph.input_names;
+  Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   size_t next = 0;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
@@ -317,8 +314,7 @@ std::optional<Graph> match_attention(const Graph& graph) {
     const Value& val = graph.values[op.result];
     map[op.result] = out.add(std::move(op), val.dtype, val.shape);
   }
-  for (ValueId v : graph.inputs) out.inputs.push_back(map[v]);
-  for (ValueId v : graph.outputs) out.outputs.push_back(map[v]);
+  finish_like(out, graph, map);
   return dce(out);
 }
 

@@ -48,10 +48,7 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns) {
   bool any = false;
   for (const Op& op : graph.ops) any = any || (op.kind == OpKind::kDot && padding_for(graph, op, min_columns));
   if (!any) return std::nullopt;
-  Graph out;
-  out.symbols = graph.symbols;
-  out.assertions = graph.assertions;
-  out.input_names = graph.input_names;
+  Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   for (const Op& src : graph.ops) {
     const Value& val = graph.values[src.result];
@@ -107,8 +104,7 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns) {
     }
     map[src.result] = out.add(std::move(slice), val.dtype, val.shape);
   }
-  for (ValueId v : graph.inputs) out.inputs.push_back(map[v]);
-  for (ValueId v : graph.outputs) out.outputs.push_back(map[v]);
+  finish_like(out, graph, map);
   return out;
 }
 

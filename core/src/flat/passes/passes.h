@@ -58,6 +58,10 @@ Graph dce(const Graph& graph);
 Graph canonicalize_reductions(const Graph& graph);
 
 // Helpers shared by the passes.
+// A rewrite's start: a graph with `graph`'s symbols, assertions and input names and no ops.
+Graph empty_like(const Graph& graph);
+// A rewrite's end: `out` takes `graph`'s inputs and outputs through `map` (old value -> new).
+void finish_like(Graph& out, const Graph& graph, const std::vector<ValueId>& map);
 // Rebuilds `graph` keeping the ops for which keep[op] is true and mapping operands through
 // `replace` (value -> value, -1 for none), renumbering values densely in op order.
 Graph rebuild(const Graph& graph, const std::vector<bool>& keep, const std::vector<ValueId>& replace);

@@ -1,13 +1,24 @@
-// Graph rebuilding shared by the passes: drop ops, redirect uses, renumber values densely.
+// Graph rebuilding shared by the passes: a rewrite's start and end, and dropping ops, redirecting
+// uses and renumbering values densely.
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
 
-Graph rebuild(const Graph& graph, const std::vector<bool>& keep, const std::vector<ValueId>& replace) {
+Graph empty_like(const Graph& graph) {
   Graph out;
   out.symbols = graph.symbols;
   out.assertions = graph.assertions;
   out.input_names = graph.input_names;
+  return out;
+}
+
+void finish_like(Graph& out, const Graph& graph, const std::vector<ValueId>& map) {
+  for (ValueId v : graph.inputs) out.inputs.push_back(map[v]);
+  for (ValueId v : graph.outputs) out.outputs.push_back(map[v]);
+}
+
+Graph rebuild(const Graph& graph, const std::vector<bool>& keep, const std::vector<ValueId>& replace) {
+  Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   auto resolve = [&](ValueId v) {
     // Replacement chains are short and acyclic (each points at an earlier or equal value).

@@ -47,10 +47,7 @@ class Splitter {
       if (splits_[s].add_op >= 0) drop[splits_[s].add_op] = true;
       for (const Column& c : splits_[s].columns) split_of_slice[c.slice_op] = static_cast<int32_t>(s);
     }
-    Graph out;
-    out.symbols = g_.symbols;
-    out.assertions = g_.assertions;
-    out.input_names = g_.input_names;
+    Graph out = empty_like(g_);
     std::vector<ValueId> map(g_.values.size(), -1);
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       if (drop[i]) continue;
@@ -64,8 +61,7 @@ class Splitter {
       for (ValueId& v : op.operands) v = map[v];
       map[src.result] = out.add(std::move(op), val.dtype, val.shape);
     }
-    for (ValueId v : g_.inputs) out.inputs.push_back(map[v]);
-    for (ValueId v : g_.outputs) out.outputs.push_back(map[v]);
+    finish_like(out, g_, map);
     return out;
   }
 
