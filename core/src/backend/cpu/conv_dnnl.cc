@@ -77,6 +77,21 @@ struct DnnlConvCache::Impl {
     return k;
   }
 
+  // The forward or transposed primitive, with or without a bias, and the layouts it chose.
+  template <typename Prim>
+  static void build(Entry& e, dnnl::algorithm alg, const memory::desc& x, const memory::desc& w,
+                    const memory::desc& out, const std::vector<int64_t>& dil, const rt::ConvAttrs& a,
+                    const dnnl::primitive_attr& attr) {
+    const auto prop = dnnl::prop_kind::forward_inference;
+    auto desc = a.has_bias ? typename Prim::desc(prop, alg, x, w, e.bias, out, a.stride, dil, a.pad_before, a.pad_after)
+                           : typename Prim::desc(prop, alg, x, w, out, a.stride, dil, a.pad_before, a.pad_after);
+    typename Prim::primitive_desc pd(desc, attr, cpu_engine());
+    e.w_prim = pd.weights_desc();
+    e.x_prim = pd.src_desc();
+    e.out_prim = pd.dst_desc();
+    e.prim = std::make_unique<Prim>(pd);
+  }
+
   static Entry make(const ConvProblem& p) {
     const rt::ConvAttrs& a = p.attrs;
     Entry e;
@@ -101,29 +116,11 @@ struct DnnlConvCache::Impl {
     // beat its plain-layout (im2col + GEMM) kernels by ~2x on ResNet-50's convolutions.
     const memory::desc x_any(p.x, memory::data_type::f32, memory::format_tag::any);
     const memory::desc out_any(p.out, memory::data_type::f32, memory::format_tag::any);
-    const auto prop = dnnl::prop_kind::forward_inference;
     try {
-      if (a.transposed) {
-        auto desc = a.has_bias ? dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, x_any, w_any,
-                                                                   e.bias, out_any, a.stride, dil, a.pad_before, a.pad_after)
-                               : dnnl::deconvolution_forward::desc(prop, dnnl::algorithm::deconvolution_direct, x_any, w_any,
-                                                                   out_any, a.stride, dil, a.pad_before, a.pad_after);
-        dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-        e.w_prim = pd.weights_desc();
-        e.x_prim = pd.src_desc();
-        e.out_prim = pd.dst_desc();
-        e.prim = std::make_unique<dnnl::deconvolution_forward>(pd);
-      } else {
-        auto desc = a.has_bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, x_any, w_any,
-                                                                 e.bias, out_any, a.stride, dil, a.pad_before, a.pad_after)
-                               : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, x_any, w_any,
-                                                                 out_any, a.stride, dil, a.pad_before, a.pad_after);
-        dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-        e.w_prim = pd.weights_desc();
-        e.x_prim = pd.src_desc();
-        e.out_prim = pd.dst_desc();
-        e.prim = std::make_unique<dnnl::convolution_forward>(pd);
-      }
+      if (a.transposed)
+        build<dnnl::deconvolution_forward>(e, dnnl::algorithm::deconvolution_direct, x_any, w_any, out_any, dil, a, attr);
+      else
+        build<dnnl::convolution_forward>(e, dnnl::algorithm::convolution_direct, x_any, w_any, out_any, dil, a, attr);
     } catch (const dnnl::error&) {
       e.prim.reset();  // unimplemented for this problem: remember, and run the direct loops
     }
