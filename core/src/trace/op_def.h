@@ -24,6 +24,8 @@ inline constexpr DTypeSet kAny = kNumbers | kBool;
 // Storage-only types (int4, float8) take part in casts alone.
 inline constexpr DTypeSet kAll = kAny | dtype_bit(DType::kInt4) | dtype_bit(DType::kFloat8E4M3);
 std::string dtype_set_str(DTypeSet set);
+// "(2, 3)", "(2,)": a list of ints as Python prints a tuple (attribute values in errors).
+std::string tuple_str(const std::vector<int64_t>& v);
 
 // Context for the shape/dtype rule of one call. The rule fills node.dtype and node.shape.
 struct InferCtx {

@@ -12,12 +12,6 @@
 namespace tripy::trace {
 namespace {
 
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
 Status check_attrs(const InferCtx& ctx, const rt::ConvAttrs& a, size_t nd) {
   if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
       a.output_padding.size() != nd)
@@ -26,12 +20,12 @@ Status check_attrs(const InferCtx& ctx, const rt::ConvAttrs& a, size_t nd) {
   if (a.groups < 1) return ctx.error("convolution: groups must be at least 1, got " + std::to_string(a.groups) + ".");
   for (size_t i = 0; i < nd; ++i) {
     if (a.stride[i] < 1 || a.dilation[i] < 1)
-      return ctx.error("convolution: strides and dilations must be at least 1, got stride " + ints_str(a.stride) +
-                       " and dilation " + ints_str(a.dilation) + ".");
+      return ctx.error("convolution: strides and dilations must be at least 1, got stride " + tuple_str(a.stride) +
+                       " and dilation " + tuple_str(a.dilation) + ".");
     if (a.pad_before[i] < 0 || a.pad_after[i] < 0) return ctx.error("convolution: paddings must be non-negative.");
     const int64_t most = std::max(a.stride[i], a.dilation[i]);
     if (a.output_padding[i] < 0 || (a.transposed ? a.output_padding[i] >= most : a.output_padding[i] != 0))
-      return ctx.error(a.transposed ? "convolution: output_padding " + ints_str(a.output_padding) +
+      return ctx.error(a.transposed ? "convolution: output_padding " + tuple_str(a.output_padding) +
                                           " must be non-negative and smaller than the stride or the dilation in each dim."
                                     : std::string("convolution: output_padding applies to transposed convolutions only."));
   }
@@ -70,18 +64,18 @@ Status infer_convolution(InferCtx& ctx) {
   const SymbolTable* table = ctx.node.symbols.get();
   for (size_t i = 0; i < nd; ++i) {
     const int64_t k = ws[i + 2];
-    if (k < 1) return ctx.error("convolution: the kernel " + ints_str({ws.begin() + 2, ws.end()}) + " has an empty dim.");
+    if (k < 1) return ctx.error("convolution: the kernel " + tuple_str({ws.begin() + 2, ws.end()}) + " has an empty dim.");
     // Dynamic sizes are checked at their smallest: the compiled program must work over the range.
     const int64_t n = x[i + 2].is_static() ? x[i + 2].static_value() : table ? x[i + 2].lower_bound(*table) : 1;
     const int64_t span = (k - 1) * a.dilation[i] + 1;
     const std::string at_least = x[i + 2].is_static() ? "" : "smallest ";
     if (!a.transposed && span > n + a.pad_before[i] + a.pad_after[i])
-      return ctx.error("convolution: the kernel " + ints_str({ws.begin() + 2, ws.end()}) + " (dilation " +
-                       ints_str(a.dilation) + ") spans " + std::to_string(span) + " elements in spatial dim " +
+      return ctx.error("convolution: the kernel " + tuple_str({ws.begin() + 2, ws.end()}) + " (dilation " +
+                       tuple_str(a.dilation) + ") spans " + std::to_string(span) + " elements in spatial dim " +
                        std::to_string(i) + ", more than the " + at_least + "padded input's " +
                        std::to_string(n + a.pad_before[i] + a.pad_after[i]) + ".");
     if (a.transposed && rt::conv_output_size(a, i, n, k) < 1)
-      return ctx.error("transposed convolution: the padding " + ints_str(a.pad_before) + " / " + ints_str(a.pad_after) +
+      return ctx.error("transposed convolution: the padding " + tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) +
                        " crops all of spatial dim " + std::to_string(i) + " (size " + std::to_string(n) + ").");
   }
   ctx.node.shape = flat::conv_result_shape(x, w, a);

@@ -9,12 +9,6 @@
 namespace tripy::trace {
 namespace {
 
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
 Status infer_pooling(InferCtx& ctx) {
   const rt::PoolAttrs& a = ctx.node.attrs.pool;
   const char* what = a.kind == rt::PoolAttrs::Kind::kMax ? "maxpool" : "avgpool";
@@ -31,8 +25,8 @@ Status infer_pooling(InferCtx& ctx) {
   for (size_t d = 0; d < nd; ++d)
     if (a.window[d] < 1 || a.stride[d] < 1 || a.pad_before[d] < 0 || a.pad_after[d] < 0)
       return ctx.error(std::string(what) + ": kernel sizes and strides must be positive and paddings non-negative, "
-                       "but got kernel " + ints_str(a.window) + ", stride " + ints_str(a.stride) + ", padding " +
-                       ints_str(a.pad_before) + " / " + ints_str(a.pad_after) + ".");
+                       "but got kernel " + tuple_str(a.window) + ", stride " + tuple_str(a.stride) + ", padding " +
+                       tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) + ".");
   if (a.kind == rt::PoolAttrs::Kind::kAvg && !(dtype_bit(ctx.in()[0]->dtype) & kFloats))
     return ctx.error(std::string("avgpool: expected a float tensor, but got dtype ") +
                      std::string(dtype_name(ctx.in()[0]->dtype)) + ".");
@@ -48,8 +42,8 @@ Status infer_pooling(InferCtx& ctx) {
     too_large = too_large || a.window[d] > padded.back();
   }
   if (too_large)
-    return ctx.error(std::string(what) + ": the kernel " + ints_str(a.window) + " is larger than the " +
-                     (dynamic ? "smallest " : "") + "padded input's spatial size " + ints_str(padded) + ".");
+    return ctx.error(std::string(what) + ": the kernel " + tuple_str(a.window) + " is larger than the " +
+                     (dynamic ? "smallest " : "") + "padded input's spatial size " + tuple_str(padded) + ".");
   ctx.node.shape = flat::pool_result_shape(x, a);
   ctx.node.dtype = ctx.in()[0]->dtype;
   return ok_status();

@@ -48,6 +48,12 @@ std::vector<const OpDef*> all_ops() {
   return out;
 }
 
+std::string tuple_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
 std::string dtype_set_str(DTypeSet set) {
   std::string out;
   for (int i = 0; i < kNumDTypes; ++i) {
