@@ -1,9 +1,8 @@
 """Resizing by interpolation, one dim at a time (nearest, linear and cubic are separable): the source
-indices and weights are computed at trace time and applied with gathers and a weighted sum."""
+indices and weights are computed at trace time (plain Python lists, so tripy needs no numpy) and
+applied with gathers and a weighted sum."""
 
 import math
-
-import numpy as np
 
 from tripy.frontend import dtypes
 from tripy.frontend.ops.shape_ops import gather
@@ -13,14 +12,14 @@ _CUBIC_A = -0.75  # the Keys kernel coefficient PyTorch and OpenCV use
 
 
 def _source_coords(n_in, n_out, ratio, align_corners):
-    dst = np.arange(n_out, dtype=np.float64)
     if align_corners:
-        return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-    return (dst + 0.5) * ratio - 0.5
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        return [i * scale for i in range(n_out)]
+    return [(i + 0.5) * ratio - 0.5 for i in range(n_out)]
 
 
 def _cubic_weights(t):
-    """Weights of the 4 taps at offsets -1, 0, 1, 2 for fractional positions ``t``."""
+    """Weights of the 4 taps at offsets -1, 0, 1, 2 for the fractional positions ``t`` (a list)."""
     a = _CUBIC_A
 
     def near(x):  # |x| <= 1
@@ -29,24 +28,23 @@ def _cubic_weights(t):
     def far(x):  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    return [[far(x + 1) for x in t], [near(x) for x in t], [near(1 - x) for x in t], [far(2 - x) for x in t]]
 
 
 def _taps(mode, n_in, n_out, ratio, align_corners):
     """[(indices, weights or None)] for one dim: out[i] = sum over taps of weight[i] * in[index[i]]."""
     if mode == "nearest":
-        src = np.floor(np.arange(n_out) * ratio).astype(np.int64)
-        return [(np.minimum(src, n_in - 1), None)]
+        return [([min(math.floor(i * ratio), n_in - 1) for i in range(n_out)], None)]
     src = _source_coords(n_in, n_out, ratio, align_corners)
     if mode == "linear":
-        src = np.maximum(src, 0.0)
-        lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-        hi = np.minimum(lo + 1, n_in - 1)
-        t = src - lo
-        return [(lo, 1.0 - t), (hi, t)]
-    base = np.floor(src).astype(np.int64)
-    weights = _cubic_weights(src - base)
-    return [(np.clip(base + off, 0, n_in - 1), w) for off, w in zip((-1, 0, 1, 2), weights)]
+        src = [max(x, 0.0) for x in src]
+        lo = [min(math.floor(x), n_in - 1) for x in src]
+        hi = [min(i + 1, n_in - 1) for i in lo]
+        t = [x - i for x, i in zip(src, lo)]
+        return [(lo, [1.0 - w for w in t]), (hi, t)]
+    base = [math.floor(x) for x in src]
+    weights = _cubic_weights([x - b for x, b in zip(src, base)])
+    return [([min(max(b + off, 0), n_in - 1) for b in base], w) for off, w in zip((-1, 0, 1, 2), weights)]
 
 
 def _resize_dim(x, dim, taps):
@@ -55,9 +53,9 @@ def _resize_dim(x, dim, taps):
 
     out = None
     for index, weight in taps:
-        picked = gather(x, dim, Tensor(index.astype(np.int32), device=x.device))
+        picked = gather(x, dim, Tensor(index, dtype=dtypes.int32, device=x.device))
         if weight is not None:
-            w = Tensor(weight.astype(np.float32), device=x.device)
+            w = Tensor(weight, dtype=dtypes.float32, device=x.device)
             if x.dtype != dtypes.float32:
                 from tripy.frontend.ops.misc import cast
 
