@@ -90,6 +90,7 @@ void register_op(OpDef def);
 void register_elementwise_ops();
 void register_reduce_ops();
 void register_shape_ops();
+void register_split_flip_ops();
 void register_creation_ops();
 void register_matmul_ops();
 void register_conv_ops();

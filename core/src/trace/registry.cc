@@ -19,6 +19,7 @@ void ensure_registered() {
     register_elementwise_ops();
     register_reduce_ops();
     register_shape_ops();
+    register_split_flip_ops();
     register_creation_ops();
     register_matmul_ops();
     register_conv_ops();

@@ -101,6 +101,39 @@ def test_resize_matches_numpy(name, mode, device):
     np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
 
 
+SPATIAL = {
+    # name: (mode, align_corners, output (H, W)); the input's H and W are dynamic
+    "nearest": ("nearest", False, (7, 4)),
+    "linear": ("linear", False, (7, 4)),
+    "linear_align": ("linear", True, (7, 2)),
+    "cubic": ("cubic", False, (6, 9)),
+    "cubic_align": ("cubic", True, (5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPATIAL))
+def test_resize_of_dynamic_spatial_dims_matches_numpy(name, device):
+    interp, align, (h_out, w_out) = SPATIAL[name]
+    H, W = tp.NamedDimension("H", 1, 4, 12), tp.NamedDimension("W", 2, 5, 9)
+
+    def fn(t):
+        return tp.resize(t, output_shape=(t.shape[0], 2, h_out, w_out), mode=interp, align_corners=align)
+
+    exe = tp.compile(fn, args=[tp.InputInfo(((1, 2, 3), 2, H, W), dtype=tp.float32)])
+    # the minimum sizes, down- and up-sampling, sizes equal to the output's, the maximum
+    for b, h, w in ((1, 1, 2), (2, 4, 5), (3, 12, 9), (1, h_out, w_out), (2, 3, 8)):
+        x = RNG.standard_normal((b, 2, h, w)).astype(np.float32)
+        ref = _resize_ref(x, (b, 2, h_out, w_out), interp, align, [1.0, 1.0, h / h_out, w / w_out])
+        np.testing.assert_allclose(np.array(exe(_dev(x)).tolist()), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_dims_cannot_be_resized_by_scales():
+    H = tp.NamedDimension("H", 1, 4, 12)
+    with pytest.raises(tp.TripyException, match="resize it with output_shape") as e:
+        tp.compile(lambda t: tp.resize(t, scales=(1, 2.0)), args=[tp.InputInfo((1, H), dtype=tp.float32)])
+    assert "test_resize.py" in str(e.value)
+
+
 def test_nearest_resize_keeps_integers(device):
     x = np.arange(6, dtype=np.int32).reshape(1, 2, 3)
     out = tp.resize(_dev(x), output_shape=(1, 4, 3), mode="nearest")

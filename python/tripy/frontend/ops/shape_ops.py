@@ -19,6 +19,13 @@ def _ints(values, what):
         _raise_here(f"Expected {what} to be a sequence of ints, but got: {values!r}.")
 
 
+def _dim(dim):
+    try:
+        return operator.index(dim)
+    except TypeError:
+        _raise_here(f"Expected dim to be an int, but got: {dim!r}.")
+
+
 def _sizes(values, what):
     """Shape entries: ints, or DimensionSizes passed through as their (symbolic) nodes."""
     from tripy.frontend.tensor import Tensor
@@ -181,7 +188,9 @@ def slice_dim(input, dim, start, stop, step=1):
 
 def split(input, num_split_or_sizes, dim=0):
     """
-    Splits into ``num_split_or_sizes`` equal chunks (an int), or chunks of the given sizes.
+    Splits into ``num_split_or_sizes`` equal chunks (an int), or chunks of the given sizes (ints or
+    ``tp.DimensionSize``s). ``dim`` may be dynamic inside ``tp.compile``: a dynamic size that does
+    not divide into equal chunks, or that the sizes do not add up to, is an error of the call.
 
     Example::
 
@@ -190,32 +199,18 @@ def split(input, num_split_or_sizes, dim=0):
         a, b = tp.split(tp.arange(4), 2)
         assert (a.tolist(), b.tolist()) == ([0.0, 1.0], [2.0, 3.0])
     """
-    rank = input.rank
-    if not -rank <= dim < rank:
-        _raise_here(f"split: dim {dim} is out of range for a tensor of rank {rank}.")
-    dim %= rank
-    size = input._node.shape[dim]
-    if isinstance(size, str):
-        _raise_here(f"split: dimension {dim} is dynamic ({size}); split needs a static size.")
-    if isinstance(num_split_or_sizes, int):
-        n = num_split_or_sizes
-        if n <= 0 or size % n != 0:
-            _raise_here(f"split: dimension {dim} of size {size} cannot be split into {n} equal chunks.")
-        sizes = [size // n] * n
-    else:
-        sizes = _ints(num_split_or_sizes, "the split sizes")
-        if sum(sizes) != size or any(s < 0 for s in sizes):
-            _raise_here(f"split: sizes {sizes} do not add up to the size {size} of dimension {dim}.")
-    out, offset = [], 0
-    for s in sizes:
-        out.append(slice_dim(input, dim, offset, offset + s))
-        offset += s
-    return out
+    if isinstance(num_split_or_sizes, bool) or not isinstance(num_split_or_sizes, int):
+        sizes = _sizes(num_split_or_sizes, "the split sizes")
+        return [make("split_part", [input], axis=_dim(dim), dims=[i], shape=sizes) for i in range(len(sizes))]
+    n = num_split_or_sizes
+    if n <= 0:  # checked here too: no part would carry the core's error
+        _raise_here(f"split: the number of parts must be positive, but got {n}.")
+    return [make("split_part", [input], axis=_dim(dim), dims=[i, n]) for i in range(n)]
 
 
 def flip(input, dim=None):
     """
-    Reverses the order of elements along ``dim`` (all dims when None).
+    Reverses the order of elements along ``dim`` (all dims when None); dims may be dynamic.
 
     Example::
 
@@ -226,12 +221,7 @@ def flip(input, dim=None):
     dims = range(input.rank) if dim is None else _ints(dim, "dim")
     out = input
     for d in dims:
-        if not -input.rank <= d < input.rank:
-            _raise_here(f"flip: dimension {d} is out of range for a tensor of rank {input.rank}.")
-        n = input._node.shape[d]
-        if isinstance(n, str):
-            _raise_here(f"flip: dimension {d} is dynamic ({n}); flip needs a static size.")
-        out = slice_dim(out, d % input.rank, n - 1, -1, -1)
+        out = make("flip", [out], axis=d)
     return out
 
 
