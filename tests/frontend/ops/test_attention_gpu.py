@@ -11,37 +11,13 @@ from tripy import _C
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not _C.gpu_available() or not torch.cuda.is_available(), reason="needs a GPU and torch")
 
-TDT = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-TOL = {"float16": 2e-3, "bfloat16": 1.5e-2, "float32": 1e-5}
-
-
-def _rand(*shape, dtype, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed + sum(shape))
-    return torch.randn(*shape, device="cuda", dtype=TDT[dtype], generator=g)
+from attention_torch_ref import check as _check  # noqa: E402
+from attention_torch_ref import rand as _rand  # noqa: E402
+from attention_torch_ref import ref as _ref  # noqa: E402
 
 
 def _tp(t):
     return tp.Tensor(t)
-
-
-def _torch(t):
-    return torch.from_dlpack(t).float()
-
-
-def _ref(q, k, v, mask=None, causal=False):
-    if k.shape[-3] != q.shape[-3]:
-        rep = q.shape[-3] // k.shape[-3]
-        k, v = k.repeat_interleave(rep, -3), v.repeat_interleave(rep, -3)
-    # The math path in float32: the reference is then more accurate than either side.
-    return torch.nn.functional.scaled_dot_product_attention(
-        q.float(), k.float(), v.float(), attn_mask=None if mask is None else (mask if mask.dtype == torch.bool else mask.float()),
-        is_causal=causal,
-    )
-
-
-def _check(got, want, dtype):
-    err = (torch.linalg.norm(_torch(got) - want) / torch.linalg.norm(want)).item()
-    assert err < TOL[dtype], err
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

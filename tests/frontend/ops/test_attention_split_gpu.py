@@ -16,28 +16,9 @@ from tripy import _C
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not _C.gpu_available() or not torch.cuda.is_available(), reason="needs a GPU and torch")
 
-TDT = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-TOL = {"float16": 2e-3, "bfloat16": 1.5e-2, "float32": 1e-5}
-
-
-def _rand(*shape, dtype, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed + sum(shape))
-    return torch.randn(*shape, device="cuda", dtype=TDT[dtype], generator=g)
-
-
-def _ref(q, k, v, mask=None, causal=False):
-    if k.shape[-3] != q.shape[-3]:
-        rep = q.shape[-3] // k.shape[-3]
-        k, v = k.repeat_interleave(rep, -3), v.repeat_interleave(rep, -3)
-    if mask is not None and mask.dtype != torch.bool:
-        mask = mask.float()
-    return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, is_causal=causal)
-
-
-def _check(got, want, dtype):
-    got = torch.from_dlpack(got).float()
-    err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
-    assert err < TOL[dtype], err
+from attention_torch_ref import check as _check  # noqa: E402
+from attention_torch_ref import rand as _rand  # noqa: E402
+from attention_torch_ref import ref as _ref  # noqa: E402
 
 
 def _sdpa(q, k, v, mask=None, causal=False):
