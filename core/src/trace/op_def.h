@@ -63,6 +63,8 @@ class LowerCtx {
 
  private:
   flat::OriginRef origin(const std::string& reason);
+  // A run-time check of `kind` between a and b, unless they are the same size already.
+  void assert_dims(rt::ShapeCheck::Kind kind, const Dim& a, const Dim& b, const std::string& message);
   flat::Graph& graph_;
   const Node& node_;
   std::vector<flat::ValueId> inputs_;

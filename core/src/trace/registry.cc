@@ -288,20 +288,17 @@ flat::ValueId LowerCtx::reshape(flat::ValueId v, Shape shape, const std::string&
 }
 
 void LowerCtx::check_equal(const Dim& a, const Dim& b, const std::string& message) {
-  if (a.same_as(b)) return;
-  flat::ShapeAssertion assertion;
-  assertion.kind = rt::ShapeCheck::Kind::kEqual;
-  assertion.a = a;
-  assertion.b = b;
-  assertion.message = message;
-  assertion.origin = origin("");
-  graph_.assertions.push_back(std::move(assertion));
+  assert_dims(rt::ShapeCheck::Kind::kEqual, a, b, message);
 }
 
 void LowerCtx::check_broadcast(const Dim& a, const Dim& b, const std::string& message) {
+  assert_dims(rt::ShapeCheck::Kind::kBroadcast, a, b, message);
+}
+
+void LowerCtx::assert_dims(rt::ShapeCheck::Kind kind, const Dim& a, const Dim& b, const std::string& message) {
   if (a.same_as(b)) return;
   flat::ShapeAssertion assertion;
-  assertion.kind = rt::ShapeCheck::Kind::kBroadcast;
+  assertion.kind = kind;
   assertion.a = a;
   assertion.b = b;
   assertion.message = message;
