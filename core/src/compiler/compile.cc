@@ -58,7 +58,9 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
     graph = flat::simplify(graph);
+    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
     graph = flat::cse(graph);
+    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
     // Attention first: its operands may be slices of one projection, which it reads in place and
     // which split_dot_slices would otherwise turn into one GEMM per slice.
     if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
@@ -69,20 +71,25 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
       graph = std::move(*folded);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_attention_layouts"));
     }
+    bool rewrote_dots = false;
     if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
       TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
       TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split));
+      rewrote_dots = true;
     }
     // cuBLASLt's fast kernels need aligned rows; oneDNN does not care, so the CPU skips the copy.
     if (options.device.kind == Device::Kind::kGpu)
       if (std::optional<flat::Graph> padded = flat::pad_dot_columns(graph)) {
         TRIPY_RETURN_IF_ERROR(debug_verified(*padded, "pad_dot_columns"));
         TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded));
+        rewrote_dots = true;
       }
-    graph = flat::simplify(graph);
-    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
-    graph = flat::cse(graph);
-    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
+    if (rewrote_dots) {  // their new slices and constants may simplify or repeat
+      graph = flat::simplify(graph);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+      graph = flat::cse(graph);
+      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
+    }
     if (std::optional<flat::Graph> folded = flat::fold_conv_affine(graph)) {
       graph = std::move(*folded);
       TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_conv_affine"));
