@@ -3,12 +3,14 @@
 #include "backend/cuda/cuda_conv.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_tuning.h"
 
 namespace tripy::rt::cuda {
@@ -289,8 +291,10 @@ Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr
 
 // Find timed the plain convolution, but a relu epilogue runs through
 // cudnnConvolutionBiasActivationForward, whose speed per algorithm differs (some algorithms fall
-// back to slow legacy kernels there, others are not fused at all): time the fused call per
-// algorithm, and keep Find's plain choice plus our epilogue kernel when that is faster.
+// back to slow legacy kernels there, others are not fused at all). Time Find's plain choice plus
+// an estimate of our epilogue kernel, and the fused call per algorithm, with one timer; keep the
+// fastest. (Find's own times are not comparable: it lists an algorithm once per math type, and the
+// slow entries of a fast algorithm once won this comparison.)
 Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionFwdAlgoPerf_t* perf, int found,
                   const std::vector<CUdeviceptr>& ptrs, CUstream stream, int32_t* choice) {
   Tensor bias;
@@ -301,35 +305,43 @@ Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionF
   const CUdeviceptr b = pr.attrs.has_bias ? reinterpret_cast<CUdeviceptr>(bias.data()) : 0;
   const CUdeviceptr z = pr.attrs.has_residual ? ptrs[2] : 0;  // y doubles as the residual: cuDNN allows it
   CallTimer timer;
-  float best = 1e30f;
   constexpr int kReps = 5;
-  const int32_t plain[2] = {choice[1], choice[2]};
-  float plain_ms = 1e30f;
-  for (int i = 0; i < found; ++i)
-    if (perf[i].algo == plain[0] && perf[i].status == CUDNN_STATUS_SUCCESS) plain_ms = perf[i].time;
-  for (int i = 0; i < found; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
-    plan.algo_ = perf[i].algo;
-    plan.fused_ = true;
-    if (api().cudnnSetConvolutionMathType(plan.conv_, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
+  // Milliseconds per call of one candidate; an error when it fails or (asked to fuse) does not fuse.
+  auto timed = [&](int32_t algo, int32_t math, bool fused) -> StatusOr<float> {
+    plan.algo_ = algo;
+    plan.fused_ = fused;
+    TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(plan.conv_, static_cast<cudnnMathType_t>(math)));
     auto run = [&] { return plan.run(ptrs[0], ptrs[1], b, z, ptrs[2], ptrs[3], kConvWorkspaceLimit, stream); };
-    if (!run().ok() || !plan.fused_) continue;  // not fused with this algorithm
+    TRIPY_RETURN_IF_ERROR(run());  // warms up, and learns whether cuDNN fuses this algorithm
+    if (fused && !plan.fused_) return Status(StatusCode::kUnavailable, "not fused with this algorithm");
     TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, kReps, stream));
-    if (ms / kReps < best) {
-      best = ms / kReps;
-      choice[1] = perf[i].algo;
-      choice[2] = perf[i].mathType;
-    }
-  }
+    return ms / kReps;
+  };
   // The separate epilogue: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
   const double epilogue_ms = 3e-3 + (pr.attrs.has_residual ? 3.0 : 2.0) * dtype_size(pr.dtype) *
                                         static_cast<double>(pr.out_elements()) / 2.5e9;
-  choice[3] = 1;
-  if (plain_ms + epilogue_ms < best) {
-    choice[1] = plain[0];
-    choice[2] = plain[1];
-    choice[3] = 0;
+  const int32_t plain[2] = {choice[1], choice[2]};
+  StatusOr<float> plain_ms = timed(plain[0], plain[1], false);
+  double best = plain_ms.ok() ? plain_ms.value() + epilogue_ms : 1e30;
+  choice[3] = 0;
+  const bool log = debug_level() >= 1;
+  if (log)
+    std::fprintf(stderr, "tripy: conv %s: plain algo %d math %d %.4f ms + epilogue %.4f ms\n", pr.key().c_str(),
+                 plain[0], plain[1], plain_ms.ok() ? plain_ms.value() : -1.0f, epilogue_ms);
+  for (int i = 0; i < found; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
+    StatusOr<float> ms = timed(perf[i].algo, perf[i].mathType, true);
+    if (log)
+      std::fprintf(stderr, "tripy:   fused algo %d math %d: %s\n", perf[i].algo, perf[i].mathType,
+                   ms.ok() ? std::to_string(ms.value()).c_str() : ms.status().message().c_str());
+    if (ms.ok() && ms.value() < best) {
+      best = ms.value();
+      choice[1] = perf[i].algo;
+      choice[2] = perf[i].mathType;
+      choice[3] = 1;
+    }
   }
+  if (log) std::fprintf(stderr, "tripy:   chose algo %d math %d %s\n", choice[1], choice[2], choice[3] ? "fused" : "plain");
   return ok_status();
 }
 
