@@ -36,7 +36,7 @@ enum Word : int {
   kStrides,                  // 5 operands x 4 dims
   kScaleLog2 = kStrides + 20,
   kBlocks, kChunks, kVec,
-  kSplits, kSplitChunk, kPtrWork, kPtrCounters,
+  kSplits, kSplitChunk, kPtrWork, kPtrCounters, kSplitVecV,
   kWords
 };
 
@@ -181,6 +181,10 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     bool vec = kk.stride[3] == 1 && D % ve == 0 && kk.offset % ve == 0;
     for (int d = 0; d < 3; ++d) vec = vec && kk.stride[d] % ve == 0;
     if (vec) l.vec_word = kVec;
+    // V rows likewise (split1 reads them in pieces; the addresses are checked with K's).
+    bool vvec = v.stride[3] == 1 && Dv % ve == 0 && v.offset % ve == 0;
+    for (int d = 0; d < 3; ++d) vvec = vvec && v.stride[d] % ve == 0;
+    l.words[kSplitVecV] = vvec ? 1 : 0;
   } else {
     // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
     // every other stride (and a head window's start) a multiple of 8 elements.
