@@ -65,10 +65,10 @@ DEVI void attention_split(const AttnArgs& a) {
   // split1 with V rows readable in 16-byte pieces (the host checks the strides, a.vec the
   // addresses): thread t owns piece t % P of keys t / P, t / P + RP, ... of each tile (P pieces
   // per row, RP rows per pass), loaded as the tile starts so that their latency overlaps the score
-  // phase's; the loop over keys above waits for one load per key instead.
+  // phase's (the per-key loop further down, for other sizes, waits on a load every few keys).
   constexpr int VK = 16;  // pieces per row at most: so also keys per thread and tile
   const int P = (int)(a.Dv / VE);
-  const bool vv = RM == 1 && a.vec && a.vvec && P <= VK && 128 % P == 0;
+  const bool vv = RM == 1 && a.vec && a.vvec && P > 0 && P <= VK && 128 % P == 0;
   const int RP = vv ? 128 / P : 1, pc = vv ? tid % P : 0, rs = vv ? tid / P : 0;
   float vacc[VE];
   uint4 vreg[RM == 1 ? VK : 1];
