@@ -17,8 +17,9 @@
 // t / CW, t / CW + 128 / CW, ... (CW = 32, 64 or 128 columns per pass, two passes past 128).
 //
 // tripy_attention_split1 serves one row per kv head (multi-head decode), tripy_attention_split16
-// up to 16 (GQA groups, a few query rows); a module holds those its sizes can use and the host
-// picks one per launch (cuda_attention.cc).
+// up to 16 (GQA groups, a few query rows: as many as the module's sizes need, since each row
+// unrolls its loops once more); a module holds those its sizes can use and the host picks one per
+// launch (cuda_attention.cc).
 #include "backend/cuda/cuda_attention.h"
 
 namespace tripy::rt::cuda {
@@ -270,7 +271,8 @@ DEVI void attention_split(const AttnArgs& a) {
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { attention_split<1>(a); }
 #endif
 #if HAS_SPLIT16
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<16>(a); }
+// SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<SPLIT_RM>(a); }
 #endif
 )CUDA";
   return kSource;
