@@ -1,6 +1,7 @@
 // The CUDA Backend: build() generates and compiles every kernel (NVRTC, deduplicated, parallel,
-// cached; on other threads while it tunes GEMMs and convolutions); load() needs only the driver: it loads the stored cubins (or PTX) and
-// prepares the program; host<->device copies for tp.copy and eager inputs.
+// cached, on other threads while it tunes GEMMs and convolutions); load() needs only the driver:
+// it loads the stored cubins (or PTX) and prepares the program; host<->device copies for tp.copy
+// and eager inputs.
 #include "backend/cuda/cuda_backend.h"
 
 #include <future>
