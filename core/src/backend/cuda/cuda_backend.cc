@@ -108,7 +108,7 @@ class CudaBackend final : public Backend {
     TRIPY_ASSIGN_OR_RETURN(art.modules, compile_modules({sources[0]}, {names[0]}, dev->arch));
     const std::vector<std::string> rest_sources(sources.begin() + 1, sources.end()), rest_names(names.begin() + 1, names.end());
     std::future<StatusOr<std::vector<CompiledModule>>> rest = std::async(std::launch::async, [&] {
-      return compile_modules(rest_sources, rest_names, dev->arch);
+      return compile_modules(rest_sources, rest_names, dev->arch, /*spare_cores=*/1);  // the tuner's
     });
     Status tuned = ok_status();
     if ((has_dot || has_conv) && options.optimization_level >= 1) tuned = tune(program, art);

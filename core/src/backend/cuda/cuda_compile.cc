@@ -181,7 +181,7 @@ std::string kernel_cache_dir() {
 
 StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::string>& sources,
                                                       const std::vector<std::string>& names,
-                                                      int arch) {
+                                                      int arch, int spare_cores) {
   if (!api().nvrtc_ok) {
     return Status(StatusCode::kUnavailable,
                   "NVRTC (libnvrtc.so.13) could not be loaded, so CUDA kernels cannot be compiled "
@@ -197,7 +197,8 @@ StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::str
       status[i] = compile_one(sources[i], names[i], arch, cache_dir, version, out[i]);
     }
   };
-  size_t n_threads = std::min<size_t>(sources.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = static_cast<int>(std::thread::hardware_concurrency()) - spare_cores;
+  size_t n_threads = std::min<size_t>(sources.size(), static_cast<size_t>(std::max(1, cores)));
   n_threads = std::min<size_t>(n_threads, 16);
   std::vector<std::thread> threads;
   for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(worker);

@@ -18,10 +18,11 @@ struct CompiledModule {
 // A stable 128-bit hash as 32 hex digits (FNV-1a twice, different seeds): file names, dedupe.
 std::string hash_hex(const std::string& text);
 
-// Compiles every source (they should already be distinct) for sm_<arch>. `names` label errors.
+// Compiles every source (they should already be distinct) for sm_<arch>, on up to one thread per
+// core (16 at most), `spare_cores` fewer when the caller keeps them busy. `names` label errors.
 StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::string>& sources,
                                                       const std::vector<std::string>& names,
-                                                      int arch);
+                                                      int arch, int spare_cores = 0);
 
 // Where compiled kernels are cached: $TRIPY_CACHE_DIR, else ~/.cache/tripy/kernels; "" when
 // caching is off (TRIPY_CACHE_DIR=off) or no directory can be made.
