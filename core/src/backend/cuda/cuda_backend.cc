@@ -41,6 +41,11 @@ class CudaBackend final : public Backend {
  public:
   Device::Kind kind() const override { return Device::Kind::kGpu; }
   bool available() const override { return device_available(); }
+  LowPrecisionGemms low_precision_gemms() const override {
+    auto dev = device();
+    if (!dev.ok() || !api().cublaslt_ok) return {};
+    return low_precision_gemms_for(dev.value()->arch);
+  }
 
   StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
     TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());

@@ -11,6 +11,16 @@ std::string DotProblem::key() const {
   return s;
 }
 
+LowPrecisionGemms low_precision_gemms_for(int arch) {
+  LowPrecisionGemms g;
+  g.int8 = arch >= 80;
+  g.float8 = arch >= 89;
+  g.weight_nk = true;
+  g.int8_multiple = 4;
+  g.float8_multiple = 16;
+  return g;
+}
+
 StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
   auto bad = [&](const std::string& msg) {
     SourceRef where;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "runtime/program.h"
 
 namespace tripy::rt::cuda {
@@ -23,6 +24,11 @@ struct DotProblem {
   Activation activation = Activation::kNone;
   std::string key() const;  // identical problems are tuned once
 };
+
+// What cuBLASLt runs on a GPU of `arch` (major * 10 + minor): int8 x int8 -> int32 (IMMA with the
+// regular column order, sm80+) and float8 e4m3 -> float32 (sm89+), both "TN" only (the weight
+// [N, K]) with K and N multiples of 4 (int8) or 16 (float8, its 16-byte rule).
+LowPrecisionGemms low_precision_gemms_for(int arch);
 
 StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
 
