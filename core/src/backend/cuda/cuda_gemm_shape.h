@@ -14,7 +14,9 @@ namespace tripy::rt::cuda {
 // The cuBLASLt call(s) one kDot makes at given shapes, in column-major terms: D = op(A) op(B)
 // with A = rhs and B = lhs, so D is the row-major output.
 struct DotProblem {
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kFloat32;    // of the output (C = D)
+  DType operand = DType::kFloat32;  // of A and B: dtype, or int8 / float8 for the quantized dot
+  bool quantized() const { return operand != dtype; }
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;  // cuBLASLt's: m = N, n = M (times a folded batch), k = K
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;  // elements
