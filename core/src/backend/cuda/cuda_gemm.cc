@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
@@ -27,7 +28,7 @@ cudaDataType_t cuda_type(DType t) {
 
 // int8 x int8 sums in int32 with int32 alpha and beta (cuBLASLt's CUBLAS_COMPUTE_32I row with
 // C = D int32); everything else, float8 included, in float32 with float alpha and beta.
-bool int_scale(const DotProblem& pr) { return pr.operand == DType::kInt8; }
+bool int_scale(const DotProblem& pr) { return pr.operand_dtype() == DType::kInt8; }
 
 int pow2_alignment(uint64_t v) {
   int a = 256;
@@ -53,12 +54,28 @@ StatusOr<cublasLtHandle_t> lt_handle() {
   return handle;
 }
 
+bool lt_runs_quantized(DType operand) {
+  static std::mutex mutex;
+  static std::map<DType, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(operand);
+  if (it != known.end()) return it->second;
+  DotProblem pr;
+  pr.operand = operand;
+  pr.dtype = dot_accumulator_dtype(operand);
+  pr.trans_a = true;  // the weight stored [N, K]
+  pr.m = pr.n = pr.k = 64;
+  const bool ok = make_current().ok() && DotPlan::create(pr, nullptr, 256, kDotWorkspaceBytes).ok();
+  known[operand] = ok;
+  return ok;
+}
+
 std::string cublaslt_version() {
   return api().cublaslt_ok ? std::to_string(api().cublasLtGetVersion()) : "none";
 }
 
 int dot_alignment(const DotProblem& pr, std::initializer_list<CUdeviceptr> addresses) {
-  const int es = dtype_size(pr.dtype), eo = dtype_size(pr.operand);
+  const int es = dtype_size(pr.dtype), eo = dtype_size(pr.operand_dtype());
   int a = 256;
   for (CUdeviceptr p : addresses)
     if (p) a = std::min(a, pow2_alignment(p));
@@ -97,7 +114,7 @@ Status make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t t, int64_t rows, 
 // Descriptors for `pr` (shared by create() and candidates()).
 Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrixLayout_t* a,
                 cublasLtMatrixLayout_t* b, cublasLtMatrixLayout_t* c) {
-  const cudaDataType_t t = cuda_type(pr.dtype), to = cuda_type(pr.operand);
+  const cudaDataType_t t = cuda_type(pr.dtype), to = cuda_type(pr.operand_dtype());
   // float32 keeps full FP32 arithmetic (no TF32); float16/bfloat16 accumulate in float32; int8
   // in int32 (exact), float8 in float32 (its A/B scale pointers stay unset: 1, since the rescale
   // by the dequantize scales is the kernel after this one).
@@ -257,7 +274,7 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
   const int32_t alpha_i = 1, beta_i = 0;
   const void* alpha = int_scale(problem_) ? static_cast<const void*>(&alpha_i) : &alpha_f;
   const void* beta = int_scale(problem_) ? static_cast<const void*>(&beta_i) : &beta_f;
-  const int64_t es = dtype_size(problem_.dtype), eo = dtype_size(problem_.operand);
+  const int64_t es = dtype_size(problem_.dtype), eo = dtype_size(problem_.operand_dtype());
   for (const Call& c : calls_) {
     auto* pa = reinterpret_cast<const void*>(a + c.shape.offset_a * eo);
     auto* pb = reinterpret_cast<const void*>(b + c.shape.offset_b * eo);

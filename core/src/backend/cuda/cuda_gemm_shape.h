@@ -15,8 +15,9 @@ namespace tripy::rt::cuda {
 // with A = rhs and B = lhs, so D is the row-major output.
 struct DotProblem {
   DType dtype = DType::kFloat32;    // of the output (C = D)
-  DType operand = DType::kFloat32;  // of A and B: dtype, or int8 / float8 for the quantized dot
-  bool quantized() const { return operand != dtype; }
+  DType operand = DType::kFloat32;  // of A and B: int8 / float8 for the quantized dot, else dtype
+  bool quantized() const { return operand == DType::kInt8 || operand == DType::kFloat8E4M3; }
+  DType operand_dtype() const { return quantized() ? operand : dtype; }  // what A and B hold
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;  // cuBLASLt's: m = N, n = M (times a folded batch), k = K
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;  // elements
