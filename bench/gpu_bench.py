@@ -11,12 +11,16 @@ With --native, Tripy's side comes from bench/gpu_bench_native.cc (the same model
 Programs by hand and run through the CUDA backend, no Python frontend), compiled here with g++
 against build-gpu's libtripy_runtime.a; torch is timed on the same shapes in this process.
 
-Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native]
+Then the low-precision GEMMs: int8 and float8 (sm89+) quantize/dequantize around a matmul against
+the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096), as time ratios.
+
+Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native] [--quantized]
 """
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -277,18 +281,81 @@ def native(a, budget):
               f"{r['tripy_s'] / eager:>11.2f} {tf:>20} {r['build_s']:>8.2f}s {tc_compile:>10.2f}s")
 
 
+def quantized_gemms(quick, budget_s):
+    """int8 and float8 GEMMs (quantize/dequantize around a matmul, compiled by flat::quantized_dot)
+    against the float16 GEMM of the same M, N, K: x [M, K] float16 @ W.T with W [N, K]. 'call' is
+    the whole executable (the activation's quantize, the GEMM, the rescale); 'gemm' the dot kernel
+    alone (from exe.profile). Ratios are time over the float16 GEMM's (< 1: faster)."""
+    shapes = [(1024, 1024, 1024), (16, 1024, 1024)] if quick else [(4096, 4096, 4096), (16, 4096, 4096)]
+    fp8 = torch.cuda.get_device_capability() >= (8, 9)
+    g = torch.Generator(device="cuda").manual_seed(3)
+    print()
+    head = (f"{'low-precision GEMM (M, N, K)':<34} {'call':>10} {'gemm':>10} {'call/f16':>9} {'gemm/f16':>9} "
+            f"{'TFLOP/s gemm':>12} {'dot reads':>9} {'rel.err':>8}")
+    print(head)
+    print("-" * len(head))
+    for m, n, k in shapes:
+        x = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=g)
+        w = torch.randn(n, k, device="cuda", dtype=torch.float16, generator=g) * 0.05
+        sx, sw = float(x.abs().max()) / 127, float(w.abs().max()) / 127
+        base = None
+        for qname in ["float16", "int8"] + (["float8"] if fp8 else []):
+            if qname == "float16":
+                wt = to_tripy(w.contiguous())
+                wt.eval()
+
+                def model(a, wt=wt):
+                    return a @ tp.transpose(wt, 0, 1)
+
+                want = x.float() @ w.float().T
+            else:
+                qd = tp.int8 if qname == "int8" else tp.float8
+                wsc = sw if qname == "int8" else float(w.abs().max()) / 448
+                xsc = sx if qname == "int8" else float(x.abs().max()) / 448
+                wq = tp.quantize(to_tripy(w.contiguous()), wsc, qd)
+                wq.eval()
+
+                def model(a, wq=wq, qd=qd, xsc=xsc, wsc=wsc):
+                    xa = tp.dequantize(tp.quantize(a, xsc, qd), xsc, tp.float16)
+                    return xa @ tp.transpose(tp.dequantize(wq, wsc, tp.float16), 0, 1)
+
+                want = x.float() @ w.float().T  # quantization error included in rel.err
+            exe = tp.compile(model, args=[tp.InputInfo((m, k), dtype=tp.float16)])
+            text = exe._impl.program_text  # which dtype the dot reads: the rewrite fired or not
+            decl = dict(re.findall(r"^(b\d+) = (?:input|temp|constant|output)(?: \d+)? (\w+)\[", text, re.M))
+            dot = re.search(r"^b\d+ = dot '[^']*'\((b\d+),", text, re.M)
+            reads = decl.get(dot.group(1), "?") if dot else "no dot"
+            xt = to_tripy(x)
+            got = to_torch(exe(xt))
+            err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
+            call_s = median_seconds(lambda: exe(xt), budget_s)
+            prof = [exe.profile(xt) for _ in range(5)]
+            gemm_ms = sorted(sum(r["ms"] for r in p.rows if r["kind"] == "dot") for p in prof)[2]
+            if base is None:
+                base = (call_s, gemm_ms)
+            tf = 2.0 * m * n * k / (gemm_ms * 1e-3) / 1e12
+            print(f"{qname + f' ({m}, {n}, {k})':<34} {fmt_time(call_s):>10} {fmt_time(gemm_ms * 1e-3):>10} "
+                  f"{call_s / base[0]:>9.2f} {gemm_ms / base[1]:>9.2f} {tf:>12.0f} {reads:>9} {err:>8.1e}")
+    if not fp8:
+        print("(float8 needs sm89+: not run on this GPU)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and short timings")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--case", type=int, action="append", help="run only these cases (by index)")
     parser.add_argument("--native", action="store_true", help="Tripy side from gpu_bench_native.cc")
+    parser.add_argument("--quantized", action="store_true", help="only the int8/float8 vs float16 GEMM table")
     a = parser.parse_args()
     budget = 0.3 if a.quick else 1.5
     if a.native:
         return native(a, budget)
     if tp is None:
         raise SystemExit(f"tripy does not import ({TRIPY_IMPORT_ERROR}); try --native")
+    if a.quantized:
+        print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+        return quantized_gemms(a.quick, budget)
     big = (1024, 2048) if a.quick else (8192, 4096)
     cases = [
         ("seed MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
@@ -320,6 +387,11 @@ def main():
             tf = f"{r['flops'] / r['tripy'] / 1e12:.0f} | {r['flops'] / r['eager'] / 1e12:.0f}"
         print(f"{r['name']:<46} {fmt_time(r['tripy']):>10} {fmt_time(r['eager']):>10} {fmt_time(r['tcomp']):>10} "
               f"{r['tripy'] / r['eager']:>11.2f} {tf:>17} {r['err']:>8.1e} {r['compile']:>9.2f}s {r['tc_compile']:>10.2f}s")
+    if not a.case:
+        try:
+            quantized_gemms(a.quick, budget)
+        except Exception as e:
+            print(f"low-precision GEMMs: FAILED: {type(e).__name__}: {str(e)[:2000]}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,15 @@ def test_gpu_benchmark_runs_quickly():
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
+def test_gpu_quantized_gemm_benchmark_runs_the_int8_gemm():
+    pytest.importorskip("torch")
+    out = _run("bench/gpu_bench.py", "--quick", "--quantized")
+    assert out.returncode == 0, out.stderr
+    int8_rows = [line for line in out.stdout.splitlines() if line.startswith("int8 (")]
+    assert len(int8_rows) == 2 and all(" i8 " in line for line in int8_rows), out.stdout
+
+
 MODEL_EXAMPLES = ["gpt2", "gpt2_generate", "llama_block", "resnet50", "mobilenet_unet_block"]
 
 

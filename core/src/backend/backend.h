@@ -36,11 +36,20 @@ class LoadedProgram {
   virtual void set_profile(std::vector<double>* kernel_ms) { (void)kernel_ms; }
 };
 
+// The low-precision GEMMs a device runs natively: the compiler rewrites dequantize -> dot into
+// them (flat::quantized_dot) only where they apply.
+struct LowPrecisionGemms {
+  bool int8 = false, float8 = false;
+  bool weight_nk = false;  // the weight must be read [N, K] (cuBLASLt's "TN")
+  int64_t int8_multiple = 1, float8_multiple = 1;  // K and N must be static multiples of these
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device::Kind kind() const = 0;
   virtual bool available() const = 0;
+  virtual LowPrecisionGemms low_precision_gemms() const { return {}; }
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
   virtual StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
                                                         const Artifacts& artifacts) = 0;

@@ -49,6 +49,18 @@ std::optional<flat::ChannelsLastRule> channels_last_rule(const CompileOptions& o
   return flat::ChannelsLastRule{{DType::kFloat32}, 3};
 }
 
+// The low-precision GEMMs the target device runs (TRIPY_QUANTIZED_DOT=0: none, so dequantize and
+// a float GEMM run as written, for comparison).
+std::optional<flat::QuantizedDotRules> quantized_dot_rules(const CompileOptions& o) {
+  const char* env = std::getenv("TRIPY_QUANTIZED_DOT");
+  if (env && std::strcmp(env, "0") == 0) return std::nullopt;
+  rt::Backend* backend = rt::backend_for(o.device.kind);
+  if (backend == nullptr || !backend->available()) return std::nullopt;
+  const rt::LowPrecisionGemms g = backend->low_precision_gemms();
+  if (!g.int8 && !g.float8) return std::nullopt;
+  return flat::QuantizedDotRules{g.int8, g.float8, g.weight_nk, g.int8_multiple, g.float8_multiple};
+}
+
 }  // namespace
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
@@ -107,6 +119,12 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
         TRIPY_RETURN_IF_ERROR(debug_verified(*last, "channels_last"));
         graph = flat::simplify(*last);  // a transpose the user wrote may now meet its inverse
         TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+      }
+    // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
+    if (std::optional<flat::QuantizedDotRules> rules = quantized_dot_rules(options))
+      if (std::optional<flat::Graph> quantized = flat::quantized_dot(graph, *rules)) {
+        graph = std::move(*quantized);
+        TRIPY_RETURN_IF_ERROR(debug_verified(graph, "quantized_dot"));
       }
   }
   graph = flat::dce(graph);

@@ -324,7 +324,9 @@ class Verifier {
     TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
     const Value& a = g_.values[op.operands[0]];
     const Value& b = g_.values[op.operands[1]];
-    if (a.dtype != b.dtype || a.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
+    if (a.dtype != b.dtype || (r.dtype != a.dtype && r.dtype != rt::dot_accumulator_dtype(a.dtype)))
+      return fail(&op, "operands must share a dtype, and the result must have it or be their accumulator (int8 -> "
+                       "int32, float8 -> float32)");
     size_t ra = a.shape.size(), rb = b.shape.size();
     if (ra < 2 || rb < 2) return fail(&op, "operands need rank >= 2");
     if (!may_equal(a.shape[ra - 1], b.shape[rb - 2])) {

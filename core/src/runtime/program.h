@@ -118,12 +118,22 @@ struct FusedProgram {
 enum class Activation : uint8_t { kNone = 0, kRelu = 1, kGelu = 2 /* erf form */, kSilu = 3 /* x * sigmoid(x) */ };
 
 // out[b..., m, n] = act(sum_k lhs[b..., m, k] * rhs[b..., k, n] + bias[n]); leading batch dims
-// broadcast numpy-style; transposes swap the last two dims of that operand.
+// broadcast numpy-style; transposes swap the last two dims of that operand. Operands share a dtype;
+// the result has it too, or is the operands' accumulator (dot_accumulator_dtype) for quantized
+// operands: int8 x int8 sums exactly in int32, float8 x float8 in float32 (the low-precision GEMM
+// that flat::quantized_dot makes of dequantize -> dot).
 struct DotAttrs {
   bool transpose_lhs = false, transpose_rhs = false;
   bool has_bias = false;  // bias is Kernel::inputs[2], shape [N]
   Activation activation = Activation::kNone;
 };
+
+// The result dtype of a dot of `operand`s that accumulates wider than its operands: int32 for int8,
+// float32 for float8; `operand` itself for every other dtype. A dot's result has its operands'
+// dtype or this one (the one rule the FlatIR verifier and the program validator share).
+inline DType dot_accumulator_dtype(DType operand) {
+  return operand == DType::kInt8 ? DType::kInt32 : operand == DType::kFloat8E4M3 ? DType::kFloat32 : operand;
+}
 
 // Fused scaled dot-product attention over rank-4 operands, read through per-operand layouts:
 //   out[b, h, l, :] = sum_s softmax_s(scale * q[b, h, l, :] . k[b, h / (Hq / Hkv), s, :] + m) v[b, h / (Hq / Hkv), s, :]

@@ -266,6 +266,10 @@ class Validator {
           return bad("has operand ranks " + std::to_string(l) + " and " + std::to_string(r) +
                      " and result rank " + std::to_string(rank_of(kn.outputs[0])));
         if (dtype_of(kn.inputs[0]) != dtype_of(kn.inputs[1])) return bad("multiplies operands of different dtypes");
+        const DType in = dtype_of(kn.inputs[0]), out = dtype_of(kn.outputs[0]);
+        if (out != in && out != dot_accumulator_dtype(in))
+          return bad("writes " + std::string(dtype_name(out)) + " from " + std::string(dtype_name(in)) + " operands");
+        if (kn.dot.has_bias && dtype_of(kn.inputs[2]) != out) return bad("has a bias of another dtype than its result");
         if (kn.dot.has_bias && rank_of(kn.inputs[2]) != 1) return bad("has a bias that is not 1-D");
         return ok_status();
       }

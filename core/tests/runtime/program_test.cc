@@ -223,6 +223,8 @@ const Corruption kCorruptions[] = {
     {"dot_arity", [](Program& p) { p.kernels[4].dot.has_bias = false; }, "needs 2 inputs"},
     {"dot_rank", [](Program& p) { p.kernels[4].inputs = {13, 3, 2}; }, "operand ranks 1 and 2"},
     {"dot_activation", [](Program& p) { p.kernels[4].dot.activation = static_cast<Activation>(3); }, "invalid activation"},
+    // Only quantized operands may write a wider accumulator (int8 -> int32, float8 -> float32).
+    {"dot_result_dtype", [](Program& p) { p.buffers[8].dtype = DType::kInt32; }, "writes int32 from float32 operands"},
     {"transpose_perm", [](Program& p) { p.kernels[2].perm = {0, 0}; }, "invalid permutation"},
     {"transpose_rank", [](Program& p) { p.kernels[2].perm = {0}; }, "wrong rank"},
     {"slice_slot", [](Program& p) { p.kernels[5].steps[1] = 40; }, "missing slot"},

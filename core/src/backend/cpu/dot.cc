@@ -1,7 +1,9 @@
 // kDot on the CPU: batched GEMM with transposes, numpy batch broadcasting, bias and activation.
 // float32 runs through oneDNN's matmul (primitives cached per shape in the kernel's state) when
 // the product is big enough to repay its overhead, else through the built-in GEMM; narrow floats
-// convert to float32 around it; integers use an int64-accumulating loop.
+// convert to float32 around it (float8 operands too, for the quantized dot's float32 result);
+// int8 x int8 -> int32 (the quantized dot) has its own int32-accumulating kernel; other integers
+// use an int64-accumulating loop.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -28,6 +30,7 @@ class DotState final : public KernelState {
  public:
   DnnlMatmulCache dnnl;
   std::vector<float> lhs_f32, rhs_f32, bias_f32, out_f32;
+  std::vector<int8_t> packed_s8;  // the quantized dot's rhs, K-contiguous per column
 };
 
 // Converts n elements of `dtype` at src to float32 (or copies float32 when it is already).
@@ -83,8 +86,11 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
   const View* bias = attrs.has_bias ? args.inputs[2] : nullptr;
   if (lhs.shape.size() < 2 || rhs.shape.size() < 2 || out.shape.size() < 2)
     return kernel_error(args, "dot operands need at least 2 dims", StatusCode::kInternal);
-  if (lhs.dtype != out.dtype || rhs.dtype != out.dtype || (bias && bias->dtype != out.dtype))
-    return kernel_error(args, "dot operands must share the output's dtype", StatusCode::kInternal);
+  // Quantized operands (int8, float8) may write their wider accumulator (int32, float32).
+  if (lhs.dtype != rhs.dtype || (out.dtype != lhs.dtype && out.dtype != rt::dot_accumulator_dtype(lhs.dtype)) ||
+      (bias && bias->dtype != out.dtype))
+    return kernel_error(args, "dot operands must share a dtype, and the output must have it or their accumulator's",
+                        StatusCode::kInternal);
 
   DotShape s;
   const size_t lr = lhs.shape.size(), rr = rhs.shape.size();
@@ -125,13 +131,15 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
     const float *a = static_cast<const float*>(lhs.data), *b = static_cast<const float*>(rhs.data);
     const float* bi = bias ? static_cast<const float*>(bias->data) : nullptr;
     float* c = static_cast<float*>(out.data);
-    if (out.dtype != DType::kFloat32) {
+    if (lhs.dtype != DType::kFloat32) {  // float8 operands widen exactly; their products sum in float32
       to_f32(lhs.dtype, lhs.data, lhs.numel(), st.lhs_f32);
       to_f32(rhs.dtype, rhs.data, rhs.numel(), st.rhs_f32);
-      if (bias) to_f32(bias->dtype, bias->data, bias->numel(), st.bias_f32);
-      st.out_f32.resize(static_cast<size_t>(out.numel()));
       a = st.lhs_f32.data();
       b = st.rhs_f32.data();
+    }
+    if (out.dtype != DType::kFloat32) {
+      if (bias) to_f32(bias->dtype, bias->data, bias->numel(), st.bias_f32);
+      st.out_f32.resize(static_cast<size_t>(out.numel()));
       bi = bias ? st.bias_f32.data() : nullptr;
       c = st.out_f32.data();
     }
@@ -159,6 +167,25 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
       });
     }
     if (out.dtype != DType::kFloat32) from_f32(out.dtype, c, out.numel(), out.data);
+    return ok_status();
+  }
+
+  // The quantized dot: int8 operands summed exactly in int32.
+  if (lhs.dtype == DType::kInt8 && out.dtype == DType::kInt32 && !bias && attrs.activation == rt::Activation::kNone) {
+    st.packed_s8.resize(static_cast<size_t>(s.K * s.N));
+    int64_t packed_from = -1;  // a rhs shared by every batch is packed once
+    for_each_batch(s, [&](int64_t, int64_t lo, int64_t ro, int64_t oo) {
+      const auto* a8 = static_cast<const int8_t*>(lhs.data) + lo;
+      if (ro != packed_from)
+        pack_s8_columns(s.K, s.N, s.rhs_ref(static_cast<const int8_t*>(rhs.data) + ro), st.packed_s8.data());
+      packed_from = ro;
+      int32_t* co = static_cast<int32_t*>(out.data) + oo;
+      auto rows = [&](int64_t m0, int64_t m1) {
+        gemm_s8s32(s.M, s.N, s.K, s.lhs_ref(a8), st.packed_s8.data(), co, m0, m1);
+      };
+      if (s.M * s.N * s.K < (1 << 21)) rows(0, s.M);
+      else parallel_for(s.M, 16, rows);
+    });
     return ok_status();
   }
 

@@ -118,4 +118,27 @@ void gemm_i64(int64_t M, int64_t N, int64_t K, MatRef<int64_t> a, MatRef<int64_t
   }
 }
 
+void pack_s8_columns(int64_t K, int64_t N, MatRef<int8_t> b, int8_t* b_packed) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) b_packed[n * K + k] = b.data[k * b.row_stride + n * b.col_stride];
+}
+
+void gemm_s8s32(int64_t M, int64_t N, int64_t K, MatRef<int8_t> a, const int8_t* b_packed, int32_t* c,
+                int64_t m_begin, int64_t m_end) {
+  std::vector<int8_t> row(static_cast<size_t>(K));
+  for (int64_t i = m_begin; i < m_end; ++i) {
+    const int8_t* ar = a.data + i * a.row_stride;
+    if (a.col_stride != 1) {  // a transposed lhs: gather the row once
+      for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = a.data[i * a.row_stride + k * a.col_stride];
+      ar = row.data();
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      const int8_t* bc = b_packed + j * K;
+      int32_t acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += static_cast<int32_t>(ar[k]) * static_cast<int32_t>(bc[k]);
+      c[i * N + j] = acc;
+    }
+  }
+}
+
 }  // namespace tripy::cpu

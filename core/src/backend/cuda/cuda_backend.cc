@@ -43,6 +43,14 @@ class CudaBackend final : public Backend {
  public:
   Device::Kind kind() const override { return Device::Kind::kGpu; }
   bool available() const override { return device_available(); }
+  LowPrecisionGemms low_precision_gemms() const override {
+    auto dev = device();
+    if (!dev.ok() || !api().cublaslt_ok) return {};
+    LowPrecisionGemms g = low_precision_gemms_for(dev.value()->arch);
+    g.int8 = g.int8 && lt_runs_quantized(DType::kInt8);
+    g.float8 = g.float8 && lt_runs_quantized(DType::kFloat8E4M3);
+    return g;
+  }
 
   StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
     TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());

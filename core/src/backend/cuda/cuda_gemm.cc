@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
@@ -15,8 +16,19 @@ namespace tripy::rt::cuda {
 namespace {
 
 cudaDataType_t cuda_type(DType t) {
-  return t == DType::kFloat16 ? CUDA_R_16F : t == DType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+  switch (t) {
+    case DType::kFloat16: return CUDA_R_16F;
+    case DType::kBFloat16: return CUDA_R_16BF;
+    case DType::kInt8: return CUDA_R_8I;
+    case DType::kInt32: return CUDA_R_32I;
+    case DType::kFloat8E4M3: return CUDA_R_8F_E4M3;
+    default: return CUDA_R_32F;
+  }
 }
+
+// int8 x int8 sums in int32 with int32 alpha and beta (cuBLASLt's CUBLAS_COMPUTE_32I row with
+// C = D int32); everything else, float8 included, in float32 with float alpha and beta.
+bool int_scale(const DotProblem& pr) { return pr.operand_dtype() == DType::kInt8; }
 
 int pow2_alignment(uint64_t v) {
   int a = 256;
@@ -42,20 +54,36 @@ StatusOr<cublasLtHandle_t> lt_handle() {
   return handle;
 }
 
+bool lt_runs_quantized(DType operand) {
+  static std::mutex mutex;
+  static std::map<DType, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(operand);
+  if (it != known.end()) return it->second;
+  DotProblem pr;
+  pr.operand = operand;
+  pr.dtype = dot_accumulator_dtype(operand);
+  pr.trans_a = true;  // the weight stored [N, K]
+  pr.m = pr.n = pr.k = 64;
+  const bool ok = make_current().ok() && DotPlan::create(pr, nullptr, 256, kDotWorkspaceBytes).ok();
+  known[operand] = ok;
+  return ok;
+}
+
 std::string cublaslt_version() {
   return api().cublaslt_ok ? std::to_string(api().cublasLtGetVersion()) : "none";
 }
 
 int dot_alignment(const DotProblem& pr, std::initializer_list<CUdeviceptr> addresses) {
-  const int es = dtype_size(pr.dtype);
+  const int es = dtype_size(pr.dtype), eo = dtype_size(pr.operand_dtype());
   int a = 256;
   for (CUdeviceptr p : addresses)
     if (p) a = std::min(a, pow2_alignment(p));
-  for (int64_t s : {pr.stride_a, pr.stride_b, pr.stride_c})
-    if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s * es)));
+  for (int64_t s : {pr.stride_a * eo, pr.stride_b * eo, pr.stride_c * es})
+    if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s)));
   for (size_t i = 0; i < pr.offset_a.size(); ++i)
-    for (int64_t s : {pr.offset_a[i], pr.offset_b[i], pr.offset_c[i]})
-      if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s * es)));
+    for (int64_t s : {pr.offset_a[i] * eo, pr.offset_b[i] * eo, pr.offset_c[i] * es})
+      if (s) a = std::min(a, pow2_alignment(static_cast<uint64_t>(s)));
   return a;
 }
 
@@ -86,9 +114,12 @@ Status make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t t, int64_t rows, 
 // Descriptors for `pr` (shared by create() and candidates()).
 Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrixLayout_t* a,
                 cublasLtMatrixLayout_t* b, cublasLtMatrixLayout_t* c) {
-  const cudaDataType_t t = cuda_type(pr.dtype);
-  // float32 keeps full FP32 arithmetic (no TF32); float16/bfloat16 accumulate in float32.
-  TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cudaDataType_t t = cuda_type(pr.dtype), to = cuda_type(pr.operand_dtype());
+  // float32 keeps full FP32 arithmetic (no TF32); float16/bfloat16 accumulate in float32; int8
+  // in int32 (exact), float8 in float32 (its A/B scale pointers stay unset: 1, since the rescale
+  // by the dequantize scales is the kernel after this one).
+  if (int_scale(pr)) TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+  else TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = pr.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = pr.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
@@ -100,9 +131,9 @@ Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrix
     TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(*desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)));
   }
   // A = rhs (m x k after op), B = lhs (k x n after op), C = D: m x n, ld m.
-  TRIPY_RETURN_IF_ERROR(make_layout(a, t, pr.trans_a ? pr.k : pr.m, pr.trans_a ? pr.m : pr.k,
+  TRIPY_RETURN_IF_ERROR(make_layout(a, to, pr.trans_a ? pr.k : pr.m, pr.trans_a ? pr.m : pr.k,
                                     pr.trans_a ? pr.k : pr.m, pr.batch, pr.stride_a));
-  TRIPY_RETURN_IF_ERROR(make_layout(b, t, pr.trans_b ? pr.n : pr.k, pr.trans_b ? pr.k : pr.n,
+  TRIPY_RETURN_IF_ERROR(make_layout(b, to, pr.trans_b ? pr.n : pr.k, pr.trans_b ? pr.k : pr.n,
                                     pr.trans_b ? pr.n : pr.k, pr.batch, pr.stride_b));
   TRIPY_RETURN_IF_ERROR(make_layout(c, t, pr.m, pr.n, pr.m, pr.batch, pr.stride_c));
   return ok_status();
@@ -238,21 +269,25 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
     const void* bp = reinterpret_cast<const void*>(bias);
     TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
-  const float alpha = 1.0f, beta = 0.0f;
-  const int64_t es = dtype_size(problem_.dtype);
+  // alpha and beta have the descriptor's scale type: int32 for int8 operands, else float.
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const int32_t alpha_i = 1, beta_i = 0;
+  const void* alpha = int_scale(problem_) ? static_cast<const void*>(&alpha_i) : &alpha_f;
+  const void* beta = int_scale(problem_) ? static_cast<const void*>(&beta_i) : &beta_f;
+  const int64_t es = dtype_size(problem_.dtype), eo = dtype_size(problem_.operand_dtype());
   for (const Call& c : calls_) {
-    auto* pa = reinterpret_cast<const void*>(a + c.shape.offset_a * es);
-    auto* pb = reinterpret_cast<const void*>(b + c.shape.offset_b * es);
+    auto* pa = reinterpret_cast<const void*>(a + c.shape.offset_a * eo);
+    auto* pb = reinterpret_cast<const void*>(b + c.shape.offset_b * eo);
     auto* pd = reinterpret_cast<void*>(d + c.shape.offset_d * es);
-    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, &alpha, pa, c.a, pb, c.b, &beta, pd, c.d, pd, c.d, &c.algo,
+    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, alpha, pa, c.a, pb, c.b, beta, pd, c.d, pd, c.d, &c.algo,
                                   reinterpret_cast<void*>(workspace), workspace_bytes, stream));
   }
   if (!calls_.empty()) return ok_status();
   for (size_t i = 0; i < problem_.offset_a.size(); ++i) {
-    auto* pa = reinterpret_cast<const void*>(a + problem_.offset_a[i] * es);
-    auto* pb = reinterpret_cast<const void*>(b + problem_.offset_b[i] * es);
+    auto* pa = reinterpret_cast<const void*>(a + problem_.offset_a[i] * eo);
+    auto* pb = reinterpret_cast<const void*>(b + problem_.offset_b[i] * eo);
     auto* pd = reinterpret_cast<void*>(d + problem_.offset_c[i] * es);
-    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, &alpha, pa, a_, pb, b_, &beta, pd, c_, pd, c_, &algo_,
+    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, alpha, pa, a_, pb, b_, beta, pd, c_, pd, c_, &algo_,
                                   reinterpret_cast<void*>(workspace), workspace_bytes, stream));
   }
   return ok_status();

@@ -67,6 +67,11 @@ int dot_alignment(const DotProblem& problem, std::initializer_list<CUdeviceptr> 
 // Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
 StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, CUfunction fill_fn, CUstream stream);
 
+// Whether this GPU's cuBLASLt has a kernel for the quantized dot of `operand` (int8 or float8) in
+// the layout flat::quantized_dot makes ("TN", aligned sizes): asked once per dtype through the
+// heuristic, so a library or GPU without one keeps dequantize + float GEMM instead of failing.
+bool lt_runs_quantized(DType operand);
+
 // The process-wide cuBLASLt handle (kUnavailable when cuBLASLt could not be loaded).
 StatusOr<cublasLtHandle_t> lt_handle();
 std::string cublaslt_version();

@@ -4,11 +4,22 @@
 namespace tripy::rt::cuda {
 
 std::string DotProblem::key() const {
-  std::string s = std::to_string(static_cast<int>(dtype)) + ":" + std::to_string(trans_a) +
+  std::string s = std::to_string(static_cast<int>(dtype)) + "/" + std::to_string(static_cast<int>(operand)) + ":" +
+                  std::to_string(trans_a) +
                   std::to_string(trans_b) + ":" + std::to_string(m) + "x" + std::to_string(n) + "x" +
                   std::to_string(k) + ":" + std::to_string(batch) + "," + std::to_string(stride_a) + "," +
                   std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation));
   return s;
+}
+
+LowPrecisionGemms low_precision_gemms_for(int arch) {
+  LowPrecisionGemms g;
+  g.int8 = arch >= 80;
+  g.float8 = arch >= 89;
+  g.weight_nk = true;
+  g.int8_multiple = 4;
+  g.float8_multiple = 16;
+  return g;
 }
 
 StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
@@ -21,11 +32,22 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
   if (k.inputs.size() != (k.dot.has_bias ? 3u : 2u) || k.outputs.size() != 1) return bad("wrong operand count");
   DotProblem pr;
   pr.dtype = p.buffers[k.outputs[0]].dtype;
-  if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
-    return bad(std::string("the CUDA backend multiplies float32, float16 and bfloat16 matrices, not ") +
-               std::string(dtype_name(pr.dtype)));
-  for (int32_t b : k.inputs)
-    if (p.buffers[b].dtype != pr.dtype) return bad("operands must share the output's dtype");
+  pr.operand = p.buffers[k.inputs[0]].dtype;
+  if (pr.operand == DType::kInt8 || pr.operand == DType::kFloat8E4M3) {
+    // The quantized dot: cuBLASLt's int8 and float8 kernels read the weight [N, K] ("TN"), and
+    // flat::quantized_dot only makes this form; anything else is a broken program.
+    if (pr.dtype != dot_accumulator_dtype(pr.operand) || p.buffers[k.inputs[1]].dtype != pr.operand ||
+        k.dot.has_bias || k.dot.activation != Activation::kNone)
+      return bad("a quantized dot writes its accumulator (int8 -> int32, float8 -> float32) without an epilogue");
+    if (!k.dot.transpose_rhs || k.dot.transpose_lhs)
+      return bad("cuBLASLt multiplies int8 and float8 matrices only with the weight stored [N, K]");
+  } else {
+    if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
+      return bad(std::string("the CUDA backend multiplies float32, float16 and bfloat16 matrices, not ") +
+                 std::string(dtype_name(pr.dtype)));
+    for (int32_t b : k.inputs)
+      if (p.buffers[b].dtype != pr.dtype) return bad("operands must share the output's dtype");
+  }
   std::vector<int64_t> ls = p.buffer_shape(k.inputs[0], slots), rs = p.buffer_shape(k.inputs[1], slots);
   std::vector<int64_t> os = p.buffer_shape(k.outputs[0], slots);
   if (ls.size() < 2 || rs.size() < 2 || os.size() < 2) return bad("operands need at least 2 dims");
@@ -111,6 +133,7 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
 
 std::vector<GemmCall> row_phase_calls(const DotProblem& pr) {
   const int64_t es = dtype_size(pr.dtype), P = 16 / es;
+  if (pr.quantized()) return {};  // aligned by construction (flat::quantized_dot checks N)
   if (pr.batch != 1 || pr.offset_a.size() != 1 || pr.offset_a[0] || pr.offset_b[0] || pr.offset_c[0]) return {};
   if (pr.bias || !pr.trans_a || pr.trans_b) return {};
   if ((pr.m * es) % 16 == 0 || (pr.k * es) % 16 != 0 || pr.m <= P || pr.n < 2 * P) return {};

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "runtime/program.h"
 
 namespace tripy::rt::cuda {
@@ -13,7 +14,10 @@ namespace tripy::rt::cuda {
 // The cuBLASLt call(s) one kDot makes at given shapes, in column-major terms: D = op(A) op(B)
 // with A = rhs and B = lhs, so D is the row-major output.
 struct DotProblem {
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kFloat32;    // of the output (C = D)
+  DType operand = DType::kFloat32;  // of A and B: int8 / float8 for the quantized dot, else dtype
+  bool quantized() const { return operand == DType::kInt8 || operand == DType::kFloat8E4M3; }
+  DType operand_dtype() const { return quantized() ? operand : dtype; }  // what A and B hold
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;  // cuBLASLt's: m = N, n = M (times a folded batch), k = K
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;  // elements
@@ -23,6 +27,11 @@ struct DotProblem {
   Activation activation = Activation::kNone;
   std::string key() const;  // identical problems are tuned once
 };
+
+// What cuBLASLt runs on a GPU of `arch` (major * 10 + minor): int8 x int8 -> int32 (IMMA with the
+// regular column order, sm80+) and float8 e4m3 -> float32 (sm89+), both "TN" only (the weight
+// [N, K]) with K and N multiples of 4 (int8) or 16 (float8, its 16-byte rule).
+LowPrecisionGemms low_precision_gemms_for(int arch);
 
 StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
 

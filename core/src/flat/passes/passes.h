@@ -2,7 +2,7 @@
 // constant_fold -> simplify -> cse -> match_attention -> fold_attention_layouts -> split_dot_slices
 // -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either changed the graph) ->
 // fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again when it changed the
-// graph) -> dce, then canonicalize_reductions before fusion planning.
+// graph) -> quantized_dot -> dce, then canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -55,6 +55,19 @@ std::optional<Graph> match_attention(const Graph& graph);
 // attention's operand layouts (views, no copy kernels); a head split of a static slice of the last
 // axis becomes a head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
+// Which low-precision GEMMs the target runs (the backend says; the CPU runs every form).
+struct QuantizedDotRules {
+  bool int8 = true, float8 = true;
+  // cuBLASLt's int8 and float8 kernels read the weight as [N, K] ("TN") and want K and N static
+  // multiples of these; other dots keep the dequantize + GEMM.
+  bool weight_nk = false;
+  int64_t int8_multiple = 1, float8_multiple = 1;
+};
+// dot(dequantize(qa, sa), dequantize(qb, sb)) with int8 (or float8) qa, qb and constant scales (sa
+// per tensor; sb per tensor or per output column) becomes a dot of qa and qb accumulating in
+// int32 (float32), rescaled by sa * sb in float32 and converted to the dequantized dtype. nullopt
+// when nothing matched.
+std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules = {});
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only

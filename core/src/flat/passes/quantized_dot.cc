@@ -1,0 +1,227 @@
+// Low-precision GEMMs from quantize/dequantize around a matmul. tp.dequantize lowers to
+//   mul(convert(q -> F), broadcast(constant scale))
+// so dot(dequantize(qa, sa), dequantize(qb, sb)) multiplies int8 (or float8) values that were
+// widened to F first. With constant scales that do not vary along the contracted axis, the scales
+// come out of the sum:
+//   dot(qa * sa, qb * sb[n]) = dot(qa, qb) * (sa * sb[n])
+// and the product runs on the quantized operands: int8 x int8 summed exactly in int32, float8 x
+// float8 in float32 (flat::Op kDot with the accumulator result, rt::dot_accumulator_dtype), then
+// one rescale (convert, multiply by the folded constant, convert to F) that fusion runs as one
+// kernel. Matched: a per-tensor scale on the lhs (the activation); on the rhs (the weight) a
+// per-tensor scale or one per output column (tp.Linear's weight_quant_dim = 0 through its
+// transpose, or dim = 1 of a [K, N] weight). Not matched (the dequantize + GEMM stays): scales
+// that are not constants, scales along the contracted axis or along the lhs rows, and weight-only
+// quantization (a float activation times a dequantized weight: cuBLASLt has no mixed kernel).
+#include <cmath>
+#include <cstring>
+
+#include "flat/constant_data.h"
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+// `v` = mul(convert(q), broadcast(constant)) in either operand order: q, and the scale as one
+// value (per tensor) or one per index of `axis` of v.
+struct Dequantized {
+  ValueId q = -1;
+  std::vector<double> scale;
+  int64_t axis = -1;  // -1: per tensor
+};
+
+std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
+  const Op& mul = g.def(v);
+  if (mul.kind != OpKind::kElementwise || mul.fn != EwOp::kMul || mul.operands.size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const Op& cv = g.def(mul.operands[side]);
+    const Op& bc = g.def(mul.operands[1 - side]);
+    if (cv.kind != OpKind::kElementwise || cv.fn != EwOp::kConvert || bc.kind != OpKind::kBroadcast) continue;
+    const DType qt = g.values[cv.operands[0]].dtype;
+    if (qt != DType::kInt8 && qt != DType::kFloat8E4M3) continue;
+    const Op& c = g.def(bc.operands[0]);
+    if (c.kind != OpKind::kConstant || !c.constant.defined()) return std::nullopt;
+    Dequantized d;
+    d.q = cv.operands[0];
+    const std::vector<int64_t>& cs = c.constant.shape();
+    for (size_t j = 0; j < cs.size(); ++j) {
+      if (cs[j] == 1) continue;
+      if (d.axis >= 0) return std::nullopt;  // varies along two axes: not a per-channel scale
+      d.axis = bc.dims[j];
+    }
+    for (int64_t i = 0; i < c.constant.numel(); ++i) {
+      d.scale.push_back(read_element(c.constant, i));
+      if (!std::isfinite(d.scale.back())) return std::nullopt;
+    }
+    if (d.scale.empty()) return std::nullopt;
+    return d;
+  }
+  return std::nullopt;
+}
+
+// Whether `t` swaps the last two dims and keeps the others (the transpose a dot reads as a flag).
+bool swaps_last_two(const Op& t) {
+  const size_t n = t.dims.size();
+  if (t.kind != OpKind::kTranspose || n < 2) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (t.dims[i] != static_cast<int64_t>(i)) return false;
+  return t.dims[n - 2] == static_cast<int64_t>(n - 1) && t.dims[n - 1] == static_cast<int64_t>(n - 2);
+}
+
+bool static_multiple(const Dim& d, int64_t m) { return d.is_static() && d.static_value() % m == 0; }
+
+// One matched dot: the quantized operands, how the weight is read, and the folded scale.
+struct Match {
+  ValueId qa = -1, qb = -1;
+  bool rhs_transposed = false;  // qb is stored [.., N, K] and read through a transpose
+  bool transpose_constant = false;  // qb is a [K, N] constant to store as [N, K] (the GPU's layout)
+  std::vector<double> scale;        // 1 value, or N (per output column)
+};
+
+std::optional<Match> match(const Graph& g, const Op& dot, const QuantizedDotRules& rules) {
+  Match m;
+  const std::optional<Dequantized> a = dequantized(g, dot.operands[0]);
+  if (!a || a->axis >= 0) return std::nullopt;  // the activation's scale: per tensor only
+  ValueId b_value = dot.operands[1];
+  const Op& bdef = g.def(b_value);
+  if (swaps_last_two(bdef)) {
+    m.rhs_transposed = true;
+    b_value = bdef.operands[0];
+  }
+  const std::optional<Dequantized> b = dequantized(g, b_value);
+  if (!b) return std::nullopt;
+  const DType qt = g.values[a->q].dtype;
+  if (g.values[b->q].dtype != qt) return std::nullopt;
+  if (qt == DType::kInt8 ? !rules.int8 : !rules.float8) return std::nullopt;
+  // The weight's scale may vary along its output columns only (N: the last dim of [.., K, N], the
+  // one before it of a transposed [.., N, K]); along K it cannot leave the sum.
+  const int64_t rank_b = static_cast<int64_t>(g.values[b_value].shape.size());
+  if (b->axis >= 0 && b->axis != (m.rhs_transposed ? rank_b - 2 : rank_b - 1)) return std::nullopt;
+  m.qa = a->q;
+  m.qb = b->q;
+  for (double sb : b->scale) m.scale.push_back(a->scale[0] * sb);
+  if (rules.weight_nk) {
+    // cuBLASLt's int8 and float8 kernels: "TN" (the weight [N, K], the activation [M, K] as
+    // stored), K and N aligned. A constant [K, N] weight is stored transposed by this pass.
+    const Shape& sa = g.values[m.qa].shape;
+    const Shape& so = g.values[dot.result].shape;
+    const int64_t multiple = qt == DType::kInt8 ? rules.int8_multiple : rules.float8_multiple;
+    if (g.def(m.qa).kind == OpKind::kTranspose || !static_multiple(sa.back(), multiple) ||
+        !static_multiple(so.back(), multiple))
+      return std::nullopt;
+    if (!m.rhs_transposed) {
+      if (g.def(m.qb).kind != OpKind::kConstant || rank_b != 2) return std::nullopt;
+      m.transpose_constant = true;
+    }
+  }
+  return m;
+}
+
+// `t` [K, N] stored as [N, K].
+Tensor transposed_2d(const Tensor& t) {
+  const int64_t k = t.shape()[0], n = t.shape()[1];
+  const int64_t es = dtype_size(t.dtype());
+  Tensor out = Tensor::empty_host(t.dtype(), {n, k});
+  const auto* src = static_cast<const uint8_t*>(t.data());
+  auto* dst = static_cast<uint8_t*>(out.data());
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) std::memcpy(dst + (j * k + i) * es, src + (i * n + j) * es, static_cast<size_t>(es));
+  return out;
+}
+
+OriginRef with_reason(const OriginRef& origin, const std::string& reason) {
+  auto o = std::make_shared<Origin>(origin ? *origin : Origin{});
+  o->reason = reason;
+  return o;
+}
+
+}  // namespace
+
+std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules) {
+  std::vector<std::optional<Match>> matches(graph.ops.size());
+  bool any = false;
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    if (graph.ops[i].kind == OpKind::kDot) {
+      matches[i] = match(graph, graph.ops[i], rules);
+      any = any || matches[i].has_value();
+    }
+  if (!any) return std::nullopt;
+
+  Graph out = empty_like(graph);
+  std::vector<ValueId> map(graph.values.size(), -1);
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    const Op& src = graph.ops[i];
+    const Value& val = graph.values[src.result];
+    if (!matches[i]) {
+      Op op = src;
+      for (ValueId& v : op.operands) v = map[v];
+      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
+      continue;
+    }
+    const Match& m = *matches[i];
+    const DType qt = graph.values[m.qa].dtype, acc_t = rt::dot_accumulator_dtype(qt);
+    const OriginRef why = with_reason(src.origin, std::string("the ") + (qt == DType::kInt8 ? "int8" : "float8") +
+                                                      " GEMM that replaced dequantize -> dot, and its rescale");
+    auto add = [&](Op op, DType t, const Shape& s) {
+      op.origin = why;
+      return out.add(std::move(op), t, s);
+    };
+    ValueId rhs = map[m.qb];
+    const Shape& qbs = graph.values[m.qb].shape;
+    if (m.transpose_constant) {
+      Op c;
+      c.kind = OpKind::kConstant;
+      c.constant = transposed_2d(graph.def(m.qb).constant);
+      rhs = add(std::move(c), qt, Shape{qbs[1], qbs[0]});
+    }
+    if (m.rhs_transposed || m.transpose_constant) {
+      Op t;
+      t.kind = OpKind::kTranspose;
+      const Shape& stored = out.values[rhs].shape;
+      Shape ts = stored;
+      for (size_t d = 0; d < stored.size(); ++d) t.dims.push_back(static_cast<int64_t>(d));
+      std::swap(t.dims[stored.size() - 1], t.dims[stored.size() - 2]);
+      std::swap(ts[stored.size() - 1], ts[stored.size() - 2]);
+      t.operands = {rhs};
+      rhs = add(std::move(t), qt, ts);
+    }
+    Op dot = src;
+    dot.operands = {map[m.qa], rhs};
+    ValueId cur = add(std::move(dot), acc_t, val.shape);
+    if (acc_t != DType::kFloat32) {
+      Op cv;
+      cv.kind = OpKind::kElementwise;
+      cv.fn = EwOp::kConvert;
+      cv.operands = {cur};
+      cur = add(std::move(cv), DType::kFloat32, val.shape);
+    }
+    // sa * sb[n] in float32, broadcast along the output's columns (or everywhere).
+    Op c;
+    c.kind = OpKind::kConstant;
+    const int64_t n = static_cast<int64_t>(m.scale.size());
+    c.constant = Tensor::empty_host(DType::kFloat32, n == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{n});
+    for (int64_t j = 0; j < n; ++j) write_element(c.constant, j, m.scale[static_cast<size_t>(j)]);
+    const ValueId cs = add(std::move(c), DType::kFloat32, n == 1 ? Shape{} : Shape{Dim(n)});
+    Op bc;
+    bc.kind = OpKind::kBroadcast;
+    if (n != 1) bc.dims = {static_cast<int64_t>(val.shape.size()) - 1};
+    bc.operands = {cs};
+    const ValueId cb = add(std::move(bc), DType::kFloat32, val.shape);
+    Op mul;
+    mul.kind = OpKind::kElementwise;
+    mul.fn = EwOp::kMul;
+    mul.operands = {cur, cb};
+    cur = add(std::move(mul), DType::kFloat32, val.shape);
+    if (val.dtype != DType::kFloat32) {
+      Op cv;
+      cv.kind = OpKind::kElementwise;
+      cv.fn = EwOp::kConvert;
+      cv.operands = {cur};
+      cur = add(std::move(cv), val.dtype, val.shape);
+    }
+    map[src.result] = cur;
+  }
+  finish_like(out, graph, map);
+  return dce(out);
+}
+
+}  // namespace tripy::flat

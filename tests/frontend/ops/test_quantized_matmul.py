@@ -1,0 +1,164 @@
+"""quantize/dequantize around a matmul compiles to a low-precision GEMM (flat::quantized_dot): the
+dot reads the int8 / float8 values and accumulates in int32 / float32, then one rescale by the
+folded scales. Checked against numpy in float64 on every device, static and dynamic shapes; forms
+that must not match (scales computed at run time, a scale along the contracted axis, weight-only
+quantization) keep the float GEMM and stay right."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy import _C
+from tripy.frontend.device import default_device
+
+RNG = np.random.default_rng(5)
+K, N = 64, 32  # multiples of 16: cuBLASLt's int8 and float8 alignment rules hold on the GPU
+SX = 0.5  # the activation's scale: x is built from exact multiples of it
+
+
+def _dev(data, **kwargs):
+    return tp.Tensor(data, device=default_device(), **kwargs)
+
+
+def _buffer_dtypes(text):
+    return dict(re.findall(r"^(b\d+) = (?:input|temp|constant|output)(?: \d+)? (\w+)\[", text, re.M))
+
+
+def _dot_dtypes(exe):
+    """(lhs, rhs, result) dtypes of every dot kernel in the compiled program."""
+    text = exe._impl.program_text
+    dtypes = _buffer_dtypes(text)
+    dots = re.findall(r"^(b\d+) = dot '[^']*'\((b\d+), (b\d+)", text, re.M)
+    return [(dtypes.get(a), dtypes.get(b), dtypes.get(out)) for out, a, b in dots]
+
+
+def _fires(device, qdtype):
+    int8, float8 = _C._low_precision_gemms(device)
+    return int8 if qdtype == tp.int8 else float8
+
+
+def _weight(qdtype, shape):
+    """Quantized weight values that every dtype holds exactly (float8 e4m3: integers up to 16)."""
+    hi = 127 if qdtype == tp.int8 else 16
+    return RNG.integers(-hi, hi + 1, shape).astype(np.float64)
+
+
+def _case(qdtype, dtype, layout, per_column):
+    """The model and its float64 reference: x @ dequantize(w) with x quantized per tensor."""
+    np_dtype = np.float32 if dtype == tp.float32 else np.float16
+    w_shape = (K, N) if layout == "kn" else (N, K)
+    wq = _weight(qdtype, w_shape)
+    sw = np.linspace(0.1, 0.4, N) if per_column else np.array(0.25)
+    sw = sw.astype(np_dtype)  # the model's scales are in its dtype: the reference uses those values
+    # The weight goes in quantized: tp.quantize of exact values with scale 1 gives them unchanged.
+    w_q = tp.quantize(tp.Tensor(wq.astype(np.float32)), 1.0, qdtype)
+    w_q.eval()
+    dim = None if not per_column else (1 if layout == "kn" else 0)
+    w_scale = tp.Tensor(sw) if per_column else float(sw)
+
+    def model(x):
+        xa = tp.dequantize(tp.quantize(x, SX, qdtype), SX, dtype)
+        wd = tp.dequantize(w_q, w_scale, dtype, dim=dim)
+        return xa @ (wd if layout == "kn" else tp.transpose(wd, 0, 1))
+
+    s64 = sw.astype(np.float64)
+    w_ref = wq * (s64 if layout == "kn" else s64[:, None]) if per_column else wq * float(sw)
+    w_kn = w_ref if layout == "kn" else w_ref.T
+    return model, w_kn, np_dtype
+
+
+def _x(rows, qdtype, np_dtype):
+    return (_weight(qdtype, (rows, K)) * SX).astype(np_dtype)
+
+
+@pytest.mark.parametrize("qdtype", [tp.int8, tp.float8], ids=["int8", "float8"])
+@pytest.mark.parametrize("dtype", [tp.float32, tp.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+@pytest.mark.parametrize("per_column", [False, True], ids=["per_tensor", "per_column"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_quantized_matmul_runs_as_a_low_precision_gemm(qdtype, dtype, layout, per_column, dynamic, device):
+    model, w_kn, np_dtype = _case(qdtype, dtype, layout, per_column)
+    shape = ((1, 4, 8), K) if dynamic else (4, K)
+    exe = tp.compile(model, args=[tp.InputInfo(shape, dtype=dtype)])
+    want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", "f32")}[qdtype]
+    if _fires(device, qdtype):
+        assert _dot_dtypes(exe) == [want], exe._impl.program_text
+    for rows in (3, 8) if dynamic else (4,):
+        x = _x(rows, qdtype, np_dtype)
+        ref = x.astype(np.float64) @ w_kn
+        out = np.asarray(exe(_dev(x))).astype(np.float64)
+        tol = (1e-5 if dtype == tp.float32 else 2e-3) * np.abs(ref).max()
+        np.testing.assert_allclose(out, ref, rtol=0, atol=tol)
+
+
+def _float_gemm_stays(exe):
+    return all(d[0] in ("f32", "f16") for d in _dot_dtypes(exe)) and _dot_dtypes(exe)
+
+
+def test_scales_computed_at_run_time_keep_the_float_gemm(device):
+    wq = _weight(tp.int8, (K, N))
+    w_q = tp.Tensor(wq.astype(np.int8))
+
+    def model(x, s):
+        xa = tp.dequantize(tp.quantize(x, s, tp.int8), s, tp.float32)
+        return xa @ tp.dequantize(w_q, s, tp.float32)
+
+    exe = tp.compile(model, args=[tp.InputInfo((4, K), dtype=tp.float32), tp.InputInfo((), dtype=tp.float32)])
+    assert _float_gemm_stays(exe), exe._impl.program_text
+    x = _x(4, tp.int8, np.float32)
+    ref = x.astype(np.float64) @ (wq * SX)
+    out = np.asarray(exe(_dev(x), _dev(np.array(SX, dtype=np.float32))))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+def test_a_weight_scale_along_the_contracted_axis_keeps_the_float_gemm(device):
+    wq = _weight(tp.int8, (K, N))
+    sk = np.linspace(0.1, 0.4, K).astype(np.float32)
+    w_q = tp.Tensor(wq.astype(np.int8))
+
+    def model(x):
+        xa = tp.dequantize(tp.quantize(x, SX, tp.int8), SX, tp.float32)
+        return xa @ tp.dequantize(w_q, tp.Tensor(sk), tp.float32, dim=0)  # per row of [K, N]: along K
+
+    exe = tp.compile(model, args=[tp.InputInfo((4, K), dtype=tp.float32)])
+    assert _float_gemm_stays(exe), exe._impl.program_text
+    x = _x(4, tp.int8, np.float32)
+    ref = x.astype(np.float64) @ (wq * sk.astype(np.float64)[:, None])
+    np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+def test_weight_only_quantization_keeps_the_float_gemm(device):
+    wq = _weight(tp.int8, (K, N))
+    w_q = tp.Tensor(wq.astype(np.int8))
+    exe = tp.compile(lambda x: x @ tp.dequantize(w_q, 0.25, tp.float32), args=[tp.InputInfo((4, K), dtype=tp.float32)])
+    assert _float_gemm_stays(exe), exe._impl.program_text
+    x = RNG.standard_normal((4, K)).astype(np.float32)
+    ref = x.astype(np.float64) @ (wq * 0.25)
+    np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_quantized_linear_saves_and_loads_with_its_int8_gemm(device, tmp_path):
+    layer = tp.Linear(K, N, quant_dtype=tp.int8, weight_quant_dim=0)
+    wq = _weight(tp.int8, (N, K))
+    sw = np.linspace(0.1, 0.4, N).astype(np.float32)
+    bias = RNG.standard_normal(N).astype(np.float32)
+    layer.load_state_dict(
+        {
+            "weight": tp.Tensor(wq.astype(np.int8)),
+            "weight_scale": tp.Tensor(sw),
+            "bias": tp.Tensor(bias),
+            "input_scale": tp.Tensor(np.float32(SX)),
+        }
+    )
+    exe = tp.compile(layer, args=[tp.InputInfo(((1, 2, 4), K), dtype=tp.float32)])
+    if _fires(device, tp.int8):
+        assert _dot_dtypes(exe) == [("i8", "i8", "i32")], exe._impl.program_text
+    path = str(tmp_path / "qlinear.tpy")
+    exe.save(path)
+    loaded = tp.Executable.load(path)
+    x = _x(3, tp.int8, np.float32)
+    ref = x.astype(np.float64) @ (wq * sw.astype(np.float64)[:, None]).T + bias
+    for e in (exe, loaded):
+        np.testing.assert_allclose(np.asarray(e(_dev(x))), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
