@@ -99,6 +99,7 @@ trace::Attrs to_attrs(const py::dict& d) {
     else if (key == "axis") a.axis = v.cast<int64_t>();
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
     else if (key == "causal") a.causal = v.cast<bool>();
+    else if (key == "mode") a.mode = v.cast<std::string>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
     else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
     else if (key == "plugin") {

@@ -27,6 +27,7 @@ struct Attrs {
   int64_t axis = 0;
   bool keepdim = false;
   bool causal = false;  // attention: query i sees keys 0..i only
+  std::string mode;     // pad: "constant" | "reflect"; checked by the op's rule
   DType dtype = DType::kFloat32;
   rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
   rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)
