@@ -57,6 +57,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_dims(key, a.steps);
     append_raw(key, a.value);
     append_raw(key, a.axis);
+    append_raw(key, a.k);
     append_raw(key, a.keepdim);
     append_raw(key, a.causal);
     key += a.mode + '\0';

@@ -94,6 +94,7 @@ void register_reduce_ops();
 void register_shape_ops();
 void register_split_flip_ops();
 void register_pad_ops();
+void register_scan_ops();
 void register_creation_ops();
 void register_matmul_ops();
 void register_conv_ops();

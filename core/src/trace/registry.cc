@@ -21,6 +21,7 @@ void ensure_registered() {
     register_shape_ops();
     register_split_flip_ops();
     register_pad_ops();
+    register_scan_ops();
     register_creation_ops();
     register_matmul_ops();
     register_conv_ops();
