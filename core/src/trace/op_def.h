@@ -96,6 +96,7 @@ void register_split_flip_ops();
 void register_pad_ops();
 void register_scan_ops();
 void register_norm_ops();
+void register_quantize_ops();
 void register_creation_ops();
 void register_matmul_ops();
 void register_conv_ops();

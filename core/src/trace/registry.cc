@@ -23,6 +23,7 @@ void ensure_registered() {
     register_pad_ops();
     register_scan_ops();
     register_norm_ops();
+    register_quantize_ops();
     register_creation_ops();
     register_matmul_ops();
     register_conv_ops();
