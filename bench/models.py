@@ -65,6 +65,10 @@ class Env:
         self.torch_dtype = getattr(torch, self.dtype.name) if torch else None
         if self.device == "cpu":
             self.sync = timing.no_sync
+            if torch is not None:
+                # torch defaults to its count of physical cores (1 on some 2-vCPU machines); Tripy
+                # runs a thread per logical CPU, so torch gets as many.
+                torch.set_num_threads(os.cpu_count())
         elif torch is not None:
             self.sync = torch.cuda.synchronize  # device-wide, so Tripy's stream is covered too
         else:
@@ -430,7 +434,9 @@ def main():
     if unknown:
         parser.error(f"unknown model(s) {unknown}; choose from {', '.join(MODELS + EXTRA)}")
     print(f"# device {env.device} ({device_name(env)}), {env.dtype.name}; "
-          f"torch {torch.__version__ if torch else 'absent: Tripy timed alone'}", flush=True)
+          f"torch {torch.__version__ if torch else 'absent: Tripy timed alone'}"
+          + (f", torch threads {torch.get_num_threads()}" if torch is not None and env.device == "cpu" else ""),
+          flush=True)
     if torch is not None and not env.torch_compile:
         why = "--no-torch-compile" if args.no_torch_compile else f"torch {torch.__version__} has no torch.compile"
         print(f"# torch.compile and torch.compile-ro skipped: {why}", flush=True)

@@ -46,7 +46,33 @@ if step ctest; then
   run ctest ctest --test-dir build-gpu/core --output-on-failure -j8 --timeout 300
 fi
 if step pytest; then
-  run pytest env PYTHONPATH="$PWD/python" "$PY" -m pytest -q --timeout=300 tests
+  # Five groups at once (the GPU machine has cores to spare; one run takes longer than a device
+  # call may): each writes $LOG/pytest-N.log, and the step fails if any group does.
+  pytest_groups() {
+    local P=("$PY" -m pytest -q -rf --tb=short -p no:cacheprovider) pids=() rc=0 i=0
+    "$PY" -c "import pytest_timeout" 2>/dev/null && P+=(--timeout=300)
+    local groups=(
+      "tests/frontend/ops"
+      "tests/frontend/modules $(ls tests/frontend/test_[a-d]*.py | tr '\n' ' ')"
+      "$(ls tests/frontend/test_[e-z]*.py | tr '\n' ' ')"
+      "$(ls tests/test_[a-f]*.py | tr '\n' ' ') tests/bench tests/tools tests/utils"
+      "$(ls tests/test_[g-z]*.py | tr '\n' ' ')")
+    for g in "${groups[@]}"; do
+      i=$((i + 1))
+      # shellcheck disable=SC2086  # each group is a list of paths
+      PYTHONPATH="$PWD/python" "${P[@]}" $g > "$LOG/pytest-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    i=0
+    for pid in "${pids[@]}"; do
+      i=$((i + 1))
+      wait "$pid" || rc=1
+      echo "group $i: $(tail -n 1 "$LOG/pytest-$i.log")"
+      grep -E '^FAILED|^ERROR' "$LOG/pytest-$i.log" | head -n 20
+    done
+    return $rc
+  }
+  run pytest pytest_groups
 fi
 if step bench && [ -f bench/gpu_bench.py ]; then
   run bench env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py

@@ -86,10 +86,12 @@ rt::PoolAttrs to_pool_attrs(const py::dict& d) {
   return a;
 }
 
-trace::Attrs to_attrs(const py::dict& d) {
+// `given` collects the names' bits, which trace::check_attrs holds against the op's declaration.
+trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
   trace::Attrs a;
   for (const auto& [k, v] : d) {
     std::string key = k.cast<std::string>();
+    given |= trace::attr_named(key);
     if (key == "dims") a.dims = v.cast<std::vector<int64_t>>();
     else if (key == "shape") a.shape = to_shape(v);
     else if (key == "starts") a.starts = to_shape(v);
@@ -156,13 +158,15 @@ void bind_node(py::module_& m) {
     bool creation = inputs.empty();
     std::string device = attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu";
     trace::Attrs converted;
+    trace::AttrSet given = 0;
     try {
-      converted = to_attrs(attrs);
+      converted = to_attrs(attrs, given);
     } catch (const py::cast_error&) {
       // Python ints can be arbitrarily large; sizes, dims and steps are int64 in the core.
       raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
                              "that fit in 64 bits.", src));
     }
+    check(trace::check_attrs(op, given, src));
     NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src));
     if (creation) n->device = parse_device(device);
     return n;
@@ -237,7 +241,8 @@ void bind_node(py::module_& m) {
     for (const trace::OpDef* d : trace::all_ops()) {
       py::list dts;
       for (auto set : d->input_dtypes) dts.append(trace::dtype_set_str(set));
-      out.append(py::make_tuple(d->name, d->display, d->min_inputs, d->max_inputs, dts));
+      out.append(py::make_tuple(d->name, d->display, d->min_inputs, d->max_inputs, dts, trace::attr_set_str(d->attrs),
+                                trace::attr_set_str(d->required)));
     }
     return out;
   });

@@ -18,7 +18,8 @@ namespace tripy::trace {
 
 struct OpDef;
 
-// Attributes of a Trace op. One flat struct (not a map): ops read the fields they document.
+// Attributes of a Trace op. One flat struct (not a map); each OpDef declares the fields it reads
+// and needs (OpDef::attrs, TRIPY_TRACE_ATTRS), and the Python binding refuses any other.
 struct Attrs {
   std::vector<int64_t> dims;  // reduce dims, permutation, squeeze dims, ...
   Shape shape;                // target shape (full, iota, reshape, expand)

@@ -71,6 +71,27 @@ class LowerCtx {
   flat::OriginRef base_origin_;
 };
 
+// The attributes Trace ops take: the fields of trace::Attrs, named as the Python frontend hands
+// them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
+// any other, so an attribute cannot be passed to an op that would silently ignore it.
+#define TRIPY_TRACE_ATTRS(X) \
+  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device)
+using AttrSet = uint32_t;
+enum class AttrIndex {
+#define TRIPY_ATTR_INDEX(n) n,
+  TRIPY_TRACE_ATTRS(TRIPY_ATTR_INDEX)
+#undef TRIPY_ATTR_INDEX
+};
+namespace attr {
+#define TRIPY_ATTR_BIT(n) inline constexpr AttrSet n = 1u << static_cast<int>(AttrIndex::n);
+TRIPY_TRACE_ATTRS(TRIPY_ATTR_BIT)
+#undef TRIPY_ATTR_BIT
+}  // namespace attr
+// The bit of the attribute called `name`; 0 when there is none.
+AttrSet attr_named(const std::string& name);
+// "dims, keepdim": the names in `set`, in declaration order.
+std::string attr_set_str(AttrSet set);
+
 struct OpDef {
   std::string name;     // API name: "add", "softmax"
   std::string display;  // how messages name it: "'+'", "softmax"
@@ -79,6 +100,8 @@ struct OpDef {
   bool same_dtype = true;              // all inputs share one dtype
   Status (*infer)(InferCtx&) = nullptr;
   StatusOr<flat::ValueId> (*lower)(LowerCtx&) = nullptr;
+  AttrSet attrs = 0;     // the attributes it reads
+  AttrSet required = 0;  // those of them it cannot do without
 };
 
 const OpDef* find_op(const std::string& name);
@@ -86,6 +109,9 @@ std::vector<const OpDef*> all_ops();
 // Builds a node: checks arity and dtypes from the OpDef's data, then runs its rule.
 StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
                             SourceRef source);
+// Where attributes arrive by name (the Python binding): `given` must hold only attributes `op`
+// reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
+Status check_attrs(const std::string& op, AttrSet given, SourceRef source);
 
 // Registration, one call per op file (explicit, so the linker keeps every file).
 void register_op(OpDef def);

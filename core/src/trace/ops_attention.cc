@@ -163,7 +163,7 @@ StatusOr<flat::ValueId> lower_attention(LowerCtx& c) {
 void register_attention_ops() {
   // Inputs: query, key, value (one float dtype, checked by the rule), attn_mask (bool or that dtype).
   register_op({kName, kName, 3, 4, {kFloats, kFloats, kFloats, kFloats | kBool}, false, infer_attention,
-               lower_attention});
+               lower_attention, attr::causal | attr::value, attr::value});
 }
 
 }  // namespace tripy::trace

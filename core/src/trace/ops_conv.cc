@@ -100,7 +100,7 @@ StatusOr<flat::ValueId> lower_convolution(LowerCtx& c) {
 }  // namespace
 
 void register_conv_ops() {
-  register_op({"convolution", "convolution", 2, 2, {kFloats}, true, infer_convolution, lower_convolution});
+  register_op({"convolution", "convolution", 2, 2, {kFloats}, true, infer_convolution, lower_convolution, attr::conv, attr::conv});
 }
 
 }  // namespace tripy::trace

@@ -56,9 +56,11 @@ StatusOr<flat::ValueId> lower_shape_dim(LowerCtx& c) { return c.size_value(*c.no
 }  // namespace
 
 void register_creation_ops() {
-  register_op({"shape_dim", "shape", 1, 1, {}, false, infer_shape_dim, lower_shape_dim});
-  register_op({"full", "full", 0, 0, {}, true, check_shape, lower_full});
-  register_op({"iota", "iota", 0, 0, {}, true, infer_iota, lower_iota});
+  register_op({"shape_dim", "shape", 1, 1, {}, false, infer_shape_dim, lower_shape_dim, attr::axis, attr::axis});
+  register_op({"full", "full", 0, 0, {}, true, check_shape, lower_full,
+                attr::shape | attr::value | attr::dtype | attr::device, attr::shape | attr::value | attr::dtype});
+  register_op({"iota", "iota", 0, 0, {}, true, infer_iota, lower_iota,
+                attr::shape | attr::axis | attr::dtype | attr::device, attr::shape | attr::axis | attr::dtype});
 }
 
 }  // namespace tripy::trace

@@ -120,7 +120,7 @@ void register_elementwise_ops() {
   }
   register_op({"relu", "relu", 1, 1, {kNumbers}, true, infer_same, lower_relu});
   register_op({"where", "where", 3, 3, {kBool, kAny}, false, infer_where, lower_where});
-  register_op({"cast", "cast", 1, 1, {kAll}, true, infer_cast, lower_cast});
+  register_op({"cast", "cast", 1, 1, {kAll}, true, infer_cast, lower_cast, attr::dtype, attr::dtype});
 }
 
 }  // namespace tripy::trace

@@ -141,10 +141,13 @@ StatusOr<flat::ValueId> lower_group_norm(LowerCtx& c) {
 }  // namespace
 
 void register_norm_ops() {
-  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_trailing_norm, lower_layernorm});
-  register_op({"rmsnorm", "RMSNorm", 2, 2, {kFloats}, true, infer_trailing_norm, lower_rmsnorm});
-  register_op({"groupnorm", "GroupNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm});
-  register_op({"instancenorm", "InstanceNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm});
+  // axis: how many trailing dims (LayerNorm, RMSNorm) or groups (GroupNorm); value: eps.
+  constexpr AttrSet kNorm = attr::axis | attr::value;
+  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_trailing_norm, lower_layernorm, kNorm, kNorm});
+  register_op({"rmsnorm", "RMSNorm", 2, 2, {kFloats}, true, infer_trailing_norm, lower_rmsnorm, kNorm, kNorm});
+  register_op({"groupnorm", "GroupNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm, kNorm, kNorm});
+  register_op({"instancenorm", "InstanceNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm,
+               attr::value, attr::value});
 }
 
 }  // namespace tripy::trace

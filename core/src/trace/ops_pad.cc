@@ -147,6 +147,8 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
 
 }  // namespace
 
-void register_pad_ops() { register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad}); }
+void register_pad_ops() {
+  constexpr AttrSet kPad = attr::starts | attr::limits | attr::mode;
+  register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad, kPad | attr::value, kPad}); }
 
 }  // namespace tripy::trace

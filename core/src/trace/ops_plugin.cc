@@ -61,6 +61,8 @@ void register_plugin_ops() {
   d.same_dtype = false;
   d.infer = infer_plugin;
   d.lower = lower_plugin;
+  d.attrs = attr::plugin | attr::dtype | attr::shape;
+  d.required = d.attrs;
   register_op(std::move(d));
 }
 

@@ -135,8 +135,11 @@ StatusOr<flat::ValueId> lower_dequantize(LowerCtx& c) {
 }  // namespace
 
 void register_quantize_ops() {
-  register_op({"quantize", "quantize", 2, 2, {}, false, infer_quantize, lower_quantize});
-  register_op({"dequantize", "dequantize", 2, 2, {}, false, infer_dequantize, lower_dequantize});
+  // dtype: the quantized (or the dequantized) dtype; dims: the per-channel dim, or none.
+  register_op({"quantize", "quantize", 2, 2, {}, false, infer_quantize, lower_quantize, attr::dtype | attr::dims,
+               attr::dtype | attr::dims});
+  register_op({"dequantize", "dequantize", 2, 2, {}, false, infer_dequantize, lower_dequantize,
+               attr::dtype | attr::dims, attr::dtype | attr::dims});
 }
 
 }  // namespace tripy::trace

@@ -223,12 +223,13 @@ StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
 }  // namespace
 
 void register_reduce_ops() {
-  for (const auto& r : kReduce) register_op({r.name, r.name, 1, 1, {r.dtypes}, true, infer_reduce, lower_reduce});
-  register_op({"mean", "mean", 1, 1, {kFloats}, true, infer_reduce, lower_mean});
-  register_op({"var", "var", 1, 1, {kFloats}, true, infer_reduce, lower_var});
-  register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg});
-  register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg});
-  register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax});
+  constexpr AttrSet kReduceAttrs = attr::dims | attr::keepdim;  // no dims: every dim
+  for (const auto& r : kReduce) register_op({r.name, r.name, 1, 1, {r.dtypes}, true, infer_reduce, lower_reduce, kReduceAttrs});
+  register_op({"mean", "mean", 1, 1, {kFloats}, true, infer_reduce, lower_mean, kReduceAttrs});
+  register_op({"var", "var", 1, 1, {kFloats}, true, infer_reduce, lower_var, kReduceAttrs | attr::value});
+  register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
+  register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
+  register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax, attr::dims});
 }
 
 }  // namespace tripy::trace

@@ -167,9 +167,10 @@ StatusOr<flat::ValueId> lower_topk(LowerCtx& c) {
 }  // namespace
 
 void register_scan_ops() {
-  register_op({"cumsum", "cumsum", 1, 1, {}, true, infer_cumsum, lower_cumsum});
-  register_op({"topk_values", "topk", 1, 1, {kNumbers}, true, infer_topk, lower_topk});
-  register_op({"topk_indices", "topk", 1, 1, {kNumbers}, true, infer_topk, lower_topk});
+  register_op({"cumsum", "cumsum", 1, 1, {}, true, infer_cumsum, lower_cumsum, attr::axis, attr::axis});
+  constexpr AttrSet kTopK = attr::k | attr::axis;
+  register_op({"topk_values", "topk", 1, 1, {kNumbers}, true, infer_topk, lower_topk, kTopK, kTopK});
+  register_op({"topk_indices", "topk", 1, 1, {kNumbers}, true, infer_topk, lower_topk, kTopK, kTopK});
 }
 
 }  // namespace tripy::trace

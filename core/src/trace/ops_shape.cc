@@ -289,15 +289,18 @@ StatusOr<flat::ValueId> lower_update_slice(LowerCtx& c) {
 }  // namespace
 
 void register_shape_ops() {
-  register_op({"reshape", "reshape", 1, 1, {}, true, infer_reshape, lower_reshape});
-  register_op({"permute", "permute", 1, 1, {}, true, infer_permute, lower_permute});
-  register_op({"squeeze", "squeeze", 1, 1, {}, true, infer_squeeze, lower_reshape});
-  register_op({"unsqueeze", "unsqueeze", 1, 1, {}, true, infer_unsqueeze, lower_reshape});
-  register_op({"expand", "expand", 1, 1, {}, true, infer_expand, lower_expand});
-  register_op({"slice", "slice", 1, 1, {}, true, infer_slice, lower_slice});
-  register_op({"concatenate", "concatenate", 1, 1 << 20, {}, true, infer_concatenate, lower_concatenate});
-  register_op({"gather", "gather", 2, 2, {}, false, infer_gather, lower_gather});
-  register_op({"update_slice", "update_slice", 3, 3, {}, false, infer_update_slice, lower_update_slice});
+  constexpr AttrSet kSliceAttrs = attr::starts | attr::limits | attr::steps;
+  register_op({"reshape", "reshape", 1, 1, {}, true, infer_reshape, lower_reshape, attr::shape, attr::shape});
+  register_op({"permute", "permute", 1, 1, {}, true, infer_permute, lower_permute, attr::dims, attr::dims});
+  register_op({"squeeze", "squeeze", 1, 1, {}, true, infer_squeeze, lower_reshape, attr::dims, attr::dims});
+  register_op({"unsqueeze", "unsqueeze", 1, 1, {}, true, infer_unsqueeze, lower_reshape, attr::axis, attr::axis});
+  register_op({"expand", "expand", 1, 1, {}, true, infer_expand, lower_expand, attr::shape, attr::shape});
+  register_op({"slice", "slice", 1, 1, {}, true, infer_slice, lower_slice, kSliceAttrs, kSliceAttrs});
+  register_op({"concatenate", "concatenate", 1, 1 << 20, {}, true, infer_concatenate, lower_concatenate,
+               attr::axis, attr::axis});
+  register_op({"gather", "gather", 2, 2, {}, false, infer_gather, lower_gather, attr::axis, attr::axis});
+  register_op({"update_slice", "update_slice", 3, 3, {}, false, infer_update_slice, lower_update_slice,
+               attr::axis, attr::axis});
 }
 
 }  // namespace tripy::trace

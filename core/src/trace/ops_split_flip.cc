@@ -113,8 +113,9 @@ StatusOr<flat::ValueId> lower_flip(LowerCtx& c) {
 }  // namespace
 
 void register_split_flip_ops() {
-  register_op({"split_part", "split", 1, 1, {}, true, infer_split_part, lower_split_part});
-  register_op({"flip", "flip", 1, 1, {}, true, infer_flip, lower_flip});
+  register_op({"split_part", "split", 1, 1, {}, true, infer_split_part, lower_split_part,
+               attr::axis | attr::dims | attr::shape, attr::axis | attr::dims});
+  register_op({"flip", "flip", 1, 1, {}, true, infer_flip, lower_flip, attr::axis, attr::axis});
 }
 
 }  // namespace tripy::trace

@@ -53,6 +53,35 @@ std::vector<const OpDef*> all_ops() {
   return out;
 }
 
+AttrSet attr_named(const std::string& name) {
+#define TRIPY_ATTR_MATCH(n) \
+  if (name == #n) return attr::n;
+  TRIPY_TRACE_ATTRS(TRIPY_ATTR_MATCH)
+#undef TRIPY_ATTR_MATCH
+  return 0;
+}
+
+std::string attr_set_str(AttrSet set) {
+  std::string out;
+#define TRIPY_ATTR_NAME(n) \
+  if (set & attr::n) out += (out.empty() ? "" : ", ") + std::string(#n);
+  TRIPY_TRACE_ATTRS(TRIPY_ATTR_NAME)
+#undef TRIPY_ATTR_NAME
+  return out;
+}
+
+Status check_attrs(const std::string& op, AttrSet given, SourceRef source) {
+  const OpDef* def = find_op(op);
+  if (!def) return internal_error("unknown Trace op '" + op + "'", source);
+  if (AttrSet extra = given & ~def->attrs)
+    return internal_error(def->display + " takes " + (def->attrs ? "the attributes " + attr_set_str(def->attrs) : "no attributes") +
+                              ", not " + attr_set_str(extra),
+                          source);
+  if (AttrSet missing = def->required & ~given)
+    return internal_error(def->display + " needs the attributes " + attr_set_str(missing), source);
+  return ok_status();
+}
+
 std::string tuple_str(const std::vector<int64_t>& v) {
   std::string s = "(";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);

@@ -8,6 +8,7 @@
 #if TRIPY_WITH_CUDA
 
 #include <cstdlib>
+#include <tuple>
 
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_compile.h"
@@ -188,6 +189,23 @@ TEST(CudaAttention, SplitServesGroupsOfUpTo16RowsAndAnyLayout) {
   l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
   unsetenv("TRIPY_ATTENTION_SPLIT");
   EXPECT_NE(l->path, AttentionLaunch::Path::kSplit);
+}
+
+TEST(CudaAttention, TheSplitKernelForGroupsUnrollsOnlyTheRowsTheSizesNeed) {
+  // rows per kv head -> rows the kernel serves (NVRTC time grows with them).
+  for (auto [heads, queries, capacity] : {std::tuple<int64_t, int64_t, int64_t>{2, 1, 2}, {3, 1, 4}, {4, 1, 4},
+                                          {4, 2, 8}, {5, 2, 16}, {16, 1, 16}}) {
+    const Sizes z{1, heads, queries, 1, 300};
+    Program p = program(DType::kFloat16, 64, false, MaskKind::kNone, z);
+    EXPECT_EQ(attention_split_capacity(p, p.kernels[0]), capacity) << heads << "x" << queries;
+    auto g = generate_attention(p, p.kernels[0]);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_NE(g->source.find("#define SPLIT_RM " + std::to_string(capacity) + "\n"), std::string::npos);
+    auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, z), 132);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+    EXPECT_EQ(l->split_rows, heads * queries);
+  }
 }
 
 }  // namespace

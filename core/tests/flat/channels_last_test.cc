@@ -8,11 +8,11 @@
 namespace tripy::flat {
 namespace {
 
-std::string rewritten(const std::string& text, bool all_floats = false) {
+std::string rewritten(const std::string& text, const ChannelsLastRule& rule = {}) {
   auto g = parse_graph(text);
   if (!g.ok()) return "parse error: " + g.status().message();
   if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = channels_last(*g, all_floats);
+  std::optional<Graph> out = channels_last(*g, rule);
   if (!out) return "unchanged";
   if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message() + "\n" + out->str();
   // The printed form parses back to itself.
@@ -73,10 +73,17 @@ return %14
 )"));
 }
 
-TEST(ChannelsLast, Float32StaysChannelsFirstUnlessAllFloatsAreAsked) {
+TEST(ChannelsLast, TheRuleNamesTheDtypes) {
   EXPECT_EQ(rewritten(fill(kChain, "f32")), "unchanged");
-  const std::string all = rewritten(fill(kChain, "f32"), true);
-  EXPECT_NE(all.find("layout = channels_last"), std::string::npos) << all;
+  const std::string f32 = rewritten(fill(kChain, "f32"), {{DType::kFloat32}, 1});
+  EXPECT_NE(f32.find("layout = channels_last"), std::string::npos) << f32;
+  EXPECT_EQ(rewritten(fill(kChain, "f16"), {{DType::kFloat32}, 1}), "unchanged");
+}
+
+TEST(ChannelsLast, AChainShorterThanTheRulesMinimumStaysChannelsFirst) {
+  // kChain has two convolutions.
+  EXPECT_EQ(rewritten(fill(kChain), {{DType::kFloat16}, 3}), "unchanged");
+  EXPECT_NE(rewritten(fill(kChain), {{DType::kFloat16}, 2}).find("layout = channels_last"), std::string::npos);
 }
 
 TEST(ChannelsLast, PoolingFollowsAConvolutionAndAloneStaysChannelsFirst) {

@@ -57,6 +57,23 @@ TEST(TraceOps, DtypeRulesAreData) {
   }
 }
 
+TEST(TraceOps, AttributesAreDeclaredPerOpAndCheckedByName) {
+  EXPECT_EQ(attr_named("keepdim"), attr::keepdim);
+  EXPECT_EQ(attr_named("padding"), 0u);  // a convolution's field, inside its `conv` attribute
+  EXPECT_EQ(attr_set_str(attr::dims | attr::keepdim), "dims, keepdim");
+  EXPECT_TRUE(check_attrs("sum", attr::dims | attr::keepdim, here(3)).ok());
+  EXPECT_TRUE(check_attrs("sum", 0, here(3)).ok());  // no dims: every dim
+  Status extra = check_attrs("softmax", attr::dims | attr::keepdim, here(3));
+  ASSERT_FALSE(extra.ok());
+  EXPECT_EQ(extra.message(), "softmax takes the attributes dims, not keepdim");
+  EXPECT_EQ(extra.where()->at(0).line, 3);
+  EXPECT_EQ(check_attrs("add", attr::axis, here(3)).message(), "'+' takes no attributes, not axis");
+  EXPECT_EQ(check_attrs("slice", attr::starts | attr::limits, here(3)).message(),
+            "slice needs the attributes steps");
+  // Every declared requirement is an attribute the op reads.
+  for (const OpDef* d : all_ops()) EXPECT_EQ(d->required & ~d->attrs, 0u) << d->name;
+}
+
 TEST(TraceOps, ReshapeInfersMinusOneAndChecksCounts) {
   Attrs a;
   a.shape = {Dim(2), Dim(-1)};

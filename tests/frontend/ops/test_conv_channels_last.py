@@ -112,12 +112,13 @@ def test_channels_last_off_keeps_every_kernel_channels_first(device, capsys, mon
     assert np.abs(np.asarray(exe(_dev(x))).astype(np.float64) - want).max() <= 2e-2 * max(1.0, np.abs(want).max())
 
 
-def test_by_default_only_gpu_narrow_float_convolutions_run_channels_last(device, capsys, monkeypatch):
+def test_by_default_gpus_take_narrow_floats_and_the_cpu_float32_chains(device, capsys, monkeypatch):
     monkeypatch.delenv("TRIPY_CHANNELS_LAST", raising=False)
     for dtype_name in sorted(DTYPES):
         net, _ = _net(dtype_name)
         _, kinds = _compile_net(net, DTYPES[dtype_name][0], capsys)
-        expected = 2 if device == "gpu" and dtype_name == "float16" else 0
+        last = dtype_name == "float16" if device == "gpu" else dtype_name == "float32"
+        expected = 2 if last else 0
         assert _counts(kinds).get("transpose", 0) == expected, (dtype_name, kinds)
 
 

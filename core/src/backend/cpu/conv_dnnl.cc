@@ -12,6 +12,8 @@
 
 #if TRIPY_WITH_DNNL
 #include <dnnl.hpp>
+
+#include "backend/cpu/dnnl_threads.h"
 #endif
 
 namespace tripy::cpu {
@@ -136,6 +138,8 @@ Status DnnlConvCache::run(const ConvProblem& p, const float* x, const float* w, 
   done = false;
   if (p.x.size() > 5) return ok_status();
   try {
+    // Also around creation: a primitive fixes its thread partitioning when it is built.
+    const DnnlThreads threads;
     std::vector<int64_t> key = Impl::key(p);
     auto it = impl_->cache.find(key);
     if (it == impl_->cache.end()) it = impl_->cache.emplace(std::move(key), Impl::make(p)).first;

@@ -6,6 +6,8 @@
 
 #if TRIPY_WITH_DNNL
 #include <dnnl.hpp>
+
+#include "backend/cpu/dnnl_threads.h"
 #endif
 
 namespace tripy::cpu {
@@ -59,6 +61,8 @@ Status DnnlMatmulCache::run(const DotShape& s, const float* a, const float* b, c
   key.insert(key.end(), s.batch.begin(), s.batch.end());
   auto it = impl_->cache.find(key);
   try {
+    // Also around creation: a primitive fixes its thread partitioning when it is built.
+    const DnnlThreads threads;
     if (it == impl_->cache.end()) {
       Impl::Entry e;
       try {

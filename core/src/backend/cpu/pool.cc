@@ -1,10 +1,13 @@
-// kPool on the CPU: direct loops over each (n, c) plane, in parallel across planes (a plane's
-// elements are C apart channels-last, adjacent channels-first). Floats are
-// compared and summed in float32 (float64 sums for large windows would change nothing at the
-// sizes pooling uses), integers (max only) in their own type; padded elements never win a max and
-// count in an average only with count_include_pad.
+// kPool on the CPU. A work item is one output row (n, z, y) of one plane: channels-first, a plane
+// is one (n, c) and a position holds one element; channels-last, a plane is one image and a
+// position holds its C channels side by side, so the window loop reduces whole channel vectors
+// (contiguous, which the compiler vectorises). Floats are compared and summed in float32 (float64
+// sums for large windows would change nothing at the sizes pooling uses), integers (max only) in
+// their own type; padded elements never win a max and count in an average only with
+// count_include_pad.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "backend/cpu/half.h"
 #include "backend/cpu/kernels.h"
@@ -21,53 +24,97 @@ struct Geometry {
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
 };
 
-float to_f32(DType t, const void* p, int64_t i) {
-  switch (t) {
-    case DType::kFloat16: return half_to_float(static_cast<const uint16_t*>(p)[i]);
-    case DType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
+// The input range [b, e) that output coordinate `pos` of spatial dim `d` reads, and how many
+// positions its window spans up to the padded edge (an average with padding counts those).
+struct Span {
+  int64_t b, e, full;
+};
+Span span(const Geometry& g, int d, int64_t pos) {
+  const int64_t start = pos * g.s[d] - g.lo[d];
+  return {std::max<int64_t>(start, 0), std::min(start + g.k[d], g.in[d]),
+          std::min(start + g.k[d], g.in[d] + g.hi[d]) - start};
+}
+
+// Storage type T and the type A it is reduced in.
+template <typename T, typename A = T>
+struct Plain {
+  using Stored = T;
+  using Acc = A;
+  static A load(T v) { return static_cast<A>(v); }
+  static T store(A v) { return static_cast<T>(v); }
+};
+struct Half {
+  using Stored = uint16_t;
+  using Acc = float;
+  static float load(uint16_t v) { return half_to_float(v); }
+  static uint16_t store(float v) { return float_to_half(v); }
+};
+struct BFloat {
+  using Stored = uint16_t;
+  using Acc = float;
+  static float load(uint16_t v) { return bfloat16_to_float(v); }
+  static uint16_t store(float v) { return float_to_bfloat16(v); }
+};
+
+// One output row: `cw` values per position, positions `step` elements apart in src and dst.
+template <typename Ty>
+void pool_row(const Geometry& g, int64_t z, int64_t y, const typename Ty::Stored* src, typename Ty::Stored* dst,
+              int64_t cw, int64_t step, bool is_max, bool include_pad, typename Ty::Acc* acc) {
+  using Acc = typename Ty::Acc;
+  constexpr bool kFloat = !std::numeric_limits<Acc>::is_integer;
+  const Span sz = span(g, 0, z), sy = span(g, 1, y);
+  for (int64_t x = 0; x < g.out[2]; ++x) {
+    const Span sx = span(g, 2, x);
+    const Acc init = is_max ? (kFloat ? -std::numeric_limits<Acc>::infinity() : std::numeric_limits<Acc>::lowest())
+                            : Acc(0);
+    std::fill(acc, acc + cw, init);
+    for (int64_t i = sz.b; i < sz.e; ++i)
+      for (int64_t j = sy.b; j < sy.e; ++j)
+        for (int64_t l = sx.b; l < sx.e; ++l) {
+          const typename Ty::Stored* row = src + ((i * g.in[1] + j) * g.in[2] + l) * step;
+          if (!is_max) {
+            for (int64_t c = 0; c < cw; ++c) acc[c] += Ty::load(row[c]);
+          } else if constexpr (kFloat) {
+            // A NaN in the window wins the max, as numpy's and torch's do.
+            for (int64_t c = 0; c < cw; ++c) {
+              const Acc v = Ty::load(row[c]);
+              acc[c] = v > acc[c] || v != v ? v : acc[c];
+            }
+          } else {
+            for (int64_t c = 0; c < cw; ++c) acc[c] = std::max(acc[c], Ty::load(row[c]));
+          }
+        }
+    typename Ty::Stored* out = dst + ((z * g.out[1] + y) * g.out[2] + x) * step;
+    if (is_max) {
+      for (int64_t c = 0; c < cw; ++c) out[c] = Ty::store(acc[c]);
+      continue;
+    }
+    const int64_t real = std::max<int64_t>(sz.e - sz.b, 0) * std::max<int64_t>(sy.e - sy.b, 0) *
+                         std::max<int64_t>(sx.e - sx.b, 0);
+    const int64_t count = include_pad ? sz.full * sy.full * sx.full : real;
+    const Acc scale = count > 0 ? Acc(1) / static_cast<Acc>(count) : Acc(0);
+    for (int64_t c = 0; c < cw; ++c) out[c] = Ty::store(acc[c] * scale);
   }
 }
 
-void from_f32(DType t, void* p, int64_t i, float v) {
-  switch (t) {
-    case DType::kFloat16: static_cast<uint16_t*>(p)[i] = float_to_half(v); break;
-    case DType::kBFloat16: static_cast<uint16_t*>(p)[i] = float_to_bfloat16(v); break;
-    default: static_cast<float*>(p)[i] = v;
-  }
-}
-
-// Calls visit(input index) for each unpadded element of output position (z, y, x)'s window and
-// returns how many the window covers, padding included or not.
-template <typename Visit>
-int64_t window(const Geometry& g, int64_t z, int64_t y, int64_t x, bool include_pad, Visit visit) {
-  const int64_t pos[3] = {z, y, x};
-  int64_t b[3], e[3], full = 1;
-  for (int i = 0; i < 3; ++i) {
-    const int64_t start = pos[i] * g.s[i] - g.lo[i];
-    // With padding included, a window is counted up to the padded edge (as torch does).
-    full *= std::min(start + g.k[i], g.in[i] + g.hi[i]) - start;
-    b[i] = std::max<int64_t>(start, 0);
-    e[i] = std::min(start + g.k[i], g.in[i]);
-  }
-  for (int64_t i = b[0]; i < e[0]; ++i)
-    for (int64_t j = b[1]; j < e[1]; ++j)
-      for (int64_t l = b[2]; l < e[2]; ++l) visit((i * g.in[1] + j) * g.in[2] + l);
-  const int64_t real = std::max<int64_t>(e[0] - b[0], 0) * std::max<int64_t>(e[1] - b[1], 0) *
-                       std::max<int64_t>(e[2] - b[2], 0);
-  return include_pad ? full : real;
-}
-
-// `step`: elements between neighbouring positions of one plane.
-template <typename T>
-void max_int(const Geometry& g, const T* src, T* dst, int64_t step) {
-  for (int64_t z = 0; z < g.out[0]; ++z)
-    for (int64_t y = 0; y < g.out[1]; ++y)
-      for (int64_t x = 0; x < g.out[2]; ++x, dst += step) {
-        T m = std::numeric_limits<T>::lowest();
-        window(g, z, y, x, false, [&](int64_t i) { m = std::max(m, src[i * step]); });
-        *dst = m;
-      }
+template <typename Ty>
+void pool(const Geometry& g, const View& xv, const View& ov, bool last, bool is_max, bool include_pad) {
+  using Stored = typename Ty::Stored;
+  const int64_t channels = last ? ov.shape.back() : ov.shape[1];
+  const int64_t planes = last ? ov.shape[0] : ov.shape[0] * channels;
+  const int64_t cw = last ? channels : 1;  // values per position, and the distance between positions
+  const int64_t in_plane = g.in_size() * cw, out_plane = g.out_size() * cw;
+  const int64_t rows = g.out[0] * g.out[1];
+  const auto* src = static_cast<const Stored*>(xv.data);
+  auto* dst = static_cast<Stored*>(ov.data);
+  parallel_for(planes * rows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<typename Ty::Acc> acc(static_cast<size_t>(cw));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t p = item / rows, r = item % rows;
+      pool_row<Ty>(g, r / g.out[1], r % g.out[1], src + p * in_plane, dst + p * out_plane, cw, cw, is_max,
+                   include_pad, acc.data());
+    }
+  });
 }
 
 }  // namespace
@@ -91,41 +138,17 @@ Status run_pool(const KernelArgs& args) {
     g.lo[j] = a.pad_before[i];
     g.hi[j] = a.pad_after[i];
   }
-  const int64_t channels = last ? ov.shape.back() : ov.shape[1];
-  const int64_t planes = ov.shape[0] * channels;
   if (ov.numel() == 0) return ok_status();
-  const DType t = xv.dtype;
-  const bool is_max = a.kind == rt::PoolAttrs::Kind::kMax;
-  const int64_t in_size = g.in_size(), out_size = g.out_size();
-  const int64_t esize = dtype_size(t);
-  parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / channels, c = p % channels, step = last ? channels : 1;
-      const int64_t in_at = last ? n * in_size * channels + c : p * in_size;
-      const int64_t out_at = last ? n * out_size * channels + c : p * out_size;
-      const char* src = static_cast<const char*>(xv.data) + in_at * esize;
-      char* dst = static_cast<char*>(ov.data) + out_at * esize;
-      switch (t) {
-        case DType::kInt8: max_int(g, reinterpret_cast<const int8_t*>(src), reinterpret_cast<int8_t*>(dst), step); continue;
-        case DType::kInt32: max_int(g, reinterpret_cast<const int32_t*>(src), reinterpret_cast<int32_t*>(dst), step); continue;
-        case DType::kInt64: max_int(g, reinterpret_cast<const int64_t*>(src), reinterpret_cast<int64_t*>(dst), step); continue;
-        default: break;
-      }
-      int64_t o = 0;
-      for (int64_t z = 0; z < g.out[0]; ++z)
-        for (int64_t y = 0; y < g.out[1]; ++y)
-          for (int64_t x = 0; x < g.out[2]; ++x, o += step) {
-            float acc = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-            const int64_t count = window(g, z, y, x, a.count_include_pad, [&](int64_t i) {
-              const float v = to_f32(t, src, i * step);
-              // A NaN in the window wins the max, as numpy's and torch's do.
-              acc = is_max ? (v > acc || v != v ? v : acc) : acc + v;
-            });
-            if (!is_max) acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
-            from_f32(t, dst, o, acc);
-          }
-    }
-  });
+  const bool is_max = a.kind == rt::PoolAttrs::Kind::kMax, pad = a.count_include_pad;
+  switch (xv.dtype) {
+    case DType::kFloat32: pool<Plain<float>>(g, xv, ov, last, is_max, pad); break;
+    case DType::kFloat16: pool<Half>(g, xv, ov, last, is_max, pad); break;
+    case DType::kBFloat16: pool<BFloat>(g, xv, ov, last, is_max, pad); break;
+    case DType::kInt8: pool<Plain<int8_t>>(g, xv, ov, last, is_max, pad); break;
+    case DType::kInt32: pool<Plain<int32_t>>(g, xv, ov, last, is_max, pad); break;
+    case DType::kInt64: pool<Plain<int64_t>>(g, xv, ov, last, is_max, pad); break;
+    default: return kernel_error(args, "pooling does not take " + std::string(dtype_name(xv.dtype)), StatusCode::kInternal);
+  }
   return ok_status();
 }
 

@@ -36,7 +36,7 @@ enum Word : int {
   kStrides,                  // 5 operands x 4 dims
   kScaleLog2 = kStrides + 20,
   kBlocks, kChunks, kVec,
-  kSplits, kSplitChunk, kPtrWork, kPtrCounters,
+  kSplits, kSplitChunk, kPtrWork, kPtrCounters, kSplitVecV,
   kWords
 };
 
@@ -76,6 +76,13 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
 
 }  // namespace
 
+int64_t attention_split_capacity(const Program& program, const Kernel& k) {
+  const int64_t rows_hi = split_row_range(program, k).second;
+  int64_t capacity = 2;
+  while (capacity < rows_hi && capacity < kAttentionSplitRows) capacity *= 2;
+  return capacity;
+}
+
 StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& k) {
   if (k.inputs.size() < 3 || k.outputs.size() != 1) return internal_error("attention kernel '" + k.name + "' has the wrong arity");
   const DType t = program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
@@ -111,6 +118,7 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   def("HAS_FLASH", flash ? "1" : "0");
   def("HAS_SPLIT1", split1 ? "1" : "0");
   def("HAS_SPLIT16", split16 ? "1" : "0");
+  if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));
   if (flash) {
     def("HD", std::to_string(d));
     def("WM", std::to_string(flash_wm(d)));
@@ -159,7 +167,9 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   for (int x = 0; x < 5; ++x)
     l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * (x == 3 ? mask_size : esize);
   int64_t blocks;
-  CUfunc_st* split_fn = rows <= 1 && fns.split1 ? fns.split1 : rows <= kAttentionSplitRows ? fns.split16 : nullptr;
+  CUfunc_st* split_fn = rows <= 1 && fns.split1                                     ? fns.split1
+                        : fns.split16 && rows <= attention_split_capacity(p, k) ? fns.split16
+                                                                                : nullptr;
   if (split_fn && split_enabled() && S > 0 && D <= kSplitHeadMax && Dv <= kSplitHeadMax) {
     // Enough chunks for about kSplitWaves blocks per SM over all (batch, kv head) groups, none
     // shorter than kSplitMinKeys keys. Causal keys past the last query row are never visible.
@@ -181,6 +191,10 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     bool vec = kk.stride[3] == 1 && D % ve == 0 && kk.offset % ve == 0;
     for (int d = 0; d < 3; ++d) vec = vec && kk.stride[d] % ve == 0;
     if (vec) l.vec_word = kVec;
+    // V rows likewise (split1 reads them in pieces; the addresses are checked with K's).
+    bool vvec = v.stride[3] == 1 && Dv % ve == 0 && v.offset % ve == 0;
+    for (int d = 0; d < 3; ++d) vvec = vvec && v.stride[d] % ve == 0;
+    l.words[kSplitVecV] = vvec ? 1 : 0;
   } else {
     // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
     // every other stride (and a head window's start) a multiple of 8 elements.

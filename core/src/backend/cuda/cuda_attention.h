@@ -26,6 +26,11 @@ inline const char* kAttentionFlash = "tripy_attention_flash";
 inline const char* kAttentionSplit1 = "tripy_attention_split1";
 inline const char* kAttentionSplit16 = "tripy_attention_split16";
 inline constexpr int64_t kAttentionSplitRows = 16;
+// The rows tripy_attention_split16 of this kernel's module serves: the smallest power of two from
+// 2 to kAttentionSplitRows that holds the most rows per kv head its sizes give. Its row loops are
+// unrolled, so NVRTC time grows with it (on a 2-core build machine: 16 rows 7.5 s, 8 rows 2.7 s,
+// 4 rows 1.6 s, 2 rows 1.1 s): a GQA group of 4 heads compiles the 4-row kernel.
+int64_t attention_split_capacity(const Program& program, const Kernel& kernel);
 
 // The kernel bodies (cuda_attention_source.cc, cuda_attention_split_source.cc); generate_attention
 // prepends the variant's macros.

@@ -17,8 +17,9 @@
 // t / CW, t / CW + 128 / CW, ... (CW = 32, 64 or 128 columns per pass, two passes past 128).
 //
 // tripy_attention_split1 serves one row per kv head (multi-head decode), tripy_attention_split16
-// up to 16 (GQA groups, a few query rows); a module holds those its sizes can use and the host
-// picks one per launch (cuda_attention.cc).
+// up to 16 (GQA groups, a few query rows: as many as the module's sizes need, since each row
+// unrolls its loops once more); a module holds those its sizes can use and the host picks one per
+// launch (cuda_attention.cc).
 #include "backend/cuda/cuda_attention.h"
 
 namespace tripy::rt::cuda {
@@ -34,6 +35,8 @@ DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sS[RM * SPLIT_T];     // a tile's scores, then its probabilities; then the merge weights
   __shared__ float sM[RM], sL[RM], sC[RM];
   __shared__ int sLast;
+  // split1's V path: one row of partial outputs per warp (head sizes up to 128).
+  __shared__ float sV[RM == 1 ? 4 * 128 : 1];
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const i64 G = a.Hq / a.Hkv, R = G * a.L, groups = a.B * a.Hkv;
@@ -60,10 +63,32 @@ DEVI void attention_split(const AttnArgs& a) {
   const ST* kb = (const ST*)a.k + b * a.ks[0] + hk * a.ks[1];
   const ST* vb = (const ST*)a.v + b * a.vs[0] + hk * a.vs[1];
   constexpr int VE = 16 / sizeof(ST);
+  // split1 with V rows readable in 16-byte pieces (the host checks the strides, a.vec the
+  // addresses): thread t owns piece t % P of keys t / P, t / P + RP, ... of each tile (P pieces
+  // per row, RP rows per pass), loaded as the tile starts so that their latency overlaps the score
+  // phase's (the per-key loop further down, for other sizes, waits on a load every few keys).
+  constexpr int VK = 16;  // pieces per row at most: so also keys per thread and tile
+  const int P = (int)(a.Dv / VE);
+  const bool vv = RM == 1 && a.vec && a.vvec && P > 0 && P <= VK && 128 % P == 0;
+  const int RP = vv ? 128 / P : 1, pc = vv ? tid % P : 0, rs = vv ? tid / P : 0;
+  float vacc[VE];
+  uint4 vreg[RM == 1 ? VK : 1];
+#pragma unroll
+  for (int e = 0; e < VE; ++e) vacc[e] = 0.0f;
   __syncthreads();
 
   for (i64 t0 = k0; t0 < k1; t0 += SPLIT_T) {
     const int n = (int)(k1 - t0 < SPLIT_T ? k1 - t0 : SPLIT_T);
+    if constexpr (RM == 1) {
+      if (vv) {
+        const ST* vt = vb + t0 * a.vs[2] + pc * VE;
+#pragma unroll
+        for (int i = 0; i < VK; ++i) {
+          const int j = rs + i * RP;
+          if (i < P && j < n) vreg[i] = *(const uint4*)(vt + j * a.vs[2]);
+        }
+      }
+    }
     if (tid < n) {
       const i64 col = t0 + tid;
       const ST* kr = kb + col * a.ks[2];
@@ -71,6 +96,7 @@ DEVI void attention_split(const AttnArgs& a) {
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
       if (a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
+#pragma unroll 8
         for (int d = 0; d < a.D; d += VE) {
           const uint4 u = *(const uint4*)(kr + d);
           const ST* e = (const ST*)&u;
@@ -125,6 +151,25 @@ DEVI void attention_split(const AttnArgs& a) {
       }
     }
     __syncthreads();
+    if constexpr (RM == 1) {
+      if (vv) {
+        const float corr = sC[0];
+#pragma unroll
+        for (int e = 0; e < VE; ++e) vacc[e] *= corr;
+#pragma unroll
+        for (int i = 0; i < VK; ++i) {
+          const int j = rs + i * RP;
+          if (i < P && j < n) {
+            const float p = sS[j];
+            const ST* e8 = (const ST*)&vreg[i];
+#pragma unroll
+            for (int e = 0; e < VE; ++e) vacc[e] += p * LOAD_T(e8[e]);
+          }
+        }
+        __syncthreads();  // the next tile rewrites sS
+        continue;
+      }
+    }
 #pragma unroll
     for (int r = 0; r < RM; ++r)
       if (r < R) {
@@ -148,23 +193,35 @@ DEVI void attention_split(const AttnArgs& a) {
     __syncthreads();  // the next tile rewrites sS
   }
 
-  // This chunk's partials: the key groups' sums through shared memory (the queries are done).
-  float* red = sQ;
-#pragma unroll
-  for (int r = 0; r < RM; ++r)
-    if (r < R) {
-      red[((r * 2 + 0) * NKG + kg) * CW + c] = acc[r][0];
-      red[((r * 2 + 1) * NKG + kg) * CW + c] = acc[r][1];
-    }
-  __syncthreads();
   float* part_o = (float*)a.ws;                                  // [groups][nsplit][R][Dv]
   float* part_ml = part_o + groups * a.nsplit * R * a.Dv;        // [groups][nsplit][R][2]
   float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
-  for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
-    const i64 r = idx / a.Dv, col = idx - r * a.Dv, i = col / CW, cc = col - i * CW;
-    float sum = 0.0f;
-    for (int g = 0; g < NKG; ++g) sum += red[((r * 2 + i) * NKG + g) * CW + cc];
-    po[idx] = sum;
+  if (vv) {
+    // The row slots' sums: lanes P apart within a warp, then the 4 warps through shared memory.
+#pragma unroll
+    for (int e = 0; e < VE; ++e)
+      for (int o = 16; o >= P; o >>= 1) vacc[e] += __shfl_xor_sync(0xffffffffu, vacc[e], o);
+    if (lane < P)
+#pragma unroll
+      for (int e = 0; e < VE; ++e) sV[warp * a.Dv + pc * VE + e] = vacc[e];
+    __syncthreads();
+    for (i64 idx = tid; idx < a.Dv; idx += 128) po[idx] = sV[idx] + sV[a.Dv + idx] + sV[2 * a.Dv + idx] + sV[3 * a.Dv + idx];
+  } else {
+    // The key groups' sums through shared memory (the queries are done).
+    float* red = sQ;
+#pragma unroll
+    for (int r = 0; r < RM; ++r)
+      if (r < R) {
+        red[((r * 2 + 0) * NKG + kg) * CW + c] = acc[r][0];
+        red[((r * 2 + 1) * NKG + kg) * CW + c] = acc[r][1];
+      }
+    __syncthreads();
+    for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
+      const i64 r = idx / a.Dv, col = idx - r * a.Dv, i = col / CW, cc = col - i * CW;
+      float sum = 0.0f;
+      for (int g = 0; g < NKG; ++g) sum += red[((r * 2 + i) * NKG + g) * CW + cc];
+      po[idx] = sum;
+    }
   }
   if (tid < R) {
     float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
@@ -214,7 +271,8 @@ DEVI void attention_split(const AttnArgs& a) {
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { attention_split<1>(a); }
 #endif
 #if HAS_SPLIT16
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<16>(a); }
+// SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<SPLIT_RM>(a); }
 #endif
 )CUDA";
   return kSource;

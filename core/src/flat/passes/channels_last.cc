@@ -62,15 +62,15 @@ bool is_static_one(const Dim& d) { return d.is_static() && d.static_value() == 1
 
 class Rewriter {
  public:
-  Rewriter(const Graph& g, bool all_floats) : g_(g), all_floats_(all_floats), out_(empty_like(g)) {
+  Rewriter(const Graph& g, const ChannelsLastRule& rule) : g_(g), rule_(rule), out_(empty_like(g)) {
     first_.assign(g.values.size(), -1);
     last_.assign(g.values.size(), -1);
   }
 
   bool eligible(const Op& op) const {
     const Value& v = g_.values[op.result];
-    const bool narrow = v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16;
-    if (!(narrow || (all_floats_ && v.dtype == DType::kFloat32)) || v.shape.size() < 3) return false;
+    if (std::find(rule_.dtypes.begin(), rule_.dtypes.end(), v.dtype) == rule_.dtypes.end() || v.shape.size() < 3)
+      return false;
     if (op.kind == OpKind::kConvolution) return op.conv.layout == Layout::kChannelsFirst;
     // Pooling follows a convolution's layout; alone it stays channels-first.
     return op.kind == OpKind::kPooling && op.pool.layout == Layout::kChannelsFirst && last_[op.operands[0]] >= 0;
@@ -214,18 +214,18 @@ class Rewriter {
   }
 
   const Graph& g_;
-  const bool all_floats_;
+  const ChannelsLastRule& rule_;
   Graph out_;
   std::vector<ValueId> first_, last_;  // per original value: its value in out_, or -1
 };
 
 }  // namespace
 
-std::optional<Graph> channels_last(const Graph& graph, bool all_floats) {
-  Rewriter rw(graph, all_floats);
-  bool any = false;
-  for (const Op& op : graph.ops) any = any || (op.kind == OpKind::kConvolution && rw.eligible(op));
-  if (!any) return std::nullopt;
+std::optional<Graph> channels_last(const Graph& graph, const ChannelsLastRule& rule) {
+  Rewriter rw(graph, rule);
+  int convolutions = 0;
+  for (const Op& op : graph.ops) convolutions += op.kind == OpKind::kConvolution && rw.eligible(op);
+  if (convolutions == 0 || convolutions < rule.min_convolutions) return std::nullopt;
   return rw.run();
 }
 

@@ -39,11 +39,15 @@ std::optional<Graph> fold_conv_affine(const Graph& graph);
 // (conv_late + (bias_a + bias_b)) + conv_early, so the earlier convolution needs no epilogue and the
 // later one takes the bias and the residual. nullopt when nothing matched.
 std::optional<Graph> merge_conv_biases(const Graph& graph);
-// GPU (or forced, for tests): convolutions of float16/bfloat16 (all floats with `all_floats`) run
-// channels-last, NHWC activations and KRSC weights (constant weights re-laid out here), with the
-// pooling and elementwise ops between them, so layouts change only at a chain's edges (one
-// transpose in, one out). nullopt when no convolution qualifies.
-std::optional<Graph> channels_last(const Graph& graph, bool all_floats = false);
+// Convolutions whose dtype `rule` lists run channels-last, NHWC activations and KRSC weights
+// (constant weights re-laid out here), with the pooling and elementwise ops between them, so
+// layouts change only at a chain's edges (one transpose in, one out). nullopt when fewer than
+// `rule.min_convolutions` convolutions qualify.
+struct ChannelsLastRule {
+  std::vector<DType> dtypes = {DType::kFloat16, DType::kBFloat16};
+  int min_convolutions = 1;
+};
+std::optional<Graph> channels_last(const Graph& graph, const ChannelsLastRule& rule = {});
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);

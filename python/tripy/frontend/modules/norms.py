@@ -54,7 +54,9 @@ class GroupNorm(Module):
     def forward(self, x):
         from tripy.frontend.trace_call import make
 
-        return make(self._op, [x, self.weight, self.bias], axis=self.num_groups, value=float(self.eps))
+        # InstanceNorm's groups are its channels, which the core reads from the weight.
+        groups = {"axis": self.num_groups} if self._op == "groupnorm" else {}
+        return make(self._op, [x, self.weight, self.bias], value=float(self.eps), **groups)
 
 
 class InstanceNorm(GroupNorm):

@@ -18,7 +18,7 @@ COMPOSITES = {
 def op_dtype_names():
     """Core op name -> (display name, [comma-separated dtype names, per input]); an empty list
     means the op checks its inputs itself (shape ops take any dtype)."""
-    return {name: (display, list(rows)) for name, display, _, _, rows in _C.op_table()}
+    return {name: (display, list(rows)) for name, display, _, _, rows, *_ in _C.op_table()}
 
 
 def op_dtypes():
