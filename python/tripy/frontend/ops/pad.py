@@ -30,7 +30,8 @@ def _pad_pairs(pad):
 
 def pad(input, pad, mode="constant", value=0):
     """
-    Pads each dim ``d`` with ``pad[d] = (before, after)`` elements (ints or ``tp.DimensionSize``s).
+    Pads each dim ``d`` with ``pad[d] = (before, after)`` elements (ints or
+    ``tp.DimensionSize`` values).
 
     ``mode="constant"`` fills with ``value``; ``mode="reflect"`` mirrors the tensor without
     repeating its edge (``[1, 2, 3]`` padded by ``(2, 1)`` is ``[3, 2, 1, 2, 3, 2]``), which needs
