@@ -40,7 +40,7 @@ INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
 PUBLIC_MODULES = {"config", "types"}
 
 # Public names whose core op has another name.
-OP_NAMES = {"LayerNorm": "layernorm", "Conv": "convolution", "ConvTranspose": "convolution", "matmul": "matmul"}
+OP_NAMES = {"LayerNorm": "layernorm", "RMSNorm": "rmsnorm", "GroupNorm": "groupnorm", "InstanceNorm": "instancenorm", "topk": "topk_values", "Conv": "convolution", "ConvTranspose": "convolution", "matmul": "matmul"}
 # Tensor operators documented on the Tensor page with their op table rows.
 OPERATORS = ["add", "sub", "mul", "div", "floor_div", "mod", "pow", "matmul", "neg", "abs",
              "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not"]

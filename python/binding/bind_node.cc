@@ -99,8 +99,10 @@ trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
     else if (key == "steps") a.steps = to_shape(v);
     else if (key == "value") a.value = v.cast<double>();
     else if (key == "axis") a.axis = v.cast<int64_t>();
+    else if (key == "k") a.k = v.cast<int64_t>();
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
     else if (key == "causal") a.causal = v.cast<bool>();
+    else if (key == "mode") a.mode = v.cast<std::string>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
     else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
     else if (key == "plugin") {

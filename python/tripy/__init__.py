@@ -84,7 +84,7 @@ from tripy.frontend.stream import Stream, default_stream
 from tripy.frontend.compile import compile
 from tripy.frontend.module import Module
 from tripy.frontend.modules.linear import Linear
-from tripy.frontend.modules.layernorm import LayerNorm
+from tripy.frontend.modules.layernorm import LayerNorm, RMSNorm
 from tripy.frontend.modules.embedding import Embedding
 from tripy.frontend.modules.sequential import Sequential
 from tripy.frontend.modules.conv import Conv, ConvTranspose

@@ -57,8 +57,10 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_dims(key, a.steps);
     append_raw(key, a.value);
     append_raw(key, a.axis);
+    append_raw(key, a.k);
     append_raw(key, a.keepdim);
     append_raw(key, a.causal);
+    key += a.mode + '\0';
     append_raw(key, a.dtype);
     if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);
     // A plugin re-registered with other device code is another kernel.

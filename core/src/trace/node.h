@@ -26,8 +26,10 @@ struct Attrs {
   Shape starts, limits, steps;
   double value = 0;  // fill value, eps, exponent
   int64_t axis = 0;
+  int64_t k = 0;  // topk: how many elements
   bool keepdim = false;
   bool causal = false;  // attention: query i sees keys 0..i only
+  std::string mode;     // pad: "constant" | "reflect"; checked by the op's rule
   DType dtype = DType::kFloat32;
   rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
   rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)

@@ -75,7 +75,7 @@ class LowerCtx {
 // them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
 // any other, so an attribute cannot be passed to an op that would silently ignore it.
 #define TRIPY_TRACE_ATTRS(X) \
-  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(dtype) X(conv) X(plugin) X(pool) X(device)
+  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device)
 using AttrSet = uint32_t;
 enum class AttrIndex {
 #define TRIPY_ATTR_INDEX(n) n,
@@ -119,6 +119,10 @@ void register_elementwise_ops();
 void register_reduce_ops();
 void register_shape_ops();
 void register_split_flip_ops();
+void register_pad_ops();
+void register_scan_ops();
+void register_norm_ops();
+void register_quantize_ops();
 void register_creation_ops();
 void register_matmul_ops();
 void register_conv_ops();
@@ -129,6 +133,10 @@ void register_plugin_ops();
 // Shared rule: numpy broadcasting of `a` and `b`; on failure the error explains the broadcast
 // Tripy would have inserted. Dynamic dims that can't be compared are asserted at run time.
 StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shape& b);
+// Reduction helpers the composites share (ops_reduce.cc): `v`, reduced over `dims`, broadcast
+// back over them to `full`; and the mean over `dims` (the count computed in the graph when dynamic).
+flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const std::vector<int64_t>& dims);
+flat::ValueId mean_of(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims);
 // Normalises a possibly negative dim for `rank`; errors name the op.
 StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank);
 

@@ -1,5 +1,5 @@
 // Reduction Trace ops (sum, prod, max, min, mean, var, all, any, argmax, argmin) and the row
-// composites built from them (softmax, layernorm), lowered to FlatIR reduce + elementwise.
+// composites built from them (softmax), lowered to FlatIR reduce + elementwise.
 #include <algorithm>
 #include <set>
 
@@ -106,6 +106,8 @@ flat::ValueId keep_dims(LowerCtx& c, flat::ValueId v) {
   return c.node().attrs.keepdim ? c.reshape(v, c.node().shape) : v;
 }
 
+}  // namespace
+
 // Broadcasts a reduced value back over the reduced dims of `full`.
 flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const std::vector<int64_t>& dims) {
   flat::Op op;
@@ -118,7 +120,7 @@ flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const st
 }
 
 // The number of reduced elements as a value of `dt` (computed in the graph when dynamic).
-flat::ValueId reduced_count(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims, DType dt) {
+static flat::ValueId reduced_count(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims, DType dt) {
   Shape s = c.value(x).shape;
   Dim n = 1;
   for (int64_t d : dims) n = n * s[d];
@@ -132,6 +134,8 @@ flat::ValueId mean_of(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& 
   flat::ValueId n = c.broadcast_to(reduced_count(c, x, dims, dt), c.value(sum).shape, "");
   return c.ew(EwOp::kDiv, {sum, n}, dt);
 }
+
+namespace {
 
 StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
   const auto& dims = c.node().attrs.dims;
@@ -216,47 +220,6 @@ StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
   return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
 }
 
-// layernorm(x, weight, bias): normalise over the last attrs.axis dims, then scale and shift.
-Status infer_layernorm(InferCtx& ctx) {
-  int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
-  int64_t k = ctx.node.attrs.axis;
-  if (k < 1 || k > rank) return ctx.error("LayerNorm normalises " + std::to_string(k) + " dims of a rank " + std::to_string(rank) + " input.");
-  for (int i = 1; i <= 2; ++i) {
-    const Shape& p = ctx.shape(i);
-    bool match = static_cast<int64_t>(p.size()) == k;
-    for (int64_t j = 0; match && j < k; ++j) match = p[j].same_as(ctx.shape(0)[rank - k + j]);
-    if (!match)
-      return ctx.error("LayerNorm's " + std::string(i == 1 ? "weight" : "bias") + " has shape " + shape_str(p) +
-                       ", but the input's normalized dims are " +
-                       shape_str(Shape(ctx.shape(0).end() - k, ctx.shape(0).end())) + ".");
-  }
-  ctx.node.dtype = ctx.in()[0]->dtype;
-  ctx.node.shape = ctx.shape(0);
-  return ok_status();
-}
-
-// Narrow floats are normalised in float32, as their sums overflow float16 (65504) for rows of a
-// few thousand large activations; the result is rounded back once.
-StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
-  const DType io = c.value(c.in(0)).dtype;
-  const DType dt = DType::kFloat32;
-  auto widen = [&](flat::ValueId v) { return io == dt ? v : c.ew(EwOp::kConvert, {v}, dt); };
-  flat::ValueId x = widen(c.in(0));
-  Shape s = c.value(x).shape;
-  int64_t rank = static_cast<int64_t>(s.size());
-  std::vector<int64_t> dims;
-  for (int64_t i = rank - c.node().attrs.axis; i < rank; ++i) dims.push_back(i);
-  flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
-  flat::ValueId var = mean_of(c, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
-  flat::ValueId eps = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(var).shape, "");
-  flat::ValueId inv = c.ew(EwOp::kRsqrt, {c.ew(EwOp::kAdd, {var, eps}, dt)}, dt);
-  flat::ValueId normed = c.ew(EwOp::kMul, {centered, unreduce(c, inv, s, dims)}, dt);
-  flat::ValueId w = c.broadcast_to(widen(c.in(1)), s, "broadcast LayerNorm's weight over the batch dims");
-  flat::ValueId b = c.broadcast_to(widen(c.in(2)), s, "broadcast LayerNorm's bias over the batch dims");
-  flat::ValueId y = c.ew(EwOp::kAdd, {c.ew(EwOp::kMul, {normed, w}, dt), b}, dt);
-  return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
-}
-
 }  // namespace
 
 void register_reduce_ops() {
@@ -267,8 +230,6 @@ void register_reduce_ops() {
   register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax, attr::dims});
-  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_layernorm, lower_layernorm, attr::axis | attr::value,
-               attr::axis | attr::value});
 }
 
 }  // namespace tripy::trace

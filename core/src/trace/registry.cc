@@ -20,6 +20,10 @@ void ensure_registered() {
     register_reduce_ops();
     register_shape_ops();
     register_split_flip_ops();
+    register_pad_ops();
+    register_scan_ops();
+    register_norm_ops();
+    register_quantize_ops();
     register_creation_ops();
     register_matmul_ops();
     register_conv_ops();

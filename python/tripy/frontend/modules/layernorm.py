@@ -1,4 +1,5 @@
-"""``tp.LayerNorm``: normalizes over the trailing dimensions, then scales and shifts."""
+"""``tp.LayerNorm`` and ``tp.RMSNorm``: normalize over the trailing dimensions, then scale (and
+shift). Both are core ops (core/src/trace/ops_norm.cc) with float16/bfloat16 statistics in float32."""
 
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
@@ -36,3 +37,34 @@ class LayerNorm(Module):
         from tripy.frontend.ops.layernorm import _layernorm
 
         return _layernorm(x, self.weight, self.bias, len(self.normalized_shape), self.eps)
+
+
+class RMSNorm(Module):
+    """
+    Root-mean-square normalization of the last ``len(normalized_shape)`` dimensions of its input,
+    scaled by ``weight`` (of shape ``normalized_shape``): ``x / sqrt(mean(x**2) + eps) * weight``.
+    Unlike LayerNorm it neither centers nor shifts.
+
+    Example::
+
+        import tripy as tp
+
+        norm = tp.RMSNorm(2)
+        norm.load_state_dict({"weight": tp.ones((2,))})
+        out = norm(tp.Tensor([[3.0, 4.0]]))
+        assert tp.allclose(out, tp.Tensor([[0.8485, 1.1314]]), atol=1e-3)
+    """
+
+    def __init__(self, normalized_shape, dtype=dtypes.float32, eps=1e-5):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.dtype = dtypes.check_dtype(dtype)
+        self.eps = eps
+        self.weight = placeholder(self.normalized_shape, self.dtype)
+
+    def forward(self, x):
+        from tripy.frontend.trace_call import make
+
+        return make("rmsnorm", [x, self.weight], axis=len(self.normalized_shape), value=float(self.eps))

@@ -1,5 +1,6 @@
 """Channel normalizations of (N, C, spatial...) tensors: ``tp.GroupNorm``, ``tp.InstanceNorm`` (a
-GroupNorm with one channel per group) and the inference form of ``tp.BatchNorm``."""
+GroupNorm with one channel per group; both core ops, core/src/trace/ops_norm.cc) and the inference
+form of ``tp.BatchNorm``."""
 
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
@@ -47,27 +48,15 @@ class GroupNorm(Module):
         self.weight = placeholder((num_channels,), self.dtype)
         self.bias = placeholder((num_channels,), self.dtype)
 
+    # The core op (core/src/trace/ops_norm.cc): statistics of float16/bfloat16 inputs in float32.
+    _op = "groupnorm"
+
     def forward(self, x):
-        from tripy.frontend.ops.elementwise import rsqrt
-        from tripy.frontend.ops.reduce import mean
-        from tripy.frontend.ops.shape_ops import reshape
+        from tripy.frontend.trace_call import make
 
-        from tripy.frontend.ops.misc import cast
-
-        _check_input(x, self.num_channels, type(self).__name__)
-        shape = x.shape
-        # Statistics of 16-bit inputs in float32: a float16 mean over many elements is off by
-        # several ulps, which the normalization then amplifies. The result is rounded once.
-        wide = x.dtype in (dtypes.float16, dtypes.bfloat16)
-        grouped = reshape(cast(x, dtypes.float32) if wide else x, (shape[0], self.num_groups, -1))
-        centered = grouped - mean(grouped, -1, keepdim=True)
-        # The biased variance as a mean of squares (tp.var's correction path fails on dynamic sizes).
-        sigma2 = mean(centered * centered, -1, keepdim=True)
-        normed = reshape(centered * rsqrt(sigma2 + self.eps), shape)
-        weight, bias = _per_channel(self.weight, x), _per_channel(self.bias, x)
-        if not wide:
-            return normed * weight + bias
-        return cast(normed * cast(weight, dtypes.float32) + cast(bias, dtypes.float32), x.dtype)
+        # InstanceNorm's groups are its channels, which the core reads from the weight.
+        groups = {"axis": self.num_groups} if self._op == "groupnorm" else {}
+        return make(self._op, [x, self.weight, self.bias], value=float(self.eps), **groups)
 
 
 class InstanceNorm(GroupNorm):
@@ -84,6 +73,8 @@ class InstanceNorm(GroupNorm):
         out = norm(tp.Tensor([[[1.0, 3.0]]]))
         assert tp.allclose(out, tp.Tensor([[[-1.0, 1.0]]]), atol=1e-3)
     """
+
+    _op = "instancenorm"
 
     def __init__(self, num_channels, dtype=dtypes.float32, eps=1e-5):
         super().__init__(num_channels, num_channels, dtype, eps)

@@ -1,8 +1,7 @@
-"""Ops that grow a tensor along its dims: pad (constant, reflect) and repeat, as composites of
-concatenate, slice, expand and reshape, so every backend runs them unchanged."""
+"""Ops that grow a tensor along its dims: pad (the core op ``pad``, core/src/trace/ops_pad.cc) and
+repeat (a composite of expand and reshape)."""
 
-from tripy.frontend import dtypes
-from tripy.frontend.ops.shape_ops import concatenate, expand, reshape, slice_dim, unsqueeze
+from tripy.frontend.ops.shape_ops import expand, reshape, unsqueeze
 from tripy.frontend.trace_call import _raise_here, make
 
 
@@ -15,32 +14,29 @@ def full_on(input, shape, value):
                 device=input._node.device)
 
 
-def _pad_pairs(input, pad):
+def _pad_pairs(pad):
+    """(before, after) pairs of ints or tp.DimensionSizes, as two lists the core checks."""
+    from tripy.frontend.ops.shape_ops import _sizes
+
     try:
-        pairs = [(int(before), int(after)) for before, after in pad]
+        pairs = [tuple(pair) for pair in pad]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ValueError
     except (TypeError, ValueError):
         _raise_here(f"pad: expected a sequence of (before, after) pairs of ints, one per dim, but got: {pad!r}.")
-    if len(pairs) != input.rank:
-        _raise_here(f"pad: got {len(pairs)} (before, after) pairs for a tensor of rank {input.rank}; give one per dim.")
-    if any(before < 0 or after < 0 for before, after in pairs):
-        _raise_here(f"pad: padding sizes must be non-negative, but got: {pairs}.")
-    return pairs
-
-
-def _static_size(input, dim, op):
-    size = input._node.shape[dim]
-    if isinstance(size, str):
-        _raise_here(f"{op}: dimension {dim} is dynamic ({size}); this needs a static size.")
-    return size
+    what = "the padding sizes"
+    return _sizes([p[0] for p in pairs], what), _sizes([p[1] for p in pairs], what)
 
 
 def pad(input, pad, mode="constant", value=0):
     """
-    Pads each dim ``d`` with ``pad[d] = (before, after)`` elements.
+    Pads each dim ``d`` with ``pad[d] = (before, after)`` elements (ints or
+    ``tp.DimensionSize`` values).
 
     ``mode="constant"`` fills with ``value``; ``mode="reflect"`` mirrors the tensor without
     repeating its edge (``[1, 2, 3]`` padded by ``(2, 1)`` is ``[3, 2, 1, 2, 3, 2]``), which needs
-    ``before`` and ``after`` smaller than the dim's (static) size.
+    ``before`` and ``after`` smaller than the dim's size. Dims may be dynamic inside
+    ``tp.compile``: a reflection that does not fit a dynamic size is an error of the call.
 
     Example::
 
@@ -50,39 +46,12 @@ def pad(input, pad, mode="constant", value=0):
         assert tp.pad(x, [(0, 0), (1, 2)]).tolist() == [[0.0, 1.0, 2.0, 3.0, 0.0, 0.0]]
         assert tp.pad(x, [(0, 0), (2, 1)], mode="reflect").tolist() == [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
     """
-    pairs = _pad_pairs(input, pad)
-    if mode not in ("constant", "reflect"):
-        _raise_here(f"pad: unsupported mode {mode!r}; use 'constant' or 'reflect'.")
-    if mode == "constant" and isinstance(value, float) and not issubclass(input.dtype, dtypes.floating):
-        if value != int(value):
-            _raise_here(f"pad: cannot fill a {input.dtype.name} tensor with the float value {value}.")
-    out = input
-    for dim, (before, after) in enumerate(pairs):
-        if before == 0 and after == 0:
-            continue
-        if mode == "constant":
-            parts = []
-            for n in (before, None, after):
-                if n is None:
-                    parts.append(out)
-                elif n > 0:
-                    shape = list(out.shape)
-                    shape[dim] = n
-                    parts.append(full_on(out, shape, value))
-        else:
-            size = _static_size(out, dim, "pad")
-            if before >= size or after >= size:
-                _raise_here(
-                    f"pad: reflect padding of {(before, after)} on dimension {dim} needs both sides smaller than "
-                    f"its size {size}."
-                )
-            # Mirror images exclude the edge element: indices before..1 and size-2..size-1-after.
-            parts = [slice_dim(out, dim, before, 0, -1)] if before else []
-            parts.append(out)
-            if after:
-                parts.append(slice_dim(out, dim, size - 2, size - 2 - after, -1))
-        out = concatenate(parts, dim)
-    return out
+    before, after = _pad_pairs(pad)
+    if not isinstance(mode, str):
+        _raise_here(f"pad: expected mode to be a string, but got: {mode!r}.")
+    if not isinstance(value, (bool, int, float)):
+        _raise_here(f"pad: expected value to be a Python number, but got: {value!r}.")
+    return make("pad", [input], starts=before, limits=after, mode=mode, value=float(value))
 
 
 def repeat(input, repeats, dim):
