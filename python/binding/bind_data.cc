@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backend/backend.h"
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #if TRIPY_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif

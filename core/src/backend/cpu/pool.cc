@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
 
