@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "common/half.h"
 #include "compiler/eager.h"
 #if TRIPY_WITH_CUDA

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
 #include "runtime/executable_impl.h"

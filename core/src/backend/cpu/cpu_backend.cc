@@ -268,4 +268,9 @@ Backend* cpu_backend() {
   static cpu::CpuBackend* backend = new cpu::CpuBackend();
   return backend;
 }
+
+// The runtime finds this backend through its registry (runtime/backend.h).
+namespace {
+const bool registered = register_backend(Device::Kind::kCpu, cpu_backend);
+}  // namespace
 }  // namespace tripy::rt

@@ -271,6 +271,12 @@ Backend* cuda_backend() {
   return backend;
 }
 
+// The runtime finds this backend through its registry (runtime/backend.h); backend_for() asks
+// available() before handing it out, so machines without a GPU get "unavailable".
+namespace {
+const bool registered = register_backend(Device::Kind::kGpu, cuda_backend);
+}  // namespace
+
 StatusOr<void*> cuda_create_stream() {
   TRIPY_RETURN_IF_ERROR(cuda::make_current());
   CUstream s = nullptr;
