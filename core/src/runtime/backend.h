@@ -3,9 +3,10 @@
 // saved with the executable; load() runs at load time and needs no compiler.
 //
 // The runtime defines the interface and keeps the registry; the backends (src/backend/*), a layer
-// above it, register themselves when their library is loaded. So the runtime (Executable::run,
-// the file loader) finds a backend without including one, and the build links the backend
-// libraries whole (core/CMakeLists.txt), which is what runs their registrations.
+// above it, register themselves when their code is loaded. So the runtime (Executable::run, the
+// file loader) finds a backend without including one. Each registration is an extern "C" bool
+// (tripy_<name>_backend_registered) that programs linking the static runtime are told to keep
+// (core/CMakeLists.txt: -u), since nothing refers to it by name.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,7 @@ class Backend {
 Backend* backend_for(Device::Kind kind);
 
 // Makes `factory` the backend for `kind`; called once per backend, during static initialisation
-// (`const bool registered = register_backend(...)` at namespace scope). Returns true.
+// (`const bool tripy_<name>_backend_registered = register_backend(...)`). Returns true.
 using BackendFactory = Backend* (*)();
 bool register_backend(Device::Kind kind, BackendFactory factory);
 

@@ -269,8 +269,11 @@ Backend* cpu_backend() {
   return backend;
 }
 
-// The runtime finds this backend through its registry (runtime/backend.h).
-namespace {
-const bool registered = register_backend(Device::Kind::kCpu, cpu_backend);
-}  // namespace
 }  // namespace tripy::rt
+
+// The runtime finds this backend through its registry (runtime/backend.h). The unmangled name is
+// what the build asks the linker to keep (core/CMakeLists.txt: -u), so static links run this too.
+extern "C" {
+extern const bool tripy_cpu_backend_registered;
+const bool tripy_cpu_backend_registered = tripy::rt::register_backend(tripy::Device::Kind::kCpu, tripy::rt::cpu_backend);
+}

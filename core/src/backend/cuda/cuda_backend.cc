@@ -271,11 +271,6 @@ Backend* cuda_backend() {
   return backend;
 }
 
-// The runtime finds this backend through its registry (runtime/backend.h); backend_for() asks
-// available() before handing it out, so machines without a GPU get "unavailable".
-namespace {
-const bool registered = register_backend(Device::Kind::kGpu, cuda_backend);
-}  // namespace
 
 StatusOr<void*> cuda_create_stream() {
   TRIPY_RETURN_IF_ERROR(cuda::make_current());
@@ -327,3 +322,11 @@ std::string cuda_device_description() {
 }
 
 }  // namespace tripy::rt
+
+// The runtime finds this backend through its registry (runtime/backend.h); backend_for() asks
+// available() before handing it out, so machines without a GPU get "unavailable". The unmangled
+// name is what the build asks the linker to keep (core/CMakeLists.txt: -u).
+extern "C" {
+extern const bool tripy_cuda_backend_registered;
+const bool tripy_cuda_backend_registered = tripy::rt::register_backend(tripy::Device::Kind::kGpu, tripy::rt::cuda_backend);
+}
