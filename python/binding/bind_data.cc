@@ -6,14 +6,14 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/backend.h"
-#include "backend/cpu/half.h"
+#include "runtime/backend.h"
+#include "common/half.h"
+#include "compiler/eager.h"
 #if TRIPY_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
 #include "binding.h"
 #include "dlpack_abi.h"
-#include "trace/lower.h"
 
 namespace tripy::binding {
 namespace {
@@ -230,7 +230,7 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
 void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); }
 
 py::capsule to_dlpack(const NodeRef& n) {
-  check(trace::evaluate(n, eager_options(n->device)));
+  check(compiler::evaluate(n, eager_options(n->device)));
 #if TRIPY_WITH_CUDA
   // The consumer may read on any stream: finish our work on the default stream first.
   if (n->device.kind == Device::Kind::kGpu) check(rt::cuda_synchronize(rt::cuda_default_stream()));
@@ -292,13 +292,13 @@ void bind_data(py::module_& m) {
     return py::make_tuple(n->device.kind == Device::Kind::kGpu ? 2 : 1, n->device.index);
   });
   m.def("tolist", [](const NodeRef& n) {
-    check(trace::evaluate(n, eager_options(n->device)));
+    check(compiler::evaluate(n, eager_options(n->device)));
     Tensor host = to_host(n->value);
     int64_t i = 0;
     return nested(host, 0, i);
   });
   m.def("copy", [](const NodeRef& n, const std::string& device, py::object frames) {
-    check(trace::evaluate(n, eager_options(n->device)));
+    check(compiler::evaluate(n, eager_options(n->device)));
     Device to = parse_device(device);
     Tensor host = to_host(n->value);
     return trace::make_data_node(place(host, to), to_source(frames));

@@ -5,8 +5,8 @@
 
 #include "binding.h"
 #include "compiler/build_program.h"
+#include "compiler/eager.h"
 #include "runtime/executable_impl.h"
-#include "trace/lower.h"
 #include "tripy/executable.h"
 
 namespace tripy::binding {
@@ -25,7 +25,7 @@ void bind_executable(py::module_& m) {
              SourceRef src = to_source(frames);
              std::vector<Tensor> inputs;
              for (const auto& a : args) {
-               if (!a->evaluated()) check(trace::evaluate(a, eager_options(a->device)));
+               if (!a->evaluated()) check(compiler::evaluate(a, eager_options(a->device)));
                inputs.push_back(a->value);
              }
              StatusOr<std::vector<Tensor>> out = [&] {
@@ -43,7 +43,7 @@ void bind_executable(py::module_& m) {
              SourceRef src = to_source(frames);
              std::vector<Tensor> inputs;
              for (const auto& a : args) {
-               if (!a->evaluated()) check(trace::evaluate(a, eager_options(a->device)));
+               if (!a->evaluated()) check(compiler::evaluate(a, eager_options(a->device)));
                inputs.push_back(a->value);
              }
              std::vector<double> ms;

@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
 #endif
+#include "compiler/eager.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -199,7 +200,7 @@ void bind_node(py::module_& m) {
   // recorded (a gather index out of range) is raised here (docs/robustness.md).
   m.def("evaluate", [](const NodeRef& n) {
     py::gil_scoped_release nogil;
-    Status st = trace::evaluate(n, eager_options(n->device));
+    Status st = compiler::evaluate(n, eager_options(n->device));
 #if TRIPY_WITH_CUDA
     if (st.ok() && n->device.kind == Device::Kind::kGpu && rt::backend_for(Device::Kind::kGpu))
       st = rt::cuda_synchronize(rt::cuda_default_stream());
@@ -210,14 +211,14 @@ void bind_node(py::module_& m) {
   m.def("raise_error", [](const std::string& message, py::object frames) {
     raise(invalid_argument(message, to_source(frames)));
   });
-  m.def("eager_cache_size", &trace::eager_cache_size);
+  m.def("eager_cache_size", &compiler::eager_cache_size);
   m.def("trace_str", [](const NodeRef& n) { return trace::trace_str({n}); });
 
   m.def("compile", [](std::vector<NodeRef> outputs, std::vector<NodeRef> inputs, std::vector<std::string> names,
                       const std::string& device, int level, py::object dump, std::vector<int32_t> donated) {
     CompileOptions o = compile_options(device, level, dump);
     o.donated_inputs = std::move(donated);
-    return unwrap(trace::compile_trace(outputs, inputs, names, o));
+    return unwrap(compiler::compile_trace(outputs, inputs, names, o));
   }, py::arg("outputs"), py::arg("inputs"), py::arg("names"), py::arg("device"), py::arg("level"), py::arg("dump"),
         py::arg("donated") = std::vector<int32_t>{});
 

@@ -1,6 +1,6 @@
 // tripy._C: the Python binding of the C++ core. Python holds Node handles; every rule, check
 // and computation happens in C++; errors cross as tp.TripyException.
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "binding.h"
 
 namespace tripy::binding {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
 #include "runtime/executable_impl.h"
@@ -63,6 +63,20 @@ std::optional<flat::QuantizedDotRules> quantized_dot_rules(const CompileOptions&
 
 }  // namespace
 
+StatusOr<Tensor> evaluate_constant_graph(const flat::Graph& graph) {
+  TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph));
+  rt::Backend* cpu = rt::backend_for(Device::Kind::kCpu);
+  if (!cpu) return Status(StatusCode::kUnavailable, "constant folding needs the CPU backend");
+  auto shared = std::make_shared<const rt::Program>(std::move(program));
+  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, cpu->build(*shared, rt::BuildOptions{}));
+  TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<rt::LoadedProgram> loaded, cpu->load(shared, artifacts));
+  std::vector<int64_t> slots;
+  shared->eval_shapes({}, slots);
+  TRIPY_ASSIGN_OR_RETURN(std::vector<Tensor> out, loaded->run({}, slots));
+  if (out.size() != 1) return internal_error("constant folding: expected one result");
+  return out[0];
+}
+
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
   // Text is only formatted when someone asked for it: eager mode compiles often.
   auto dump = [&](const char* stage, const auto& text) {
@@ -71,7 +85,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   dump("flat", [&] { return graph.str(); });
   TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
   if (options.optimization_level > 0) {
-    TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph));
+    TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph, evaluate_constant_graph));
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
     graph = flat::simplify(graph);
     TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
@@ -90,14 +104,14 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     bool rewrote_dots = false;
     if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
       TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
-      TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split));
+      TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split, evaluate_constant_graph));
       rewrote_dots = true;
     }
     // cuBLASLt's fast kernels need aligned rows; oneDNN does not care, so the CPU skips the copy.
     if (options.device.kind == Device::Kind::kGpu)
       if (std::optional<flat::Graph> padded = flat::pad_dot_columns(graph)) {
         TRIPY_RETURN_IF_ERROR(debug_verified(*padded, "pad_dot_columns"));
-        TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded));
+        TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded, evaluate_constant_graph));
         rewrote_dots = true;
       }
     if (rewrote_dots) {  // their new slices and constants may simplify or repeat

@@ -31,4 +31,8 @@ struct CompileOptions {
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options);
 
+// Runs a graph without parameters on the CPU backend (through a Program, so folding and running
+// share every kernel) and returns its one output: the evaluator of flat::constant_fold.
+StatusOr<Tensor> evaluate_constant_graph(const flat::Graph& graph);
+
 }  // namespace tripy

@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "runtime/executable_impl.h"
 #include "runtime/file_format.h"
 #include "runtime/run_checks.h"

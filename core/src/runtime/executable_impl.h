@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "runtime/program.h"
 #include "tripy/executable.h"
 

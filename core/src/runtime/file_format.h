@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "runtime/program.h"
 #include "tripy/status.h"
 

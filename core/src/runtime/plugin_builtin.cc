@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "runtime/plugin_builtin.h"
 
 namespace tripy::rt {

@@ -3,7 +3,7 @@
 
 #include <unordered_map>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {

@@ -1,10 +1,11 @@
 // Trace -> FlatIR: collects the subgraph that produces the requested nodes and lowers each node
-// through its OpDef. Eager mode and tp.compile differ only in what evaluated tensors become.
+// through its OpDef. Eager mode and tp.compile differ only in what evaluated tensors become; both
+// compile the result in the layer above (compiler/eager.h).
 #pragma once
 
+#include <string>
 #include <vector>
 
-#include "compiler/compile.h"
 #include "flat/ir.h"
 #include "trace/node.h"
 
@@ -29,14 +30,5 @@ StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode m
 
 // Text form of the Trace subgraph that produces `outputs` (for the `trace` log flag).
 std::string trace_str(const std::vector<NodeRef>& outputs);
-
-// Eager evaluation: compiles (or finds in the cache) the subgraph producing `node`, runs it,
-// and stores the result in node->value.
-Status evaluate(const NodeRef& node, const CompileOptions& options);
-size_t eager_cache_size();
-
-// tp.compile: lowers the traced function and compiles it.
-StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
-                                   const std::vector<std::string>& output_names, const CompileOptions& options);
 
 }  // namespace tripy::trace

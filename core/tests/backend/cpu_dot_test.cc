@@ -2,7 +2,7 @@
 // sizes on both sides of the oneDNN threshold, narrow floats and integers.
 #include <cmath>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "cpu_test_util.h"
 
 namespace tripy::cpu::testing {

@@ -2,7 +2,7 @@
 // ties, and float8/bfloat16 spot values; plus stores through a fused kernel.
 #include <cmath>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "cpu_test_util.h"
 
 namespace tripy::cpu::testing {

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "cpu_test_util.h"
 #include "../runtime/test_programs.h"
 

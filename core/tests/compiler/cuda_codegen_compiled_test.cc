@@ -5,6 +5,7 @@
 #if TRIPY_WITH_CUDA
 #include "backend/cuda/cuda_codegen.h"
 #include "compiler/build_program.h"
+#include "compiler/compile.h"
 #include "flat/passes/passes.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
@@ -30,7 +31,7 @@ NodeRef op(const std::string& name, std::vector<NodeRef> in, Attrs a = {}) {
 void generate_all(const NodeRef& out) {
   auto lowered = trace::lower_to_flat({out}, trace::LowerMode::kEager);
   ASSERT_TRUE(lowered.ok()) << lowered.status().message();
-  auto folded = flat::constant_fold(lowered->graph);
+  auto folded = flat::constant_fold(lowered->graph, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok());
   for (const flat::Graph& g : {flat::dce(lowered->graph), flat::dce(flat::cse(flat::simplify(*folded)))}) {
   auto program = compiler::build_program(g);

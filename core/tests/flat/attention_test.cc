@@ -301,7 +301,7 @@ TEST(AttentionCompile, gpt2_head_split_and_merge_run_no_copy_kernel) {
   auto lowered = trace::lower_to_flat({out}, trace::LowerMode::kCompile, ins);
   ASSERT_TRUE(lowered.ok()) << lowered.status().message();
   flat::Graph g = lowered->graph;
-  auto folded = flat::constant_fold(g);
+  auto folded = flat::constant_fold(g, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok());
   g = flat::cse(flat::simplify(*folded));
   if (auto f = flat::fold_attention_layouts(g)) g = *f;

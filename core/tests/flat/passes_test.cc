@@ -2,6 +2,7 @@
 // the printed result.
 #include <gtest/gtest.h>
 
+#include "compiler/compile.h"  // the evaluator constant folding is given
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -181,7 +182,7 @@ TEST(ConstantFold, EvaluatesConstantSubgraphs) {
 %5 : f32[3] = mul(%0, %4)
 return %5
 )");
-  auto folded = constant_fold(g);
+  auto folded = constant_fold(g, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(*folded), R"(%0 : f32[3] = parameter() {index = 0}
 %1 : f32[3] = constant() {value = [-11, -22, -33]}
@@ -201,7 +202,7 @@ TEST(ConstantFold, KeepsTransposesThatDotsReadInPlace) {
 %5 : f32[3, 2] = neg(%4)
 return %3, %5
 )");
-  auto folded = constant_fold(g);
+  auto folded = constant_fold(g, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(*folded), R"(%0 : f32[4, 3] = parameter() {index = 0}
 %1 : f32[2, 3] = constant() {value = [1, 2, 3, 4, 5, 6]}
@@ -220,7 +221,7 @@ TEST(ConstantFold, KeepsSplatsAndLargeResults) {
 %4 : f32[4096, 4096] = add(%1, %3)
 return %4
 )";
-  auto folded = constant_fold(parsed(text));
+  auto folded = constant_fold(parsed(text), evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(*folded), text);
 }
@@ -234,7 +235,7 @@ TEST(ConstantFold, KeepsWideningConvertsOfLargeWeightsThatKernelsRead) {
 %4 : f32[4, 4096] = mul(%0, %3)
 return %4
 )";
-  auto folded = constant_fold(parsed(text));
+  auto folded = constant_fold(parsed(text), evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(*folded), text);
   // A dot needs the converted bytes, so there the convert folds.
@@ -243,7 +244,7 @@ return %4
 %2 : f32[4096, 2] = convert(%1)
 %3 : f32[4, 2] = dot(%0, %2)
 return %3
-)"));
+)"), evaluate_constant_graph);
   ASSERT_TRUE(for_dot.ok()) << for_dot.status().message();
   EXPECT_EQ(checked(*for_dot).find("convert"), std::string::npos);
 }
@@ -263,7 +264,7 @@ return %8
 )");
   std::optional<Graph> split = split_dot_slices(g);
   ASSERT_TRUE(split.has_value());
-  auto folded = constant_fold(*split);
+  auto folded = constant_fold(*split, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(dce(*folded)), R"(sym n [1, 2, 8]
 %0 : f32[n, 2] = parameter() {index = 0}
@@ -309,7 +310,7 @@ return %3
 )");
   std::optional<Graph> padded = pad_dot_columns(g, 4);
   ASSERT_TRUE(padded.has_value());
-  auto folded = constant_fold(*padded);
+  auto folded = constant_fold(*padded, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(dce(*folded)), R"(%0 : f32[2, 4] = parameter() {index = 0}
 %1 : f32[8, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}
@@ -333,7 +334,7 @@ TEST(ConstantFold, FoldsReductionsOfSplats) {
 %2 : f32[4] = reduce_sum(%1) {dims = [1]}
 return %2
 )");
-  auto folded = constant_fold(g);
+  auto folded = constant_fold(g, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   EXPECT_EQ(checked(*folded), R"(%0 : f32[4] = constant() {value = [8, 8, 8, 8]}
 return %0
@@ -348,7 +349,7 @@ return %1
   auto origin = std::make_shared<Origin>();
   origin->trace_op = "sqrt";
   g.ops[1].origin = origin;
-  auto folded = constant_fold(g);
+  auto folded = constant_fold(g, evaluate_constant_graph);
   ASSERT_TRUE(folded.ok());
   ASSERT_EQ(folded->ops.size(), 1u);
   EXPECT_EQ(folded->ops[0].origin, origin);

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "runtime/executable_impl.h"
 #include "test_programs.h"
 

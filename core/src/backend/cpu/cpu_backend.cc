@@ -271,4 +271,12 @@ Backend* cpu_backend() {
   static cpu::CpuBackend* backend = new cpu::CpuBackend();
   return backend;
 }
+
 }  // namespace tripy::rt
+
+// The runtime finds this backend through its registry (runtime/backend.h). The unmangled name is
+// what the build asks the linker to keep (core/CMakeLists.txt: -u), so static links run this too.
+extern "C" {
+extern const bool tripy_cpu_backend_registered;
+const bool tripy_cpu_backend_registered = tripy::rt::register_backend(tripy::Device::Kind::kCpu, tripy::rt::cpu_backend);
+}

@@ -2,7 +2,7 @@
 // an interpreter over cache-sized tiles for fused elementwise/reduction groups).
 #pragma once
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 
 namespace tripy::rt {
 

@@ -13,7 +13,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/dot_dnnl.h"
 #include "backend/cpu/fused_ops.h"
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/thread_pool.h"
 

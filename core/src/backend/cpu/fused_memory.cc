@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "backend/cpu/fused_ops.h"
-#include "backend/cpu/half.h"
+#include "common/half.h"
 
 namespace tripy::cpu {
 namespace {

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
 

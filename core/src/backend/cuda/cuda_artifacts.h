@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "backend/cuda/cuda_compile.h"
 
 namespace tripy::rt::cuda {

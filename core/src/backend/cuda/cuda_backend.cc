@@ -293,6 +293,7 @@ Backend* cuda_backend() {
   return backend;
 }
 
+
 StatusOr<void*> cuda_create_stream() {
   TRIPY_RETURN_IF_ERROR(cuda::make_current());
   CUstream s = nullptr;
@@ -343,3 +344,11 @@ std::string cuda_device_description() {
 }
 
 }  // namespace tripy::rt
+
+// The runtime finds this backend through its registry (runtime/backend.h); backend_for() asks
+// available() before handing it out, so machines without a GPU get "unavailable". The unmangled
+// name is what the build asks the linker to keep (core/CMakeLists.txt: -u).
+extern "C" {
+extern const bool tripy_cuda_backend_registered;
+const bool tripy_cuda_backend_registered = tripy::rt::register_backend(tripy::Device::Kind::kGpu, tripy::rt::cuda_backend);
+}

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 
 namespace tripy::rt {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_codegen.h"

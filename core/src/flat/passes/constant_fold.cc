@@ -1,11 +1,9 @@
-// Constant folding: an op whose operands are all constants is run once at compile time on the
-// CPU backend (through a one-op Program, so folding and running share every kernel) and replaced
-// by its result. Broadcasts (splats) and iotas stay symbolic: they cost nothing inside fused kernels, while a
+// Constant folding: an op whose operands are all constants is run once at compile time by the
+// evaluator the compiler hands in (a one-op Program on the CPU backend, so folding and running
+// share every kernel) and replaced by its result. Broadcasts (splats) and iotas stay symbolic: they cost nothing inside fused kernels, while a
 // folded ones((4096, 4096)) would be 64 MiB of weights.
 #include <algorithm>
 
-#include "backend/backend.h"
-#include "compiler/build_program.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -85,30 +83,20 @@ ValueId copy_constant(const Graph& g, ValueId v, Graph& mini) {
   return mini.add(std::move(c), g.values[v].dtype, g.values[v].shape);
 }
 
-// Runs `op` over its constant operands.
-StatusOr<Tensor> evaluate(const Graph& g, const Op& op) {
+// Runs `op` over its constant operands: a graph of the op and copies of its operands.
+StatusOr<Tensor> evaluate(const Graph& g, const Op& op, const ConstantEvaluator& evaluator) {
   Graph mini;
   Op copy = op;
   copy.operands.clear();
   for (ValueId v : op.operands) copy.operands.push_back(copy_constant(g, v, mini));
   const Value& r = g.values[op.result];
   mini.outputs.push_back(mini.add(std::move(copy), r.dtype, r.shape));
-  TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(mini));
-  rt::Backend* cpu = rt::backend_for(Device::Kind::kCpu);
-  if (!cpu) return Status(StatusCode::kUnavailable, "constant folding needs the CPU backend");
-  auto shared = std::make_shared<const rt::Program>(std::move(program));
-  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, cpu->build(*shared, rt::BuildOptions{}));
-  TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<rt::LoadedProgram> loaded, cpu->load(shared, artifacts));
-  std::vector<int64_t> slots;
-  shared->eval_shapes({}, slots);
-  TRIPY_ASSIGN_OR_RETURN(std::vector<Tensor> out, loaded->run({}, slots));
-  if (out.size() != 1) return internal_error("constant folding: expected one result");
-  return out[0];
+  return evaluator(mini);
 }
 
 }  // namespace
 
-StatusOr<Graph> constant_fold(const Graph& graph) {
+StatusOr<Graph> constant_fold(const Graph& graph, const ConstantEvaluator& evaluator) {
   Graph g = graph;
   bool changed = false;
   std::vector<std::vector<int32_t>> users(g.values.size());
@@ -116,7 +104,7 @@ StatusOr<Graph> constant_fold(const Graph& graph) {
     for (ValueId v : g.ops[i].operands) users[v].push_back(static_cast<int32_t>(i));
   for (Op& op : g.ops) {
     if (!worth_folding(g, users, op)) continue;
-    auto folded = evaluate(g, op);
+    auto folded = evaluate(g, op, evaluator);
     if (!folded.ok()) {
       Status st = folded.status();
       return st.note("while folding constants for " + std::string(op_kind_name(op.kind)),

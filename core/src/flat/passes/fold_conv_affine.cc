@@ -9,7 +9,7 @@
 // needs no epilogue.
 #include <cmath>
 
-#include "backend/cpu/half.h"
+#include "common/half.h"
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
 

@@ -6,6 +6,7 @@
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "flat/ir.h"
@@ -13,9 +14,13 @@
 
 namespace tripy::flat {
 
-// Evaluates ops whose operands are all constants on the CPU backend. Broadcasts of scalars stay
+// Runs a graph without parameters and returns its one output. The compiler supplies it
+// (compiler::evaluate_constant_graph: a Program on the CPU backend), so passes, which sit below the
+// compiler and the backends, fold with the kernels that run the program.
+using ConstantEvaluator = std::function<StatusOr<Tensor>(const Graph& graph)>;
+// Evaluates ops whose operands are all constants through `evaluator`. Broadcasts of scalars stay
 // (they are free splats in fused kernels), as do results much larger than their inputs.
-StatusOr<Graph> constant_fold(const Graph& graph);
+StatusOr<Graph> constant_fold(const Graph& graph, const ConstantEvaluator& evaluator);
 // Algebraic identities: x*1, x+0, converts/reshapes/broadcasts/transposes that change nothing,
 // transpose∘transpose, reshape∘reshape, reductions over no dims.
 Graph simplify(const Graph& graph);

@@ -6,11 +6,16 @@
 #include <thread>
 #include <vector>
 
-#include "trace/lower.h"
+#include "compiler/eager.h"
 #include "trace/op_def.h"
 
-namespace tripy::trace {
+namespace tripy::compiler {
 namespace {
+
+using trace::make_data_node;
+using trace::make_input_node;
+using trace::make_node;
+using trace::NodeRef;
 
 constexpr int kThreads = 8;
 
@@ -102,4 +107,4 @@ TEST(Concurrency, OneExecutableCalledFromEightThreads) {
 }
 
 }  // namespace
-}  // namespace tripy::trace
+}  // namespace tripy::compiler

@@ -1,6 +1,12 @@
 // The backend interface: one implementation per device kind (cpu, cuda) behind two calls.
 // build() runs at compile time (e.g. NVRTC, tactic timing) and may produce artifacts that are
 // saved with the executable; load() runs at load time and needs no compiler.
+//
+// The runtime defines the interface and keeps the registry; the backends (src/backend/*), a layer
+// above it, register themselves when their code is loaded. So the runtime (Executable::run, the
+// file loader) finds a backend without including one. Each registration is an extern "C" bool
+// (tripy_<name>_backend_registered) that programs linking the static runtime are told to keep
+// (core/CMakeLists.txt: -u), since nothing refers to it by name.
 #pragma once
 
 #include <cstdint>
@@ -61,7 +67,13 @@ class Backend {
   virtual StatusOr<Tensor> duplicate(const Tensor& t) = 0;
 };
 
-// The backend for a device kind; nullptr when this build or machine has none.
+// The backend for a device kind; nullptr when this build or machine has none (none registered, or
+// the registered one is not available(), e.g. no GPU).
 Backend* backend_for(Device::Kind kind);
+
+// Makes `factory` the backend for `kind`; called once per backend, during static initialisation
+// (`const bool tripy_<name>_backend_registered = register_backend(...)`). Returns true.
+using BackendFactory = Backend* (*)();
+bool register_backend(Device::Kind kind, BackendFactory factory);
 
 }  // namespace tripy::rt

@@ -1,5 +1,7 @@
 // Scalar conversions between float32 and the narrow float storage types (float16, bfloat16,
-// float8 e4m3fn). Kernels compute these types in float32 and convert only on load and store.
+// float8 e4m3fn), done on the host. Kernels compute these types in float32 and convert only on load
+// and store; passes (weight folding), plugins and the binding convert constants with the same code,
+// so this lives in common, below every layer (the namespace says where it is used most: the CPU).
 #pragma once
 
 #include <cmath>

@@ -4,10 +4,16 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "compiler/eager.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
-namespace tripy::trace {
+namespace tripy::compiler {
+
+using trace::Lowered;
+using trace::LowerMode;
+using trace::Node;
+using trace::NodeRef;
 namespace {
 
 template <typename T>
@@ -32,7 +38,7 @@ void append_dims(std::string& key, const Shape& shape) {
 std::string structural_key(const NodeRef& node, const Device& device, std::vector<Node*>& leaves) {
   std::string key = device.str();
   std::unordered_map<const Node*, int> index;
-  for (Node* n : topo_order({node})) {
+  for (Node* n : trace::topo_order({node})) {
     index[n] = static_cast<int>(index.size());
     key += '\n';
     key += std::string(dtype_name(n->dtype));
@@ -46,7 +52,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
       key += "compile-input";
       continue;
     }
-    const Attrs& a = n->attrs;
+    const trace::Attrs& a = n->attrs;
     key += n->def->name + '(';
     for (const auto& in : n->inputs) key += std::to_string(index.at(in.get())) + ',';
     key += ')';
@@ -125,7 +131,7 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
   }
   const bool cached = exe.impl() != nullptr;
   if (!cached) {
-    TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat({node}, LowerMode::kEager));
+    TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat({node}, LowerMode::kEager));
     auto compiled = compile_graph(std::move(lowered.graph), options);
     if (!compiled.ok()) {
       Status st = compiled.status();
@@ -160,11 +166,11 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
 
 StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
                                    const std::vector<std::string>& output_names, const CompileOptions& options) {
-  if (options.dump) options.dump("trace", trace_str(outputs));
-  TRIPY_ASSIGN_OR_RETURN(Lowered lowered, lower_to_flat(outputs, LowerMode::kCompile, inputs));
+  if (options.dump) options.dump("trace", trace::trace_str(outputs));
+  TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat(outputs, LowerMode::kCompile, inputs));
   CompileOptions with_names = options;
   with_names.output_names = output_names;
   return compile_graph(std::move(lowered.graph), with_names);
 }
 
-}  // namespace tripy::trace
+}  // namespace tripy::compiler

@@ -1,0 +1,25 @@
+// Eager evaluation and tp.compile's entry: Trace lowering (trace/lower.h) followed by the
+// compiler's back half (compile_graph). They live here, above the Trace layer, so that Trace
+// knows nothing of compiling.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "trace/node.h"
+#include "tripy/executable.h"
+#include "tripy/status.h"
+
+namespace tripy::compiler {
+
+// Compiles (or finds in the cache) the subgraph producing `node`, runs it, and stores the result
+// in node->value.
+Status evaluate(const trace::NodeRef& node, const CompileOptions& options);
+size_t eager_cache_size();
+
+// tp.compile: lowers the traced function and compiles it.
+StatusOr<Executable> compile_trace(const std::vector<trace::NodeRef>& outputs, const std::vector<trace::NodeRef>& inputs,
+                                   const std::vector<std::string>& output_names, const CompileOptions& options);
+
+}  // namespace tripy::compiler

@@ -1,0 +1,34 @@
+// Which backend serves a device kind. The runtime asks here and nowhere else, so a build without a
+// backend (or a machine without its device) degrades to a clear "unavailable" error upstream.
+#include <array>
+#include <atomic>
+
+#include "runtime/backend.h"
+
+namespace tripy::rt {
+namespace {
+
+constexpr size_t kKinds = 2;  // Device::Kind: kCpu, kGpu
+
+size_t index_of(Device::Kind kind) { return kind == Device::Kind::kCpu ? 0 : 1; }
+
+// Function-local, so registrations from other libraries' static initialisers find it built.
+std::array<std::atomic<BackendFactory>, kKinds>& factories() {
+  static std::array<std::atomic<BackendFactory>, kKinds> table{};
+  return table;
+}
+
+}  // namespace
+
+bool register_backend(Device::Kind kind, BackendFactory factory) {
+  factories()[index_of(kind)].store(factory);
+  return true;
+}
+
+Backend* backend_for(Device::Kind kind) {
+  BackendFactory factory = factories()[index_of(kind)].load();
+  Backend* backend = factory != nullptr ? factory() : nullptr;
+  return backend != nullptr && backend->available() ? backend : nullptr;
+}
+
+}  // namespace tripy::rt
