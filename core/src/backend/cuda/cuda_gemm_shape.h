@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "runtime/program.h"
 
 namespace tripy::rt::cuda {
