@@ -104,6 +104,8 @@ trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
     else if (key == "causal") a.causal = v.cast<bool>();
     else if (key == "mode") a.mode = v.cast<std::string>();
+    else if (key == "scales") a.scales = v.cast<std::vector<double>>();
+    else if (key == "align_corners") a.align_corners = v.cast<bool>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
     else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
     else if (key == "plugin") {

@@ -66,6 +66,9 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.k);
     append_raw(key, a.keepdim);
     append_raw(key, a.causal);
+    for (double v : a.scales) append_raw(key, v);
+    key += std::to_string(a.scales.size()) + '\0';
+    append_raw(key, a.align_corners);
     key += a.mode + '\0';
     append_raw(key, a.dtype);
     if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);

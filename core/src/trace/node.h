@@ -29,7 +29,9 @@ struct Attrs {
   int64_t k = 0;  // topk: how many elements
   bool keepdim = false;
   bool causal = false;  // attention: query i sees keys 0..i only
-  std::string mode;     // pad: "constant" | "reflect"; checked by the op's rule
+  std::string mode;     // pad: "constant" | "reflect"; resize: "nearest" | ...; checked by the op's rule
+  std::vector<double> scales;  // resize: a factor per dim (instead of output sizes in `shape`)
+  bool align_corners = false;  // resize: sample at the corner pixels instead of the centres
   DType dtype = DType::kFloat32;
   rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
   rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)

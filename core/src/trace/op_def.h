@@ -75,7 +75,7 @@ class LowerCtx {
 // them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
 // any other, so an attribute cannot be passed to an op that would silently ignore it.
 #define TRIPY_TRACE_ATTRS(X) \
-  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device)
+  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners)
 using AttrSet = uint32_t;
 enum class AttrIndex {
 #define TRIPY_ATTR_INDEX(n) n,
@@ -121,6 +121,7 @@ void register_shape_ops();
 void register_split_flip_ops();
 void register_pad_ops();
 void register_scan_ops();
+void register_resize_ops();
 void register_norm_ops();
 void register_quantize_ops();
 void register_creation_ops();

@@ -22,6 +22,7 @@ void ensure_registered() {
     register_split_flip_ops();
     register_pad_ops();
     register_scan_ops();
+    register_resize_ops();
     register_norm_ops();
     register_quantize_ops();
     register_creation_ops();
