@@ -150,3 +150,45 @@ def test_resize_rejects_bad_arguments():
         tp.resize(tp.ones((1, 2)), output_shape=(1, 4), mode="area")
     with pytest.raises(tp.TripyException, match="linear interpolation needs a float tensor"):
         tp.resize(tp.ones((1, 2), dtype=tp.int32), output_shape=(1, 4))
+
+
+def test_nearest_resize_of_dynamic_dims_keeps_integers(device):
+    H, W = tp.NamedDimension("H", 1, 3, 6), tp.NamedDimension("W", 2, 4, 8)
+    exe = tp.compile(lambda t: tp.resize(t, output_shape=(5, 3), mode="nearest"),
+                     args=[tp.InputInfo((H, W), dtype=tp.int32)])
+    for h, w in ((1, 2), (3, 4), (6, 8)):  # min, opt, max
+        x = np.arange(h * w, dtype=np.int32).reshape(h, w)
+        ref = x[[i * h // 5 for i in range(5)]][:, [j * w // 3 for j in range(3)]]
+        assert exe(_dev(x)).tolist() == ref.tolist()
+
+
+@pytest.mark.parametrize("interp", ["linear", "cubic"])
+def test_float16_resize_of_dynamic_dims_matches_numpy(interp, device):
+    W = tp.NamedDimension("W", 2, 5, 9)
+    exe = tp.compile(lambda t: tp.resize(t, output_shape=(2, 7), mode=interp),
+                     args=[tp.InputInfo((2, W), dtype=tp.float16)])
+    for w in (2, 5, 9):  # min, opt, max
+        x = RNG.standard_normal((2, w)).astype(np.float16)
+        ref = _resize_ref(x.astype(np.float32), (2, 7), interp, False, [1.0, w / 7])
+        np.testing.assert_allclose(np.array(exe(_dev(x)).tolist()), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_eager_resizes_differing_only_in_align_corners_or_scales_are_not_confused(device):
+    # Same input and output shapes: only the attributes tell the compiled subgraphs apart.
+    x = RNG.standard_normal((1, 4)).astype(np.float32)
+    for align in (False, True, False):
+        out = tp.resize(_dev(x), output_shape=(1, 7), mode="linear", align_corners=align)
+        ref = _resize_ref(x, (1, 7), "linear", align, [1.0, 4 / 7])
+        np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
+    for scale in (1.5, 1.6):  # both give 6 elements, from different source positions
+        out = tp.resize(_dev(x), scales=(1, scale), mode="linear")
+        ref = _resize_ref(x, (1, 6), "linear", False, [1.0, 1 / scale])
+        np.testing.assert_allclose(np.array(out.tolist()), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_dims_cannot_take_another_dims_size():
+    H, W = tp.NamedDimension("H", 1, 4, 12), tp.NamedDimension("W", 2, 5, 9)
+    with pytest.raises(tp.TripyException, match="must be an int or that dimension's own size") as e:
+        tp.compile(lambda t: tp.resize(t, output_shape=(t.shape[1], t.shape[1])),
+                   args=[tp.InputInfo((H, W), dtype=tp.float32)])
+    assert "test_resize.py" in str(e.value)
