@@ -181,6 +181,7 @@ ELSEWHERE = {
     "pooling": "test_pooling.py",
     "quantize": "test_quantize.py",
     "reshape": "test_ops_conformance.py",
+    "resize": "test_resize.py",
     "rmsnorm": "test_norm.py",
     "scaled_dot_product_attention": "test_attention.py",
     "shape_dim": "test_dimension_size.py",
