@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "backend/cuda/build/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
+#include "runtime/backend.h"
 #include "runtime/program.h"
 
 using namespace tripy;
@@ -195,7 +196,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int run_case(const std::string& name, const Program& prog, double flops, double budget_s) {
   Backend* be = cuda_backend();
   auto t0 = std::chrono::steady_clock::now();
-  auto art = be->build(prog, BuildOptions{3});
+  auto art = cuda_builder()->build(prog, BuildOptions{3});
   if (!art.ok()) return std::printf("{\"name\": \"%s\", \"error\": \"build\"}\n", name.c_str()), 1;
   double build_s = seconds_since(t0);
   auto lp = be->load(std::make_shared<Program>(prog), *art);

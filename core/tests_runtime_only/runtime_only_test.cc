@@ -1,5 +1,7 @@
 // Proves the runtime stands alone: this program links tripy_runtime only (no compiler, no Python),
-// builds a Program by hand, saves it, loads it back and runs it on the CPU.
+// builds a Program by hand, saves it, loads it back and runs it on the CPU. It has no builder for
+// the GPU (code generation is the compiler side's), so on a GPU machine loading a program without
+// GPU code asks for one compiled for the GPU.
 //
 //   runtime_only_test OUTPUT_DIR      prints "runtime-only: ok" and exits 0 on success
 #include <cstdio>
@@ -7,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/backend.h"
 #include "runtime/executable_impl.h"
 #include "runtime/program.h"
 #include "tripy/executable.h"
@@ -74,6 +77,18 @@ int main(int argc, char** argv) {
       return fail("out[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " + std::to_string(in[i] * 2 + 1));
 
   std::remove(path.c_str());
+
+  // The runtime registers the CPU's (trivial) builder only; the CUDA builder comes with the compiler.
+  if (rt::builder_for(Device::Kind::kCpu) == nullptr) return fail("no CPU builder");
+  if (rt::builder_for(Device::Kind::kGpu) != nullptr) return fail("the runtime alone has a GPU builder");
+  if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) {
+    auto loaded = gpu->load(std::make_shared<rt::Program>(affine_program()), {});
+    if (loaded.ok()) return fail("a program without GPU code loaded on the GPU with no compiler");
+    if (loaded.status().code() != StatusCode::kUnavailable ||
+        loaded.status().message().find("compile this executable for the GPU") == std::string::npos)
+      return fail("loading without GPU code: " + format_error(loaded.status()));
+    std::cout << "runtime-only: a GPU program without device code asks to be compiled for the GPU\n";
+  }
   std::cout << "runtime-only: ok\n";
   return 0;
 }

@@ -68,7 +68,9 @@ StatusOr<Tensor> evaluate_constant_graph(const flat::Graph& graph) {
   rt::Backend* cpu = rt::backend_for(Device::Kind::kCpu);
   if (!cpu) return Status(StatusCode::kUnavailable, "constant folding needs the CPU backend");
   auto shared = std::make_shared<const rt::Program>(std::move(program));
-  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, cpu->build(*shared, rt::BuildOptions{}));
+  rt::Builder* builder = rt::builder_for(Device::Kind::kCpu);
+  if (!builder) return Status(StatusCode::kUnavailable, "constant folding needs the CPU builder");
+  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, builder->build(*shared, rt::BuildOptions{}));
   TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<rt::LoadedProgram> loaded, cpu->load(shared, artifacts));
   std::vector<int64_t> slots;
   shared->eval_shapes({}, slots);
@@ -160,9 +162,13 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     return Status(StatusCode::kUnavailable,
                   "no backend for " + options.device.str() + " in this build or on this machine");
   }
+  rt::Builder* builder = rt::builder_for(options.device.kind);
+  if (builder == nullptr) {
+    return Status(StatusCode::kUnavailable, "no builder for " + options.device.str() + " linked into this program");
+  }
   rt::BuildOptions build_options;
   build_options.optimization_level = options.optimization_level;
-  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, backend->build(program, build_options));
+  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, builder->build(program, build_options));
   return make_executable(std::make_shared<const rt::Program>(std::move(program)), std::move(artifacts),
                          options.device);
 }

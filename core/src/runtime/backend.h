@@ -1,6 +1,9 @@
-// The backend interface: one implementation per device kind (cpu, cuda) behind two calls.
-// build() runs at compile time (e.g. NVRTC, tactic timing) and may produce artifacts that are
-// saved with the executable; load() runs at load time and needs no compiler.
+// The backend interface: one implementation per device kind (cpu, cuda). A Backend loads and runs
+// programs and needs no compiler; a Builder runs at compile time (e.g. NVRTC, tactic timing) and
+// produces the artifacts saved with the executable. Builders are the compiler side's
+// (src/backend/cuda/build/ is linked by tripy_compiler, not by the runtime library); the runtime
+// only keeps their registry, so that load() can compile a program saved without device code when
+// a builder is linked in, and say "compile it for this device" when none is.
 //
 // The runtime defines the interface and keeps the registry; the backends (src/backend/*), a layer
 // above it, register themselves when their code is loaded. So the runtime (Executable::run, the
@@ -56,7 +59,6 @@ class Backend {
   virtual Device::Kind kind() const = 0;
   virtual bool available() const = 0;
   virtual LowPrecisionGemms low_precision_gemms() const { return {}; }
-  virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
   virtual StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
                                                         const Artifacts& artifacts) = 0;
   // Host <-> device copies for tp.copy and for eager inputs.
@@ -75,5 +77,21 @@ Backend* backend_for(Device::Kind kind);
 // (`const bool tripy_<name>_backend_registered = register_backend(...)`). Returns true.
 using BackendFactory = Backend* (*)();
 bool register_backend(Device::Kind kind, BackendFactory factory);
+
+// Compile-time preparation of a program for one device kind: what is saved with the executable.
+class Builder {
+ public:
+  virtual ~Builder() = default;
+  virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
+};
+
+// The builder for a device kind; nullptr when none is linked into this program (the runtime
+// library alone has the CPU's, which has nothing to build).
+Builder* builder_for(Device::Kind kind);
+
+// Makes `factory` the builder for `kind`, like register_backend (the registration's extern "C" bool
+// is tripy_<name>_builder_registered, kept by the linker with -u). Returns true.
+using BuilderFactory = Builder* (*)();
+bool register_builder(Device::Kind kind, BuilderFactory factory);
 
 }  // namespace tripy::rt

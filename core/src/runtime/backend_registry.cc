@@ -1,4 +1,4 @@
-// Which backend serves a device kind. The runtime asks here and nowhere else, so a build without a
+// Which backend (and which builder) serves a device kind. The runtime asks here and nowhere else, so a build without a
 // backend (or a machine without its device) degrades to a clear "unavailable" error upstream.
 #include <array>
 #include <atomic>
@@ -18,6 +18,11 @@ std::array<std::atomic<BackendFactory>, kKinds>& factories() {
   return table;
 }
 
+std::array<std::atomic<BuilderFactory>, kKinds>& builder_factories() {
+  static std::array<std::atomic<BuilderFactory>, kKinds> table{};
+  return table;
+}
+
 }  // namespace
 
 bool register_backend(Device::Kind kind, BackendFactory factory) {
@@ -29,6 +34,16 @@ Backend* backend_for(Device::Kind kind) {
   BackendFactory factory = factories()[index_of(kind)].load();
   Backend* backend = factory != nullptr ? factory() : nullptr;
   return backend != nullptr && backend->available() ? backend : nullptr;
+}
+
+bool register_builder(Device::Kind kind, BuilderFactory factory) {
+  builder_factories()[index_of(kind)].store(factory);
+  return true;
+}
+
+Builder* builder_for(Device::Kind kind) {
+  BuilderFactory factory = builder_factories()[index_of(kind)].load();
+  return factory != nullptr ? factory() : nullptr;
 }
 
 }  // namespace tripy::rt

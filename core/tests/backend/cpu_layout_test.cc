@@ -161,7 +161,7 @@ TEST(CpuLayout, CopyFromAndToHostShareMemory) {
 
 TEST(CpuLayout, RegistryServesTheCpuBackend) {
   EXPECT_EQ(rt::backend_for(Device::Kind::kCpu), rt::cpu_backend());
-  auto artifacts = rt::cpu_backend()->build(Program{}, {});
+  auto artifacts = rt::cpu_builder()->build(Program{}, {});
   ASSERT_TRUE(artifacts.ok());
   EXPECT_TRUE(artifacts->empty());
 }

@@ -1,6 +1,7 @@
 # ctest script: the shipped runtime library (libtripy_runtime.so) holds no compiler code. Fails when
-# it defines a symbol of the compiler side (FlatIR, passes, Trace, the compiler) and, so that it
-# cannot pass on an empty listing, when it lacks Executable::load.
+# it defines a symbol of the compiler side (FlatIR, passes, Trace, the compiler, the CUDA backend's
+# code generation, NVRTC and tactic timing) and, so that it cannot pass on an empty listing, when it
+# lacks Executable::load.
 #   cmake -DLIB=<libtripy_runtime.so> -DNM=<nm> -P runtime_symbols.cmake
 execute_process(COMMAND ${NM} -DC --defined-only ${LIB} RESULT_VARIABLE rc OUTPUT_VARIABLE symbols ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
@@ -14,11 +15,12 @@ if(bad)
   list(JOIN bad "\n" listing)
   message(FATAL_ERROR "the runtime library defines compiler-side symbols:\n${listing}")
 endif()
-# Still in the CUDA backend, to move to the compiler side (see core/layers.txt): NVRTC code
-# generation and tactic timing. Listed so the gap is visible; make these fatal once moved.
-string(REGEX MATCHALL "tripy::rt::cuda::(generate_fused|generate_attention|compile_modules|tune_dot|tune_conv)\\(" pending "${symbols}")
-if(pending)
-  list(REMOVE_DUPLICATES pending)
-  message(STATUS "not yet moved out of the runtime (CUDA build-time code): ${pending}")
+# Nor the CUDA backend's build-time code (core/layers.txt: backend_cuda_build, linked by the compiler
+# side only): code generation, NVRTC, tactic timing, the builder and its registration.
+string(REGEX MATCHALL "[^\n]*(tripy::rt::cuda::(generate_fused|generate_attention|compile_modules|tune_dot|tune_conv|time_fused|tuning_scratch|CallTimer|device_prelude|layout_module_source|conv_module_source|pool_module_source|plugin_module_source|attention_source_body|attention_split_source|ew_expr|kernel_cache_dir|nvrtc_available)|tripy::rt::cuda_builder|tripy_cuda_builder_registered)[^\n]*" build_time "${symbols}")
+if(build_time)
+  list(REMOVE_DUPLICATES build_time)
+  list(JOIN build_time "\n" listing)
+  message(FATAL_ERROR "the runtime library defines CUDA build-time symbols (they belong in src/backend/cuda/build/):\n${listing}")
 endif()
-message(STATUS "the runtime library defines no FlatIR, Trace or compiler symbol")
+message(STATUS "the runtime library defines no FlatIR, Trace, compiler or CUDA build-time symbol")

@@ -232,6 +232,14 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
   std::vector<View> views_;
 };
 
+// The CPU needs nothing prepared at compile time: its kernels are the runtime's own.
+class CpuBuilder final : public rt::Builder {
+ public:
+  StatusOr<rt::Artifacts> build(const rt::Program&, const rt::BuildOptions&) override {
+    return rt::Artifacts{};
+  }
+};
+
 class CpuBackend final : public rt::Backend {
  public:
   Device::Kind kind() const override { return Device::Kind::kCpu; }
@@ -239,9 +247,6 @@ class CpuBackend final : public rt::Backend {
   // int8 runs its int32-accumulating kernel; float8 widens exactly to float32 (no faster, but the
   // weight stays one byte an element in memory).
   rt::LowPrecisionGemms low_precision_gemms() const override { return {true, true, false, 1, 1}; }
-  StatusOr<rt::Artifacts> build(const rt::Program&, const rt::BuildOptions&) override {
-    return rt::Artifacts{};
-  }
   StatusOr<std::unique_ptr<rt::LoadedProgram>> load(std::shared_ptr<const rt::Program> program,
                                                     const rt::Artifacts&) override {
     if (!program) return internal_error("load: no program");
@@ -272,11 +277,19 @@ Backend* cpu_backend() {
   return backend;
 }
 
+Builder* cpu_builder() {
+  static cpu::CpuBuilder* builder = new cpu::CpuBuilder();
+  return builder;
+}
+
 }  // namespace tripy::rt
 
-// The runtime finds this backend through its registry (runtime/backend.h). The unmangled name is
-// what the build asks the linker to keep (core/CMakeLists.txt: -u), so static links run this too.
+// The runtime finds this backend (and its trivial builder) through its registries
+// (runtime/backend.h). The unmangled name is what the build asks the linker to keep
+// (core/CMakeLists.txt: -u), so static links run this too.
 extern "C" {
 extern const bool tripy_cpu_backend_registered;
-const bool tripy_cpu_backend_registered = tripy::rt::register_backend(tripy::Device::Kind::kCpu, tripy::rt::cpu_backend);
+const bool tripy_cpu_backend_registered =
+    tripy::rt::register_backend(tripy::Device::Kind::kCpu, tripy::rt::cpu_backend) &&
+    tripy::rt::register_builder(tripy::Device::Kind::kCpu, tripy::rt::cpu_builder);
 }

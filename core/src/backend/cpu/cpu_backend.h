@@ -8,5 +8,7 @@ namespace tripy::rt {
 
 // The process-wide CPU backend (never null).
 Backend* cpu_backend();
+// Builds nothing: CPU executables carry no artifacts.
+Builder* cpu_builder();
 
 }  // namespace tripy::rt

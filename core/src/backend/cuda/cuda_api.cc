@@ -193,4 +193,9 @@ Status check(cudnnStatus_t r, const char* call) {
   return Status(StatusCode::kInternal, msg);
 }
 
+int debug_level() {
+  const char* v = std::getenv("TRIPY_DEBUG");
+  return v ? std::atoi(v) : 0;
+}
+
 }  // namespace tripy::rt::cuda

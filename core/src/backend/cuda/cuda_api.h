@@ -87,6 +87,10 @@ Status check(nvrtcResult r, const char* call);
 Status check(cublasStatus_t r, const char* call);
 Status check(cudnnStatus_t r, const char* call);
 
+// TRIPY_DEBUG level (0 when unset): 1+ logs library fallbacks and tuning choices, 2+ prints each
+// generated kernel's source to stderr.
+int debug_level();
+
 }  // namespace tripy::rt::cuda
 
 // `TRIPY_CUDA(cuFoo(...))` calls api().cuFoo and yields a Status; TRIPY_CUDA_TRY returns it on

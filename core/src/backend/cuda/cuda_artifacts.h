@@ -9,9 +9,14 @@
 #include <vector>
 
 #include "runtime/backend.h"
-#include "backend/cuda/cuda_compile.h"
 
 namespace tripy::rt::cuda {
+
+// One NVRTC module as the build stores it (build/cuda_compile.h makes them).
+struct CompiledModule {
+  std::vector<uint8_t> cubin;  // machine code for exactly `arch`
+  std::string ptx;             // for newer GPUs (the driver JIT-compiles it)
+};
 
 struct CudaArtifacts {
   static constexpr int kVersion = 1;

@@ -1,5 +1,6 @@
-// kAttention on the GPU, host side: which variant a kernel compiles to (its macros before the
-// shared body), and the launch for one set of sizes (argument words, grid, split, flash or generic).
+// kAttention on the GPU, host side: the launch for one set of sizes (argument words, grid, split,
+// flash or generic), and the facts about a kernel that the compiler side's choice of variant shares
+// (build/cuda_attention_generate.cc).
 #include "backend/cuda/cuda_attention.h"
 
 #include "backend/cuda/cuda_launch.h"
@@ -10,11 +11,12 @@
 #include <limits>
 
 namespace tripy::rt::cuda {
-namespace {
 
 // Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
 // fragment twice at head size 64; at 128 the accumulators of 32 rows would not fit in registers.
 int flash_wm(int64_t head) { return head == 64 ? 2 : 1; }
+
+namespace {
 
 // A size fixed at compile time (a constant slot), or -1.
 int64_t static_size(const Program& p, Slot s) {
@@ -23,11 +25,15 @@ int64_t static_size(const Program& p, Slot s) {
   return in.op == ShapeInstr::Op::kConst ? in.a : -1;
 }
 
+}  // namespace
+
 int64_t static_head(const Program& p, const Kernel& k, int operand, int32_t buffer) {
   const BufferDesc& b = p.buffers[static_cast<size_t>(buffer)];
   const int d = k.attention.perms[static_cast<size_t>(operand)][3];
   return static_cast<size_t>(d) < b.shape.size() ? static_size(p, b.shape[static_cast<size_t>(d)]) : -1;
 }
+
+namespace {
 
 // Word indices of AttnArgs (cuda_attention_source.cc).
 enum Word : int {
@@ -40,17 +46,21 @@ enum Word : int {
   kWords
 };
 
-// Split-KV: heads up to this size (the kernel's query buffer), chunks of at least kSplitMinKeys
+// Split-KV: heads up to kSplitHeadMax (cuda_attention.h), chunks of at least kSplitMinKeys
 // keys in multiples of 32, at most kSplitMax chunks (the merge's weights fit in shared memory),
 // and about kSplitWaves blocks per SM.
-constexpr int64_t kSplitHeadMax = 256, kSplitMinKeys = 32, kSplitMax = 128, kSplitWaves = 2;
+constexpr int64_t kSplitMinKeys = 32, kSplitMax = 128, kSplitWaves = 2;
+
+}  // namespace
 
 bool split_enabled() {
   const char* v = std::getenv("TRIPY_ATTENTION_SPLIT");
   return v == nullptr || std::atoi(v) != 0;
 }
 
+namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
 
 // Query rows per kv head ((Hq / Hkv) * L) at the inputs' smallest and largest sizes: which split
 // kernels a module needs. (Sizes outside this range still run: the plan falls back to the kernels
@@ -74,59 +84,11 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
   return {lo, hi};
 }
 
-}  // namespace
-
 int64_t attention_split_capacity(const Program& program, const Kernel& k) {
   const int64_t rows_hi = split_row_range(program, k).second;
   int64_t capacity = 2;
   while (capacity < rows_hi && capacity < kAttentionSplitRows) capacity *= 2;
   return capacity;
-}
-
-StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& k) {
-  if (k.inputs.size() < 3 || k.outputs.size() != 1) return internal_error("attention kernel '" + k.name + "' has the wrong arity");
-  const DType t = program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
-  const int64_t d = static_head(program, k, AttentionAttrs::kQ, k.inputs[0]);
-  const int64_t dv = static_head(program, k, AttentionAttrs::kV, k.inputs[2]);
-  const bool narrow = t == DType::kFloat16 || t == DType::kBFloat16;
-  // Split-KV serves up to kAttentionSplitRows rows per kv head: split1 where a size gives one row,
-  // split16 where every size gives at most 16 (GQA decode), the flash kernel where some size gives
-  // more (each kernel costs NVRTC time, so a module holds those its sizes can use).
-  const auto [rows_lo, rows_hi] = split_row_range(program, k);
-  const bool heads_fit = d <= kSplitHeadMax && dv <= kSplitHeadMax;  // dynamic heads (-1): checked per run
-  const bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
-  const bool split16 = split_enabled() && heads_fit && rows_hi > 1 && rows_hi <= kAttentionSplitRows;
-  const bool flash = narrow && d == dv && (d == 64 || d == 128) && !(split16 || (split1 && rows_hi <= 1));
-  std::string m;
-  auto def = [&](const std::string& name, const std::string& value) { m += "#define " + name + " " + value + "\n"; };
-  if (t == DType::kFloat32) {
-    def("ST", "float");
-    def("LOAD_T(x)", "(x)");
-    def("STORE_T(x)", "(x)");
-  } else if (narrow) {
-    const bool bf = t == DType::kBFloat16;
-    def("ST", "unsigned short");
-    def("LOAD_T(x)", bf ? "b2f(x)" : "h2f(x)");
-    def("STORE_T(x)", bf ? "f2b(x)" : "f2h(x)");
-    def("MMA_T", bf ? "\"bf16\"" : "\"f16\"");
-  } else {
-    return internal_error("attention kernel '" + k.name + "' has dtype " + std::string(dtype_name(t)));
-  }
-  def("CAUSAL", k.attention.causal ? "1" : "0");
-  def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
-  def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
-  def("HAS_FLASH", flash ? "1" : "0");
-  def("HAS_SPLIT1", split1 ? "1" : "0");
-  def("HAS_SPLIT16", split16 ? "1" : "0");
-  if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));
-  if (flash) {
-    def("HD", std::to_string(d));
-    def("WM", std::to_string(flash_wm(d)));
-  }
-  GeneratedKernel g;
-  g.function = "tripy_attention";
-  g.source = device_prelude() + "\n" + m + attention_source_body() + attention_split_source();
-  return g;
 }
 
 StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k, const AttentionFunctions& fns,

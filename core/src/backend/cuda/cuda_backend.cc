@@ -1,17 +1,13 @@
-// The CUDA Backend: build() generates and compiles every kernel (NVRTC, deduplicated, parallel,
-// cached, on other threads while it tunes GEMMs and convolutions); load() needs only the driver:
-// it loads the stored cubins (or PTX) and prepares the program; host<->device copies for tp.copy
-// and eager inputs.
+// The CUDA Backend: load() needs only the driver: it loads the stored cubins (or PTX), replays the
+// algorithms chosen at build time and prepares the program; host<->device copies for tp.copy and
+// eager inputs. Building (code generation, NVRTC, tactic timing) is the compiler side's:
+// build/cuda_builder.cc.
 #include "backend/cuda/cuda_backend.h"
-
-#include <future>
-#include <unordered_map>
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_error_record.h"
-#include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
@@ -52,81 +48,6 @@ class CudaBackend final : public Backend {
     return g;
   }
 
-  StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
-    TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
-    TRIPY_RETURN_IF_ERROR(make_current());
-    CudaArtifacts art;
-    art.arch = dev->arch;
-    art.cublaslt_version = cublaslt_version();
-    std::vector<std::string> sources{layout_module_source()}, names{"tripy_layout"};
-    std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}};
-    art.layout_module = 0;
-    bool has_dot = false, has_conv = false;
-    for (const Kernel& k : program.kernels) {
-      int32_t module = -1;
-      std::string function;
-      if (k.kind == KernelKind::kConv) {
-        // The fixed convolution module (direct kernel and epilogue), compiled once per program.
-        auto [it, fresh] = by_source.emplace(conv_module_source(), static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(conv_module_source());
-          names.push_back("tripy_conv");
-        }
-        module = it->second;
-        function = conv_function(program.buffers[k.outputs.at(0)].dtype);
-        has_conv = true;
-      } else if (k.kind == KernelKind::kPlugin) {
-        if (k.plugin.cuda_source.empty())
-          return kernel_failure(program, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
-                                StatusCode::kUnavailable);
-        TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
-        auto [it, fresh] = by_source.emplace(source, static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(source);
-          names.push_back(k.plugin.cuda_entry);
-        }
-        module = it->second;
-        function = k.plugin.cuda_entry;
-      } else if (k.kind == KernelKind::kPool) {
-        auto [it, fresh] = by_source.emplace(pool_module_source(), static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(pool_module_source());
-          names.push_back("tripy_pool");
-        }
-        module = it->second;
-        function = pool_function(program.buffers[k.outputs.at(0)].dtype);
-      } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
-        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
-                                                                                : generate_attention(program, k));
-        auto [it, fresh] = by_source.emplace(g.source, static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(g.source);
-          names.push_back(g.function);
-        }
-        module = it->second;
-        function = g.function;
-      }
-      has_dot |= k.kind == KernelKind::kDot;
-      art.kernel_module.push_back(module);
-      art.kernel_function.push_back(function);
-    }
-    // The layout module first: tuning fills its scratch operands with it. The other modules
-    // compile on other threads (NVRTC is CPU work) while tuning times GEMMs and convolutions on
-    // the GPU, so a cold build pays the longer of the two, not their sum.
-    TRIPY_ASSIGN_OR_RETURN(art.modules, compile_modules({sources[0]}, {names[0]}, dev->arch));
-    const std::vector<std::string> rest_sources(sources.begin() + 1, sources.end()), rest_names(names.begin() + 1, names.end());
-    std::future<StatusOr<std::vector<CompiledModule>>> rest = std::async(std::launch::async, [&] {
-      return compile_modules(rest_sources, rest_names, dev->arch, /*spare_cores=*/1);  // the tuner's
-    });
-    Status tuned = ok_status();
-    if ((has_dot || has_conv) && options.optimization_level >= 1) tuned = tune(program, art);
-    StatusOr<std::vector<CompiledModule>> compiled = rest.get();
-    TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
-    TRIPY_RETURN_IF_ERROR(tuned);
-    for (CompiledModule& m : compiled.value()) art.modules.push_back(std::move(m));
-    return serialize_artifacts(art);
-  }
-
   StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
                                                 const Artifacts& artifacts) override {
     if (!program) return internal_error("load: no program");
@@ -135,8 +56,15 @@ class CudaBackend final : public Backend {
     Artifacts built;
     const Artifacts* use = &artifacts;
     if (artifacts.find("cuda.meta") == artifacts.end()) {
-      // A program without device code (built for another device, or by hand): compile it now.
-      TRIPY_ASSIGN_OR_RETURN(built, build(*program, BuildOptions{0}));
+      // A program without device code (built for another device, or by hand): compile it now if
+      // the compiler side is linked in (it registers the builder), else say what to do.
+      Builder* builder = builder_for(Device::Kind::kGpu);
+      if (builder == nullptr)
+        return Status(StatusCode::kUnavailable,
+                      "this executable holds no GPU code and this program has no CUDA compiler (the runtime "
+                      "library alone loads device code, it does not generate it): compile this executable "
+                      "for the GPU");
+      TRIPY_ASSIGN_OR_RETURN(built, builder->build(*program, BuildOptions{0}));
       use = &built;
     }
     TRIPY_ASSIGN_OR_RETURN(CudaArtifacts art, parse_artifacts(*use, program->kernels.size()));
@@ -234,55 +162,6 @@ class CudaBackend final : public Backend {
     return h;
   }
 
- private:
-  // Times cuBLASLt's candidates for every kDot and cuDNN's algorithms for every kConv at the
-  // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
-  // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
-  // library heuristic's choice.
-  Status tune(const Program& program, CudaArtifacts& art) {
-    CUmodule layout = nullptr;
-    TRIPY_CUDA_TRY(cuModuleLoadData(&layout, art.modules[art.layout_module].cubin.data()));
-    CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr;
-    Status st = TRIPY_CUDA(cuModuleGetFunction(&fill_f32, layout, fill_function(DType::kFloat32).c_str()));
-    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, layout, fill_function(DType::kFloat16).c_str()));
-    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, layout, fill_function(DType::kBFloat16).c_str()));
-    std::vector<int64_t> slots;
-    program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
-    std::unordered_map<std::string, AlgoBytes> done;
-    CUstream s = default_stream();
-    for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {
-      const Kernel& k = program.kernels[i];
-      if (k.kind == KernelKind::kConv) {
-        auto pr = conv_problem(program, k, slots);
-        if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
-        auto it = done.find(pr->key());
-        if (it == done.end()) {
-          CUfunction fill = pr->dtype == DType::kFloat16 ? fill_f16 : pr->dtype == DType::kBFloat16 ? fill_bf16 : fill_f32;
-          auto algo = tune_conv(*pr, fill, s);
-          if (!algo.ok()) continue;  // cuDNN's heuristic decides at load time instead
-          it = done.emplace(pr->key(), algo.value()).first;
-        }
-        art.algos[static_cast<int32_t>(i)] = it->second;
-        continue;
-      }
-      if (k.kind != KernelKind::kDot) continue;
-      auto pr = dot_problem(program, k, slots);
-      if (!pr.ok() || pr->m * pr->n * pr->k == 0) continue;
-      auto it = done.find(pr->key());
-      if (it == done.end()) {
-        CUfunction fill = pr->dtype == DType::kFloat16 ? fill_f16 : pr->dtype == DType::kBFloat16 ? fill_bf16 : fill_f32;
-        auto algo = tune_dot(*pr, fill, s);
-        if (!algo.ok()) {
-          if (algo.status().code() != StatusCode::kResourceExhausted) st = algo.status();
-          continue;
-        }
-        it = done.emplace(pr->key(), algo.value()).first;
-      }
-      art.algos[static_cast<int32_t>(i)] = it->second;
-    }
-    (void)TRIPY_CUDA(cuModuleUnload(layout));
-    return st;
-  }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
-// CUDA C++ generation for fused kernels (one kernel per FusedProgram) and the fixed layout module.
-// The generated kernels take one argument, a by-value array of 64-bit words whose layout
-// FusedLayout describes, so the host fills it without knowing the source.
+// What the runtime knows of generated CUDA kernels: the argument layout of a fused kernel and the
+// function names of the fixed layout module. The generated kernels take one argument, a by-value
+// array of 64-bit words whose layout FusedLayout describes, so the host fills it without knowing
+// the source (which build/cuda_sources.h generates, on the compiler side).
 #pragma once
 
 #include <cstdint>
@@ -11,24 +12,6 @@
 #include "tripy/status.h"
 
 namespace tripy::rt::cuda {
-
-// How registers are held while computing, as the CPU backend does: narrow floats in float,
-// narrow ints in int, bool as bool.
-using CKind = ComputeKind;
-const char* ctype(CKind k);        // "float", "int", "long long", "bool"
-const char* storage_type(DType t);  // the C type of one stored element
-// Expression converting stored element `x` (of type storage_type(t)) to its compute kind, and
-// back; and one rounding a compute value to what `t` can represent.
-std::string load_expr(DType t, const std::string& x);
-std::string store_expr(DType t, const std::string& x);
-std::string narrow_expr(DType t, const std::string& x);
-
-// The C++ expression of one instruction over operand expressions, or "" when the op is not
-// defined for the operands' kind (the caller reports it). Not for kLoad/kConst/kIota/reductions.
-std::string ew_expr(const Instr& in, CKind operand, const std::string& a, const std::string& b,
-                    const std::string& c);
-// kConst: a literal of the compute kind, rounded to `dtype`.
-std::string const_literal(DType dtype, double imm);
 
 // The argument word layout of a generated fused kernel. Words: outputs, inputs (pointers), then
 // sizes[rank], strides[num_inputs][rank], then kMisc* scalars.
@@ -54,25 +37,13 @@ struct FusedLayout {
   enum { kMiscRows, kMiscRowLen, kMiscRowLo, kMiscRedLo, kMiscVector, kMiscSmall, kMiscCount };
 };
 
-// Analyses and checks a fused kernel (operand kinds, ops defined for them, outputs).
+// Analyses and checks a fused kernel (operand kinds, ops defined for them, outputs): load()
+// needs the layout to fill the argument words.
 StatusOr<FusedLayout> analyze_fused(const Program& program, const Kernel& kernel);
 
-struct GeneratedKernel {
-  std::string source;
-  std::string function;  // extern "C" name inside the source
-};
-StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& kernel);
-
-// The device-side helpers every generated source starts with.
-const std::string& device_prelude();
-
-// A plugin's module: the prelude, PluginArgs, its fields as macros and its source (cuda_plugin.cc;
-// kInvalidArgument for fields that are not a JSON object).
-StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin);
-
-// The fixed module: strided copies (transpose, slice, concat, copy), gather, update_slice, in-place erf-GELU
-// and a pseudo-random fill (for timing GEMMs on non-zero data). Function names below.
-const std::string& layout_module_source();
+// The fixed layout module's functions (its source: build/cuda_sources.h, layout_module_source):
+// strided copies (transpose, slice, concat, copy), gather, update_slice, in-place erf-GELU and a
+// pseudo-random fill (for timing GEMMs on non-zero data).
 std::string copy_function(int elem_size);                 // tripy_copy_<n>
 std::string gather_function(int elem_size, DType index);  // tripy_gather_<n>_<i32|i64>
 std::string update_function(int elem_size, DType index);  // tripy_update_<n>_<i32|i64> (update_slice rows)

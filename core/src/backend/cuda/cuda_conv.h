@@ -16,10 +16,6 @@
 
 namespace tripy::rt::cuda {
 
-// The fixed convolution module and its function for a dtype (tripy_conv_<f32|f16|bf16>).
-const std::string& conv_module_source();
-std::string conv_function(DType t);
-
 // One kConv at run-time sizes.
 struct ConvProblem {
   DType dtype = DType::kFloat32;
@@ -74,10 +70,12 @@ class ConvPlan {
                            int found, const std::vector<CUdeviceptr>& ptrs, CUstream stream, int32_t* choice);
 };
 
-// Times cuDNN's algorithms on pseudo-random data of the problem's size (cudnnFind*Ex); returns
-// the fastest that fits kConvWorkspaceLimit.
-StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
+// (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: build/cuda_tuning.h.)
 std::string cudnn_version();
+// The process-wide cuDNN handle (kUnavailable when cuDNN could not be loaded).
+StatusOr<cudnnHandle_t> cudnn_handle();
+// A ConvAlgo's size: {cuDNN version, algorithm, math type, fused} as int32.
+inline constexpr int kAlgoBytes = 16;
 
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 

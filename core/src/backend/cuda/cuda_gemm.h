@@ -1,6 +1,6 @@
 // kDot through cuBLASLt: row-major operands via the transposition trick, batch broadcasting as
 // strided batches (or folded into M), bias/ReLU epilogues, exact erf-GELU as a following kernel,
-// and algorithm choice by timing at build time.
+// and the algorithm chosen by timing at build time (build/cuda_gemm_tune.cc).
 #pragma once
 
 #include <cstdint>
@@ -63,9 +63,6 @@ class DotPlan {
 // The largest power of two (<= 256) dividing every address and batch stride, for cuBLASLt's
 // alignment preferences.
 int dot_alignment(const DotProblem& problem, std::initializer_list<CUdeviceptr> addresses);
-
-// Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
-StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, CUfunction fill_fn, CUstream stream);
 
 // Whether this GPU's cuBLASLt has a kernel for the quantized dot of `operand` (int8 or float8) in
 // the layout flat::quantized_dot makes ("TN", aligned sizes): asked once per dtype through the

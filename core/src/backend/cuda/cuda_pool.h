@@ -9,9 +9,7 @@
 
 namespace tripy::rt::cuda {
 
-const std::string& pool_module_source();
-// tripy_pool_<f32|f16|bf16|i8|i32|i64>
-std::string pool_function(DType t);
+// Its module and function names: build/cuda_sources.h.
 // The launch for kernel `k` at run-time sizes (no launch when the output is empty).
 std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfunction fn,
                                      const std::vector<int64_t>& slots, int sm_count);

@@ -20,7 +20,6 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_attention.h"
-#include "backend/cuda/cuda_compile.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_plugin.h"

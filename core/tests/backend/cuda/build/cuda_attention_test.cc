@@ -11,7 +11,8 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_attention.h"
-#include "backend/cuda/cuda_compile.h"
+#include "backend/cuda/build/cuda_compile.h"
+#include "backend/cuda/build/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 namespace {

@@ -2,9 +2,8 @@
 // absent, disabled with TRIPY_CUDNN=0, or cannot take the problem: asymmetric padding) and, in the
 // same function, the epilogue (bias, residual, activation) that runs after a cuDNN call which
 // did not fuse it. Compiled with NVRTC like the layout module; cached on disk by its source.
-#include "backend/cuda/cuda_conv.h"
 
-#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/build/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 

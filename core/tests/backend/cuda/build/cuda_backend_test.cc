@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "backend/cuda/build/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "cuda_test_cases.h"
 
@@ -67,7 +68,7 @@ StatusOr<std::vector<Tensor>> run_cpu(const GpuCase& c) {
 
 StatusOr<std::unique_ptr<rt::LoadedProgram>> load_gpu(const rt::Program& p, int opt_level = 1) {
   rt::Backend* be = rt::cuda_backend();
-  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts art, be->build(p, rt::BuildOptions{opt_level}));
+  TRIPY_ASSIGN_OR_RETURN(rt::Artifacts art, rt::cuda_builder()->build(p, rt::BuildOptions{opt_level}));
   return be->load(std::make_shared<rt::Program>(p), art);
 }
 
@@ -132,7 +133,7 @@ TEST(CudaBackend, ForcedGraphReplayIsCorrectWithFreshInputs) {
 TEST(CudaBackend, LoadsFromArtifactsAndRejectsForeignArch) {
   SKIP_WITHOUT_GPU();
   GpuCase c = softmax(DType::kFloat32, 6, 7);
-  auto art = rt::cuda_backend()->build(c.program, rt::BuildOptions{1});
+  auto art = rt::cuda_builder()->build(c.program, rt::BuildOptions{1});
   ASSERT_TRUE(art.ok()) << art.status().message();
   auto lp = rt::cuda_backend()->load(std::make_shared<rt::Program>(c.program), *art);
   ASSERT_TRUE(lp.ok()) << lp.status().message();

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/build/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 namespace {

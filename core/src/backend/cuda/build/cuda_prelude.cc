@@ -1,7 +1,7 @@
 // Device-side source shared by generated kernels (conversions, numpy-exact integer and float
 // helpers, warp/block reductions) and the fixed layout module (copies, gather, GELU, fill).
 // Self-contained: no CUDA headers, so NVRTC compiles each kernel in tens of milliseconds.
-#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/build/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 
@@ -301,37 +301,6 @@ extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
 }
 )CUDA";
   return kSource;
-}
-
-std::string copy_function(int elem_size) { return "tripy_copy_" + std::to_string(elem_size); }
-
-std::string gather_function(int elem_size, DType index) {
-  return "tripy_gather_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
-}
-
-std::string update_function(int elem_size, DType index) {
-  return "tripy_update_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
-}
-
-static const char* float_suffix(DType t) {
-  return t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32";
-}
-std::string gelu_function(DType t) { return std::string("tripy_gelu_") + float_suffix(t); }
-std::string fill_function(DType t) { return std::string("tripy_fill_") + float_suffix(t); }
-
-std::vector<std::string> layout_module_functions() {
-  std::vector<std::string> names;
-  for (int s : {1, 2, 4, 8, 16}) names.push_back(copy_function(s));
-  names.push_back("tripy_copy_bytes");
-  for (int s : {1, 2, 4, 8})
-    for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(gather_function(s, t));
-  for (int s : {1, 2, 4, 8})
-    for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(update_function(s, t));
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    names.push_back(gelu_function(t));
-    names.push_back(fill_function(t));
-  }
-  return names;
 }
 
 }  // namespace tripy::rt::cuda

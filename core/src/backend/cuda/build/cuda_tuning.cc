@@ -1,4 +1,4 @@
-#include "backend/cuda/cuda_tuning.h"
+#include "backend/cuda/build/cuda_tuning.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // NVRTC compilation with dedupe, a thread per distinct source, and an on-disk cubin cache.
-#include "backend/cuda/cuda_compile.h"
+#include "backend/cuda/build/cuda_compile.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,11 +160,6 @@ std::string hash_hex(const std::string& text) {
 }
 
 bool nvrtc_available() { return api().nvrtc_ok; }
-
-int debug_level() {
-  const char* v = std::getenv("TRIPY_DEBUG");
-  return v ? std::atoi(v) : 0;
-}
 
 std::string kernel_cache_dir() {
   std::string dir;

@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-#include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/build/cuda_sources.h"
 #include "runtime/fused_analysis.h"
 
 namespace tripy::rt::cuda {
@@ -26,31 +26,16 @@ int reduce_code(EwOp op) {
   return -1;  // not a reduction: the analysis never lets one here
 }
 
-// The shared per-register facts (runtime/fused_analysis.h) plus the launch layout.
+// The shared per-register facts (runtime/fused_analysis.h) plus the launch layout (analyze_fused,
+// the runtime's: load() fills the argument words by it).
 struct Analysis : FusedAnalysis {
   FusedLayout layout;
 };
 
 StatusOr<Analysis> analyze(const Program& p, const Kernel& k) {
-  auto fail = [&](const std::string& msg) { return Status(StatusCode::kInternal, "kernel '" + k.name + "': " + msg); };
-  StatusOr<FusedAnalysis> shared = analyze_fused_program(p, k);
-  if (!shared.ok()) return fail(shared.status().message());
   Analysis an;
-  static_cast<FusedAnalysis&>(an) = std::move(shared.value());
-  const FusedProgram& f = k.fused;
-  FusedLayout& L = an.layout;
-  L.num_inputs = static_cast<int32_t>(k.inputs.size());
-  L.num_outputs = static_cast<int32_t>(k.outputs.size());
-  L.rank = static_cast<int32_t>(f.domain.size());
-  L.reduce_from = f.reduce_from;
-  L.has_reduction = an.has_reduction;
-  L.has_iota = an.has_iota;
-  L.output_row_level = an.output_row_level;
-  if (L.rank > 8) return fail("the CUDA backend supports fused domains of rank <= 8");
-  int max_size = 1;
-  for (DType t : an.input_dtype) max_size = std::max(max_size, dtype_size(t));
-  for (int32_t b : k.outputs) max_size = std::max(max_size, dtype_size(p.buffers[b].dtype));
-  if (!L.has_iota) L.vec_width = std::min(8, 16 / max_size);
+  TRIPY_ASSIGN_OR_RETURN(an.layout, analyze_fused(p, k));
+  TRIPY_ASSIGN_OR_RETURN(static_cast<FusedAnalysis&>(an), analyze_fused_program(p, k));
   return an;
 }
 
@@ -550,11 +535,6 @@ class Emitter {
 };
 
 }  // namespace
-
-StatusOr<FusedLayout> analyze_fused(const Program& program, const Kernel& kernel) {
-  TRIPY_ASSIGN_OR_RETURN(Analysis an, analyze(program, kernel));
-  return an.layout;
-}
 
 StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& kernel) {
   TRIPY_ASSIGN_OR_RETURN(Analysis an, analyze(program, kernel));

@@ -6,14 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_artifacts.h"
 #include "tripy/status.h"
 
 namespace tripy::rt::cuda {
-
-struct CompiledModule {
-  std::vector<uint8_t> cubin;  // machine code for exactly `arch`
-  std::string ptx;             // for newer GPUs (the driver JIT-compiles it)
-};
 
 // A stable 128-bit hash as 32 hex digits (FNV-1a twice, different seeds): file names, dedupe.
 std::string hash_hex(const std::string& text);
@@ -29,9 +25,7 @@ StatusOr<std::vector<CompiledModule>> compile_modules(const std::vector<std::str
 std::string kernel_cache_dir();
 
 // Whether NVRTC could be loaded (it needs no GPU, so code generation is testable anywhere).
+// (debug_level(), TRIPY_DEBUG, is the runtime's: cuda_api.h.)
 bool nvrtc_available();
-
-// TRIPY_DEBUG level (0 when unset): 2+ prints each generated kernel's source to stderr.
-int debug_level();
 
 }  // namespace tripy::rt::cuda

@@ -7,9 +7,11 @@
 
 #include <set>
 
+#include "backend/cuda/build/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
-#include "backend/cuda/cuda_compile.h"
+#include "backend/cuda/build/cuda_compile.h"
+#include "backend/cuda/build/cuda_sources.h"
 #include "cuda_test_cases.h"
 
 namespace tripy::cuda_testing {
@@ -59,6 +61,13 @@ TEST(CudaCodegen, UnavailableWithoutGpuIsClean) {
   if (rt::cuda_backend()->available()) GTEST_SKIP() << "a GPU is present";
   EXPECT_FALSE(rt::cuda_backend()->available());
   EXPECT_EQ(rt::backend_for(Device::Kind::kGpu), nullptr);
+}
+
+TEST(CudaCodegen, LinkingTheBuildLayerRegistersTheGpuBuilder) {
+  // Programs that link the compiler side (this test, Python) build for the GPU through the
+  // registry; the runtime alone has no GPU builder (runtime_only_loads_and_runs checks that).
+  EXPECT_EQ(rt::builder_for(Device::Kind::kGpu), rt::cuda_builder());
+  EXPECT_NE(rt::builder_for(Device::Kind::kCpu), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+// Which attention variant a kernel compiles to: its macros before the shared body
+// (cuda_attention_source.cc, cuda_attention_split_source.cc), from the sizes the kernel's inputs
+// allow (cuda_attention.h's helpers, which the launch shares).
+#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/cuda_attention.h"
+
+namespace tripy::rt::cuda {
+
+StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& k) {
+  if (k.inputs.size() < 3 || k.outputs.size() != 1) return internal_error("attention kernel '" + k.name + "' has the wrong arity");
+  const DType t = program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
+  const int64_t d = static_head(program, k, AttentionAttrs::kQ, k.inputs[0]);
+  const int64_t dv = static_head(program, k, AttentionAttrs::kV, k.inputs[2]);
+  const bool narrow = t == DType::kFloat16 || t == DType::kBFloat16;
+  // Split-KV serves up to kAttentionSplitRows rows per kv head: split1 where a size gives one row,
+  // split16 where every size gives at most 16 (GQA decode), the flash kernel where some size gives
+  // more (each kernel costs NVRTC time, so a module holds those its sizes can use).
+  const auto [rows_lo, rows_hi] = split_row_range(program, k);
+  const bool heads_fit = d <= kSplitHeadMax && dv <= kSplitHeadMax;  // dynamic heads (-1): checked per run
+  const bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
+  const bool split16 = split_enabled() && heads_fit && rows_hi > 1 && rows_hi <= kAttentionSplitRows;
+  const bool flash = narrow && d == dv && (d == 64 || d == 128) && !(split16 || (split1 && rows_hi <= 1));
+  std::string m;
+  auto def = [&](const std::string& name, const std::string& value) { m += "#define " + name + " " + value + "\n"; };
+  if (t == DType::kFloat32) {
+    def("ST", "float");
+    def("LOAD_T(x)", "(x)");
+    def("STORE_T(x)", "(x)");
+  } else if (narrow) {
+    const bool bf = t == DType::kBFloat16;
+    def("ST", "unsigned short");
+    def("LOAD_T(x)", bf ? "b2f(x)" : "h2f(x)");
+    def("STORE_T(x)", bf ? "f2b(x)" : "f2h(x)");
+    def("MMA_T", bf ? "\"bf16\"" : "\"f16\"");
+  } else {
+    return internal_error("attention kernel '" + k.name + "' has dtype " + std::string(dtype_name(t)));
+  }
+  def("CAUSAL", k.attention.causal ? "1" : "0");
+  def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
+  def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
+  def("HAS_FLASH", flash ? "1" : "0");
+  def("HAS_SPLIT1", split1 ? "1" : "0");
+  def("HAS_SPLIT16", split16 ? "1" : "0");
+  if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));
+  if (flash) {
+    def("HD", std::to_string(d));
+    def("WM", std::to_string(flash_wm(d)));
+  }
+  GeneratedKernel g;
+  g.function = "tripy_attention";
+  g.source = device_prelude() + "\n" + m + attention_source_body() + attention_split_source();
+  return g;
+}
+
+}  // namespace tripy::rt::cuda

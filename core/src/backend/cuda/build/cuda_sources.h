@@ -1,0 +1,66 @@
+// The CUDA C++ the compiler side generates (and NVRTC compiles, cuda_compile.h): fused kernels,
+// attention variants, plugin modules and the fixed modules (layout, convolution, pooling). The
+// runtime knows only their function names and argument layouts (cuda_codegen.h, cuda_attention.h,
+// cuda_conv.h, cuda_pool.h, cuda_plugin.h). Needs no CUDA headers (tests, the Python binding).
+#pragma once
+
+#include <string>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "runtime/program.h"
+#include "tripy/status.h"
+
+namespace tripy::rt::cuda {
+
+// The elementwise table (cuda_ew_table.cc). How registers are held while computing, as the CPU backend does: narrow floats in float,
+// narrow ints in int, bool as bool.
+using CKind = ComputeKind;
+const char* ctype(CKind k);        // "float", "int", "long long", "bool"
+const char* storage_type(DType t);  // the C type of one stored element
+// Expression converting stored element `x` (of type storage_type(t)) to its compute kind, and
+// back; and one rounding a compute value to what `t` can represent.
+std::string load_expr(DType t, const std::string& x);
+std::string store_expr(DType t, const std::string& x);
+std::string narrow_expr(DType t, const std::string& x);
+
+// The C++ expression of one instruction over operand expressions, or "" when the op is not
+// defined for the operands' kind (the caller reports it). Not for kLoad/kConst/kIota/reductions.
+std::string ew_expr(const Instr& in, CKind operand, const std::string& a, const std::string& b,
+                    const std::string& c);
+// kConst: a literal of the compute kind, rounded to `dtype`.
+std::string const_literal(DType dtype, double imm);
+
+struct GeneratedKernel {
+  std::string source;
+  std::string function;  // extern "C" name inside the source
+};
+StatusOr<GeneratedKernel> generate_fused(const Program& program, const Kernel& kernel);
+
+// The device-side helpers every generated source starts with.
+const std::string& device_prelude();
+
+// A plugin's module: the prelude, PluginArgs, its fields as macros and its source (cuda_plugin_source.cc;
+// kInvalidArgument for fields that are not a JSON object).
+StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin);
+
+// The fixed layout module (cuda_prelude.cc); its functions are named in cuda_codegen.h.
+const std::string& layout_module_source();
+
+// The fixed convolution module and its function for a dtype (tripy_conv_<f32|f16|bf16>).
+const std::string& conv_module_source();
+std::string conv_function(DType t);
+
+// The fixed pooling module and its function for a dtype (tripy_pool_<f32|f16|bf16|i8|i32|i64>).
+const std::string& pool_module_source();
+std::string pool_function(DType t);
+
+// An attention kernel's module (cuda_attention_generate.cc): `function` is "tripy_attention"; the
+// module defines tripy_attention_generic and the split kernels always, tripy_attention_flash when
+// the head size allows it (the names: cuda_attention.h).
+StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& kernel);
+// The kernel bodies (cuda_attention_source.cc, cuda_attention_split_source.cc); generate_attention
+// prepends the variant's macros.
+const std::string& attention_source_body();
+const std::string& attention_split_source();
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,35 @@
+// The CUDA code generator's side of the primitive table (runtime/ew_ops_test.cc): it emits every
+// op on exactly the kinds its row allows and rejects the rest, naming the kernel, the instruction
+// and the op.
+#include <gtest/gtest.h>
+
+#include "../../../runtime/ew_ops_programs.h"
+#include "backend/cuda/build/cuda_sources.h"
+
+namespace tripy::cpu::testing {
+namespace {
+
+TEST(EwOpTable, TheCudaGeneratorEmitsEveryOpOnTheKindsItsRowAllowsAndRejectsTheRest) {
+  for (const rt::EwOpInfo& r : rt::kEwOps) {
+    if (!tiled(r.form)) continue;
+    for (DType dt : kKindDTypes) {
+      ProgramBuilder b;
+      std::vector<Tensor> args;
+      const Program p = one_op_program(r.op, dt, b, args);
+      auto g = rt::cuda::generate_fused(p, p.kernels[0]);
+      if (rt::ew_defined_on(r.op, rt::compute_kind(dt))) {
+        EXPECT_TRUE(g.ok()) << r.name << " on " << dtype_name(dt) << ": " << g.status().message();
+      } else {
+        ASSERT_FALSE(g.ok()) << r.name << " on " << dtype_name(dt);
+        EXPECT_NE(g.status().message().find("kernel 'fused_" + std::string(r.name) + "': instruction "),
+                  std::string::npos);
+        EXPECT_NE(g.status().message().find(std::string("(") + r.name + ") is not defined on " + std::string(dtype_name(dt))),
+                  std::string::npos)
+            << g.status().message();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tripy::cpu::testing
