@@ -53,6 +53,8 @@ class LowerCtx {
   flat::ValueId broadcast_to(flat::ValueId v, Shape shape, const std::string& reason);
   flat::ValueId reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims);
   flat::ValueId reshape(flat::ValueId v, Shape shape, const std::string& reason = "");
+  // `parts` joined along `axis` (one part: itself).
+  flat::ValueId concat(std::vector<flat::ValueId> parts, int64_t axis);
   // An int32 scalar holding the size `d` (a tp.DimensionSize's value as data).
   flat::ValueId size_value(const Dim& d);
   // Sizes that must be equal when the compiler cannot prove it: checked at run time, where a

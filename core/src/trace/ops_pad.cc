@@ -82,20 +82,6 @@ flat::ValueId slice_along(LowerCtx& c, flat::ValueId x, int64_t axis, Dim start,
   return c.emit(std::move(op), dt, std::move(out), reason);
 }
 
-flat::ValueId concat_along(LowerCtx& c, std::vector<flat::ValueId> parts, int64_t axis) {
-  if (parts.size() == 1) return parts[0];
-  Shape out = c.value(parts[0]).shape;
-  Dim total = 0;
-  for (flat::ValueId p : parts) total = total + c.value(p).shape[axis];
-  out[axis] = total;
-  flat::Op op;
-  op.kind = flat::OpKind::kConcatenate;
-  op.operands = std::move(parts);
-  op.dims = {axis};
-  const DType dt = c.value(op.operands[0]).dtype;
-  return c.emit(std::move(op), dt, std::move(out));
-}
-
 // Asserts lo <= v at run time unless the symbols' bounds prove it.
 void check_at_least(LowerCtx& c, const Dim& lo, const Dim& v, const std::string& message) {
   const SymbolTable* table = c.node().symbols.get();
@@ -140,7 +126,7 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
       if (side == 0) parts.push_back(out);
     }
     if (is_zero(before)) parts.insert(parts.begin(), out);
-    out = concat_along(c, std::move(parts), d);
+    out = c.concat(std::move(parts), d);
   }
   return out;
 }

@@ -37,20 +37,6 @@ flat::ValueId slice_prefix(LowerCtx& c, flat::ValueId x, int64_t axis, const Dim
   return c.emit(std::move(op), dt, std::move(out), "cumsum: the partial sums one shift earlier");
 }
 
-flat::ValueId concat_along(LowerCtx& c, std::vector<flat::ValueId> parts, int64_t axis) {
-  if (parts.size() == 1) return parts[0];
-  Shape out = c.value(parts[0]).shape;
-  Dim total = 0;
-  for (flat::ValueId p : parts) total = total + c.value(p).shape[axis];
-  out[axis] = total;
-  flat::Op op;
-  op.kind = flat::OpKind::kConcatenate;
-  op.operands = std::move(parts);
-  op.dims = {axis};
-  const DType dt = c.value(op.operands[0]).dtype;
-  return c.emit(std::move(op), dt, std::move(out));
-}
-
 // --- cumsum -----------------------------------------------------------------------------------
 
 Status infer_cumsum(InferCtx& ctx) {
@@ -80,7 +66,7 @@ StatusOr<flat::ValueId> lower_cumsum(LowerCtx& c) {
     Shape zero_shape = c.value(out).shape;
     zero_shape[axis] = zeros;
     flat::ValueId earlier =
-        concat_along(c, {c.splat(0, dt, zero_shape), slice_prefix(c, out, axis, size - zeros)}, axis);
+        c.concat({c.splat(0, dt, zero_shape), slice_prefix(c, out, axis, size - zeros)}, axis);
     out = c.ew(EwOp::kAdd, {out, earlier}, dt);
   }
   return narrow ? c.ew(EwOp::kConvert, {out}, io) : out;
@@ -161,7 +147,7 @@ StatusOr<flat::ValueId> lower_topk(LowerCtx& c) {
     taken = taken < 0 ? chosen : c.ew(EwOp::kOr, {taken, chosen}, DType::kBool);
     parts.push_back(c.reshape(want_indices ? at : best, kept));
   }
-  return concat_along(c, std::move(parts), axis);
+  return c.concat(std::move(parts), axis);
 }
 
 }  // namespace

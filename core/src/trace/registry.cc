@@ -321,6 +321,20 @@ flat::ValueId LowerCtx::reshape(flat::ValueId v, Shape shape, const std::string&
   return emit(std::move(op), dt, std::move(shape), reason);
 }
 
+flat::ValueId LowerCtx::concat(std::vector<flat::ValueId> parts, int64_t axis) {
+  if (parts.size() == 1) return parts[0];
+  Shape out = graph_.value(parts[0]).shape;
+  Dim total = 0;
+  for (flat::ValueId p : parts) total = total + graph_.value(p).shape[axis];
+  out[axis] = total;
+  flat::Op op;
+  op.kind = flat::OpKind::kConcatenate;
+  op.operands = std::move(parts);
+  op.dims = {axis};
+  const DType dt = graph_.value(op.operands[0]).dtype;
+  return emit(std::move(op), dt, std::move(out));
+}
+
 void LowerCtx::check_equal(const Dim& a, const Dim& b, const std::string& message) {
   assert_dims(rt::ShapeCheck::Kind::kEqual, a, b, message);
 }
