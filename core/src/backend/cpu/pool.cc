@@ -56,10 +56,10 @@ struct BFloat {
   static uint16_t store(float v) { return float_to_bfloat16(v); }
 };
 
-// One output row: `cw` values per position, positions `step` elements apart in src and dst.
+// One output row: `cw` values per position, stored side by side (positions `cw` elements apart).
 template <typename Ty>
 void pool_row(const Geometry& g, int64_t z, int64_t y, const typename Ty::Stored* src, typename Ty::Stored* dst,
-              int64_t cw, int64_t step, bool is_max, bool include_pad, typename Ty::Acc* acc) {
+              int64_t cw, bool is_max, bool include_pad, typename Ty::Acc* acc) {
   using Acc = typename Ty::Acc;
   constexpr bool kFloat = !std::numeric_limits<Acc>::is_integer;
   const Span sz = span(g, 0, z), sy = span(g, 1, y);
@@ -71,7 +71,7 @@ void pool_row(const Geometry& g, int64_t z, int64_t y, const typename Ty::Stored
     for (int64_t i = sz.b; i < sz.e; ++i)
       for (int64_t j = sy.b; j < sy.e; ++j)
         for (int64_t l = sx.b; l < sx.e; ++l) {
-          const typename Ty::Stored* row = src + ((i * g.in[1] + j) * g.in[2] + l) * step;
+          const typename Ty::Stored* row = src + ((i * g.in[1] + j) * g.in[2] + l) * cw;
           if (!is_max) {
             for (int64_t c = 0; c < cw; ++c) acc[c] += Ty::load(row[c]);
           } else if constexpr (kFloat) {
@@ -84,7 +84,7 @@ void pool_row(const Geometry& g, int64_t z, int64_t y, const typename Ty::Stored
             for (int64_t c = 0; c < cw; ++c) acc[c] = std::max(acc[c], Ty::load(row[c]));
           }
         }
-    typename Ty::Stored* out = dst + ((z * g.out[1] + y) * g.out[2] + x) * step;
+    typename Ty::Stored* out = dst + ((z * g.out[1] + y) * g.out[2] + x) * cw;
     if (is_max) {
       for (int64_t c = 0; c < cw; ++c) out[c] = Ty::store(acc[c]);
       continue;
@@ -111,7 +111,7 @@ void pool(const Geometry& g, const View& xv, const View& ov, bool last, bool is_
     std::vector<typename Ty::Acc> acc(static_cast<size_t>(cw));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t p = item / rows, r = item % rows;
-      pool_row<Ty>(g, r / g.out[1], r % g.out[1], src + p * in_plane, dst + p * out_plane, cw, cw, is_max,
+      pool_row<Ty>(g, r / g.out[1], r % g.out[1], src + p * in_plane, dst + p * out_plane, cw, is_max,
                    include_pad, acc.data());
     }
   });
