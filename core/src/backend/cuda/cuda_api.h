@@ -42,18 +42,17 @@ namespace tripy::rt::cuda {
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                   \
   X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoCheck) X(cublasLtMatmul)
 
-// cuDNN's legacy convolution API (still in cuDNN 9: libcudnn.so.9 forwards to libcudnn_cnn).
+// cuDNN: the graph API (forward convolutions) and the legacy one (transposed convolutions, as
+// backward-data); libcudnn.so.9 forwards both to its sub-libraries.
 #define TRIPY_CUDNN_FUNCS(X)                                                                   \
   X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnSetStream)                   \
+  X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor) X(cudnnBackendFinalize)     \
+  X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute) X(cudnnBackendExecute)               \
   X(cudnnCreateTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor) \
   X(cudnnCreateFilterDescriptor) X(cudnnSetFilterNdDescriptor) X(cudnnDestroyFilterDescriptor) \
   X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)                       \
   X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType)                              \
-  X(cudnnDestroyConvolutionDescriptor) X(cudnnCreateActivationDescriptor)                      \
-  X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)                          \
-  X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnFindConvolutionForwardAlgorithmEx)          \
-  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnConvolutionForward)                        \
-  X(cudnnConvolutionBiasActivationForward) X(cudnnGetConvolutionBackwardDataAlgorithm_v7)      \
+  X(cudnnDestroyConvolutionDescriptor) X(cudnnGetConvolutionBackwardDataAlgorithm_v7)          \
   X(cudnnFindConvolutionBackwardDataAlgorithmEx) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
   X(cudnnConvolutionBackwardData)
 

@@ -1,6 +1,6 @@
-// cuDNN convolutions for kConv: descriptors from the run-time sizes, the tuned (or heuristic)
-// algorithm, the fused bias/residual/relu call where cuDNN offers one (build-time timing:
-// build/cuda_conv_tune.cc).
+// cuDNN convolutions for kConv at run-time sizes: forward ones through the graph API with the
+// tuned (or heuristic) engine, transposed ones through the legacy backward-data call (build-time
+// timing: build/cuda_conv_tune.cc).
 #include "backend/cuda/cuda_conv.h"
 
 #include <algorithm>
@@ -11,15 +11,13 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_conv_graph.h"
 
 namespace tripy::rt::cuda {
-namespace {
 
 cudnnDataType_t cudnn_type(DType t) {
   return t == DType::kFloat16 ? CUDNN_DATA_HALF : t == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
-
-}  // namespace
 
 StatusOr<cudnnHandle_t> cudnn_handle() {
   static cudnnHandle_t handle = nullptr;
@@ -43,30 +41,28 @@ bool cudnn_disabled() {
   return v && std::strcmp(v, "0") == 0;
 }
 
-// A tensor as cuDNN's descriptors take it: dims channels-first (N, C, spatial...) and the element
-// strides of our storage along them, NCHW or NHWC. cuDNN wants 4-D or more: a 1-D convolution
-// becomes a 2-D one over a unit height (its stride spans the width, so the tensor stays packed).
-struct NdDesc {
-  std::vector<int> dims, strides;
-};
-NdDesc nd_desc(const std::vector<int64_t>& stored, Layout layout, bool promote) {
+}  // namespace
+
+CudnnDims cudnn_dims(const std::vector<int64_t>& stored, Layout layout, bool promote) {
   const std::vector<int64_t> dims = to_channels_first(layout, stored);
   const std::vector<int64_t> strides = to_channels_first(layout, dense_strides(stored));
-  NdDesc d;
+  CudnnDims d;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (promote && i == 2) {
       d.dims.push_back(1);
-      d.strides.push_back(static_cast<int>(strides[2] * dims[2]));
+      d.strides.push_back(strides[2] * dims[2]);
     }
-    d.dims.push_back(static_cast<int>(dims[i]));
-    d.strides.push_back(static_cast<int>(strides[i]));
+    d.dims.push_back(dims[i]);
+    d.strides.push_back(strides[i]);
   }
   return d;
 }
 
-// version, algorithm, math type, and whether a relu epilogue runs fused: four int32
-
-}  // namespace
+bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]) {
+  if (!stored || stored->size() != kAlgoBytes) return false;
+  std::memcpy(out, stored->data(), kAlgoBytes);
+  return out[0] == static_cast<int32_t>(api().cudnnGetVersion());
+}
 
 std::string ConvProblem::key() const {
   std::string k = std::to_string(static_cast<int>(dtype)) + ":" + conv_attrs_text(attrs);
@@ -149,20 +145,44 @@ bool cudnn_usable(const ConvProblem& pr, std::string* why) {
 ConvPlan::~ConvPlan() {
   if (x_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(x_));
   if (y_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(y_));
-  if (bias_) (void)TRIPY_CUDA(cudnnDestroyTensorDescriptor(bias_));
   if (w_) (void)TRIPY_CUDA(cudnnDestroyFilterDescriptor(w_));
   if (conv_) (void)TRIPY_CUDA(cudnnDestroyConvolutionDescriptor(conv_));
-  if (relu_) (void)TRIPY_CUDA(cudnnDestroyActivationDescriptor(relu_));
 }
 
-Status ConvPlan::describe(const ConvProblem& pr) {
-  problem_ = pr;
+// The stored engine when the heuristic still ranks it where tuning saw it; else the heuristic's
+// first that runs here, unfused (the epilogue kernel is a safe default; fusion is chosen by timing).
+Status ConvPlan::create_graph(const ConvAlgo* stored) {
+  int32_t v[kAlgoInts];
+  if (read_conv_algo(stored, v) && v[1] == kConvGraph) {
+    auto g = ConvGraph::create(problem_, v[4] != 0);
+    if (g.ok()) {
+      const std::vector<ConvEngine>& c = g.value()->candidates();
+      for (size_t i = 0; i < c.size(); ++i)
+        if (c[i].rank == v[2] && c[i].engine == v[3] && g.value()->select(i).ok()) {
+          graph_ = std::move(g.value());
+          return ok_status();
+        }
+    }
+  }
+  TRIPY_ASSIGN_OR_RETURN(graph_, ConvGraph::create(problem_, false));
+  Status last(StatusCode::kUnavailable, "cuDNN offered no engine for this convolution");
+  for (size_t i = 0; i < graph_->candidates().size(); ++i) {
+    last = graph_->select(i);
+    if (last.ok()) return last;
+  }
+  return last;
+}
+
+Status ConvPlan::describe_legacy() {
+  const ConvProblem& pr = problem_;
   const ConvAttrs& a = pr.attrs;
   const bool promote = pr.x.size() == 3;
   const cudnnDataType_t t = cudnn_type(pr.dtype);
-  const NdDesc x = nd_desc(pr.x, a.layout, promote), y = nd_desc(pr.out, a.layout, promote);
+  auto ints = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
+  const CudnnDims x = cudnn_dims(pr.x, a.layout, promote), y = cudnn_dims(pr.out, a.layout, promote);
+  const std::vector<int> xd = ints(x.dims), xs = ints(x.strides), yd = ints(y.dims), ys = ints(y.strides);
   // Filters take dims (K, C, spatial...) and a format: NHWC stores them KRSC.
-  const std::vector<int> w = nd_desc(pr.w, a.layout, promote).dims;
+  const std::vector<int> w = ints(cudnn_dims(pr.w, a.layout, promote).dims);
   const cudnnTensorFormat_t w_format = a.layout == Layout::kChannelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   // Attribute lists have no (N, C) prefix: the unit height goes first.
   auto attr = [&](const std::vector<int64_t>& v, int fill) {
@@ -173,9 +193,9 @@ Status ConvPlan::describe(const ConvProblem& pr) {
   };
   const std::vector<int> pads = attr(a.pad_before, 0), strides = attr(a.stride, 1), dilations = attr(a.dilation, 1);
   TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&x_));
-  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(x_, t, static_cast<int>(x.dims.size()), x.dims.data(), x.strides.data()));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(x_, t, static_cast<int>(xd.size()), xd.data(), xs.data()));
   TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&y_));
-  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(y_, t, static_cast<int>(y.dims.size()), y.dims.data(), y.strides.data()));
+  TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(y_, t, static_cast<int>(yd.size()), yd.data(), ys.data()));
   TRIPY_CUDA_TRY(cudnnCreateFilterDescriptor(&w_));
   TRIPY_CUDA_TRY(cudnnSetFilterNdDescriptor(w_, t, w_format, static_cast<int>(w.size()), w.data()));
   TRIPY_CUDA_TRY(cudnnCreateConvolutionDescriptor(&conv_));
@@ -184,111 +204,65 @@ Status ConvPlan::describe(const ConvProblem& pr) {
   TRIPY_CUDA_TRY(cudnnSetConvolutionGroupCount(conv_, static_cast<int>(a.groups)));
   // float32 keeps full FP32 arithmetic (no TF32), as the GEMMs do; narrow floats use tensor cores.
   TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, pr.dtype == DType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-  // cudnnConvolutionBiasActivationForward: y = relu(conv(x) + alpha2 * z + bias). Its identity
-  // mode is limited to one algorithm, so only relu epilogues are fused.
-  fused_ = !a.transposed && a.activation == Activation::kRelu;
-  if (fused_) {
-    // (1, O, 1, 1) in the output's layout.
-    std::vector<int64_t> b(y.dims.size(), 1);
-    b[1] = y.dims[1];
-    const NdDesc bd = nd_desc(from_channels_first(a.layout, b), a.layout, false);
-    TRIPY_CUDA_TRY(cudnnCreateTensorDescriptor(&bias_));
-    TRIPY_CUDA_TRY(cudnnSetTensorNdDescriptor(bias_, t, static_cast<int>(bd.dims.size()), bd.dims.data(), bd.strides.data()));
-    TRIPY_CUDA_TRY(cudnnCreateActivationDescriptor(&relu_));
-    TRIPY_CUDA_TRY(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-  }
   return ok_status();
 }
 
-Status ConvPlan::choose(const ConvAlgo* stored) {
+Status ConvPlan::choose_legacy(const ConvAlgo* stored) {
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
-  const bool transposed = problem_.attrs.transposed;
   auto workspace = [&](int algo, size_t* bytes) {
-    return transposed ? api().cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, x_, conv_, y_,
-                                                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes)
-                      : api().cudnnGetConvolutionForwardWorkspaceSize(h, x_, w_, conv_, y_,
-                                                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+    return api().cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, x_, conv_, y_,
+                                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
   };
-  if (stored && stored->size() == kAlgoBytes) {
-    int32_t v[4];
-    std::memcpy(v, stored->data(), sizeof(v));
-    size_t bytes = 0;
-    if (v[0] == static_cast<int32_t>(api().cudnnGetVersion()) &&
-        api().cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(v[2])) == CUDNN_STATUS_SUCCESS &&
-        workspace(v[1], &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kConvWorkspaceLimit) {
-      algo_ = v[1];
-      fused_ = fused_ && v[3] != 0;
-      workspace_bytes_ = bytes;
-      return ok_status();
-    }
+  int32_t v[kAlgoInts];
+  size_t bytes = 0;
+  if (read_conv_algo(stored, v) && v[1] == kConvLegacy &&
+      api().cudnnSetConvolutionMathType(conv_, static_cast<cudnnMathType_t>(v[3])) == CUDNN_STATUS_SUCCESS &&
+      workspace(v[2], &bytes) == CUDNN_STATUS_SUCCESS && bytes <= kConvWorkspaceLimit) {
+    algo_ = v[2];
+    workspace_bytes_ = bytes;
+    return ok_status();
   }
   // cuDNN's heuristic: the first choice that runs here within the workspace limit.
   constexpr int kCount = 8;
   int found = 0;
-  if (transposed) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
-    TRIPY_CUDA_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, x_, conv_, y_, kCount, &found, perf));
-    for (int i = 0; i < found; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
-      algo_ = perf[i].algo;
-      TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, perf[i].mathType));
-      break;
-    }
-  } else {
-    cudnnConvolutionFwdAlgoPerf_t perf[kCount];
-    TRIPY_CUDA_TRY(cudnnGetConvolutionForwardAlgorithm_v7(h, x_, w_, conv_, y_, kCount, &found, perf));
-    for (int i = 0; i < found; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
-      algo_ = perf[i].algo;
-      TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, perf[i].mathType));
-      break;
-    }
+  cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
+  TRIPY_CUDA_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, x_, conv_, y_, kCount, &found, perf));
+  for (int i = 0; i < found; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kConvWorkspaceLimit) continue;
+    algo_ = perf[i].algo;
+    TRIPY_CUDA_TRY(cudnnSetConvolutionMathType(conv_, perf[i].mathType));
+    break;
   }
-  return check(workspace(algo_, &workspace_bytes_), "cudnnGet*WorkspaceSize");
+  return check(workspace(algo_, &workspace_bytes_), "cudnnGetConvolutionBackwardDataWorkspaceSize");
 }
 
 StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, const ConvAlgo* stored, CUstream stream) {
+  (void)stream;
   std::unique_ptr<ConvPlan> plan(new ConvPlan());
-  TRIPY_RETURN_IF_ERROR(plan->describe(pr));
-  TRIPY_RETURN_IF_ERROR(plan->choose(stored));
-  if (plan->fused_ && !pr.attrs.has_bias) {
-    TRIPY_ASSIGN_OR_RETURN(plan->zero_bias_,
-                           empty_device(pr.dtype, {to_channels_first(pr.attrs.layout, pr.out)[1]}, stream));
-    TRIPY_CUDA_TRY(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(plan->zero_bias_.data()), 0,
-                                   static_cast<size_t>(plan->zero_bias_.nbytes()), stream));
+  plan->problem_ = pr;
+  if (pr.attrs.transposed) {
+    TRIPY_RETURN_IF_ERROR(plan->describe_legacy());
+    TRIPY_RETURN_IF_ERROR(plan->choose_legacy(stored));
+    return plan;
   }
+  TRIPY_RETURN_IF_ERROR(plan->create_graph(stored));
+  plan->fused_ = plan->graph_->fused();
+  plan->workspace_bytes_ = plan->graph_->workspace_bytes();
   return plan;
 }
 
 Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr residual, CUdeviceptr y,
                      CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) {
+  if (graph_) return graph_->run(x, w, bias, residual, y, workspace, stream);
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   const float one = 1.0f, zero = 0.0f;
-  auto* ws = reinterpret_cast<void*>(workspace);
-  auto* px = reinterpret_cast<const void*>(x);
-  auto* pw = reinterpret_cast<const void*>(w);
-  auto* py = reinterpret_cast<void*>(y);
-  if (problem_.attrs.transposed) {
-    // The transposed convolution is the forward one's input gradient: x plays dy, y plays dx.
-    return TRIPY_CUDA(cudnnConvolutionBackwardData(h, &one, w_, pw, x_, px, conv_,
-                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_), ws,
-                                                   workspace_bytes, &zero, y_, py));
-  }
-  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo_);
-  if (fused_) {
-    const float alpha2 = residual ? 1.0f : 0.0f;
-    const void* z = residual ? reinterpret_cast<const void*>(residual) : py;
-    const void* b = bias ? reinterpret_cast<const void*>(bias) : zero_bias_.data();
-    cudnnStatus_t r = api().cudnnConvolutionBiasActivationForward(h, &one, x_, px, w_, pw, conv_, algo, ws,
-                                                                  workspace_bytes, &alpha2, y_, z, bias_, b, relu_,
-                                                                  y_, py);
-    if (r == CUDNN_STATUS_SUCCESS) return ok_status();
-    // A combination this cuDNN does not fuse: from now on the caller runs the epilogue.
-    if (r != CUDNN_STATUS_NOT_SUPPORTED && r != CUDNN_STATUS_BAD_PARAM) return check(r, "cudnnConvolutionBiasActivationForward");
-    fused_ = false;
-  }
-  return TRIPY_CUDA(cudnnConvolutionForward(h, &one, x_, px, w_, pw, conv_, algo, ws, workspace_bytes, &zero, y_, py));
+  // The transposed convolution is the forward one's input gradient: x plays dy, y plays dx.
+  return TRIPY_CUDA(cudnnConvolutionBackwardData(h, &one, w_, reinterpret_cast<const void*>(w), x_,
+                                                 reinterpret_cast<const void*>(x), conv_,
+                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_),
+                                                 reinterpret_cast<void*>(workspace), workspace_bytes, &zero, y_,
+                                                 reinterpret_cast<void*>(y)));
 }
 
 }  // namespace tripy::rt::cuda

@@ -1,8 +1,8 @@
 // kConv on the GPU: cuDNN's convolution (forward, or backward-data for transposed convolutions),
 // channels-first (NCHW) or channels-last (NHWC activations, KRSC weights: what its tensor-core
-// kernels read), with the algorithm chosen by timing at build time (per layout), relu/bias/residual fused through
-// cudnnConvolutionBiasActivationForward where it can be, and our own module (a direct
-// convolution and an epilogue, cuda_conv_kernels.cc) for the rest and as the fallback.
+// kernels read), with the engine chosen by timing at build time (per layout), relu/bias/residual
+// fused into cuDNN's graph where that times faster (cuda_conv_graph.h), and our own module (a
+// direct convolution and an epilogue, cuda_conv_kernels.cc) for the rest and as the fallback.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,25 @@ Launch plan_conv_launch(const Kernel& k, const ConvProblem& pr, CUfunction fn, b
 // sizes that fit its int fields. `why` says why not.
 bool cudnn_usable(const ConvProblem& pr, std::string* why = nullptr);
 
-// A tuned choice: {cuDNN version, algorithm, math type} as bytes, stored with the executable.
+// A tensor as cuDNN's descriptors take it: dims channels-first (N, C, spatial...) and the element
+// strides of our storage along them. cuDNN wants 4-D or more: `promote` turns a 1-D convolution's
+// tensor into a 2-D one over a unit height (its stride spans the width, so it stays packed).
+struct CudnnDims {
+  std::vector<int64_t> dims, strides;
+};
+CudnnDims cudnn_dims(const std::vector<int64_t>& stored, Layout layout, bool promote);
+cudnnDataType_t cudnn_type(DType t);
+
+// A tuned choice, stored with the executable as kAlgoInts int32: {cuDNN version, kind, a, b, c}.
+//   kind kConvGraph:  forward, graph API; a: the engine's rank in the heuristic's list, b: its global
+//                     index, c: whether the graph includes the epilogue.
+//   kind kConvLegacy: transposed, legacy backward-data; a: algorithm, b: math type.
 using ConvAlgo = std::vector<uint8_t>;
+enum ConvAlgoKind : int32_t { kConvLegacy = 1, kConvGraph = 2 };
+inline constexpr int kAlgoInts = 5;
+inline constexpr int kAlgoBytes = kAlgoInts * 4;
+
+class ConvGraph;
 
 class ConvPlan {
  public:
@@ -43,7 +60,7 @@ class ConvPlan {
   ConvPlan(const ConvPlan&) = delete;
   ConvPlan& operator=(const ConvPlan&) = delete;
 
-  // `stored`: a tuned algorithm (used when this cuDNN accepts it here, else its heuristic's).
+  // `stored`: a tuned choice (used when this cuDNN and GPU offer it here, else the heuristic's).
   static StatusOr<std::unique_ptr<ConvPlan>> create(const ConvProblem& pr, const ConvAlgo* stored, CUstream stream);
   size_t workspace_bytes() const { return workspace_bytes_; }
   // Whether cuDNN also applies the epilogue (relu, bias, residual); else the caller launches it.
@@ -53,29 +70,29 @@ class ConvPlan {
 
  private:
   ConvPlan() = default;
-  Status describe(const ConvProblem& pr);
-  Status choose(const ConvAlgo* stored);
+  Status create_graph(const ConvAlgo* stored);
+  Status describe_legacy();
+  Status choose_legacy(const ConvAlgo* stored);
 
   ConvProblem problem_;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
+  std::unique_ptr<ConvGraph> graph_;  // forward convolutions
+  // Transposed convolutions: the legacy API's backward-data.
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
-  cudnnActivationDescriptor_t relu_ = nullptr;
   int algo_ = 0;
   size_t workspace_bytes_ = 0;
   bool fused_ = false;
-  Tensor zero_bias_;  // the fused call needs a bias: zeros when the kernel has none
   friend StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
-  friend Status time_fused(ConvPlan& plan, const ConvProblem& pr, const cudnnConvolutionFwdAlgoPerf_t* perf,
-                           int found, const std::vector<CUdeviceptr>& ptrs, CUstream stream, int32_t* choice);
 };
+
+// Reads a stored choice: false when it is not kAlgoBytes long or comes from another cuDNN version.
+bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]);
 
 // (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: build/cuda_tuning.h.)
 std::string cudnn_version();
 // The process-wide cuDNN handle (kUnavailable when cuDNN could not be loaded).
 StatusOr<cudnnHandle_t> cudnn_handle();
-// A ConvAlgo's size: {cuDNN version, algorithm, math type, fused} as int32.
-inline constexpr int kAlgoBytes = 16;
 
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 

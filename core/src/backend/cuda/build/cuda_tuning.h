@@ -16,8 +16,8 @@ namespace tripy::rt::cuda {
 // Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
 StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, CUfunction fill_fn, CUstream stream);
 
-// Times cuDNN's algorithms on pseudo-random data of the problem's size (cudnnFind*Ex); returns
-// the fastest that fits kConvWorkspaceLimit.
+// Times cuDNN's engines (graph API; legacy algorithms for transposed convolutions) on
+// pseudo-random data of the problem's size; returns the fastest that fits kConvWorkspaceLimit.
 StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
 
 // One device buffer of `dtype` per entry of `elements` (at least one element each), filled by
