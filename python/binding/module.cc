@@ -64,10 +64,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
   // (int8, float8): the low-precision GEMMs that quantize/dequantize around a matmul compile to on
   // `device` (tests ask, since a GPU's architecture decides).
-  m.def("_low_precision_gemms", [](const std::string& device) {
+  m.def("_low_precision_gemms", [](const std::string& device) -> py::tuple {
     tripy::rt::Backend* b = tripy::rt::backend_for(tripy::binding::parse_device(device).kind);
     if (b == nullptr || !b->available()) return py::make_tuple(false, false);
     const tripy::rt::LowPrecisionGemms g = b->low_precision_gemms();
-    return py::make_tuple(g.int8, g.float8);
+    return py::make_tuple(bool{g.int8}, bool{g.float8});
   });
 }

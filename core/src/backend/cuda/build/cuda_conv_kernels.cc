@@ -27,10 +27,44 @@ DEVI void st(H* p, i64 i, float v) { p[i].v = f2h(v); }
 DEVI float ld(const B* p, i64 i) { return b2f(p[i].v); }
 DEVI void st(B* p, i64 i, float v) { p[i].v = f2b(v); }
 
+// The epilogue alone, in place on `out`, 16 bytes per thread: channels-last vectors run along the
+// channels (O a multiple of the vector), channels-first ones along the positions (spatial size a
+// multiple). One index division per vector instead of three per element (the per-element path ran
+// a batch-32 ResNet-50's epilogues at a fifth of the memory bandwidth). False when neither fits.
+template <class T> DEVI bool epilogue_vectors(const ConvArgs& a) {
+  constexpr int V = 16 / sizeof(T);
+  const i64 spatial = a.on[0] * a.on[1] * a.on[2];
+  const i64 run = a.channels_last ? a.O : spatial;
+  if (run % V != 0 || ((a.out | a.bias | a.res) & 15) != 0) return false;
+  typedef Pack<T, V> P;
+  P* out = (P*)a.out;
+  const T* bias = (const T*)a.bias;
+  const P* res = (const P*)a.res;
+  const i64 total = a.N * a.O * spatial / V, per_run = run / V;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+    // channels-last: vector i holds channels o0..o0+V-1; channels-first: channel o0 throughout.
+    const i64 o0 = a.channels_last ? (i % per_run) * V : (i / per_run) % a.O;
+    P y = out[i];
+    P r;
+    if (res) r = res[i];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      float acc = ld(y.v, e);
+      if (bias) acc += ld(bias, a.channels_last ? o0 + e : o0);
+      if (res) acc += ld(r.v, e);
+      st(y.v, e, activate(a.act, acc));
+    }
+    out[i] = y;
+  }
+  return true;
+}
+
 // One thread per output element in storage order (grid-stride): out[n, o, p] = act(sum + bias[o]
 // + res[n, o, p]), the sum over the group's channels and the kernel taps, accumulated in float32.
 // Forward reads x at p * s - lo + k * d; transposed gathers the x whose scatter lands on p.
 template <class T> DEVI void conv_body(const ConvArgs& a) {
+  if (a.mode == 1 && epilogue_vectors<T>(a)) return;
   T* out = (T*)a.out;
   const T* x = (const T*)a.x;
   const T* w = (const T*)a.w;
