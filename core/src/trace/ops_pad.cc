@@ -4,8 +4,8 @@
 // what the compiler cannot prove (a width not negative, a reflection that fits) is checked at run
 // time with the user's line.
 #include <cmath>
-#include <sstream>
 
+#include "common/number_text.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {
@@ -37,10 +37,8 @@ Status infer_pad(InferCtx& ctx) {
         return ctx.error("pad: padding sizes must be non-negative, but got: " + pairs_str(a.starts, a.limits) + ".");
   const DType dt = ctx.in()[0]->dtype;
   if (a.mode == "constant" && !(dtype_bit(dt) & kFloats) && a.value != std::trunc(a.value)) {
-    std::ostringstream value;
-    value << a.value;
     return ctx.error("pad: cannot fill a " + std::string(dtype_name(dt)) + " tensor with the float value " +
-                     value.str() + ".");
+                     number_text(a.value) + ".");
   }
   Shape out = in;
   for (size_t d = 0; d < in.size(); ++d) {

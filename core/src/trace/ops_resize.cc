@@ -5,8 +5,8 @@
 // and the run-time size, in exact int32 arithmetic with float32 fractions.
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
+#include "common/number_text.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {
@@ -18,10 +18,7 @@ constexpr double kCubicA = -0.75;  // the Keys kernel coefficient PyTorch and Op
 std::string scales_str(const std::vector<double>& v) {
   std::string s = "(";
   for (size_t i = 0; i < v.size(); ++i) {
-    std::ostringstream one;
-    one << v[i];
-    if (v[i] == std::floor(v[i]) && std::isfinite(v[i])) one << ".0";
-    s += (i ? ", " : "") + one.str();
+    s += (i ? ", " : "") + number_text(v[i]);
   }
   return s + (v.size() == 1 ? ",)" : ")");
 }
