@@ -266,6 +266,11 @@ inline std::vector<std::pair<std::string, ConvSpec>> conv_specs() {
   up.has_bias = true;
   cs.push_back({"conv_transposed", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up}});
   cs.push_back({"conv_transposed_f16", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up, H}});
+  // A bottleneck's last convolution: channels-last, the CUDA backend may run it as one GEMM.
+  ConvAttrs pointwise = conv_attrs({1, 1}, {0, 0}, {0, 0}, {1, 1}, 1);
+  pointwise.has_bias = pointwise.has_residual = true;
+  pointwise.activation = Activation::kRelu;
+  cs.push_back({"conv_1x1_bias_add_relu_f16", ConvSpec{{2, 16, 6, 6}, {32, 16, 1, 1}, {2, 32, 6, 6}, pointwise, H}});
   return cs;
 }
 

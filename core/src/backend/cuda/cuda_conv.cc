@@ -59,9 +59,31 @@ CudnnDims cudnn_dims(const std::vector<int64_t>& stored, Layout layout, bool pro
 }
 
 bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]) {
-  if (!stored || stored->size() != kAlgoBytes) return false;
+  if (!stored || stored->size() < kAlgoBytes) return false;
   std::memcpy(out, stored->data(), kAlgoBytes);
   return out[0] == static_cast<int32_t>(api().cudnnGetVersion());
+}
+
+std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr) {
+  const ConvAttrs& a = pr.attrs;
+  if (a.transposed || a.groups != 1 || a.layout != Layout::kChannelsLast) return std::nullopt;
+  if (a.activation != Activation::kNone && a.activation != Activation::kRelu) return std::nullopt;
+  for (size_t i = 0; i < a.stride.size(); ++i)
+    if (a.stride[i] != 1 || a.pad_before[i] != 0 || a.pad_after[i] != 0) return std::nullopt;
+  // Stored channels-last: x (N, spatial..., C), w (O, taps..., C), out (N, spatial..., O).
+  for (size_t i = 1; i + 1 < pr.w.size(); ++i)
+    if (pr.w[i] != 1) return std::nullopt;
+  DotProblem d;
+  d.dtype = d.operand = pr.dtype;
+  d.trans_a = true;  // the weight stored [O, C]
+  d.m = pr.w.front();
+  d.k = pr.w.back();
+  d.n = numel_of(pr.out) / d.m;
+  d.bias = a.has_bias;
+  d.residual = a.has_residual;
+  d.activation = a.activation;
+  if (d.m * d.n * d.k == 0) return std::nullopt;
+  return d;
 }
 
 std::string ConvProblem::key() const {
@@ -240,6 +262,18 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, cons
   (void)stream;
   std::unique_ptr<ConvPlan> plan(new ConvPlan());
   plan->problem_ = pr;
+  int32_t v[kAlgoInts];
+  const std::optional<DotProblem> gemm = conv_gemm_problem(pr);
+  if (gemm && read_conv_algo(stored, v) && v[1] == kConvGemm) {
+    const AlgoBytes algo(stored->begin() + kAlgoBytes, stored->end());
+    auto dot = DotPlan::create(*gemm, &algo, 16, kDotWorkspaceBytes);
+    if (dot.ok()) {
+      plan->gemm_ = std::move(dot.value());
+      plan->fused_ = true;
+      plan->workspace_bytes_ = kDotWorkspaceBytes;
+      return plan;
+    }
+  }
   if (pr.attrs.transposed) {
     TRIPY_RETURN_IF_ERROR(plan->describe_legacy());
     TRIPY_RETURN_IF_ERROR(plan->choose_legacy(stored));
@@ -254,6 +288,13 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, cons
 Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr residual, CUdeviceptr y,
                      CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) {
   if (graph_) return graph_->run(x, w, bias, residual, y, workspace, stream);
+  if (gemm_) {
+    // The plan assumed 16-byte alignment (cuBLASLt's fast kernels); an unaligned operand fails
+    // here and the caller falls back to our kernel.
+    for (CUdeviceptr p : {x, w, bias, residual, y})
+      if (p % 16 != 0) return Status(StatusCode::kUnavailable, "an operand is not 16-byte aligned");
+    return gemm_->run(w, x, bias, y, workspace, std::min(workspace_bytes, kDotWorkspaceBytes), stream, residual);
+  }
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   const float one = 1.0f, zero = 0.0f;

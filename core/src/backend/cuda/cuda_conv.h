@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_launch.h"
 #include "runtime/program.h"
 
@@ -47,8 +48,10 @@ cudnnDataType_t cudnn_type(DType t);
 //   kind kConvGraph:  forward, graph API; a: the engine's rank in the heuristic's list, b: its global
 //                     index, c: whether the graph includes the epilogue.
 //   kind kConvLegacy: transposed, legacy backward-data; a: algorithm, b: math type.
+//   kind kConvGemm:   a 1x1 convolution as one cuBLASLt GEMM (conv_gemm_problem); the cuBLASLt
+//                     algorithm's bytes follow the five ints.
 using ConvAlgo = std::vector<uint8_t>;
-enum ConvAlgoKind : int32_t { kConvLegacy = 1, kConvGraph = 2 };
+enum ConvAlgoKind : int32_t { kConvLegacy = 1, kConvGraph = 2, kConvGemm = 3 };
 inline constexpr int kAlgoInts = 5;
 inline constexpr int kAlgoBytes = kAlgoInts * 4;
 
@@ -76,6 +79,7 @@ class ConvPlan {
 
   ConvProblem problem_;
   std::unique_ptr<ConvGraph> graph_;  // forward convolutions
+  std::unique_ptr<DotPlan> gemm_;     // or a 1x1 one as a GEMM
   // Transposed convolutions: the legacy API's backward-data.
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
@@ -86,8 +90,16 @@ class ConvPlan {
   friend StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
 };
 
-// Reads a stored choice: false when it is not kAlgoBytes long or comes from another cuDNN version.
+// Reads a stored choice's ints: false when it is shorter than kAlgoBytes or comes from another
+// cuDNN version.
 bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]);
+
+// A channels-last 1x1 convolution (stride 1, no padding, one group) with a relu-or-none epilogue
+// is one GEMM: out[N*spatial, O] = x[N*spatial, C] . w[O, C]^T + bias + residual, relu, which
+// cuBLASLt runs with everything fused (the residual as C with beta = 1). Its operands, in
+// DotPlan::run's order: a = w, b = x, c = residual. nullopt where the convolution is not of that
+// form.
+std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr);
 
 // (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: build/cuda_tuning.h.)
 std::string cudnn_version();

@@ -262,14 +262,14 @@ StatusOr<std::vector<AlgoBytes>> DotPlan::candidates(const DotProblem& pr, size_
 }
 
 Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr d, CUdeviceptr workspace,
-                    size_t workspace_bytes, CUstream stream) const {
+                    size_t workspace_bytes, CUstream stream, CUdeviceptr c) const {
   TRIPY_ASSIGN_OR_RETURN(cublasLtHandle_t h, lt_handle());
   if (problem_.bias) {
     const void* bp = reinterpret_cast<const void*>(bias);
     TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
   // alpha and beta have the descriptor's scale type: int32 for int8 operands, else float.
-  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const float alpha_f = 1.0f, beta_f = problem_.residual ? 1.0f : 0.0f;
   const int32_t alpha_i = 1, beta_i = 0;
   const void* alpha = int_scale(problem_) ? static_cast<const void*>(&alpha_i) : &alpha_f;
   const void* beta = int_scale(problem_) ? static_cast<const void*>(&beta_i) : &beta_f;
@@ -286,7 +286,8 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
     auto* pa = reinterpret_cast<const void*>(a + problem_.offset_a[i] * eo);
     auto* pb = reinterpret_cast<const void*>(b + problem_.offset_b[i] * eo);
     auto* pd = reinterpret_cast<void*>(d + problem_.offset_c[i] * es);
-    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, alpha, pa, a_, pb, b_, beta, pd, c_, pd, c_, &algo_,
+    const void* pc = problem_.residual ? reinterpret_cast<const void*>(c + problem_.offset_c[i] * es) : pd;
+    TRIPY_CUDA_TRY(cublasLtMatmul(h, desc_, alpha, pa, a_, pb, b_, beta, pc, c_, pd, c_, &algo_,
                                   reinterpret_cast<void*>(workspace), workspace_bytes, stream));
   }
   return ok_status();

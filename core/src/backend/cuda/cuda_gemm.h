@@ -39,8 +39,9 @@ class DotPlan {
   static StatusOr<std::vector<AlgoBytes>> candidates(const DotProblem& problem, size_t workspace_bytes,
                                                      int count);
 
+  // `c`: the residual a problem with `residual` adds (read through D's layout).
   Status run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr d, CUdeviceptr workspace,
-             size_t workspace_bytes, CUstream stream) const;
+             size_t workspace_bytes, CUstream stream, CUdeviceptr c = 0) const;
 
   int alignment() const { return alignment_; }
   const DotProblem& problem() const { return problem_; }

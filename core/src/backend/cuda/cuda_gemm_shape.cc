@@ -8,7 +8,8 @@ std::string DotProblem::key() const {
                   std::to_string(trans_a) +
                   std::to_string(trans_b) + ":" + std::to_string(m) + "x" + std::to_string(n) + "x" +
                   std::to_string(k) + ":" + std::to_string(batch) + "," + std::to_string(stride_a) + "," +
-                  std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation));
+                  std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation)) +
+                  std::to_string(residual);
   return s;
 }
 
@@ -135,7 +136,7 @@ std::vector<GemmCall> row_phase_calls(const DotProblem& pr) {
   const int64_t es = dtype_size(pr.dtype), P = 16 / es;
   if (pr.quantized()) return {};  // aligned by construction (flat::quantized_dot checks N)
   if (pr.batch != 1 || pr.offset_a.size() != 1 || pr.offset_a[0] || pr.offset_b[0] || pr.offset_c[0]) return {};
-  if (pr.bias || !pr.trans_a || pr.trans_b) return {};
+  if (pr.bias || pr.residual || !pr.trans_a || pr.trans_b) return {};
   if ((pr.m * es) % 16 == 0 || (pr.k * es) % 16 != 0 || pr.m <= P || pr.n < 2 * P) return {};
   std::vector<GemmCall> calls;
   // Columns [0, P) of every row in place: leading dimension m (any alignment), P columns only.

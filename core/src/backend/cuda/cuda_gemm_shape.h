@@ -24,6 +24,8 @@ struct DotProblem {
   // Element offsets of A, B, C for each call (one entry unless batching is not uniform).
   std::vector<int64_t> offset_a{0}, offset_b{0}, offset_c{0};
   bool bias = false;
+  // C is a separate input (a convolution's residual) added before the epilogue: beta = 1.
+  bool residual = false;
   Activation activation = Activation::kNone;
   std::string key() const;  // identical problems are tuned once
 };

@@ -1,9 +1,11 @@
 // Convolution engine timing at build time; the runtime replays the stored choice.
 //   forward:    the graph API's candidates for the plain convolution (plus an estimate of our
 //               epilogue kernel) and, where there is a relu/bias/residual epilogue, for the graph
-//               that fuses it; the fastest wins.
+//               that fuses it, and for a 1x1 convolution cuBLASLt's GEMM with everything fused
+//               (conv_gemm_problem); the fastest wins.
 //   transposed: the legacy API's backward-data algorithms (cudnnFind*Ex).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cuda/build/cuda_tuning.h"
@@ -47,8 +49,9 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
   int32_t choice[kAlgoInts] = {static_cast<int32_t>(api().cudnnGetVersion()), kConvGraph, -1, -1, 0};
   const bool log = debug_level() >= 1;
   if (log) std::fprintf(stderr, "tripy: conv %s\n", pr.key().c_str());
-  TRIPY_ASSIGN_OR_RETURN(auto plain, ConvGraph::create(pr, false));
-  const Timed p = time_graph(*plain, ptrs, stream, timer);
+  // (A graph cuDNN cannot describe leaves the GEMM, where it applies, to compete alone.)
+  auto plain = ConvGraph::create(pr, false);
+  const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer) : Timed{};
   const ConvAttrs& a = pr.attrs;
   const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
   // Our epilogue kernel: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
@@ -69,12 +72,38 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
       std::fprintf(stderr, "tripy:   no fused graph: %s\n", fused.status().message().c_str());
     }
   }
-  if (choice[2] < 0) return Status(StatusCode::kUnavailable, "no cuDNN engine ran this convolution");
-  if (log)
-    std::fprintf(stderr, "tripy:   chose engine %d (rank %d) %s: %.4f ms\n", choice[3], choice[2],
-                 choice[4] ? "fused" : "plus our epilogue", best);
+  // TRIPY_CONV_GEMM=0 never runs a 1x1 convolution as a GEMM, =1 always where one runs (tests).
+  const char* force = std::getenv("TRIPY_CONV_GEMM");
+  const bool never = force && std::strcmp(force, "0") == 0, always = force && std::strcmp(force, "1") == 0;
+  if (always) best = 1e30;
+  AlgoBytes gemm;
+  const std::optional<DotProblem> dp = never ? std::nullopt : conv_gemm_problem(pr);
+  if (dp) {
+    auto cands = DotPlan::candidates(*dp, kDotWorkspaceBytes, 8);
+    for (size_t i = 0; cands.ok() && i < cands.value().size(); ++i) {
+      auto plan = DotPlan::create(*dp, &cands.value()[i], 256, kDotWorkspaceBytes);
+      if (!plan.ok()) continue;
+      const DotPlan& d = *plan.value();
+      auto run = [&] { return d.run(ptrs[1], ptrs[0], ptrs[4], ptrs[2], ptrs[3], kDotWorkspaceBytes, stream, ptrs[5]); };
+      if (!run().ok()) continue;
+      StatusOr<float> ms = timer.time(run, kReps, stream);
+      if (log && ms.ok()) std::fprintf(stderr, "tripy:   gemm candidate %zu: %f ms\n", i, ms.value() / kReps);
+      if (ms.ok() && ms.value() / kReps < best) {
+        best = ms.value() / kReps;
+        gemm = cands.value()[i];
+      }
+    }
+  }
+  if (choice[2] < 0 && gemm.empty()) return Status(StatusCode::kUnavailable, "no cuDNN engine ran this convolution");
+  if (!gemm.empty()) choice[1] = kConvGemm;
+  if (log) {
+    if (!gemm.empty()) std::fprintf(stderr, "tripy:   chose cuBLASLt's GEMM: %.4f ms\n", best);
+    else std::fprintf(stderr, "tripy:   chose engine %d (rank %d) %s: %.4f ms\n", choice[3], choice[2],
+                      choice[4] ? "fused" : "plus our epilogue", best);
+  }
   ConvAlgo out(kAlgoBytes);
   std::memcpy(out.data(), choice, kAlgoBytes);
+  out.insert(out.end(), gemm.begin(), gemm.end());
   return out;
 }
 

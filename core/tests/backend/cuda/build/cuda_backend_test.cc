@@ -114,6 +114,23 @@ TEST(CudaBackend, MatchesCpuOnEveryTestProgram) {
   }
 }
 
+// A channels-last 1x1 convolution with bias, residual and relu, forced through each route: one
+// cuBLASLt GEMM with the epilogue fused (the residual as C), and cuDNN plus our epilogue.
+TEST(CudaBackend, PointwiseConvolutionMatchesCpuAsGemmAndThroughCudnn) {
+  SKIP_WITHOUT_GPU();
+  for (const GpuCase& c : channels_last_conv_cases()) {
+    if (c.name != "conv_1x1_bias_add_relu_f16_channels_last") continue;
+    for (const char* force : {"1", "0"}) {
+      SCOPED_TRACE(std::string("TRIPY_CONV_GEMM=") + force);
+      setenv("TRIPY_CONV_GEMM", force, 1);
+      check_case(c);
+    }
+    unsetenv("TRIPY_CONV_GEMM");
+    return;
+  }
+  FAIL() << "the 1x1 case is missing";
+}
+
 TEST(CudaBackend, ForcedGraphReplayIsCorrectWithFreshInputs) {
   SKIP_WITHOUT_GPU();
   setenv("TRIPY_CUDA_GRAPHS", "1", 1);
