@@ -54,6 +54,27 @@ TEST(CudaConv, LaunchWordsRightAlignTheSpatialDims) {
   EXPECT_EQ(e.ptrs[2].word, 4);
 }
 
+TEST(CudaConv, OnlyChannelsLastPointwiseConvolutionsBecomeGemms) {
+  for (const GpuCase& c : channels_last_conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const auto gemm = rt::cuda::conv_gemm_problem(problem_of(c));
+    if (c.name != "conv_1x1_bias_add_relu_f16_channels_last") {
+      EXPECT_FALSE(gemm.has_value());  // 3x3, strided, grouped, GELU, transposed
+      continue;
+    }
+    ASSERT_TRUE(gemm.has_value());
+    // out (2*6*6, 32) = x (72, 16) . w (32, 16)^T in cuBLASLt's column-major names.
+    EXPECT_EQ(gemm->m, 32);
+    EXPECT_EQ(gemm->n, 72);
+    EXPECT_EQ(gemm->k, 16);
+    EXPECT_TRUE(gemm->trans_a && !gemm->trans_b);
+    EXPECT_TRUE(gemm->bias && gemm->residual);
+    EXPECT_EQ(gemm->activation, Activation::kRelu);
+    EXPECT_EQ(gemm->dtype, DType::kFloat16);
+  }
+  for (const GpuCase& c : conv_cases()) EXPECT_FALSE(rt::cuda::conv_gemm_problem(problem_of(c)).has_value()) << c.name;
+}
+
 TEST(CudaConv, CudnnIsDeclinedWhereItCannotServe) {
   std::string why;
   const GpuCase asym = conv_cases()[7];
