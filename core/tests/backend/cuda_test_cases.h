@@ -310,6 +310,9 @@ inline std::vector<GpuCase> pool_cases(Layout layout = Layout::kChannelsFirst) {
        pool_attrs(K::kAvg, {2, 2}, {2, 2}, {1, 1}, {1, 1}, false)},
       {"maxpool_i32_1d", DType::kInt32, {2, 5, 10}, {2, 5, 4}, pool_attrs(K::kMax, {3}, {2}, {0}, {0})},
       {"avgpool_3d", DType::kFloat32, {1, 2, 4, 4, 4}, {1, 2, 2, 2, 2}, pool_attrs(K::kAvg, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {0, 0, 0})},
+      // Channels a multiple of 16 bytes: the CUDA module's vector path when channels-last.
+      {"maxpool_f16_wide", DType::kFloat16, {2, 16, 9, 9}, {2, 16, 5, 5}, pool_attrs(K::kMax, {3, 3}, {2, 2}, {1, 1}, {1, 1})},
+      {"avgpool_f32_wide", DType::kFloat32, {1, 8, 7, 7}, {1, 8, 4, 4}, pool_attrs(K::kAvg, {2, 2}, {2, 2}, {1, 1}, {1, 1}, false)},
   };
   std::vector<GpuCase> cs;
   for (const Spec& s : specs) {
