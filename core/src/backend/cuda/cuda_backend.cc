@@ -74,9 +74,13 @@ class CudaBackend final : public Backend {
       modules->modules.push_back(mod);
     }
     LayoutFunctions fns;
+    // In the layout module, or (the gathers and updates, since they compile apart) another one.
     for (const std::string& name : layout_module_functions()) {
       CUfunction f = nullptr;
-      TRIPY_CUDA_TRY(cuModuleGetFunction(&f, modules->modules[art.layout_module], name.c_str()));
+      if (api().cuModuleGetFunction(&f, modules->modules[art.layout_module], name.c_str()) != CUDA_SUCCESS)
+        for (size_t m = 0; m < modules->modules.size() && !f; ++m)
+          if (api().cuModuleGetFunction(&f, modules->modules[m], name.c_str()) != CUDA_SUCCESS) f = nullptr;
+      if (!f) return Status(StatusCode::kDataLoss, "the executable's CUDA modules lack the layout function " + name);
       fns[name] = f;
     }
     std::vector<KernelCode> code(program->kernels.size());

@@ -48,7 +48,6 @@ std::string copy_function(int elem_size);                 // tripy_copy_<n>
 std::string gather_function(int elem_size, DType index);  // tripy_gather_<n>_<i32|i64>
 std::string update_function(int elem_size, DType index);  // tripy_update_<n>_<i32|i64> (update_slice rows)
 std::string gelu_function(DType t);                       // tripy_gelu_<f32|f16|bf16>
-std::string fill_function(DType t);                       // tripy_fill_<...>
 std::vector<std::string> layout_module_functions();
 
 }  // namespace tripy::rt::cuda

@@ -18,7 +18,6 @@ static const char* float_suffix(DType t) {
   return t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32";
 }
 std::string gelu_function(DType t) { return std::string("tripy_gelu_") + float_suffix(t); }
-std::string fill_function(DType t) { return std::string("tripy_fill_") + float_suffix(t); }
 
 std::vector<std::string> layout_module_functions() {
   std::vector<std::string> names;
@@ -28,10 +27,7 @@ std::vector<std::string> layout_module_functions() {
     for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(gather_function(s, t));
   for (int s : {1, 2, 4, 8})
     for (DType t : {DType::kInt32, DType::kInt64}) names.push_back(update_function(s, t));
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    names.push_back(gelu_function(t));
-    names.push_back(fill_function(t));
-  }
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) names.push_back(gelu_function(t));
   return names;
 }
 

@@ -28,8 +28,8 @@ class CudaBuilder final : public Builder {
     CudaArtifacts art;
     art.arch = dev->arch;
     art.cublaslt_version = cublaslt_version();
-    std::vector<std::string> sources{layout_module_source()}, names{"tripy_layout"};
-    std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}};
+    std::vector<std::string> sources{layout_module_source(), index_module_source()}, names{"tripy_layout", "tripy_index"};
+    std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}, {index_module_source(), 1}};
     art.layout_module = 0;
     bool has_dot = false, has_conv = false;
     for (const Kernel& k : program.kernels) {
@@ -80,20 +80,21 @@ class CudaBuilder final : public Builder {
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
-    // The layout module first: tuning fills its scratch operands with it. The other modules
-    // compile on other threads (NVRTC is CPU work) while tuning times GEMMs and convolutions on
-    // the GPU, so a cold build pays the longer of the two, not their sum.
-    TRIPY_ASSIGN_OR_RETURN(art.modules, compile_modules({sources[0]}, {names[0]}, dev->arch));
-    const std::vector<std::string> rest_sources(sources.begin() + 1, sources.end()), rest_names(names.begin() + 1, names.end());
-    std::future<StatusOr<std::vector<CompiledModule>>> rest = std::async(std::launch::async, [&] {
-      return compile_modules(rest_sources, rest_names, dev->arch, /*spare_cores=*/1);  // the tuner's
+    // The program's modules compile on other threads (NVRTC is CPU work) while tuning times
+    // GEMMs and convolutions on the GPU, so a cold build pays the longer of the two, not their
+    // sum. The tuner needs only its fill kernels: a small module compiled first, not stored.
+    std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
+      return compile_modules(sources, names, dev->arch, /*spare_cores=*/1);  // the tuner's
     });
     Status tuned = ok_status();
-    if ((has_dot || has_conv) && options.optimization_level >= 1) tuned = tune(program, art);
-    StatusOr<std::vector<CompiledModule>> compiled = rest.get();
+    if ((has_dot || has_conv) && options.optimization_level >= 1) {
+      auto fill = compile_modules({fill_module_source()}, {"tripy_fill"}, dev->arch);
+      tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
+    }
+    StatusOr<std::vector<CompiledModule>> compiled = modules.get();
     TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
     TRIPY_RETURN_IF_ERROR(tuned);
-    for (CompiledModule& m : compiled.value()) art.modules.push_back(std::move(m));
+    art.modules = std::move(compiled.value());
     return serialize_artifacts(art);
   }
 
@@ -102,13 +103,13 @@ class CudaBuilder final : public Builder {
   // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
   // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
   // library heuristic's choice.
-  Status tune(const Program& program, CudaArtifacts& art) {
-    CUmodule layout = nullptr;
-    TRIPY_CUDA_TRY(cuModuleLoadData(&layout, art.modules[art.layout_module].cubin.data()));
+  Status tune(const Program& program, const CompiledModule& fill_module, CudaArtifacts& art) {
+    CUmodule fills = nullptr;
+    TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
     CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr;
-    Status st = TRIPY_CUDA(cuModuleGetFunction(&fill_f32, layout, fill_function(DType::kFloat32).c_str()));
-    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, layout, fill_function(DType::kFloat16).c_str()));
-    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, layout, fill_function(DType::kBFloat16).c_str()));
+    Status st = TRIPY_CUDA(cuModuleGetFunction(&fill_f32, fills, fill_function(DType::kFloat32).c_str()));
+    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, fills, fill_function(DType::kFloat16).c_str()));
+    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, fills, fill_function(DType::kBFloat16).c_str()));
     std::vector<int64_t> slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     std::unordered_map<std::string, AlgoBytes> done;
@@ -143,7 +144,7 @@ class CudaBuilder final : public Builder {
       }
       art.algos[static_cast<int32_t>(i)] = it->second;
     }
-    (void)TRIPY_CUDA(cuModuleUnload(layout));
+    (void)TRIPY_CUDA(cuModuleUnload(fills));
     return st;
   }
 };

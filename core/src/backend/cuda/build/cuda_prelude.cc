@@ -176,6 +176,50 @@ extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
   for (i64 i = done + t0; i < a.n; i += step) ((unsigned char*)a.dst)[i] = ((const unsigned char*)a.src)[i];
 }
 
+// In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
+struct GeluArgs { i64 ptr, n, vec; };
+extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
+  float* p = (float*)a.ptr;
+  const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 done = 0;
+  if (a.vec) {
+    done = a.n / 4 * 4;
+    for (i64 v = t0; v < a.n / 4; v += step) {
+      Pack<float, 4> q = ((Pack<float, 4>*)p)[v];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) q.v[e] = act_gelu(q.v[e]);
+      ((Pack<float, 4>*)p)[v] = q;
+    }
+  }
+  for (i64 i = done + t0; i < a.n; i += step) p[i] = act_gelu(p[i]);
+}
+#define TRIPY_GELU16(name, LOAD, STORE) \
+  extern "C" __global__ void name(const GeluArgs a) { \
+    unsigned short* p = (unsigned short*)a.ptr; \
+    const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; \
+    i64 done = 0; \
+    if (a.vec) { \
+      done = a.n / 8 * 8; \
+      for (i64 v = t0; v < a.n / 8; v += step) { \
+        Pack<unsigned short, 8> q = ((Pack<unsigned short, 8>*)p)[v]; \
+        _Pragma("unroll") for (int e = 0; e < 8; ++e) q.v[e] = STORE(act_gelu(LOAD(q.v[e]))); \
+        ((Pack<unsigned short, 8>*)p)[v] = q; \
+      } \
+    } \
+    for (i64 i = done + t0; i < a.n; i += step) p[i] = STORE(act_gelu(LOAD(p[i]))); \
+  }
+TRIPY_GELU16(tripy_gelu_f16, h2f, f2h)
+TRIPY_GELU16(tripy_gelu_bf16, b2f, f2b)
+
+)CUDA";
+  return kSource;
+}
+
+// The index half of the layout functions (gathers, update_slices): a module of its own so the two
+// halves compile in parallel (NVRTC's time grows with the kernel count); load() looks layout
+// functions up in every module.
+const std::string& index_module_source() {
+  static const std::string kSource = device_prelude() + R"CUDA(
 // Run-time errors of gathers and update_slices (cuda_error_record.h): `claim` is a device word
 // that elects the first error; its winner writes {value, dim, rows} to the host-mapped record
 // `err`, fences to the system and writes its tag last, so the host never sees a tag without them.
@@ -243,41 +287,15 @@ TRIPY_UPDATE(2, unsigned short)
 TRIPY_UPDATE(4, unsigned)
 TRIPY_UPDATE(8, u64)
 
-// In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
-struct GeluArgs { i64 ptr, n, vec; };
-extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
-  float* p = (float*)a.ptr;
-  const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  i64 done = 0;
-  if (a.vec) {
-    done = a.n / 4 * 4;
-    for (i64 v = t0; v < a.n / 4; v += step) {
-      Pack<float, 4> q = ((Pack<float, 4>*)p)[v];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) q.v[e] = act_gelu(q.v[e]);
-      ((Pack<float, 4>*)p)[v] = q;
-    }
-  }
-  for (i64 i = done + t0; i < a.n; i += step) p[i] = act_gelu(p[i]);
+)CUDA";
+  return kSource;
 }
-#define TRIPY_GELU16(name, LOAD, STORE) \
-  extern "C" __global__ void name(const GeluArgs a) { \
-    unsigned short* p = (unsigned short*)a.ptr; \
-    const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; \
-    i64 done = 0; \
-    if (a.vec) { \
-      done = a.n / 8 * 8; \
-      for (i64 v = t0; v < a.n / 8; v += step) { \
-        Pack<unsigned short, 8> q = ((Pack<unsigned short, 8>*)p)[v]; \
-        _Pragma("unroll") for (int e = 0; e < 8; ++e) q.v[e] = STORE(act_gelu(LOAD(q.v[e]))); \
-        ((Pack<unsigned short, 8>*)p)[v] = q; \
-      } \
-    } \
-    for (i64 i = done + t0; i < a.n; i += step) p[i] = STORE(act_gelu(LOAD(p[i]))); \
-  }
-TRIPY_GELU16(tripy_gelu_f16, h2f, f2h)
-TRIPY_GELU16(tripy_gelu_bf16, b2f, f2b)
 
+// Build-time only: tuning fills its scratch operands with these. A module of its own, so the
+// tuner can start after compiling three small kernels instead of the whole layout module (which
+// then compiles beside the tuning, with the program's other modules).
+const std::string& fill_module_source() {
+  static const std::string kSource = device_prelude() + R"CUDA(
 // Deterministic pseudo-random values in [-1, 1): GEMM timing must not run on zeros.
 struct FillArgs { i64 ptr, n, seed; };
 DEVI float hash_unit(u64 x) {
@@ -301,6 +319,10 @@ extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
 }
 )CUDA";
   return kSource;
+}
+
+std::string fill_function(DType t) {
+  return std::string("tripy_fill_") + (t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32");
 }
 
 }  // namespace tripy::rt::cuda

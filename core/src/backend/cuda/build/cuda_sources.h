@@ -43,8 +43,15 @@ const std::string& device_prelude();
 // kInvalidArgument for fields that are not a JSON object).
 StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin);
 
-// The fixed layout module (cuda_prelude.cc); its functions are named in cuda_codegen.h.
+// The fixed layout modules (cuda_prelude.cc): copies and GELU, and gathers and update_slices;
+// their functions are named in cuda_codegen.h.
 const std::string& layout_module_source();
+const std::string& index_module_source();
+
+// The tuner's fill kernels (build time only): deterministic values in [-1, 1) for scratch
+// operands, so no candidate times on zeros, NaNs or denormals; tripy_fill_<f32|f16|bf16>.
+const std::string& fill_module_source();
+std::string fill_function(DType t);
 
 // The fixed convolution module and its function for a dtype (tripy_conv_<f32|f16|bf16>).
 const std::string& conv_module_source();

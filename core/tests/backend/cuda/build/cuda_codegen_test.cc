@@ -19,7 +19,9 @@ namespace {
 
 TEST(CudaCodegen, EveryTestKernelCompilesWithNvrtc) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  std::vector<std::string> sources{rt::cuda::layout_module_source()}, names{"layout"};
+  std::vector<std::string> sources{rt::cuda::layout_module_source(), rt::cuda::index_module_source(),
+                                   rt::cuda::fill_module_source()},
+      names{"layout", "index", "fill"};
   std::set<std::string> seen;
   for (const GpuCase& c : all_cases()) {
     for (const rt::Kernel& k : c.program.kernels) {
