@@ -101,6 +101,7 @@ trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
     else if (key == "value") a.value = v.cast<double>();
     else if (key == "axis") a.axis = v.cast<int64_t>();
     else if (key == "k") a.k = v.cast<int64_t>();
+    else if (key == "groups") a.groups = v.cast<int64_t>();
     else if (key == "keepdim") a.keepdim = v.cast<bool>();
     else if (key == "causal") a.causal = v.cast<bool>();
     else if (key == "mode") a.mode = v.cast<std::string>();

@@ -53,10 +53,14 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
       continue;
     }
     const trace::Attrs& a = n->attrs;
+    // Every attribute below is part of the key: a new one must join it, or two calls that differ
+    // only there would share a cached kernel.
+    static_assert(trace::kAttrCount == 19, "add the new Trace attribute to the eager cache key");
     key += n->def->name + '(';
     for (const auto& in : n->inputs) key += std::to_string(index.at(in.get())) + ',';
     key += ')';
     for (int64_t d : a.dims) append_raw(key, d);
+    key += std::to_string(a.dims.size()) + '\0';
     append_dims(key, a.shape);
     append_dims(key, a.starts);
     append_dims(key, a.limits);
@@ -64,6 +68,7 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.value);
     append_raw(key, a.axis);
     append_raw(key, a.k);
+    append_raw(key, a.groups);
     append_raw(key, a.keepdim);
     append_raw(key, a.causal);
     for (double v : a.scales) append_raw(key, v);

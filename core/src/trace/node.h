@@ -26,7 +26,8 @@ struct Attrs {
   Shape starts, limits, steps;
   double value = 0;  // fill value, eps, exponent
   int64_t axis = 0;
-  int64_t k = 0;  // topk: how many elements
+  int64_t k = 0;       // topk: how many elements
+  int64_t groups = 1;  // groupnorm: how many groups of channels
   bool keepdim = false;
   bool causal = false;  // attention: query i sees keys 0..i only
   std::string mode;     // pad: "constant" | "reflect"; resize: "nearest" | ...; checked by the op's rule

@@ -77,13 +77,15 @@ class LowerCtx {
 // them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
 // any other, so an attribute cannot be passed to an op that would silently ignore it.
 #define TRIPY_TRACE_ATTRS(X) \
-  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners)
+  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners) X(groups)
 using AttrSet = uint32_t;
 enum class AttrIndex {
 #define TRIPY_ATTR_INDEX(n) n,
   TRIPY_TRACE_ATTRS(TRIPY_ATTR_INDEX)
 #undef TRIPY_ATTR_INDEX
+  kCount
 };
+inline constexpr int kAttrCount = static_cast<int>(AttrIndex::kCount);
 namespace attr {
 #define TRIPY_ATTR_BIT(n) inline constexpr AttrSet n = 1u << static_cast<int>(AttrIndex::n);
 TRIPY_TRACE_ATTRS(TRIPY_ATTR_BIT)

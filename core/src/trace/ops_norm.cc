@@ -34,21 +34,21 @@ flat::ValueId standardize(LowerCtx& c, flat::ValueId x, const std::vector<int64_
   return c.ew(EwOp::kMul, {centered, inverse_root(c, var, s, dims)}, kStats);
 }
 
-std::vector<int64_t> trailing_dims(int64_t rank, int64_t count) {
-  std::vector<int64_t> dims;
-  for (int64_t i = rank - count; i < rank; ++i) dims.push_back(i);
-  return dims;
-}
-
-// --- LayerNorm and RMSNorm: over the last attrs.axis dims, then weight (and bias) ---------------
+// --- LayerNorm and RMSNorm: over attrs.dims (the trailing dims), then weight (and bias) --------
 
 Status infer_trailing_norm(InferCtx& ctx) {
   const std::string& what = ctx.node.def->display;
   const Shape& x = ctx.shape(0);
   const int64_t rank = static_cast<int64_t>(x.size());
-  const int64_t k = ctx.node.attrs.axis;
+  std::vector<int64_t>& dims = ctx.node.attrs.dims;
+  const int64_t k = static_cast<int64_t>(dims.size());
   if (k < 1 || k > rank)
     return ctx.error(what + " normalises " + std::to_string(k) + " dims of a rank " + std::to_string(rank) + " input.");
+  for (int64_t j = 0; j < k; ++j) {
+    TRIPY_ASSIGN_OR_RETURN(dims[j], normalize_dim(ctx, dims[j], rank));
+    if (dims[j] != rank - k + j)
+      return ctx.error(what + " normalises the trailing dims of its input, in order; got dims " + dims_str(dims) + ".");
+  }
   for (size_t i = 1; i < ctx.in().size(); ++i) {
     const Shape& p = ctx.shape(static_cast<int>(i));
     bool match = static_cast<int64_t>(p.size()) == k;
@@ -74,8 +74,7 @@ flat::ValueId affine(LowerCtx& c, flat::ValueId normed, flat::ValueId weight, fl
 
 StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
   flat::ValueId x = widen(c, c.in(0));
-  const auto dims = trailing_dims(static_cast<int64_t>(c.value(x).shape.size()), c.node().attrs.axis);
-  flat::ValueId y = affine(c, standardize(c, x, dims), c.in(1), c.in(2), "LayerNorm");
+  flat::ValueId y = affine(c, standardize(c, x, c.node().attrs.dims), c.in(1), c.in(2), "LayerNorm");
   return narrow_to(c, y, c.node().dtype);
 }
 
@@ -83,7 +82,7 @@ StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
 StatusOr<flat::ValueId> lower_rmsnorm(LowerCtx& c) {
   flat::ValueId x = widen(c, c.in(0));
   const Shape s = c.value(x).shape;
-  const auto dims = trailing_dims(static_cast<int64_t>(s.size()), c.node().attrs.axis);
+  const std::vector<int64_t>& dims = c.node().attrs.dims;
   flat::ValueId mean_square = mean_of(c, c.ew(EwOp::kMul, {x, x}, kStats), dims);
   flat::ValueId normed = c.ew(EwOp::kMul, {x, inverse_root(c, mean_square, s, dims)}, kStats);
   return narrow_to(c, affine(c, normed, c.in(1), -1, "RMSNorm"), c.node().dtype);
@@ -91,10 +90,10 @@ StatusOr<flat::ValueId> lower_rmsnorm(LowerCtx& c) {
 
 // --- GroupNorm and InstanceNorm: over groups of channels of (N, C, spatial...) ------------------
 
-// groupnorm: attrs.axis groups of C / groups channels each; instancenorm: one group per channel.
+// groupnorm: attrs.groups groups of C / groups channels each; instancenorm: one group per channel.
 // The weight and bias (each (C,)) say C.
 int64_t group_count(const Node& node) {
-  return node.def->name == "instancenorm" ? node.inputs[1]->shape[0].static_value() : node.attrs.axis;
+  return node.def->name == "instancenorm" ? node.inputs[1]->shape[0].static_value() : node.attrs.groups;
 }
 
 Status infer_group_norm(InferCtx& ctx) {
@@ -141,11 +140,12 @@ StatusOr<flat::ValueId> lower_group_norm(LowerCtx& c) {
 }  // namespace
 
 void register_norm_ops() {
-  // axis: how many trailing dims (LayerNorm, RMSNorm) or groups (GroupNorm); value: eps.
-  constexpr AttrSet kNorm = attr::axis | attr::value;
-  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_trailing_norm, lower_layernorm, kNorm, kNorm});
-  register_op({"rmsnorm", "RMSNorm", 2, 2, {kFloats}, true, infer_trailing_norm, lower_rmsnorm, kNorm, kNorm});
-  register_op({"groupnorm", "GroupNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm, kNorm, kNorm});
+  // dims: the normalized (trailing) dims; groups: GroupNorm's channel groups; value: eps.
+  constexpr AttrSet kTrailing = attr::dims | attr::value, kGroups = attr::groups | attr::value;
+  register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_trailing_norm, lower_layernorm, kTrailing,
+               kTrailing});
+  register_op({"rmsnorm", "RMSNorm", 2, 2, {kFloats}, true, infer_trailing_norm, lower_rmsnorm, kTrailing, kTrailing});
+  register_op({"groupnorm", "GroupNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm, kGroups, kGroups});
   register_op({"instancenorm", "InstanceNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm,
                attr::value, attr::value});
 }

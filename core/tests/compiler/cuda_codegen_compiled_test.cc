@@ -95,7 +95,7 @@ TEST(CudaCodegenCompiledDeep, SharedSubexpressionsStayLinear) {
   for (int i = 0; i < 40; ++i) x = op("mul", {x, x});
   generate_all(x);
   Attrs a;
-  a.axis = 1;
+  a.dims = {1};  // the normalized (trailing) dim
   a.value = 1e-5;
   generate_all(op("layernorm", {data({4, 8}), data({8}), data({8})}, a));
 }

@@ -67,4 +67,4 @@ class RMSNorm(Module):
     def forward(self, x):
         from tripy.frontend.trace_call import make
 
-        return make("rmsnorm", [x, self.weight], axis=len(self.normalized_shape), value=float(self.eps))
+        return make("rmsnorm", [x, self.weight], dims=list(range(-len(self.normalized_shape), 0)), value=float(self.eps))

@@ -55,7 +55,7 @@ class GroupNorm(Module):
         from tripy.frontend.trace_call import make
 
         # InstanceNorm's groups are its channels, which the core reads from the weight.
-        groups = {"axis": self.num_groups} if self._op == "groupnorm" else {}
+        groups = {"groups": self.num_groups} if self._op == "groupnorm" else {}
         return make(self._op, [x, self.weight, self.bias], value=float(self.eps), **groups)
 
 
