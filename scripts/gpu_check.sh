@@ -46,13 +46,19 @@ if step ctest; then
   run ctest ctest --test-dir build-gpu/core --output-on-failure -j8 --timeout 300
 fi
 if step pytest; then
-  # Five groups at once (the GPU machine has cores to spare; one run takes longer than a device
+  # Eight groups at once (the GPU machine has cores to spare; one run takes longer than a device
   # call may): each writes $LOG/pytest-N.log, and the step fails if any group does.
   pytest_groups() {
     local P=("$PY" -m pytest -q -rf --tb=short -p no:cacheprovider) pids=() rc=0 i=0
     "$PY" -c "import pytest_timeout" 2>/dev/null && P+=(--timeout=300)
+    # tests/frontend/ops alone took ~400 s in one process (NVRTC for every op x dtype case), so
+    # it is spread over four groups.
+    local ops=tests/frontend/ops
     local groups=(
-      "tests/frontend/ops"
+      "$(ls $ops/test_attention*.py | tr '\n' ' ')"
+      "$ops/test_op_matrix.py"
+      "$ops/test_ops_conformance.py"
+      "$(ls $ops/test_*.py | grep -v -e test_attention -e test_op_matrix.py -e test_ops_conformance.py | tr '\n' ' ')"
       "tests/frontend/modules $(ls tests/frontend/test_[a-d]*.py | tr '\n' ' ')"
       "$(ls tests/frontend/test_[e-z]*.py | tr '\n' ' ')"
       "$(ls tests/test_[a-f]*.py | tr '\n' ' ') tests/bench tests/tools tests/utils"
