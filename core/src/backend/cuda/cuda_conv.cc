@@ -171,19 +171,22 @@ ConvPlan::~ConvPlan() {
   if (conv_) (void)TRIPY_CUDA(cudnnDestroyConvolutionDescriptor(conv_));
 }
 
-// The stored engine when the heuristic still ranks it where tuning saw it; else the heuristic's
-// first that runs here, unfused (the epilogue kernel is a safe default; fusion is chosen by timing).
+// The stored engine: where the heuristic still ranks it as tuning saw it, else (other sizes of a
+// dynamic shape rank differently) its first configuration of the same engine. Failing both, the
+// heuristic's first that runs here, unfused (the epilogue kernel is the safe default; fusion is
+// chosen by timing).
 Status ConvPlan::create_graph(const ConvAlgo* stored) {
   int32_t v[kAlgoInts];
   if (read_conv_algo(stored, v) && v[1] == kConvGraph) {
     auto g = ConvGraph::create(problem_, v[4] != 0);
     if (g.ok()) {
       const std::vector<ConvEngine>& c = g.value()->candidates();
-      for (size_t i = 0; i < c.size(); ++i)
-        if (c[i].rank == v[2] && c[i].engine == v[3] && g.value()->select(i).ok()) {
-          graph_ = std::move(g.value());
-          return ok_status();
-        }
+      for (bool same_rank : {true, false})
+        for (size_t i = 0; i < c.size(); ++i)
+          if (c[i].engine == v[3] && (!same_rank || c[i].rank == v[2]) && g.value()->select(i).ok()) {
+            graph_ = std::move(g.value());
+            return ok_status();
+          }
     }
   }
   TRIPY_ASSIGN_OR_RETURN(graph_, ConvGraph::create(problem_, false));
