@@ -440,6 +440,9 @@ def main():
     if torch is not None and not env.torch_compile:
         why = "--no-torch-compile" if args.no_torch_compile else f"torch {torch.__version__} has no torch.compile"
         print(f"# torch.compile and torch.compile-ro skipped: {why}", flush=True)
+    if os.environ.get("TRIPY_DEBUG", "0") not in ("", "0"):
+        print("# TRIPY_DEBUG is set: Tripy's times include its logging (3-5x on small models); "
+              "unset it to measure", flush=True)
     if env.device == "cpu" and not env.quick and set(names) & set(MODELS):
         print("# on the CPU only the first size of each model runs (gpt2 B8x1024, llama-block B1x1024 and "
               "resnet50 B32 take minutes per call there)", flush=True)
