@@ -34,6 +34,11 @@ StatusOr<cudnnHandle_t> cudnn_handle() {
   return handle;
 }
 
+std::mutex& cudnn_call_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 namespace {
 
 bool cudnn_disabled() {
@@ -299,6 +304,7 @@ Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr
     return gemm_->run(w, x, bias, y, workspace, std::min(workspace_bytes, kDotWorkspaceBytes), stream, residual);
   }
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
+  std::lock_guard<std::mutex> lock(cudnn_call_mutex());
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   const float one = 1.0f, zero = 0.0f;
   // The transposed convolution is the forward one's input gradient: x plays dy, y plays dx.

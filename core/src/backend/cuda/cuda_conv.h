@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,9 @@ std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr);
 std::string cudnn_version();
 // The process-wide cuDNN handle (kUnavailable when cuDNN could not be loaded).
 StatusOr<cudnnHandle_t> cudnn_handle();
+// Held around cudnnSetStream and the call it is for: the handle is shared, and two programs
+// running on two threads must not enqueue on each other's stream.
+std::mutex& cudnn_call_mutex();
 
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 

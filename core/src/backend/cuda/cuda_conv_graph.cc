@@ -275,6 +275,7 @@ Status ConvGraph::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdevicept
     pack_ = std::move(pack);
     pack_ptrs_ = ptrs;
   }
+  std::lock_guard<std::mutex> lock(cudnn_call_mutex());
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   return TRIPY_CUDA(cudnnBackendExecute(h, plan_.get(), pack_.get()));
 }

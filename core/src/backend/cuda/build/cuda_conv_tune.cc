@@ -126,13 +126,17 @@ StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream
     return out;
   }
   TRIPY_ASSIGN_OR_RETURN(auto plan, ConvPlan::create(pr, nullptr, stream));
-  TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
   constexpr int kCount = 8;
   int found = 0;
   cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
-  TRIPY_CUDA_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
-      h, plan->w_, reinterpret_cast<void*>(ptrs[1]), plan->x_, reinterpret_cast<void*>(ptrs[0]), plan->conv_, plan->y_,
-      reinterpret_cast<void*>(ptrs[2]), kCount, &found, perf, reinterpret_cast<void*>(ptrs[3]), kConvWorkspaceLimit));
+  {
+    std::lock_guard<std::mutex> lock(cudnn_call_mutex());
+    TRIPY_CUDA_TRY(cudnnSetStream(h, stream));
+    TRIPY_CUDA_TRY(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        h, plan->w_, reinterpret_cast<void*>(ptrs[1]), plan->x_, reinterpret_cast<void*>(ptrs[0]), plan->conv_,
+        plan->y_, reinterpret_cast<void*>(ptrs[2]), kCount, &found, perf, reinterpret_cast<void*>(ptrs[3]),
+        kConvWorkspaceLimit));
+  }
   TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
   for (int i = 0; i < found; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kConvWorkspaceLimit) {
