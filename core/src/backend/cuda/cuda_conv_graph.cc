@@ -245,8 +245,10 @@ Status ConvGraph::select(size_t i) {
   int64_t bytes = 0, n = 0;
   TRIPY_CUDA_TRY(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
                                           &bytes));
+  // kUnavailable, not kResourceExhausted: the caller tries another engine rather than failing as if
+  // the GPU were out of memory.
   if (bytes < 0 || static_cast<size_t>(bytes) > kConvWorkspaceLimit)
-    return Status(StatusCode::kResourceExhausted, "the engine's workspace exceeds the limit");
+    return Status(StatusCode::kUnavailable, "the engine's workspace exceeds the 256 MiB limit");
   plan_ = std::move(plan);
   workspace_bytes_ = static_cast<size_t>(bytes);
   pack_ = CudnnDesc();
