@@ -76,8 +76,9 @@ class LowerCtx {
 // The attributes Trace ops take: the fields of trace::Attrs, named as the Python frontend hands
 // them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
 // any other, so an attribute cannot be passed to an op that would silently ignore it.
-#define TRIPY_TRACE_ATTRS(X) \
-  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners) X(groups)
+#define TRIPY_TRACE_ATTRS(X)                                                                          \
+  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) \
+  X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners) X(groups)
 using AttrSet = uint32_t;
 enum class AttrIndex {
 #define TRIPY_ATTR_INDEX(n) n,

@@ -55,8 +55,8 @@ StatusOr<CudnnDesc> pointwise(cudnnPointwiseMode_t mode, const CudnnDesc& x, con
 }
 
 template <typename Note>
-bool has_note(const CudnnDesc& engine, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t capacity,
-              Note note) {
+bool has_note(const CudnnDesc& engine, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+              int64_t capacity, Note note) {
   std::vector<Note> notes(static_cast<size_t>(capacity));
   int64_t n = 0;
   if (api().cudnnBackendGetAttribute(engine.get(), name, type, capacity, &n, notes.data()) != CUDNN_STATUS_SUCCESS)
@@ -168,7 +168,8 @@ Status ConvGraph::build(const ConvProblem& pr) {
         keep_.push_back(std::move(v));
         next = &keep_.back();
       }
-      TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, pointwise(steps[s].first, *cur, operand.get() ? &operand : nullptr, *next, keep_));
+      const CudnnDesc* b = operand.get() ? &operand : nullptr;
+      TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, pointwise(steps[s].first, *cur, b, *next, keep_));
       ops.push_back(std::move(op));
       if (operand.get()) keep_.push_back(std::move(operand));
       cur = next;
@@ -214,11 +215,12 @@ Status ConvGraph::rank_engines() {
       TRIPY_ASSIGN_OR_RETURN(CudnnDesc engine, CudnnDesc::make(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
       cudnnBackendDescriptor_t e = engine.get();
       int64_t n = 0;
-      if (api().cudnnBackendGetAttribute(configs_[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                         &n, &e) != CUDNN_STATUS_SUCCESS)
+      if (api().cudnnBackendGetAttribute(configs_[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) != CUDNN_STATUS_SUCCESS)
         continue;
       int64_t index = -1;
-      (void)api().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+      (void)api().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                           &index);
       if (has_note(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT,
                    CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION))
         continue;

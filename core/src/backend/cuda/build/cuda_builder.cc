@@ -28,7 +28,8 @@ class CudaBuilder final : public Builder {
     CudaArtifacts art;
     art.arch = dev->arch;
     art.cublaslt_version = cublaslt_version();
-    std::vector<std::string> sources{layout_module_source(), index_module_source()}, names{"tripy_layout", "tripy_index"};
+    std::vector<std::string> sources{layout_module_source(), index_module_source()};
+    std::vector<std::string> names{"tripy_layout", "tripy_index"};
     std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}, {index_module_source(), 1}};
     art.layout_module = 0;
     bool has_dot = false, has_conv = false;

@@ -84,7 +84,9 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
       auto plan = DotPlan::create(*dp, &cands.value()[i], 256, kDotWorkspaceBytes);
       if (!plan.ok()) continue;
       const DotPlan& d = *plan.value();
-      auto run = [&] { return d.run(ptrs[1], ptrs[0], ptrs[4], ptrs[2], ptrs[3], kDotWorkspaceBytes, stream, ptrs[5]); };
+      auto run = [&] {
+        return d.run(ptrs[1], ptrs[0], ptrs[4], ptrs[2], ptrs[3], kDotWorkspaceBytes, stream, ptrs[5]);
+      };
       if (!run().ok()) continue;
       StatusOr<float> ms = timer.time(run, kReps, stream);
       if (log && ms.ok()) std::fprintf(stderr, "tripy:   gemm candidate %zu: %f ms\n", i, ms.value() / kReps);
