@@ -42,12 +42,14 @@ struct FusedLayout {
 StatusOr<FusedLayout> analyze_fused(const Program& program, const Kernel& kernel);
 
 // The fixed layout module's functions (its source: build/cuda_sources.h, layout_module_source):
-// strided copies (transpose, slice, concat, copy), gather, update_slice, in-place erf-GELU and a
-// pseudo-random fill (for timing GEMMs on non-zero data).
+// strided copies (transpose, slice, concat, copy), gather, update_slice and in-place erf-GELU.
+// (The tuner's fill kernels are the build side's: build/cuda_sources.h.)
 std::string copy_function(int elem_size);                 // tripy_copy_<n>
 std::string gather_function(int elem_size, DType index);  // tripy_gather_<n>_<i32|i64>
 std::string update_function(int elem_size, DType index);  // tripy_update_<n>_<i32|i64> (update_slice rows)
 std::string gelu_function(DType t);                       // tripy_gelu_<f32|f16|bf16>
 std::vector<std::string> layout_module_functions();
+// "f32", "f16" or "bf16": the suffix of every per-float-dtype function name (GELU, fill, conv).
+const char* float_suffix(DType t);
 
 }  // namespace tripy::rt::cuda

@@ -14,7 +14,7 @@ std::string update_function(int elem_size, DType index) {
   return "tripy_update_" + std::to_string(elem_size) + (index == DType::kInt64 ? "_i64" : "_i32");
 }
 
-static const char* float_suffix(DType t) {
+const char* float_suffix(DType t) {
   return t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32";
 }
 std::string gelu_function(DType t) { return std::string("tripy_gelu_") + float_suffix(t); }

@@ -136,7 +136,7 @@ extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); 
 }
 
 std::string conv_function(DType t) {
-  return std::string("tripy_conv_") + (t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32");
+  return std::string("tripy_conv_") + float_suffix(t);
 }
 
 }  // namespace tripy::rt::cuda

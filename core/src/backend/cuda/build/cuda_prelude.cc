@@ -322,7 +322,7 @@ extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
 }
 
 std::string fill_function(DType t) {
-  return std::string("tripy_fill_") + (t == DType::kFloat16 ? "f16" : t == DType::kBFloat16 ? "bf16" : "f32");
+  return std::string("tripy_fill_") + float_suffix(t);
 }
 
 }  // namespace tripy::rt::cuda
