@@ -60,6 +60,12 @@ template <class F> DEVI i64 pool_window(const PoolArgs& a, i64 pos, F visit) {
   return a.include_pad ? full : real;
 }
 
+// A float window's running value (max: NaN wins; average: the sum) and its result.
+DEVI float pool_add(bool is_max, float acc, float x) { return is_max ? (x > acc || x != x ? x : acc) : acc + x; }
+DEVI float pool_result(bool is_max, float acc, i64 count) {
+  return is_max ? acc : count > 0 ? acc / (float)count : 0.0f;
+}
+
 // Channels-last with C a multiple of the vector: 16 bytes of channels per thread and window step,
 // one index division per vector (the per-element loop ran a batch-32 max pool at an eighth of the
 // memory bandwidth). False where that layout does not hold.
@@ -79,13 +85,12 @@ template <class T> DEVI bool pool_vectors(const PoolArgs& a) {
       const P v = src[j * cv];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const float x = ld(v.v, e);
-        acc[e] = a.is_max ? (x > acc[e] || x != x ? x : acc[e]) : acc[e] + x;
+        acc[e] = pool_add(a.is_max, acc[e], ld(v.v, e));
       }
     });
     P out;
 #pragma unroll
-    for (int e = 0; e < V; ++e) st(out.v, e, a.is_max ? acc[e] : count > 0 ? acc[e] / (float)count : 0.0f);
+    for (int e = 0; e < V; ++e) st(out.v, e, pool_result(a.is_max, acc[e], count));
     ((P*)a.out)[i] = out;
   }
   return true;
@@ -100,12 +105,8 @@ template <class T> DEVI void pool_float(const PoolArgs& a) {
     pool_locate(a, i, in_size, out_size, &pos, &base, &apart);
     const T* src = (const T*)a.x + base;
     float acc = a.is_max ? -__int_as_float(0x7f800000) : 0.0f;
-    const i64 count = pool_window(a, pos, [&](i64 j) {
-      const float v = ld(src, j * apart);
-      acc = a.is_max ? (v > acc || v != v ? v : acc) : acc + v;
-    });
-    if (!a.is_max) acc = count > 0 ? acc / (float)count : 0.0f;
-    st((T*)a.out, i, acc);
+    const i64 count = pool_window(a, pos, [&](i64 j) { acc = pool_add(a.is_max, acc, ld(src, j * apart)); });
+    st((T*)a.out, i, pool_result(a.is_max, acc, count));
   }
 }
 
