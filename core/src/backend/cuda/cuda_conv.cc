@@ -10,7 +10,6 @@
 #include <limits>
 #include <mutex>
 
-#include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_conv_graph.h"
 
 namespace tripy::rt::cuda {
@@ -266,8 +265,7 @@ Status ConvPlan::choose_legacy(const ConvAlgo* stored) {
   return check(workspace(algo_, &workspace_bytes_), "cudnnGetConvolutionBackwardDataWorkspaceSize");
 }
 
-StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, const ConvAlgo* stored, CUstream stream) {
-  (void)stream;
+StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, const ConvAlgo* stored) {
   std::unique_ptr<ConvPlan> plan(new ConvPlan());
   plan->problem_ = pr;
   int32_t v[kAlgoInts];
@@ -295,14 +293,16 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, cons
 
 Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr residual, CUdeviceptr y,
                      CUdeviceptr workspace, size_t workspace_bytes, CUstream stream) {
-  if (graph_) return graph_->run(x, w, bias, residual, y, workspace, stream);
-  if (gemm_) {
-    // The plan assumed 16-byte alignment (cuBLASLt's fast kernels); an unaligned operand fails
-    // here and the caller falls back to our kernel.
-    for (CUdeviceptr p : {x, w, bias, residual, y})
+  if (graph_ || gemm_) {
+    // Both routes were planned for 16-byte aligned operands (the graph declares it, cuBLASLt's
+    // fast kernels need it); an unaligned one fails here and the caller falls back to our kernel.
+    // Bias and residual count only where the route reads them (a fused epilogue).
+    for (CUdeviceptr p : {x, w, y, fused_ ? bias : 0, fused_ ? residual : 0})
       if (p % 16 != 0) return Status(StatusCode::kUnavailable, "an operand is not 16-byte aligned");
-    return gemm_->run(w, x, bias, y, workspace, std::min(workspace_bytes, kDotWorkspaceBytes), stream, residual);
   }
+  if (graph_) return graph_->run(x, w, bias, residual, y, workspace, stream);
+  if (gemm_)
+    return gemm_->run(w, x, bias, y, workspace, std::min(workspace_bytes, kDotWorkspaceBytes), stream, residual);
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   std::lock_guard<std::mutex> lock(cudnn_call_mutex());
   TRIPY_CUDA_TRY(cudnnSetStream(h, stream));

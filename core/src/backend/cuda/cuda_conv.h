@@ -65,7 +65,7 @@ class ConvPlan {
   ConvPlan& operator=(const ConvPlan&) = delete;
 
   // `stored`: a tuned choice (used when this cuDNN and GPU offer it here, else the heuristic's).
-  static StatusOr<std::unique_ptr<ConvPlan>> create(const ConvProblem& pr, const ConvAlgo* stored, CUstream stream);
+  static StatusOr<std::unique_ptr<ConvPlan>> create(const ConvProblem& pr, const ConvAlgo* stored);
   size_t workspace_bytes() const { return workspace_bytes_; }
   // Whether cuDNN also applies the epilogue (relu, bias, residual); else the caller launches it.
   bool fused() const { return fused_; }

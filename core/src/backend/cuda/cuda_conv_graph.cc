@@ -262,8 +262,6 @@ Status ConvGraph::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdevicept
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   if (!plan_.get()) return Status(StatusCode::kUnavailable, "no engine selected");
   const std::array<CUdeviceptr, 6> ptrs = {x, w, y, has_bias_ ? bias : 0, has_residual_ ? residual : 0, workspace};
-  for (size_t i = 0; i < 5; ++i)
-    if (ptrs[i] % kAlignment != 0) return Status(StatusCode::kUnavailable, "an operand is not 16-byte aligned");
   if (!pack_.get() || ptrs != pack_ptrs_) {
     std::vector<int64_t> uids = {kX, kW, kY};
     std::vector<void*> data = {reinterpret_cast<void*>(x), reinterpret_cast<void*>(w), reinterpret_cast<void*>(y)};

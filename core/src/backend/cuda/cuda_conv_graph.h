@@ -54,7 +54,8 @@ class ConvGraph {
   Status select(size_t i);
   size_t workspace_bytes() const { return workspace_bytes_; }
 
-  // Runs the selected plan. `bias` and `residual` are read only by a fused graph.
+  // Runs the selected plan on 16-byte aligned operands (ConvPlan::run checks). `bias` and
+  // `residual` are read only by a fused graph.
   Status run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr residual, CUdeviceptr y,
              CUdeviceptr workspace, CUstream stream);
 

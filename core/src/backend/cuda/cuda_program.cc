@@ -249,7 +249,7 @@ Status CudaLoadedProgram::plan_conv_step(const Kernel& k, Step& step, const std:
   step.conv_epilogue = plan_conv_launch(k, pr, fn, true, sm_count_);
   if (numel_of(pr.x) > 0 && cudnn_usable(pr)) {
     const AlgoBytes* algo = kernels_[step.kernel].algo.empty() ? nullptr : &kernels_[step.kernel].algo;
-    auto plan = ConvPlan::create(pr, algo, stream);
+    auto plan = ConvPlan::create(pr, algo);
     if (plan.ok()) {
       *workspace = std::max(*workspace, plan.value()->workspace_bytes());
       step.conv = std::move(plan.value());

@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "backend/cuda/build/cuda_tuning.h"
-#include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_conv_graph.h"
 
@@ -127,7 +126,7 @@ StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream
     TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
     return out;
   }
-  TRIPY_ASSIGN_OR_RETURN(auto plan, ConvPlan::create(pr, nullptr, stream));
+  TRIPY_ASSIGN_OR_RETURN(auto plan, ConvPlan::create(pr, nullptr));
   constexpr int kCount = 8;
   int found = 0;
   cudnnConvolutionBwdDataAlgoPerf_t perf[kCount];
