@@ -28,22 +28,26 @@ class CudaBuilder final : public Builder {
     CudaArtifacts art;
     art.arch = dev->arch;
     art.cublaslt_version = cublaslt_version();
-    std::vector<std::string> sources{layout_module_source(), index_module_source()};
-    std::vector<std::string> names{"tripy_layout", "tripy_index"};
-    std::unordered_map<std::string, int32_t> by_source{{layout_module_source(), 0}, {index_module_source(), 1}};
-    art.layout_module = 0;
+    // Distinct sources, each compiled once; module_of gives a source's index, adding it if new.
+    std::vector<std::string> sources, names;
+    std::unordered_map<std::string, int32_t> by_source;
+    auto module_of = [&](const std::string& source, const std::string& name) {
+      auto [it, fresh] = by_source.emplace(source, static_cast<int32_t>(sources.size()));
+      if (fresh) {
+        sources.push_back(source);
+        names.push_back(name);
+      }
+      return it->second;
+    };
+    art.layout_module = module_of(layout_module_source(), "tripy_layout");
+    module_of(index_module_source(), "tripy_index");
     bool has_dot = false, has_conv = false;
     for (const Kernel& k : program.kernels) {
       int32_t module = -1;
       std::string function;
       if (k.kind == KernelKind::kConv) {
         // The fixed convolution module (direct kernel and epilogue), compiled once per program.
-        auto [it, fresh] = by_source.emplace(conv_module_source(), static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(conv_module_source());
-          names.push_back("tripy_conv");
-        }
-        module = it->second;
+        module = module_of(conv_module_source(), "tripy_conv");
         function = conv_function(program.buffers[k.outputs.at(0)].dtype);
         has_conv = true;
       } else if (k.kind == KernelKind::kPlugin) {
@@ -51,30 +55,15 @@ class CudaBuilder final : public Builder {
           return kernel_failure(program, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
                                 StatusCode::kUnavailable);
         TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
-        auto [it, fresh] = by_source.emplace(source, static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(source);
-          names.push_back(k.plugin.cuda_entry);
-        }
-        module = it->second;
+        module = module_of(source, k.plugin.cuda_entry);
         function = k.plugin.cuda_entry;
       } else if (k.kind == KernelKind::kPool) {
-        auto [it, fresh] = by_source.emplace(pool_module_source(), static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(pool_module_source());
-          names.push_back("tripy_pool");
-        }
-        module = it->second;
+        module = module_of(pool_module_source(), "tripy_pool");
         function = pool_function(program.buffers[k.outputs.at(0)].dtype);
       } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
         TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
                                                                                 : generate_attention(program, k));
-        auto [it, fresh] = by_source.emplace(g.source, static_cast<int32_t>(sources.size()));
-        if (fresh) {
-          sources.push_back(g.source);
-          names.push_back(g.function);
-        }
-        module = it->second;
+        module = module_of(g.source, g.function);
         function = g.function;
       }
       has_dot |= k.kind == KernelKind::kDot;
