@@ -132,3 +132,15 @@ def test_enable_color_leaves_pipes_plain(capsys):
     log.warning("plain when not a terminal")
     assert capsys.readouterr().err == "[tripy][warning] plain when not a terminal\n"
     assert tp.logger.enable_color in (True, False)
+
+
+def test_timing_shows_where_a_compile_spent_its_time(capsys):
+    with tp.logger.use_verbosity({"timing"}):
+        tp.compile(lambda x: tp.relu(x) * 2.0, args=[tp.InputInfo((4,), dtype=tp.float32)])
+    err = capsys.readouterr().err
+    assert err.startswith("[tripy][timing] timing:\n"), err
+    stages = [line.split()[0] for line in err.splitlines()[1:] if line.strip()]
+    assert stages[:3] == ["tracing", "lowering", "constant_fold"], stages
+    assert stages[-2:] == ["program", "build"], stages
+    assert all(line.rstrip().endswith(" ms") for line in err.splitlines()[1:] if line.strip())
+

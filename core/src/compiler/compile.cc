@@ -1,6 +1,8 @@
 // compile_graph: the compiler's back half, stage by stage, each stage dumpable for TRIPY_DEBUG.
 #include "compiler/compile.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -85,67 +87,84 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     if (options.dump) options.dump(stage, text());
   };
   dump("flat", [&] { return graph.str(); });
+  // Where a compile's time goes, stage by stage: the "timing" dump.
+  std::string timings;
+  auto since = std::chrono::steady_clock::now();
+  auto lap = [&](const char* stage, double seconds = -1) {
+    const auto now = std::chrono::steady_clock::now();
+    if (seconds < 0) seconds = std::chrono::duration<double>(now - since).count();
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-24s %8.1f ms\n", stage, 1e3 * seconds);
+    timings += line;
+    since = now;
+  };
+  if (options.lowering_seconds > 0) lap("lowering", options.lowering_seconds);
+  auto after_pass = [&](const flat::Graph& g, const char* pass) {
+    lap(pass);
+    return debug_verified(g, pass);
+  };
   TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
   if (options.optimization_level > 0) {
     TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph, evaluate_constant_graph));
-    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "constant_fold"));
+    TRIPY_RETURN_IF_ERROR(after_pass(graph, "constant_fold"));
     graph = flat::simplify(graph);
-    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+    TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
     graph = flat::cse(graph);
-    TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
+    TRIPY_RETURN_IF_ERROR(after_pass(graph, "cse"));
     // Attention first: its operands may be slices of one projection, which it reads in place and
     // which split_dot_slices would otherwise turn into one GEMM per slice.
     if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
       graph = std::move(*matched);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "match_attention"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "match_attention"));
     }
     if (std::optional<flat::Graph> folded = flat::fold_attention_layouts(graph)) {
       graph = std::move(*folded);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_attention_layouts"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "fold_attention_layouts"));
     }
     bool rewrote_dots = false;
     if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
-      TRIPY_RETURN_IF_ERROR(debug_verified(*split, "split_dot_slices"));
+      TRIPY_RETURN_IF_ERROR(after_pass(*split, "split_dot_slices"));
       TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split, evaluate_constant_graph));
       rewrote_dots = true;
     }
     // cuBLASLt's fast kernels need aligned rows; oneDNN does not care, so the CPU skips the copy.
     if (options.device.kind == Device::Kind::kGpu)
       if (std::optional<flat::Graph> padded = flat::pad_dot_columns(graph)) {
-        TRIPY_RETURN_IF_ERROR(debug_verified(*padded, "pad_dot_columns"));
+        TRIPY_RETURN_IF_ERROR(after_pass(*padded, "pad_dot_columns"));
         TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded, evaluate_constant_graph));
         rewrote_dots = true;
       }
     if (rewrote_dots) {  // their new slices and constants may simplify or repeat
       graph = flat::simplify(graph);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
       graph = flat::cse(graph);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "cse"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "cse"));
     }
     if (std::optional<flat::Graph> folded = flat::fold_conv_affine(graph)) {
       graph = std::move(*folded);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "fold_conv_affine"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "fold_conv_affine"));
     }
     if (std::optional<flat::Graph> merged = flat::merge_conv_biases(graph)) {
       graph = std::move(*merged);
-      TRIPY_RETURN_IF_ERROR(debug_verified(graph, "merge_conv_biases"));
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, "merge_conv_biases"));
     }
     if (const std::optional<flat::ChannelsLastRule> rule = channels_last_rule(options))
       if (std::optional<flat::Graph> last = flat::channels_last(graph, *rule)) {
-        TRIPY_RETURN_IF_ERROR(debug_verified(*last, "channels_last"));
+        TRIPY_RETURN_IF_ERROR(after_pass(*last, "channels_last"));
         graph = flat::simplify(*last);  // a transpose the user wrote may now meet its inverse
-        TRIPY_RETURN_IF_ERROR(debug_verified(graph, "simplify"));
+        TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
       }
     // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
     if (std::optional<flat::QuantizedDotRules> rules = quantized_dot_rules(options))
       if (std::optional<flat::Graph> quantized = flat::quantized_dot(graph, *rules)) {
         graph = std::move(*quantized);
-        TRIPY_RETURN_IF_ERROR(debug_verified(graph, "quantized_dot"));
+        TRIPY_RETURN_IF_ERROR(after_pass(graph, "quantized_dot"));
       }
   }
   graph = flat::dce(graph);
   dump("flat.optimized", [&] { return graph.str(); });
   TRIPY_RETURN_IF_ERROR(verified(graph, "optimisation"));
+  lap("dce and verify");
 
   compiler::BuildProgramOptions build_program_options;
   build_program_options.output_names = options.output_names;
@@ -156,6 +175,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   if (Status st = rt::validate_program(program); !st.ok()) {
     return internal_error("the compiler built an inconsistent program: " + st.message());
   }
+  lap("program");
 
   rt::Backend* backend = rt::backend_for(options.device.kind);
   if (backend == nullptr || !backend->available()) {
@@ -169,6 +189,8 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   rt::BuildOptions build_options;
   build_options.optimization_level = options.optimization_level;
   TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, builder->build(program, build_options));
+  lap("build");  // (the backend loads the artifacts at the first call)
+  dump("timing", [&] { return timings; });
   return make_executable(std::make_shared<const rt::Program>(std::move(program)), std::move(artifacts),
                          options.device);
 }

@@ -27,6 +27,8 @@ struct CompileOptions {
   // TRIPY_CHANNELS_LAST=1 (or kAll) applies it to every float convolution on every device, so
   // tests run the channels-last kernels on the CPU too.
   enum class ChannelsLast { kAuto, kOff, kAll } channels_last = ChannelsLast::kAuto;
+  // Seconds the caller spent lowering the trace: the first line of the "timing" dump.
+  double lowering_seconds = 0;
 };
 
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options);

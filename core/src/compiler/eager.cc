@@ -1,5 +1,6 @@
 // Eager evaluation and tp.compile's entry. Eager subgraphs are cached by structure (ops, attrs,
 // dtypes, shapes; evaluated tensors are runtime inputs), so a repeated pattern costs one lookup.
+#include <chrono>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -175,9 +176,11 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
 StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
                                    const std::vector<std::string>& output_names, const CompileOptions& options) {
   if (options.dump) options.dump("trace", trace::trace_str(outputs));
+  const auto start = std::chrono::steady_clock::now();
   TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat(outputs, LowerMode::kCompile, inputs));
   CompileOptions with_names = options;
   with_names.output_names = output_names;
+  with_names.lowering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return compile_graph(std::move(lowered.graph), with_names);
 }
 

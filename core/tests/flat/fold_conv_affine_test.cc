@@ -2,6 +2,7 @@
 // becomes scaled weights and one bias add (which fusion then puts into the convolution's epilogue).
 #include <gtest/gtest.h>
 
+#include "common/half.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -99,6 +100,43 @@ return %5
 %2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [0, 0]}
 return %2
 )");
+}
+
+TEST(FoldConvAffine, Float16WeightsRoundLikeTheScalarConversion) {
+  // 2 x 19 weights: rows longer than one 8-wide step with a tail, values from subnormal to the
+  // largest half; the vector path (F16C where present) must give the software conversion's bits.
+  std::string values;
+  std::vector<double> w;
+  for (int i = 0; i < 38; ++i) {
+    const double v = i == 0 ? 6e-8 : i == 1 ? 65504.0 : i == 2 ? -3e-5 : (i * 0.37 - 7.0) / (i % 5 + 1);
+    w.push_back(v);
+    values += (i ? ", " : "") + std::to_string(v);
+  }
+  const std::string text = "%0 : f16[1, 19, 2, 2] = parameter() {index = 0}\n"
+                           "%1 : f16[2, 19, 1, 1] = constant() {value = [" + values + "]}\n"
+                           "%2 : f16[1, 2, 2, 2] = convolution(%0, %1) {CONV}\n"
+                           "%3 : f16[2, 1, 1] = constant() {value = [0.3, 1.7]}\n"
+                           "%4 : f16[1, 2, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}\n"
+                           "%5 : f16[1, 2, 2, 2] = mul(%2, %4)\n"
+                           "return %5\n";
+  auto g = parse_graph(with_conv(text));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = fold_conv_affine(*g);
+  ASSERT_TRUE(out.has_value());
+  const Op* conv = nullptr;
+  for (const Op& op : out->ops)
+    if (op.kind == OpKind::kConvolution) conv = &op;
+  ASSERT_NE(conv, nullptr);
+  const Tensor& folded_w = out->def(conv->operands[1]).constant;
+  const Tensor& original = g->def(g->ops[2].operands[1]).constant;
+  const Tensor& scales = g->def(g->ops[3].result).constant;
+  ASSERT_EQ(folded_w.numel(), 38);
+  for (int i = 0; i < 38; ++i) {
+    const double s = cpu::half_to_float(static_cast<const uint16_t*>(scales.data())[i / 19]);
+    const float x = cpu::half_to_float(static_cast<const uint16_t*>(original.data())[i]);
+    EXPECT_EQ(static_cast<const uint16_t*>(folded_w.data())[i], cpu::float_to_half(static_cast<float>(x * s)))
+        << "element " << i << " (" << w[static_cast<size_t>(i)] << ")";
+  }
 }
 
 TEST(FoldConvAffine, LeavesRuntimeWeightsSharedResultsAndOtherAxes) {

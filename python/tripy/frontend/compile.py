@@ -1,6 +1,7 @@
 """``tp.compile``: trace a function with InputInfo placeholders and build an Executable."""
 
 import inspect
+import time
 
 from tripy import _C
 from tripy.exception import TripyException
@@ -135,7 +136,9 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
             sig.bind(*traced_args, **traced_kwargs)
         except TypeError as err:
             _C.raise_error(f"tp.compile cannot call the function with these args and kwargs: {err}.", frames)
+    traced_at = time.perf_counter()
     result = func(*traced_args, **traced_kwargs)
+    traced_s = time.perf_counter() - traced_at
     single = isinstance(result, Tensor)
     outputs = [result] if single else list(result) if isinstance(result, (tuple, list)) else None
     if not outputs or not all(isinstance(o, Tensor) for o in outputs):
@@ -146,11 +149,15 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     names = ["return"] if single else [f"return[{i}]" for i in range(len(outputs))]
 
     def dump(stage, text):
-        flag = "trace" if stage == "trace" else "ir"
+        flag = {"trace": "trace", "timing": "timing"}.get(stage, "ir")
+        if stage == "timing":
+            text = f"  {'tracing':<24} {1e3 * traced_s:8.1f} ms\n{text}"
         logger.log(flag, lambda: f"{stage}:\n{text}")
 
+    # The compiler formats each dump before handing it over: ask for them only when one is shown.
+    wanted = any(logger.is_enabled(flag) for flag in ("trace", "ir", "timing"))
     impl = _C.compile(
-        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level, dump,
-        inputs.donated,
+        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level,
+        dump if wanted else None, inputs.donated,
     )
     return Executable(impl)

@@ -4,6 +4,10 @@
 // build/cuda_builder.cc.
 #include "backend/cuda/cuda_backend.h"
 
+#include <chrono>
+#include <cstdio>
+
+
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_attention.h"
@@ -51,6 +55,7 @@ class CudaBackend final : public Backend {
   StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
                                                 const Artifacts& artifacts) override {
     if (!program) return internal_error("load: no program");
+    const auto start = std::chrono::steady_clock::now();
     TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
     TRIPY_RETURN_IF_ERROR(make_current());
     Artifacts built;
@@ -114,8 +119,12 @@ class CudaBackend final : public Backend {
       // records its cuDNN version itself).
       if (algo != art.algos.end() && (same_cublaslt || k.kind == KernelKind::kConv)) code[i].algo = algo->second;
     }
+    const size_t kernels = program->kernels.size();
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),
                                                               std::move(code), std::move(fns)));
+    if (debug_level() >= 1)
+      std::fprintf(stderr, "tripy: load: %zu kernels in %.1f ms\n", kernels,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     return std::unique_ptr<LoadedProgram>(std::move(lp));
   }
 

@@ -57,6 +57,7 @@ inline constexpr int kAlgoInts = 5;
 inline constexpr int kAlgoBytes = kAlgoInts * 4;
 
 class ConvGraph;
+struct TuningKernels;
 
 class ConvPlan {
  public:
@@ -88,7 +89,7 @@ class ConvPlan {
   int algo_ = 0;
   size_t workspace_bytes_ = 0;
   bool fused_ = false;
-  friend StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
+  friend StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, const TuningKernels& kernels, CUstream stream);
 };
 
 // Reads a stored choice's ints: false when it is shorter than kAlgoBytes or comes from another

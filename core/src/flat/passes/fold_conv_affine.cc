@@ -9,6 +9,10 @@
 // needs no epilogue.
 #include <cmath>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "common/half.h"
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
@@ -69,8 +73,39 @@ bool extend(const Graph& g, const Op& op, ValueId cur, int64_t channels, Affine&
   return true;
 }
 
+// dst[i] = src[i] * s for float16 bits: the product of two floats is exact in double, then one
+// rounding to float and one to half (as the scalar path). F16C and AVX do 8 at a time where the
+// CPU has them: ResNet-50's 25M float16 weights took ~0.26 s one at a time.
+void scale_half_scalar(const uint16_t* src, uint16_t* dst, int64_t n, double s) {
+  for (int64_t t = 0; t < n; ++t) dst[t] = cpu::float_to_half(static_cast<float>(cpu::half_to_float(src[t]) * s));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx,f16c"))) void scale_half_f16c(const uint16_t* src, uint16_t* dst, int64_t n, double s) {
+  const __m256d sv = _mm256_set1_pd(s);
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + t)));
+    const __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), sv));
+    const __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), sv));
+    const __m256 y = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + t), _mm256_cvtps_ph(y, _MM_FROUND_TO_NEAREST_INT));
+  }
+  scale_half_scalar(src + t, dst + t, n - t, s);
+}
+
+void scale_half(const uint16_t* src, uint16_t* dst, int64_t n, double s) {
+  static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  if (f16c) scale_half_f16c(src, dst, n, s);
+  else scale_half_scalar(src, dst, n, s);
+}
+#else
+void scale_half(const uint16_t* src, uint16_t* dst, int64_t n, double s) { scale_half_scalar(src, dst, n, s); }
+#endif
+
 // W * scale[output channel of the weight element]. Forward weights are (O, C/g, k...), transposed
-// ones (C, O/g, k...): output channel (c / (C/g)) * (O/g) + j for element [c, j, ...].
+// ones (C, O/g, k...): output channel (c / (C/g)) * (O/g) + j for element [c, j, ...]. Each run of
+// elements that shares a scale (a forward weight's whole row) is scaled in one call.
 Tensor scaled_weight(const Tensor& w, const rt::ConvAttrs& attrs, const std::vector<double>& scale) {
   const std::vector<int64_t>& ws = w.shape();
   int64_t taps = 1;
@@ -78,31 +113,27 @@ Tensor scaled_weight(const Tensor& w, const rt::ConvAttrs& attrs, const std::vec
   const int64_t d0 = ws[0], d1 = ws[1];
   const int64_t out_per_group = attrs.transposed ? d1 : d0 / attrs.groups;
   const int64_t in_per_group = attrs.transposed ? d0 / attrs.groups : d1;
+  const int64_t runs = attrs.transposed ? d0 * d1 : d0, run = attrs.transposed ? taps : d1 * taps;
   Tensor out = Tensor::empty_host(w.dtype(), ws);
-  for (int64_t i = 0; i < d0; ++i)
-    for (int64_t j = 0; j < d1; ++j) {
-      const int64_t o = attrs.transposed ? (i / in_per_group) * out_per_group + j : i;
-      const double s = scale[static_cast<size_t>(o)];
-      const int64_t base = (i * d1 + j) * taps;
-      // The product of two floats is exact in double: one rounding, into the weight's dtype.
-      switch (w.dtype()) {
-        case DType::kFloat32: {
-          const float* src = static_cast<const float*>(w.data()) + base;
-          float* dst = static_cast<float*>(out.data()) + base;
-          for (int64_t t = 0; t < taps; ++t) dst[t] = static_cast<float>(src[t] * s);
-          break;
-        }
-        case DType::kFloat16: {
-          const uint16_t* src = static_cast<const uint16_t*>(w.data()) + base;
-          uint16_t* dst = static_cast<uint16_t*>(out.data()) + base;
-          for (int64_t t = 0; t < taps; ++t)
-            dst[t] = cpu::float_to_half(static_cast<float>(cpu::half_to_float(src[t]) * s));
-          break;
-        }
-        default:
-          for (int64_t t = 0; t < taps; ++t) write_element(out, base + t, read_element(w, base + t) * s);
+  for (int64_t r = 0; r < runs; ++r) {
+    const int64_t i = attrs.transposed ? r / d1 : r, j = attrs.transposed ? r % d1 : 0;
+    const int64_t o = attrs.transposed ? (i / in_per_group) * out_per_group + j : i;
+    const double s = scale[static_cast<size_t>(o)];
+    const int64_t base = r * run;
+    switch (w.dtype()) {
+      case DType::kFloat32: {
+        const float* src = static_cast<const float*>(w.data()) + base;
+        float* dst = static_cast<float*>(out.data()) + base;
+        for (int64_t t = 0; t < run; ++t) dst[t] = static_cast<float>(src[t] * s);
+        break;
       }
+      case DType::kFloat16:
+        scale_half(static_cast<const uint16_t*>(w.data()) + base, static_cast<uint16_t*>(out.data()) + base, run, s);
+        break;
+      default:
+        for (int64_t t = 0; t < run; ++t) write_element(out, base + t, read_element(w, base + t) * s);
     }
+  }
   return out;
 }
 

@@ -4,6 +4,8 @@
 // the chosen algorithms without any of this.
 #include "backend/cuda/build/cuda_builder.h"
 
+#include <chrono>
+#include <cstdio>
 #include <future>
 #include <unordered_map>
 
@@ -46,9 +48,10 @@ class CudaBuilder final : public Builder {
       int32_t module = -1;
       std::string function;
       if (k.kind == KernelKind::kConv) {
-        // The fixed convolution module (direct kernel and epilogue), compiled once per program.
-        module = module_of(conv_module_source(), "tripy_conv");
-        function = conv_function(program.buffers[k.outputs.at(0)].dtype);
+        // The convolution module (direct kernel and epilogue), compiled once per dtype.
+        const DType t = program.buffers[k.outputs.at(0)].dtype;
+        module = module_of(conv_module_source(t), conv_function(t));
+        function = conv_function(t);
         has_conv = true;
       } else if (k.kind == KernelKind::kPlugin) {
         if (k.plugin.cuda_source.empty())
@@ -58,8 +61,9 @@ class CudaBuilder final : public Builder {
         module = module_of(source, k.plugin.cuda_entry);
         function = k.plugin.cuda_entry;
       } else if (k.kind == KernelKind::kPool) {
-        module = module_of(pool_module_source(), "tripy_pool");
-        function = pool_function(program.buffers[k.outputs.at(0)].dtype);
+        const DType t = program.buffers[k.outputs.at(0)].dtype;
+        module = module_of(pool_module_source(t), pool_function(t));
+        function = pool_function(t);
       } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
         TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
                                                                                 : generate_attention(program, k));
@@ -73,15 +77,26 @@ class CudaBuilder final : public Builder {
     // The program's modules compile on other threads (NVRTC is CPU work) while tuning times
     // GEMMs and convolutions on the GPU, so a cold build pays the longer of the two, not their
     // sum. The tuner needs only its fill kernels: a small module compiled first, not stored.
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    Clock::time_point compiled_at;
     std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
-      return compile_modules(sources, names, dev->arch, /*spare_cores=*/1);  // the tuner's
+      auto out = compile_modules(sources, names, dev->arch, /*spare_cores=*/1);  // the tuner's
+      compiled_at = Clock::now();
+      return out;
     });
     Status tuned = ok_status();
     if ((has_dot || has_conv) && options.optimization_level >= 1) {
       auto fill = compile_modules({fill_module_source()}, {"tripy_fill"}, dev->arch);
       tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
     }
+    const Clock::time_point tuned_at = Clock::now();
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
+    if (debug_level() >= 1) {
+      auto ms = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - start).count(); };
+      std::fprintf(stderr, "tripy: build: %zu modules compiled in %.1f ms; tuning took %.1f ms\n", sources.size(),
+                   ms(compiled_at), ms(tuned_at));
+    }
     TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
     TRIPY_RETURN_IF_ERROR(tuned);
     art.modules = std::move(compiled.value());
@@ -96,10 +111,14 @@ class CudaBuilder final : public Builder {
   Status tune(const Program& program, const CompiledModule& fill_module, CudaArtifacts& art) {
     CUmodule fills = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
-    CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr;
+    CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr, spin = nullptr;
     Status st = TRIPY_CUDA(cuModuleGetFunction(&fill_f32, fills, fill_function(DType::kFloat32).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, fills, fill_function(DType::kFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, fills, fill_function(DType::kBFloat16).c_str()));
+    if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&spin, fills, "tripy_spin"));
+    auto kernels_for = [&](DType t) {
+      return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin};
+    };
     std::vector<int64_t> slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     std::unordered_map<std::string, AlgoBytes> done;
@@ -111,8 +130,7 @@ class CudaBuilder final : public Builder {
         if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
         auto it = done.find(pr->key());
         if (it == done.end()) {
-          CUfunction fill = pr->dtype == DType::kFloat16 ? fill_f16 : pr->dtype == DType::kBFloat16 ? fill_bf16 : fill_f32;
-          auto algo = tune_conv(*pr, fill, s);
+          auto algo = tune_conv(*pr, kernels_for(pr->dtype), s);
           if (!algo.ok()) continue;  // cuDNN's heuristic decides at load time instead
           it = done.emplace(pr->key(), algo.value()).first;
         }
@@ -124,8 +142,7 @@ class CudaBuilder final : public Builder {
       if (!pr.ok() || pr->m * pr->n * pr->k == 0) continue;
       auto it = done.find(pr->key());
       if (it == done.end()) {
-        CUfunction fill = pr->dtype == DType::kFloat16 ? fill_f16 : pr->dtype == DType::kBFloat16 ? fill_bf16 : fill_f32;
-        auto algo = tune_dot(*pr, fill, s);
+        auto algo = tune_dot(*pr, kernels_for(pr->dtype), s);
         if (!algo.ok()) {
           if (algo.status().code() != StatusCode::kResourceExhausted) st = algo.status();
           continue;
@@ -135,6 +152,7 @@ class CudaBuilder final : public Builder {
       art.algos[static_cast<int32_t>(i)] = it->second;
     }
     (void)TRIPY_CUDA(cuModuleUnload(fills));
+    if (debug_level() >= 1) std::fprintf(stderr, "tripy: build: timed %zu distinct problems\n", done.size());
     return st;
   }
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -137,11 +138,17 @@ Status compile_one(const std::string& source, const std::string& name, int arch,
     }
   }
   if (debug_level() >= 2) std::cerr << "[tripy cuda] kernel " << name << ":\n" << source << "\n";
+  const auto start = std::chrono::steady_clock::now();
   std::string arch_s = std::to_string(arch);
   TRIPY_RETURN_IF_ERROR(nvrtc_compile(source, name, "sm_" + arch_s, out, true, true));
-  if (out.ptx.empty()) {
+  const bool twice = out.ptx.empty();
+  if (twice) {
     TRIPY_RETURN_IF_ERROR(nvrtc_compile(source, name, "compute_" + arch_s, out, false, true));
   }
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "tripy: NVRTC compiled %s (%zu bytes of source%s) in %.1f ms\n", name.c_str(), source.size(),
+                 twice ? ", twice: once more for PTX" : "",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (!base.empty()) {
     write_file_atomic(base + ".cubin", out.cubin.data(), out.cubin.size());
     write_file_atomic(base + ".ptx", out.ptx.data(), out.ptx.size());

@@ -7,8 +7,8 @@
 
 namespace tripy::rt::cuda {
 
-const std::string& conv_module_source() {
-  static const std::string kSource = device_prelude() + R"CUDA(
+std::string conv_module_source(DType t) {
+  static const std::string kBody = device_prelude() + R"CUDA(
 // Words, in this order (cuda_conv.cc fills them): addresses, mode, sizes, geometry.
 struct ConvArgs {
   i64 out, x, w, bias, res;
@@ -128,11 +128,11 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
     st(out, i, acc);
   }
 }
-extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { conv_body<float>(a); }
-extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { conv_body<H>(a); }
-extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); }
 )CUDA";
-  return kSource;
+  // One entry point per module, as for pooling: a program compiles only its own dtypes.
+  const char* type = t == DType::kFloat16 ? "H" : t == DType::kBFloat16 ? "B" : "float";
+  return kBody + "extern \"C\" __global__ void " + conv_function(t) + "(const ConvArgs a) { conv_body<" + type +
+         ">(a); }\n";
 }
 
 std::string conv_function(DType t) {

@@ -4,6 +4,7 @@
 //               that fuses it, and for a 1x1 convolution cuBLASLt's GEMM with everything fused
 //               (conv_gemm_problem); the fastest wins.
 //   transposed: the legacy API's backward-data algorithms (cudnnFind*Ex).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,12 +26,23 @@ struct Timed {
   ConvEngine engine;
 };
 
+// Where tuning's time goes (TRIPY_DEBUG): building graphs and plans, against running them.
+struct Spent {
+  double plans_ms = 0;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
 // The fastest of `g`'s first candidates on the scratch operands (ptrs: x, w, y, workspace, bias,
 // residual).
-Timed time_graph(ConvGraph& g, const std::vector<CUdeviceptr>& p, CUstream stream, CallTimer& timer) {
+Timed time_graph(ConvGraph& g, const std::vector<CUdeviceptr>& p, CUstream stream, CallTimer& timer, Spent& spent) {
   Timed best;
   for (size_t i = 0; i < g.candidates().size() && i < kCandidates; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
     Status st = g.select(i);
+    spent.plans_ms += ms_since(t0);
     auto run = [&] { return g.run(p[0], p[1], p[4], p[5], p[2], p[3], stream); };
     if (st.ok()) st = run();  // warms up, and learns whether it runs here
     StatusOr<float> ms = st.ok() ? timer.time(run, kReps, stream) : StatusOr<float>(st);
@@ -43,14 +55,19 @@ Timed time_graph(ConvGraph& g, const std::vector<CUdeviceptr>& p, CUstream strea
   return best;
 }
 
-StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdeviceptr>& ptrs, CUstream stream) {
-  CallTimer timer;
+StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdeviceptr>& ptrs, CUfunction spin,
+                                 CUstream stream) {
+  CallTimer timer(spin);
+  const auto start = std::chrono::steady_clock::now();
+  Spent spent;
   int32_t choice[kAlgoInts] = {static_cast<int32_t>(api().cudnnGetVersion()), kConvGraph, -1, -1, 0};
   const bool log = debug_level() >= 1;
   if (log) std::fprintf(stderr, "tripy: conv %s\n", pr.key().c_str());
   // (A graph cuDNN cannot describe leaves the GEMM, where it applies, to compete alone.)
+  auto t0 = std::chrono::steady_clock::now();
   auto plain = ConvGraph::create(pr, false);
-  const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer) : Timed{};
+  spent.plans_ms += ms_since(t0);
+  const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer, spent) : Timed{};
   const ConvAttrs& a = pr.attrs;
   const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
   // Our epilogue kernel: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
@@ -60,9 +77,11 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
   double best = p.ms + epilogue_ms;
   if (p.ms < 1e30f) choice[2] = p.engine.rank, choice[3] = static_cast<int32_t>(p.engine.engine);
   if (epilogue && (a.activation == Activation::kNone || a.activation == Activation::kRelu)) {
+    t0 = std::chrono::steady_clock::now();
     auto fused = ConvGraph::create(pr, true);
+    spent.plans_ms += ms_since(t0);
     if (fused.ok()) {
-      const Timed f = time_graph(*fused.value(), ptrs, stream, timer);
+      const Timed f = time_graph(*fused.value(), ptrs, stream, timer, spent);
       if (f.ms < best) {
         best = f.ms;
         choice[2] = f.engine.rank, choice[3] = static_cast<int32_t>(f.engine.engine), choice[4] = 1;
@@ -101,6 +120,8 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
     if (!gemm.empty()) std::fprintf(stderr, "tripy:   chose cuBLASLt's GEMM: %.4f ms\n", best);
     else std::fprintf(stderr, "tripy:   chose engine %d (rank %d) %s: %.4f ms\n", choice[3], choice[2],
                       choice[4] ? "fused" : "plus our epilogue", best);
+    std::fprintf(stderr, "tripy:   tuning took %.1f ms, %.1f of them building cuDNN graphs and plans\n",
+                 ms_since(start), spent.plans_ms);
   }
   ConvAlgo out(kAlgoBytes);
   std::memcpy(out.data(), choice, kAlgoBytes);
@@ -110,7 +131,7 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
 
 }  // namespace
 
-StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream) {
+StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, const TuningKernels& kernels, CUstream stream) {
   TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
   std::vector<Tensor> keep;
   const int64_t ws_elems = static_cast<int64_t>(kConvWorkspaceLimit) / dtype_size(pr.dtype);
@@ -119,10 +140,10 @@ StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream
                          tuning_scratch(pr.dtype,
                                         {numel_of(pr.x), numel_of(pr.w), numel_of(pr.out), ws_elems, channels,
                                          numel_of(pr.out)},
-                                        fill_fn, stream, keep));
+                                        kernels.fill, stream, keep));
   TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
   if (!pr.attrs.transposed) {
-    StatusOr<ConvAlgo> out = tune_forward(pr, ptrs, stream);
+    StatusOr<ConvAlgo> out = tune_forward(pr, ptrs, kernels.spin, stream);
     TRIPY_CUDA_TRY(cuStreamSynchronize(stream));
     return out;
   }

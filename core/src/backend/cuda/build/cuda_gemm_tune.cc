@@ -7,7 +7,7 @@
 
 namespace tripy::rt::cuda {
 
-StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream stream) {
+StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels, CUstream stream) {
   TRIPY_ASSIGN_OR_RETURN(std::vector<AlgoBytes> cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
   // Unaligned output rows: the row-phase plans compete with the direct ones (tagged 'P').
   const size_t direct = cands.size();
@@ -31,9 +31,9 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, CUfunction fill_fn, CUstream 
   const int64_t nc = extent(pr.offset_c, pr.stride_c, pr.m * pr.n);
   std::vector<Tensor> keep;
   TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> ptrs,
-                         tuning_scratch(pr.dtype, {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}, fill_fn,
+                         tuning_scratch(pr.dtype, {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}, kernels.fill,
                                         stream, keep));
-  CallTimer timer;
+  CallTimer timer(kernels.spin);
   float best = 1e30f;
   size_t best_i = 0;
   // Enough repetitions to pass ~2 ms per candidate, within 3..50.

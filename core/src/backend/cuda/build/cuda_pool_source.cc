@@ -7,8 +7,8 @@
 
 namespace tripy::rt::cuda {
 
-const std::string& pool_module_source() {
-  static const std::string kSource = device_prelude() + R"CUDA(
+std::string pool_module_source(DType t) {
+  static const std::string kBody = device_prelude() + R"CUDA(
 // Words, in this order (cuda_pool.cc fills them).
 struct PoolArgs {
   i64 out, x;
@@ -123,14 +123,19 @@ template <class T> DEVI void pool_int(const PoolArgs& a, T lowest) {
   }
 }
 
-extern "C" __global__ void tripy_pool_f32(const PoolArgs a) { pool_float<float>(a); }
-extern "C" __global__ void tripy_pool_f16(const PoolArgs a) { pool_float<H>(a); }
-extern "C" __global__ void tripy_pool_bf16(const PoolArgs a) { pool_float<B>(a); }
-extern "C" __global__ void tripy_pool_i8(const PoolArgs a) { pool_int<signed char>(a, (signed char)-128); }
-extern "C" __global__ void tripy_pool_i32(const PoolArgs a) { pool_int<int>(a, (int)0x80000000); }
-extern "C" __global__ void tripy_pool_i64(const PoolArgs a) { pool_int<i64>(a, (i64)0x8000000000000000ull); }
 )CUDA";
-  return kSource;
+  // One entry point per module: a program compiles only the dtypes it pools (NVRTC's time grows
+  // with every instantiation).
+  const char* body = "pool_float<float>(a)";
+  switch (t) {
+    case DType::kFloat16: body = "pool_float<H>(a)"; break;
+    case DType::kBFloat16: body = "pool_float<B>(a)"; break;
+    case DType::kInt8: body = "pool_int<signed char>(a, (signed char)-128)"; break;
+    case DType::kInt32: body = "pool_int<int>(a, (int)0x80000000)"; break;
+    case DType::kInt64: body = "pool_int<i64>(a, (i64)0x8000000000000000ull)"; break;
+    default: break;
+  }
+  return kBody + "extern \"C\" __global__ void " + pool_function(t) + "(const PoolArgs a) { " + body + "; }\n";
 }
 
 std::string pool_function(DType t) {

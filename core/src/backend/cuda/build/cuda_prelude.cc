@@ -317,6 +317,14 @@ extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step)
     ((unsigned short*)a.ptr)[i] = f2b(hash_unit((u64)(i + a.seed * 0x9e3779b97f4a7c15LL)));
 }
+// Holds the stream for `ns` nanoseconds, so the timed calls queued behind it run back to back:
+// the timing then measures the GPU's work, not how fast the host enqueues it.
+extern "C" __global__ void tripy_spin(const i64 ns) {
+  u64 start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while ((i64)(now - start) < ns);
+}
 )CUDA";
   return kSource;
 }

@@ -53,12 +53,12 @@ const std::string& index_module_source();
 const std::string& fill_module_source();
 std::string fill_function(DType t);
 
-// The fixed convolution module and its function for a dtype (tripy_conv_<f32|f16|bf16>).
-const std::string& conv_module_source();
+// The convolution module for a dtype and its one function (tripy_conv_<f32|f16|bf16>).
+std::string conv_module_source(DType t);
 std::string conv_function(DType t);
 
-// The fixed pooling module and its function for a dtype (tripy_pool_<f32|f16|bf16|i8|i32|i64>).
-const std::string& pool_module_source();
+// The pooling module for a dtype and its one function (tripy_pool_<f32|f16|bf16|i8|i32|i64>).
+std::string pool_module_source(DType t);
 std::string pool_function(DType t);
 
 // An attention kernel's module (cuda_attention_generate.cc): `function` is "tripy_attention"; the

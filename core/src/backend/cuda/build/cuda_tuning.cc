@@ -28,6 +28,12 @@ CallTimer::~CallTimer() {
 StatusOr<float> CallTimer::time(const std::function<Status()>& call, int reps, CUstream stream) {
   if (!start_) TRIPY_CUDA_TRY(cuEventCreate(&start_, CU_EVENT_DEFAULT));
   if (!stop_) TRIPY_CUDA_TRY(cuEventCreate(&stop_, CU_EVENT_DEFAULT));
+  if (spin_) {
+    // Long enough for the host to queue every call (cuDNN and cuBLASLt take ~5-30 us each).
+    int64_t ns = std::min<int64_t>(20000 + int64_t{30000} * reps, 2000000);
+    void* params[] = {&ns};
+    TRIPY_CUDA_TRY(cuLaunchKernel(spin_, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr));
+  }
   TRIPY_CUDA_TRY(cuEventRecord(start_, stream));
   for (int r = 0; r < reps; ++r) TRIPY_RETURN_IF_ERROR(call());
   TRIPY_CUDA_TRY(cuEventRecord(stop_, stream));

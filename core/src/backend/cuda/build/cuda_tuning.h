@@ -13,22 +13,30 @@
 
 namespace tripy::rt::cuda {
 
+// The build-only fill module's functions that tuning launches: `fill` for the problem's dtype
+// (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
+struct TuningKernels {
+  CUfunction fill = nullptr, spin = nullptr;
+};
+
 // Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
-StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, CUfunction fill_fn, CUstream stream);
+StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, const TuningKernels& kernels, CUstream stream);
 
 // Times cuDNN's engines (graph API; legacy algorithms for transposed convolutions) on
 // pseudo-random data of the problem's size; returns the fastest that fits kConvWorkspaceLimit.
-StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, CUfunction fill_fn, CUstream stream);
+StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, const TuningKernels& kernels, CUstream stream);
 
 // One device buffer of `dtype` per entry of `elements` (at least one element each), filled by
 // `fill_fn` (the layout module's tuning fill); `keep` owns them, the result holds their addresses.
 StatusOr<std::vector<CUdeviceptr>> tuning_scratch(DType dtype, const std::vector<int64_t>& elements,
                                                  CUfunction fill_fn, CUstream stream, std::vector<Tensor>& keep);
 
-// Times `reps` back-to-back calls of a candidate on `stream` with a pair of events.
+// Times `reps` back-to-back calls of a candidate on `stream` with a pair of events. The calls queue
+// behind a `spin` kernel, so small problems time the GPU's work and not the library's host-side
+// cost per call (which a replayed CUDA graph does not pay).
 class CallTimer {
  public:
-  CallTimer() = default;
+  explicit CallTimer(CUfunction spin) : spin_(spin) {}
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
   ~CallTimer();
@@ -36,6 +44,7 @@ class CallTimer {
   StatusOr<float> time(const std::function<Status()>& call, int reps, CUstream stream);
 
  private:
+  CUfunction spin_;
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 

@@ -16,12 +16,21 @@
 namespace tripy::cuda_testing {
 namespace {
 
-TEST(CudaConv, TheConvolutionModuleCompilesWithNvrtc) {
+TEST(CudaConv, TheConvolutionModuleCompilesWithNvrtcForEachDtype) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  auto compiled = rt::cuda::compile_modules({rt::cuda::conv_module_source()}, {"tripy_conv"}, 90);
+  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  std::vector<std::string> sources, names;
+  for (DType t : types) {
+    sources.push_back(rt::cuda::conv_module_source(t));
+    names.push_back(rt::cuda::conv_function(t));
+  }
+  auto compiled = rt::cuda::compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
-    EXPECT_NE((*compiled)[0].ptx.find(rt::cuda::conv_function(t)), std::string::npos) << rt::cuda::conv_function(t);
+  for (size_t i = 0; i < sources.size(); ++i)
+    for (DType t : types)  // each module holds its own dtype's function and no other
+      EXPECT_EQ((*compiled)[i].ptx.find(".entry " + rt::cuda::conv_function(t) + "(") != std::string::npos,
+                t == types[i])
+          << names[i] << " / " << rt::cuda::conv_function(t);
 }
 
 rt::cuda::ConvProblem problem_of(const GpuCase& c) {

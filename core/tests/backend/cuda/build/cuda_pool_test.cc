@@ -11,12 +11,21 @@
 namespace tripy {
 namespace {
 
-TEST(CudaPool, ThePoolingModuleCompilesWithNvrtc) {
+TEST(CudaPool, ThePoolingModuleCompilesWithNvrtcForEachDtype) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  auto compiled = rt::cuda::compile_modules({rt::cuda::pool_module_source()}, {"tripy_pool"}, 90);
+  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kInt32, DType::kInt64};
+  std::vector<std::string> sources, names;
+  for (DType t : types) {
+    sources.push_back(rt::cuda::pool_module_source(t));
+    names.push_back(rt::cuda::pool_function(t));
+  }
+  auto compiled = rt::cuda::compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kInt32, DType::kInt64})
-    EXPECT_NE((*compiled)[0].ptx.find(rt::cuda::pool_function(t)), std::string::npos) << rt::cuda::pool_function(t);
+  for (size_t i = 0; i < sources.size(); ++i)
+    for (DType t : types)  // each module holds its own dtype's function and no other
+      EXPECT_EQ((*compiled)[i].ptx.find(".entry " + rt::cuda::pool_function(t) + "(") != std::string::npos,
+                t == types[i])
+          << names[i] << " / " << rt::cuda::pool_function(t);
 }
 
 }  // namespace
