@@ -82,6 +82,9 @@ bool register_backend(Device::Kind kind, BackendFactory factory);
 class Builder {
  public:
   virtual ~Builder() = default;
+  // Called as a compile starts: one-time set-up that is slow (libraries that load on first use)
+  // may get under way while the compiler runs its passes. build() waits for it.
+  virtual void prepare() {}
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
 };
 

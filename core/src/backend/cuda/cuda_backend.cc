@@ -80,14 +80,19 @@ class CudaBackend final : public Backend {
     }
     LayoutFunctions fns;
     // In the layout module, or (the gathers and updates, since they compile apart) another one.
-    for (const std::string& name : layout_module_functions()) {
+    // The index module's functions exist only in programs that gather or update: a launch that
+    // needs a missing one says so (plan_layout).
+    auto find = [&](const std::string& name) {
       CUfunction f = nullptr;
       if (api().cuModuleGetFunction(&f, modules->modules[art.layout_module], name.c_str()) != CUDA_SUCCESS)
         for (size_t m = 0; m < modules->modules.size() && !f; ++m)
           if (api().cuModuleGetFunction(&f, modules->modules[m], name.c_str()) != CUDA_SUCCESS) f = nullptr;
-      if (!f) return Status(StatusCode::kDataLoss, "the executable's CUDA modules lack the layout function " + name);
-      fns[name] = f;
-    }
+      if (f) fns[name] = f;
+      return f != nullptr;
+    };
+    for (const std::string& name : layout_module_functions())
+      if (!find(name)) return Status(StatusCode::kDataLoss, "the executable's CUDA modules lack the layout function " + name);
+    for (const std::string& name : index_module_functions()) find(name);
     std::vector<KernelCode> code(program->kernels.size());
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {

@@ -16,9 +16,11 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// Candidates timed per graph: the heuristic's first few hold the fast engine in practice, and
-// each finalized plan costs build time.
-constexpr size_t kCandidates = 6;
+// Candidates timed per graph and per GEMM form: the heuristic's first few hold the fast one in
+// practice (ResNet-50 at B1 and B32 on an H100: the fastest of six or eight was among the first
+// four in all 54 problems), and each costs build time: a finalized plan and the first launch of
+// its kernel.
+constexpr size_t kCandidates = 4;
 constexpr int kReps = 5;
 
 struct Timed {
@@ -97,7 +99,7 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
   AlgoBytes gemm;
   const std::optional<DotProblem> dp = never ? std::nullopt : conv_gemm_problem(pr);
   if (dp) {
-    auto cands = DotPlan::candidates(*dp, kDotWorkspaceBytes, 8);
+    auto cands = DotPlan::candidates(*dp, kDotWorkspaceBytes, kCandidates);
     for (size_t i = 0; cands.ok() && i < cands.value().size(); ++i) {
       auto plan = DotPlan::create(*dp, &cands.value()[i], 256, kDotWorkspaceBytes);
       if (!plan.ok()) continue;
