@@ -90,9 +90,10 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   // The device's one-time set-up (its libraries' first load) runs beside the passes, for graphs
   // whose build will time GEMMs or convolutions (and so wait for it).
   if (rt::Builder* early = rt::builder_for(options.device.kind); early && options.optimization_level >= 1) {
-    bool tuned = false;
-    for (const flat::Op& op : graph.ops) tuned = tuned || op.kind == flat::OpKind::kDot || op.kind == flat::OpKind::kConvolution;
-    if (tuned) early->prepare();
+    bool tunes = false;
+    for (const flat::Op& op : graph.ops)
+      tunes = tunes || op.kind == flat::OpKind::kDot || op.kind == flat::OpKind::kConvolution;
+    if (tunes) early->prepare();
   }
   // Where a compile's time goes, stage by stage: the "timing" dump.
   std::string timings;

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 
-
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_attention.h"
@@ -91,7 +90,8 @@ class CudaBackend final : public Backend {
       return f != nullptr;
     };
     for (const std::string& name : layout_module_functions())
-      if (!find(name)) return Status(StatusCode::kDataLoss, "the executable's CUDA modules lack the layout function " + name);
+      if (!find(name))
+        return Status(StatusCode::kDataLoss, "the executable's CUDA modules lack the layout function " + name);
     for (const std::string& name : index_module_functions()) find(name);
     std::vector<KernelCode> code(program->kernels.size());
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();

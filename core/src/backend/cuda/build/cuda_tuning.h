@@ -27,7 +27,7 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, const TuningKernels& ker
 StatusOr<ConvAlgo> tune_conv(const ConvProblem& pr, const TuningKernels& kernels, CUstream stream);
 
 // One device buffer of `dtype` per entry of `elements` (at least one element each), filled by
-// `fill_fn` (the layout module's tuning fill); `keep` owns them, the result holds their addresses.
+// `fill_fn` (the fill module's, for `dtype`); `keep` owns them, the result holds their addresses.
 StatusOr<std::vector<CUdeviceptr>> tuning_scratch(DType dtype, const std::vector<int64_t>& elements,
                                                  CUfunction fill_fn, CUstream stream, std::vector<Tensor>& keep);
 

@@ -13,7 +13,8 @@ namespace {
 
 TEST(CudaPool, ThePoolingModuleCompilesWithNvrtcForEachDtype) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kInt32, DType::kInt64};
+  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                         DType::kInt8,    DType::kInt32,   DType::kInt64};
   std::vector<std::string> sources, names;
   for (DType t : types) {
     sources.push_back(rt::cuda::pool_module_source(t));
