@@ -14,8 +14,6 @@ namespace tripy::rt::cuda {
 
 // Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
 // fragment twice at head size 64; at 128 the accumulators of 32 rows would not fit in registers.
-int flash_wm(int64_t head) { return head == 64 ? 2 : 1; }
-
 namespace {
 
 // A size fixed at compile time (a constant slot), or -1.
@@ -60,13 +58,15 @@ bool split_enabled() {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-}  // namespace
 
-// Query rows per kv head ((Hq / Hkv) * L) at the inputs' smallest and largest sizes: which split
-// kernels a module needs. (Sizes outside this range still run: the plan falls back to the kernels
-// the module has.)
-std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+// The query length's largest value and the query rows per kv head ((Hq / Hkv) * L) at the inputs'
+// smallest and largest sizes.
+struct QueryExtent {
+  int64_t rows_lo = std::numeric_limits<int64_t>::max(), rows_hi = 0, length_hi = 0;
+};
+
+QueryExtent query_extent(const Program& p, const Kernel& k) {
+  QueryExtent e;
   for (bool at_max : {false, true}) {
     std::vector<Tensor> inputs;
     for (const InputSpec& in : p.inputs)
@@ -78,10 +78,23 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
     const AttentionOperand q = attention_operand(k.attention, AttentionAttrs::kQ, p.buffer_shape(k.inputs[0], slots));
     const AttentionOperand kv = attention_operand(k.attention, AttentionAttrs::kK, p.buffer_shape(k.inputs[1], slots));
     const int64_t rows = q.size[1] / std::max<int64_t>(kv.size[1], 1) * q.size[2];
-    lo = std::min(lo, rows);
-    hi = std::max(hi, rows);
+    e.rows_lo = std::min(e.rows_lo, rows);
+    e.rows_hi = std::max(e.rows_hi, rows);
+    e.length_hi = std::max(e.length_hi, q.size[2]);
   }
-  return {lo, hi};
+  return e;
+}
+}  // namespace
+
+// Which split kernels a module needs. (Sizes outside this range still run: the plan falls back to
+// the kernels the module has.)
+std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
+  const QueryExtent e = query_extent(p, k);
+  return {e.rows_lo, e.rows_hi};
+}
+
+int flash_wm(const Program& p, const Kernel& k, int64_t head) {
+  return head == 64 && query_extent(p, k).length_hi > kFlashShortQueries ? 2 : 1;
 }
 
 int64_t attention_split_capacity(const Program& program, const Kernel& k) {
@@ -167,7 +180,7 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     }
     if (l.flash) {
       l.path = AttentionLaunch::Path::kFlash;
-      const int64_t bm = 64 * flash_wm(D);
+      const int64_t bm = 64 * flash_wm(p, k, D);
       l.words[kBlocks] = (L + bm - 1) / bm;
       blocks = l.words[kBlocks] * B * Hq;
       l.vec_word = kVec;  // cp.async needs 16-byte aligned addresses; else plain loads

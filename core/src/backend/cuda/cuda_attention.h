@@ -33,8 +33,12 @@ int64_t attention_split_capacity(const Program& program, const Kernel& kernel);
 // Shared by the launch and the module generator (build/cuda_attention_generate.cc), so that a
 // module has the kernels its launches pick. Split-KV serves heads up to kSplitHeadMax.
 inline constexpr int64_t kSplitHeadMax = 256;
-// Query rows per flash CTA are 64 * flash_wm(head).
-int flash_wm(int64_t head);
+// Query rows per flash CTA are 64 * flash_wm(...): 128 for head 64 (4 warps of two m-tiles), but
+// 64 where no size has more than kFlashShortQueries queries, so a short sequence spreads over twice
+// as many CTAs (GPT-2 at 128 tokens: 24 CTAs of 64 rows instead of 12 of 128, on 132 SMs); 64 for
+// other heads.
+inline constexpr int64_t kFlashShortQueries = 256;
+int flash_wm(const Program& p, const Kernel& k, int64_t head);
 // The head size of operand `operand` (buffer `buffer`) when fixed at compile time, else -1.
 int64_t static_head(const Program& p, const Kernel& k, int operand, int32_t buffer);
 // Whether split-KV is on (TRIPY_ATTENTION_SPLIT, unset or non-zero).

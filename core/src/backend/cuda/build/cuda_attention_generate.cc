@@ -44,7 +44,7 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));
   if (flash) {
     def("HD", std::to_string(d));
-    def("WM", std::to_string(flash_wm(d)));
+    def("WM", std::to_string(flash_wm(program, k, d)));
   }
   GeneratedKernel g;
   g.function = "tripy_attention";

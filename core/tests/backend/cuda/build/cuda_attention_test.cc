@@ -58,10 +58,11 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     MaskKind m;
     Sizes z = {};
   };
-  const Sizes decode{1, 12, 1, 12, 1024}, gqa{1, 8, 1, 2, 300};
+  const Sizes decode{1, 12, 1, 12, 1024}, gqa{1, 8, 1, 2, 300}, prefill{2, 4, 1024, 2, 1024};
   std::vector<Variant> variants;
   for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat32})
     for (int64_t d : {64, 128, 80}) variants.push_back({t, d, true, MaskKind::kBool});
+  variants.push_back({DType::kFloat16, 64, true, MaskKind::kNone, prefill});  // 128 query rows per CTA
   for (bool causal : {false, true})
     for (MaskKind m : {MaskKind::kNone, MaskKind::kAdditive}) variants.push_back({DType::kFloat16, 64, causal, m});
   for (DType t : {DType::kFloat16, DType::kFloat32}) variants.push_back({t, 64, false, MaskKind::kBool, decode});
@@ -109,13 +110,34 @@ const AttentionFunctions kGenericOnly{kSome, nullptr, nullptr, nullptr};
 
 std::vector<int64_t> slots_of(int64_t d, Sizes z = {}) { return {z.b, z.hq, z.l, d, z.s, 1, z.hkv}; }
 
+TEST(CudaAttention, FlashTakes128RowsPerBlockOnlyForLongSequencesOfHead64) {
+  const Sizes long_sequence{2, 4, 1024, 2, 1024};
+  struct Case {
+    int64_t d;
+    Sizes z;
+    unsigned grid;
+  } cases[] = {
+      {64, long_sequence, 2u * 4 * (1024 / 128)},
+      {64, {}, 2u * 4 * 2},                        // 100 queries: 64 rows per block
+      {128, long_sequence, 2u * 4 * (1024 / 64)},  // head 128: always 64
+  };
+  for (const Case& c : cases) {
+    Program p = program(DType::kFloat16, c.d, true, MaskKind::kNone, c.z);
+    EXPECT_EQ(flash_wm(p, p.kernels[0], c.d), c.grid == 2u * 4 * (1024 / 128) ? 2 : 1) << c.d;
+    auto l = plan_attention_words(p, p.kernels[0], kNoSplit, slots_of(c.d, c.z), 132);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_TRUE(l->flash) << c.d;
+    EXPECT_EQ(l->grid, c.grid) << c.d << " x " << c.z.l;
+  }
+}
+
 TEST(CudaAttention, PlanPicksFlashOnlyForLayoutsItReads) {
   Program p = program(DType::kFloat16, 64, true, MaskKind::kBool);
   const std::vector<int64_t> slots = slots_of(64);
   auto l = plan_attention_words(p, p.kernels[0], kAll, slots, 132);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_TRUE(l->flash);
-  EXPECT_EQ(l->grid, 2u * 4 * 1);  // 100 queries fit one block of 128
+  EXPECT_EQ(l->grid, 2u * 4 * 2);  // 100 queries, a short sequence: two blocks of 64 rows per head
   EXPECT_FALSE(plan_attention_words(p, p.kernels[0], kGenericOnly, slots, 132)->flash);  // no flash kernel compiled
   // q read with the head dim strided (a layout the tiles cannot copy): the generic kernel.
   p.kernels[0].attention.perms[AttentionAttrs::kQ] = {0, 1, 3, 2};
