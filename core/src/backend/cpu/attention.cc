@@ -6,7 +6,9 @@
 // key blocks past a query block's diagonal are never visited.
 #pragma GCC optimize("no-trapping-math")  // lets the selects in the exp loops if-convert
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -24,6 +26,25 @@ using rt::AttentionOperand;
 constexpr int64_t kBlockQ = 32, kBlockK = 64;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// 64 floats as four 16-wide vectors (GCC's vector extension: four AVX-512 registers here, more and
+// narrower ones elsewhere), so the score and accumulator tiles live in registers: as arrays, the
+// compiler kept them on the stack and stored them back on every step.
+using V16 = float __attribute__((vector_size(64)));
+using V16u = float __attribute__((vector_size(64), aligned(4), may_alias));  // the same, at any float address
+struct Tile64 {
+  V16 x0 = {}, x1 = {}, x2 = {}, x3 = {};
+  static V16 at(const float* p, int r) { return *reinterpret_cast<const V16u*>(p + 16 * r); }
+  void load(const float* p) { x0 = at(p, 0), x1 = at(p, 1), x2 = at(p, 2), x3 = at(p, 3); }
+  void store(float* p) const {
+    V16u* q = reinterpret_cast<V16u*>(p);
+    q[0] = x0, q[1] = x1, q[2] = x2, q[3] = x3;
+  }
+  void scale(float a) { x0 *= a, x1 *= a, x2 *= a, x3 *= a; }
+  void fma(float a, const float* p) {  // x += a * p[0..64)
+    x0 += a * at(p, 0), x1 += a * at(p, 1), x2 += a * at(p, 2), x3 += a * at(p, 3);
+  }
+};
+static_assert(sizeof(Tile64) == kBlockK * sizeof(float), "a score tile holds one key block");
 struct Operand {
   const View* view = nullptr;
   AttentionOperand o;
@@ -108,18 +129,20 @@ class AttentionRun {
       for (int64_t d = 0; d < D_; ++d) w.kt[static_cast<size_t>(d * kBlockK + j)] = row[static_cast<size_t>(d)];
       load_row(v_, v_.at(b, hk, j0 + j), v_.o.stride[3], Dv_, w.v.data() + j * Dv_);
     }
+    // scores() runs over whole blocks: a short last block's missing keys score 0 (then unused).
+    if (nk < kBlockK)
+      for (int64_t d = 0; d < D_; ++d) std::fill_n(w.kt.data() + d * kBlockK + nk, kBlockK - nk, 0.0f);
   }
 
+  // A query's kBlockK scores stay in registers over the whole head dim and are stored once.
   void scores(int64_t nq, int64_t nk, Scratch& w) const {
+    float t[kBlockK];
     for (int64_t i = 0; i < nq; ++i) {
-      float* s = w.s.data() + i * kBlockK;
-      for (int64_t j = 0; j < nk; ++j) s[j] = 0.0f;
+      Tile64 acc;
       const float* q = w.q.data() + i * D_;
-      for (int64_t d = 0; d < D_; ++d) {
-        const float qd = q[d];
-        const float* kt = w.kt.data() + d * kBlockK;
-        for (int64_t j = 0; j < nk; ++j) s[j] += qd * kt[j];
-      }
+      for (int64_t d = 0; d < D_; ++d) acc.fma(q[d], w.kt.data() + d * kBlockK);
+      acc.store(t);
+      std::copy_n(t, nk, w.s.data() + i * kBlockK);
     }
   }
 
@@ -165,13 +188,19 @@ class AttentionRun {
       l = l * corr + sum;
       m = m_new;
       float* acc = w.acc.data() + i * Dv_;
-      if (corr != 1.0f)
-        for (int64_t d = 0; d < Dv_; ++d) acc[d] *= corr;
-      for (int64_t j = 0; j < nk; ++j) {
-        const float p = s[j];
-        if (p == 0.0f) continue;
-        const float* v = w.v.data() + j * Dv_;
-        for (int64_t d = 0; d < Dv_; ++d) acc[d] += p * v[d];
+      // Register tiles of 64 value columns over all the block's keys, then the tail.
+      int64_t d0 = 0;
+      for (; d0 + kBlockK <= Dv_; d0 += kBlockK) {
+        Tile64 a;
+        a.load(acc + d0);
+        a.scale(corr);
+        for (int64_t j = 0; j < nk; ++j) a.fma(s[j], w.v.data() + j * Dv_ + d0);
+        a.store(acc + d0);
+      }
+      for (int64_t d = d0; d < Dv_; ++d) {
+        float x = acc[d] * corr;
+        for (int64_t j = 0; j < nk; ++j) x += s[j] * w.v[static_cast<size_t>(j * Dv_ + d)];
+        acc[d] = x;
       }
     }
   }
