@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <mutex>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "backend/cuda/build/cuda_compile.h"
 #include "backend/cuda/build/cuda_sources.h"
 #include "backend/cuda/build/cuda_tuning.h"
+#include "backend/cuda/build/cuda_tuning_cache.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_conv_graph.h"
@@ -23,6 +25,16 @@
 namespace tripy::rt {
 namespace cuda {
 namespace {
+
+// What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner,
+// and TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution).
+std::string tuning_context() {
+  const DeviceInfo* dev = device().ok() ? device().value() : nullptr;
+  const char* conv_gemm = std::getenv("TRIPY_CONV_GEMM");
+  return (dev ? dev->name + " sm" + std::to_string(dev->arch) : std::string("no GPU")) + ", cuDNN " + cudnn_version() +
+         ", cuBLASLt " + cublaslt_version() + ", tuner " + std::to_string(kTunerVersion) +
+         ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "");
+}
 
 // cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
 // a handle each and one heuristic query over a small convolution make them do it.
@@ -155,6 +167,18 @@ class CudaBuilder final : public Builder {
     std::vector<int64_t> slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     std::unordered_map<std::string, AlgoBytes> done;
+    TuningCache cache(tuning_cache_dir(), tuning_context());
+    size_t from_cache = 0;
+    // The stored choice for `problem`, else `time()`'s (stored for the next compile).
+    auto tuned = [&](const std::string& problem, const auto& time) -> StatusOr<AlgoBytes> {
+      if (std::optional<AlgoBytes> hit = cache.find(problem)) {
+        ++from_cache;
+        return *hit;
+      }
+      StatusOr<AlgoBytes> algo = time();
+      if (algo.ok()) cache.store(problem, algo.value());
+      return algo;
+    };
     CUstream s = default_stream();
     for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {
       const Kernel& k = program.kernels[i];
@@ -163,7 +187,7 @@ class CudaBuilder final : public Builder {
         if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
         auto it = done.find(pr->key());
         if (it == done.end()) {
-          auto algo = tune_conv(*pr, kernels_for(pr->dtype), s);
+          auto algo = tuned("conv " + pr->key(), [&] { return tune_conv(*pr, kernels_for(pr->dtype), s); });
           if (!algo.ok()) continue;  // cuDNN's heuristic decides at load time instead
           it = done.emplace(pr->key(), algo.value()).first;
         }
@@ -175,7 +199,7 @@ class CudaBuilder final : public Builder {
       if (!pr.ok() || pr->m * pr->n * pr->k == 0) continue;
       auto it = done.find(pr->key());
       if (it == done.end()) {
-        auto algo = tune_dot(*pr, kernels_for(pr->dtype), s);
+        auto algo = tuned("dot " + pr->key(), [&] { return tune_dot(*pr, kernels_for(pr->dtype), s); });
         if (!algo.ok()) {
           if (algo.status().code() != StatusCode::kResourceExhausted) st = algo.status();
           continue;
@@ -185,7 +209,9 @@ class CudaBuilder final : public Builder {
       art.algos[static_cast<int32_t>(i)] = it->second;
     }
     (void)TRIPY_CUDA(cuModuleUnload(fills));
-    if (debug_level() >= 1) std::fprintf(stderr, "tripy: build: timed %zu distinct problems\n", done.size());
+    if (debug_level() >= 1)
+      std::fprintf(stderr, "tripy: build: %zu distinct problems, %zu of them from the tuning cache\n", done.size(),
+                   from_cache);
     return st;
   }
 

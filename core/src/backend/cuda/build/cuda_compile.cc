@@ -1,19 +1,15 @@
 // NVRTC compilation with dedupe, a thread per distinct source, and an on-disk cubin cache.
 #include "backend/cuda/build/cuda_compile.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
+#include "backend/cuda/build/cuda_cache_files.h"
 #include "backend/cuda/cuda_api.h"
 
 namespace tripy::rt::cuda {
@@ -25,43 +21,6 @@ uint64_t fnv1a(const std::string& s, uint64_t h) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return static_cast<bool>(f) || f.eof();
-}
-
-// Write-then-rename, so a concurrent reader never sees half a file.
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "_" +
-                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    if (!f) {
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
-bool make_dirs(const std::string& path) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
-    }
-    if (i < path.size()) cur += path[i];
-  }
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::string nvrtc_version_string() {

@@ -13,6 +13,10 @@
 
 namespace tripy::rt::cuda {
 
+// The tuner's version: part of every tuning-cache key (cuda_tuning_cache.h). Raise it when the
+// candidates or the timing change, so choices made the old way are timed again.
+inline constexpr int kTunerVersion = 2;
+
 // The build-only fill module's functions that tuning launches: `fill` for the problem's dtype
 // (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
 struct TuningKernels {

@@ -1,0 +1,21 @@
+// Files of the on-disk caches (compiled kernels: cuda_compile.cc; tuned algorithms:
+// cuda_tuning_cache.cc): reads that give up on what is not there, writes a concurrent reader never
+// sees half of.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tripy::rt::cuda {
+
+// The whole file at `path` into `out`; false when it cannot be read or holds more than `max_bytes`.
+bool read_file(const std::string& path, std::string& out, size_t max_bytes = SIZE_MAX);
+
+// Writes to a temporary file beside `path`, then renames it over `path`; failures leave no file.
+void write_file_atomic(const std::string& path, const void* data, size_t size);
+
+// Makes `path` and its parents (mode 0755); whether `path` is a directory afterwards.
+bool make_dirs(const std::string& path);
+
+}  // namespace tripy::rt::cuda
