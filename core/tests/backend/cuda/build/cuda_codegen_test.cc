@@ -51,6 +51,55 @@ TEST(CudaCodegen, IdenticalKernelsGiveIdenticalSources) {
   EXPECT_EQ(ga->source, gb->source);  // sizes are arguments: one compile serves every shape
 }
 
+// The case's program as the compiler builds one: every slot computed by its shape program.
+rt::Program with_shape_program(const GpuCase& c) {
+  rt::Program p = c.program;
+  p.shape_program.clear();
+  for (int64_t v : c.slots) p.shape_program.push_back({rt::ShapeInstr::Op::kConst, v, 0});
+  return p;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CudaCodegen, FixedSizesLeaveOutTheRowLoopsTheLaunchCannotReach) {
+  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  // 1024 floats a row: the launch plans 64 threads of 4-wide loads, so the vector loop keeps the
+  // row in registers (no streaming loop), and the scalar fallback (misaligned addresses) streams
+  // (no cached scalar loop). 20000 a row: both stream.
+  const std::string vector_cached = "const int u = threadIdx.x + e *", vector_stream = "for (i64 u = threadIdx.x; u < U",
+                    scalar_cached = "const i64 j = threadIdx.x + e *", scalar_plain = "for (i64 j = threadIdx.x; j < L";
+  struct Case {
+    GpuCase c;
+    std::vector<std::string> kept, left_out;
+  } cases[] = {{layernorm(8, 1024), {vector_cached, scalar_plain}, {vector_stream, scalar_cached}},
+               {layernorm(2, 20000), {vector_stream, scalar_plain}, {vector_cached, scalar_cached}}};
+  std::vector<std::string> sources, names;
+  for (const Case& x : cases) {
+    const rt::Program fixed = with_shape_program(x.c);
+    rt::Program dynamic = fixed;
+    dynamic.inputs[0].dim_max[0] += 1;  // the rows may vary: every loop stays
+    auto gf = rt::cuda::generate_fused(fixed, fixed.kernels[0]);
+    auto gd = rt::cuda::generate_fused(dynamic, dynamic.kernels[0]);
+    ASSERT_TRUE(gf.ok() && gd.ok()) << x.c.name;
+    EXPECT_EQ(count(gf->source, "__trap();"), 2u) << x.c.name;
+    EXPECT_EQ(count(gd->source, "__trap();"), 0u) << x.c.name;
+    EXPECT_LT(gf->source.size(), gd->source.size()) << x.c.name;
+    for (const std::string& loop : x.kept) EXPECT_NE(gf->source.find(loop), std::string::npos) << x.c.name << loop;
+    for (const std::string& loop : x.left_out) {
+      EXPECT_EQ(gf->source.find(loop), std::string::npos) << x.c.name << loop;
+      EXPECT_NE(gd->source.find(loop), std::string::npos) << x.c.name << loop;
+    }
+    sources.push_back(gf->source);
+    names.push_back(x.c.name);
+  }
+  auto compiled = rt::cuda::compile_modules(sources, names, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+}
+
 TEST(CudaCodegen, UndefinedOpIsAnError) {
   GpuCase c = elementwise(EwOp::kExp, DType::kInt32, DType::kInt32, 1);
   auto g = rt::cuda::generate_fused(c.program, c.program.kernels[0]);
