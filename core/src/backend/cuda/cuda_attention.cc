@@ -12,8 +12,6 @@
 
 namespace tripy::rt::cuda {
 
-// Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
-// fragment twice at head size 64; at 128 the accumulators of 32 rows would not fit in registers.
 namespace {
 
 // A size fixed at compile time (a constant slot), or -1.
@@ -93,6 +91,9 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
   return {e.rows_lo, e.rows_hi};
 }
 
+// Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
+// fragment twice at head size 64 (where the queries are many enough to fill the GPU anyway); at
+// 128 the accumulators of 32 rows would not fit in registers.
 int flash_wm(const Program& p, const Kernel& k, int64_t head) {
   return head == 64 && query_extent(p, k).length_hi > kFlashShortQueries ? 2 : 1;
 }
