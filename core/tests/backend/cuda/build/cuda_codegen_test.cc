@@ -10,6 +10,7 @@
 #include "backend/cuda/build/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/build/cuda_compile.h"
 #include "backend/cuda/build/cuda_sources.h"
 #include "cuda_test_cases.h"
@@ -98,6 +99,39 @@ TEST(CudaCodegen, FixedSizesLeaveOutTheRowLoopsTheLaunchCannotReach) {
   }
   auto compiled = rt::cuda::compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+}
+
+TEST(CudaCodegen, EveryFixedRowKernelKeepsTheLoopsItsLaunchTakes) {
+  // For every row reduction among the test programs, at their fixed sizes: the launch's plan says
+  // which loop runs (the vector one when the addresses allow, else the scalar one), and that loop
+  // must be in the source, not a trap.
+  const std::string vector_cached = "const int u = threadIdx.x + e *", vector_stream = "for (i64 u = threadIdx.x; u < U",
+                    scalar_cached = "const i64 j = threadIdx.x + e *", scalar_plain = "for (i64 j = threadIdx.x; j < L";
+  int checked = 0;
+  for (const GpuCase& c : all_cases()) {
+    const rt::Program p = with_shape_program(c);
+    for (const rt::Kernel& k : p.kernels) {
+      if (k.kind != rt::KernelKind::kFused) continue;
+      auto layout = rt::cuda::analyze_fused(p, k);
+      ASSERT_TRUE(layout.ok()) << c.name;
+      if (!layout->has_reduction) continue;
+      auto launches = rt::cuda::plan_fused(p, k, *layout, nullptr, c.slots, 132);
+      ASSERT_TRUE(launches.ok() && launches->size() == 1) << c.name;
+      const rt::cuda::Launch& l = launches->front();
+      const int64_t row_len = l.words[layout->misc_word(rt::cuda::FusedLayout::kMiscRowLen)];
+      auto g = rt::cuda::generate_fused(p, k);
+      ASSERT_TRUE(g.ok()) << c.name;
+      if (l.vector_word >= 0) {
+        const bool cached = row_len <= rt::cuda::FusedLayout::kRowCacheVector * layout->vec_width * l.block_x;
+        EXPECT_NE(g->source.find(cached ? vector_cached : vector_stream), std::string::npos) << c.name;
+      }
+      const bool cached = !layout->has_iota && row_len <= rt::cuda::FusedLayout::kRowCacheScalar * l.block_x;
+      EXPECT_NE(g->source.find(cached ? scalar_cached : scalar_plain), std::string::npos) << c.name;
+      EXPECT_LE(count(g->source, "__trap();"), 2u) << c.name;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4);
 }
 
 TEST(CudaCodegen, UndefinedOpIsAnError) {
