@@ -198,4 +198,8 @@ int debug_level() {
   return v ? std::atoi(v) : 0;
 }
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace tripy::rt::cuda

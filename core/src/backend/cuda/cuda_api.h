@@ -7,6 +7,7 @@
 #include <cudnn.h>
 #include <nvrtc.h>
 
+#include <chrono>
 #include <string>
 
 #include "tripy/status.h"
@@ -89,6 +90,8 @@ Status check(cudnnStatus_t r, const char* call);
 // TRIPY_DEBUG level (0 when unset): 1+ logs library fallbacks and tuning choices, 2+ prints each
 // generated kernel's source to stderr.
 int debug_level();
+// Milliseconds from `start` to now: the TRIPY_DEBUG timings of builds and loads.
+double ms_since(std::chrono::steady_clock::time_point start);
 
 }  // namespace tripy::rt::cuda
 

@@ -128,8 +128,7 @@ class CudaBackend final : public Backend {
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),
                                                               std::move(code), std::move(fns)));
     if (debug_level() >= 1)
-      std::fprintf(stderr, "tripy: load: %zu kernels in %.1f ms\n", kernels,
-                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      std::fprintf(stderr, "tripy: load: %zu kernels in %.1f ms\n", kernels, ms_since(start));
     return std::unique_ptr<LoadedProgram>(std::move(lp));
   }
 

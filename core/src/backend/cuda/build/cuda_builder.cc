@@ -29,11 +29,11 @@ namespace {
 // What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner,
 // and TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution).
 std::string tuning_context() {
-  const DeviceInfo* dev = device().ok() ? device().value() : nullptr;
+  const StatusOr<const DeviceInfo*> dev = device();
   const char* conv_gemm = std::getenv("TRIPY_CONV_GEMM");
-  return (dev ? dev->name + " sm" + std::to_string(dev->arch) : std::string("no GPU")) + ", cuDNN " + cudnn_version() +
-         ", cuBLASLt " + cublaslt_version() + ", tuner " + std::to_string(kTunerVersion) +
-         ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "");
+  return (dev.ok() ? dev.value()->name + " sm" + std::to_string(dev.value()->arch) : std::string("no GPU")) +
+         ", cuDNN " + cudnn_version() + ", cuBLASLt " + cublaslt_version() + ", tuner " +
+         std::to_string(kTunerVersion) + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "");
 }
 
 // cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
@@ -113,12 +113,11 @@ class CudaBuilder final : public Builder {
     // The program's modules compile on other threads (NVRTC is CPU work) while tuning times
     // GEMMs and convolutions on the GPU, so a cold build pays the longer of the two, not their
     // sum. The tuner needs only its fill kernels: a small module compiled first, not stored.
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    Clock::time_point compiled_at;
+    const auto start = std::chrono::steady_clock::now();
+    double compiled_ms = 0;
     std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
       auto out = compile_modules(sources, names, dev->arch, /*spare_cores=*/1);  // the tuner's
-      compiled_at = Clock::now();
+      compiled_ms = ms_since(start);
       return out;
     });
     Status tuned = ok_status();
@@ -135,13 +134,11 @@ class CudaBuilder final : public Builder {
       if (warm.valid()) warm.wait();
     }
     if (tuning) tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
-    const Clock::time_point tuned_at = Clock::now();
+    const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
-    if (debug_level() >= 1) {
-      auto ms = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - start).count(); };
+    if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu modules compiled by %.1f ms; tuning done at %.1f ms\n", sources.size(),
-                   ms(compiled_at), ms(tuned_at));
-    }
+                   compiled_ms, tuned_ms);
     TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
     TRIPY_RETURN_IF_ERROR(tuned);
     art.modules = std::move(compiled.value());

@@ -106,8 +106,7 @@ Status compile_one(const std::string& source, const std::string& name, int arch,
   }
   if (debug_level() >= 1)
     std::fprintf(stderr, "tripy: NVRTC compiled %s (%zu bytes of source%s) in %.1f ms\n", name.c_str(), source.size(),
-                 twice ? ", twice: once more for PTX" : "",
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+                 twice ? ", twice: once more for PTX" : "", ms_since(start));
   if (!base.empty()) {
     write_file_atomic(base + ".cubin", out.cubin.data(), out.cubin.size());
     write_file_atomic(base + ".ptx", out.ptx.data(), out.ptx.size());

@@ -28,23 +28,15 @@ struct Timed {
   ConvEngine engine;
 };
 
-// Where tuning's time goes (TRIPY_DEBUG): building graphs and plans, against running them.
-struct Spent {
-  double plans_ms = 0;
-};
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
 // The fastest of `g`'s first candidates on the scratch operands (ptrs: x, w, y, workspace, bias,
-// residual).
-Timed time_graph(ConvGraph& g, const std::vector<CUdeviceptr>& p, CUstream stream, CallTimer& timer, Spent& spent) {
+// residual). `plans_ms` adds up the time spent building plans (TRIPY_DEBUG shows it).
+Timed time_graph(ConvGraph& g, const std::vector<CUdeviceptr>& p, CUstream stream, CallTimer& timer,
+                 double& plans_ms) {
   Timed best;
   for (size_t i = 0; i < g.candidates().size() && i < kCandidates; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     Status st = g.select(i);
-    spent.plans_ms += ms_since(t0);
+    plans_ms += ms_since(t0);
     auto run = [&] { return g.run(p[0], p[1], p[4], p[5], p[2], p[3], stream); };
     if (st.ok()) st = run();  // warms up, and learns whether it runs here
     StatusOr<float> ms = st.ok() ? timer.time(run, kReps, stream) : StatusOr<float>(st);
@@ -61,15 +53,15 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
                                  CUstream stream) {
   CallTimer timer(spin);
   const auto start = std::chrono::steady_clock::now();
-  Spent spent;
+  double plans_ms = 0;  // of the time tuning takes, building cuDNN graphs and plans
   int32_t choice[kAlgoInts] = {static_cast<int32_t>(api().cudnnGetVersion()), kConvGraph, -1, -1, 0};
   const bool log = debug_level() >= 1;
   if (log) std::fprintf(stderr, "tripy: conv %s\n", pr.key().c_str());
   // (A graph cuDNN cannot describe leaves the GEMM, where it applies, to compete alone.)
   auto t0 = std::chrono::steady_clock::now();
   auto plain = ConvGraph::create(pr, false);
-  spent.plans_ms += ms_since(t0);
-  const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer, spent) : Timed{};
+  plans_ms += ms_since(t0);
+  const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer, plans_ms) : Timed{};
   const ConvAttrs& a = pr.attrs;
   const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
   // Our epilogue kernel: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
@@ -81,9 +73,9 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
   if (epilogue && (a.activation == Activation::kNone || a.activation == Activation::kRelu)) {
     t0 = std::chrono::steady_clock::now();
     auto fused = ConvGraph::create(pr, true);
-    spent.plans_ms += ms_since(t0);
+    plans_ms += ms_since(t0);
     if (fused.ok()) {
-      const Timed f = time_graph(*fused.value(), ptrs, stream, timer, spent);
+      const Timed f = time_graph(*fused.value(), ptrs, stream, timer, plans_ms);
       if (f.ms < best) {
         best = f.ms;
         choice[2] = f.engine.rank, choice[3] = static_cast<int32_t>(f.engine.engine), choice[4] = 1;
@@ -123,7 +115,7 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
     else std::fprintf(stderr, "tripy:   chose engine %d (rank %d) %s: %.4f ms\n", choice[3], choice[2],
                       choice[4] ? "fused" : "plus our epilogue", best);
     std::fprintf(stderr, "tripy:   tuning took %.1f ms, %.1f of them building cuDNN graphs and plans\n",
-                 ms_since(start), spent.plans_ms);
+                 ms_since(start), plans_ms);
   }
   ConvAlgo out(kAlgoBytes);
   std::memcpy(out.data(), choice, kAlgoBytes);
