@@ -29,14 +29,18 @@ TuningCache::TuningCache(std::string dir, std::string context) : dir_(std::move(
     if (c == '\n' || c == '\t') c = ' ';
 }
 
+std::optional<std::string> TuningCache::key_of(const std::string& problem) const {
+  if (dir_.empty() || problem.find('\n') != std::string::npos) return std::nullopt;
+  return context_ + "\t" + problem;
+}
+
 std::string TuningCache::path_of(const std::string& key) const { return dir_ + "/" + hash_hex(key) + ".txt"; }
 
 std::optional<std::vector<uint8_t>> TuningCache::find(const std::string& problem) const {
-  if (dir_.empty() || problem.find('\n') != std::string::npos) return std::nullopt;
-  const std::string key = context_ + "\t" + problem;
+  const std::optional<std::string> key = key_of(problem);
   std::string text;
-  if (!read_file(path_of(key), text, kMaxFileBytes)) return std::nullopt;
-  const std::string head = kHeader + key + "\n";
+  if (!key || !read_file(path_of(*key), text, kMaxFileBytes)) return std::nullopt;
+  const std::string head = kHeader + *key + "\n";
   if (text.compare(0, head.size(), head) != 0) return std::nullopt;
   const size_t end = text.find('\n', head.size());
   if (end == std::string::npos || end + 1 != text.size()) return std::nullopt;
@@ -52,16 +56,16 @@ std::optional<std::vector<uint8_t>> TuningCache::find(const std::string& problem
 }
 
 void TuningCache::store(const std::string& problem, const std::vector<uint8_t>& algo) const {
-  if (dir_.empty() || algo.empty() || algo.size() > kMaxAlgoBytes || problem.find('\n') != std::string::npos) return;
-  const std::string key = context_ + "\t" + problem;
+  const std::optional<std::string> key = key_of(problem);
+  if (!key || algo.empty() || algo.size() > kMaxAlgoBytes) return;
   static const char kHex[] = "0123456789abcdef";
-  std::string text = kHeader + key + "\n";
+  std::string text = kHeader + *key + "\n";
   for (uint8_t b : algo) {
     text += kHex[b >> 4];
     text += kHex[b & 15];
   }
   text += "\n";
-  write_file_atomic(path_of(key), text.data(), text.size());
+  write_file_atomic(path_of(*key), text.data(), text.size());
 }
 
 std::string tuning_cache_dir() {

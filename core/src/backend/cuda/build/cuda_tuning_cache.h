@@ -23,6 +23,9 @@ class TuningCache {
   void store(const std::string& problem, const std::vector<uint8_t>& algo) const;
 
  private:
+  // "<context>\t<problem>", or nullopt when the cache is off or a line break in the problem would
+  // break the file's format.
+  std::optional<std::string> key_of(const std::string& problem) const;
   std::string path_of(const std::string& key) const;
 
   std::string dir_, context_;
