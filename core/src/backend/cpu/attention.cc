@@ -93,7 +93,7 @@ class AttentionRun {
     for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
       const int64_t nk = std::min(kBlockK, s_end - j0);
       load_keys(b, hk, j0, nk, w);
-      scores(nq, nk, w);
+      scores(nq, w);
       mask_scores(b, h, i0, nq, j0, nk, w);
       accumulate(nq, nk, w);
     }
@@ -134,15 +134,14 @@ class AttentionRun {
       for (int64_t d = 0; d < D_; ++d) std::fill_n(w.kt.data() + d * kBlockK + nk, kBlockK - nk, 0.0f);
   }
 
-  // A query's kBlockK scores stay in registers over the whole head dim and are stored once.
-  void scores(int64_t nq, int64_t nk, Scratch& w) const {
-    float t[kBlockK];
+  // A query's kBlockK scores stay in registers over the whole head dim and are stored once, a
+  // whole row (past the block's last key they are the zero-padded keys' zeros, never read).
+  void scores(int64_t nq, Scratch& w) const {
     for (int64_t i = 0; i < nq; ++i) {
       Tile64 acc;
       const float* q = w.q.data() + i * D_;
       for (int64_t d = 0; d < D_; ++d) acc.fma(q[d], w.kt.data() + d * kBlockK);
-      acc.store(t);
-      std::copy_n(t, nk, w.s.data() + i * kBlockK);
+      acc.store(w.s.data() + i * kBlockK);
     }
   }
 
