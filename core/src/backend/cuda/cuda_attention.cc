@@ -191,6 +191,19 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
       blocks = l.words[kBlocks] * l.words[kChunks] * B * Hq;
     }
   }
+  if (l.path != AttentionLaunch::Path::kSplit) {
+    AttentionCudnnProblem c;
+    c.dtype = p.buffers[static_cast<size_t>(k.inputs[0])].dtype;
+    c.causal = a.causal;
+    c.scale = static_cast<float>(a.scale);
+    c.B = B, c.Hq = Hq, c.Hkv = Hkv, c.L = L, c.S = S, c.D = D, c.Dv = Dv;
+    const AttentionOperand* x4[] = {&q, &kk, &v, &o};
+    for (size_t x = 0; x < 4; ++x)
+      for (size_t d = 0; d < 4; ++d) c.strides[x][d] = x4[x]->stride[d];
+    bool aligned = true;
+    for (int x : {0, 1, 2, 4}) aligned = aligned && l.byte_offsets[static_cast<size_t>(x)] % 16 == 0;
+    if (aligned && attention_cudnn_wanted(c, a.mask, nullptr)) l.cudnn = c;
+  }
   if (blocks > std::numeric_limits<int32_t>::max())
     return kernel_failure(p, k, "attention over " + std::to_string(blocks) + " blocks exceeds the GPU's grid",
                           StatusCode::kResourceExhausted);
@@ -201,6 +214,11 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
 StatusOr<std::vector<Launch>> plan_attention(const Program& p, const Kernel& k, const AttentionFunctions& fns,
                                              const std::vector<int64_t>& slots, int sm_count) {
   TRIPY_ASSIGN_OR_RETURN(AttentionLaunch a, plan_attention_words(p, k, fns, slots, sm_count));
+  return attention_launches(p, k, fns, std::move(a));
+}
+
+StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel& k, const AttentionFunctions& fns,
+                                                 AttentionLaunch a) {
   if (a.grid == 0) return std::vector<Launch>{};
   Launch l;
   switch (a.path) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/cuda_attention_cudnn.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "runtime/program.h"
 
@@ -71,10 +72,15 @@ struct AttentionLaunch {
   int64_t split_rows = 0, splits = 0, workspace_bytes = 0, counters = 0;
   CUfunc_st* split_fn = nullptr;
   std::array<int64_t, AttentionAttrs::kNumOperands> byte_offsets{};  // of q, k, v, mask, out (head windows)
+  // Flash or generic: the problem as cuDNN would take it, where attention_cudnn_wanted says so
+  // (the program then tries cuDNN's plan first).
+  std::optional<AttentionCudnnProblem> cudnn;
 };
 StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k, const AttentionFunctions& fns,
                                                const std::vector<int64_t>& slots, int sm_count);
 // plan_attention_words as a Launch of the chosen function (none when there is nothing to do).
+StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel& k, const AttentionFunctions& fns,
+                                                 AttentionLaunch a);
 StatusOr<std::vector<Launch>> plan_attention(const Program& p, const Kernel& k, const AttentionFunctions& fns,
                                              const std::vector<int64_t>& slots, int sm_count);
 

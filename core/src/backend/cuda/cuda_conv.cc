@@ -18,35 +18,6 @@ cudnnDataType_t cudnn_type(DType t) {
   return t == DType::kFloat16 ? CUDNN_DATA_HALF : t == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
-StatusOr<cudnnHandle_t> cudnn_handle() {
-  static cudnnHandle_t handle = nullptr;
-  static Status status;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (!api().cudnn_ok) {
-      status = Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
-      return;
-    }
-    status = TRIPY_CUDA(cudnnCreate(&handle));
-  });
-  if (!status.ok()) return status;
-  return handle;
-}
-
-std::mutex& cudnn_call_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-namespace {
-
-bool cudnn_disabled() {
-  const char* v = std::getenv("TRIPY_CUDNN");
-  return v && std::strcmp(v, "0") == 0;
-}
-
-}  // namespace
-
 CudnnDims cudnn_dims(const std::vector<int64_t>& stored, Layout layout, bool promote) {
   const std::vector<int64_t> dims = to_channels_first(layout, stored);
   const std::vector<int64_t> strides = to_channels_first(layout, dense_strides(stored));
@@ -101,7 +72,6 @@ std::string ConvProblem::key() const {
 
 int64_t ConvProblem::out_elements() const { return numel_of(out); }
 
-std::string cudnn_version() { return api().cudnn_ok ? std::to_string(api().cudnnGetVersion()) : "none"; }
 
 StatusOr<ConvProblem> conv_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
   ConvProblem pr;
@@ -184,7 +154,7 @@ Status ConvPlan::create_graph(const ConvAlgo* stored) {
   if (read_conv_algo(stored, v) && v[1] == kConvGraph) {
     auto g = ConvGraph::create(problem_, v[4] != 0);
     if (g.ok()) {
-      const std::vector<ConvEngine>& c = g.value()->candidates();
+      const std::vector<CudnnEngine>& c = g.value()->candidates();
       for (bool same_rank : {true, false})
         for (size_t i = 0; i < c.size(); ++i)
           if (c[i].engine == v[3] && (!same_rank || c[i].rank == v[2]) && g.value()->select(i).ok()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
+#include "backend/cuda/cuda_cudnn_graph.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_launch.h"
 #include "runtime/program.h"
@@ -104,12 +105,6 @@ bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]);
 std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr);
 
 // (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: build/cuda_tuning.h.)
-std::string cudnn_version();
-// The process-wide cuDNN handle (kUnavailable when cuDNN could not be loaded).
-StatusOr<cudnnHandle_t> cudnn_handle();
-// Held around cudnnSetStream and the call it is for: the handle is shared, and two programs
-// running on two threads must not enqueue on each other's stream.
-std::mutex& cudnn_call_mutex();
 
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 

@@ -13,31 +13,9 @@
 
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_conv.h"
+#include "backend/cuda/cuda_cudnn_graph.h"
 
 namespace tripy::rt::cuda {
-
-// Owns one cudnnBackendDescriptor_t.
-class CudnnDesc {
- public:
-  CudnnDesc() = default;
-  ~CudnnDesc();
-  CudnnDesc(CudnnDesc&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
-  CudnnDesc& operator=(CudnnDesc&& o) noexcept;
-  CudnnDesc(const CudnnDesc&) = delete;
-  CudnnDesc& operator=(const CudnnDesc&) = delete;
-  static StatusOr<CudnnDesc> make(cudnnBackendDescriptorType_t type);
-  cudnnBackendDescriptor_t get() const { return d_; }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
-
-// One engine configuration the heuristic offered: its rank in the heuristic's list (what an
-// executable stores) and its engine's global index (checked when the list is rebuilt).
-struct ConvEngine {
-  int32_t rank = 0;
-  int64_t engine = -1;
-};
 
 class ConvGraph {
  public:
@@ -48,7 +26,7 @@ class ConvGraph {
   bool fused() const { return fused_; }
   // The heuristic's configurations this backend would run, best first: no runtime compilation
   // (it costs seconds per plan), and for float32 no TF32 tensor cores (dots keep FP32 too).
-  const std::vector<ConvEngine>& candidates() const { return candidates_; }
+  const std::vector<CudnnEngine>& candidates() const { return engines_.candidates; }
 
   // Makes the execution plan of candidates()[i]; fails where cuDNN declines it here.
   Status select(size_t i);
@@ -62,15 +40,13 @@ class ConvGraph {
  private:
   ConvGraph() = default;
   Status build(const ConvProblem& pr);
-  Status rank_engines();
 
   bool fused_ = false;
   bool fp32_ = false;
   bool has_bias_ = false, has_residual_ = false;
   std::deque<CudnnDesc> keep_;  // tensors, operations: alive as long as the graph (stable addresses)
   CudnnDesc graph_;
-  std::vector<CudnnDesc> configs_;  // the heuristic's list, in its order
-  std::vector<ConvEngine> candidates_;
+  CudnnEngines engines_;
   CudnnDesc plan_;
   size_t workspace_bytes_ = 0;
   // The variant pack of the last call: rebuilt only when a pointer changes.

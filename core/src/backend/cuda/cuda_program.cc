@@ -162,13 +162,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
         step.launches.push_back(std::move(g));
       }
     } else if (k.kind == KernelKind::kAttention) {
-      auto l = plan_attention(p, k, kernels_[ki].attention, slots, sm_count_);
-      if (!l.ok()) return l.status();
-      step.launches = std::move(l.value());
-      for (const Launch& x : step.launches) {
-        workspace = std::max(workspace, static_cast<size_t>(x.workspace_bytes));
-        counters = std::max(counters, x.counters);
-      }
+      TRIPY_RETURN_IF_ERROR(plan_attention_step(k, step, slots, &workspace, &counters));
     } else if (k.kind == KernelKind::kPlugin) {
       auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
@@ -283,6 +277,57 @@ Status CudaLoadedProgram::run_conv_step(Step& step, const Kernel& k, const std::
   return ok_status();
 }
 
+// cuDNN's fused attention where the launch offers it (long sequences) and cuDNN makes a plan,
+// else (and as the fallback) our kernel.
+Status CudaLoadedProgram::plan_attention_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots,
+                                              size_t* workspace, int64_t* counters) {
+  const Program& p = *program_;
+  const AttentionFunctions& fns = kernels_[step.kernel].attention;
+  TRIPY_ASSIGN_OR_RETURN(AttentionLaunch a, plan_attention_words(p, k, fns, slots, sm_count_));
+  const std::optional<AttentionCudnnProblem> cudnn = a.cudnn;
+  const auto offsets = a.byte_offsets;
+  TRIPY_ASSIGN_OR_RETURN(step.launches, attention_launches(p, k, fns, std::move(a)));
+  for (const Launch& x : step.launches) {
+    *workspace = std::max(*workspace, static_cast<size_t>(x.workspace_bytes));
+    *counters = std::max(*counters, x.counters);
+  }
+  if (!cudnn || step.launches.empty()) return ok_status();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = AttentionCudnnPlan::create(*cudnn);
+  if (!plan.ok()) {
+    if (plan.status().code() == StatusCode::kResourceExhausted) return plan.status();
+    if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN attention declined (%s); using our kernel\n",
+                                         k.name.c_str(), plan.status().message().c_str());
+    return ok_status();
+  }
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "tripy: %s: attention through cuDNN (plan %.1f ms, workspace %zu bytes)\n", k.name.c_str(),
+                 ms_since(t0), plan.value()->workspace_bytes());
+  *workspace = std::max(*workspace, plan.value()->workspace_bytes());
+  step.attention = std::move(plan.value());
+  step.attention_offsets = offsets;
+  step.attention_fallback = std::move(step.launches);
+  step.launches.clear();
+  return ok_status();
+}
+
+Status CudaLoadedProgram::run_attention_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base,
+                                             CUstream stream) {
+  auto at = [&](int operand, int32_t buffer) {
+    return base[buffer] + static_cast<CUdeviceptr>(step.attention_offsets[static_cast<size_t>(operand)]);
+  };
+  Status st = step.attention->run(at(AttentionAttrs::kQ, k.inputs[0]), at(AttentionAttrs::kK, k.inputs[1]),
+                                  at(AttentionAttrs::kV, k.inputs[2]), at(AttentionAttrs::kOut, k.outputs[0]),
+                                  reinterpret_cast<CUdeviceptr>(workspace_.data()), stream);
+  if (st.ok() || st.code() == StatusCode::kResourceExhausted) return st;
+  // cuDNN refused at run time (an address's alignment): our kernel from now on.
+  if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN attention failed (%s); using our kernel\n",
+                                       k.name.c_str(), st.message().c_str());
+  step.attention.reset();
+  step.launches = std::move(step.attention_fallback);
+  return ok_status();
+}
+
 void CudaLoadedProgram::resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
                                 const std::vector<CUdeviceptr>& outputs) const {
   const Program& p = *program_;
@@ -354,6 +399,7 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
                          kDotWorkspaceBytes, stream);
     }
     if (step.conv) st = run_conv_step(step, k, base, stream);
+    if (step.attention) st = run_attention_step(step, k, base, stream);
     for (Launch& l : step.launches) {
       if (!st.ok()) break;
       if (l.workspace_word >= 0) l.words[l.workspace_word] = reinterpret_cast<int64_t>(workspace_.data());

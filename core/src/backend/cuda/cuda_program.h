@@ -59,6 +59,11 @@ class CudaLoadedProgram final : public LoadedProgram {
     std::unique_ptr<DotPlan> dot;   // kDot
     std::unique_ptr<ConvPlan> conv;  // kConv through cuDNN (else `launches` holds our kernel)
     Launch conv_direct, conv_epilogue;  // kConv: our kernel, and the epilogue cuDNN may leave
+    // kAttention through cuDNN (`launches` empty), the operands' byte offsets (head windows), and
+    // our kernel's launches should cuDNN fail at run time.
+    std::unique_ptr<AttentionCudnnPlan> attention;
+    std::array<int64_t, AttentionAttrs::kNumOperands> attention_offsets{};
+    std::vector<Launch> attention_fallback;
   };
   struct Signature {
     std::vector<std::vector<int64_t>> shapes;  // per buffer
@@ -81,6 +86,9 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status plan_conv_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots, CUstream stream,
                         size_t* workspace);
   Status run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
+  Status plan_attention_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots, size_t* workspace,
+                             int64_t* counters);
+  Status run_attention_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
   Status ensure_workspace(size_t bytes, CUstream stream);
   Status ensure_counters(int64_t count, CUstream stream);
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);

@@ -342,7 +342,7 @@ class Emitter {
   // on the build machine). Where a left-out loop would run after all, the kernel traps.
   struct FixedRows {
     int64_t row_len = 0;
-    int64_t block_x = 0;
+    int64_t block_lo = 0, block_hi = 0;  // a row's threads on the fewest and the most SMs
     bool vector = false;  // the launch may take the vector path (when the addresses allow)
   };
   std::optional<FixedRows> fixed_rows() const {
@@ -351,10 +351,18 @@ class Emitter {
         return std::nullopt;
     std::vector<int64_t> slots;
     p_.eval_shapes(p_.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
-    auto launches = plan_fused(p_, k_, L_, nullptr, slots, 1);
-    if (!launches.ok() || launches->size() != 1) return std::nullopt;
-    const Launch& l = launches->front();
-    return FixedRows{l.words[L_.misc_word(FusedLayout::kMiscRowLen)], l.block_x, l.vector_word >= 0};
+    // A row's threads grow with the SM count (few rows spread wider), and each loop's reach moves
+    // one way with them: the loops reachable on one SM or on very many are all there can be.
+    FixedRows f;
+    for (int sms : {1, 1 << 16}) {
+      auto launches = plan_fused(p_, k_, L_, nullptr, slots, sms);
+      if (!launches.ok() || launches->size() != 1) return std::nullopt;
+      const Launch& l = launches->front();
+      f.row_len = l.words[L_.misc_word(FusedLayout::kMiscRowLen)];
+      (sms == 1 ? f.block_lo : f.block_hi) = l.block_x;
+      f.vector = l.vector_word >= 0;
+    }
+    return f;
   }
 
   void emit_reduction_body() {
@@ -362,13 +370,15 @@ class Emitter {
     // Whether a row loop can run, judged as the kernel judges it below.
     auto reachable = [&](RowMode mode) {
       if (!fixed) return true;
-      const bool vector_fits = fixed->row_len <= FusedLayout::kRowCacheVector * L_.vec_width * fixed->block_x;
-      const bool scalar_fits = !L_.has_iota && fixed->row_len <= FusedLayout::kRowCacheScalar * fixed->block_x;
+      auto vector_fits = [&](int64_t block) { return fixed->row_len <= FusedLayout::kRowCacheVector * L_.vec_width * block; };
+      auto scalar_fits = [&](int64_t block) {
+        return !L_.has_iota && fixed->row_len <= FusedLayout::kRowCacheScalar * block;
+      };
       switch (mode) {
-        case RowMode::kVector: return fixed->vector && vector_fits;
-        case RowMode::kVectorStream: return fixed->vector && !vector_fits;
-        case RowMode::kCached: return scalar_fits;
-        case RowMode::kPlain: return !scalar_fits;
+        case RowMode::kVector: return fixed->vector && vector_fits(fixed->block_hi);
+        case RowMode::kVectorStream: return fixed->vector && !vector_fits(fixed->block_lo);
+        case RowMode::kCached: return scalar_fits(fixed->block_hi);
+        case RowMode::kPlain: return !scalar_fits(fixed->block_lo);
       }
       return true;
     };

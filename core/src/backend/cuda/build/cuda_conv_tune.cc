@@ -25,7 +25,7 @@ constexpr int kReps = 5;
 
 struct Timed {
   float ms = 1e30f;
-  ConvEngine engine;
+  CudnnEngine engine;
 };
 
 // The fastest of `g`'s first candidates on the scratch operands (ptrs: x, w, y, workspace, bias,

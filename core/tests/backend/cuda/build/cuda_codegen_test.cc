@@ -68,15 +68,16 @@ size_t count(const std::string& text, const std::string& what) {
 
 TEST(CudaCodegen, FixedSizesLeaveOutTheRowLoopsTheLaunchCannotReach) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  // 1024 floats a row: the launch plans 64 threads of 4-wide loads, so the vector loop keeps the
-  // row in registers (no streaming loop), and the scalar fallback (misaligned addresses) streams
-  // (no cached scalar loop). 20000 a row: both stream.
+  // 1024 floats a row: the launch plans 64 to 256 threads of 4-wide loads (more on GPUs with more
+  // SMs: 8 rows leave most idle), so the vector loop keeps the row in registers (no streaming
+  // loop); the scalar fallback (misaligned addresses) streams at 64 threads and caches at 256, so
+  // it keeps both. 20000 a row: both stream.
   const std::string vector_cached = "const int u = threadIdx.x + e *", vector_stream = "for (i64 u = threadIdx.x; u < U",
                     scalar_cached = "const i64 j = threadIdx.x + e *", scalar_plain = "for (i64 j = threadIdx.x; j < L";
   struct Case {
     GpuCase c;
     std::vector<std::string> kept, left_out;
-  } cases[] = {{layernorm(8, 1024), {vector_cached, scalar_plain}, {vector_stream, scalar_cached}},
+  } cases[] = {{layernorm(8, 1024), {vector_cached, scalar_plain, scalar_cached}, {vector_stream}},
                {layernorm(2, 20000), {vector_stream, scalar_plain}, {vector_cached, scalar_cached}}};
   std::vector<std::string> sources, names;
   for (const Case& x : cases) {
@@ -86,7 +87,7 @@ TEST(CudaCodegen, FixedSizesLeaveOutTheRowLoopsTheLaunchCannotReach) {
     auto gf = rt::cuda::generate_fused(fixed, fixed.kernels[0]);
     auto gd = rt::cuda::generate_fused(dynamic, dynamic.kernels[0]);
     ASSERT_TRUE(gf.ok() && gd.ok()) << x.c.name;
-    EXPECT_EQ(count(gf->source, "__trap();"), 2u) << x.c.name;
+    EXPECT_EQ(count(gf->source, "__trap();"), x.left_out.size()) << x.c.name;
     EXPECT_EQ(count(gd->source, "__trap();"), 0u) << x.c.name;
     EXPECT_LT(gf->source.size(), gd->source.size()) << x.c.name;
     for (const std::string& loop : x.kept) EXPECT_NE(gf->source.find(loop), std::string::npos) << x.c.name << loop;
