@@ -4,9 +4,7 @@
 
 #include <cfloat>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -22,11 +20,6 @@ enum : int64_t {
 
 cudnnDataType_t io_type(DType t) { return t == DType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF; }
 
-bool env_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::strcmp(v, "0") == 0;
-}
-
 }  // namespace
 
 bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std::string* why) {
@@ -34,7 +27,7 @@ bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std:
     if (why) *why = reason;
     return false;
   };
-  if (env_off("TRIPY_ATTENTION_CUDNN") || cudnn_disabled()) return no("turned off");
+  if (env_is_zero("TRIPY_ATTENTION_CUDNN") || cudnn_disabled()) return no("turned off");
   if (!api().cudnn_ok) return no("cuDNN is not loaded");
   // 9.10.0 and 9.10.1 compute float16 attention wrongly in some configurations.
   const size_t version = api().cudnnGetVersion();

@@ -7,34 +7,13 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
-#include <string>
 
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_cudnn_graph.h"
 #include "runtime/program.h"
 
 namespace tripy::rt::cuda {
-
-// Query rows from which a launch hands attention to cuDNN (below, its fixed costs lose to ours:
-// torch's cuDNN path took 34 us at (1, 12, 128, 64), our kernel 6.8).
-inline constexpr int64_t kCudnnAttentionMinQueries = 512;
-
-// One kAttention at run-time sizes, as cuDNN takes it: (batch, heads, rows, head) sizes and
-// element strides of q, k, v and the output (unit stride along the head).
-struct AttentionCudnnProblem {
-  DType dtype = DType::kFloat16;
-  bool causal = false;
-  float scale = 1.0f;
-  int64_t B = 0, Hq = 0, Hkv = 0, L = 0, S = 0, D = 0, Dv = 0;
-  std::array<std::array<int64_t, 4>, 4> strides{};  // q, k, v, out
-};
-
-// Whether cuDNN takes this problem, and why not: float16/bfloat16, no explicit mask, head sizes
-// multiples of 8 up to 128, at least kCudnnAttentionMinQueries queries, 16-byte aligned rows,
-// cuDNN loaded and not turned off (TRIPY_CUDNN=0 or TRIPY_ATTENTION_CUDNN=0).
-bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std::string* why);
 
 class AttentionCudnnPlan {
  public:

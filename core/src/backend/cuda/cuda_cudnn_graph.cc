@@ -31,10 +31,12 @@ std::mutex& cudnn_call_mutex() {
 
 std::string cudnn_version() { return api().cudnn_ok ? std::to_string(api().cudnnGetVersion()) : "none"; }
 
-bool cudnn_disabled() {
-  const char* v = std::getenv("TRIPY_CUDNN");
+bool env_is_zero(const char* name) {
+  const char* v = std::getenv(name);
   return v && std::strcmp(v, "0") == 0;
 }
+
+bool cudnn_disabled() { return env_is_zero("TRIPY_CUDNN"); }
 
 CudnnDesc::~CudnnDesc() {
   if (d_) (void)api().cudnnBackendDestroyDescriptor(d_);

@@ -19,6 +19,8 @@ StatusOr<cudnnHandle_t> cudnn_handle();
 // running on two threads must not enqueue on each other's stream.
 std::mutex& cudnn_call_mutex();
 std::string cudnn_version();
+// Whether environment variable `name` is set to "0" (how TRIPY_CUDNN and its kin turn cuDNN off).
+bool env_is_zero(const char* name);
 // TRIPY_CUDNN=0: every problem takes our own kernels (so the fallbacks are tested on GPUs too).
 bool cudnn_disabled();
 

@@ -10,6 +10,7 @@
 
 #include "runtime/backend.h"
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_attention_cudnn.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/cuda_conv.h"
