@@ -1,8 +1,11 @@
 """tp.compile and tp.Executable: dynamic shapes, validation errors that point at the user's line,
 save/load, and corrupt files."""
 
+import ast
 import inspect
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -181,3 +184,23 @@ def test_a_function_of_constants_alone_compiles_to_an_executable_without_inputs(
     exe.save(str(tmp_path / "c.tpy"))
     np.testing.assert_array_equal(np.array(tp.Executable.load(str(tmp_path / "c.tpy"))().tolist()), x * 3 + 1)
     assert tp.compile(lambda: tp.ones((2,)) * 2.0)().tolist() == [2.0, 2.0]
+
+
+@pytest.mark.skipif(not tp._C.gpu_available(), reason="no GPU on this machine")
+def test_first_gpu_compile_of_a_fresh_process_finishes():
+    # cuDNN and cuBLASLt are first used on the compiler's warm-up thread. Once, cuDNN's first
+    # handle waited on itself forever there, but only in a process that had not loaded torch first:
+    # hence a new process, without torch, that runs this file's own code.
+    code = (
+        "import numpy as np, tripy as tp\n"
+        "w = tp.Tensor(np.arange(8, dtype=np.float32).reshape(2, 4))\n"
+        "exe = tp.compile(lambda x: tp.relu(x @ w), args=[tp.InputInfo((3, 2), dtype=tp.float32)])\n"
+        "x = np.ones((3, 2), dtype=np.float32)\n"
+        "print(np.array(exe(tp.Tensor(x)).tolist()).tolist())\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(root, "python"), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    want = np.maximum(np.ones((3, 2), np.float32) @ np.arange(8, dtype=np.float32).reshape(2, 4), 0)
+    assert ast.literal_eval(out.stdout.strip().splitlines()[-1]) == want.tolist()

@@ -10,17 +10,15 @@
 namespace tripy::rt::cuda {
 
 StatusOr<cudnnHandle_t> cudnn_handle() {
-  static cudnnHandle_t handle = nullptr;
-  static Status status;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (!api().cudnn_ok) {
-      status = Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
-      return;
-    }
-    status = TRIPY_CUDA(cudnnCreate(&handle));
-  });
-  if (!status.ok()) return status;
+  // A function-local static, not std::call_once: cuDNN 9.14 runs its own std::call_once inside
+  // cudnnCreate the first time, and nested inside ours it called our callable again (the shared
+  // __once_proxy) and waited on itself forever, in any process where cuDNN had not been used yet.
+  static const StatusOr<cudnnHandle_t> handle = []() -> StatusOr<cudnnHandle_t> {
+    if (!api().cudnn_ok) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
+    cudnnHandle_t h = nullptr;
+    TRIPY_CUDA_TRY(cudnnCreate(&h));
+    return h;
+  }();
   return handle;
 }
 

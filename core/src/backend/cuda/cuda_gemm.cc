@@ -38,18 +38,16 @@ int pow2_alignment(uint64_t v) {
 }  // namespace
 
 StatusOr<cublasLtHandle_t> lt_handle() {
-  static cublasLtHandle_t handle = nullptr;
-  static Status status;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (!api().cublaslt_ok) {
-      status = Status(StatusCode::kUnavailable,
-                      "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
-      return;
-    }
-    status = TRIPY_CUDA(cublasLtCreate(&handle));
-  });
-  if (!status.ok()) return status;
+  // A function-local static, not std::call_once (see cudnn_handle: a library's own call_once
+  // nested in ours can deadlock).
+  static const StatusOr<cublasLtHandle_t> handle = []() -> StatusOr<cublasLtHandle_t> {
+    if (!api().cublaslt_ok)
+      return Status(StatusCode::kUnavailable,
+                    "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
+    cublasLtHandle_t h = nullptr;
+    TRIPY_CUDA_TRY(cublasLtCreate(&h));
+    return h;
+  }();
   return handle;
 }
 

@@ -41,7 +41,7 @@ std::string tuning_context() {
 void warm_libraries() {
   if (!make_current().ok()) return;
   (void)lt_handle();
-  if (!cudnn_handle().ok()) return;
+  if (cudnn_disabled() || !cudnn_handle().ok()) return;
   ConvProblem pr;
   pr.dtype = DType::kFloat16;
   pr.attrs.stride = pr.attrs.dilation = {1, 1};
@@ -78,9 +78,15 @@ class CudaBuilder final : public Builder {
     };
     art.layout_module = module_of(layout_module_source(), "tripy_layout");
     bool has_dot = false, has_conv = false;
+    std::vector<IndexFunction> index_functions;
     for (const Kernel& k : program.kernels) {
-      if (k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice)
-        module_of(index_module_source(), "tripy_index");
+      // A gather's indices are its second input, an update_slice's start its third (the launch
+      // rejects a kernel without them).
+      const size_t index_input = k.kind == KernelKind::kGather ? 1 : 2;
+      if ((k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice) && k.inputs.size() > index_input &&
+          !k.outputs.empty())
+        index_functions.push_back({k.kind == KernelKind::kUpdateSlice, dtype_size(program.buffers[k.outputs[0]].dtype),
+                                   program.buffers[k.inputs[index_input]].dtype});
       int32_t module = -1;
       std::string function;
       if (k.kind == KernelKind::kConv) {
@@ -110,6 +116,7 @@ class CudaBuilder final : public Builder {
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
+    if (!index_functions.empty()) module_of(index_module_source(index_functions), "tripy_index");
     // The program's modules compile on other threads (NVRTC is CPU work) while tuning times
     // GEMMs and convolutions on the GPU, so a cold build pays the longer of the two, not their
     // sum. The tuner needs only its fill kernels: a small module compiled first, not stored.

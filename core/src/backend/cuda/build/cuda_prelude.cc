@@ -3,6 +3,8 @@
 // Self-contained: no CUDA headers, so NVRTC compiles each kernel in tens of milliseconds.
 #include "backend/cuda/build/cuda_sources.h"
 
+#include <set>
+
 namespace tripy::rt::cuda {
 
 const std::string& device_prelude() {
@@ -215,11 +217,11 @@ TRIPY_GELU16(tripy_gelu_bf16, b2f, f2b)
   return kSource;
 }
 
-// The index half of the layout functions (gathers, update_slices): a module of its own so the two
-// halves compile in parallel (NVRTC's time grows with the kernel count); load() looks layout
-// functions up in every module.
-const std::string& index_module_source() {
-  static const std::string kSource = device_prelude() + R"CUDA(
+// The index half of the layout functions (gathers, update_slices): a module of its own, holding
+// only the functions its program launches (all sixteen took NVRTC ~1.6 s on the H100's host, the
+// longest module of a GPT-2 build); load() looks layout functions up in every module.
+std::string index_module_source(const std::vector<IndexFunction>& functions) {
+  static const std::string kBodies = device_prelude() + R"CUDA(
 // Run-time errors of gathers and update_slices (cuda_error_record.h): `claim` is a device word
 // that elects the first error; its winner writes {value, dim, rows} to the host-mapped record
 // `err`, fences to the system and writes its tag last, so the host never sees a tag without them.
@@ -252,13 +254,6 @@ template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
     if (!ok) record_error(a.err, a.claim, a.tag, given, a.dim, 0);
   }
 }
-#define TRIPY_GATHER(n, T) \
-  extern "C" __global__ void tripy_gather_##n##_i32(const GatherArgs a) { gather_body<T, int>(a); } \
-  extern "C" __global__ void tripy_gather_##n##_i64(const GatherArgs a) { gather_body<T, i64>(a); }
-TRIPY_GATHER(1, unsigned char)
-TRIPY_GATHER(2, unsigned short)
-TRIPY_GATHER(4, unsigned)
-TRIPY_GATHER(8, u64)
 
 // update_slice's rows: dst[o, start + r, i] = src[o, r, i] for r < rows, with start read from device
 // memory (a decode step's position changes without a new launch plan or graph). A start outside
@@ -279,16 +274,23 @@ template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
     d[(o * a.dim + s + r) * a.inner + in] = src[i];
   }
 }
-#define TRIPY_UPDATE(n, T) \
-  extern "C" __global__ void tripy_update_##n##_i32(const UpdateArgs a) { update_body<T, int>(a); } \
-  extern "C" __global__ void tripy_update_##n##_i64(const UpdateArgs a) { update_body<T, i64>(a); }
-TRIPY_UPDATE(1, unsigned char)
-TRIPY_UPDATE(2, unsigned short)
-TRIPY_UPDATE(4, unsigned)
-TRIPY_UPDATE(8, u64)
 
 )CUDA";
-  return kSource;
+  std::string out = kBodies;
+  std::set<std::string> seen;
+  for (const IndexFunction& f : functions) {
+    const char* element = f.elem_size == 1   ? "unsigned char"
+                          : f.elem_size == 2 ? "unsigned short"
+                          : f.elem_size == 4 ? "unsigned"
+                          : f.elem_size == 8 ? "u64"
+                                             : nullptr;
+    const std::string name = f.update ? update_function(f.elem_size, f.index) : gather_function(f.elem_size, f.index);
+    if (!element || !seen.insert(name).second) continue;  // no such function: the launch says so
+    out += "extern \"C\" __global__ void " + name +
+           (f.update ? "(const UpdateArgs a) { update_body<" : "(const GatherArgs a) { gather_body<") + element +
+           (f.index == DType::kInt64 ? ", i64>(a); }\n" : ", int>(a); }\n");
+  }
+  return out;
 }
 
 // Build-time only: tuning fills its scratch operands with these. A module of its own, so the

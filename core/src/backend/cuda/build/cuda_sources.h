@@ -43,10 +43,15 @@ const std::string& device_prelude();
 // kInvalidArgument for fields that are not a JSON object).
 StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin);
 
-// The fixed layout modules (cuda_prelude.cc): copies and GELU, and gathers and update_slices;
-// their functions are named in cuda_codegen.h.
+// The layout modules (cuda_prelude.cc): copies and GELU (fixed), and the gathers and update_slices
+// a program launches; their functions are named in cuda_codegen.h.
 const std::string& layout_module_source();
-const std::string& index_module_source();
+struct IndexFunction {
+  bool update = false;  // update_slice's rows, else a gather
+  int elem_size = 0;
+  DType index = DType::kInt32;
+};
+std::string index_module_source(const std::vector<IndexFunction>& functions);
 
 // The tuner's fill kernels (build time only): deterministic values in [-1, 1) for scratch
 // operands, so no candidate times on zeros, NaNs or denormals; tripy_fill_<f32|f16|bf16>.

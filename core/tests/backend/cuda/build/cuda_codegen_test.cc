@@ -20,7 +20,12 @@ namespace {
 
 TEST(CudaCodegen, EveryTestKernelCompilesWithNvrtc) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  std::vector<std::string> sources{rt::cuda::layout_module_source(), rt::cuda::index_module_source(),
+  std::vector<rt::cuda::IndexFunction> every_index_function;
+  for (bool update : {false, true})
+    for (int size : {1, 2, 4, 8})
+      for (DType index : {DType::kInt32, DType::kInt64}) every_index_function.push_back({update, size, index});
+  std::vector<std::string> sources{rt::cuda::layout_module_source(),
+                                   rt::cuda::index_module_source(every_index_function),
                                    rt::cuda::fill_module_source()},
       names{"layout", "index", "fill"};
   std::set<std::string> seen;
@@ -41,6 +46,19 @@ TEST(CudaCodegen, EveryTestKernelCompilesWithNvrtc) {
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
     EXPECT_FALSE((*compiled)[i].ptx.empty()) << names[i];
   }
+}
+
+TEST(CudaCodegen, IndexModuleHoldsOnlyTheFunctionsAsked) {
+  const std::string src = rt::cuda::index_module_source(
+      {{false, 2, DType::kInt32}, {true, 8, DType::kInt64}, {false, 2, DType::kInt32}, {false, 3, DType::kInt32}});
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("void tripy_gather_2_i32("), 1u);  // asked twice, defined once
+  EXPECT_EQ(count("void tripy_update_8_i64("), 1u);
+  EXPECT_EQ(count("__global__"), 2u);  // nothing else, and no 3-byte gather
 }
 
 TEST(CudaCodegen, IdenticalKernelsGiveIdenticalSources) {
