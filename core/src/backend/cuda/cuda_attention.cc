@@ -232,7 +232,10 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
     case AttentionLaunch::Path::kFlash: l.fn = fns.flash; break;
     case AttentionLaunch::Path::kGeneric: l.fn = fns.generic; break;
   }
-  if (l.fn == nullptr) return kernel_failure(p, k, "the generic attention kernel is missing");
+  if (l.fn == nullptr) {
+    const char* path = a.path == AttentionLaunch::Path::kGeneric ? "generic" : a.path == AttentionLaunch::Path::kFlash ? "flash" : "split-KV";
+    return kernel_failure(p, k, std::string("the executable has no ") + path + " attention kernel for these sizes");
+  }
   l.words = std::move(a.words);
   const auto& off = a.byte_offsets;
   l.ptrs = {{kPtrQ, k.inputs[0], off[AttentionAttrs::kQ]},

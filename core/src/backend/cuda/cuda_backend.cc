@@ -109,12 +109,12 @@ class CudaBackend final : public Backend {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         CUmodule mod = modules->modules[art.kernel_module[i]];
         AttentionFunctions& f = code[i].attention;
-        TRIPY_CUDA_TRY(cuModuleGetFunction(&f.generic, mod, kAttentionGeneric));
-        // The flash kernel exists only for the head sizes it serves; executables saved before the
-        // split kernels existed lack them.
+        // The flash kernel exists only for the head sizes it serves, the generic one only where a
+        // run may take it; executables saved before the split kernels existed lack them.
         auto optional = [&](CUfunction* fn, const char* name) {
           if (api().cuModuleGetFunction(fn, mod, name) != CUDA_SUCCESS) *fn = nullptr;
         };
+        optional(&f.generic, kAttentionGeneric);
         optional(&f.flash, kAttentionFlash);
         optional(&f.split1, kAttentionSplit1);
         optional(&f.split16, kAttentionSplit16);

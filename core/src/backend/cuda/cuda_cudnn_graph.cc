@@ -10,9 +10,9 @@
 namespace tripy::rt::cuda {
 
 StatusOr<cudnnHandle_t> cudnn_handle() {
-  // A function-local static, not std::call_once: cuDNN 9.14 runs its own std::call_once inside
-  // cudnnCreate the first time, and nested inside ours it called our callable again (the shared
-  // __once_proxy) and waited on itself forever, in any process where cuDNN had not been used yet.
+  // A function-local static rather than std::call_once: cuDNN's first cudnnCreate runs a call_once
+  // of its own, and one nested in another is where libstdc++ copies can disagree (see
+  // python/CMakeLists.txt: a hang on the GPU machine).
   static const StatusOr<cudnnHandle_t> handle = []() -> StatusOr<cudnnHandle_t> {
     if (!api().cudnn_ok) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
     cudnnHandle_t h = nullptr;

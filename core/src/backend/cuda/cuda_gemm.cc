@@ -38,8 +38,7 @@ int pow2_alignment(uint64_t v) {
 }  // namespace
 
 StatusOr<cublasLtHandle_t> lt_handle() {
-  // A function-local static, not std::call_once (see cudnn_handle: a library's own call_once
-  // nested in ours can deadlock).
+  // A function-local static rather than std::call_once, as cudnn_handle.
   static const StatusOr<cublasLtHandle_t> handle = []() -> StatusOr<cublasLtHandle_t> {
     if (!api().cublaslt_ok)
       return Status(StatusCode::kUnavailable,

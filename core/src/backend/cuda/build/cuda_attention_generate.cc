@@ -5,6 +5,27 @@
 #include "backend/cuda/cuda_attention.h"
 
 namespace tripy::rt::cuda {
+namespace {
+
+// Whether a run may take the generic kernel. In a program without dynamic inputs every run plans
+// the same launch, so where that is the flash kernel the generic one is left out (it is ~0.2 s of
+// a flash module's ~0.65 s of NVRTC on the build machine). Split-KV keeps it: TRIPY_ATTENTION_SPLIT=0
+// at run time turns split-KV off.
+bool generic_reachable(const Program& program, const Kernel& k, bool flash) {
+  if (!flash) return true;
+  for (const InputSpec& in : program.inputs)
+    if (in.kind == InputSpec::Kind::kShapeValue ? in.value_min != in.value_max : in.dim_min != in.dim_max) return true;
+  std::vector<int64_t> slots;
+  program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
+  // Only which entry points exist matters to the plan, not their addresses.
+  static char present;
+  AttentionFunctions fns;
+  fns.flash = reinterpret_cast<CUfunc_st*>(&present);
+  const StatusOr<AttentionLaunch> l = plan_attention_words(program, k, fns, slots, 1);
+  return !l.ok() || l->path != AttentionLaunch::Path::kFlash;
+}
+
+}  // namespace
 
 StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& k) {
   if (k.inputs.size() < 3 || k.outputs.size() != 1) return internal_error("attention kernel '" + k.name + "' has the wrong arity");
@@ -39,6 +60,7 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
   def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
   def("HAS_FLASH", flash ? "1" : "0");
+  def("HAS_GENERIC", generic_reachable(program, k, flash) ? "1" : "0");
   def("HAS_SPLIT1", split1 ? "1" : "0");
   def("HAS_SPLIT16", split16 ? "1" : "0");
   if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));

@@ -53,6 +53,7 @@ DEVI float mask_term(const AttnArgs& a, int b, int h, i64 row, i64 col, bool* ke
 #endif
 }
 
+#if HAS_GENERIC
 // ---------------------------------------------------------------------------------------------
 // Generic path: blockDim 128 = 4 warps = 4 query rows; lanes own head-dim elements lane + 32 i.
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_generic(const AttnArgs a) {
@@ -114,6 +115,8 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_generic(const 
     if (d < a.Dv) o[d * a.os[3]] = STORE_T(acc[i] * inv);
   }
 }
+
+#endif  // HAS_GENERIC
 
 #if HAS_FLASH
 // ---------------------------------------------------------------------------------------------

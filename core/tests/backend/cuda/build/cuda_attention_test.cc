@@ -87,7 +87,8 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < compiled->size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
-    EXPECT_NE(ptx.find(".entry tripy_attention_generic"), std::string::npos) << names[i];
+    // These programs have fixed sizes: where every run takes the flash kernel, the generic one is left out.
+    EXPECT_EQ(ptx.find(".entry tripy_attention_generic") != std::string::npos, !flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split16(") != std::string::npos, split16[i]) << names[i];
@@ -100,6 +101,27 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
       EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << names[i];
     }
   }
+}
+
+TEST(CudaAttention, TheGenericKernelStaysWhereSomeRunMayTakeIt) {
+  const Sizes prefill{2, 4, 1024, 2, 1024};
+  Program p = program(DType::kFloat16, 64, true, MaskKind::kNone, prefill);
+  auto has_generic = [&] {
+    auto g = generate_attention(p, p.kernels[0]);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    return g.ok() && g->source.find("#define HAS_GENERIC 1\n") != std::string::npos;
+  };
+  EXPECT_FALSE(has_generic());  // fixed sizes, contiguous: always flash
+  InputSpec dynamic;
+  dynamic.dim_min = {1};
+  dynamic.dim_opt = {2};
+  dynamic.dim_max = {4};
+  p.inputs.push_back(dynamic);  // sizes that vary between runs: the plan may differ per run
+  EXPECT_TRUE(has_generic());
+  Program f32 = program(DType::kFloat32, 64, true, MaskKind::kNone, prefill);
+  auto g = generate_attention(f32, f32.kernels[0]);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NE(g->source.find("#define HAS_GENERIC 1\n"), std::string::npos);  // no flash kernel for float32
 }
 
 // Stand-ins for loaded functions: the plan only asks which exist.
