@@ -145,6 +145,12 @@ void Program::eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t
   }
 }
 
+bool Program::sizes_fixed() const {
+  for (const InputSpec& in : inputs)
+    if (in.kind == InputSpec::Kind::kShapeValue ? in.value_min != in.value_max : in.dim_min != in.dim_max) return false;
+  return true;
+}
+
 std::vector<Tensor> Program::opt_inputs(Device device) const {
   std::vector<Tensor> out;
   for (const InputSpec& in : inputs) {

@@ -315,6 +315,9 @@ struct Program {
   // Stand-ins for the inputs at their `opt` sizes, for tuning: tensors without data on `device`,
   // shape values holding their opt value.
   std::vector<Tensor> opt_inputs(Device device) const;
+  // Whether every input's sizes and shape values are fixed, so every run has the same shapes
+  // (those of opt_inputs).
+  bool sizes_fixed() const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
 

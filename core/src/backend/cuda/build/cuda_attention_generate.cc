@@ -12,9 +12,7 @@ namespace {
 // a flash module's ~0.65 s of NVRTC on the build machine). Split-KV keeps it: TRIPY_ATTENTION_SPLIT=0
 // at run time turns split-KV off.
 bool generic_reachable(const Program& program, const Kernel& k, bool flash) {
-  if (!flash) return true;
-  for (const InputSpec& in : program.inputs)
-    if (in.kind == InputSpec::Kind::kShapeValue ? in.value_min != in.value_max : in.dim_min != in.dim_max) return true;
+  if (!flash || !program.sizes_fixed()) return true;
   std::vector<int64_t> slots;
   program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
   // Only which entry points exist matters to the plan, not their addresses.

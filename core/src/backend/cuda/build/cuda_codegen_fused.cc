@@ -356,9 +356,7 @@ class Emitter {
     bool vector = false;  // the launch may take the vector path (when the addresses allow)
   };
   std::optional<FixedRows> fixed_rows() const {
-    for (const InputSpec& in : p_.inputs)
-      if (in.kind == InputSpec::Kind::kShapeValue ? in.value_min != in.value_max : in.dim_min != in.dim_max)
-        return std::nullopt;
+    if (!p_.sizes_fixed()) return std::nullopt;
     std::vector<int64_t> slots;
     p_.eval_shapes(p_.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     // A row's threads grow with the SM count (few rows spread wider), and each loop's reach moves
