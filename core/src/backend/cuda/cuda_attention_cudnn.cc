@@ -123,41 +123,36 @@ Status build_graph(const AttentionCudnnProblem& pr, AttentionCudnnPlan::Compiled
   auto scores_tensor = [&](int64_t uid, cudnnDataType_t t) { return add(cudnn_tensor(uid, scores, scores_strides, t, true)); };
   auto rows_tensor = [&](int64_t uid) { return add(cudnn_tensor(uid, rows, rows_strides, f32, true)); };
   std::vector<const CudnnDesc*> ops;
-  auto pointwise = [&](cudnnPointwiseMode_t mode, const CudnnDesc* x, const CudnnDesc* b, const CudnnDesc* t,
-                       const CudnnDesc* y, cudnnDataType_t prec) -> Status {
-    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* op, add(cudnn_pointwise(mode, *x, b, t, *y, c.keep, prec)));
-    ops.push_back(op);
+  auto push_op = [&](StatusOr<CudnnDesc> op) -> Status {
+    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* kept, add(std::move(op)));
+    ops.push_back(kept);
     return ok_status();
+  };
+  auto pointwise = [&](cudnnPointwiseMode_t mode, const CudnnDesc* x, const CudnnDesc* b, const CudnnDesc* t,
+                       const CudnnDesc* y, cudnnDataType_t prec, int64_t axis = -1) {
+    return push_op(cudnn_pointwise(mode, *x, b, t, *y, c.keep, prec, axis));
   };
   auto matmul = [&](const CudnnDesc* a, const CudnnDesc* b, const CudnnDesc* out) -> Status {
     TRIPY_ASSIGN_OR_RETURN(CudnnDesc mm, CudnnDesc::make(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
     TRIPY_RETURN_IF_ERROR(cudnn_set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32));
     TRIPY_CUDA_TRY(cudnnBackendFinalize(mm.get()));
-    TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, CudnnDesc::make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, *a));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, *b));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, *out));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm));
-    TRIPY_CUDA_TRY(cudnnBackendFinalize(op.get()));
-    c.keep.push_back(std::move(mm));
-    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* kept, add(std::move(op)));
-    ops.push_back(kept);
-    return ok_status();
+    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* desc, add(std::move(mm)));
+    return push_op(cudnn_operation(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR,
+                                   {{CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
+                                    {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
+                                    {CUDNN_ATTR_OPERATION_MATMUL_CDESC, out},
+                                    {CUDNN_ATTR_OPERATION_MATMUL_DESC, desc}}));
   };
   auto reduce = [&](cudnnReduceTensorOp_t mode, const CudnnDesc* x, const CudnnDesc* y) -> Status {
     TRIPY_ASSIGN_OR_RETURN(CudnnDesc red, CudnnDesc::make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
     TRIPY_RETURN_IF_ERROR(cudnn_set(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode));
     TRIPY_RETURN_IF_ERROR(cudnn_set(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32));
     TRIPY_CUDA_TRY(cudnnBackendFinalize(red.get()));
-    TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, CudnnDesc::make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, *x));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, *y));
-    TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, red));
-    TRIPY_CUDA_TRY(cudnnBackendFinalize(op.get()));
-    c.keep.push_back(std::move(red));
-    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* kept, add(std::move(op)));
-    ops.push_back(kept);
-    return ok_status();
+    TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* desc, add(std::move(red)));
+    return push_op(cudnn_operation(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR,
+                                   {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
+                                    {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y},
+                                    {CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc}}));
   };
 
   // K enters the first product transposed: its (head, key) dims swap, strides with them.
@@ -181,22 +176,8 @@ Status build_graph(const AttentionCudnnProblem& pr, AttentionCudnnPlan::Compiled
     TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* col, scores_tensor(kCol, CUDNN_DATA_INT32));
     TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* keep, scores_tensor(kKeep, CUDNN_DATA_BOOLEAN));
     TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* masked, scores_tensor(kMaskedScores, f32));
-    for (auto [axis, out] : {std::pair<int64_t, const CudnnDesc*>{2, row}, {3, col}}) {
-      TRIPY_ASSIGN_OR_RETURN(CudnnDesc pw, CudnnDesc::make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-      const cudnnPointwiseMode_t mode = CUDNN_POINTWISE_GEN_INDEX;
-      TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-      TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f32));
-      TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis));
-      TRIPY_CUDA_TRY(cudnnBackendFinalize(pw.get()));
-      TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, CudnnDesc::make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-      TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
-      TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, *scaled));
-      TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, *out));
-      TRIPY_CUDA_TRY(cudnnBackendFinalize(op.get()));
-      c.keep.push_back(std::move(pw));
-      TRIPY_ASSIGN_OR_RETURN(const CudnnDesc* kept, add(std::move(op)));
-      ops.push_back(kept);
-    }
+    TRIPY_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_GEN_INDEX, scaled, nullptr, nullptr, row, f32, 2));
+    TRIPY_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_GEN_INDEX, scaled, nullptr, nullptr, col, f32, 3));
     TRIPY_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_CMP_GE, row, col, nullptr, keep, CUDNN_DATA_BOOLEAN));
     TRIPY_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_BINARY_SELECT, scaled, fill, keep, masked, f32));
     logits = masked;

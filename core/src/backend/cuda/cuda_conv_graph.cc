@@ -32,7 +32,7 @@ StatusOr<std::unique_ptr<ConvGraph>> ConvGraph::create(const ConvProblem& pr, bo
 }
 
 Status ConvGraph::build(const ConvProblem& pr) {
-  TRIPY_ASSIGN_OR_RETURN(cudnnHandle_t h, cudnn_handle());
+  TRIPY_RETURN_IF_ERROR(cudnn_handle().status());  // cuDNN is loaded before any descriptor is made
   const ConvAttrs& a = pr.attrs;
   const bool promote = pr.x.size() == 3;
   const cudnnDataType_t t = cudnn_type(pr.dtype);

@@ -79,20 +79,29 @@ StatusOr<CudnnDesc> cudnn_tensor(int64_t uid, const std::vector<int64_t>& dims, 
   return t;
 }
 
+StatusOr<CudnnDesc> cudnn_operation(cudnnBackendDescriptorType_t type,
+                                    std::initializer_list<std::pair<cudnnBackendAttributeName_t, const CudnnDesc*>> descs) {
+  TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, CudnnDesc::make(type));
+  for (const auto& [name, desc] : descs)
+    if (desc) TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, name, *desc));
+  TRIPY_CUDA_TRY(cudnnBackendFinalize(op.get()));
+  return op;
+}
+
 StatusOr<CudnnDesc> cudnn_pointwise(cudnnPointwiseMode_t mode, const CudnnDesc& x, const CudnnDesc* b,
                                     const CudnnDesc* t, const CudnnDesc& y, std::deque<CudnnDesc>& keep,
-                                    cudnnDataType_t prec) {
+                                    cudnnDataType_t prec, int64_t axis) {
   TRIPY_ASSIGN_OR_RETURN(CudnnDesc pw, CudnnDesc::make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
   TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
   TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
+  if (axis >= 0) TRIPY_RETURN_IF_ERROR(cudnn_set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis));
   TRIPY_CUDA_TRY(cudnnBackendFinalize(pw.get()));
-  TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, CudnnDesc::make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-  TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
-  TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
-  if (b) TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b));
-  if (t) TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t));
-  TRIPY_RETURN_IF_ERROR(cudnn_set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
-  TRIPY_CUDA_TRY(cudnnBackendFinalize(op.get()));
+  TRIPY_ASSIGN_OR_RETURN(CudnnDesc op, cudnn_operation(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
+                                                       {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, &pw},
+                                                        {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, &x},
+                                                        {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b},
+                                                        {CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t},
+                                                        {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, &y}}));
   keep.push_back(std::move(pw));
   return op;
 }

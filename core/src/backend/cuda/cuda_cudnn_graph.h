@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
@@ -50,11 +52,16 @@ Status cudnn_set_i64s(const CudnnDesc& d, cudnnBackendAttributeName_t name, cons
 StatusOr<CudnnDesc> cudnn_tensor(int64_t uid, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
                                  cudnnDataType_t type, bool is_virtual, bool by_value = false);
 
-// y = mode(x[, b][, t]) as a finalized pointwise operation computing in `prec`; its pointwise
-// descriptor goes to `keep` (it must outlive the graph).
+// A finalized operation descriptor of `type` with each (attribute, descriptor) pair set; null
+// descriptors (optional operands) are left unset.
+StatusOr<CudnnDesc> cudnn_operation(cudnnBackendDescriptorType_t type,
+                                    std::initializer_list<std::pair<cudnnBackendAttributeName_t, const CudnnDesc*>> descs);
+
+// y = mode(x[, b][, t]) as a finalized pointwise operation computing in `prec` (`axis` >= 0: the
+// axis GEN_INDEX counts along); its pointwise descriptor goes to `keep` (it must outlive the graph).
 StatusOr<CudnnDesc> cudnn_pointwise(cudnnPointwiseMode_t mode, const CudnnDesc& x, const CudnnDesc* b,
                                     const CudnnDesc* t, const CudnnDesc& y, std::deque<CudnnDesc>& keep,
-                                    cudnnDataType_t prec = CUDNN_DATA_FLOAT);
+                                    cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1);
 
 // A finalized operation graph of `ops` (in order).
 StatusOr<CudnnDesc> cudnn_graph(const std::vector<const CudnnDesc*>& ops);
