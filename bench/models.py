@@ -4,7 +4,10 @@ Each model comes from examples/ (one definition, with its torch twin). Torch's r
 copied into Tripy by name (nothing is downloaded), the outputs are checked against torch (or, where
 torch is absent, against the examples' float64 numpy references while the size allows), then Tripy's
 compiled executable is timed against torch eager, torch.compile and torch.compile(mode=
-"reduce-overhead"). Compile times: tp.compile against torch.compile's first call.
+"reduce-overhead"). Compile times: tp.compile against torch.compile's first call, both cold: the
+run points Tripy's kernel cache, the CUDA driver's cache (where NVRTC 12.9+ keeps what it compiled)
+and torch.compile's (Inductor's, Triton's) at new empty directories, and each compile-scaling probe
+gets its own. --warm-caches keeps the usual ones (what a user's second run sees).
 
 Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy's compiled
 decode step over a KV cache updated in place, examples/gpt2_generate.py, against torch's twin with
@@ -18,14 +21,33 @@ Output: one JSON object per line per measurement (model, shape, batch, system, m
 compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
 
 Run: python bench/models.py [--device cpu|gpu] [--quick] [--only gpt2,resnet50,...] [--no-torch-compile]
-     [--profile DIR] [--kernels]
+     [--profile DIR] [--kernels] [--warm-caches]
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+# Compile caches: the variables that name them, read when the libraries start (so set before the
+# imports below).
+CACHE_VARIABLES = ("TRIPY_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def empty_caches():
+    """Points every compile cache at a new empty directory, removed at exit."""
+    root = tempfile.mkdtemp(prefix="tripy-bench-caches-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    for name in CACHE_VARIABLES:
+        os.environ[name] = os.path.join(root, name.lower())
+
+
+if __name__ == "__main__" and "--warm-caches" not in sys.argv:
+    empty_caches()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "bench")]
@@ -77,6 +99,7 @@ class Env:
         self.records = []
         self.profile_dir = args.profile
         self.kernels = args.kernels and self.device == "gpu" and torch is not None
+        self.warm_caches = getattr(args, "warm_caches", True)  # imported (tests): the caches were not touched
 
     def full_sizes(self, sizes):
         """The full benchmark's sizes: on the CPU only the first (the largest take minutes per call)."""
@@ -355,7 +378,9 @@ def compile_probe(n_layer, env):
 def compile_scaling(env):
     for n_layer in (6, 12, 24):
         cmd = [sys.executable, os.path.abspath(__file__), "--compile-probe", str(n_layer), "--device", env.device]
-        out = subprocess.run(cmd + (["--quick"] if env.quick else []), capture_output=True, text=True)
+        # Without --warm-caches each probe starts with empty caches of its own (at its import).
+        cmd += (["--quick"] if env.quick else []) + (["--warm-caches"] if env.warm_caches else [])
+        out = subprocess.run(cmd, capture_output=True, text=True)
         lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
         if out.returncode != 0 or not lines:
             env.failures.append(f"compile-scaling {n_layer} layers: exit {out.returncode}: {out.stderr[-500:]}")
@@ -422,6 +447,8 @@ def main():
     parser.add_argument("--profile", metavar="DIR", help="print where Tripy's time goes per model; Chrome traces in DIR")
     parser.add_argument("--kernels", action="store_true",
                         help="GPU: per-kernel times of Tripy's and torch.compile-ro's calls, from CUPTI via torch.profiler")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="keep the usual compile caches (default: new empty ones, so compile times are cold)")
     parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
     args = parser.parse_args()
     if args.device == "gpu" and not _C.gpu_available():
@@ -437,6 +464,8 @@ def main():
           f"torch {torch.__version__ if torch else 'absent: Tripy timed alone'}"
           + (f", torch threads {torch.get_num_threads()}" if torch is not None and env.device == "cpu" else ""),
           flush=True)
+    print("# compile caches: " + ("the usual ones (--warm-caches)" if env.warm_caches else
+                                  "new and empty (cold compiles; --warm-caches keeps the usual ones)"), flush=True)
     if torch is not None and not env.torch_compile:
         why = "--no-torch-compile" if args.no_torch_compile else f"torch {torch.__version__} has no torch.compile"
         print(f"# torch.compile and torch.compile-ro skipped: {why}", flush=True)

@@ -200,17 +200,19 @@ void bind_node(py::module_& m) {
   });
 
   // Tensor.eval(): on the GPU also a host synchronisation point, so that an error the kernels
-  // recorded (a gather index out of range) is raised here (docs/robustness.md).
-  m.def("evaluate", [](const NodeRef& n) {
+  // recorded (a gather index out of range) is raised here (docs/robustness.md). `parameter`:
+  // tp.compile's frozen parameters (compiler::evaluate_parameter).
+  m.def("evaluate", [](const NodeRef& n, bool parameter) {
     py::gil_scoped_release nogil;
-    Status st = compiler::evaluate(n, eager_options(n->device));
+    Status st = parameter ? compiler::evaluate_parameter(n, eager_options(n->device))
+                          : compiler::evaluate(n, eager_options(n->device));
 #if TRIPY_WITH_CUDA
     if (st.ok() && n->device.kind == Device::Kind::kGpu && rt::backend_for(Device::Kind::kGpu))
       st = rt::cuda_synchronize(rt::cuda_default_stream());
 #endif
     py::gil_scoped_acquire gil;
     check(st);
-  });
+  }, py::arg("node"), py::arg("parameter") = false);
   m.def("raise_error", [](const std::string& message, py::object frames) {
     raise(invalid_argument(message, to_source(frames)));
   });

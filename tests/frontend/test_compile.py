@@ -115,6 +115,29 @@ def test_constants_are_frozen_at_compile_time(device):
     assert f(tp.Tensor([3.0, 3.0])).tolist() == [3.0, 6.0]
 
 
+def test_module_parameters_are_frozen_on_their_device(device):
+    # A parameter made from nothing (a causal mask) is computed by the CPU and placed on its device;
+    # one read from a device tensor is computed there. Both keep their values and their device.
+    class Masked(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = tp.tril(tp.ones((4, 4)))
+            self.shift = tp.Tensor(np.arange(4, dtype=np.float32)) * 2.0
+
+        def __call__(self, x):
+            return tp.masked_fill(x, self.mask == 0, -1.0) + self.shift
+
+    m = Masked()
+    f = tp.compile(m, args=[tp.InputInfo((4, 4), tp.float32)])
+    for p in (m.mask, m.shift):
+        assert p.device == tp.device(device)
+    np.testing.assert_array_equal(np.asarray(m.mask), np.tril(np.ones((4, 4), np.float32)))
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    want = np.where(np.tril(np.ones((4, 4))) == 0, -1.0, x) + 2.0 * np.arange(4)
+    np.testing.assert_array_equal(np.asarray(f(tp.Tensor(x))), want)
+    np.testing.assert_array_equal(np.asarray(m(tp.Tensor(x))), want)
+
+
 def test_module_compiles_with_dynamic_batch(device):
     class MLP(tp.Module):
         def __init__(self):

@@ -87,13 +87,13 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
     if (options.dump) options.dump(stage, text());
   };
   dump("flat", [&] { return graph.str(); });
-  // The device's one-time set-up (its libraries' first load) runs beside the passes, for graphs
-  // whose build will time GEMMs or convolutions (and so wait for it).
+  // The device's one-time set-up (code every build needs; for graphs whose build will time GEMMs
+  // or convolutions, their libraries' first load) runs beside the passes.
   if (rt::Builder* early = rt::builder_for(options.device.kind); early && options.optimization_level >= 1) {
     bool tunes = false;
     for (const flat::Op& op : graph.ops)
       tunes = tunes || op.kind == flat::OpKind::kDot || op.kind == flat::OpKind::kConvolution;
-    if (tunes) early->prepare();
+    early->prepare(tunes);
   }
   // Where a compile's time goes, stage by stage: the "timing" dump.
   std::string timings;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "compiler/eager.h"
+#include "runtime/backend.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -128,8 +129,10 @@ size_t eager_cache_size() {
 // are not held by it: they run concurrently through Executable::run).
 std::mutex g_evaluate_mu;
 
-Status evaluate(const NodeRef& node, const CompileOptions& options) {
-  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
+namespace {
+
+// evaluate() with g_evaluate_mu held.
+Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   if (node->evaluated()) return ok_status();
   std::vector<Node*> leaves;
   std::string key = structural_key(node, options.device, leaves);
@@ -170,6 +173,38 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
   node->value = std::move(out.value()[0]);
   // The value now stands for the whole subgraph: drop it so memory can be reclaimed.
   node->inputs.clear();
+  return ok_status();
+}
+
+// Whether the subgraph producing `node` reads only host values (or none) and no compile input.
+bool reads_only_host(const NodeRef& node) {
+  for (Node* n : trace::topo_order({node}))
+    if (n->input_index >= 0 || (n->evaluated() && n->value.device().kind != Device::Kind::kCpu)) return false;
+  return true;
+}
+
+}  // namespace
+
+Status evaluate(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
+  return evaluate_locked(node, options);
+}
+
+Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
+  rt::Backend* device = rt::backend_for(node->device.kind);
+  if (node->evaluated() || node->device.kind == Device::Kind::kCpu || device == nullptr || !reads_only_host(node))
+    return evaluate_locked(node, options);
+  CompileOptions host = options;
+  host.device = Device{};
+  // Not on the CPU (a plugin with GPU code only): the device reports what it makes of it.
+  if (!evaluate_locked(node, host).ok()) return evaluate_locked(node, options);
+  StatusOr<Tensor> placed = device->copy_from_host(node->value);
+  if (!placed.ok()) {
+    Status st = placed.status();
+    return st.at(node->source);
+  }
+  node->value = std::move(placed.value());
   return ok_status();
 }
 

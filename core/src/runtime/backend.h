@@ -82,9 +82,10 @@ bool register_backend(Device::Kind kind, BackendFactory factory);
 class Builder {
  public:
   virtual ~Builder() = default;
-  // Called as a compile starts: one-time set-up that is slow (libraries that load on first use)
-  // may get under way while the compiler runs its passes. build() waits for it.
-  virtual void prepare() {}
+  // Called as a compile starts: one-time set-up that is slow (code every build needs, libraries
+  // that load on first use) may get under way while the compiler runs its passes. build() waits
+  // for it. `tunes`: the graph has GEMMs or convolutions, whose libraries the build will time.
+  virtual void prepare(bool tunes) { (void)tunes; }
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
 };
 

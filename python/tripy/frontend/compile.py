@@ -124,12 +124,13 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     traced_kwargs = {k: inputs.replace(v, k) for k, v in kwargs.items()}
 
     # Parameters are frozen constants: evaluate them once here rather than recompute their
-    # defining ops (e.g. placeholder aranges) inside every call.
+    # defining ops (e.g. placeholder aranges) inside every call. On the CPU where they read no
+    # device values (a causal mask): a device kernel compiled for one value would cost more.
     from tripy.frontend.module import Module
 
     if isinstance(func, Module):
         for param in func.state_dict().values():
-            param.eval()
+            _C.evaluate(param._node, parameter=True)
 
     if sig is not None:
         try:

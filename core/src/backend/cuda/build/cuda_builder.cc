@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -52,11 +53,26 @@ void warm_libraries() {
   if (cudnn_usable(pr)) (void)ConvGraph::create(pr, false);
 }
 
+// The modules every build uses whatever the program: the layout module (which every program
+// loads) and the tuner's fill kernels. Their sources are fixed, so they compile once per process
+// (and GPU architecture), from the start of the first compile, while its passes run.
+using FixedModules = std::shared_future<StatusOr<std::vector<CompiledModule>>>;
+constexpr size_t kLayoutModule = 0, kFillModule = 1;
+
+FixedModules compile_fixed_modules(int arch) {
+  return std::async(std::launch::async, [arch] {
+           return compile_modules({layout_module_source(), fill_module_source()}, {"tripy_layout", "tripy_fill"}, arch);
+         })
+      .share();
+}
+
 class CudaBuilder final : public Builder {
  public:
-  void prepare() override {
+  void prepare(bool tunes) override {
+    StatusOr<const DeviceInfo*> dev = device();
     std::lock_guard<std::mutex> lock(mu_);
-    if (!warm_.valid()) warm_ = std::async(std::launch::async, warm_libraries).share();
+    if (dev.ok()) (void)fixed_modules_locked(dev.value()->arch);
+    if (tunes && !warm_.valid()) warm_ = std::async(std::launch::async, warm_libraries).share();
   }
 
   StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
@@ -76,7 +92,6 @@ class CudaBuilder final : public Builder {
       }
       return it->second;
     };
-    art.layout_module = module_of(layout_module_source(), "tripy_layout");
     bool has_dot = false, has_conv = false;
     std::vector<IndexFunction> index_functions;
     for (const Kernel& k : program.kernels) {
@@ -119,7 +134,12 @@ class CudaBuilder final : public Builder {
     if (!index_functions.empty()) module_of(index_module_source(index_functions), "tripy_index");
     // The program's modules compile on other threads (NVRTC is CPU work) while tuning times
     // GEMMs and convolutions on the GPU, so a cold build pays the longer of the two, not their
-    // sum. The tuner needs only its fill kernels: a small module compiled first, not stored.
+    // sum. The tuner needs only its fill kernels (a fixed module: prepare() may have compiled it).
+    FixedModules fixed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fixed = fixed_modules_locked(dev->arch);
+    }
     const auto start = std::chrono::steady_clock::now();
     double compiled_ms = 0;
     std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
@@ -129,9 +149,8 @@ class CudaBuilder final : public Builder {
     });
     Status tuned = ok_status();
     const bool tuning = (has_dot || has_conv) && options.optimization_level >= 1;
-    if (tuning) prepare();
-    StatusOr<std::vector<CompiledModule>> fill =
-        tuning ? compile_modules({fill_module_source()}, {"tripy_fill"}, dev->arch) : std::vector<CompiledModule>{};
+    if (tuning) prepare(true);
+    const StatusOr<std::vector<CompiledModule>>& fixed_compiled = fixed.get();
     {  // (always: a warm-up the compiler started must not outlive the compile)
       std::shared_future<void> warm;
       {
@@ -140,15 +159,19 @@ class CudaBuilder final : public Builder {
       }
       if (warm.valid()) warm.wait();
     }
-    if (tuning) tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
+    if (tuning)
+      tuned = fixed_compiled.ok() ? tune(program, fixed_compiled.value()[kFillModule], art) : fixed_compiled.status();
     const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
     if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu modules compiled by %.1f ms; tuning done at %.1f ms\n", sources.size(),
                    compiled_ms, tuned_ms);
     TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
+    TRIPY_RETURN_IF_ERROR(fixed_compiled.status());
     TRIPY_RETURN_IF_ERROR(tuned);
     art.modules = std::move(compiled.value());
+    art.layout_module = static_cast<int32_t>(art.modules.size());
+    art.modules.push_back(fixed_compiled.value()[kLayoutModule]);
     return serialize_artifacts(art);
   }
 
@@ -219,8 +242,15 @@ class CudaBuilder final : public Builder {
     return st;
   }
 
+  FixedModules fixed_modules_locked(int arch) {
+    FixedModules& f = fixed_[arch];
+    if (!f.valid()) f = compile_fixed_modules(arch);
+    return f;
+  }
+
   std::mutex mu_;
   std::shared_future<void> warm_;  // warm_libraries, started once per process
+  std::map<int, FixedModules> fixed_;  // by GPU architecture
 };
 
 }  // namespace
