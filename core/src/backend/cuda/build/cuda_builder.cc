@@ -55,14 +55,15 @@ void warm_libraries() {
 
 // The modules every build uses whatever the program: the layout module (which every program
 // loads) and the tuner's fill kernels. Their sources are fixed, so they compile once per process
-// (and GPU architecture), from the start of the first compile, while its passes run.
-using FixedModules = std::shared_future<StatusOr<std::vector<CompiledModule>>>;
-constexpr size_t kLayoutModule = 0, kFillModule = 1;
+// (and GPU architecture), from the start of the first compile, while it lowers and runs passes;
+// each on its own, so that tuning starts as soon as the small fill module is there.
+using FixedModule = std::shared_future<StatusOr<std::vector<CompiledModule>>>;
+struct FixedModules {
+  FixedModule layout, fill;
+};
 
-FixedModules compile_fixed_modules(int arch) {
-  return std::async(std::launch::async, [arch] {
-           return compile_modules({layout_module_source(), fill_module_source()}, {"tripy_layout", "tripy_fill"}, arch);
-         })
+FixedModule compile_fixed_module(const std::string& source, const char* name, int arch) {
+  return std::async(std::launch::async, [&source, name, arch] { return compile_modules({source}, {name}, arch); })
       .share();
 }
 
@@ -150,7 +151,6 @@ class CudaBuilder final : public Builder {
     Status tuned = ok_status();
     const bool tuning = (has_dot || has_conv) && options.optimization_level >= 1;
     if (tuning) prepare(true);
-    const StatusOr<std::vector<CompiledModule>>& fixed_compiled = fixed.get();
     {  // (always: a warm-up the compiler started must not outlive the compile)
       std::shared_future<void> warm;
       {
@@ -159,19 +159,22 @@ class CudaBuilder final : public Builder {
       }
       if (warm.valid()) warm.wait();
     }
-    if (tuning)
-      tuned = fixed_compiled.ok() ? tune(program, fixed_compiled.value()[kFillModule], art) : fixed_compiled.status();
+    if (tuning) {
+      const StatusOr<std::vector<CompiledModule>>& fill = fixed.fill.get();
+      tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
+    }
     const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
+    const StatusOr<std::vector<CompiledModule>>& layout = fixed.layout.get();
     if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu modules compiled by %.1f ms; tuning done at %.1f ms\n", sources.size(),
                    compiled_ms, tuned_ms);
     TRIPY_RETURN_IF_ERROR(compiled.status());  // a kernel that does not compile says so first
-    TRIPY_RETURN_IF_ERROR(fixed_compiled.status());
+    TRIPY_RETURN_IF_ERROR(layout.status());
     TRIPY_RETURN_IF_ERROR(tuned);
     art.modules = std::move(compiled.value());
     art.layout_module = static_cast<int32_t>(art.modules.size());
-    art.modules.push_back(fixed_compiled.value()[kLayoutModule]);
+    art.modules.push_back(layout.value()[0]);
     return serialize_artifacts(art);
   }
 
@@ -244,7 +247,10 @@ class CudaBuilder final : public Builder {
 
   FixedModules fixed_modules_locked(int arch) {
     FixedModules& f = fixed_[arch];
-    if (!f.valid()) f = compile_fixed_modules(arch);
+    if (!f.layout.valid()) {
+      f.layout = compile_fixed_module(layout_module_source(), "tripy_layout", arch);
+      f.fill = compile_fixed_module(fill_module_source(), "tripy_fill", arch);
+    }
     return f;
   }
 
