@@ -108,6 +108,23 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
 }
 
+bool always_aligned(const Program& p, const Launch& l) {
+  for (const PtrWord& ptr : l.ptrs) {
+    size_t b = static_cast<size_t>(ptr.buffer);
+    for (size_t steps = 0; b < p.buffers.size() && p.buffers[b].kind == BufferDesc::Kind::kAlias; ++steps) {
+      if (steps > p.buffers.size()) return false;
+      b = static_cast<size_t>(p.buffers[b].index);
+    }
+    if (b >= p.buffers.size() || ptr.byte_offset % 16 != 0) return false;
+    const BufferDesc& d = p.buffers[b];
+    const bool ours = d.kind == BufferDesc::Kind::kTemp ? d.offset % 16 == 0
+                      : d.kind == BufferDesc::Kind::kOutput ? d.donor < 0
+                                                            : d.kind == BufferDesc::Kind::kConstant;
+    if (!ours) return false;
+  }
+  return true;
+}
+
 StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, const FusedLayout& L,
                                          CUfunction fn, const std::vector<int64_t>& slots,
                                          int sm_count) {

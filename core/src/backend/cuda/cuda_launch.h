@@ -40,6 +40,11 @@ struct Launch {
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.
 Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream);
+// Whether every launch's `l.ptrs` are 16-byte aligned whatever the caller passes: each buffer is
+// one this backend allocates (256-byte aligned: the arena and its offsets, constants, fresh
+// outputs; aliases of them), not the caller's memory (inputs, donated outputs), at a 16-byte
+// multiple. Launch::vector_word is then always 1.
+bool always_aligned(const Program& p, const Launch& l);
 
 // The fixed module's functions by name.
 using LayoutFunctions = std::map<std::string, CUfunction>;

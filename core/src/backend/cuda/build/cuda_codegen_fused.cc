@@ -349,11 +349,14 @@ class Emitter {
   // A row reduction's launch where every size of the program is fixed (no dynamic input): the
   // launch then plans the same block and path at every call, so the row loops it cannot reach are
   // left out (each costs NVRTC time: a LayerNorm's four took 0.5 s, its vector loop alone 0.15 s,
-  // on the build machine). Where a left-out loop would run after all, the kernel traps.
+  // on the build machine), the scalar ones too where every address is the backend's own (always
+  // aligned, so the vector loop always runs). Where a left-out loop would run after all, the
+  // kernel traps.
   struct FixedRows {
     int64_t row_len = 0;
     int64_t block_lo = 0, block_hi = 0;  // a row's threads on the fewest and the most SMs
     bool vector = false;  // the launch may take the vector path (when the addresses allow)
+    bool aligned = false;  // ... and the addresses always allow it (cuda_launch.h, always_aligned)
   };
   std::optional<FixedRows> fixed_rows() const {
     if (!p_.sizes_fixed()) return std::nullopt;
@@ -369,6 +372,7 @@ class Emitter {
       f.row_len = l.words[L_.misc_word(FusedLayout::kMiscRowLen)];
       (sms == 1 ? f.block_lo : f.block_hi) = l.block_x;
       f.vector = l.vector_word >= 0;
+      f.aligned = f.vector && always_aligned(p_, l);
     }
     return f;
   }
@@ -385,8 +389,8 @@ class Emitter {
       switch (mode) {
         case RowMode::kVector: return fixed->vector && vector_fits(fixed->block_hi);
         case RowMode::kVectorStream: return fixed->vector && !vector_fits(fixed->block_lo);
-        case RowMode::kCached: return scalar_fits(fixed->block_hi);
-        case RowMode::kPlain: return !scalar_fits(fixed->block_lo);
+        case RowMode::kCached: return !fixed->aligned && scalar_fits(fixed->block_hi);
+        case RowMode::kPlain: return !fixed->aligned && !scalar_fits(fixed->block_lo);
       }
       return true;
     };
