@@ -176,10 +176,14 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   return ok_status();
 }
 
-// Whether the subgraph producing `node` reads only host values (or none) and no compile input.
-bool reads_only_host(const NodeRef& node) {
-  for (Node* n : trace::topo_order({node}))
+// Whether the subgraph producing `node` is worth computing on the host: it reads only host values
+// (or none) and no compile input, and has no GEMM or convolution (which a device does far faster).
+bool cheap_on_host(const NodeRef& node) {
+  for (Node* n : trace::topo_order({node})) {
     if (n->input_index >= 0 || (n->evaluated() && n->value.device().kind != Device::Kind::kCpu)) return false;
+    if (!n->evaluated() && n->def != nullptr && (n->def->name == "matmul" || n->def->name == "convolution"))
+      return false;
+  }
   return true;
 }
 
@@ -193,7 +197,7 @@ Status evaluate(const NodeRef& node, const CompileOptions& options) {
 Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
   std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
   rt::Backend* device = rt::backend_for(node->device.kind);
-  if (node->evaluated() || node->device.kind == Device::Kind::kCpu || device == nullptr || !reads_only_host(node))
+  if (node->evaluated() || node->device.kind == Device::Kind::kCpu || device == nullptr || !cheap_on_host(node))
     return evaluate_locked(node, options);
   CompileOptions host = options;
   host.device = Device{};

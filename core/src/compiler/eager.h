@@ -17,10 +17,10 @@ namespace tripy::compiler {
 // in node->value.
 Status evaluate(const trace::NodeRef& node, const CompileOptions& options);
 // tp.compile's frozen parameters (a Module's tensors, evaluated once before tracing): a device
-// tensor computed from no device values (ones, iota, tril: placeholders, causal masks) is computed
-// by the CPU backend and copied to its device, since a one-off value is not worth a device kernel
-// compile (a causal mask: 0.8 s of NVRTC in a fresh process, a few ms on the CPU). Otherwise, or
-// where the CPU cannot compute it, the same as evaluate().
+// tensor computed from no device values and without GEMMs or convolutions (ones, iota, tril:
+// placeholders, causal masks) is computed by the CPU backend and copied to its device, since a
+// one-off value is not worth a device kernel compile (a causal mask: 0.8 s of NVRTC in a fresh
+// process, a few ms on the CPU). Otherwise, or where the CPU cannot compute it, as evaluate().
 Status evaluate_parameter(const trace::NodeRef& node, const CompileOptions& options);
 size_t eager_cache_size();
 
