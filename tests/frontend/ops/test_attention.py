@@ -289,6 +289,43 @@ def test_gpt2_hand_written_attention_with_static_sizes_becomes_one_kernel(capsys
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
+def test_repeated_kv_heads_are_read_unrepeated_by_grouped_query_attention(dynamic, capsys, device):
+    # Llama's repeat_kv, written with tp.repeat, and v's head split: the attention reads k and v as
+    # they are (its own grouped-query indexing does the repeat), so neither is copied.
+    B, H, HKV, D = 2, 6, 2, 8
+
+    def attend(q, k, v):
+        v = tp.transpose(tp.reshape(v, (B, v.shape[1], HKV, D)), 1, 2)
+        k, v = tp.repeat(k, H // HKV, dim=1), tp.repeat(v, H // HKV, dim=1)
+        return tp.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    T = tp.NamedDimension("T", 1, 8, 16) if dynamic else 11
+    args = [tp.InputInfo((B, H, T, D), dtype=tp.float32), tp.InputInfo((B, HKV, T, D), dtype=tp.float32),
+            tp.InputInfo((B, T, HKV * D), dtype=tp.float32)]
+    exe, program = _compiled(capsys, attend, args)
+    assert _kernels(program) == ["attention"], program
+    q, k, v = _rand(B, H, 11, D), _rand(B, HKV, 11, D), _rand(B, 11, HKV * D)
+    heads = v.reshape(B, 11, HKV, D).transpose(0, 2, 1, 3)
+    want = _sdpa_ref(q, np.repeat(k, H // HKV, axis=1), np.repeat(heads, H // HKV, axis=1), causal=True)
+    _check(exe(_dev(q), _dev(k), _dev(v)), want)
+
+
+def test_a_repeat_that_is_not_head_grouping_is_kept(capsys, device):
+    # Repeated along the sequence, k and v are other keys: the attention reads the copies.
+    B, H, D = 1, 2, 4
+
+    def attend(q, k, v):
+        return tp.scaled_dot_product_attention(q, tp.repeat(k, 2, dim=2), tp.repeat(v, 2, dim=2))
+
+    args = [tp.InputInfo((B, H, 6, D), dtype=tp.float32), tp.InputInfo((B, H, 3, D), dtype=tp.float32),
+            tp.InputInfo((B, H, 3, D), dtype=tp.float32)]
+    exe, program = _compiled(capsys, attend, args)
+    assert _kernels(program).count("attention") == 1, program
+    q, k, v = _rand(B, H, 6, D), _rand(B, H, 3, D), _rand(B, H, 3, D)
+    _check(exe(_dev(q), _dev(k), _dev(v)), _sdpa_ref(q, np.repeat(k, 2, axis=2), np.repeat(v, 2, axis=2)))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
 def test_qkv_projection_stays_one_gemm_read_in_place_by_attention(dynamic, capsys, device, tmp_path):
     # nanoGPT's c_attn: one x @ W + b for q, k and v, split along the last axis. The attention reads
     # each third through a head window, so no GEMM is split and no slice is copied.

@@ -1,7 +1,8 @@
 // Views instead of copies for attention: transposes feeding an attention's q, k, v or mask, and a
 // transpose that is the only reader of its result, become the operand layouts (perms) of the
 // attention itself, so a head split `reshape(B, T, H, D)` + `transpose(1, 2)` and the merge back
-// run no copy kernel (the reshapes are free aliases already). A head split of a slice of the last
+// run no copy kernel (the reshapes are free aliases already). k and v repeated along the heads
+// (grouped-query attention written out) are read unrepeated. A head split of a slice of the last
 // axis (nanoGPT's `q, k, v = qkv.split(C, 2)`) becomes a head window of the unsliced projection,
 // so q, k and v stay one GEMM's output and nothing copies them out of it.
 #include "flat/passes/passes.h"
@@ -39,6 +40,44 @@ int64_t head_window_start(const Graph& g, const Op& r) {
   return a / D;
 }
 
+// k or v repeated along the heads, as grouped-query attention is often written (Llama's repeat_kv,
+// tp.repeat): y = reshape(broadcast(x to (B, Hkv, G, S, D)), (B, Hkv * G, S, D)), head h of y being
+// head h / G of x (B, Hkv, S, D); the broadcast reads x directly (dims 0, 1, 3, 4) or through a
+// reshape to (B, Hkv, 1, S, D). Returns x and the ops between it and y (each read only by the
+// next, so they go with the repeat), or x = -1.
+struct HeadRepeat {
+  ValueId x = -1;
+  std::vector<int32_t> ops;
+};
+HeadRepeat head_repeat(const Graph& g, const std::vector<int32_t>& uses, const std::vector<bool>& is_output, ValueId y) {
+  const int32_t outer = g.values[y].def;
+  if (outer < 0 || g.ops[outer].kind != OpKind::kReshape) return {};
+  const ValueId b = g.ops[outer].operands[0];
+  const int32_t bcast = g.values[b].def;
+  if (bcast < 0 || g.ops[bcast].kind != OpKind::kBroadcast) return {};
+  HeadRepeat r{g.ops[bcast].operands[0], {outer, bcast}};
+  const std::vector<int64_t> direct = {0, 1, 3, 4}, through = {0, 1, 2, 3, 4};
+  if (g.ops[bcast].dims == through) {  // through a reshape to (B, Hkv, 1, S, D)
+    const int32_t inner = g.values[r.x].def;
+    if (inner < 0 || g.ops[inner].kind != OpKind::kReshape || !is_const(g.values[r.x].shape[2], 1)) return {};
+    r.ops.push_back(inner);
+    r.x = g.ops[inner].operands[0];
+  } else if (g.ops[bcast].dims != direct) {
+    return {};
+  }
+  const Shape &ys = g.values[y].shape, &bs = g.values[b].shape, &xs = g.values[r.x].shape;
+  if (ys.size() != 4 || bs.size() != 5 || xs.size() != 4) return {};
+  // x (B, Hkv, S, D) -> b (B, Hkv, G, S, D) -> y (B, Hkv * G, S, D).
+  for (size_t i = 0; i < 4; ++i)
+    if (!bs[direct[i]].same_as(xs[i]) || (i != 1 && !ys[i].same_as(xs[i]))) return {};
+  if (!bs[1].is_static() || !bs[2].is_static() || !ys[1].is_static() ||
+      ys[1].static_value() != bs[1].static_value() * bs[2].static_value())
+    return {};
+  for (int32_t op : r.ops)
+    if (uses[g.ops[op].result] != 1 || is_output[g.ops[op].result]) return {};
+  return r;
+}
+
 }  // namespace
 
 std::optional<Graph> fold_attention_layouts(const Graph& graph) {
@@ -55,6 +94,17 @@ std::optional<Graph> fold_attention_layouts(const Graph& graph) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     Op& op = g.ops[i];
     if (op.kind != OpKind::kAttention) continue;
+    // k and v repeated alike along the heads are read unrepeated: the attention's own grouped-query
+    // indexing does what the repeat did, with no copy of either.
+    if (const HeadRepeat rk = head_repeat(g, uses, is_output, op.operands[1]),
+        rv = head_repeat(g, uses, is_output, op.operands[2]);
+        rk.x >= 0 && rv.x >= 0 && g.values[rk.x].shape[1].same_as(g.values[rv.x].shape[1])) {
+      op.operands[1] = rk.x;
+      op.operands[2] = rv.x;
+      for (const HeadRepeat* r : {&rk, &rv})
+        for (int32_t d : r->ops) keep[static_cast<size_t>(d)] = false;
+      changed = true;
+    }
     // Operands: logical dim j = operand dim perm[j] = source dim t[perm[j]] through y = transpose(x, t).
     for (size_t x = 0; x < op.operands.size(); ++x) {
       Perm& perm = op.attention.perms[x];
