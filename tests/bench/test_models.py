@@ -17,10 +17,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "bench", "models.py")
 
 
-def _run(*args):
+def _run(*args, **env_vars):
     # Kept: an inherited PYTHONPATH may be where torch comes from.
     path = [os.path.join(ROOT, "python")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), **env_vars)
     return subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
 
@@ -54,6 +54,16 @@ def test_only_selects_models_and_rejects_unknown_names():
     assert {r["model"] for r in _records(out.stdout)} == {"llama-block"}
     bad = _run("--device", "cpu", "--only", "gpt3")
     assert bad.returncode == 2 and "unknown model(s) ['gpt3']" in bad.stderr
+
+
+def test_compile_times_are_cold_unless_asked_and_the_empty_caches_are_removed(tmp_path):
+    # By default every compile cache points at a new directory under TMPDIR, gone after the run.
+    out = _run("--device", "cpu", "--quick", "--no-torch-compile", "--only", "llama-block", TMPDIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "# compile caches: new and empty" in out.stdout
+    assert os.listdir(tmp_path) == []
+    warm = _run("--device", "cpu", "--quick", "--no-torch-compile", "--only", "llama-block", "--warm-caches")
+    assert warm.returncode == 0 and "# compile caches: the usual ones" in warm.stdout, warm.stderr[-3000:]
 
 
 def test_compile_scaling_reports_time_and_peak_memory_against_weight_bytes():
