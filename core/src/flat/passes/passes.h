@@ -57,8 +57,9 @@ std::optional<Graph> channels_last(const Graph& graph, const ChannelsLastRule& r
 // last dim, @ v) becomes one attention op when nothing else reads its intermediates.
 std::optional<Graph> match_attention(const Graph& graph);
 // Transposes of an attention's operands, and a transpose that alone reads its result, become the
-// attention's operand layouts (views, no copy kernels); a head split of a static slice of the last
-// axis becomes a head window of the unsliced value. nullopt when nothing changed.
+// attention's operand layouts (views, no copy kernels); k and v repeated along the heads are read
+// unrepeated (grouped-query attention); a head split of a static slice of the last axis becomes a
+// head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
 // Which low-precision GEMMs the target runs (the backend says; the CPU runs every form).
 struct QuantizedDotRules {
