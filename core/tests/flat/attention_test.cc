@@ -95,6 +95,47 @@ return %2, %1
   EXPECT_FALSE(flat::fold_attention_layouts(*g).has_value());
 }
 
+TEST(AttentionLayouts, repeated_kv_heads_are_read_unrepeated) {
+  // Llama's repeat_kv on k (directly broadcast) and v (through a reshape to one group, after its
+  // head split): the attention reads both with 2 heads, v through its layout.
+  const char* text = R"(sym T [1, 8, 64]
+%0 : f16[2, 6, T, 16] = parameter() {index = 0, name = "q"}
+%1 : f16[2, 2, T, 16] = parameter() {index = 1, name = "k"}
+%2 : f16[2, 2, 3, T, 16] = broadcast(%1) {dims = [0, 1, 3, 4]}
+%3 : f16[2, 6, T, 16] = reshape(%2)
+%4 : f16[2, T, 2, 16] = parameter() {index = 2, name = "v"}
+%5 : f16[2, 2, T, 16] = transpose(%4) {dims = [0, 2, 1, 3]}
+%6 : f16[2, 2, 1, T, 16] = reshape(%5)
+%7 : f16[2, 2, 3, T, 16] = broadcast(%6) {dims = [0, 1, 2, 3, 4]}
+%8 : f16[2, 6, T, 16] = reshape(%7)
+%9 : f16[2, 6, T, 16] = attention(%0, %3, %8) {causal = true, scale = 0.25}
+return %9
+)";
+  auto g = flat::parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto folded = flat::fold_attention_layouts(*g);
+  ASSERT_TRUE(folded.has_value());
+  ASSERT_TRUE(flat::verify(*folded).ok()) << flat::verify(*folded).message();
+  EXPECT_EQ(flat::dce(*folded).str(), R"(sym T [1, 8, 64]
+%0 : f16[2, 6, T, 16] = parameter() {index = 0, name = "q"}
+%1 : f16[2, 2, T, 16] = parameter() {index = 1, name = "k"}
+%2 : f16[2, T, 2, 16] = parameter() {index = 2, name = "v"}
+%3 : f16[2, 6, T, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, v_perm = [0, 2, 1, 3]}
+return %3
+)");
+  // One repeat read as both k and v (two readers), or k's repeat also an output: unchanged.
+  std::string only_k = text;
+  only_k.replace(only_k.find("attention(%0, %3, %8)"), 21, "attention(%0, %3, %3)");
+  auto g2 = flat::parse_graph(only_k);
+  ASSERT_TRUE(g2.ok()) << g2.status().message();
+  EXPECT_FALSE(flat::fold_attention_layouts(flat::dce(*g2)).has_value());
+  std::string shared = text;
+  shared.replace(shared.find("return %9"), 9, "return %9, %3");
+  auto g3 = flat::parse_graph(shared);
+  ASSERT_TRUE(g3.ok()) << g3.status().message();
+  EXPECT_FALSE(flat::fold_attention_layouts(*g3).has_value());
+}
+
 TEST(AttentionLayouts, head_splits_of_slices_become_head_windows) {
   // q, k, v = split(qkv, 3, 2), each reshaped to heads and transposed: windows of one projection.
   std::string text = "sym T [1, 8, 64]\n%0 : f16[2, T, 96] = parameter() {index = 0, name = \"qkv\"}\n";
