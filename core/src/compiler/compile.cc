@@ -170,6 +170,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
       }
   }
   graph = flat::dce(graph);
+  if (std::optional<flat::Graph> sunk = flat::sink_elementwise(graph)) graph = std::move(*sunk);
   dump("flat.optimized", [&] { return graph.str(); });
   TRIPY_RETURN_IF_ERROR(verified(graph, "optimisation"));
   lap("dce and verify");

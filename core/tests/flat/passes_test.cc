@@ -37,6 +37,40 @@ return %2
 )");
 }
 
+TEST(SinkElementwise, MovesAnOpToItsOneElementwiseReader) {
+  // SwiGLU: silu(x @ W1) * (x @ W3). The silu moves past the second GEMM, next to the multiply;
+  // the exp, read twice, and the neg, already next to its reader, stay.
+  Graph g = parsed(R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[8, 2] = parameter() {index = 1}
+%2 : f32[8, 2] = parameter() {index = 2}
+%3 : f32[4, 2] = dot(%0, %1)
+%4 : f32[4, 2] = silu(%3)
+%5 : f32[4, 2] = exp(%3)
+%6 : f32[4, 2] = dot(%0, %2)
+%7 : f32[4, 2] = neg(%6)
+%8 : f32[4, 2] = mul(%4, %7)
+%9 : f32[4, 2] = add(%8, %5)
+%10 : f32[4, 2] = sub(%9, %5)
+return %10
+)");
+  auto sunk = sink_elementwise(g);
+  ASSERT_TRUE(sunk.has_value());
+  EXPECT_EQ(checked(*sunk), R"(%0 : f32[4, 8] = parameter() {index = 0}
+%1 : f32[8, 2] = parameter() {index = 1}
+%2 : f32[8, 2] = parameter() {index = 2}
+%3 : f32[4, 2] = dot(%0, %1)
+%4 : f32[4, 2] = exp(%3)
+%5 : f32[4, 2] = dot(%0, %2)
+%6 : f32[4, 2] = neg(%5)
+%7 : f32[4, 2] = silu(%3)
+%8 : f32[4, 2] = mul(%7, %6)
+%9 : f32[4, 2] = add(%8, %4)
+%10 : f32[4, 2] = sub(%9, %4)
+return %10
+)");
+  EXPECT_FALSE(sink_elementwise(*sunk).has_value());  // nothing left to move
+}
+
 TEST(Cse, MergesEqualOpsAndCommutedOperands) {
   Graph g = parsed(R"(%0 : f32[4] = parameter() {index = 0}
 %1 : f32[4] = parameter() {index = 1}

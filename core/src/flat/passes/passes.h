@@ -2,7 +2,8 @@
 // constant_fold -> simplify -> cse -> match_attention -> fold_attention_layouts -> split_dot_slices
 // -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either changed the graph) ->
 // fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again when it changed the
-// graph) -> quantized_dot -> dce, then canonicalize_reductions before fusion planning.
+// graph) -> quantized_dot -> dce -> sink_elementwise, then canonicalize_reductions before fusion
+// planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
 
@@ -61,6 +62,10 @@ std::optional<Graph> match_attention(const Graph& graph);
 // unrepeated (grouped-query attention); a head split of a static slice of the last axis becomes a
 // head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
+// An elementwise op whose one reader is elementwise, with a GEMM (or another op fusion keeps
+// apart) between them, moves down to just before it, so fusion's in-order sweep meets them
+// together. nullopt when nothing moved.
+std::optional<Graph> sink_elementwise(const Graph& graph);
 // Which low-precision GEMMs the target runs (the backend says; the CPU runs every form).
 struct QuantizedDotRules {
   bool int8 = true, float8 = true;

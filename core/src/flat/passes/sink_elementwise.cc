@@ -1,0 +1,58 @@
+// Scheduling for fusion: an elementwise op whose one reader is elementwise, with a GEMM (or another
+// op fusion keeps apart) between them, moves down to just before that reader. Fusion sweeps the
+// graph in order, so SwiGLU's silu(x @ W1) * (x @ W3) would otherwise be two kernels.
+#include <functional>
+
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+
+std::optional<Graph> sink_elementwise(const Graph& graph) {
+  const size_t n = graph.ops.size();
+  const std::vector<int32_t> uses = graph.use_counts();
+  std::vector<bool> is_output(graph.values.size(), false);
+  for (ValueId v : graph.outputs) is_output[v] = true;
+  std::vector<int32_t> reader(graph.values.size(), -1);
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId v : graph.ops[i].operands) reader[v] = static_cast<int32_t>(i);
+  // kernels_before[i]: ops before op i that fusion cannot put in an elementwise kernel (a GEMM, a
+  // convolution, an attention...). Only such an op between an op and its reader keeps them apart.
+  std::vector<int32_t> kernels_before(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const OpKind k = graph.ops[i].kind;
+    const bool inline_op = k == OpKind::kElementwise || k == OpKind::kBroadcast || k == OpKind::kIota ||
+                           k == OpKind::kConstant || k == OpKind::kParameter;
+    kernels_before[i + 1] = kernels_before[i] + (inline_op ? 0 : 1);
+  }
+  // before[u]: the ops that move to just before op u, in their original order.
+  std::vector<std::vector<int32_t>> before(n);
+  std::vector<bool> moved(n, false);
+  bool changed = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = graph.ops[i];
+    const int32_t u = reader[op.result];
+    if (op.kind != OpKind::kElementwise || uses[op.result] != 1 || is_output[op.result] || u < 0 ||
+        graph.ops[static_cast<size_t>(u)].kind != OpKind::kElementwise || kernels_before[u] == kernels_before[i + 1])
+      continue;
+    before[static_cast<size_t>(u)].push_back(static_cast<int32_t>(i));
+    moved[i] = true;
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  Graph out = empty_like(graph);
+  std::vector<ValueId> map(graph.values.size(), -1);
+  // Emits op i after the ops moved before it (which may have had ops moved before them too).
+  std::function<void(int32_t)> emit = [&](int32_t i) {
+    for (int32_t m : before[static_cast<size_t>(i)]) emit(m);
+    Op op = graph.ops[static_cast<size_t>(i)];
+    for (ValueId& v : op.operands) v = map[v];
+    const Value& val = graph.values[op.result];
+    map[op.result] = out.add(std::move(op), val.dtype, val.shape);
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (!moved[i]) emit(static_cast<int32_t>(i));
+  finish_like(out, graph, map);
+  return out;
+}
+
+}  // namespace tripy::flat
