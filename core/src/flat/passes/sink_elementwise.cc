@@ -1,7 +1,7 @@
 // Scheduling for fusion: an elementwise op whose one reader is elementwise, with a GEMM (or another
 // op fusion keeps apart) between them, moves down to just before that reader. Fusion sweeps the
 // graph in order, so SwiGLU's silu(x @ W1) * (x @ W3) would otherwise be two kernels.
-#include <functional>
+#include <utility>
 
 #include "flat/passes/passes.h"
 
@@ -41,16 +41,26 @@ std::optional<Graph> sink_elementwise(const Graph& graph) {
   if (!changed) return std::nullopt;
   Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
-  // Emits op i after the ops moved before it (which may have had ops moved before them too).
-  std::function<void(int32_t)> emit = [&](int32_t i) {
-    for (int32_t m : before[static_cast<size_t>(i)]) emit(m);
-    Op op = graph.ops[static_cast<size_t>(i)];
-    for (ValueId& v : op.operands) v = map[v];
-    const Value& val = graph.values[op.result];
-    map[op.result] = out.add(std::move(op), val.dtype, val.shape);
-  };
-  for (size_t i = 0; i < n; ++i)
-    if (!moved[i]) emit(static_cast<int32_t>(i));
+  // Each op after the ops moved before it (which may have had ops moved before them too); with a
+  // stack, not recursion, so that long chains cannot overflow the call stack.
+  std::vector<std::pair<int32_t, size_t>> stack;  // (op, how many of its before[] are emitted)
+  for (size_t root = 0; root < n; ++root) {
+    if (moved[root]) continue;
+    stack.push_back({static_cast<int32_t>(root), 0});
+    while (!stack.empty()) {
+      const int32_t i = stack.back().first;
+      const std::vector<int32_t>& pre = before[static_cast<size_t>(i)];
+      if (stack.back().second < pre.size()) {
+        stack.push_back({pre[stack.back().second++], 0});
+        continue;
+      }
+      stack.pop_back();
+      Op op = graph.ops[static_cast<size_t>(i)];
+      for (ValueId& v : op.operands) v = map[v];
+      const Value& val = graph.values[op.result];
+      map[op.result] = out.add(std::move(op), val.dtype, val.shape);
+    }
+  }
   finish_like(out, graph, map);
   return out;
 }
