@@ -40,13 +40,8 @@ int64_t floor_mod(int64_t a, int64_t b) {
 }  // namespace
 
 bool update_in_place(const Program& p, const Kernel& k) {
-  auto root = [&](int32_t b) {
-    for (size_t steps = 0; p.buffers[b].kind == BufferDesc::Kind::kAlias && steps <= p.buffers.size(); ++steps)
-      b = p.buffers[b].index;
-    return b;
-  };
-  const BufferDesc& in = p.buffers[root(k.inputs[0])];
-  const BufferDesc& out = p.buffers[root(k.outputs[0])];
+  const BufferDesc& in = p.buffers[p.alias_root(k.inputs[0])];
+  const BufferDesc& out = p.buffers[p.alias_root(k.outputs[0])];
   if (&in == &out) return true;
   return out.kind == BufferDesc::Kind::kOutput && out.donor >= 0 && in.kind == BufferDesc::Kind::kInput &&
          in.index == out.donor;
@@ -143,6 +138,12 @@ void Program::eval_shapes(const std::vector<Tensor>& inputs, std::vector<int64_t
       default: slots[i] = apply_shape_op(in.op, slot(in.a, i), slot(in.b, i)); break;
     }
   }
+}
+
+int32_t Program::alias_root(int32_t buffer) const {
+  for (size_t steps = 0; buffers[buffer].kind == BufferDesc::Kind::kAlias && steps <= buffers.size(); ++steps)
+    buffer = buffers[buffer].index;
+  return buffer;
 }
 
 bool Program::sizes_fixed() const {

@@ -318,6 +318,9 @@ struct Program {
   // Whether every input's sizes and shape values are fixed, so every run has the same shapes
   // (those of opt_inputs).
   bool sizes_fixed() const;
+  // The buffer whose bytes `buffer` is: itself, or the end of its chain of aliases (at most
+  // buffers.size() links are followed; validate_program rejects cycles).
+  int32_t alias_root(int32_t buffer) const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
 

@@ -81,8 +81,7 @@ class RunChecker {
                       std::to_string(b.max_bytes) + " planned for it");
         break;
       case BufferDesc::Kind::kAlias: {
-        size_t root = index;
-        while (p_.buffers[root].kind == BufferDesc::Kind::kAlias) root = static_cast<size_t>(p_.buffers[root].index);
+        const size_t root = static_cast<size_t>(p_.alias_root(static_cast<int32_t>(index)));
         if (bytes_[i] > bytes_[root])
           return fail(name + " is larger than buffer " + std::to_string(root) + ", which it aliases");
         break;

@@ -149,11 +149,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
           break;
       }
     }
-    for (size_t i = 0; i < p.buffers.size(); ++i) {
-      int32_t b = static_cast<int32_t>(i);
-      while (p.buffers[b].kind == BufferDesc::Kind::kAlias) b = p.buffers[b].index;
-      views_[i].data = views_[b].data;
-    }
+    for (size_t i = 0; i < p.buffers.size(); ++i) views_[i].data = views_[p.alias_root(static_cast<int32_t>(i))].data;
 
     KernelArgs args;
     args.program = &p;

@@ -110,13 +110,8 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
 
 bool always_aligned(const Program& p, const Launch& l) {
   for (const PtrWord& ptr : l.ptrs) {
-    size_t b = static_cast<size_t>(ptr.buffer);
-    for (size_t steps = 0; b < p.buffers.size() && p.buffers[b].kind == BufferDesc::Kind::kAlias; ++steps) {
-      if (steps > p.buffers.size()) return false;
-      b = static_cast<size_t>(p.buffers[b].index);
-    }
-    if (b >= p.buffers.size() || ptr.byte_offset % 16 != 0) return false;
-    const BufferDesc& d = p.buffers[b];
+    if (ptr.byte_offset % 16 != 0) return false;
+    const BufferDesc& d = p.buffers[static_cast<size_t>(p.alias_root(ptr.buffer))];
     const bool ours = d.kind == BufferDesc::Kind::kTemp ? d.offset % 16 == 0
                       : d.kind == BufferDesc::Kind::kOutput ? d.donor < 0
                                                             : d.kind == BufferDesc::Kind::kConstant;

@@ -344,12 +344,7 @@ void CudaLoadedProgram::resolve(std::vector<CUdeviceptr>& base, const std::vecto
       case BufferDesc::Kind::kAlias: break;
     }
   }
-  for (size_t i = 0; i < n; ++i) {
-    size_t b = i;
-    for (size_t steps = 0; p.buffers[b].kind == BufferDesc::Kind::kAlias && steps <= n; ++steps)
-      b = static_cast<size_t>(p.buffers[b].index);
-    base[i] = base[b];
-  }
+  for (size_t i = 0; i < n; ++i) base[i] = base[static_cast<size_t>(p.alias_root(static_cast<int32_t>(i)))];
 }
 
 Status CudaLoadedProgram::execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream) {
