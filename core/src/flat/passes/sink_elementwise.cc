@@ -1,6 +1,7 @@
 // Scheduling for fusion: an elementwise op whose one reader is elementwise, with a GEMM (or another
 // op fusion keeps apart) between them, moves down to just before that reader. Fusion sweeps the
 // graph in order, so SwiGLU's silu(x @ W1) * (x @ W3) would otherwise be two kernels.
+#include <algorithm>
 #include <utility>
 
 #include "flat/passes/passes.h"
@@ -24,8 +25,7 @@ std::optional<Graph> sink_elementwise(const Graph& graph) {
                            k == OpKind::kConstant || k == OpKind::kParameter;
     kernels_before[i + 1] = kernels_before[i] + (inline_op ? 0 : 1);
   }
-  // before[u]: the ops that move to just before op u, in their original order.
-  std::vector<std::vector<int32_t>> before(n);
+  // moved[i]: op i goes to just before its one reader (of which it is then an operand).
   std::vector<bool> moved(n, false);
   bool changed = false;
   for (size_t i = 0; i < n; ++i) {
@@ -34,22 +34,29 @@ std::optional<Graph> sink_elementwise(const Graph& graph) {
     if (op.kind != OpKind::kElementwise || uses[op.result] != 1 || is_output[op.result] || u < 0 ||
         graph.ops[static_cast<size_t>(u)].kind != OpKind::kElementwise || kernels_before[u] == kernels_before[i + 1])
       continue;
-    before[static_cast<size_t>(u)].push_back(static_cast<int32_t>(i));
     moved[i] = true;
     changed = true;
   }
   if (!changed) return std::nullopt;
+  // The ops moved to just before op i, in their original order: the moved ones among its operands.
+  auto moved_before = [&](int32_t i) {
+    std::vector<int32_t> ops;
+    for (ValueId v : graph.ops[static_cast<size_t>(i)].operands)
+      if (const int32_t d = graph.values[v].def; d >= 0 && moved[static_cast<size_t>(d)]) ops.push_back(d);
+    std::sort(ops.begin(), ops.end());
+    return ops;
+  };
   Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   // Each op after the ops moved before it (which may have had ops moved before them too); with a
   // stack, not recursion, so that long chains cannot overflow the call stack.
-  std::vector<std::pair<int32_t, size_t>> stack;  // (op, how many of its before[] are emitted)
+  std::vector<std::pair<int32_t, size_t>> stack;  // (op, how many of the ops moved before it are emitted)
   for (size_t root = 0; root < n; ++root) {
     if (moved[root]) continue;
     stack.push_back({static_cast<int32_t>(root), 0});
     while (!stack.empty()) {
       const int32_t i = stack.back().first;
-      const std::vector<int32_t>& pre = before[static_cast<size_t>(i)];
+      const std::vector<int32_t> pre = moved_before(i);
       if (stack.back().second < pre.size()) {
         stack.push_back({pre[stack.back().second++], 0});
         continue;
