@@ -9,7 +9,7 @@ ended by a device synchronisation (so per-call numbers include launch cost, as u
 
 With --native, Tripy's side comes from bench/gpu_bench_native.cc (the same models built as
 Programs by hand and run through the CUDA backend, no Python frontend), compiled here with g++
-against build-gpu's libtripy_runtime_static.a and libtripy_backend_cuda_build.a (the builder); torch is timed on the same shapes in this process.
+against build-gpu's libtripy_runtime_static.a and libtripy_backend_cuda_codegen.a (the builder); torch is timed on the same shapes in this process.
 
 Then the low-precision GEMMs: int8 and float8 (sm89+) quantize/dequantize around a matmul against
 the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096), as time ratios.
@@ -256,7 +256,7 @@ def native(a, budget):
     deps = os.path.join(root, ".deps", "usr")
     subprocess.run(["g++", "-O2", "-std=c++17", "-DTRIPY_WITH_CUDA=1", "-DTRIPY_WITH_DNNL=1", "-I", f"{root}/core/include",
                     "-I", f"{root}/core/src", "-I", f"{deps}/include", f"{root}/bench/gpu_bench_native.cc",
-                    f"{build}/core/libtripy_backend_cuda_build.a", f"{build}/core/libtripy_runtime_static.a", f"-L{deps}/lib/x86_64-linux-gnu", "-ldnnl", "-lpthread", "-ldl",
+                    f"{build}/core/libtripy_backend_cuda_codegen.a", f"{build}/core/libtripy_runtime_static.a", f"-L{deps}/lib/x86_64-linux-gnu", "-ldnnl", "-lpthread", "-ldl",
                     "-o", exe], check=True)
     out = subprocess.run([exe] + (["--quick"] if a.quick else []), capture_output=True, text=True)
     sys.stderr.write(out.stderr[-3000:])

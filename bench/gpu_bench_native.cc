@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/build/cuda_builder.h"
+#include "backend/cuda/codegen/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "runtime/backend.h"
 #include "runtime/program.h"

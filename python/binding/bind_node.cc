@@ -8,7 +8,7 @@
 #if TRIPY_WITH_CUDA
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #endif
 #include "compiler/eager.h"
 #include "trace/lower.h"

@@ -7,8 +7,8 @@
 #include "tripy/plugin.h"
 
 #if TRIPY_WITH_CUDA
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #endif
 
 namespace tripy::binding {

@@ -1,7 +1,7 @@
 // The backend interface: one implementation per device kind (cpu, cuda). A Backend loads and runs
 // programs and needs no compiler; a Builder runs at compile time (e.g. NVRTC, tactic timing) and
 // produces the artifacts saved with the executable. Builders are the compiler side's
-// (src/backend/cuda/build/ is linked by tripy_compiler, not by the runtime library); the runtime
+// (src/backend/cuda/codegen/ is linked by tripy_compiler, not by the runtime library); the runtime
 // only keeps their registry, so that load() can compile a program saved without device code when
 // a builder is linked in, and say "compile it for this device" when none is.
 //

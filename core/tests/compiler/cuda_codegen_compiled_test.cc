@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "compiler/build_program.h"
 #include "compiler/compile.h"
 #include "flat/passes/passes.h"

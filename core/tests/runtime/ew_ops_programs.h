@@ -1,5 +1,5 @@
 // Programs of one elementwise op for the primitive table's tests (ew_ops_test.cc, and the CUDA
-// generator's, backend/cuda/build/cuda_ew_table_test.cc).
+// generator's, backend/cuda/codegen/cuda_ew_table_test.cc).
 #pragma once
 
 #include <cstring>

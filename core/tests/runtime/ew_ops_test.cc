@@ -2,7 +2,7 @@
 // and a rule, every backend runs every op on exactly the kinds its row allows, and a program using
 // an op outside its row is rejected alike by the validator, the CPU and the CUDA backend, naming
 // the kernel, the instruction and the op (the CUDA code generator's side:
-// tests/backend/cuda/build/cuda_ew_table_test.cc).
+// tests/backend/cuda/codegen/cuda_ew_table_test.cc).
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -1,7 +1,7 @@
 // The CUDA Backend: load() needs only the driver: it loads the stored cubins (or PTX), replays the
 // algorithms chosen at build time and prepares the program; host<->device copies for tp.copy and
 // eager inputs. Building (code generation, NVRTC, tactic timing) is the compiler side's:
-// build/cuda_builder.cc.
+// codegen/cuda_builder.cc.
 #include "backend/cuda/cuda_backend.h"
 
 #include <chrono>

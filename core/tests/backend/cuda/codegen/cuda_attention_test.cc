@@ -11,8 +11,8 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_attention.h"
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 namespace {

@@ -3,7 +3,7 @@
 // same function, the epilogue (bias, residual, activation) that runs after a cuDNN call which
 // did not fuse it. Compiled with NVRTC like the layout module; cached on disk by its source.
 
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 namespace {

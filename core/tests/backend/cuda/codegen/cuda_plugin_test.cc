@@ -5,8 +5,8 @@
 
 #if TRIPY_WITH_CUDA
 
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_plugin.h"
 #include "tripy/plugin.h"
 

@@ -1,6 +1,6 @@
 // A plugin's CUDA module: its source behind the prelude that defines PluginArgs and its fields as
 // macros (cuda_plugin.h describes the calling convention users write to).
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_plugin.h"
 
 #include <cctype>

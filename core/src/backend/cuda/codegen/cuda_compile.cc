@@ -1,5 +1,5 @@
 // NVRTC compilation with dedupe, a thread per distinct source, and an on-disk cubin cache.
-#include "backend/cuda/build/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_compile.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <iostream>
 #include <thread>
 
-#include "backend/cuda/build/cuda_cache_files.h"
+#include "backend/cuda/codegen/cuda_cache_files.h"
 #include "backend/cuda/cuda_api.h"
 
 namespace tripy::rt::cuda {

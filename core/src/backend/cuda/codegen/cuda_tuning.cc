@@ -1,4 +1,4 @@
-#include "backend/cuda/build/cuda_tuning.h"
+#include "backend/cuda/codegen/cuda_tuning.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "backend/cuda/build/cuda_builder.h"
+#include "backend/cuda/codegen/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "cuda_test_cases.h"
 

@@ -3,7 +3,7 @@
 // are C apart and neighbouring threads read neighbouring channels). Max compares in float32 for floats (NaN wins,
 // padding never does) and in the own type for integers; average sums in float32 and divides by
 // the window's size (count_include_pad) or by its unpadded elements.
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 namespace tripy::rt::cuda {
 

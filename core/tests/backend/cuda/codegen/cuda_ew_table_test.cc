@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../../../runtime/ew_ops_programs.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 namespace tripy::cpu::testing {
 namespace {

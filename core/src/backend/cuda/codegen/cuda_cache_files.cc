@@ -1,4 +1,4 @@
-#include "backend/cuda/build/cuda_cache_files.h"
+#include "backend/cuda/codegen/cuda_cache_files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -3,10 +3,10 @@
 //   <context>\t<problem>
 //   <the algorithm's bytes in hex>
 // The key is stored in full, so a hash collision or a file from another context reads as a miss.
-#include "backend/cuda/build/cuda_tuning_cache.h"
+#include "backend/cuda/codegen/cuda_tuning_cache.h"
 
-#include "backend/cuda/build/cuda_cache_files.h"
-#include "backend/cuda/build/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_cache_files.h"
+#include "backend/cuda/codegen/cuda_compile.h"
 
 namespace tripy::rt::cuda {
 namespace {

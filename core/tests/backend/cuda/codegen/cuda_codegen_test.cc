@@ -7,12 +7,12 @@
 
 #include <set>
 
-#include "backend/cuda/build/cuda_builder.h"
+#include "backend/cuda/codegen/cuda_builder.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/cuda/cuda_launch.h"
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "cuda_test_cases.h"
 
 namespace tripy::cuda_testing {

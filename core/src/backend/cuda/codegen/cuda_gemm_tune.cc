@@ -2,7 +2,7 @@
 // output rows are unaligned) timed on scratch operands; the runtime replays the stored choice.
 #include <algorithm>
 
-#include "backend/cuda/build/cuda_tuning.h"
+#include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_gemm.h"
 
 namespace tripy::rt::cuda {

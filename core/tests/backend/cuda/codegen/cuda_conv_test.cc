@@ -8,8 +8,8 @@
 
 #include <cstdlib>
 
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_conv.h"
 #include "cuda_test_cases.h"
 

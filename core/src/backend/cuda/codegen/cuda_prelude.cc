@@ -1,7 +1,7 @@
 // Device-side source shared by generated kernels (conversions, numpy-exact integer and float
 // helpers, warp/block reductions) and the fixed layout module (copies, gather, GELU, fill).
 // Self-contained: no CUDA headers, so NVRTC compiles each kernel in tens of milliseconds.
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 
 #include <set>
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/cuda/build/cuda_tuning.h"
+#include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_conv_graph.h"
 

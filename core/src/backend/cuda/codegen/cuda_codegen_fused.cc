@@ -9,7 +9,7 @@
 #include <string>
 #include <type_traits>
 
-#include "backend/cuda/build/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_launch.h"
 #include "runtime/fused_analysis.h"
 

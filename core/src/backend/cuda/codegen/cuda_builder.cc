@@ -2,7 +2,7 @@
 // other threads while it tunes GEMMs and convolutions) into the artifacts that CudaBackend::load
 // reads (cuda_artifacts.h). Compiler side only: the runtime library loads device code and replays
 // the chosen algorithms without any of this.
-#include "backend/cuda/build/cuda_builder.h"
+#include "backend/cuda/codegen/cuda_builder.h"
 
 #include <chrono>
 #include <cstdio>
@@ -12,10 +12,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "backend/cuda/build/cuda_compile.h"
-#include "backend/cuda/build/cuda_sources.h"
-#include "backend/cuda/build/cuda_tuning.h"
-#include "backend/cuda/build/cuda_tuning_cache.h"
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_tuning.h"
+#include "backend/cuda/codegen/cuda_tuning_cache.h"
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_conv_graph.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/build/cuda_tuning_cache.h"
+#include "backend/cuda/codegen/cuda_tuning_cache.h"
 
 namespace tripy::rt::cuda {
 namespace {
