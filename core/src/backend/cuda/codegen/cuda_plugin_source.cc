@@ -1,6 +1,8 @@
-// A plugin's CUDA module: its source behind the prelude that defines PluginArgs and its fields as
-// macros (cuda_plugin.h describes the calling convention users write to).
+// A plugin's CUDA module: its source behind the prelude that defines PluginArgs
+// (kernels/plugin_prelude.cuh) and its fields as macros (cuda_plugin.h describes the calling
+// convention users write to).
 #include "backend/cuda/codegen/cuda_sources.h"
+#include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/cuda_plugin.h"
 
 #include <cctype>
@@ -9,25 +11,6 @@
 
 namespace tripy::rt::cuda {
 namespace {
-
-constexpr const char* kPluginPrelude = R"CUDA(
-struct PluginTensor {
-  void* data;
-  i64 rank;
-  i64 shape[8];
-};
-struct PluginArgs {
-  PluginTensor inputs[8];
-  PluginTensor output;
-  i64 num_inputs;
-  i64 n;  // elements of the output
-};
-DEVI i64 plugin_numel(const PluginTensor& t) {
-  i64 n = 1;
-  for (i64 d = 0; d < t.rank; ++d) n *= t.shape[d];
-  return n;
-}
-)CUDA";
 
 bool identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -66,7 +49,7 @@ StatusOr<std::string> plugin_module_source(const PluginAttrs& plugin) {
       macros += "#define " + name + " {" + list + "}\n#define " + name + "_COUNT " + std::to_string(value.size()) + "\n";
     }
   }
-  return device_prelude() + kPluginPrelude + macros + "\n" + plugin.cuda_source;
+  return device_prelude() + kernels::kPluginPrelude + macros + "\n" + plugin.cuda_source;
 }
 
 }  // namespace tripy::rt::cuda

@@ -1,5 +1,6 @@
-// Device source of the split-KV ("flash-decoding") attention kernels, appended to every attention
-// module after the shared body (cuda_attention_source.cc: AttnArgs, mask_term, fexp2).
+// The split-KV ("flash-decoding") attention kernels (attention_split_source() in
+// cuda_attention_source.cc), after attention.cuh in every attention module (AttnArgs, mask_term,
+// fexp2).
 //
 // A decode step attends with one query row per head: the flash kernel's CTA of 128 query rows
 // would run B * Hq blocks on a GPU of 132 SMs, each walking the whole cache alone. Here the keys
@@ -20,12 +21,7 @@
 // up to 16 (GQA groups, a few query rows: as many as the module's sizes need, since each row
 // unrolls its loops once more); a module holds those its sizes can use and the host picks one per
 // launch (cuda_attention.cc).
-#include "backend/cuda/cuda_attention.h"
 
-namespace tripy::rt::cuda {
-
-const std::string& attention_split_source() {
-  static const std::string kSource = R"CUDA(
 #define SPLIT_T 128     // keys per tile: one per thread in the score phase
 #define SPLIT_DMAX 256  // head sizes up to this (the host checks)
 
@@ -274,8 +270,3 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const A
 // SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<SPLIT_RM>(a); }
 #endif
-)CUDA";
-  return kSource;
-}
-
-}  // namespace tripy::rt::cuda

@@ -1,0 +1,128 @@
+// The device helpers every generated module starts with (device_prelude() in cuda_prelude.cc):
+// float16, bfloat16 and float8 conversions, numpy-exact integer and float arithmetic, the
+// activations, packed loads, warp and block reductions. Self-contained, without CUDA headers, so
+// NVRTC compiles a module in tens of milliseconds. Like every file here, embedded at build time
+// without its opening comment (core/cmake/embed_sources.cmake): what follows is what NVRTC
+// compiles and what the kernel cache keys on.
+
+typedef long long i64;
+typedef unsigned long long u64;
+#define DEVI __device__ __forceinline__
+
+// float16 via the hardware conversions; bfloat16 and float8 e4m3fn bit-exact with the CPU backend.
+DEVI float h2f(unsigned short x) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x)); return f; }
+DEVI unsigned short f2h(float f) { unsigned short x; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f)); return x; }
+DEVI float b2f(unsigned short x) { return __uint_as_float(((unsigned)x) << 16); }
+DEVI unsigned short f2b(float f) {
+  unsigned x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (unsigned short)(x >> 16);
+}
+DEVI float f82f(unsigned char v) {
+  unsigned sign = (unsigned)(v & 0x80u) << 24, e = (v >> 3) & 0xfu, m = v & 7u;
+  if (e == 15 && m == 7) return __uint_as_float(sign | 0x7fc00000u);
+  if (e == 0) { float r = (float)m * (1.0f / 512.0f); return sign ? -r : r; }
+  return __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+DEVI unsigned char f2f8(float f) {
+  unsigned x = __float_as_uint(f), sign = (x >> 24) & 0x80u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned char)(sign | 0x7fu);
+  if (a >= 0x43e00000u) return (unsigned char)(sign | 0x7eu);
+  if (a < 0x3c800000u) return (unsigned char)(sign | (unsigned)rintf(__uint_as_float(a) * 512.0f));
+  unsigned h = (((a >> 23) - 120u) << 3) | ((a & 0x7fffffu) >> 20), rem = a & 0xfffffu;
+  if (rem > 0x80000u || (rem == 0x80000u && (h & 1u))) ++h;
+  if (h > 0x7eu) h = 0x7eu;
+  return (unsigned char)(sign | h);
+}
+DEVI int wrap4(int v) { return ((v & 0xf) ^ 8) - 8; }
+
+// Integer arithmetic wraps around (no undefined behaviour), as on the CPU backend.
+DEVI int wadd(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+DEVI int wsub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
+DEVI int wmul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+DEVI i64 wadd(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+DEVI i64 wsub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+DEVI i64 wmul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+template <class T> DEVI T wneg(T a) { return wsub((T)0, a); }
+// numpy: division by zero gives 0; floor division and modulo take the divisor's sign.
+template <class T> DEVI T ifloordiv(T a, T b) {
+  if (b == 0) return 0;
+  if (b == -1) return wneg(a);
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+template <class T> DEVI T irem(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+template <class T> DEVI T ipow(T base, T e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  T r = 1;
+  while (e) { if (e & 1) r = wmul(r, base); base = wmul(base, base); e >>= 1; }
+  return r;
+}
+DEVI float ffloordiv(float a, float b) {
+  if (b == 0) return a / b;
+  float mod = fmodf(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysignf(0.0f, a / b);
+  float fl = floorf(div);
+  return div - fl > 0.5f ? fl + 1 : fl;
+}
+DEVI float frem(float a, float b) {
+  float r = fmodf(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r == 0 ? copysignf(0.0f, b) : r;
+}
+DEVI float fmaxn(float x, float y) { return (x > y || x != x) ? x : y; }  // NaN propagates
+DEVI float fminn(float x, float y) { return (x < y || x != x) ? x : y; }
+DEVI float fsign(float x) { return x > 0 ? 1.0f : (x < 0 ? -1.0f : x); }
+// The activations (rt::Activation), defined once: the fused kernels' gelu and silu rows, the GELU
+// after a GEMM and the convolution epilogues all call these. relu propagates NaN, as max(x, 0).
+DEVI float act_relu(float x) { return (x > 0.0f || x != x) ? x : 0.0f; }
+DEVI float act_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f)); }  // erf form
+DEVI float act_silu(float x) { return x / (1.0f + expf(-x)); }
+// By rt::Activation's value: 0 none, 1 relu, 2 gelu, 3 silu.
+DEVI float activate(long long act, float x) {
+  return act == 1 ? act_relu(x) : act == 2 ? act_gelu(x) : act == 3 ? act_silu(x) : x;
+}
+
+template <class T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+// N elements from p: one wide load when they are contiguous (p aligned), else p[0] repeated.
+template <class T, int N> DEVI Pack<T, N> load_pack(const T* p, bool contiguous) {
+  if (contiguous) return *(const Pack<T, N>*)p;
+  Pack<T, N> q;
+  const T x = *p;
+#pragma unroll
+  for (int e = 0; e < N; ++e) q.v[e] = x;
+  return q;
+}
+struct alignas(16) V16 { unsigned x, y, z, w; };
+
+// Reductions: OP 0 sum, 1 prod, 2 max, 3 min; floats accumulate in float, the rest in i64.
+template <int OP> DEVI float rc(float a, float b) {
+  return OP == 0 ? a + b : OP == 1 ? a * b : OP == 2 ? fmaxn(a, b) : fminn(a, b);
+}
+template <int OP> DEVI i64 rc(i64 a, i64 b) {
+  return OP == 0 ? wadd(a, b) : OP == 1 ? wmul(a, b) : OP == 2 ? (a > b ? a : b) : (a < b ? a : b);
+}
+// All threads of a row get the result. A row is blockDim.x threads: a warp, or a multiple of 32
+// (at most 32 warps) with blockDim.y rows per block; every thread of the block calls it. sm holds
+// 32 slots for this row; callers alternate between two such areas from one row to the next, so
+// one barrier suffices: a slot is rewritten only after the next row's barrier, when every thread
+// has read it.
+template <int OP, class T> DEVI T block_allreduce(T v, T* sm) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (blockDim.x <= 32) return v;
+  if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+  __syncthreads();
+  const int nw = blockDim.x >> 5;
+  v = sm[0];
+  for (int i = 1; i < nw; ++i) v = rc<OP>(v, sm[i]);
+  return v;
+}

@@ -1,0 +1,57 @@
+// The index module's bodies (index_module_source() in cuda_prelude.cc, after device_prelude.cuh):
+// gathers and update_slices, and the record of the errors they find at run time. The C++ side
+// appends an extern "C" entry point for each function the program launches.
+
+// Run-time errors of gathers and update_slices (cuda_error_record.h): `claim` is a device word
+// that elects the first error; its winner writes {value, dim, rows} to the host-mapped record
+// `err`, fences to the system and writes its tag last, so the host never sees a tag without them.
+DEVI void record_error(i64 err, i64 claim, i64 tag, i64 value, i64 dim, i64 rows) {
+  if (!err || atomicCAS((unsigned long long*)claim, 0ull, (unsigned long long)tag) != 0ull) return;
+  volatile i64* e = (volatile i64*)err;
+  e[1] = value;
+  e[2] = dim;
+  e[3] = rows;
+  __threadfence_system();
+  e[0] = tag;
+}
+
+// out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0
+// and record an error (err, claim and tag set by the program; err 0: none).
+struct GatherArgs { i64 dst, src, idx, outer, nidx, inner, dim, err, tag, claim; };
+template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
+  T* d = (T*)a.dst;
+  const T* s = (const T*)a.src;
+  const I* ix = (const I*)a.idx;
+  const i64 n = a.outer * a.nidx * a.inner, step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    i64 t = i / a.inner, in = i - t * a.inner, o = t / a.nidx, k = t - o * a.nidx;
+    const i64 given = (i64)ix[k];
+    const i64 p = given < 0 ? given + a.dim : given;
+    T zero;
+    for (int b = 0; b < (int)sizeof(T); ++b) ((unsigned char*)&zero)[b] = 0;
+    const bool ok = p >= 0 && p < a.dim;
+    d[i] = ok ? s[(o * a.dim + p) * a.inner + in] : zero;
+    if (!ok) record_error(a.err, a.claim, a.tag, given, a.dim, 0);
+  }
+}
+
+// update_slice's rows: dst[o, start + r, i] = src[o, r, i] for r < rows, with start read from device
+// memory (a decode step's position changes without a new launch plan or graph). A start outside
+// [0, dim - rows] writes nothing and records an error, as a gather does. Its words are laid out
+// like GatherArgs (err, tag and claim at the same places).
+struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag, claim; };
+template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
+  const i64 s = (i64)*(const I*)a.start;
+  if (s < 0 || s > a.dim - a.rows) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) record_error(a.err, a.claim, a.tag, s, a.dim, a.rows);
+    return;
+  }
+  T* d = (T*)a.dst;
+  const T* src = (const T*)a.src;
+  const i64 n = a.outer * a.rows * a.inner, step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    const i64 t = i / a.inner, in = i - t * a.inner, o = t / a.rows, r = t - o * a.rows;
+    d[(o * a.dim + s + r) * a.inner + in] = src[i];
+  }
+}
+

@@ -1,0 +1,93 @@
+// The CUDA C++ files under backend/cuda/codegen/kernels/, as the build embeds them: each without
+// its opening comment, each inside a module that NVRTC compiles here (skipped where NVRTC cannot
+// be loaded). The modules' own tests check their entry points (cuda_codegen_test.cc: layout,
+// index, fill; cuda_conv_test.cc, cuda_pool_test.cc, cuda_plugin_test.cc, cuda_attention_test.cc).
+#include <gtest/gtest.h>
+
+#if TRIPY_WITH_CUDA
+
+#include <cstring>
+
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_kernel_files.h"
+#include "backend/cuda/codegen/cuda_sources.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+// An attention kernel over float16 q, k, v (2, 4, 100, 64): its module holds the generic and flash
+// kernels and the split-KV part (attention_split.cuh, its kernels left out by macros).
+Program attention_program() {
+  Program p;
+  for (int64_t v : {2, 4, 100, 64}) p.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
+  for (int i = 0; i < 4; ++i) p.buffers.push_back({BufferDesc::Kind::kTemp, 0, DType::kFloat16, {0, 1, 2, 3}});
+  Kernel k;
+  k.kind = KernelKind::kAttention;
+  k.name = "attention";
+  k.inputs = {0, 1, 2};
+  k.outputs = {3};
+  k.attention.scale = 0.125;
+  p.kernels = {k};
+  return p;
+}
+
+// One module of each kind; every embedded file is in at least one of them.
+struct Module {
+  std::string name, source;
+};
+std::vector<Module> modules_of_every_file() {
+  PluginAttrs plugin;
+  plugin.name = "scale";
+  plugin.fields = R"({"factor": 2})";
+  plugin.cuda_source =
+      "extern \"C\" __global__ void scale(const PluginArgs a) {\n"
+      "  const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < a.n) ((float*)a.output.data)[i] = TRIPY_FIELD_factor * ((const float*)a.inputs[0].data)[i];\n"
+      "}\n";
+  const Program attention = attention_program();
+  return {
+      {"layout", layout_module_source()},
+      {"index", index_module_source({{false, 4, DType::kInt32}, {true, 2, DType::kInt64}})},
+      {"fill", fill_module_source()},
+      {"conv", conv_module_source(DType::kFloat16)},
+      {"pool", pool_module_source(DType::kInt8)},
+      {"plugin", plugin_module_source(plugin).value()},
+      {"attention", generate_attention(attention, attention.kernels[0]).value().source},
+  };
+}
+
+TEST(CudaKernelFiles, EveryFileIsEmbeddedWithoutItsOpeningComment) {
+  ASSERT_GT(kernels::kFileCount, 0u);
+  for (size_t i = 0; i < kernels::kFileCount; ++i) {
+    const kernels::EmbeddedFile& f = kernels::kFiles[i];
+    EXPECT_GT(std::strlen(f.text), 0u) << f.name;
+    EXPECT_NE(std::strncmp(f.text, "//", 2), 0) << f.name << " starts with its opening comment";
+  }
+}
+
+TEST(CudaKernelFiles, EveryFileIsInAModuleThatCompilesWithNvrtc) {
+  const std::vector<Module> modules = modules_of_every_file();
+  for (size_t i = 0; i < kernels::kFileCount; ++i) {
+    const kernels::EmbeddedFile& f = kernels::kFiles[i];
+    bool found = false;
+    for (const Module& m : modules) found = found || m.source.find(f.text) != std::string::npos;
+    EXPECT_TRUE(found) << f.name << " is in none of the modules this test compiles: add the module that holds it";
+  }
+  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  std::vector<std::string> sources, names;
+  for (const Module& m : modules) {
+    sources.push_back(m.source);
+    names.push_back(m.name);
+  }
+  auto compiled = compile_modules(sources, names, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (size_t i = 0; i < compiled->size(); ++i) {
+    EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
+    EXPECT_NE((*compiled)[i].ptx.find(".entry "), std::string::npos) << names[i];
+  }
+}
+
+}  // namespace
+}  // namespace tripy::rt::cuda
+
+#endif
