@@ -9,6 +9,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from tripy import config, types
 from tripy.exception import TripyException
 from tripy.logging import logger
+from tripy.utils import suggest as _suggest
 from tripy.frontend.dtypes import (
     bfloat16,
     bool,
@@ -92,8 +93,9 @@ from tripy.frontend.modules.norms import BatchNorm, GroupNorm, InstanceNorm
 
 __version__ = "0.1.0"
 
+# A missing attribute of a Tripy object (Tensor.softmax) is matched against the names defined here.
+_suggest.api_namespace = globals()
+
 
 def __getattr__(attr):
-    from tripy.utils.suggest import missing_attribute
-
-    raise missing_attribute("tripy", attr, [n for n in globals() if not n.startswith("_")])
+    raise _suggest.missing_attribute("tripy", attr, [n for n in globals() if not n.startswith("_")])

@@ -1,5 +1,10 @@
 """The one exception type users see: every user error in Tripy is a ``TripyException``."""
 
+import os
+import sys
+
+from tripy import config
+
 
 class TripyException(Exception):
     """
@@ -20,8 +25,6 @@ class TripyException(Exception):
 def _hide_tripy_frames(tb):
     """The traceback without the frames of Tripy's own files: the message already points at the
     user's line, and the frames between it and the raise are implementation detail."""
-    import os
-
     root = os.path.dirname(os.path.abspath(__file__)) + os.sep
     kept = []
     while tb is not None:
@@ -37,13 +40,9 @@ def _install_excepthook():
     """Uncaught TripyExceptions print without Tripy's frames; every other exception, and any
     hook installed before, is left as it was. ``tp.config.extra_error_information = ["all"]``
     (``TRIPY_EXTRA_ERROR_INFORMATION=all``) keeps every frame."""
-    import sys
-
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        from tripy import config
-
         if issubclass(kind, TripyException) and "all" not in config.extra_error_information:
             tb = _hide_tripy_frames(tb)
         previous(kind, value, tb)

@@ -37,7 +37,7 @@ class FakeTensor:
 
 @pytest.fixture
 def fake_tensors(monkeypatch):
-    monkeypatch.setattr(module_file, "_tensor_type", lambda: FakeTensor)
+    monkeypatch.setattr(module_file, "Tensor", FakeTensor)
 
 
 def fake(shape, dtype="float32"):

@@ -8,6 +8,7 @@ from tripy.exception import TripyException
 from tripy.frontend.device import default_device
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.module import Module
 from tripy.frontend.tensor import Tensor
 from tripy.logging import logger
 from tripy.utils.stack_info import capture_user_frames
@@ -15,8 +16,6 @@ from tripy.utils.stack_info import capture_user_frames
 
 def _signature_of(func):
     """The parameters a user sees: a Module's own __call__, or its forward when it defines that."""
-    from tripy.frontend.module import Module
-
     target = func
     if isinstance(func, Module) and type(func).__call__ is Module.__call__ and hasattr(func, "forward"):
         target = func.forward
@@ -126,8 +125,6 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     # Parameters are frozen constants: evaluate them once here rather than recompute their
     # defining ops (e.g. placeholder aranges) inside every call. On the CPU where they read no
     # device values (a causal mask): a device kernel compiled for one value would cost more.
-    from tripy.frontend.module import Module
-
     if isinstance(func, Module):
         for param in func.state_dict().values():
             _C.evaluate(param._node, parameter=True)

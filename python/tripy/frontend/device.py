@@ -2,6 +2,9 @@
 
 import os
 
+from tripy import _C, config
+from tripy.frontend.errors import _raise_here
+
 
 class device:
     """
@@ -20,8 +23,6 @@ class device:
         name = str(device)  # also a tp.device
         kind, _, index = name.partition(":")
         if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):
-            from tripy.frontend.trace_call import _raise_here
-
             _raise_here(f"Unknown device: {name!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
         self.kind = kind
         self.index = int(index) if index else 0
@@ -45,13 +46,9 @@ _default = None
 def default_device():
     """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override."""
     global _default
-    from tripy import config
-
     if config.default_device is not None:
         return device(config.default_device)
     if _default is None:
-        from tripy import _C
-
         env = os.environ.get("TRIPY_DEVICE")
         _default = device(env) if env else device("gpu:0" if _C.gpu_available() else "cpu")
     return _default

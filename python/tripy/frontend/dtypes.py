@@ -1,5 +1,7 @@
 """Data types. Each dtype is a class, so abstract families work with ``issubclass``."""
 
+from tripy.frontend.errors import _raise_here
+
 
 class _DTypeMeta(type):
     def __repr__(cls):
@@ -59,8 +61,6 @@ def from_name(name):
 
 def check_dtype(value, what="dtype"):
     """Returns ``value`` if it is a concrete tripy dtype, else raises TripyException."""
-    from tripy.frontend.trace_call import _raise_here
-
     if isinstance(value, type) and issubclass(value, dtype) and value.name in _BY_NAME:
         return value
     _raise_here(f"Expected {what} to be a tripy data type (like tp.float32), but got: {value!r}.")

@@ -6,7 +6,10 @@ import operator
 
 from tripy import _C
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.profile import Profile
+from tripy.frontend.stream import default_stream
 from tripy.frontend.tensor import DimensionSize, Tensor
 from tripy.logging import logger
 from tripy.utils.stack_info import capture_user_frames
@@ -40,8 +43,6 @@ class Executable:
     @property
     def stream(self):
         """The ``tp.Stream`` a GPU executable runs on (the default stream unless set)."""
-        from tripy.frontend.stream import default_stream
-
         return self._stream if self._stream is not None else default_stream()
 
     @stream.setter
@@ -97,8 +98,6 @@ class Executable:
         return self._profile(self._bind(args, kwargs, frames), frames)
 
     def _profile(self, nodes, frames):
-        from tripy.frontend.profile import Profile
-
         outs, kernel_ms = self._impl.profile(nodes, frames)
         return Profile(self._impl.kernels, kernel_ms, self._wrap_outputs(outs))
 
@@ -162,8 +161,6 @@ class Executable:
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
-            from tripy.frontend.trace_call import _raise_here
-
             _raise_here(f"Cannot save the executable to '{os.fspath(path)}': cannot make its directory ({e.strerror}).")
         self._impl.save(os.fspath(path), capture_user_frames())
 

@@ -8,7 +8,7 @@ layout: ``shape_bounds.min`` is the whole minimum shape, not the first dimension
 import operator
 
 from tripy.frontend import dtypes
-from tripy.frontend.trace_call import _raise_here
+from tripy.frontend.errors import _raise_here
 
 
 def _as_int(value, what):

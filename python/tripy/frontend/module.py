@@ -6,19 +6,13 @@ works even when its ``__init__`` never calls ``super().__init__()``, as the seed
 """
 
 from collections import namedtuple
-from functools import lru_cache
 
-from tripy.frontend.trace_call import _raise_here
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.modules.placeholder import is_placeholder
+from tripy.frontend.ops.creation import ones
+from tripy.frontend.tensor import Tensor
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
-
-
-@lru_cache(maxsize=None)
-def _tensor_type():
-    # Imported on first use: the tensor module imports the ops, which import this module.
-    from tripy.frontend.tensor import Tensor
-
-    return Tensor
 
 
 def _static_shape(tensor):
@@ -57,10 +51,8 @@ def _members(module):
     Yields ``(name, value, holder, key)`` for every Tensor and Module that ``module`` holds, directly
     or inside lists, tuples and dicts; ``holder[key]`` (or ``holder.key``) is where it sits.
     """
-    tensor_type = _tensor_type()
-
     def visit(name, value, holder, key):
-        if isinstance(value, (tensor_type, Module)):
+        if isinstance(value, (Tensor, Module)):
             yield name, value, holder, key
         elif isinstance(value, (list, tuple)):
             for index, item in enumerate(value):
@@ -129,9 +121,8 @@ class Module:
 
     def __setattr__(self, name, value):
         current = self.__dict__.get(name)
-        tensor_type = _tensor_type()
-        if isinstance(value, tensor_type) and (
-            isinstance(current, tensor_type) or (current is None and name in self._optional_parameters)
+        if isinstance(value, Tensor) and (
+            isinstance(current, Tensor) or (current is None and name in self._optional_parameters)
         ):
             _check_compatible(name, current, value, self._parameter_rule(name))
         object.__setattr__(self, name, value)
@@ -240,7 +231,6 @@ class Module:
                 "Pass strict=False to load the matching keys only."
             )
 
-        tensor_type = _tensor_type()
         updates = []
         # Check everything first so a bad entry leaves the module untouched.
         for name, value in state_dict.items():
@@ -249,7 +239,7 @@ class Module:
             holder, key, current = slots[name]
             if isinstance(holder, tuple):
                 _raise_here(f"Cannot load parameter '{name}': it sits in a tuple; hold it in a list instead.")
-            new = value if isinstance(value, tensor_type) else tensor_type(value)
+            new = value if isinstance(value, Tensor) else Tensor(value)
             rule = holder._parameter_rule(key) if isinstance(holder, Module) else None
             _check_compatible(name, current, new, rule)
             updates.append((holder, key, new))
@@ -276,9 +266,6 @@ class Module:
             assert linear.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
             assert linear.bias.tolist() == [0.0, 0.0]
         """
-        from tripy.frontend.modules.placeholder import is_placeholder
-        from tripy.frontend.ops.creation import ones
-
         dummies = {
             name: ones(tensor.shape, tensor.dtype)
             for name, (_, _, tensor) in _parameter_slots(self).items()

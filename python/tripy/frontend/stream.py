@@ -1,6 +1,8 @@
 """CUDA streams for compiled executables: ``tp.Stream()``, ``tp.default_stream()``."""
 
 from tripy import _C
+from tripy.exception import TripyException
+from tripy.frontend.device import device as _device
 
 
 class Stream:
@@ -55,9 +57,6 @@ def default_stream(device=None):
 
         assert tp.default_stream() == tp.default_stream(tp.device("gpu"))
     """
-    from tripy.exception import TripyException
-    from tripy.frontend.device import device as _device
-
     if device is not None and _device(device) != _device("gpu:0"):
         raise TripyException(f"default_stream: streams exist for gpu:0 only, but got: {device}.")
     return Stream(_C.default_stream())

@@ -1,16 +1,22 @@
-"""``tp.Tensor``: a lazy handle on a Trace node. Operators build ops; using a value evaluates it."""
+"""``tp.Tensor``: a lazy handle on a Trace node. Operators build ops; using a value evaluates it.
+
+The ops build on this module (they take and return tensors), so it imports none of them: the
+methods that are ops (``x + y``, ``x[i]``, ``x.reshape(...)``) are bound to the class by
+``tripy.frontend.ops.tensor_methods`` when the ops package is imported. The few nodes a tensor
+makes for itself (a cast or reshape of its data, the size of a dynamic dim) it asks the core for
+directly.
+"""
 
 import builtins
+import operator
 
 from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device, resolve as _resolve_device
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.printing import format_tensor
-from tripy.frontend.trace_call import _raise_here, make, scalar_like
+from tripy.utils import suggest
 from tripy.utils.stack_info import capture_user_frames
-from tripy.utils.suggest import missing_attribute
-
-_METHODS = ("eval", "tolist", "cast", "copy", "reshape", "transpose", "permute", "flatten", "squeeze", "unsqueeze")
 
 
 class Tensor:
@@ -43,6 +49,7 @@ class Tensor:
         target = _resolve_device(device)
         if type(data).__module__ == "numpy" and not hasattr(data, "__dlpack__"):
             # numpy scalars (np.float32(0.5), an array's .squeeze() of one element) as 0-d arrays.
+            # Imported here: numpy is optional, and only numpy data needs it.
             import numpy as np
 
             data = np.asarray(data)
@@ -58,15 +65,13 @@ class Tensor:
                 node = _C.from_list(data.tolist(), None if dtype is None else dtype.name, str(target), frames)
                 if data.size == 0 and tuple(node.shape) != tuple(data.shape):
                     # An empty list keeps no trailing dims: (0, 3) would come back as (0,).
-                    from tripy.frontend.ops.shape_ops import reshape
-
-                    node = reshape(Tensor._wrap(node), tuple(data.shape))._node
+                    node = _C.make("reshape", [node], {"shape": [operator.index(d) for d in data.shape]}, frames)
         else:
             node = _C.from_list(data, None if dtype is None else dtype.name, str(target), frames)
         self._node = node
         self.name = name
         if dtype is not None and self._node.dtype != dtype.name:
-            self._node = make("cast", [self], dtype=dtype.name)._node
+            self._node = _C.make("cast", [self._node], {"dtype": dtype.name}, frames)
         # Data lands on the requested (or default) device: zero-copy when it is already there.
         if self._node.device != str(target):
             self._node = _C.copy(self._node, str(target), frames)
@@ -86,7 +91,11 @@ class Tensor:
         dims = self._node.shape
         if all(isinstance(d, int) for d in dims):
             return tuple(dims)
-        return tuple(d if isinstance(d, int) else make("shape_dim", [self], axis=i) for i, d in enumerate(dims))
+        frames = capture_user_frames()
+        return tuple(
+            d if isinstance(d, int) else Tensor._wrap(_C.make("shape_dim", [self._node], {"axis": i}, frames))
+            for i, d in enumerate(dims)
+        )
 
     @property
     def dtype(self):
@@ -121,7 +130,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(t)``: the values as a numpy array (copied to the host first when they live
         on the GPU), so numpy functions accept Tripy tensors directly."""
-        import numpy as np
+        import numpy as np  # here, not at the top: numpy is optional, and only this call needs it
 
         host = self if self._node.device == "cpu" else Tensor._wrap(_C.copy(self._node, "cpu", capture_user_frames()))
         try:
@@ -143,19 +152,8 @@ class Tensor:
     def __repr__(self):
         if self._node.is_input:
             return f"tensor(<runtime input>, dtype={self.dtype.name}, shape={self.shape})"
+        # _printed_values (bound by ops.tensor_methods) fetches only the edges of long axes.
         return format_tensor(self._printed_values(), self.dtype.name, self.shape, str(self.device))
-
-    def _printed_values(self):
-        """The values a print shows: for long axes only the edges, sliced before leaving the device
-        (printing a large tensor must not convert all of it to Python lists)."""
-        from tripy.frontend.ops.shape_ops import concatenate, slice_dim
-        from tripy.frontend.printing import summary_slices
-
-        edges = self
-        for axis, ranges in enumerate(summary_slices(self.shape)):
-            if len(ranges) > 1:
-                edges = concatenate([slice_dim(edges, axis, lo, hi) for lo, hi in ranges], axis)
-        return edges.tolist()
 
     __str__ = __repr__
 
@@ -165,100 +163,11 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __getattr__(self, attr):
-        import tripy
+        raise suggest.missing_attribute("tripy.Tensor", attr, suggest.api_names(), own_names=dir(type(self)))
 
-        raise missing_attribute("tripy.Tensor", attr, dir(tripy), own_names=dir(type(self)))
-
-    # --- methods (the short list API.md allows) -------------------------------------------------
-    def cast(self, dtype):
-        from tripy.frontend.ops import misc
-
-        return misc.cast(self, dtype)
-
-    def copy(self, device):
-        from tripy.frontend.ops import misc
-
-        return misc.copy(self, device)
-
-    def reshape(self, shape):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.reshape(self, shape)
-
-    def transpose(self, dim0, dim1):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.transpose(self, dim0, dim1)
-
-    def permute(self, perm):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.permute(self, perm)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.flatten(self, start_dim, end_dim)
-
-    def squeeze(self, dims):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.squeeze(self, dims)
-
-    def unsqueeze(self, dim):
-        from tripy.frontend.ops import shape_ops
-
-        return shape_ops.unsqueeze(self, dim)
-
-    def __getitem__(self, index):
-        from tripy.frontend.ops import indexing
-
-        return indexing.getitem(self, index)
-
-    # --- operators -----------------------------------------------------------------------------
-    def _binary(self, op, other, reflected=False):
-        other = scalar_like(other, self)
-        return make(op, [other, self] if reflected else [self, other])
-
-    def __add__(self, o): return self._binary("add", o)
-    def __radd__(self, o): return self._binary("add", o, True)
-    def __sub__(self, o): return self._binary("sub", o)
-    def __rsub__(self, o): return self._binary("sub", o, True)
-    def __mul__(self, o): return self._binary("mul", o)
-    def __rmul__(self, o): return self._binary("mul", o, True)
-    def __truediv__(self, o): return self._binary("div", o)
-    def __rtruediv__(self, o): return self._binary("div", o, True)
-    def __floordiv__(self, o): return self._binary("floor_div", o)
-    def __rfloordiv__(self, o): return self._binary("floor_div", o, True)
-    def __mod__(self, o): return self._binary("mod", o)
-    def __rmod__(self, o): return self._binary("mod", o, True)
-    def __pow__(self, o): return self._binary("pow", o)
-    def __rpow__(self, o): return self._binary("pow", o, True)
-    def __lt__(self, o): return self._binary("lt", o)
-    def __le__(self, o): return self._binary("le", o)
-    def __gt__(self, o): return self._binary("gt", o)
-    def __ge__(self, o): return self._binary("ge", o)
-    def __eq__(self, o): return self._binary("eq", o)
-    def __ne__(self, o): return self._binary("ne", o)
-    def __and__(self, o): return self._binary("logical_and", o)
-    def __rand__(self, o): return self._binary("logical_and", o, True)
-    def __or__(self, o): return self._binary("logical_or", o)
-    def __ror__(self, o): return self._binary("logical_or", o, True)
-
-    def __matmul__(self, o):
-        return make("matmul", [self, o])
-
-    def __rmatmul__(self, o):
-        return make("matmul", [o, self])
-
-    def __neg__(self):
-        return make("neg", [self])
-
-    def __abs__(self):
-        return make("abs", [self])
-
-    def __invert__(self):
-        return make("logical_not", [self])
+    # The methods that are ops are bound here by tripy.frontend.ops.tensor_methods: cast, copy,
+    # reshape, transpose, permute, flatten, squeeze, unsqueeze, indexing, and the arithmetic,
+    # comparison, logical and matmul operators.
 
 
 class DimensionSize(Tensor):
@@ -291,8 +200,6 @@ class DimensionSize(Tensor):
     __slots__ = ()
 
     def __init__(self, data, name=None):
-        import operator
-
         if isinstance(data, builtins.bool):
             _raise_here(f"A DimensionSize must be an int, but got: {data!r}.")
         try:
@@ -302,7 +209,8 @@ class DimensionSize(Tensor):
                 f"A DimensionSize must be an int, but got: {data!r} of type '{type(data).__name__}'."
             )
         # A 'full' literal carries its value as a size, so arithmetic on it stays size arithmetic.
-        self._node = make("full", [], shape=[], value=float(value), dtype="int32", device=str(_resolve_device(None)))._node
+        attrs = {"shape": [], "value": float(value), "dtype": "int32", "device": str(_resolve_device(None))}
+        self._node = _C.make("full", [], attrs, capture_user_frames())
         self.name = name
 
     def __int__(self):

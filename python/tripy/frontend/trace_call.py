@@ -1,16 +1,19 @@
-"""The one path from Python to a Trace op: capture the user's frames, let C++ check and build."""
+"""The one path from Python ops to a Trace op: capture the user's frames, let C++ check and build.
+
+It sits just above the tensor module: every op builds through ``make`` and gets a tensor back.
+"""
 
 import builtins
 
 from tripy import _C
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.tensor import Tensor
 from tripy.utils.stack_info import capture_user_frames
 
 
 def make(op, inputs, **attrs):
     """Builds the Trace op ``op`` on tensors ``inputs``; rules and errors come from the C++ core."""
-    from tripy.frontend.tensor import Tensor
-
     try:
         nodes = [t._node for t in inputs]
     except AttributeError:
@@ -21,8 +24,6 @@ def make(op, inputs, **attrs):
 
 def scalar_like(value, like):
     """A Python number as a rank-0 tensor of ``like``'s dtype, refusing lossy conversions."""
-    from tripy.frontend.tensor import Tensor
-
     if isinstance(value, Tensor):
         return value
     if not isinstance(value, (builtins.bool, int, float)):
@@ -36,8 +37,3 @@ def scalar_like(value, like):
             f"the conversion would lose information. Use an integer literal or tp.cast the tensor."
         )
     return make("full", [], shape=[], value=float(value), dtype=dt.name, device=like._node.device)
-
-
-def _raise_here(message):
-    """Raises TripyException for ``message`` at the user's current line, formatted by the core."""
-    _C.raise_error(message, capture_user_frames())

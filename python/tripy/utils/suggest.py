@@ -10,6 +10,16 @@ import re
 # A name made of a word and a bit width, like "float16" or "int8".
 _SIZED_NAME = re.compile(r"^([A-Za-z_]+?)(\d+)$")
 
+# The namespace of the ``tripy`` package (its globals), whose names a missing attribute of a Tripy
+# object is matched against (``Tensor.softmax`` -> ``tripy.softmax``). tripy/__init__.py hands it
+# over: the package imports every module, so none of them may import the package to ask.
+api_namespace = {}
+
+
+def api_names():
+    """The names ``tripy`` defines, as ``dir(tripy)`` lists them."""
+    return sorted(api_namespace)
+
 
 class TripyAttributeError(AttributeError):
     """

@@ -3,9 +3,11 @@ the one ``convolution`` Trace op, whose typed attributes (stride, padding pairs,
 transposed, output_padding) the core checks at the call."""
 
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.ops.shape_ops import reshape
+from tripy.frontend.trace_call import make
 
 
 def _per_dim(value, nd, what):
@@ -33,8 +35,6 @@ def _convolution(x, weight, stride, padding, dilation, groups, transposed=False,
 
 
 def _add_bias(out, bias):
-    from tripy.frontend.ops.shape_ops import reshape
-
     if bias is None:
         return out
     return out + reshape(bias, [bias.shape[0]] + [1] * (out.rank - 2))

@@ -1,9 +1,10 @@
 """``tp.Embedding``: looks up rows of a table by integer index."""
 
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
-from tripy.frontend.trace_call import _raise_here
+from tripy.frontend.ops.shape_ops import gather
 
 
 class Embedding(Module):
@@ -32,6 +33,4 @@ class Embedding(Module):
         self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
 
     def forward(self, x):
-        import tripy as tp
-
-        return tp.gather(self.weight, 0, x)
+        return gather(self.weight, 0, x)

@@ -4,6 +4,8 @@ shift). Both are core ops (core/src/trace/ops_norm.cc) with float16/bfloat16 sta
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
+from tripy.frontend.ops.layernorm import _layernorm
+from tripy.frontend.trace_call import make
 
 
 class LayerNorm(Module):
@@ -34,8 +36,6 @@ class LayerNorm(Module):
 
     def forward(self, x):
         # The fused helper lowers to one row-reduction group instead of separate mean/var passes.
-        from tripy.frontend.ops.layernorm import _layernorm
-
         return _layernorm(x, self.weight, self.bias, len(self.normalized_shape), self.eps)
 
 
@@ -65,6 +65,4 @@ class RMSNorm(Module):
         self.weight = placeholder(self.normalized_shape, self.dtype)
 
     def forward(self, x):
-        from tripy.frontend.trace_call import make
-
         return make("rmsnorm", [x, self.weight], dims=list(range(-len(self.normalized_shape), 0)), value=float(self.eps))

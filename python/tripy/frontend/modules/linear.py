@@ -1,9 +1,12 @@
 """``tp.Linear``: ``y = x @ transpose(weight) + bias``, optionally with quantized weights."""
 
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder, remember
-from tripy.frontend.trace_call import _raise_here
+from tripy.frontend.ops.creation import ones
+from tripy.frontend.ops.quantize import dequantize, quantize
+from tripy.frontend.ops.shape_ops import transpose
 
 
 class Linear(Module):
@@ -48,8 +51,6 @@ class Linear(Module):
         quant_dtype=None,
         weight_quant_dim=None,
     ):
-        import tripy as tp
-
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -65,9 +66,9 @@ class Linear(Module):
             scale_shape = () if weight_quant_dim is None else (weight_shape[weight_quant_dim],)
             # Scales of one keep the placeholder weight's values (quantization would divide by zero
             # with arange's leading 0).
-            self.weight_scale = remember(tp.ones(scale_shape, dtype=self.dtype))
+            self.weight_scale = remember(ones(scale_shape, dtype=self.dtype))
             self.input_scale = None
-            weight = remember(tp.quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim))
+            weight = remember(quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim))
         self.weight = weight
         self.bias = placeholder((out_features,), self.dtype) if bias else None
 
@@ -85,17 +86,15 @@ class Linear(Module):
         return None
 
     def forward(self, x):
-        import tripy as tp
-
         weight = self.weight
         if self.quant_dtype is not None:
             if self.input_scale is not None:
-                quantized = tp.quantize(x, self.input_scale, self.quant_dtype)
-                x = tp.dequantize(quantized, self.input_scale, self.dtype)
+                quantized = quantize(x, self.input_scale, self.quant_dtype)
+                x = dequantize(quantized, self.input_scale, self.dtype)
             if weight.dtype != self.quant_dtype:
-                weight = tp.quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim)
-            weight = tp.dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim)
-        out = x @ tp.transpose(weight, 0, 1)
+                weight = quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim)
+            weight = dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim)
+        out = x @ transpose(weight, 0, 1)
         if self.bias is not None:
             out = out + self.bias
         return out

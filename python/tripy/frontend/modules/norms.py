@@ -3,15 +3,16 @@ GroupNorm with one channel per group; both core ops, core/src/trace/ops_norm.cc)
 form of ``tp.BatchNorm``."""
 
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
-from tripy.frontend.trace_call import _raise_here
+from tripy.frontend.ops.elementwise import rsqrt
+from tripy.frontend.ops.shape_ops import reshape
+from tripy.frontend.trace_call import make
 
 
 def _per_channel(param, x):
     """``param`` of shape (C,) reshaped to broadcast over an (N, C, spatial...) tensor."""
-    from tripy.frontend.ops.shape_ops import reshape
-
     return reshape(param, [param.shape[0]] + [1] * (x.rank - 2))
 
 
@@ -52,8 +53,6 @@ class GroupNorm(Module):
     _op = "groupnorm"
 
     def forward(self, x):
-        from tripy.frontend.trace_call import make
-
         # InstanceNorm's groups are its channels, which the core reads from the weight.
         groups = {"groups": self.num_groups} if self._op == "groupnorm" else {}
         return make(self._op, [x, self.weight, self.bias], value=float(self.eps), **groups)
@@ -108,8 +107,6 @@ class BatchNorm(Module):
         self.running_var = placeholder((num_features,), self.dtype)
 
     def forward(self, x):
-        from tripy.frontend.ops.elementwise import rsqrt
-
         _check_input(x, self.num_features, "BatchNorm")
         # The statistics are frozen, so scale and shift fold to one multiply-add per element.
         scale = self.weight * rsqrt(self.running_var + self.eps)

@@ -10,6 +10,9 @@ work (the seeds do it), so placeholders are real tensors and are remembered as p
 import math
 import weakref
 
+from tripy.frontend.ops.creation import arange
+from tripy.frontend.ops.shape_ops import reshape
+
 # id(tensor) -> weak reference: the tensors placeholder() made (tensors compare elementwise, so
 # they cannot sit in a WeakSet).
 _made = {}
@@ -26,11 +29,9 @@ def placeholder(shape, dtype):
 
         assert placeholder((2, 2), tp.float32).tolist() == [[0.0, 1.0], [2.0, 3.0]]
     """
-    import tripy as tp
-
     shape = tuple(shape)
-    values = tp.arange(math.prod(shape), dtype=dtype)
-    return remember(values if len(shape) == 1 else tp.reshape(values, shape))
+    values = arange(math.prod(shape), dtype=dtype)
+    return remember(values if len(shape) == 1 else reshape(values, shape))
 
 
 def remember(tensor):

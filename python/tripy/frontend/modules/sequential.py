@@ -1,7 +1,7 @@
 """``tp.Sequential``: calls its layers one after another."""
 
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.module import Module
-from tripy.frontend.trace_call import _raise_here
 
 
 class Sequential(Module):

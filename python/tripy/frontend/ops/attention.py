@@ -5,6 +5,7 @@ never exist in memory."""
 import math
 
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.elementwise import rsqrt, where
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import cast
@@ -12,7 +13,8 @@ from tripy.frontend.ops.pad import full_on
 from tripy.frontend.ops.reduce import softmax
 from tripy.frontend.ops.scan import _iota_on
 from tripy.frontend.ops.shape_ops import transpose
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make
 
 
 def scaled_dot_product_attention(query, key, value, embedding_dim=None, attn_mask=None, is_causal=False):
@@ -44,8 +46,6 @@ def scaled_dot_product_attention(query, key, value, embedding_dim=None, attn_mas
         out = tp.scaled_dot_product_attention(q, q, v, is_causal=True)
         assert tp.allclose(out, tp.Tensor([[[1.0, 2.0], [2.0, 3.0]]]))
     """
-    from tripy.frontend.tensor import Tensor
-
     if isinstance(embedding_dim, Tensor):
         _raise_here(
             "scaled_dot_product_attention: embedding_dim must be an int, but got a tensor; "

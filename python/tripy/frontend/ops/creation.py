@@ -5,12 +5,15 @@ import numbers
 
 from tripy.frontend import dtypes
 from tripy.frontend.device import default_device
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.elementwise import maximum, where
+from tripy.frontend.ops.misc import cast
+from tripy.frontend.ops.shape_ops import _sizes, expand, reshape
+from tripy.frontend.tensor import DimensionSize, Tensor
+from tripy.frontend.trace_call import make
 
 
 def _shape(shape):
-    from tripy.frontend.ops.shape_ops import _sizes
-
     return _sizes(shape, "a shape")
 
 
@@ -26,8 +29,6 @@ def full(shape, value, dtype=dtypes.float32):
         assert tp.full((2, 2), 3.0).tolist() == [[3.0, 3.0], [3.0, 3.0]]
         assert tp.full((2,), value=tp.Tensor(4.0)).tolist() == [4.0, 4.0]
     """
-    from tripy.frontend.tensor import Tensor
-
     dtypes.check_dtype(dtype)
     if isinstance(value, Tensor):
         return _full_from_tensor(shape, value, dtype)
@@ -39,9 +40,6 @@ def full(shape, value, dtype=dtypes.float32):
 
 
 def _full_from_tensor(shape, value, dtype):
-    from tripy.frontend.ops.misc import cast
-    from tripy.frontend.ops.shape_ops import expand, reshape
-
     if value.rank != 0 and tuple(value.shape) != (1,):
         _raise_here(f"full's value must be a number or a scalar tensor, but got a tensor of shape {value.shape}.")
     sizes = _shape(shape)
@@ -164,8 +162,6 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
         start, stop, dtype = 0, start, stop
     elif stop is None:
         start, stop = 0, start
-    from tripy.frontend.tensor import DimensionSize
-
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if not isinstance(v, DimensionSize) and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)):
             _raise_here(f"arange: {name} must be a finite number, but got: {v!r}.")
@@ -185,9 +181,6 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
 def _arange_of_sizes(start, stop, step, dtype):
     """arange whose bounds are DimensionSizes: the length is a size expression, so under
     ``tp.compile`` it follows the inputs (``arange(x.shape[0])``)."""
-    from tripy.frontend.ops.elementwise import maximum
-    from tripy.frontend.ops.misc import cast
-
     if not isinstance(step, int):
         _raise_here(f"arange: with DimensionSize bounds the step must be an int, but got: {step!r}.")
     # ceil((stop - start) / step), written with floor division so it stays a size expression.
@@ -206,8 +199,6 @@ def _triangle(input, diagonal, lower):
     rows = iota(input.shape[-2:], 0, dtypes.int32)
     cols = iota(input.shape[-2:], 1, dtypes.int32)
     keep = (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
-    from tripy.frontend.ops.elementwise import where
-
     return where(keep, input, zeros_like(input))
 
 

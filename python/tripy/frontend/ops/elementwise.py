@@ -1,5 +1,6 @@
 """Elementwise ops: unary math, activations, maximum/minimum, where and friends."""
 
+from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make, scalar_like
 
 
@@ -55,8 +56,6 @@ silu = _unary("silu", "x * sigmoid(x)", "[0.0, 1.0]", "[0.0, 0.731059]")
 
 def _binary(name, doc_op):
     def op(lhs, rhs):
-        from tripy.frontend.tensor import Tensor
-
         if not isinstance(lhs, Tensor):
             lhs = scalar_like(lhs, rhs)
         return make(name, [lhs, scalar_like(rhs, lhs)])
@@ -90,8 +89,6 @@ def where(condition, input, other):
         out = tp.where(tp.Tensor([True, False]), tp.Tensor([1.0, 2.0]), tp.Tensor([9.0, 9.0]))
         assert out.tolist() == [1.0, 9.0]
     """
-    from tripy.frontend.tensor import Tensor
-
     if not isinstance(input, Tensor):
         input = scalar_like(input, other)
     other = scalar_like(other, input)

@@ -5,14 +5,14 @@ may be sliced with any nonzero int step: the bounds are then clamped symbolicall
 import builtins
 import operator
 
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.shape_ops import TO_END, gather, reshape
-from tripy.frontend.trace_call import _raise_here, make, scalar_like
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make, scalar_like
 
 
 def _size_op(op, a, b):
     """min/max of sizes: Python ints fold here, DimensionSizes stay symbolic."""
-    from tripy.frontend.tensor import Tensor
-
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return builtins.min(a, b) if op == "minimum" else builtins.max(a, b)
     x, y = (a, b) if isinstance(a, Tensor) else (b, a)
@@ -23,8 +23,6 @@ def _clamped(bound, size, step):
     """A slice bound clamped as Python clamps it: to [0, size] for a positive step, to [-1, size - 1]
     for a negative one (-1 is "before the first element"). A negative int counts from the end; a
     DimensionSize is a size, so it counts from the start (a negative value clamps to the lowest)."""
-    from tripy.frontend.tensor import Tensor
-
     lo, hi = (0, size) if step > 0 else (-1, size - 1)
     if not isinstance(bound, Tensor):
         bound = operator.index(bound)
@@ -35,8 +33,6 @@ def _clamped(bound, size, step):
 
 def _symbolic_slice(input, dim, item):
     """(start, limit, step) of a slice whose bounds or dim size are only known at run time."""
-    from tripy.frontend.tensor import Tensor
-
     step = 1 if item.step is None else item.step
     if isinstance(step, Tensor):
         _raise_here(
@@ -56,14 +52,10 @@ def _symbolic_slice(input, dim, item):
 
 def _nodes(sizes):
     """Slice attributes: ints, and DimensionSizes as their (symbolic) nodes."""
-    from tripy.frontend.tensor import Tensor
-
     return [v._node if isinstance(v, Tensor) else v for v in sizes]
 
 
 def getitem(input, index):
-    from tripy.frontend.tensor import Tensor
-
     if isinstance(index, Tensor):
         return gather(input, 0, index)
     items = list(index) if isinstance(index, tuple) else [index]

@@ -3,6 +3,8 @@
 from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device
+from tripy.frontend.ops.reduce import all as all_
+from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
 from tripy.utils.stack_info import capture_user_frames
 
@@ -31,8 +33,6 @@ def copy(input, device):
 
         assert tp.copy(tp.Tensor([1.0]), tp.device("cpu")).device == tp.device("cpu")
     """
-    from tripy.frontend.tensor import Tensor
-
     return Tensor._wrap(_C.copy(input._node, str(_device(device)), capture_user_frames()))
 
 
@@ -46,8 +46,6 @@ def equal(input, other):
 
         assert tp.equal(tp.ones((2,)), tp.Tensor([1.0, 1.0]))
     """
-    from tripy.frontend.ops.reduce import all as all_
-
     if input.shape != other.shape:
         return False
     return bool(all_(input == other))
@@ -63,6 +61,4 @@ def allclose(input, other, rtol=1e-5, atol=1e-8):
 
         assert tp.allclose(tp.Tensor([1.0]), tp.Tensor([1.0 + 1e-7]))
     """
-    from tripy.frontend.ops.reduce import all as all_
-
     return bool(all_(abs(input - other) <= atol + rtol * abs(other)))

@@ -1,23 +1,20 @@
 """Ops that grow a tensor along its dims: pad (the core op ``pad``, core/src/trace/ops_pad.cc) and
 repeat (a composite of expand and reshape)."""
 
-from tripy.frontend.ops.shape_ops import expand, reshape, unsqueeze
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.shape_ops import _sizes, expand, reshape, unsqueeze
+from tripy.frontend.trace_call import make
 
 
 def full_on(input, shape, value):
     """A ``value``-filled tensor of ``shape`` with ``input``'s dtype and device (shape entries may be
     DimensionSizes, so blocks next to dynamic dims follow them)."""
-    from tripy.frontend.ops.shape_ops import _sizes
-
     return make("full", [], shape=_sizes(shape, "a shape"), value=float(value), dtype=input.dtype.name,
                 device=input._node.device)
 
 
 def _pad_pairs(pad):
     """(before, after) pairs of ints or tp.DimensionSizes, as two lists the core checks."""
-    from tripy.frontend.ops.shape_ops import _sizes
-
     try:
         pairs = [tuple(pair) for pair in pad]
         if any(len(pair) != 2 for pair in pairs):

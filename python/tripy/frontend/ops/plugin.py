@@ -13,7 +13,10 @@ import numbers
 
 from tripy import _C
 from tripy.frontend import dtypes
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.shape_ops import _sizes
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make
 
 # Registry key -> shape/dtype rule.
 _RULES = {}
@@ -138,8 +141,6 @@ def plugin(name, inputs, output_info, version="1", namespace="", **fields):
         # tp.gelu uses erf but the plugin uses the tanh approximation.
         assert tp.allclose(out, tp.gelu(inp), rtol=1e-2)
     """
-    from tripy.frontend.tensor import Tensor
-
     key = _C.plugin_key(str(name), str(version), str(namespace))
     rule = _RULES.get(key)
     if rule is None:
@@ -167,8 +168,6 @@ def plugin(name, inputs, output_info, version="1", namespace="", **fields):
             f"tp.plugin: output_info says the output has rank {rank} and dtype {getattr(want_dtype, 'name', want_dtype)}, "
             f"but plugin '{name}' gives rank {len(shape)} and dtype {dtype.name}."
         )
-    from tripy.frontend.ops.shape_ops import _sizes
-
     return make(
         "plugin",
         inputs,

@@ -2,7 +2,8 @@
 every backend), whose rule in the core checks the arguments and names the caller's line. Spatial
 dims may be dynamic."""
 
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.trace_call import make
 
 
 def _pool(input, kernel_dims, stride, padding, kind, count_include_pad=True):

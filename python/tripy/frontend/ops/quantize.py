@@ -5,13 +5,13 @@ accepted where a scale tensor is. Both are core ops (core/src/trace/ops_quantize
 import operator
 
 from tripy.frontend import dtypes
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make
 
 
 def _scale_tensor(scale, dtype):
     """A scale given as a number or a (nested) list becomes a tensor of the float dtype it scales."""
-    from tripy.frontend.tensor import Tensor
-
     if isinstance(scale, Tensor):
         return scale
     if isinstance(scale, bool) or not isinstance(scale, (int, float, list, tuple)):

@@ -2,7 +2,9 @@
 
 import operator
 
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.elementwise import log
+from tripy.frontend.trace_call import make
 
 
 def _dims(dim):
@@ -122,6 +124,4 @@ def log_softmax(input, dim=None):
         out = tp.log_softmax(tp.Tensor([0.0, 0.0]), dim=0)
         assert tp.allclose(out, tp.Tensor([-0.693147, -0.693147]))
     """
-    from tripy.frontend.ops.elementwise import log
-
     return log(softmax(input, dim))

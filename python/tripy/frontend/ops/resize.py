@@ -2,7 +2,9 @@
 (sizes, modes, dynamic dims) and builds it from gathers and a weighted sum; this wrapper only hands
 the arguments over."""
 
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.shape_ops import _sizes
+from tripy.frontend.trace_call import make
 
 
 def resize(input, output_shape=None, scales=None, mode="linear", align_corners=False):
@@ -22,8 +24,6 @@ def resize(input, output_shape=None, scales=None, mode="linear", align_corners=F
         assert tp.resize(x, output_shape=(1, 1, 1, 4), mode="nearest").tolist() == [[[[1.0, 1.0, 2.0, 2.0]]]]
         assert tp.resize(x, scales=(1, 1, 1, 2), mode="linear").tolist() == [[[[1.0, 1.25, 1.75, 2.0]]]]
     """
-    from tripy.frontend.ops.shape_ops import _sizes
-
     if (output_shape is None) == (scales is None):
         _raise_here("resize: give exactly one of output_shape and scales.")
     if not isinstance(mode, str):

@@ -3,8 +3,9 @@ scanned or searched dim may be dynamic inside ``tp.compile``."""
 
 import operator
 
+from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.shape_ops import _sizes
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.trace_call import make
 
 
 def _dim(dim, op):

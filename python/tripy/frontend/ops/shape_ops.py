@@ -4,7 +4,9 @@ stack, split, flip, gather, update_slice, outer."""
 import operator
 
 from tripy.exception import TripyException
-from tripy.frontend.trace_call import _raise_here, make
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make
 
 # A slice limit meaning "to the end of the dim" (works for dynamic dims too).
 TO_END = 1 << 62
@@ -28,8 +30,6 @@ def _dim(dim):
 
 def _sizes(values, what):
     """Shape entries: ints, or DimensionSizes passed through as their (symbolic) nodes."""
-    from tripy.frontend.tensor import Tensor
-
     if isinstance(values, (int, Tensor)):
         values = [values]
     try:
@@ -281,8 +281,6 @@ def update_slice(input, dim, start, update):
             cache = exe(cache, tp.Tensor([pos], dtype=tp.int32), tp.full((1, 2), float(pos)))
         assert cache.tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
     """
-    from tripy.frontend.tensor import Tensor
-
     if not isinstance(start, Tensor):
         if isinstance(start, bool) or not isinstance(start, int):
             _raise_here(

@@ -1,0 +1,135 @@
+"""The methods of ``tp.Tensor`` that are ops: ``x + y``, ``x[i]``, ``x.reshape(...)`` and the rest.
+
+The ops build on the tensor module (they take and return tensors), so it cannot import them;
+instead this module binds these methods to the class when the ops package is imported. Each is a
+thin call into the op that does the work, as the function form (``tp.reshape(x, ...)``) is.
+"""
+
+from tripy.frontend.ops import indexing, misc, shape_ops
+from tripy.frontend.printing import summary_slices
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import make, scalar_like
+
+
+def cast(self, dtype):
+    return misc.cast(self, dtype)
+
+
+def copy(self, device):
+    return misc.copy(self, device)
+
+
+def reshape(self, shape):
+    return shape_ops.reshape(self, shape)
+
+
+def transpose(self, dim0, dim1):
+    return shape_ops.transpose(self, dim0, dim1)
+
+
+def permute(self, perm):
+    return shape_ops.permute(self, perm)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    return shape_ops.flatten(self, start_dim, end_dim)
+
+
+def squeeze(self, dims):
+    return shape_ops.squeeze(self, dims)
+
+
+def unsqueeze(self, dim):
+    return shape_ops.unsqueeze(self, dim)
+
+
+def __getitem__(self, index):
+    return indexing.getitem(self, index)
+
+
+def _printed_values(self):
+    """The values a print shows: for long axes only the edges, sliced before leaving the device
+    (printing a large tensor must not convert all of it to Python lists)."""
+    edges = self
+    for axis, ranges in enumerate(summary_slices(self.shape)):
+        if len(ranges) > 1:
+            edges = shape_ops.concatenate([shape_ops.slice_dim(edges, axis, lo, hi) for lo, hi in ranges], axis)
+    return edges.tolist()
+
+
+def _binary(op, reflected=False):
+    """The operator method for the binary Trace op ``op``; a Python number operand takes the
+    tensor's dtype. ``reflected`` is for ``__radd__`` and friends: the tensor is on the right."""
+
+    def method(self, o):
+        o = scalar_like(o, self)
+        return make(op, [o, self] if reflected else [self, o])
+
+    return method
+
+
+def __matmul__(self, o):
+    return make("matmul", [self, o])
+
+
+def __rmatmul__(self, o):
+    return make("matmul", [o, self])
+
+
+def __neg__(self):
+    return make("neg", [self])
+
+
+def __abs__(self):
+    return make("abs", [self])
+
+
+def __invert__(self):
+    return make("logical_not", [self])
+
+
+# Python's operator -> the Trace op it builds; each has a reflected form (__radd__).
+_BINARY = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "truediv": "div",
+    "floordiv": "floor_div",
+    "mod": "mod",
+    "pow": "pow",
+    "and": "logical_and",
+    "or": "logical_or",
+}
+# Comparisons build the op of their own name and have no reflected form: Python swaps them.
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+METHODS = {
+    "cast": cast,
+    "copy": copy,
+    "reshape": reshape,
+    "transpose": transpose,
+    "permute": permute,
+    "flatten": flatten,
+    "squeeze": squeeze,
+    "unsqueeze": unsqueeze,
+    "__getitem__": __getitem__,
+    "_printed_values": _printed_values,
+    "__matmul__": __matmul__,
+    "__rmatmul__": __rmatmul__,
+    "__neg__": __neg__,
+    "__abs__": __abs__,
+    "__invert__": __invert__,
+    **{f"__{name}__": _binary(op) for name, op in _BINARY.items()},
+    **{f"__r{name}__": _binary(op, reflected=True) for name, op in _BINARY.items()},
+    **{f"__{op}__": _binary(op) for op in _COMPARISONS},
+}
+
+
+def _bind():
+    for name, method in METHODS.items():
+        # Named as if defined in the class, as tracebacks and help() show them.
+        method.__name__, method.__qualname__ = name, f"Tensor.{name}"
+        setattr(Tensor, name, method)
+
+
+_bind()
