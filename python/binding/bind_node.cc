@@ -40,8 +40,8 @@ Shape to_shape(const py::handle& seq) {
 // The convolution's typed attributes: {stride, padding: [(before, after)], dilation, groups,
 // transposed, output_padding}. Types are checked here (a cast error becomes a TripyException at
 // the caller); values by the op's rule, which names the user's line.
-rt::ConvAttrs to_conv_attrs(const py::dict& d) {
-  rt::ConvAttrs a;
+rt::ConvolutionAttrs to_conv_attrs(const py::dict& d) {
+  rt::ConvolutionAttrs a;
   for (const auto& [k, v] : d) {
     std::string key = k.cast<std::string>();
     if (key == "stride") a.stride = v.cast<std::vector<int64_t>>();
@@ -64,14 +64,14 @@ rt::ConvAttrs to_conv_attrs(const py::dict& d) {
 
 // Pooling's typed attributes: {kind: "max" | "avg", window, stride, padding: [(before, after)],
 // count_include_pad}; values are checked by the op's rule.
-rt::PoolAttrs to_pool_attrs(const py::dict& d) {
-  rt::PoolAttrs a;
+rt::PoolingAttrs to_pool_attrs(const py::dict& d) {
+  rt::PoolingAttrs a;
   for (const auto& [k, v] : d) {
     std::string key = k.cast<std::string>();
     if (key == "kind") {
       std::string kind = v.cast<std::string>();
       if (kind != "max" && kind != "avg") throw py::value_error("unknown pooling kind '" + kind + "'");
-      a.kind = kind == "max" ? rt::PoolAttrs::Kind::kMax : rt::PoolAttrs::Kind::kAvg;
+      a.kind = kind == "max" ? rt::PoolingAttrs::Kind::kMax : rt::PoolingAttrs::Kind::kAvg;
     } else if (key == "window") a.window = v.cast<std::vector<int64_t>>();
     else if (key == "stride") a.stride = v.cast<std::vector<int64_t>>();
     else if (key == "count_include_pad") a.count_include_pad = v.cast<bool>();
@@ -108,13 +108,13 @@ trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
     else if (key == "scales") a.scales = v.cast<std::vector<double>>();
     else if (key == "align_corners") a.align_corners = v.cast<bool>();
     else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
-    else if (key == "conv") a.conv = to_conv_attrs(v.cast<py::dict>());
+    else if (key == "conv") a.convolution = to_conv_attrs(v.cast<py::dict>());
     else if (key == "plugin") {
       auto p = v.cast<py::dict>();
       a.plugin.name = p["name"].cast<std::string>();
       a.plugin.fields = p["fields"].cast<std::string>();
     }
-    else if (key == "pool") a.pool = to_pool_attrs(v.cast<py::dict>());
+    else if (key == "pool") a.pooling = to_pool_attrs(v.cast<py::dict>());
     else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
   }
   return a;

@@ -39,7 +39,7 @@ struct InputDesc {
 class Executable {
  public:
   // The file format version this build writes; it reads this version only.
-  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr uint32_t kFormatVersion = 3;
 
   static StatusOr<Executable> load(const std::string& path);
   static StatusOr<Executable> deserialize(const uint8_t* data, size_t size);

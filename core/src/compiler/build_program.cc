@@ -319,35 +319,35 @@ class ProgramBuilder {
         k.dot = grp.dot;
         break;
       case GroupKind::kTranspose:
-        k.perm = first.dims;
+        k.transpose.perm = first.dims;
         break;
       case GroupKind::kSlice: {
-        TRIPY_ASSIGN_OR_RETURN(k.starts, slots_.slots(first.starts));
-        TRIPY_ASSIGN_OR_RETURN(k.steps, slots_.slots(first.steps));
+        TRIPY_ASSIGN_OR_RETURN(k.slice.starts, slots_.slots(first.starts));
+        TRIPY_ASSIGN_OR_RETURN(k.slice.steps, slots_.slots(first.steps));
         break;
       }
-      case GroupKind::kConcat:
-        k.axis = first.dims.at(0);
+      case GroupKind::kConcatenate:
+        k.concatenate.axis = first.dims.at(0);
         break;
       case GroupKind::kGather:
-        k.axis = first.dims.at(0);
+        k.gather.axis = first.dims.at(0);
         break;
       case GroupKind::kAttention:
         k.attention = first.attention;
         break;
       case GroupKind::kUpdateSlice:
-        k.axis = first.dims.at(0);
+        k.update_slice.axis = first.dims.at(0);
         break;
       case GroupKind::kPlugin:
         k.plugin = first.plugin;
         break;
       case GroupKind::kAlias:  // handled above
       case GroupKind::kCopy: return internal_error("fusion planned a " + std::string(flat::group_kind_name(grp.kind)) + " group here");
-      case GroupKind::kConv:
-        k.conv = grp.conv;
+      case GroupKind::kConvolution:
+        k.convolution = grp.convolution;
         break;
-      case GroupKind::kPool:
-        k.pool = first.pool;
+      case GroupKind::kPooling:
+        k.pooling = first.pooling;
         break;
     }
     p_.kernels.push_back(std::move(k));

@@ -78,10 +78,10 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     append_raw(key, a.align_corners);
     key += a.mode + '\0';
     append_raw(key, a.dtype);
-    if (!a.conv.stride.empty()) key += rt::conv_attrs_text(a.conv);
+    if (!a.convolution.stride.empty()) key += rt::convolution_attrs_text(a.convolution);
     // A plugin re-registered with other device code is another kernel.
     if (!a.plugin.name.empty()) key += a.plugin.name + '\0' + a.plugin.fields + '\0' + a.plugin.cuda_source;
-    if (!a.pool.window.empty()) key += rt::pool_attrs_text(a.pool);
+    if (!a.pooling.window.empty()) key += rt::pooling_attrs_text(a.pooling);
   }
   return key;
 }

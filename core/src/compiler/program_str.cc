@@ -3,6 +3,7 @@
 
 #include "compiler/build_program.h"
 #include "flat/ir_text.h"
+#include "runtime/fields_text.h"
 
 namespace tripy::compiler {
 namespace {
@@ -94,6 +95,7 @@ std::string program_str(const rt::Program& p) {
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const rt::Kernel& k = p.kernels[i];
     out += buffers(k.outputs) + " = " + rt::kernel_kind_name(k.kind) + " '" + k.name + "'(" + buffers(k.inputs) + ")";
+    // Fused kernels print their instructions a line each; the other kinds their attributes.
     switch (k.kind) {
       case rt::KernelKind::kFused: {
         out += " domain " + slot_list(k.fused.domain) + " reduce_from " + std::to_string(k.fused.reduce_from) + "\n";
@@ -115,47 +117,10 @@ std::string program_str(const rt::Program& p) {
         for (int32_t r : k.fused.output_regs) out += " r" + std::to_string(r);
         break;
       }
-      case rt::KernelKind::kDot:
-        if (k.dot.transpose_lhs) out += " transpose_lhs";
-        if (k.dot.transpose_rhs) out += " transpose_rhs";
-        if (k.dot.has_bias) out += " bias";
-        if (k.dot.activation == rt::Activation::kRelu) out += " relu";
-        if (k.dot.activation == rt::Activation::kGelu) out += " gelu";
-        break;
-      case rt::KernelKind::kTranspose: {
-        out += " perm [";
-        for (size_t d = 0; d < k.perm.size(); ++d) out += (d ? ", " : "") + std::to_string(k.perm[d]);
-        out += "]";
-        break;
+      default: {
+        const std::string attrs = rt::visit_kind_attrs(k, [](const auto& a) { return rt::fields_text(a); });
+        if (!attrs.empty()) out += " {" + attrs + "}";
       }
-      case rt::KernelKind::kSlice: out += " starts " + slot_list(k.starts) + " steps " + slot_list(k.steps); break;
-      case rt::KernelKind::kConcat:
-      case rt::KernelKind::kGather:
-      case rt::KernelKind::kUpdateSlice: out += " axis " + std::to_string(k.axis); break;
-      case rt::KernelKind::kCopy: break;
-      case rt::KernelKind::kAttention: {
-        const rt::AttentionAttrs& a = k.attention;
-        static const char* kMasks[] = {"", " bool_mask", " additive_mask"};
-        out += std::string(a.causal ? " causal" : "") + kMasks[static_cast<int>(a.mask) % 3] + " scale " +
-               std::to_string(a.scale);
-        static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
-        for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
-          const auto& p = a.perms[x];
-          if (p == rt::AttentionAttrs::Perm{0, 1, 2, 3}) continue;
-          out += std::string(" ") + kOperands[x] + "_perm [" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
-                 ", " + std::to_string(p[2]) + ", " + std::to_string(p[3]) + "]";
-        }
-        for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
-          const auto& w = a.heads[x];
-          if (w.count > 0)
-            out += std::string(" ") + kOperands[x] + "_heads [" + std::to_string(w.start) + ", " +
-                   std::to_string(w.count) + "]";
-        }
-        break;
-      }
-      case rt::KernelKind::kConv: out += " {" + rt::conv_attrs_text(k.conv) + "}"; break;
-      case rt::KernelKind::kPlugin: out += " " + k.plugin.name + " " + k.plugin.fields; break;
-      case rt::KernelKind::kPool: out += " {" + rt::pool_attrs_text(k.pool) + "}"; break;
     }
     out += "\n";
   }

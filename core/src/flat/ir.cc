@@ -21,7 +21,7 @@ const char* op_kind_name(OpKind kind) {
   return i < kOpKindNames.size() ? kOpKindNames[i] : "invalid";
 }
 
-Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvAttrs& a) {
+Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {
   const Shape input = rt::to_channels_first(a.layout, stored_input);
   const Shape weight = rt::to_channels_first(a.layout, stored_weight);
   const int64_t w0 = weight[0].static_value(), w1 = weight[1].static_value();
@@ -39,7 +39,7 @@ Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, c
   return rt::from_channels_first(a.layout, std::move(out));
 }
 
-Shape pool_result_shape(const Shape& stored_input, const rt::PoolAttrs& a) {
+Shape pool_result_shape(const Shape& stored_input, const rt::PoolingAttrs& a) {
   const Shape input = rt::to_channels_first(a.layout, stored_input);
   Shape out = {input[0], input[1]};
   for (size_t d = 0; d < a.spatial(); ++d)

@@ -34,10 +34,10 @@ enum class OpKind : uint8_t {
   kDot,          // [b..., M, K] x [b..., K, N] -> [b..., M, N], batch dims broadcast
   kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
   kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
-  kConvolution,  // (input, weight) per `conv` (rt::ConvAttrs says the layouts and sizes)
+  kConvolution,  // (input, weight) per `conv` (rt::ConvolutionAttrs says the layouts and sizes)
   kUpdateSlice,  // operand0 with operand1 written at operand2 (an int scalar read at run time) along dims[0]
   kPlugin,       // a registered plugin's call (rt::PluginAttrs); opaque to every pass
-  kPooling,      // max or average over windows of (N, C, spatial...) per `pool` (rt::PoolAttrs)
+  kPooling,      // max or average over windows of (N, C, spatial...) per `pool` (rt::PoolingAttrs)
 };
 const char* op_kind_name(OpKind kind);
 
@@ -65,8 +65,8 @@ struct Op {
   ValueId result = -1;
   std::vector<int64_t> dims;
   std::vector<Dim> starts, limits, steps;  // kSlice
-  rt::ConvAttrs conv;                      // kConvolution (its epilogue fields stay unset)
-  rt::PoolAttrs pool;                      // kPooling
+  rt::ConvolutionAttrs convolution;  // kConvolution (its epilogue fields stay unset)
+  rt::PoolingAttrs pooling;          // kPooling
   Tensor constant;                         // kConstant
   int32_t index = 0;                       // kParameter
   // kParameter of a shape value (tp.DimensionInputInfo): an i64[] host scalar whose value at run
@@ -108,10 +108,10 @@ struct Graph {
 
 // The result shape of a convolution of `input` by a weight of static shape `weight`: the one
 // formula that the Trace op, the verifier and (in integers, rt::conv_output_size) the runtime use.
-Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvAttrs& a);
+Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvolutionAttrs& a);
 
 // The result shape of pooling `input` (N, C, spatial...): the Trace op's and the verifier's rule.
-Shape pool_result_shape(const Shape& input, const rt::PoolAttrs& a);
+Shape pool_result_shape(const Shape& input, const rt::PoolingAttrs& a);
 
 // Text form, one op a line:
 //   %3 : f32[s0, 8] = add(%1, %2)

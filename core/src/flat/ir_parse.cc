@@ -346,35 +346,35 @@ class Parser {
         } else if (key == "steps") {
           TRIPY_ASSIGN_OR_RETURN(op.steps, dim_list(c));
         } else if (key == "stride") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.stride, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.stride, int_list(c));
         } else if (key == "pad_before") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.pad_before, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.pad_before, int_list(c));
         } else if (key == "pad_after") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.pad_after, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.pad_after, int_list(c));
         } else if (key == "dilation") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.dilation, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.dilation, int_list(c));
         } else if (key == "output_padding") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.output_padding, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.output_padding, int_list(c));
         } else if (key == "groups") {
-          TRIPY_ASSIGN_OR_RETURN(op.conv.groups, c.integer());
+          TRIPY_ASSIGN_OR_RETURN(op.convolution.groups, c.integer());
         } else if (key == "transposed") {
           TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
-          op.conv.transposed = t != 0;
+          op.convolution.transposed = t != 0;
         } else if (key == "kind") {
           std::string kind = c.ident();
-          if (kind == "max") op.pool.kind = rt::PoolAttrs::Kind::kMax;
-          else if (kind == "avg") op.pool.kind = rt::PoolAttrs::Kind::kAvg;
+          if (kind == "max") op.pooling.kind = rt::PoolingAttrs::Kind::kMax;
+          else if (kind == "avg") op.pooling.kind = rt::PoolingAttrs::Kind::kAvg;
           else return c.error("unknown pooling kind '" + kind + "'");
         } else if (key == "layout") {
           std::string layout = c.ident();
-          if (layout == "channels_last") op.conv.layout = rt::Layout::kChannelsLast;
-          else if (layout == "channels_first") op.conv.layout = rt::Layout::kChannelsFirst;
+          if (layout == "channels_last") op.convolution.layout = rt::Layout::kChannelsLast;
+          else if (layout == "channels_first") op.convolution.layout = rt::Layout::kChannelsFirst;
           else return c.error("unknown layout '" + layout + "'");
         } else if (key == "window") {
-          TRIPY_ASSIGN_OR_RETURN(op.pool.window, int_list(c));
+          TRIPY_ASSIGN_OR_RETURN(op.pooling.window, int_list(c));
         } else if (key == "count_include_pad") {
           TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
-          op.pool.count_include_pad = t != 0;
+          op.pooling.count_include_pad = t != 0;
         } else if (key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
           has_value = true;
@@ -415,14 +415,14 @@ class Parser {
     }
     if (!c.done()) return c.error("unexpected text after the op");
     if (op.kind == OpKind::kConstant && !has_value) return c.error("a constant needs a value");
-    if (op.kind == OpKind::kConvolution && op.conv.output_padding.empty())
-      op.conv.output_padding.assign(op.conv.stride.size(), 0);
+    if (op.kind == OpKind::kConvolution && op.convolution.output_padding.empty())
+      op.convolution.output_padding.assign(op.convolution.stride.size(), 0);
     if (op.kind == OpKind::kPooling) {  // stride and padding are spelled as the convolution's
-      op.pool.stride = std::move(op.conv.stride);
-      op.pool.pad_before = std::move(op.conv.pad_before);
-      op.pool.pad_after = std::move(op.conv.pad_after);
-      op.pool.layout = op.conv.layout;
-      op.conv = rt::ConvAttrs();
+      op.pooling.stride = std::move(op.convolution.stride);
+      op.pooling.pad_before = std::move(op.convolution.pad_before);
+      op.pooling.pad_after = std::move(op.convolution.pad_after);
+      op.pooling.layout = op.convolution.layout;
+      op.convolution = rt::ConvolutionAttrs();
     }
     ValueId id = g_.add(std::move(op), *dtype, std::move(shape));
     ids_[text_id] = id;

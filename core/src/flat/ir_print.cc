@@ -76,10 +76,10 @@ std::string attrs(const Op& op, const Graph& g) {
           out += std::string(", ") + kOperands[x] + "_heads = " + int_list({a.heads[x].start, a.heads[x].count});
       break;
     }
-    case OpKind::kConvolution: out = rt::conv_attrs_text(op.conv); break;
+    case OpKind::kConvolution: out = rt::convolution_attrs_text(op.convolution); break;
     // The device code is not printed (it can be long); the key finds it in the registry.
     case OpKind::kPlugin: out = "plugin = " + quoted(op.plugin.name) + ", fields = " + quoted(op.plugin.fields); break;
-    case OpKind::kPooling: out = rt::pool_attrs_text(op.pool); break;
+    case OpKind::kPooling: out = rt::pooling_attrs_text(op.pooling); break;
     case OpKind::kElementwise:
     case OpKind::kReshape:
     case OpKind::kDot:

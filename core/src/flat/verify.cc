@@ -278,7 +278,7 @@ class Verifier {
   Status check_pooling(const Op& op, const Value& r) const {
     TRIPY_RETURN_IF_ERROR(expect_operands(op, 1));
     const Value& x = g_.values[op.operands[0]];
-    const rt::PoolAttrs& a = op.pool;
+    const rt::PoolingAttrs& a = op.pooling;
     if (x.dtype != r.dtype) return fail(&op, "dtype changes");
     if (a.layout > rt::Layout::kChannelsLast) return fail(&op, "has an invalid layout");
     const size_t nd = x.shape.size() - 2;
@@ -295,7 +295,7 @@ class Verifier {
     TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
     const Value& xv = g_.values[op.operands[0]];
     const Value& wv = g_.values[op.operands[1]];
-    const rt::ConvAttrs& a = op.conv;
+    const rt::ConvolutionAttrs& a = op.convolution;
     if (xv.dtype != wv.dtype || xv.dtype != r.dtype) return fail(&op, "operands and result must share a dtype");
     if (a.layout > rt::Layout::kChannelsLast) return fail(&op, "has an invalid layout");
     const size_t nd = xv.shape.size() - 2;

@@ -259,7 +259,7 @@ std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std
 
 namespace tripy::rt {
 
-int64_t conv_output_size(const ConvAttrs& a, size_t d, int64_t n, int64_t k) {
+int64_t conv_output_size(const ConvolutionAttrs& a, size_t d, int64_t n, int64_t k) {
   // In 128 bits: a loaded file's attributes are checked for range, not for products.
   const __int128 span = static_cast<__int128>(a.dilation[d]) * (k - 1) + 1;
   __int128 out;
@@ -272,7 +272,7 @@ int64_t conv_output_size(const ConvAttrs& a, size_t d, int64_t n, int64_t k) {
   return saturate(out);
 }
 
-std::string conv_attrs_text(const ConvAttrs& a) {
+std::string convolution_attrs_text(const ConvolutionAttrs& a) {
   auto list = [](const std::vector<int64_t>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -294,22 +294,22 @@ std::string conv_attrs_text(const ConvAttrs& a) {
 
 namespace tripy::rt {
 
-int64_t pool_output_size(const PoolAttrs& a, size_t d, int64_t n) {
+int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n) {
   // In 128 bits: a loaded file's attributes are checked for range, not for sums.
   const __int128 room = static_cast<__int128>(n) + a.pad_before[d] + a.pad_after[d] - a.window[d];
   return room < 0 ? 0 : saturate(room / a.stride[d] + 1);
 }
 
-std::string pool_attrs_text(const PoolAttrs& a) {
+std::string pooling_attrs_text(const PoolingAttrs& a) {
   auto list = [](const std::vector<int64_t>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
     return s + "]";
   };
-  std::string s = std::string("kind = ") + (a.kind == PoolAttrs::Kind::kMax ? "max" : "avg") + ", window = " + list(a.window) +
+  std::string s = std::string("kind = ") + (a.kind == PoolingAttrs::Kind::kMax ? "max" : "avg") + ", window = " + list(a.window) +
                   ", stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) +
                   ", pad_after = " + list(a.pad_after);
-  if (a.kind == PoolAttrs::Kind::kAvg && !a.count_include_pad) s += ", count_include_pad = 0";
+  if (a.kind == PoolingAttrs::Kind::kAvg && !a.count_include_pad) s += ", count_include_pad = 0";
   if (a.layout == Layout::kChannelsLast) s += ", layout = channels_last";
   return s;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/ew_ops.h"
+#include "runtime/fields.h"
 #include "tripy/status.h"
 #include "tripy/tensor.h"
 
@@ -90,6 +91,7 @@ struct Instr {
   DType dtype = DType::kFloat32;
   int32_t a = -1, b = -1, c = -1;
   double imm = 0;
+  TRIPY_FIELDS(op, dtype, a, b, c, imm)
 };
 
 // A fused elementwise/row-reduction group. It iterates over `domain`; row-level registers (the
@@ -106,16 +108,20 @@ struct FusedProgram {
   // input_axes, with the buffer's own strides. An input with empty starts is read whole.
   struct Window {
     std::vector<Slot> starts, sizes;
+    TRIPY_FIELDS(starts, sizes)
   };
   std::vector<Window> input_windows;
   std::vector<Instr> instrs;
   // For each kernel output: the register stored. Element-level outputs have the domain's shape,
   // row-level outputs the shape domain[0, reduce_from) (as the output buffer's shape says).
   std::vector<int32_t> output_regs;
+  TRIPY_FIELDS(domain, reduce_from, input_axes, input_windows, instrs, output_regs)
 };
 
 // Appended only (the file format stores the names). Dots take none, relu and gelu; convolutions all.
 enum class Activation : uint8_t { kNone = 0, kRelu = 1, kGelu = 2 /* erf form */, kSilu = 3 /* x * sigmoid(x) */ };
+inline constexpr const char* kActivationNames[] = {"none", "relu", "gelu", "silu"};
+constexpr EnumNames enum_names(Activation) { return enum_names_of(kActivationNames); }
 
 // out[b..., m, n] = act(sum_k lhs[b..., m, k] * rhs[b..., k, n] + bias[n]); leading batch dims
 // broadcast numpy-style; transposes swap the last two dims of that operand. Operands share a dtype;
@@ -126,6 +132,7 @@ struct DotAttrs {
   bool transpose_lhs = false, transpose_rhs = false;
   bool has_bias = false;  // bias is Kernel::inputs[2], shape [N]
   Activation activation = Activation::kNone;
+  TRIPY_FIELDS(transpose_lhs, transpose_rhs, has_bias, activation)
 };
 
 // The result dtype of a dot of `operand`s that accumulates wider than its operands: int32 for int8,
@@ -143,6 +150,8 @@ inline DType dot_accumulator_dtype(DType operand) {
 // keys s > l (top-left aligned, as torch's is_causal). A row with every key hidden is NaN, as a
 // softmax over no values is.
 enum class MaskKind : uint8_t { kNone, kBool, kAdditive };
+inline constexpr const char* kMaskKindNames[] = {"none", "bool", "additive"};
+constexpr EnumNames enum_names(MaskKind) { return enum_names_of(kMaskKindNames); }
 struct AttentionAttrs {
   bool causal = false;
   double scale = 1.0;
@@ -160,6 +169,7 @@ struct AttentionAttrs {
     int64_t start = 0, count = 0;
     bool operator==(const HeadWindow& o) const { return start == o.start && count == o.count; }
     bool operator!=(const HeadWindow& o) const { return !(*this == o); }
+    TRIPY_FIELDS(start, count)
   };
   std::array<HeadWindow, kNumOperands> heads{};
   bool has_layouts() const {
@@ -169,6 +179,7 @@ struct AttentionAttrs {
       if (w != HeadWindow{}) return true;
     return false;
   }
+  TRIPY_FIELDS(causal, scale, mask, perms, heads)
 };
 
 // Logical sizes (B, H, L, D) of attention operand `x` and its element strides along them, for a
@@ -189,6 +200,8 @@ std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std
 // weights (w0, k..., w1), the order cuDNN's tensor-core kernels read (NHWC, KRSC). The rules below
 // are stated channels-first; a channels-last operand is the same tensor stored permuted.
 enum class Layout : uint8_t { kChannelsFirst = 0, kChannelsLast = 1 };
+inline constexpr const char* kLayoutNames[] = {"channels_first", "channels_last"};
+constexpr EnumNames enum_names(Layout) { return enum_names_of(kLayoutNames); }
 // The channels-first order of a dims list stored in `layout` (its last entry moves to index 1),
 // and back. Shapes of rank < 3 are returned unchanged.
 template <class T>
@@ -208,7 +221,7 @@ std::vector<T> from_channels_first(Layout layout, std::vector<T> v) {
 // respect to its input): weight (C, O / groups, k...), out = (n - 1) * stride - before - after +
 // span + output_padding. The same struct is the Trace op's, the FlatIR op's and the kernel's
 // attribute; the epilogue fields are set by fusion only.
-struct ConvAttrs {
+struct ConvolutionAttrs {
   std::vector<int64_t> stride, pad_before, pad_after, dilation, output_padding;
   int64_t groups = 1;
   bool transposed = false;
@@ -218,13 +231,15 @@ struct ConvAttrs {
   Activation activation = Activation::kNone;
   Layout layout = Layout::kChannelsFirst;  // of x, w, out and the residual alike
   size_t spatial() const { return stride.size(); }
+  TRIPY_FIELDS(stride, pad_before, pad_after, dilation, output_padding, groups, transposed, has_bias, has_residual,
+               activation, layout)
 };
 // Output size of spatial dim `d` for an input size `n` and kernel size `k` (may be < 1: invalid).
-int64_t conv_output_size(const ConvAttrs& a, size_t d, int64_t n, int64_t k);
+int64_t conv_output_size(const ConvolutionAttrs& a, size_t d, int64_t n, int64_t k);
 inline constexpr size_t kMaxConvSpatialDims = 3;
 // "stride = [2, 2], pad_before = [1, 1], ..., groups = 1" (FlatIR text and program dumps); the
 // transposed and epilogue fields only when set.
-std::string conv_attrs_text(const ConvAttrs& a);
+std::string convolution_attrs_text(const ConvolutionAttrs& a);
 
 // A call of a registered plugin (tp.plugin): its inputs -> one output, whose shape and dtype the
 // Program's buffers give. `name` is the registry key ("namespace::name/version"); `fields` the
@@ -235,6 +250,7 @@ std::string conv_attrs_text(const ConvAttrs& a);
 struct PluginAttrs {
   std::string name, fields = "{}", cuda_source, cuda_entry;
   int32_t block = 256;  // CUDA threads per block; the grid covers the output's elements
+  TRIPY_FIELDS(name, fields, cuda_source, cuda_entry, block)
 };
 inline constexpr size_t kMaxPluginInputs = 8, kMaxPluginRank = 8;
 
@@ -242,59 +258,93 @@ inline constexpr size_t kMaxPluginInputs = 8, kMaxPluginRank = 8;
 // out = floor((n + before + after - window) / stride) + 1. Max ignores padded elements (a window
 // of padding alone gives the dtype's lowest value); average divides by the window's size, or with
 // count_include_pad = false by its count of unpadded elements.
-struct PoolAttrs {
+inline constexpr const char* kPoolingKindNames[] = {"max", "avg"};
+struct PoolingAttrs {
   enum class Kind : uint8_t { kMax, kAvg };
+  friend constexpr EnumNames enum_names(Kind) { return enum_names_of(kPoolingKindNames); }
   Kind kind = Kind::kMax;
   std::vector<int64_t> window, stride, pad_before, pad_after;
   bool count_include_pad = true;
   Layout layout = Layout::kChannelsFirst;  // of the input and the output
   size_t spatial() const { return window.size(); }
+  TRIPY_FIELDS(kind, window, stride, pad_before, pad_after, count_include_pad, layout)
 };
 // Output size of spatial dim `d` for an input size `n` (< 1 when the window does not fit).
-int64_t pool_output_size(const PoolAttrs& a, size_t d, int64_t n);
+int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n);
 // "kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]" (FlatIR text
 // and program dumps); count_include_pad only when it is false for an average.
-std::string pool_attrs_text(const PoolAttrs& a);
+std::string pooling_attrs_text(const PoolingAttrs& a);
 
-// Kernel kinds and their names, as files, program dumps and profiles spell them: one list, from
-// which the enum, the names and the fusion planner's group kinds are made. Append only.
-#define TRIPY_KERNEL_KINDS(X)                                                                          \
-  X(Fused, "fused") X(Dot, "dot") X(Transpose, "transpose") X(Slice, "slice") X(Concat, "concat")      \
-  X(Gather, "gather") X(Copy, "copy") X(Attention, "attention") X(Conv, "conv")                        \
-  X(UpdateSlice, "update_slice") X(Plugin, "plugin") X(Pool, "pool")
+// out dim i = in dim perm[i].
+struct TransposeAttrs {
+  std::vector<int64_t> perm;
+  TRIPY_FIELDS(perm)
+};
+// Per input dim, in slots; the output's shape is its buffer's.
+struct SliceAttrs {
+  std::vector<Slot> starts, steps;
+  TRIPY_FIELDS(starts, steps)
+};
+// The inputs joined along `axis`.
+struct ConcatenateAttrs {
+  int64_t axis = 0;
+  TRIPY_FIELDS(axis)
+};
+// out = take(inputs[0], inputs[1], axis): indices of any int dtype; one out of range is an error
+// of the run.
+struct GatherAttrs {
+  int64_t axis = 0;
+  TRIPY_FIELDS(axis)
+};
+// A copy of its input into a dense output of the same shape.
+struct CopyAttrs {
+  TRIPY_NO_FIELDS()
+};
+// Inputs operand, update, start (an int32/int64 device scalar of 1 element); out = operand with
+// out[.., start + i, ..] = update[.., i, ..] along `axis`. When out and operand are one buffer (a
+// donated input, or an alias of it) only the update's rows are written; a start with start +
+// update rows outside the axis is an error of the run, and nothing is written.
+struct UpdateSliceAttrs {
+  int64_t axis = 0;
+  TRIPY_FIELDS(axis)
+};
+
+// Kernel kinds (kernel_kinds.def): the enum and the names.
 enum class KernelKind : uint8_t {
-#define TRIPY_KERNEL_KIND_ENUM(Enum, name) k##Enum,
-  TRIPY_KERNEL_KINDS(TRIPY_KERNEL_KIND_ENUM)
-#undef TRIPY_KERNEL_KIND_ENUM
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) k##Enum,
+#include "runtime/kernel_kinds.def"
 };
 inline constexpr const char* kKernelKindNames[] = {
-#define TRIPY_KERNEL_KIND_NAME(Enum, name) name,
-    TRIPY_KERNEL_KINDS(TRIPY_KERNEL_KIND_NAME)
-#undef TRIPY_KERNEL_KIND_NAME
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) name,
+#include "runtime/kernel_kinds.def"
 };
 inline constexpr size_t kNumKernelKinds = sizeof(kKernelKindNames) / sizeof(kKernelKindNames[0]);
+constexpr EnumNames enum_names(KernelKind) { return enum_names_of(kKernelKindNames); }
 // "fused", "dot", ... ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
+// One kernel: its kind's attributes live in the member the kind's row names (k.dot for kDot);
+// the others stay default.
 struct Kernel {
   KernelKind kind = KernelKind::kFused;
   std::string name;  // e.g. "fused_mul_erf_add", for logs and generated code
   std::vector<int32_t> inputs, outputs;  // buffer ids
-  FusedProgram fused;                    // kFused
-  DotAttrs dot;                          // kDot
-  ConvAttrs conv;                        // kConv
-  PoolAttrs pool;                        // kPool: input x, output out
-  std::vector<int64_t> perm;             // kTranspose: out dim i = in dim perm[i]
-  std::vector<Slot> starts, steps;       // kSlice: per input dim; out shape is the buffer's
-  int64_t axis = 0;                      // kConcat, kGather (gather: out = take(in0, in1, axis)), kUpdateSlice
-  // kUpdateSlice: inputs operand, update, start (an int32/int64 device scalar of 1 element); out =
-  // operand with out[.., start + i, ..] = update[.., i, ..] along `axis`. When out and operand are
-  // one buffer (a donated input, or an alias of it) only the update's rows are written; a start
-  // with start + update rows outside the axis is an error of the run, and nothing is written.
-  AttentionAttrs attention;              // kAttention: inputs q, k, v[, mask]
-  PluginAttrs plugin;                    // kPlugin
-  int32_t source = -1;                   // index into Program::sources
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) Attrs member;
+#include "runtime/kernel_kinds.def"
+  int32_t source = -1;  // index into Program::sources
 };
+
+// Calls fn(attrs) with the attribute struct of kernel `k`'s kind (mutable when `k` is).
+template <class K, class Fn>
+decltype(auto) visit_kind_attrs(K& k, Fn&& fn) {
+  switch (k.kind) {
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) \
+  case KernelKind::k##Enum:                          \
+    return fn(k.member);
+#include "runtime/kernel_kinds.def"
+  }
+  return fn(k.copy);  // unreachable for a validated kind
+}
 
 struct Program {
   std::vector<ShapeInstr> shape_program;

@@ -1,7 +1,10 @@
 // Program <-> JSON. Writing is direct; reading checks the presence and type of every field and
-// names the offending one ("program.kernels[3].fused.instrs[2][0]: unknown op 'mull'").
+// names the offending one ("program.kernels[3].attrs.instrs[2].op: unknown op 'mull'"). A kernel's
+// attributes are read and written from their field lists (fields.h), the same code for every kind.
 #include "runtime/program_json.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -17,19 +20,9 @@ constexpr const char* kShapeOps[] = {"const",   "input_dim", "add", "sub", "mul"
 constexpr const char* kInputKinds[] = {"tensor", "shape_value"};
 constexpr const char* kCheckKinds[] = {"equal", "broadcast"};
 constexpr const char* kBufferKinds[] = {"input", "constant", "temp", "output", "alias"};
-constexpr const char* kPoolKinds[] = {"max", "avg"};
-constexpr const char* kActivations[] = {"none", "relu", "gelu", "silu"};
-constexpr const char* kLayouts[] = {"channels_first", "channels_last"};
-static_assert(std::size(kLayouts) == static_cast<size_t>(Layout::kChannelsLast) + 1);
-static_assert(std::size(kActivations) == static_cast<size_t>(Activation::kSilu) + 1);
 static_assert(std::size(kShapeOps) == static_cast<size_t>(ShapeInstr::Op::kInputValue) + 1);
 static_assert(std::size(kInputKinds) == static_cast<size_t>(InputSpec::Kind::kShapeValue) + 1);
 static_assert(std::size(kBufferKinds) == static_cast<size_t>(BufferDesc::Kind::kAlias) + 1);
-static_assert(std::size(kPoolKinds) == static_cast<size_t>(PoolAttrs::Kind::kAvg) + 1);
-constexpr const char* kMaskKinds[] = {"none", "bool", "additive"};
-constexpr const char* kAttentionOperands[] = {"q", "k", "v", "mask", "out"};
-static_assert(std::size(kMaskKinds) == static_cast<size_t>(MaskKind::kAdditive) + 1);
-static_assert(std::size(kAttentionOperands) == AttentionAttrs::kNumOperands);
 
 template <typename E, size_t N>
 std::string name_of(const char* const (&names)[N], E value) {
@@ -101,173 +94,117 @@ bool json_flag(const json& object, const char* key, const std::string& path) {
   return v.get<bool>();
 }
 
-json kernel_to_json(const Kernel& k) {
-  json j = {{"kind", name_of(kKernelKindNames, k.kind)}, {"name", k.name}, {"inputs", k.inputs}, {"outputs", k.outputs}};
-  const FusedProgram& f = k.fused;
-  if (k.kind == KernelKind::kFused || !f.domain.empty() || f.reduce_from != 0 || !f.input_axes.empty() ||
-      !f.instrs.empty() || !f.output_regs.empty()) {
-    json instrs = json::array();
-    for (const Instr& in : f.instrs)
-      instrs.push_back({ew_op_name(in.op), dt(in.dtype), in.a, in.b, in.c, imm_to_json(in.imm)});
-    j["fused"] = {{"domain", f.domain}, {"reduce_from", f.reduce_from}, {"input_axes", f.input_axes},
-                  {"instrs", instrs}, {"output_regs", f.output_regs}};
-    if (!f.input_windows.empty()) {
-      json windows = json::array();
-      for (const FusedProgram::Window& w : f.input_windows) windows.push_back({w.starts, w.sizes});
-      j["fused"]["input_windows"] = windows;
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+
+// Any described attribute (fields.h) to JSON: an object of the fields that differ from their
+// defaults (a reader takes a missing field as its default), enums by name.
+template <class T>
+json field_to_json(const T& v) {
+  if constexpr (has_fields<T>::value) {
+    json j = json::object();
+    static const T defaults{};
+    T::visit_fields(
+        [&](const char* name, const auto& f, const auto& d) {
+          if (!fields_equal(f, d)) j[name] = field_to_json(f);
+        },
+        v, defaults);
+    return j;
+  } else if constexpr (std::is_same_v<T, DType>) {
+    return dt(v);
+  } else if constexpr (std::is_same_v<T, EwOp>) {
+    return ew_op_name(v);
+  } else if constexpr (std::is_enum_v<T>) {
+    const char* name = enum_names(v)[static_cast<size_t>(v)];
+    return name ? json(name) : json("invalid:" + std::to_string(static_cast<int>(v)));
+  } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+    return v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return imm_to_json(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<int64_t>(v);
+  } else {
+    json list = json::array();
+    for (const auto& e : v) list.push_back(field_to_json(e));
+    return list;
+  }
+}
+
+// JSON to any described attribute, checking the type and range of every field and naming the
+// offending one; unknown fields are rejected (a file this build did not write).
+template <class T>
+void field_from_json(const json& j, const std::string& path, T& out) {
+  if constexpr (has_fields<T>::value) {
+    if (!j.is_object()) throw JsonFieldError{path + " is not an object"};
+    size_t known = 0;
+    std::vector<std::string> names;
+    T::visit_fields(
+        [&](const char* name, auto& f) {
+          names.push_back(name);
+          if (auto it = j.find(name); it != j.end()) {
+            field_from_json(*it, path + "." + name, f);
+            ++known;
+          }
+        },
+        out);
+    if (known != j.size())
+      for (const auto& item : j.items())
+        if (std::find(names.begin(), names.end(), item.key()) == names.end())
+          throw JsonFieldError{path + " has an unknown field '" + item.key() + "'"};
+  } else if constexpr (std::is_same_v<T, DType>) {
+    out = json_dtype(j, path);
+  } else if constexpr (std::is_same_v<T, EwOp>) {
+    out = parse_ew_op(j, path);
+  } else if constexpr (std::is_enum_v<T>) {
+    const std::string text = json_string(j, path);
+    const EnumNames names = enum_names(T{});
+    for (size_t i = 0; i < names.count; ++i)
+      if (text == names[i]) {
+        out = static_cast<T>(i);
+        return;
+      }
+    throw JsonFieldError{path + ": unknown name '" + text + "'"};
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!j.is_boolean()) throw JsonFieldError{path + " is not true or false"};
+    out = j.get<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    out = json_string(j, path);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    out = imm_from_json(j, path);
+  } else if constexpr (std::is_integral_v<T>) {
+    const int64_t v = json_int(j, path);
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+      throw JsonFieldError{path + " is out of range"};
+    out = static_cast<T>(v);
+  } else {
+    const json& list = json_array(j, path);
+    if constexpr (is_std_array<T>::value) {
+      if (list.size() != out.size()) throw JsonFieldError{path + " must have " + std::to_string(out.size()) + " entries"};
+    } else {
+      out.resize(list.size());
     }
+    for (size_t i = 0; i < list.size(); ++i) field_from_json(list[i], path + "[" + std::to_string(i) + "]", out[i]);
   }
-  const DotAttrs& d = k.dot;
-  if (k.kind == KernelKind::kDot || d.transpose_lhs || d.transpose_rhs || d.has_bias || d.activation != Activation::kNone)
-    j["dot"] = {{"transpose_lhs", d.transpose_lhs}, {"transpose_rhs", d.transpose_rhs},
-                {"has_bias", d.has_bias}, {"activation", name_of(kActivations, d.activation)}};
-  if (k.kind == KernelKind::kAttention) {
-    const AttentionAttrs& a = k.attention;
-    json at = {{"causal", a.causal}, {"scale", imm_to_json(a.scale)}, {"mask", name_of(kMaskKinds, a.mask)}};
-    // Layouts only where they differ from the identity (most kernels read dense operands).
-    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x)
-      if (a.perms[x] != AttentionAttrs::Perm{0, 1, 2, 3})
-        at[std::string(kAttentionOperands[x]) + "_perm"] = std::vector<int>(a.perms[x].begin(), a.perms[x].end());
-    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x)
-      if (a.heads[x] != AttentionAttrs::HeadWindow{})
-        at[std::string(kAttentionOperands[x]) + "_heads"] = std::vector<int64_t>{a.heads[x].start, a.heads[x].count};
-    j["attention"] = std::move(at);
-  }
-  if (k.kind == KernelKind::kConv) {
-    const ConvAttrs& c = k.conv;
-    j["conv"] = {{"stride", c.stride}, {"pad_before", c.pad_before}, {"pad_after", c.pad_after},
-                 {"dilation", c.dilation}, {"output_padding", c.output_padding}, {"groups", c.groups},
-                 {"transposed", c.transposed}, {"has_bias", c.has_bias}, {"has_residual", c.has_residual},
-                 {"activation", name_of(kActivations, c.activation)}};
-    // Written only where it is not the default, so files without it read as channels-first.
-    if (c.layout != Layout::kChannelsFirst) j["conv"]["layout"] = name_of(kLayouts, c.layout);
-  }
-  if (k.kind == KernelKind::kPlugin) {
-    const PluginAttrs& p = k.plugin;
-    j["plugin"] = {{"name", p.name}, {"fields", p.fields}, {"cuda_source", p.cuda_source},
-                   {"cuda_entry", p.cuda_entry}, {"block", p.block}};
-  }
-  if (k.kind == KernelKind::kPool) {
-    const PoolAttrs& a = k.pool;
-    j["pool"] = {{"kind", name_of(kPoolKinds, a.kind)}, {"window", a.window}, {"stride", a.stride},
-                 {"pad_before", a.pad_before}, {"pad_after", a.pad_after}, {"count_include_pad", a.count_include_pad}};
-    if (a.layout != Layout::kChannelsFirst) j["pool"]["layout"] = name_of(kLayouts, a.layout);
-  }
-  if (!k.perm.empty()) j["perm"] = k.perm;
-  if (!k.starts.empty()) j["starts"] = k.starts;
-  if (!k.steps.empty()) j["steps"] = k.steps;
-  if (k.axis != 0) j["axis"] = k.axis;
+}
+
+json kernel_to_json(const Kernel& k) {
+  json j = {{"kind", kernel_kind_name(k.kind)}, {"name", k.name}, {"inputs", k.inputs}, {"outputs", k.outputs}};
+  json attrs = visit_kind_attrs(k, [](const auto& a) { return field_to_json(a); });
+  if (!attrs.empty()) j["attrs"] = std::move(attrs);
   if (k.source != -1) j["source"] = k.source;
   return j;
 }
 
 Kernel kernel_from_json(const json& j, const std::string& path) {
   Kernel k;
-  k.kind = parse_name<KernelKind>(kKernelKindNames, json_field(j, "kind", path), path + ".kind");
+  field_from_json(json_field(j, "kind", path), path + ".kind", k.kind);
   k.name = json_string(json_field(j, "name", path), path + ".name");
   k.inputs = json_i32_list(json_field(j, "inputs", path), path + ".inputs");
   k.outputs = json_i32_list(json_field(j, "outputs", path), path + ".outputs");
-  if (const json* f = optional_field(j, "fused")) {
-    const std::string fp = path + ".fused";
-    k.fused.domain = json_i32_list(json_field(*f, "domain", fp), fp + ".domain");
-    k.fused.reduce_from = json_i32(json_field(*f, "reduce_from", fp), fp + ".reduce_from");
-    const json& axes = json_array(json_field(*f, "input_axes", fp), fp + ".input_axes");
-    for (size_t i = 0; i < axes.size(); ++i)
-      k.fused.input_axes.push_back(json_i32_list(axes[i], fp + ".input_axes[" + std::to_string(i) + "]"));
-    const json& instrs = json_array(json_field(*f, "instrs", fp), fp + ".instrs");
-    for (size_t i = 0; i < instrs.size(); ++i) {
-      const std::string ip = fp + ".instrs[" + std::to_string(i) + "]";
-      const json& row = json_array(instrs[i], ip);
-      if (row.size() != 6) throw JsonFieldError{ip + " must be [op, dtype, a, b, c, imm]"};
-      k.fused.instrs.push_back({parse_ew_op(row[0], ip + "[0]"), json_dtype(row[1], ip + "[1]"),
-                                json_i32(row[2], ip + "[2]"), json_i32(row[3], ip + "[3]"),
-                                json_i32(row[4], ip + "[4]"), imm_from_json(row[5], ip + "[5]")});
-    }
-    k.fused.output_regs = json_i32_list(json_field(*f, "output_regs", fp), fp + ".output_regs");
-    if (const json* windows = optional_field(*f, "input_windows")) {
-      const json& ws = json_array(*windows, fp + ".input_windows");
-      for (size_t i = 0; i < ws.size(); ++i) {
-        const std::string wp = fp + ".input_windows[" + std::to_string(i) + "]";
-        const json& w = json_array(ws[i], wp);
-        if (w.size() != 2) throw JsonFieldError{wp + " must be [starts, sizes]"};
-        k.fused.input_windows.push_back({json_i32_list(w[0], wp + "[0]"), json_i32_list(w[1], wp + "[1]")});
-      }
-    }
-  }
-  if (const json* d = optional_field(j, "dot")) {
-    const std::string dp = path + ".dot";
-    k.dot.transpose_lhs = json_flag(*d, "transpose_lhs", dp);
-    k.dot.transpose_rhs = json_flag(*d, "transpose_rhs", dp);
-    k.dot.has_bias = json_flag(*d, "has_bias", dp);
-    k.dot.activation = parse_name<Activation>(kActivations, json_field(*d, "activation", dp), dp + ".activation");
-  }
-  if (const json* a = optional_field(j, "attention")) {
-    const std::string ap = path + ".attention";
-    const json& causal = json_field(*a, "causal", ap);
-    if (!causal.is_boolean()) throw JsonFieldError{ap + ".causal is not true or false"};
-    k.attention.causal = causal.get<bool>();
-    k.attention.scale = imm_from_json(json_field(*a, "scale", ap), ap + ".scale");
-    k.attention.mask = parse_name<MaskKind>(kMaskKinds, json_field(*a, "mask", ap), ap + ".mask");
-    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x) {
-      const std::string key = std::string(kAttentionOperands[x]) + "_perm";
-      const json* p = optional_field(*a, key.c_str());
-      if (!p) continue;
-      const std::vector<int64_t> perm = json_int_list(*p, ap + "." + key);
-      if (perm.size() != 4) throw JsonFieldError{ap + "." + key + " must have 4 entries"};
-      for (int i = 0; i < 4; ++i) {
-        if (perm[i] < 0 || perm[i] > 3) throw JsonFieldError{ap + "." + key + " has an entry outside [0, 3]"};
-        k.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
-      }
-    }
-    for (int x = 0; x < AttentionAttrs::kNumOperands; ++x) {
-      const std::string key = std::string(kAttentionOperands[x]) + "_heads";
-      const json* h = optional_field(*a, key.c_str());
-      if (!h) continue;
-      const std::vector<int64_t> w = json_int_list(*h, ap + "." + key);
-      // Whether the window fits its buffer is checked per run, with the buffer's sizes.
-      if (w.size() != 2 || w[0] < 0 || w[1] < 1 || w[0] > (int64_t{1} << 40) || w[1] > (int64_t{1} << 40))
-        throw JsonFieldError{ap + "." + key + " must be [start >= 0, count >= 1]"};
-      k.attention.heads[x] = {w[0], w[1]};
-    }
-  }
-  if (const json* c = optional_field(j, "conv")) {
-    const std::string cp = path + ".conv";
-    auto ints = [&](const char* key) { return json_int_list(json_field(*c, key, cp), cp + "." + key); };
-    k.conv.stride = ints("stride");
-    k.conv.pad_before = ints("pad_before");
-    k.conv.pad_after = ints("pad_after");
-    k.conv.dilation = ints("dilation");
-    k.conv.output_padding = ints("output_padding");
-    k.conv.groups = json_int(json_field(*c, "groups", cp), cp + ".groups");
-    k.conv.transposed = json_flag(*c, "transposed", cp);
-    k.conv.has_bias = json_flag(*c, "has_bias", cp);
-    k.conv.has_residual = json_flag(*c, "has_residual", cp);
-    k.conv.activation = parse_name<Activation>(kActivations, json_field(*c, "activation", cp), cp + ".activation");
-    if (const json* l = optional_field(*c, "layout")) k.conv.layout = parse_name<Layout>(kLayouts, *l, cp + ".layout");
-  }
-  if (const json* p = optional_field(j, "plugin")) {
-    const std::string pp = path + ".plugin";
-    k.plugin.name = json_string(json_field(*p, "name", pp), pp + ".name");
-    k.plugin.fields = json_string(json_field(*p, "fields", pp), pp + ".fields");
-    k.plugin.cuda_source = json_string(json_field(*p, "cuda_source", pp), pp + ".cuda_source");
-    k.plugin.cuda_entry = json_string(json_field(*p, "cuda_entry", pp), pp + ".cuda_entry");
-    k.plugin.block = json_i32(json_field(*p, "block", pp), pp + ".block");
-  }
-  if (const json* c = optional_field(j, "pool")) {
-    const std::string pp = path + ".pool";
-    auto ints = [&](const char* key) { return json_int_list(json_field(*c, key, pp), pp + "." + key); };
-    k.pool.kind = parse_name<PoolAttrs::Kind>(kPoolKinds, json_field(*c, "kind", pp), pp + ".kind");
-    k.pool.window = ints("window");
-    k.pool.stride = ints("stride");
-    k.pool.pad_before = ints("pad_before");
-    k.pool.pad_after = ints("pad_after");
-    k.pool.count_include_pad = json_flag(*c, "count_include_pad", pp);
-    if (const json* l = optional_field(*c, "layout")) k.pool.layout = parse_name<Layout>(kLayouts, *l, pp + ".layout");
-  }
-  if (const json* v = optional_field(j, "perm")) k.perm = json_int_list(*v, path + ".perm");
-  if (const json* v = optional_field(j, "starts")) k.starts = json_i32_list(*v, path + ".starts");
-  if (const json* v = optional_field(j, "steps")) k.steps = json_i32_list(*v, path + ".steps");
-  if (const json* v = optional_field(j, "axis")) k.axis = json_int(*v, path + ".axis");
+  if (const json* a = optional_field(j, "attrs"))
+    visit_kind_attrs(k, [&](auto& attrs) { field_from_json(*a, path + ".attrs", attrs); });
   if (const json* v = optional_field(j, "source")) k.source = json_i32(*v, path + ".source");
   return k;
 }

@@ -276,9 +276,9 @@ class Validator {
       case KernelKind::kTranspose: {
         if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
         const size_t rank = rank_of(kn.inputs[0]);
-        if (kn.perm.size() != rank || rank_of(kn.outputs[0]) != rank) return bad("has a permutation of the wrong rank");
+        if (kn.transpose.perm.size() != rank || rank_of(kn.outputs[0]) != rank) return bad("has a permutation of the wrong rank");
         std::vector<bool> seen(rank, false);
-        for (int64_t d : kn.perm) {
+        for (int64_t d : kn.transpose.perm) {
           if (!in_range(d, rank) || seen[static_cast<size_t>(d)]) return bad("has an invalid permutation");
           seen[static_cast<size_t>(d)] = true;
         }
@@ -287,19 +287,19 @@ class Validator {
       case KernelKind::kSlice: {
         if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
         const size_t rank = rank_of(kn.inputs[0]);
-        if (kn.starts.size() != rank || kn.steps.size() != rank || rank_of(kn.outputs[0]) != rank)
+        if (kn.slice.starts.size() != rank || kn.slice.steps.size() != rank || rank_of(kn.outputs[0]) != rank)
           return bad("has starts/steps of the wrong rank");
         for (size_t d = 0; d < rank; ++d)
-          if (!slot_ok(kn.starts[d]) || !slot_ok(kn.steps[d])) return bad("uses a missing slot");
+          if (!slot_ok(kn.slice.starts[d]) || !slot_ok(kn.slice.steps[d])) return bad("uses a missing slot");
         return ok_status();
       }
-      case KernelKind::kConcat: {
+      case KernelKind::kConcatenate: {
         if (kn.inputs.empty() || kn.outputs.size() != 1) return bad("needs inputs and 1 output");
         const size_t rank = rank_of(kn.outputs[0]);
         for (int32_t b : kn.inputs)
           if (rank_of(b) != rank || dtype_of(b) != dtype_of(kn.outputs[0]))
             return bad("joins buffers of different ranks or dtypes");
-        if (!in_range(kn.axis, rank)) return bad("has axis " + std::to_string(kn.axis) + " out of range");
+        if (!in_range(kn.concatenate.axis, rank)) return bad("has axis " + std::to_string(kn.concatenate.axis) + " out of range");
         return ok_status();
       }
       case KernelKind::kGather: {
@@ -307,7 +307,7 @@ class Validator {
         const size_t data = rank_of(kn.inputs[0]), index = rank_of(kn.inputs[1]);
         const DType it = dtype_of(kn.inputs[1]);
         if (it != DType::kInt32 && it != DType::kInt64) return bad("has indices that are not int32 or int64");
-        if (!in_range(kn.axis, data) || rank_of(kn.outputs[0]) != data - 1 + index)
+        if (!in_range(kn.gather.axis, data) || rank_of(kn.outputs[0]) != data - 1 + index)
           return bad("has an axis or a result rank that does not fit its operands");
         return ok_status();
       }
@@ -315,7 +315,7 @@ class Validator {
         if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
         return ok_status();
       case KernelKind::kAttention: return check_attention(kn, bad);
-      case KernelKind::kConv: return check_conv(kn, bad);
+      case KernelKind::kConvolution: return check_conv(kn, bad);
       case KernelKind::kUpdateSlice: {
         if (!arity(3, 1) || !same_dtype() || dtype_of(kn.inputs[1]) != dtype_of(kn.outputs[0]))
           return bad("needs an operand, an update and a start, and 1 output, of one dtype");
@@ -323,7 +323,7 @@ class Validator {
         if ((st != DType::kInt32 && st != DType::kInt64) || rank_of(kn.inputs[2]) > 1)
           return bad("has a start that is not an int32 or int64 scalar");
         const size_t rank = rank_of(kn.inputs[0]);
-        if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(kn.axis, rank))
+        if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(kn.update_slice.axis, rank))
           return bad("has an axis or ranks that do not fit its operands");
         return ok_status();
       }
@@ -338,7 +338,7 @@ class Validator {
         if (kn.plugin.block < 1 || kn.plugin.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
         return ok_status();
       }
-      case KernelKind::kPool: return check_pool(kn, bad);
+      case KernelKind::kPooling: return check_pool(kn, bad);
     }
     return ok_status();
   }
@@ -370,15 +370,16 @@ class Validator {
       }
     }
     for (const AttentionAttrs::HeadWindow& w : a.heads)
-      if (w != AttentionAttrs::HeadWindow{} && (w.start < 0 || w.count < 1))
-        return bad("has a head window that is empty or starts before 0");
+      if (w != AttentionAttrs::HeadWindow{} &&
+          (w.start < 0 || w.count < 1 || w.start > (int64_t{1} << 40) || w.count > (int64_t{1} << 40)))
+        return bad("has a head window that is empty, starts before 0 or is past any buffer");
     return ok_status();
   }
 
   // Ranks, dtypes and attribute ranges; sizes are checked per run (check_run_shapes).
   template <typename Bad>
   Status check_conv(const Kernel& kn, const Bad& bad) {
-    const ConvAttrs& c = kn.conv;
+    const ConvolutionAttrs& c = kn.convolution;
     if (c.activation > Activation::kSilu) return bad("has an invalid activation");
     if (c.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (!(kn.inputs.size() == 2u + c.has_bias + c.has_residual && kn.outputs.size() == 1))
@@ -409,8 +410,8 @@ class Validator {
 
   template <typename Bad>
   Status check_pool(const Kernel& kn, const Bad& bad) {
-    const PoolAttrs& a = kn.pool;
-    if (a.kind > PoolAttrs::Kind::kAvg) return bad("has an invalid pooling kind");
+    const PoolingAttrs& a = kn.pooling;
+    if (a.kind > PoolingAttrs::Kind::kAvg) return bad("has an invalid pooling kind");
     if (a.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (kn.inputs.size() != 1 || kn.outputs.size() != 1) return bad("needs 1 input and 1 output");
     const size_t rank = rank_of(kn.inputs[0]), nd = rank - 2;
@@ -420,7 +421,7 @@ class Validator {
     if (dtype_of(kn.inputs[0]) != dt) return bad("mixes dtypes");
     const bool floating = dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16;
     const bool integer = dt == DType::kInt8 || dt == DType::kInt32 || dt == DType::kInt64;
-    if (!floating && !(integer && a.kind == PoolAttrs::Kind::kMax)) return bad("pools an unsupported dtype");
+    if (!floating && !(integer && a.kind == PoolingAttrs::Kind::kMax)) return bad("pools an unsupported dtype");
     if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
       return bad("needs window, stride and padding for each of its " + std::to_string(nd) + " spatial dims");
     constexpr int64_t kLimit = int64_t{1} << 30;

@@ -104,14 +104,14 @@ class RunChecker {
         const auto& in = shape(k.inputs[0]);
         const auto& out = shape(k.outputs[0]);
         for (size_t i = 0; i < out.size(); ++i)
-          if (out[i] != in[static_cast<size_t>(k.perm[i])]) return "transposes " + dims_str(in) + " into " + dims_str(out);
+          if (out[i] != in[static_cast<size_t>(k.transpose.perm[i])]) return "transposes " + dims_str(in) + " into " + dims_str(out);
         return "";
       }
       case KernelKind::kSlice: {
         const auto& in = shape(k.inputs[0]);
         const auto& out = shape(k.outputs[0]);
         for (size_t d = 0; d < in.size(); ++d) {
-          const int64_t n = out[d], start = slot(k.starts[d]), step = slot(k.steps[d]);
+          const int64_t n = out[d], start = slot(k.slice.starts[d]), step = slot(k.slice.steps[d]);
           if (n == 0) continue;
           const __int128 last = static_cast<__int128>(start) + static_cast<__int128>(n - 1) * step;
           if (step == 0 || start < 0 || start >= in[d] || last < 0 || last >= in[d])
@@ -120,9 +120,9 @@ class RunChecker {
         }
         return "";
       }
-      case KernelKind::kConcat: {
+      case KernelKind::kConcatenate: {
         const auto& out = shape(k.outputs[0]);
-        const size_t axis = static_cast<size_t>(k.axis);
+        const size_t axis = static_cast<size_t>(k.concatenate.axis);
         int64_t total = 0;
         for (int32_t b : k.inputs) {
           const auto& in = shape(b);
@@ -135,9 +135,9 @@ class RunChecker {
       case KernelKind::kGather: {
         const auto& data = shape(k.inputs[0]);
         const auto& index = shape(k.inputs[1]);
-        std::vector<int64_t> want(data.begin(), data.begin() + k.axis);
+        std::vector<int64_t> want(data.begin(), data.begin() + k.gather.axis);
         want.insert(want.end(), index.begin(), index.end());
-        want.insert(want.end(), data.begin() + k.axis + 1, data.end());
+        want.insert(want.end(), data.begin() + k.gather.axis + 1, data.end());
         return want == shape(k.outputs[0]) ? "" : "gathers into " + dims_str(shape(k.outputs[0])) + " instead of " + dims_str(want);
       }
       case KernelKind::kAttention: {
@@ -150,19 +150,19 @@ class RunChecker {
         return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
                    ? ""
                    : "copies " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
-      case KernelKind::kConv: return check_conv(k);
+      case KernelKind::kConvolution: return check_conv(k);
       case KernelKind::kUpdateSlice: {
         const auto& in = shape(k.inputs[0]);
         const auto& up = shape(k.inputs[1]);
         if (shape(k.outputs[0]) != in) return "updates " + dims_str(in) + " into " + dims_str(shape(k.outputs[0]));
         if (numel_of(shape(k.inputs[2])) != 1) return "has a start of shape " + dims_str(shape(k.inputs[2]));
         for (size_t d = 0; d < in.size(); ++d)
-          if (d == static_cast<size_t>(k.axis) ? up[d] > in[d] : up[d] != in[d])
+          if (d == static_cast<size_t>(k.update_slice.axis) ? up[d] > in[d] : up[d] != in[d])
             return "writes an update of shape " + dims_str(up) + " into " + dims_str(in);
         return "";
       }
       case KernelKind::kPlugin: return "";  // any shapes: the plugin's rule gave them
-      case KernelKind::kPool: return check_pool(k);
+      case KernelKind::kPooling: return check_pool(k);
     }
     return "";
   }
@@ -202,7 +202,7 @@ class RunChecker {
   // The output's shape follows from the input's, the weight's and the attributes exactly, so a
   // kernel that walks the output and reads the input where the formula says stays inside both.
   std::string check_conv(const Kernel& k) const {
-    const ConvAttrs& c = k.conv;
+    const ConvolutionAttrs& c = k.convolution;
     const std::string what = "convolves " + dims_str(shape(k.inputs[0])) + " with " + dims_str(shape(k.inputs[1])) +
                              " into " + dims_str(shape(k.outputs[0]));
     // The rules are stated channels-first: channels-last buffers are read in that order.
@@ -222,7 +222,7 @@ class RunChecker {
   }
 
   std::string check_pool(const Kernel& k) const {
-    const PoolAttrs& a = k.pool;
+    const PoolingAttrs& a = k.pooling;
     const std::string what = "pools " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
     const auto x = to_channels_first(a.layout, shape(k.inputs[0]));
     const auto o = to_channels_first(a.layout, shape(k.outputs[0]));

@@ -34,9 +34,9 @@ struct Attrs {
   std::vector<double> scales;  // resize: a factor per dim (instead of output sizes in `shape`)
   bool align_corners = false;  // resize: sample at the corner pixels instead of the centres
   DType dtype = DType::kFloat32;
-  rt::ConvAttrs conv;  // convolution: typed, checked where Python hands it over
+  rt::ConvolutionAttrs convolution;  // convolution: typed, checked where Python hands it over
   rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)
-  rt::PoolAttrs pool;  // pooling: likewise
+  rt::PoolingAttrs pooling;  // pooling: likewise
 };
 
 struct Node;

@@ -2,7 +2,7 @@
 // its shape rule (flat::conv_result_shape, shared with the verifier), and its lowering to the one
 // FlatIR convolution primitive, which backends run as a library call (oneDNN, cuDNN).
 //
-// Attributes are typed (Attrs::conv, an rt::ConvAttrs); the binding has checked their types, the
+// Attributes are typed (Attrs::conv, an rt::ConvolutionAttrs); the binding has checked their types, the
 // rule below checks their values, so every error names the user's line.
 #include <algorithm>
 #include <string>
@@ -12,7 +12,7 @@
 namespace tripy::trace {
 namespace {
 
-Status check_attrs(const InferCtx& ctx, const rt::ConvAttrs& a, size_t nd) {
+Status check_attrs(const InferCtx& ctx, const rt::ConvolutionAttrs& a, size_t nd) {
   if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
       a.output_padding.size() != nd)
     return ctx.error("convolution: stride, padding and dilation need one entry per spatial dim (" + std::to_string(nd) +
@@ -35,7 +35,7 @@ Status check_attrs(const InferCtx& ctx, const rt::ConvAttrs& a, size_t nd) {
 Status infer_convolution(InferCtx& ctx) {
   const Shape& x = ctx.shape(0);
   const Shape& w = ctx.shape(1);
-  const rt::ConvAttrs& a = ctx.node.attrs.conv;
+  const rt::ConvolutionAttrs& a = ctx.node.attrs.convolution;
   const char* what = a.transposed ? "transposed convolution" : "convolution";
   if (x.size() < 3 || x.size() > 2 + rt::kMaxConvSpatialDims)
     return ctx.error(std::string(what) + ": the input must be (N, C, spatial...) with 1 to 3 spatial dims, but it has shape " +
@@ -84,7 +84,7 @@ Status infer_convolution(InferCtx& ctx) {
 }
 
 StatusOr<flat::ValueId> lower_convolution(LowerCtx& c) {
-  const rt::ConvAttrs& a = c.node().attrs.conv;
+  const rt::ConvolutionAttrs& a = c.node().attrs.convolution;
   const Shape& x = c.value(c.in(0)).shape;
   const std::vector<int64_t> ws = static_dims(c.value(c.in(1)).shape);
   if (!x[1].is_static())
@@ -93,7 +93,7 @@ StatusOr<flat::ValueId> lower_convolution(LowerCtx& c) {
   flat::Op op;
   op.kind = flat::OpKind::kConvolution;
   op.operands = {c.in(0), c.in(1)};
-  op.conv = a;
+  op.convolution = a;
   return c.emit(std::move(op), c.node().dtype, c.node().shape);
 }
 

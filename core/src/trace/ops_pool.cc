@@ -10,8 +10,8 @@ namespace tripy::trace {
 namespace {
 
 Status infer_pooling(InferCtx& ctx) {
-  const rt::PoolAttrs& a = ctx.node.attrs.pool;
-  const char* what = a.kind == rt::PoolAttrs::Kind::kMax ? "maxpool" : "avgpool";
+  const rt::PoolingAttrs& a = ctx.node.attrs.pooling;
+  const char* what = a.kind == rt::PoolingAttrs::Kind::kMax ? "maxpool" : "avgpool";
   const Shape& x = ctx.shape(0);
   const size_t nd = a.window.size();
   if (nd < 1 || nd > rt::kMaxConvSpatialDims)
@@ -27,7 +27,7 @@ Status infer_pooling(InferCtx& ctx) {
       return ctx.error(std::string(what) + ": kernel sizes and strides must be positive and paddings non-negative, "
                        "but got kernel " + tuple_str(a.window) + ", stride " + tuple_str(a.stride) + ", padding " +
                        tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) + ".");
-  if (a.kind == rt::PoolAttrs::Kind::kAvg && !(dtype_bit(ctx.in()[0]->dtype) & kFloats))
+  if (a.kind == rt::PoolingAttrs::Kind::kAvg && !(dtype_bit(ctx.in()[0]->dtype) & kFloats))
     return ctx.error(std::string("avgpool: expected a float tensor, but got dtype ") +
                      std::string(dtype_name(ctx.in()[0]->dtype)) + ".");
   // Dynamic sizes are checked at their smallest: the compiled program must work over the range.
@@ -53,7 +53,7 @@ StatusOr<flat::ValueId> lower_pooling(LowerCtx& c) {
   flat::Op op;
   op.kind = flat::OpKind::kPooling;
   op.operands = {c.in(0)};
-  op.pool = c.node().attrs.pool;
+  op.pooling = c.node().attrs.pooling;
   return c.emit(std::move(op), c.node().dtype, c.node().shape);
 }
 

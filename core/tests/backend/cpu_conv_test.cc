@@ -116,18 +116,18 @@ TEST(CpuConv, EveryTestConvolutionIsAValidProgramThatRoundTripsThroughJson) {
     Program back;
     ASSERT_TRUE(program_from_json(program_to_json(p), &back).ok());
     EXPECT_EQ(program_to_json(back), program_to_json(p));
-    EXPECT_EQ(conv_attrs_text(back.kernels[0].conv), conv_attrs_text(p.kernels[0].conv));
-    EXPECT_EQ(pool_attrs_text(back.kernels[0].pool), pool_attrs_text(p.kernels[0].pool));
-    EXPECT_EQ(back.kernels[0].conv.layout, p.kernels[0].conv.layout);
-    EXPECT_EQ(back.kernels[0].pool.layout, p.kernels[0].pool.layout);
+    EXPECT_EQ(convolution_attrs_text(back.kernels[0].convolution), convolution_attrs_text(p.kernels[0].convolution));
+    EXPECT_EQ(pooling_attrs_text(back.kernels[0].pooling), pooling_attrs_text(p.kernels[0].pooling));
+    EXPECT_EQ(back.kernels[0].convolution.layout, p.kernels[0].convolution.layout);
+    EXPECT_EQ(back.kernels[0].pooling.layout, p.kernels[0].pooling.layout);
   }
 }
 
 TEST(CpuConv, AnUnknownLayoutInAFileIsRejected) {
   Program p = complete(channels_last_conv_cases()[0]);
   nlohmann::json j = program_to_json(p);
-  ASSERT_EQ(j["kernels"][0]["conv"]["layout"], "channels_last");
-  j["kernels"][0]["conv"]["layout"] = "nhwc";
+  ASSERT_EQ(j["kernels"][0]["attrs"]["layout"], "channels_last");
+  j["kernels"][0]["attrs"]["layout"] = "nhwc";
   Program back;
   Status st = program_from_json(j, &back);
   ASSERT_FALSE(st.ok());
@@ -152,19 +152,19 @@ TEST_P(ConvValidateRejects, with_data_loss_and_a_precise_message) {
 }
 
 const ConvCorruption kConvCorruptions[] = {
-    {"groups_zero", [](Kernel& k) { k.conv.groups = 0; }, "groups out of range"},
-    {"stride_zero", [](Kernel& k) { k.conv.stride[1] = 0; }, "out of range in spatial dim 1"},
-    {"negative_pad", [](Kernel& k) { k.conv.pad_after[0] = -1; }, "out of range in spatial dim 0"},
-    {"huge_dilation", [](Kernel& k) { k.conv.dilation[0] = int64_t{1} << 40; }, "out of range in spatial dim 0"},
-    {"forward_output_padding", [](Kernel& k) { k.conv.output_padding[0] = 1; }, "out of range in spatial dim 0"},
-    {"transposed_output_padding", [](Kernel& k) { k.conv.transposed = true; k.conv.output_padding[0] = 2; },
+    {"groups_zero", [](Kernel& k) { k.convolution.groups = 0; }, "groups out of range"},
+    {"stride_zero", [](Kernel& k) { k.convolution.stride[1] = 0; }, "out of range in spatial dim 1"},
+    {"negative_pad", [](Kernel& k) { k.convolution.pad_after[0] = -1; }, "out of range in spatial dim 0"},
+    {"huge_dilation", [](Kernel& k) { k.convolution.dilation[0] = int64_t{1} << 40; }, "out of range in spatial dim 0"},
+    {"forward_output_padding", [](Kernel& k) { k.convolution.output_padding[0] = 1; }, "out of range in spatial dim 0"},
+    {"transposed_output_padding", [](Kernel& k) { k.convolution.transposed = true; k.convolution.output_padding[0] = 2; },
      "out of range in spatial dim 0"},
-    {"attribute_rank", [](Kernel& k) { k.conv.stride.push_back(1); }, "for each of its 2 spatial dims"},
+    {"attribute_rank", [](Kernel& k) { k.convolution.stride.push_back(1); }, "for each of its 2 spatial dims"},
     {"missing_residual", [](Kernel& k) { k.inputs.pop_back(); }, "needs an input, a weight"},
-    {"undeclared_bias", [](Kernel& k) { k.conv.has_bias = false; }, "needs an input, a weight"},
-    {"activation", [](Kernel& k) { k.conv.activation = static_cast<Activation>(9); }, "invalid activation"},
+    {"undeclared_bias", [](Kernel& k) { k.convolution.has_bias = false; }, "needs an input, a weight"},
+    {"activation", [](Kernel& k) { k.convolution.activation = static_cast<Activation>(9); }, "invalid activation"},
     {"residual_rank", [](Kernel& k) { k.inputs[3] = k.inputs[2]; }, "residual of another rank"},
-    {"layout", [](Kernel& k) { k.conv.layout = static_cast<Layout>(2); }, "invalid layout"},
+    {"layout", [](Kernel& k) { k.convolution.layout = static_cast<Layout>(2); }, "invalid layout"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Corruptions, ConvValidateRejects, ::testing::ValuesIn(kConvCorruptions),
@@ -177,8 +177,8 @@ TEST(CpuConv, RunCheckRejectsAnOutputTheAttributesDoNotGive) {
   std::vector<int64_t> slots = c.slots;
   EXPECT_TRUE(check_run_shapes(p, c.inputs, slots).ok());
   // A file claiming padding 2 (an 11x11 result) for the 9x9 output buffer.
-  p.kernels[0].conv.pad_before = {2, 2};
-  p.kernels[0].conv.pad_after = {2, 2};
+  p.kernels[0].convolution.pad_before = {2, 2};
+  p.kernels[0].convolution.pad_after = {2, 2};
   ASSERT_TRUE(validate_program(p).ok());
   Status st = check_run_shapes(p, c.inputs, slots);
   ASSERT_FALSE(st.ok());
@@ -193,7 +193,7 @@ TEST(CpuConv, RunCheckReadsChannelsLastShapesInTheirOrder) {
   Status ok = check_run_shapes(p, c.inputs, slots);
   EXPECT_TRUE(ok.ok()) << ok.message();
   // The same buffers claimed channels-first: 9 channels against a weight for 8.
-  p.kernels[0].conv.layout = Layout::kChannelsFirst;
+  p.kernels[0].convolution.layout = Layout::kChannelsFirst;
   Status st = check_run_shapes(p, c.inputs, slots);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("convolves (2, 9, 9, 8) with (16, 3, 3, 8) into (2, 5, 5, 16)"), std::string::npos)

@@ -20,7 +20,7 @@ TEST(CpuLayout, Transpose2DBlocked) {
   const int64_t R = 70, C = 45;
   ProgramBuilder b;
   int32_t x = b.input(F, {R, C}), o = b.output(F, {C, R});
-  b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).perm = {1, 0};
+  b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).transpose.perm = {1, 0};
   auto xv = iota_floats(R * C);
   auto out = b.run({f32({R, C}, xv)});
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -36,7 +36,7 @@ TEST(CpuLayout, TransposeGeneralPermutationInt16) {
   for (int64_t p : perm) oshape.push_back(shape[p]);
   ProgramBuilder b;
   int32_t x = b.input(DType::kFloat16, shape), o = b.output(DType::kFloat16, oshape);
-  b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).perm = perm;
+  b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).transpose.perm = perm;
   std::vector<uint16_t> xv(120);
   std::iota(xv.begin(), xv.end(), uint16_t(0));
   auto out = b.run({make_tensor<uint16_t>(DType::kFloat16, shape, xv)});
@@ -61,8 +61,8 @@ TEST(CpuLayout, SliceWithNegativeSteps) {
   ProgramBuilder b;
   int32_t x = b.input(F, {4, 6}), o = b.output(F, {2, 3});
   Kernel& k = b.kernel(KernelKind::kSlice, "slice", {x}, {o});
-  k.starts = {b.slot(3), b.slot(1)};
-  k.steps = {b.slot(-2), b.slot(2)};
+  k.slice.starts = {b.slot(3), b.slot(1)};
+  k.slice.steps = {b.slot(-2), b.slot(2)};
   auto out = b.run({f32({4, 6}, iota_floats(24))});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(values<float>((*out)[0]), (std::vector<float>{19, 21, 23, 7, 9, 11}));
@@ -72,8 +72,8 @@ TEST(CpuLayout, SliceOutOfBoundsIsAnError) {
   ProgramBuilder b;
   int32_t x = b.input(F, {4}), o = b.output(F, {3});
   Kernel& k = b.kernel(KernelKind::kSlice, "slice_bad", {x}, {o});
-  k.starts = {b.slot(2)};
-  k.steps = {b.slot(1)};
+  k.slice.starts = {b.slot(2)};
+  k.slice.steps = {b.slot(1)};
   auto out = b.run({f32({4}, iota_floats(4))});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("slice_bad"), std::string::npos);
@@ -82,7 +82,7 @@ TEST(CpuLayout, SliceOutOfBoundsIsAnError) {
 TEST(CpuLayout, ConcatAlongMiddleAxis) {
   ProgramBuilder b;
   int32_t x = b.input(F, {2, 1, 2}), y = b.input(F, {2, 2, 2}), o = b.output(F, {2, 3, 2});
-  b.kernel(KernelKind::kConcat, "concat", {x, y}, {o}).axis = 1;
+  b.kernel(KernelKind::kConcatenate, "concat", {x, y}, {o}).concatenate.axis = 1;
   auto out = b.run({f32({2, 1, 2}, {0, 1, 2, 3}), f32({2, 2, 2}, {10, 11, 12, 13, 14, 15, 16, 17})});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(values<float>((*out)[0]), (std::vector<float>{0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17}));
@@ -91,7 +91,7 @@ TEST(CpuLayout, ConcatAlongMiddleAxis) {
 TEST(CpuLayout, GatherRowsAndNegativeIndices) {
   ProgramBuilder b;
   int32_t x = b.input(F, {3, 2}), i = b.input(DType::kInt64, {2, 2}), o = b.output(F, {2, 2, 2});
-  b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).axis = 0;
+  b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).gather.axis = 0;
   auto out = b.run({f32({3, 2}, {0, 1, 10, 11, 20, 21}), make_tensor<int64_t>(DType::kInt64, {2, 2}, {2, 0, -1, 1})});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(values<float>((*out)[0]), (std::vector<float>{20, 21, 0, 1, 20, 21, 10, 11}));
@@ -100,7 +100,7 @@ TEST(CpuLayout, GatherRowsAndNegativeIndices) {
 TEST(CpuLayout, GatherAlongLastAxisInt32Indices) {
   ProgramBuilder b;
   int32_t x = b.input(F, {2, 3}), i = b.input(DType::kInt32, {2}), o = b.output(F, {2, 2});
-  b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).axis = 1;
+  b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).gather.axis = 1;
   auto out = b.run({f32({2, 3}, {0, 1, 2, 3, 4, 5}), make_tensor<int32_t>(DType::kInt32, {2}, {2, 0})});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(values<float>((*out)[0]), (std::vector<float>{2, 0, 5, 3}));
@@ -131,7 +131,7 @@ TEST(CpuLayout, TempsAliasesConstantsAndCopyAcrossKernels) {
   int32_t a = b.alias(t, {6});
   int32_t c = b.constant(f32({6}, {100, 200, 300, 400, 500, 600}));
   int32_t o = b.output(F, {6}), o2 = b.output(F, {6});
-  b.kernel(KernelKind::kTranspose, "transpose", {x}, {t}).perm = {1, 0};
+  b.kernel(KernelKind::kTranspose, "transpose", {x}, {t}).transpose.perm = {1, 0};
   Kernel& k = b.kernel(KernelKind::kFused, "fused_add", {a, c}, {o});
   k.fused.domain = b.dims({6});
   k.fused.reduce_from = 1;
@@ -172,8 +172,8 @@ TEST(CpuLayout, ConcurrentRunsOfOneProgramAgree) {
   int32_t x = b.input(F, {64, 64});
   int32_t t = b.temp(F, {64, 64});
   int32_t o = b.output(F, {64, 64});
-  b.kernel(KernelKind::kTranspose, "transpose", {x}, {t}).perm = {1, 0};
-  b.kernel(KernelKind::kTranspose, "transpose_back", {t}, {o}).perm = {1, 0};
+  b.kernel(KernelKind::kTranspose, "transpose", {x}, {t}).transpose.perm = {1, 0};
+  b.kernel(KernelKind::kTranspose, "transpose_back", {t}, {o}).transpose.perm = {1, 0};
   auto first = b.run({f32({64, 64}, iota_floats(64 * 64))});  // loads the program
   ASSERT_TRUE(first.ok());
   auto loaded = rt::cpu_backend()->load(std::make_shared<Program>(b.program()), {});

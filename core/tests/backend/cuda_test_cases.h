@@ -169,14 +169,14 @@ inline GpuCase dot(const std::string& name, const DotSpec& s) {
 // A convolution kernel: x, w[, bias][, residual] -> out (shapes must satisfy the attributes).
 struct ConvSpec {
   std::vector<int64_t> x, w, out;
-  ConvAttrs attrs;
+  ConvolutionAttrs attrs;
   DType dtype = DType::kFloat32;
 };
 
-inline ConvAttrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> pad_before, std::vector<int64_t> pad_after,
+inline ConvolutionAttrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> pad_before, std::vector<int64_t> pad_after,
                             std::vector<int64_t> dilation, int64_t groups, bool transposed = false,
                             std::vector<int64_t> output_padding = {}) {
-  ConvAttrs a;
+  ConvolutionAttrs a;
   a.output_padding = output_padding.empty() ? std::vector<int64_t>(stride.size(), 0) : output_padding;
   a.stride = std::move(stride);
   a.pad_before = std::move(pad_before);
@@ -193,7 +193,7 @@ inline GpuCase conv(const std::string& name, const ConvSpec& s) {
   if (s.attrs.has_bias) ids.push_back(b.input(s.dtype, {to_channels_first(s.attrs.layout, s.out)[1]}));
   if (s.attrs.has_residual) ids.push_back(b.input(s.dtype, s.out));
   int32_t o = b.output(s.dtype, s.out);
-  b.kernel(KernelKind::kConv, name, ids, {o}).conv = s.attrs;
+  b.kernel(KernelKind::kConvolution, name, ids, {o}).convolution = s.attrs;
   GpuCase c = finish(name, b);
   for (Tensor& t : c.inputs) {  // unit-scale operands keep narrow sums well inside their range
     if (t.dtype() != DType::kFloat32) continue;
@@ -245,16 +245,16 @@ inline std::vector<GpuCase> channels_last_conv_cases() {
 inline std::vector<std::pair<std::string, ConvSpec>> conv_specs() {
   const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16;
   std::vector<std::pair<std::string, ConvSpec>> cs;
-  ConvAttrs plain = conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1);
+  ConvolutionAttrs plain = conv_attrs({1, 1}, {1, 1}, {1, 1}, {1, 1}, 1);
   cs.push_back({"conv_f32", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain}});
   cs.push_back({"conv_f16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, H}});
   cs.push_back({"conv_bf16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, plain, BF}});
-  ConvAttrs block = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 1);
+  ConvolutionAttrs block = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 1);
   block.has_bias = block.has_residual = true;
   block.activation = Activation::kRelu;
   cs.push_back({"conv_bias_add_relu", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block}});
   cs.push_back({"conv_bias_add_relu_f16", ConvSpec{{2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 5, 5}, block, H}});
-  ConvAttrs gelu = conv_attrs({1, 1}, {0, 0}, {0, 0}, {2, 2}, 4);
+  ConvolutionAttrs gelu = conv_attrs({1, 1}, {0, 0}, {0, 0}, {2, 2}, 4);
   gelu.has_bias = true;
   gelu.activation = Activation::kGelu;
   cs.push_back({"conv_dilated_groups_gelu", ConvSpec{{1, 8, 9, 9}, {8, 2, 3, 3}, {1, 8, 5, 5}, gelu}});
@@ -262,12 +262,12 @@ inline std::vector<std::pair<std::string, ConvSpec>> conv_specs() {
   cs.push_back({"conv_asymmetric_pad", ConvSpec{{1, 3, 6, 6}, {4, 3, 3, 2}, {1, 4, 5, 6}, conv_attrs({1, 1}, {1, 0}, {0, 1}, {1, 1}, 1)}});
   cs.push_back({"conv_1d", ConvSpec{{2, 3, 11}, {5, 3, 3}, {2, 5, 6}, conv_attrs({2}, {1}, {1}, {1}, 1)}});
   cs.push_back({"conv_3d", ConvSpec{{1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, {1, 3, 3, 5, 6}, conv_attrs({1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1}, 1)}});
-  ConvAttrs up = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, true, {1, 1});
+  ConvolutionAttrs up = conv_attrs({2, 2}, {1, 1}, {1, 1}, {1, 1}, 2, true, {1, 1});
   up.has_bias = true;
   cs.push_back({"conv_transposed", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up}});
   cs.push_back({"conv_transposed_f16", ConvSpec{{2, 4, 5, 5}, {4, 3, 3, 3}, {2, 6, 10, 10}, up, H}});
   // A bottleneck's last convolution: channels-last, the CUDA backend may run it as one GEMM.
-  ConvAttrs pointwise = conv_attrs({1, 1}, {0, 0}, {0, 0}, {1, 1}, 1);
+  ConvolutionAttrs pointwise = conv_attrs({1, 1}, {0, 0}, {0, 0}, {1, 1}, 1);
   pointwise.has_bias = pointwise.has_residual = true;
   pointwise.activation = Activation::kRelu;
   cs.push_back({"conv_1x1_bias_add_relu_f16", ConvSpec{{2, 16, 6, 6}, {32, 16, 1, 1}, {2, 32, 6, 6}, pointwise, H}});
@@ -275,16 +275,16 @@ inline std::vector<std::pair<std::string, ConvSpec>> conv_specs() {
 }
 
 // A pooling kernel x -> out.
-inline GpuCase pool(const std::string& name, DType t, std::vector<int64_t> x, std::vector<int64_t> out, PoolAttrs a) {
+inline GpuCase pool(const std::string& name, DType t, std::vector<int64_t> x, std::vector<int64_t> out, PoolingAttrs a) {
   ProgramBuilder b;
   const int32_t in = b.input(t, x), o = b.output(t, out);
-  b.kernel(KernelKind::kPool, name, {in}, {o}).pool = a;
+  b.kernel(KernelKind::kPooling, name, {in}, {o}).pooling = a;
   return finish(name, b);
 }
 
-inline PoolAttrs pool_attrs(PoolAttrs::Kind kind, std::vector<int64_t> window, std::vector<int64_t> stride,
+inline PoolingAttrs pool_attrs(PoolingAttrs::Kind kind, std::vector<int64_t> window, std::vector<int64_t> stride,
                             std::vector<int64_t> pad_before, std::vector<int64_t> pad_after, bool count_include_pad = true) {
-  PoolAttrs a;
+  PoolingAttrs a;
   a.kind = kind;
   a.window = std::move(window);
   a.stride = std::move(stride);
@@ -297,12 +297,12 @@ inline PoolAttrs pool_attrs(PoolAttrs::Kind kind, std::vector<int64_t> window, s
 // Pooling in `layout`; channels-last cases run on the channels-first cases' inputs stored
 // channels-last (same names with "_channels_last").
 inline std::vector<GpuCase> pool_cases(Layout layout = Layout::kChannelsFirst) {
-  using K = PoolAttrs::Kind;
+  using K = PoolingAttrs::Kind;
   struct Spec {
     std::string name;
     DType t;
     std::vector<int64_t> x, out;
-    PoolAttrs a;
+    PoolingAttrs a;
   };
   const std::vector<Spec> specs = {
       {"maxpool_f32", DType::kFloat32, {2, 3, 9, 9}, {2, 3, 5, 5}, pool_attrs(K::kMax, {3, 3}, {2, 2}, {1, 1}, {1, 1})},
@@ -321,7 +321,7 @@ inline std::vector<GpuCase> pool_cases(Layout layout = Layout::kChannelsFirst) {
       cs.push_back(std::move(first));
       continue;
     }
-    PoolAttrs a = s.a;
+    PoolingAttrs a = s.a;
     a.layout = layout;
     GpuCase c = pool(s.name + "_channels_last", s.t, from_channels_first(layout, s.x), from_channels_first(layout, s.out), a);
     c.inputs = {to_channels_last(first.inputs[0])};
@@ -430,49 +430,49 @@ inline std::vector<GpuCase> all_cases() {
   {
     ProgramBuilder b;
     int32_t x = b.input(F, {2, 3, 4}), o = b.output(F, {4, 2, 3});
-    b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).perm = {2, 0, 1};
+    b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).transpose.perm = {2, 0, 1};
     cs.push_back(finish("transpose_3d", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(I64, {64, 48}), o = b.output(I64, {48, 64});
-    b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).perm = {1, 0};
+    b.kernel(KernelKind::kTranspose, "transpose", {x}, {o}).transpose.perm = {1, 0};
     cs.push_back(finish("transpose_i64", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(F, {10, 12}), o = b.output(F, {4, 4});
     Kernel& k = b.kernel(KernelKind::kSlice, "slice", {x}, {o});
-    k.starts = {b.slot(1), b.slot(2)};
-    k.steps = {b.slot(2), b.slot(3)};
+    k.slice.starts = {b.slot(1), b.slot(2)};
+    k.slice.steps = {b.slot(2), b.slot(3)};
     cs.push_back(finish("slice_steps", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(H, {10, 12}), o = b.output(H, {5, 12});
     Kernel& k = b.kernel(KernelKind::kSlice, "slice", {x}, {o});
-    k.starts = {b.slot(9), b.slot(0)};
-    k.steps = {b.slot(-2), b.slot(1)};
+    k.slice.starts = {b.slot(9), b.slot(0)};
+    k.slice.steps = {b.slot(-2), b.slot(1)};
     cs.push_back(finish("slice_reversed", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(F, {10, 12}), o = b.output(F, {3, 12});
     Kernel& k = b.kernel(KernelKind::kSlice, "slice", {x}, {o});
-    k.starts = {b.slot(2), b.slot(0)};
-    k.steps = {b.slot(1), b.slot(1)};
+    k.slice.starts = {b.slot(2), b.slot(0)};
+    k.slice.steps = {b.slot(1), b.slot(1)};
     cs.push_back(finish("slice_contiguous_rows", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(F, {2, 3}), y = b.input(F, {4, 3}), z = b.input(F, {1, 3}), o = b.output(F, {7, 3});
-    b.kernel(KernelKind::kConcat, "concat", {x, y, z}, {o}).axis = 0;
+    b.kernel(KernelKind::kConcatenate, "concat", {x, y, z}, {o}).concatenate.axis = 0;
     cs.push_back(finish("concat_axis0", b));
   }
   {
     ProgramBuilder b;
     int32_t x = b.input(F, {2, 3}), y = b.input(F, {2, 5}), o = b.output(F, {2, 8});
-    b.kernel(KernelKind::kConcat, "concat", {x, y}, {o}).axis = 1;
+    b.kernel(KernelKind::kConcatenate, "concat", {x, y}, {o}).concatenate.axis = 1;
     cs.push_back(finish("concat_axis1", b));
   }
   {
@@ -480,7 +480,7 @@ inline std::vector<GpuCase> all_cases() {
     int32_t x = b.input(F, {5, 4}), o = b.output(F, {3, 4});
     std::vector<int32_t> idx{4, -1, 0};
     int32_t i = b.constant(cpu::testing::make_tensor(I32, {3}, idx));
-    b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).axis = 0;
+    b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).gather.axis = 0;
     cs.push_back(finish("gather_i32_negative", b));
   }
   {
@@ -488,7 +488,7 @@ inline std::vector<GpuCase> all_cases() {
     int32_t x = b.input(H, {3, 6, 2}), o = b.output(H, {3, 2, 2, 2});
     std::vector<int64_t> idx{5, 0, 2, 3};
     int32_t i = b.constant(cpu::testing::make_tensor(I64, {2, 2}, idx));
-    b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).axis = 1;
+    b.kernel(KernelKind::kGather, "gather", {x, i}, {o}).gather.axis = 1;
     cs.push_back(finish("gather_i64_axis1", b));
   }
   {

@@ -246,7 +246,7 @@ TEST(BuildProgram, UpdatesOfADonatedInputAreWrittenInPlaceAndReturnedAsIt) {
   ASSERT_EQ(p.kernels.size(), 2u);  // the two row writes; no copy of the cache anywhere
   for (const rt::Kernel& k : p.kernels) {
     EXPECT_EQ(k.kind, rt::KernelKind::kUpdateSlice);
-    EXPECT_EQ(k.axis, 1);
+    EXPECT_EQ(k.update_slice.axis, 1);
     EXPECT_TRUE(rt::update_in_place(p, k));
   }
   const rt::BufferDesc& out = p.buffers[p.outputs[0]];

@@ -56,7 +56,7 @@ TEST(ConvolutionFusion, GeluAndSiluJoinTheConvolutionAsThePrimitivesTheyAre) {
 return %3
 )";
     EXPECT_EQ(plan_of(text.c_str()),
-              "%3 = conv(%0, %1) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
+              "%3 = convolution(%0, %1) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
               "groups = 1, activation = " + std::string(act) + "}\n");
   }
 }
@@ -75,7 +75,7 @@ TEST(ConvolutionFusion, BiasResidualAndReluJoinTheConvolution) {
 %9 : f32[2, 4, 5, 5] = max(%6, %8)
 return %9
 )"),
-            "%9 = conv(%0, %1, %3, %0) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
+            "%9 = convolution(%0, %1, %3, %0) {stride = [1, 1], pad_before = [1, 1], pad_after = [1, 1], dilation = [1, 1], "
             "groups = 1, bias = 1, residual = 1, activation = relu}\n");
 }
 
@@ -96,9 +96,9 @@ TEST(ConvolutionFusion, ALaterConvolutionTakesAnEarlierOneAsItsResidual) {
 %11 : f32[1, 3, 4, 4] = max(%8, %10)
 return %11
 )"),
-            "%5 = conv(%0, %1, %3) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "%5 = convolution(%0, %1, %3) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
             "groups = 1, bias = 1}\n"
-            "%11 = conv(%0, %1, %3, %5) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "%11 = convolution(%0, %1, %3, %5) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
             "groups = 1, bias = 1, residual = 1, activation = relu}\n");
 }
 
@@ -111,7 +111,7 @@ TEST(ConvolutionFusion, AnAddOfABroadcastAlongAnotherDimIsNotABias) {
 %5 : f32[1, 3, 3, 3] = add(%2, %4)
 return %5
 )"),
-            "%2 = conv(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}\n"
+            "%2 = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}\n"
             "%5 = fused(%2, %3) {domain = (1, 3, 3, 3), ops = 1}\n");
 }
 
@@ -133,7 +133,7 @@ TEST(ConvolutionFusion, ABiasReshapedAfterTheConvolutionIsReadThroughTheReshape)
 return %6
 )"),
             "%4 = alias(%2)\n"
-            "%6 = conv(%0, %1, %2) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
+            "%6 = convolution(%0, %1, %2) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], "
             "groups = 1, bias = 1}\n");
 }
 

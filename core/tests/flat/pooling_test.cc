@@ -22,8 +22,8 @@ return %2
   auto plan = plan_fusion(*g);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(fusion_plan_str(*g, *plan),
-            "%1 = pool(%0) {kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}\n"
-            "%2 = pool(%1) {kind = avg, window = [1, 2], stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], "
+            "%1 = pooling(%0) {kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}\n"
+            "%2 = pooling(%1) {kind = avg, window = [1, 2], stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], "
             "count_include_pad = 0}\n");
 }
 

@@ -264,11 +264,17 @@ TEST(AttentionProgram, attributes_round_trip_through_json) {
 TEST(AttentionProgram, json_rejects_a_bad_layout) {
   Program p = attention_program(Case{});
   auto j = rt::program_to_json(p);
-  j["kernels"][0]["attention"]["k_perm"] = {0, 1, 2, 9};
+  // An entry past the field's type is the reader's error; one that is no permutation, the validator's.
+  j["kernels"][0]["attrs"]["perms"] = {{0, 1, 2, 3}, {0, 1, 2, 300}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}};
   Program back;
   Status st = rt::program_from_json(j, &back);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("k_perm has an entry outside [0, 3]"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("attrs.perms[1][3] is out of range"), std::string::npos) << st.message();
+  j["kernels"][0]["attrs"]["perms"][1][3] = 9;
+  ASSERT_TRUE(rt::program_from_json(j, &back).ok());
+  st = rt::validate_program(back);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("not a permutation of 4 dims"), std::string::npos) << st.message();
 }
 
 struct Corruption {

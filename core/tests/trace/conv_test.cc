@@ -21,13 +21,13 @@ Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> lo, std::vect
                  std::vector<int64_t> dilation, int64_t groups, bool transposed = false,
                  std::vector<int64_t> output_padding = {}) {
   Attrs a;
-  a.conv.output_padding = output_padding.empty() ? std::vector<int64_t>(stride.size(), 0) : output_padding;
-  a.conv.stride = std::move(stride);
-  a.conv.pad_before = std::move(lo);
-  a.conv.pad_after = std::move(hi);
-  a.conv.dilation = std::move(dilation);
-  a.conv.groups = groups;
-  a.conv.transposed = transposed;
+  a.convolution.output_padding = output_padding.empty() ? std::vector<int64_t>(stride.size(), 0) : output_padding;
+  a.convolution.stride = std::move(stride);
+  a.convolution.pad_before = std::move(lo);
+  a.convolution.pad_after = std::move(hi);
+  a.convolution.dilation = std::move(dilation);
+  a.convolution.groups = groups;
+  a.convolution.transposed = transposed;
   return a;
 }
 

@@ -274,8 +274,8 @@ def test_bottleneck_is_four_convolution_kernels_and_matches_numpy(device, capsys
     # Four convolutions with their epilogues fused. On the CPU the chain runs channels-last
     # (oneDNN's float32 kernels read NHWC): one transpose in, one out.
     edges = [("transpose", "transpose")] if device == "cpu" else []
-    assert [k for k, _ in kinds] == [k for k, _ in edges] + ["conv"] * 4 + [k for k, _ in edges], kinds
-    assert [n for k, n in kinds if k == "conv"][-1] == "conv_bias_add_relu", kinds
+    assert [k for k, _ in kinds] == [k for k, _ in edges] + ["convolution"] * 4 + [k for k, _ in edges], kinds
+    assert [n for k, n in kinds if k == "convolution"][-1] == "conv_bias_add_relu", kinds
     x = RNG.standard_normal((2, 8, 9, 9)).astype(np.float32)
     relu = lambda a: np.maximum(a, 0)
     pad1 = [(1, 1), (1, 1)]

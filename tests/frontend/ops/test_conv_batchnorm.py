@@ -61,7 +61,7 @@ def test_conv_batchnorm_activation_is_one_kernel_and_matches_numpy(act, conv_bia
     exe, kinds = _kernels_of(lambda: tp.compile(model, args=[tp.InputInfo(((1, 2, 3), 3, 9, 8), dtype=tp.float32)]),
                              capsys)
     want_name = "conv_bias" + ("" if act == "none" else "_" + act)
-    assert kinds == [("conv", want_name)], kinds
+    assert kinds == [("convolution", want_name)], kinds
     x = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
     y = _conv_ref(x.astype(np.float64), w.astype(np.float64), b, (2, 2), [(1, 1), (1, 1)], (1, 1), 1)
     ref = np_act(_bn_ref(y.astype(np.float64), bn))
@@ -76,7 +76,7 @@ def test_grouped_transposed_conv_batchnorm_folds_per_output_channel(device, caps
     bn = _bn_params(6, np.float32)
     model.load_state_dict({"conv.weight": _dev(w), **{"bn." + k: _dev(v) for k, v in bn.items()}})
     exe, kinds = _kernels_of(lambda: tp.compile(model, args=[tp.InputInfo((2, 4, 3, 3), dtype=tp.float32)]), capsys)
-    assert kinds == [("conv", "conv_transpose_bias_relu")], kinds
+    assert kinds == [("convolution", "conv_transpose_bias_relu")], kinds
     x = RNG.standard_normal((2, 4, 3, 3)).astype(np.float32)
     y = _conv_transpose_ref(x, w, None, (2, 2), [(0, 0), (0, 0)], (1, 1), 2)
     ref = np.maximum(_bn_ref(y.astype(np.float64), bn), 0)
@@ -129,8 +129,8 @@ def test_bottleneck_with_batchnorm_is_four_convolution_kernels(device, capsys):
                              capsys)
     # On the CPU the float32 chain runs channels-last: one transpose in, one out.
     edge = ["transpose"] if device == "cpu" else []
-    assert [k for k, _ in kinds] == edge + ["conv"] * 4 + edge, kinds
-    assert [n for k, n in kinds if k == "conv"][-1] == "conv_bias_add_relu", kinds
+    assert [k for k, _ in kinds] == edge + ["convolution"] * 4 + edge, kinds
+    assert [n for k, n in kinds if k == "convolution"][-1] == "conv_bias_add_relu", kinds
     x = RNG.standard_normal((2, 4, 7, 7)).astype(np.float32)
     zero, one = [(0, 0), (0, 0)], [(1, 1), (1, 1)]
 
@@ -165,10 +165,10 @@ def test_resnet50_runs_56_kernels_per_call(device, capsys):
     # float32 runs channels-last on the CPU (oneDNN reads NHWC): a transpose in, and the global
     # average pool reads the last NHWC value back channels-first.
     edges = {"transpose": 2} if device == "cpu" else {}
-    assert counts == {"conv": 53, "pool": 1, "fused": 1, "dot": 1, **edges}, counts
+    assert counts == {"convolution": 53, "pooling": 1, "fused": 1, "dot": 1, **edges}, counts
     # Each convolution is plain or ends in relu: one cuDNN call each on the GPU (the shortcut's
     # biases are summed into the later convolution: merge_conv_biases).
-    assert {name for kind, name in kinds if kind == "conv"} == {"conv", "conv_bias_relu", "conv_bias_add_relu"}
+    assert {name for kind, name in kinds if kind == "convolution"} == {"conv", "conv_bias_relu", "conv_bias_add_relu"}
     assert len(kinds) <= 80
     for size in (32, 40):
         x = RNG.standard_normal((2, 3, size, size)).astype(np.float32)

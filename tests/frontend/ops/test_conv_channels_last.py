@@ -92,9 +92,9 @@ def test_forced_channels_last_transposes_only_at_the_edges_and_matches_numpy(dty
     counts = _counts(kinds)
     # The input image in, the block's output out (before the reduction); the five convolutions
     # (bias, relu and the residual in their epilogues) and both pools read and write NHWC.
-    assert counts == {"transpose": 2, "conv": 5, "pool": 2, "fused": 1}, kinds
+    assert counts == {"transpose": 2, "convolution": 5, "pooling": 2, "fused": 1}, kinds
     assert kinds[0][0] == "transpose" and kinds[-2][0] == "transpose", kinds
-    assert kinds[-3] == ("pool", "avgpool"), kinds
+    assert kinds[-3] == ("pooling", "avgpool"), kinds
     for batch, width in ((2, 16), (1, 20)):
         x = RNG.standard_normal((batch, 3, 16, width)).astype(np_dtype)
         want = _net_ref(params, x.astype(np.float64))
@@ -165,7 +165,7 @@ def test_resnet50_channels_last_runs_58_kernels_with_two_transposes(forced, devi
     rn.load_resnet(model, weights)  # converted to each parameter's dtype
     exe, kinds = _kernels_of(
         lambda: tp.compile(model, args=[tp.InputInfo(((1, 2, 2), 3, 32, 32), dtype=tp.float16)]), capsys)
-    assert _counts(kinds) == {"conv": 53, "pool": 1, "fused": 1, "dot": 1, "transpose": 2}, _counts(kinds)
+    assert _counts(kinds) == {"convolution": 53, "pooling": 1, "fused": 1, "dot": 1, "transpose": 2}, _counts(kinds)
     assert kinds[0][0] == "transpose" and kinds[-3][0] == "transpose", kinds
     x = RNG.standard_normal((2, 3, 32, 32)).astype(np.float16)
     want = rn.numpy_forward({k: v.astype(np.float16).astype(np.float64) for k, v in weights.items()},

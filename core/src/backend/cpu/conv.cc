@@ -51,7 +51,7 @@ void ConvProblem::set_buffers(const std::vector<int64_t>& x_buffer, const std::v
 
 void conv_direct(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* residual,
                  float* out) {
-  const rt::ConvAttrs& a = p.attrs;
+  const rt::ConvolutionAttrs& a = p.attrs;
   const size_t nd = p.spatial();
   // Spatial dims padded to 3 with size-1 dims (stride 0), so one loop nest serves 1-D to 3-D.
   int64_t in[3] = {1, 1, 1}, on[3] = {1, 1, 1}, kn[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, lo[3] = {0, 0, 0};
@@ -121,7 +121,7 @@ bool is_constant_buffer(const rt::Program& program, int32_t id);  // dot.cc
 
 Status run_conv(const KernelArgs& args, KernelState& state) {
   auto& st = static_cast<ConvState&>(state);
-  const rt::ConvAttrs& attrs = args.kernel->conv;
+  const rt::ConvolutionAttrs& attrs = args.kernel->convolution;
   const size_t nin = 2 + attrs.has_bias + attrs.has_residual;
   if (args.inputs.size() != nin || args.outputs.size() != 1)
     return kernel_error(args, "convolution takes " + std::to_string(nin) + " inputs and one output",

@@ -14,7 +14,7 @@ namespace tripy::cpu {
 // One kConv call at run-time sizes, float32 operands. Shapes are channels-first whatever the
 // buffers' layout; the strides (in elements, along those dims) say where the buffers keep them.
 struct ConvProblem {
-  rt::ConvAttrs attrs;
+  rt::ConvolutionAttrs attrs;
   std::vector<int64_t> x, w, out;  // shapes: (N, C, spatial...), weight, (N, O, spatial...)
   std::vector<int64_t> x_strides, w_strides, out_strides;  // the residual's are out's
   bool weight_constant = false;    // program constant: a reordered copy may be kept

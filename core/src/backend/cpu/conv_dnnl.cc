@@ -35,7 +35,7 @@ memory::desc plain(const std::vector<int64_t>& dims, const std::vector<int64_t>&
 // The weight as oneDNN's logical dims ({G, O/G, I/G, k...} grouped, else {O, I, k...}) with the
 // strides of our storage: forward (O, C/g, k...), transposed (C, O/g, k...), in either layout.
 memory::desc weight_desc(const ConvProblem& p, bool any) {
-  const rt::ConvAttrs& a = p.attrs;
+  const rt::ConvolutionAttrs& a = p.attrs;
   const int64_t G = a.groups, O = p.out_channels(), C = p.in_channels();
   std::vector<int64_t> k(p.w.begin() + 2, p.w.end());
   std::vector<int64_t> dims, strides;
@@ -69,7 +69,7 @@ struct DnnlConvCache::Impl {
   std::unique_ptr<dnnl::stream> stream;
 
   static std::vector<int64_t> key(const ConvProblem& p) {
-    const rt::ConvAttrs& a = p.attrs;
+    const rt::ConvolutionAttrs& a = p.attrs;
     std::vector<int64_t> k = {a.groups, a.transposed, a.has_bias, a.has_residual, static_cast<int64_t>(a.activation),
                               p.weight_constant, static_cast<int64_t>(a.layout)};
     for (const auto* v : {&p.x, &p.w, &p.out, &a.stride, &a.pad_before, &a.pad_after, &a.dilation}) {
@@ -82,7 +82,7 @@ struct DnnlConvCache::Impl {
   // The forward or transposed primitive, with or without a bias, and the layouts it chose.
   template <typename Prim>
   static void build(Entry& e, dnnl::algorithm alg, const memory::desc& x, const memory::desc& w,
-                    const memory::desc& out, const std::vector<int64_t>& dil, const rt::ConvAttrs& a,
+                    const memory::desc& out, const std::vector<int64_t>& dil, const rt::ConvolutionAttrs& a,
                     const dnnl::primitive_attr& attr) {
     const auto prop = dnnl::prop_kind::forward_inference;
     auto desc = a.has_bias ? typename Prim::desc(prop, alg, x, w, e.bias, out, a.stride, dil, a.pad_before, a.pad_after)
@@ -95,7 +95,7 @@ struct DnnlConvCache::Impl {
   }
 
   static Entry make(const ConvProblem& p) {
-    const rt::ConvAttrs& a = p.attrs;
+    const rt::ConvolutionAttrs& a = p.attrs;
     Entry e;
     e.x = plain(p.x, p.x_strides);
     e.out = plain(p.out, p.out_strides);

@@ -52,7 +52,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
         TRIPY_ASSIGN_OR_RETURN(state, prepare_fused(p, k, where));
       } else if (k.kind == KernelKind::kDot) {
         state = prepare_dot();
-      } else if (k.kind == KernelKind::kConv) {
+      } else if (k.kind == KernelKind::kConvolution) {
         state = prepare_conv();
       }
       states_.push_back(std::move(state));
@@ -205,14 +205,14 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       case KernelKind::kDot: return run_dot(args, *states_[k]);
       case KernelKind::kTranspose: return run_transpose(args);
       case KernelKind::kSlice: return run_slice(args);
-      case KernelKind::kConcat: return run_concat(args);
+      case KernelKind::kConcatenate: return run_concat(args);
       case KernelKind::kGather: return run_gather(args);
       case KernelKind::kCopy: return run_copy(args);
       case KernelKind::kAttention: return run_attention(args);
-      case KernelKind::kConv: return run_conv(args, *states_[k]);
+      case KernelKind::kConvolution: return run_conv(args, *states_[k]);
       case KernelKind::kUpdateSlice: return run_update_slice(args);
       case KernelKind::kPlugin: return run_plugin(args);
-      case KernelKind::kPool: return run_pool(args);
+      case KernelKind::kPooling: return run_pool(args);
     }
     return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
   }

@@ -91,7 +91,7 @@ Status run_transpose(const KernelArgs& args) {
     return kernel_error(args, "transpose takes one input and one output", StatusCode::kInternal);
   const View& in = *args.inputs[0];
   const View& out = *args.outputs[0];
-  const auto& perm = args.kernel->perm;
+  const auto& perm = args.kernel->transpose.perm;
   const size_t rank = in.shape.size();
   if (perm.size() != rank || out.shape.size() != rank || in.dtype != out.dtype)
     return kernel_error(args, "transpose of " + dims_str(in.shape) + " to " +
@@ -118,7 +118,7 @@ Status run_slice(const KernelArgs& args) {
   const View& out = *args.outputs[0];
   const size_t rank = in.shape.size();
   const auto& k = *args.kernel;
-  if (k.starts.size() != rank || k.steps.size() != rank || out.shape.size() != rank ||
+  if (k.slice.starts.size() != rank || k.slice.steps.size() != rank || out.shape.size() != rank ||
       in.dtype != out.dtype)
     return kernel_error(args, "slice attributes do not match the input's rank",
                         StatusCode::kInternal);
@@ -126,7 +126,7 @@ Status run_slice(const KernelArgs& args) {
   std::vector<int64_t> in_st = dense_strides(in.shape), st(rank);
   int64_t offset = 0;
   for (size_t d = 0; d < rank; ++d) {
-    const int64_t start = args.slot(k.starts[d]), step = args.slot(k.steps[d]);
+    const int64_t start = args.slot(k.slice.starts[d]), step = args.slot(k.slice.steps[d]);
     const int64_t last = start + (out.shape[d] - 1) * step;
     if (start < 0 || start >= in.shape[d] || last < 0 || last >= in.shape[d])
       return kernel_error(args, "slice of dim " + std::to_string(d) + " (size " +
@@ -147,7 +147,7 @@ Status run_concat(const KernelArgs& args) {
     return kernel_error(args, "concat takes inputs and one output", StatusCode::kInternal);
   const View& out = *args.outputs[0];
   const int64_t rank = static_cast<int64_t>(out.shape.size());
-  const int64_t axis = args.kernel->axis;
+  const int64_t axis = args.kernel->concatenate.axis;
   if (axis < 0 || axis >= rank) return kernel_error(args, "concat axis out of range", StatusCode::kInternal);
   int64_t total = 0;
   for (const View* v : args.inputs) {
@@ -181,7 +181,7 @@ Status run_gather(const KernelArgs& args) {
   const View& data = *args.inputs[0];
   const View& idx = *args.inputs[1];
   const View& out = *args.outputs[0];
-  const int64_t rank = static_cast<int64_t>(data.shape.size()), axis = args.kernel->axis;
+  const int64_t rank = static_cast<int64_t>(data.shape.size()), axis = args.kernel->gather.axis;
   if (axis < 0 || axis >= rank) return kernel_error(args, "gather axis out of range", StatusCode::kInternal);
   if (idx.dtype != DType::kInt32 && idx.dtype != DType::kInt64)
     return kernel_error(args, "gather indices must be int32 or int64, not " +
@@ -236,7 +236,7 @@ Status run_update_slice(const KernelArgs& args) {
   const View& up = *args.inputs[1];
   const View& start_buf = *args.inputs[2];
   const View& out = *args.outputs[0];
-  const int64_t axis = args.kernel->axis, rank = static_cast<int64_t>(in.shape.size());
+  const int64_t axis = args.kernel->update_slice.axis, rank = static_cast<int64_t>(in.shape.size());
   if (axis < 0 || axis >= rank || out.shape != in.shape || up.shape.size() != in.shape.size() ||
       start_buf.numel() != 1)
     return kernel_error(args, "update_slice operands do not fit", StatusCode::kInternal);

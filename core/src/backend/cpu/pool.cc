@@ -120,7 +120,7 @@ void pool(const Geometry& g, const View& xv, const View& ov, bool last, bool is_
 }  // namespace
 
 Status run_pool(const KernelArgs& args) {
-  const rt::PoolAttrs& a = args.kernel->pool;
+  const rt::PoolingAttrs& a = args.kernel->pooling;
   if (args.inputs.size() != 1 || args.outputs.size() != 1)
     return kernel_error(args, "pooling takes one input and one output", StatusCode::kInternal);
   const View& xv = *args.inputs[0];
@@ -139,7 +139,7 @@ Status run_pool(const KernelArgs& args) {
     g.hi[j] = a.pad_after[i];
   }
   if (ov.numel() == 0) return ok_status();
-  const bool is_max = a.kind == rt::PoolAttrs::Kind::kMax, pad = a.count_include_pad;
+  const bool is_max = a.kind == rt::PoolingAttrs::Kind::kMax, pad = a.count_include_pad;
   switch (xv.dtype) {
     case DType::kFloat32: pool<Plain<float>>(g, xv, ov, last, is_max, pad); break;
     case DType::kFloat16: pool<Half>(g, xv, ov, last, is_max, pad); break;

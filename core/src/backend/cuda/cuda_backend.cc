@@ -97,8 +97,8 @@ class CudaBackend final : public Backend {
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
-      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConv || k.kind == KernelKind::kPlugin ||
-          k.kind == KernelKind::kPool) {
+      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConvolution || k.kind == KernelKind::kPlugin ||
+          k.kind == KernelKind::kPooling) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         if (k.kind == KernelKind::kFused) {
           TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));
@@ -122,7 +122,7 @@ class CudaBackend final : public Backend {
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the library version that chose them (a convolution's
       // records its cuDNN version itself).
-      if (algo != art.algos.end() && (same_cublaslt || k.kind == KernelKind::kConv)) code[i].algo = algo->second;
+      if (algo != art.algos.end() && (same_cublaslt || k.kind == KernelKind::kConvolution)) code[i].algo = algo->second;
     }
     const size_t kernels = program->kernels.size();
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),

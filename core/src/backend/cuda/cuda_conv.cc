@@ -40,7 +40,7 @@ bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]) {
 }
 
 std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr) {
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   if (a.transposed || a.groups != 1 || a.layout != Layout::kChannelsLast) return std::nullopt;
   if (a.activation != Activation::kNone && a.activation != Activation::kRelu) return std::nullopt;
   for (size_t i = 0; i < a.stride.size(); ++i)
@@ -62,7 +62,7 @@ std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr) {
 }
 
 std::string ConvProblem::key() const {
-  std::string k = std::to_string(static_cast<int>(dtype)) + ":" + conv_attrs_text(attrs);
+  std::string k = std::to_string(static_cast<int>(dtype)) + ":" + convolution_attrs_text(attrs);
   for (const auto* v : {&x, &w, &out}) {
     k += "|";
     for (int64_t d : *v) k += std::to_string(d) + ",";
@@ -75,7 +75,7 @@ int64_t ConvProblem::out_elements() const { return numel_of(out); }
 
 StatusOr<ConvProblem> conv_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
   ConvProblem pr;
-  pr.attrs = k.conv;
+  pr.attrs = k.convolution;
   pr.dtype = p.buffers[k.outputs[0]].dtype;
   if (pr.dtype != DType::kFloat32 && pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16)
     return kernel_failure(p, k, "the CUDA backend convolves float32, float16 and bfloat16 tensors only");
@@ -86,7 +86,7 @@ StatusOr<ConvProblem> conv_problem(const Program& p, const Kernel& k, const std:
 }
 
 Launch plan_conv_launch(const Kernel& k, const ConvProblem& pr, CUfunction fn, bool epilogue_only, int sm_count) {
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   const size_t nd = pr.x.size() - 2;
   // Sizes channels-first, whatever the buffers' layout (the kernel's last word says which).
   const std::vector<int64_t> x = to_channels_first(a.layout, pr.x), w = to_channels_first(a.layout, pr.w),
@@ -174,7 +174,7 @@ Status ConvPlan::create_graph(const ConvAlgo* stored) {
 
 Status ConvPlan::describe_legacy() {
   const ConvProblem& pr = problem_;
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   const bool promote = pr.x.size() == 3;
   const cudnnDataType_t t = cudnn_type(pr.dtype);
   auto ints = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };

@@ -22,7 +22,7 @@ namespace tripy::rt::cuda {
 // One kConv at run-time sizes.
 struct ConvProblem {
   DType dtype = DType::kFloat32;
-  ConvAttrs attrs;
+  ConvolutionAttrs attrs;
   std::vector<int64_t> x, w, out;  // the buffers' shapes, in attrs.layout
   std::string key() const;  // identical problems are tuned once
   int64_t out_elements() const;

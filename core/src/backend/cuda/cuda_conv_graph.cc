@@ -18,7 +18,7 @@ StatusOr<CudnnDesc> tensor(int64_t uid, const CudnnDims& d, cudnnDataType_t type
 
 StatusOr<std::unique_ptr<ConvGraph>> ConvGraph::create(const ConvProblem& pr, bool fused) {
   std::unique_ptr<ConvGraph> g(new ConvGraph());
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   if (a.transposed) return Status(StatusCode::kUnavailable, "the graph path runs forward convolutions");
   if (fused && a.activation != Activation::kNone && a.activation != Activation::kRelu)
     return Status(StatusCode::kUnavailable, "cuDNN's graph fuses relu epilogues only here");
@@ -33,7 +33,7 @@ StatusOr<std::unique_ptr<ConvGraph>> ConvGraph::create(const ConvProblem& pr, bo
 
 Status ConvGraph::build(const ConvProblem& pr) {
   TRIPY_RETURN_IF_ERROR(cudnn_handle().status());  // cuDNN is loaded before any descriptor is made
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   const bool promote = pr.x.size() == 3;
   const cudnnDataType_t t = cudnn_type(pr.dtype);
   const CudnnDims yd = cudnn_dims(pr.out, a.layout, promote);

@@ -271,11 +271,11 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
     }
     case KernelKind::kTranspose: {
       std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(oshape.size());
-      if (k.perm.size() != is.size() || oshape.size() != is.size())
+      if (k.transpose.perm.size() != is.size() || oshape.size() != is.size())
         return kernel_failure(p, k, "permutation does not match the rank");
       std::vector<uint8_t> seen(is.size(), 0);
       for (size_t i = 0; i < is.size(); ++i) {
-        int64_t pi = k.perm[i];
+        int64_t pi = k.transpose.perm[i];
         if (pi < 0 || pi >= static_cast<int64_t>(is.size()) || seen[pi]++ || oshape[i] != is[pi])
           return kernel_failure(p, k, "invalid permutation for " + dims_str(is));
         sst[i] = ist[pi];
@@ -286,11 +286,11 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
     }
     case KernelKind::kSlice: {
       std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(is.size());
-      if (k.starts.size() != is.size() || k.steps.size() != is.size() || oshape.size() != is.size())
+      if (k.slice.starts.size() != is.size() || k.slice.steps.size() != is.size() || oshape.size() != is.size())
         return kernel_failure(p, k, "slice attributes do not match the input's rank");
       int64_t offset = 0;
       for (size_t d = 0; d < is.size(); ++d) {
-        Slot s0 = k.starts[d], s1 = k.steps[d];
+        Slot s0 = k.slice.starts[d], s1 = k.slice.steps[d];
         if (s0 < 0 || s1 < 0 || static_cast<size_t>(s0) >= slots.size() || static_cast<size_t>(s1) >= slots.size())
           return kernel_failure(p, k, "slice slot out of range");
         const int64_t start = slots[s0], step = slots[s1], last = start + (oshape[d] - 1) * step;
@@ -306,8 +306,8 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       out.push_back(std::move(l));
       return out;
     }
-    case KernelKind::kConcat: {
-      const int64_t axis = k.axis, rank = static_cast<int64_t>(oshape.size());
+    case KernelKind::kConcatenate: {
+      const int64_t axis = k.concatenate.axis, rank = static_cast<int64_t>(oshape.size());
       if (axis < 0 || axis >= rank) return kernel_failure(p, k, "concat axis out of range");
       int64_t at = 0;
       for (size_t i = 0; i < k.inputs.size(); ++i) {
@@ -332,7 +332,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       const DType it = p.buffers[k.inputs[1]].dtype;
       if (it != DType::kInt32 && it != DType::kInt64)
         return kernel_failure(p, k, "gather indices must be int32 or int64", StatusCode::kInvalidArgument);
-      const int64_t axis = k.axis, rank = static_cast<int64_t>(ds.size());
+      const int64_t axis = k.gather.axis, rank = static_cast<int64_t>(ds.size());
       if (axis < 0 || axis >= rank) return kernel_failure(p, k, "gather axis out of range");
       std::vector<int64_t> want(ds.begin(), ds.begin() + axis);
       want.insert(want.end(), is.begin(), is.end());
@@ -354,7 +354,7 @@ StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, con
       if (k.inputs.size() != 3) return kernel_failure(p, k, "update_slice takes an operand, an update and a start");
       const std::vector<int64_t> us = in_shape(1);
       const DType st = p.buffers[k.inputs[2]].dtype;
-      const int64_t axis = k.axis, rank = static_cast<int64_t>(oshape.size());
+      const int64_t axis = k.update_slice.axis, rank = static_cast<int64_t>(oshape.size());
       if (axis < 0 || axis >= rank || in_shape(0) != oshape || static_cast<int64_t>(us.size()) != rank ||
           product(in_shape(2)) != 1 || (st != DType::kInt32 && st != DType::kInt64))
         return kernel_failure(p, k, "update_slice operands do not fit");

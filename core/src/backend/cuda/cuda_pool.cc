@@ -6,7 +6,7 @@ namespace tripy::rt::cuda {
 
 std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfunction fn,
                                      const std::vector<int64_t>& slots, int sm_count) {
-  const PoolAttrs& a = k.pool;
+  const PoolingAttrs& a = k.pooling;
   // Sizes channels-first, whatever the buffers' layout.
   const std::vector<int64_t> x = to_channels_first(a.layout, p.buffer_shape(k.inputs[0], slots));
   const std::vector<int64_t> out = to_channels_first(a.layout, p.buffer_shape(k.outputs[0], slots));
@@ -26,7 +26,7 @@ std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfuncti
     l.words[15 + j] = i >= 0 ? a.pad_before[i] : 0;
     l.words[18 + j] = i >= 0 ? a.pad_after[i] : 0;
   }
-  l.words[21] = a.kind == PoolAttrs::Kind::kMax;
+  l.words[21] = a.kind == PoolingAttrs::Kind::kMax;
   l.words[22] = a.count_include_pad;
   l.words[23] = out[1];
   l.words[24] = a.layout == Layout::kChannelsLast;

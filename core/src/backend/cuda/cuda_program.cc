@@ -167,13 +167,13 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
       auto l = plan_plugin(p, k, kernels_[ki].fn, sig->shapes);
       if (!l.ok()) return l.status();
       step.launches = std::move(l.value());
-    } else if (k.kind == KernelKind::kPool) {
+    } else if (k.kind == KernelKind::kPooling) {
       step.launches = plan_pool_launch(p, k, kernels_[ki].fn, slots, sm_count_);
       if (step.launches.empty()) continue;  // empty output
-    } else if (k.kind == KernelKind::kConv) {
+    } else if (k.kind == KernelKind::kConvolution) {
       Status st = plan_conv_step(k, step, slots, stream, &workspace);
       if (!st.ok()) return st.at(source_of(step.kernel));
-      if (step.launches.empty() && !step.conv) continue;  // empty output
+      if (step.launches.empty() && !step.convolution) continue;  // empty output
     } else {
       auto l = plan_layout(p, k, layout_fns_, slots, sm_count_);
       if (!l.ok()) return l.status();
@@ -246,7 +246,7 @@ Status CudaLoadedProgram::plan_conv_step(const Kernel& k, Step& step, const std:
     auto plan = ConvPlan::create(pr, algo);
     if (plan.ok()) {
       *workspace = std::max(*workspace, plan.value()->workspace_bytes());
-      step.conv = std::move(plan.value());
+      step.convolution = std::move(plan.value());
       return ok_status();
     }
     if (plan.status().code() == StatusCode::kResourceExhausted) return plan.status();
@@ -259,20 +259,20 @@ Status CudaLoadedProgram::plan_conv_step(const Kernel& k, Step& step, const std:
 
 Status CudaLoadedProgram::run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base,
                                         CUstream stream) {
-  const ConvAttrs& a = k.conv;
+  const ConvolutionAttrs& a = k.convolution;
   size_t next = 2;
   const CUdeviceptr bias = a.has_bias ? base[k.inputs[next++]] : 0;
   const CUdeviceptr residual = a.has_residual ? base[k.inputs[next++]] : 0;
-  Status st = step.conv->run(base[k.inputs[0]], base[k.inputs[1]], bias, residual, base[k.outputs[0]],
+  Status st = step.convolution->run(base[k.inputs[0]], base[k.inputs[1]], bias, residual, base[k.outputs[0]],
                              reinterpret_cast<CUdeviceptr>(workspace_.data()),
                              static_cast<size_t>(workspace_capacity_), stream);
   const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
-  if (st.ok() && epilogue && !step.conv->fused()) st = launch(step.conv_epilogue, base, stream);
+  if (st.ok() && epilogue && !step.convolution->fused()) st = launch(step.conv_epilogue, base, stream);
   if (st.ok() || st.code() == StatusCode::kResourceExhausted) return st;
   // cuDNN refused at run time (an alignment, a layout): our kernel from now on.
   if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN failed (%s); using the direct kernel\n",
                                        k.name.c_str(), st.message().c_str());
-  step.conv.reset();
+  step.convolution.reset();
   step.launches = {step.conv_direct};
   return ok_status();
 }
@@ -393,7 +393,7 @@ Status CudaLoadedProgram::execute_steps(Signature& sig, const std::vector<CUdevi
       st = step.dot->run(rhs, lhs, bias, out, reinterpret_cast<CUdeviceptr>(workspace_.data()),
                          kDotWorkspaceBytes, stream);
     }
-    if (step.conv) st = run_conv_step(step, k, base, stream);
+    if (step.convolution) st = run_conv_step(step, k, base, stream);
     if (step.attention) st = run_attention_step(step, k, base, stream);
     for (Launch& l : step.launches) {
       if (!st.ok()) break;
@@ -639,12 +639,12 @@ Status CudaLoadedProgram::explain_error(const ErrorRecord::Fields& f) const {
   if (k.kind == KernelKind::kUpdateSlice) {
     return Status(StatusCode::kOutOfRange,
                   "kernel '" + k.name + "': writes " + std::to_string(f.rows) + " row(s) at " + std::to_string(f.value) +
-                      " along dimension " + std::to_string(k.axis) + ", but that dimension has size " +
+                      " along dimension " + std::to_string(k.update_slice.axis) + ", but that dimension has size " +
                       std::to_string(f.dim) + ": the start must lie in [0, " + std::to_string(f.dim - f.rows) + "]",
                   source_of(ki));
   }
   return Status(StatusCode::kInvalidArgument,
-                "index " + std::to_string(f.value) + " is out of bounds for axis " + std::to_string(k.axis) +
+                "index " + std::to_string(f.value) + " is out of bounds for axis " + std::to_string(k.gather.axis) +
                     " with size " + std::to_string(f.dim),
                 source_of(ki));
 }

@@ -58,7 +58,7 @@ class CudaLoadedProgram final : public LoadedProgram {
     int32_t kernel = 0;
     std::vector<Launch> launches;   // fused and layout kernels, and GELU after a dot
     std::unique_ptr<DotPlan> dot;   // kDot
-    std::unique_ptr<ConvPlan> conv;  // kConv through cuDNN (else `launches` holds our kernel)
+    std::unique_ptr<ConvPlan> convolution;  // kConvolution through cuDNN (else `launches` holds our kernel)
     Launch conv_direct, conv_epilogue;  // kConv: our kernel, and the epilogue cuDNN may leave
     // kAttention through cuDNN (`launches` empty), the operands' byte offsets (head windows), and
     // our kernel's launches should cuDNN fail at run time.

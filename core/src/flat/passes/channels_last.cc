@@ -71,9 +71,9 @@ class Rewriter {
     const Value& v = g_.values[op.result];
     if (std::find(rule_.dtypes.begin(), rule_.dtypes.end(), v.dtype) == rule_.dtypes.end() || v.shape.size() < 3)
       return false;
-    if (op.kind == OpKind::kConvolution) return op.conv.layout == Layout::kChannelsFirst;
+    if (op.kind == OpKind::kConvolution) return op.convolution.layout == Layout::kChannelsFirst;
     // Pooling follows a convolution's layout; alone it stays channels-first.
-    return op.kind == OpKind::kPooling && op.pool.layout == Layout::kChannelsFirst && last_[op.operands[0]] >= 0;
+    return op.kind == OpKind::kPooling && op.pooling.layout == Layout::kChannelsFirst && last_[op.operands[0]] >= 0;
   }
 
   Graph run() {
@@ -81,12 +81,12 @@ class Rewriter {
       const Value& val = g_.values[src.result];
       if (src.kind == OpKind::kConvolution && eligible(src)) {
         Op op = src;
-        op.conv.layout = Layout::kChannelsLast;
+        op.convolution.layout = Layout::kChannelsLast;
         op.operands = {last(src.operands[0]), last(src.operands[1])};
         last_[src.result] = out_.add(std::move(op), val.dtype, rt::from_channels_first(Layout::kChannelsLast, val.shape));
       } else if (src.kind == OpKind::kPooling && eligible(src)) {
         Op op = src;
-        op.pool.layout = Layout::kChannelsLast;
+        op.pooling.layout = Layout::kChannelsLast;
         op.operands = {last_[src.operands[0]]};
         last_[src.result] = out_.add(std::move(op), val.dtype, rt::from_channels_first(Layout::kChannelsLast, val.shape));
       } else if (runs_last(src)) {

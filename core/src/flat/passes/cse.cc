@@ -31,10 +31,10 @@ std::string key_of(const Graph& g, const Op& op) {
       for (int8_t d : p) k += std::to_string(d);
     for (const auto& w : a.heads) k += "h" + std::to_string(w.start) + ":" + std::to_string(w.count);
   }
-  if (op.kind == OpKind::kConvolution) k += "|" + rt::conv_attrs_text(op.conv);
+  if (op.kind == OpKind::kConvolution) k += "|" + rt::convolution_attrs_text(op.convolution);
   // Plugins are pure (as TensorRT's are): one call per plugin, fields and inputs.
   if (op.kind == OpKind::kPlugin) k += "|" + op.plugin.name + '\0' + op.plugin.fields + '\0' + op.plugin.cuda_source;
-  if (op.kind == OpKind::kPooling) k += "|" + rt::pool_attrs_text(op.pool);
+  if (op.kind == OpKind::kPooling) k += "|" + rt::pooling_attrs_text(op.pooling);
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());

@@ -106,7 +106,7 @@ void scale_half(const uint16_t* src, uint16_t* dst, int64_t n, double s) { scale
 // W * scale[output channel of the weight element]. Forward weights are (O, C/g, k...), transposed
 // ones (C, O/g, k...): output channel (c / (C/g)) * (O/g) + j for element [c, j, ...]. Each run of
 // elements that shares a scale (a forward weight's whole row) is scaled in one call.
-Tensor scaled_weight(const Tensor& w, const rt::ConvAttrs& attrs, const std::vector<double>& scale) {
+Tensor scaled_weight(const Tensor& w, const rt::ConvolutionAttrs& attrs, const std::vector<double>& scale) {
   const std::vector<int64_t>& ws = w.shape();
   int64_t taps = 1;
   for (size_t i = 2; i < ws.size(); ++i) taps *= ws[i];
@@ -161,7 +161,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     // Channel dim 1: channels-first convolutions (channels_last runs after this pass).
-    if (op.kind != OpKind::kConvolution || op.conv.layout != rt::Layout::kChannelsFirst ||
+    if (op.kind != OpKind::kConvolution || op.convolution.layout != rt::Layout::kChannelsFirst ||
         g.def(op.operands[1]).kind != OpKind::kConstant)
       continue;
     const Dim& c = g.values[op.result].shape[1];
@@ -204,7 +204,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
       const Op& w = g.def(src.operands[1]);
       Op weight;
       weight.kind = OpKind::kConstant;
-      weight.constant = scaled_weight(w.constant, src.conv, f.affine.scale);
+      weight.constant = scaled_weight(w.constant, src.convolution, f.affine.scale);
       weight.origin = w.origin;
       const Value& wv = g.values[src.operands[1]];
       ValueId nw = out.add(std::move(weight), wv.dtype, wv.shape);
@@ -275,7 +275,7 @@ bool conv_plus_bias(const Graph& g, const std::vector<int32_t>& uses, ValueId v,
   if (g.values[v].shape.size() < 3 || !c.is_static()) return false;
   for (int side = 0; side < 2; ++side) {
     const ValueId x = add.operands[side];
-    if (g.def(x).kind != OpKind::kConvolution || g.def(x).conv.layout != rt::Layout::kChannelsFirst || uses[x] != 1)
+    if (g.def(x).kind != OpKind::kConvolution || g.def(x).convolution.layout != rt::Layout::kChannelsFirst || uses[x] != 1)
       continue;
     *bias = per_channel_constant(g, add.operands[1 - side], c.static_value());
     if (bias->empty()) continue;

@@ -312,7 +312,7 @@ Status Planner::sweep() {
         std::vector<ValueId> inputs;
         for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
         const GroupKind kind = op.kind == OpKind::kPlugin    ? GroupKind::kPlugin
-                               : op.kind == OpKind::kPooling ? GroupKind::kPool
+                               : op.kind == OpKind::kPooling ? GroupKind::kPooling
                                                              : GroupKind::kAttention;
         int32_t gi = new_group(kind, idx);
         groups_[gi].inputs = inputs;
@@ -331,7 +331,7 @@ Status Planner::sweep() {
       default: {
         if (is_virtual(op.result)) break;  // a slice read in place by the kernels that use it
         static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,
-                                           GroupKind::kConcat, GroupKind::kGather};
+                                           GroupKind::kConcatenate, GroupKind::kGather};
         GroupKind kind = op.kind == OpKind::kReshape     ? kKinds[0]
                          : op.kind == OpKind::kTranspose ? kKinds[1]
                          : op.kind == OpKind::kSlice     ? kKinds[2]

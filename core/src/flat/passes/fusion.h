@@ -16,9 +16,8 @@ namespace tripy::flat {
 // What a group becomes: the kernel of the same rt::KernelKind, or (kAlias) a reshape that launches
 // nothing and only names its input's bytes. Made from the kernel kind list, so it cannot drift.
 enum class GroupKind : uint8_t {
-#define TRIPY_GROUP_KIND(Enum, name) k##Enum,
-  TRIPY_KERNEL_KINDS(TRIPY_GROUP_KIND)
-#undef TRIPY_GROUP_KIND
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) k##Enum,
+#include "runtime/kernel_kinds.def"
   kAlias,
 };
 // The kernel kind of a group that is not kAlias.
@@ -43,7 +42,7 @@ struct FusionGroup {
   // kDot: epilogue and operand transposes folded in (inputs are lhs, rhs[, bias]).
   rt::DotAttrs dot;
   // kConv: the op's attributes plus the epilogue folded in (inputs are x, w[, bias][, residual]).
-  rt::ConvAttrs conv;
+  rt::ConvolutionAttrs convolution;
   std::string name;
 };
 

@@ -146,7 +146,7 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
     case GroupKind::kCopy:  // fusion plans no copies; build_program adds them
     case GroupKind::kTranspose: return group_kind_name(grp.kind);
     case GroupKind::kSlice:
-    case GroupKind::kConcat:
+    case GroupKind::kConcatenate:
     case GroupKind::kGather:
     case GroupKind::kAttention:
     case GroupKind::kUpdateSlice: return group_kind_name(grp.kind);
@@ -157,14 +157,14 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
       const size_t from = key.find("::") == std::string::npos ? 0 : key.find("::") + 2;
       return "plugin_" + key.substr(from, key.rfind('/') == std::string::npos ? std::string::npos : key.rfind('/') - from);
     }
-    case GroupKind::kPool: return g_.ops[grp.ops.front()].pool.kind == rt::PoolAttrs::Kind::kMax ? "maxpool" : "avgpool";
-    case GroupKind::kConv: {
-      std::string name = grp.conv.transposed ? "conv_transpose" : "conv";
-      if (grp.conv.has_bias) name += "_bias";
-      if (grp.conv.has_residual) name += "_add";
-      if (grp.conv.activation == rt::Activation::kRelu) name += "_relu";
-      if (grp.conv.activation == rt::Activation::kGelu) name += "_gelu";
-      if (grp.conv.activation == rt::Activation::kSilu) name += "_silu";
+    case GroupKind::kPooling: return g_.ops[grp.ops.front()].pooling.kind == rt::PoolingAttrs::Kind::kMax ? "maxpool" : "avgpool";
+    case GroupKind::kConvolution: {
+      std::string name = grp.convolution.transposed ? "conv_transpose" : "conv";
+      if (grp.convolution.has_bias) name += "_bias";
+      if (grp.convolution.has_residual) name += "_add";
+      if (grp.convolution.activation == rt::Activation::kRelu) name += "_relu";
+      if (grp.convolution.activation == rt::Activation::kGelu) name += "_gelu";
+      if (grp.convolution.activation == rt::Activation::kSilu) name += "_silu";
       return name;
     }
   }
@@ -202,7 +202,7 @@ StatusOr<FusionPlan> Planner::finish() {
       grp.outputs.assign(needed[gi].begin(), needed[gi].end());
       if (grp.outputs.empty()) continue;  // nothing reads it (dead code that DCE did not see)
       for (ValueId v : grp.outputs) grp.fused.output_regs.push_back(regs_[gi].at(v));
-    } else if (grp.kind != GroupKind::kDot && grp.kind != GroupKind::kConv) {
+    } else if (grp.kind != GroupKind::kDot && grp.kind != GroupKind::kConvolution) {
       grp.outputs = {g_.ops[grp.ops.back()].result};
     }
     grp.name = kernel_name(grp);
@@ -238,10 +238,10 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (grp.dot.activation == rt::Activation::kRelu) attrs += ", relu";
       if (grp.dot.activation == rt::Activation::kGelu) attrs += ", gelu";
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
-    } else if (grp.kind == GroupKind::kConv) {
-      out += " {" + rt::conv_attrs_text(grp.conv) + "}";
-    } else if (grp.kind == GroupKind::kPool) {
-      out += " {" + rt::pool_attrs_text(g_op(graph, grp).pool) + "}";
+    } else if (grp.kind == GroupKind::kConvolution) {
+      out += " {" + rt::convolution_attrs_text(grp.convolution) + "}";
+    } else if (grp.kind == GroupKind::kPooling) {
+      out += " {" + rt::pooling_attrs_text(g_op(graph, grp).pooling) + "}";
     }
     out += "\n";
   }

@@ -19,9 +19,9 @@ ValueId other_addend(const Op& op, ValueId v) {
 void Planner::plan_conv(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   std::vector<ValueId> inputs = {ensure_real(op.operands[0]), ensure_real(op.operands[1])};
-  int32_t gi = new_group(GroupKind::kConv, op_index);
-  rt::ConvAttrs& attrs = groups_[gi].conv;
-  attrs = op.conv;
+  int32_t gi = new_group(GroupKind::kConvolution, op_index);
+  rt::ConvolutionAttrs& attrs = groups_[gi].convolution;
+  attrs = op.convolution;
   ValueId cur = op.result;
   const Shape& shape = g_.values[cur].shape;
   const int64_t channel_axis = attrs.layout == rt::Layout::kChannelsLast ? static_cast<int64_t>(shape.size()) - 1 : 1;

@@ -105,7 +105,7 @@ class CudaBuilder final : public Builder {
                                    program.buffers[k.inputs[index_input]].dtype});
       int32_t module = -1;
       std::string function;
-      if (k.kind == KernelKind::kConv) {
+      if (k.kind == KernelKind::kConvolution) {
         // The convolution module (direct kernel and epilogue), compiled once per dtype.
         const DType t = program.buffers[k.outputs.at(0)].dtype;
         module = module_of(conv_module_source(t), conv_function(t));
@@ -118,7 +118,7 @@ class CudaBuilder final : public Builder {
         TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
         module = module_of(source, k.plugin.cuda_entry);
         function = k.plugin.cuda_entry;
-      } else if (k.kind == KernelKind::kPool) {
+      } else if (k.kind == KernelKind::kPooling) {
         const DType t = program.buffers[k.outputs.at(0)].dtype;
         module = module_of(pool_module_source(t), pool_function(t));
         function = pool_function(t);
@@ -212,7 +212,7 @@ class CudaBuilder final : public Builder {
     CUstream s = default_stream();
     for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {
       const Kernel& k = program.kernels[i];
-      if (k.kind == KernelKind::kConv) {
+      if (k.kind == KernelKind::kConvolution) {
         auto pr = conv_problem(program, k, slots);
         if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
         auto it = done.find(pr->key());

@@ -62,7 +62,7 @@ StatusOr<ConvAlgo> tune_forward(const ConvProblem& pr, const std::vector<CUdevic
   auto plain = ConvGraph::create(pr, false);
   plans_ms += ms_since(t0);
   const Timed p = plain.ok() ? time_graph(*plain.value(), ptrs, stream, timer, plans_ms) : Timed{};
-  const ConvAttrs& a = pr.attrs;
+  const ConvolutionAttrs& a = pr.attrs;
   const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
   // Our epilogue kernel: a launch and a pass over the output (and the residual) at ~2.5 TB/s.
   const double epilogue_ms = !epilogue ? 0.0

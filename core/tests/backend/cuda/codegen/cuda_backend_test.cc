@@ -213,8 +213,8 @@ TEST(CudaBackend, BadSliceIsAnErrorNamingTheKernel) {
   ProgramBuilder b;
   int32_t x = b.input(DType::kFloat32, {4}), o = b.output(DType::kFloat32, {3});
   Kernel& k = b.kernel(KernelKind::kSlice, "my_slice", {x}, {o});
-  k.starts = {b.slot(2)};
-  k.steps = {b.slot(1)};
+  k.slice.starts = {b.slot(2)};
+  k.slice.steps = {b.slot(1)};
   GpuCase c = finish("bad_slice", b);
   auto lp = load_gpu(c.program);
   ASSERT_TRUE(lp.ok());
