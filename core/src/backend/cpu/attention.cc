@@ -257,4 +257,6 @@ Status run_attention(const KernelArgs& args) {
   return ok_status();
 }
 
+const CpuKernel kAttentionKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_attention(args); }};
+
 }  // namespace tripy::cpu

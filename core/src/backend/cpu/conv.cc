@@ -169,4 +169,8 @@ Status run_conv(const KernelArgs& args, KernelState& state) {
   return ok_status();
 }
 
+const CpuKernel kConvolutionKernel = {
+    [](const rt::Program&, const rt::Kernel&, SourceRef) -> StatusOr<std::unique_ptr<KernelState>> { return prepare_conv(); },
+    [](const KernelArgs& args, KernelState* state) { return run_conv(args, *state); }};
+
 }  // namespace tripy::cpu

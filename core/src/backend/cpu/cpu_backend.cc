@@ -24,7 +24,13 @@ Status kernel_error(const KernelArgs& args, const std::string& message, StatusCo
 namespace {
 
 using rt::BufferDesc;
-using rt::KernelKind;
+
+// The CPU kernel of each kind, in kernel_kinds.def's order (prepare() checks a kind is in range).
+const CpuKernel* const kKernels[] = {
+#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) &k##Enum##Kernel,
+#include "runtime/kernel_kinds.def"
+};
+static_assert(std::size(kKernels) == rt::kNumKernelKinds);
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -47,13 +53,11 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
       for (int32_t b : k.outputs)
         if (b < 0 || b >= nbuf) return kernel_error(k, where, "output buffer id out of range",
                                                      StatusCode::kInternal);
+      if (static_cast<size_t>(k.kind) >= rt::kNumKernelKinds)
+        return kernel_error(k, where, "unknown kernel kind", StatusCode::kInternal);
       std::unique_ptr<KernelState> state;
-      if (k.kind == KernelKind::kFused) {
-        TRIPY_ASSIGN_OR_RETURN(state, prepare_fused(p, k, where));
-      } else if (k.kind == KernelKind::kDot) {
-        state = prepare_dot();
-      } else if (k.kind == KernelKind::kConvolution) {
-        state = prepare_conv();
+      if (const CpuKernel& entry = *kKernels[static_cast<size_t>(k.kind)]; entry.prepare) {
+        TRIPY_ASSIGN_OR_RETURN(state, entry.prepare(p, k, where));
       }
       states_.push_back(std::move(state));
       for (int32_t b : k.outputs) writer_.emplace(b, where);
@@ -200,21 +204,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
   }
 
   Status run_kernel(const KernelArgs& args, size_t k) {
-    switch (args.kernel->kind) {
-      case KernelKind::kFused: return run_fused(args, *states_[k]);
-      case KernelKind::kDot: return run_dot(args, *states_[k]);
-      case KernelKind::kTranspose: return run_transpose(args);
-      case KernelKind::kSlice: return run_slice(args);
-      case KernelKind::kConcatenate: return run_concat(args);
-      case KernelKind::kGather: return run_gather(args);
-      case KernelKind::kCopy: return run_copy(args);
-      case KernelKind::kAttention: return run_attention(args);
-      case KernelKind::kConvolution: return run_conv(args, *states_[k]);
-      case KernelKind::kUpdateSlice: return run_update_slice(args);
-      case KernelKind::kPlugin: return run_plugin(args);
-      case KernelKind::kPooling: return run_pool(args);
-    }
-    return kernel_error(args, "unknown kernel kind", StatusCode::kInternal);
+    return kKernels[static_cast<size_t>(args.kernel->kind)]->run(args, states_[k].get());
   }
 
   std::shared_ptr<const rt::Program> program_;

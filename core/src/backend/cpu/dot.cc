@@ -224,4 +224,8 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
   return ok_status();
 }
 
+const CpuKernel kDotKernel = {
+    [](const rt::Program&, const rt::Kernel&, SourceRef) -> StatusOr<std::unique_ptr<KernelState>> { return prepare_dot(); },
+    [](const KernelArgs& args, KernelState* state) { return run_dot(args, *state); }};
+
 }  // namespace tripy::cpu

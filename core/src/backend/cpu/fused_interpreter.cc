@@ -289,4 +289,6 @@ Status run_fused(const KernelArgs& args, KernelState& state) {
   return ok_status();
 }
 
+const CpuKernel kFusedKernel = {prepare_fused, [](const KernelArgs& args, KernelState* state) { return run_fused(args, *state); }};
+
 }  // namespace tripy::cpu

@@ -262,4 +262,11 @@ Status run_update_slice(const KernelArgs& args) {
   return ok_status();
 }
 
+const CpuKernel kTransposeKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_transpose(args); }};
+const CpuKernel kSliceKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_slice(args); }};
+const CpuKernel kConcatenateKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_concat(args); }};
+const CpuKernel kGatherKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_gather(args); }};
+const CpuKernel kCopyKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_copy(args); }};
+const CpuKernel kUpdateSliceKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_update_slice(args); }};
+
 }  // namespace tripy::cpu

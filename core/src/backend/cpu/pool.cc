@@ -152,4 +152,6 @@ Status run_pool(const KernelArgs& args) {
   return ok_status();
 }
 
+const CpuKernel kPoolingKernel = {nullptr, [](const KernelArgs& args, KernelState*) { return run_pool(args); }};
+
 }  // namespace tripy::cpu
