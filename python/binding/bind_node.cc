@@ -87,35 +87,34 @@ rt::PoolingAttrs to_pool_attrs(const py::dict& d) {
   return a;
 }
 
+// One attribute from Python, by the field's type.
+void read_attr(py::handle v, std::vector<int64_t>& out) { out = v.cast<std::vector<int64_t>>(); }
+void read_attr(py::handle v, std::vector<double>& out) { out = v.cast<std::vector<double>>(); }
+void read_attr(py::handle v, Shape& out) { out = to_shape(v); }
+void read_attr(py::handle v, double& out) { out = v.cast<double>(); }
+void read_attr(py::handle v, int64_t& out) { out = v.cast<int64_t>(); }
+void read_attr(py::handle v, bool& out) { out = v.cast<bool>(); }
+void read_attr(py::handle v, std::string& out) { out = v.cast<std::string>(); }
+void read_attr(py::handle v, DType& out) { out = parse_dtype(v.cast<std::string>()); }
+void read_attr(py::handle v, rt::ConvolutionAttrs& out) { out = to_conv_attrs(v.cast<py::dict>()); }
+void read_attr(py::handle v, rt::PoolingAttrs& out) { out = to_pool_attrs(v.cast<py::dict>()); }
+void read_attr(py::handle v, rt::PluginAttrs& out) {
+  auto p = v.cast<py::dict>();
+  out.name = p["name"].cast<std::string>();
+  out.fields = p["fields"].cast<std::string>();
+}
+
 // `given` collects the names' bits, which trace::check_attrs holds against the op's declaration.
 trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
   trace::Attrs a;
   for (const auto& [k, v] : d) {
-    std::string key = k.cast<std::string>();
-    given |= trace::attr_named(key);
-    if (key == "dims") a.dims = v.cast<std::vector<int64_t>>();
-    else if (key == "shape") a.shape = to_shape(v);
-    else if (key == "starts") a.starts = to_shape(v);
-    else if (key == "limits") a.limits = to_shape(v);
-    else if (key == "steps") a.steps = to_shape(v);
-    else if (key == "value") a.value = v.cast<double>();
-    else if (key == "axis") a.axis = v.cast<int64_t>();
-    else if (key == "k") a.k = v.cast<int64_t>();
-    else if (key == "groups") a.groups = v.cast<int64_t>();
-    else if (key == "keepdim") a.keepdim = v.cast<bool>();
-    else if (key == "causal") a.causal = v.cast<bool>();
-    else if (key == "mode") a.mode = v.cast<std::string>();
-    else if (key == "scales") a.scales = v.cast<std::vector<double>>();
-    else if (key == "align_corners") a.align_corners = v.cast<bool>();
-    else if (key == "dtype") a.dtype = parse_dtype(v.cast<std::string>());
-    else if (key == "conv") a.convolution = to_conv_attrs(v.cast<py::dict>());
-    else if (key == "plugin") {
-      auto p = v.cast<py::dict>();
-      a.plugin.name = p["name"].cast<std::string>();
-      a.plugin.fields = p["fields"].cast<std::string>();
-    }
-    else if (key == "pool") a.pooling = to_pool_attrs(v.cast<py::dict>());
-    else if (key != "device") throw py::value_error("unknown attribute '" + key + "'");
+    const std::string key = k.cast<std::string>();
+    const trace::AttrSet bit = trace::attr_named(key);
+    if (bit == 0) throw py::value_error("unknown attribute '" + key + "'");
+    given |= bit;
+    trace::Attrs::visit_fields([&](const char* name, auto& field) {
+      if (key == name) read_attr(v, field);
+    }, a);
   }
   return a;
 }

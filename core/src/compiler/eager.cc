@@ -34,6 +34,26 @@ void append_dims(std::string& key, const Shape& shape) {
   key += ']';
 }
 
+// A field's exact value: numbers as their bytes, texts and lists with their length, described
+// attribute structs field by field (a plugin's device code included: re-registered code is
+// another kernel).
+template <class T>
+void append_field(std::string& key, const T& v) {
+  if constexpr (rt::has_fields<T>::value) {
+    T::visit_fields([&](const char*, const auto& f) { append_field(key, f); }, v);
+  } else if constexpr (std::is_same_v<T, Shape>) {
+    append_dims(key, v);
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+    append_raw(key, v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    key += v;
+    key += '\0';
+  } else {
+    for (const auto& e : v) append_field(key, e);
+    key += std::to_string(v.size()) + '\0';
+  }
+}
+
 // The structural key of the Trace subgraph producing `node`: ops, attributes, dtypes and shapes,
 // with evaluated tensors as numbered inputs. Computed without lowering, so a hit skips it. Also
 // collects those inputs, in the order lowering numbers its parameters.
@@ -54,34 +74,12 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
       key += "compile-input";
       continue;
     }
-    const trace::Attrs& a = n->attrs;
-    // Every attribute below is part of the key: a new one must join it, or two calls that differ
-    // only there would share a cached kernel.
-    static_assert(trace::kAttrCount == 19, "add the new Trace attribute to the eager cache key");
     key += n->def->name + '(';
     for (const auto& in : n->inputs) key += std::to_string(index.at(in.get())) + ',';
     key += ')';
-    for (int64_t d : a.dims) append_raw(key, d);
-    key += std::to_string(a.dims.size()) + '\0';
-    append_dims(key, a.shape);
-    append_dims(key, a.starts);
-    append_dims(key, a.limits);
-    append_dims(key, a.steps);
-    append_raw(key, a.value);
-    append_raw(key, a.axis);
-    append_raw(key, a.k);
-    append_raw(key, a.groups);
-    append_raw(key, a.keepdim);
-    append_raw(key, a.causal);
-    for (double v : a.scales) append_raw(key, v);
-    key += std::to_string(a.scales.size()) + '\0';
-    append_raw(key, a.align_corners);
-    key += a.mode + '\0';
-    append_raw(key, a.dtype);
-    if (!a.convolution.stride.empty()) key += rt::convolution_attrs_text(a.convolution);
-    // A plugin re-registered with other device code is another kernel.
-    if (!a.plugin.name.empty()) key += a.plugin.name + '\0' + a.plugin.fields + '\0' + a.plugin.cuda_source;
-    if (!a.pooling.window.empty()) key += rt::pooling_attrs_text(a.pooling);
+    // Every attribute is part of the key (its field list, node.h), so two calls that differ in
+    // any one never share a compiled kernel.
+    trace::Attrs::visit_fields([&](const char*, const auto& field) { append_field(key, field); }, n->attrs);
   }
   return key;
 }

@@ -18,25 +18,45 @@ namespace tripy::trace {
 
 struct OpDef;
 
-// Attributes of a Trace op. One flat struct (not a map); each OpDef declares the fields it reads
-// and needs (OpDef::attrs, TRIPY_TRACE_ATTRS), and the Python binding refuses any other.
+// The attributes Trace ops take, one row each: X(type, name, default), named as the Python
+// frontend hands them over. Each field has one meaning. From this list come the Attrs struct, its
+// field visitor (the eager cache key), the binding's reader and the bits with which each OpDef
+// declares the fields it reads and needs (op_def.h): the binding refuses any other, so an
+// attribute cannot be passed to an op that would silently ignore it.
+#define TRIPY_TRACE_ATTRS(X)                                                                                \
+  X(std::vector<int64_t>, dims, {})  /* reduce dims, permutation, squeeze dims, ... */                     \
+  X(Shape, shape, {})                /* target shape (full, iota, reshape, expand) */                      \
+  X(Shape, starts, {})               /* slice starts; pad: the sizes before */                             \
+  X(Shape, limits, {})               /* slice limits; pad: the sizes after */                              \
+  X(Shape, steps, {})                /* slice steps */                                                     \
+  X(double, fill, 0)                 /* full, pad: the value written */                                    \
+  X(double, eps, 0)                  /* layernorm, rmsnorm, groupnorm, instancenorm: added to the variance */ \
+  X(double, correction, 0)           /* var: subtracted from the count */                                  \
+  X(double, scale, 0)                /* scaled_dot_product_attention: the logits' factor */                \
+  X(int64_t, axis, 0)                                                                                      \
+  X(bool, keepdim, false)                                                                                  \
+  X(bool, causal, false)             /* attention: query i sees keys 0..i only */                          \
+  X(std::string, mode, {})           /* pad: "constant" | "reflect"; resize: "nearest" | ... */            \
+  X(int64_t, k, 0)                   /* topk: how many elements */                                         \
+  X(DType, dtype, DType::kFloat32)                                                                         \
+  X(rt::ConvolutionAttrs, convolution, {})  /* typed, checked where Python hands it over */                \
+  X(rt::PluginAttrs, plugin, {})     /* its registry key and fields (the device code is filled in) */      \
+  X(rt::PoolingAttrs, pooling, {})                                                                         \
+  X(std::vector<double>, scales, {}) /* resize: a factor per dim (instead of output sizes in `shape`) */    \
+  X(bool, align_corners, false)      /* resize: sample at the corner pixels instead of the centres */      \
+  X(int64_t, groups, 1)              /* groupnorm: how many groups of channels */
+
 struct Attrs {
-  std::vector<int64_t> dims;  // reduce dims, permutation, squeeze dims, ...
-  Shape shape;                // target shape (full, iota, reshape, expand)
-  Shape starts, limits, steps;
-  double value = 0;  // fill value, eps, exponent
-  int64_t axis = 0;
-  int64_t k = 0;       // topk: how many elements
-  int64_t groups = 1;  // groupnorm: how many groups of channels
-  bool keepdim = false;
-  bool causal = false;  // attention: query i sees keys 0..i only
-  std::string mode;     // pad: "constant" | "reflect"; resize: "nearest" | ...; checked by the op's rule
-  std::vector<double> scales;  // resize: a factor per dim (instead of output sizes in `shape`)
-  bool align_corners = false;  // resize: sample at the corner pixels instead of the centres
-  DType dtype = DType::kFloat32;
-  rt::ConvolutionAttrs convolution;  // convolution: typed, checked where Python hands it over
-  rt::PluginAttrs plugin;  // plugin: its registry key and fields (the device code is filled in)
-  rt::PoolingAttrs pooling;  // pooling: likewise
+#define TRIPY_TRACE_ATTR_FIELD(type, name, init) type name = init;
+  TRIPY_TRACE_ATTRS(TRIPY_TRACE_ATTR_FIELD)
+#undef TRIPY_TRACE_ATTR_FIELD
+  static constexpr bool kHasFields = true;
+  template <class Visit, class... Self>
+  static void visit_fields(Visit&& visit, Self&... self) {
+#define TRIPY_TRACE_ATTR_VISIT(type, name, init) visit(#name, self.name...);
+    TRIPY_TRACE_ATTRS(TRIPY_TRACE_ATTR_VISIT)
+#undef TRIPY_TRACE_ATTR_VISIT
+  }
 };
 
 struct Node;

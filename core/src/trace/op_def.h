@@ -73,24 +73,23 @@ class LowerCtx {
   flat::OriginRef base_origin_;
 };
 
-// The attributes Trace ops take: the fields of trace::Attrs, named as the Python frontend hands
-// them over. Each OpDef declares the ones it reads and the ones it needs; the binding refuses
-// any other, so an attribute cannot be passed to an op that would silently ignore it.
-#define TRIPY_TRACE_ATTRS(X)                                                                          \
-  X(dims) X(shape) X(starts) X(limits) X(steps) X(value) X(axis) X(keepdim) X(causal) X(mode) X(k) X(dtype) \
-  X(conv) X(plugin) X(pool) X(device) X(scales) X(align_corners) X(groups)
+// The attribute bits: one per field of trace::Attrs (TRIPY_TRACE_ATTRS, node.h), and `device`,
+// which the binding reads to place the op's result rather than storing it.
 using AttrSet = uint32_t;
 enum class AttrIndex {
-#define TRIPY_ATTR_INDEX(n) n,
+#define TRIPY_ATTR_INDEX(type, n, init) n,
   TRIPY_TRACE_ATTRS(TRIPY_ATTR_INDEX)
 #undef TRIPY_ATTR_INDEX
+  device,
   kCount
 };
 inline constexpr int kAttrCount = static_cast<int>(AttrIndex::kCount);
+static_assert(kAttrCount <= 32, "an AttrSet has 32 bits");
 namespace attr {
-#define TRIPY_ATTR_BIT(n) inline constexpr AttrSet n = 1u << static_cast<int>(AttrIndex::n);
+#define TRIPY_ATTR_BIT(type, n, init) inline constexpr AttrSet n = 1u << static_cast<int>(AttrIndex::n);
 TRIPY_TRACE_ATTRS(TRIPY_ATTR_BIT)
 #undef TRIPY_ATTR_BIT
+inline constexpr AttrSet device = 1u << static_cast<int>(AttrIndex::device);
 }  // namespace attr
 // The bit of the attribute called `name`; 0 when there is none.
 AttrSet attr_named(const std::string& name);

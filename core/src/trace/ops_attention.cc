@@ -91,7 +91,7 @@ Status infer_attention(InferCtx& ctx) {
                                     " does not broadcast to the scores' shape " + shape_str(scores) + ".", {0, 1, 3});
     }
   }
-  if (ctx.node.attrs.value <= 0 || !std::isfinite(ctx.node.attrs.value))
+  if (ctx.node.attrs.scale <= 0 || !std::isfinite(ctx.node.attrs.scale))
     return ctx.error(std::string(kName) + ": the scale must be a positive finite number.");
   Shape out = sq;
   out.back() = sv.back();
@@ -123,7 +123,7 @@ StatusOr<flat::ValueId> lower_attention(LowerCtx& c) {
   flat::Op op;
   op.kind = flat::OpKind::kAttention;
   op.attention.causal = c.node().attrs.causal;
-  op.attention.scale = c.node().attrs.value;
+  op.attention.scale = c.node().attrs.scale;
   op.operands = {c.reshape(c.in(0), {B, hq, L, D}, "view query as (batch, heads, L, D)"),
                  c.reshape(c.in(1), {B, hkv, S, D}, "view key as (batch, heads, S, D)"),
                  c.reshape(c.in(2), {B, hkv, S, Dv}, "view value as (batch, heads, S, Dv)")};
@@ -163,7 +163,7 @@ StatusOr<flat::ValueId> lower_attention(LowerCtx& c) {
 void register_attention_ops() {
   // Inputs: query, key, value (one float dtype, checked by the rule), attn_mask (bool or that dtype).
   register_op({kName, kName, 3, 4, {kFloats, kFloats, kFloats, kFloats | kBool}, false, infer_attention,
-               lower_attention, attr::causal | attr::value, attr::value});
+               lower_attention, attr::causal | attr::scale, attr::scale});
 }
 
 }  // namespace tripy::trace

@@ -100,7 +100,7 @@ StatusOr<flat::ValueId> lower_convolution(LowerCtx& c) {
 }  // namespace
 
 void register_conv_ops() {
-  register_op({"convolution", "convolution", 2, 2, {kFloats}, true, infer_convolution, lower_convolution, attr::conv, attr::conv});
+  register_op({"convolution", "convolution", 2, 2, {kFloats}, true, infer_convolution, lower_convolution, attr::convolution, attr::convolution});
 }
 
 }  // namespace tripy::trace

@@ -22,7 +22,7 @@ flat::ValueId narrow_to(LowerCtx& c, flat::ValueId v, DType io) {
 
 // rsqrt(stat + eps), broadcast back over `dims` of `full`.
 flat::ValueId inverse_root(LowerCtx& c, flat::ValueId stat, const Shape& full, const std::vector<int64_t>& dims) {
-  flat::ValueId eps = c.broadcast_to(c.scalar(c.node().attrs.value, kStats), c.value(stat).shape, "");
+  flat::ValueId eps = c.broadcast_to(c.scalar(c.node().attrs.eps, kStats), c.value(stat).shape, "");
   return unreduce(c, c.ew(EwOp::kRsqrt, {c.ew(EwOp::kAdd, {stat, eps}, kStats)}, kStats), full, dims);
 }
 
@@ -141,13 +141,13 @@ StatusOr<flat::ValueId> lower_group_norm(LowerCtx& c) {
 
 void register_norm_ops() {
   // dims: the normalized (trailing) dims; groups: GroupNorm's channel groups; value: eps.
-  constexpr AttrSet kTrailing = attr::dims | attr::value, kGroups = attr::groups | attr::value;
+  constexpr AttrSet kTrailing = attr::dims | attr::eps, kGroups = attr::groups | attr::eps;
   register_op({"layernorm", "LayerNorm", 3, 3, {kFloats}, true, infer_trailing_norm, lower_layernorm, kTrailing,
                kTrailing});
   register_op({"rmsnorm", "RMSNorm", 2, 2, {kFloats}, true, infer_trailing_norm, lower_rmsnorm, kTrailing, kTrailing});
   register_op({"groupnorm", "GroupNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm, kGroups, kGroups});
   register_op({"instancenorm", "InstanceNorm", 3, 3, {kFloats}, true, infer_group_norm, lower_group_norm,
-               attr::value, attr::value});
+               attr::eps, attr::eps});
 }
 
 }  // namespace tripy::trace

@@ -21,7 +21,7 @@ std::string pairs_str(const Shape& before, const Shape& after) {
 }
 
 // pad(x): attrs.starts[d] / attrs.limits[d] elements before / after dim d; attrs.mode
-// "constant" (attrs.value) or "reflect".
+// "constant" (attrs.fill) or "reflect".
 Status infer_pad(InferCtx& ctx) {
   const Shape& in = ctx.shape(0);
   const Attrs& a = ctx.node.attrs;
@@ -36,9 +36,9 @@ Status infer_pad(InferCtx& ctx) {
       if (w->is_static() && w->static_value() < 0)
         return ctx.error("pad: padding sizes must be non-negative, but got: " + pairs_str(a.starts, a.limits) + ".");
   const DType dt = ctx.in()[0]->dtype;
-  if (a.mode == "constant" && !(dtype_bit(dt) & kFloats) && a.value != std::trunc(a.value)) {
+  if (a.mode == "constant" && !(dtype_bit(dt) & kFloats) && a.fill != std::trunc(a.fill)) {
     return ctx.error("pad: cannot fill a " + std::string(dtype_name(dt)) + " tensor with the float value " +
-                     number_text(a.value) + ".");
+                     number_text(a.fill) + ".");
   }
   Shape out = in;
   for (size_t d = 0; d < in.size(); ++d) {
@@ -118,7 +118,7 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
       } else {
         Shape shape = c.value(out).shape;
         shape[d] = width;
-        block = c.splat(a.value, dt, std::move(shape));
+        block = c.splat(a.fill, dt, std::move(shape));
       }
       parts.push_back(block);
       if (side == 0) parts.push_back(out);
@@ -133,6 +133,6 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
 
 void register_pad_ops() {
   constexpr AttrSet kPad = attr::starts | attr::limits | attr::mode;
-  register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad, kPad | attr::value, kPad}); }
+  register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad, kPad | attr::fill, kPad}); }
 
 }  // namespace tripy::trace

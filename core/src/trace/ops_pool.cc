@@ -60,7 +60,7 @@ StatusOr<flat::ValueId> lower_pooling(LowerCtx& c) {
 }  // namespace
 
 void register_pool_ops() {
-  register_op({"pooling", "pooling", 1, 1, {kFloats | kInts}, true, infer_pooling, lower_pooling, attr::pool, attr::pool});
+  register_op({"pooling", "pooling", 1, 1, {kFloats | kInts}, true, infer_pooling, lower_pooling, attr::pooling, attr::pooling});
 }
 
 }  // namespace tripy::trace

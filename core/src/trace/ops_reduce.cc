@@ -156,7 +156,7 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
   flat::ValueId sq = c.reduce(EwOp::kReduceSum, c.ew(EwOp::kMul, {centered, centered}, dt), dims);
   flat::ValueId n = reduced_count(c, x, dims, dt);  // a scalar, or per row when dims are dynamic
-  flat::ValueId correction = c.broadcast_to(c.scalar(c.node().attrs.value, dt), c.value(n).shape, "");
+  flat::ValueId correction = c.broadcast_to(c.scalar(c.node().attrs.correction, dt), c.value(n).shape, "");
   // max(N - correction, 0), as numpy and torch: no degrees of freedom left gives 0/0 = NaN (or
   // x/0 = inf), never a negative variance.
   flat::ValueId zero = c.broadcast_to(c.scalar(0, dt), c.value(n).shape, "");
@@ -226,7 +226,7 @@ void register_reduce_ops() {
   constexpr AttrSet kReduceAttrs = attr::dims | attr::keepdim;  // no dims: every dim
   for (const auto& r : kReduce) register_op({r.name, r.name, 1, 1, {r.dtypes}, true, infer_reduce, lower_reduce, kReduceAttrs});
   register_op({"mean", "mean", 1, 1, {kFloats}, true, infer_reduce, lower_mean, kReduceAttrs});
-  register_op({"var", "var", 1, 1, {kFloats}, true, infer_reduce, lower_var, kReduceAttrs | attr::value});
+  register_op({"var", "var", 1, 1, {kFloats}, true, infer_reduce, lower_var, kReduceAttrs | attr::correction});
   register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax, attr::dims});

@@ -55,19 +55,20 @@ std::vector<const OpDef*> all_ops() {
 }
 
 AttrSet attr_named(const std::string& name) {
-#define TRIPY_ATTR_MATCH(n) \
+#define TRIPY_ATTR_MATCH(type, n, init) \
   if (name == #n) return attr::n;
   TRIPY_TRACE_ATTRS(TRIPY_ATTR_MATCH)
 #undef TRIPY_ATTR_MATCH
-  return 0;
+  return name == "device" ? attr::device : 0;
 }
 
 std::string attr_set_str(AttrSet set) {
   std::string out;
-#define TRIPY_ATTR_NAME(n) \
+#define TRIPY_ATTR_NAME(type, n, init) \
   if (set & attr::n) out += (out.empty() ? "" : ", ") + std::string(#n);
   TRIPY_TRACE_ATTRS(TRIPY_ATTR_NAME)
 #undef TRIPY_ATTR_NAME
+  if (set & attr::device) out += (out.empty() ? "" : ", ") + std::string("device");
   return out;
 }
 

@@ -77,7 +77,7 @@ TEST(CudaCodegenCompiled, Creation) {
   generate_all(op("iota", {}, a));
   Attrs f;
   f.shape = {Dim(2), Dim(3)};
-  f.value = 1;
+  f.fill = 1;
   generate_all(op("full", {}, f));
 }
 
@@ -96,7 +96,7 @@ TEST(CudaCodegenCompiledDeep, SharedSubexpressionsStayLinear) {
   generate_all(x);
   Attrs a;
   a.dims = {1};  // the normalized (trailing) dim
-  a.value = 1e-5;
+  a.eps = 1e-5;
   generate_all(op("layernorm", {data({4, 8}), data({8}), data({8})}, a));
 }
 

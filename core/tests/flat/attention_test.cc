@@ -331,7 +331,7 @@ TEST(AttentionCompile, gpt2_head_split_and_merge_run_no_copy_kernel) {
     heads.push_back(op("permute", {op("reshape", {ins.back()}, r)}, t));
   }
   Attrs a;
-  a.value = 0.25;
+  a.scale = 0.25;
   a.causal = true;
   NodeRef y = op("scaled_dot_product_attention", heads, a);
   Attrs t;
@@ -359,7 +359,7 @@ TEST(AttentionCompile, runs_on_the_cpu_from_trace_ops) {
   NodeRef q = input(0, {Dim(1), Dim(2), L, Dim(4)}, DType::kFloat32, symbols);
   NodeRef kv = input(1, {Dim(1), Dim(1), Dim(6), Dim(4)}, DType::kFloat32, symbols);
   Attrs a;
-  a.value = 0.5;
+  a.scale = 0.5;
   a.causal = true;
   NodeRef y = op("scaled_dot_product_attention", {q, kv, kv}, a);
   auto lowered = trace::lower_to_flat({y}, trace::LowerMode::kCompile, {q, kv});

@@ -209,7 +209,7 @@ class DimensionSize(Tensor):
                 f"A DimensionSize must be an int, but got: {data!r} of type '{type(data).__name__}'."
             )
         # A 'full' literal carries its value as a size, so arithmetic on it stays size arithmetic.
-        attrs = {"shape": [], "value": float(value), "dtype": "int32", "device": str(_resolve_device(None))}
+        attrs = {"shape": [], "fill": float(value), "dtype": "int32", "device": str(_resolve_device(None))}
         self._node = _C.make("full", [], attrs, capture_user_frames())
         self.name = name
 

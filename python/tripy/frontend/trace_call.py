@@ -36,4 +36,4 @@ def scalar_like(value, like):
             f"Cannot use the float literal {value} with a tensor of dtype {dt.name}: "
             f"the conversion would lose information. Use an integer literal or tp.cast the tensor."
         )
-    return make("full", [], shape=[], value=float(value), dtype=dt.name, device=like._node.device)
+    return make("full", [], shape=[], fill=float(value), dtype=dt.name, device=like._node.device)

@@ -31,7 +31,7 @@ def _convolution(x, weight, stride, padding, dilation, groups, transposed=False,
     conv = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups, "transposed": transposed}
     if output_padding is not None:
         conv["output_padding"] = output_padding
-    return make("convolution", [x, weight], conv=conv)
+    return make("convolution", [x, weight], convolution=conv)
 
 
 def _add_bias(out, bias):

@@ -65,4 +65,4 @@ class RMSNorm(Module):
         self.weight = placeholder(self.normalized_shape, self.dtype)
 
     def forward(self, x):
-        return make("rmsnorm", [x, self.weight], dims=list(range(-len(self.normalized_shape), 0)), value=float(self.eps))
+        return make("rmsnorm", [x, self.weight], dims=list(range(-len(self.normalized_shape), 0)), eps=float(self.eps))

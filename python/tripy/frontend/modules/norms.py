@@ -55,7 +55,7 @@ class GroupNorm(Module):
     def forward(self, x):
         # InstanceNorm's groups are its channels, which the core reads from the weight.
         groups = {"groups": self.num_groups} if self._op == "groupnorm" else {}
-        return make(self._op, [x, self.weight, self.bias], value=float(self.eps), **groups)
+        return make(self._op, [x, self.weight, self.bias], eps=float(self.eps), **groups)
 
 
 class InstanceNorm(GroupNorm):

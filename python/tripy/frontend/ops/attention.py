@@ -63,7 +63,7 @@ def scaled_dot_product_attention(query, key, value, embedding_dim=None, attn_mas
         # A head size known only at run time: the scale is data, so compose the op from primitives.
         return _composite_attention(query, key, value, attn_mask, is_causal)
     inputs = [query, key, value] + ([attn_mask] if attn_mask is not None else [])
-    return make("scaled_dot_product_attention", inputs, value=1.0 / math.sqrt(head_dim), causal=bool(is_causal))
+    return make("scaled_dot_product_attention", inputs, scale=1.0 / math.sqrt(head_dim), causal=bool(is_causal))
 
 
 def _composite_attention(query, key, value, attn_mask, is_causal):

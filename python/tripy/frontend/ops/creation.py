@@ -36,7 +36,7 @@ def full(shape, value, dtype=dtypes.float32):
         _raise_here(f"full: the value must be a number or a tensor, but got: {value!r}.")
     if issubclass(dtype, dtypes.integer) and not float(value).is_integer():
         _raise_here(f"full: the value {value!r} is not an integer, so a tensor of dtype {dtype.name} cannot hold it.")
-    return make("full", [], shape=_shape(shape), value=float(value), dtype=dtype.name, device=str(default_device()))
+    return make("full", [], shape=_shape(shape), fill=float(value), dtype=dtype.name, device=str(default_device()))
 
 
 def _full_from_tensor(shape, value, dtype):

@@ -9,7 +9,7 @@ from tripy.frontend.trace_call import make
 def full_on(input, shape, value):
     """A ``value``-filled tensor of ``shape`` with ``input``'s dtype and device (shape entries may be
     DimensionSizes, so blocks next to dynamic dims follow them)."""
-    return make("full", [], shape=_sizes(shape, "a shape"), value=float(value), dtype=input.dtype.name,
+    return make("full", [], shape=_sizes(shape, "a shape"), fill=float(value), dtype=input.dtype.name,
                 device=input._node.device)
 
 
@@ -48,7 +48,7 @@ def pad(input, pad, mode="constant", value=0):
         _raise_here(f"pad: expected mode to be a string, but got: {mode!r}.")
     if not isinstance(value, (bool, int, float)):
         _raise_here(f"pad: expected value to be a Python number, but got: {value!r}.")
-    return make("pad", [input], starts=before, limits=after, mode=mode, value=float(value))
+    return make("pad", [input], starts=before, limits=after, mode=mode, fill=float(value))
 
 
 def repeat(input, repeats, dim):

@@ -18,7 +18,7 @@ def _pool(input, kernel_dims, stride, padding, kind, count_include_pad=True):
                     f"padding={padding!r}.")
     attrs = {"kind": kind, "window": window, "stride": stride, "padding": padding,
              "count_include_pad": bool(count_include_pad)}
-    return make("pooling", [input], pool=attrs)
+    return make("pooling", [input], pooling=attrs)
 
 
 def maxpool(input, kernel_dims, stride=None, padding=None):

@@ -94,7 +94,7 @@ def var(input, dim=None, keepdim=False, correction=1):
 
         assert tp.var(tp.Tensor([1.0, 2.0, 3.0, 4.0])).tolist() == 1.6666666269302368
     """
-    return make("var", [input], dims=_dims(dim), keepdim=bool(keepdim), value=float(correction))
+    return make("var", [input], dims=_dims(dim), keepdim=bool(keepdim), correction=float(correction))
 
 
 def softmax(input, dim=None):

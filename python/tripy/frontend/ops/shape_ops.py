@@ -286,7 +286,7 @@ def update_slice(input, dim, start, update):
             _raise_here(
                 f"update_slice: start must be an int, a tp.DimensionSize or an int tensor, but got: {start!r}."
             )
-        start = make("full", [], shape=[], value=float(start), dtype="int32", device=input._node.device)
+        start = make("full", [], shape=[], fill=float(start), dtype="int32", device=input._node.device)
     if not isinstance(update, Tensor):
         _raise_here(f"update_slice: update must be a tripy.Tensor, but got: {type(update).__name__}.")
     return make("update_slice", [input, update, start], axis=int(dim))
