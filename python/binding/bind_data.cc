@@ -9,9 +9,6 @@
 #include "runtime/backend.h"
 #include "common/half.h"
 #include "compiler/eager.h"
-#if TRIPY_WITH_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
 #include "binding.h"
 #include "dlpack_abi.h"
 
@@ -231,10 +228,9 @@ void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exporte
 
 py::capsule to_dlpack(const NodeRef& n) {
   check(compiler::evaluate(n, eager_options(n->device)));
-#if TRIPY_WITH_CUDA
   // The consumer may read on any stream: finish our work on the default stream first.
-  if (n->device.kind == Device::Kind::kGpu) check(rt::cuda_synchronize(rt::cuda_default_stream()));
-#endif
+  if (n->device.kind == Device::Kind::kGpu)
+    if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) check(gpu->synchronize(gpu->default_stream()));
   auto* e = new Exported();
   e->tensor = n->value;
   e->shape = n->value.shape();

@@ -5,12 +5,8 @@
 #include "binding.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
-#if TRIPY_WITH_CUDA
-#include "backend/cuda/cuda_attention.h"
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/codegen/cuda_sources.h"
-#endif
 #include "compiler/eager.h"
+#include "runtime/backend.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -205,10 +201,8 @@ void bind_node(py::module_& m) {
     py::gil_scoped_release nogil;
     Status st = parameter ? compiler::evaluate_parameter(n, eager_options(n->device))
                           : compiler::evaluate(n, eager_options(n->device));
-#if TRIPY_WITH_CUDA
-    if (st.ok() && n->device.kind == Device::Kind::kGpu && rt::backend_for(Device::Kind::kGpu))
-      st = rt::cuda_synchronize(rt::cuda_default_stream());
-#endif
+    if (st.ok() && n->device.kind == Device::Kind::kGpu)
+      if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
     py::gil_scoped_acquire gil;
     check(st);
   }, py::arg("node"), py::arg("parameter") = false);
@@ -228,17 +222,18 @@ void bind_node(py::module_& m) {
 
 #if TRIPY_WITH_CUDA
   // Test hook: how often the host has waited for the GPU (a steady-state call must not).
-  m.def("_cuda_host_waits", [] { return rt::cuda_host_waits(); });
-  // Test hook: the CUDA source of every fused and attention kernel of `n`'s eager program. Needs no
-  // GPU, so the code generators are exercised on real programs wherever the CUDA headers exist.
+  m.def("_cuda_host_waits", [] {
+    rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
+    return gpu ? gpu->host_waits() : int64_t{0};
+  });
+  // Test hook: the CUDA source of every fused and attention kernel of `n`'s eager program (the GPU
+  // builder's kernel_sources). Needs no GPU, so the code generators are exercised on real programs
+  // wherever the CUDA headers exist.
   m.def("_cuda_kernel_sources", [](const NodeRef& n) {
     auto lowered = unwrap(trace::lower_to_flat({n}, trace::LowerMode::kEager));
     auto program = unwrap(compiler::build_program(flat::dce(lowered.graph)));
-    std::vector<std::string> out;
-    for (const auto& k : program.kernels)
-      if (k.kind == rt::KernelKind::kFused) out.push_back(unwrap(rt::cuda::generate_fused(program, k)).source);
-      else if (k.kind == rt::KernelKind::kAttention) out.push_back(unwrap(rt::cuda::generate_attention(program, k)).source);
-    return out;
+    rt::Builder* builder = rt::builder_for(Device::Kind::kGpu);
+    return builder ? unwrap(builder->kernel_sources(program)) : std::vector<std::string>{};
   });
 #endif
   m.def("op_table", [] {

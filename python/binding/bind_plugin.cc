@@ -4,12 +4,8 @@
 #include <pybind11/stl.h>
 
 #include "binding.h"
+#include "runtime/backend.h"
 #include "tripy/plugin.h"
-
-#if TRIPY_WITH_CUDA
-#include "backend/cuda/codegen/cuda_compile.h"
-#include "backend/cuda/codegen/cuda_sources.h"
-#endif
 
 namespace tripy::binding {
 namespace {
@@ -84,9 +80,10 @@ void bind_plugin(py::module_& m) {
   m.def("plugin_keys", &plugin_keys);
 #if TRIPY_WITH_CUDA
   // For tests: the PTX NVRTC makes of a registered plugin's CUDA code with these fields (no GPU
-  // needed), or None where NVRTC cannot be loaded.
+  // needed: the GPU builder's compile_plugin), or None where NVRTC cannot be loaded.
   m.def("_plugin_ptx", [](const std::string& key, const std::string& fields, int arch) -> py::object {
-    if (!rt::cuda::nvrtc_available()) return py::none();
+    rt::Builder* builder = rt::builder_for(Device::Kind::kGpu);
+    if (!builder) return py::none();
     const PluginDef* def = find_plugin(key);
     if (!def || def->cuda_source.empty()) throw py::value_error("no CUDA code is registered as '" + key + "'");
     rt::PluginAttrs p;
@@ -94,9 +91,9 @@ void bind_plugin(py::module_& m) {
     p.fields = fields;
     p.cuda_source = def->cuda_source;
     p.cuda_entry = def->cuda_entry;
-    std::string source = unwrap(rt::cuda::plugin_module_source(p));
-    auto modules = unwrap(rt::cuda::compile_modules({source}, {def->cuda_entry}, arch));
-    return py::str(modules.at(0).ptx);
+    std::optional<std::string> ptx = unwrap(builder->compile_plugin(p, arch));
+    if (!ptx) return py::none();
+    return py::str(*ptx);
   });
 #endif
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ class LoadedProgram {
   // order (0 for a kernel that launched nothing). It may cost speed (the GPU runs without graph
   // replay and waits for each run); backends that cannot time kernels leave it empty.
   virtual void set_profile(std::vector<double>* kernel_ms) { (void)kernel_ms; }
+  // The stream runs are enqueued on (an opaque handle, see Backend; nullptr: the backend's default
+  // stream). Switching waits for the work already enqueued on the old stream, which may then be
+  // destroyed. A backend without streams accepts only nullptr.
+  virtual Status set_stream(void* stream) {
+    return stream == nullptr ? ok_status() : invalid_argument("this program's device has no streams");
+  }
+  virtual void* stream() const { return nullptr; }
 };
 
 // The low-precision GEMMs a device runs natively: the compiler rewrites dequantize -> dot into
@@ -67,6 +75,26 @@ class Backend {
   // A new copy, on the same device, of a tensor on this device: how imported memory (DLPack) is
   // detached from its exporter, so later writes to the source cannot reach lazy ops.
   virtual StatusOr<Tensor> duplicate(const Tensor& t) = 0;
+  // An uninitialised tensor on this device (kResourceExhausted when out of memory).
+  virtual StatusOr<Tensor> allocate(DType dtype, std::vector<int64_t> shape) = 0;
+  // What the device is ("NVIDIA H100 80GB HBM3 (sm_90)"), or why it cannot be used.
+  virtual std::string device_description() const = 0;
+
+  // Streams: queues of device work (tp.Stream), as opaque handles (a CUstream on the GPU). Programs
+  // and copies use the default stream unless told otherwise (LoadedProgram::set_stream); nullptr
+  // stands for it. A device whose work is done when the call returns has none: creating one is
+  // kUnavailable and synchronising returns at once.
+  virtual StatusOr<void*> create_stream() {
+    return Status(StatusCode::kUnavailable, "this device has no streams");
+  }
+  virtual Status destroy_stream(void* stream) { return ok_status(); }
+  // Waits for all work enqueued on `stream` (nullptr: the default stream), then raises any error
+  // that work recorded (a gather index out of range).
+  virtual Status synchronize(void* stream) { return ok_status(); }
+  virtual void* default_stream() { return nullptr; }
+  virtual void set_default_stream(void* stream) {}
+  // How often the host has waited for the device so far (tests: a steady-state call never waits).
+  virtual int64_t host_waits() const { return 0; }
 };
 
 // The backend for a device kind; nullptr when this build or machine has none (none registered, or
@@ -87,6 +115,17 @@ class Builder {
   // for it. `tunes`: the graph has GEMMs or convolutions, whose libraries the build will time.
   virtual void prepare(bool tunes) { (void)tunes; }
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
+  // For debugging: the device source generated for each kernel that has its own (the GPU's fused
+  // and attention kernels), in kernel order; needs no device.
+  virtual StatusOr<std::vector<std::string>> kernel_sources(const Program& program) {
+    return std::vector<std::string>{};
+  }
+  // For tests: what a plugin's device code compiles to for architecture `arch` (PTX on the GPU),
+  // needing no device; nullopt where this builder compiles no plugins or its compiler (NVRTC)
+  // cannot be loaded.
+  virtual StatusOr<std::optional<std::string>> compile_plugin(const PluginAttrs& plugin, int arch) {
+    return std::optional<std::string>();
+  }
 };
 
 // The builder for a device kind; nullptr when none is linked into this program (the runtime

@@ -252,6 +252,11 @@ class CpuBackend final : public rt::Backend {
     if (t.nbytes() > 0) std::memcpy(copy.data(), t.data(), static_cast<size_t>(t.nbytes()));
     return copy;
   }
+  StatusOr<Tensor> allocate(DType dtype, std::vector<int64_t> shape) override {
+    return Tensor::try_empty_host(dtype, std::move(shape), "a new tensor");
+  }
+  std::string device_description() const override { return "CPU"; }
+  // No streams: every kernel has finished when run() returns (the Backend defaults).
 };
 
 }  // namespace

@@ -3,9 +3,12 @@
 // (build/cuda_attention_generate.cc).
 #include "backend/cuda/cuda_attention.h"
 
+#include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -247,6 +250,72 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
   l.vector_word = a.vec_word;
   l.grid = l.scalar_grid = l.vector_grid = a.grid;
   return std::vector<Launch>{std::move(l)};
+}
+
+// The module's entry points: the flash kernel exists only for the head sizes it serves, the
+// generic one only where a run may take it; executables saved before the split kernels existed
+// lack them.
+Status load_attention(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
+                      KernelCode& code) {
+  AttentionFunctions& f = code.attention;
+  auto optional = [&](CUfunction* fn, const char* name) {
+    if (api().cuModuleGetFunction(fn, module, name) != CUDA_SUCCESS) *fn = nullptr;
+  };
+  optional(&f.generic, kAttentionGeneric);
+  optional(&f.flash, kAttentionFlash);
+  optional(&f.split1, kAttentionSplit1);
+  optional(&f.split16, kAttentionSplit16);
+  return ok_status();
+}
+
+// cuDNN's fused attention where the launch offers it (long sequences) and cuDNN makes a plan,
+// else (and as the fallback) our kernel.
+StatusOr<bool> plan_attention_step(PlanContext& c, const Kernel& k, Step& step) {
+  const Program& p = c.program;
+  const AttentionFunctions& fns = c.code[static_cast<size_t>(step.kernel)].attention;
+  TRIPY_ASSIGN_OR_RETURN(AttentionLaunch a, plan_attention_words(p, k, fns, c.slots, c.sm_count));
+  const std::optional<AttentionCudnnProblem> cudnn = a.cudnn;
+  const auto offsets = a.byte_offsets;
+  TRIPY_ASSIGN_OR_RETURN(step.launches, attention_launches(p, k, fns, std::move(a)));
+  for (const Launch& x : step.launches) {
+    c.workspace = std::max(c.workspace, static_cast<size_t>(x.workspace_bytes));
+    c.counters = std::max(c.counters, x.counters);
+  }
+  if (!cudnn || step.launches.empty()) return true;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = AttentionCudnnPlan::create(*cudnn);
+  if (!plan.ok()) {
+    if (plan.status().code() == StatusCode::kResourceExhausted) return plan.status();
+    if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN attention declined (%s); using our kernel\n",
+                                         k.name.c_str(), plan.status().message().c_str());
+    return true;
+  }
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "tripy: %s: attention through cuDNN (plan %.1f ms, workspace %zu bytes)\n", k.name.c_str(),
+                 ms_since(t0), plan.value()->workspace_bytes());
+  c.workspace = std::max(c.workspace, plan.value()->workspace_bytes());
+  step.attention = std::move(plan.value());
+  step.attention_offsets = offsets;
+  step.attention_fallback = std::move(step.launches);
+  step.launches.clear();
+  return true;
+}
+
+Status run_attention_step(Step& step, const Kernel& k, const RunContext& c) {
+  if (!step.attention) return ok_status();  // our kernel: step.launches
+  auto at = [&](int operand, int32_t buffer) {
+    return c.base[buffer] + static_cast<CUdeviceptr>(step.attention_offsets[static_cast<size_t>(operand)]);
+  };
+  Status st = step.attention->run(at(AttentionAttrs::kQ, k.inputs[0]), at(AttentionAttrs::kK, k.inputs[1]),
+                                  at(AttentionAttrs::kV, k.inputs[2]), at(AttentionAttrs::kOut, k.outputs[0]),
+                                  c.workspace, c.stream);
+  if (st.ok() || st.code() == StatusCode::kResourceExhausted) return st;
+  // cuDNN refused at run time (an address's alignment): our kernel from now on.
+  if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN attention failed (%s); using our kernel\n",
+                                       k.name.c_str(), st.message().c_str());
+  step.attention.reset();
+  step.launches = std::move(step.attention_fallback);
+  return ok_status();
 }
 
 }  // namespace tripy::rt::cuda

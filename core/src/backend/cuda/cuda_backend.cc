@@ -9,11 +9,9 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_artifacts.h"
-#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_device.h"
-#include "backend/cuda/cuda_plugin.h"
-#include "backend/cuda/cuda_pool.h"
+#include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_program.h"
 
 namespace tripy::rt {
@@ -54,6 +52,7 @@ class CudaBackend final : public Backend {
   StatusOr<std::unique_ptr<LoadedProgram>> load(std::shared_ptr<const Program> program,
                                                 const Artifacts& artifacts) override {
     if (!program) return internal_error("load: no program");
+    TRIPY_RETURN_IF_ERROR(check_supported(*program));
     const auto start = std::chrono::steady_clock::now();
     TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
     TRIPY_RETURN_IF_ERROR(make_current());
@@ -80,7 +79,7 @@ class CudaBackend final : public Backend {
     LayoutFunctions fns;
     // In the layout module, or (the gathers and updates, since they compile apart) another one.
     // The index module's functions exist only in programs that gather or update: a launch that
-    // needs a missing one says so (plan_layout).
+    // needs a missing one says so (plan_gather, plan_update_slice).
     auto find = [&](const std::string& name) {
       CUfunction f = nullptr;
       if (api().cuModuleGetFunction(&f, modules->modules[art.layout_module], name.c_str()) != CUDA_SUCCESS)
@@ -97,32 +96,18 @@ class CudaBackend final : public Backend {
     const bool same_cublaslt = art.cublaslt_version == cublaslt_version();
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
-      if (k.kind == KernelKind::kFused || k.kind == KernelKind::kConvolution || k.kind == KernelKind::kPlugin ||
-          k.kind == KernelKind::kPooling) {
+      const KindRule& rule = kind_rule(k.kind);
+      if (rule.load) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
-        if (k.kind == KernelKind::kFused) {
-          TRIPY_ASSIGN_OR_RETURN(code[i].layout, analyze_fused(*program, k));
-        }
-        TRIPY_CUDA_TRY(cuModuleGetFunction(&code[i].fn, modules->modules[art.kernel_module[i]],
-                                           art.kernel_function[i].c_str()));
-      } else if (k.kind == KernelKind::kAttention) {
-        if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
-        CUmodule mod = modules->modules[art.kernel_module[i]];
-        AttentionFunctions& f = code[i].attention;
-        // The flash kernel exists only for the head sizes it serves, the generic one only where a
-        // run may take it; executables saved before the split kernels existed lack them.
-        auto optional = [&](CUfunction* fn, const char* name) {
-          if (api().cuModuleGetFunction(fn, mod, name) != CUDA_SUCCESS) *fn = nullptr;
-        };
-        optional(&f.generic, kAttentionGeneric);
-        optional(&f.flash, kAttentionFlash);
-        optional(&f.split1, kAttentionSplit1);
-        optional(&f.split16, kAttentionSplit16);
+        TRIPY_RETURN_IF_ERROR(
+            rule.load(*program, k, modules->modules[art.kernel_module[i]], art.kernel_function[i], code[i]));
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the library version that chose them (a convolution's
       // records its cuDNN version itself).
-      if (algo != art.algos.end() && (same_cublaslt || k.kind == KernelKind::kConvolution)) code[i].algo = algo->second;
+      if (algo != art.algos.end() &&
+          ((rule.algo == StoredAlgo::kCublasLt && same_cublaslt) || rule.algo == StoredAlgo::kOwn))
+        code[i].algo = algo->second;
     }
     const size_t kernels = program->kernels.size();
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),
@@ -135,7 +120,7 @@ class CudaBackend final : public Backend {
   StatusOr<Tensor> copy_from_host(const Tensor& host) override {
     if (host.device().kind == Device::Kind::kGpu) return host;
     TRIPY_RETURN_IF_ERROR(make_current());
-    CUstream s = default_stream();
+    CUstream s = cuda::default_stream();
     TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(host.dtype(), host.shape(), s));
     if (host.nbytes() == 0) return d;
     TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), host.data(),
@@ -153,7 +138,7 @@ class CudaBackend final : public Backend {
   StatusOr<Tensor> duplicate(const Tensor& t) override {
     if (t.device().kind != Device::Kind::kGpu) return internal_error("duplicate: not a GPU tensor");
     TRIPY_RETURN_IF_ERROR(make_current());
-    CUstream s = default_stream();
+    CUstream s = cuda::default_stream();
     TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(t.dtype(), t.shape(), s));
     if (t.nbytes() == 0) return d;
     TRIPY_CUDA_TRY(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), reinterpret_cast<CUdeviceptr>(t.data()),
@@ -166,7 +151,7 @@ class CudaBackend final : public Backend {
   StatusOr<Tensor> copy_to_host(const Tensor& t) override {
     if (t.device().kind == Device::Kind::kCpu) return t;
     TRIPY_RETURN_IF_ERROR(make_current());
-    CUstream s = default_stream();
+    CUstream s = cuda::default_stream();
     TRIPY_ASSIGN_OR_RETURN(Tensor h, Tensor::try_empty_host(t.dtype(), t.shape(), "a copy from the GPU"));
     if (t.nbytes() == 0) return h;
     // Programs on other streams make the default stream wait for them (see CudaLoadedProgram::run),
@@ -179,6 +164,34 @@ class CudaBackend final : public Backend {
     return h;
   }
 
+  StatusOr<Tensor> allocate(DType dtype, std::vector<int64_t> shape) override {
+    TRIPY_RETURN_IF_ERROR(make_current());
+    return empty_device(dtype, std::move(shape), cuda::default_stream());
+  }
+
+  std::string device_description() const override { return cuda_device_description(); }
+
+  // A new stream is blocking: ordered with the legacy default stream other libraries use.
+  StatusOr<void*> create_stream() override {
+    TRIPY_RETURN_IF_ERROR(make_current());
+    CUstream s = nullptr;
+    TRIPY_CUDA_TRY(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+    return static_cast<void*>(s);
+  }
+
+  Status destroy_stream(void* stream) override {
+    if (!stream) return ok_status();
+    TRIPY_RETURN_IF_ERROR(make_current());
+    return TRIPY_CUDA(cuStreamDestroy(static_cast<CUstream>(stream)));
+  }
+
+  Status synchronize(void* stream) override { return cuda_synchronize(stream); }
+
+  void* default_stream() override { return device_available() ? cuda::default_stream() : nullptr; }
+
+  void set_default_stream(void* stream) override { cuda::set_default_stream(static_cast<CUstream>(stream)); }
+
+  int64_t host_waits() const override { return api().driver_ok ? cuda::host_waits() : 0; }
 };
 
 }  // namespace
@@ -190,47 +203,12 @@ Backend* cuda_backend() {
 }
 
 
-StatusOr<void*> cuda_create_stream() {
-  TRIPY_RETURN_IF_ERROR(cuda::make_current());
-  CUstream s = nullptr;
-  TRIPY_CUDA_TRY(cuStreamCreate(&s, CU_STREAM_DEFAULT));
-  return static_cast<void*>(s);
-}
-
-Status cuda_destroy_stream(void* stream) {
-  if (!stream) return ok_status();
-  TRIPY_RETURN_IF_ERROR(cuda::make_current());
-  return TRIPY_CUDA(cuStreamDestroy(static_cast<CUstream>(stream)));
-}
-
 Status cuda_synchronize(void* stream) {
   TRIPY_RETURN_IF_ERROR(cuda::make_current());
   CUstream s = stream ? static_cast<CUstream>(stream) : cuda::default_stream();
   TRIPY_CUDA_TRY(cuStreamSynchronize(s));
   // Work that finished may have recorded errors (cuda_error_record.h): they surface here.
   return cuda::check_device_errors();
-}
-
-int64_t cuda_host_waits() { return cuda::api().driver_ok ? cuda::host_waits() : 0; }
-
-void* cuda_default_stream() { return cuda::device_available() ? cuda::default_stream() : nullptr; }
-
-void cuda_set_default_stream(void* stream) { cuda::set_default_stream(static_cast<CUstream>(stream)); }
-
-Status cuda_set_program_stream(LoadedProgram* program, void* stream) {
-  auto* p = dynamic_cast<cuda::CudaLoadedProgram*>(program);
-  if (!p) return invalid_argument("not a CUDA program: it has no stream");
-  return p->set_stream(stream);
-}
-
-void* cuda_program_stream(const LoadedProgram* program) {
-  auto* p = dynamic_cast<const cuda::CudaLoadedProgram*>(program);
-  return p ? p->stream() : nullptr;
-}
-
-StatusOr<Tensor> cuda_empty(DType dtype, std::vector<int64_t> shape) {
-  TRIPY_RETURN_IF_ERROR(cuda::make_current());
-  return cuda::empty_device(dtype, std::move(shape), cuda::default_stream());
 }
 
 std::string cuda_device_description() {

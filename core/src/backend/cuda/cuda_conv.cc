@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_conv_graph.h"
+#include "backend/cuda/cuda_kinds.h"
 
 namespace tripy::rt::cuda {
 
@@ -283,6 +284,63 @@ Status ConvPlan::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr bias, CUdeviceptr
                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algo_),
                                                  reinterpret_cast<void*>(workspace), workspace_bytes, &zero, y_,
                                                  reinterpret_cast<void*>(y)));
+}
+
+namespace {
+
+// cuDNN where it takes the problem (its plan, plus our epilogue if it does not fuse it), else our
+// direct kernel. TRIPY_CUDNN=0 forces the direct kernel, so the fallback is tested on GPUs too.
+Status plan_conv(PlanContext& c, const Kernel& k, Step& step) {
+  const Program& p = c.program;
+  TRIPY_ASSIGN_OR_RETURN(ConvProblem pr, conv_problem(p, k, c.slots));
+  if (pr.out_elements() == 0) return ok_status();
+  const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  const CUfunction fn = code.fn;
+  if (!fn) return kernel_failure(p, k, "no CUDA function for this convolution");
+  step.conv_direct = plan_conv_launch(k, pr, fn, false, c.sm_count);
+  step.conv_epilogue = plan_conv_launch(k, pr, fn, true, c.sm_count);
+  if (numel_of(pr.x) > 0 && cudnn_usable(pr)) {
+    const AlgoBytes* algo = code.algo.empty() ? nullptr : &code.algo;
+    auto plan = ConvPlan::create(pr, algo);
+    if (plan.ok()) {
+      c.workspace = std::max(c.workspace, plan.value()->workspace_bytes());
+      step.convolution = std::move(plan.value());
+      return ok_status();
+    }
+    if (plan.status().code() == StatusCode::kResourceExhausted) return plan.status();
+    if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN declined (%s); using the direct kernel\n",
+                                         k.name.c_str(), plan.status().message().c_str());
+  }
+  step.launches = {step.conv_direct};
+  return ok_status();
+}
+
+}  // namespace
+
+StatusOr<bool> plan_conv_step(PlanContext& c, const Kernel& k, Step& step) {
+  Status st = plan_conv(c, k, step);
+  if (!st.ok()) return st.at(kernel_source(c.program, step.kernel));
+  return !step.launches.empty() || step.convolution != nullptr;  // neither: an empty output
+}
+
+Status run_conv_step(Step& step, const Kernel& k, const RunContext& c) {
+  if (!step.convolution) return ok_status();  // our kernel: step.launches
+  const std::vector<CUdeviceptr>& base = c.base;
+  const ConvolutionAttrs& a = k.convolution;
+  size_t next = 2;
+  const CUdeviceptr bias = a.has_bias ? base[k.inputs[next++]] : 0;
+  const CUdeviceptr residual = a.has_residual ? base[k.inputs[next++]] : 0;
+  Status st = step.convolution->run(base[k.inputs[0]], base[k.inputs[1]], bias, residual, base[k.outputs[0]],
+                                    c.workspace, c.workspace_bytes, c.stream);
+  const bool epilogue = a.has_bias || a.has_residual || a.activation != Activation::kNone;
+  if (st.ok() && epilogue && !step.convolution->fused()) st = launch(step.conv_epilogue, base, c.stream);
+  if (st.ok() || st.code() == StatusCode::kResourceExhausted) return st;
+  // cuDNN refused at run time (an alignment, a layout): our kernel from now on.
+  if (debug_level() >= 1) std::fprintf(stderr, "tripy: %s: cuDNN failed (%s); using the direct kernel\n",
+                                       k.name.c_str(), st.message().c_str());
+  step.convolution.reset();
+  step.launches = {step.conv_direct};
+  return ok_status();
 }
 
 }  // namespace tripy::rt::cuda

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_kinds.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -288,6 +289,48 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
                                   reinterpret_cast<void*>(workspace), workspace_bytes, stream));
   }
   return ok_status();
+}
+
+// kDot's step: the plan at 256-byte alignment (every buffer of ours is; a run with less aligned
+// operands plans again), and the exact GELU after it where the dot has one.
+StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
+  const Program& p = c.program;
+  TRIPY_ASSIGN_OR_RETURN(DotProblem pr, dot_problem(p, k, c.slots));
+  if (pr.m * pr.n == 0) return false;  // empty output
+  const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
+  auto plan = DotPlan::create(pr, stored.empty() ? nullptr : &stored, 256, kDotWorkspaceBytes);
+  if (!plan.ok()) return Status(plan.status()).at(kernel_source(p, step.kernel));
+  step.dot = std::move(plan.value());
+  c.workspace = std::max(c.workspace, kDotWorkspaceBytes);
+  if (k.dot.activation == Activation::kGelu) {
+    const int32_t out = k.outputs[0];
+    const int64_t n = numel_of(c.shapes[static_cast<size_t>(out)]);
+    Launch g;
+    g.fn = c.layout_fns.at(gelu_function(p.buffers[out].dtype));
+    g.words = {0, n, 0};
+    g.ptrs = {{0, out, 0}};
+    g.vector_word = 2;
+    g.scalar_grid = g.grid = grid_for(n, 256, c.sm_count);
+    g.vector_grid = grid_for((n + 7) / 8, 256, c.sm_count);
+    step.launches.push_back(std::move(g));
+  }
+  return true;
+}
+
+Status run_dot_step(Step& step, const Kernel& k, const RunContext& c) {
+  if (!step.dot) return ok_status();
+  const std::vector<CUdeviceptr>& base = c.base;
+  const CUdeviceptr lhs = base[k.inputs[0]], rhs = base[k.inputs[1]], out = base[k.outputs[0]];
+  const CUdeviceptr bias = k.dot.has_bias ? base[k.inputs[2]] : 0;
+  // Addresses less aligned than the plan assumed need an algorithm that accepts them.
+  int align = dot_alignment(step.dot->problem(), {lhs, rhs, bias, out});
+  if (align < step.dot->alignment()) {
+    const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
+    auto plan = DotPlan::create(step.dot->problem(), stored.empty() ? nullptr : &stored, align, kDotWorkspaceBytes);
+    if (!plan.ok()) return Status(plan.status()).at(kernel_source(c.program, step.kernel));
+    step.dot = std::move(plan.value());
+  }
+  return step.dot->run(rhs, lhs, bias, out, c.workspace, kDotWorkspaceBytes, c.stream);
 }
 
 }  // namespace tripy::rt::cuda

@@ -246,138 +246,189 @@ StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, 
   return l;
 }
 
-StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+namespace {
+
+// What every layout kind checks and computes first: one output (its buffer, shape, dense strides
+// and element size; `empty` when it has no elements, so nothing is launched) and inputs of its
+// dtype, but for the inputs `own_dtype` exempts (a gather's, update_slice's start).
+struct LayoutOutput {
+  int32_t buffer = 0;
+  std::vector<int64_t> shape, strides;
+  int es = 0;
+  bool empty = false;
+};
+
+StatusOr<LayoutOutput> layout_output(const Program& p, const Kernel& k, const std::vector<int64_t>& slots,
+                                     bool (*own_dtype)(size_t input) = nullptr) {
+  if (k.outputs.size() != 1 || k.inputs.empty()) return kernel_failure(p, k, "bad input/output count");
+  LayoutOutput o;
+  o.buffer = k.outputs[0];
+  o.shape = p.buffer_shape(o.buffer, slots);
+  const DType dt = p.buffers[o.buffer].dtype;
+  o.es = dtype_size(dt);
+  if (product(o.shape) == 0) {
+    o.empty = true;
+    return o;
+  }
+  o.strides = dense_strides(o.shape);
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (p.buffers[k.inputs[i]].dtype != dt && !(own_dtype && own_dtype(i)))
+      return kernel_failure(p, k, "input and output dtypes differ");
+  return o;
+}
+
+}  // namespace
+
+StatusOr<std::vector<Launch>> plan_copy(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                        const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots));
+  if (o.empty) return out;
+  if (product(p.buffer_shape(k.inputs[0], slots)) != product(o.shape)) return kernel_failure(p, k, "copy sizes differ");
+  TRIPY_ASSIGN_OR_RETURN(Launch l, plan_byte_copy(fns, o.buffer, k.inputs[0], product(o.shape) * o.es, sm_count));
+  out.push_back(std::move(l));
+  return out;
+}
+
+StatusOr<std::vector<Launch>> plan_transpose(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                             const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots));
+  if (o.empty) return out;
+  const std::vector<int64_t>& oshape = o.shape;
+  std::vector<int64_t> is = p.buffer_shape(k.inputs[0], slots), ist = dense_strides(is), sst(oshape.size());
+  if (k.transpose.perm.size() != is.size() || oshape.size() != is.size())
+    return kernel_failure(p, k, "permutation does not match the rank");
+  std::vector<uint8_t> seen(is.size(), 0);
+  for (size_t i = 0; i < is.size(); ++i) {
+    int64_t pi = k.transpose.perm[i];
+    if (pi < 0 || pi >= static_cast<int64_t>(is.size()) || seen[pi]++ || oshape[i] != is[pi])
+      return kernel_failure(p, k, "invalid permutation for " + dims_str(is));
+    sst[i] = ist[pi];
+  }
+  TRIPY_ASSIGN_OR_RETURN(Launch l,
+                         strided_copy(p, k, fns, o.es, o.buffer, 0, k.inputs[0], 0, oshape, sst, o.strides, sm_count));
+  out.push_back(std::move(l));
+  return out;
+}
+
+StatusOr<std::vector<Launch>> plan_slice(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                         const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots));
+  if (o.empty) return out;
+  const std::vector<int64_t>& oshape = o.shape;
+  std::vector<int64_t> is = p.buffer_shape(k.inputs[0], slots), ist = dense_strides(is), sst(is.size());
+  if (k.slice.starts.size() != is.size() || k.slice.steps.size() != is.size() || oshape.size() != is.size())
+    return kernel_failure(p, k, "slice attributes do not match the input's rank");
+  int64_t offset = 0;
+  for (size_t d = 0; d < is.size(); ++d) {
+    Slot s0 = k.slice.starts[d], s1 = k.slice.steps[d];
+    if (s0 < 0 || s1 < 0 || static_cast<size_t>(s0) >= slots.size() || static_cast<size_t>(s1) >= slots.size())
+      return kernel_failure(p, k, "slice slot out of range");
+    const int64_t start = slots[s0], step = slots[s1], last = start + (oshape[d] - 1) * step;
+    if (start < 0 || start >= is[d] || last < 0 || last >= is[d])
+      return kernel_failure(p, k, "slice of dim " + std::to_string(d) + " (size " + std::to_string(is[d]) +
+                                      ") from " + std::to_string(start) + " by " + std::to_string(step) + " for " +
+                                      std::to_string(oshape[d]) + " elements reads out of bounds",
+                            StatusCode::kInvalidArgument);
+    offset += start * ist[d];
+    sst[d] = step * ist[d];
+  }
+  TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, o.es, o.buffer, 0, k.inputs[0], offset * o.es, oshape, sst,
+                                                o.strides, sm_count));
+  out.push_back(std::move(l));
+  return out;
+}
+
+StatusOr<std::vector<Launch>> plan_concatenate(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                               const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots));
+  if (o.empty) return out;
+  const std::vector<int64_t>& oshape = o.shape;
+  const int64_t axis = k.concatenate.axis, rank = static_cast<int64_t>(oshape.size());
+  if (axis < 0 || axis >= rank) return kernel_failure(p, k, "concat axis out of range");
+  int64_t at = 0;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    std::vector<int64_t> is = p.buffer_shape(k.inputs[i], slots);
+    bool ok = static_cast<int64_t>(is.size()) == rank;
+    for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || is[d] == oshape[d];
+    if (!ok)
+      return kernel_failure(p, k, "cannot concatenate " + dims_str(is) + " into " + dims_str(oshape),
+                            StatusCode::kInvalidArgument);
+    if (product(is) > 0) {
+      TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, o.es, o.buffer, at * o.strides[axis] * o.es,
+                                                    k.inputs[i], 0, is, dense_strides(is), o.strides, sm_count));
+      out.push_back(std::move(l));
+    }
+    at += is[axis];
+  }
+  if (at != oshape[axis]) return kernel_failure(p, k, "concatenated sizes do not sum to the output's");
+  return out;
+}
+
+StatusOr<std::vector<Launch>> plan_gather(const Program& p, const Kernel& k, const LayoutFunctions& fns,
                                           const std::vector<int64_t>& slots, int sm_count) {
   std::vector<Launch> out;
-  if (k.outputs.size() != 1 || k.inputs.empty()) return kernel_failure(p, k, "bad input/output count");
-  const int32_t ob = k.outputs[0];
-  const std::vector<int64_t> oshape = p.buffer_shape(ob, slots);
-  const DType dt = p.buffers[ob].dtype;
-  const int es = dtype_size(dt);
-  if (product(oshape) == 0) return out;
-  const std::vector<int64_t> ost = dense_strides(oshape);
-  auto in_shape = [&](size_t i) { return p.buffer_shape(k.inputs[i], slots); };
-  for (size_t i = 0; i < k.inputs.size(); ++i)
-    if (p.buffers[k.inputs[i]].dtype != dt && k.kind != KernelKind::kGather &&
-        !(k.kind == KernelKind::kUpdateSlice && i == 2))
-      return kernel_failure(p, k, "input and output dtypes differ");
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots, [](size_t) { return true; }));
+  if (o.empty) return out;
+  const std::vector<int64_t>& oshape = o.shape;
+  if (k.inputs.size() != 2) return kernel_failure(p, k, "gather takes data and indices");
+  std::vector<int64_t> ds = p.buffer_shape(k.inputs[0], slots), is = p.buffer_shape(k.inputs[1], slots);
+  const DType it = p.buffers[k.inputs[1]].dtype;
+  if (it != DType::kInt32 && it != DType::kInt64)
+    return kernel_failure(p, k, "gather indices must be int32 or int64", StatusCode::kInvalidArgument);
+  const int64_t axis = k.gather.axis, rank = static_cast<int64_t>(ds.size());
+  if (axis < 0 || axis >= rank) return kernel_failure(p, k, "gather axis out of range");
+  std::vector<int64_t> want(ds.begin(), ds.begin() + axis);
+  want.insert(want.end(), is.begin(), is.end());
+  want.insert(want.end(), ds.begin() + axis + 1, ds.end());
+  if (want != oshape)
+    return kernel_failure(p, k, "gather output shape " + dims_str(oshape) + " should be " + dims_str(want));
+  auto fit = fns.find(gather_function(o.es, it));
+  if (fit == fns.end()) return kernel_failure(p, k, "no gather kernel for " + std::to_string(o.es) + "-byte elements");
+  Launch l;
+  l.fn = fit->second;
+  int64_t outer = product(std::vector<int64_t>(ds.begin(), ds.begin() + axis));
+  int64_t inner = product(std::vector<int64_t>(ds.begin() + axis + 1, ds.end()));
+  l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0, 0};  // the program sets err, tag, claim
+  l.ptrs = {{0, o.buffer, 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
+  l.grid = grid_for(product(oshape), 256, sm_count);
+  out.push_back(std::move(l));
+  return out;
+}
 
-  switch (k.kind) {
-    case KernelKind::kCopy: {
-      if (product(in_shape(0)) != product(oshape)) return kernel_failure(p, k, "copy sizes differ");
-      TRIPY_ASSIGN_OR_RETURN(Launch l, plan_byte_copy(fns, ob, k.inputs[0], product(oshape) * es, sm_count));
-      out.push_back(std::move(l));
-      return out;
-    }
-    case KernelKind::kTranspose: {
-      std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(oshape.size());
-      if (k.transpose.perm.size() != is.size() || oshape.size() != is.size())
-        return kernel_failure(p, k, "permutation does not match the rank");
-      std::vector<uint8_t> seen(is.size(), 0);
-      for (size_t i = 0; i < is.size(); ++i) {
-        int64_t pi = k.transpose.perm[i];
-        if (pi < 0 || pi >= static_cast<int64_t>(is.size()) || seen[pi]++ || oshape[i] != is[pi])
-          return kernel_failure(p, k, "invalid permutation for " + dims_str(is));
-        sst[i] = ist[pi];
-      }
-      TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, 0, k.inputs[0], 0, oshape, sst, ost, sm_count));
-      out.push_back(std::move(l));
-      return out;
-    }
-    case KernelKind::kSlice: {
-      std::vector<int64_t> is = in_shape(0), ist = dense_strides(is), sst(is.size());
-      if (k.slice.starts.size() != is.size() || k.slice.steps.size() != is.size() || oshape.size() != is.size())
-        return kernel_failure(p, k, "slice attributes do not match the input's rank");
-      int64_t offset = 0;
-      for (size_t d = 0; d < is.size(); ++d) {
-        Slot s0 = k.slice.starts[d], s1 = k.slice.steps[d];
-        if (s0 < 0 || s1 < 0 || static_cast<size_t>(s0) >= slots.size() || static_cast<size_t>(s1) >= slots.size())
-          return kernel_failure(p, k, "slice slot out of range");
-        const int64_t start = slots[s0], step = slots[s1], last = start + (oshape[d] - 1) * step;
-        if (start < 0 || start >= is[d] || last < 0 || last >= is[d])
-          return kernel_failure(p, k, "slice of dim " + std::to_string(d) + " (size " + std::to_string(is[d]) +
-                                          ") from " + std::to_string(start) + " by " + std::to_string(step) +
-                                          " for " + std::to_string(oshape[d]) + " elements reads out of bounds",
-                                StatusCode::kInvalidArgument);
-        offset += start * ist[d];
-        sst[d] = step * ist[d];
-      }
-      TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, 0, k.inputs[0], offset * es, oshape, sst, ost, sm_count));
-      out.push_back(std::move(l));
-      return out;
-    }
-    case KernelKind::kConcatenate: {
-      const int64_t axis = k.concatenate.axis, rank = static_cast<int64_t>(oshape.size());
-      if (axis < 0 || axis >= rank) return kernel_failure(p, k, "concat axis out of range");
-      int64_t at = 0;
-      for (size_t i = 0; i < k.inputs.size(); ++i) {
-        std::vector<int64_t> is = in_shape(i);
-        bool ok = static_cast<int64_t>(is.size()) == rank;
-        for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || is[d] == oshape[d];
-        if (!ok) return kernel_failure(p, k, "cannot concatenate " + dims_str(is) + " into " + dims_str(oshape),
-                                       StatusCode::kInvalidArgument);
-        if (product(is) > 0) {
-          TRIPY_ASSIGN_OR_RETURN(Launch l, strided_copy(p, k, fns, es, ob, at * ost[axis] * es, k.inputs[i], 0,
-                                                        is, dense_strides(is), ost, sm_count));
-          out.push_back(std::move(l));
-        }
-        at += is[axis];
-      }
-      if (at != oshape[axis]) return kernel_failure(p, k, "concatenated sizes do not sum to the output's");
-      return out;
-    }
-    case KernelKind::kGather: {
-      if (k.inputs.size() != 2) return kernel_failure(p, k, "gather takes data and indices");
-      std::vector<int64_t> ds = in_shape(0), is = in_shape(1);
-      const DType it = p.buffers[k.inputs[1]].dtype;
-      if (it != DType::kInt32 && it != DType::kInt64)
-        return kernel_failure(p, k, "gather indices must be int32 or int64", StatusCode::kInvalidArgument);
-      const int64_t axis = k.gather.axis, rank = static_cast<int64_t>(ds.size());
-      if (axis < 0 || axis >= rank) return kernel_failure(p, k, "gather axis out of range");
-      std::vector<int64_t> want(ds.begin(), ds.begin() + axis);
-      want.insert(want.end(), is.begin(), is.end());
-      want.insert(want.end(), ds.begin() + axis + 1, ds.end());
-      if (want != oshape) return kernel_failure(p, k, "gather output shape " + dims_str(oshape) + " should be " + dims_str(want));
-      auto fit = fns.find(gather_function(es, it));
-      if (fit == fns.end()) return kernel_failure(p, k, "no gather kernel for " + std::to_string(es) + "-byte elements");
-      Launch l;
-      l.fn = fit->second;
-      int64_t outer = product(std::vector<int64_t>(ds.begin(), ds.begin() + axis));
-      int64_t inner = product(std::vector<int64_t>(ds.begin() + axis + 1, ds.end()));
-      l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0, 0};  // the program sets err, tag, claim
-      l.ptrs = {{0, ob, 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
-      l.grid = grid_for(product(oshape), 256, sm_count);
-      out.push_back(std::move(l));
-      return out;
-    }
-    case KernelKind::kUpdateSlice: {
-      if (k.inputs.size() != 3) return kernel_failure(p, k, "update_slice takes an operand, an update and a start");
-      const std::vector<int64_t> us = in_shape(1);
-      const DType st = p.buffers[k.inputs[2]].dtype;
-      const int64_t axis = k.update_slice.axis, rank = static_cast<int64_t>(oshape.size());
-      if (axis < 0 || axis >= rank || in_shape(0) != oshape || static_cast<int64_t>(us.size()) != rank ||
-          product(in_shape(2)) != 1 || (st != DType::kInt32 && st != DType::kInt64))
-        return kernel_failure(p, k, "update_slice operands do not fit");
-      // Not in place (the operand is still read elsewhere): the output starts as a copy of it.
-      if (!update_in_place(p, k)) {
-        TRIPY_ASSIGN_OR_RETURN(Launch c, plan_byte_copy(fns, ob, k.inputs[0], product(oshape) * es, sm_count));
-        out.push_back(std::move(c));
-      }
-      auto fit = fns.find(update_function(es, st));
-      if (fit == fns.end()) return kernel_failure(p, k, "no update kernel for " + std::to_string(es) + "-byte elements");
-      Launch l;
-      l.fn = fit->second;
-      const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
-      const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
-      l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0, 0};  // the program sets err, tag, claim
-      l.ptrs = {{0, ob, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
-      l.grid = grid_for(std::max<int64_t>(1, product(us)), 256, sm_count);
-      out.push_back(std::move(l));
-      return out;
-    }
-    default:
-      return kernel_failure(p, k, "not a layout kernel");
+StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                                const std::vector<int64_t>& slots, int sm_count) {
+  std::vector<Launch> out;
+  TRIPY_ASSIGN_OR_RETURN(LayoutOutput o, layout_output(p, k, slots, [](size_t i) { return i == 2; }));
+  if (o.empty) return out;
+  const std::vector<int64_t>& oshape = o.shape;
+  if (k.inputs.size() != 3) return kernel_failure(p, k, "update_slice takes an operand, an update and a start");
+  const std::vector<int64_t> us = p.buffer_shape(k.inputs[1], slots);
+  const DType st = p.buffers[k.inputs[2]].dtype;
+  const int64_t axis = k.update_slice.axis, rank = static_cast<int64_t>(oshape.size());
+  if (axis < 0 || axis >= rank || p.buffer_shape(k.inputs[0], slots) != oshape ||
+      static_cast<int64_t>(us.size()) != rank || product(p.buffer_shape(k.inputs[2], slots)) != 1 ||
+      (st != DType::kInt32 && st != DType::kInt64))
+    return kernel_failure(p, k, "update_slice operands do not fit");
+  // Not in place (the operand is still read elsewhere): the output starts as a copy of it.
+  if (!update_in_place(p, k)) {
+    TRIPY_ASSIGN_OR_RETURN(Launch c, plan_byte_copy(fns, o.buffer, k.inputs[0], product(oshape) * o.es, sm_count));
+    out.push_back(std::move(c));
   }
+  auto fit = fns.find(update_function(o.es, st));
+  if (fit == fns.end()) return kernel_failure(p, k, "no update kernel for " + std::to_string(o.es) + "-byte elements");
+  Launch l;
+  l.fn = fit->second;
+  const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
+  const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
+  l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0, 0};  // the program sets err, tag, claim
+  l.ptrs = {{0, o.buffer, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
+  l.grid = grid_for(std::max<int64_t>(1, product(us)), 256, sm_count);
+  out.push_back(std::move(l));
+  return out;
 }
 
 }  // namespace tripy::rt::cuda

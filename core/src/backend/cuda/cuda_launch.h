@@ -59,9 +59,22 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
 // Words of a gather or update_slice launch that the program fills: its error record's address, its
 // tag, and the record's election word (cuda_error_record.h).
 inline constexpr int kGatherErrorWord = 7, kGatherTagWord = 8, kGatherClaimWord = 9;
-// kTranspose, kSlice, kConcat, kGather, kCopy, kUpdateSlice -> launches of the layout module.
-StatusOr<std::vector<Launch>> plan_layout(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+// The layout kinds -> launches of the layout module (none when the output is empty), one function
+// per kind (the kind table, cuda_kinds.cc, names them).
+using LayoutPlanner = StatusOr<std::vector<Launch>> (*)(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                                        const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_copy(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                        const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_transpose(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                             const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_slice(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                         const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_concatenate(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                               const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_gather(const Program& p, const Kernel& k, const LayoutFunctions& fns,
                                           const std::vector<int64_t>& slots, int sm_count);
+StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& k, const LayoutFunctions& fns,
+                                                const std::vector<int64_t>& slots, int sm_count);
 // A contiguous byte copy (graph staging, kCopy).
 StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
                                 int64_t bytes, int sm_count, int64_t dst_offset = 0, int64_t src_offset = 0);

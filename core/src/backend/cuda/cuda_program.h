@@ -1,5 +1,6 @@
 // A Program loaded on the GPU: modules, device constants, arena, and per input-shape signature a
-// plan of launches that is replayed as one CUDA graph from its second call on.
+// plan of steps (cuda_kinds.h) that is replayed as one CUDA graph from its second call on
+// (cuda_graph.h).
 #pragma once
 
 #include <functional>
@@ -9,13 +10,10 @@
 #include <vector>
 
 #include "runtime/backend.h"
-#include "backend/cuda/cuda_attention.h"
-#include "backend/cuda/cuda_attention_cudnn.h"
 #include "backend/cuda/cuda_api.h"
-#include "backend/cuda/cuda_codegen.h"
-#include "backend/cuda/cuda_conv.h"
 #include "backend/cuda/cuda_error_record.h"
-#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_graph.h"
+#include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
 
 namespace tripy::rt::cuda {
@@ -24,14 +22,6 @@ namespace tripy::rt::cuda {
 struct ModuleSet {
   std::vector<CUmodule> modules;
   ~ModuleSet();
-};
-
-// What load() resolved for each kernel of the program.
-struct KernelCode {
-  CUfunction fn = nullptr;  // kFused; kConv, kPool: the fixed module's function for its dtype
-  AttentionFunctions attention;  // kAttention
-  FusedLayout layout;       // kFused
-  AlgoBytes algo;           // kDot, kConv: the tuned algorithm, or empty
 };
 
 class CudaLoadedProgram final : public LoadedProgram {
@@ -48,50 +38,27 @@ class CudaLoadedProgram final : public LoadedProgram {
   // The stream runs are enqueued on (a CUstream; nullptr: the backend's default stream). Switching
   // waits for the work already enqueued on the old one (both would share the arena); after that
   // the old stream may be destroyed. A stream must outlive the runs enqueued on it.
-  Status set_stream(void* stream);
+  Status set_stream(void* stream) override;
+  void* stream() const override { return stream_; }
   // Profiled runs launch directly (no graph replay) and time each kernel between CUDA events.
   void set_profile(std::vector<double>* kernel_ms) override { profile_ = kernel_ms; }
-  void* stream() const { return stream_; }
 
  private:
-  struct Step {
-    int32_t kernel = 0;
-    std::vector<Launch> launches;   // fused and layout kernels, and GELU after a dot
-    std::unique_ptr<DotPlan> dot;   // kDot
-    std::unique_ptr<ConvPlan> convolution;  // kConvolution through cuDNN (else `launches` holds our kernel)
-    Launch conv_direct, conv_epilogue;  // kConv: our kernel, and the epilogue cuDNN may leave
-    // kAttention through cuDNN (`launches` empty), the operands' byte offsets (head windows), and
-    // our kernel's launches should cuDNN fail at run time.
-    std::unique_ptr<AttentionCudnnPlan> attention;
-    std::array<int64_t, AttentionAttrs::kNumOperands> attention_offsets{};
-    std::vector<Launch> attention_fallback;
-  };
   struct Signature {
     std::vector<std::vector<int64_t>> shapes;  // per buffer
     std::vector<Step> steps;
     int64_t arena_bytes = 0;
-    int64_t io_bytes = 0;
-    int calls = 0;
-    bool graph_failed = false;
-    CUgraph graph = nullptr;  // kept: the copy nodes' handles belong to it
-    CUgraphExec exec = nullptr;
-    std::vector<Tensor> staging;  // per input, then per output
-    std::vector<CUgraphNode> copy_nodes;
-    std::vector<std::vector<int64_t>> copy_words;  // {dst, src, bytes} per copy node
-    std::vector<CUdeviceptr> donated_ptrs;  // the donated inputs' addresses the graph was captured with
-    ~Signature();
+    int64_t io_bytes = 0;    // inputs and outputs the graph stages
+    SignatureGraph graph;  // last: its graph goes before the steps' plans
   };
 
   CudaLoadedProgram() = default;
   StatusOr<Signature*> signature(const std::vector<int64_t>& slots, CUstream stream);
-  Status plan_conv_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots, CUstream stream,
-                        size_t* workspace);
-  Status run_conv_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
-  Status plan_attention_step(const Kernel& k, Step& step, const std::vector<int64_t>& slots, size_t* workspace,
-                             int64_t* counters);
-  Status run_attention_step(Step& step, const Kernel& k, const std::vector<CUdeviceptr>& base, CUstream stream);
+  StatusOr<ErrorRecord*> error_record(CUstream stream);
   Status ensure_workspace(size_t bytes, CUstream stream);
   Status ensure_counters(int64_t count, CUstream stream);
+  // Drops every signature's instantiated graph: an address the graphs hold is about to change.
+  void invalidate_graphs();
   Status execute(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream);
   // The steps in order, calling `mark` before each and after the last (profiling events).
   Status execute_steps(Signature& sig, const std::vector<CUdeviceptr>& base, CUstream stream,
@@ -99,16 +66,12 @@ class CudaLoadedProgram final : public LoadedProgram {
   Status wait_for_default_stream(CUstream stream);
   Status make_default_stream_wait(CUstream stream);
   StatusOr<std::vector<Tensor>> run_locked(const std::vector<Tensor>& inputs, const std::vector<int64_t>& slots);
-  // `caller_in`/`caller_out`: this call's input and output addresses (donated ones enter the graph).
-  Status capture(Signature& sig, const std::vector<CUdeviceptr>& caller_in, const std::vector<CUdeviceptr>& caller_out,
-                 CUstream stream);
+  // The signature's inputs and outputs, in buffer order, as its graph stages them.
+  std::vector<GraphIo> graph_io(const Signature& sig) const;
   bool in_caller_memory(const BufferDesc& d) const;
   Status explain_error(const ErrorRecord::Fields& f) const;
-  Status replay(Signature& sig, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                CUstream stream);
   void resolve(std::vector<CUdeviceptr>& base, const std::vector<CUdeviceptr>& inputs,
                const std::vector<CUdeviceptr>& outputs) const;
-  SourceRef source_of(int32_t kernel) const;
   void drop_signatures();
 
   std::shared_ptr<const Program> program_;

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "backend/cuda/codegen/cuda_compile.h"
@@ -21,6 +24,7 @@
 #include "backend/cuda/cuda_conv_graph.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
 
 namespace tripy::rt {
@@ -67,6 +71,109 @@ FixedModule compile_fixed_module(const std::string& source, const char* name, in
       .share();
 }
 
+// A GEMM or convolution to time at the inputs' opt sizes: identical problems (the same key) are
+// timed once, and the tuning cache keeps the winner under `cache_key`.
+struct TuningJob {
+  std::string key, cache_key;
+  DType dtype = DType::kFloat32;  // of the scratch operands (the fill kernel)
+  std::function<StatusOr<AlgoBytes>(const TuningKernels& kernels, CUstream stream)> time;
+  // Whether a failure (other than running out of memory) fails the build; else the library's
+  // heuristic decides at load time.
+  bool required = false;
+};
+
+// What the builder does for one kind: the module that runs a kernel (and its function), the
+// function a kernel needs in the shared index module, and the library call to time.
+struct BuildRule {
+  KernelKind kind;
+  // nullptr: no module of its own (cuBLASLt, the layout modules).
+  StatusOr<GeneratedKernel> (*module)(const Program& p, const Kernel& k);
+  // The module is generated from the kernel itself (not a fixed module, not a user's source):
+  // what kernel_sources() shows.
+  bool generated;
+  std::optional<IndexFunction> (*index_function)(const Program& p, const Kernel& k);  // nullptr: none
+  std::optional<TuningJob> (*tuning)(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
+};
+
+// The convolution module (direct kernel and epilogue), compiled once per dtype.
+StatusOr<GeneratedKernel> conv_module(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[k.outputs.at(0)].dtype;
+  return GeneratedKernel{conv_module_source(t), conv_function(t)};
+}
+
+StatusOr<GeneratedKernel> pool_module(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[k.outputs.at(0)].dtype;
+  return GeneratedKernel{pool_module_source(t), pool_function(t)};
+}
+
+StatusOr<GeneratedKernel> plugin_module(const Program& p, const Kernel& k) {
+  if (k.plugin.cuda_source.empty())
+    return kernel_failure(p, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
+                          StatusCode::kUnavailable);
+  TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
+  return GeneratedKernel{std::move(source), k.plugin.cuda_entry};
+}
+
+// A gather's indices are its second input, an update_slice's start its third (the launch rejects
+// a kernel without them).
+std::optional<IndexFunction> index_function(const Program& p, const Kernel& k, bool update, size_t index_input) {
+  if (k.inputs.size() <= index_input || k.outputs.empty()) return std::nullopt;
+  return IndexFunction{update, dtype_size(p.buffers[k.outputs[0]].dtype), p.buffers[k.inputs[index_input]].dtype};
+}
+std::optional<IndexFunction> gather_index_function(const Program& p, const Kernel& k) {
+  return index_function(p, k, false, 1);
+}
+std::optional<IndexFunction> update_index_function(const Program& p, const Kernel& k) {
+  return index_function(p, k, true, 2);
+}
+
+// cuBLASLt's candidates; a GEMM that cannot be timed (too large for free memory) keeps the
+// heuristic's choice, any other failure is the build's.
+std::optional<TuningJob> dot_tuning(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
+  auto pr = dot_problem(p, k, slots);
+  if (!pr.ok() || pr->m * pr->n * pr->k == 0) return std::nullopt;
+  const DotProblem problem = pr.value();
+  return TuningJob{problem.key(), "dot " + problem.key(), problem.dtype,
+                   [problem](const TuningKernels& kernels, CUstream s) { return tune_dot(problem, kernels, s); },
+                   /*required=*/true};
+}
+
+// cuDNN's engines, where cuDNN takes the problem; one that cannot be timed keeps the heuristic's.
+std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
+  auto pr = conv_problem(p, k, slots);
+  if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) return std::nullopt;
+  const ConvProblem problem = pr.value();
+  return TuningJob{problem.key(), "conv " + problem.key(), problem.dtype,
+                   [problem](const TuningKernels& kernels, CUstream s) { return tune_conv(problem, kernels, s); },
+                   /*required=*/false};
+}
+
+// One row per kind, in kernel_kinds.def's order. (Which kinds the GPU runs at all is the
+// runtime's table: check_supported, cuda_kinds.h.)
+constexpr BuildRule kBuildRules[] = {
+    {KernelKind::kFused, generate_fused, true, nullptr, nullptr},
+    {KernelKind::kDot, nullptr, false, nullptr, dot_tuning},
+    {KernelKind::kTranspose, nullptr, false, nullptr, nullptr},
+    {KernelKind::kSlice, nullptr, false, nullptr, nullptr},
+    {KernelKind::kConcatenate, nullptr, false, nullptr, nullptr},
+    {KernelKind::kGather, nullptr, false, gather_index_function, nullptr},
+    {KernelKind::kCopy, nullptr, false, nullptr, nullptr},
+    {KernelKind::kAttention, generate_attention, true, nullptr, nullptr},
+    {KernelKind::kConvolution, conv_module, false, nullptr, conv_tuning},
+    {KernelKind::kUpdateSlice, nullptr, false, update_index_function, nullptr},
+    {KernelKind::kPlugin, plugin_module, false, nullptr, nullptr},
+    {KernelKind::kPooling, pool_module, false, nullptr, nullptr},
+};
+constexpr bool rows_in_kind_order() {
+  for (size_t i = 0; i < std::size(kBuildRules); ++i)
+    if (static_cast<size_t>(kBuildRules[i].kind) != i) return false;
+  return true;
+}
+static_assert(std::size(kBuildRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.def");
+static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.def's order");
+
+const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<size_t>(kind)]; }
+
 class CudaBuilder final : public Builder {
  public:
   void prepare(bool tunes) override {
@@ -77,6 +184,7 @@ class CudaBuilder final : public Builder {
   }
 
   StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
+    TRIPY_RETURN_IF_ERROR(check_supported(program));
     TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
     TRIPY_RETURN_IF_ERROR(make_current());
     CudaArtifacts art;
@@ -93,42 +201,20 @@ class CudaBuilder final : public Builder {
       }
       return it->second;
     };
-    bool has_dot = false, has_conv = false;
+    bool tunes = false;
     std::vector<IndexFunction> index_functions;
     for (const Kernel& k : program.kernels) {
-      // A gather's indices are its second input, an update_slice's start its third (the launch
-      // rejects a kernel without them).
-      const size_t index_input = k.kind == KernelKind::kGather ? 1 : 2;
-      if ((k.kind == KernelKind::kGather || k.kind == KernelKind::kUpdateSlice) && k.inputs.size() > index_input &&
-          !k.outputs.empty())
-        index_functions.push_back({k.kind == KernelKind::kUpdateSlice, dtype_size(program.buffers[k.outputs[0]].dtype),
-                                   program.buffers[k.inputs[index_input]].dtype});
+      const BuildRule& rule = build_rule(k.kind);
+      if (rule.index_function)
+        if (std::optional<IndexFunction> f = rule.index_function(program, k)) index_functions.push_back(*f);
       int32_t module = -1;
       std::string function;
-      if (k.kind == KernelKind::kConvolution) {
-        // The convolution module (direct kernel and epilogue), compiled once per dtype.
-        const DType t = program.buffers[k.outputs.at(0)].dtype;
-        module = module_of(conv_module_source(t), conv_function(t));
-        function = conv_function(t);
-        has_conv = true;
-      } else if (k.kind == KernelKind::kPlugin) {
-        if (k.plugin.cuda_source.empty())
-          return kernel_failure(program, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
-                                StatusCode::kUnavailable);
-        TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(k.plugin));
-        module = module_of(source, k.plugin.cuda_entry);
-        function = k.plugin.cuda_entry;
-      } else if (k.kind == KernelKind::kPooling) {
-        const DType t = program.buffers[k.outputs.at(0)].dtype;
-        module = module_of(pool_module_source(t), pool_function(t));
-        function = pool_function(t);
-      } else if (k.kind == KernelKind::kFused || k.kind == KernelKind::kAttention) {
-        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, k.kind == KernelKind::kFused ? generate_fused(program, k)
-                                                                                : generate_attention(program, k));
+      if (rule.module) {
+        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, rule.module(program, k));
         module = module_of(g.source, g.function);
         function = g.function;
       }
-      has_dot |= k.kind == KernelKind::kDot;
+      tunes |= rule.tuning != nullptr;
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
@@ -149,7 +235,7 @@ class CudaBuilder final : public Builder {
       return out;
     });
     Status tuned = ok_status();
-    const bool tuning = (has_dot || has_conv) && options.optimization_level >= 1;
+    const bool tuning = tunes && options.optimization_level >= 1;
     if (tuning) prepare(true);
     {  // (always: a warm-up the compiler started must not outlive the compile)
       std::shared_future<void> warm;
@@ -176,6 +262,24 @@ class CudaBuilder final : public Builder {
     art.layout_module = static_cast<int32_t>(art.modules.size());
     art.modules.push_back(layout.value()[0]);
     return serialize_artifacts(art);
+  }
+
+  StatusOr<std::vector<std::string>> kernel_sources(const Program& program) override {
+    std::vector<std::string> out;
+    for (const Kernel& k : program.kernels) {
+      const BuildRule& rule = build_rule(k.kind);
+      if (!rule.generated) continue;
+      TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, rule.module(program, k));
+      out.push_back(std::move(g.source));
+    }
+    return out;
+  }
+
+  StatusOr<std::optional<std::string>> compile_plugin(const PluginAttrs& plugin, int arch) override {
+    if (!nvrtc_available()) return std::optional<std::string>();
+    TRIPY_ASSIGN_OR_RETURN(std::string source, plugin_module_source(plugin));
+    TRIPY_ASSIGN_OR_RETURN(std::vector<CompiledModule> modules, compile_modules({source}, {plugin.cuda_entry}, arch));
+    return std::optional<std::string>(std::move(modules.at(0).ptx));
   }
 
  private:
@@ -212,29 +316,18 @@ class CudaBuilder final : public Builder {
     CUstream s = default_stream();
     for (size_t i = 0; st.ok() && i < program.kernels.size(); ++i) {
       const Kernel& k = program.kernels[i];
-      if (k.kind == KernelKind::kConvolution) {
-        auto pr = conv_problem(program, k, slots);
-        if (!pr.ok() || pr->out_elements() == 0 || numel_of(pr->x) == 0 || !cudnn_usable(*pr)) continue;
-        auto it = done.find(pr->key());
-        if (it == done.end()) {
-          auto algo = tuned("conv " + pr->key(), [&] { return tune_conv(*pr, kernels_for(pr->dtype), s); });
-          if (!algo.ok()) continue;  // cuDNN's heuristic decides at load time instead
-          it = done.emplace(pr->key(), algo.value()).first;
-        }
-        art.algos[static_cast<int32_t>(i)] = it->second;
-        continue;
-      }
-      if (k.kind != KernelKind::kDot) continue;
-      auto pr = dot_problem(program, k, slots);
-      if (!pr.ok() || pr->m * pr->n * pr->k == 0) continue;
-      auto it = done.find(pr->key());
+      const BuildRule& rule = build_rule(k.kind);
+      if (!rule.tuning) continue;
+      std::optional<TuningJob> job = rule.tuning(program, k, slots);
+      if (!job) continue;
+      auto it = done.find(job->key);
       if (it == done.end()) {
-        auto algo = tuned("dot " + pr->key(), [&] { return tune_dot(*pr, kernels_for(pr->dtype), s); });
+        auto algo = tuned(job->cache_key, [&] { return job->time(kernels_for(job->dtype), s); });
         if (!algo.ok()) {
-          if (algo.status().code() != StatusCode::kResourceExhausted) st = algo.status();
+          if (job->required && algo.status().code() != StatusCode::kResourceExhausted) st = algo.status();
           continue;
         }
-        it = done.emplace(pr->key(), algo.value()).first;
+        it = done.emplace(job->key, algo.value()).first;
       }
       art.algos[static_cast<int32_t>(i)] = it->second;
     }

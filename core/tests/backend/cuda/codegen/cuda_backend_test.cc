@@ -175,14 +175,14 @@ TEST(CudaBackend, LoadsFromArtifactsAndRejectsForeignArch) {
 TEST(CudaBackend, OutOfMemoryIsAnErrorAndTheProcessStaysUsable) {
   SKIP_WITHOUT_GPU();
   // 4 TiB: more than any GPU has (and than the host has, so no managed fallback either).
-  auto huge = rt::cuda_empty(DType::kFloat32, {int64_t{1} << 40});
+  auto huge = rt::cuda_backend()->allocate(DType::kFloat32, {int64_t{1} << 40});
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(huge.status().message().find("CUDA out of memory allocating"), std::string::npos)
       << huge.status().message();
   check_case(softmax(DType::kFloat32, 4, 5));
   // Past the size check, a real cuMemAlloc failure: more than free, less than the GPU.
-  auto big = rt::cuda_empty(DType::kInt8, {int64_t(0.99 * 139) << 30});
+  auto big = rt::cuda_backend()->allocate(DType::kInt8, {int64_t(0.99 * 139) << 30});
   if (!big.ok()) EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted) << big.status().message();
   big = Status(StatusCode::kInternal, "released");
   check_case(softmax(DType::kFloat32, 4, 5));
@@ -193,19 +193,20 @@ TEST(CudaBackend, StreamsCanBeSetPerProgram) {
   GpuCase c = softmax(DType::kFloat32, 16, 100);
   auto lp = load_gpu(c.program);
   ASSERT_TRUE(lp.ok());
-  auto s = rt::cuda_create_stream();
+  rt::Backend* gpu = rt::cuda_backend();
+  auto s = gpu->create_stream();
   ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(rt::cuda_set_program_stream(lp->get(), *s).ok());
-  EXPECT_EQ(rt::cuda_program_stream(lp->get()), *s);
+  ASSERT_TRUE((*lp)->set_stream(*s).ok());
+  EXPECT_EQ((*lp)->stream(), *s);
   auto want = run_cpu(c);
   for (int i = 0; i < 3; ++i) {
     auto got = run_gpu(**lp, c);
     ASSERT_TRUE(got.ok()) << got.status().message();
     expect_same("stream", (*want)[0], (*got)[0]);
   }
-  EXPECT_TRUE(rt::cuda_synchronize(*s).ok());
-  ASSERT_TRUE(rt::cuda_set_program_stream(lp->get(), nullptr).ok());
-  EXPECT_TRUE(rt::cuda_destroy_stream(*s).ok());
+  EXPECT_TRUE(gpu->synchronize(*s).ok());
+  ASSERT_TRUE((*lp)->set_stream(nullptr).ok());
+  EXPECT_TRUE(gpu->destroy_stream(*s).ok());
 }
 
 TEST(CudaBackend, BadSliceIsAnErrorNamingTheKernel) {

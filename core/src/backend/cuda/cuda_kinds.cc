@@ -1,0 +1,117 @@
+// The CUDA backend's table of kernel kinds (cuda_kinds.h), and the per-kind functions too small
+// for a file of their own: fused kernels, plugins, pooling and the layout kinds, whose launches
+// cuda_launch.cc, cuda_plugin.cc and cuda_pool.cc plan.
+#include "backend/cuda/cuda_kinds.h"
+
+#include <iterator>
+
+#include "backend/cuda/cuda_plugin.h"
+#include "backend/cuda/cuda_pool.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+// The kinds whose module holds one function that the artifacts name (a generated module, or the
+// fixed convolution and pooling module of the kernel's dtype, or a plugin's).
+Status load_function(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
+                     KernelCode& code) {
+  TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
+  return ok_status();
+}
+
+// A fused kernel's function and the layout of its argument words.
+Status load_fused(const Program& p, const Kernel& k, CUmodule module, const std::string& function, KernelCode& code) {
+  TRIPY_ASSIGN_OR_RETURN(code.layout, analyze_fused(p, k));
+  return load_function(p, k, module, function, code);
+}
+
+StatusOr<bool> plan_fused_step(PlanContext& c, const Kernel& k, Step& step) {
+  const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  TRIPY_ASSIGN_OR_RETURN(step.launches, plan_fused(c.program, k, code.layout, code.fn, c.slots, c.sm_count));
+  return true;
+}
+
+StatusOr<bool> plan_plugin_step(PlanContext& c, const Kernel& k, Step& step) {
+  const CUfunction fn = c.code[static_cast<size_t>(step.kernel)].fn;
+  TRIPY_ASSIGN_OR_RETURN(step.launches, plan_plugin(c.program, k, fn, c.shapes));
+  return true;
+}
+
+StatusOr<bool> plan_pool_step(PlanContext& c, const Kernel& k, Step& step) {
+  step.launches = plan_pool_launch(c.program, k, c.code[static_cast<size_t>(step.kernel)].fn, c.slots, c.sm_count);
+  return !step.launches.empty();  // an empty output: no step
+}
+
+// A layout kind: its launches of the layout module.
+template <LayoutPlanner plan>
+StatusOr<bool> plan_layout_step(PlanContext& c, const Kernel& k, Step& step) {
+  TRIPY_ASSIGN_OR_RETURN(step.launches, plan(c.program, k, c.layout_fns, c.slots, c.sm_count));
+  return true;
+}
+
+// A layout kind that checks an index or start at run time (gather, update_slice): its launches
+// record what they find in the program's error record, tagged with the kernel.
+template <LayoutPlanner plan>
+StatusOr<bool> plan_checked_layout_step(PlanContext& c, const Kernel& k, Step& step) {
+  TRIPY_ASSIGN_OR_RETURN(step.launches, plan(c.program, k, c.layout_fns, c.slots, c.sm_count));
+  if (step.launches.empty()) return true;
+  TRIPY_ASSIGN_OR_RETURN(ErrorRecord * errors, c.error_record());
+  for (Launch& g : step.launches) {
+    if (g.words.size() <= kGatherClaimWord) continue;  // update_slice's copy of its operand
+    g.words[kGatherErrorWord] = static_cast<int64_t>(errors->record());
+    g.words[kGatherTagWord] = static_cast<int64_t>(step.kernel) + 1;
+    g.words[kGatherClaimWord] = static_cast<int64_t>(errors->claim());
+  }
+  return true;
+}
+
+// One row per kind, in kernel_kinds.def's order.
+constexpr KindRule kKindRules[] = {
+    {KernelKind::kFused, load_fused, StoredAlgo::kNone, plan_fused_step, nullptr},
+    {KernelKind::kDot, nullptr, StoredAlgo::kCublasLt, plan_dot_step, run_dot_step},
+    {KernelKind::kTranspose, nullptr, StoredAlgo::kNone, plan_layout_step<plan_transpose>, nullptr},
+    {KernelKind::kSlice, nullptr, StoredAlgo::kNone, plan_layout_step<plan_slice>, nullptr},
+    {KernelKind::kConcatenate, nullptr, StoredAlgo::kNone, plan_layout_step<plan_concatenate>, nullptr},
+    {KernelKind::kGather, nullptr, StoredAlgo::kNone, plan_checked_layout_step<plan_gather>, nullptr},
+    {KernelKind::kCopy, nullptr, StoredAlgo::kNone, plan_layout_step<plan_copy>, nullptr},
+    {KernelKind::kAttention, load_attention, StoredAlgo::kNone, plan_attention_step, run_attention_step},
+    {KernelKind::kConvolution, load_function, StoredAlgo::kOwn, plan_conv_step, run_conv_step},
+    {KernelKind::kUpdateSlice, nullptr, StoredAlgo::kNone, plan_checked_layout_step<plan_update_slice>, nullptr},
+    {KernelKind::kPlugin, load_function, StoredAlgo::kNone, plan_plugin_step, nullptr},
+    {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
+};
+
+constexpr bool rows_in_kind_order() {
+  for (size_t i = 0; i < std::size(kKindRules); ++i)
+    if (static_cast<size_t>(kKindRules[i].kind) != i) return false;
+  return true;
+}
+static_assert(std::size(kKindRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.def");
+static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.def's order");
+
+}  // namespace
+
+const KindRule& kind_rule(KernelKind kind) { return kKindRules[static_cast<size_t>(kind)]; }
+
+Status check_supported(const Program& p) {
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const Kernel& k = p.kernels[i];
+    if (static_cast<size_t>(k.kind) >= kNumKernelKinds)
+      return internal_error("kernel '" + k.name + "' has an unknown kind", kernel_source(p, static_cast<int32_t>(i)));
+    if (!kind_rule(k.kind).plan)
+      return Status(StatusCode::kUnavailable,
+                    std::string("kernel kind ") + kernel_kind_name(k.kind) + " is not supported on the GPU (kernel '" +
+                        k.name + "'); compile this program for the CPU",
+                    kernel_source(p, static_cast<int32_t>(i)));
+  }
+  return ok_status();
+}
+
+SourceRef kernel_source(const Program& p, int32_t kernel) {
+  const Kernel& k = p.kernels[static_cast<size_t>(kernel)];
+  if (k.source >= 0 && static_cast<size_t>(k.source) < p.sources.size())
+    return std::make_shared<SourceInfo>(p.sources[static_cast<size_t>(k.source)]);
+  return nullptr;
+}
+
+}  // namespace tripy::rt::cuda
