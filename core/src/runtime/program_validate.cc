@@ -252,102 +252,112 @@ class Validator {
       if (root.kind != BufferDesc::Kind::kTemp && root.kind != BufferDesc::Kind::kOutput && !donated)
         return bad("writes buffer " + std::to_string(b) + ", which is an input or a constant");
     }
-    auto arity = [&](size_t ins, size_t outs) {
-      return kn.inputs.size() == ins && kn.outputs.size() == outs;
-    };
-    auto same_dtype = [&] { return dtype_of(kn.inputs[0]) == dtype_of(kn.outputs[0]); };
-    switch (kn.kind) {
-      case KernelKind::kFused: return check_fused(kn, bad);
-      case KernelKind::kDot: {
-        if (kn.dot.activation > Activation::kGelu) return bad("has an invalid activation");
-        if (!arity(kn.dot.has_bias ? 3 : 2, 1)) return bad("needs 2 inputs (3 with a bias) and 1 output");
-        const size_t l = rank_of(kn.inputs[0]), r = rank_of(kn.inputs[1]);
-        if (l < 2 || r < 2 || rank_of(kn.outputs[0]) != (l > r ? l : r))
-          return bad("has operand ranks " + std::to_string(l) + " and " + std::to_string(r) +
-                     " and result rank " + std::to_string(rank_of(kn.outputs[0])));
-        if (dtype_of(kn.inputs[0]) != dtype_of(kn.inputs[1])) return bad("multiplies operands of different dtypes");
-        const DType in = dtype_of(kn.inputs[0]), out = dtype_of(kn.outputs[0]);
-        if (out != in && out != dot_accumulator_dtype(in))
-          return bad("writes " + std::string(dtype_name(out)) + " from " + std::string(dtype_name(in)) + " operands");
-        if (kn.dot.has_bias && dtype_of(kn.inputs[2]) != out) return bad("has a bias of another dtype than its result");
-        if (kn.dot.has_bias && rank_of(kn.inputs[2]) != 1) return bad("has a bias that is not 1-D");
-        return ok_status();
-      }
-      case KernelKind::kTranspose: {
-        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
-        const size_t rank = rank_of(kn.inputs[0]);
-        if (kn.transpose.perm.size() != rank || rank_of(kn.outputs[0]) != rank) return bad("has a permutation of the wrong rank");
-        std::vector<bool> seen(rank, false);
-        for (int64_t d : kn.transpose.perm) {
-          if (!in_range(d, rank) || seen[static_cast<size_t>(d)]) return bad("has an invalid permutation");
-          seen[static_cast<size_t>(d)] = true;
-        }
-        return ok_status();
-      }
-      case KernelKind::kSlice: {
-        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
-        const size_t rank = rank_of(kn.inputs[0]);
-        if (kn.slice.starts.size() != rank || kn.slice.steps.size() != rank || rank_of(kn.outputs[0]) != rank)
-          return bad("has starts/steps of the wrong rank");
-        for (size_t d = 0; d < rank; ++d)
-          if (!slot_ok(kn.slice.starts[d]) || !slot_ok(kn.slice.steps[d])) return bad("uses a missing slot");
-        return ok_status();
-      }
-      case KernelKind::kConcatenate: {
-        if (kn.inputs.empty() || kn.outputs.size() != 1) return bad("needs inputs and 1 output");
-        const size_t rank = rank_of(kn.outputs[0]);
-        for (int32_t b : kn.inputs)
-          if (rank_of(b) != rank || dtype_of(b) != dtype_of(kn.outputs[0]))
-            return bad("joins buffers of different ranks or dtypes");
-        if (!in_range(kn.concatenate.axis, rank)) return bad("has axis " + std::to_string(kn.concatenate.axis) + " out of range");
-        return ok_status();
-      }
-      case KernelKind::kGather: {
-        if (!arity(2, 1) || !same_dtype()) return bad("needs 2 inputs and 1 output of the data's dtype");
-        const size_t data = rank_of(kn.inputs[0]), index = rank_of(kn.inputs[1]);
-        const DType it = dtype_of(kn.inputs[1]);
-        if (it != DType::kInt32 && it != DType::kInt64) return bad("has indices that are not int32 or int64");
-        if (!in_range(kn.gather.axis, data) || rank_of(kn.outputs[0]) != data - 1 + index)
-          return bad("has an axis or a result rank that does not fit its operands");
-        return ok_status();
-      }
-      case KernelKind::kCopy:
-        if (!arity(1, 1) || !same_dtype()) return bad("needs 1 input and 1 output of one dtype");
-        return ok_status();
-      case KernelKind::kAttention: return check_attention(kn, bad);
-      case KernelKind::kConvolution: return check_conv(kn, bad);
-      case KernelKind::kUpdateSlice: {
-        if (!arity(3, 1) || !same_dtype() || dtype_of(kn.inputs[1]) != dtype_of(kn.outputs[0]))
-          return bad("needs an operand, an update and a start, and 1 output, of one dtype");
-        const DType st = dtype_of(kn.inputs[2]);
-        if ((st != DType::kInt32 && st != DType::kInt64) || rank_of(kn.inputs[2]) > 1)
-          return bad("has a start that is not an int32 or int64 scalar");
-        const size_t rank = rank_of(kn.inputs[0]);
-        if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(kn.update_slice.axis, rank))
-          return bad("has an axis or ranks that do not fit its operands");
-        return ok_status();
-      }
-      case KernelKind::kPlugin: {
-        // Backends hand a plugin at most kMaxPluginInputs inputs of rank <= kMaxPluginRank.
-        if (kn.inputs.size() > kMaxPluginInputs || kn.outputs.size() != 1)
-          return bad("needs at most " + std::to_string(kMaxPluginInputs) + " inputs and 1 output");
-        for (int32_t b : kn.inputs)
-          if (rank_of(b) > kMaxPluginRank) return bad("reads a buffer of rank above " + std::to_string(kMaxPluginRank));
-        if (rank_of(kn.outputs[0]) > kMaxPluginRank) return bad("writes a buffer of rank above 8");
-        if (kn.plugin.name.empty()) return bad("names no plugin");
-        if (kn.plugin.block < 1 || kn.plugin.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
-        return ok_status();
-      }
-      case KernelKind::kPooling: return check_pool(kn, bad);
+    // The kind's own rule: one overload of check() per attribute struct, so a kind without one
+    // fails to compile.
+    return visit_kind_attrs(kn, [&](const auto& attrs) { return check(kn, attrs, bad); });
+  }
+
+  bool arity(const Kernel& kn, size_t ins, size_t outs) const { return kn.inputs.size() == ins && kn.outputs.size() == outs; }
+  bool same_dtype(const Kernel& kn) const { return dtype_of(kn.inputs[0]) == dtype_of(kn.outputs[0]); }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const DotAttrs& dot, const Bad& bad) {
+    if (dot.activation > Activation::kGelu) return bad("has an invalid activation");
+    if (!arity(kn, dot.has_bias ? 3 : 2, 1)) return bad("needs 2 inputs (3 with a bias) and 1 output");
+    const size_t l = rank_of(kn.inputs[0]), r = rank_of(kn.inputs[1]);
+    if (l < 2 || r < 2 || rank_of(kn.outputs[0]) != (l > r ? l : r))
+      return bad("has operand ranks " + std::to_string(l) + " and " + std::to_string(r) + " and result rank " +
+                 std::to_string(rank_of(kn.outputs[0])));
+    if (dtype_of(kn.inputs[0]) != dtype_of(kn.inputs[1])) return bad("multiplies operands of different dtypes");
+    const DType in = dtype_of(kn.inputs[0]), out = dtype_of(kn.outputs[0]);
+    if (out != in && out != dot_accumulator_dtype(in))
+      return bad("writes " + std::string(dtype_name(out)) + " from " + std::string(dtype_name(in)) + " operands");
+    if (dot.has_bias && dtype_of(kn.inputs[2]) != out) return bad("has a bias of another dtype than its result");
+    if (dot.has_bias && rank_of(kn.inputs[2]) != 1) return bad("has a bias that is not 1-D");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const TransposeAttrs& t, const Bad& bad) {
+    if (!arity(kn, 1, 1) || !same_dtype(kn)) return bad("needs 1 input and 1 output of one dtype");
+    const size_t rank = rank_of(kn.inputs[0]);
+    if (t.perm.size() != rank || rank_of(kn.outputs[0]) != rank) return bad("has a permutation of the wrong rank");
+    std::vector<bool> seen(rank, false);
+    for (int64_t d : t.perm) {
+      if (!in_range(d, rank) || seen[static_cast<size_t>(d)]) return bad("has an invalid permutation");
+      seen[static_cast<size_t>(d)] = true;
     }
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const SliceAttrs& s, const Bad& bad) {
+    if (!arity(kn, 1, 1) || !same_dtype(kn)) return bad("needs 1 input and 1 output of one dtype");
+    const size_t rank = rank_of(kn.inputs[0]);
+    if (s.starts.size() != rank || s.steps.size() != rank || rank_of(kn.outputs[0]) != rank)
+      return bad("has starts/steps of the wrong rank");
+    for (size_t d = 0; d < rank; ++d)
+      if (!slot_ok(s.starts[d]) || !slot_ok(s.steps[d])) return bad("uses a missing slot");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const ConcatenateAttrs& c, const Bad& bad) {
+    if (kn.inputs.empty() || kn.outputs.size() != 1) return bad("needs inputs and 1 output");
+    const size_t rank = rank_of(kn.outputs[0]);
+    for (int32_t b : kn.inputs)
+      if (rank_of(b) != rank || dtype_of(b) != dtype_of(kn.outputs[0])) return bad("joins buffers of different ranks or dtypes");
+    if (!in_range(c.axis, rank)) return bad("has axis " + std::to_string(c.axis) + " out of range");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const GatherAttrs& g, const Bad& bad) {
+    if (!arity(kn, 2, 1) || !same_dtype(kn)) return bad("needs 2 inputs and 1 output of the data's dtype");
+    const size_t data = rank_of(kn.inputs[0]), index = rank_of(kn.inputs[1]);
+    const DType it = dtype_of(kn.inputs[1]);
+    if (it != DType::kInt32 && it != DType::kInt64) return bad("has indices that are not int32 or int64");
+    if (!in_range(g.axis, data) || rank_of(kn.outputs[0]) != data - 1 + index)
+      return bad("has an axis or a result rank that does not fit its operands");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const CopyAttrs&, const Bad& bad) {
+    if (!arity(kn, 1, 1) || !same_dtype(kn)) return bad("needs 1 input and 1 output of one dtype");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const UpdateSliceAttrs& u, const Bad& bad) {
+    if (!arity(kn, 3, 1) || !same_dtype(kn) || dtype_of(kn.inputs[1]) != dtype_of(kn.outputs[0]))
+      return bad("needs an operand, an update and a start, and 1 output, of one dtype");
+    const DType st = dtype_of(kn.inputs[2]);
+    if ((st != DType::kInt32 && st != DType::kInt64) || rank_of(kn.inputs[2]) > 1)
+      return bad("has a start that is not an int32 or int64 scalar");
+    const size_t rank = rank_of(kn.inputs[0]);
+    if (rank_of(kn.inputs[1]) != rank || rank_of(kn.outputs[0]) != rank || !in_range(u.axis, rank))
+      return bad("has an axis or ranks that do not fit its operands");
+    return ok_status();
+  }
+
+  template <typename Bad>
+  Status check(const Kernel& kn, const PluginAttrs& p, const Bad& bad) {
+    // Backends hand a plugin at most kMaxPluginInputs inputs of rank <= kMaxPluginRank.
+    if (kn.inputs.size() > kMaxPluginInputs || kn.outputs.size() != 1)
+      return bad("needs at most " + std::to_string(kMaxPluginInputs) + " inputs and 1 output");
+    for (int32_t b : kn.inputs)
+      if (rank_of(b) > kMaxPluginRank) return bad("reads a buffer of rank above " + std::to_string(kMaxPluginRank));
+    if (rank_of(kn.outputs[0]) > kMaxPluginRank) return bad("writes a buffer of rank above 8");
+    if (p.name.empty()) return bad("names no plugin");
+    if (p.block < 1 || p.block > 1024) return bad("has a CUDA block size outside [1, 1024]");
     return ok_status();
   }
 
   // Static half of the attention rule: arity, dtypes, ranks and layouts. The sizes are checked
   // per run (attention_shape_error), so together no index leaves its buffer.
   template <typename Bad>
-  Status check_attention(const Kernel& kn, const Bad& bad) {
-    const AttentionAttrs& a = kn.attention;
+  Status check(const Kernel& kn, const AttentionAttrs& a, const Bad& bad) {
     if (a.mask > MaskKind::kAdditive) return bad("has an invalid mask kind");
     const bool masked = a.mask != MaskKind::kNone;
     if (kn.inputs.size() != (masked ? 4u : 3u) || kn.outputs.size() != 1)
@@ -378,8 +388,7 @@ class Validator {
 
   // Ranks, dtypes and attribute ranges; sizes are checked per run (check_run_shapes).
   template <typename Bad>
-  Status check_conv(const Kernel& kn, const Bad& bad) {
-    const ConvolutionAttrs& c = kn.convolution;
+  Status check(const Kernel& kn, const ConvolutionAttrs& c, const Bad& bad) {
     if (c.activation > Activation::kSilu) return bad("has an invalid activation");
     if (c.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (!(kn.inputs.size() == 2u + c.has_bias + c.has_residual && kn.outputs.size() == 1))
@@ -409,8 +418,7 @@ class Validator {
   }
 
   template <typename Bad>
-  Status check_pool(const Kernel& kn, const Bad& bad) {
-    const PoolingAttrs& a = kn.pooling;
+  Status check(const Kernel& kn, const PoolingAttrs& a, const Bad& bad) {
     if (a.kind > PoolingAttrs::Kind::kAvg) return bad("has an invalid pooling kind");
     if (a.layout > Layout::kChannelsLast) return bad("has an invalid layout");
     if (kn.inputs.size() != 1 || kn.outputs.size() != 1) return bad("needs 1 input and 1 output");
@@ -436,10 +444,10 @@ class Validator {
 
   // The analysis every consumer of fused programs shares (fused_analysis.cc).
   template <typename Bad>
-  Status check_fused(const Kernel& kn, const Bad& bad) {
-    for (Slot s : kn.fused.domain)
+  Status check(const Kernel& kn, const FusedProgram& fused, const Bad& bad) {
+    for (Slot s : fused.domain)
       if (!slot_ok(s)) return bad("has a domain with a missing slot");
-    for (const FusedProgram::Window& w : kn.fused.input_windows)
+    for (const FusedProgram::Window& w : fused.input_windows)
       for (size_t d = 0; d < w.starts.size() && d < w.sizes.size(); ++d)
         if (!slot_ok(w.starts[d]) || !slot_ok(w.sizes[d])) return bad("has a window with a missing slot");
     StatusOr<FusedAnalysis> an = analyze_fused_program(p_, kn);
