@@ -95,75 +95,83 @@ class RunChecker {
     return ok_status();
   }
 
-  // Returns why the kernel cannot run on these sizes, or "" when it can.
+  // Returns why the kernel cannot run on these sizes, or "" when it can: the kind's own rule, one
+  // overload of check() per attribute struct (a kind without one fails to compile).
   std::string check_kernel(const Kernel& k) const {
-    switch (k.kind) {
-      case KernelKind::kFused: return check_fused(k);
-      case KernelKind::kDot: return check_dot(k);
-      case KernelKind::kTranspose: {
-        const auto& in = shape(k.inputs[0]);
-        const auto& out = shape(k.outputs[0]);
-        for (size_t i = 0; i < out.size(); ++i)
-          if (out[i] != in[static_cast<size_t>(k.transpose.perm[i])]) return "transposes " + dims_str(in) + " into " + dims_str(out);
-        return "";
-      }
-      case KernelKind::kSlice: {
-        const auto& in = shape(k.inputs[0]);
-        const auto& out = shape(k.outputs[0]);
-        for (size_t d = 0; d < in.size(); ++d) {
-          const int64_t n = out[d], start = slot(k.slice.starts[d]), step = slot(k.slice.steps[d]);
-          if (n == 0) continue;
-          const __int128 last = static_cast<__int128>(start) + static_cast<__int128>(n - 1) * step;
-          if (step == 0 || start < 0 || start >= in[d] || last < 0 || last >= in[d])
-            return "slices " + std::to_string(n) + " elements from " + std::to_string(start) + " by " +
-                   std::to_string(step) + " out of dimension " + std::to_string(d) + " of " + dims_str(in);
-        }
-        return "";
-      }
-      case KernelKind::kConcatenate: {
-        const auto& out = shape(k.outputs[0]);
-        const size_t axis = static_cast<size_t>(k.concatenate.axis);
-        int64_t total = 0;
-        for (int32_t b : k.inputs) {
-          const auto& in = shape(b);
-          for (size_t d = 0; d < out.size(); ++d)
-            if (d != axis && in[d] != out[d]) return "joins " + dims_str(in) + " into " + dims_str(out);
-          total += in[axis];  // each at most kMaxBytes: no overflow
-        }
-        return total == out[axis] ? "" : "joins sizes that do not add up to " + dims_str(out);
-      }
-      case KernelKind::kGather: {
-        const auto& data = shape(k.inputs[0]);
-        const auto& index = shape(k.inputs[1]);
-        std::vector<int64_t> want(data.begin(), data.begin() + k.gather.axis);
-        want.insert(want.end(), index.begin(), index.end());
-        want.insert(want.end(), data.begin() + k.gather.axis + 1, data.end());
-        return want == shape(k.outputs[0]) ? "" : "gathers into " + dims_str(shape(k.outputs[0])) + " instead of " + dims_str(want);
-      }
-      case KernelKind::kAttention: {
-        std::vector<std::vector<int64_t>> shapes;
-        for (int32_t b : k.inputs) shapes.push_back(shape(b));
-        shapes.push_back(shape(k.outputs[0]));
-        return attention_shape_error(k.attention, shapes);
-      }
-      case KernelKind::kCopy:
-        return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
-                   ? ""
-                   : "copies " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
-      case KernelKind::kConvolution: return check_conv(k);
-      case KernelKind::kUpdateSlice: {
-        const auto& in = shape(k.inputs[0]);
-        const auto& up = shape(k.inputs[1]);
-        if (shape(k.outputs[0]) != in) return "updates " + dims_str(in) + " into " + dims_str(shape(k.outputs[0]));
-        if (numel_of(shape(k.inputs[2])) != 1) return "has a start of shape " + dims_str(shape(k.inputs[2]));
-        for (size_t d = 0; d < in.size(); ++d)
-          if (d == static_cast<size_t>(k.update_slice.axis) ? up[d] > in[d] : up[d] != in[d])
-            return "writes an update of shape " + dims_str(up) + " into " + dims_str(in);
-        return "";
-      }
-      case KernelKind::kPlugin: return "";  // any shapes: the plugin's rule gave them
-      case KernelKind::kPooling: return check_pool(k);
+    return visit_kind_attrs(k, [&](const auto& attrs) { return check(k, attrs); });
+  }
+
+  std::string check(const Kernel& k, const FusedProgram&) const { return check_fused(k); }
+  std::string check(const Kernel& k, const DotAttrs&) const { return check_dot(k); }
+  std::string check(const Kernel& k, const ConvolutionAttrs&) const { return check_conv(k); }
+  std::string check(const Kernel& k, const PoolingAttrs&) const { return check_pool(k); }
+  std::string check(const Kernel&, const PluginAttrs&) const { return ""; }  // the plugin's rule gave the shapes
+
+  std::string check(const Kernel& k, const TransposeAttrs& t) const {
+    const auto& in = shape(k.inputs[0]);
+    const auto& out = shape(k.outputs[0]);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] != in[static_cast<size_t>(t.perm[i])]) return "transposes " + dims_str(in) + " into " + dims_str(out);
+    return "";
+  }
+
+  std::string check(const Kernel& k, const SliceAttrs& s) const {
+    const auto& in = shape(k.inputs[0]);
+    const auto& out = shape(k.outputs[0]);
+    for (size_t d = 0; d < in.size(); ++d) {
+      const int64_t n = out[d], start = slot(s.starts[d]), step = slot(s.steps[d]);
+      if (n == 0) continue;
+      const __int128 last = static_cast<__int128>(start) + static_cast<__int128>(n - 1) * step;
+      if (step == 0 || start < 0 || start >= in[d] || last < 0 || last >= in[d])
+        return "slices " + std::to_string(n) + " elements from " + std::to_string(start) + " by " +
+               std::to_string(step) + " out of dimension " + std::to_string(d) + " of " + dims_str(in);
     }
+    return "";
+  }
+
+  std::string check(const Kernel& k, const ConcatenateAttrs& c) const {
+    const auto& out = shape(k.outputs[0]);
+    const size_t axis = static_cast<size_t>(c.axis);
+    int64_t total = 0;
+    for (int32_t b : k.inputs) {
+      const auto& in = shape(b);
+      for (size_t d = 0; d < out.size(); ++d)
+        if (d != axis && in[d] != out[d]) return "joins " + dims_str(in) + " into " + dims_str(out);
+      total += in[axis];  // each at most kMaxBytes: no overflow
+    }
+    return total == out[axis] ? "" : "joins sizes that do not add up to " + dims_str(out);
+  }
+
+  std::string check(const Kernel& k, const GatherAttrs& g) const {
+    const auto& data = shape(k.inputs[0]);
+    const auto& index = shape(k.inputs[1]);
+    std::vector<int64_t> want(data.begin(), data.begin() + g.axis);
+    want.insert(want.end(), index.begin(), index.end());
+    want.insert(want.end(), data.begin() + g.axis + 1, data.end());
+    return want == shape(k.outputs[0]) ? "" : "gathers into " + dims_str(shape(k.outputs[0])) + " instead of " + dims_str(want);
+  }
+
+  std::string check(const Kernel& k, const AttentionAttrs& a) const {
+    std::vector<std::vector<int64_t>> shapes;
+    for (int32_t b : k.inputs) shapes.push_back(shape(b));
+    shapes.push_back(shape(k.outputs[0]));
+    return attention_shape_error(a, shapes);
+  }
+
+  std::string check(const Kernel& k, const CopyAttrs&) const {
+    return numel_of(shape(k.inputs[0])) == numel_of(shape(k.outputs[0]))
+               ? ""
+               : "copies " + dims_str(shape(k.inputs[0])) + " into " + dims_str(shape(k.outputs[0]));
+  }
+
+  std::string check(const Kernel& k, const UpdateSliceAttrs& u) const {
+    const auto& in = shape(k.inputs[0]);
+    const auto& up = shape(k.inputs[1]);
+    if (shape(k.outputs[0]) != in) return "updates " + dims_str(in) + " into " + dims_str(shape(k.outputs[0]));
+    if (numel_of(shape(k.inputs[2])) != 1) return "has a start of shape " + dims_str(shape(k.inputs[2]));
+    for (size_t d = 0; d < in.size(); ++d)
+      if (d == static_cast<size_t>(u.axis) ? up[d] > in[d] : up[d] != in[d])
+        return "writes an update of shape " + dims_str(up) + " into " + dims_str(in);
     return "";
   }
 
