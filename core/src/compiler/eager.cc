@@ -34,26 +34,6 @@ void append_dims(std::string& key, const Shape& shape) {
   key += ']';
 }
 
-// A field's exact value: numbers as their bytes, texts and lists with their length, described
-// attribute structs field by field (a plugin's device code included: re-registered code is
-// another kernel).
-template <class T>
-void append_field(std::string& key, const T& v) {
-  if constexpr (rt::has_fields<T>::value) {
-    T::visit_fields([&](const char*, const auto& f) { append_field(key, f); }, v);
-  } else if constexpr (std::is_same_v<T, Shape>) {
-    append_dims(key, v);
-  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
-    append_raw(key, v);
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    key += v;
-    key += '\0';
-  } else {
-    for (const auto& e : v) append_field(key, e);
-    key += std::to_string(v.size()) + '\0';
-  }
-}
-
 // The structural key of the Trace subgraph producing `node`: ops, attributes, dtypes and shapes,
 // with evaluated tensors as numbered inputs. Computed without lowering, so a hit skips it. Also
 // collects those inputs, in the order lowering numbers its parameters.
@@ -79,7 +59,12 @@ std::string structural_key(const NodeRef& node, const Device& device, std::vecto
     key += ')';
     // Every attribute is part of the key (its field list, node.h), so two calls that differ in
     // any one never share a compiled kernel.
-    trace::Attrs::visit_fields([&](const char*, const auto& field) { append_field(key, field); }, n->attrs);
+    trace::Attrs::visit_fields(
+        [&](const char*, const auto& field) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Shape>) append_dims(key, field);
+          else rt::append_field_key(key, field);
+        },
+        n->attrs);
   }
   return key;
 }

@@ -6,19 +6,25 @@
 namespace tripy::flat {
 namespace {
 
-constexpr std::array<const char*, 17> kOpKindNames = {
-    "parameter", "constant",    "iota",   "elementwise", "broadcast", "reshape",
-    "transpose", "slice",       "concatenate", "reduce", "dot",       "gather", "attention", "convolution",
-    "update_slice", "plugin", "pooling",
+constexpr const char* kOpKindNames[] = {
+#define TRIPY_FLAT_OP(Enum, name, attrs) name,
+#include "flat/op_kinds.def"
 };
-// A new kind must get a name here (and a printer/parser/verifier rule).
-static_assert(kOpKindNames.size() == static_cast<size_t>(OpKind::kPooling) + 1);
+constexpr uint8_t kOpAttrs[] = {
+#define TRIPY_FLAT_OP(Enum, name, attrs) attrs,
+#include "flat/op_kinds.def"
+};
 
 }  // namespace
 
 const char* op_kind_name(OpKind kind) {
   auto i = static_cast<size_t>(kind);
-  return i < kOpKindNames.size() ? kOpKindNames[i] : "invalid";
+  return i < std::size(kOpKindNames) ? kOpKindNames[i] : "invalid";
+}
+
+uint8_t op_attrs(OpKind kind) {
+  auto i = static_cast<size_t>(kind);
+  return i < std::size(kOpAttrs) ? kOpAttrs[i] : uint8_t{kNoAttrs};
 }
 
 Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {

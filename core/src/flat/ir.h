@@ -20,26 +20,27 @@ namespace tripy::flat {
 using ValueId = int32_t;
 using rt::EwOp;
 
+// The op kinds (op_kinds.def: what each is, its name and the attributes it carries).
 enum class OpKind : uint8_t {
-  kParameter,    // runtime input number `index` (a shape value when `shape_symbol` >= 0)
-  kConstant,     // `constant` (host tensor; rank 0 for scalars, broadcast explicitly)
-  kIota,         // index along dims[0] of the result shape
-  kElementwise,  // `fn` in unary/binary/compare/select/convert; operands share the result shape
-  kBroadcast,    // operand dim i -> result dim dims[i] (size equal, or 1 to broadcast)
-  kReshape,      // same elements, row-major, result shape
-  kTranspose,    // result dim i = operand dim dims[i]
-  kSlice,        // starts/limits/steps per operand dim
-  kConcatenate,  // along dims[0]
-  kReduce,       // `fn` in kReduce*, over dims (sorted); reduced dims are removed
-  kDot,          // [b..., M, K] x [b..., K, N] -> [b..., M, N], batch dims broadcast
-  kGather,       // take(operand0, operand1 (int32 indices), axis dims[0])
-  kAttention,    // softmax(scale * q k^T + mask) v over q, k, v[, mask] (rt::AttentionAttrs)
-  kConvolution,  // (input, weight) per `conv` (rt::ConvolutionAttrs says the layouts and sizes)
-  kUpdateSlice,  // operand0 with operand1 written at operand2 (an int scalar read at run time) along dims[0]
-  kPlugin,       // a registered plugin's call (rt::PluginAttrs); opaque to every pass
-  kPooling,      // max or average over windows of (N, C, spatial...) per `pool` (rt::PoolingAttrs)
+#define TRIPY_FLAT_OP(Enum, name, attrs) k##Enum,
+#include "flat/op_kinds.def"
 };
 const char* op_kind_name(OpKind kind);
+
+// The Op members an op kind carries (op_kinds.def), from which its text form and CSE key follow.
+enum OpAttr : uint8_t {
+  kNoAttrs = 0,
+  kDims = 1,               // dims, always written
+  kDimsIfAny = 2,          // dims, written when not empty
+  kSliceBounds = 4,        // starts, limits, steps
+  kAttentionAttrs = 8,     // attention
+  kConvolutionAttrs = 16,  // convolution
+  kPoolingAttrs = 32,      // pooling
+  kPluginAttrs = 64,       // plugin
+  kParameterAttrs = 128,   // index, shape_symbol (and the graph's input name)
+};
+inline constexpr uint8_t kConstantValue = kNoAttrs;  // constant: its tensor, spelled by the printer
+uint8_t op_attrs(OpKind kind);
 
 // Why an op exists: the Trace op (and user line) it was lowered from, and for ops that lowering
 // inserted beyond the obvious, the reason.

@@ -1,13 +1,17 @@
 // Text to FlatIR: reads what Graph::str() writes, so pass tests can be written as text in,
 // text out. Errors name the line; nothing here aborts on bad input.
+#include <array>
 #include <cctype>
 #include <cstdlib>
+#include <limits>
+#include <type_traits>
 #include <map>
 #include <unordered_map>
 
 #include "flat/constant_data.h"
 #include "flat/ir.h"
 #include "flat/ir_text.h"
+#include "runtime/fields.h"
 
 namespace tripy::flat {
 namespace {
@@ -105,6 +109,92 @@ class Cursor {
   size_t pos_ = 0;
   int line_;
 };
+
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+
+template <class T>
+Status parse_field(Cursor& c, T& out);
+
+// Sets the field of described struct `s` called `key` from the text at `c`; false when `s` has
+// no such field (the caller tries its other attributes, then reports the key as unknown).
+template <class T>
+StatusOr<bool> parse_named_field(Cursor& c, const std::string& key, T& s) {
+  bool found = false;
+  Status st = ok_status();
+  T::visit_fields(
+      [&](const char* name, auto& f) {
+        if (found || key != name) return;
+        found = true;
+        st = parse_field(c, f);
+      },
+      s);
+  TRIPY_RETURN_IF_ERROR(st);
+  return found;
+}
+
+// One value of a described attribute, as rt::field_text writes it.
+template <class T>
+Status parse_field(Cursor& c, T& out) {
+  if constexpr (rt::has_fields<T>::value) {
+    TRIPY_RETURN_IF_ERROR(c.expect("{"));
+    while (!c.consume("}")) {
+      if (c.consume(",")) continue;
+      const std::string key = c.ident();
+      TRIPY_RETURN_IF_ERROR(c.expect("="));
+      TRIPY_ASSIGN_OR_RETURN(bool found, parse_named_field(c, key, out));
+      if (!found) return c.error("unknown attribute '" + key + "'");
+    }
+    return ok_status();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    TRIPY_ASSIGN_OR_RETURN(double v, c.number());  // true, false, 1 or 0
+    if (v != 0 && v != 1) return c.error("expected true or false");
+    out = v != 0;
+    return ok_status();
+  } else if constexpr (std::is_enum_v<T>) {
+    const std::string name = c.ident();
+    const rt::EnumNames names = enum_names(T{});
+    for (size_t i = 0; i < names.count; ++i)
+      if (name == names[i]) {
+        out = static_cast<T>(i);
+        return ok_status();
+      }
+    return c.error("unknown name '" + name + "'");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    TRIPY_ASSIGN_OR_RETURN(out, c.number());
+    return ok_status();
+  } else if constexpr (std::is_integral_v<T>) {
+    TRIPY_ASSIGN_OR_RETURN(int64_t v, c.integer());
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return c.error("integer out of range");
+    out = static_cast<T>(v);
+    return ok_status();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    TRIPY_ASSIGN_OR_RETURN(out, c.string());
+    return ok_status();
+  } else {
+    TRIPY_RETURN_IF_ERROR(c.expect("["));
+    size_t n = 0;
+    while (!c.consume("]")) {
+      if (n) TRIPY_RETURN_IF_ERROR(c.expect(","));
+      if constexpr (is_std_array<T>::value) {
+        if (n >= out.size()) return c.error("expected " + std::to_string(out.size()) + " entries");
+      } else {
+        if (n > (size_t{1} << 20)) return c.error("list too long");
+        out.resize(n + 1);
+      }
+      TRIPY_RETURN_IF_ERROR(parse_field(c, out[n]));
+      ++n;
+    }
+    if constexpr (is_std_array<T>::value) {
+      if (n != out.size()) return c.error("expected " + std::to_string(out.size()) + " entries");
+    } else {
+      out.resize(n);
+    }
+    return ok_status();
+  }
+}
 
 class Parser {
  public:
@@ -320,110 +410,52 @@ class Parser {
     std::string input_name;
     bool has_value = false;
     if (c.consume("{")) {
+      const uint8_t has = op_attrs(op.kind);
       while (!c.consume("}")) {
         if (c.consume(",")) continue;
         std::string key = c.ident();
         TRIPY_RETURN_IF_ERROR(c.expect("="));
-        if (key == "dims") {
-          TRIPY_ASSIGN_OR_RETURN(op.dims, int_list(c));
-        } else if (key == "index") {
+        // The op's attributes, as its row of op_kinds.def says; the struct-valued ones by field.
+        bool found = true;
+        if ((has & kParameterAttrs) && key == "index") {
           TRIPY_ASSIGN_OR_RETURN(int64_t idx, c.integer());
           op.index = static_cast<int32_t>(idx);
-        } else if (key == "name") {
+        } else if ((has & kParameterAttrs) && key == "name") {
           TRIPY_ASSIGN_OR_RETURN(input_name, c.string());
-        } else if (key == "plugin") {
-          TRIPY_ASSIGN_OR_RETURN(op.plugin.name, c.string());
-        } else if (key == "fields") {
-          TRIPY_ASSIGN_OR_RETURN(op.plugin.fields, c.string());
-        } else if (key == "value_of") {
+        } else if ((has & kParameterAttrs) && key == "value_of") {
           TRIPY_ASSIGN_OR_RETURN(Dim sym, dim_atom(c));
           if (sym.op() != DimOp::kSym) return c.error("value_of needs a symbol");
           op.shape_symbol = sym.symbol_id();
-        } else if (key == "starts") {
-          TRIPY_ASSIGN_OR_RETURN(op.starts, dim_list(c));
-        } else if (key == "limits") {
-          TRIPY_ASSIGN_OR_RETURN(op.limits, dim_list(c));
-        } else if (key == "steps") {
-          TRIPY_ASSIGN_OR_RETURN(op.steps, dim_list(c));
-        } else if (key == "stride") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.stride, int_list(c));
-        } else if (key == "pad_before") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.pad_before, int_list(c));
-        } else if (key == "pad_after") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.pad_after, int_list(c));
-        } else if (key == "dilation") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.dilation, int_list(c));
-        } else if (key == "output_padding") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.output_padding, int_list(c));
-        } else if (key == "groups") {
-          TRIPY_ASSIGN_OR_RETURN(op.convolution.groups, c.integer());
-        } else if (key == "transposed") {
-          TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
-          op.convolution.transposed = t != 0;
-        } else if (key == "kind") {
-          std::string kind = c.ident();
-          if (kind == "max") op.pooling.kind = rt::PoolingAttrs::Kind::kMax;
-          else if (kind == "avg") op.pooling.kind = rt::PoolingAttrs::Kind::kAvg;
-          else return c.error("unknown pooling kind '" + kind + "'");
-        } else if (key == "layout") {
-          std::string layout = c.ident();
-          if (layout == "channels_last") op.convolution.layout = rt::Layout::kChannelsLast;
-          else if (layout == "channels_first") op.convolution.layout = rt::Layout::kChannelsFirst;
-          else return c.error("unknown layout '" + layout + "'");
-        } else if (key == "window") {
-          TRIPY_ASSIGN_OR_RETURN(op.pooling.window, int_list(c));
-        } else if (key == "count_include_pad") {
-          TRIPY_ASSIGN_OR_RETURN(int64_t t, c.integer());
-          op.pooling.count_include_pad = t != 0;
-        } else if (key == "value") {
+        } else if (op.kind == OpKind::kConstant && key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
           has_value = true;
-        } else if (key == "causal") {
-          TRIPY_ASSIGN_OR_RETURN(double flag, c.number());
-          op.attention.causal = flag != 0;
-        } else if (key == "scale") {
-          TRIPY_ASSIGN_OR_RETURN(op.attention.scale, c.number());
-        } else if (key == "mask") {
-          std::string kind = c.ident();
-          if (kind == "bool") op.attention.mask = rt::MaskKind::kBool;
-          else if (kind == "additive") op.attention.mask = rt::MaskKind::kAdditive;
-          else if (kind == "none") op.attention.mask = rt::MaskKind::kNone;
-          else return c.error("unknown mask kind '" + kind + "'");
-        } else if (key.size() > 5 && key.substr(key.size() - 5) == "_perm") {
-          static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
-          int x = 0;
-          while (x < rt::AttentionAttrs::kNumOperands && key.substr(0, key.size() - 5) != kOperands[x]) ++x;
-          if (x == rt::AttentionAttrs::kNumOperands) return c.error("unknown attribute '" + key + "'");
-          TRIPY_ASSIGN_OR_RETURN(std::vector<int64_t> perm, int_list(c));
-          if (perm.size() != 4) return c.error(key + " needs 4 entries");
-          for (int i = 0; i < 4; ++i) {
-            if (perm[i] < 0 || perm[i] > 3) return c.error(key + " entries must be in [0, 3]");
-            op.attention.perms[x][i] = static_cast<int8_t>(perm[i]);
-          }
-        } else if (key.size() > 6 && key.substr(key.size() - 6) == "_heads") {
-          static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
-          int x = 0;
-          while (x < rt::AttentionAttrs::kNumOperands && key.substr(0, key.size() - 6) != kOperands[x]) ++x;
-          if (x == rt::AttentionAttrs::kNumOperands) return c.error("unknown attribute '" + key + "'");
-          TRIPY_ASSIGN_OR_RETURN(std::vector<int64_t> w, int_list(c));
-          if (w.size() != 2 || w[0] < 0 || w[1] < 1) return c.error(key + " needs [start >= 0, count >= 1]");
-          op.attention.heads[x] = {w[0], w[1]};
+        } else if ((has & (kDims | kDimsIfAny)) && key == "dims") {
+          TRIPY_ASSIGN_OR_RETURN(op.dims, int_list(c));
+        } else if ((has & kSliceBounds) && key == "starts") {
+          TRIPY_ASSIGN_OR_RETURN(op.starts, dim_list(c));
+        } else if ((has & kSliceBounds) && key == "limits") {
+          TRIPY_ASSIGN_OR_RETURN(op.limits, dim_list(c));
+        } else if ((has & kSliceBounds) && key == "steps") {
+          TRIPY_ASSIGN_OR_RETURN(op.steps, dim_list(c));
+        } else if (has & kAttentionAttrs) {
+          TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.attention));
+        } else if (has & kConvolutionAttrs) {
+          TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.convolution));
+        } else if (has & kPoolingAttrs) {
+          TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.pooling));
+        } else if (has & kPluginAttrs) {
+          TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.plugin));
         } else {
-          return c.error("unknown attribute '" + key + "'");
+          found = false;
         }
+        if (!found) return c.error("unknown attribute '" + key + "' of " + std::string(op_kind_name(op.kind)));
       }
     }
     if (!c.done()) return c.error("unexpected text after the op");
     if (op.kind == OpKind::kConstant && !has_value) return c.error("a constant needs a value");
+    // Output padding matters to transposed convolutions only; a forward one's is zeros.
     if (op.kind == OpKind::kConvolution && op.convolution.output_padding.empty())
       op.convolution.output_padding.assign(op.convolution.stride.size(), 0);
-    if (op.kind == OpKind::kPooling) {  // stride and padding are spelled as the convolution's
-      op.pooling.stride = std::move(op.convolution.stride);
-      op.pooling.pad_before = std::move(op.convolution.pad_before);
-      op.pooling.pad_after = std::move(op.convolution.pad_after);
-      op.pooling.layout = op.convolution.layout;
-      op.convolution = rt::ConvolutionAttrs();
-    }
     ValueId id = g_.add(std::move(op), *dtype, std::move(shape));
     ids_[text_id] = id;
     const Op& added = g_.ops.back();

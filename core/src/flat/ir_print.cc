@@ -5,24 +5,12 @@
 #include "flat/constant_data.h"
 #include "flat/ir.h"
 #include "flat/ir_text.h"
+#include "runtime/fields_text.h"
 
 namespace tripy::flat {
 namespace {
 
 constexpr int64_t kMaxPrintedElements = 64;
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string int_list(const std::vector<int64_t>& v) {
   std::string out = "[";
@@ -36,57 +24,37 @@ std::string dim_list(const std::vector<Dim>& v, const SymbolTable& t) {
   return out + "]";
 }
 
+// The op's attributes, as its row of op_kinds.def says: "{dims = [1]}", "{stride = [2, 2], ...}".
 std::string attrs(const Op& op, const Graph& g) {
+  const uint8_t has = op_attrs(op.kind);
   std::string out;
-  switch (op.kind) {
-    case OpKind::kParameter: {
-      out = "index = " + std::to_string(op.index);
-      size_t i = static_cast<size_t>(op.index);
-      if (i < g.input_names.size() && !g.input_names[i].empty()) out += ", name = " + quoted(g.input_names[i]);
-      if (op.shape_symbol >= 0) out += ", value_of = " + Dim::symbol(op.shape_symbol).str(&g.symbols);
-      break;
-    }
-    case OpKind::kConstant: {
-      int64_t n = op.constant.defined() ? op.constant.numel() : 0;
-      if (n > kMaxPrintedElements) {
-        out = "value = <" + std::to_string(n) + " elements>";
-      } else {
-        out = "value = [";
-        for (int64_t i = 0; i < n; ++i) out += (i ? ", " : "") + number_text(read_element(op.constant, i));
-        out += "]";
-      }
-      break;
-    }
-    case OpKind::kSlice:
-      out = "starts = " + dim_list(op.starts, g.symbols) + ", limits = " + dim_list(op.limits, g.symbols) +
-            ", steps = " + dim_list(op.steps, g.symbols);
-      break;
-    case OpKind::kAttention: {
-      const rt::AttentionAttrs& a = op.attention;
-      out = std::string("causal = ") + (a.causal ? "true" : "false") + ", scale = " + double_text(a.scale);
-      if (a.mask != rt::MaskKind::kNone) out += a.mask == rt::MaskKind::kBool ? ", mask = bool" : ", mask = additive";
-      static const char* kOperands[] = {"q", "k", "v", "mask", "out"};
-      for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x) {
-        const rt::AttentionAttrs::Perm& p = a.perms[x];
-        if (p != rt::AttentionAttrs::Perm{0, 1, 2, 3})
-          out += std::string(", ") + kOperands[x] + "_perm = " + int_list({p[0], p[1], p[2], p[3]});
-      }
-      for (int x = 0; x < rt::AttentionAttrs::kNumOperands; ++x)
-        if (a.heads[x].count > 0)
-          out += std::string(", ") + kOperands[x] + "_heads = " + int_list({a.heads[x].start, a.heads[x].count});
-      break;
-    }
-    case OpKind::kConvolution: out = rt::convolution_attrs_text(op.convolution); break;
-    // The device code is not printed (it can be long); the key finds it in the registry.
-    case OpKind::kPlugin: out = "plugin = " + quoted(op.plugin.name) + ", fields = " + quoted(op.plugin.fields); break;
-    case OpKind::kPooling: out = rt::pooling_attrs_text(op.pooling); break;
-    case OpKind::kElementwise:
-    case OpKind::kReshape:
-    case OpKind::kDot:
-      if (!op.dims.empty()) out = "dims = " + int_list(op.dims);
-      break;
-    default: out = "dims = " + int_list(op.dims); break;
+  auto add = [&](const std::string& text) {
+    if (!text.empty()) out += (out.empty() ? "" : ", ") + text;
+  };
+  if (has & kParameterAttrs) {
+    add("index = " + std::to_string(op.index));
+    size_t i = static_cast<size_t>(op.index);
+    if (i < g.input_names.size() && !g.input_names[i].empty()) add("name = " + rt::quoted_text(g.input_names[i]));
+    if (op.shape_symbol >= 0) add("value_of = " + Dim::symbol(op.shape_symbol).str(&g.symbols));
   }
+  if (op.kind == OpKind::kConstant) {
+    int64_t n = op.constant.defined() ? op.constant.numel() : 0;
+    if (n > kMaxPrintedElements) {
+      add("value = <" + std::to_string(n) + " elements>");
+    } else {
+      std::string values;
+      for (int64_t i = 0; i < n; ++i) values += (i ? ", " : "") + number_text(read_element(op.constant, i));
+      add("value = [" + values + "]");
+    }
+  }
+  if ((has & kDims) || ((has & kDimsIfAny) && !op.dims.empty())) add("dims = " + int_list(op.dims));
+  if (has & kSliceBounds)
+    add("starts = " + dim_list(op.starts, g.symbols) + ", limits = " + dim_list(op.limits, g.symbols) +
+        ", steps = " + dim_list(op.steps, g.symbols));
+  if (has & kAttentionAttrs) add(rt::fields_text(op.attention));
+  if (has & kConvolutionAttrs) add(rt::fields_text(op.convolution));
+  if (has & kPoolingAttrs) add(rt::fields_text(op.pooling));
+  if (has & kPluginAttrs) add(rt::fields_text(op.plugin));
   return out.empty() ? "" : " {" + out + "}";
 }
 
@@ -129,7 +97,7 @@ std::string Graph::str() const {
   }
   for (const ShapeAssertion& a : assertions) {
     out += a.kind == rt::ShapeCheck::Kind::kEqual ? "assert_eq(" : "assert_broadcast(";
-    out += a.a.str(&symbols) + ", " + a.b.str(&symbols) + ") " + quoted(a.message) + "\n";
+    out += a.a.str(&symbols) + ", " + a.b.str(&symbols) + ") " + rt::quoted_text(a.message) + "\n";
   }
   out += "return";
   for (size_t i = 0; i < outputs.size(); ++i) out += (i ? ", %" : " %") + std::to_string(outputs[i]);

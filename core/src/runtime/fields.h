@@ -95,4 +95,23 @@ bool fields_equal(const T& a, const T& b) {
   }
 }
 
+// Appends an exact key of `v` to `key`: numbers and enums as their bytes, texts and lists with
+// their length, described structs field by field. Equal keys mean equal values (CSE, the eager
+// cache).
+template <class T>
+void append_field_key(std::string& key, const T& v) {
+  if constexpr (has_fields<T>::value) {
+    T::visit_fields([&](const char*, const auto& f) { append_field_key(key, f); }, v);
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+    key.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    key += v;
+    key += '\0';
+  } else {
+    static_assert(fields_detail::is_range<T>::value, "append_field_key: a field of an unsupported type");
+    for (const auto& e : v) append_field_key(key, e);
+    key += std::to_string(v.size()) + '\0';
+  }
+}
+
 }  // namespace tripy::rt

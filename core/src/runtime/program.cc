@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "runtime/program.h"
+
 #include "runtime/shape_arith.h"
 
 namespace tripy::rt {
@@ -272,23 +273,6 @@ int64_t conv_output_size(const ConvolutionAttrs& a, size_t d, int64_t n, int64_t
   return saturate(out);
 }
 
-std::string convolution_attrs_text(const ConvolutionAttrs& a) {
-  auto list = [](const std::vector<int64_t>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  };
-  std::string s = "stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) + ", pad_after = " +
-                  list(a.pad_after) + ", dilation = " + list(a.dilation) + ", groups = " + std::to_string(a.groups);
-  if (a.transposed) s += ", transposed = 1, output_padding = " + list(a.output_padding);
-  if (a.has_bias) s += ", bias = 1";
-  if (a.has_residual) s += ", residual = 1";
-  if (a.activation == Activation::kRelu) s += ", activation = relu";
-  if (a.activation == Activation::kGelu) s += ", activation = gelu";
-  if (a.activation == Activation::kSilu) s += ", activation = silu";
-  if (a.layout == Layout::kChannelsLast) s += ", layout = channels_last";
-  return s;
-}
 
 }  // namespace tripy::rt
 
@@ -300,18 +284,5 @@ int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n) {
   return room < 0 ? 0 : saturate(room / a.stride[d] + 1);
 }
 
-std::string pooling_attrs_text(const PoolingAttrs& a) {
-  auto list = [](const std::vector<int64_t>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "]";
-  };
-  std::string s = std::string("kind = ") + (a.kind == PoolingAttrs::Kind::kMax ? "max" : "avg") + ", window = " + list(a.window) +
-                  ", stride = " + list(a.stride) + ", pad_before = " + list(a.pad_before) +
-                  ", pad_after = " + list(a.pad_after);
-  if (a.kind == PoolingAttrs::Kind::kAvg && !a.count_include_pad) s += ", count_include_pad = 0";
-  if (a.layout == Layout::kChannelsLast) s += ", layout = channels_last";
-  return s;
-}
 
 }  // namespace tripy::rt

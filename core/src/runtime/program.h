@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/ew_ops.h"
@@ -237,9 +238,6 @@ struct ConvolutionAttrs {
 // Output size of spatial dim `d` for an input size `n` and kernel size `k` (may be < 1: invalid).
 int64_t conv_output_size(const ConvolutionAttrs& a, size_t d, int64_t n, int64_t k);
 inline constexpr size_t kMaxConvSpatialDims = 3;
-// "stride = [2, 2], pad_before = [1, 1], ..., groups = 1" (FlatIR text and program dumps); the
-// transposed and epilogue fields only when set.
-std::string convolution_attrs_text(const ConvolutionAttrs& a);
 
 // A call of a registered plugin (tp.plugin): its inputs -> one output, whose shape and dtype the
 // Program's buffers give. `name` is the registry key ("namespace::name/version"); `fields` the
@@ -251,6 +249,9 @@ struct PluginAttrs {
   std::string name, fields = "{}", cuda_source, cuda_entry;
   int32_t block = 256;  // CUDA threads per block; the grid covers the output's elements
   TRIPY_FIELDS(name, fields, cuda_source, cuda_entry, block)
+  // Text forms (FlatIR, program dumps) leave the device code out: it is long, and a parsed call
+  // finds it in the registry by name.
+  static constexpr std::string_view kTextOmits[] = {"cuda_source", "cuda_entry"};
 };
 inline constexpr size_t kMaxPluginInputs = 8, kMaxPluginRank = 8;
 
@@ -271,9 +272,6 @@ struct PoolingAttrs {
 };
 // Output size of spatial dim `d` for an input size `n` (< 1 when the window does not fit).
 int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n);
-// "kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]" (FlatIR text
-// and program dumps); count_include_pad only when it is false for an average.
-std::string pooling_attrs_text(const PoolingAttrs& a);
 
 // out dim i = in dim perm[i].
 struct TransposeAttrs {

@@ -10,6 +10,7 @@
 #include "cuda_test_cases.h"
 #include "runtime/program_json.h"
 #include "runtime/run_checks.h"
+#include "runtime/fields_text.h"
 
 namespace tripy::cuda_testing {
 namespace {
@@ -116,8 +117,8 @@ TEST(CpuConv, EveryTestConvolutionIsAValidProgramThatRoundTripsThroughJson) {
     Program back;
     ASSERT_TRUE(program_from_json(program_to_json(p), &back).ok());
     EXPECT_EQ(program_to_json(back), program_to_json(p));
-    EXPECT_EQ(convolution_attrs_text(back.kernels[0].convolution), convolution_attrs_text(p.kernels[0].convolution));
-    EXPECT_EQ(pooling_attrs_text(back.kernels[0].pooling), pooling_attrs_text(p.kernels[0].pooling));
+    EXPECT_EQ(field_text(back.kernels[0].convolution), field_text(p.kernels[0].convolution));
+    EXPECT_EQ(field_text(back.kernels[0].pooling), field_text(p.kernels[0].pooling));
     EXPECT_EQ(back.kernels[0].convolution.layout, p.kernels[0].convolution.layout);
     EXPECT_EQ(back.kernels[0].pooling.layout, p.kernels[0].pooling.layout);
   }

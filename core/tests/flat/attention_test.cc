@@ -32,7 +32,7 @@ return %7
 TEST(AttentionIr, text_round_trips) {
   const char* text = R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
 %1 : i1[1, 1, 3, 3] = parameter() {index = 1, name = "m"}
-%2 : f32[1, 3, 2, 4] = attention(%0, %0, %0, %1) {causal = false, scale = 0.5, mask = bool, out_perm = [0, 2, 1, 3]}
+%2 : f32[1, 3, 2, 4] = attention(%0, %0, %0, %1) {scale = 0.5, mask = bool, perms = [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3], [0, 2, 1, 3]]}
 return %2
 )";
   auto g = flat::parse_graph(text);
@@ -44,7 +44,7 @@ return %2
 TEST(AttentionIr, verifier_rejects_inconsistent_operands) {
   const char* bad_mask = R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
 %1 : f32[1, 1, 3, 3] = parameter() {index = 1, name = "m"}
-%2 : f32[1, 2, 3, 4] = attention(%0, %0, %0, %1) {causal = false, scale = 0.5, mask = bool}
+%2 : f32[1, 2, 3, 4] = attention(%0, %0, %0, %1) {scale = 0.5, mask = bool}
 return %2
 )";
   auto g = flat::parse_graph(bad_mask);
@@ -52,14 +52,14 @@ return %2
   EXPECT_NE(flat::verify(*g).message().find("mask's dtype"), std::string::npos) << flat::verify(*g).message();
   const char* bad_heads = R"(%0 : f32[1, 3, 5, 4] = parameter() {index = 0, name = "q"}
 %1 : f32[1, 2, 5, 4] = parameter() {index = 1, name = "k"}
-%2 : f32[1, 3, 5, 4] = attention(%0, %1, %1) {causal = false, scale = 0.5}
+%2 : f32[1, 3, 5, 4] = attention(%0, %1, %1) {scale = 0.5}
 return %2
 )";
   g = flat::parse_graph(bad_heads);
   ASSERT_TRUE(g.ok());
   EXPECT_NE(flat::verify(*g).message().find("must divide q heads"), std::string::npos) << flat::verify(*g).message();
   const char* bad_perm = R"(%0 : f32[1, 3, 5, 4] = parameter() {index = 0, name = "q"}
-%1 : f32[1, 3, 5, 4] = attention(%0, %0, %0) {causal = false, scale = 0.5, k_perm = [0, 1, 1, 3]}
+%1 : f32[1, 3, 5, 4] = attention(%0, %0, %0) {scale = 0.5, perms = [[0, 1, 2, 3], [0, 1, 1, 3], [0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]}
 return %1
 )";
   g = flat::parse_graph(bad_perm);
@@ -87,7 +87,7 @@ TEST(AttentionLayouts, transposes_become_operand_layouts) {
 %0 : f16[2, T, 4, 16] = parameter() {index = 0, name = "q"}
 %1 : f16[2, T, 4, 16] = parameter() {index = 1, name = "k"}
 %2 : f16[2, 4, T, 16] = parameter() {index = 2, name = "v"}
-%3 : f16[2, T, 4, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, q_perm = [0, 2, 1, 3], k_perm = [0, 2, 1, 3], out_perm = [0, 2, 1, 3]}
+%3 : f16[2, T, 4, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, perms = [[0, 2, 1, 3], [0, 2, 1, 3], [0, 1, 2, 3], [0, 1, 2, 3], [0, 2, 1, 3]]}
 %4 : f16[2, T, 64] = reshape(%3)
 return %4
 )");
@@ -97,7 +97,7 @@ return %4
 
 TEST(AttentionLayouts, a_result_read_elsewhere_keeps_its_transpose) {
   auto g = flat::parse_graph(R"(%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = "q"}
-%1 : f32[1, 2, 3, 4] = attention(%0, %0, %0) {causal = false, scale = 0.5}
+%1 : f32[1, 2, 3, 4] = attention(%0, %0, %0) {scale = 0.5}
 %2 : f32[1, 3, 2, 4] = transpose(%1) {dims = [0, 2, 1, 3]}
 return %2, %1
 )");
@@ -125,7 +125,7 @@ return %9
 %0 : f16[2, 6, T, 16] = parameter() {index = 0, name = "q"}
 %1 : f16[2, 2, T, 16] = parameter() {index = 1, name = "k"}
 %2 : f16[2, T, 2, 16] = parameter() {index = 2, name = "v"}
-%3 : f16[2, 6, T, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, v_perm = [0, 2, 1, 3]}
+%3 : f16[2, 6, T, 16] = attention(%0, %1, %2) {causal = true, scale = 0.25, perms = [[0, 1, 2, 3], [0, 1, 2, 3], [0, 2, 1, 3], [0, 1, 2, 3], [0, 1, 2, 3]]}
 return %3
 )");
   // One repeat read as both k and v (two readers), or k's repeat also an output: unchanged.
@@ -158,7 +158,7 @@ TEST(AttentionLayouts, head_splits_of_slices_become_head_windows) {
 %1 : f16[2, T, 6, 16] = reshape(%0)
 %2 : f16[2, T, 6, 16] = reshape(%0)
 %3 : f16[2, T, 6, 16] = reshape(%0)
-%4 : f16[2, 2, T, 16] = attention(%1, %2, %3) {causal = true, scale = 0.25, q_perm = [0, 2, 1, 3], k_perm = [0, 2, 1, 3], v_perm = [0, 2, 1, 3], q_heads = [0, 2], k_heads = [2, 2], v_heads = [4, 2]}
+%4 : f16[2, 2, T, 16] = attention(%1, %2, %3) {causal = true, scale = 0.25, perms = [[0, 2, 1, 3], [0, 2, 1, 3], [0, 2, 1, 3], [0, 1, 2, 3], [0, 1, 2, 3]], heads = [{count = 2}, {start = 2, count = 2}, {start = 4, count = 2}, {}, {}]}
 return %4
 )");
   // The text round-trips, and a window past its operand's heads is refused.
@@ -215,7 +215,7 @@ TEST(MatchAttention, the_hand_written_form_becomes_one_op) {
 %2 : f32[2, 4, 16, 8] = parameter() {index = 2, name = "v"}
 %3 : i1[1, 1, 16, 16] = parameter() {index = 3, name = "m"}
 %4 : i1[1, 1, 16, 16] = not(%3)
-%5 : f32[2, 4, 16, 8] = attention(%0, %1, %2, %4) {causal = false, scale = 0.25, mask = bool}
+%5 : f32[2, 4, 16, 8] = attention(%0, %1, %2, %4) {scale = 0.25, mask = bool}
 return %5
 )");
 }
@@ -265,7 +265,7 @@ TEST(MatchAttention, a_constant_lower_triangle_is_the_causal_rule) {
   ASSERT_TRUE(matched.has_value());
   EXPECT_EQ(matched->str(), R"(sym T [1, 2, 3]
 %0 : f32[1, 2, T, 4] = parameter() {index = 0, name = "q"}
-%1 : f32[1, 2, T, 4] = attention(%0, %0, %0) {causal = true, scale = 1}
+%1 : f32[1, 2, T, 4] = attention(%0, %0, %0) {causal = true}
 return %1
 )");
   // Any other pattern stays a mask the kernel reads.
@@ -301,7 +301,7 @@ return %16
   ASSERT_TRUE(matched.has_value());
   EXPECT_EQ(matched->str(), R"(%0 : f16[1, 2, 8, 4] = parameter() {index = 0, name = "q"}
 %1 : f16[1, 2, 8, 4] = parameter() {index = 1, name = "k"}
-%2 : f16[1, 2, 8, 4] = attention(%0, %1, %0) {causal = false, scale = 0.5}
+%2 : f16[1, 2, 8, 4] = attention(%0, %1, %0) {scale = 0.5}
 return %2
 )");
 }

@@ -23,8 +23,8 @@ std::string rewritten(const std::string& text, const ChannelsLastRule& rule = {}
 
 std::string fill(std::string text, const char* dtype = "f16") {
   const std::pair<std::string, std::string> subs[] = {
-      {"{CONV}", "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 1], dilation = [1, 1], groups = 1}"},
-      {"{CONV_CL}", "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 1], dilation = [1, 1], groups = 1, "
+      {"{CONV}", "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 1], dilation = [1, 1], output_padding = [0, 0]}"},
+      {"{CONV_CL}", "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 1], dilation = [1, 1], output_padding = [0, 0], "
                     "layout = channels_last}"},
       {"DT", dtype}};
   for (const auto& [from, to] : subs)
@@ -87,22 +87,22 @@ TEST(ChannelsLast, AChainShorterThanTheRulesMinimumStaysChannelsFirst) {
 }
 
 TEST(ChannelsLast, PoolingFollowsAConvolutionAndAloneStaysChannelsFirst) {
-  const char* pool = "{kind = max, window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}";
+  const char* pool = "{window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}";
   std::string text = R"(%0 : f16[1, 2, 4, 4] = parameter() {index = 0}
 %1 : f16[1, 2, 2, 2] = pooling(%0) POOL
 %2 : f16[2, 2, 1, 1] = constant() {value = [1, 2, 3, 4]}
-%3 : f16[1, 2, 2, 2] = convolution(%1, %2) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%3 : f16[1, 2, 2, 2] = convolution(%1, %2) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}
 %4 : f16[1, 2, 1, 1] = pooling(%3) POOL
 return %4
 )";
   text.replace(text.find("POOL"), 4, pool);
   text.replace(text.find("POOL"), 4, pool);
   EXPECT_EQ(rewritten(text), std::string(R"(%0 : f16[1, 2, 4, 4] = parameter() {index = 0}
-%1 : f16[1, 2, 2, 2] = pooling(%0) {kind = max, window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}
+%1 : f16[1, 2, 2, 2] = pooling(%0) {window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}
 %2 : f16[1, 2, 2, 2] = transpose(%1) {dims = [0, 2, 3, 1]}
 %3 : f16[2, 1, 1, 2] = constant() {value = [1, 2, 3, 4]}
-%4 : f16[1, 2, 2, 2] = convolution(%2, %3) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1, layout = channels_last}
-%5 : f16[1, 1, 1, 2] = pooling(%4) {kind = max, window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0], layout = channels_last}
+%4 : f16[1, 2, 2, 2] = convolution(%2, %3) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0], layout = channels_last}
+%5 : f16[1, 1, 1, 2] = pooling(%4) {window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0], layout = channels_last}
 %6 : f16[1, 2, 1, 1] = transpose(%5) {dims = [0, 3, 1, 2]}
 return %6
 )"));
@@ -113,7 +113,7 @@ TEST(ChannelsLast, ABroadcastWhoseDimsCrossIsReorderedByATranspose) {
   // operand is transposed to [3, 2] (a per-channel [2, 1, 1] bias only needs a reshape).
   const std::string out = rewritten(fill(R"(%0 : f16[1, 2, 1, 3] = parameter() {index = 0}
 %1 : f16[2, 2, 1, 1] = constant() {value = [1, 2, 3, 4]}
-%2 : f16[1, 2, 1, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%2 : f16[1, 2, 1, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}
 %3 : f16[2, 3] = parameter() {index = 1}
 %4 : f16[1, 2, 1, 3] = broadcast(%3) {dims = [1, 3]}
 %5 : f16[1, 2, 1, 3] = mul(%2, %4)
@@ -127,19 +127,19 @@ TEST(ChannelsLast, TransposedAndThreeDimensionalConvolutionsAreRewrittenToo) {
   // A transposed weight (C, O / groups, k...) is stored (C, k..., O / groups).
   const std::string out = rewritten(R"(%0 : f16[1, 2, 2, 2, 2] = parameter() {index = 0}
 %1 : f16[2, 2, 1, 1, 2] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
-%2 : f16[1, 2, 2, 2, 3] = convolution(%0, %1) {stride = [1, 1, 1], pad_before = [0, 0, 0], pad_after = [0, 0, 0], dilation = [1, 1, 1], groups = 1, transposed = 1, output_padding = [0, 0, 0]}
+%2 : f16[1, 2, 2, 2, 3] = convolution(%0, %1) {stride = [1, 1, 1], pad_before = [0, 0, 0], pad_after = [0, 0, 0], dilation = [1, 1, 1], output_padding = [0, 0, 0], transposed = true}
 return %2
 )");
   EXPECT_NE(out.find("f16[2, 1, 1, 2, 2] = constant() {value = [1, 3, 2, 4, 5, 7, 6, 8]}"), std::string::npos) << out;
   EXPECT_NE(out.find("f16[1, 2, 2, 3, 2] = convolution"), std::string::npos) << out;
-  EXPECT_NE(out.find("transposed = 1, output_padding = [0, 0, 0], layout = channels_last"), std::string::npos) << out;
+  EXPECT_NE(out.find("output_padding = [0, 0, 0], transposed = true, layout = channels_last"), std::string::npos) << out;
 }
 
 TEST(ChannelsLast, VerifyChecksChannelsLastShapes) {
   // The input's channels are its last dim: 3 channels do not match a weight for 2.
   auto g = parse_graph(R"(%0 : f16[1, 4, 4, 3] = parameter() {index = 0}
 %1 : f16[2, 1, 1, 2] = constant() {value = [1, 2, 3, 4]}
-%2 : f16[1, 4, 4, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1, layout = channels_last}
+%2 : f16[1, 4, 4, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0], layout = channels_last}
 return %2
 )");
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -152,10 +152,10 @@ TEST(ChannelsLast, AConcatenationOfChannelsLastValuesStaysChannelsLast) {
   // UNet's skip: concat([conv(x), x], channels) feeds a convolution with no layout change between.
   const std::string out = rewritten(R"(%0 : f16[1, 2, 3, 3] = parameter() {index = 0}
 %1 : f16[2, 2, 1, 1] = constant() {value = [1, 2, 3, 4]}
-%2 : f16[1, 2, 3, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%2 : f16[1, 2, 3, 3] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}
 %3 : f16[1, 4, 3, 3] = concatenate(%2, %0) {dims = [1]}
 %4 : f16[1, 4, 1, 1] = constant() {value = [1, 2, 3, 4]}
-%5 : f16[1, 1, 3, 3] = convolution(%3, %4) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}
+%5 : f16[1, 1, 3, 3] = convolution(%3, %4) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}
 return %5
 )");
   EXPECT_NE(out.find("f16[1, 3, 3, 4] = concatenate(%3, %1) {dims = [3]}"), std::string::npos) << out;

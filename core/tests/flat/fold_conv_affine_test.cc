@@ -18,7 +18,7 @@ std::string folded(const char* text) {
   return out->str();
 }
 
-constexpr const char* kConv = "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 1}";
+constexpr const char* kConv = "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}";
 
 std::string with_conv(std::string text) {
   for (size_t at; (at = text.find("{CONV}")) != std::string::npos;) text.replace(at, 6, kConv);
@@ -89,7 +89,7 @@ TEST(FoldConvAffine, TransposedAndGroupedWeightsScaleTheirOutputChannels) {
   // A scale alone adds no bias.
   EXPECT_EQ(folded(R"(%0 : f32[1, 2, 2, 2] = parameter() {index = 0}
 %1 : f32[2, 2, 1, 1] = constant() {value = [1, 1, 1, 1]}
-%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [0, 0]}
+%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0], groups = 2, transposed = true}
 %3 : f32[4, 1, 1] = constant() {value = [1, 10, 100, 1000]}
 %4 : f32[1, 4, 2, 2] = broadcast(%3) {dims = [1, 2, 3]}
 %5 : f32[1, 4, 2, 2] = mul(%4, %2)
@@ -97,7 +97,7 @@ return %5
 )"),
             R"(%0 : f32[1, 2, 2, 2] = parameter() {index = 0}
 %1 : f32[2, 2, 1, 1] = constant() {value = [1, 10, 100, 1000]}
-%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], groups = 2, transposed = 1, output_padding = [0, 0]}
+%2 : f32[1, 4, 2, 2] = convolution(%0, %1) {stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0], groups = 2, transposed = true}
 return %2
 )");
 }

@@ -11,8 +11,8 @@ namespace {
 TEST(PoolingIr, TextRoundTripsAndDynamicSpatialSizesAreSymbolic) {
   const char* text = R"(sym h [3, 8, 16]
 %0 : f32[2, 4, h, 6] = parameter() {index = 0}
-%1 : f32[2, 4, (((h - 1) // 2) + 1), 3] = pooling(%0) {kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}
-%2 : f32[2, 4, (((h - 1) // 2) + 1), 2] = pooling(%1) {kind = avg, window = [1, 2], stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], count_include_pad = 0}
+%1 : f32[2, 4, (((h - 1) // 2) + 1), 3] = pooling(%0) {window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}
+%2 : f32[2, 4, (((h - 1) // 2) + 1), 2] = pooling(%1) {kind = avg, window = [1, 2], stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], count_include_pad = false}
 return %2
 )";
   auto g = parse_graph(text);
@@ -22,14 +22,14 @@ return %2
   auto plan = plan_fusion(*g);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(fusion_plan_str(*g, *plan),
-            "%1 = pooling(%0) {kind = max, window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}\n"
+            "%1 = pooling(%0) {window = [3, 3], stride = [2, 2], pad_before = [1, 1], pad_after = [1, 1]}\n"
             "%2 = pooling(%1) {kind = avg, window = [1, 2], stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], "
-            "count_include_pad = 0}\n");
+            "count_include_pad = false}\n");
 }
 
 TEST(PoolingIr, VerifierRejectsAWrongResultShape) {
   auto g = parse_graph(R"(%0 : f32[1, 2, 5, 5] = parameter() {index = 0}
-%1 : f32[1, 2, 3, 3] = pooling(%0) {kind = max, window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}
+%1 : f32[1, 2, 3, 3] = pooling(%0) {window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 0]}
 return %1
 )");
   ASSERT_TRUE(g.ok()) << g.status().message();

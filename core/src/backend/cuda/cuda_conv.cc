@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_conv_graph.h"
 #include "backend/cuda/cuda_kinds.h"
+#include "runtime/fields_text.h"
 
 namespace tripy::rt::cuda {
 
@@ -63,7 +64,7 @@ std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr) {
 }
 
 std::string ConvProblem::key() const {
-  std::string k = std::to_string(static_cast<int>(dtype)) + ":" + convolution_attrs_text(attrs);
+  std::string k = std::to_string(static_cast<int>(dtype)) + ":" + field_text(attrs);
   for (const auto* v : {&x, &w, &out}) {
     k += "|";
     for (int64_t d : *v) k += std::to_string(d) + ",";

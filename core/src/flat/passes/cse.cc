@@ -2,10 +2,10 @@
 // compute one value. Operands of commutative fns are compared as a set; constants compare by
 // bytes when small (large weights are only equal to themselves).
 #include <algorithm>
-#include <cstdio>
 #include <unordered_map>
 
 #include "flat/passes/passes.h"
+#include "runtime/fields.h"
 
 namespace tripy::flat {
 namespace {
@@ -19,22 +19,17 @@ std::string key_of(const Graph& g, const Op& op) {
   std::vector<ValueId> operands = op.operands;
   if (op.kind == OpKind::kElementwise && commutative(op.fn)) std::sort(operands.begin(), operands.end());
   for (ValueId v : operands) k += std::to_string(v) + ",";
+  // The attributes the op's kind carries (op_kinds.def), exactly.
+  const uint8_t has = op_attrs(op.kind);
   k += "|";
-  for (int64_t d : op.dims) k += std::to_string(d) + ",";
-  k += "|" + shape_str(op.starts) + shape_str(op.limits) + shape_str(op.steps);
-  if (op.kind == OpKind::kAttention) {
-    const rt::AttentionAttrs& a = op.attention;
-    char scale[32];
-    std::snprintf(scale, sizeof(scale), "%a", a.scale);  // exact
-    k += "|" + std::string(a.causal ? "c" : "") + scale + "m" + std::to_string(static_cast<int>(a.mask));
-    for (const auto& p : a.perms)
-      for (int8_t d : p) k += std::to_string(d);
-    for (const auto& w : a.heads) k += "h" + std::to_string(w.start) + ":" + std::to_string(w.count);
-  }
-  if (op.kind == OpKind::kConvolution) k += "|" + rt::convolution_attrs_text(op.convolution);
-  // Plugins are pure (as TensorRT's are): one call per plugin, fields and inputs.
-  if (op.kind == OpKind::kPlugin) k += "|" + op.plugin.name + '\0' + op.plugin.fields + '\0' + op.plugin.cuda_source;
-  if (op.kind == OpKind::kPooling) k += "|" + rt::pooling_attrs_text(op.pooling);
+  if (has & (kDims | kDimsIfAny)) rt::append_field_key(k, op.dims);
+  if (has & kSliceBounds) k += shape_str(op.starts) + shape_str(op.limits) + shape_str(op.steps);
+  if (has & kParameterAttrs) k += std::to_string(op.index) + "," + std::to_string(op.shape_symbol);
+  // Plugins are pure (as TensorRT's are): one call per plugin, fields, device code and inputs.
+  if (has & kAttentionAttrs) rt::append_field_key(k, op.attention);
+  if (has & kConvolutionAttrs) rt::append_field_key(k, op.convolution);
+  if (has & kPoolingAttrs) rt::append_field_key(k, op.pooling);
+  if (has & kPluginAttrs) rt::append_field_key(k, op.plugin);
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());

@@ -7,6 +7,7 @@
 #include "flat/constant_data.h"
 #include "flat/ir_text.h"
 #include "flat/passes/fusion_internal.h"
+#include "runtime/fields_text.h"
 
 namespace tripy::flat {
 namespace {
@@ -239,9 +240,9 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (grp.dot.activation == rt::Activation::kGelu) attrs += ", gelu";
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
     } else if (grp.kind == GroupKind::kConvolution) {
-      out += " {" + rt::convolution_attrs_text(grp.convolution) + "}";
+      out += " {" + rt::fields_text(grp.convolution) + "}";
     } else if (grp.kind == GroupKind::kPooling) {
-      out += " {" + rt::pooling_attrs_text(g_op(graph, grp).pooling) + "}";
+      out += " {" + rt::fields_text(g_op(graph, grp).pooling) + "}";
     }
     out += "\n";
   }
