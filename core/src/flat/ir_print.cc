@@ -60,18 +60,6 @@ std::string attrs(const Op& op, const Graph& g) {
 
 }  // namespace
 
-// An attribute is a double, not a tensor element: the shortest text that reads back as the same
-// double, so that printing is stable under parse -> print (found by fuzz/flat_ir_fuzz.cc).
-std::string double_text(double v) {
-  std::string text = number_text(v);
-  for (int digits = 10; digits <= 17 && std::strtod(text.c_str(), nullptr) != v; ++digits) {
-    char buf[40];
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-    text = buf;
-  }
-  return text;
-}
-
 std::string number_text(double v) {
   if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -9.0e15 && v < 9.0e15) {
     return std::to_string(static_cast<int64_t>(v));

@@ -19,7 +19,5 @@ std::string op_text_name(const Op& op);
 bool op_from_text_name(std::string_view name, Op& op);
 // A number as the printer writes it: integers without a fraction, floats round-trippable.
 std::string number_text(double v);
-// A double attribute (attention's scale): the shortest text that reads back as the same double.
-std::string double_text(double v);
 
 }  // namespace tripy::flat
