@@ -24,12 +24,9 @@ SourceRef to_source(const py::handle& frames) {
 }
 
 Device parse_device(const std::string& s) {
-  if (s == "cpu") return Device{Device::Kind::kCpu, 0};
-  if (s.rfind("gpu", 0) == 0) {
-    int index = s.size() > 4 ? std::stoi(s.substr(4)) : 0;
-    return Device{Device::Kind::kGpu, index};
-  }
-  throw py::value_error("unknown device '" + s + "'");
+  StatusOr<Device> device = tripy::parse_device(s);
+  if (!device.ok()) throw py::value_error(device.status().message());
+  return device.value();
 }
 
 DType parse_dtype(const std::string& s) {
@@ -61,6 +58,11 @@ PYBIND11_MODULE(_C, m) {
   tripy::binding::bind_executable(m);
   tripy::binding::bind_stream(m);
   tripy::binding::bind_plugin(m);
+  // tp.device's parser: (kind, index), or a ValueError saying what is expected.
+  m.def("parse_device", [](const std::string& text) {
+    const tripy::Device d = tripy::binding::parse_device(text);
+    return py::make_tuple(d.kind == tripy::Device::Kind::kGpu ? "gpu" : "cpu", d.index);
+  });
   m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
   // (int8, float8): the low-precision GEMMs that quantize/dequantize around a matmul compile to on
   // `device` (tests ask, since a GPU's architecture decides).

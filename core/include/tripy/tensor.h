@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tripy/dtype.h"
@@ -21,6 +22,9 @@ struct Device {
   bool operator!=(const Device& o) const { return !(*this == o); }
   std::string str() const;  // "cpu" or "gpu:0"
 };
+// The device `text` names: "cpu" (or "cpu:0"), "gpu" (gpu:0) or "gpu:N", as Device::str() writes
+// them; the one parser of device names (tp.device's, the binding's, the executable file's).
+StatusOr<Device> parse_device(std::string_view text);
 
 // Owns (or borrows, with a keep-alive) a dense row-major buffer.
 class Tensor {

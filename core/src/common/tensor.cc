@@ -1,6 +1,7 @@
 // Host allocation and views for tripy::Tensor.
 #include "tripy/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -8,6 +9,16 @@ namespace tripy {
 
 std::string Device::str() const {
   return kind == Kind::kCpu ? "cpu" : "gpu:" + std::to_string(index);
+}
+
+StatusOr<Device> parse_device(std::string_view text) {
+  if (text == "cpu" || text == "cpu:0") return Device{Device::Kind::kCpu, 0};
+  if (text == "gpu") return Device{Device::Kind::kGpu, 0};
+  const std::string_view digits = text.substr(std::min<size_t>(4, text.size()));
+  if (text.substr(0, 4) == "gpu:" && !digits.empty() && digits.size() <= 4 &&
+      digits.find_first_not_of("0123456789") == std::string_view::npos)
+    return Device{Device::Kind::kGpu, std::stoi(std::string(digits))};
+  return invalid_argument("Unknown device: '" + std::string(text) + "'. Expected 'cpu', 'gpu' or 'gpu:<index>'.");
 }
 
 int64_t numel_of(const std::vector<int64_t>& shape) {

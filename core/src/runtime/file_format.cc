@@ -131,7 +131,9 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
     return data_loss("Corrupt executable: its data region should have " + plural(static_cast<uint64_t>(expect_data), "byte") +
                      " but has " + plural(data_bytes, "byte") + " (is the file truncated?).");
   ExecutableContents out;
-  TRIPY_ASSIGN_OR_RETURN(out.device, device_from_string(json_string(json_field(meta, "device", "metadata"), "metadata.device")));
+  StatusOr<Device> device = parse_device(json_string(json_field(meta, "device", "metadata"), "metadata.device"));
+  if (!device.ok()) return data_loss(device.status().message());
+  out.device = device.value();
   auto program = std::make_shared<Program>();
   const json& sections = json_array(json_field(meta, "sections", "metadata"), "metadata.sections");
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [offset, end) of each section, for the padding check

@@ -257,13 +257,6 @@ DType json_dtype(const json& value, const std::string& path) {
   return *dtype;
 }
 
-StatusOr<Device> device_from_string(const std::string& text) {
-  if (text == "cpu") return Device{Device::Kind::kCpu, 0};
-  if (text.rfind("gpu:", 0) == 0 && text.size() > 4 && text.size() <= 8 &&
-      text.find_first_not_of("0123456789", 4) == std::string::npos)
-    return Device{Device::Kind::kGpu, std::stoi(text.substr(4))};
-  return data_loss("Unknown device '" + text + "' (expected 'cpu' or 'gpu:N').");
-}
 
 json program_to_json(const Program& p) {
   json shape_program = json::array();

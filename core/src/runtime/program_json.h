@@ -19,7 +19,6 @@ nlohmann::json program_to_json(const Program& program);
 Status program_from_json(const nlohmann::json& json, Program* program);
 
 // "cpu", "gpu:0".
-StatusOr<Device> device_from_string(const std::string& text);
 
 // Strict JSON field access for untrusted metadata. Failures throw JsonFieldError, which the
 // file format's entry points catch and turn into kDataLoss (nlohmann reports through exceptions

@@ -374,7 +374,7 @@ TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
   expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = 1e30; }), "is not an integer");
   expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = int64_t{1} << 40; }), "out of range for a 32-bit index");
   expect_data_loss(with_metadata(good, [](json& m) { m["program"]["outputs"] = {18446744073709551615ull}; }), "too large");
-  expect_data_loss(with_metadata(good, [](json& m) { m["device"] = "tpu"; }), "Unknown device 'tpu'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["device"] = "tpu"; }), "Unknown device: 'tpu'");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1 << 20; }), "sections[0] spans");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1; }), "sections[0] spans");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["size"] = -1; }), "sections[0] spans");

@@ -21,11 +21,10 @@ class device:
 
     def __init__(self, device):
         name = str(device)  # also a tp.device
-        kind, _, index = name.partition(":")
-        if kind not in ("cpu", "gpu") or (index and not index.isdigit()) or (kind == "cpu" and index not in ("", "0")):
-            _raise_here(f"Unknown device: {name!r}. Expected 'cpu', 'gpu' or 'gpu:<index>'.")
-        self.kind = kind
-        self.index = int(index) if index else 0
+        try:
+            self.kind, self.index = _C.parse_device(name)  # the core's one parser of device names
+        except ValueError as e:
+            _raise_here(str(e))
 
     def __str__(self):
         return "cpu" if self.kind == "cpu" else f"gpu:{self.index}"
