@@ -148,11 +148,11 @@ Program geglu(int64_t d, int64_t n, int64_t batch, DType dt) {
   int32_t o = b.output(dt, {batch, n});
   b.dot(x, w, bias, proj, Activation::kNone);
   Kernel& s0 = b.kernel(KernelKind::kSlice, "split0", {proj}, {a});
-  s0.starts = {b.slot(0), b.slot(0)};
-  s0.steps = {b.slot(1), b.slot(1)};
+  s0.slice.starts = {b.slot(0), b.slot(0)};
+  s0.slice.steps = {b.slot(1), b.slot(1)};
   Kernel& s1 = b.kernel(KernelKind::kSlice, "split1", {proj}, {g});
-  s1.starts = {b.slot(0), b.slot(n)};
-  s1.steps = {b.slot(1), b.slot(1)};
+  s1.slice.starts = {b.slot(0), b.slot(n)};
+  s1.slice.steps = {b.slot(1), b.slot(1)};
   Kernel& f = b.kernel(KernelKind::kFused, "fused_mul_gelu", {a, g}, {o});
   f.fused.domain = b.dims({batch, n});
   f.fused.reduce_from = 2;
