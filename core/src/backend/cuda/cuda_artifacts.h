@@ -12,7 +12,7 @@
 
 namespace tripy::rt::cuda {
 
-// One NVRTC module as the build stores it (build/cuda_compile.h makes them).
+// One NVRTC module as the build stores it (codegen/cuda_compile.h makes them).
 struct CompiledModule {
   std::vector<uint8_t> cubin;  // machine code for exactly `arch`
   std::string ptx;             // for newer GPUs (the driver JIT-compiles it)

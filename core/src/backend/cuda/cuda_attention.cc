@@ -1,6 +1,6 @@
 // kAttention on the GPU, host side: the launch for one set of sizes (argument words, grid, split,
 // flash or generic), and the facts about a kernel that the compiler side's choice of variant shares
-// (build/cuda_attention_generate.cc).
+// (codegen/cuda_attention_generate.cc).
 #include "backend/cuda/cuda_attention.h"
 
 #include "backend/cuda/cuda_kinds.h"
@@ -34,7 +34,7 @@ int64_t static_head(const Program& p, const Kernel& k, int operand, int32_t buff
 
 namespace {
 
-// Word indices of AttnArgs (cuda_attention_source.cc).
+// Word indices of AttnArgs (codegen/kernels/attention.cuh).
 enum Word : int {
   kPtrQ = 0, kPtrK, kPtrV, kPtrMask, kPtrOut,
   kB, kHq, kHkv, kL, kS, kD, kDv,

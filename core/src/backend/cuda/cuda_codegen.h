@@ -1,7 +1,7 @@
 // What the runtime knows of generated CUDA kernels: the argument layout of a fused kernel and the
 // function names of the fixed layout module. The generated kernels take one argument, a by-value
 // array of 64-bit words whose layout FusedLayout describes, so the host fills it without knowing
-// the source (which build/cuda_sources.h generates, on the compiler side).
+// the source (which codegen/cuda_sources.h generates, on the compiler side).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +41,9 @@ struct FusedLayout {
 // needs the layout to fill the argument words.
 StatusOr<FusedLayout> analyze_fused(const Program& program, const Kernel& kernel);
 
-// The fixed layout module's functions (its source: build/cuda_sources.h, layout_module_source):
+// The fixed layout module's functions (its source: codegen/cuda_sources.h, layout_module_source):
 // strided copies (transpose, slice, concat, copy), gather, update_slice and in-place erf-GELU.
-// (The tuner's fill kernels are the build side's: build/cuda_sources.h.)
+// (The tuner's fill kernels are the build side's: codegen/cuda_sources.h.)
 std::string copy_function(int elem_size);                 // tripy_copy_<n>
 std::string gather_function(int elem_size, DType index);  // tripy_gather_<n>_<i32|i64>
 std::string update_function(int elem_size, DType index);  // tripy_update_<n>_<i32|i64> (update_slice rows)

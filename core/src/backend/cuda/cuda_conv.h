@@ -2,7 +2,7 @@
 // channels-first (NCHW) or channels-last (NHWC activations, KRSC weights: what its tensor-core
 // kernels read), with the engine chosen by timing at build time (per layout), relu/bias/residual
 // fused into cuDNN's graph where that times faster (cuda_conv_graph.h), and our own module (a
-// direct convolution and an epilogue, cuda_conv_kernels.cc) for the rest and as the fallback.
+// direct convolution and an epilogue, codegen/kernels/conv_direct.cuh) for the rest and as the fallback.
 #pragma once
 
 #include <cstdint>
@@ -104,7 +104,7 @@ bool read_conv_algo(const ConvAlgo* stored, int32_t out[kAlgoInts]);
 // form.
 std::optional<DotProblem> conv_gemm_problem(const ConvProblem& pr);
 
-// (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: build/cuda_tuning.h.)
+// (tune_conv, the timing that picks a ConvAlgo, is the compiler side's: codegen/cuda_tuning.h.)
 
 inline constexpr size_t kConvWorkspaceLimit = size_t{256} << 20;
 

@@ -1,6 +1,6 @@
 // A fused kernel's argument layout (cuda_codegen.h), from the analysis the CPU backend shares
 // (runtime/fused_analysis.h): load() fills the words of the kernel the compiler side generated
-// (build/cuda_codegen_fused.cc) by it.
+// (codegen/cuda_codegen_fused.cc) by it.
 #include <algorithm>
 
 #include "backend/cuda/cuda_codegen.h"

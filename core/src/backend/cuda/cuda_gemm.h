@@ -1,6 +1,6 @@
 // kDot through cuBLASLt: row-major operands via the transposition trick, batch broadcasting as
 // strided batches (or folded into M), bias/ReLU epilogues, exact erf-GELU as a following kernel,
-// and the algorithm chosen by timing at build time (build/cuda_gemm_tune.cc).
+// and the algorithm chosen by timing at build time (codegen/cuda_gemm_tune.cc).
 #pragma once
 
 #include <cstdint>

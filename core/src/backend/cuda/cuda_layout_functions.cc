@@ -1,4 +1,4 @@
-// The function names of the fixed layout module (its source: build/cuda_prelude.cc), which
+// The function names of the fixed layout module (its source: codegen/cuda_prelude.cc), which
 // load() looks up and the launches use.
 #include "backend/cuda/cuda_codegen.h"
 

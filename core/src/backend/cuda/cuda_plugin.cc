@@ -1,5 +1,5 @@
 // Plugin kernels on the GPU: the launch (see cuda_plugin.h for the calling convention users write
-// to; the module's source: build/cuda_plugin_source.cc).
+// to; the module's source: codegen/cuda_plugin_source.cc).
 #include "backend/cuda/cuda_plugin.h"
 
 #include <algorithm>

@@ -18,7 +18,7 @@ inline constexpr int kPluginTensorWords = 2 + static_cast<int>(kMaxPluginRank);
 inline constexpr int kPluginOutputWord = static_cast<int>(kMaxPluginInputs) * kPluginTensorWords;
 inline constexpr int kPluginWords = kPluginOutputWord + kPluginTensorWords + 2;
 
-// plugin_module_source (the module's text) is the compiler side's: build/cuda_sources.h.
+// plugin_module_source (the module's text) is the compiler side's: codegen/cuda_sources.h.
 // The launch of kernel `k` for the buffer shapes of one input-shape signature (none when the
 // output is empty).
 StatusOr<std::vector<Launch>> plan_plugin(const Program& p, const Kernel& k, CUfunction fn,

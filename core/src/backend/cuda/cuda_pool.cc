@@ -1,5 +1,5 @@
 // kPool's launch: one thread per output element over a grid-stride loop (the module's source:
-// build/cuda_pool_source.cc).
+// codegen/cuda_pool_source.cc).
 #include "backend/cuda/cuda_pool.h"
 
 namespace tripy::rt::cuda {

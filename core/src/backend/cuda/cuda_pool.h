@@ -9,7 +9,7 @@
 
 namespace tripy::rt::cuda {
 
-// Its module and function names: build/cuda_sources.h.
+// Its module and function names: codegen/cuda_sources.h.
 // The launch for kernel `k` at run-time sizes (no launch when the output is empty).
 std::vector<Launch> plan_pool_launch(const Program& p, const Kernel& k, CUfunction fn,
                                      const std::vector<int64_t>& slots, int sm_count);

@@ -1,5 +1,5 @@
 // Which attention variant a kernel compiles to: its macros before the shared body
-// (cuda_attention_source.cc, cuda_attention_split_source.cc), from the sizes the kernel's inputs
+// (kernels/attention.cuh, kernels/attention_split.cuh), from the sizes the kernel's inputs
 // allow (cuda_attention.h's helpers, which the launch shares).
 #include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_attention.h"

@@ -70,7 +70,7 @@ std::string pool_function(DType t);
 // module defines tripy_attention_generic and the split kernels always, tripy_attention_flash when
 // the head size allows it (the names: cuda_attention.h).
 StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kernel& kernel);
-// The kernel bodies (cuda_attention_source.cc, cuda_attention_split_source.cc); generate_attention
+// The kernel bodies (kernels/attention.cuh, kernels/attention_split.cuh); generate_attention
 // prepends the variant's macros.
 const std::string& attention_source_body();
 const std::string& attention_split_source();
