@@ -3,8 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <optional>
 
 #include "runtime/backend.h"
 #include "compiler/build_program.h"
@@ -31,37 +30,96 @@ Status debug_verified(const flat::Graph& g, const char* pass) {
 #endif
 }
 
-// Which convolutions run channels-last (nullopt: none). GPUs: the narrow-float ones (tensor cores
-// want NHWC). CPU: float32 chains of three or more convolutions: oneDNN's float32 kernels read
-// NHWC, and a chain then changes layout twice in all instead of twice per convolution (ResNet-50
-// B1, 2 cores: 31 ms against 44 ms), but a lone convolution's two transposes cost more than
-// oneDNN's own reorders. TRIPY_CHANNELS_LAST=1 (or kAll) takes every float convolution on every
-// device, so tests run the channels-last kernels on the CPU too.
-std::optional<flat::ChannelsLastRule> channels_last_rule(const CompileOptions& o) {
-  using C = CompileOptions::ChannelsLast;
-  C choice = o.channels_last;
-  if (choice == C::kAuto) {
-    const char* env = std::getenv("TRIPY_CHANNELS_LAST");
-    if (env && std::strcmp(env, "0") == 0) choice = C::kOff;
-    if (env && std::strcmp(env, "1") == 0) choice = C::kAll;
-  }
-  if (choice == C::kOff) return std::nullopt;
-  if (choice == C::kAll) return flat::ChannelsLastRule{{DType::kFloat16, DType::kBFloat16, DType::kFloat32}, 1};
-  if (o.device.kind == Device::Kind::kGpu) return flat::ChannelsLastRule{};
-  return flat::ChannelsLastRule{{DType::kFloat32}, 3};
+// What the passes below read: the target's rules (its builder's, rt::pass_rules_for) and what the
+// sequence has done so far.
+struct PassContext {
+  rt::PassRules rules;
+  bool dots_rewritten = false;  // split_dot_slices or pad_dot_columns changed the graph
+};
+
+// A pass of the sequence: its new graph, or nullopt where it changed nothing or does not apply.
+using PassFn = StatusOr<std::optional<flat::Graph>> (*)(const flat::Graph&, PassContext&);
+
+// Wraps a pass that always returns a graph.
+template <flat::Graph (*F)(const flat::Graph&)>
+StatusOr<std::optional<flat::Graph>> always(const flat::Graph& g, PassContext&) {
+  return std::optional<flat::Graph>(F(g));
 }
 
-// The low-precision GEMMs the target device runs (TRIPY_QUANTIZED_DOT=0: none, so dequantize and
-// a float GEMM run as written, for comparison).
-std::optional<flat::QuantizedDotRules> quantized_dot_rules(const CompileOptions& o) {
-  const char* env = std::getenv("TRIPY_QUANTIZED_DOT");
-  if (env && std::strcmp(env, "0") == 0) return std::nullopt;
-  rt::Backend* backend = rt::backend_for(o.device.kind);
-  if (backend == nullptr || !backend->available()) return std::nullopt;
-  const rt::LowPrecisionGemms g = backend->low_precision_gemms();
-  if (!g.int8 && !g.float8) return std::nullopt;
-  return flat::QuantizedDotRules{g.int8, g.float8, g.weight_nk, g.int8_multiple, g.float8_multiple};
+// Wraps a pass that returns nullopt when it changes nothing.
+template <std::optional<flat::Graph> (*F)(const flat::Graph&)>
+StatusOr<std::optional<flat::Graph>> when_changed(const flat::Graph& g, PassContext&) {
+  return F(g);
 }
+
+StatusOr<std::optional<flat::Graph>> fold_constants(const flat::Graph& g, PassContext&) {
+  TRIPY_ASSIGN_OR_RETURN(flat::Graph folded, flat::constant_fold(g, evaluate_constant_graph));
+  return std::optional<flat::Graph>(std::move(folded));
+}
+
+// A dot rewrite leaves new slices and constants: they are folded at once, and simplify and cse
+// run again after the last one (cleanup_after_dot_rewrites).
+template <std::optional<flat::Graph> (*F)(const flat::Graph&)>
+StatusOr<std::optional<flat::Graph>> dot_rewrite(const flat::Graph& g, PassContext& c) {
+  std::optional<flat::Graph> rewritten = F(g);
+  if (!rewritten) return rewritten;
+  TRIPY_RETURN_IF_ERROR(debug_verified(*rewritten, "dot rewrite"));
+  c.dots_rewritten = true;
+  TRIPY_ASSIGN_OR_RETURN(flat::Graph folded, flat::constant_fold(*rewritten, evaluate_constant_graph));
+  return std::optional<flat::Graph>(std::move(folded));
+}
+
+std::optional<flat::Graph> pad_dot_columns(const flat::Graph& g) { return flat::pad_dot_columns(g); }
+
+StatusOr<std::optional<flat::Graph>> pad_dot_columns_where_asked(const flat::Graph& g, PassContext& c) {
+  if (!c.rules.pad_dot_columns) return std::optional<flat::Graph>();
+  return dot_rewrite<pad_dot_columns>(g, c);
+}
+
+StatusOr<std::optional<flat::Graph>> cleanup_after_dot_rewrites(const flat::Graph& g, PassContext& c) {
+  if (!c.dots_rewritten) return std::optional<flat::Graph>();
+  return std::optional<flat::Graph>(flat::cse(flat::simplify(g)));
+}
+
+// A transpose the user wrote may meet its inverse once convolutions run channels-last.
+StatusOr<std::optional<flat::Graph>> channels_last(const flat::Graph& g, PassContext& c) {
+  if (c.rules.channels_last_dtypes.empty()) return std::optional<flat::Graph>();
+  std::optional<flat::Graph> last =
+      flat::channels_last(g, flat::ChannelsLastRule{c.rules.channels_last_dtypes, c.rules.channels_last_min_chain});
+  if (!last) return last;
+  TRIPY_RETURN_IF_ERROR(debug_verified(*last, "channels_last"));
+  return std::optional<flat::Graph>(flat::simplify(*last));
+}
+
+StatusOr<std::optional<flat::Graph>> quantized_dot(const flat::Graph& g, PassContext& c) {
+  const rt::LowPrecisionGemms& q = c.rules.low_precision_gemms;
+  if (!q.int8 && !q.float8) return std::optional<flat::Graph>();
+  return flat::quantized_dot(g, flat::QuantizedDotRules{q.int8, q.float8, q.weight_nk, q.int8_multiple, q.float8_multiple});
+}
+
+// The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing
+// dump and the verifier's notes; where a pass applies is its own function's business.
+struct PassRow {
+  const char* name;
+  PassFn run;
+};
+const PassRow kPasses[] = {
+    {"constant_fold", fold_constants},
+    {"simplify", always<flat::simplify>},
+    {"cse", always<flat::cse>},
+    // Attention first: its operands may be slices of one projection, which it reads in place and
+    // which split_dot_slices would otherwise turn into one GEMM per slice.
+    {"match_attention", when_changed<flat::match_attention>},
+    {"fold_attention_layouts", when_changed<flat::fold_attention_layouts>},
+    {"split_dot_slices", dot_rewrite<flat::split_dot_slices>},
+    {"pad_dot_columns", pad_dot_columns_where_asked},
+    {"simplify and cse", cleanup_after_dot_rewrites},
+    {"fold_conv_affine", when_changed<flat::fold_conv_affine>},
+    {"merge_conv_biases", when_changed<flat::merge_conv_biases>},
+    {"channels_last", channels_last},
+    // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
+    {"quantized_dot", quantized_dot},
+};
 
 }  // namespace
 
@@ -113,61 +171,12 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   };
   TRIPY_RETURN_IF_ERROR(verified(graph, "lowering"));
   if (options.optimization_level > 0) {
-    TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(graph, evaluate_constant_graph));
-    TRIPY_RETURN_IF_ERROR(after_pass(graph, "constant_fold"));
-    graph = flat::simplify(graph);
-    TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
-    graph = flat::cse(graph);
-    TRIPY_RETURN_IF_ERROR(after_pass(graph, "cse"));
-    // Attention first: its operands may be slices of one projection, which it reads in place and
-    // which split_dot_slices would otherwise turn into one GEMM per slice.
-    if (std::optional<flat::Graph> matched = flat::match_attention(graph)) {
-      graph = std::move(*matched);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "match_attention"));
+    PassContext context{rt::pass_rules_for(options.device.kind)};
+    for (const PassRow& pass : kPasses) {
+      TRIPY_ASSIGN_OR_RETURN(std::optional<flat::Graph> changed, pass.run(graph, context));
+      if (changed) graph = std::move(*changed);
+      TRIPY_RETURN_IF_ERROR(after_pass(graph, pass.name));
     }
-    if (std::optional<flat::Graph> folded = flat::fold_attention_layouts(graph)) {
-      graph = std::move(*folded);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "fold_attention_layouts"));
-    }
-    bool rewrote_dots = false;
-    if (std::optional<flat::Graph> split = flat::split_dot_slices(graph)) {
-      TRIPY_RETURN_IF_ERROR(after_pass(*split, "split_dot_slices"));
-      TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*split, evaluate_constant_graph));
-      rewrote_dots = true;
-    }
-    // cuBLASLt's fast kernels need aligned rows; oneDNN does not care, so the CPU skips the copy.
-    if (options.device.kind == Device::Kind::kGpu)
-      if (std::optional<flat::Graph> padded = flat::pad_dot_columns(graph)) {
-        TRIPY_RETURN_IF_ERROR(after_pass(*padded, "pad_dot_columns"));
-        TRIPY_ASSIGN_OR_RETURN(graph, flat::constant_fold(*padded, evaluate_constant_graph));
-        rewrote_dots = true;
-      }
-    if (rewrote_dots) {  // their new slices and constants may simplify or repeat
-      graph = flat::simplify(graph);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
-      graph = flat::cse(graph);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "cse"));
-    }
-    if (std::optional<flat::Graph> folded = flat::fold_conv_affine(graph)) {
-      graph = std::move(*folded);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "fold_conv_affine"));
-    }
-    if (std::optional<flat::Graph> merged = flat::merge_conv_biases(graph)) {
-      graph = std::move(*merged);
-      TRIPY_RETURN_IF_ERROR(after_pass(graph, "merge_conv_biases"));
-    }
-    if (const std::optional<flat::ChannelsLastRule> rule = channels_last_rule(options))
-      if (std::optional<flat::Graph> last = flat::channels_last(graph, *rule)) {
-        TRIPY_RETURN_IF_ERROR(after_pass(*last, "channels_last"));
-        graph = flat::simplify(*last);  // a transpose the user wrote may now meet its inverse
-        TRIPY_RETURN_IF_ERROR(after_pass(graph, "simplify"));
-      }
-    // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
-    if (std::optional<flat::QuantizedDotRules> rules = quantized_dot_rules(options))
-      if (std::optional<flat::Graph> quantized = flat::quantized_dot(graph, *rules)) {
-        graph = std::move(*quantized);
-        TRIPY_RETURN_IF_ERROR(after_pass(graph, "quantized_dot"));
-      }
   }
   graph = flat::dce(graph);
   if (std::optional<flat::Graph> sunk = flat::sink_elementwise(graph)) graph = std::move(*sunk);

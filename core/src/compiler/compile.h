@@ -22,11 +22,6 @@ struct CompileOptions {
   std::function<void(const std::string&, const std::string&)> dump;
   // Runtime inputs (by number) declared with tp.InputInfo(donate=True): updated in place.
   std::vector<int32_t> donated_inputs;
-  // Channels-last convolutions (flat::channels_last). kAuto: on GPUs for float16 and bfloat16, on
-  // the CPU for chains of three or more float32 convolutions, unless TRIPY_CHANNELS_LAST=0;
-  // TRIPY_CHANNELS_LAST=1 (or kAll) applies it to every float convolution on every device, so
-  // tests run the channels-last kernels on the CPU too.
-  enum class ChannelsLast { kAuto, kOff, kAll } channels_last = ChannelsLast::kAuto;
   // Seconds the caller spent lowering the trace: the first line of the "timing" dump.
   double lowering_seconds = 0;
 };

@@ -106,6 +106,15 @@ Backend* backend_for(Device::Kind kind);
 using BackendFactory = Backend* (*)();
 bool register_backend(Device::Kind kind, BackendFactory factory);
 
+// What a device asks of the compiler's passes. The passes are the same for every device; these
+// say where they apply. Each device's builder states its own (Builder::pass_rules).
+struct PassRules {
+  bool pad_dot_columns = false;             // GEMM widths padded to aligned rows (cuBLASLt's fast kernels)
+  std::vector<DType> channels_last_dtypes;  // convolutions of these dtypes run channels-last,
+  int channels_last_min_chain = 1;          // where a chain has at least this many of them
+  LowPrecisionGemms low_precision_gemms;    // the quantized GEMMs dequantize -> dot may become
+};
+
 // Compile-time preparation of a program for one device kind: what is saved with the executable.
 class Builder {
  public:
@@ -114,6 +123,8 @@ class Builder {
   // that load on first use) may get under way while the compiler runs its passes. build() waits
   // for it. `tunes`: the graph has GEMMs or convolutions, whose libraries the build will time.
   virtual void prepare(bool tunes) { (void)tunes; }
+  // The rules the passes follow for this device.
+  virtual PassRules pass_rules() const { return {}; }
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;
   // For debugging: the device source generated for each kernel that has its own (the GPU's fused
   // and attention kernels), in kernel order; needs no device.
@@ -136,5 +147,11 @@ Builder* builder_for(Device::Kind kind);
 // is tripy_<name>_builder_registered, kept by the linker with -u). Returns true.
 using BuilderFactory = Builder* (*)();
 bool register_builder(Device::Kind kind, BuilderFactory factory);
+
+// The pass rules of `kind`'s builder (none without one), with the environment's switches applied,
+// the one place that reads them: TRIPY_CHANNELS_LAST=0 runs no convolution channels-last and =1
+// every float one on every device (so tests run those kernels on the CPU); TRIPY_QUANTIZED_DOT=0
+// keeps dequantize -> dot as written, for comparison.
+PassRules pass_rules_for(Device::Kind kind);
 
 }  // namespace tripy::rt

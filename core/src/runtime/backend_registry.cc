@@ -2,6 +2,8 @@
 // backend (or a machine without its device) degrades to a clear "unavailable" error upstream.
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "runtime/backend.h"
 
@@ -44,6 +46,22 @@ bool register_builder(Device::Kind kind, BuilderFactory factory) {
 Builder* builder_for(Device::Kind kind) {
   BuilderFactory factory = builder_factories()[index_of(kind)].load();
   return factory != nullptr ? factory() : nullptr;
+}
+
+PassRules pass_rules_for(Device::Kind kind) {
+  Builder* builder = builder_for(kind);
+  PassRules rules = builder ? builder->pass_rules() : PassRules{};
+  auto env_is = [](const char* name, const char* value) {
+    const char* env = std::getenv(name);
+    return env && std::strcmp(env, value) == 0;
+  };
+  if (env_is("TRIPY_CHANNELS_LAST", "0")) rules.channels_last_dtypes.clear();
+  if (env_is("TRIPY_CHANNELS_LAST", "1")) {
+    rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32};
+    rules.channels_last_min_chain = 1;
+  }
+  if (env_is("TRIPY_QUANTIZED_DOT", "0")) rules.low_precision_gemms = {};
+  return rules;
 }
 
 }  // namespace tripy::rt

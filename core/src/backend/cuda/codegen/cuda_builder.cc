@@ -176,6 +176,17 @@ const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<si
 
 class CudaBuilder final : public Builder {
  public:
+  // cuBLASLt's fast kernels need aligned rows; tensor cores want narrow-float convolutions NHWC;
+  // the quantized GEMMs are what this GPU and cuBLASLt run.
+  PassRules pass_rules() const override {
+    PassRules rules;
+    rules.pad_dot_columns = true;
+    rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16};
+    rules.channels_last_min_chain = 1;
+    if (Backend* gpu = backend_for(Device::Kind::kGpu)) rules.low_precision_gemms = gpu->low_precision_gemms();
+    return rules;
+  }
+
   void prepare(bool tunes) override {
     StatusOr<const DeviceInfo*> dev = device();
     std::lock_guard<std::mutex> lock(mu_);
