@@ -4,8 +4,8 @@
 # a tree of an earlier commit made here and carried:
 #   here:   rm -rf build-base-src && mkdir build-base-src && git archive REV | tar -x -C build-base-src
 #   device: run(command="bash scripts/gpu_ab.sh", carry=[".deps", "build-base-src"])
-# Both trees are built (scripts/gpu_check.sh's build step; GPU_AB_BUILD=0 keeps what a warm machine
-# built), then each benchmark runs before, then after (GPU_AB_ROUNDS times, so drift shows). GPU_AB_BENCH
+# Both trees are built (scripts/gpu_check.sh's build step; GPU_AB_BUILD=base builds only the earlier
+# one, =none neither, keeping what a warm machine built), then each benchmark runs before, then after (GPU_AB_ROUNDS times, so drift shows). GPU_AB_BENCH
 # picks the benchmarks (a ';'-separated list of commands run from each tree's root). Logs: $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,12 +17,15 @@ ln -sfn "$PWD/.deps" "$BASE/.deps"
 BENCH="${GPU_AB_BENCH:-python3 bench/gpu_bench.py;python3 bench/models.py --only gpt2,llama-block,resnet50}"
 export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
-if [ "${GPU_AB_BUILD:-1}" = 1 ]; then
-  for tree in . "$BASE"; do
-    (cd "$tree" && OUT="$LOG/build-$(basename "$(realpath "$tree")")" TRIPY_GPU_CHECK_STEPS=build \
-      bash scripts/gpu_check.sh > /dev/null 2>&1) || echo "gpu_ab: the build of $tree failed (see $LOG)"
-  done
-fi
+case "${GPU_AB_BUILD:-both}" in
+  both) trees=(. "$BASE") ;;
+  base) trees=("$BASE") ;;  # the working tree's build-gpu is already there (make test-gpu)
+  *) trees=() ;;
+esac
+for tree in "${trees[@]}"; do
+  (cd "$tree" && OUT="$LOG/build-$(basename "$(realpath "$tree")")" TRIPY_GPU_CHECK_STEPS=build \
+    bash scripts/gpu_check.sh > /dev/null 2>&1) || echo "gpu_ab: the build of $tree failed (see $LOG)"
+done
 IFS=';' read -r -a cmds <<< "$BENCH"
 n=0
 for cmd in "${cmds[@]}"; do
