@@ -1,4 +1,4 @@
-// kConv on the CPU: float32 through oneDNN's convolution/deconvolution primitives (cached per
+// kConvolution on the CPU: float32 through oneDNN's convolution/deconvolution primitives (cached per
 // shape in the kernel's state), narrow floats converted to float32 around it, and direct loops
 // where oneDNN declines. TRIPY_CPU_CONV=direct forces the loops (for tests and comparisons).
 #include "backend/cpu/conv.h"

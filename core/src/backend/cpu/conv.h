@@ -1,4 +1,4 @@
-// The CPU convolution (kConv): one problem description shared by the oneDNN path and the direct
+// The CPU convolution (kConvolution): one problem description shared by the oneDNN path and the direct
 // loops that run where oneDNN declines (or is absent from the build).
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace tripy::cpu {
 
-// One kConv call at run-time sizes, float32 operands. Shapes are channels-first whatever the
+// One kConvolution call at run-time sizes, float32 operands. Shapes are channels-first whatever the
 // buffers' layout; the strides (in elements, along those dims) say where the buffers keep them.
 struct ConvProblem {
   rt::ConvolutionAttrs attrs;

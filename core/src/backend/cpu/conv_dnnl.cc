@@ -1,4 +1,4 @@
-// oneDNN convolution and deconvolution for kConv. Buffers hold plain tensors, channels-first
+// oneDNN convolution and deconvolution for kConvolution. Buffers hold plain tensors, channels-first
 // (NCHW) or channels-last (NHWC, KRSC weights), described to oneDNN by their strides; the
 // primitive's layouts are left to oneDNN (`any`): constant weights are reordered into its blocked
 // layout once, activations on each call (scratch cached with the primitive). Bias is the

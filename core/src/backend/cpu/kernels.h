@@ -67,7 +67,7 @@ Status run_fused(const KernelArgs& args, KernelState& state);
 std::unique_ptr<KernelState> prepare_dot();
 Status run_dot(const KernelArgs& args, KernelState& state);
 
-// kConv: state holds the oneDNN primitive cache (conv.cc).
+// kConvolution: state holds the oneDNN primitive cache (conv.cc).
 std::unique_ptr<KernelState> prepare_conv();
 Status run_conv(const KernelArgs& args, KernelState& state);
 
@@ -81,7 +81,7 @@ Status run_copy(const KernelArgs& args);
 // update's rows at the start read from the start buffer (checked before anything is written).
 Status run_update_slice(const KernelArgs& args);
 
-// kPool: max/average pooling, direct loops (pool.cc).
+// kPooling: max/average pooling, direct loops (pool.cc).
 Status run_pool(const KernelArgs& args);
 
 // kAttention: tiled attention with an online softmax (attention.cc).

@@ -1,4 +1,4 @@
-// kPool on the CPU. A work item is one output row (n, z, y) of one plane: channels-first, a plane
+// kPooling on the CPU. A work item is one output row (n, z, y) of one plane: channels-first, a plane
 // is one (n, c) and a position holds one element; channels-last, a plane is one image and a
 // position holds its C channels side by side, so the window loop reduces whole channel vectors
 // (contiguous, which the compiler vectorises). Floats are compared and summed in float32 (float64

@@ -1,4 +1,4 @@
-// cuDNN convolutions for kConv at run-time sizes: forward ones through the graph API with the
+// cuDNN convolutions for kConvolution at run-time sizes: forward ones through the graph API with the
 // tuned (or heuristic) engine, transposed ones through the legacy backward-data call (build-time
 // timing: codegen/cuda_conv_tune.cc).
 #include "backend/cuda/cuda_conv.h"

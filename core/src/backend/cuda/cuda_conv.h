@@ -1,4 +1,4 @@
-// kConv on the GPU: cuDNN's convolution (forward, or backward-data for transposed convolutions),
+// kConvolution on the GPU: cuDNN's convolution (forward, or backward-data for transposed convolutions),
 // channels-first (NCHW) or channels-last (NHWC activations, KRSC weights: what its tensor-core
 // kernels read), with the engine chosen by timing at build time (per layout), relu/bias/residual
 // fused into cuDNN's graph where that times faster (cuda_conv_graph.h), and our own module (a
@@ -19,7 +19,7 @@
 
 namespace tripy::rt::cuda {
 
-// One kConv at run-time sizes.
+// One kConvolution at run-time sizes.
 struct ConvProblem {
   DType dtype = DType::kFloat32;
   ConvolutionAttrs attrs;

@@ -1,4 +1,4 @@
-// kPool's launch: one thread per output element over a grid-stride loop (the module's source:
+// kPooling's launch: one thread per output element over a grid-stride loop (the module's source:
 // codegen/cuda_pool_source.cc).
 #include "backend/cuda/cuda_pool.h"
 

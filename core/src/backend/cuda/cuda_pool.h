@@ -1,4 +1,4 @@
-// kPool on the GPU: one fixed NVRTC module (max/average pooling per dtype, one thread per output
+// kPooling on the GPU: one fixed NVRTC module (max/average pooling per dtype, one thread per output
 // element) compiled once per program, like the convolution module.
 #pragma once
 

@@ -41,7 +41,7 @@ struct FusionGroup {
   std::vector<std::pair<Shape, Shape>> windows;
   // kDot: epilogue and operand transposes folded in (inputs are lhs, rhs[, bias]).
   rt::DotAttrs dot;
-  // kConv: the op's attributes plus the epilogue folded in (inputs are x, w[, bias][, residual]).
+  // kConvolution: the op's attributes plus the epilogue folded in (inputs are x, w[, bias][, residual]).
   rt::ConvolutionAttrs convolution;
   std::string name;
 };

@@ -294,7 +294,7 @@ class CudaBuilder final : public Builder {
   }
 
  private:
-  // Times cuBLASLt's candidates for every kDot and cuDNN's algorithms for every kConv at the
+  // Times cuBLASLt's candidates for every kDot and cuDNN's algorithms for every kConvolution at the
   // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
   // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
   // library heuristic's choice.
