@@ -6,7 +6,7 @@
 namespace tripy::rt::cuda {
 
 std::string pool_module_source(DType t) {
-  static const std::string kBody = device_prelude() + kernels::kPooling;
+  static const std::string kBody = device_prelude() + kernels::kPool;
   // One entry point per module: a program compiles only the dtypes it pools (NVRTC's time grows
   // with every instantiation).
   const char* body = "pool_float<float>(a)";
