@@ -1,0 +1,113 @@
+// The kernel kinds' one description (kernel_kinds.def, the field lists): every field of every
+// kind survives the file format and differs in text, equality and keys when it differs in value.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/fields_text.h"
+#include "runtime/program.h"
+#include "runtime/program_json.h"
+
+namespace tripy::rt {
+namespace {
+
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+// Sets `v` to a value other than the one it has (so other than its default), field by field.
+template <class T>
+void perturb(T& v) {
+  if constexpr (has_fields<T>::value) {
+    T::visit_fields([](const char*, auto& f) { perturb(f); }, v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    v = !v;
+  } else if constexpr (std::is_same_v<T, DType>) {
+    v = v == DType::kFloat16 ? DType::kInt32 : DType::kFloat16;
+  } else if constexpr (std::is_same_v<T, EwOp>) {
+    v = v == EwOp::kMul ? EwOp::kAdd : EwOp::kMul;
+  } else if constexpr (std::is_enum_v<T>) {
+    v = static_cast<T>((static_cast<size_t>(v) + 1) % enum_names(v).count);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    v = v + 0.375;
+  } else if constexpr (std::is_integral_v<T>) {
+    v = static_cast<T>(v + 3);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    v += "q\"\\\n";
+  } else {
+    if constexpr (is_vector<T>::value) v.resize(2);  // std::arrays keep their size
+    for (auto& e : v) perturb(e);
+  }
+}
+
+// The attributes of kernel `k`, as the struct type A its kind holds.
+template <class A>
+const A& attrs_of(const Kernel& k) {
+  const A* out = nullptr;
+  visit_kind_attrs(k, [&](const auto& a) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, A>) out = &a;
+  });
+  return *out;
+}
+
+std::string attrs_text(const Kernel& k) {
+  return visit_kind_attrs(k, [](const auto& a) { return field_text(a); });
+}
+
+TEST(KernelKinds, EveryFieldOfEveryKindSurvivesTheFileFormat) {
+  for (size_t i = 0; i < kNumKernelKinds; ++i) {
+    Program p;
+    Kernel k;
+    k.kind = static_cast<KernelKind>(i);
+    k.name = kernel_kind_name(k.kind);
+    visit_kind_attrs(k, [](auto& a) { perturb(a); });
+    p.kernels.push_back(k);
+    Program back;
+    ASSERT_TRUE(program_from_json(program_to_json(p), &back).ok()) << k.name;
+    ASSERT_EQ(back.kernels.size(), 1u);
+    EXPECT_EQ(back.kernels[0].kind, k.kind);
+    const bool same = visit_kind_attrs(back.kernels[0], [&](const auto& a) {
+      return fields_equal(a, attrs_of<std::decay_t<decltype(a)>>(k));
+    });
+    EXPECT_TRUE(same) << k.name << ": " << attrs_text(back.kernels[0]) << " vs " << attrs_text(k);
+  }
+}
+
+TEST(KernelKinds, AChangedFieldChangesTheTextAndTheKey) {
+  for (size_t i = 0; i < kNumKernelKinds; ++i) {
+    Kernel plain, changed;
+    plain.kind = changed.kind = static_cast<KernelKind>(i);
+    visit_kind_attrs(changed, [](auto& a) { perturb(a); });
+    const std::string kind = kernel_kind_name(plain.kind);
+    std::string plain_key, changed_key;
+    visit_kind_attrs(plain, [&](const auto& a) { append_field_key(plain_key, a); });
+    visit_kind_attrs(changed, [&](const auto& a) { append_field_key(changed_key, a); });
+    if (kind == "copy") {  // the one kind without attributes
+      EXPECT_EQ(plain_key, changed_key);
+      continue;
+    }
+    EXPECT_NE(plain_key, changed_key) << kind;
+    EXPECT_NE(attrs_text(plain), attrs_text(changed)) << kind;
+    EXPECT_EQ(attrs_text(plain), "{}") << kind << ": defaults print nothing";
+  }
+}
+
+TEST(KernelKinds, NamesAreTheTablesAndUnknownOnesAreRefused) {
+  EXPECT_STREQ(kernel_kind_name(KernelKind::kConvolution), "convolution");
+  EXPECT_STREQ(kernel_kind_name(KernelKind::kPooling), "pooling");
+  EXPECT_STREQ(kernel_kind_name(static_cast<KernelKind>(kNumKernelKinds)), "invalid");
+  Program p;
+  p.kernels.push_back(Kernel{});
+  nlohmann::json j = program_to_json(p);
+  j["kernels"][0]["kind"] = "conv";
+  Program back;
+  Status st = program_from_json(j, &back);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("kind: unknown name 'conv'"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tripy::rt
