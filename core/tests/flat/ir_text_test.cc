@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "flat/ir.h"
+#include "runtime/fields.h"
+#include "../runtime/perturb_fields.h"
 
 namespace tripy::flat {
 namespace {
@@ -187,6 +189,44 @@ TEST(FlatGraph, UseCountsIncludeOutputs) {
   auto g = parse_graph("%0 : f32[2] = parameter() {index = 0}\n%1 : f32[2] = mul(%0, %0)\nreturn %1, %1\n");
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->use_counts(), (std::vector<int32_t>{2, 2}));
+}
+
+}  // namespace
+}  // namespace tripy::flat
+
+namespace tripy::flat {
+namespace {
+
+using rt::testing::perturb;
+
+// The kinds whose attributes are a kernel's attribute struct print and parse every field of it
+// (the struct's field list), except what its text leaves out (a plugin's device code).
+TEST(FlatText, KernelAttributeFieldsRoundTripThroughText) {
+  Graph g;
+  const ValueId x = g.add(Op{OpKind::kParameter}, DType::kFloat32, {Dim(2)});
+  g.inputs = {x};
+  g.input_names = {"x"};
+  for (OpKind kind : {OpKind::kAttention, OpKind::kConvolution, OpKind::kPooling, OpKind::kPlugin}) {
+    Op op;
+    op.kind = kind;
+    op.operands = {x};
+    perturb(op.attention);
+    perturb(op.convolution);
+    perturb(op.pooling);
+    perturb(op.plugin);
+    g.outputs.push_back(g.add(op, DType::kFloat32, {Dim(2)}));
+  }
+  auto back = parse_graph(g.str());
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << g.str();
+  ASSERT_EQ(back->ops.size(), g.ops.size());
+  EXPECT_TRUE(rt::fields_equal(back->ops[1].attention, g.ops[1].attention)) << g.str();
+  EXPECT_TRUE(rt::fields_equal(back->ops[2].convolution, g.ops[2].convolution)) << g.str();
+  EXPECT_TRUE(rt::fields_equal(back->ops[3].pooling, g.ops[3].pooling)) << g.str();
+  rt::PluginAttrs plugin = g.ops[4].plugin;
+  plugin.cuda_source.clear();  // left out of the text
+  plugin.cuda_entry.clear();
+  EXPECT_TRUE(rt::fields_equal(back->ops[4].plugin, plugin)) << g.str();
+  EXPECT_EQ(back->str(), g.str());
 }
 
 }  // namespace
