@@ -10,6 +10,7 @@
 #include <cmath>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -94,8 +95,17 @@ __attribute__((target("avx,f16c"))) void scale_half_f16c(const uint16_t* src, ui
   scale_half_scalar(src + t, dst + t, n - t, s);
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c",
+// GCC's does, and <cpuid.h> is the same in both. __builtin_cpu_supports("avx") (known to both) also
+// checks that the OS saves the YMM registers.
+bool cpu_has_avx_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & bit_F16C) != 0 && __builtin_cpu_supports("avx");
+}
+
 void scale_half(const uint16_t* src, uint16_t* dst, int64_t n, double s) {
-  static const bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool f16c = cpu_has_avx_f16c();
   if (f16c) scale_half_f16c(src, dst, n, s);
   else scale_half_scalar(src, dst, n, s);
 }
