@@ -5,12 +5,16 @@
 #include "runtime/file_format.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/checksum.h"
 #include "runtime/program_json.h"
@@ -217,6 +221,68 @@ Status io_error(const std::string& what, const std::string& path) {
                 what + " '" + path + "': " + std::strerror(err) + ".");
 }
 
+// The C library reads a path up to its first NUL byte, so "a\0b.tpy" would open "a": refused.
+Status check_path(const std::string& path, const std::string& what) {
+  if (path.find('\0') == std::string::npos) return ok_status();
+  std::string shown;
+  for (char c : path) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
+  return invalid_argument(what + ": the path '" + shown + "' contains a NUL byte, which no file name can hold.");
+}
+
+// What a file that is not a regular file is, for the error that refuses it.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+Status not_regular(const std::string& what, const std::string& path, mode_t mode) {
+  return invalid_argument(what + " '" + path + "': it is " + file_kind(mode) + ", not a regular file.");
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Writes everything or returns false with errno set.
+bool write_all(int fd, const uint8_t* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Creates a temporary file beside `path` that no one else has opened: O_EXCL never opens what
+// exists, O_NOFOLLOW never follows a link planted under the name. Returns its descriptor, or -1
+// with errno set.
+int create_private_temp(const std::string& path, std::string* tmp) {
+  static std::atomic<uint64_t> counter{0};
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  // Short enough that ".<name>.<suffix>" stays within NAME_MAX (255) for any file name.
+  const std::string name = path.substr(dir.size()).substr(0, 200);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const uint64_t salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                          (counter.fetch_add(1) << 40) ^ static_cast<uint64_t>(::getpid());
+    *tmp = dir + "." + name + "." + hex64(salt) + ".tmp";
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 }  // namespace
 
 StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts, const Device& device) {
@@ -271,40 +337,68 @@ StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t 
 }
 
 StatusOr<ExecutableContents> read_executable_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return io_error("Cannot open executable file", path);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, std::fclose);
-  // fopen opens a directory for reading on Linux, and its "size" is then LONG_MAX.
+  const std::string what = "Cannot read executable file";
+  TRIPY_RETURN_IF_ERROR(check_path(path, what));
+  // A FIFO, a device or a directory is refused before it is opened where possible (opening some
+  // devices does something), and always before a byte is read: O_NONBLOCK keeps open() from
+  // waiting forever for a FIFO's writer, and fstat() then sees what was really opened.
   struct stat info;
-  if (fstat(fileno(f), &info) != 0) return io_error("Cannot read executable file", path);
-  if (!S_ISREG(info.st_mode))
-    return invalid_argument("Cannot read executable file '" + path + "': " +
-                            (S_ISDIR(info.st_mode) ? "it is a directory" : "it is not a regular file") + ".");
-  if (fseeko(f, 0, SEEK_END) != 0) return io_error("Cannot read executable file", path);
-  const off_t size = ftello(f);
-  if (size < 0 || fseeko(f, 0, SEEK_SET) != 0) return io_error("Cannot read executable file", path);
-  std::shared_ptr<uint8_t> buffer = alloc_aligned(static_cast<uint64_t>(size));
-  if (!buffer) return Status(StatusCode::kResourceExhausted, "Cannot allocate " + plural(static_cast<uint64_t>(size), "byte") + " to read '" + path + "'.");
-  if (std::fread(buffer.get(), 1, static_cast<size_t>(size), f) != static_cast<size_t>(size))
-    return io_error("Cannot read executable file", path);
-  return parse_guarded(buffer.get(), static_cast<uint64_t>(size), buffer);
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return not_regular(what, path, info.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return io_error("Cannot open executable file", path);
+  FdCloser closer{fd};
+  if (::fstat(fd, &info) != 0) return io_error(what, path);
+  if (!S_ISREG(info.st_mode)) return not_regular(what, path, info.st_mode);
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  std::shared_ptr<uint8_t> buffer = alloc_aligned(size);
+  if (!buffer) return Status(StatusCode::kResourceExhausted, "Cannot allocate " + plural(size, "byte") + " to read '" + path + "'.");
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = ::read(fd, buffer.get() + done, static_cast<size_t>(size - done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(what, path);
+    if (n == 0) return data_loss(what + " '" + path + "': the file became shorter while it was read.");
+    done += static_cast<uint64_t>(n);
+  }
+  return parse_guarded(buffer.get(), size, buffer);
 }
 
 Status write_executable_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  // Write beside the target and rename, so a failed save never leaves a truncated executable.
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return io_error("Cannot write executable file", path);
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !written) {
-    Status st = io_error("Cannot write executable file", path);
-    std::remove(tmp.c_str());
-    return st;
+  const std::string what = "Cannot write executable file";
+  TRIPY_RETURN_IF_ERROR(check_path(path, what));
+  // Only a regular file is replaced: never a link (lstat does not follow it), a FIFO, a device or
+  // a directory.
+  struct stat info;
+  if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return not_regular(what, path, info.st_mode);
+  if (path.empty() || path.back() == '/') return invalid_argument(what + " '" + path + "': the path names no file.");
+  // Written to a private file beside the target, flushed to the disk, then renamed over it: a
+  // failed save or a crash leaves the old file or the new one under the name, never part of one.
+  std::string tmp;
+  const int fd = create_private_temp(path, &tmp);
+  if (fd < 0) return io_error(what, path);
+  bool written = write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  int err = errno;
+  if (::close(fd) != 0 && written) {
+    written = false;
+    err = errno;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status st = io_error("Cannot write executable file", path);
-    std::remove(tmp.c_str());
-    return st;
+  // rename() replaces the name itself: a link or file that appeared there since lstat is neither
+  // followed nor written to.
+  if (written && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    written = false;
+    err = errno;
+  }
+  if (!written) {
+    ::unlink(tmp.c_str());
+    errno = err;
+    return io_error(what, path);
+  }
+  // Make the rename itself durable (best effort: some file systems cannot sync a directory).
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
   return ok_status();
 }

@@ -51,8 +51,14 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
 // Constants are copied out of `data`.
 StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t size);
 
-// Reads a file; its constants borrow the one buffer the file is read into (no second copy).
+// Reads a file; its constants borrow the one buffer the file is read into (no second copy). What is
+// not a regular file (a FIFO, a device, a directory) is refused without waiting on it, and a path
+// holding a NUL byte is refused rather than cut short (kInvalidArgument, naming the path).
 StatusOr<ExecutableContents> read_executable_file(const std::string& path);
+// Writes a private temporary file beside `path` (created exclusively, so no planted file or link
+// is opened), syncs it and renames it over `path`: the name holds the old file or the whole new
+// one, never a part. Only a regular file is replaced: a symbolic link, FIFO, device or directory
+// at `path` is refused, as is a path holding a NUL byte.
 Status write_executable_file(const std::string& path, const std::vector<uint8_t>& bytes);
 
 }  // namespace tripy::rt
