@@ -43,6 +43,7 @@ Planner::Planner(const Graph& g) : g_(g) {
   group_of_.assign(n, -1);
   materialized_.assign(n, -1);
   row_level_.assign(n, false);
+  varies_.assign(n, Varies::kNever);
   absorbed_.assign(g.ops.size(), false);
 }
 
@@ -118,6 +119,26 @@ bool Planner::usable_at_row_level(ValueId v, int32_t gi) const {
   return splat_value(g_, v, &x);
 }
 
+// Mirrors FusedCodegen::mapped: what it emits a constant for, what it loads, and where a
+// broadcast reads a register of the group itself.
+Planner::Varies Planner::varies_in(ValueId v, int32_t gi) const {
+  if (group_of_[v] == gi) return varies_[v];
+  const Op& op = g_.def(v);
+  if (is_splat_constant(op)) return Varies::kNever;
+  if (op.kind == OpKind::kIota) {
+    const Dim& len = g_.values[v].shape[op.dims[0]];
+    return len.is_static() && len.static_value() == 1 ? Varies::kNever : Varies::kPerElement;
+  }
+  if (op.kind == OpKind::kBroadcast || is_convert_of_constant(g_, op)) return varies_in(op.operands[0], gi);
+  return Varies::kPerElement;
+}
+
+Planner::Varies Planner::operands_vary(const Op& op, int32_t gi) const {
+  Varies most = Varies::kNever;
+  for (ValueId v : op.operands) most = std::max(most, varies_in(v, gi));
+  return most;
+}
+
 bool Planner::try_join(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   int32_t gi = -1;
@@ -147,10 +168,17 @@ bool Planner::try_join_group(int32_t op_index, int32_t gi) {
     if (!usable_at_element_level(op.operands[0], gi)) return false;
     grp.fused.reduce_from = k;
     row_level_[op.result] = true;
+    varies_[op.result] = Varies::kPerRow;
   } else if (same_shape(r.shape, d)) {
     for (ValueId v : op.operands) {
       if (!usable_at_element_level(v, gi)) return false;
     }
+    // An element value computed only from this kernel's row results (and constants), as in
+    // softmax(tp.ones(...)) or exp(broadcast(max(x))), would get a per-row register, which the
+    // kernel cannot store into an element output. A kernel of its own loads those row results.
+    const Varies vary = operands_vary(op, gi);
+    if (vary == Varies::kPerRow) return false;
+    varies_[op.result] = vary;
   } else {
     int32_t k = grp.fused.reduce_from;
     if (k == rank || !same_shape(r.shape, Shape(d.begin(), d.begin() + k))) return false;
@@ -158,6 +186,7 @@ bool Planner::try_join_group(int32_t op_index, int32_t gi) {
       if (!usable_at_row_level(v, gi)) return false;
     }
     row_level_[op.result] = true;
+    varies_[op.result] = operands_vary(op, gi);
   }
   grp.ops.push_back(op_index);
   group_of_[op.result] = gi;
@@ -172,9 +201,11 @@ void Planner::start_fused(int32_t op_index) {
     grp.domain = g_.values[op.operands[0]].shape;
     grp.fused.reduce_from = static_cast<int32_t>(grp.domain.size() - op.dims.size());
     row_level_[op.result] = !op.dims.empty();
+    varies_[op.result] = Varies::kPerRow;
   } else {
     grp.domain = g_.values[op.result].shape;
     grp.fused.reduce_from = static_cast<int32_t>(grp.domain.size());
+    varies_[op.result] = operands_vary(op, gi);
   }
   group_of_[op.result] = gi;
 }
@@ -308,10 +339,12 @@ Status Planner::sweep() {
       case OpKind::kDot: plan_dot(idx); break;
       case OpKind::kAttention:
       case OpKind::kPlugin:
-      case OpKind::kPooling: {
+      case OpKind::kPooling:
+      case OpKind::kKernel: {  // each its own kernel
         std::vector<ValueId> inputs;
         for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        const GroupKind kind = op.kind == OpKind::kPlugin    ? GroupKind::kPlugin
+        const GroupKind kind = op.kind == OpKind::kKernel    ? static_cast<GroupKind>(op.kernel.kind)
+                               : op.kind == OpKind::kPlugin  ? GroupKind::kPlugin
                                : op.kind == OpKind::kPooling ? GroupKind::kPooling
                                                              : GroupKind::kAttention;
         int32_t gi = new_group(kind, idx);

@@ -46,6 +46,13 @@ class Planner {
   ValueId ensure_real(ValueId v);
   bool usable_at_element_level(ValueId v, int32_t gi) const;
   bool usable_at_row_level(ValueId v, int32_t gi) const;
+  // How the register group `gi`'s fused program gives `v` varies over the domain: the levels
+  // rt::analyze_fused_program checks. Splat constants never vary; reductions, and what is computed
+  // only from them and constants, vary per row; loads and iotas per element. Only a per-element or
+  // never-varying register may be stored into an element (domain-shaped) output.
+  enum class Varies : uint8_t { kNever, kPerRow, kPerElement };
+  Varies varies_in(ValueId v, int32_t gi) const;
+  Varies operands_vary(const Op& op, int32_t gi) const;  // the most any operand varies
   bool try_join(int32_t op_index);
   bool try_join_group(int32_t op_index, int32_t gi);
   void start_fused(int32_t op_index);
@@ -68,6 +75,7 @@ class Planner {
   std::vector<int32_t> group_of_;            // computing group of each real value, -1 if none
   std::vector<int32_t> materialized_;        // per virtual value: its materialising group or -1
   std::vector<bool> row_level_;              // per value in a fused group: per-row (reduced)
+  std::vector<Varies> varies_;               // per value in a fused group: how its register varies
   std::vector<bool> absorbed_;               // per op: folded into a dot kernel
   std::map<int32_t, ValueId> dot_result_;    // per dot group: the value it writes
   std::vector<std::map<ValueId, int32_t>> regs_;  // per fused group: register of each value
