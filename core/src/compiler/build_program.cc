@@ -308,6 +308,11 @@ class ProgramBuilder {
       k.outputs.push_back(b);
     }
     k.kind = flat::kernel_kind_of(grp.kind);
+    if (first.kind == flat::OpKind::kKernel) {  // the op carries the kernel's kind and attributes
+      static_cast<rt::KernelAttrs&>(k) = first.kernel;
+      p_.kernels.push_back(std::move(k));
+      return ok_status();
+    }
     switch (grp.kind) {
       case GroupKind::kFused: {
         k.fused = grp.fused;

@@ -10,7 +10,7 @@ constexpr const char* kOpKindNames[] = {
 #define TRIPY_FLAT_OP(Enum, name, attrs) name,
 #include "flat/op_kinds.def"
 };
-constexpr uint8_t kOpAttrs[] = {
+constexpr OpAttrs kOpAttrs[] = {
 #define TRIPY_FLAT_OP(Enum, name, attrs) attrs,
 #include "flat/op_kinds.def"
 };
@@ -22,9 +22,9 @@ const char* op_kind_name(OpKind kind) {
   return i < std::size(kOpKindNames) ? kOpKindNames[i] : "invalid";
 }
 
-uint8_t op_attrs(OpKind kind) {
+OpAttrs op_attrs(OpKind kind) {
   auto i = static_cast<size_t>(kind);
-  return i < std::size(kOpAttrs) ? kOpAttrs[i] : uint8_t{kNoAttrs};
+  return i < std::size(kOpAttrs) ? kOpAttrs[i] : OpAttrs{kNoAttrs};
 }
 
 Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {

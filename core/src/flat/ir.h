@@ -28,7 +28,7 @@ enum class OpKind : uint8_t {
 const char* op_kind_name(OpKind kind);
 
 // The Op members an op kind carries (op_kinds.def), from which its text form and CSE key follow.
-enum OpAttr : uint8_t {
+enum OpAttr : uint16_t {
   kNoAttrs = 0,
   kDims = 1,               // dims, always written
   kDimsIfAny = 2,          // dims, written when not empty
@@ -38,9 +38,11 @@ enum OpAttr : uint8_t {
   kPoolingAttrs = 32,      // pooling
   kPluginAttrs = 64,       // plugin
   kParameterAttrs = 128,   // index, shape_symbol (and the graph's input name)
+  kKernelAttrs = 256,      // kernel: a kernel kind and its attributes
 };
-inline constexpr uint8_t kConstantValue = kNoAttrs;  // constant: its tensor, spelled by the printer
-uint8_t op_attrs(OpKind kind);
+using OpAttrs = uint16_t;
+inline constexpr OpAttrs kConstantValue = kNoAttrs;  // constant: its tensor, spelled by the printer
+OpAttrs op_attrs(OpKind kind);
 
 // Why an op exists: the Trace op (and user line) it was lowered from, and for ops that lowering
 // inserted beyond the obvious, the reason.
@@ -78,6 +80,9 @@ struct Op {
   // `attention.perms` (operand dim perms[x][i] is logical dim i); the result likewise.
   rt::AttentionAttrs attention;
   rt::PluginAttrs plugin;  // kPlugin
+  // kKernel: a kernel kind that no FlatIR op of its own describes, with its attributes; it becomes
+  // one kernel of that kind (rt::KernelAttrs; kernel_kinds.def). Opaque to every pass.
+  rt::KernelAttrs kernel;
   OriginRef origin;
 };
 

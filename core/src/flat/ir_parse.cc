@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "flat/constant_data.h"
@@ -153,6 +154,20 @@ Status parse_field(Cursor& c, T& out) {
     if (v != 0 && v != 1) return c.error("expected true or false");
     out = v != 0;
     return ok_status();
+  } else if constexpr (std::is_same_v<T, DType>) {
+    const std::string name = c.ident();
+    std::optional<DType> dtype = dtype_from_name(name);
+    if (!dtype) return c.error("unknown dtype '" + name + "'");
+    out = *dtype;
+    return ok_status();
+  } else if constexpr (std::is_same_v<T, EwOp>) {
+    const std::string name = c.ident();
+    for (size_t i = 0; i < rt::kNumEwOps; ++i)
+      if (name == rt::ew_op_name(static_cast<EwOp>(i))) {
+        out = static_cast<EwOp>(i);
+        return ok_status();
+      }
+    return c.error("unknown op '" + name + "'");
   } else if constexpr (std::is_enum_v<T>) {
     const std::string name = c.ident();
     const rt::EnumNames names = enum_names(T{});
@@ -410,7 +425,7 @@ class Parser {
     std::string input_name;
     bool has_value = false;
     if (c.consume("{")) {
-      const uint8_t has = op_attrs(op.kind);
+      const OpAttrs has = op_attrs(op.kind);
       while (!c.consume("}")) {
         if (c.consume(",")) continue;
         std::string key = c.ident();
@@ -445,6 +460,9 @@ class Parser {
           TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.pooling));
         } else if (has & kPluginAttrs) {
           TRIPY_ASSIGN_OR_RETURN(found, parse_named_field(c, key, op.plugin));
+        } else if (has & kKernelAttrs) {
+          StatusOr<bool> parsed = rt::visit_kind_attrs(op.kernel, [&](auto& a) { return parse_named_field(c, key, a); });
+          TRIPY_ASSIGN_OR_RETURN(found, std::move(parsed));
         } else {
           found = false;
         }

@@ -26,7 +26,7 @@ std::string dim_list(const std::vector<Dim>& v, const SymbolTable& t) {
 
 // The op's attributes, as its row of op_kinds.def says: "{dims = [1]}", "{stride = [2, 2], ...}".
 std::string attrs(const Op& op, const Graph& g) {
-  const uint8_t has = op_attrs(op.kind);
+  const OpAttrs has = op_attrs(op.kind);
   std::string out;
   auto add = [&](const std::string& text) {
     if (!text.empty()) out += (out.empty() ? "" : ", ") + text;
@@ -55,6 +55,7 @@ std::string attrs(const Op& op, const Graph& g) {
   if (has & kConvolutionAttrs) add(rt::fields_text(op.convolution));
   if (has & kPoolingAttrs) add(rt::fields_text(op.pooling));
   if (has & kPluginAttrs) add(rt::fields_text(op.plugin));
+  if (has & kKernelAttrs) add(rt::visit_kind_attrs(op.kernel, [](const auto& a) { return rt::fields_text(a); }));
   return out.empty() ? "" : " {" + out + "}";
 }
 

@@ -32,6 +32,7 @@ std::optional<DType> dtype_from_short_name(std::string_view name) {
 
 std::string op_text_name(const Op& op) {
   if (op.kind == OpKind::kElementwise || op.kind == OpKind::kReduce) return rt::ew_op_name(op.fn);
+  if (op.kind == OpKind::kKernel) return rt::kernel_kind_name(op.kernel.kind);
   return op_kind_name(op.kind);
 }
 
@@ -39,7 +40,7 @@ bool op_from_text_name(std::string_view name, Op& op) {
   // Every kind with a name (the name table ends where op_kind_name says "invalid").
   for (int k = 0; std::string_view(op_kind_name(static_cast<OpKind>(k))) != "invalid"; ++k) {
     auto kind = static_cast<OpKind>(k);
-    if (kind == OpKind::kElementwise || kind == OpKind::kReduce) continue;
+    if (kind == OpKind::kElementwise || kind == OpKind::kReduce || kind == OpKind::kKernel) continue;
     if (name == op_kind_name(kind)) {
       op.kind = kind;
       return true;
@@ -50,6 +51,13 @@ bool op_from_text_name(std::string_view name, Op& op) {
     if (is_kernel_only(fn) || name != rt::ew_op_name(fn)) continue;
     op.kind = rt::is_reduction(fn) ? OpKind::kReduce : OpKind::kElementwise;
     op.fn = fn;
+    return true;
+  }
+  // A kernel kind that no FlatIR op shares a name with is a kernel op of that kind.
+  for (size_t k = 0; k < rt::kNumKernelKinds; ++k) {
+    if (name != rt::kKernelKindNames[k]) continue;
+    op.kind = OpKind::kKernel;
+    op.kernel.kind = static_cast<rt::KernelKind>(k);
     return true;
   }
   return false;

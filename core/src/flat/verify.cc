@@ -204,6 +204,13 @@ class Verifier {
         return ok_status();
       }
       case OpKind::kPooling: return check_pooling(op, r);
+      case OpKind::kKernel: {
+        // The kind's own rules check the kernel it becomes (rt::validate_program, when the
+        // program is built); fused kernels are fusion's to make.
+        if (static_cast<size_t>(op.kernel.kind) >= rt::kNumKernelKinds) return fail(&op, "has an invalid kernel kind");
+        if (op.kernel.kind == rt::KernelKind::kFused) return fail(&op, "is a fused kernel, which only fusion makes");
+        return ok_status();
+      }
       case OpKind::kGather: {
         TRIPY_RETURN_IF_ERROR(expect_operands(op, 2));
         const Value& a = operand(0);

@@ -321,18 +321,24 @@ constexpr EnumNames enum_names(KernelKind) { return enum_names_of(kKernelKindNam
 // "fused", "dot", ... ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 
-// One kernel: its kind's attributes live in the member the kind's row names (k.dot for kDot);
-// the others stay default.
-struct Kernel {
+// A kernel kind and its attributes: they live in the member the kind's row names (dot for kDot);
+// the others stay default. FlatIR's kernel ops carry one (a kind that no FlatIR op of its own
+// describes), and every Kernel is one.
+struct KernelAttrs {
   KernelKind kind = KernelKind::kFused;
-  std::string name;  // e.g. "fused_mul_erf_add", for logs and generated code
-  std::vector<int32_t> inputs, outputs;  // buffer ids
 #define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) Attrs member;
 #include "runtime/kernel_kinds.def"
+};
+
+// One kernel of a Program: a kind with its attributes, over buffers.
+struct Kernel : KernelAttrs {
+  std::string name;  // e.g. "fused_mul_erf_add", for logs and generated code
+  std::vector<int32_t> inputs, outputs;  // buffer ids
   int32_t source = -1;  // index into Program::sources
 };
 
-// Calls fn(attrs) with the attribute struct of kernel `k`'s kind (mutable when `k` is).
+// Calls fn(attrs) with the attribute struct of `k`'s kind (a Kernel or KernelAttrs; mutable when
+// `k` is).
 template <class K, class Fn>
 decltype(auto) visit_kind_attrs(K& k, Fn&& fn) {
   switch (k.kind) {

@@ -179,3 +179,50 @@ TEST(CompileGraph, NoBackendForGpuIsUnavailableOrWorks) {
 
 }  // namespace
 }  // namespace tripy
+
+namespace tripy {
+namespace {
+
+// A kernel kind that no FlatIR op of its own describes (here `copy`) is a kernel op: named by its
+// kind in text, carrying its attributes, left alone by the passes (two identical ones are one),
+// and lowered to one kernel of the kind.
+TEST(CompileGraph, AKernelKindWithoutAFlatIrOpIsOneKernelOfThatKind) {
+  const char* text = R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
+%1 : f32[2, 3] = copy(%0)
+%2 : f32[2, 3] = copy(%0)
+%3 : f32[2, 3] = add(%1, %2)
+return %3
+)";
+  auto g = flat::parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->ops[1].kind, flat::OpKind::kKernel);
+  EXPECT_EQ(g->ops[1].kernel.kind, rt::KernelKind::kCopy);
+  EXPECT_EQ(g->str(), text);
+  EXPECT_TRUE(flat::verify(*g).ok());
+  std::string program;
+  CompileOptions options;
+  options.dump = [&](const std::string& stage, const std::string& dump) {
+    if (stage == "program") program = dump;
+  };
+  auto exe = compile_graph(std::move(g.value()), options);
+  ASSERT_TRUE(exe.ok()) << format_error(exe.status());
+  EXPECT_NE(program.find("= copy 'copy'"), std::string::npos) << program;
+  EXPECT_EQ(program.find("= copy", program.find("= copy") + 1), std::string::npos) << "CSE keeps one copy\n" << program;
+  auto out = exe->run({host({2, 3}, {1, 2, 3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << format_error(out.status());
+  EXPECT_EQ(values((*out)[0]), (std::vector<float>{2, 4, 6, 8, 10, 12}));
+}
+
+TEST(CompileGraph, AFusedKernelOpIsRefused) {
+  auto g = flat::parse_graph(R"(%0 : f32[2] = parameter() {index = 0, name = "x"}
+%1 : f32[2] = fused(%0)
+return %1
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Status st = flat::verify(*g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("only fusion makes"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace tripy

@@ -47,7 +47,8 @@ bool is_dot_operand_transpose(const Graph& g, const std::vector<std::vector<int3
 bool worth_folding(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {
   if (op.kind == OpKind::kParameter || op.kind == OpKind::kConstant || op.operands.empty()) return false;
   // A plugin may have no CPU implementation (GPU only), and its cost is unknown: it runs when called.
-  if (op.kind == OpKind::kPlugin) return false;
+  // Kernel ops are opaque too (a collective or a sampler must run where and when it is called).
+  if (op.kind == OpKind::kPlugin || op.kind == OpKind::kKernel) return false;
   const Value& r = g.values[op.result];
   if (!is_static(r.shape)) return false;
   // Dead ops (a rewrite left them behind) are DCE's, not worth a compile-time evaluation.

@@ -20,7 +20,7 @@ std::string key_of(const Graph& g, const Op& op) {
   if (op.kind == OpKind::kElementwise && commutative(op.fn)) std::sort(operands.begin(), operands.end());
   for (ValueId v : operands) k += std::to_string(v) + ",";
   // The attributes the op's kind carries (op_kinds.def), exactly.
-  const uint8_t has = op_attrs(op.kind);
+  const OpAttrs has = op_attrs(op.kind);
   k += "|";
   if (has & (kDims | kDimsIfAny)) rt::append_field_key(k, op.dims);
   if (has & kSliceBounds) k += shape_str(op.starts) + shape_str(op.limits) + shape_str(op.steps);
@@ -30,6 +30,10 @@ std::string key_of(const Graph& g, const Op& op) {
   if (has & kConvolutionAttrs) rt::append_field_key(k, op.convolution);
   if (has & kPoolingAttrs) rt::append_field_key(k, op.pooling);
   if (has & kPluginAttrs) rt::append_field_key(k, op.plugin);
+  if (has & kKernelAttrs) {
+    rt::append_field_key(k, op.kernel.kind);
+    rt::visit_kind_attrs(op.kernel, [&](const auto& a) { rt::append_field_key(k, a); });
+  }
   if (op.kind == OpKind::kConstant) {
     if (op.constant.nbytes() <= 256) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());
