@@ -3,7 +3,8 @@ references come from op_refs.py, the dtypes each op is tested with from the core
 (tripy.frontend.ops.dtype_rules). Every accepted dtype is run eagerly over broadcasting on either
 side, size-1, empty and rank-0 shapes and Python scalars, then compiled once with static and once
 with dynamic shapes (run at the minimum, opt and maximum sizes); the result's dtype, shape and
-values are checked against numpy. Every rejected dtype must raise an error naming the call."""
+values are checked against numpy. The same sweep runs with constant operands (tp.full, tp.ones, an
+expanded scalar) instead of data. Every rejected dtype must raise an error naming the call."""
 
 import os
 import zlib
@@ -104,10 +105,9 @@ def reference(row, operands, dtypes, extra):
     """numpy's answer as the result dtype holds it: floats computed in float64 from the exact
     operand values, then rounded once."""
     args = [o.astype(np.float64) if dt in RTOL else o for o, dt in zip(operands, dtypes)]
-    with np.errstate(all="ignore"):
-        want = np.asarray(row.ref(*args, *extra))
     out_dtype = row.result(dtypes[-1]) if row.result else dtypes[-1]
-    return to_dtype(want, out_dtype), out_dtype
+    with np.errstate(all="ignore"):  # overflow to inf included (a float16 product of sevens)
+        return to_dtype(np.asarray(row.ref(*args, *extra)), out_dtype), out_dtype
 
 
 def check(row, out, want, out_dtype, operands, what):
@@ -231,6 +231,75 @@ def test_compiled_matches_numpy(row, dtype, dynamic, device):
             for extra in extra_list:
                 want, out_dtype = reference(row, ops, dts, extra)
                 check(row, next(outs), want, out_dtype, ops, f"{row.name}{tuple(shapes)}{extra}, n={n}")
+
+
+# --- constant operands ---------------------------------------------------------------------------
+# The same ops with every operand a constant fill instead of data: tp.full, tp.ones, or a rank-0
+# tensor expanded. Fused kernels compute such operands inline (no load), constant folding may
+# evaluate the whole op, and a reduction over one varies only per row: softmax(tp.ones(...)) once
+# built a kernel that stored a per-row value into an element output.
+CONSTANT_FORMS = ["full", "ones", "expanded_scalar"]
+
+
+def constant_fill(form, domain, dtype, i):
+    """The carrier value operand `i` is filled with: legal in `domain`, differing between operands."""
+    if form == "ones":
+        return to_dtype(True if dtype == tp.bool else 1, dtype)
+    kind = "f" if dtype in RTOL else "b" if dtype == tp.bool else "i"
+    special = SPECIAL["any" if domain == "bool" else domain][kind]
+    return to_dtype(special[i % len(special)], dtype)
+
+
+def constant_tensor(form, value, dtype, shape):
+    """A tripy tensor of `shape` (sizes may be DimensionSizes) filled with the carrier `value`."""
+    number = bool(value) if dtype == tp.bool else float(value) if dtype in RTOL else int(value)
+    if form == "full":
+        return tp.full(shape, int(number) if dtype == tp.bool else number, dtype)
+    if form == "ones":
+        return tp.ones(shape, dtype)
+    scalar = tp.Tensor(np.array(value, dtype=np.float32 if dtype == tp.bfloat16 else NP[dtype]))
+    if dtype == tp.bfloat16:
+        scalar = tp.cast(scalar, tp.bfloat16)
+    return tp.expand(scalar, shape) if len(shape) else scalar
+
+
+@pytest.mark.parametrize("row,dtype", PARAMS)
+@pytest.mark.parametrize("form", CONSTANT_FORMS)
+def test_eager_constant_operands_match_numpy(row, dtype, form, device):
+    dts = dtypes_for(row, dtype)
+    for shapes, extra in eager_cases(row):
+        fills = [constant_fill(form, d, dt, i) for i, (d, dt) in enumerate(zip(row.domains, dts))]
+        ops = [np.full(s, v, dtype=v.dtype) for s, v in zip(shapes, fills)]
+        want, out_dtype = reference(row, ops, dts, extra)
+        out = row.call(*[constant_tensor(form, v, dt, s) for v, dt, s in zip(fills, dts, shapes)], *extra)
+        check(row, out, want, out_dtype, ops, f"{row.name}{tuple(shapes)}{extra} of {form} operands")
+
+
+@pytest.mark.parametrize("row,dtype", PARAMS)
+@pytest.mark.parametrize("form", CONSTANT_FORMS)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_compiled_constant_operands_match_numpy(row, dtype, form, dynamic, device):
+    # The operands' first dim is the input's (dynamic: a runtime size), their values constants.
+    dts = dtypes_for(row, dtype)
+    fills = [constant_fill(form, d, dt, i) for i, (d, dt) in enumerate(zip(row.domains, dts))]
+
+    def fn(x):
+        n = x.shape[0]
+        outs = []
+        for shapes in compiled_shapes(row, "N"):
+            args = [constant_tensor(form, v, dt, tuple(n if d == "N" else d for d in s)) for v, dt, s in zip(fills, dts, shapes)]
+            outs += [row.call(*args, *extra) for extra in row.variants]
+        return tuple(outs)
+
+    exe = tp.compile(fn, args=[tp.InputInfo(((1, 3, 5) if dynamic else 3, 4), tp.float32)])
+    for n in (1, 3, 5) if dynamic else (3,):
+        outs = exe(tp.Tensor(np.zeros((n, 4), np.float32)))
+        outs = iter(outs if isinstance(outs, tuple) else (outs,))
+        for shapes in compiled_shapes(row, n):
+            ops = [np.full(s, v, dtype=v.dtype) for s, v in zip(shapes, fills)]
+            for extra in row.variants:
+                want, out_dtype = reference(row, ops, dts, extra)
+                check(row, next(outs), want, out_dtype, ops, f"{row.name}{tuple(shapes)}{extra} of {form} operands, n={n}")
 
 
 # --- cast: every dtype to every dtype --------------------------------------------------------
