@@ -8,7 +8,11 @@ namespace tripy::binding {
 void raise(const Status& status) {
   std::string text = format_error(status);
   py::object exc = py::module_::import("tripy.exception").attr("TripyException");
-  PyErr_SetObject(exc.ptr(), py::str(text).ptr());
+  // Messages may quote bytes that are not UTF-8 (a file name is any bytes): shown as \xNN.
+  py::object message = py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
+  if (!message) throw py::error_already_set();
+  PyErr_SetObject(exc.ptr(), message.ptr());
   throw py::error_already_set();
 }
 
