@@ -29,7 +29,8 @@ struct OpDef;
   X(Shape, starts, {})               /* slice starts; pad: the sizes before */                             \
   X(Shape, limits, {})               /* slice limits; pad: the sizes after */                              \
   X(Shape, steps, {})                /* slice steps */                                                     \
-  X(double, fill, 0)                 /* full, pad: the value written */                                    \
+  X(double, fill, 0)                 /* full, pad: the value written (float and bool dtypes) */            \
+  X(int64_t, fill_int, 0)            /* full, pad: the value written, exact, for integer dtypes */          \
   X(double, eps, 0)                  /* layernorm, rmsnorm, groupnorm, instancenorm: added to the variance */ \
   X(double, correction, 0)           /* var: subtracted from the count */                                  \
   X(double, scale, 0)                /* scaled_dot_product_attention: the logits' factor */                \

@@ -48,7 +48,10 @@ class LowerCtx {
   flat::ValueId emit(flat::Op op, DType dtype, Shape shape, const std::string& reason = "");
   flat::ValueId ew(EwOp fn, std::vector<flat::ValueId> operands, DType dtype);  // result shape of operand 0
   flat::ValueId scalar(double v, DType dtype);  // rank-0 constant
+  flat::ValueId scalar_int(int64_t v, DType dtype);  // rank-0 integer constant, exact for int64
   flat::ValueId splat(double v, DType dtype, Shape shape);
+  // The literal of a full or constant pad (fill_int for integer dtypes, fill otherwise) over `shape`.
+  flat::ValueId splat_fill(DType dtype, Shape shape);
   // Broadcasts `v` (numpy rules: align trailing dims) to `shape`; no-op when already there.
   flat::ValueId broadcast_to(flat::ValueId v, Shape shape, const std::string& reason);
   flat::ValueId reduce(EwOp fn, flat::ValueId v, std::vector<int64_t> dims);
@@ -142,6 +145,9 @@ StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shap
 // back over them to `full`; and the mean over `dims` (the count computed in the graph when dynamic).
 flat::ValueId unreduce(LowerCtx& c, flat::ValueId v, const Shape& full, const std::vector<int64_t>& dims);
 flat::ValueId mean_of(LowerCtx& c, flat::ValueId x, const std::vector<int64_t>& dims);
+// The literal a full or a constant pad writes (attrs.fill_int for integer dtypes, attrs.fill
+// otherwise): an integer outside `dtype`'s range is an error naming `what`, never a wrapped value.
+Status check_fill(const InferCtx& ctx, DType dtype, const std::string& what);
 // Normalises a possibly negative dim for `rank`; errors name the op.
 StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank);
 

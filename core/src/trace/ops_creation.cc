@@ -5,10 +5,6 @@ namespace tripy::trace {
 namespace {
 
 Status check_shape(InferCtx& ctx) {
-  const Attrs& a = ctx.node.attrs;
-  // An integer scalar literal is also a size: d * 2 stays symbolic.
-  if (a.shape.empty() && a.dtype == DType::kInt32 && a.fill == static_cast<int64_t>(a.fill))
-    ctx.node.dim_value = Dim(static_cast<int64_t>(a.fill));
   for (const auto& d : ctx.node.attrs.shape)
     if (d.is_static() && d.static_value() < 0)
       return ctx.error(ctx.node.def->display + ": shape " + shape_str(ctx.node.attrs.shape) + " has a negative size.");
@@ -17,9 +13,16 @@ Status check_shape(InferCtx& ctx) {
   return ok_status();
 }
 
-StatusOr<flat::ValueId> lower_full(LowerCtx& c) {
-  return c.splat(c.node().attrs.fill, c.node().dtype, c.node().shape);
+// full: integer values arrive exact (fill_int) and must fit the dtype; floats and bools in fill.
+Status infer_full(InferCtx& ctx) {
+  const Attrs& a = ctx.node.attrs;
+  TRIPY_RETURN_IF_ERROR(check_fill(ctx, a.dtype, "full"));
+  // An integer scalar literal is also a size: d * 2 stays symbolic.
+  if (a.shape.empty() && a.dtype == DType::kInt32) ctx.node.dim_value = Dim(a.fill_int);
+  return check_shape(ctx);
 }
+
+StatusOr<flat::ValueId> lower_full(LowerCtx& c) { return c.splat_fill(c.node().dtype, c.node().shape); }
 
 Status infer_iota(InferCtx& ctx) {
   TRIPY_RETURN_IF_ERROR(check_shape(ctx));
@@ -57,8 +60,8 @@ StatusOr<flat::ValueId> lower_shape_dim(LowerCtx& c) { return c.size_value(*c.no
 
 void register_creation_ops() {
   register_op({"shape_dim", "shape", 1, 1, {}, false, infer_shape_dim, lower_shape_dim, attr::axis, attr::axis});
-  register_op({"full", "full", 0, 0, {}, true, check_shape, lower_full,
-                attr::shape | attr::fill | attr::dtype | attr::device, attr::shape | attr::fill | attr::dtype});
+  register_op({"full", "full", 0, 0, {}, true, infer_full, lower_full,
+                attr::shape | attr::fill | attr::fill_int | attr::dtype | attr::device, attr::shape | attr::dtype});
   register_op({"iota", "iota", 0, 0, {}, true, infer_iota, lower_iota,
                 attr::shape | attr::axis | attr::dtype | attr::device, attr::shape | attr::axis | attr::dtype});
 }

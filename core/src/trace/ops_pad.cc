@@ -5,7 +5,6 @@
 // time with the user's line.
 #include <cmath>
 
-#include "common/number_text.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {
@@ -36,10 +35,7 @@ Status infer_pad(InferCtx& ctx) {
       if (w->is_static() && w->static_value() < 0)
         return ctx.error("pad: padding sizes must be non-negative, but got: " + pairs_str(a.starts, a.limits) + ".");
   const DType dt = ctx.in()[0]->dtype;
-  if (a.mode == "constant" && !(dtype_bit(dt) & kFloats) && a.fill != std::trunc(a.fill)) {
-    return ctx.error("pad: cannot fill a " + std::string(dtype_name(dt)) + " tensor with the float value " +
-                     number_text(a.fill) + ".");
-  }
+  if (a.mode == "constant") TRIPY_RETURN_IF_ERROR(check_fill(ctx, dt, "pad"));
   Shape out = in;
   for (size_t d = 0; d < in.size(); ++d) {
     if (a.mode == "reflect" && in[d].is_static()) {
@@ -118,7 +114,7 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
       } else {
         Shape shape = c.value(out).shape;
         shape[d] = width;
-        block = c.splat(a.fill, dt, std::move(shape));
+        block = c.splat_fill(dt, std::move(shape));
       }
       parts.push_back(block);
       if (side == 0) parts.push_back(out);
@@ -133,6 +129,6 @@ StatusOr<flat::ValueId> lower_pad(LowerCtx& c) {
 
 void register_pad_ops() {
   constexpr AttrSet kPad = attr::starts | attr::limits | attr::mode;
-  register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad, kPad | attr::fill, kPad}); }
+  register_op({"pad", "pad", 1, 1, {}, true, infer_pad, lower_pad, kPad | attr::fill | attr::fill_int, kPad}); }
 
 }  // namespace tripy::trace

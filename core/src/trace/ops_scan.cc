@@ -44,7 +44,8 @@ Status infer_cumsum(InferCtx& ctx) {
     return ctx.error("cumsum: bool tensors are not summed; tp.cast the input to an integer dtype first.");
   TRIPY_ASSIGN_OR_RETURN(ctx.node.attrs.axis, scan_axis(ctx, "cumsum"));
   ctx.node.shape = ctx.shape(0);
-  ctx.node.dtype = ctx.in()[0]->dtype;
+  // The sum's rule (ops_reduce.cc): int8 running sums return int64, as numpy's and torch's do.
+  ctx.node.dtype = ctx.in()[0]->dtype == DType::kInt8 ? DType::kInt64 : ctx.in()[0]->dtype;
   return ok_status();
 }
 
@@ -57,7 +58,7 @@ StatusOr<flat::ValueId> lower_cumsum(LowerCtx& c) {
   const DType io = c.node().dtype;
   const bool narrow = io == DType::kFloat16 || io == DType::kBFloat16;
   const DType dt = narrow ? DType::kFloat32 : io;
-  flat::ValueId out = narrow ? c.ew(EwOp::kConvert, {c.in(0)}, dt) : c.in(0);
+  flat::ValueId out = c.value(c.in(0)).dtype != dt ? c.ew(EwOp::kConvert, {c.in(0)}, dt) : c.in(0);
   const Dim size = c.value(out).shape[axis];
   const SymbolTable* table = c.node().symbols.get();
   const int64_t most = size.is_static() ? size.static_value() : table ? size.upper_bound(*table) : 0;

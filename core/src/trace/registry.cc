@@ -1,7 +1,9 @@
 // The op registry and the rules every op shares: arity and dtype checks from OpDef data,
 // numpy broadcasting with explanatory errors, and the LowerCtx emit helpers.
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "trace/op_def.h"
 
@@ -265,8 +267,59 @@ flat::ValueId LowerCtx::scalar(double v, DType dtype) {
   return emit(std::move(op), dtype, {});
 }
 
+flat::ValueId LowerCtx::scalar_int(int64_t v, DType dtype) {
+  // int8, int32 and int64 constants hold the value itself (the rule checked that it fits); int4
+  // is made as int32 and converted in the graph.
+  const DType held = dtype == DType::kInt8 || dtype == DType::kInt64 ? dtype : DType::kInt32;
+  flat::Op op;
+  op.kind = flat::OpKind::kConstant;
+  op.constant = Tensor::empty_host(held, {});
+  void* p = op.constant.data();
+  if (held == DType::kInt8) *static_cast<int8_t*>(p) = static_cast<int8_t>(v);
+  else if (held == DType::kInt64) *static_cast<int64_t*>(p) = v;
+  else *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+  flat::ValueId c = emit(std::move(op), held, {});
+  return held == dtype ? c : ew(EwOp::kConvert, {c}, dtype);
+}
+
 flat::ValueId LowerCtx::splat(double v, DType dtype, Shape shape) {
   return broadcast_to(scalar(v, dtype), std::move(shape), "");
+}
+
+flat::ValueId LowerCtx::splat_fill(DType dtype, Shape shape) {
+  const Attrs& a = node_.attrs;
+  if (!is_integer(dtype)) return splat(a.fill, dtype, std::move(shape));
+  return broadcast_to(scalar_int(a.fill_int, dtype), std::move(shape), "");
+}
+
+namespace {
+// The values an integer dtype holds, as numpy states them in its overflow errors.
+std::pair<int64_t, int64_t> int_range(DType dtype) {
+  switch (dtype) {
+    case DType::kInt4: return {-8, 7};
+    case DType::kInt8: return {INT8_MIN, INT8_MAX};
+    case DType::kInt32: return {INT32_MIN, INT32_MAX};
+    default: return {INT64_MIN, INT64_MAX};
+  }
+}
+}  // namespace
+
+Status check_fill(const InferCtx& ctx, DType dtype, const std::string& what) {
+  const Attrs& a = ctx.node.attrs;
+  if (!is_integer(dtype)) {
+    if (a.fill_int != 0)
+      return ctx.error(what + ": a " + std::string(dtype_name(dtype)) + " value comes as `fill`, not `fill_int`.");
+    return ok_status();
+  }
+  // Doubles cannot hold every int64, so integer literals come exact, in fill_int.
+  if (a.fill != 0)
+    return ctx.error(what + ": an integer value comes as `fill_int`, exact, not as the double `fill`.");
+  const auto [lo, hi] = int_range(dtype);
+  if (a.fill_int < lo || a.fill_int > hi)
+    return ctx.error("The integer " + std::to_string(a.fill_int) + " is out of range for " +
+                     std::string(dtype_name(dtype)) + " (" + std::to_string(lo) + " to " + std::to_string(hi) +
+                     ")" + (what == "full" ? "" : " in " + what) + ".");
+  return ok_status();
 }
 
 flat::ValueId LowerCtx::broadcast_to(flat::ValueId v, Shape shape, const std::string& reason) {

@@ -209,7 +209,9 @@ class DimensionSize(Tensor):
                 f"A DimensionSize must be an int, but got: {data!r} of type '{type(data).__name__}'."
             )
         # A 'full' literal carries its value as a size, so arithmetic on it stays size arithmetic.
-        attrs = {"shape": [], "fill": float(value), "dtype": "int32", "device": str(_resolve_device(None))}
+        if not -(2**63) <= value < 2**63:
+            _raise_here(f"The integer {value} is out of range for int32.")
+        attrs = {"shape": [], "fill_int": value, "dtype": "int32", "device": str(_resolve_device(None))}
         self._node = _C.make("full", [], attrs, capture_user_frames())
         self.name = name
 

@@ -1,6 +1,7 @@
 """Creation ops: ones, zeros, full, iota, arange and their ``*_like`` forms, tril/triu."""
 
 import math
+import operator
 import numbers
 
 from tripy.frontend import dtypes
@@ -10,7 +11,7 @@ from tripy.frontend.ops.elementwise import maximum, where
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.shape_ops import _sizes, expand, reshape
 from tripy.frontend.tensor import DimensionSize, Tensor
-from tripy.frontend.trace_call import make
+from tripy.frontend.trace_call import literal, make
 
 
 def _shape(shape):
@@ -36,7 +37,7 @@ def full(shape, value, dtype=dtypes.float32):
         _raise_here(f"full: the value must be a number or a tensor, but got: {value!r}.")
     if issubclass(dtype, dtypes.integer) and not float(value).is_integer():
         _raise_here(f"full: the value {value!r} is not an integer, so a tensor of dtype {dtype.name} cannot hold it.")
-    return make("full", [], shape=_shape(shape), fill=float(value), dtype=dtype.name, device=str(default_device()))
+    return literal(value, dtype, _shape(shape), str(default_device()))
 
 
 def _full_from_tensor(shape, value, dtype):
@@ -126,7 +127,7 @@ def iota(shape, dim=0, dtype=dtypes.float32):
     dtypes.check_dtype(dtype)
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
         _raise_here(f"iota: dim must be an int, but got: {dim!r}.")
-    return make("iota", [], shape=_shape(shape), axis=int(dim), dtype=dtype.name, device=str(default_device()))
+    return make("iota", [], shape=_shape(shape), axis=operator.index(dim), dtype=dtype.name, device=str(default_device()))
 
 
 def iota_like(input, dim=0, dtype=None):
@@ -169,13 +170,35 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
         _raise_here(f"arange: step must be a nonzero number, but got: {step!r}.")
     if isinstance(start, DimensionSize) or isinstance(stop, DimensionSize):
         return _arange_of_sizes(start, stop, step, dtype)
-    n = max(0, math.ceil((stop - start) / step))
+    n = _arange_length(start, stop, step)
+    if issubclass(dtype, dtypes.integer) and n > 0:
+        # Checked here, where the bounds are known: the iota and its arithmetic would wrap.
+        lo, hi = _int_range(dtype)
+        last = start + (n - 1) * step
+        if not (lo <= start <= hi and lo <= last <= hi):
+            _raise_here(f"arange: the values {start} to {last} are out of range for {dtype.name} ({lo} to {hi}).")
     values = iota((n,), 0, dtype)
-    if step != 1:
+    if step != 1 and n > 1:
         values = values * step
     if start != 0:
         values = values + start
     return values
+
+
+def _arange_length(start, stop, step):
+    """ceil((stop - start) / step), exact for ints of any size (a float quotient rounds past 2**53)."""
+    if all(isinstance(v, numbers.Integral) for v in (start, stop, step)):
+        start, stop, step = operator.index(start), operator.index(stop), operator.index(step)
+        return max(0, -((start - stop) // step))
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _int_range(dtype):
+    """The values an integer dtype holds."""
+    if dtype is dtypes.int4:
+        return -8, 7
+    bits = 8 * dtype.itemsize
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
 def _arange_of_sizes(start, stop, step, dtype):

@@ -1,16 +1,19 @@
 """Ops that grow a tensor along its dims: pad (the core op ``pad``, core/src/trace/ops_pad.cc) and
 repeat (a composite of expand and reshape)."""
 
+import numbers
+
+from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.shape_ops import _sizes, expand, reshape, unsqueeze
-from tripy.frontend.trace_call import make
+from tripy.frontend.tensor import Tensor
+from tripy.frontend.trace_call import fill_attrs, literal, make
 
 
 def full_on(input, shape, value):
     """A ``value``-filled tensor of ``shape`` with ``input``'s dtype and device (shape entries may be
     DimensionSizes, so blocks next to dynamic dims follow them)."""
-    return make("full", [], shape=_sizes(shape, "a shape"), fill=float(value), dtype=input.dtype.name,
-                device=input._node.device)
+    return literal(value, input.dtype, _sizes(shape, "a shape"), input._node.device)
 
 
 def _pad_pairs(pad):
@@ -46,9 +49,11 @@ def pad(input, pad, mode="constant", value=0):
     before, after = _pad_pairs(pad)
     if not isinstance(mode, str):
         _raise_here(f"pad: expected mode to be a string, but got: {mode!r}.")
-    if not isinstance(value, (bool, int, float)):
+    if isinstance(value, Tensor) or not isinstance(value, numbers.Real):
         _raise_here(f"pad: expected value to be a Python number, but got: {value!r}.")
-    return make("pad", [input], starts=before, limits=after, mode=mode, fill=float(value))
+    if issubclass(input.dtype, dtypes.integer) and not float(value).is_integer():
+        _raise_here(f"pad: cannot fill a {input.dtype.name} tensor with the float value {value!r}.")
+    return make("pad", [input], starts=before, limits=after, mode=mode, **fill_attrs(value, input.dtype))
 
 
 def repeat(input, repeats, dim):

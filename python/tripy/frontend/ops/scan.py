@@ -1,6 +1,7 @@
 """Ops that look along one dim: cumsum and topk, core ops (core/src/trace/ops_scan.cc) whose
 scanned or searched dim may be dynamic inside ``tp.compile``."""
 
+import numbers
 import operator
 
 from tripy.frontend.errors import _raise_here
@@ -25,7 +26,9 @@ def cumsum(input, dim):
     The running sum along ``dim``: ``out[..., i, ...] = sum(input[..., :i + 1, ...])``.
 
     It takes ceil(log2(n)) shifted additions for a dim of size n (O(n log n) work); a dynamic dim
-    takes the rounds its largest size needs. float16 and bfloat16 are summed in float32.
+    takes the rounds its largest size needs. float16 and bfloat16 are summed in float32. The
+    dtype follows ``tp.sum``'s rule: int8 returns int64 (as numpy and torch do), so a running sum
+    of int8s does not wrap; the other dtypes keep theirs.
 
     Example::
 
@@ -56,7 +59,8 @@ def topk(input, k, dim):
         assert indices.tolist() == [[1, 3]]
     """
     dim = _dim(dim, "topk")
-    if isinstance(k, bool) or not isinstance(k, int):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         size = input._node.shape[dim] if -input.rank <= dim < input.rank else "?"
         _raise_here(f"topk: k must be an int in [1, {size}] for dimension {dim} of size {size}, but got: {k!r}.")
+    k = operator.index(k)
     return make("topk_values", [input], k=k, axis=dim), make("topk_indices", [input], k=k, axis=dim)

@@ -1,19 +1,21 @@
 """Shape ops: reshape, flatten, squeeze/unsqueeze, transpose/permute, expand, concatenate,
 stack, split, flip, gather, update_slice, outer."""
 
+import numbers
 import operator
 
 from tripy.exception import TripyException
+from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.tensor import Tensor
-from tripy.frontend.trace_call import make
+from tripy.frontend.trace_call import literal, make
 
 # A slice limit meaning "to the end of the dim" (works for dynamic dims too).
 TO_END = 1 << 62
 
 
 def _ints(values, what):
-    if isinstance(values, int):
+    if isinstance(values, numbers.Integral):
         return [values]
     try:
         return [operator.index(v) for v in values]
@@ -30,7 +32,7 @@ def _dim(dim):
 
 def _sizes(values, what):
     """Shape entries: ints, or DimensionSizes passed through as their (symbolic) nodes."""
-    if isinstance(values, (int, Tensor)):
+    if isinstance(values, (numbers.Integral, Tensor)):
         values = [values]
     try:
         # operator.index, not int(): a float size (2.5) is a mistake to report, not to truncate.
@@ -63,6 +65,7 @@ def flatten(input, start_dim=0, end_dim=-1):
         assert tp.flatten(tp.ones((2, 3, 4)), 1).shape == (2, 12)
     """
     rank = input.rank
+    start_dim, end_dim = _dim(start_dim), _dim(end_dim)
     for what, d in (("start_dim", start_dim), ("end_dim", end_dim)):
         if not -max(rank, 1) <= d < max(rank, 1):
             _raise_here(f"flatten: {what} {d} is out of range for a tensor of rank {rank}.")
@@ -99,7 +102,7 @@ def unsqueeze(input, dim):
 
         assert tp.unsqueeze(tp.ones((3,)), 0).shape == (1, 3)
     """
-    return make("unsqueeze", [input], axis=int(dim))
+    return make("unsqueeze", [input], axis=_dim(dim))
 
 
 def permute(input, perm):
@@ -126,6 +129,7 @@ def transpose(input, dim0, dim1):
         assert tp.transpose(tp.Tensor([[1, 2]]), 0, 1).tolist() == [[1], [2]]
     """
     perm = list(range(input.rank))
+    dim0, dim1 = _dim(dim0), _dim(dim1)
     try:
         perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     except IndexError:
@@ -162,7 +166,7 @@ def concatenate(tensors, dim):
     tensors = list(tensors)
     if not tensors:
         _raise_here("concatenate needs at least one tensor.")
-    return make("concatenate", tensors, axis=int(dim))
+    return make("concatenate", tensors, axis=_dim(dim))
 
 
 def stack(tensors, dim=0):
@@ -199,10 +203,10 @@ def split(input, num_split_or_sizes, dim=0):
         a, b = tp.split(tp.arange(4), 2)
         assert (a.tolist(), b.tolist()) == ([0.0, 1.0], [2.0, 3.0])
     """
-    if isinstance(num_split_or_sizes, bool) or not isinstance(num_split_or_sizes, int):
+    if isinstance(num_split_or_sizes, bool) or not isinstance(num_split_or_sizes, numbers.Integral):
         sizes = _sizes(num_split_or_sizes, "the split sizes")
         return [make("split_part", [input], axis=_dim(dim), dims=[i], shape=sizes) for i in range(len(sizes))]
-    n = num_split_or_sizes
+    n = operator.index(num_split_or_sizes)
     if n <= 0:  # checked here too: no part would carry the core's error
         _raise_here(f"split: the number of parts must be positive, but got {n}.")
     return [make("split_part", [input], axis=_dim(dim), dims=[i, n]) for i in range(n)]
@@ -236,7 +240,7 @@ def gather(input, dim, index):
         out = tp.gather(tp.Tensor([[1, 2], [3, 4]]), 0, tp.Tensor([1]))
         assert out.tolist() == [[3, 4]]
     """
-    return make("gather", [input, index], axis=int(dim))
+    return make("gather", [input, index], axis=_dim(dim))
 
 
 def update_slice(input, dim, start, update):
@@ -281,15 +285,16 @@ def update_slice(input, dim, start, update):
             cache = exe(cache, tp.Tensor([pos], dtype=tp.int32), tp.full((1, 2), float(pos)))
         assert cache.tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
     """
+    dim = _dim(dim)
     if not isinstance(start, Tensor):
-        if isinstance(start, bool) or not isinstance(start, int):
+        if isinstance(start, bool) or not isinstance(start, numbers.Integral):
             _raise_here(
                 f"update_slice: start must be an int, a tp.DimensionSize or an int tensor, but got: {start!r}."
             )
-        start = make("full", [], shape=[], fill=float(start), dtype="int32", device=input._node.device)
+        start = literal(start, dtypes.int32, [], input._node.device)
     if not isinstance(update, Tensor):
         _raise_here(f"update_slice: update must be a tripy.Tensor, but got: {type(update).__name__}.")
-    return make("update_slice", [input, update, start], axis=int(dim))
+    return make("update_slice", [input, update, start], axis=dim)
 
 
 def outer(vec1, vec2):
