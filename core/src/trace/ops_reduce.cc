@@ -1,5 +1,5 @@
 // Reduction Trace ops (sum, prod, max, min, mean, var, all, any, argmax, argmin) and the row
-// composites built from them (softmax), lowered to FlatIR reduce + elementwise.
+// composites built from them (softmax, log_softmax), lowered to FlatIR reduce + elementwise.
 #include <algorithm>
 #include <set>
 
@@ -199,24 +199,46 @@ StatusOr<flat::ValueId> lower_arg(LowerCtx& c) {
 
 Status infer_softmax(InferCtx& ctx) {
   // No dim (None in Python) means all dims: softmax over the flattened input, as nvtripy documents.
-  if (ctx.node.attrs.dims.size() > 1) return ctx.error("softmax takes one dim, or None for all dims.");
+  if (ctx.node.attrs.dims.size() > 1)
+    return ctx.error(ctx.node.def->display + " takes one dim, or None for all dims.");
   TRIPY_RETURN_IF_ERROR(normalize_dims(ctx));
   ctx.node.dtype = ctx.in()[0]->dtype;
   ctx.node.shape = ctx.shape(0);
   return ok_status();
 }
 
-// softmax = exp(x - max) / sum(exp(x - max)) along the dim, in float32 for narrow floats: the
-// sum of a 128K-entry row of exps can pass float16's 65504.
-StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
+// The pieces softmax and log_softmax share, in float32 for narrow floats (the sum of a 128K-entry
+// row of exps can pass float16's 65504): x - max along the dim, and sum(exp(x - max)) broadcast
+// back over it. Subtracting the max keeps every exp at most 1, so none overflows.
+struct Shifted {
+  flat::ValueId shifted, exps, sum_exp;
+};
+Shifted shifted_exps(LowerCtx& c, flat::ValueId x) {
   const auto& dims = c.node().attrs.dims;
-  const DType io = c.value(c.in(0)).dtype, dt = DType::kFloat32;
-  flat::ValueId x = io == dt ? c.in(0) : c.ew(EwOp::kConvert, {c.in(0)}, dt);
+  const DType dt = DType::kFloat32;
   Shape s = c.value(x).shape;
   flat::ValueId m = unreduce(c, c.reduce(EwOp::kReduceMax, x, dims), s, dims);
-  flat::ValueId e = c.ew(EwOp::kExp, {c.ew(EwOp::kSub, {x, m}, dt)}, dt);
-  flat::ValueId sum = unreduce(c, c.reduce(EwOp::kReduceSum, e, dims), s, dims);
-  flat::ValueId y = c.ew(EwOp::kDiv, {e, sum}, dt);
+  flat::ValueId shifted = c.ew(EwOp::kSub, {x, m}, dt);
+  flat::ValueId exps = c.ew(EwOp::kExp, {shifted}, dt);
+  return {shifted, exps, unreduce(c, c.reduce(EwOp::kReduceSum, exps, dims), s, dims)};
+}
+
+// softmax = exp(x - max) / sum(exp(x - max)) along the dim.
+StatusOr<flat::ValueId> lower_softmax(LowerCtx& c) {
+  const DType io = c.value(c.in(0)).dtype, dt = DType::kFloat32;
+  flat::ValueId x = io == dt ? c.in(0) : c.ew(EwOp::kConvert, {c.in(0)}, dt);
+  Shifted p = shifted_exps(c, x);
+  flat::ValueId y = c.ew(EwOp::kDiv, {p.exps, p.sum_exp}, dt);
+  return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
+}
+
+// log_softmax = (x - max) - log(sum(exp(x - max))): log(softmax(x)) would round the small
+// probabilities to 0 and give -inf where the answer is a finite -1000.
+StatusOr<flat::ValueId> lower_log_softmax(LowerCtx& c) {
+  const DType io = c.value(c.in(0)).dtype, dt = DType::kFloat32;
+  flat::ValueId x = io == dt ? c.in(0) : c.ew(EwOp::kConvert, {c.in(0)}, dt);
+  Shifted p = shifted_exps(c, x);
+  flat::ValueId y = c.ew(EwOp::kSub, {p.shifted, c.ew(EwOp::kLog, {p.sum_exp}, dt)}, dt);
   return io == dt ? y : c.ew(EwOp::kConvert, {y}, io);
 }
 
@@ -230,6 +252,7 @@ void register_reduce_ops() {
   register_op({"argmax", "argmax", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"argmin", "argmin", 1, 1, {kNumbers}, true, infer_reduce, lower_arg, kReduceAttrs});
   register_op({"softmax", "softmax", 1, 1, {kFloats}, true, infer_softmax, lower_softmax, attr::dims});
+  register_op({"log_softmax", "log_softmax", 1, 1, {kFloats}, true, infer_softmax, lower_log_softmax, attr::dims});
 }
 
 }  // namespace tripy::trace

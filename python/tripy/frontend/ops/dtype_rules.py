@@ -11,7 +11,6 @@ from tripy.frontend import dtypes
 COMPOSITES = {
     "clamp": ("maximum", 0),
     "masked_fill": ("where", 1),
-    "log_softmax": ("softmax", 0),
 }
 
 

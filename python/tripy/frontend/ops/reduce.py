@@ -3,7 +3,6 @@
 import operator
 
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.ops.elementwise import log
 from tripy.frontend.trace_call import make
 
 
@@ -115,7 +114,9 @@ def softmax(input, dim=None):
 
 def log_softmax(input, dim=None):
     """
-    ``log(softmax(x))`` along ``dim`` (over every element when None, as softmax).
+    ``log(softmax(x))`` along ``dim`` (over every element when None, as softmax), computed as
+    ``(x - max) - log(sum(exp(x - max)))``: finite wherever the input is, even where the
+    probability itself rounds to 0.
 
     Example::
 
@@ -123,5 +124,6 @@ def log_softmax(input, dim=None):
 
         out = tp.log_softmax(tp.Tensor([0.0, 0.0]), dim=0)
         assert tp.allclose(out, tp.Tensor([-0.693147, -0.693147]))
+        assert tp.log_softmax(tp.Tensor([1000.0, 0.0])).tolist() == [0.0, -1000.0]
     """
-    return log(softmax(input, dim))
+    return make("log_softmax", [input], dims=_dims(dim))
