@@ -145,12 +145,22 @@ StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
   return keep_dims(c, c.reduce(reduce_row(c.node().def->name)->fn, x, dims));
 }
 
-StatusOr<flat::ValueId> lower_mean(LowerCtx& c) { return keep_dims(c, mean_of(c, c.in(0), c.node().attrs.dims)); }
+// float16 and bfloat16 statistics are computed in float32 and rounded once, as numpy's are: a
+// float16 sum of two 60000s is already inf, though their mean is not.
+flat::ValueId widened(LowerCtx& c, flat::ValueId x) {
+  const DType dt = c.value(x).dtype;
+  return dt == DType::kFloat16 || dt == DType::kBFloat16 ? c.ew(EwOp::kConvert, {x}, DType::kFloat32) : x;
+}
+flat::ValueId narrowed(LowerCtx& c, flat::ValueId y) {
+  return c.value(y).dtype == c.node().dtype ? y : c.ew(EwOp::kConvert, {y}, c.node().dtype);
+}
 
-// var = sum((x - mean)^2) / max(N - correction, 0)
-StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
+StatusOr<flat::ValueId> lower_mean(LowerCtx& c) {
+  return narrowed(c, keep_dims(c, mean_of(c, widened(c, c.in(0)), c.node().attrs.dims)));
+}
+
+flat::ValueId variance(LowerCtx& c, flat::ValueId x) {
   const auto& dims = c.node().attrs.dims;
-  flat::ValueId x = c.in(0);
   DType dt = c.value(x).dtype;
   Shape s = c.value(x).shape;
   flat::ValueId centered = c.ew(EwOp::kSub, {x, unreduce(c, mean_of(c, x, dims), s, dims)}, dt);
@@ -161,7 +171,13 @@ StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
   // x/0 = inf), never a negative variance.
   flat::ValueId zero = c.broadcast_to(c.scalar(0, dt), c.value(n).shape, "");
   flat::ValueId denom = c.ew(EwOp::kMax, {c.ew(EwOp::kSub, {n, correction}, dt), zero}, dt);
-  return keep_dims(c, c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt));
+  return c.ew(EwOp::kDiv, {sq, c.broadcast_to(denom, c.value(sq).shape, "")}, dt);
+}
+
+// var = sum((x - mean)^2) / max(N - correction, 0): two passes, as E[x^2] - E[x]^2 would cancel
+// every digit of a small variance of large values.
+StatusOr<flat::ValueId> lower_var(LowerCtx& c) {
+  return narrowed(c, keep_dims(c, variance(c, widened(c, c.in(0)))));
 }
 
 // argmax = the smallest index whose value equals the max. Max and min propagate NaN, so a row

@@ -3,12 +3,16 @@ and a tensor index (gather on dim 0). Slice bounds may be ``tp.DimensionSize``s,
 may be sliced with any nonzero int step: the bounds are then clamped symbolically."""
 
 import builtins
+import numbers
 import operator
 
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.shape_ops import TO_END, gather, reshape
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make, scalar_like
+
+
+_LONGEST_STEP = 2**48
 
 
 def _size_op(op, a, b):
@@ -39,7 +43,9 @@ def _symbolic_slice(input, dim, item):
             f"Dimension {dim} is sliced with a tp.DimensionSize step ({item.step!r}): a slice step must be an int, "
             "as it decides the direction of the slice at compile time."
         )
-    step = operator.index(step)
+    # No dim that fits in memory has 2**48 elements, so a longer step (up to -(2**63) or past 64
+    # bits) selects what it would: the first element. Clamped, it cannot overflow the core's sizes.
+    step = builtins.max(-_LONGEST_STEP, builtins.min(operator.index(step), _LONGEST_STEP))
     size = input.shape[dim]  # an int, or a DimensionSize for a dynamic dim
     if step > 0:
         start = 0 if item.start is None else _clamped(item.start, size, step)
@@ -79,7 +85,8 @@ def getitem(input, index):
             layout.append(None)
             continue
         size = shape[dim]
-        if isinstance(item, int):
+        if isinstance(item, numbers.Integral):  # Python ints and numpy integer scalars alike
+            item = operator.index(item)
             if isinstance(size, str):
                 _raise_here(f"Cannot index dimension {dim} with an int: it is dynamic ({size}).")
             if not -size <= item < size:
@@ -88,12 +95,19 @@ def getitem(input, index):
             starts.append(i), limits.append(i + 1), steps.append(1)
         elif isinstance(item, slice):
             bounds = (item.start, item.stop, item.step)
-            if isinstance(item.step, int) and item.step == 0:
+            if isinstance(item.step, numbers.Integral) and item.step == 0:
                 _raise_here(f"Dimension {dim} is sliced with step 0: a slice step cannot be zero.")
+            for what, b in (("start", item.start), ("stop", item.stop), ("step", item.step)):
+                if b is not None and not isinstance(b, (numbers.Integral, Tensor)):
+                    _raise_here(f"Dimension {dim} is sliced with a {what} of {b!r}: slice bounds and steps must be ints.")
             if isinstance(size, str) or any(isinstance(b, Tensor) for b in bounds):
                 start, stop, step = _symbolic_slice(input, dim, item)
             else:
                 start, stop, step = item.indices(size)
+                # A step as long as the dim already takes only the first element; a longer one
+                # (up to -(2**63) or past 64 bits) selects the same, so it is clamped to the size
+                # rather than overflowing the core's length arithmetic.
+                step = builtins.max(-builtins.max(size, 1), builtins.min(step, builtins.max(size, 1)))
             starts.append(start), limits.append(stop), steps.append(step)
             layout.append(dim)
         else:

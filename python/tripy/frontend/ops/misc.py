@@ -3,6 +3,7 @@
 from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device
+from tripy.frontend.ops.elementwise import where
 from tripy.frontend.ops.reduce import all as all_
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
@@ -53,12 +54,23 @@ def equal(input, other):
 
 def allclose(input, other, rtol=1e-5, atol=1e-8):
     """
-    True when ``|input - other| <= atol + rtol * |other|`` everywhere.
+    True when ``|input - other| <= atol + rtol * |other|`` everywhere, as ``numpy.allclose``
+    decides it: infinities are close only to the same infinity, NaN to nothing. Integer tensors are
+    compared as float32.
 
     Example::
 
         import tripy as tp
 
         assert tp.allclose(tp.Tensor([1.0]), tp.Tensor([1.0 + 1e-7]))
+        assert not tp.allclose(tp.Tensor([float("inf")]), tp.Tensor([float("-inf")]))
     """
-    return bool(all_(abs(input - other) <= atol + rtol * abs(other)))
+    if not issubclass(input.dtype, dtypes.floating):
+        input = cast(input, dtypes.float32)
+    if not issubclass(other.dtype, dtypes.floating):
+        other = cast(other, dtypes.float32)
+    # x - x is 0 exactly for finite x, NaN for inf and NaN: where either side is not finite, the
+    # tolerance (inf <= inf) would say yes, so equality decides.
+    finite = ((input - input) == 0) & ((other - other) == 0)
+    close = abs(input - other) <= atol + rtol * abs(other)
+    return bool(all_(where(finite, close, input == other)))
