@@ -1,5 +1,6 @@
 // Eager evaluation and tp.compile's entry. Eager subgraphs are cached by structure (ops, attrs,
 // dtypes, shapes; evaluated tensors are runtime inputs), so a repeated pattern costs one lookup.
+#include <algorithm>
 #include <chrono>
 #include <list>
 #include <mutex>
@@ -109,14 +110,39 @@ size_t eager_cache_size() {
 
 // Evaluation writes a node's value and detaches its inputs, which other evaluations of the same
 // graph read: one evaluation at a time (compiled executables, which most of the time goes to,
-// are not held by it: they run concurrently through Executable::run).
-std::mutex g_evaluate_mu;
+// are not held by it: they run concurrently through Executable::run). Re-entrant: a plugin's CPU
+// implementation runs inside an evaluation and may evaluate tensors of its own (print one, call
+// tolist()); by then the outer evaluation has read the graph it needs, so the nested one cannot
+// disturb it.
+std::recursive_mutex g_evaluate_mu;
 
 namespace {
+
+// What this thread is evaluating and running, outermost first: a nested evaluation (from a
+// plugin's CPU implementation) must not wait for either to finish.
+thread_local std::vector<const Node*> t_evaluating;
+thread_local std::vector<const Executable::Impl*> t_running;
+
+template <typename T>
+struct Pushed {
+  Pushed(std::vector<T>& stack, T item) : stack_(stack) { stack_.push_back(item); }
+  ~Pushed() { stack_.pop_back(); }
+  std::vector<T>& stack_;
+};
+
+template <typename T>
+bool contains(const std::vector<T>& v, const T& item) {
+  return std::find(v.begin(), v.end(), item) != v.end();
+}
 
 // evaluate() with g_evaluate_mu held.
 Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   if (node->evaluated()) return ok_status();
+  if (contains(t_evaluating, static_cast<const Node*>(node.get())))
+    return invalid_argument("This tensor is read while it is being computed: a plugin's CPU implementation reads the "
+                            "output of the call that runs it (directly or through a tensor computed from it), "
+                            "which would never finish.",
+                            node->source);
   std::vector<Node*> leaves;
   std::string key = structural_key(node, options.device, leaves);
   Executable exe(nullptr);
@@ -124,7 +150,11 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (const Executable* hit = cache().find(key)) exe = *hit;
   }
-  const bool cached = exe.impl() != nullptr;
+  // The cached program of a graph like this one may be running on this thread right now (a plugin
+  // evaluating a call of itself on other values): it runs one call at a time, so compile another.
+  const Executable::Impl* hit = exe.impl().get();
+  const bool busy = hit != nullptr && contains(t_running, hit);
+  const bool cached = hit != nullptr && !busy;
   if (!cached) {
     TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat({node}, LowerMode::kEager));
     auto compiled = compile_graph(std::move(lowered.graph), options);
@@ -133,13 +163,19 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
       return st.at(node->source);
     }
     exe = compiled.value();
-    std::lock_guard<std::mutex> lock(g_mu);
-    cache().insert(key, exe);
+    if (!busy) {
+      std::lock_guard<std::mutex> lock(g_mu);
+      cache().insert(key, exe);
+    }
   }
   std::vector<Tensor> inputs;
   inputs.reserve(leaves.size());
   for (Node* in : leaves) inputs.push_back(in->value);
-  auto out = exe.run(inputs);
+  StatusOr<std::vector<Tensor>> out = [&] {
+    Pushed<const Node*> evaluating(t_evaluating, node.get());
+    Pushed<const Executable::Impl*> running(t_running, exe.impl().get());
+    return exe.run(inputs);
+  }();
   if (!out.ok() && !cached) {
     Status st = out.status();
     return st.at(node->source);
@@ -173,12 +209,12 @@ bool cheap_on_host(const NodeRef& node) {
 }  // namespace
 
 Status evaluate(const NodeRef& node, const CompileOptions& options) {
-  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
+  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
   return evaluate_locked(node, options);
 }
 
 Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
-  std::lock_guard<std::mutex> evaluating(g_evaluate_mu);
+  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
   rt::Backend* device = rt::backend_for(node->device.kind);
   if (node->evaluated() || node->device.kind == Device::Kind::kCpu || device == nullptr || !cheap_on_host(node))
     return evaluate_locked(node, options);

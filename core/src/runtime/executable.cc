@@ -1,5 +1,6 @@
 // Executable: loading, saving and running. run() validates every input before anything touches a
 // device, so a wrong call is an error that names the argument, never a crash inside a kernel.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -185,8 +186,19 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
                                                    std::vector<double>* kernel_ms) const {
   const Impl& impl = *impl_;
   const rt::Program& p = *impl.program;
-  // One run at a time: backends keep per-program scratch (the arena) in the loaded program.
+  // One run at a time: backends keep per-program scratch (the arena) in the loaded program. A
+  // plugin's CPU implementation runs inside a run, and calling this executable from it again
+  // would wait for itself forever: refused instead.
+  thread_local std::vector<const Impl*> running;
+  if (std::find(running.begin(), running.end(), &impl) != running.end())
+    return invalid_argument("This executable is called while it is already running on this thread: a plugin's CPU "
+                            "implementation calls the executable that runs it, which would never finish.");
   std::lock_guard<std::mutex> lock(impl.mu);
+  running.push_back(&impl);
+  struct Pop {
+    std::vector<const Impl*>& v;
+    ~Pop() { v.pop_back(); }
+  } pop{running};
   TRIPY_RETURN_IF_ERROR(check_arguments(p, impl.input_descs, inputs, impl.device));
   std::vector<int64_t> slots;
   p.eval_shapes(inputs, slots);

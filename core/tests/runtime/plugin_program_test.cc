@@ -77,6 +77,28 @@ TEST(PluginProgram, cpu_implementation_runs_with_fields_and_shapes) {
       << bad.status().message();
 }
 
+// A plugin that runs the executable running it would wait for that run forever: refused instead,
+// and the executable runs normally afterwards.
+TEST(PluginProgram, an_executable_run_from_its_own_plugin_is_refused_not_a_deadlock) {
+  const std::string key = plugin_key("Reenters", "1", "tests");
+  std::shared_ptr<Executable> exe;
+  Status inner = ok_status();
+  register_plugin(key, PluginDef{[&](const std::vector<Tensor>& in, const Tensor& out, const std::string& fields) {
+                                   if (exe && inner.ok()) {
+                                     inner = exe->run({filled({2, 3}, 0), filled({3}, 10)}).status();
+                                     if (inner.ok()) inner = internal_error("the nested run did not fail");
+                                   }
+                                   return axpy(in, out, fields);
+                                 },
+                                 "", "", 256});
+  exe = std::make_shared<Executable>(make_executable(std::make_shared<Program>(axpy_program(key)), {}, Device{}));
+  auto out = exe->run({filled({4, 3}, 0), filled({3}, 10)});  // hung before
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(inner.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(inner.message().find("already running on this thread"), std::string::npos) << inner.message();
+  EXPECT_TRUE(exe->run({filled({4, 3}, 0), filled({3}, 10)}).ok());
+}
+
 TEST(PluginProgram, unregistered_plugin_is_refused_when_it_runs) {
   Program p = axpy_program(plugin_key("NeverRegistered"));
   Executable exe = make_executable(std::make_shared<Program>(p), {}, Device{});
