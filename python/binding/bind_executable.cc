@@ -18,6 +18,18 @@ static Status at_call(Status st, const SourceRef& call) {
   return st.at(call);
 }
 
+// Evaluates a lazy argument without holding the GIL while it waits for the eager lock: the thread
+// holding that lock may be running a plugin's CPU implementation, which needs the GIL.
+static void evaluate_argument(const trace::NodeRef& a) {
+  if (a->evaluated()) return;
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    st = compiler::evaluate(a, eager_options(a->device));
+  }
+  check(st);
+}
+
 void bind_executable(py::module_& m) {
   py::class_<Executable>(m, "Executable")
       .def("run",
@@ -25,7 +37,7 @@ void bind_executable(py::module_& m) {
              SourceRef src = to_source(frames);
              std::vector<Tensor> inputs;
              for (const auto& a : args) {
-               if (!a->evaluated()) check(compiler::evaluate(a, eager_options(a->device)));
+               evaluate_argument(a);
                inputs.push_back(a->value);
              }
              StatusOr<std::vector<Tensor>> out = [&] {
@@ -43,7 +55,7 @@ void bind_executable(py::module_& m) {
              SourceRef src = to_source(frames);
              std::vector<Tensor> inputs;
              for (const auto& a : args) {
-               if (!a->evaluated()) check(compiler::evaluate(a, eager_options(a->device)));
+               evaluate_argument(a);
                inputs.push_back(a->value);
              }
              std::vector<double> ms;
@@ -59,7 +71,10 @@ void bind_executable(py::module_& m) {
       // Path errors (missing, unwritable, a directory) point at the user's save/load line.
       .def("save",
            [](const Executable& exe, const std::string& path, py::object frames) {
-             Status st = exe.save(path);
+             Status st = [&] {
+               py::gil_scoped_release nogil;  // writing and syncing a large file takes a while
+               return exe.save(path);
+             }();
              if (!st.ok()) raise(st.at(to_source(frames)));
            })
       .def_static("load",

@@ -200,3 +200,33 @@ def test_a_plugin_that_reads_its_own_output_fails_instead_of_hanging():
     """)
     assert out.returncode == 0, out.stderr
     assert "ReadsItself" in out.stdout and "read while it is being computed" in out.stdout, out.stdout
+
+
+def test_an_executable_argument_evaluated_while_another_thread_runs_a_plugin_does_not_deadlock():
+    # The thread running the plugin holds the eager lock and needs the GIL; the caller of the
+    # executable waits for the eager lock to evaluate its lazy argument, without the GIL.
+    out = _in_subprocess("""
+        import threading
+        import time
+        import numpy as np
+        import tripy as tp
+
+        tp.config.default_device = "cpu"  # the plugins have CPU implementations only
+
+        def rule(inputs):
+            return inputs[0].shape, inputs[0].dtype
+
+        def slow(inputs, output):
+            time.sleep(0.3)
+            output[...] = np.array(inputs[0])
+
+        tp.register_plugin("Slow", rule, cpu=slow)
+        exe = tp.compile(lambda t: t + 1.0, args=[tp.InputInfo(shape=(2,), dtype=tp.float32)])
+        other = threading.Thread(target=lambda: tp.plugin("Slow", [tp.Tensor([1.0])], output_info=[(1, tp.float32)]).eval())
+        other.start()
+        time.sleep(0.1)
+        result = exe(tp.Tensor([1.0, 2.0]) * 3.0)
+        other.join()
+        print(np.asarray(result).tolist())
+    """)
+    assert out.returncode == 0 and out.stdout == "[4.0, 7.0]\n", (out.stdout, out.stderr)
