@@ -224,13 +224,44 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
   return trace::make_data_node(unwrap_at(b->duplicate(borrowed), src), src);
 }
 
+// `n`'s value, evaluated and copied to the host. Evaluation waits for the eager lock
+// (compiler/eager.cc), which another thread may hold while its plugin's CPU implementation waits
+// for the GIL: so the GIL is released meanwhile, and no Python object is touched until it is back.
+Tensor evaluated_on_host(const NodeRef& n) {
+  Status st;
+  Tensor host;
+  {
+    py::gil_scoped_release nogil;
+    st = compiler::evaluate(n, eager_options(n->device));
+    rt::Backend* b = st.ok() ? rt::backend_for(n->value.device().kind) : nullptr;
+    if (!st.ok()) {
+      // reported below, with the GIL
+    } else if (n->value.device().kind == Device::Kind::kCpu) {
+      host = n->value;
+    } else if (!b) {
+      st = Status(StatusCode::kUnavailable, "No backend for " + n->value.device().str());
+    } else if (StatusOr<Tensor> copied = b->copy_to_host(n->value); copied.ok()) {
+      host = std::move(copied.value());
+    } else {
+      st = copied.status();
+    }
+  }
+  check(st);
+  return host;
+}
+
 void delete_exported(dlpack::DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); }
 
 py::capsule to_dlpack(const NodeRef& n) {
-  check(compiler::evaluate(n, eager_options(n->device)));
-  // The consumer may read on any stream: finish our work on the default stream first.
-  if (n->device.kind == Device::Kind::kGpu)
-    if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) check(gpu->synchronize(gpu->default_stream()));
+  Status st;
+  {
+    py::gil_scoped_release nogil;  // see evaluated_on_host
+    st = compiler::evaluate(n, eager_options(n->device));
+    // The consumer may read on any stream: finish our work on the default stream first.
+    if (st.ok() && n->device.kind == Device::Kind::kGpu)
+      if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+  }
+  check(st);
   auto* e = new Exported();
   e->tensor = n->value;
   e->shape = n->value.shape();
@@ -288,15 +319,13 @@ void bind_data(py::module_& m) {
     return py::make_tuple(n->device.kind == Device::Kind::kGpu ? 2 : 1, n->device.index);
   });
   m.def("tolist", [](const NodeRef& n) {
-    check(compiler::evaluate(n, eager_options(n->device)));
-    Tensor host = to_host(n->value);
+    Tensor host = evaluated_on_host(n);
     int64_t i = 0;
     return nested(host, 0, i);
   });
   m.def("copy", [](const NodeRef& n, const std::string& device, py::object frames) {
-    check(compiler::evaluate(n, eager_options(n->device)));
+    Tensor host = evaluated_on_host(n);
     Device to = parse_device(device);
-    Tensor host = to_host(n->value);
     return trace::make_data_node(place(host, to), to_source(frames));
   });
 }

@@ -230,3 +230,43 @@ def test_an_executable_argument_evaluated_while_another_thread_runs_a_plugin_doe
         print(np.asarray(result).tolist())
     """)
     assert out.returncode == 0 and out.stdout == "[4.0, 7.0]\n", (out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize("read", ["t.tolist()", "np.from_dlpack(t).tolist()", "tp.copy(t, 'cpu').tolist()"])
+def test_reading_values_while_another_thread_runs_a_plugin_does_not_deadlock(read):
+    # The thread running the plugin holds the eager lock and needs the GIL for its Python CPU
+    # implementation; the reader waits for the eager lock, so it must not hold the GIL meanwhile.
+    out = _in_subprocess(f"""
+        import threading
+        import time
+        import numpy as np
+        import tripy as tp
+
+        tp.config.default_device = "cpu"  # the plugin has a CPU implementation only
+
+        def rule(inputs):
+            return inputs[0].shape, inputs[0].dtype
+
+        seen = []
+        def slow(inputs, output):
+            time.sleep(0.01)
+            seen.append(np.array(inputs[0]).tolist())
+            output[...] = np.array(inputs[0]) + 1.0
+
+        tp.register_plugin("SlowPy", rule, cpu=slow)
+        done = threading.Event()
+        def run_plugins():
+            for i in range(30):
+                tp.plugin("SlowPy", [tp.Tensor([float(i)])], output_info=[(1, tp.float32)]).eval()
+            done.set()
+        other = threading.Thread(target=run_plugins)
+        other.start()
+        reads = 0
+        while not done.is_set() or reads < 30:
+            t = tp.Tensor([float(reads), 1.0]) * 2.0
+            assert {read} == [2.0 * reads, 2.0], reads
+            reads += 1
+        other.join()
+        print(len(seen), reads >= 30)
+    """, timeout=30)
+    assert out.returncode == 0 and out.stdout == "30 True\n", (out.stdout, out.stderr)
