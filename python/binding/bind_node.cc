@@ -15,8 +15,9 @@ namespace {
 
 using trace::NodeRef;
 
-// Shape entries are ints or DimensionSize nodes (whose symbolic value is known).
-Shape to_shape(const py::handle& seq) {
+// Shape entries are ints or DimensionSize nodes (whose symbolic value is known); `symbols` gets
+// the table their symbols live in.
+Shape to_shape(const py::handle& seq, std::shared_ptr<SymbolTable>* symbols = nullptr) {
   Shape s;
   for (const auto& d : seq) {
     if (py::isinstance<trace::Node>(d)) {
@@ -25,6 +26,7 @@ Shape to_shape(const py::handle& seq) {
         raise(invalid_argument("A shape entry must be an int or a tp.DimensionSize; " + n.describe() +
                                    " is a tensor whose value is not a known size.",
                                n.source));
+      if (symbols && n.symbols) *symbols = n.symbols;
       s.push_back(*n.dim_value);
     } else {
       s.push_back(Dim(d.cast<int64_t>()));
@@ -86,7 +88,7 @@ rt::PoolingAttrs to_pool_attrs(const py::dict& d) {
 // One attribute from Python, by the field's type.
 void read_attr(py::handle v, std::vector<int64_t>& out) { out = v.cast<std::vector<int64_t>>(); }
 void read_attr(py::handle v, std::vector<double>& out) { out = v.cast<std::vector<double>>(); }
-void read_attr(py::handle v, Shape& out) { out = to_shape(v); }
+void read_attr(py::handle v, Shape& out, std::shared_ptr<SymbolTable>* symbols) { out = to_shape(v, symbols); }
 void read_attr(py::handle v, double& out) { out = v.cast<double>(); }
 void read_attr(py::handle v, int64_t& out) { out = v.cast<int64_t>(); }
 void read_attr(py::handle v, bool& out) { out = v.cast<bool>(); }
@@ -100,8 +102,9 @@ void read_attr(py::handle v, rt::PluginAttrs& out) {
   out.fields = p["fields"].cast<std::string>();
 }
 
-// `given` collects the names' bits, which trace::check_attrs holds against the op's declaration.
-trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
+// `given` collects the names' bits, which trace::check_attrs holds against the op's declaration;
+// `symbols`, the table of symbolic sizes among them.
+trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given, std::shared_ptr<SymbolTable>& symbols) {
   trace::Attrs a;
   for (const auto& [k, v] : d) {
     const std::string key = k.cast<std::string>();
@@ -109,7 +112,9 @@ trace::Attrs to_attrs(const py::dict& d, trace::AttrSet& given) {
     if (bit == 0) throw py::value_error("unknown attribute '" + key + "'");
     given |= bit;
     trace::Attrs::visit_fields([&](const char* name, auto& field) {
-      if (key == name) read_attr(v, field);
+      if (key != name) return;
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Shape>) read_attr(v, field, &symbols);
+      else read_attr(v, field);
     }, a);
   }
   return a;
@@ -158,15 +163,16 @@ void bind_node(py::module_& m) {
     std::string device = attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu";
     trace::Attrs converted;
     trace::AttrSet given = 0;
+    std::shared_ptr<SymbolTable> symbols;
     try {
-      converted = to_attrs(attrs, given);
+      converted = to_attrs(attrs, given, symbols);
     } catch (const py::cast_error&) {
       // Python ints can be arbitrarily large; sizes, dims and steps are int64 in the core.
       raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
                              "that fit in 64 bits.", src));
     }
     check(trace::check_attrs(op, given, src));
-    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src));
+    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src, std::move(symbols)));
     if (creation) n->device = parse_device(device);
     return n;
   });

@@ -113,9 +113,11 @@ struct OpDef {
 
 const OpDef* find_op(const std::string& name);
 std::vector<const OpDef*> all_ops();
-// Builds a node: checks arity and dtypes from the OpDef's data, then runs its rule.
+// Builds a node: checks arity and dtypes from the OpDef's data, then runs its rule. `symbols`:
+// the table of symbolic sizes among the attributes (a creation op's tp.DimensionSize entries),
+// which inputs' tables otherwise give.
 StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
-                            SourceRef source);
+                            SourceRef source, std::shared_ptr<SymbolTable> symbols = nullptr);
 // Where attributes arrive by name (the Python binding): `given` must hold only attributes `op`
 // reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source);

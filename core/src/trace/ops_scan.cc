@@ -61,7 +61,10 @@ StatusOr<flat::ValueId> lower_cumsum(LowerCtx& c) {
   flat::ValueId out = c.value(c.in(0)).dtype != dt ? c.ew(EwOp::kConvert, {c.in(0)}, dt) : c.in(0);
   const Dim size = c.value(out).shape[axis];
   const SymbolTable* table = c.node().symbols.get();
-  const int64_t most = size.is_static() ? size.static_value() : table ? size.upper_bound(*table) : 0;
+  if (!size.is_static() && !table)
+    return internal_error("cumsum: the size of dimension " + std::to_string(axis) + " has no known upper bound",
+                          c.node().source);
+  const int64_t most = size.is_static() ? size.static_value() : size.upper_bound(*table);
   for (int64_t shift = 1; shift < most; shift *= 2) {
     const Dim zeros = Dim::make(DimOp::kMin, size, Dim(shift));
     Shape zero_shape = c.value(out).shape;

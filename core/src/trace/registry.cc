@@ -103,7 +103,7 @@ std::string dtype_set_str(DTypeSet set) {
 }
 
 StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
-                            SourceRef source) {
+                            SourceRef source, std::shared_ptr<SymbolTable> symbols) {
   const OpDef* def = find_op(op);
   if (!def) return internal_error("unknown Trace op '" + op + "'", source);
   auto node = std::make_shared<Node>();
@@ -111,6 +111,7 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
   node->attrs = std::move(attrs);
   node->inputs = std::move(inputs);
   node->source = source;
+  node->symbols = std::move(symbols);
   node->id = next_node_id();
   InferCtx ctx{*node};
   int n = static_cast<int>(node->inputs.size());

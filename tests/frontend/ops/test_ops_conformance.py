@@ -118,11 +118,7 @@ def _run_on_constants(fn, ref, shapes, form, mode):
 @pytest.mark.parametrize("name", sorted(UNARY))
 @pytest.mark.parametrize("form", sorted(CONSTANT_FILLS))
 @pytest.mark.parametrize("mode", ["eager", "static", "dynamic"])
-def test_unary_on_constant_input_matches_numpy(name, form, mode, device, request):
-    if name == "cumsum" and mode == "dynamic":
-        # A creation op whose shape has a run-time size keeps no symbol table (the trace copies it
-        # from inputs), so lower_cumsum (trace/ops_scan.cc) finds no upper bound and runs no round.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="cumsum of tp.full((n, 4)) with a dynamic n is the identity"))
+def test_unary_on_constant_input_matches_numpy(name, form, mode, device):
     fn, ref, _ = UNARY[name]
     _run_on_constants(fn, ref, [SHAPE], form, mode)
 
