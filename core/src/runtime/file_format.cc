@@ -5,17 +5,14 @@
 #include "runtime/file_format.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/safe_file.h"
 #include "runtime/checksum.h"
 #include "runtime/program_json.h"
 #include "runtime/shape_arith.h"
@@ -244,45 +241,6 @@ Status not_regular(const std::string& what, const std::string& path, mode_t mode
   return invalid_argument(what + " '" + path + "': it is " + file_kind(mode) + ", not a regular file.");
 }
 
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-// Writes everything or returns false with errno set.
-bool write_all(int fd, const uint8_t* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Creates a temporary file beside `path` that no one else has opened: O_EXCL never opens what
-// exists, O_NOFOLLOW never follows a link planted under the name. Returns its descriptor, or -1
-// with errno set.
-int create_private_temp(const std::string& path, std::string* tmp) {
-  static std::atomic<uint64_t> counter{0};
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  // Short enough that ".<name>.<suffix>" stays within NAME_MAX (255) for any file name.
-  const std::string name = path.substr(dir.size()).substr(0, 200);
-  for (int attempt = 0; attempt < 64; ++attempt) {
-    const uint64_t salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                          (counter.fetch_add(1) << 40) ^ static_cast<uint64_t>(::getpid());
-    *tmp = dir + "." + name + "." + hex64(salt) + ".tmp";
-    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  errno = EEXIST;
-  return -1;
-}
-
 }  // namespace
 
 StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts, const Device& device) {
@@ -339,26 +297,20 @@ StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t 
 StatusOr<ExecutableContents> read_executable_file(const std::string& path) {
   const std::string what = "Cannot read executable file";
   TRIPY_RETURN_IF_ERROR(check_path(path, what));
-  // A FIFO, a device or a directory is refused before it is opened where possible (opening some
-  // devices does something), and always before a byte is read: O_NONBLOCK keeps open() from
-  // waiting forever for a FIFO's writer, and fstat() then sees what was really opened.
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return not_regular(what, path, info.st_mode);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return io_error("Cannot open executable file", path);
-  FdCloser closer{fd};
-  if (::fstat(fd, &info) != 0) return io_error(what, path);
-  if (!S_ISREG(info.st_mode)) return not_regular(what, path, info.st_mode);
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  // A FIFO, a device or a directory is refused before a byte is read, without blocking on a FIFO
+  // (common/safe_file.h). A link is followed: loading through one is ordinary.
+  RegularFile file = open_regular_file(path, /*follow_links=*/true);
+  if (file.not_regular()) return not_regular(what, path, file.info.st_mode);
+  if (!file.opened()) {
+    errno = file.error;
+    return io_error("Cannot open executable file", path);
+  }
+  const uint64_t size = static_cast<uint64_t>(file.info.st_size);
   std::shared_ptr<uint8_t> buffer = alloc_aligned(size);
   if (!buffer) return Status(StatusCode::kResourceExhausted, "Cannot allocate " + plural(size, "byte") + " to read '" + path + "'.");
-  for (uint64_t done = 0; done < size;) {
-    const ssize_t n = ::read(fd, buffer.get() + done, static_cast<size_t>(size - done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error(what, path);
-    if (n == 0) return data_loss(what + " '" + path + "': the file became shorter while it was read.");
-    done += static_cast<uint64_t>(n);
-  }
+  const ssize_t got = read_fully(file.fd.get(), buffer.get(), static_cast<size_t>(size));
+  if (got < 0) return io_error(what, path);
+  if (static_cast<uint64_t>(got) < size) return data_loss(what + " '" + path + "': the file became shorter while it was read.");
   return parse_guarded(buffer.get(), size, buffer);
 }
 
@@ -372,34 +324,9 @@ Status write_executable_file(const std::string& path, const std::vector<uint8_t>
   if (path.empty() || path.back() == '/') return invalid_argument(what + " '" + path + "': the path names no file.");
   // Written to a private file beside the target, flushed to the disk, then renamed over it: a
   // failed save or a crash leaves the old file or the new one under the name, never part of one.
-  std::string tmp;
-  const int fd = create_private_temp(path, &tmp);
-  if (fd < 0) return io_error(what, path);
-  bool written = write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
-  int err = errno;
-  if (::close(fd) != 0 && written) {
-    written = false;
-    err = errno;
-  }
   // rename() replaces the name itself: a link or file that appeared there since lstat is neither
   // followed nor written to.
-  if (written && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    written = false;
-    err = errno;
-  }
-  if (!written) {
-    ::unlink(tmp.c_str());
-    errno = err;
-    return io_error(what, path);
-  }
-  // Make the rename itself durable (best effort: some file systems cannot sync a directory).
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  if (!replace_file(path, bytes.data(), bytes.size(), /*durable=*/true)) return io_error(what, path);
   return ok_status();
 }
 

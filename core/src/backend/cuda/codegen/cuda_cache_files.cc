@@ -1,40 +1,33 @@
+// The caches' files go through common/safe_file.h: the cache directory may be shared or planted
+// with links and FIFOs, and a cache must then miss, never follow, hang or report an error.
 #include "backend/cuda/codegen/cuda_cache_files.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
-#include <functional>
-#include <sstream>
-#include <thread>
+#include <cstdint>
+#include <exception>
+
+#include "common/safe_file.h"
 
 namespace tripy::rt::cuda {
 
 bool read_file(const std::string& path, std::string& out, size_t max_bytes) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return false;
-  const std::streamoff size = f.tellg();
-  if (size < 0 || static_cast<uint64_t>(size) > max_bytes) return false;
-  f.seekg(0);
-  out.resize(static_cast<size_t>(size));
-  f.read(out.data(), size);
-  return static_cast<bool>(f) || f.eof();
+  // Not following a link: a cache entry is a file the cache wrote, never one it points to.
+  RegularFile file = open_regular_file(path, /*follow_links=*/false);
+  if (!file.opened() || file.info.st_size < 0 || static_cast<uint64_t>(file.info.st_size) > max_bytes) return false;
+  const size_t size = static_cast<size_t>(file.info.st_size);
+  try {
+    out.resize(size);
+  } catch (const std::exception&) {
+    return false;
+  }
+  // A file cut short while it was read is a miss; one that grew is read up to its size at open.
+  return read_fully(file.fd.get(), out.data(), size) == static_cast<ssize_t>(size);
 }
 
 void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "_" +
-                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    if (!f) {
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  std::rename(tmp.c_str(), path.c_str());
+  // A cache is best effort: a failed write leaves a miss for next time, and no temporary file.
+  (void)replace_file(path, data, size, /*durable=*/false);
 }
 
 bool make_dirs(const std::string& path) {

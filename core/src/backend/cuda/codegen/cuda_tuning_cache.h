@@ -1,8 +1,8 @@
 // Tuned algorithms kept across processes, beside the compiled kernels ($TRIPY_CACHE_DIR/tuning):
 // a compile that meets a GEMM or convolution timed before, on the same GPU with the same libraries
-// and tuner, takes the stored choice instead of timing it again. A file that does not parse, or
-// that holds another problem, is ignored and rewritten after timing; the runtime checks a stored
-// choice again when it loads it, as it checks an executable's.
+// and tuner, takes the stored choice instead of timing it again. A file that does not parse, holds
+// another problem or is not a regular file (a link, a FIFO) is ignored and rewritten after timing;
+// the runtime checks a stored choice again when it loads it, as it checks an executable's.
 #pragma once
 
 #include <cstdint>

@@ -5,14 +5,17 @@
 #if TRIPY_WITH_CUDA
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "backend/cuda/codegen/cuda_tuning_cache.h"
+#include "cache_file_checks.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -25,14 +28,15 @@ class TuningCacheTest : public ::testing::Test {
     dir_ = tmpl;
   }
   void TearDown() override {
-    for (const std::string& f : files()) std::remove((dir_ + "/" + f).c_str());
+    for (const std::string& f : files(true)) std::remove((dir_ + "/" + f).c_str());
     ::rmdir(dir_.c_str());
   }
-  std::vector<std::string> files() const {
+  std::vector<std::string> files(bool hidden = false) const {
     std::vector<std::string> out;
     if (DIR* d = ::opendir(dir_.c_str())) {
       while (dirent* e = ::readdir(d))
-        if (e->d_name[0] != '.') out.push_back(e->d_name);
+        if (hidden ? std::string(e->d_name) != "." && std::string(e->d_name) != ".." : e->d_name[0] != '.')
+          out.push_back(e->d_name);
       ::closedir(d);
     }
     return out;
@@ -101,6 +105,54 @@ TEST_F(TuningCacheTest, KeysThatWouldBreakTheFormatAreNeitherStoredNorFound) {
   EXPECT_FALSE(cache.find("dot a\nb").has_value());
   cache.store("dot a", kAlgo);
   EXPECT_EQ(*TuningCache(dir_, "ctx with breaks").find("dot a"), kAlgo);
+}
+
+// The path a store of `problem` writes: the one file in a scratch cache with the same context.
+std::string file_for(const std::string& dir, const std::string& context, const std::string& problem) {
+  char tmpl[] = "/tmp/tripy_tuning_probe_XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return "";
+  TuningCache(tmpl, context).store(problem, kAlgo);
+  std::string name;
+  if (DIR* d = ::opendir(tmpl)) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') name = e->d_name;
+    ::closedir(d);
+  }
+  std::remove((std::string(tmpl) + "/" + name).c_str());
+  ::rmdir(tmpl);
+  return dir + "/" + name;
+}
+
+TEST_F(TuningCacheTest, AFifoInTheCacheIsAMissNotAHang) {
+  TuningCache cache(dir_, "ctx");
+  const std::string path = file_for(dir_, "ctx", "dot a");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  bool found = true;
+  EXPECT_TRUE(testing::returns_without_blocking([&] { found = cache.find("dot a").has_value(); }, path));
+  EXPECT_FALSE(found);
+  cache.store("dot a", kAlgo);  // timing again replaces it
+  EXPECT_EQ(*cache.find("dot a"), kAlgo);
+}
+
+TEST_F(TuningCacheTest, ALinkInTheCacheIsNeitherReadNorWrittenThrough) {
+  TuningCache cache(dir_, "ctx");
+  const std::string path = file_for(dir_, "ctx", "dot a"), victim = dir_ + "/victim.txt";
+  // A well-formed choice, but behind a link someone else planted.
+  std::ofstream(victim, std::ios::binary) << "tripy-tuning 1\nctx\tdot a\n0001\n";
+  ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+  EXPECT_FALSE(cache.find("dot a").has_value());
+  // The link under the predictable temporary name of earlier versions is not followed either.
+  const std::string planted = testing::predictable_temp_name(path);
+  ASSERT_EQ(::symlink(victim.c_str(), planted.c_str()), 0);
+  cache.store("dot a", kAlgo);
+  std::ifstream in(victim, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
+            "tripy-tuning 1\nctx\tdot a\n0001\n");
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(*cache.find("dot a"), kAlgo);
+  EXPECT_EQ(files(true).size(), 3u);  // the file, the victim and the planted link: no temporary file
 }
 
 }  // namespace

@@ -1,0 +1,127 @@
+// The compiled-kernel cache's files (cuda_cache_files.h), without a GPU: a link, FIFO or directory
+// planted in the cache directory is a miss, never followed, never a hang; writes go through a
+// private temporary file and leave nothing else behind.
+#include <gtest/gtest.h>
+
+#if TRIPY_WITH_CUDA
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/codegen/cuda_cache_files.h"
+#include "cache_file_checks.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+class CudaCacheFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tripy_cache_files_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    victim_ = dir_ + "/victim.txt";
+    std::ofstream(victim_) << "precious";
+  }
+  void TearDown() override {
+    for (const std::string& f : names()) {
+      const std::string p = dir_ + "/" + f;
+      if (::unlink(p.c_str()) != 0) ::rmdir(p.c_str());
+    }
+    ::rmdir(dir_.c_str());
+  }
+  // Every entry, hidden ones too, sorted.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (dirent* e = ::readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+      ::closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  static std::string text_of(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  static bool is_link(const std::string& path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  }
+  std::string dir_, victim_;
+};
+
+TEST_F(CudaCacheFiles, AWrittenFileReadsBackAndLeavesNoTemporaryFile) {
+  const std::string path = dir_ + "/k.cubin";
+  write_file_atomic(path, "abc", 3);
+  write_file_atomic(path, "defg", 4);  // replaces
+  std::string out;
+  ASSERT_TRUE(read_file(path, out));
+  EXPECT_EQ(out, "defg");
+  EXPECT_FALSE(read_file(path, out, 3));  // larger than allowed
+  EXPECT_EQ(names(), (std::vector<std::string>{"k.cubin", "victim.txt"}));
+}
+
+TEST_F(CudaCacheFiles, AFifoInTheCacheIsAMissNotAHang) {
+  const std::string path = dir_ + "/k.cubin";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  bool found = true;
+  std::string out;
+  EXPECT_TRUE(testing::returns_without_blocking([&] { found = read_file(path, out); }, path));
+  EXPECT_FALSE(found);
+  // A later write replaces it with the compiled kernel.
+  write_file_atomic(path, "abc", 3);
+  ASSERT_TRUE(read_file(path, out));
+  EXPECT_EQ(out, "abc");
+}
+
+TEST_F(CudaCacheFiles, ALinkOrDirectoryInTheCacheIsAMiss) {
+  const std::string link = dir_ + "/k.cubin", sub = dir_ + "/k.ptx";
+  ASSERT_EQ(::symlink(victim_.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+  std::string out;
+  EXPECT_FALSE(read_file(link, out)) << "followed the link and read: " << out;
+  EXPECT_FALSE(read_file(sub, out));
+  EXPECT_FALSE(read_file(dir_ + "/missing.cubin", out));
+}
+
+TEST_F(CudaCacheFiles, AWriteNeverFollowsALinkPlantedUnderItsTemporaryName) {
+  const std::string path = dir_ + "/k.cubin", planted = testing::predictable_temp_name(path);
+  ASSERT_EQ(::symlink(victim_.c_str(), planted.c_str()), 0);
+  write_file_atomic(path, "kernel", 6);
+  EXPECT_EQ(text_of(victim_), "precious");
+  EXPECT_TRUE(is_link(planted));
+  EXPECT_FALSE(is_link(path));
+  EXPECT_EQ(text_of(path), "kernel");
+  EXPECT_EQ(names().size(), 3u);  // the target, the planted link and the victim: no temporary file
+}
+
+TEST_F(CudaCacheFiles, AWriteReplacesALinkAtTheTargetInsteadOfWritingThroughIt) {
+  const std::string path = dir_ + "/k.cubin";
+  ASSERT_EQ(::symlink(victim_.c_str(), path.c_str()), 0);
+  write_file_atomic(path, "kernel", 6);
+  EXPECT_EQ(text_of(victim_), "precious");
+  EXPECT_FALSE(is_link(path));
+  EXPECT_EQ(text_of(path), "kernel");
+}
+
+TEST_F(CudaCacheFiles, AWriteOverADirectoryFailsQuietlyAndLeavesNoTemporaryFile) {
+  const std::string path = dir_ + "/k.cubin";
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  write_file_atomic(path, "kernel", 6);
+  EXPECT_EQ(names(), (std::vector<std::string>{"k.cubin", "victim.txt"}));
+}
+
+}  // namespace
+}  // namespace tripy::rt::cuda
+
+#endif
