@@ -82,7 +82,7 @@ int create_private_temp(const std::string& path, std::string* tmp) {
 }  // namespace
 
 RegularFile open_regular_file(const std::string& path, bool follow_links) {
-  RegularFile file{};
+  RegularFile file;
   // Refused before it is opened where possible, since opening some devices does something.
   const int looked = follow_links ? ::stat(path.c_str(), &file.info) : ::lstat(path.c_str(), &file.info);
   if (looked == 0 && !S_ISREG(file.info.st_mode)) return file;

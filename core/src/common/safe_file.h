@@ -32,7 +32,7 @@ class ScopedFd {
 // What open_regular_file found at a path.
 struct RegularFile {
   ScopedFd fd;       // open for reading when the path is a regular file
-  struct stat info;  // the file's status; when it is not a regular file, what it is instead
+  struct stat info {};  // the file's status; when it is not a regular file, what it is instead
   int error = 0;     // errno of the call that failed; 0 when opened, or when refused as not regular
 
   bool opened() const { return fd.get() >= 0; }
