@@ -303,6 +303,24 @@ TEST(CpuFused, ConstOutputIsSplat) {
   EXPECT_EQ(values<int32_t>((*out)[0]), (std::vector<int32_t>{7, 7, 7, 7}));
 }
 
+// An integer constant past its type (a hostile file's, or int64's largest value, which no double
+// holds) saturates at the type's bounds instead of converting out of range (undefined behaviour).
+TEST(CpuFused, IntegerConstantsPastTheirTypeSaturate) {
+  for (auto [imm, want] : std::vector<std::pair<double, int32_t>>{
+           {2.14774e9, INT32_MAX}, {-1e300, INT32_MIN}, {NAN, 0}, {-7.0, -7}}) {
+    ProgramBuilder b;
+    int32_t o = b.output(DType::kInt32, {2});
+    Kernel& k = b.kernel(KernelKind::kFused, "fused_fill", {}, {o});
+    k.fused.domain = b.dims({2});
+    k.fused.reduce_from = 1;
+    k.fused.instrs = {ins(EwOp::kConst, I32, -1, -1, -1, imm)};
+    k.fused.output_regs = {0};
+    auto out = b.run({});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(values<int32_t>((*out)[0]), (std::vector<int32_t>{want, want})) << imm;
+  }
+}
+
 TEST(CpuFused, LargeKernelRunsInParallelAndMatches) {
   const int64_t n = 1 << 20;
   auto xv = random_floats(n, -4, 4, 7);
