@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "tripy/dtype.h"
 
@@ -90,5 +91,16 @@ constexpr bool ew_rows_in_order() {
   return true;
 }
 static_assert(ew_rows_in_order());
+
+// An integer register's value from an immediate (Instr::imm, a double): saturated at T's bounds,
+// NaN as 0. A loaded file's immediate may be anything, and int64's largest value has no double
+// (it reads back as 2**63), so a plain conversion would be undefined; both backends use this.
+template <class T>
+T saturated_immediate(double v) {
+  if (!(v == v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
 
 }  // namespace tripy::rt

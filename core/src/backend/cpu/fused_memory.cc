@@ -1,7 +1,6 @@
 // Moving values between buffers (any storage dtype) and the interpreter's tiles (compute kinds):
 // contiguous loads convert in one tight loop, stride-0 loads splat, others gather.
 #include <cstring>
-#include <limits>
 
 #include "backend/cpu/fused_ops.h"
 #include "common/half.h"
@@ -143,21 +142,11 @@ void narrow_span(DType dtype, int n, void* data) {
   }
 }
 
-// `v` as an integer of type T, saturated at T's bounds (NaN is 0): an immediate from a file may be
-// anything, and int64's largest value has no double (a min-reduction's start rounds to 2**63).
-template <class T>
-T saturated(double v) {
-  if (!(v == v)) return 0;
-  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
-}
-
 void const_value(DType dtype, double imm, void* dst) {
   switch (compute_kind(dtype)) {
     case CKind::kF32: *static_cast<float*>(dst) = static_cast<float>(imm); break;
-    case CKind::kI32: *static_cast<int32_t*>(dst) = saturated<int32_t>(imm); break;
-    case CKind::kI64: *static_cast<int64_t*>(dst) = saturated<int64_t>(imm); break;
+    case CKind::kI32: *static_cast<int32_t*>(dst) = rt::saturated_immediate<int32_t>(imm); break;
+    case CKind::kI64: *static_cast<int64_t*>(dst) = rt::saturated_immediate<int64_t>(imm); break;
     case CKind::kBool: *static_cast<uint8_t*>(dst) = imm != 0; break;
   }
   narrow_span(dtype, 1, dst);

@@ -187,12 +187,12 @@ std::string const_literal(DType dtype, double imm) {
   switch (compute_kind(dtype)) {
     case CKind::kF32: return narrow_expr(dtype, float_literal(static_cast<float>(imm)));
     case CKind::kI32: {
-      int32_t v = static_cast<int32_t>(imm);
+      const int32_t v = saturated_immediate<int32_t>(imm);
       std::string lit = v == INT32_MIN ? "(-2147483647 - 1)" : "(" + std::to_string(v) + ")";
       return narrow_expr(dtype, lit);
     }
     case CKind::kI64: {
-      int64_t v = static_cast<int64_t>(imm);
+      const int64_t v = saturated_immediate<int64_t>(imm);
       return v == INT64_MIN ? "(-9223372036854775807LL - 1)" : "(" + std::to_string(v) + "LL)";
     }
     case CKind::kBool: return imm != 0 ? "true" : "false";

@@ -33,3 +33,18 @@ TEST(EwOpTable, TheCudaGeneratorEmitsEveryOpOnTheKindsItsRowAllowsAndRejectsTheR
 
 }  // namespace
 }  // namespace tripy::cpu::testing
+
+namespace tripy::rt::cuda {
+namespace {
+
+// Integer immediates past their type (a loaded file's, or int64's largest value, which reads back
+// from its double as 2**63) are written saturated, as the CPU backend computes them.
+TEST(EwOpTable, IntegerConstantsPastTheirTypeAreWrittenSaturated) {
+  EXPECT_EQ(const_literal(DType::kInt64, 9223372036854775807.0), "(9223372036854775807LL)");
+  EXPECT_EQ(const_literal(DType::kInt64, -1e300), "(-9223372036854775807LL - 1)");
+  EXPECT_EQ(const_literal(DType::kInt32, 2.14774e9), "(2147483647)");
+  EXPECT_EQ(const_literal(DType::kInt32, -7.0), "(-7)");
+}
+
+}  // namespace
+}  // namespace tripy::rt::cuda
