@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/safe_file.h"
+#include "scratch_dir.h"
 
 namespace tripy {
 namespace {
@@ -19,30 +20,18 @@ namespace {
 class SafeFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/tripy_safe_file_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(scratch_.ok());
+    dir_ = scratch_.path();
     std::ofstream(dir_ + "/file") << "data";
   }
-  void TearDown() override {
-    for (const std::string& f : entries()) std::remove((dir_ + "/" + f).c_str());
-    ::rmdir(dir_.c_str());
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    if (DIR* d = ::opendir(dir_.c_str())) {
-      while (dirent* e = ::readdir(d))
-        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
-      ::closedir(d);
-    }
-    return out;
-  }
+  std::vector<std::string> entries() const { return scratch_.entries(); }
   std::string read(const std::string& name, bool follow_links) const {
     RegularFile f = open_regular_file(dir_ + "/" + name, follow_links);
     if (!f.opened()) return f.not_regular() ? "<not regular>" : "<error>";
     std::string out(static_cast<size_t>(f.info.st_size), '\0');
     return read_fully(f.fd.get(), out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? out : "<short>";
   }
+  tripy::testing::ScratchDir scratch_{"tripy_safe_file"};
   std::string dir_;
 };
 

@@ -16,6 +16,7 @@
 
 #include "runtime/file_format.h"
 #include "test_programs.h"
+#include "../common/scratch_dir.h"
 
 namespace tripy::rt {
 namespace {
@@ -26,10 +27,7 @@ std::vector<uint8_t> some_executable() {
   return bytes.ok() ? bytes.value() : std::vector<uint8_t>{};
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using tripy::testing::read_text;
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -37,25 +35,12 @@ void write_text(const std::string& path, const std::string& text) { std::ofstrea
 class FileIo : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/tripy_file_io_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(scratch_.ok());
+    dir_ = scratch_.path();
   }
-  void TearDown() override {
-    for (const std::string& name : entries()) ::unlink((dir_ + "/" + name).c_str());
-    ::rmdir(dir_.c_str());
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    if (DIR* d = ::opendir(dir_.c_str())) {
-      while (dirent* e = ::readdir(d))
-        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
-      ::closedir(d);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  std::string at(const std::string& name) const { return dir_ + "/" + name; }
+  std::vector<std::string> entries() const { return scratch_.entries(); }
+  std::string at(const std::string& name) const { return scratch_.at(name); }
+  tripy::testing::ScratchDir scratch_{"tripy_file_io"};
   std::string dir_;
 };
 

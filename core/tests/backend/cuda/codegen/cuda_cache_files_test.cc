@@ -18,6 +18,7 @@
 
 #include "backend/cuda/codegen/cuda_cache_files.h"
 #include "cache_file_checks.h"
+#include "../../../common/scratch_dir.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -25,38 +26,18 @@ namespace {
 class CudaCacheFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tripy_cache_files_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(scratch_.ok());
+    dir_ = scratch_.path();
     victim_ = dir_ + "/victim.txt";
     std::ofstream(victim_) << "precious";
   }
-  void TearDown() override {
-    for (const std::string& f : names()) {
-      const std::string p = dir_ + "/" + f;
-      if (::unlink(p.c_str()) != 0) ::rmdir(p.c_str());
-    }
-    ::rmdir(dir_.c_str());
-  }
-  // Every entry, hidden ones too, sorted.
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    if (DIR* d = ::opendir(dir_.c_str())) {
-      while (dirent* e = ::readdir(d))
-        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
-      ::closedir(d);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  static std::string text_of(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::vector<std::string> names() const { return scratch_.entries(); }
+  static std::string text_of(const std::string& path) { return tripy::testing::read_text(path); }
   static bool is_link(const std::string& path) {
     struct stat st;
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
   }
+  tripy::testing::ScratchDir scratch_{"tripy_cache_files"};
   std::string dir_, victim_;
 };
 
