@@ -4,26 +4,14 @@
 #include <cmath>
 
 #include "compiler/compile.h"
+#include "compile_text.h"
 
 namespace tripy {
 namespace {
 
-Tensor host(std::vector<int64_t> shape, const std::vector<float>& data) {
-  Tensor t = Tensor::empty_host(DType::kFloat32, std::move(shape));
-  std::copy(data.begin(), data.end(), static_cast<float*>(t.data()));
-  return t;
-}
-
-std::vector<float> values(const Tensor& t) {
-  const float* p = static_cast<const float*>(t.data());
-  return std::vector<float>(p, p + t.numel());
-}
-
-StatusOr<Executable> compile_text(const char* text) {
-  auto g = flat::parse_graph(text);
-  if (!g.ok()) return g.status();
-  return compile_graph(std::move(g.value()), CompileOptions{});
-}
+using testing::compile_text;
+using testing::host;
+using testing::values;
 
 TEST(CompileGraph, ElementwiseWithBroadcast) {
   auto exe = compile_text(R"(%0 : f32[2, 3] = parameter() {index = 0, name = "x"}
