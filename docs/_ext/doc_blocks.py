@@ -1,7 +1,7 @@
 """Runs the documentation's code blocks: the Sphinx build shows their output, and the test suite
 runs the same blocks the same way (without Sphinx), so the docs cannot rot.
 
-A block may carry markers, as comments, in the seeds' style:
+A block may carry markers, as comments, in the style of nvtripy's docs:
 
 - ``# doc: omit`` at the end of a line: the line runs but is not shown.
 - ``# doc: no-print-locals [NAME ...]``: do not show these local variables (all, without names).
@@ -12,7 +12,7 @@ A block may carry markers, as comments, in the seeds' style:
   what a build machine lacks, or that illustrates a mistake).
 
 By default a block shows what it prints (standard output and error), then the Tripy objects (tensors, InputInfos, ...) it
-bound, as ``>>> name`` followed by their repr, the way the seeds show local variables.
+bound, as ``>>> name`` followed by their repr, the way nvtripy's docs show local variables.
 """
 
 import contextlib
@@ -52,7 +52,7 @@ def shown_code(code):
 
 
 def new_namespace():
-    """What every page starts with: ``tp`` and ``np``, as in nvtripy's and the seeds' docs."""
+    """What every page starts with: ``tp`` and ``np``, as in nvtripy's docs."""
     import numpy as np
 
     import tripy as tp
