@@ -1,0 +1,1 @@
+"""Large language models: checkpoints on disk, Llama-family decoders, tokenizers and generation."""
