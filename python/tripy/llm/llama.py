@@ -1,0 +1,284 @@
+"""Llama-family decoders (Llama 2 and 3, Mistral, Qwen2) as ``tp.Module``s with Hugging Face's
+parameter names, built from a checkpoint's ``config.json``.
+
+One function serves prefill and decode: ``T`` new tokens at positions ``pos .. pos + T - 1`` write
+their keys and values into each layer's cache with ``tp.update_slice`` and attend over the cached
+positions up to their own, so the caches (donated inputs) are updated in place.
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tripy.exception import TripyException
+from tripy.frontend import dtypes
+from tripy.frontend.module import Module
+from tripy.frontend.modules.embedding import Embedding
+from tripy.frontend.modules.linear import Linear
+from tripy.frontend.ops.creation import iota, ones, zeros
+from tripy.frontend.ops.elementwise import cos, rsqrt, silu, sin
+from tripy.frontend.ops.misc import cast
+from tripy.frontend.ops.reduce import mean
+from tripy.frontend.ops.attention import scaled_dot_product_attention
+from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
+from tripy.frontend.tensor import Tensor
+
+_MODEL_TYPES = ("llama", "mistral", "qwen2")
+
+
+def _config_error(source, message):
+    raise TripyException(f"{source}: {message}")
+
+
+@dataclass
+class LlamaConfig:
+    """The architecture of a Llama-family decoder, in ``config.json``'s terms."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    rope_scaling: dict = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    max_position_embeddings: int = 4096
+    sliding_window: int = None
+    model_type: str = "llama"
+    torch_dtype: str = "float32"
+    bos_token_id: int = None
+    eos_token_id: list = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d, source="config.json"):
+        """Reads a Hugging Face ``config.json`` object; anything this implementation would compute
+        differently (another architecture, rope scaling kind, activation) is a clear error."""
+        if not isinstance(d, dict):
+            _config_error(source, "expected a JSON object.")
+        model_type = d.get("model_type", "llama")
+        if model_type not in _MODEL_TYPES:
+            _config_error(source, f"model_type '{model_type}' is not a Llama-family decoder; supported: {', '.join(_MODEL_TYPES)}.")
+        act = d.get("hidden_act", "silu")
+        if act != "silu":
+            _config_error(source, f"hidden_act '{act}' is not supported (Llama-family models use 'silu').")
+        if d.get("mlp_bias"):
+            _config_error(source, "mlp_bias is not supported.")
+
+        def positive_int(key, default=None):
+            value = d.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                _config_error(source, f"'{key}' must be a positive integer, but is {value!r}.")
+            return value
+
+        hidden, heads = positive_int("hidden_size"), positive_int("num_attention_heads")
+        kv_heads = positive_int("num_key_value_heads", heads)
+        if heads % kv_heads:
+            _config_error(source, f"num_key_value_heads ({kv_heads}) must divide num_attention_heads ({heads}).")
+        head_dim = d.get("head_dim") or hidden // heads
+        if not isinstance(head_dim, int) or head_dim <= 0 or head_dim % 2:
+            _config_error(source, f"head_dim must be a positive even integer, but is {head_dim!r}.")
+        eos = d.get("eos_token_id")
+        eos = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
+        scaling = d.get("rope_scaling")
+        if scaling is not None:
+            kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else None
+            if kind not in ("llama3", "linear", "default"):
+                _config_error(source, f"rope_scaling of type {kind!r} is not supported (supported: llama3, linear).")
+        window = d.get("sliding_window") if d.get("use_sliding_window", model_type == "mistral") else None
+        return cls(
+            vocab_size=positive_int("vocab_size"),
+            hidden_size=hidden,
+            intermediate_size=positive_int("intermediate_size"),
+            num_hidden_layers=positive_int("num_hidden_layers"),
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            head_dim=head_dim,
+            rms_norm_eps=float(d.get("rms_norm_eps", 1e-5)),
+            rope_theta=float(d.get("rope_theta", 10000.0)),
+            rope_scaling=scaling,
+            tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
+            attention_bias=bool(d.get("attention_bias", model_type == "qwen2")),
+            max_position_embeddings=positive_int("max_position_embeddings", 4096),
+            sliding_window=window,
+            model_type=model_type,
+            torch_dtype=d.get("torch_dtype", "float32"),
+            bos_token_id=d.get("bos_token_id"),
+            eos_token_id=eos,
+        )
+
+    @classmethod
+    def from_file(cls, path):
+        """``config.json``, or a checkpoint directory holding it."""
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                d = json.load(f)
+        except OSError as e:
+            raise TripyException(f"Cannot read the model configuration {path}: {e.strerror}.") from None
+        except ValueError as e:
+            raise TripyException(f"{path} is not valid JSON: {e}.") from None
+        return cls.from_dict(d, path)
+
+    def inverse_frequencies(self):
+        """Rotary frequencies ``theta ** (-2i / head_dim)``, rescaled as ``rope_scaling`` says, as
+        float32 (computed in float64 first, as the reference implementations do in float32 from
+        the same formula; the tables differ by at most one float32 rounding)."""
+        d = self.head_dim
+        inv = 1.0 / self.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+        s = self.rope_scaling or {}
+        kind = s.get("rope_type", s.get("type"))
+        if kind == "linear":
+            inv = inv / float(s["factor"])
+        elif kind == "llama3":
+            # Llama 3.1's rule: wavelengths longer than the original context divided by
+            # low_freq_factor are slowed by `factor`, shorter than it over high_freq_factor kept,
+            # and the band between interpolated smoothly.
+            factor, low, high = float(s["factor"]), float(s["low_freq_factor"]), float(s["high_freq_factor"])
+            context = float(s["original_max_position_embeddings"])
+            wavelen = 2 * math.pi / inv
+            smooth = (context / wavelen - low) / (high - low)
+            blended = (1 - smooth) * inv / factor + smooth * inv
+            inv = np.where(wavelen > context / low, inv / factor, np.where(wavelen < context / high, inv, blended))
+        return inv.astype(np.float32)
+
+
+class RMSNorm(Module):
+    """``x / sqrt(mean(x^2) + eps) * weight``, normalised in float32 whatever the model's dtype."""
+
+    def __init__(self, dim, eps, dtype):
+        super().__init__()
+        self.eps = eps
+        self.weight = ones((dim,), dtype=dtype)
+
+    def forward(self, x):
+        xf = cast(x, dtypes.float32)
+        normed = xf * rsqrt(mean(xf * xf, dim=-1, keepdim=True) + self.eps)
+        return cast(normed, x.dtype) * self.weight
+
+
+def _rotate(x, cos_t, sin_t):
+    """Rotates each (first half, second half) pair of x's last dim by its position's angle."""
+    x1, x2 = split(x, 2, dim=-1)
+    return concatenate([x1 * cos_t - x2 * sin_t, x2 * cos_t + x1 * sin_t], dim=-1)
+
+
+class LlamaAttention(Module):
+    def __init__(self, config, dtype):
+        super().__init__()
+        self.config = config
+        H, Hkv, D, C = config.num_attention_heads, config.num_key_value_heads, config.head_dim, config.hidden_size
+        bias = config.attention_bias
+        self.q_proj = Linear(C, H * D, bias=bias, dtype=dtype)
+        self.k_proj = Linear(C, Hkv * D, bias=bias, dtype=dtype)
+        self.v_proj = Linear(C, Hkv * D, bias=bias, dtype=dtype)
+        self.o_proj = Linear(H * D, C, bias=False, dtype=dtype)
+
+    def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
+        B, T = x.shape[0], x.shape[1]
+        H, Hkv, D = self.config.num_attention_heads, self.config.num_key_value_heads, self.config.head_dim
+        q = _rotate(self.q_proj(x).reshape((B, T, H, D)).transpose(1, 2), cos_t, sin_t)
+        k = _rotate(self.k_proj(x).reshape((B, T, Hkv, D)).transpose(1, 2), cos_t, sin_t)
+        v = self.v_proj(x).reshape((B, T, Hkv, D)).transpose(1, 2)
+        k_cache = update_slice(k_cache, 2, pos, k)
+        v_cache = update_slice(v_cache, 2, pos, v)
+        # Query t sits at position pos + t and sees the cached positions s <= pos + t.
+        S = k_cache.shape[2]
+        visible = iota((T, S), dim=1, dtype=dtypes.int32) <= iota((T, S), dim=0, dtype=dtypes.int32) + pos
+        y = scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible.reshape((1, 1, T, S)))
+        return self.o_proj(y.transpose(1, 2).reshape((B, T, H * D))), k_cache, v_cache
+
+
+class LlamaMLP(Module):
+    def __init__(self, config, dtype):
+        super().__init__()
+        C, F = config.hidden_size, config.intermediate_size
+        self.gate_proj = Linear(C, F, bias=False, dtype=dtype)
+        self.up_proj = Linear(C, F, bias=False, dtype=dtype)
+        self.down_proj = Linear(F, C, bias=False, dtype=dtype)
+
+    def forward(self, x):
+        return self.down_proj(silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(Module):
+    def __init__(self, config, dtype):
+        super().__init__()
+        self.self_attn = LlamaAttention(config, dtype)
+        self.mlp = LlamaMLP(config, dtype)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+
+    def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
+        y, k_cache, v_cache = self.self_attn(self.input_layernorm(x), pos, cos_t, sin_t, k_cache, v_cache)
+        h = x + y
+        return h + self.mlp(self.post_attention_layernorm(h)), k_cache, v_cache
+
+
+class LlamaModel(Module):
+    def __init__(self, config, dtype):
+        super().__init__()
+        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype)
+        self.layers = [LlamaDecoderLayer(config, dtype) for _ in range(config.num_hidden_layers)]
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+
+
+class LlamaForCausalLM(Module):
+    """A Llama-family decoder over per-layer KV caches.
+
+    ``model(tokens, pos, caches)``: ``tokens`` int32 ``(B, T)`` at positions ``pos .. pos + T - 1``
+    (``pos`` an int32 tensor of shape ``(1,)``), ``caches`` the ``2 * num_hidden_layers`` caches
+    ``[k_0, v_0, k_1, v_1, ...]``, each ``(B, num_key_value_heads, max_seq_len, head_dim)``.
+    Returns the logits of the last token ``(B, vocab_size)`` and the updated caches.
+    """
+
+    def __init__(self, config, dtype=dtypes.float32, max_seq_len=None):
+        super().__init__()
+        self.config = config
+        self.dtype = dtype
+        self.max_seq_len = max_seq_len or config.max_position_embeddings
+        if config.sliding_window is not None and self.max_seq_len > config.sliding_window:
+            raise TripyException(
+                f"This {config.model_type} model attends over a sliding window of {config.sliding_window} "
+                f"positions, which is not supported; pass max_seq_len <= {config.sliding_window} "
+                f"(within the window every position is seen), not {self.max_seq_len}."
+            )
+        self.model = LlamaModel(config, dtype)
+        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False, dtype=dtype)
+        self._inverse_frequencies = config.inverse_frequencies()
+
+    def cache_shape(self, batch):
+        c = self.config
+        return (batch, c.num_key_value_heads, self.max_seq_len, c.head_dim)
+
+    def empty_caches(self, batch):
+        """Zeroed caches for ``batch`` sequences (positions not yet written must not hold NaN,
+        which a masked score would still turn into NaN)."""
+        return [zeros(self.cache_shape(batch), dtype=self.dtype) for _ in range(2 * self.config.num_hidden_layers)]
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Hugging Face's names; a tied checkpoint (no ``lm_head.weight``) reuses the embedding."""
+        state_dict = dict(state_dict)
+        if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
+            state_dict["lm_head.weight"] = state_dict["model.embed_tokens.weight"]
+        return super().load_state_dict(state_dict, strict=strict)
+
+    def forward(self, tokens, pos, caches):
+        T = tokens.shape[1]
+        positions = iota((T, self.config.head_dim // 2), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
+        angles = positions * Tensor(self._inverse_frequencies)
+        cos_t, sin_t = cast(cos(angles), self.dtype), cast(sin(angles), self.dtype)
+        x = self.model.embed_tokens(tokens)
+        updated = []
+        for i, layer in enumerate(self.model.layers):
+            x, k, v = layer(x, pos, cos_t, sin_t, caches[2 * i], caches[2 * i + 1])
+            updated += [k, v]
+        last = self.model.norm(x[:, -1])
+        return self.lm_head(last), updated
