@@ -126,3 +126,23 @@ def test_a_tensor_step_is_an_error_naming_the_line():
     with pytest.raises(tp.TripyException, match="step") as e:
         tp.compile(lambda x, n: x[::n], args=exe_args)
     assert f"{__file__.split('/')[-1]}:" in str(e.value) and "x[::n]" in str(e.value)
+
+
+@pytest.mark.parametrize("pick", [0, 1, -1, -2, "last"])
+def test_an_int_or_dimension_size_index_into_a_dynamic_dim_picks_that_row(pick):
+    # x[:, -1] on a dynamic sequence dim (an LLM's last token) is a one-row symbolic slice.
+    def last_rows(x):
+        return x[:, x.shape[1] - 1] if pick == "last" else x[:, pick]
+
+    exe = tp.compile(last_rows, args=[tp.InputInfo((2, (2, 3, 5), 4), tp.float32)])
+    for T in (2, 3, 5):
+        x = RNG.standard_normal((2, T, 4)).astype(np.float32)
+        want = x[:, T - 1] if pick == "last" else x[:, pick]
+        np.testing.assert_array_equal(np.asarray(exe(tp.Tensor(x))), want)
+
+
+def test_an_int_index_past_a_dynamic_dim_is_an_error_of_the_call():
+    exe = tp.compile(lambda x: x[:, 3], args=[tp.InputInfo((1, (1, 4, 5)), tp.float32)])
+    assert np.asarray(exe(tp.ones((1, 4)))).shape == (1,)
+    with pytest.raises(tp.TripyException):
+        exe(tp.ones((1, 2)))

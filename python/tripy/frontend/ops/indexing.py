@@ -70,8 +70,9 @@ def getitem(input, index):
     consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
     if consumed > input.rank:
         _raise_here(f"Too many indices for a tensor of rank {input.rank}: {consumed} were given.")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    # By identity: `in` and `index` would compare tensors (DimensionSize indices) with ==.
+    at = next((i for i, item in enumerate(items) if item is Ellipsis), None)
+    if at is not None:
         items[at : at + 1] = [slice(None)] * (input.rank - consumed)
     while sum(1 for i in items if i is not None) < input.rank:
         items.append(slice(None))
@@ -85,7 +86,17 @@ def getitem(input, index):
             layout.append(None)
             continue
         size = shape[dim]
-        if isinstance(item, numbers.Integral):  # Python ints and numpy integer scalars alike
+        if isinstance(item, Tensor) or (isinstance(item, numbers.Integral) and isinstance(size, str)):
+            # An index the compiler cannot check now (a DimensionSize, or an int into a dynamic
+            # dim): a one-element symbolic slice whose dim is then dropped.
+            if isinstance(item, Tensor):
+                one = slice(item, item + 1)
+            else:
+                item = operator.index(item)
+                one = slice(item, item + 1 if item != -1 else None)
+            start, stop, step = _symbolic_slice(input, dim, one)
+            starts.append(start), limits.append(stop), steps.append(step)
+        elif isinstance(item, numbers.Integral):  # Python ints and numpy integer scalars alike
             item = operator.index(item)
             if isinstance(size, str):
                 _raise_here(f"Cannot index dimension {dim} with an int: it is dynamic ({size}).")
