@@ -25,32 +25,18 @@ Run: python bench/models.py [--device cpu|gpu] [--quick] [--only gpt2,resnet50,.
 """
 
 import argparse
-import atexit
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-
-# Compile caches: the variables that name them, read when the libraries start (so set before the
-# imports below).
-CACHE_VARIABLES = ("TRIPY_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
-
-
-def empty_caches():
-    """Points every compile cache at a new empty directory, removed at exit."""
-    root = tempfile.mkdtemp(prefix="tripy-bench-caches-")
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for name in CACHE_VARIABLES:
-        os.environ[name] = os.path.join(root, name.lower())
-
-
-if __name__ == "__main__" and "--warm-caches" not in sys.argv:
-    empty_caches()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "bench")]
+
+from timing import empty_caches  # noqa: E402
+
+if __name__ == "__main__" and "--warm-caches" not in sys.argv:
+    empty_caches()
 
 import numpy as np  # noqa: E402
 

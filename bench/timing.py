@@ -2,8 +2,24 @@
 batches of back-to-back calls each ended by one synchronisation, and the median over batches. On a
 GPU the calls queue asynchronously, so per-call numbers include launch cost as users see it."""
 
+import atexit
+import os
+import shutil
 import statistics
+import tempfile
 import time
+
+# Compile caches: the variables that name them, read when the libraries start (so set before
+# importing tripy or torch).
+CACHE_VARIABLES = ("TRIPY_CACHE_DIR", "CUDA_CACHE_PATH", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def empty_caches():
+    """Points every compile cache at a new empty directory, removed at exit."""
+    root = tempfile.mkdtemp(prefix="tripy-bench-caches-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    for name in CACHE_VARIABLES:
+        os.environ[name] = os.path.join(root, name.lower())
 
 
 def no_sync():

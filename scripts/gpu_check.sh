@@ -3,7 +3,7 @@
 # packages in .deps/ (scripts/fetch_gpu_deps.sh makes it), builds with Ninja, runs ctest, pytest
 # and, if present, bench/gpu_bench.py. Logs go to $OUT when set (the device tool returns them).
 #   device tool: run(command="bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
-# TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench").
+# TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "llm" runs bench/llm.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}"
@@ -63,8 +63,10 @@ if step pytest; then
       "$(ls $ops/test_*.py | grep -v -e test_attention -e test_op_matrix.py -e test_ops_conformance.py | tr '\n' ' ')"
       "tests/frontend/modules $(ls tests/frontend/test_[a-d]*.py | tr '\n' ' ')"
       "$(ls tests/frontend/test_[e-z]*.py | tr '\n' ' ')"
-      "$(ls tests/test_[a-f]*.py | tr '\n' ' ') tests/bench tests/tools tests/utils"
+      "$(ls tests/test_[a-f]*.py | tr '\n' ' ') tests/bench tests/tools tests/utils tests/llm"
       "$(ls tests/test_[g-z]*.py | tr '\n' ' ')")
+    # TRIPY_GPU_PYTEST="paths; paths": only these groups (a quick check of what changed).
+    [ -n "${TRIPY_GPU_PYTEST:-}" ] && IFS=';' read -r -a groups <<< "$TRIPY_GPU_PYTEST"
     for g in "${groups[@]}"; do
       i=$((i + 1))
       # shellcheck disable=SC2086  # each group is a list of paths
@@ -84,6 +86,10 @@ if step pytest; then
 fi
 if step bench && [ -f bench/gpu_bench.py ]; then
   run bench env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py
+fi
+if step llm; then  # TRIPY_GPU_LLM_ARGS: bench/llm.py's arguments (default: the 1B shape, batch 1)
+  # shellcheck disable=SC2086
+  run llm env PYTHONPATH="$PWD/python" "$PY" bench/llm.py --device gpu ${TRIPY_GPU_LLM_ARGS:-} --out "$LOG/llm.jsonl"
 fi
 echo "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit $status

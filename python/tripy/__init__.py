@@ -98,4 +98,8 @@ _suggest.api_namespace = globals()
 
 
 def __getattr__(attr):
+    if attr == "llm":  # imported on first use: it needs numpy, which the rest of Tripy does not
+        import importlib
+
+        return importlib.import_module("tripy.llm")
     raise _suggest.missing_attribute("tripy", attr, [n for n in globals() if not n.startswith("_")])

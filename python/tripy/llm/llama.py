@@ -150,7 +150,7 @@ class LlamaConfig:
         return inv.astype(np.float32)
 
 
-class RMSNorm(Module):
+class LlamaRMSNorm(Module):
     """``x / sqrt(mean(x^2) + eps) * weight``, normalised in float32 whatever the model's dtype."""
 
     def __init__(self, dim, eps, dtype):
@@ -213,8 +213,8 @@ class LlamaDecoderLayer(Module):
         super().__init__()
         self.self_attn = LlamaAttention(config, dtype)
         self.mlp = LlamaMLP(config, dtype)
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.input_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
 
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         y, k_cache, v_cache = self.self_attn(self.input_layernorm(x), pos, cos_t, sin_t, k_cache, v_cache)
@@ -227,7 +227,7 @@ class LlamaModel(Module):
         super().__init__()
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype)
         self.layers = [LlamaDecoderLayer(config, dtype) for _ in range(config.num_hidden_layers)]
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.norm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
 
 
 class LlamaForCausalLM(Module):

@@ -1,0 +1,309 @@
+"""The LLM benchmark: Llama-family models generated from a checkpoint on disk, Tripy against Hugging
+Face `transformers` with a static KV cache under torch.compile(mode="reduce-overhead"), in one run.
+
+Random weights are written once as a Hugging Face checkpoint (config.json + safetensors, nothing is
+downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
+decode ms per token step and tokens/s, the share of the measured copy bandwidth that the step's
+bytes (weights plus the KV rows read) represent, prefill tokens/s, Tripy's load and compile seconds,
+and whether the greedy tokens agree (the first 32 steps).
+
+Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (Llama-3-8B),
+tiny (2 layers, for CPU runs and CI smoke tests).
+
+Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
+     [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import empty_caches  # noqa: E402
+
+if __name__ == "__main__" and "--warm-caches" not in sys.argv:
+    empty_caches()  # compile seconds from cold caches (Tripy's, CUDA's and torch.compile's)
+
+import numpy as np  # noqa: E402
+
+import tripy as tp  # noqa: E402
+
+SHAPES = {
+    "tiny": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+                 num_key_value_heads=2, vocab_size=4096, tie_word_embeddings=True, rope_theta=500000.0),
+    "1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True, rope_theta=500000.0,
+               rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+}
+CHECK_STEPS = 32
+
+
+def config_dict(shape, dtype):
+    c = dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu", rms_norm_eps=1e-5,
+             max_position_embeddings=131072, bos_token_id=128000, eos_token_id=128001, torch_dtype=dtype,
+             attention_bias=False, mlp_bias=False, initializer_range=0.02)
+    c.update(SHAPES[shape])
+    return c
+
+
+def weight_bytes(c, itemsize):
+    C, F, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+    D = C // c["num_attention_heads"]
+    per_layer = C * D * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"]) + 3 * C * F + 2 * C
+    embed = V * C * (1 if c["tie_word_embeddings"] else 2)
+    return (L * per_layer + embed + C) * itemsize
+
+
+def write_checkpoint(directory, shape, dtype, torch):
+    """config.json + safetensors with random N(0, 0.02) weights (norms 1), written by transformers
+    where it is installed, else by Tripy from numpy."""
+    c = config_dict(shape, dtype)
+    os.makedirs(directory, exist_ok=True)
+    if torch is not None:
+        import transformers
+
+        torch_dtype = getattr(torch, dtype)
+        config = transformers.LlamaConfig(**c)
+        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+            torch.manual_seed(0)
+            previous = torch.get_default_dtype()
+            torch.set_default_dtype(torch_dtype)
+            try:
+                model = transformers.LlamaForCausalLM(config)
+            finally:
+                torch.set_default_dtype(previous)
+        model.save_pretrained(directory, safe_serialization=True)
+        del model
+        return c
+    rng = np.random.default_rng(0)
+    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+    model = LlamaForCausalLM(LlamaConfig.from_dict(c), max_seq_len=16)
+    weights = {}
+    for name, p in model.state_dict().items():
+        if name == "lm_head.weight" and c["tie_word_embeddings"]:
+            continue
+        value = np.ones(p.shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, p.shape).astype(np.float32)
+        weights[name] = tp.cast(tp.Tensor(value), getattr(tp, dtype))
+    tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(c, f)
+    return c
+
+
+def median_ms(run, sync, repeats):
+    run()
+    sync()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        sync()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def bench_tripy(directory, batch, prompt, steps, sync):
+    t0 = time.perf_counter()
+    llm = tp.llm.load(directory, max_seq_len=prompt + steps + 8, max_batch_size=batch)
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    gen = llm.generator()
+    compile_s = time.perf_counter() - t0
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
+    seed = tp.Tensor(np.array([0], np.int64))
+    zero = tp.Tensor(np.array([0], np.int32))
+
+    def prefill():
+        return gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
+
+    prefill_ms = median_ms(lambda: np.asarray(prefill()[0]), sync, 3)
+    tokens, pos, *caches = prefill()
+    first = tokens
+    produced = [tokens]
+
+    def decode_steps(n, keep):
+        nonlocal tokens, pos, caches
+        for _ in range(n):
+            tokens, pos, *caches = gen.decode(tokens, pos, seed, *caches)
+            if keep:
+                produced.append(tokens)
+
+    decode_steps(CHECK_STEPS - 1, True)  # warms the graph and gives the tokens to compare
+    greedy = np.concatenate([np.asarray(t) for t in produced], axis=1)
+    # Timed from a fresh prefill so the decode steps read the same KV rows as torch's.
+    tokens, pos, *caches = prefill()
+    np.asarray(tokens)
+    t0 = time.perf_counter()
+    decode_steps(steps, False)
+    np.asarray(tokens)
+    ms = (time.perf_counter() - t0) * 1e3 / steps
+    del first
+    return dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
+
+
+def static_cache(transformers, model, batch, length, torch):
+    kwargs = dict(config=model.config, max_cache_len=length, device="cuda", dtype=torch.bfloat16)
+    try:
+        return transformers.StaticCache(max_batch_size=batch, **kwargs)
+    except TypeError:  # newer releases size the batch from the first call
+        kwargs.pop("device"), kwargs.pop("dtype")
+        return transformers.StaticCache(**kwargs)
+
+
+def bench_torch(directory, batch, prompt, steps, torch):
+    """transformers' LlamaForCausalLM (SDPA attention), a static cache, and the decode step under
+    torch.compile(mode="reduce-overhead", fullgraph=True), as its documentation recommends."""
+    import transformers
+
+    model = transformers.LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.bfloat16,
+                                                          attn_implementation="sdpa").cuda().eval()
+    length = prompt + steps + 8
+    rng = np.random.default_rng(1)
+    ids = torch.from_numpy(rng.integers(0, model.config.vocab_size, (batch, prompt))).cuda()
+    sync = torch.cuda.synchronize
+
+    def decode_one(cur, position, cache):
+        logits = model(cur, position_ids=position[None].expand(cur.shape[0], 1), cache_position=position,
+                       past_key_values=cache, use_cache=True, return_dict=False)[0]
+        return logits[:, -1].argmax(-1, keepdim=True)
+
+    compiled = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
+
+    def run(n, keep):
+        cache = static_cache(transformers, model, batch, length, torch)
+        with torch.no_grad():
+            logits = model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache,
+                           use_cache=True, return_dict=False)[0]
+            cur = logits[:, -1].argmax(-1, keepdim=True)
+            out = [cur]
+            sync()
+            t0 = time.perf_counter()
+            for i in range(n):
+                torch.compiler.cudagraph_mark_step_begin()
+                cur = compiled(cur.clone(), torch.tensor([prompt + i], device="cuda"), cache)
+                if keep:
+                    out.append(cur.clone())
+            sync()
+            return (time.perf_counter() - t0) * 1e3 / max(n, 1), out
+
+    def prefill():
+        cache = static_cache(transformers, model, batch, length, torch)
+        with torch.no_grad():
+            model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache, use_cache=True)
+
+    t0 = time.perf_counter()
+    _, out = run(CHECK_STEPS - 1, True)
+    compile_s = time.perf_counter() - t0
+    greedy = torch.cat(out, dim=1).cpu().numpy()
+    run(8, False)
+    ms, _ = run(steps, False)
+    prefill_ms = median_ms(prefill, sync, 3)
+    del model
+    torch.cuda.empty_cache()
+    return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy)
+
+
+def copy_bandwidth(torch):
+    """Bytes read + written per second by a 1 GiB device-to-device copy."""
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    return 2 * x.numel() * 20 / (time.perf_counter() - t0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "gpu"], default=None)
+    parser.add_argument("--shapes", default=None)
+    parser.add_argument("--batches", default="1")
+    parser.add_argument("--prompts", default="128")
+    parser.add_argument("--steps", type=int, default=64)
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--dir", default=None, help="where checkpoints are written (default: a temporary directory)")
+    parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
+    parser.add_argument("--out", default=None, help="also append the JSON lines here")
+    args = parser.parse_args()
+
+    from tripy import _C
+
+    device = args.device or ("gpu" if _C.gpu_available() else "cpu")
+    tp.config.default_device = device
+    torch = None
+    if device == "gpu" and not args.no_torch:
+        try:
+            import torch
+            import transformers  # noqa: F401
+        except ImportError:
+            torch = None
+    shapes = (args.shapes or ("1b" if device == "gpu" else "tiny")).split(",")
+    dtype = "bfloat16" if device == "gpu" else "float32"
+    root = args.dir or tempfile.mkdtemp(prefix="tripy-llm-bench-")
+    bandwidth = copy_bandwidth(torch) if torch is not None else None
+    rows = []
+    for shape in shapes:
+        directory = os.path.join(root, shape)
+        t0 = time.perf_counter()
+        c = write_checkpoint(directory, shape, dtype, torch)
+        print(f"# {shape}: checkpoint written in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        wbytes = weight_bytes(c, 2 if dtype != "float32" else 4)
+        sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
+        for prompt in map(int, args.prompts.split(",")):
+            for batch in map(int, args.batches.split(",")):
+                tri = bench_tripy(directory, batch, prompt, args.steps, sync)
+                ref = bench_torch(directory, batch, prompt, args.steps, torch) if torch is not None else None
+                kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
+                    c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
+                row = dict(shape=shape, batch=batch, prompt=prompt, device=_C.device_name() if hasattr(_C, "device_name") else device,
+                           tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
+                           tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
+                           load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
+                if bandwidth:
+                    row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
+                if ref is not None:
+                    n = min(len(ref["tokens"][0]), len(tri["tokens"][0]))
+                    same = int((ref["tokens"][:, :n] == tri["tokens"][:, :n]).all(axis=0).cumprod().sum())
+                    row.update(torch_ms=ref["ms"], torch_tok_s=1e3 * batch / ref["ms"],
+                               torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
+                               torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"], greedy_match=f"{same}/{n}")
+                rows.append(row)
+                line = json.dumps(row)
+                print(line, flush=True)
+                if args.out:
+                    with open(args.out, "a") as f:
+                        f.write(line + "\n")
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+    print_table(rows)
+
+
+def print_table(rows):
+    cols = [("shape", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
+            ("speedup", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
+            ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
+            ("load_s", "{:.2f}"), ("greedy_match", "{}")]
+    cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
+    print(" | ".join(k for k, _ in cols))
+    for r in rows:
+        print(" | ".join(f.format(r[k]) if k in r else "-" for k, f in cols))
+
+
+if __name__ == "__main__":
+    main()

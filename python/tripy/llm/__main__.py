@@ -1,0 +1,68 @@
+"""python -m tripy.llm CHECKPOINT (--prompt TEXT | --ids 1,2,3): generates and streams tokens.
+
+Text is printed as it completes (a token that ends inside a UTF-8 character waits for the next);
+with --ids, or without a tokenizer.json, token ids are printed one per line.
+"""
+
+import argparse
+import sys
+import time
+
+import tripy as tp
+
+
+def _ids(text):
+    try:
+        return [int(t) for t in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated token ids, got {text!r}") from None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tripy.llm", description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", help="directory with config.json and *.safetensors")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="text (needs the checkpoint's tokenizer.json)")
+    source.add_argument("--ids", type=_ids, help="prompt token ids, e.g. 128000,791,6864")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) picks the most likely token")
+    parser.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0: all)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="sample within this probability mass (1: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seq-len", type=int, default=None, help="context length (default: the config's, at most 4096)")
+    parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
+    parser.add_argument("--device", default=None, help="cpu or gpu (default: the GPU where present)")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.device:
+            tp.config.default_device = args.device
+        start = time.perf_counter()
+        llm = tp.llm.load(args.checkpoint, dtype=args.dtype and getattr(tp, args.dtype), max_seq_len=args.max_seq_len)
+        prompt = args.prompt if args.ids is None else args.ids
+        as_text = args.ids is None and llm.tokenizer is not None
+        steps = llm.stream(prompt, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                           top_p=args.top_p, seed=args.seed)
+        decoder = llm.tokenizer.stream() if as_text else None
+        n, first = 0, None
+        for token in steps:
+            first = first or time.perf_counter()
+            n += 1
+            if decoder is not None:
+                sys.stdout.write(decoder.push(token))
+            else:
+                sys.stdout.write(f"{token}\n")
+            sys.stdout.flush()
+        if as_text:
+            sys.stdout.write("\n")
+        end = time.perf_counter()
+        rate = f", {(n - 1) / (end - first):.1f} tokens/s after the first" if n > 1 else ""
+        print(f"[{n} tokens in {end - start:.2f} s, load and compile included{rate}]", file=sys.stderr)
+    except tp.TripyException as e:
+        print(e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

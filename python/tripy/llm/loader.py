@@ -1,0 +1,108 @@
+"""``tp.llm.load``: a Llama-family model from a Hugging Face checkpoint directory (``config.json``,
+``*.safetensors``, and ``tokenizer.json`` when present), ready to generate text."""
+
+import os
+
+import numpy as np
+
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.misc import cast
+from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
+from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+DEFAULT_MAX_SEQ_LEN = 4096
+# Buffers some checkpoints store beside the parameters; the model computes them itself.
+_COMPUTED = ("rotary_emb.inv_freq",)
+
+
+def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
+    """
+    Loads the checkpoint directory ``path`` (``config.json`` and its ``.safetensors`` weights, one
+    file or shards listed by ``model.safetensors.index.json``) into an ``LLM``.
+
+    Args:
+        path: The checkpoint directory.
+        dtype: The dtype to compute in; defaults to the config's ``torch_dtype``.
+        max_seq_len: Positions each sequence may hold (prompt plus generated tokens): the KV caches'
+            length. Defaults to the config's ``max_position_embeddings``, at most 4096.
+        max_batch_size: The most sequences one call generates at once.
+        device: Where the weights go; the default device when omitted.
+
+    Returns:
+        An ``LLM``.
+    """
+    config = LlamaConfig.from_file(path)
+    dtype = dtype or check_model_dtype(config.torch_dtype)
+    max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
+    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
+    from tripy.frontend.safetensors import load_safetensors
+
+    weights = load_safetensors(path, device=device)
+    weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
+    weights = {name: w if w.dtype == dtype else cast(w, dtype) for name, w in weights.items()}
+    model.load_state_dict(weights)
+    tokenizer = None
+    if os.path.exists(os.path.join(path, "tokenizer.json")):
+        from tripy.llm.tokenizer import Tokenizer
+
+        tokenizer = Tokenizer.from_file(path)
+    return LLM(model, tokenizer, max_batch_size)
+
+
+class LLM:
+    """A loaded model, its tokenizer (or None) and its compiled steps, one ``Generator`` per way of
+    choosing tokens (compiled on first use)."""
+
+    def __init__(self, model, tokenizer=None, max_batch_size=1):
+        self.model = model
+        self.config = model.config
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        self._generators = {}
+
+    def generator(self, temperature=0.0, top_k=0, top_p=1.0):
+        """The compiled ``Generator`` for these sampling settings."""
+        _check_sampling(temperature, top_k, top_p)
+        key = (float(temperature), top_k, float(top_p)) if temperature else (0.0, 0, 1.0)
+        if key not in self._generators:
+            self._generators[key] = Generator(
+                self.model, max_batch_size=self.max_batch_size, temperature=temperature, top_k=top_k, top_p=top_p
+            )
+        return self._generators[key]
+
+    def stop_tokens(self):
+        """The ids that end a sequence: the config's ``eos_token_id`` and the tokenizer's."""
+        ids = set(self.config.eos_token_id)
+        if self.tokenizer is not None:
+            ids |= set(self.tokenizer.eos_token_ids)
+        return ids
+
+    def encode(self, prompt):
+        """Token ids for ``prompt``: a string (through the tokenizer) or ids as they are."""
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                _raise_here("This checkpoint has no tokenizer.json: pass the prompt as token ids.")
+            return np.array(self.tokenizer.encode(prompt), np.int64)
+        return np.asarray(prompt)
+
+    def stream(self, prompt, max_new_tokens=128, *, temperature=0.0, top_k=0, top_p=1.0, seed=0, stop_tokens=None):
+        """Yields generated token ids of one sequence, one by one, until a stop token (yielded) or
+        ``max_new_tokens``."""
+        ids = self.encode(prompt)
+        if ids.ndim != 1:
+            _raise_here(f"stream takes one sequence, but the prompt has shape {ids.shape}; use generate for a batch.")
+        stop = self.stop_tokens() if stop_tokens is None else set(stop_tokens)
+        steps = self.generator(temperature, top_k, top_p).stream(ids, max_new_tokens, stop_tokens=stop, seed=seed)
+        for values in steps:
+            yield int(values[0])
+
+    def generate(self, prompt, max_new_tokens=128, *, temperature=0.0, top_k=0, top_p=1.0, seed=0, stop_tokens=None):
+        """The generated continuation: text for a string prompt, else token ids (a list per
+        sequence for a batch ``(B, T)``)."""
+        ids = self.encode(prompt)
+        stop = self.stop_tokens() if stop_tokens is None else set(stop_tokens)
+        out = self.generator(temperature, top_k, top_p).generate(ids, max_new_tokens, stop_tokens=stop, seed=seed)
+        if isinstance(prompt, str):
+            return self.tokenizer.decode(out, skip_special_tokens=True)
+        return out
+
