@@ -115,10 +115,16 @@ ssize_t read_fully(int fd, void* data, size_t size) {
 }
 
 bool replace_file(const std::string& path, const void* data, size_t size, bool durable) {
+  return replace_file(path, std::vector<FilePart>{{data, size}}, durable);
+}
+
+bool replace_file(const std::string& path, const std::vector<FilePart>& parts, bool durable) {
   std::string tmp;
   const int fd = create_private_temp(path, &tmp);
   if (fd < 0) return false;
-  bool written = write_all(fd, static_cast<const uint8_t*>(data), size) && (!durable || ::fsync(fd) == 0);
+  bool written = true;
+  for (const FilePart& part : parts) written = written && write_all(fd, static_cast<const uint8_t*>(part.data), part.size);
+  written = written && (!durable || ::fsync(fd) == 0);
   int err = errno;
   if (::close(fd) != 0 && written) {
     written = false;

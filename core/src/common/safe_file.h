@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace tripy {
 
@@ -54,5 +55,14 @@ ssize_t read_fully(int fd, void* data, size_t size);
 // replaced, never written through. With `durable`, the file and the rename are synced to the disk
 // first. False with errno set on failure, leaving no temporary file.
 bool replace_file(const std::string& path, const void* data, size_t size, bool durable);
+
+// One piece of a file that replace_file writes: `size` bytes at `data`.
+struct FilePart {
+  const void* data;
+  size_t size;
+};
+// replace_file for a file written in pieces, one after another (a checkpoint's header, then each
+// tensor's bytes), so that a large file is never assembled in memory first.
+bool replace_file(const std::string& path, const std::vector<FilePart>& parts, bool durable);
 
 }  // namespace tripy
