@@ -389,8 +389,15 @@ class Verifier {
     const DType t = r.dtype;
     if ((t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) || vals[0]->dtype != t || vals[1]->dtype != t || vals[2]->dtype != t)
       return fail(&op, "q, k, v and the result must share a float dtype");
-    if (masked && vals[3]->dtype != (a.mask == rt::MaskKind::kBool ? DType::kBool : t))
+    if (a.mask == rt::MaskKind::kCausalOffset) {
+      if (vals[3]->dtype != DType::kInt32 && vals[3]->dtype != DType::kInt64)
+        return fail(&op, "the causal offset must be int32 or int64");
+      for (const Dim& d : vals[3]->shape)
+        if (!d.is_static() || d.static_value() != 1) return fail(&op, "the causal offset must have shape (1, 1, 1, 1)");
+      if (a.causal) return fail(&op, "causal and a causal offset exclude each other");
+    } else if (masked && vals[3]->dtype != (a.mask == rt::MaskKind::kBool ? DType::kBool : t)) {
       return fail(&op, "the mask's dtype does not fit its kind");
+    }
     const Shape q = logical(rt::AttentionAttrs::kQ, *vals[0]), k = logical(rt::AttentionAttrs::kK, *vals[1]);
     const Shape v = logical(rt::AttentionAttrs::kV, *vals[2]), o = logical(rt::AttentionAttrs::kOut, r);
     TRIPY_RETURN_IF_ERROR(expect_shape(op, {q[0], k[1], k[2], q[3]}, k, "k"));
@@ -398,7 +405,7 @@ class Verifier {
     TRIPY_RETURN_IF_ERROR(expect_shape(op, {q[0], q[1], q[2], v[3]}, o, "the result"));
     if (q[1].is_static() && k[1].is_static() && k[1].static_value() > 0 && q[1].static_value() % k[1].static_value() != 0)
       return fail(&op, "k/v heads (" + k[1].str(&g_.symbols) + ") must divide q heads (" + q[1].str(&g_.symbols) + ")");
-    if (masked) {
+    if (masked && a.mask != rt::MaskKind::kCausalOffset) {
       const Shape m = logical(rt::AttentionAttrs::kMask, *vals[3]);
       const Shape full = {q[0], q[1], q[2], k[2]};
       for (int i = 0; i < 4; ++i)

@@ -247,7 +247,12 @@ std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std
   if (k.size[0] != B || k.size[3] != D || v.size[0] != B || v.size[1] != Hkv || v.size[2] != S || !heads_ok ||
       o.size != std::array<int64_t, 4>{B, Hq, L, Dv})
     return what;
-  if (masked) {
+  if (a.mask == MaskKind::kCausalOffset) {
+    for (int64_t d : shapes[3])
+      if (d != 1)
+        return what + " with a causal offset " + dims(attention_operand(a, AttentionAttrs::kMask, shapes[3])) +
+               " instead of (1, 1, 1, 1)";
+  } else if (masked) {
     const AttentionOperand m = attention_operand(a, AttentionAttrs::kMask, shapes[3]);
     const std::array<int64_t, 4> full{B, Hq, L, S};
     for (int i = 0; i < 4; ++i)

@@ -150,13 +150,25 @@ inline DType dot_accumulator_dtype(DType operand) {
 // additive mask's value; each mask dim is 1 (broadcast) or the logical size; causal also hides
 // keys s > l (top-left aligned, as torch's is_causal). A row with every key hidden is NaN, as a
 // softmax over no values is.
-enum class MaskKind : uint8_t { kNone, kBool, kAdditive };
-inline constexpr const char* kMaskKindNames[] = {"none", "bool", "additive"};
+// kCausalOffset (a KV-cache step: match_attention finds it in `iota_s <= iota_l + pos` masks):
+// input 3 is an offset o, an int32 or int64 tensor of shape (1, 1, 1, 1) read when the kernel
+// runs, and key s is visible to query l iff s <= l + o, the sum taken in o's dtype as the mask it
+// replaces computed it (past the dtype's largest value it wraps to negative: no key visible).
+// Kernels visit only keys [0, causal_offset_keys(...)); it excludes `causal`.
+enum class MaskKind : uint8_t { kNone, kBool, kAdditive, kCausalOffset };
+inline constexpr const char* kMaskKindNames[] = {"none", "bool", "additive", "causal_offset"};
 constexpr EnumNames enum_names(MaskKind) { return enum_names_of(kMaskKindNames); }
+// The keys query row `row` sees under kCausalOffset: min(S, max(0, row + offset + 1)), and 0 where
+// row + offset passes `offset_max` (the largest value of the offset's dtype: the sum wrapped).
+inline int64_t causal_offset_keys(int64_t offset, int64_t offset_max, int64_t row, int64_t S) {
+  if (offset > 0 && row > offset_max - offset) return 0;
+  const int64_t last = row + offset;  // no overflow: row >= 0, and row <= offset_max - offset
+  return last < 0 ? 0 : last >= S ? S : last + 1;
+}
 struct AttentionAttrs {
   bool causal = false;
   double scale = 1.0;
-  MaskKind mask = MaskKind::kNone;  // kNone: 3 inputs; else the mask is input 3
+  MaskKind mask = MaskKind::kNone;  // kNone: 3 inputs; else the mask (kCausalOffset: the offset) is input 3
   // Views instead of copies: logical dim i of operand x (q, k, v, mask, out) is dim perms[x][i]
   // of its buffer, so a transposed head split is read (or written) in place.
   enum Operand { kQ, kK, kV, kMask, kOut, kNumOperands };

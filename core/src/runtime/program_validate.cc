@@ -358,7 +358,7 @@ class Validator {
   // per run (attention_shape_error), so together no index leaves its buffer.
   template <typename Bad>
   Status check(const Kernel& kn, const AttentionAttrs& a, const Bad& bad) {
-    if (a.mask > MaskKind::kAdditive) return bad("has an invalid mask kind");
+    if (a.mask > MaskKind::kCausalOffset) return bad("has an invalid mask kind");
     const bool masked = a.mask != MaskKind::kNone;
     if (kn.inputs.size() != (masked ? 4u : 3u) || kn.outputs.size() != 1)
       return bad(masked ? "needs q, k, v, a mask and 1 output" : "needs q, k, v and 1 output");
@@ -367,8 +367,16 @@ class Validator {
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return bad("attends over a non-float dtype");
     if (dtype_of(kn.inputs[1]) != t || dtype_of(kn.inputs[2]) != t || dtype_of(kn.outputs[0]) != t)
       return bad("has q, k, v and out of different dtypes");
-    if (masked && dtype_of(kn.inputs[3]) != (a.mask == MaskKind::kBool ? DType::kBool : t))
+    if (a.mask == MaskKind::kCausalOffset) {
+      // One int32 or int64 element, read whole: no head window; causal would be a second rule.
+      const DType o = dtype_of(kn.inputs[3]);
+      if (o != DType::kInt32 && o != DType::kInt64) return bad("has a causal offset that is not int32 or int64");
+      if (a.causal) return bad("has both causal and a causal offset");
+      if (a.heads[AttentionAttrs::kMask] != AttentionAttrs::HeadWindow{})
+        return bad("has a head window on its causal offset");
+    } else if (masked && dtype_of(kn.inputs[3]) != (a.mask == MaskKind::kBool ? DType::kBool : t)) {
       return bad("has a mask whose dtype does not fit its kind");
+    }
     for (int32_t b : kn.inputs)
       if (rank_of(b) != 4) return bad("has an operand that is not 4-D");
     if (rank_of(kn.outputs[0]) != 4) return bad("has an output that is not 4-D");

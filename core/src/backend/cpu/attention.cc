@@ -3,7 +3,8 @@
 // per query, the accumulator rescaled when the max grows), so memory holds kBlockQ x kBlockK
 // scores at a time however long the sequences are. Everything computes in float32 (float16 and
 // bfloat16 are widened on load), operands are read through their layouts (strides), and causal
-// key blocks past a query block's diagonal are never visited.
+// key blocks past a query block's diagonal are never visited; under a causal offset (a KV cache's
+// rows written so far) neither are the keys past the block's last visible one.
 #pragma GCC optimize("no-trapping-math")  // lets the selects in the exp loops if-convert
 
 #include <algorithm>
@@ -60,10 +61,17 @@ struct Scratch {
   std::vector<uint8_t> keep;
 };
 
+// kCausalOffset: the offset's value and its dtype's largest value (rt::causal_offset_keys).
+struct CausalOffset {
+  bool on = false;
+  int64_t value = 0, max = 0;
+};
+
 class AttentionRun {
  public:
-  AttentionRun(const AttentionAttrs& a, Operand q, Operand k, Operand v, const Operand* mask, Operand out)
-      : a_(a), q_(q), k_(k), v_(v), mask_(mask), out_(out) {
+  AttentionRun(const AttentionAttrs& a, Operand q, Operand k, Operand v, const Operand* mask, CausalOffset offset,
+               Operand out)
+      : a_(a), q_(q), k_(k), v_(v), mask_(mask), offset_(offset), out_(out) {
     D_ = q.o.size[3];
     Dv_ = v.o.size[3];
     L_ = q.o.size[2];
@@ -88,8 +96,13 @@ class AttentionRun {
       load_row(q_, q_.at(b, h, i0 + i), q_.o.stride[3], D_, row);
       for (int64_t d = 0; d < D_; ++d) row[d] *= scale;
     }
-    // Causal: the block's last query sees keys up to its own index.
-    const int64_t s_end = a_.causal ? std::min(S_, i1) : S_;
+    // Causal: the block's last query sees keys up to its own index; a causal offset: the keys
+    // its rows see, at most (the count grows with the row until the offset's sum wraps).
+    int64_t s_end = a_.causal ? std::min(S_, i1) : S_;
+    if (offset_.on) {
+      s_end = 0;
+      for (int64_t i = i0; i < i1; ++i) s_end = std::max(s_end, visible(i));
+    }
     for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
       const int64_t nk = std::min(kBlockK, s_end - j0);
       load_keys(b, hk, j0, nk, w);
@@ -149,8 +162,8 @@ class AttentionRun {
     for (int64_t i = 0; i < nq; ++i) {
       float* s = w.s.data() + i * kBlockK;
       const int64_t qi = i0 + i;
-      if (a_.causal)
-        for (int64_t j = std::max<int64_t>(0, qi + 1 - j0); j < nk; ++j) s[j] = kNegInf;
+      if (a_.causal || offset_.on)
+        for (int64_t j = std::max<int64_t>(0, (offset_.on ? visible(qi) : qi + 1) - j0); j < nk; ++j) s[j] = kNegInf;
       if (!mask_) continue;
       const AttentionOperand& m = mask_->o;
       const int64_t off = m.offset + (m.size[0] == 1 ? 0 : b * m.stride[0]) + (m.size[1] == 1 ? 0 : h * m.stride[1]) +
@@ -204,9 +217,12 @@ class AttentionRun {
     }
   }
 
+  int64_t visible(int64_t row) const { return rt::causal_offset_keys(offset_.value, offset_.max, row, S_); }
+
   const AttentionAttrs& a_;
   Operand q_, k_, v_;
   const Operand* mask_;
+  CausalOffset offset_;
   Operand out_;
   int64_t D_ = 0, Dv_ = 0, L_ = 0, S_ = 0, group_ = 1;
 };
@@ -240,7 +256,22 @@ Status run_attention(const KernelArgs& args) {
         for (int64_t i = 0; i < L; ++i) AttentionRun::store_row(out, out.at(b, h, i), out.o.stride[3], Dv, zeros.data());
     return ok_status();
   }
-  AttentionRun run(a, q, k, v, masked ? &mask : nullptr, out);
+  CausalOffset offset;
+  if (a.mask == rt::MaskKind::kCausalOffset) {
+    const View& o = *args.inputs[3];
+    offset.on = true;
+    if (o.dtype == DType::kInt64) {
+      std::memcpy(&offset.value, o.data, sizeof(int64_t));
+      offset.max = std::numeric_limits<int64_t>::max();
+    } else {
+      int32_t v32;
+      std::memcpy(&v32, o.data, sizeof(int32_t));
+      offset.value = v32;
+      offset.max = std::numeric_limits<int32_t>::max();
+    }
+  }
+  const bool bool_or_additive = masked && !offset.on;
+  AttentionRun run(a, q, k, v, bool_or_additive ? &mask : nullptr, offset, out);
   const int64_t qblocks = (L + kBlockQ - 1) / kBlockQ, items = B * H * qblocks;
   auto body = [&](int64_t t0, int64_t t1) {
     Scratch w;
