@@ -92,7 +92,7 @@ def reference_bpe(word, merges, vocab, ignore_merges):
 
 WORDS = ["the", "token", "tokenizer", "don't", "we're", "it's", "I'll", "THE", "héllo", "naïve", "straße",
          "日本語", "русский", "مرحبا", "😀", "👍🏽", "e\u0301", "1234567", "3.14", "$x", "...", "--", "\t", "\r\n"]
-PIECES = WORDS + [" ", "  ", "\n", "\n\n", "   ", ",", "'s", "'t", "'re", "'S", "!?", "½", "\u00a0", "\u3000"]
+PIECES = WORDS + [" ", "  ", "\n", "\n\n", "   ", ",", "'s", "'t", "'re", "'S", "!?", "½", "\u00a0", "\u3000", "-", "7"]
 
 
 def random_text(rng, n=12):
@@ -119,6 +119,14 @@ PRE_TOKENIZERS = {
     # the whole text is one word: the BPE itself decides everything
     "whole": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
     "gpt2": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "splits": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": "-"}, "behavior": "MergedWithNext", "invert": False},
+        {"type": "Split", "pattern": {"Regex": r"\d"}, "behavior": "Contiguous", "invert": False},
+        {"type": "Split", "pattern": {"Regex": r"\s"}, "behavior": "MergedWithPrevious", "invert": True},
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": False}]},
+    "removed": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": ","}, "behavior": "Removed", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]},
     "llama3": {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": LLAMA3_PATTERN}, "behavior": "Isolated", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
@@ -151,7 +159,8 @@ def make_fixture(pre="whole", merges=60, as_pairs=False, ignore_merges=False, wh
         vocab.setdefault(a + b, len(vocab))
     for word in whole_words:  # whole-word tokens that no merge builds (ignore_merges picks them)
         vocab.setdefault(to_byte_text(word), len(vocab))
-    specs = [added(t, len(vocab) + k) if isinstance(t, str) else t for k, t in enumerate(added_tokens)]
+    # Added tokens take the ids after the vocabulary, as in real files (Hugging Face renumbers others).
+    specs = [dict(added(t, 0) if isinstance(t, str) else t, id=len(vocab) + k) for k, t in enumerate(added_tokens)]
     obj = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": specs,
         "normalizer": {"type": "NFC"} if nfc else None,
@@ -367,19 +376,41 @@ def test_special_tokens_are_split_out_first():
     assert sid["<|eot_id|>"] not in plain("<|eot_id") and tok.decode(plain("<|eot_id")) == "<|eot_id"
 
 
+FLAGGED = [added("<mask>", 0, lstrip=True), added("<R>", 0, rstrip=True), added("<L>", 0, lstrip=True, rstrip=True),
+           added("cat", 0, special=False, single_word=True), added("<a>", 0), added("<a>b", 0),
+           added("őű", 0, special=False), added("<ő>", 0)]
+
+
 def test_added_token_flags():
-    tokens = [added("<mask>", 1000, lstrip=True), added("<R>", 1001, rstrip=True), added("cat", 1002, special=False, single_word=True),
-              added("<a>", 1003), added("<a>b", 1004), added("ñé", 1005, special=False), added("<é>", 1006)]
-    tok = Tokenizer.from_dict(make_fixture("whole", nfc=True, added_tokens=tokens))
+    tok = Tokenizer.from_dict(make_fixture("whole", nfc=True, added_tokens=FLAGGED))
+    mask, r, cat, a, ab, ou, o = (tok.token_to_id(t) for t in ("<mask>", "<R>", "cat", "<a>", "<a>b", "őű", "<ő>"))
     plain = lambda text: tok.encode(text, add_special_tokens=False) if text else []  # noqa: E731
-    assert tok.encode("a  <mask> b") == plain("a") + [1000] + plain(" b")
-    assert tok.encode("a <R>  b") == plain("a ") + [1001] + plain("b")
-    assert tok.encode("a cat, concat") == plain("a ") + [1002] + plain(", concat")
-    assert tok.encode("<a>b<a>") == [1004, 1003]  # the longest token at a place wins
+    assert tok.encode("a  <mask> b") == plain("a") + [mask] + plain(" b")
+    assert tok.encode("a <R>  b") == plain("a ") + [r] + plain("b")
+    assert tok.encode("a cat, concat") == plain("a ") + [cat] + plain(", concat")
+    assert tok.encode("<a>b<a>") == [ab, a]  # the longest token at a place wins
     # Non-special tokens match the normalized text; special ones (normalized=false) the raw text.
-    assert tok.encode("n\u0303e\u0301") == [1005]
-    assert 1006 not in tok.encode("<e\u0301>") and tok.encode("<é>") == [1006]
-    assert tok.decode([1002, 1005, 1006], skip_special_tokens=True) == "catñé"
+    assert tok.encode("o\u030bu\u030b") == [ou]
+    assert o not in tok.encode("<o\u030b>") and tok.encode("<ő>") == [o]
+    assert tok.decode([cat, ou, o], skip_special_tokens=True) == "catőű"
+    assert tok.encode("cat_s", add_special_tokens=False)[0] != cat  # "_" is part of a word
+
+
+def test_added_tokens_decode_as_their_text():
+    # Hugging Face's ByteLevel decoder reads an added token made only of byte characters as bytes
+    # ("<é>" -> "<\xe9>", invalid UTF-8); its text is what the user wrote, so it decodes to that.
+    tok = Tokenizer.from_dict(make_fixture("whole", added_tokens=["<é>", "<日本>"]))
+    assert tok.decode(tok.encode("a<é>b<日本>")) == "a<é>b<日本>"
+
+
+@needs_regex
+def test_added_tokens_are_not_whole_words_of_the_model():
+    # ignore_merges looks words up in the BPE model's vocabulary only: "zq_" splits into "zq" "_",
+    # and "zq" is an added token (single_word, so it does not match before "_"), not a model token.
+    zq_token = added("zq", 0, special=False, single_word=True)
+    tok = Tokenizer.from_dict(make_fixture("llama3", ignore_merges=True, added_tokens=[zq_token]))
+    zq = tok.token_to_id("zq")
+    assert tok.encode("zq") == [zq] and zq not in tok.encode("zq_")
 
 
 def test_bos_from_the_post_processor_and_the_configs(tmp_path):
@@ -509,9 +540,11 @@ def hf_fixtures():
     yield make_fixture("whole", merges=80, added_tokens=SPECIALS, post=template(["<|begin_of_text|>"]))
     yield make_fixture("gpt2", merges=120, as_pairs=True, added_tokens=SPECIALS)
     yield make_fixture("llama3", merges=120, ignore_merges=True, whole_words=[" tokenizer"], nfc=True,
-                       added_tokens=SPECIALS + [added("cat", 2000, special=False, single_word=True)],
+                       added_tokens=SPECIALS + [added("cat", 0, special=False, single_word=True)],
                        post={"type": "Sequence", "processors": [{"type": "ByteLevel", "add_prefix_space": True,
                              "trim_offsets": False, "use_regex": True}, template(["<|begin_of_text|>"])]})
+    yield make_fixture("splits", merges=100, nfc=True, added_tokens=FLAGGED, post=template([], ["<R>"]))
+    yield make_fixture("removed", merges=100, added_tokens=FLAGGED)
 
 
 def assert_same_as_hf(hf, tok, texts):
@@ -523,7 +556,7 @@ def assert_same_as_hf(hf, tok, texts):
         assert tok.decode(ids, skip_special_tokens=True) == hf.decode(ids, skip_special_tokens=True), text
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(5))
 def test_fixtures_match_hugging_face_tokenizers(index):
     tokenizers = pytest.importorskip("tokenizers")
     if tokenizer_module._regex is None:
@@ -532,7 +565,10 @@ def test_fixtures_match_hugging_face_tokenizers(index):
     hf = tokenizers.Tokenizer.from_str(json.dumps(obj))
     rng = random.Random(8)
     texts = random_texts(9, 300) + [random_unicode(rng) for _ in range(100)]
-    texts += ["<|begin_of_text|>hi<|eot_id|>", "a cat concat", "the tokenizer", ""]
+    texts += ["<|begin_of_text|>hi<|eot_id|>", "a cat concat", "the tokenizer", "", "a-b--c-", "x 12-345 -6,7,,"]
+    texts += ["a  <mask>  b<R>  c <L> d", "cat_s cat cat1 (cat)", "o\u030bu\u030b <o\u030b> <ő>", " -<R>-"]
+    texts += ["".join(rng.choice(["<mask>", "<R>", "<L>", " ", "cat", "-", "1", "a", "\n", "őű", "_"]) for _ in range(12))
+              for _ in range(200)]
     assert_same_as_hf(hf, Tokenizer.from_dict(obj), texts)
 
 

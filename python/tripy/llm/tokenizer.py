@@ -270,7 +270,7 @@ class Tokenizer:
         vocab = model.get("vocab")
         if not isinstance(vocab, dict) or not vocab:
             _fail(source, "the BPE model has no 'vocab' object")
-        self._vocab, self._tokens = {}, {}  # token -> id, id -> token (added tokens included)
+        self._vocab, self._tokens = {}, {}  # the BPE model's token -> id; id -> token, added tokens included
         for token, i in vocab.items():
             if not isinstance(i, int) or i < 0:
                 _fail(source, f"vocabulary token {token!r} has an invalid id {i!r}")
@@ -300,10 +300,10 @@ class Tokenizer:
             # The same token may be in the vocabulary too (GPT-2's <|endoftext|>), but with the same id.
             if self._tokens.get(token.id, token.content) != token.content:
                 _fail(source, f"added token {token.content!r} and {self._tokens[token.id]!r} share the id {token.id}")
-            if self._vocab.get(token.content, token.id) != token.id:
-                _fail(source, f"added token {token.content!r} has two ids: {token.id}, {self._vocab[token.content]}")
+            known = self._added[token.content].id if token.content in self._added else self._vocab.get(token.content)
+            if known not in (None, token.id):
+                _fail(source, f"added token {token.content!r} has two ids: {token.id}, {known}")
             self._added[token.content], self._tokens[token.id] = token, token.content
-            self._vocab[token.content] = token.id
             if token.special:
                 self._special_ids.add(token.id)
         added = self._added.values()
@@ -318,9 +318,9 @@ class Tokenizer:
         name = name.get("content") if isinstance(name, dict) else name
         if name is None:
             return None
-        if name not in self._vocab:
+        if self.token_to_id(name) is None:
             _fail(source, f"tokenizer_config.json's {key} {name!r} is not a token of the vocabulary")
-        return self._vocab[name]
+        return self.token_to_id(name)
 
     @staticmethod
     def _added_matcher(tokens):
@@ -446,7 +446,8 @@ class Tokenizer:
 
     def token_to_id(self, token):
         """The id of a token (in its vocabulary spelling, e.g. ``"Ġthe"``), or None."""
-        return self._vocab.get(token)
+        added = self._added.get(token)
+        return added.id if added else self._vocab.get(token)
 
     def id_to_token(self, token_id):
         """The vocabulary spelling of ``token_id``, or None."""
