@@ -346,8 +346,9 @@ class ProgramBuilder {
       case GroupKind::kPlugin:
         k.plugin = first.plugin;
         break;
-      case GroupKind::kAlias:  // handled above
-      case GroupKind::kCopy: return internal_error("fusion planned a " + std::string(flat::group_kind_name(grp.kind)) + " group here");
+      case GroupKind::kAlias:  // handled above, as kernel ops' kinds are
+      case GroupKind::kCopy:
+      default: return internal_error("fusion planned a " + std::string(flat::group_kind_name(grp.kind)) + " group here");
       case GroupKind::kConvolution:
         k.convolution = grp.convolution;
         break;

@@ -318,6 +318,21 @@ struct UpdateSliceAttrs {
   int64_t axis = 0;
   TRIPY_FIELDS(axis)
 };
+// Token sampling (tp.sample): inputs logits (float32/16, bfloat16; rows = the leading dims, V =
+// the last) and key (int64, shape (1,), read at run time); out = one int32 index per row.
+// temperature 0 is greedy (the argmax, NaN rules as tp.argmax); otherwise z = logit / temperature
+// (float32), w = exp(z - max z) in units of 2**-40 (rounded down, summed exactly), top-k keeps
+// logits >= the k-th largest (0 or >= V: all), top-p the smallest set of z >= tau holding
+// ceil(top_p * kept weight) (1: all), and the draw splits the kept weight at u in [0, 1) from
+// splitmix64 of (key, row). Both backends compute exactly this, bit for bit (backend/cpu/sample.cc).
+struct SampleAttrs {
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  TRIPY_FIELDS(temperature, top_k, top_p)
+};
+// The largest last dim a sample kernel takes (its weights sum exactly in 64 bits).
+inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 
 // Kernel kinds (kernel_kinds.def): the enum and the names.
 enum class KernelKind : uint8_t {

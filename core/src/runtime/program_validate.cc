@@ -450,6 +450,20 @@ class Validator {
     return ok_status();
   }
 
+  template <typename Bad>
+  Status check(const Kernel& kn, const SampleAttrs& a, const Bad& bad) {
+    if (!std::isfinite(a.temperature) || a.temperature < 0) return bad("has a temperature that is not finite and >= 0");
+    if (a.top_k < 0) return bad("has a negative top_k");
+    if (!(a.top_p > 0 && a.top_p <= 1)) return bad("has a top_p outside (0, 1]");
+    if (!arity(kn, 2, 1)) return bad("needs logits, a key and 1 output");
+    const DType t = dtype_of(kn.inputs[0]);
+    if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return bad("samples non-float logits");
+    if (dtype_of(kn.inputs[1]) != DType::kInt64 || rank_of(kn.inputs[1]) != 1) return bad("has a key that is not 1-D int64");
+    if (dtype_of(kn.outputs[0]) != DType::kInt32 || rank_of(kn.inputs[0]) != rank_of(kn.outputs[0]) + 1)
+      return bad("needs int32 output of the logits' rank minus one");
+    return ok_status();
+  }
+
   // The analysis every consumer of fused programs shares (fused_analysis.cc).
   template <typename Bad>
   Status check(const Kernel& kn, const FusedProgram& fused, const Bad& bad) {

@@ -106,6 +106,16 @@ class RunChecker {
   std::string check(const Kernel& k, const ConvolutionAttrs&) const { return check_conv(k); }
   std::string check(const Kernel& k, const PoolingAttrs&) const { return check_pool(k); }
   std::string check(const Kernel&, const PluginAttrs&) const { return ""; }  // the plugin's rule gave the shapes
+  std::string check(const Kernel& k, const SampleAttrs&) const {
+    const auto& x = shape(k.inputs[0]);
+    const auto& out = shape(k.outputs[0]);
+    if (shape(k.inputs[1]) != std::vector<int64_t>{1}) return "needs a key of shape (1,), not " + dims_str(shape(k.inputs[1]));
+    if (!std::equal(out.begin(), out.end(), x.begin())) return "samples " + dims_str(x) + " into " + dims_str(out);
+    const int64_t vocab = x.back();
+    if (numel_of(out) > 0 && (vocab < 1 || vocab > kMaxSampleVocab))
+      return "samples from rows of " + std::to_string(vocab) + " logits, outside [1, " + std::to_string(kMaxSampleVocab) + "]";
+    return "";
+  }
 
   std::string check(const Kernel& k, const TransposeAttrs& t) const {
     const auto& in = shape(k.inputs[0]);

@@ -2,6 +2,7 @@
 // kind survives the file format and differs in text, equality and keys when it differs in value.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,6 +81,46 @@ TEST(KernelKinds, NamesAreTheTablesAndUnknownOnesAreRefused) {
   Status st = program_from_json(j, &back);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("kind: unknown name 'conv'"), std::string::npos) << st.message();
+}
+
+// A kind's rule in the validator, for sample: logits and a key in, int32 out, its attributes in range.
+TEST(KernelKinds, SampleKernelsFollowTheirRule) {
+  Program p;
+  p.shape_program = {{ShapeInstr::Op::kInputDim, 0, 0}, {ShapeInstr::Op::kInputDim, 0, 1},
+                     {ShapeInstr::Op::kInputDim, 1, 0}};
+  p.inputs = {{"logits", DType::kFloat16, {1, 50}, {2, 50}, {4, 50}, {"", ""}}, {"key", DType::kInt64, {1}, {1}, {1}, {""}}};
+  p.input_shapes = {{0, 1}, {2}};
+  p.buffers = {{BufferDesc::Kind::kInput, 0, DType::kFloat16, {0, 1}},
+               {BufferDesc::Kind::kInput, 1, DType::kInt64, {2}},
+               {BufferDesc::Kind::kOutput, 0, DType::kInt32, {0}}};
+  p.outputs = {2};
+  p.output_names = {"tokens"};
+  Kernel k;
+  k.kind = KernelKind::kSample;
+  k.name = "sample";
+  k.inputs = {0, 1};
+  k.outputs = {2};
+  k.sample.temperature = 0.5;
+  k.sample.top_k = 40;
+  k.sample.top_p = 0.9;
+  p.kernels = {k};
+  ASSERT_TRUE(validate_program(p).ok()) << validate_program(p).message();
+  auto refused = [&](void (*change)(Program&), const char* why) {
+    Program q = p;
+    change(q);
+    const Status st = validate_program(q);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  };
+  refused([](Program& q) { q.kernels[0].sample.temperature = -1; }, "temperature");
+  refused([](Program& q) { q.kernels[0].sample.temperature = std::nan(""); }, "temperature");
+  refused([](Program& q) { q.kernels[0].sample.top_k = -1; }, "top_k");
+  refused([](Program& q) { q.kernels[0].sample.top_p = 0; }, "top_p");
+  refused([](Program& q) { q.kernels[0].sample.top_p = 1.5; }, "top_p");
+  refused([](Program& q) { q.buffers[1].dtype = q.inputs[1].dtype = DType::kInt32; }, "key");
+  refused([](Program& q) { q.buffers[2].dtype = DType::kInt64; }, "int32 output");
+  refused([](Program& q) { q.buffers[0].dtype = q.inputs[0].dtype = DType::kInt32; }, "non-float");
+  refused([](Program& q) { q.kernels[0].inputs = {0}; }, "needs logits, a key");
 }
 
 }  // namespace

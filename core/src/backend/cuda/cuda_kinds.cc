@@ -79,6 +79,7 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kUpdateSlice, nullptr, StoredAlgo::kNone, plan_checked_layout_step<plan_update_slice>, nullptr},
     {KernelKind::kPlugin, load_function, StoredAlgo::kNone, plan_plugin_step, nullptr},
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
+    {KernelKind::kSample, nullptr, StoredAlgo::kNone, nullptr, nullptr},
 };
 
 constexpr bool rows_in_kind_order() {

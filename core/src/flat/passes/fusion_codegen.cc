@@ -145,7 +145,8 @@ std::string Planner::kernel_name(const FusionGroup& grp) const {
       return name;
     }
     case GroupKind::kCopy:  // fusion plans no copies; build_program adds them
-    case GroupKind::kTranspose: return group_kind_name(grp.kind);
+    case GroupKind::kTranspose:
+    default: return group_kind_name(grp.kind);  // and the kinds of kernel ops (flat::OpKind::kKernel)
     case GroupKind::kSlice:
     case GroupKind::kConcatenate:
     case GroupKind::kGather:

@@ -163,6 +163,7 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kUpdateSlice, nullptr, false, update_index_function, nullptr},
     {KernelKind::kPlugin, plugin_module, false, nullptr, nullptr},
     {KernelKind::kPooling, pool_module, false, nullptr, nullptr},
+    {KernelKind::kSample, nullptr, false, nullptr, nullptr},
 };
 constexpr bool rows_in_kind_order() {
   for (size_t i = 0; i < std::size(kBuildRules); ++i)
