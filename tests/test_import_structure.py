@@ -24,7 +24,7 @@ FUNCTION_LEVEL_ALLOWED = {
 # modules). A module imports only from its own layer or the ones below, never from a layer above.
 LAYERS = [
     ["errors", "printing", "dtypes", "device"],
-    ["tensor"],
+    ["tensor", "safetensors"],
     ["trace_call"],
     ["ops"],
     ["module", "modules", "input_info", "stream", "profile"],

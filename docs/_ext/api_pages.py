@@ -24,6 +24,7 @@ PAGES = [
     ("misc", "Casting, copying and comparing", ["frontend.ops.misc"]),
     ("plugins", "Custom plugins", ["frontend.ops.plugin", "frontend.plugin"]),
     ("modules", "Modules", ["frontend.module", "frontend.modules"]),
+    ("checkpoints", "Loading and saving weights", ["frontend.safetensors"]),
     (
         "compiling",
         "Compiling and running",

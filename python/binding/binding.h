@@ -45,5 +45,6 @@ void bind_data(py::module_& m);
 void bind_executable(py::module_& m);
 void bind_stream(py::module_& m);
 void bind_plugin(py::module_& m);
+void bind_safetensors(py::module_& m);
 
 }  // namespace tripy::binding
