@@ -20,7 +20,8 @@ needs_regex = pytest.mark.skipif(tokenizer_module._regex is None, reason="the 'r
 
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
 
@@ -91,8 +92,10 @@ def reference_bpe(word, merges, vocab, ignore_merges):
 # ---- Random text -------------------------------------------------------------------------------
 
 WORDS = ["the", "token", "tokenizer", "don't", "we're", "it's", "I'll", "THE", "héllo", "naïve", "straße",
-         "日本語", "русский", "مرحبا", "😀", "👍🏽", "e\u0301", "1234567", "3.14", "$x", "...", "--", "\t", "\r\n"]
-PIECES = WORDS + [" ", "  ", "\n", "\n\n", "   ", ",", "'s", "'t", "'re", "'S", "!?", "½", "\u00a0", "\u3000", "-", "7"]
+         "日本語", "русский", "مرحبا", "😀", "👍🏽", "e\u0301", "1234567", "3.14", "$x", "...", "--", "\t",
+         "\r\n"]
+PIECES = WORDS + [" ", "  ", "\n", "\n\n", "   ", ",", "'s", "'t", "'re", "'S", "!?", "½", "\u00a0", "\u3000", "-",
+                  "7"]
 
 
 def random_text(rng, n=12):
@@ -104,7 +107,8 @@ def random_text(rng, n=12):
         elif kind < 0.9:
             out.append(" " + rng.choice(WORDS))
         else:  # any code point but surrogates
-            out.append(chr(rng.choice([rng.randint(0x20, 0x2FF), rng.randint(0x300, 0xD7FF), rng.randint(0xE000, 0x10FFFF)])))
+            low, high = rng.choice([(0x20, 0x2FF), (0x300, 0xD7FF), (0xE000, 0x10FFFF)])
+            out.append(chr(rng.randint(low, high)))
     return "".join(out)
 
 
@@ -191,7 +195,8 @@ def reference_encode(obj, text):
         words = tokenizer_module._regex.findall(LLAMA3_PATTERN, text)
     model = obj["model"]
     merges = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
-    return [i for w in words if w for i in reference_bpe(to_byte_text(w), merges, model["vocab"], model["ignore_merges"])]
+    vocab, ignore_merges = model["vocab"], model["ignore_merges"]
+    return [i for w in words if w for i in reference_bpe(to_byte_text(w), merges, vocab, ignore_merges)]
 
 
 def pieces(tok, text):
@@ -316,7 +321,8 @@ def test_split_regex_without_unicode_classes_needs_no_regex_module(monkeypatch):
 
 
 def random_unicode(rng):
-    ranges = [(0x20, 0x7E), (0x9, 0xD), (0xA0, 0x24F), (0x370, 0x3FF), (0x4E00, 0x4E80), (0x1F600, 0x1F64F), (0x300, 0x36F)]
+    ranges = [(0x20, 0x7E), (0x9, 0xD), (0xA0, 0x24F), (0x370, 0x3FF), (0x4E00, 0x4E80), (0x1F600, 0x1F64F),
+              (0x300, 0x36F)]
     return "".join(chr(rng.randint(*rng.choice(ranges))) for _ in range(rng.randint(0, 40)))
 
 
@@ -324,7 +330,8 @@ def random_unicode(rng):
 def test_decode_inverts_encode(pre):
     if pre != "whole" and tokenizer_module._regex is None:
         pytest.skip("the 'regex' module is not installed")
-    tok = Tokenizer.from_dict(make_fixture(pre, merges=100, added_tokens=SPECIALS, post=template(["<|begin_of_text|>"])))
+    obj = make_fixture(pre, merges=100, added_tokens=SPECIALS, post=template(["<|begin_of_text|>"]))
+    tok = Tokenizer.from_dict(obj)
     rng = random.Random(4)
     for text in [random_unicode(rng) for _ in range(300)] + random_texts(5, 100):
         ids = tok.encode(text)
@@ -414,7 +421,8 @@ def test_added_tokens_are_not_whole_words_of_the_model():
 
 
 def test_bos_from_the_post_processor_and_the_configs(tmp_path):
-    post = {"type": "Sequence", "processors": [{"type": "ByteLevel"}, template(["<|begin_of_text|>"], ["<|end_of_text|>"])]}
+    bos_template = template(["<|begin_of_text|>"], ["<|end_of_text|>"])
+    post = {"type": "Sequence", "processors": [{"type": "ByteLevel"}, bos_template]}
     obj = make_fixture("whole", added_tokens=SPECIALS, post=post)
     bos, end, eot = (obj["added_tokens"][k]["id"] for k in (0, 1, 2))
     tok = Tokenizer.from_dict(obj)
@@ -436,6 +444,10 @@ def test_bos_from_the_post_processor_and_the_configs(tmp_path):
         from_file = Tokenizer.from_file(path)
         assert from_file.eos_token_ids == {end, eot} and from_file.encode("hi") == with_bos.encode("hi")
     assert Tokenizer.from_dict(plain).bos_token_id is None
+    roberta = make_fixture("whole", added_tokens=SPECIALS)
+    roberta["post_processor"] = {
+        "type": "RobertaProcessing", "cls": ["<|begin_of_text|>", bos], "sep": ["<|eot_id|>", eot]}
+    assert Tokenizer.from_dict(roberta).encode("hi") == [bos, *tok.encode("hi", add_special_tokens=False), eot]
 
 
 def test_token_lookup():
@@ -483,7 +495,7 @@ def edited(change):
          "unsupported Split behavior 'Odd'"),
         (lambda o: o.update(decoder={"type": "WordPiece"}), "unsupported decoder 'WordPiece'"),
         (lambda o: o.update(post_processor={"type": "Fancy"}), "unsupported post-processor 'Fancy'"),
-        (lambda o: o["model"].update(continuing_subword_prefix="##"), "unsupported BPE option continuing_subword_prefix"),
+        (lambda o: o["model"].update(continuing_subword_prefix="##"), "unsupported BPE option continuing_subword"),
         (lambda o: o.pop("model"), "no 'model' object"),
         (lambda o: o["model"].pop("vocab"), "has no 'vocab'"),
         (lambda o: o["model"]["merges"].append("Ġ zzzz"), "'zzzz', not in the vocabulary"),
@@ -528,9 +540,15 @@ def test_unknown_ids_and_bytes_are_errors():
     with pytest.raises(tp.TripyException, match="Token id 99999 is not in the tokenizer's vocabulary"):
         tok.decode([99999])
     vocab = {"a": 0}
-    tok = Tokenizer.from_dict({"model": {"type": "BPE", "vocab": vocab, "merges": []}, "pre_tokenizer": PRE_TOKENIZERS["whole"]})
+    model = {"type": "BPE", "vocab": vocab, "merges": []}
+    tok = Tokenizer.from_dict({"model": model, "pre_tokenizer": PRE_TOKENIZERS["whole"]})
     with pytest.raises(tp.TripyException, match="no token for byte 0x62"):
         tok.encode("ab")
+    with_unk = {"model": {"type": "BPE", "vocab": {"a": 0, "<unk>": 1}, "merges": [], "unk_token": "<unk>"},
+                "pre_tokenizer": PRE_TOKENIZERS["whole"]}
+    assert Tokenizer.from_dict(with_unk).encode("aba") == [0, 1, 0]
+    with pytest.raises(tp.TripyException, match="expects a str, but got: bytes"):
+        tok.encode(b"ab")
 
 
 # ---- Against Hugging Face's tokenizers, where it is installed ----------------------------------
@@ -567,8 +585,8 @@ def test_fixtures_match_hugging_face_tokenizers(index):
     texts = random_texts(9, 300) + [random_unicode(rng) for _ in range(100)]
     texts += ["<|begin_of_text|>hi<|eot_id|>", "a cat concat", "the tokenizer", "", "a-b--c-", "x 12-345 -6,7,,"]
     texts += ["a  <mask>  b<R>  c <L> d", "cat_s cat cat1 (cat)", "o\u030bu\u030b <o\u030b> <ő>", " -<R>-"]
-    texts += ["".join(rng.choice(["<mask>", "<R>", "<L>", " ", "cat", "-", "1", "a", "\n", "őű", "_"]) for _ in range(12))
-              for _ in range(200)]
+    parts = ["<mask>", "<R>", "<L>", " ", "cat", "-", "1", "a", "\n", "őű", "_"]
+    texts += ["".join(rng.choice(parts) for _ in range(12)) for _ in range(200)]
     assert_same_as_hf(hf, Tokenizer.from_dict(obj), texts)
 
 
@@ -592,7 +610,8 @@ def test_tokenizers_trained_by_hugging_face_match(style):
     hf.train_from_iterator(random_texts(10, 3000, n=30), trainer)
     if style == "llama3":
         bos = hf.token_to_id("<|begin_of_text|>")
-        hf.post_processor = processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", bos)])
+        hf.post_processor = processors.TemplateProcessing(
+            single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", bos)])
     tok = Tokenizer.from_dict(json.loads(hf.to_str()))
     assert tok.vocab_size == hf.get_vocab_size()
     assert_same_as_hf(hf, tok, random_texts(11, 300, n=20) + ["<|eot_id|>x<|end_of_text|>"])

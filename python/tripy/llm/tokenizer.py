@@ -158,10 +158,11 @@ def _read_json(path, required=True):
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    except OSError as err:
-        _fail(path, f"cannot read the file: {err.strerror or err}")
+    except OSError as err:  # failing outside the handler keeps the error's traceback short
+        problem = f"cannot read the file: {err.strerror or err}"
     except ValueError as err:
-        _fail(path, f"not a valid JSON file: {err}")
+        problem = f"not a valid JSON file: {err}"
+    _fail(path, problem)
 
 
 class _AddedToken:
@@ -354,6 +355,8 @@ class Tokenizer:
         whatever ``add_special_tokens`` says; ``add_special_tokens`` adds what the post-processor
         adds (Llama 3: ``<|begin_of_text|>`` first).
         """
+        if not isinstance(text, str):
+            _raise_here(f"Tokenizer.encode expects a str, but got: {type(text).__name__}.")
         ids = []
         for raw, added_id in self._split_added(text, self._raw_matcher):
             if added_id is not None:
