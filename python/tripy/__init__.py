@@ -1,5 +1,6 @@
 """Tripy: a debuggable, Pythonic frontend over a C++ inference compiler."""
 
+import importlib as _importlib
 import os as _os
 
 # oneDNN's OpenMP threads otherwise spin between GEMMs; on a busy machine that halves its speed.
@@ -100,7 +101,5 @@ _suggest.api_namespace = globals()
 
 def __getattr__(attr):
     if attr == "llm":  # imported on first use: it needs numpy, which the rest of Tripy does not
-        import importlib
-
-        return importlib.import_module("tripy.llm")
+        return _importlib.import_module("tripy.llm")
     raise _suggest.missing_attribute("tripy", attr, [n for n in globals() if not n.startswith("_")])

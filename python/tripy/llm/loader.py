@@ -9,6 +9,7 @@ from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.misc import cast
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+from tripy.llm.tokenizer import Tokenizer
 
 DEFAULT_MAX_SEQ_LEN = 4096
 # Buffers some checkpoints store beside the parameters; the model computes them itself.
@@ -43,8 +44,6 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
     model.load_state_dict(weights)
     tokenizer = None
     if os.path.exists(os.path.join(path, "tokenizer.json")):
-        from tripy.llm.tokenizer import Tokenizer
-
         tokenizer = Tokenizer.from_file(path)
     return LLM(model, tokenizer, max_batch_size)
 
