@@ -115,7 +115,7 @@ def median_ms(run, sync, repeats):
 
 def bench_tripy(directory, batch, prompt, steps, sync):
     t0 = time.perf_counter()
-    llm = tp.llm.load(directory, max_seq_len=prompt + steps + 8, max_batch_size=batch)
+    llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     gen = llm.generator()
@@ -169,7 +169,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
 
     model = transformers.LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.bfloat16,
                                                           attn_implementation="sdpa").cuda().eval()
-    length = prompt + steps + 8
+    length = prompt + max(steps, CHECK_STEPS) + 8
     rng = np.random.default_rng(1)
     ids = torch.from_numpy(rng.integers(0, model.config.vocab_size, (batch, prompt))).cuda()
     sync = torch.cuda.synchronize

@@ -7,6 +7,7 @@ import numpy as np
 
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.misc import cast
+from tripy.frontend.safetensors import load_safetensors
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 from tripy.llm.tokenizer import Tokenizer
@@ -36,8 +37,6 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
     dtype = dtype or check_model_dtype(config.torch_dtype)
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
     model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
-    from tripy.frontend.safetensors import load_safetensors
-
     weights = load_safetensors(path, device=device)
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
     weights = {name: w if w.dtype == dtype else cast(w, dtype) for name, w in weights.items()}
