@@ -3,6 +3,7 @@
 // split and merge that compile to no copy kernel at all.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/build_program.h"
@@ -39,6 +40,23 @@ return %2
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(g->str(), text);
   EXPECT_TRUE(flat::verify(*g).ok()) << flat::verify(*g).message();
+}
+
+TEST(AttentionIr, a_causal_offset_is_one_int_element_without_causal) {
+  auto message = [](const std::string& offset_type, const std::string& attrs) {
+    auto g = flat::parse_graph("%0 : f32[1, 2, 3, 4] = parameter() {index = 0, name = \"q\"}\n%1 : " + offset_type +
+                               " = parameter() {index = 1, name = \"pos\"}\n%2 : f32[1, 2, 3, 4] = attention(%0, %0, %0, %1) {" +
+                               attrs + "}\nreturn %2\n");
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    if (g.ok()) EXPECT_NE(g->str().find("{" + attrs + "}\n"), std::string::npos) << g->str();  // printed back
+    return g.ok() ? flat::verify(*g).message() : "";
+  };
+  EXPECT_EQ(message("i32[1, 1, 1, 1]", "scale = 0.5, mask = causal_offset"), "");
+  EXPECT_EQ(message("i64[1, 1, 1, 1]", "scale = 0.5, mask = causal_offset"), "");
+  EXPECT_NE(message("f32[1, 1, 1, 1]", "scale = 0.5, mask = causal_offset").find("int32 or int64"), std::string::npos);
+  EXPECT_NE(message("i32[1, 1, 1, 3]", "scale = 0.5, mask = causal_offset").find("shape (1, 1, 1, 1)"), std::string::npos);
+  EXPECT_NE(message("i32[1, 1, 1, 1]", "causal = true, scale = 0.5, mask = causal_offset").find("exclude each other"),
+            std::string::npos);
 }
 
 TEST(AttentionIr, verifier_rejects_inconsistent_operands) {
@@ -304,6 +322,170 @@ return %16
 %2 : f16[1, 2, 8, 4] = attention(%0, %1, %0) {scale = 0.5}
 return %2
 )");
+}
+
+// A KV-cache step: q (1, 2, L, 8) over a cache of 16 keys, the position %3 (i32[1] unless `pos`
+// says otherwise), and the bool mask `mask` computes from %4 on, its last value %m (L x 16, then
+// viewed as (1, 1, L, 16) unless it is rank 4 already).
+std::string cache_step(const std::string& L, const std::string& mask, int m, const std::string& pos = "i32[1]") {
+  std::string text = (L == "T" ? "sym T [1, 4, 8]\n" : "") + std::string("%0 : f32[1, 2, ") + L +
+                     R"(, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 2, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : )" + pos + R"( = parameter() {index = 3, name = "pos"}
+)" + mask;
+  const std::string mv = "%" + std::to_string(m), out = "%" + std::to_string(m + 2);
+  const size_t type = mask.find(mv + " : i1[") + mv.size() + 6;
+  if (std::count(mask.begin() + type, mask.begin() + mask.find(']', type), ',') != 3) {
+    text += "%" + std::to_string(m + 1) + " : i1[1, 1, " + L + ", 16] = reshape(" + mv + ")\n";
+  } else {
+    text += "%" + std::to_string(m + 1) + " : i1[1, 2, " + L + ", 16] = broadcast(" + mv + ") {dims = [0, 1, 2, 3]}\n";
+  }
+  return text + out + " : f32[1, 2, " + L + ", 8] = attention(%0, %1, %2, %" + std::to_string(m + 1) +
+         ") {scale = 0.5, mask = bool}\nreturn " + out + "\n";
+}
+
+// examples/gpt2.py's mask: iota(dim=1) <= iota(dim=0) + pos.
+const char* kGpt2Mask = R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i32[4, 16] = iota() {dims = [0]}
+%6 : i32[4, 16] = broadcast(%3) {dims = [1]}
+%7 : i32[4, 16] = add(%5, %6)
+%8 : i1[4, 16] = le(%4, %7)
+)";
+
+std::string offset_matched(const std::string& text) {
+  auto g = flat::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok()) return "";
+  auto matched = flat::match_attention(*g);
+  if (!matched) return "(unchanged)";
+  EXPECT_TRUE(flat::verify(*matched).ok()) << flat::verify(*matched).message();
+  return matched->str();
+}
+
+TEST(MatchAttention, a_kv_cache_mask_becomes_a_causal_offset) {
+  const char* head = R"(%0 : f32[1, 2, 4, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 2, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : i32[1] = parameter() {index = 3, name = "pos"}
+)";
+  EXPECT_EQ(offset_matched(cache_step("4", kGpt2Mask, 8)), std::string(head) + R"(%4 : i32[1, 1, 1, 1] = reshape(%3)
+%5 : f32[1, 2, 4, 8] = attention(%0, %1, %2, %4) {scale = 0.5, mask = causal_offset}
+return %5
+)");
+  // The comparison the other way round, or its negation; the mask broadcast over the heads.
+  std::string swapped = kGpt2Mask;
+  swapped.replace(swapped.find("le(%4, %7)"), 10, "ge(%7, %4)");
+  EXPECT_NE(offset_matched(cache_step("4", swapped, 8)).find("mask = causal_offset"), std::string::npos);
+  const std::string negated = std::string(kGpt2Mask).replace(std::string(kGpt2Mask).find("%8 : i1[4, 16] = le(%4, %7)"), 27,
+                                                             "%8 : i1[4, 16] = gt(%4, %7)\n%9 : i1[4, 16] = not(%8)");
+  EXPECT_NE(offset_matched(cache_step("4", negated, 9)).find("mask = causal_offset"), std::string::npos);
+  const std::string per_head = std::string(kGpt2Mask) + R"(%9 : i1[1, 1, 4, 16] = reshape(%8)
+%10 : i1[1, 2, 4, 16] = broadcast(%9) {dims = [0, 1, 2, 3]}
+)";
+  EXPECT_NE(offset_matched(cache_step("4", per_head, 10)).find("mask = causal_offset"), std::string::npos);
+}
+
+TEST(MatchAttention, causal_offset_forms_that_lowering_and_folding_leave) {
+  // One query row (a decode step, docs/decoding.md): no query iota, the position alone.
+  EXPECT_EQ(offset_matched(cache_step("1", R"(%4 : i32[1, 16] = iota() {dims = [1]}
+%5 : i32[1, 16] = broadcast(%3) {dims = [1]}
+%6 : i1[1, 16] = le(%4, %5)
+)", 6)), R"(%0 : f32[1, 2, 1, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 2, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : i32[1] = parameter() {index = 3, name = "pos"}
+%4 : i32[1, 1, 1, 1] = reshape(%3)
+%5 : f32[1, 2, 1, 8] = attention(%0, %1, %2, %4) {scale = 0.5, mask = causal_offset}
+return %5
+)");
+  // A dynamic number of queries (a prefill), the query iota rank 1 and broadcast.
+  EXPECT_NE(offset_matched(cache_step("T", R"(%4 : i32[T, 16] = iota() {dims = [1]}
+%5 : i32[T] = iota() {dims = [0]}
+%6 : i32[T, 16] = broadcast(%5) {dims = [0]}
+%7 : i32[T, 16] = broadcast(%3) {dims = [1]}
+%8 : i32[T, 16] = add(%6, %7)
+%9 : i1[T, 16] = le(%4, %8)
+)", 9)).find("mask = causal_offset"), std::string::npos);
+  // A constant query iota (folded), an int64 position plus a constant: the offset is pos + 2.
+  EXPECT_EQ(offset_matched(cache_step("2", R"(%4 : i64[2, 16] = iota() {dims = [1]}
+%5 : i64[2, 1] = constant() {value = [0, 1]}
+%6 : i64[2, 16] = broadcast(%5) {dims = [0, 1]}
+%7 : i64[2, 16] = broadcast(%3) {dims = [1]}
+%8 : i64[] = constant() {value = [2]}
+%9 : i64[2, 16] = broadcast(%8) {dims = []}
+%10 : i64[2, 16] = add(%7, %9)
+%11 : i64[2, 16] = add(%6, %10)
+%12 : i1[2, 16] = le(%4, %11)
+)", 12, "i64[1]")), R"(%0 : f32[1, 2, 2, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 16, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 2, 16, 8] = parameter() {index = 2, name = "v"}
+%3 : i64[1] = parameter() {index = 3, name = "pos"}
+%4 : i64[1, 1, 1, 1] = reshape(%3)
+%5 : i64[1, 1, 1, 1] = constant() {value = [2]}
+%6 : i64[1, 1, 1, 1] = add(%4, %5)
+%7 : f32[1, 2, 2, 8] = attention(%0, %1, %2, %6) {scale = 0.5, mask = causal_offset}
+return %7
+)");
+  // No position: s <= l is the causal rule, s <= l - 1 a constant offset.
+  const char* no_position = R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i32[4, 16] = iota() {dims = [0]}
+%6 : i1[4, 16] = le(%4, %5)
+)";
+  EXPECT_NE(offset_matched(cache_step("4", no_position, 6)).find("{causal = true, scale = 0.5}"), std::string::npos);
+  EXPECT_NE(offset_matched(cache_step("4", R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i32[4, 16] = iota() {dims = [0]}
+%6 : i32[] = constant() {value = [1]}
+%7 : i32[4, 16] = broadcast(%6) {dims = []}
+%8 : i32[4, 16] = sub(%5, %7)
+%9 : i1[4, 16] = le(%4, %8)
+)", 9)).find("i32[1, 1, 1, 1] = constant() {value = [-1]}"), std::string::npos);
+  // An int32 position widened to an int64 mask: converted once, as one element.
+  EXPECT_NE(offset_matched(cache_step("4", R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i64[4, 16] = convert(%4)
+%6 : i32[4, 16] = iota() {dims = [0]}
+%7 : i64[4, 16] = convert(%6)
+%8 : i64[1] = convert(%3)
+%9 : i64[4, 16] = broadcast(%8) {dims = [1]}
+%10 : i64[4, 16] = add(%7, %9)
+%11 : i1[4, 16] = le(%5, %10)
+)", 11)).find("mask = causal_offset"), std::string::npos);
+}
+
+TEST(MatchAttention, a_mask_not_provably_a_causal_offset_stays_a_mask) {
+  auto unchanged = [](const std::string& mask, int m, const std::string& L = "4") {
+    EXPECT_EQ(offset_matched(cache_step(L, mask, m)), "(unchanged)") << mask;
+  };
+  auto gpt2_with = [](const std::string& from, const std::string& to) {
+    std::string t = kGpt2Mask;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  unchanged(gpt2_with("le(%4, %7)", "lt(%4, %7)"), 8);                      // s < l + pos
+  unchanged(gpt2_with("le(%4, %7)", "le(%7, %4)"), 8);                      // keys past the position
+  unchanged(gpt2_with("add(%5, %6)", "add(%4, %6)"), 8);                    // the key index on both sides
+  unchanged(gpt2_with("%5 : i32[4, 16] = iota() {dims = [0]}", "%5 : i32[4, 16] = iota() {dims = [1]}"), 8);
+  unchanged(gpt2_with("add(%5, %6)", "sub(%6, %5)"), 8);                    // pos - l
+  unchanged(gpt2_with("add(%5, %6)", "mul(%5, %6)"), 8);                    // not a sum
+  // A position per query row (a vector, not one value).
+  EXPECT_EQ(offset_matched(cache_step("4", R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i32[4, 16] = broadcast(%3) {dims = [0]}
+%6 : i1[4, 16] = le(%4, %5)
+)", 6, "i32[4]")), "(unchanged)");
+  // Several query rows that all see keys <= pos: not "l + pos" for l > 0.
+  unchanged(R"(%4 : i32[4, 16] = iota() {dims = [1]}
+%5 : i32[4, 16] = broadcast(%3) {dims = [1]}
+%6 : i1[4, 16] = le(%4, %5)
+)", 6);
+  // The mask also hides something else.
+  unchanged(std::string(kGpt2Mask) + R"(%9 : i1[4, 16] = parameter() {index = 4, name = "pad"}
+%10 : i1[4, 16] = and(%8, %9)
+)", 10);
+  // Float indices.
+  unchanged(R"(%4 : f32[4, 16] = iota() {dims = [1]}
+%5 : f32[4, 16] = iota() {dims = [0]}
+%6 : i1[4, 16] = le(%4, %5)
+)", 6);
 }
 
 NodeRef input(int index, Shape shape, DType dt, const std::shared_ptr<SymbolTable>& symbols) {

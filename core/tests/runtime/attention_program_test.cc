@@ -1,9 +1,10 @@
 // kAttention in hand-built Programs: the CPU kernel against a float64 reference (layouts, GQA,
-// masks, causal with L != S), the JSON round trip of its attributes, and the load-time and
-// run-time checks that keep a hostile file from making a backend read out of bounds.
+// masks, causal with L != S, causal offsets), the JSON round trip of its attributes, and the
+// load-time and run-time checks that keep a hostile file from making a backend read out of bounds.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -30,7 +31,18 @@ struct Case {
   MaskKind mask = MaskKind::kNone;
   std::array<int64_t, 4> mask_shape{1, 1, 1, 1};  // logical; 1s broadcast, else the full size
   AttentionAttrs::Perm q_perm{0, 1, 2, 3}, out_perm{0, 1, 2, 3};
+  // kCausalOffset: the offset input (1, 1, 1, 1) and its value.
+  DType offset_dtype = DType::kInt32;
+  int64_t offset = 0;
 };
+
+// Key j is visible to query row i under the causal offset `c.offset`: j <= i + offset, the sum
+// wrapping in the offset's dtype as a mask computing it would.
+bool offset_visible(const Case& c, int64_t i, int64_t j) {
+  if (c.offset_dtype == DType::kInt32)
+    return j <= static_cast<int32_t>(static_cast<uint32_t>(i) + static_cast<uint32_t>(c.offset));
+  return j <= static_cast<int64_t>(static_cast<uint64_t>(i) + static_cast<uint64_t>(c.offset));
+}
 
 std::vector<int64_t> permuted(const std::array<int64_t, 4>& logical, const AttentionAttrs::Perm& perm) {
   std::vector<int64_t> buf(4);
@@ -87,7 +99,13 @@ Program attention_program(const Case& c) {
   k.attention.mask = c.mask;
   k.attention.perms[AttentionAttrs::kQ] = c.q_perm;
   k.attention.perms[AttentionAttrs::kOut] = c.out_perm;
-  if (c.mask != MaskKind::kNone) {
+  if (c.mask == MaskKind::kCausalOffset) {
+    input("offset", c.offset_dtype, {1, 1, 1, 1}, -1, 1, 1);
+    const std::vector<rt::Slot> ones = {konst(1), konst(1), konst(1), konst(1)};
+    p.input_shapes.push_back(ones);
+    p.buffers.push_back({BufferDesc::Kind::kInput, 3, c.offset_dtype, ones});
+    k.inputs.push_back(3);
+  } else if (c.mask != MaskKind::kNone) {
     const std::array<int64_t, 4> full{c.B, c.Hq, c.L, c.S};
     std::vector<rt::Slot> ms;
     std::vector<int64_t> dims;
@@ -120,7 +138,8 @@ Tensor random_tensor(DType t, const std::vector<int64_t>& shape, std::mt19937& r
   std::normal_distribution<float> n;
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (t == DType::kBool) static_cast<uint8_t*>(x.data())[i] = (rng() % 4) != 0;
-    else static_cast<float*>(x.data())[i] = n(rng);
+    else if (t == DType::kFloat32) static_cast<float*>(x.data())[i] = n(rng);
+    else std::memset(x.data(), 0, static_cast<size_t>(x.nbytes()));
   }
   return x;
 }
@@ -149,7 +168,9 @@ void expect_matches_reference(const Case& c, const std::vector<Tensor>& in, cons
             x += at(in[0], c.q_perm, {b, h, i, d}) * at(in[1], id, {b, h / (c.Hq / c.Hkv), j, d});
           x *= scale;
           if (c.causal && j > i) x = -INFINITY;
-          if (c.mask != MaskKind::kNone) {
+          if (c.mask == MaskKind::kCausalOffset) {
+            if (!offset_visible(c, i, j)) x = -INFINITY;
+          } else if (c.mask != MaskKind::kNone) {
             std::array<int64_t, 4> mi{b, h, i, j};
             for (int d = 0; d < 4; ++d)
               if (c.mask_shape[d] == 1) mi[d] = 0;
@@ -161,6 +182,10 @@ void expect_matches_reference(const Case& c, const std::vector<Tensor>& in, cons
         }
         double sum = 0;
         for (double& x : s) sum += (x = std::exp(x - mx));
+        if (mx == -INFINITY) {  // no key visible: NaN, as a softmax over nothing
+          for (int64_t d = 0; d < c.Dv; ++d) ASSERT_TRUE(std::isnan(at(out, c.out_perm, {b, h, i, d}))) << b << "," << h << "," << i;
+          continue;
+        }
         for (int64_t d = 0; d < c.Dv; ++d) {
           double want = 0;
           for (int64_t j = 0; j < c.S; ++j) want += s[static_cast<size_t>(j)] / sum * at(in[2], id, {b, h / (c.Hq / c.Hkv), j, d});
@@ -177,6 +202,11 @@ void run_case(const Case& c) {
   std::mt19937 rng(7);
   std::vector<Tensor> in;
   for (const rt::InputSpec& spec : p.inputs) in.push_back(random_tensor(spec.dtype, spec.dim_opt, rng));
+  if (c.mask == MaskKind::kCausalOffset) {
+    const int32_t o32 = static_cast<int32_t>(c.offset);
+    std::memcpy(in[3].data(), c.offset_dtype == DType::kInt32 ? static_cast<const void*>(&o32) : &c.offset,
+                static_cast<size_t>(in[3].nbytes()));
+  }
   auto out = exe.run(in);
   ASSERT_TRUE(out.ok()) << out.status().message();
   expect_matches_reference(c, in, (*out)[0]);
@@ -219,6 +249,38 @@ TEST(AttentionKernel, reads_and_writes_through_layouts) {
   c.out_perm = {0, 2, 1, 3};  // out stored (B, L, H, Dv): the merge back is free
   c.causal = true;
   run_case(c);
+}
+
+TEST(AttentionKernel, a_causal_offset_shows_each_row_the_keys_up_to_row_plus_offset) {
+  // Offsets that hide every key from some rows (NaN there, as a fully masked row), a few, none,
+  // S - L (the last row sees the whole cache) and past it; several query and key blocks.
+  for (DType t : {DType::kInt32, DType::kInt64})
+    for (auto [L, S] : {std::pair<int64_t, int64_t>{5, 70}, {1, 130}, {40, 150}})
+      for (int64_t offset : {int64_t{-7}, int64_t{-2}, int64_t{0}, int64_t{3}, S - L, S + 5}) {
+        Case c;
+        c.mask = MaskKind::kCausalOffset;
+        c.offset_dtype = t;
+        c.offset = offset;
+        c.L = L;
+        c.S = S;
+        c.Hq = 6;
+        c.Hkv = 2;
+        SCOPED_TRACE(std::string(dtype_name(t)) + " L " + std::to_string(L) + " S " + std::to_string(S) + " offset " +
+                     std::to_string(offset));
+        run_case(c);
+      }
+}
+
+TEST(AttentionKernel, a_causal_offset_whose_sum_wraps_hides_every_key_as_the_mask_did) {
+  // Rows 0..2 see every key; from row 3 on, row + offset passes the dtype's largest value and wraps
+  // to a negative bound, as the iota mask it replaces computes it.
+  for (DType t : {DType::kInt32, DType::kInt64}) {
+    Case c;
+    c.mask = MaskKind::kCausalOffset;
+    c.offset_dtype = t;
+    c.offset = (t == DType::kInt32 ? int64_t{std::numeric_limits<int32_t>::max()} : std::numeric_limits<int64_t>::max()) - 2;
+    run_case(c);
+  }
 }
 
 TEST(AttentionKernel, fully_masked_rows_are_nan_and_no_keys_give_zeros) {
@@ -306,6 +368,15 @@ const Corruption kCorruptions[] = {
     {"perm_range", [](Program& p) { p.kernels[0].attention.perms[AttentionAttrs::kOut] = {0, 1, 2, -1}; }, "not a permutation"},
     {"scale", [](Program& p) { p.kernels[0].attention.scale = std::numeric_limits<double>::quiet_NaN(); }, "scale that is not finite"},
     {"heads", [](Program& p) { p.kernels[0].attention.heads[AttentionAttrs::kK] = {-1, 2}; }, "head window"},
+    {"offset_dtype", [](Program& p) { p.kernels[0].attention.mask = MaskKind::kCausalOffset; },
+     "causal offset that is not int32 or int64"},
+    {"offset_and_causal",
+     [](Program& p) {
+       p.kernels[0].attention.mask = MaskKind::kCausalOffset;
+       p.kernels[0].attention.causal = true;
+       p.buffers[3].dtype = p.inputs[3].dtype = DType::kInt64;
+     },
+     "both causal and a causal offset"},
 };
 INSTANTIATE_TEST_SUITE_P(Corruptions, AttentionValidateRejects, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -323,6 +394,29 @@ TEST(AttentionProgram, run_checks_reject_inconsistent_sizes) {
                       random_tensor(DType::kFloat32, {2, 2, 7, 6}, rng)});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("attends q (2, 4, 5, 8) over k (2, 2, 7, 6)"), std::string::npos)
+      << out.status().message();
+}
+
+TEST(AttentionProgram, a_causal_offset_round_trips_and_must_be_one_element) {
+  Case c;
+  c.mask = MaskKind::kCausalOffset;
+  Program p = attention_program(c);
+  ASSERT_TRUE(rt::validate_program(p).ok()) << rt::validate_program(p).message();
+  auto j = rt::program_to_json(p);
+  EXPECT_EQ(j["kernels"][0]["attrs"]["mask"], "causal_offset");
+  Program back;
+  ASSERT_TRUE(rt::program_from_json(j, &back).ok());
+  EXPECT_EQ(back.kernels[0].attention.mask, MaskKind::kCausalOffset);
+  // An offset of seven elements: the run checks refuse it before the kernel reads one.
+  p.inputs[3].dim_min[3] = p.inputs[3].dim_opt[3] = p.inputs[3].dim_max[3] = 7;
+  p.input_shapes[3][3] = p.buffers[3].shape[3] = 1;  // slot 1: S (7), not 1
+  ASSERT_TRUE(rt::validate_program(p).ok()) << rt::validate_program(p).message();
+  Executable exe = make_executable(std::make_shared<Program>(p), {}, Device{});
+  std::mt19937 rng(5);
+  auto out = exe.run({random_tensor(DType::kFloat32, {2, 4, 5, 8}, rng), random_tensor(DType::kFloat32, {2, 2, 7, 8}, rng),
+                      random_tensor(DType::kFloat32, {2, 2, 7, 6}, rng), random_tensor(DType::kInt32, {1, 1, 1, 7}, rng)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("with a causal offset (1, 1, 1, 7) instead of (1, 1, 1, 1)"), std::string::npos)
       << out.status().message();
 }
 

@@ -10,7 +10,15 @@
 //   xf = convert(x, f32) when x is narrow
 //   p  = div(e, broadcast(reduce_sum(e))) with e = exp(xf - broadcast(reduce_max(xf)))
 //   out = dot(convert(p, x's dtype) | p, v)
+//
+// Then every attention's bool mask that is a KV cache's visibility rule, key s visible to query l
+// iff s <= l + pos (examples/gpt2.py: `iota(dim=1) <= iota(dim=0) + pos`), becomes the causal
+// offset form: the kernel reads pos when it runs and visits only the keys a query sees, so a decode
+// step's cost follows the rows written instead of the cache's length (rt::MaskKind::kCausalOffset).
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <map>
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
@@ -18,20 +26,28 @@
 namespace tripy::flat {
 namespace {
 
+// New ops to insert before op `before` (operands: old value ids, or ids >= values.size() for
+// earlier inserted ops), and the value that replaces op `before`'s result.
+struct Rewrite {
+  int32_t before = -1;
+  std::vector<Op> ops;
+  std::vector<std::pair<DType, Shape>> types;
+  ValueId result = -1;
+};
+
+ValueId add_op(const Graph& g, Rewrite& rw, Op op, DType dtype, Shape shape) {
+  rw.ops.push_back(std::move(op));
+  rw.types.emplace_back(dtype, std::move(shape));
+  return static_cast<ValueId>(g.values.size() + rw.ops.size() - 1);
+}
+
+bool is_one(const Dim& d) { return d.is_static() && d.static_value() == 1; }
+
 class Matcher {
  public:
   explicit Matcher(const Graph& g) : g_(g), uses_(g.use_counts()), is_output_(g.values.size(), false) {
     for (ValueId v : g.outputs) is_output_[v] = true;
   }
-
-  // New ops to insert before `before` (operands: old value ids, or ids >= values.size() for
-  // earlier inserted ops), and the value that replaces the final dot's result.
-  struct Rewrite {
-    int32_t before = -1;
-    std::vector<Op> ops;
-    std::vector<std::pair<DType, Shape>> types;
-    ValueId result = -1;
-  };
 
   bool match(int32_t index, Rewrite& rw) {
     const Op& out = g_.ops[static_cast<size_t>(index)];
@@ -262,9 +278,7 @@ class Matcher {
     return op;
   }
   ValueId add_op(Rewrite& rw, Op op, DType dtype, Shape shape) const {
-    rw.ops.push_back(std::move(op));
-    rw.types.emplace_back(dtype, std::move(shape));
-    return static_cast<ValueId>(g_.values.size() + rw.ops.size() - 1);
+    return flat::add_op(g_, rw, std::move(op), dtype, std::move(shape));
   }
   const Shape& value_shape(const Rewrite& rw, ValueId v) const {
     return v < static_cast<ValueId>(g_.values.size()) ? g_.values[v].shape : rw.types[v - g_.values.size()].second;
@@ -278,24 +292,265 @@ class Matcher {
   std::vector<bool> is_output_;
 };
 
-}  // namespace
+// A bool mask that keeps key s for query l iff s <= l + o, with o a one-element value the graph
+// computes (the position) plus a constant, becomes the causal offset o (rt::MaskKind::kCausalOffset;
+// o == 0 with no value: plain causal). The mask is followed from the attention's operand through
+// reshapes, broadcasts and transposes to le(a, b), ge(b, a), not(gt(a, b)) or not(lt(b, a)) in
+// int32 or int64, where a must be the key index itself (an iota over the keys, or a constant equal
+// to one) and b the sum (add, sub, neg) of the query index, one-element values and constants. The
+// kernel takes l + o in o's dtype as the mask did, so a sum that wraps hides every key there too.
+class OffsetMatcher {
+ public:
+  explicit OffsetMatcher(const Graph& g) : g_(g) {}
 
-std::optional<Graph> match_attention(const Graph& graph) {
-  Matcher m(graph);
-  std::vector<Matcher::Rewrite> rewrites;
-  for (size_t i = 0; i < graph.ops.size(); ++i) {
-    Matcher::Rewrite rw;
-    if (m.match(static_cast<int32_t>(i), rw)) rewrites.push_back(std::move(rw));
+  bool match(int32_t index, Rewrite& rw) const {
+    const Op& att = g_.ops[static_cast<size_t>(index)];
+    const rt::AttentionAttrs& a = att.attention;
+    if (att.kind != OpKind::kAttention || a.mask != rt::MaskKind::kBool || a.causal) return false;
+    if (a.perms[rt::AttentionAttrs::kMask] != rt::AttentionAttrs::Perm{0, 1, 2, 3} ||
+        a.heads[rt::AttentionAttrs::kMask] != rt::AttentionAttrs::HeadWindow{})
+      return false;
+    auto logical = [&](int x, int dim) {
+      const Shape& s = g_.values[att.operands[static_cast<size_t>(x)]].shape;
+      return s[static_cast<size_t>(a.perms[static_cast<size_t>(x)][static_cast<size_t>(dim)])];
+    };
+    const Dim L = logical(rt::AttentionAttrs::kQ, 2), S = logical(rt::AttentionAttrs::kK, 2);
+    // The mask's dims are the scores' (B, H, L, S) or 1; its query and key dims must be L and S
+    // for certain, for its iotas to count queries and keys.
+    const ValueId m = att.operands[3];
+    const Shape& ms = g_.values[m].shape;
+    if ((!is_one(ms[2]) && !ms[2].same_as(L)) || !ms[3].same_as(S)) return false;
+    Axes axes(4);
+    for (int i = 0; i < 4; ++i) axes[static_cast<size_t>(i)] = is_one(ms[static_cast<size_t>(i)]) ? -1 : i;
+
+    // Down to the comparison.
+    ValueId v = m;
+    bool negate = false;
+    for (;;) {
+      const Op& d = g_.def(v);
+      Axes inner;
+      if (view(d, axes, inner)) {
+        v = d.operands[0];
+        axes = std::move(inner);
+      } else if (d.kind == OpKind::kElementwise && d.fn == EwOp::kNot && g_.values[d.operands[0]].dtype == DType::kBool) {
+        v = d.operands[0];
+        negate = !negate;
+      } else {
+        break;
+      }
+    }
+    const Op& cmp = g_.def(v);
+    if (cmp.kind != OpKind::kElementwise || cmp.operands.size() != 2) return false;
+    // keys = a <= b = queries.
+    ValueId keys, queries;
+    if ((cmp.fn == EwOp::kLe && !negate) || (cmp.fn == EwOp::kGt && negate)) {
+      keys = cmp.operands[0], queries = cmp.operands[1];
+    } else if ((cmp.fn == EwOp::kGe && !negate) || (cmp.fn == EwOp::kLt && negate)) {
+      keys = cmp.operands[1], queries = cmp.operands[0];
+    } else {
+      return false;
+    }
+    const DType t = g_.values[keys].dtype;
+    if (t != DType::kInt32 && t != DType::kInt64) return false;
+    Linear lk, lq;
+    if (!linear(keys, axes, t, true, 1, lk) || !linear(queries, axes, t, true, 1, lq)) return false;
+    if (lk.axis != std::array<int64_t, 4>{0, 0, 0, 1} || lk.constant != 0 || !lk.values().empty()) return false;
+    // One query row (L == 1) is row 0 whether or not b counts rows.
+    if (lq.axis[0] != 0 || lq.axis[1] != 0 || lq.axis[3] != 0 || !(lq.axis[2] == 1 || (lq.axis[2] == 0 && is_one(L))))
+      return false;
+    const std::vector<std::pair<ValueId, int64_t>> vals = lq.values();
+    if (vals.size() > 1 || (vals.size() == 1 && vals[0].second != 1)) return false;
+
+    rw = Rewrite{};
+    rw.before = index;
+    Op out = att;
+    out.operands.resize(3);
+    out.attention.mask = rt::MaskKind::kNone;
+    const uint64_t c = t == DType::kInt32 ? static_cast<uint64_t>(static_cast<uint32_t>(lq.constant)) : lq.constant;
+    if (vals.empty() && c == 0) {
+      out.attention.causal = true;  // s <= l: the causal rule itself
+    } else {
+      const Shape one4(4, Dim(1));
+      ValueId o = -1;
+      if (!vals.empty()) {
+        o = vals[0].first;
+        if (!same_shape(g_.values[o].shape, one4)) {
+          Op r;
+          r.kind = OpKind::kReshape;
+          r.operands = {o};
+          o = add_op(g_, rw, r, g_.values[o].dtype, one4);
+        }
+        if (g_.values[vals[0].first].dtype != t) o = add_op(g_, rw, unary(EwOp::kConvert, o), t, one4);
+      }
+      if (c != 0 || o < 0) {
+        Op k;
+        k.kind = OpKind::kConstant;
+        k.constant = Tensor::empty_host(t, {1, 1, 1, 1});
+        if (t == DType::kInt32) {
+          const uint32_t c32 = static_cast<uint32_t>(c);
+          std::memcpy(k.constant.data(), &c32, sizeof c32);
+        } else {
+          std::memcpy(k.constant.data(), &c, sizeof c);
+        }
+        const ValueId kv = add_op(g_, rw, k, t, one4);
+        if (o < 0) {
+          o = kv;
+        } else {
+          Op sum = unary(EwOp::kAdd, o);
+          sum.operands.push_back(kv);
+          o = add_op(g_, rw, sum, t, one4);
+        }
+      }
+      out.operands.push_back(o);
+      out.attention.mask = rt::MaskKind::kCausalOffset;
+    }
+    rw.result = add_op(g_, rw, out, g_.values[att.result].dtype, g_.values[att.result].shape);
+    return true;
   }
-  if (rewrites.empty()) return std::nullopt;
-  // Rebuild with each rewrite's ops in place of its final dot; the rest of the pattern is dead
-  // (every value in it had readers only inside it) and DCE drops it.
+
+ private:
+  // For each dim of a value, the scores' axis (0 batch, 1 head, 2 query, 3 key) its index runs
+  // along, or -1 where the dim is 1.
+  using Axes = std::vector<int>;
+
+  // A value as sum over axes of axis[i] * index_i, plus `constant` (modulo 2**64: the dtype's
+  // wrapping sum), plus the one-element values with their coefficients.
+  struct Linear {
+    std::array<int64_t, 4> axis{};
+    uint64_t constant = 0;
+    std::map<ValueId, int64_t> terms;
+    std::vector<std::pair<ValueId, int64_t>> values() const {
+      std::vector<std::pair<ValueId, int64_t>> out;
+      for (const auto& [v, c] : terms)
+        if (c != 0) out.emplace_back(v, c);
+      return out;
+    }
+  };
+
+  static Op unary(EwOp fn, ValueId x) {
+    Op op;
+    op.kind = OpKind::kElementwise;
+    op.fn = fn;
+    op.operands = {x};
+    return op;
+  }
+
+  // Whether `d` is a view (reshape, broadcast, transpose) under which the axes of its result
+  // `axes` give its operand's, `inner`: each operand dim that is not 1 is one result dim.
+  bool view(const Op& d, const Axes& axes, Axes& inner) const {
+    if (d.kind != OpKind::kReshape && d.kind != OpKind::kBroadcast && d.kind != OpKind::kTranspose) return false;
+    const Shape& xs = g_.values[d.operands[0]].shape;
+    const Shape& rs = g_.values[d.result].shape;
+    inner.assign(xs.size(), -1);
+    if (d.kind == OpKind::kTranspose) {  // result dim j is operand dim dims[j]
+      for (size_t j = 0; j < d.dims.size(); ++j) inner[static_cast<size_t>(d.dims[j])] = axes[j];
+      return true;
+    }
+    if (d.kind == OpKind::kBroadcast) {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (is_one(xs[i])) continue;
+        const size_t r = static_cast<size_t>(d.dims[i]);
+        if (!xs[i].same_as(rs[r])) return false;  // a size only checked at run time
+        inner[i] = axes[r];
+      }
+      return true;
+    }
+    // A reshape that only adds or drops dims of 1: the other dims pair up in order.
+    size_t r = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (is_one(xs[i])) continue;
+      while (r < rs.size() && is_one(rs[r])) ++r;
+      if (r == rs.size() || !xs[i].same_as(rs[r])) return false;
+      inner[i] = axes[r++];
+    }
+    while (r < rs.size() && is_one(rs[r])) ++r;
+    return r == rs.size();
+  }
+
+  // Adds sign * v to `out`; v has dtype t. `sums`: whether adds may appear (not under a
+  // widening convert, where the narrow dtype would have wrapped where t does not).
+  bool linear(ValueId v, const Axes& axes, DType t, bool sums, int64_t sign, Linear& out) const {
+    const Value& val = g_.values[v];
+    if (val.dtype != t) return false;
+    const Op& d = g_.def(v);
+    if (d.kind == OpKind::kConstant) return constant(d.constant, axes, sign, out);
+    if (d.kind == OpKind::kIota) {
+      const int ax = axes[static_cast<size_t>(d.dims.at(0))];
+      if (ax >= 0) out.axis[static_cast<size_t>(ax)] += sign;
+      return true;
+    }
+    bool single = true;
+    for (const Dim& dim : val.shape) single = single && is_one(dim);
+    if (single) {  // a value computed at run time (the position), whatever computes it
+      out.terms[v] += sign;
+      return true;
+    }
+    Axes inner;
+    if (view(d, axes, inner)) return linear(d.operands[0], inner, t, sums, sign, out);
+    if (d.kind != OpKind::kElementwise) return false;
+    switch (d.fn) {
+      case EwOp::kAdd:
+      case EwOp::kSub:
+        return sums && linear(d.operands[0], axes, t, sums, sign, out) &&
+               linear(d.operands[1], axes, t, sums, d.fn == EwOp::kSub ? -sign : sign, out);
+      case EwOp::kNeg: return sums && linear(d.operands[0], axes, t, sums, -sign, out);
+      case EwOp::kConvert: {  // int32 -> int64 keeps every value
+        const DType from = g_.values[d.operands[0]].dtype;
+        if (from != DType::kInt32 || t != DType::kInt64) return false;
+        Linear narrow;  // one term: no sums below, so the narrow constant is an int32 value
+        if (!linear(d.operands[0], axes, from, false, 1, narrow)) return false;
+        for (int i = 0; i < 4; ++i) out.axis[static_cast<size_t>(i)] += sign * narrow.axis[static_cast<size_t>(i)];
+        const int64_t wide = static_cast<int32_t>(static_cast<uint32_t>(narrow.constant));
+        out.constant += static_cast<uint64_t>(sign) * static_cast<uint64_t>(wide);
+        for (const auto& [x, k] : narrow.terms) out.terms[x] += sign * k;  // converted by the rewrite
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // A constant: one value, or an iota along one of its dims (as constant folding may leave one).
+  static bool constant(const Tensor& c, const Axes& axes, int64_t sign, Linear& out) {
+    if (!c.defined() || (c.dtype() != DType::kInt32 && c.dtype() != DType::kInt64)) return false;
+    const std::vector<int64_t>& shape = c.shape();
+    const int64_t n = c.numel();
+    if (n == 0 || n > (int64_t{1} << 20)) return false;
+    auto at = [&](int64_t i) -> int64_t {
+      if (c.dtype() == DType::kInt32) return static_cast<const int32_t*>(c.data())[i];
+      return static_cast<const int64_t*>(c.data())[i];
+    };
+    bool splat = true;
+    for (int64_t i = 1; i < n && splat; ++i) splat = at(i) == at(0);
+    if (splat) {
+      out.constant += static_cast<uint64_t>(sign) * static_cast<uint64_t>(at(0));
+      return true;
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (axes[d] < 0) continue;
+      int64_t inner = 1;
+      for (size_t e = d + 1; e < shape.size(); ++e) inner *= shape[e];
+      bool iota = true;
+      for (int64_t i = 0; i < n && iota; ++i) iota = at(i) == (i / inner) % shape[d];
+      if (iota) {
+        out.axis[static_cast<size_t>(axes[d])] += sign;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const Graph& g_;
+};
+
+// Rebuilds `graph` with each rewrite's ops in place of its op `before` (in order of `before`);
+// what only the replaced ops read is dead and DCE drops it.
+Graph apply_rewrites(const Graph& graph, const std::vector<Rewrite>& rewrites) {
   Graph out = empty_like(graph);
   std::vector<ValueId> map(graph.values.size(), -1);
   size_t next = 0;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     if (next < rewrites.size() && rewrites[next].before == static_cast<int32_t>(i)) {
-      const Matcher::Rewrite& rw = rewrites[next++];
+      const Rewrite& rw = rewrites[next++];
       std::vector<ValueId> added;
       auto resolve = [&](ValueId v) {
         return v < static_cast<ValueId>(graph.values.size()) ? map[v] : added[v - graph.values.size()];
@@ -316,6 +571,27 @@ std::optional<Graph> match_attention(const Graph& graph) {
   }
   finish_like(out, graph, map);
   return dce(out);
+}
+
+template <class M>
+std::optional<Graph> rewrite_all(const Graph& graph) {
+  M m(graph);
+  std::vector<Rewrite> rewrites;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    Rewrite rw;
+    if (m.match(static_cast<int32_t>(i), rw)) rewrites.push_back(std::move(rw));
+  }
+  if (rewrites.empty()) return std::nullopt;
+  return apply_rewrites(graph, rewrites);
+}
+
+}  // namespace
+
+std::optional<Graph> match_attention(const Graph& graph) {
+  // Hand-written attention first, so that its masks are seen by the second step too.
+  std::optional<Graph> written = rewrite_all<Matcher>(graph);
+  std::optional<Graph> offsets = rewrite_all<OffsetMatcher>(written ? *written : graph);
+  return offsets ? offsets : written;
 }
 
 }  // namespace tripy::flat

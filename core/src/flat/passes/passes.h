@@ -55,7 +55,9 @@ struct ChannelsLastRule {
 };
 std::optional<Graph> channels_last(const Graph& graph, const ChannelsLastRule& rule = {});
 // Hand-written attention (q @ k^T * scale, an optional -inf or additive mask, softmax over the
-// last dim, @ v) becomes one attention op when nothing else reads its intermediates.
+// last dim, @ v) becomes one attention op when nothing else reads its intermediates; then a bool
+// mask that is a KV cache's `iota_keys <= iota_queries + pos` becomes a causal offset read at run
+// time (rt::MaskKind::kCausalOffset), so kernels visit only the keys each query sees.
 std::optional<Graph> match_attention(const Graph& graph);
 // Transposes of an attention's operands, and a transpose that alone reads its result, become the
 // attention's operand layouts (views, no copy kernels); k and v repeated along the heads are read

@@ -57,6 +57,11 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   def("CAUSAL", k.attention.causal ? "1" : "0");
   def("SCALE_POS", k.attention.scale > 0 ? "1" : "0");
   def("MASK_KIND", std::to_string(static_cast<int>(k.attention.mask)));
+  if (k.attention.mask == MaskKind::kCausalOffset) {  // the offset's dtype (validate_program: int32 or int64)
+    const bool wide = k.inputs.size() > 3 && program.buffers[static_cast<size_t>(k.inputs[3])].dtype == DType::kInt64;
+    def("OFFSET_T", wide ? "long long" : "int");
+    def("OFFSET_MAX", wide ? "0x7fffffffffffffffLL" : "0x7fffffffLL");
+  }
   def("HAS_FLASH", flash ? "1" : "0");
   def("HAS_GENERIC", generic_reachable(program, k, flash) ? "1" : "0");
   def("HAS_SPLIT1", split1 ? "1" : "0");

@@ -1,8 +1,8 @@
 // The CUDA attention kernels without a GPU: every variant (dtype x head size x causal x mask kind,
-// many or few query rows per kv head) generates and compiles with NVRTC for sm_90, the tensor-core
-// and split-KV kernels exactly where they apply; launch planning picks the flash kernel only for
-// layouts it can read, and split-KV for decode sizes, with chunks that fill the GPU. Compiling is
-// skipped where NVRTC cannot be loaded.
+// causal offsets of either dtype, many or few query rows per kv head) generates and compiles with
+// NVRTC for sm_90, the tensor-core and split-KV kernels exactly where they apply; launch planning
+// picks the flash kernel only for layouts it can read, and split-KV for decode sizes, with chunks
+// that fill the GPU. Compiling is skipped where NVRTC cannot be loaded.
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
@@ -17,12 +17,12 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// q (B, Hq, L, D), k and v (B, Hkv, S, D), out like q, an optional (1, 1, L, S) mask; by default
-// B 2, Hq 4, L 100, Hkv 2, S 70.
+// q (B, Hq, L, D), k and v (B, Hkv, S, D), out like q, an optional (1, 1, L, S) mask (a causal
+// offset: (1, 1, 1, 1) of `offset`); by default B 2, Hq 4, L 100, Hkv 2, S 70.
 struct Sizes {
   int64_t b = 2, hq = 4, l = 100, hkv = 2, s = 70;
 };
-Program program(DType t, int64_t d, bool causal, MaskKind mask, Sizes z = {}) {
+Program program(DType t, int64_t d, bool causal, MaskKind mask, Sizes z = {}, DType offset = DType::kInt32) {
   Program p;
   for (int64_t v : {z.b, z.hq, z.l, d, z.s, int64_t{1}, z.hkv})
     p.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
@@ -37,7 +37,10 @@ Program program(DType t, int64_t d, bool causal, MaskKind mask, Sizes z = {}) {
   k.attention.causal = causal;
   k.attention.scale = 0.125;
   k.attention.mask = mask;
-  if (mask != MaskKind::kNone) {
+  if (mask == MaskKind::kCausalOffset) {
+    p.buffers.push_back({BufferDesc::Kind::kTemp, 0, offset, {5, 5, 5, 5}});
+    k.inputs.push_back(4);
+  } else if (mask != MaskKind::kNone) {
     p.buffers.push_back({BufferDesc::Kind::kTemp, 0, mask == MaskKind::kBool ? DType::kBool : t, {5, 5, 2, 4}});
     k.inputs.push_back(4);
   }
@@ -57,6 +60,7 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     bool causal;
     MaskKind m;
     Sizes z = {};
+    DType offset = DType::kInt32;
   };
   const Sizes decode{1, 12, 1, 12, 1024}, gqa{1, 8, 1, 2, 300}, prefill{2, 4, 1024, 2, 1024};
   std::vector<Variant> variants;
@@ -68,15 +72,23 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   for (DType t : {DType::kFloat16, DType::kFloat32}) variants.push_back({t, 64, false, MaskKind::kBool, decode});
   variants.push_back({DType::kBFloat16, 128, true, MaskKind::kAdditive, gqa});
   variants.push_back({DType::kFloat16, 80, false, MaskKind::kNone, gqa});
+  // A causal offset (a KV cache's position, int32 or int64) on every path: flash, split1, split16
+  // and the generic kernel (float32).
+  const MaskKind co = MaskKind::kCausalOffset;
+  variants.push_back({DType::kFloat16, 64, false, co, prefill, DType::kInt64});
+  variants.push_back({DType::kBFloat16, 128, false, co, {}, DType::kInt32});
+  variants.push_back({DType::kFloat16, 64, false, co, decode, DType::kInt32});
+  variants.push_back({DType::kBFloat16, 128, false, co, gqa, DType::kInt64});
+  variants.push_back({DType::kFloat32, 80, false, co, {}, DType::kInt64});
   std::vector<bool> split1, split16;
   for (const Variant& x : variants) {
-    Program p = program(x.t, x.d, x.causal, x.m, x.z);
+    Program p = program(x.t, x.d, x.causal, x.m, x.z, x.offset);
     auto g = generate_attention(p, p.kernels[0]);
     ASSERT_TRUE(g.ok()) << g.status().message();
     sources.push_back(g->source);
     names.push_back(std::string(dtype_name(x.t)) + "_d" + std::to_string(x.d) + (x.causal ? "_causal" : "") + "_m" +
                     std::to_string(static_cast<int>(x.m)) + "_l" + std::to_string(x.z.l) + "_g" +
-                    std::to_string(x.z.hq / x.z.hkv));
+                    std::to_string(x.z.hq / x.z.hkv) + (x.m == co ? "_" + std::string(dtype_name(x.offset)) : ""));
     const int64_t rows = x.z.hq / x.z.hkv * x.z.l;
     flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows > kAttentionSplitRows);
     split1.push_back(rows == 1);
@@ -251,6 +263,34 @@ TEST(CudaAttention, TheSplitKernelForGroupsUnrollsOnlyTheRowsTheSizesNeed) {
     EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
     EXPECT_EQ(l->split_rows, heads * queries);
   }
+}
+
+TEST(CudaAttention, ACausalOffsetNeverGoesToCudnnAndKeepsItsSplitPlan) {
+  // The offset is read by the kernel: the plan (splits, workspace) is the bool mask's, made for the
+  // whole cache, and the kernel divides the keys the offset leaves visible over those blocks.
+  const Sizes decode{1, 12, 1, 12, 1024};
+  Program p = program(DType::kFloat16, 64, false, MaskKind::kCausalOffset, decode);
+  auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
+  EXPECT_EQ(l->splits, 16);
+  auto g = generate_attention(p, p.kernels[0]);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->source.find("#define MASK_KIND 3\n#define OFFSET_T int\n"), std::string::npos);
+  Program wide = program(DType::kFloat16, 64, false, MaskKind::kCausalOffset, decode, DType::kInt64);
+  g = generate_attention(wide, wide.kernels[0]);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->source.find("#define OFFSET_T long long\n"), std::string::npos);
+  // Long prefills: cuDNN takes no mask of any kind (a causal offset is not its causal rule).
+  const Sizes prefill{1, 8, 1024, 8, 1024};
+  p = program(DType::kFloat16, 64, false, MaskKind::kCausalOffset, prefill);
+  l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, prefill), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->path, AttentionLaunch::Path::kFlash);
+  EXPECT_FALSE(l->cudnn.has_value());
+  // The offset must be one element.
+  p.buffers[4].shape = {5, 5, 2, 5};
+  EXPECT_FALSE(plan_attention_words(p, p.kernels[0], kAll, slots_of(64, prefill), 132).ok());
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The attention kernels' shared part and two of them (attention_source_body() in
 // cuda_attention_source.cc). A module is device_prelude.cuh, the variant's macros
-// (cuda_attention_generate.cc: ST, LOAD_T, STORE_T, MMA_T, CAUSAL, SCALE_POS, MASK_KIND, HAS_FLASH,
-// HAS_GENERIC, HAS_SPLIT1, HAS_SPLIT16, SPLIT_RM, HD, WM), this file, then attention_split.cuh.
+// (cuda_attention_generate.cc: ST, LOAD_T, STORE_T, MMA_T, CAUSAL, SCALE_POS, MASK_KIND, OFFSET_T,
+// OFFSET_MAX, HAS_FLASH, HAS_GENERIC, HAS_SPLIT1, HAS_SPLIT16, SPLIT_RM, HD, WM), this file, then
+// attention_split.cuh. MASK_KIND 3 (a causal offset) reads the offset through `mask` and bounds the
+// keys each kernel visits by it.
 //
 // tripy_attention_flash: flash attention on tensor cores for float16/bfloat16 with head size 64 or
 // 128 read with unit stride along the head dim. One CTA of 4 warps per (batch*head, block of BM
@@ -11,7 +13,8 @@
 // transposed), multiplied with mma.sync m16n8k16 (float32 accumulate). The softmax is online in
 // registers in the log2 domain: the S accumulator fragment of two n8 tiles is exactly the A
 // fragment of the next product, so P never leaves registers. Causal key tiles past the block's
-// diagonal are skipped; masks are read per tile from global memory with broadcast strides.
+// diagonal are skipped, as are those past its rows' last visible key under a causal offset; masks
+// are read per tile from global memory with broadcast strides.
 //
 // tripy_attention_generic: one warp per query row (any float dtype, head sizes, strides): lanes
 // split the head dim, each key's score is a warp reduction; a simple path that is always correct.
@@ -36,8 +39,8 @@ DEVI float as_float(i64 bits) { return __int_as_float((int)bits); }
 
 DEVI float mask_term(const AttnArgs& a, int b, int h, i64 row, i64 col, bool* keep) {
   *keep = true;
-#if MASK_KIND == 0
-  return 0.0f;
+#if MASK_KIND == 0 || MASK_KIND == 3
+  return 0.0f;  // a causal offset bounds the keys instead (offset_keys)
 #else
   const i64 off = b * a.ms[0] + h * a.ms[1] + row * a.ms[2] + col * a.ms[3];
 #if MASK_KIND == 1
@@ -47,6 +50,31 @@ DEVI float mask_term(const AttnArgs& a, int b, int h, i64 row, i64 col, bool* ke
   return LOAD_T(((const ST*)a.mask)[off]) * LOG2E;
 #endif
 #endif
+}
+
+// MASK_KIND 3: key s is visible to query row l iff s <= l + o, the sum in the offset's dtype
+// (largest value OFFSET_MAX) wrapping to negative, i.e. to no key (rt::causal_offset_keys). The
+// offset is one element, read by every thread when the kernel runs (a decode step's position).
+#ifndef OFFSET_T
+#define OFFSET_T long long
+#define OFFSET_MAX 0x7fffffffffffffffLL
+#endif
+DEVI i64 load_offset(const AttnArgs& a) { return (i64)*(const OFFSET_T*)a.mask; }
+// The keys row `row` sees: [0, offset_keys).
+DEVI i64 offset_keys(i64 off, i64 row, i64 S) {
+  if (off > 0 && row > OFFSET_MAX - off) return 0;
+  const i64 last = row + off;
+  return last < 0 ? 0 : last >= S ? S : last + 1;
+}
+// The most and the fewest keys a row of [r0, r1) sees: the count grows with the row until the sum
+// wraps, and is 0 from there on.
+DEVI i64 offset_keys_max(i64 off, i64 r0, i64 r1, i64 S) {
+  i64 last = r1 - 1;
+  if (off > 0 && last > OFFSET_MAX - off) last = OFFSET_MAX - off;
+  return last < r0 ? 0 : offset_keys(off, last, S);
+}
+DEVI i64 offset_keys_min(i64 off, i64 r0, i64 r1, i64 S) {
+  return r1 <= r0 || (off > 0 && r1 - 1 > OFFSET_MAX - off) ? 0 : offset_keys(off, r0, S);
 }
 
 #if HAS_GENERIC
@@ -74,7 +102,9 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_generic(const 
 #pragma unroll
   for (int i = 0; i < 8; ++i) acc[i] = 0.0f;
   float m = -__int_as_float(0x7f800000), l = 0.0f;
-  const i64 send = CAUSAL ? (a.S < row + 1 ? a.S : row + 1) : a.S;
+  const i64 send = MASK_KIND == 3 ? offset_keys(load_offset(a), row, a.S)
+                   : CAUSAL       ? (a.S < row + 1 ? a.S : row + 1)
+                                  : a.S;
   for (i64 j = 0; j < send; ++j) {
     const ST* kr = kb + j * a.ks[2];
     float part = 0.0f;
@@ -182,7 +212,7 @@ DEVI void load_tile(unsigned short* s, unsigned sa, const unsigned short* g, i64
 // maxima keep the dependent chain short.
 template <bool EDGE>
 DEVI float scale_mask_max(const AttnArgs& a, float (*s)[4], int half, int b, int h, i64 row, i64 n0, i64 kv_end,
-                          float sl2) {
+                          i64 row_keys, float sl2) {
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tq = (threadIdx.x & 31) & 3;
   float mx0 = NEG_INF, mx1 = NEG_INF;
@@ -197,7 +227,7 @@ DEVI float scale_mask_max(const AttnArgs& a, float (*s)[4], int half, int b, int
         const i64 col = n0 + n * 8 + 2 * tq + e;
         bool keep = true;
         if (MASK_KIND != 0 && row < a.L && col < a.S) x += mask_term(a, b, h, row, col, &keep);
-        if (col >= kv_end || (CAUSAL && col > row)) keep = false;
+        if (col >= kv_end || col >= row_keys || (CAUSAL && col > row)) keep = false;
         x = keep ? x : NEG_INF;
       }
       s[n][half * 2 + e] = x;
@@ -241,7 +271,14 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
   const unsigned short* vg = (const unsigned short*)a.v + b * a.vs[0] + hk * a.vs[1];
   const unsigned sK_a = smem_addr(sK), sQV_a = smem_addr(sQV);
   const i64 q_valid = a.L - m0;
-  const i64 kv_end = CAUSAL ? (a.S < m0 + BM ? a.S : m0 + BM) : a.S;
+  // Keys [0, kv_end) are visited; every row sees [0, kv_lo), so tiles inside it need no per-key test.
+  i64 kv_end = CAUSAL ? (a.S < m0 + BM ? a.S : m0 + BM) : a.S, kv_lo = kv_end;
+  const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  if (MASK_KIND == 3) {
+    const i64 r1 = a.L < m0 + BM ? a.L : m0 + BM;
+    kv_end = offset_keys_max(off, m0, r1, a.S);
+    kv_lo = offset_keys_min(off, m0, r1, a.S);
+  }
   const int ntiles = (int)((kv_end + BN - 1) / BN);
 
   load_tile(sQV, sQV_a, qg, a.qs[2], BM, q_valid, vec);
@@ -271,6 +308,13 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
   }
   const float sl2 = as_float(a.scale_log2);
   const float NEG_INF = -__int_as_float(0x7f800000);
+  // The keys each of this thread's rows sees (all of them but under a causal offset).
+  i64 rkeys[WM][2];
+#pragma unroll
+  for (int t = 0; t < WM; ++t)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      rkeys[t][half] = MASK_KIND == 3 ? offset_keys(off, m0 + warp * 16 * WM + t * 16 + g + half * 8, a.S) : a.S;
   // This lane's ldmatrix row address in a K tile (keys + 0..7 | 8..15, head cols + 0 | 8) and in a
   // V tile read transposed (keys + 0..7 | 8..15, head cols + 0 | 8 by lane >> 4); loops add constants.
   const unsigned k_lane = sK_a + 2 * (((lane & 7) + ((lane >> 4) & 1) * 8) * SP + ((lane >> 3) & 1) * 8);
@@ -308,14 +352,15 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const At
 
     // Scale, mask and the online softmax, two rows (g, g + 8) per m-tile. Tiles inside the
     // causal diagonal and the key range, without a mask, take the path with no per-element test.
-    const bool edge = MASK_KIND != 0 || n0 + BN > kv_end || (CAUSAL && n0 + BN - 1 > m0);
+    const bool edge = (MASK_KIND != 0 && MASK_KIND != 3) || n0 + BN > kv_lo || (CAUSAL && n0 + BN - 1 > m0);
 #pragma unroll
     for (int t = 0; t < WM; ++t) {
       const i64 row0 = m0 + warp * 16 * WM + t * 16 + g;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const float mx = edge ? scale_mask_max<true>(a, s[t], half, b, h, row0 + half * 8, n0, kv_end, sl2)
-                              : scale_mask_max<false>(a, s[t], half, b, h, row0 + half * 8, n0, kv_end, sl2);
+        const i64 row = row0 + half * 8, rk = rkeys[t][half];
+        const float mx = edge ? scale_mask_max<true>(a, s[t], half, b, h, row, n0, kv_end, rk, sl2)
+                              : scale_mask_max<false>(a, s[t], half, b, h, row, n0, kv_end, rk, sl2);
         const float m_new = fmaxf(mrow[t][half], mx);
         const float m_use = m_new == NEG_INF ? 0.0f : m_new;
         const float corr = fexp2(mrow[t][half] - m_use);

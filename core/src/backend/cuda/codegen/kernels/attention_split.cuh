@@ -53,8 +53,17 @@ DEVI void attention_split(const AttnArgs& a) {
   float acc[RM][2];
 #pragma unroll
   for (int r = 0; r < RM; ++r) acc[r][0] = acc[r][1] = 0.0f;
-  const i64 k0 = split * a.chunk;
-  i64 k1 = k0 + a.chunk < a.S ? k0 + a.chunk : a.S;
+  // Keys [0, keys) in chunks of `chunk`. Under a causal offset both follow the offset read now:
+  // the keys any row sees split evenly over the blocks (in multiples of 32), so a decode step's
+  // cost follows the rows written, and a block past them writes an empty partial (m = -inf, l = 0).
+  const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  i64 keys = a.S, chunk = a.chunk;
+  if (MASK_KIND == 3) {
+    keys = offset_keys_max(off, 0, a.L, a.S);
+    chunk = ((keys + a.nsplit - 1) / a.nsplit + 31) / 32 * 32;
+  }
+  const i64 k0 = split * chunk;
+  i64 k1 = k0 + chunk < keys ? k0 + chunk : keys;
   if (CAUSAL && k1 > a.L) k1 = a.L;  // key j is visible to query rows >= j only
   const ST* kb = (const ST*)a.k + b * a.ks[0] + hk * a.ks[1];
   const ST* vb = (const ST*)a.v + b * a.vs[0] + hk * a.vs[1];
@@ -119,6 +128,7 @@ DEVI void attention_split(const AttnArgs& a) {
         bool keep = true;
         float x = s[r] + mask_term(a, b, (int)(hk * G + r / a.L), row, col, &keep);
         if (CAUSAL && col > row) keep = false;
+        if (MASK_KIND == 3 && col >= offset_keys(off, row, a.S)) keep = false;
         sS[r * SPLIT_T + tid] = keep ? x : NEG_INF;
       }
     }
