@@ -1,8 +1,9 @@
 // The CUDA backend's table of kernel kinds (cuda_kinds.h), and the per-kind functions too small
-// for a file of their own: fused kernels, plugins, pooling and the layout kinds, whose launches
+// for a file of their own: fused kernels, plugins, pooling, sampling and the layout kinds, whose launches
 // cuda_launch.cc, cuda_plugin.cc and cuda_pool.cc plan.
 #include "backend/cuda/cuda_kinds.h"
 
+#include <cstring>
 #include <iterator>
 
 #include "backend/cuda/cuda_plugin.h"
@@ -42,6 +43,29 @@ StatusOr<bool> plan_pool_step(PlanContext& c, const Kernel& k, Step& step) {
   return !step.launches.empty();  // an empty output: no step
 }
 
+// kSample: one block of 1024 threads per row of logits (the module: codegen/kernels/sample.cuh,
+// whose SampleArgs these words are); a program without rows launches nothing.
+StatusOr<bool> plan_sample_step(PlanContext& c, const Kernel& k, Step& step) {
+  const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
+  const int64_t rows = numel_of(c.shapes[static_cast<size_t>(k.outputs[0])]);
+  if (rows == 0) return false;
+  if (rows > 0x7fffffff) return kernel_failure(c.program, k, "samples more rows than a grid holds", StatusCode::kInvalidArgument);
+  const float temperature = static_cast<float>(k.sample.temperature);
+  const double top_p = k.sample.top_p;
+  int32_t temperature_bits = 0;
+  int64_t top_p_bits = 0;
+  std::memcpy(&temperature_bits, &temperature, sizeof(temperature_bits));
+  std::memcpy(&top_p_bits, &top_p, sizeof(top_p_bits));
+  Launch l;
+  l.fn = c.code[static_cast<size_t>(step.kernel)].fn;
+  l.grid = static_cast<unsigned>(rows);
+  l.block_x = 1024;
+  l.words = {0, 0, 0, rows, x.back(), temperature_bits, k.sample.top_k, top_p_bits};
+  l.ptrs = {{0, k.outputs[0], 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
+  step.launches = {l};
+  return true;
+}
+
 // A layout kind: its launches of the layout module.
 template <LayoutPlanner plan>
 StatusOr<bool> plan_layout_step(PlanContext& c, const Kernel& k, Step& step) {
@@ -79,7 +103,7 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kUpdateSlice, nullptr, StoredAlgo::kNone, plan_checked_layout_step<plan_update_slice>, nullptr},
     {KernelKind::kPlugin, load_function, StoredAlgo::kNone, plan_plugin_step, nullptr},
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
-    {KernelKind::kSample, nullptr, StoredAlgo::kNone, nullptr, nullptr},
+    {KernelKind::kSample, load_function, StoredAlgo::kNone, plan_sample_step, nullptr},
 };
 
 constexpr bool rows_in_kind_order() {

@@ -106,6 +106,11 @@ StatusOr<GeneratedKernel> pool_module(const Program& p, const Kernel& k) {
   return GeneratedKernel{pool_module_source(t), pool_function(t)};
 }
 
+StatusOr<GeneratedKernel> sample_module(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[k.inputs.at(0)].dtype;
+  return GeneratedKernel{sample_module_source(t), sample_function(t)};
+}
+
 StatusOr<GeneratedKernel> plugin_module(const Program& p, const Kernel& k) {
   if (k.plugin.cuda_source.empty())
     return kernel_failure(p, k, "the plugin '" + k.plugin.name + "' has no CUDA implementation; run it on the CPU",
@@ -163,7 +168,7 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kUpdateSlice, nullptr, false, update_index_function, nullptr},
     {KernelKind::kPlugin, plugin_module, false, nullptr, nullptr},
     {KernelKind::kPooling, pool_module, false, nullptr, nullptr},
-    {KernelKind::kSample, nullptr, false, nullptr, nullptr},
+    {KernelKind::kSample, sample_module, false, nullptr, nullptr},
 };
 constexpr bool rows_in_kind_order() {
   for (size_t i = 0; i < std::size(kBuildRules); ++i)

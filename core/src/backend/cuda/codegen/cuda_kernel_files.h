@@ -17,6 +17,7 @@ extern const char kPool[];           // pool.cuh: the pooling module
 extern const char kPluginPrelude[];  // plugin_prelude.cuh: PluginArgs, before a plugin's source
 extern const char kAttention[];      // attention.cuh: AttnArgs, the generic and flash kernels
 extern const char kAttentionSplit[];  // attention_split.cuh: the split-KV kernels
+extern const char kSample[];         // sample.cuh: the sampling module
 
 // Every embedded file (the build's list of kernels/*.cuh), for the test that each reaches a module.
 struct EmbeddedFile {

@@ -66,6 +66,10 @@ std::string conv_function(DType t);
 std::string pool_module_source(DType t);
 std::string pool_function(DType t);
 
+// The sampling module for the logits' dtype and its one function (tripy_sample_<f32|f16|bf16>).
+std::string sample_module_source(DType t);
+std::string sample_function(DType t);
+
 // An attention kernel's module (cuda_attention_generate.cc): `function` is "tripy_attention"; the
 // module defines tripy_attention_generic and the split kernels always, tripy_attention_flash when
 // the head size allows it (the names: cuda_attention.h).

@@ -1,7 +1,8 @@
 // The CUDA C++ files under backend/cuda/codegen/kernels/, as the build embeds them: each without
 // its opening comment, each inside a module that NVRTC compiles here (skipped where NVRTC cannot
 // be loaded). The modules' own tests check their entry points (cuda_codegen_test.cc: layout,
-// index, fill; cuda_conv_test.cc, cuda_pool_test.cc, cuda_plugin_test.cc, cuda_attention_test.cc).
+// index, fill; cuda_conv_test.cc, cuda_pool_test.cc, cuda_plugin_test.cc, cuda_attention_test.cc,
+// cuda_sample_test.cc).
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
@@ -51,6 +52,7 @@ std::vector<Module> modules_of_every_file() {
       {"fill", fill_module_source()},
       {"conv", conv_module_source(DType::kFloat16)},
       {"pool", pool_module_source(DType::kInt8)},
+      {"sample", sample_module_source(DType::kBFloat16)},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
   };
