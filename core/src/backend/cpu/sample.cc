@@ -36,17 +36,17 @@ float pow2(int e) {  // 2**e for a normal float's exponent
 
 // exp(d) for d <= 0 in units of 2**-40, rounded down: 0 below about -27.7. Range reduction by
 // n = rint(d / ln 2) (ln 2 in two parts) and a degree-7 Taylor polynomial on |r| <= 0.35, every
-// step a correctly rounded fma, so the GPU gets the same bits.
+// step a correctly rounded fma, so the GPU gets the same bits (the constants are floats, in hex).
 uint64_t weight_of(float d) {
   if (!(d >= -28.0f)) return 0;
-  const float n = std::rint(d * 1.44269504088896341f);
-  float r = std::fma(n, -0.693145751953125f, d);
-  r = std::fma(n, -1.428606765330187e-06f, r);
-  float p = 1.0f / 5040.0f;
-  p = std::fma(p, r, 1.0f / 720.0f);
-  p = std::fma(p, r, 1.0f / 120.0f);
-  p = std::fma(p, r, 1.0f / 24.0f);
-  p = std::fma(p, r, 1.0f / 6.0f);
+  const float n = std::rint(d * 0x1.715476p+0f);
+  float r = std::fma(n, -0x1.62e4p-1f, d);
+  r = std::fma(n, -0x1.7f7d1cp-20f, r);
+  float p = 0x1.a01a02p-13f;
+  p = std::fma(p, r, 0x1.6c16c2p-10f);
+  p = std::fma(p, r, 0x1.111112p-7f);
+  p = std::fma(p, r, 0x1.555556p-5f);
+  p = std::fma(p, r, 0x1.555556p-3f);
   p = std::fma(p, r, 0.5f);
   p = std::fma(p, r, 1.0f);
   p = std::fma(p, r, 1.0f);
