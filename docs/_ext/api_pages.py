@@ -20,6 +20,7 @@ PAGES = [
         "Matrix products, attention, pooling and resizing",
         ["frontend.ops.linalg", "frontend.ops.attention", "frontend.ops.pooling", "frontend.ops.resize"],
     ),
+    ("sampling", "Sampling tokens", ["frontend.ops.sampling"]),
     ("quantization", "Quantization", ["frontend.ops.quantize"]),
     ("misc", "Casting, copying and comparing", ["frontend.ops.misc"]),
     ("plugins", "Custom plugins", ["frontend.ops.plugin", "frontend.plugin"]),

@@ -101,6 +101,21 @@ void read_attr(py::handle v, rt::PluginAttrs& out) {
   out.name = p["name"].cast<std::string>();
   out.fields = p["fields"].cast<std::string>();
 }
+// Any other described struct (rt::SampleAttrs): a dict of its field names, each read by its type.
+template <class T, std::enable_if_t<rt::has_fields<T>::value, int> = 0>
+void read_attr(py::handle v, T& out) {
+  for (const std::pair<py::handle, py::handle> item : v.cast<py::dict>()) {
+    const std::string key = py::str(item.first);
+    const py::handle value = item.second;
+    bool found = false;
+    T::visit_fields([&](const char* name, auto& field) {
+      if (key != name) return;
+      read_attr(value, field);
+      found = true;
+    }, out);
+    if (!found) throw py::value_error("unknown attribute '" + key + "'");
+  }
+}
 
 // `given` collects the names' bits, which trace::check_attrs holds against the op's declaration;
 // `symbols`, the table of symbolic sizes among them.

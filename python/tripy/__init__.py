@@ -76,6 +76,7 @@ from tripy.frontend.ops.scan import cumsum, topk
 from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.pooling import avgpool, maxpool
 from tripy.frontend.ops.resize import resize
+from tripy.frontend.ops.sampling import sample
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
 from tripy.frontend.ops.plugin import plugin, register_plugin

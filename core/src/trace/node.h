@@ -43,6 +43,7 @@ struct OpDef;
   X(rt::ConvolutionAttrs, convolution, {})  /* typed, checked where Python hands it over */                \
   X(rt::PluginAttrs, plugin, {})     /* its registry key and fields (the device code is filled in) */      \
   X(rt::PoolingAttrs, pooling, {})                                                                         \
+  X(rt::SampleAttrs, sample, {})     /* typed, read from a dict by its field names */                      \
   X(std::vector<double>, scales, {}) /* resize: a factor per dim (instead of output sizes in `shape`) */    \
   X(bool, align_corners, false)      /* resize: sample at the corner pixels instead of the centres */      \
   X(int64_t, groups, 1)              /* groupnorm: how many groups of channels */

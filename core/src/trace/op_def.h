@@ -139,6 +139,7 @@ void register_conv_ops();
 void register_pool_ops();
 void register_attention_ops();
 void register_plugin_ops();
+void register_sample_ops();
 
 // Shared rule: numpy broadcasting of `a` and `b`; on failure the error explains the broadcast
 // Tripy would have inserted. Dynamic dims that can't be compared are asserted at run time.

@@ -33,6 +33,7 @@ void ensure_registered() {
     register_pool_ops();
     register_attention_ops();
     register_plugin_ops();
+    register_sample_ops();
   });
 }
 

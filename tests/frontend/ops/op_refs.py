@@ -183,6 +183,7 @@ ELSEWHERE = {
     "reshape": "test_ops_conformance.py",
     "resize": "test_resize.py",
     "rmsnorm": "test_norm.py",
+    "sample": "test_sample.py",
     "scaled_dot_product_attention": "test_attention.py",
     "shape_dim": "test_dimension_size.py",
     "slice": "test_dynamic_slices.py",
