@@ -1,4 +1,5 @@
-"""Writes the seed corpus of the executable loader's fuzz harness, core/fuzz/corpus/executable/.
+"""Writes the seed corpus of the executable loader's fuzz harness, core/fuzz/corpus/executable/,
+and that of the safetensors reader's, core/fuzz/corpus/safetensors/ (see the end of this text).
 
 Run it after any change to the executable file format (Executable::kFormatVersion, the metadata
 JSON, the program or kernel layout), or the old seeds are refused at the door and fuzzing no longer
@@ -18,6 +19,11 @@ The output is the same on every run and in every checkout: the metadata is rewri
 of JSON whose source frames name this script by its path relative to the repository root (then
 the metadata checksum is recomputed). Each seed is then loaded back with tp.Executable.load and
 run at its inputs' opt shapes against numpy.
+
+The safetensors seeds are small checkpoints (every dtype the reader takes, metadata, empty and
+0-d tensors, an unpadded header whose data is misaligned), each in the two forms that
+core/fuzz/safetensors_fuzz.cc reads: NAME.st, b"\\x00" + the file; NAME.json, b"\\x01" + HEADER-JSON
++ b"\\0" + DATA-REGION (the harness writes the length, so mutations reach the JSON reader).
 """
 
 import json
@@ -229,6 +235,57 @@ def check(name, inputs, reference, scratch):
         assert np.allclose(got, want, rtol=1e-5, atol=1e-5), f"{what}: {got} != {want}"
 
 
+SAFETENSORS_CORPUS = os.path.join(REPO, "core", "fuzz", "corpus", "safetensors")
+
+
+def _safetensors_seeds(scratch):
+    """(name, file bytes) of each safetensors seed: ours from tp.save_safetensors, one by hand."""
+    f32 = np.arange(6, dtype=np.float32).reshape(2, 3) / 4.0
+    checkpoints = {
+        "linear": ({"weight": f32, "bias": np.float32([0.5, -1.0])}, {"format": "pt"}),
+        "every_dtype": (
+            {
+                "f32": f32,
+                "f16": f32.astype(np.float16),
+                "bf16": tp.cast(tp.Tensor(f32), tp.bfloat16),
+                "f8": tp.cast(tp.Tensor(f32), tp.float8),
+                "i8": np.int8([-128, 0, 127]),
+                "i32": np.int32([7]),
+                "i64": np.int64([-(2**40), 2**40]),
+                "mask": np.array([True, False]),
+                "empty": np.zeros((0, 4), np.float32),
+                "scalar": np.float32(3.0),
+            },
+            {"format": "np", "note": "seed"},
+        ),
+    }
+    seeds = []
+    for name, (tensors, metadata) in checkpoints.items():
+        path = os.path.join(scratch, name + ".safetensors")
+        tp.save_safetensors(tensors, path, metadata=metadata)
+        with open(path, "rb") as f:
+            seeds.append((name, f.read()))
+    # Unpadded: the data starts at an odd offset, so the reader copies the int32 it cannot borrow.
+    header = b'{"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BOOL","shape":[1],"data_offsets":[8,9]}}'
+    seeds.append(("unaligned", len(header).to_bytes(8, "little") + header + np.int32([-7, 9]).tobytes() + b"\x01"))
+    return seeds
+
+
+def write_safetensors_seeds(scratch):
+    os.makedirs(SAFETENSORS_CORPUS, exist_ok=True)
+    for name, blob in _safetensors_seeds(scratch):
+        n = int.from_bytes(blob[:8], "little")
+        with open(os.path.join(SAFETENSORS_CORPUS, name + ".st"), "wb") as f:
+            f.write(b"\x00" + blob)
+        with open(os.path.join(SAFETENSORS_CORPUS, name + ".json"), "wb") as f:
+            f.write(b"\x01" + blob[8 : 8 + n] + b"\0" + blob[8 + n :])
+        # Each seed reads back (the harness's two forms make this same file).
+        path = os.path.join(scratch, name + ".check.safetensors")
+        with open(path, "wb") as f:
+            f.write(blob)
+        print(f"{name}: {len(tp.load_safetensors(path))} tensors, {name}.st {len(blob) + 1} bytes")
+
+
 def main():
     tp.config.default_device = "cpu"
     os.makedirs(CORPUS, exist_ok=True)
@@ -238,6 +295,7 @@ def main():
             check(name, inputs, reference, scratch)
             sizes = [os.path.getsize(os.path.join(CORPUS, name + ext)) for ext in (".tpy", ".meta")]
             print(f"{name}: {name}.tpy {sizes[0]} bytes, {name}.meta {sizes[1]} bytes")
+        write_safetensors_seeds(scratch)
     return 0
 
 
