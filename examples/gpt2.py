@@ -9,7 +9,8 @@ torch twin of the same model (used where torch is installed) and a float64 numpy
 
 `GPT.cached` is the same model over a KV cache, for generation (examples/gpt2_generate.py): each
 layer writes its new keys and values into its cache with tp.update_slice at a position read at run
-time, and attends over the whole cache with a mask that hides the positions not yet written.
+time, and attends over the whole cache with a mask that hides the positions not yet written (the
+compiler recognises it: the kernel reads the position and visits only the rows written).
 
 Run: python examples/gpt2.py   (a tiny config, checked against torch, or numpy without torch)
 """
