@@ -95,13 +95,13 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     if (at_ == At::kTop) {
       if (!top_keys_.insert(k).second)
         return fail(k == kMetadataKey ? std::string("its header has __metadata__ twice")
-                                      : "tensor " + quoted_tensor_name(k) + " appears twice in its header");
+                                      : "tensor " + quoted_header_string(k) + " appears twice in its header");
       in_metadata_ = k == kMetadataKey;
       if (!in_metadata_) entries.push_back(Entry{k, {}, {}, {}, {}});
       return true;
     }
     if (at_ == At::kMetadata) {
-      if (!metadata_keys_.insert(k).second) return fail("its __metadata__ has the key " + quoted_tensor_name(k) + " twice");
+      if (!metadata_keys_.insert(k).second) return fail("its __metadata__ has the key " + quoted_header_string(k) + " twice");
       metadata.emplace_back(k, std::string());
       return true;
     }
@@ -113,7 +113,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
       field_ = static_cast<Field>(f);
       return true;
     }
-    return fail(tensor() + " has an unknown field " + quoted_tensor_name(k) + " (a tensor has dtype, shape and data_offsets)");
+    return fail(tensor() + " has an unknown field " + quoted_header_string(k) + " (a tensor has dtype, shape and data_offsets)");
   }
 
   bool end_object() override {
@@ -150,7 +150,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     error = std::move(why);
     return false;
   }
-  std::string tensor() const { return "tensor " + quoted_tensor_name(entries.back().name); }
+  std::string tensor() const { return "tensor " + quoted_header_string(entries.back().name); }
 
   // What the value that just came should have been.
   bool wrong_type() {
@@ -160,7 +160,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
         return fail(in_metadata_ ? std::string("its __metadata__ is not an object of strings")
                                  : tensor() + " is not an object of dtype, shape and data_offsets");
       case At::kMetadata:
-        return fail("its __metadata__ value for " + quoted_tensor_name(metadata.back().first) + " is not a string");
+        return fail("its __metadata__ value for " + quoted_header_string(metadata.back().first) + " is not a string");
       case At::kEntry:
       case At::kList:
         if (field_ == kDtype) return fail(tensor() + ": its dtype is not a string");
@@ -221,10 +221,10 @@ StatusOr<SafetensorsContents> parse(const uint8_t* data, size_t size, const std:
   std::vector<Checked> checked;
   checked.reserve(reader.entries.size());
   for (const Entry& e : reader.entries) {
-    const std::string who = "tensor " + quoted_tensor_name(e.name);
+    const std::string who = "tensor " + quoted_header_string(e.name);
     const std::optional<DType> dtype = safetensors_dtype(e.dtype);
     if (!dtype)
-      return fail(who + " has dtype " + quoted_tensor_name(e.dtype) + ", which Tripy does not read (it reads " +
+      return fail(who + " has dtype " + quoted_header_string(e.dtype) + ", which Tripy does not read (it reads " +
                   kReadDtypes + ")");
     std::vector<int64_t> shape;
     for (uint64_t d : e.shape) {
@@ -261,8 +261,8 @@ StatusOr<SafetensorsContents> parse(const uint8_t* data, size_t size, const std:
     const Checked& c = checked[i];
     if (c.begin < cursor) {
       const Checked& p = checked[last];
-      return fail("tensors " + quoted_tensor_name(reader.entries[last].name) + " [" + std::to_string(p.begin) + ", " +
-                  std::to_string(p.end) + ") and " + quoted_tensor_name(reader.entries[i].name) + " [" +
+      return fail("tensors " + quoted_header_string(reader.entries[last].name) + " [" + std::to_string(p.begin) + ", " +
+                  std::to_string(p.end) + ") and " + quoted_header_string(reader.entries[i].name) + " [" +
                   std::to_string(c.begin) + ", " + std::to_string(c.end) + ") overlap in the data");
     }
     if (c.begin > cursor)
@@ -287,14 +287,14 @@ StatusOr<SafetensorsContents> parse(const uint8_t* data, size_t size, const std:
     if (c.dtype == DType::kBool)
       for (uint64_t k = 0; k < n; ++k)
         if (bytes[k] > 1)
-          return fail("tensor " + quoted_tensor_name(name) + " holds the byte " + std::to_string(bytes[k]) +
+          return fail("tensor " + quoted_header_string(name) + " holds the byte " + std::to_string(bytes[k]) +
                       " at element " + std::to_string(k) + ", which is not a bool (0 or 1)");
     Tensor tensor;
     if (reinterpret_cast<uintptr_t>(bytes) % static_cast<uintptr_t>(dtype_size(c.dtype)) == 0) {
       tensor = Tensor::borrow(const_cast<uint8_t*>(bytes), c.dtype, std::move(c.shape), Device{}, keep_alive);
     } else {
       // Misaligned elements are undefined behaviour to read: this tensor alone is copied.
-      TRIPY_ASSIGN_OR_RETURN(tensor, Tensor::try_empty_host(c.dtype, std::move(c.shape), "tensor " + quoted_tensor_name(name)));
+      TRIPY_ASSIGN_OR_RETURN(tensor, Tensor::try_empty_host(c.dtype, std::move(c.shape), "tensor " + quoted_header_string(name)));
       if (n > 0) std::memcpy(tensor.data(), bytes, static_cast<size_t>(n));
     }
     out.tensors.push_back({std::move(name), std::move(tensor)});
@@ -327,7 +327,7 @@ const char* safetensors_dtype_name(DType dtype) {
   return nullptr;
 }
 
-std::string quoted_tensor_name(const std::string& name) {
+std::string quoted_header_string(const std::string& name) {
   constexpr size_t kShown = 200;
   static const char kHex[] = "0123456789abcdef";
   std::string out = "'";

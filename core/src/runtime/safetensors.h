@@ -47,9 +47,9 @@ inline constexpr size_t kSafetensorsMaxRank = 64;
 std::optional<DType> safetensors_dtype(const std::string& name);
 // The file's name for `dtype`, or nullptr where the format has none (int4).
 const char* safetensors_dtype_name(DType dtype);
-// A tensor name as errors show it: in quotes, control bytes escaped, a very long name shortened
-// (a name is any string the file holds).
-std::string quoted_tensor_name(const std::string& name);
+// A string of a header (a tensor name, a dtype, a metadata key) as errors show it: in quotes,
+// control bytes escaped, a very long one shortened (a file may hold any string there).
+std::string quoted_header_string(const std::string& name);
 
 // Reads a whole file's `size` bytes at `data`. Tensors borrow those bytes, with `keep_alive` as
 // their owner, which must keep them alive and unchanged; a tensor whose bytes are not aligned to

@@ -43,7 +43,7 @@ StatusOr<Layout> layout(const std::vector<NamedTensor>& tensors, const Safetenso
     json += "\"__metadata__\":{";
     for (size_t i = 0; i < metadata.size(); ++i) {
       const auto& [key, value] = metadata[i];
-      const std::string who = "the metadata key " + quoted_tensor_name(key);
+      const std::string who = "the metadata key " + quoted_header_string(key);
       if (!keys.insert(key).second) return invalid_argument(what + ": " + who + " appears twice.");
       json += i ? "," : "";
       if (!append_json(json, key)) return not_utf8(what, who);
@@ -70,7 +70,7 @@ StatusOr<Layout> layout(const std::vector<NamedTensor>& tensors, const Safetenso
   std::unordered_set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i].tensor;
-    const std::string who = "tensor " + quoted_tensor_name(tensors[i].name);
+    const std::string who = "tensor " + quoted_header_string(tensors[i].name);
     if (tensors[i].name == "__metadata__")
       return invalid_argument(what + ": a tensor cannot be named '__metadata__', the format's key for metadata.");
     if (!names.insert(tensors[i].name).second) return invalid_argument(what + ": " + who + " appears twice.");
