@@ -334,6 +334,18 @@ return %3
 )")).has_value());
 }
 
+TEST(SplitDotSlices, LeavesOneRowProductsWhole) {
+  // A decode step's one row x (1, C) @ W: one product reads x once; the slices read its result in place.
+  EXPECT_FALSE(split_dot_slices(parsed(R"(%0 : f32[1, 2] = parameter() {index = 0}
+%1 : f32[2, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f32[1, 4] = dot(%0, %1)
+%3 : f32[1, 2] = slice(%2) {starts = [0, 0], limits = [1, 2], steps = [1, 1]}
+%4 : f32[1, 2] = slice(%2) {starts = [0, 2], limits = [1, 4], steps = [1, 1]}
+%5 : f32[1, 2] = mul(%3, %4)
+return %5
+)")));
+}
+
 TEST(PadDotColumns, UnalignedRowsReadAPaddedWeightThroughASlice) {
   // x @ W.T with 5 float32 columns (rows of 20 bytes): W gains 3 zero rows, the dot 3 columns.
   Graph g = parsed(R"(%0 : f32[2, 4] = parameter() {index = 0}

@@ -17,11 +17,11 @@ from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.module import Module
 from tripy.frontend.modules.embedding import Embedding
+from tripy.frontend.modules.layernorm import RMSNorm
 from tripy.frontend.modules.linear import Linear
-from tripy.frontend.ops.creation import iota, ones, zeros
-from tripy.frontend.ops.elementwise import cos, rsqrt, silu, sin
+from tripy.frontend.ops.creation import iota, zeros
+from tripy.frontend.ops.elementwise import cos, silu, sin
 from tripy.frontend.ops.misc import cast
-from tripy.frontend.ops.reduce import mean
 from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
 from tripy.frontend.tensor import Tensor
@@ -150,20 +150,6 @@ class LlamaConfig:
         return inv.astype(np.float32)
 
 
-class LlamaRMSNorm(Module):
-    """``x / sqrt(mean(x^2) + eps) * weight``, normalised in float32 whatever the model's dtype."""
-
-    def __init__(self, dim, eps, dtype):
-        super().__init__()
-        self.eps = eps
-        self.weight = ones((dim,), dtype=dtype)
-
-    def forward(self, x):
-        xf = cast(x, dtypes.float32)
-        normed = xf * rsqrt(mean(xf * xf, dim=-1, keepdim=True) + self.eps)
-        return cast(normed, x.dtype) * self.weight
-
-
 def _rotate(x, cos_t, sin_t):
     """Rotates each (first half, second half) pair of x's last dim by its position's angle."""
     x1, x2 = split(x, 2, dim=-1)
@@ -171,22 +157,25 @@ def _rotate(x, cos_t, sin_t):
 
 
 class LlamaAttention(Module):
+    """Self-attention over a KV cache. q, k and v come from one projection (``qkv_proj``: the
+    checkpoint's ``q_proj``, ``k_proj`` and ``v_proj`` stacked, so a decode step reads the input
+    once in one matrix-vector product)."""
+
     def __init__(self, config, dtype):
         super().__init__()
         self.config = config
         H, Hkv, D, C = config.num_attention_heads, config.num_key_value_heads, config.head_dim, config.hidden_size
-        bias = config.attention_bias
-        self.q_proj = Linear(C, H * D, bias=bias, dtype=dtype)
-        self.k_proj = Linear(C, Hkv * D, bias=bias, dtype=dtype)
-        self.v_proj = Linear(C, Hkv * D, bias=bias, dtype=dtype)
+        self.qkv_proj = Linear(C, (H + 2 * Hkv) * D, bias=config.attention_bias, dtype=dtype)
         self.o_proj = Linear(H * D, C, bias=False, dtype=dtype)
 
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         B, T = x.shape[0], x.shape[1]
         H, Hkv, D = self.config.num_attention_heads, self.config.num_key_value_heads, self.config.head_dim
-        q = _rotate(self.q_proj(x).reshape((B, T, H, D)).transpose(1, 2), cos_t, sin_t)
-        k = _rotate(self.k_proj(x).reshape((B, T, Hkv, D)).transpose(1, 2), cos_t, sin_t)
-        v = self.v_proj(x).reshape((B, T, Hkv, D)).transpose(1, 2)
+        qkv = self.qkv_proj(x).reshape((B, T, H + 2 * Hkv, D))
+        # Rotary embeddings on (B, T, heads, D), before the heads move to dim 1.
+        q = _rotate(qkv[:, :, :H], cos_t, sin_t).transpose(1, 2)
+        k = _rotate(qkv[:, :, H : H + Hkv], cos_t, sin_t).transpose(1, 2)
+        v = qkv[:, :, H + Hkv :].transpose(1, 2)
         k_cache = update_slice(k_cache, 2, pos, k)
         v_cache = update_slice(v_cache, 2, pos, v)
         # Query t sits at position pos + t and sees the cached positions s <= pos + t.
@@ -197,15 +186,26 @@ class LlamaAttention(Module):
 
 
 class LlamaMLP(Module):
+    """SwiGLU: ``down(silu(gate(x)) * up(x))``, with gate and up as one projection
+    (``gate_up_proj``: the checkpoint's ``gate_proj`` and ``up_proj`` stacked)."""
+
     def __init__(self, config, dtype):
         super().__init__()
         C, F = config.hidden_size, config.intermediate_size
-        self.gate_proj = Linear(C, F, bias=False, dtype=dtype)
-        self.up_proj = Linear(C, F, bias=False, dtype=dtype)
+        self.gate_up_proj = Linear(C, 2 * F, bias=False, dtype=dtype)
         self.down_proj = Linear(F, C, bias=False, dtype=dtype)
 
     def forward(self, x):
-        return self.down_proj(silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = split(self.gate_up_proj(x), 2, dim=-1)
+        return self.down_proj(silu(gate) * up)
+
+
+# A merged projection's parameter -> the checkpoint's parameters it stacks, in order.
+_STACKED = {
+    "self_attn.qkv_proj.weight": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
+    "self_attn.qkv_proj.bias": ("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"),
+    "mlp.gate_up_proj.weight": ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
+}
 
 
 class LlamaDecoderLayer(Module):
@@ -213,8 +213,8 @@ class LlamaDecoderLayer(Module):
         super().__init__()
         self.self_attn = LlamaAttention(config, dtype)
         self.mlp = LlamaMLP(config, dtype)
-        self.input_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
-        self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.input_layernorm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
 
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         y, k_cache, v_cache = self.self_attn(self.input_layernorm(x), pos, cos_t, sin_t, k_cache, v_cache)
@@ -227,7 +227,7 @@ class LlamaModel(Module):
         super().__init__()
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype)
         self.layers = [LlamaDecoderLayer(config, dtype) for _ in range(config.num_hidden_layers)]
-        self.norm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps, dtype)
+        self.norm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
 
 
 class LlamaForCausalLM(Module):
@@ -264,17 +264,29 @@ class LlamaForCausalLM(Module):
         return [zeros(self.cache_shape(batch), dtype=self.dtype) for _ in range(2 * self.config.num_hidden_layers)]
 
     def load_state_dict(self, state_dict, strict=True):
-        """Hugging Face's names; a tied checkpoint (no ``lm_head.weight``) reuses the embedding."""
+        """Takes Hugging Face's names: a tied checkpoint (no ``lm_head.weight``) reuses the
+        embedding, and q/k/v and gate/up are stacked into the merged projections (evaluated once
+        here, so every compile reads the stacked weights)."""
         state_dict = dict(state_dict)
         if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
             state_dict["lm_head.weight"] = state_dict["model.embed_tokens.weight"]
+        for i in range(self.config.num_hidden_layers):
+            prefix = f"model.layers.{i}."
+            for merged, parts in _STACKED.items():
+                names = [prefix + p for p in parts]
+                if all(n in state_dict for n in names):
+                    stacked = concatenate([state_dict.pop(n) for n in names], dim=0)
+                    stacked.eval()
+                    state_dict[prefix + merged] = stacked
         return super().load_state_dict(state_dict, strict=strict)
 
     def forward(self, tokens, pos, caches):
         T = tokens.shape[1]
         positions = iota((T, self.config.head_dim // 2), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
         angles = positions * Tensor(self._inverse_frequencies)
-        cos_t, sin_t = cast(cos(angles), self.dtype), cast(sin(angles), self.dtype)
+        # (T, 1, head_dim / 2): broadcast over the batch and the heads of (B, T, heads, head_dim / 2).
+        cos_t = cast(cos(angles), self.dtype).reshape((T, 1, self.config.head_dim // 2))
+        sin_t = cast(sin(angles), self.dtype).reshape((T, 1, self.config.head_dim // 2))
         x = self.model.embed_tokens(tokens)
         updated = []
         for i, layer in enumerate(self.model.layers):

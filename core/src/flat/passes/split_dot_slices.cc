@@ -98,6 +98,9 @@ class Splitter {
       }
     }
     const Shape& shape = g_.values[r].shape;
+    // One row per sequence (a decode step's matrix-vector product) reads its input and launches
+    // once; one product per slice would pay both again and save no copy worth having.
+    if (rank >= 2 && is_static(shape[static_cast<size_t>(rank - 2)], 1)) return false;
     if (users_[r].empty() || uses_[r] != static_cast<int32_t>(users_[r].size())) return false;  // an output
     // A few wide GEMMs beat one GEMM and copies; dozens of thin ones (per-head splits) would not.
     if (users_[r].size() > kMaxSlices) return false;
