@@ -14,15 +14,14 @@ from tripy.frontend.compile import compile as _compile
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
 from tripy.frontend.ops.misc import cast
-from tripy.frontend.ops.reduce import argmax
 from tripy.frontend.ops.sampling import sample
 from tripy.frontend.tensor import Tensor
 
 
 def _choose(logits, key, temperature, top_k, top_p):
-    """The next token of every row of ``logits`` (B, vocab), as int32 (B, 1)."""
-    if temperature == 0:
-        return cast(argmax(logits, dim=-1, keepdim=True), dtypes.int32)
+    """The next token of every row of ``logits`` (B, vocab), as int32 (B, 1). Greedy choice too
+    goes through tp.sample (temperature 0): one block per row, where a generic argmax reduction
+    of one long row would run on a handful of threads."""
     chosen = sample(logits, key, temperature=temperature, top_k=top_k, top_p=top_p)
     return chosen.reshape((logits.shape[0], 1))
 
