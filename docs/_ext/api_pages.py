@@ -26,6 +26,7 @@ PAGES = [
     ("plugins", "Custom plugins", ["frontend.ops.plugin", "frontend.plugin"]),
     ("modules", "Modules", ["frontend.module", "frontend.modules"]),
     ("checkpoints", "Loading and saving weights", ["frontend.safetensors"]),
+    ("llm", "Large language models", ["llm"]),
     (
         "compiling",
         "Compiling and running",
@@ -39,7 +40,7 @@ PAGES = [
 # implementation; they are not API.
 INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
 # Public modules: documented as a whole.
-PUBLIC_MODULES = {"config", "types"}
+PUBLIC_MODULES = {"config", "llm", "types"}
 
 # Public names whose core op has another name.
 OP_NAMES = {"LayerNorm": "layernorm", "RMSNorm": "rmsnorm", "GroupNorm": "groupnorm", "InstanceNorm": "instancenorm", "topk": "topk_values", "Conv": "convolution", "ConvTranspose": "convolution", "matmul": "matmul"}
@@ -51,6 +52,7 @@ OPERATORS = ["add", "sub", "mul", "div", "floor_div", "mod", "pow", "matmul", "n
 def public_names():
     """``name -> object`` for everything ``tripy`` exports (the API that the reference covers)."""
     import tripy as tp
+    import tripy.llm  # noqa: F401  (``import tripy`` loads it on first use; it is API all the same)
 
     names = {}
     for name in sorted(dir(tp)):
