@@ -64,10 +64,11 @@ def random_weights(config, seed=0, sharpen=4.0):
 def inverse_frequencies(config):
     """Per frequency, written as the rule reads (a loop, not the vectorised form of the module)."""
     D = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    scaling = config.get("rope_scaling") or {}
+    scaling = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    theta = scaling.get("rope_theta", config.get("rope_theta"))
     out = []
     for i in range(0, D, 2):
-        f = config["rope_theta"] ** (-i / D)
+        f = theta ** (-i / D)
         kind = scaling.get("rope_type", scaling.get("type"))
         if kind == "linear":
             f /= scaling["factor"]

@@ -35,6 +35,12 @@ VARIANTS = {
                          "original_max_position_embeddings": 16},
     },
     "linear-rope-scaling": {"rope_scaling": {"type": "linear", "factor": 2.0}},
+    # transformers 5's form: theta and scaling in one object.
+    "rope-parameters": {
+        "rope_theta": 1.0,
+        "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                            "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+    },
     "qwen2-biases": {"model_type": "qwen2"},
     "tied-embeddings": {"tie_word_embeddings": True},
     "head-dim-not-hidden-over-heads": {"head_dim": 8},

@@ -86,7 +86,13 @@ class LlamaConfig:
             _config_error(source, f"head_dim must be a positive even integer, but is {head_dim!r}.")
         eos = d.get("eos_token_id")
         eos = [] if eos is None else (list(eos) if isinstance(eos, list) else [eos])
-        scaling = d.get("rope_scaling")
+        # transformers 5 writes the rotary settings as one `rope_parameters` object (theta included);
+        # earlier releases as `rope_theta` and `rope_scaling`.
+        rope = d.get("rope_parameters")
+        if rope is not None and not (isinstance(rope, dict) and "rope_theta" in rope):
+            _config_error(source, "rope_parameters must be an object with a rope_theta (per-layer-type parameters are not supported).")
+        theta = rope["rope_theta"] if rope is not None else d.get("rope_theta", 10000.0)
+        scaling = rope if rope is not None and rope.get("rope_type", "default") != "default" else d.get("rope_scaling")
         if scaling is not None:
             kind = scaling.get("rope_type", scaling.get("type")) if isinstance(scaling, dict) else None
             if kind not in ("llama3", "linear", "default"):
@@ -101,7 +107,7 @@ class LlamaConfig:
             num_key_value_heads=kv_heads,
             head_dim=head_dim,
             rms_norm_eps=float(d.get("rms_norm_eps", 1e-5)),
-            rope_theta=float(d.get("rope_theta", 10000.0)),
+            rope_theta=float(theta),
             rope_scaling=scaling,
             tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
             attention_bias=bool(d.get("attention_bias", model_type == "qwen2")),
