@@ -179,15 +179,18 @@ class LlamaAttention(Module):
         H, Hkv, D = self.config.num_attention_heads, self.config.num_key_value_heads, self.config.head_dim
         qkv = self.qkv_proj(x).reshape((B, T, H + 2 * Hkv, D))
         # Rotary embeddings on (B, T, heads, D), before the heads move to dim 1.
-        q = _rotate(qkv[:, :, :H], cos_t, sin_t).transpose(1, 2)
-        k = _rotate(qkv[:, :, H : H + Hkv], cos_t, sin_t).transpose(1, 2)
-        v = qkv[:, :, H + Hkv :].transpose(1, 2)
-        k_cache = update_slice(k_cache, 2, pos, k)
-        v_cache = update_slice(v_cache, 2, pos, v)
+        qk = _rotate(qkv[:, :, : H + Hkv], cos_t, sin_t)  # q and k rotate together
+        q, k = qk[:, :, :H], qk[:, :, H:]
+        # The caches are (B, S, heads, D): a step's rows are written without moving its heads,
+        # and attention reads the caches through the transposes below in place.
+        k_cache = update_slice(k_cache, 1, pos, k)
+        v_cache = update_slice(v_cache, 1, pos, qkv[:, :, H + Hkv :])
         # Query t sits at position pos + t and sees the cached positions s <= pos + t.
-        S = k_cache.shape[2]
+        S = k_cache.shape[1]
         visible = iota((T, S), dim=1, dtype=dtypes.int32) <= iota((T, S), dim=0, dtype=dtypes.int32) + pos
-        y = scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible.reshape((1, 1, T, S)))
+        y = scaled_dot_product_attention(
+            q.transpose(1, 2), k_cache.transpose(1, 2), v_cache.transpose(1, 2), attn_mask=visible.reshape((1, 1, T, S))
+        )
         return self.o_proj(y.transpose(1, 2).reshape((B, T, H * D))), k_cache, v_cache
 
 
@@ -241,7 +244,7 @@ class LlamaForCausalLM(Module):
 
     ``model(tokens, pos, caches)``: ``tokens`` int32 ``(B, T)`` at positions ``pos .. pos + T - 1``
     (``pos`` an int32 tensor of shape ``(1,)``), ``caches`` the ``2 * num_hidden_layers`` caches
-    ``[k_0, v_0, k_1, v_1, ...]``, each ``(B, num_key_value_heads, max_seq_len, head_dim)``.
+    ``[k_0, v_0, k_1, v_1, ...]``, each ``(B, max_seq_len, num_key_value_heads, head_dim)``.
     Returns the logits of the last token ``(B, vocab_size)`` and the updated caches.
     """
 
@@ -262,7 +265,7 @@ class LlamaForCausalLM(Module):
 
     def cache_shape(self, batch):
         c = self.config
-        return (batch, c.num_key_value_heads, self.max_seq_len, c.head_dim)
+        return (batch, self.max_seq_len, c.num_key_value_heads, c.head_dim)
 
     def empty_caches(self, batch):
         """Zeroed caches for ``batch`` sequences (positions not yet written must not hold NaN,
