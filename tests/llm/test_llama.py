@@ -140,3 +140,14 @@ def test_config_from_a_checkpoint_directory(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(tp.TripyException, match="is not valid JSON"):
         LlamaConfig.from_file(str(tmp_path))
+
+
+def test_batched_greedy_decoding_with_llama_3_heads_matches_numpy(device):
+    # Llama 3's attention shape (32 query heads over 8 key/value heads of 64) on a narrow model,
+    # eight sequences at once: every step of every sequence against full recompute.
+    config = llama_ref.tiny_config(hidden_size=128, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                                   intermediate_size=256, vocab_size=211)
+    model, weights = build(config, max_seq_len=40)
+    prompt = np.random.default_rng(5).integers(0, 211, (8, 24))
+    got = Generator(model, max_batch_size=8).generate(prompt, 6)
+    assert got == llama_ref.greedy(weights, prompt, 6, config).tolist()
