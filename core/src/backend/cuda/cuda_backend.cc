@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_artifacts.h"
 #include "backend/cuda/cuda_error_record.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_program.h"
 
@@ -104,10 +105,15 @@ class CudaBackend final : public Backend {
       }
       auto algo = art.algos.find(static_cast<int32_t>(i));
       // Algorithms are only meaningful to the library version that chose them (a convolution's
-      // records its cuDNN version itself).
+      // records its cuDNN version itself; a dot's GEMV is our own kernel).
       if (algo != art.algos.end() &&
-          ((rule.algo == StoredAlgo::kCublasLt && same_cublaslt) || rule.algo == StoredAlgo::kOwn))
+          ((rule.algo == StoredAlgo::kCublasLt && (same_cublaslt || gemv_choice(algo->second))) ||
+           rule.algo == StoredAlgo::kOwn))
         code[i].algo = algo->second;
+      // A dot that chose our GEMV: its dtype's module is one of the program's (cuda_gemv.h).
+      if (k.kind == KernelKind::kDot && gemv_choice(code[i].algo))
+        for (const std::string& name : gemv_functions(program->buffers[k.outputs.at(0)].dtype))
+          if (!fns.count(name)) find(name);
     }
     const size_t kernels = program->kernels.size();
     TRIPY_ASSIGN_OR_RETURN(auto lp, CudaLoadedProgram::create(std::move(program), std::move(modules),

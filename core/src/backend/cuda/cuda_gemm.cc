@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_kinds.h"
 
 namespace tripy::rt::cuda {
@@ -291,13 +292,23 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
   return ok_status();
 }
 
-// kDot's step: the plan at 256-byte alignment (every buffer of ours is; a run with less aligned
-// operands plans again), and the exact GELU after it where the dot has one.
+// kDot's step: our GEMV kernel where the build chose it and it applies at these sizes (its module
+// is then in the program: load() found its functions); else the cuBLASLt plan at 256-byte
+// alignment (every buffer of ours is; a run with less aligned operands plans again), and the exact
+// GELU after it where the dot has one.
 StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   const Program& p = c.program;
   TRIPY_ASSIGN_OR_RETURN(DotProblem pr, dot_problem(p, k, c.slots));
   if (pr.m * pr.n == 0) return false;  // empty output
   const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
+  if (std::optional<GemvTactic> gemv = gemv_choice(stored); gemv && gemv_applies(pr)) {
+    auto fn = c.layout_fns.find(gemv_function_for(pr, *gemv));
+    if (fn != c.layout_fns.end()) {
+      step.launches.push_back(plan_gemv(pr, *gemv, fn->second, k.outputs[0], k.inputs[0], k.inputs[1],
+                                        k.dot.has_bias ? k.inputs[2] : -1));
+      return true;
+    }
+  }
   auto plan = DotPlan::create(pr, stored.empty() ? nullptr : &stored, 256, kDotWorkspaceBytes);
   if (!plan.ok()) return Status(plan.status()).at(kernel_source(p, step.kernel));
   step.dot = std::move(plan.value());

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "backend/cuda/codegen/cuda_compile.h"
@@ -24,6 +25,7 @@
 #include "backend/cuda/cuda_conv_graph.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
 
@@ -32,13 +34,16 @@ namespace cuda {
 namespace {
 
 // What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner,
-// and TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution).
+// TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution) and TRIPY_GEMV (the
+// same for a dot's GEMV kernel).
 std::string tuning_context() {
   const StatusOr<const DeviceInfo*> dev = device();
   const char* conv_gemm = std::getenv("TRIPY_CONV_GEMM");
+  const char* gemv = std::getenv("TRIPY_GEMV");
   return (dev.ok() ? dev.value()->name + " sm" + std::to_string(dev.value()->arch) : std::string("no GPU")) +
          ", cuDNN " + cudnn_version() + ", cuBLASLt " + cublaslt_version() + ", tuner " +
-         std::to_string(kTunerVersion) + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "");
+         std::to_string(kTunerVersion) + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") +
+         ", TRIPY_GEMV=" + (gemv ? gemv : "");
 }
 
 // cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
@@ -132,6 +137,14 @@ std::optional<IndexFunction> update_index_function(const Program& p, const Kerne
   return index_function(p, k, true, 2);
 }
 
+// Whether a dot's dtype and layout suit the GEMV kernel (its rows are known only at the signature:
+// gemv_applies decides there). Its module compiles only for builds with such dots.
+bool gemv_may_apply(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[k.outputs.at(0)].dtype;
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && k.dot.transpose_rhs && !k.dot.transpose_lhs &&
+         p.buffers[k.inputs.at(0)].dtype == t;
+}
+
 // cuBLASLt's candidates; a GEMM that cannot be timed (too large for free memory) keeps the
 // heuristic's choice, any other failure is the build's.
 std::optional<TuningJob> dot_tuning(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
@@ -220,6 +233,7 @@ class CudaBuilder final : public Builder {
     };
     bool tunes = false;
     std::vector<IndexFunction> index_functions;
+    std::set<DType> gemv_dtypes;  // of dots the GEMV kernel may compute (cuda_gemv.h)
     for (const Kernel& k : program.kernels) {
       const BuildRule& rule = build_rule(k.kind);
       if (rule.index_function)
@@ -232,6 +246,7 @@ class CudaBuilder final : public Builder {
         function = g.function;
       }
       tunes |= rule.tuning != nullptr;
+      if (k.kind == KernelKind::kDot && gemv_may_apply(program, k)) gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
@@ -264,7 +279,7 @@ class CudaBuilder final : public Builder {
     }
     if (tuning) {
       const StatusOr<std::vector<CompiledModule>>& fill = fixed.fill.get();
-      tuned = fill.ok() ? tune(program, fill.value()[0], art) : fill.status();
+      tuned = fill.ok() ? tune(program, fill.value()[0], gemv_dtypes, dev->arch, art) : fill.status();
     }
     const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
@@ -278,6 +293,15 @@ class CudaBuilder final : public Builder {
     art.modules = std::move(compiled.value());
     art.layout_module = static_cast<int32_t>(art.modules.size());
     art.modules.push_back(layout.value()[0]);
+    // The GEMV module of each dtype whose dots chose it (load() finds its functions by name).
+    std::set<DType> chosen;
+    for (const auto& [kernel, algo] : art.algos)
+      if (gemv_choice(algo)) chosen.insert(program.buffers[program.kernels[kernel].outputs[0]].dtype);
+    for (DType t : chosen) {
+      const StatusOr<std::vector<CompiledModule>>& gemv = gemv_module(dev->arch, t).get();
+      TRIPY_RETURN_IF_ERROR(gemv.status());
+      art.modules.push_back(gemv.value()[0]);
+    }
     return serialize_artifacts(art);
   }
 
@@ -304,7 +328,8 @@ class CudaBuilder final : public Builder {
   // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
   // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
   // library heuristic's choice.
-  Status tune(const Program& program, const CompiledModule& fill_module, CudaArtifacts& art) {
+  Status tune(const Program& program, const CompiledModule& fill_module, const std::set<DType>& gemv_dtypes, int arch,
+              CudaArtifacts& art) {
     CUmodule fills = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
     CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr, spin = nullptr;
@@ -312,8 +337,20 @@ class CudaBuilder final : public Builder {
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, fills, fill_function(DType::kFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, fills, fill_function(DType::kBFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&spin, fills, "tripy_spin"));
+    // The GEMV modules the tuner times, loaded on first use (compiled once per process).
+    std::map<DType, CUmodule> gemv;
+    auto gemv_for = [&](DType t) -> CUmodule {
+      if (!gemv_dtypes.count(t)) return nullptr;
+      auto it = gemv.find(t);
+      if (it != gemv.end()) return it->second;
+      CUmodule m = nullptr;
+      const StatusOr<std::vector<CompiledModule>>& compiled = gemv_module(arch, t).get();
+      if (!compiled.ok() || api().cuModuleLoadData(&m, compiled.value()[0].cubin.data()) != CUDA_SUCCESS) m = nullptr;
+      return gemv[t] = m;
+    };
     auto kernels_for = [&](DType t) {
-      return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin};
+      return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin,
+                           gemv_for(t)};
     };
     std::vector<int64_t> slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
@@ -349,6 +386,8 @@ class CudaBuilder final : public Builder {
       art.algos[static_cast<int32_t>(i)] = it->second;
     }
     (void)TRIPY_CUDA(cuModuleUnload(fills));
+    for (const auto& [t, m] : gemv)
+      if (m) (void)TRIPY_CUDA(cuModuleUnload(m));
     if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu distinct problems, %zu of them from the tuning cache\n", done.size(),
                    from_cache);
@@ -364,7 +403,21 @@ class CudaBuilder final : public Builder {
     return f;
   }
 
+  // The GEMV module of a dtype, compiled once per process (and GPU architecture) when a build
+  // first needs it.
+  FixedModule gemv_module(int arch, DType t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FixedModule& f = gemv_[{arch, t}];
+    if (!f.valid()) {
+      const std::string source = gemv_module_source(t);
+      f = std::async(std::launch::async, [source, arch] { return compile_modules({source}, {"tripy_gemv"}, arch); })
+              .share();
+    }
+    return f;
+  }
+
   std::mutex mu_;
+  std::map<std::pair<int, DType>, FixedModule> gemv_;
   std::shared_future<void> warm_;  // warm_libraries, started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
 };

@@ -1,17 +1,36 @@
 // GEMM tactic timing at build time: cuBLASLt's top candidates (and the row-phase plans where
-// output rows are unaligned) timed on scratch operands; the runtime replays the stored choice.
+// output rows are unaligned), and our GEMV kernel's tactics for few-row products, timed on scratch
+// operands; the runtime replays the stored choice.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
 
 #include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_gemv.h"
 
 namespace tripy::rt::cuda {
+namespace {
+
+// TRIPY_GEMV: 1 forces the GEMV where it applies, 0 forbids it, unset lets the timing decide.
+int gemv_override() {
+  const char* v = std::getenv("TRIPY_GEMV");
+  return v && std::strcmp(v, "1") == 0 ? 1 : v && std::strcmp(v, "0") == 0 ? 0 : -1;
+}
+
+}  // namespace
 
 StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels, CUstream stream) {
-  TRIPY_ASSIGN_OR_RETURN(std::vector<AlgoBytes> cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
+  const int force = gemv_override();
+  const bool gemv = kernels.gemv && force != 0 && gemv_applies(pr);
+  std::vector<AlgoBytes> cands;
+  if (!(gemv && force == 1)) {
+    TRIPY_ASSIGN_OR_RETURN(cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
+  }
   // Unaligned output rows: the row-phase plans compete with the direct ones (tagged 'P').
   const size_t direct = cands.size();
-  if (!row_phase_calls(pr).empty()) {
+  if (!cands.empty() && !row_phase_calls(pr).empty()) {
     auto phases = DotPlan::phase_candidates(pr, kDotWorkspaceBytes, 4);
     if (phases.ok())
       for (AlgoBytes& a : phases.value()) {
@@ -19,6 +38,9 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
         cands.push_back(std::move(a));
       }
   }
+  const size_t library = cands.size();
+  if (gemv)
+    for (GemvTactic t : gemv_tactics()) cands.push_back(gemv_choice_bytes(t));
   if (cands.size() == 1) return cands[0];
   const int64_t es = dtype_size(pr.dtype);
   // Operand extents: the last call's offsets plus one strided batch.
@@ -36,15 +58,28 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
   CallTimer timer(kernels.spin);
   float best = 1e30f;
   size_t best_i = 0;
-  // Enough repetitions to pass ~2 ms per candidate, within 3..50.
+  // Enough repetitions to pass ~2 ms per candidate, within 3..50; a weight-bound product (few
+  // rows) by its bytes instead of its flops.
   const double flops = 2.0 * pr.m * pr.n * pr.k * pr.batch * pr.offset_a.size();
-  const int reps = static_cast<int>(std::clamp(2e-3 / std::max(flops / 4e14, 1e-6), 3.0, 50.0));
+  const double bytes = double(na) * dtype_size(pr.operand_dtype());
+  const double seconds = std::max({flops / 4e14, bytes / 3e12, 1e-6});
+  const int reps = static_cast<int>(std::clamp(2e-3 / seconds, 3.0, 50.0));
   for (size_t i = 0; i < cands.size(); ++i) {
-    auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
-    if (!plan_or.ok()) continue;
-    const DotPlan& plan = *plan_or.value();
-    if (i >= direct && !plan.row_phases()) continue;  // the phases did not apply after all
-    auto run = [&] { return plan.run(ptrs[0], ptrs[1], ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream); };
+    std::function<Status()> run;
+    std::unique_ptr<DotPlan> plan;
+    if (i >= library) {
+      const GemvTactic t = *gemv_choice(cands[i]);
+      CUfunction fn = nullptr;
+      if (api().cuModuleGetFunction(&fn, kernels.gemv, gemv_function_for(pr, t).c_str()) != CUDA_SUCCESS) continue;
+      run = [&pr, t, fn, &ptrs, stream] { return run_gemv(pr, t, fn, ptrs[2], ptrs[1], ptrs[0], ptrs[3], stream); };
+    } else {
+      auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
+      if (!plan_or.ok()) continue;
+      plan = std::move(plan_or.value());
+      if (i >= direct && !plan->row_phases()) continue;  // the phases did not apply after all
+      const DotPlan* p = plan.get();
+      run = [p, &ptrs, stream] { return p->run(ptrs[0], ptrs[1], ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream); };
+    }
     if (!run().ok()) continue;  // this candidate does not run here: skip it
     TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
     if (ms < best) {

@@ -18,6 +18,7 @@ extern const char kPluginPrelude[];  // plugin_prelude.cuh: PluginArgs, before a
 extern const char kAttention[];      // attention.cuh: AttnArgs, the generic and flash kernels
 extern const char kAttentionSplit[];  // attention_split.cuh: the split-KV kernels
 extern const char kSample[];         // sample.cuh: the sampling module
+extern const char kGemv[];           // gemv.cuh: the few-row matrix products (kDot)
 
 // Every embedded file (the build's list of kernels/*.cuh), for the test that each reaches a module.
 struct EmbeddedFile {

@@ -70,6 +70,10 @@ std::string pool_function(DType t);
 std::string sample_module_source(DType t);
 std::string sample_function(DType t);
 
+// The GEMV module for a float16 or bfloat16 dot (cuda_gemv_source.cc): every entry point that
+// gemv_functions(t) names (cuda_gemv.h).
+std::string gemv_module_source(DType t);
+
 // An attention kernel's module (cuda_attention_generate.cc): `function` is "tripy_attention"; the
 // module defines tripy_attention_generic and the split kernels always, tripy_attention_flash when
 // the head size allows it (the names: cuda_attention.h).

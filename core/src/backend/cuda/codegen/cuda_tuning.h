@@ -15,15 +15,20 @@ namespace tripy::rt::cuda {
 
 // The tuner's version: part of every tuning-cache key (cuda_tuning_cache.h). Raise it when the
 // candidates or the timing change, so choices made the old way are timed again.
-inline constexpr int kTunerVersion = 2;
+inline constexpr int kTunerVersion = 3;  // 3: the GEMV kernel competes for few-row dots
 
 // The build-only fill module's functions that tuning launches: `fill` for the problem's dtype
 // (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
 struct TuningKernels {
   CUfunction fill = nullptr, spin = nullptr;
+  // The loaded GEMV module of the problem's dtype (codegen/kernels/gemv.cuh), where the build has
+  // one: its tactics then compete with cuBLASLt's for problems gemv_applies to (cuda_gemv.h).
+  CUmodule gemv = nullptr;
 };
 
 // Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
+// TRIPY_GEMV=1 keeps only the GEMV tactics where they apply, TRIPY_GEMV=0 none (tests and
+// benchmarks of one path; the builder's tuning context records the variable).
 StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, const TuningKernels& kernels, CUstream stream);
 
 // Times cuDNN's engines (graph API; legacy algorithms for transposed convolutions) on

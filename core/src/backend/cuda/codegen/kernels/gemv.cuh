@@ -1,0 +1,166 @@
+// The GEMV module (gemv_module_source() in cuda_gemv_source.cc, after device_prelude.cuh): kDot
+// for a few rows of x, out[m, n] = act(sum_k x[m, k] w[n, k] + bias[n]) with the weight stored
+// [N, K] (transpose_rhs), float16 or bfloat16 operands summed in float32. A decode step's products
+// are bound by reading the weight once, so every warp streams whole rows of w with 16-byte loads
+// (a lane takes every 32nd chunk of 8 elements: each load instruction reads 512 contiguous bytes)
+// that bypass the L1, while x (a few KB) is read through it and reused for the warp's R rows of w.
+// `split` warps of a block share one group of R rows, each summing every split-th chunk, and add
+// their sums through shared memory (more warps per row when N alone cannot fill the GPU). No
+// shared weight tiles, no allocation, no host synchronisation (CUDA graphs record the launch).
+// The C++ side appends one entry point per (dtype, MT, R): MT >= M rows of x, R rows of w a group.
+
+// Words, in this order (cuda_gemv.cc fills them).
+struct GemvArgs {
+  i64 out, x, w, bias;  // out [M, N], x [M, K], w [N, K], bias [N] (0: none); all of the dtype
+  i64 M, N, K;
+  i64 act;    // rt::Activation: 0 none, 1 relu, 2 gelu
+  i64 split;  // warps summing one group of rows (1, 2, 4 or 8: divides the block's 8 warps)
+  i64 vec;    // 1: every address 16-byte aligned (the launch checks); K % 8 is checked here
+};
+
+#define GEMV_BLOCK 256
+
+struct GemvHalf {
+  static DEVI float get(unsigned short v) { return h2f(v); }
+  static DEVI unsigned short put(float f) { return f2h(f); }
+  static DEVI float lo(unsigned u) { return h2f((unsigned short)(u & 0xffffu)); }
+  static DEVI float hi(unsigned u) { return h2f((unsigned short)(u >> 16)); }
+};
+struct GemvBf16 {
+  static DEVI float get(unsigned short v) { return b2f(v); }
+  static DEVI unsigned short put(float f) { return f2b(f); }
+  static DEVI float lo(unsigned u) { return __uint_as_float(u << 16); }
+  static DEVI float hi(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
+};
+
+// 16 bytes of the weight: read once, so kept out of the L1 (x stays there).
+DEVI V16 gemv_stream(const unsigned short* p) {
+  V16 v;
+#if __CUDA_ARCH__ >= 700
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#else
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+#endif
+  return v;
+}
+DEVI V16 gemv_cached(const unsigned short* p) {
+  V16 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// acc[r] += the 8 products of one x chunk with one w chunk.
+template <class T> DEVI float gemv_dot8(float acc, const float (&xf)[8], const V16& w) {
+  acc = fmaf(xf[0], T::lo(w.x), acc);
+  acc = fmaf(xf[1], T::hi(w.x), acc);
+  acc = fmaf(xf[2], T::lo(w.y), acc);
+  acc = fmaf(xf[3], T::hi(w.y), acc);
+  acc = fmaf(xf[4], T::lo(w.z), acc);
+  acc = fmaf(xf[5], T::hi(w.z), acc);
+  acc = fmaf(xf[6], T::lo(w.w), acc);
+  acc = fmaf(xf[7], T::hi(w.w), acc);
+  return acc;
+}
+
+// U chunks of each of the R rows are loaded before any is used (R * U loads in flight per lane).
+template <class T, int MT, int R, int U>
+DEVI void gemv_chunks(float (&acc)[R][MT], const unsigned short* const (&wr)[R], const unsigned short* x, int M,
+                      i64 K, i64 c, i64 step) {
+  V16 wv[U][R];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int r = 0; r < R; ++r) wv[u][r] = gemv_stream(wr[r] + (c + u * step) * 8);
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      if (m >= M) break;
+      const V16 xv = gemv_cached(x + m * K + (c + u * step) * 8);
+      const float xf[8] = {T::lo(xv.x), T::hi(xv.x), T::lo(xv.y), T::hi(xv.y),
+                           T::lo(xv.z), T::hi(xv.z), T::lo(xv.w), T::hi(xv.w)};
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r][m] = gemv_dot8<T>(acc[r][m], xf, wv[u][r]);
+    }
+}
+
+template <class T, int MT, int R>
+DEVI void gemv_rows(const GemvArgs& a) {
+  __shared__ float part[GEMV_BLOCK / 32][R * MT];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int S = (int)a.split, groups = (GEMV_BLOCK / 32) / S, g = warp / S, ws = warp % S;
+  const int M = (int)a.M;
+  const i64 N = a.N, K = a.K;
+  const i64 n0 = ((i64)blockIdx.x * groups + g) * R;
+  const unsigned short* x = (const unsigned short*)a.x;
+  const unsigned short* w = (const unsigned short*)a.w;
+  // Rows past N read row N - 1 (their sums are dropped), so every lane runs the same loop.
+  const unsigned short* wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + (n0 + r < N ? n0 + r : N - 1) * K;
+  float acc[R][MT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.0f;
+  const i64 step = 32 * S;
+  if (n0 < N) {
+    if (a.vec && (K & 7) == 0) {
+      constexpr int U = R >= 4 ? 1 : 4 / R;
+      const i64 chunks = K >> 3;
+      i64 c = ws * 32 + lane;
+      for (; c + (U - 1) * step < chunks; c += U * step) gemv_chunks<T, MT, R, U>(acc, wr, x, M, K, c, step);
+      for (; c < chunks; c += step) gemv_chunks<T, MT, R, 1>(acc, wr, x, M, K, c, step);
+    } else {
+      for (i64 k = ws * 32 + lane; k < K; k += step) {
+        float wf[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) wf[r] = T::get(wr[r][k]);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          if (m >= M) break;
+          const float xv = T::get(x[m * K + k]);
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[r][m] = fmaf(xv, wf[r], acc[r][m]);
+        }
+      }
+    }
+  }
+  // Every lane gets the warp's sums; lane (r * MT + m) % 32 owns entry (r, m) from here on.
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
+  if (S > 1) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if (((r * MT + m) & 31) == lane) part[warp][r * MT + m] = acc[r][m];
+    __syncthreads();
+    if (ws != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if (((r * MT + m) & 31) == lane) {
+          float s = 0.0f;
+          for (int j = 0; j < S; ++j) s += part[g * S + j][r * MT + m];
+          acc[r][m] = s;
+        }
+  }
+  unsigned short* out = (unsigned short*)a.out;
+  const unsigned short* bias = (const unsigned short*)a.bias;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      if (((r * MT + m) & 31) == lane && m < M && n0 + r < N) {
+        float v = acc[r][m];
+        if (bias) v += T::get(bias[n0 + r]);
+        out[m * N + n0 + r] = T::put(activate(a.act, v));
+      }
+}

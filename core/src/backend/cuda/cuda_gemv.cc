@@ -1,0 +1,107 @@
+// The GEMV tactic of kDot: when it applies, its stored form, its entry points and its launch
+// (the kernel: codegen/kernels/gemv.cuh, whose GemvArgs the words are).
+#include "backend/cuda/cuda_gemv.h"
+
+#include <cstring>
+
+namespace tripy::rt::cuda {
+namespace {
+
+constexpr char kTag[4] = {'G', 'E', 'M', 'V'};
+enum { kWordOut, kWordX, kWordW, kWordBias, kWordM, kWordN, kWordK, kWordAct, kWordSplit, kWordVec, kWords };
+
+int row_tile(int64_t m) {
+  for (int t : kGemvRowTiles)
+    if (m <= t) return t;
+  return kGemvMaxRows;
+}
+
+Launch gemv_launch(const DotProblem& pr, GemvTactic t, CUfunction fn) {
+  Launch l;
+  l.fn = fn;
+  l.block_x = kGemvBlock;
+  const int64_t rows_per_block = int64_t{kGemvBlock / 32 / t.split} * gemv_weight_rows(row_tile(pr.n), t.rows);
+  l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((pr.m + rows_per_block - 1) / rows_per_block);
+  l.words.assign(kWords, 0);
+  l.words[kWordM] = pr.n;  // cuBLASLt's n is the rows of x, its m the rows of W
+  l.words[kWordN] = pr.m;
+  l.words[kWordK] = pr.k;
+  l.words[kWordAct] = static_cast<int64_t>(pr.activation);
+  l.words[kWordSplit] = t.split;
+  l.vector_word = kWordVec;
+  return l;
+}
+
+}  // namespace
+
+bool gemv_applies(const DotProblem& pr) {
+  return (pr.dtype == DType::kFloat16 || pr.dtype == DType::kBFloat16) && !pr.quantized() && pr.trans_a &&
+         !pr.trans_b && pr.batch == 1 && pr.offset_a.size() == 1 && pr.offset_a[0] == 0 && pr.offset_b[0] == 0 &&
+         pr.offset_c[0] == 0 && !pr.residual &&
+         (pr.activation == Activation::kNone || pr.activation == Activation::kRelu ||
+          pr.activation == Activation::kGelu) &&
+         pr.n >= 1 && pr.n <= kGemvMaxRows && pr.m >= 1 && pr.k >= 1 && pr.m < (int64_t{1} << 31);
+}
+
+std::vector<GemvTactic> gemv_tactics() { return {{1, 1}, {2, 1}, {4, 1}, {2, 2}, {1, 4}, {1, 8}}; }
+
+AlgoBytes gemv_choice_bytes(GemvTactic t) {
+  AlgoBytes b(kTag, kTag + sizeof(kTag));
+  b.push_back(static_cast<uint8_t>(t.rows));
+  b.push_back(static_cast<uint8_t>(t.split));
+  return b;
+}
+
+std::optional<GemvTactic> gemv_choice(const AlgoBytes& b) {
+  if (b.size() != sizeof(kTag) + 2 || std::memcmp(b.data(), kTag, sizeof(kTag)) != 0) return std::nullopt;
+  GemvTactic t{b[4], b[5]};
+  bool rows_ok = false;
+  for (int r : kGemvWeightRows) rows_ok |= r == t.rows;
+  if (!rows_ok || (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8)) return std::nullopt;
+  return t;
+}
+
+int gemv_weight_rows(int row_tile, int rows) {
+  while (rows > 1 && row_tile * rows > kGemvMaxSums) rows /= 2;
+  return rows;
+}
+
+std::string gemv_function(DType t, int row_tile, int weight_rows) {
+  return std::string("tripy_gemv_") + float_suffix(t) + "_m" + std::to_string(row_tile) + "_r" +
+         std::to_string(weight_rows);
+}
+
+std::vector<std::string> gemv_functions(DType t) {
+  std::vector<std::string> names;
+  for (int mt : kGemvRowTiles)
+    for (int r : kGemvWeightRows)
+      if (gemv_weight_rows(mt, r) == r) names.push_back(gemv_function(t, mt, r));
+  return names;
+}
+
+std::string gemv_function_for(const DotProblem& pr, GemvTactic t) {
+  const int mt = row_tile(pr.n);
+  return gemv_function(pr.dtype, mt, gemv_weight_rows(mt, t.rows));
+}
+
+Launch plan_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, int32_t out, int32_t x, int32_t w,
+                 int32_t bias) {
+  Launch l = gemv_launch(pr, t, fn);
+  l.ptrs = {{kWordOut, out, 0}, {kWordX, x, 0}, {kWordW, w, 0}};
+  if (bias >= 0) l.ptrs.push_back({kWordBias, bias, 0});
+  return l;
+}
+
+Status run_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, CUdeviceptr out, CUdeviceptr x, CUdeviceptr w,
+                CUdeviceptr bias, CUstream stream) {
+  Launch l = gemv_launch(pr, t, fn);
+  l.words[kWordOut] = static_cast<int64_t>(out);
+  l.words[kWordX] = static_cast<int64_t>(x);
+  l.words[kWordW] = static_cast<int64_t>(w);
+  l.words[kWordBias] = pr.bias ? static_cast<int64_t>(bias) : 0;
+  l.words[kWordVec] = ((out | x | w | (pr.bias ? bias : 0)) & 15) == 0 ? 1 : 0;
+  void* params[] = {l.words.data()};
+  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, 1, 1, 0, stream, params, nullptr));
+}
+
+}  // namespace tripy::rt::cuda

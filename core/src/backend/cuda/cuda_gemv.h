@@ -1,0 +1,58 @@
+// kDot as a matrix-vector product on our own kernel (codegen/kernels/gemv.cuh) for a few rows of
+// x: a decode step's x (M rows) @ W.T, bound by reading W once. The build times it beside
+// cuBLASLt's candidates (codegen/cuda_gemm_tune.cc) and stores the winner as the dot's AlgoBytes,
+// tagged so the runtime knows it from a cuBLASLt algorithm; a signature it does not apply to (more
+// rows than the kernel holds, at dynamic shapes) runs cuBLASLt's heuristic choice instead.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_launch.h"
+
+namespace tripy::rt::cuda {
+
+// The entry points' compile-time shapes: rows of x held in registers (MT >= M, the smallest that
+// fits) and rows of W one warp group sums at once (R).
+inline constexpr int kGemvRowTiles[] = {1, 2, 4, 8, 16};
+inline constexpr int kGemvWeightRows[] = {1, 2, 4};
+inline constexpr int kGemvMaxRows = 16;  // M
+// At most 16 sums per lane (MT * R): more take more registers and NVRTC seconds, so a tactic's R
+// shrinks for the larger tiles (gemv_weight_rows).
+inline constexpr int kGemvMaxSums = 16;
+inline constexpr int kGemvBlock = 256;   // threads (kernels/gemv.cuh's GEMV_BLOCK)
+
+// One tactic: `rows` (R) rows of W per group of `split` warps, which divide K between them.
+struct GemvTactic {
+  int rows = 1, split = 1;
+};
+
+// Whether the kernel computes `problem` at these sizes: float16/bfloat16 with float32 sums, W
+// stored [N, K] (transpose_rhs), x's rows dense (no transposed lhs, no strided batches), M <= 16,
+// bias and relu/gelu epilogues, no residual.
+bool gemv_applies(const DotProblem& problem);
+// The tactics the tuner times.
+std::vector<GemvTactic> gemv_tactics();
+// A tactic as a stored choice ("GEMV", R, split), and back (nullopt: a cuBLASLt algorithm).
+AlgoBytes gemv_choice_bytes(GemvTactic tactic);
+std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);
+
+// The R a tactic of `rows` runs with at tile MT: rows, or fewer where MT * rows > kGemvMaxSums.
+int gemv_weight_rows(int row_tile, int rows);
+// tripy_gemv_<f16|bf16>_m<MT>_r<R>, and every one of a dtype's module (R = gemv_weight_rows).
+std::string gemv_function(DType t, int row_tile, int weight_rows);
+std::vector<std::string> gemv_functions(DType t);
+// The entry point for `problem`'s M.
+std::string gemv_function_for(const DotProblem& problem, GemvTactic tactic);
+
+// The launch of `fn` for `problem` (gemv_applies): words and grid; addresses in `ptrs` for the
+// buffers out, x (lhs), w (rhs) and bias (< 0: none).
+Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, int32_t out, int32_t x, int32_t w,
+                 int32_t bias);
+// One launch on device addresses (the tuner's).
+Status run_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUdeviceptr out, CUdeviceptr x,
+                CUdeviceptr w, CUdeviceptr bias, CUstream stream);
+
+}  // namespace tripy::rt::cuda

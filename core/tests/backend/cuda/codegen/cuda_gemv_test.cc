@@ -1,0 +1,97 @@
+// kDot's GEMV tactic without a GPU: the module compiles with NVRTC for each dtype (skipped where
+// NVRTC cannot be loaded) with every entry point the runtime looks up; a stored choice round-trips
+// and is told apart from cuBLASLt's algorithms; which problems it takes. GPU runs against numpy
+// (f16/bf16, M 1..16, bias, activations, dynamic M, graph replays): tests/frontend/ops/test_matmul_gemv_gpu.py.
+#include <gtest/gtest.h>
+
+#if TRIPY_WITH_CUDA
+
+#include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_sources.h"
+#include "backend/cuda/cuda_gemv.h"
+
+namespace tripy {
+namespace {
+
+using rt::cuda::DotProblem;
+
+TEST(CudaGemv, EveryVariantCompilesWithNvrtc) {
+  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  const DType types[] = {DType::kFloat16, DType::kBFloat16};
+  std::vector<std::string> sources, names;
+  for (DType t : types) {
+    sources.push_back(rt::cuda::gemv_module_source(t));
+    names.push_back("tripy_gemv");
+  }
+  for (int arch : {80, 90}) {
+    auto compiled = rt::cuda::compile_modules(sources, names, arch);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+    for (size_t i = 0; i < sources.size(); ++i)
+      for (DType t : types)  // each module holds its own dtype's functions and no other
+        for (const std::string& f : rt::cuda::gemv_functions(t))
+          EXPECT_EQ((*compiled)[i].ptx.find(".entry " + f + "(") != std::string::npos, t == types[i])
+              << "sm_" << arch << ": " << f;
+  }
+}
+
+TEST(CudaGemv, AStoredChoiceRoundTripsAndIsNoCublasLtAlgorithm) {
+  for (rt::cuda::GemvTactic t : rt::cuda::gemv_tactics()) {
+    const rt::cuda::AlgoBytes b = rt::cuda::gemv_choice_bytes(t);
+    auto back = rt::cuda::gemv_choice(b);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->rows, t.rows);
+    EXPECT_EQ(back->split, t.split);
+  }
+  EXPECT_FALSE(rt::cuda::gemv_choice(rt::cuda::AlgoBytes(64, 0)).has_value());  // a cublasLtMatmulAlgo_t
+  EXPECT_FALSE(rt::cuda::gemv_choice(rt::cuda::AlgoBytes(65, 'P')).has_value());  // row phases
+  EXPECT_FALSE(rt::cuda::gemv_choice({'G', 'E', 'M', 'V', 3, 1}).has_value());  // no such R
+  EXPECT_FALSE(rt::cuda::gemv_choice({'G', 'E', 'M', 'V', 1, 3}).has_value());  // split must divide 8 warps
+}
+
+DotProblem decode_problem(int64_t rows) {
+  DotProblem pr;  // x (rows, 2048) @ W.T, W (3072, 2048)
+  pr.dtype = pr.operand = DType::kBFloat16;
+  pr.trans_a = true;
+  pr.m = 3072;
+  pr.n = rows;
+  pr.k = 2048;
+  return pr;
+}
+
+TEST(CudaGemv, AppliesToFewRowsOfHalfFloatsTimesATransposedWeight) {
+  for (int64_t rows : {1, 3, 16}) EXPECT_TRUE(rt::cuda::gemv_applies(decode_problem(rows))) << rows;
+  EXPECT_FALSE(rt::cuda::gemv_applies(decode_problem(17)));
+  DotProblem pr = decode_problem(1);
+  pr.bias = true;
+  pr.activation = rt::Activation::kGelu;
+  EXPECT_TRUE(rt::cuda::gemv_applies(pr));
+  pr.dtype = pr.operand = DType::kFloat16;
+  EXPECT_TRUE(rt::cuda::gemv_applies(pr));
+  pr.dtype = pr.operand = DType::kFloat32;
+  EXPECT_FALSE(rt::cuda::gemv_applies(pr));
+  pr = decode_problem(1);
+  pr.trans_a = false;  // W stored [K, N]
+  EXPECT_FALSE(rt::cuda::gemv_applies(pr));
+  pr = decode_problem(1);
+  pr.batch = 4;  // batched weights
+  EXPECT_FALSE(rt::cuda::gemv_applies(pr));
+  pr = decode_problem(1);
+  pr.residual = true;
+  EXPECT_FALSE(rt::cuda::gemv_applies(pr));
+}
+
+TEST(CudaGemv, OneEntryPointPerRowTileAndWeightRows) {
+  EXPECT_EQ(rt::cuda::gemv_function(DType::kBFloat16, 4, 2), "tripy_gemv_bf16_m4_r2");
+  DotProblem pr = decode_problem(3);
+  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {2, 1}), "tripy_gemv_bf16_m4_r2");  // 3 rows: the 4-row tile
+  pr.n = 16;
+  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {1, 8}), "tripy_gemv_bf16_m16_r1");
+  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m16_r1");  // at most 16 sums a lane
+  pr.n = 8;
+  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m8_r2");
+}
+
+}  // namespace
+}  // namespace tripy
+
+#endif
