@@ -5,10 +5,15 @@ with --ids, or without a tokenizer.json, token ids are printed one per line.
 """
 
 import argparse
+import re
 import sys
 import time
 
 import tripy as tp
+
+
+# The lines of an error's message that show where it was raised ("--> file:line", source, carets).
+_LOCATION = re.compile(r"^\s*(-->|\d*\s*\|)")
 
 
 def _ids(text):
@@ -59,7 +64,9 @@ def main(argv=None):
         rate = f", {(n - 1) / (end - first):.1f} tokens/s after the first" if n > 1 else ""
         print(f"[{n} tokens in {end - start:.2f} s, load and compile included{rate}]", file=sys.stderr)
     except tp.TripyException as e:
-        print(e, file=sys.stderr)
+        # The message without its source location: from the shell that would be this module's own.
+        lines = [line for line in str(e).splitlines() if not _LOCATION.match(line)]
+        print("error: " + "\n".join(lines).strip(), file=sys.stderr)
         return 1
     return 0
 

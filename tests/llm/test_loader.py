@@ -1,0 +1,96 @@
+"""tp.llm.load and python -m tripy.llm on checkpoint directories written here (config.json, sharded
+safetensors with their index, a tokenizer.json), against the numpy model's greedy tokens."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy.llm.__main__ import main
+from tripy.llm.tokenizer import Tokenizer
+
+import llama_ref
+from test_tokenizer import make_fixture
+
+
+def write_checkpoint(directory, config, weights, shards=1, tokenizer=None):
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f)
+    names = sorted(weights)
+    if shards == 1:
+        tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
+    else:
+        weight_map = {}
+        for s in range(shards):
+            file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+            part = {n: weights[n] for n in names[s::shards]}
+            tp.save_safetensors(part, os.path.join(directory, file))
+            weight_map.update({n: file for n in part})
+        with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": weight_map}, f)
+    if tokenizer is not None:
+        with open(os.path.join(directory, "tokenizer.json"), "w") as f:
+            json.dump(tokenizer, f)
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    tokenizer = make_fixture(pre="gpt2", added_tokens=["<|end|>"])
+    vocab = Tokenizer.from_dict(tokenizer).vocab_size
+    config = llama_ref.tiny_config(vocab_size=vocab, eos_token_id=vocab - 1)
+    weights = llama_ref.random_weights(config)
+    write_checkpoint(str(tmp_path), config, weights, shards=3, tokenizer=tokenizer)
+    return str(tmp_path), config, weights
+
+
+def test_text_in_text_out_from_a_sharded_checkpoint(device, checkpoint):
+    path, config, weights = checkpoint
+    llm = tp.llm.load(path, max_seq_len=48)
+    text = "the quick brown fox"
+    ids = llm.tokenizer.encode(text)
+    want = llama_ref.greedy(weights, np.array([ids]), 8, config)[0].tolist()
+    if config["eos_token_id"] in want:  # generation stops at the end-of-sequence id
+        want = want[: want.index(config["eos_token_id"]) + 1]
+    assert llm.generate(text, max_new_tokens=8) == llm.tokenizer.decode(want, skip_special_tokens=True)
+    assert list(llm.stream(ids, max_new_tokens=8)) == want
+
+
+def test_sampling_is_repeatable_and_follows_the_seed(device, checkpoint):
+    path, _, _ = checkpoint
+    llm = tp.llm.load(path, max_seq_len=48)
+    run = lambda seed: llm.generate([5, 9, 14], max_new_tokens=12, temperature=1.5, top_k=40, seed=seed, stop_tokens=[])
+    assert run(3) == run(3)
+    assert run(3) != run(4)
+
+
+def test_the_command_streams_the_greedy_ids(checkpoint, capsys):
+    path, config, weights = checkpoint
+    assert main([path, "--ids", "5,9,14", "--max-new-tokens", "6", "--device", "cpu"]) == 0
+    printed = [int(line) for line in capsys.readouterr().out.split()]
+    want = llama_ref.greedy(weights, np.array([[5, 9, 14]]), 6, config)[0].tolist()
+    if config["eos_token_id"] in want:
+        want = want[: want.index(config["eos_token_id"]) + 1]
+    assert printed == want
+
+
+def test_the_command_reports_errors_without_a_traceback(checkpoint, capsys):
+    path, _, _ = checkpoint
+    assert main([path, "--ids", "5,9,14", "--max-new-tokens", "5000", "--device", "cpu", "--max-seq-len", "32"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: The prompt's 3 tokens plus max_new_tokens=5000 exceed") and "Traceback" not in err
+
+
+def test_a_missing_or_misshaped_weight_names_it(tmp_path):
+    config = llama_ref.tiny_config()
+    weights = llama_ref.random_weights(config)
+    del weights["model.layers.1.mlp.down_proj.weight"]
+    write_checkpoint(str(tmp_path), config, weights)
+    with pytest.raises(tp.TripyException, match="model.layers.1.mlp.down_proj.weight"):
+        tp.llm.load(str(tmp_path))
+    weights = llama_ref.random_weights(config)
+    weights["model.norm.weight"] = weights["model.norm.weight"][:10]
+    write_checkpoint(str(tmp_path), config, weights)
+    with pytest.raises(tp.TripyException, match=r"model.norm.weight.*\(64,\).*\(10,\)|model.norm.weight.*\(10,\).*\(64,\)"):
+        tp.llm.load(str(tmp_path))
