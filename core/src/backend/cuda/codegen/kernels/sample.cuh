@@ -83,64 +83,84 @@ DEVI u64 sample_block_max(u64 v, u64* warp) {
   return s;
 }
 
-// Adds `v` to hist[bin] (bin < 256; 256: nothing), one atomic per distinct bin of the warp: the
-// lanes of a bin add their values by a warp reduction (in three 20-bit parts, exact) and the
-// lowest adds the sum. Every lane of the warp calls it.
-DEVI void sample_hist_add(u64* hist, unsigned bin, u64 v) {
-#if __CUDA_ARCH__ >= 800
+// A histogram's bins kept as 32-bit halves, a bin's value being lo + hi * 2**32: shared memory adds
+// 32-bit integers natively (64-bit ones by a compare-and-swap loop, slow when many threads meet).
+DEVI void sample_bin_add(unsigned* lo, unsigned* hi, unsigned bin, u64 v) {
+  const unsigned low = (unsigned)v, old = atomicAdd(&lo[bin], low);
+  const unsigned high = (unsigned)(v >> 32) + (old + low < old ? 1u : 0u);
+  if (high) atomicAdd(&hi[bin], high);
+}
+
+// Adds `v` to bin `bin` (< 256; 256: nothing), one atomic per distinct bin of the warp: the lanes
+// of a bin add their values (counts: their number; weights: a warp reduction in three 20-bit
+// parts, exact) and the lowest of them adds the sum. Every lane of the warp calls it.
+template <bool kCount> DEVI void sample_hist_add(unsigned* lo, unsigned* hi, unsigned bin, u64 v) {
   const unsigned peers = __match_any_sync(0xffffffffu, bin);
-  const unsigned lo = __reduce_add_sync(peers, (unsigned)(v & 0xfffffu));
-  const unsigned mid = __reduce_add_sync(peers, (unsigned)((v >> 20) & 0xfffffu));
-  const unsigned hi = __reduce_add_sync(peers, (unsigned)(v >> 40));
-  if (bin < 256 && (threadIdx.x & 31) == (unsigned)(__ffs(peers) - 1))
-    atomicAdd(&hist[bin], (u64)lo + ((u64)mid << 20) + ((u64)hi << 40));
-#else  // no warp reductions: an atomic per lane
-  if (bin < 256) atomicAdd(&hist[bin], v);
+  const bool leader = bin < 256 && (threadIdx.x & 31) == (unsigned)(__ffs(peers) - 1);
+  if (kCount) {
+    if (leader) atomicAdd(&lo[bin], (unsigned)__popc(peers));
+    return;
+  }
+#if __CUDA_ARCH__ >= 800
+  const u64 sum = (u64)__reduce_add_sync(peers, (unsigned)(v & 0xfffffu)) +
+                  ((u64)__reduce_add_sync(peers, (unsigned)((v >> 20) & 0xfffffu)) << 20) +
+                  ((u64)__reduce_add_sync(peers, (unsigned)(v >> 40)) << 40);
+  if (leader) sample_bin_add(lo, hi, bin, sum);
+#else  // no warp reductions: every lane adds its own
+  if (bin < 256) sample_bin_add(lo, hi, bin, v);
 #endif
 }
 
-// What every pass shares: the row, the block's shared memory and the pass loop, which runs every
-// thread the same number of times (lanes past V pass valid = false) so warps stay converged.
-struct SampleRow {
+// What every pass shares: the row, the block's shared memory and the pass loop. The loop hands
+// visit(i, valid, logit) 8 elements per thread and round, loaded first, so that 8 loads per thread
+// are in flight (one block reads the row: with one load at a time, its latency bounds the pass);
+// every thread runs the same rounds (lanes past V get valid = false), so warps stay converged.
+template <class T> struct SampleRow {
+  const T* x;
   i64 V;
-  u64* hist;  // [256]
+  unsigned *lo, *hi;  // the histogram's [256] bins (sample_bin_add)
   u64* warp;  // [32]
   u64* pick;  // [3]: the digit chosen, and two sums it carries
   template <class F> DEVI void each(F visit) const {
-    const i64 stride = blockDim.x, end = (V + stride - 1) / stride * stride;
-    for (i64 i = threadIdx.x; i < end; i += stride) visit(i, i < V);
+    const i64 stride = blockDim.x;
+    for (i64 c = threadIdx.x; c - threadIdx.x < V; c += 8 * stride) {
+      float f[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) f[j] = c + j * stride < V ? sample_load(x, c + j * stride) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) visit(c + j * stride, c + j * stride < V, f[j]);
+    }
   }
 };
 
-// One radix select over the keys `key_of(i)` of the elements with `take(i)`: the key tau of the
-// element that `need` units (a count, or weights) from the top reach. Each of four passes adds
-// the units of the elements whose key has the digits chosen so far into the bins of their next
-// digit; one thread then walks the bins from the largest. Returns tau; *above gets the units
-// above tau, *at the units at or above it.
-template <class Key, class Units> DEVI unsigned sample_select(const SampleRow& r, u64 need, Key key_of, Units units,
-                                                              u64* above, u64* at) {
+// One radix select: the key tau that `need` units (a count of 1 per element with kCount, else
+// weights) from the top reach. item(logit, mask, prefix, &key) gives an element's key and, when the
+// key's bits under `mask` are `prefix`, its units (0 otherwise, or when the element takes no part),
+// so it computes a weight only for the elements a pass counts. Each of four passes adds those
+// units into the bins of the next digit (a warp without any skips the histogram); one thread then
+// walks the bins from the largest. Returns tau; *above gets the units above tau, *at those at or
+// above it.
+template <bool kCount, class T, class Item>
+DEVI unsigned sample_select(const SampleRow<T>& r, u64 need, Item item, u64* above, u64* at) {
   unsigned prefix = 0, mask = 0;
   u64 over = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) r.hist[b] = 0;
+    for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) r.lo[b] = r.hi[b] = 0;
     __syncthreads();
-    r.each([&](i64 i, bool valid) {
-      unsigned bin = 256;
-      u64 v = 0;
-      if (valid) {
-        const unsigned k = key_of(i);
-        v = units(i);
-        if ((k & mask) == prefix && v > 0) bin = (k >> shift) & 255u;
-      }
-      sample_hist_add(r.hist, bin, v);
+    r.each([&](i64, bool valid, float f) {
+      unsigned bin = 256, k = 0;
+      const u64 v = valid ? item(f, mask, prefix, &k) : 0;
+      if (v > 0) bin = (k >> shift) & 255u;
+      if (__any_sync(0xffffffffu, bin < 256)) sample_hist_add<kCount>(r.lo, r.hi, bin, v);
     });
     __syncthreads();
     if (threadIdx.x == 0) {
       int d = 255;
-      for (; d > 0 && over + r.hist[d] < need; --d) over += r.hist[d];
+      auto bin = [&](int b) { return (u64)r.lo[b] + ((u64)r.hi[b] << 32); };
+      for (; d > 0 && over + bin(d) < need; --d) over += bin(d);
       r.pick[0] = (u64)d;
       r.pick[1] = over;
-      r.pick[2] = over + r.hist[d];
+      r.pick[2] = over + bin(d);
     }
     __syncthreads();
     prefix |= (unsigned)r.pick[0] << shift;
@@ -153,20 +173,19 @@ template <class Key, class Units> DEVI unsigned sample_select(const SampleRow& r
 }
 
 template <class T> DEVI void sample_row(const SampleArgs& a) {
-  __shared__ u64 hist[256];
+  __shared__ unsigned lo[256], hi[256];
   __shared__ u64 warp[32];
   __shared__ u64 pick[3];
   const i64 row = blockIdx.x;
   if (row >= a.rows) return;
   const T* x = (const T*)a.logits + row * a.V;
   int* out = (int*)a.out;
-  const SampleRow r{a.V, hist, warp, pick};
+  const SampleRow<T> r{x, a.V, lo, hi, warp, pick};
 
   // The argmax as tp.argmax: NaN above every key, then the largest key, then the smallest index.
   u64 best = 0;
-  r.each([&](i64 i, bool valid) {
+  r.each([&](i64 i, bool valid, float f) {
     if (!valid) return;
-    const float f = sample_load(x, i);
     const u64 c = ((u64)(f != f ? 0xffffffffu : sample_key(f)) << 32) | (u64)(0xffffffffu - (unsigned)i);
     best = c > best ? c : best;
   });
@@ -178,19 +197,20 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
     if (threadIdx.x == 0) out[row] = (int)g;
     return;
   }
-  auto z_of = [&](i64 i) { return __fdiv_rn(sample_load(x, i), t); };
-  auto logit_key = [&](i64 i) { return sample_key(sample_load(x, i)); };
 
   // Top-k: the k-th largest logit key; every logit at or above it stays.
   unsigned kmin = 0;
   if (a.top_k > 0 && a.top_k < a.V) {
     u64 above, at;
-    kmin = sample_select(r, (u64)a.top_k, logit_key, [](i64) { return (u64)1; }, &above, &at);
+    kmin = sample_select<true>(r, (u64)a.top_k, [&](float f, unsigned mask, unsigned prefix, unsigned* k) {
+      *k = sample_key(f);
+      return (u64)((*k & mask) == prefix);
+    }, &above, &at);
   }
-  auto weight = [&](i64 i) { return logit_key(i) >= kmin ? sample_weight(__fsub_rn(z_of(i), zmax)) : (u64)0; };
+  auto weight_at = [&](float z) { return sample_weight(__fsub_rn(z, zmax)); };
   u64 total = 0;
-  r.each([&](i64 i, bool valid) {
-    if (valid) total += weight(i);
+  r.each([&](i64, bool valid, float f) {
+    if (valid && sample_key(f) >= kmin) total += weight_at(__fdiv_rn(f, t));
   });
   total = sample_block_sum(total, warp);
 
@@ -201,21 +221,33 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
     u64 need = (u64)ceil(__dmul_rn(top_p, __ull2double_rn(total)));
     need = need < 1 ? 1 : need > total ? total : need;
     u64 above;
-    pmin = sample_select(r, need, [&](i64 i) { return sample_key(z_of(i)); }, weight, &above, &total);
+    pmin = sample_select<false>(r, need, [&](float f, unsigned mask, unsigned prefix, unsigned* k) -> u64 {
+      if (sample_key(f) < kmin) return 0;
+      const float z = __fdiv_rn(f, t);
+      *k = sample_key(z);
+      return (*k & mask) == prefix ? weight_at(z) : 0;
+    }, &above, &total);
   }
 
   // The draw: target = floor(u * total) for u = bits / 2**53; the first kept index whose running
-  // weight passes it. Each thread sums 4 consecutive elements; a block scan places the threads.
+  // weight passes it. Each thread sums 8 consecutive elements; a block scan places the threads.
   const u64 u = sample_bits(*(const i64*)a.key, row) >> 11;
   const u64 target = (__umul64hi(u, total) << 11) | ((u * total) >> 53);
   const unsigned lane = threadIdx.x & 31, wid = threadIdx.x >> 5, warps = blockDim.x >> 5;
   u64 base = 0;  // kept weight before this chunk
-  for (i64 c = 0; c < a.V; c += 4 * (i64)blockDim.x) {
-    u64 w[4], mine = 0;
+  for (i64 c = 0; c < a.V; c += 8 * (i64)blockDim.x) {
+    const i64 first = c + 8 * (i64)threadIdx.x;
+    float f[8];
+    u64 w[8], mine = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const i64 i = c + 4 * (i64)threadIdx.x + j;
-      w[j] = i < a.V && sample_key(z_of(i)) >= pmin ? weight(i) : 0;
+    for (int j = 0; j < 8; ++j) f[j] = first + j < a.V ? sample_load(x, first + j) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      w[j] = 0;
+      if (first + j < a.V && sample_key(f[j]) >= kmin) {
+        const float z = __fdiv_rn(f[j], t);
+        if (sample_key(z) >= pmin) w[j] = weight_at(z);
+      }
       mine += w[j];
     }
     u64 incl = mine;  // inclusive scan over the warp, then over the warps' totals
@@ -235,11 +267,11 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
     if (before <= target && target < before + mine) {  // exactly one thread holds the crossing
       u64 run = before;
       int j = 0;
-      for (; j < 3; ++j) {
+      for (; j < 7; ++j) {
         run += w[j];
         if (run > target) break;
       }
-      out[row] = (int)(c + 4 * (i64)threadIdx.x + j);
+      out[row] = (int)(first + j);
     }
     base += chunk;
     if (base > target) return;
