@@ -83,8 +83,8 @@ DEVI u64 sample_block_max(u64 v, u64* warp) {
   return s;
 }
 
-// A histogram's bins kept as 32-bit halves, a bin's value being lo + hi * 2**32: shared memory adds
-// 32-bit integers natively (64-bit ones by a compare-and-swap loop, slow when many threads meet).
+// A histogram's bins kept as 32-bit halves, a bin's value being lo + hi * 2**32: 32-bit shared
+// atomics are the fast kind (with 64-bit bins, top-k 50 with top-p 0.9 took 16% longer on an H200).
 DEVI void sample_bin_add(unsigned* lo, unsigned* hi, unsigned bin, u64 v) {
   const unsigned low = (unsigned)v, old = atomicAdd(&lo[bin], low);
   const unsigned high = (unsigned)(v >> 32) + (old + low < old ? 1u : 0u);
