@@ -2,7 +2,7 @@
 // its opening comment, each inside a module that NVRTC compiles here (skipped where NVRTC cannot
 // be loaded). The modules' own tests check their entry points (cuda_codegen_test.cc: layout,
 // index, fill; cuda_conv_test.cc, cuda_pool_test.cc, cuda_plugin_test.cc, cuda_attention_test.cc,
-// cuda_sample_test.cc).
+// cuda_sample_test.cc, cuda_gemv_test.cc).
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
@@ -53,6 +53,7 @@ std::vector<Module> modules_of_every_file() {
       {"conv", conv_module_source(DType::kFloat16)},
       {"pool", pool_module_source(DType::kInt8)},
       {"sample", sample_module_source(DType::kBFloat16)},
+      {"gemv", gemv_module_source(DType::kFloat16)},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
   };
