@@ -62,6 +62,7 @@ bench: all
 	@bash scripts/install_deps.sh scripts/debian-packages-bench.txt
 	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/cpu_bench.py
 	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/models.py --device cpu
+	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/llm.py --device cpu
 
 test-gpu:
 	bash scripts/gpu_check.sh
