@@ -142,10 +142,11 @@ def test_config_from_a_checkpoint_directory(tmp_path):
         LlamaConfig.from_file(str(tmp_path))
 
 
-def test_batched_greedy_decoding_with_llama_3_heads_matches_numpy(device):
-    # Llama 3's attention shape (32 query heads over 8 key/value heads of 64) on a narrow model,
-    # eight sequences at once: every step of every sequence against full recompute.
-    config = llama_ref.tiny_config(hidden_size=128, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_batched_greedy_decoding_with_llama_3_heads_matches_numpy(device, head_dim):
+    # Llama 3's attention shapes (32 query heads over 8 key/value heads of 64 for 1B, 128 for 8B)
+    # on a narrow model, eight sequences at once: every step of every sequence against full recompute.
+    config = llama_ref.tiny_config(hidden_size=128, num_attention_heads=32, num_key_value_heads=8, head_dim=head_dim,
                                    intermediate_size=256, vocab_size=211)
     model, weights = build(config, max_seq_len=40)
     prompt = np.random.default_rng(5).integers(0, 211, (8, 24))
