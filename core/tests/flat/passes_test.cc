@@ -335,13 +335,30 @@ return %3
 }
 
 TEST(SplitDotSlices, LeavesOneRowProductsWhole) {
-  // A decode step's one row x (1, C) @ W: one product reads x once; the slices read its result in place.
+  // A decode step's one row x (1, C) @ W + b: one product reads x once; the slices read it in place.
   EXPECT_FALSE(split_dot_slices(parsed(R"(%0 : f32[1, 2] = parameter() {index = 0}
 %1 : f32[2, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
 %2 : f32[1, 4] = dot(%0, %1)
-%3 : f32[1, 2] = slice(%2) {starts = [0, 0], limits = [1, 2], steps = [1, 1]}
-%4 : f32[1, 2] = slice(%2) {starts = [0, 2], limits = [1, 4], steps = [1, 1]}
-%5 : f32[1, 2] = mul(%3, %4)
+%3 : f32[4] = constant() {value = [10, 20, 30, 40]}
+%4 : f32[1, 4] = broadcast(%3) {dims = [1]}
+%5 : f32[1, 4] = add(%2, %4)
+%6 : f32[1, 2] = slice(%5) {starts = [0, 0], limits = [1, 2], steps = [1, 1]}
+%7 : f32[1, 2] = slice(%5) {starts = [0, 2], limits = [1, 4], steps = [1, 1]}
+%8 : f32[1, 2] = mul(%6, %7)
+return %8
+)")));
+}
+
+TEST(SplitDotSlices, LeavesProductsWithoutABiasWhole) {
+  // SwiGLU's gate/up stack: its slices' readers take the one product in place, and a split would
+  // copy the weight for nothing.
+  EXPECT_FALSE(split_dot_slices(parsed(R"(sym n [1, 2, 8]
+%0 : f32[n, 2] = parameter() {index = 0}
+%1 : f32[2, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f32[n, 4] = dot(%0, %1)
+%3 : f32[n, 2] = slice(%2) {starts = [0, 0], limits = [n, 2], steps = [1, 1]}
+%4 : f32[n, 2] = slice(%2) {starts = [0, 2], limits = [n, 4], steps = [1, 1]}
+%5 : f32[n, 2] = mul(%3, %4)
 return %5
 )")));
 }

@@ -1,5 +1,5 @@
-// Splits a dot whose result (plus an optional bias) is read only through slices of its last axis
-// into one dot per slice, over the matching columns of a constant right operand and bias.
+// Splits a dot whose result plus a bias is read only through slices of its last axis into one dot
+// per slice, over the matching columns of a constant right operand and bias.
 // GEGLU's split(x @ W + b) then costs two GEMMs whose epilogues take the bias (and the GELU of the
 // gate half) instead of one GEMM and two strided copies of its output.
 #include <algorithm>
@@ -97,6 +97,9 @@ class Splitter {
         }
       }
     }
+    // Without a bias the epilogues gain nothing that the slices' readers (which read the one
+    // product in place) lack, and splitting would copy the weight (an LLM's gate/up stack: GBs).
+    if (s->bias < 0) return false;
     const Shape& shape = g_.values[r].shape;
     // One row per sequence (a decode step's matrix-vector product) reads its input and launches
     // once; one product per slice would pay both again and save no copy worth having.
