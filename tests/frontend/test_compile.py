@@ -227,3 +227,23 @@ def test_first_gpu_compile_of_a_fresh_process_finishes():
     assert out.returncode == 0, out.stderr
     want = np.maximum(np.ones((3, 2), np.float32) @ np.arange(8, dtype=np.float32).reshape(2, 4), 0)
     assert ast.literal_eval(out.stdout.strip().splitlines()[-1]) == want.tolist()
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.float16])
+def test_a_hand_written_rms_norm_is_one_kernel(device, dtype):
+    # mean(..., keepdim=True) reshapes the row values; `+ eps` and rsqrt on them stay in the
+    # reducing kernel all the same (no kernel of their own, no float32 copy of x in memory).
+    def rms_norm(x, w):
+        xf = tp.cast(x, tp.float32)
+        normed = xf * tp.rsqrt(tp.mean(xf * xf, dim=-1, keepdim=True) + 1e-5)
+        return tp.cast(normed, x.dtype) * w
+
+    exe = tp.compile(rms_norm, args=[tp.InputInfo(((1, 3, 8), 64), dtype), tp.InputInfo((64,), dtype)])
+    assert [k[0] for k in exe._impl.kernels] == ["fused"]
+    rng = np.random.default_rng(0)
+    np_dtype = np.float32 if dtype == tp.float32 else np.float16
+    x, w = rng.standard_normal((5, 64)).astype(np_dtype), rng.standard_normal(64).astype(np_dtype)
+    xf = x.astype(np.float64)
+    want = (xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-5)) * w.astype(np.float64)
+    got = np.asarray(exe(tp.Tensor(x), tp.Tensor(w))).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == tp.float32 else 2e-3, atol=1e-5 if dtype == tp.float32 else 2e-3)

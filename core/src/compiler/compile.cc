@@ -105,6 +105,7 @@ struct PassRow {
 };
 const PassRow kPasses[] = {
     {"constant_fold", fold_constants},
+    {"sink_unit_reshapes", when_changed<flat::sink_unit_reshapes>},
     {"simplify", always<flat::simplify>},
     {"cse", always<flat::cse>},
     // Attention first: its operands may be slices of one projection, which it reads in place and

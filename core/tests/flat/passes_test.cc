@@ -363,6 +363,50 @@ return %5
 )")));
 }
 
+TEST(SinkUnitReshapes, ANormsRowChainRunsOnTheReducedValuesAndItsReshapeFoldsIntoTheBroadcast) {
+  // mean(x * x, keepdim) + eps, rsqrt, times x: the add and rsqrt move above the keepdim reshape.
+  std::optional<Graph> sunk = sink_unit_reshapes(parsed(R"(sym n [1, 2, 8]
+%0 : f32[n, 4] = parameter() {index = 0}
+%1 : f32[n, 4] = mul(%0, %0)
+%2 : f32[n] = reduce_sum(%1) {dims = [1]}
+%3 : f32[n, 1] = reshape(%2)
+%4 : f32[] = constant() {value = [0.5]}
+%5 : f32[n, 1] = broadcast(%4) {dims = []}
+%6 : f32[n, 1] = add(%3, %5)
+%7 : f32[n, 1] = rsqrt(%6)
+%8 : f32[n, 4] = broadcast(%7) {dims = [0, 1]}
+%9 : f32[n, 4] = mul(%0, %8)
+return %9
+)"));
+  ASSERT_TRUE(sunk.has_value());
+  EXPECT_EQ(checked(simplify(*sunk)), R"(sym n [1, 2, 8]
+%0 : f32[n, 4] = parameter() {index = 0}
+%1 : f32[n, 4] = mul(%0, %0)
+%2 : f32[n] = reduce_sum(%1) {dims = [1]}
+%3 : f32[] = constant() {value = [0.5]}
+%4 : f32[n] = broadcast(%3) {dims = []}
+%5 : f32[n] = add(%2, %4)
+%6 : f32[n] = rsqrt(%5)
+%7 : f32[n, 4] = broadcast(%6) {dims = [0]}
+%8 : f32[n, 4] = mul(%0, %7)
+return %8
+)");
+}
+
+TEST(SinkUnitReshapes, LeavesReshapesThatMoveElementsAndOperandsThatAreNotSplats) {
+  EXPECT_FALSE(sink_unit_reshapes(parsed(R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[3, 2] = reshape(%0)
+%2 : f32[3, 2] = exp(%1)
+return %2
+)")));
+  EXPECT_FALSE(sink_unit_reshapes(parsed(R"(%0 : f32[3] = parameter() {index = 0}
+%1 : f32[3, 1] = parameter() {index = 1}
+%2 : f32[3, 1] = reshape(%0)
+%3 : f32[3, 1] = add(%2, %1)
+return %3
+)")));
+}
+
 TEST(PadDotColumns, UnalignedRowsReadAPaddedWeightThroughASlice) {
   // x @ W.T with 5 float32 columns (rows of 20 bytes): W gains 3 zero rows, the dot 3 columns.
   Graph g = parsed(R"(%0 : f32[2, 4] = parameter() {index = 0}

@@ -64,6 +64,10 @@ std::optional<Graph> match_attention(const Graph& graph);
 // unrepeated (grouped-query attention); a head split of a static slice of the last axis becomes a
 // head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
+// Elementwise ops on a reshape that only inserts unit dims (a keepdim reduction's) run before it
+// instead: ew(reshape(x), splat) -> reshape(ew(x, splat)), so the chain stays on the reduced row
+// values and simplify folds the reshape into the broadcast that reads it. nullopt when nothing moved.
+std::optional<Graph> sink_unit_reshapes(const Graph& graph);
 // An elementwise op whose one reader is elementwise, with a GEMM (or another op fusion keeps
 // apart) between them, moves down to just before it, so fusion's in-order sweep meets them
 // together. nullopt when nothing moved.
