@@ -123,3 +123,18 @@ def test_empty_bool_arrays_keep_their_shape(shape):
     # numpy < 1.25 exports no bool through DLPack; the list path must not drop trailing dims.
     t = tp.Tensor(np.zeros(shape, bool))
     assert t.shape == shape and t.dtype == tp.bool
+
+
+def test_read_only_numpy_arrays_are_copied_and_values_kept():
+    # numpy exports no read-only array through DLPack: broadcast views and frombuffer arrays.
+    view = np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3))
+    assert tp.Tensor(view).tolist() == [[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]
+    assert tp.Tensor(np.frombuffer(np.arange(4, dtype=np.int32).tobytes(), dtype=np.int32)).tolist() == [0, 1, 2, 3]
+    assert tp.Tensor(np.broadcast_to(np.array([True, False]), (2, 2))).tolist() == [[True, False], [True, False]]
+
+
+def test_a_broadcast_view_too_large_to_copy_is_an_error_not_an_exhausted_machine():
+    huge = np.broadcast_to(np.float32(1), (10**6, 10**6))  # 4 TB as a copy; one float as a view
+    with pytest.raises(tp.TripyException, match=r"shape \(1000000, 1000000\).*needs 4000000000000 bytes") as e:
+        tp.Tensor(huge)
+    assert "test_tensor.py" in str(e.value)

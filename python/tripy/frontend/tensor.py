@@ -9,6 +9,7 @@ directly.
 
 import builtins
 import operator
+import os
 
 from tripy import _C
 from tripy.frontend import dtypes
@@ -17,6 +18,42 @@ from tripy.frontend.errors import _raise_here
 from tripy.frontend.printing import format_tensor
 from tripy.utils import suggest
 from tripy.utils.stack_info import capture_user_frames
+
+
+def _is_read_only_numpy(data):
+    """A read-only numpy array (not bool, which older numpy exports through lists instead)."""
+    return type(data).__module__ == "numpy" and not data.flags.writeable and data.dtype.kind != "b"
+
+
+def _check_host_memory(data, bytes_per_element, frames):
+    """Refuses, naming the user's line, an array whose copy could not fit in this machine's memory
+    (a broadcast view of 10**12 elements holds one; copying it would exhaust memory)."""
+    need = int(data.size) * bytes_per_element
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return
+    if need > total:
+        _C.raise_error(
+            f"Cannot create a tensor from an array of shape {tuple(data.shape)} and dtype {data.dtype}: copying it "
+            f"needs {need} bytes, more than this machine's memory ({total} bytes).",
+            frames,
+        )
+
+
+def _writable_copy(data, frames):
+    """A C-contiguous copy of a read-only numpy array, for DLPack."""
+    import numpy as np  # numpy is optional: only numpy data reaches here
+
+    _check_host_memory(data, data.dtype.itemsize, frames)
+    try:
+        return np.array(data, order="C", copy=True)
+    except MemoryError:
+        _C.raise_error(
+            f"Cannot create a tensor from an array of shape {tuple(data.shape)} and dtype {data.dtype}: "
+            f"there is not enough memory to copy its {int(data.size) * data.dtype.itemsize} bytes.",
+            frames,
+        )
 
 
 class Tensor:
@@ -59,10 +96,17 @@ class Tensor:
             try:
                 node = _C.from_dlpack(data, frames)
             except BufferError:
+                if _is_read_only_numpy(data):
+                    # numpy exports no read-only array (a broadcast view, np.frombuffer): copy it,
+                    # refusing at once what this machine cannot hold (a zero-stride view may be TBs).
+                    data = _writable_copy(data, frames)
+                    node = _C.from_dlpack(data, frames)
                 # Older exporters (numpy < 1.25) cannot export bool through DLPack.
-                if not hasattr(data, "tolist"):
+                elif not hasattr(data, "tolist"):
                     raise
-                node = _C.from_list(data.tolist(), None if dtype is None else dtype.name, str(target), frames)
+                else:
+                    _check_host_memory(data, 16, frames)  # a Python object per element, briefly
+                    node = _C.from_list(data.tolist(), None if dtype is None else dtype.name, str(target), frames)
                 if data.size == 0 and tuple(node.shape) != tuple(data.shape):
                     # An empty list keeps no trailing dims: (0, 3) would come back as (0,).
                     node = _C.make("reshape", [node], {"shape": [operator.index(d) for d in data.shape]}, frames)
