@@ -74,3 +74,11 @@ def test_tripy_run_reports_running_out_of_memory_instead_of_aborting(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, (out.returncode, out.stderr)
     assert "Out of host memory: cannot allocate 8000000000 bytes" in out.stderr
+
+
+def test_a_result_past_what_a_program_may_hold_names_the_op_and_its_line():
+    # 2**40 + 2 float32 values: refused while the program is built, at the pad's line, in the
+    # user's terms (not as an inconsistent program).
+    with pytest.raises(tp.TripyException, match=r"The result of pad, of shape .* needs more than 2\*\*40 bytes") as e:
+        tp.pad(tp.ones((2,)), [(0, 2**40)]).eval()
+    assert "test_allocation_errors.py" in str(e.value) and "inconsistent" not in str(e.value)

@@ -9,6 +9,7 @@
 #include "compiler/shape_slots.h"
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
+#include "runtime/shape_arith.h"
 
 namespace tripy::compiler {
 namespace {
@@ -247,6 +248,19 @@ class ProgramBuilder {
     return buffer_of_[v];
   }
 
+  // A temporary no program may hold (the validator's bound on the arena): named at its op's line,
+  // instead of the inconsistent program the validator would otherwise refuse.
+  Status check_fits(ValueId v, int64_t bytes) const {
+    if (bytes <= rt::kMaxBytes) return ok_status();
+    const flat::OriginRef& origin = g_.def(v).origin;
+    const std::string op = origin && !origin->trace_op.empty() ? origin->trace_op : "an op";
+    return Status(StatusCode::kResourceExhausted,
+                  "The result of " + op + ", of shape " + shape_str(g_.values[v].shape, &g_.symbols) + " and dtype " +
+                      std::string(dtype_name(g_.values[v].dtype)) + ", needs more than 2**40 bytes (1 TiB) at its largest: " +
+                      "more than one tensor of a Tripy program may hold.",
+                  origin ? origin->where : nullptr);
+  }
+
   StatusOr<int32_t> write_buffer(ValueId v) {
     BufferDesc b;
     b.dtype = g_.values[v].dtype;
@@ -271,6 +285,9 @@ class ProgramBuilder {
         buffer_of_[v] = add_buffer(std::move(b));
       }
     } else {
+      // Temporaries share the arena, planned for their largest sizes (outputs are allocated per
+      // call, at the sizes of the call).
+      TRIPY_RETURN_IF_ERROR(check_fits(v, b.max_bytes));
       b.kind = BufferDesc::Kind::kTemp;
       buffer_of_[v] = add_buffer(std::move(b));
     }
