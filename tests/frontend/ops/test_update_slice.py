@@ -233,3 +233,9 @@ def test_input_info_donate_must_be_a_bool():
     with pytest.raises(tp.TripyException, match="donate must be True or False"):
         tp.InputInfo((2,), tp.float32, donate=1)
     assert "donate=True" in repr(tp.InputInfo((2,), tp.float32, donate=True))
+
+
+@pytest.mark.parametrize("start", [2**31, 2**40, -(2**40)])
+def test_a_start_past_int32_is_reported_as_out_of_the_dimension(start):
+    with pytest.raises(tp.TripyException, match=rf"writes 1 row\(s\) at {start} along dimension 0, but that dimension has size 4"):
+        tp.update_slice(tp.ones((4,)), 0, start, tp.ones((1,))).eval()

@@ -291,7 +291,9 @@ def update_slice(input, dim, start, update):
             _raise_here(
                 f"update_slice: start must be an int, a tp.DimensionSize or an int tensor, but got: {start!r}."
             )
-        start = literal(start, dtypes.int32, [], input._node.device)
+        # int64 past int32's range, so that the bounds check, not the literal, reports a far start.
+        wide = not -(2**31) <= start < 2**31
+        start = literal(start, dtypes.int64 if wide else dtypes.int32, [], input._node.device)
     if not isinstance(update, Tensor):
         _raise_here(f"update_slice: update must be a tripy.Tensor, but got: {type(update).__name__}.")
     return make("update_slice", [input, update, start], axis=dim)
