@@ -138,3 +138,9 @@ def test_a_broadcast_view_too_large_to_copy_is_an_error_not_an_exhausted_machine
     with pytest.raises(tp.TripyException, match=r"shape \(1000000, 1000000\).*needs 4000000000000 bytes") as e:
         tp.Tensor(huge)
     assert "test_tensor.py" in str(e.value)
+
+
+def test_a_torch_tensor_that_requires_grad_is_copied_like_any_other():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(3, dtype=torch.float32).requires_grad_()
+    assert tp.Tensor(t).tolist() == [0.0, 1.0, 2.0]

@@ -93,6 +93,9 @@ class Tensor:
         if isinstance(data, Tensor):
             node = data._node
         elif hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
+            if getattr(data, "requires_grad", False) and hasattr(data, "detach"):
+                # torch exports no tensor that requires grad; the values are copied either way.
+                data = data.detach()
             try:
                 node = _C.from_dlpack(data, frames)
             except BufferError:
