@@ -195,6 +195,29 @@ return %4
   EXPECT_EQ(f2->ops.back().attention.heads[rt::AttentionAttrs::kQ].count, 2);
 }
 
+TEST(AttentionLayouts, slices_of_the_heads_dim_become_head_windows) {
+  // An LLM's q and k as heads [0, 4) and [4, 6) of one (B, T, heads, D) value, transposed.
+  auto g = flat::parse_graph(R"(sym T [1, 8, 64]
+%0 : f16[2, T, 6, 16] = parameter() {index = 0, name = "qk"}
+%1 : f16[2, T, 4, 16] = slice(%0) {starts = [0, 0, 0, 0], limits = [2, T, 4, 16], steps = [1, 1, 1, 1]}
+%2 : f16[2, 4, T, 16] = transpose(%1) {dims = [0, 2, 1, 3]}
+%3 : f16[2, T, 2, 16] = slice(%0) {starts = [0, 0, 4, 0], limits = [2, T, 6, 16], steps = [1, 1, 1, 1]}
+%4 : f16[2, 2, T, 16] = transpose(%3) {dims = [0, 2, 1, 3]}
+%5 : f16[2, 4, T, 16] = attention(%2, %4, %4) {causal = true, scale = 0.25}
+return %5
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto folded = flat::fold_attention_layouts(*g);
+  ASSERT_TRUE(folded.has_value());
+  ASSERT_TRUE(flat::verify(*folded).ok()) << flat::verify(*folded).message();
+  const rt::AttentionAttrs& a = flat::dce(*folded).ops.back().attention;
+  EXPECT_EQ(a.heads[rt::AttentionAttrs::kQ], (rt::AttentionAttrs::HeadWindow{0, 4}));
+  // k's slice is read twice (k and v): not private to one operand, so it stays a slice.
+  EXPECT_EQ(a.heads[rt::AttentionAttrs::kK], rt::AttentionAttrs::HeadWindow{});
+  const flat::Graph kept = flat::dce(*folded);
+  EXPECT_EQ(std::count_if(kept.ops.begin(), kept.ops.end(), [](const flat::Op& op) { return op.kind == flat::OpKind::kSlice; }), 1);
+}
+
 // nanoGPT's attention after lowering: q @ k^T * 0.25, masked_fill(!m, -inf), softmax, @ v.
 std::string hand_written(const std::string& fill = "-inf", bool probabilities_out = false) {
   return R"(%0 : f32[2, 4, 16, 8] = parameter() {index = 0, name = "q"}

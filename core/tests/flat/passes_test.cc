@@ -363,6 +363,24 @@ return %5
 )")));
 }
 
+TEST(Simplify, UnitStepSlicesOfSlicesComposeIntoOneSlice) {
+  Graph g = simplify(parsed(R"(sym n [1, 2, 8]
+%0 : f32[n, 8, 4] = parameter() {index = 0}
+%1 : f32[n, 6, 4] = slice(%0) {starts = [0, 0, 0], limits = [n, 6, 4], steps = [1, 1, 1]}
+%2 : f32[n, 2, 2] = slice(%1) {starts = [0, 4, 2], limits = [n, 6, 4], steps = [1, 1, 1]}
+%3 : f32[n, 4, 4] = slice(%0) {starts = [0, 0, 0], limits = [n, 8, 4], steps = [1, 2, 1]}
+%4 : f32[n, 2, 4] = slice(%3) {starts = [0, 1, 0], limits = [n, 3, 4], steps = [1, 1, 1]}
+return %2, %4
+)"));
+  EXPECT_EQ(checked(g), R"(sym n [1, 2, 8]
+%0 : f32[n, 8, 4] = parameter() {index = 0}
+%1 : f32[n, 2, 2] = slice(%0) {starts = [0, 4, 2], limits = [n, 6, 4], steps = [1, 1, 1]}
+%2 : f32[n, 4, 4] = slice(%0) {starts = [0, 0, 0], limits = [n, 8, 4], steps = [1, 2, 1]}
+%3 : f32[n, 2, 4] = slice(%2) {starts = [0, 1, 0], limits = [n, 3, 4], steps = [1, 1, 1]}
+return %1, %3
+)");
+}
+
 TEST(SinkUnitReshapes, ANormsRowChainRunsOnTheReducedValuesAndItsReshapeFoldsIntoTheBroadcast) {
   // mean(x * x, keepdim) + eps, rsqrt, times x: the add and rsqrt move above the keepdim reshape.
   std::optional<Graph> sunk = sink_unit_reshapes(parsed(R"(sym n [1, 2, 8]

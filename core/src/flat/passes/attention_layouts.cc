@@ -4,7 +4,10 @@
 // run no copy kernel (the reshapes are free aliases already). k and v repeated along the heads
 // (grouped-query attention written out) are read unrepeated. A head split of a slice of the last
 // axis (nanoGPT's `q, k, v = qkv.split(C, 2)`) becomes a head window of the unsliced projection,
-// so q, k and v stay one GEMM's output and nothing copies them out of it.
+// so q, k and v stay one GEMM's output and nothing copies them out of it; so does a slice of the
+// heads dim itself (an LLM's q, k and v as heads of one (B, T, heads, D) projection).
+#include <algorithm>
+
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -38,6 +41,19 @@ int64_t head_window_start(const Graph& g, const Op& r) {
   const int64_t a = s.starts[2].static_value();
   if (a % D != 0 || s.limits[2].static_value() != a + H * D || a + H * D > N) return -1;
   return a / D;
+}
+
+// s = slice(x) of a rank-4 x along dim 2 only (static bounds, unit steps): heads
+// [start, start + count) of x. Returns count, or 0 when s is not such a slice.
+int64_t sliced_heads(const Graph& g, const Op& s) {
+  if (s.kind != OpKind::kSlice || s.starts.size() != 4) return 0;
+  const Shape& xs = g.values[s.operands[0]].shape;
+  for (size_t d = 0; d < 4; ++d) {
+    if (!is_const(s.steps[d], 1)) return 0;
+    if (d != 2 && (!is_const(s.starts[d], 0) || !s.limits[d].same_as(xs[d]))) return 0;
+  }
+  if (!s.starts[2].is_static() || !s.limits[2].is_static()) return 0;
+  return std::max<int64_t>(0, s.limits[2].static_value() - s.starts[2].static_value());
 }
 
 // k or v repeated along the heads, as grouped-query attention is often written (Llama's repeat_kv,
@@ -125,6 +141,13 @@ std::optional<Graph> fold_attention_layouts(const Graph& graph) {
       for (int32_t t : chain)
         private_chain = private_chain && uses[g.ops[t].result] == 1 && !is_output[g.ops[t].result];
       Op& reshape = g.ops[static_cast<size_t>(r)];
+      if (const int64_t count = private_chain ? sliced_heads(g, reshape) : 0; count > 0) {
+        // A slice of the heads dim (q, k or v as heads of one rank-4 value) reads that value.
+        w = {reshape.starts[2].static_value(), count};
+        op.operands[x] = reshape.operands[0];
+        for (int32_t t : chain) keep[static_cast<size_t>(t)] = false;
+        continue;
+      }
       const int64_t start = private_chain ? head_window_start(g, reshape) : -1;
       if (start < 0) continue;
       const ValueId src = g.def(reshape.operands[0]).operands[0];

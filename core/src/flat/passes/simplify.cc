@@ -1,8 +1,9 @@
 // Algebraic simplification: removes ops that change nothing (x*1, x+0, same-dtype converts,
 // same-shape reshapes, identity transposes and broadcasts, full slices, empty reductions) and
-// composes chains (transpose∘transpose, reshape∘reshape, broadcast∘broadcast). First, every
-// symbolic size is simplified under the symbols' bounds (min(s, 1024) is s when s <= 1024), so
-// that values of one size have one shape and the ops above, CSE and fusion see them as equal.
+// composes chains (transpose∘transpose, reshape∘reshape, broadcast∘broadcast, unit-step
+// slice∘slice). First, every symbolic size is simplified under the symbols' bounds (min(s, 1024) is s
+// when s <= 1024), so that values of one size have one shape and the ops above, CSE and fusion see
+// them as equal.
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
 
@@ -97,6 +98,7 @@ class Simplifier {
       }
       case OpKind::kReduce: return op.dims.empty() && same_type(op.operands[0]) ? op.operands[0] : -1;
       case OpKind::kSlice: {
+        compose_unit_step_slices(op);
         const Shape& in = g_.values[op.operands[0]].shape;
         for (size_t i = 0; i < in.size(); ++i) {
           bool full = op.starts[i].is_static() && op.starts[i].static_value() == 0 && op.steps[i].is_static() &&
@@ -126,6 +128,24 @@ class Simplifier {
       if (!a.a.same_as(a.b)) kept.push_back(std::move(a));
     }
     g_.assertions = std::move(kept);
+  }
+
+  // slice(slice(x)) with unit steps is one slice of x (a q/k/v head split of one projection's
+  // slice then reads the projection in place instead of a copy of the outer slice).
+  void compose_unit_step_slices(Op& op) {
+    const Op& in = g_.def(op.operands[0]);
+    if (in.kind != OpKind::kSlice) return;
+    auto unit = [](const std::vector<Dim>& steps) {
+      for (const Dim& d : steps)
+        if (!d.is_static() || d.static_value() != 1) return false;
+      return true;
+    };
+    if (!unit(op.steps) || !unit(in.steps)) return;
+    for (size_t d = 0; d < op.starts.size(); ++d) {
+      op.limits[d] = in.starts[d] + op.limits[d];
+      op.starts[d] = in.starts[d] + op.starts[d];
+    }
+    op.operands[0] = in.operands[0];
   }
 
   // broadcast(reshape(x)) where the reshape only inserts unit dims (keepdim reductions) reads x
