@@ -7,10 +7,19 @@
 #include "flat/constant_data.h"
 #include "flat/ir_text.h"
 #include "flat/passes/fusion_internal.h"
+#include "runtime/ew_ops.h"
 #include "runtime/fields_text.h"
 
 namespace tripy::flat {
 namespace {
+
+// Whether a one-element constant survives the double an immediate holds (rt::Instr::imm): an
+// int64 past 2**53 does not, and is loaded from its buffer instead.
+bool exact_as_immediate(const Tensor& c) {
+  if (c.dtype() != DType::kInt64) return true;
+  const int64_t v = *static_cast<const int64_t*>(c.data());
+  return rt::saturated_immediate<int64_t>(static_cast<double>(v)) == v;
+}
 
 // Emits the instructions of one fused group.
 class FusedCodegen {
@@ -76,7 +85,8 @@ class FusedCodegen {
     }
     const Op& op = g_.def(v);
     const DType dtype = g_.values[v].dtype;
-    if (op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1) {
+    if (op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1 &&
+        exact_as_immediate(op.constant)) {
       return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, read_element(op.constant, 0)});
     }
     if (op.kind == OpKind::kIota) {
