@@ -69,7 +69,8 @@ class Generator:
 
         ``prompt``: int token ids ``(B, T)`` (or one sequence ``(T,)``). Stops after
         ``max_new_tokens`` steps, or once every sequence has produced one of ``stop_tokens`` (the
-        stop token is yielded; a finished sequence yields it again until the others finish).
+        stop token is yielded; a sequence that has finished keeps yielding tokens until the others
+        finish, which ``generate`` drops). ``seed`` (an int in [0, 2**31)) picks the sampled draws.
         """
         prompt = np.asarray(prompt)
         if prompt.ndim == 1:
@@ -87,6 +88,8 @@ class Generator:
             )
         if prompt.min() < 0 or prompt.max() >= vocab:
             _raise_here(f"Token ids must be in [0, {vocab}), but the prompt holds {int(prompt.min())} .. {int(prompt.max())}.")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+            _raise_here(f"seed must be an int in [0, 2**31), but got: {seed!r}.")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             _raise_here(f"max_new_tokens must be an int >= 0, but got: {max_new_tokens!r}.")
         return self._steps(prompt, max_new_tokens, stop_tokens, seed)
