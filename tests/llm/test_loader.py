@@ -94,3 +94,10 @@ def test_a_missing_or_misshaped_weight_names_it(tmp_path):
     write_checkpoint(str(tmp_path), config, weights)
     with pytest.raises(tp.TripyException, match=r"model.norm.weight.*\(64,\).*\(10,\)|model.norm.weight.*\(10,\).*\(64,\)"):
         tp.llm.load(str(tmp_path))
+
+
+def test_top_k_of_one_is_greedy_at_any_temperature(device, checkpoint):
+    path, _, _ = checkpoint
+    llm = tp.llm.load(path, max_seq_len=48)
+    greedy = llm.generate([5, 9, 14], max_new_tokens=10, stop_tokens=[])
+    assert llm.generate([5, 9, 14], max_new_tokens=10, temperature=3.0, top_k=1, seed=11, stop_tokens=[]) == greedy
