@@ -6,19 +6,11 @@
 
 #include <cstddef>
 
-namespace tripy::rt::cuda::kernels {
+// kDevicePrelude (device_prelude.cuh), kSample (sample.cuh), ...: one array per file, declared by
+// the build from the list of kernels/*.cuh (each file's opening comment says what it holds).
+#include "embedded_files.h"
 
-extern const char kDevicePrelude[];  // device_prelude.cuh: the helpers every module starts with
-extern const char kLayoutCopies[];   // layout_copies.cuh: the layout module (copies, GELU)
-extern const char kLayoutIndex[];    // layout_index.cuh: the index module's gathers and update_slices
-extern const char kTuningFill[];     // tuning_fill.cuh: the tuner's fill and spin kernels
-extern const char kConvDirect[];     // conv_direct.cuh: the convolution module (direct, epilogue)
-extern const char kPool[];           // pool.cuh: the pooling module
-extern const char kPluginPrelude[];  // plugin_prelude.cuh: PluginArgs, before a plugin's source
-extern const char kAttention[];      // attention.cuh: AttnArgs, the generic and flash kernels
-extern const char kAttentionSplit[];  // attention_split.cuh: the split-KV kernels
-extern const char kSample[];         // sample.cuh: the sampling module
-extern const char kGemv[];           // gemv.cuh: the few-row matrix products (kDot)
+namespace tripy::rt::cuda::kernels {
 
 // Every embedded file (the build's list of kernels/*.cuh), for the test that each reaches a module.
 struct EmbeddedFile {
