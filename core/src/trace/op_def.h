@@ -122,24 +122,10 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
 // reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source);
 
-// Registration, one call per op file (explicit, so the linker keeps every file).
+// Registration: register_<name>_ops() of each op file listed in op_files.def.
 void register_op(OpDef def);
-void register_elementwise_ops();
-void register_reduce_ops();
-void register_shape_ops();
-void register_split_flip_ops();
-void register_pad_ops();
-void register_scan_ops();
-void register_resize_ops();
-void register_norm_ops();
-void register_quantize_ops();
-void register_creation_ops();
-void register_matmul_ops();
-void register_conv_ops();
-void register_pool_ops();
-void register_attention_ops();
-void register_plugin_ops();
-void register_sample_ops();
+#define TRIPY_OP_FILE(name) void register_##name##_ops();
+#include "trace/op_files.def"
 
 // Shared rule: numpy broadcasting of `a` and `b`; on failure the error explains the broadcast
 // Tripy would have inserted. Dynamic dims that can't be compared are asserted at run time.

@@ -18,22 +18,8 @@ std::map<std::string, OpDef>& registry() {
 void ensure_registered() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_elementwise_ops();
-    register_reduce_ops();
-    register_shape_ops();
-    register_split_flip_ops();
-    register_pad_ops();
-    register_scan_ops();
-    register_resize_ops();
-    register_norm_ops();
-    register_quantize_ops();
-    register_creation_ops();
-    register_matmul_ops();
-    register_conv_ops();
-    register_pool_ops();
-    register_attention_ops();
-    register_plugin_ops();
-    register_sample_ops();
+#define TRIPY_OP_FILE(name) register_##name##_ops();
+#include "trace/op_files.def"
   });
 }
 
