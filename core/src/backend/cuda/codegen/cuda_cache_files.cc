@@ -3,6 +3,7 @@
 #include "backend/cuda/codegen/cuda_cache_files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <exception>
@@ -38,8 +39,12 @@ bool make_dirs(const std::string& path) {
     }
     if (i < path.size()) cur += path[i];
   }
+  // The cache holds compiled code that is loaded and run: a directory another user owns, or that
+  // everyone may write to (a shared TRIPY_CACHE_DIR under /tmp, or a link to one), could hand this
+  // process someone else's kernels. Such a directory is no cache at all.
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+         (st.st_mode & S_IWOTH) == 0;
 }
 
 }  // namespace tripy::rt::cuda

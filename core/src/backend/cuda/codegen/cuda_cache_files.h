@@ -17,7 +17,8 @@ bool read_file(const std::string& path, std::string& out, size_t max_bytes = SIZ
 // through a link), then renames it over `path`; failures leave no file.
 void write_file_atomic(const std::string& path, const void* data, size_t size);
 
-// Makes `path` and its parents (mode 0755); whether `path` is a directory afterwards.
+// Makes `path` and its parents (mode 0755); whether `path` is then a directory this user owns and
+// not everyone may write to (else the caller keeps no cache).
 bool make_dirs(const std::string& path);
 
 }  // namespace tripy::rt::cuda

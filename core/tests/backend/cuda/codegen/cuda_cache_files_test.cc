@@ -41,6 +41,15 @@ class CudaCacheFiles : public ::testing::Test {
   std::string dir_, victim_;
 };
 
+TEST_F(CudaCacheFiles, ADirectoryEveryoneMayWriteToIsNoCache) {
+  const std::string mine = dir_ + "/a/b";
+  EXPECT_TRUE(make_dirs(mine));
+  ASSERT_EQ(::chmod(mine.c_str(), 0777), 0);  // another user could plant compiled kernels here
+  EXPECT_FALSE(make_dirs(mine));
+  ASSERT_EQ(::chmod(mine.c_str(), 0770), 0);  // a user-private group's mode stays a cache
+  EXPECT_TRUE(make_dirs(mine));
+}
+
 TEST_F(CudaCacheFiles, AWrittenFileReadsBackAndLeavesNoTemporaryFile) {
   const std::string path = dir_ + "/k.cubin";
   write_file_atomic(path, "abc", 3);
