@@ -3,13 +3,14 @@
 
 #include <climits>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <exception>
 #include <map>
 #include <sstream>
 #include <vector>
 
 #include <sys/stat.h>
+
+#include "common/safe_file.h"
 
 namespace tripy::npy {
 
@@ -73,13 +74,22 @@ StatusOr<Tensor> parse_npy(const uint8_t* data, size_t size, const std::string& 
 }
 
 StatusOr<Tensor> read_npy(const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-    return invalid_argument("Cannot read '" + path + "': it is not a regular file.");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument("Cannot read '" + path + "': cannot open the file.");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return invalid_argument("Cannot read '" + path + "': a read error.");
+  // Opened first and checked on what was opened (fstat), so the file cannot turn into a FIFO or a
+  // device between a check and the open.
+  RegularFile file = open_regular_file(path, /*follow_links=*/true);
+  if (file.not_regular()) return invalid_argument("Cannot read '" + path + "': it is not a regular file.");
+  if (!file.opened()) return invalid_argument("Cannot read '" + path + "': cannot open the file.");
+  if (file.info.st_size < 0) return invalid_argument("Cannot read '" + path + "': a read error.");
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.resize(static_cast<size_t>(file.info.st_size));
+  } catch (const std::exception&) {
+    return Status(StatusCode::kResourceExhausted,
+                  "Cannot read '" + path + "': no memory for its " + std::to_string(file.info.st_size) + " bytes.");
+  }
+  const ssize_t got = read_fully(file.fd.get(), bytes.data(), bytes.size());
+  if (got < 0) return invalid_argument("Cannot read '" + path + "': a read error.");
+  bytes.resize(static_cast<size_t>(got));  // a file cut short while read is read as it now is
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 
