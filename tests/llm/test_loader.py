@@ -101,3 +101,14 @@ def test_top_k_of_one_is_greedy_at_any_temperature(device, checkpoint):
     llm = tp.llm.load(path, max_seq_len=48)
     greedy = llm.generate([5, 9, 14], max_new_tokens=10, stop_tokens=[])
     assert llm.generate([5, 9, 14], max_new_tokens=10, temperature=3.0, top_k=1, seed=11, stop_tokens=[]) == greedy
+
+
+def test_loading_in_another_dtype_converts_the_weights_once(checkpoint):
+    path, config, weights = checkpoint
+    llm = tp.llm.load(path, dtype=tp.float16, max_seq_len=48)
+    assert all(t.dtype == tp.float16 for t in llm.model.state_dict().values())
+    prompt = np.array([[5, 9, 14, 3]])
+    logits, _ = llm.model(tp.Tensor(prompt.astype(np.int32)), tp.Tensor(np.array([0], np.int32)), llm.model.empty_caches(1))
+    want = llama_ref.logits(weights, prompt, config)[:, -1]
+    got = np.asarray(tp.cast(logits, tp.float32))
+    assert np.abs(got - want).max() < 0.02 * np.abs(want).max()

@@ -39,7 +39,10 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
     model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
     weights = load_safetensors(path, device=device)
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
-    weights = {name: w if w.dtype == dtype else cast(w, dtype) for name, w in weights.items()}
+    for name, w in weights.items():
+        if w.dtype != dtype:  # converted once here, not inside every compile and eager call
+            weights[name] = cast(w, dtype)
+            weights[name].eval()
     model.load_state_dict(weights)
     tokenizer = None
     if os.path.exists(os.path.join(path, "tokenizer.json")):
