@@ -131,7 +131,6 @@ def bench_tripy(directory, batch, prompt, steps, sync):
 
     prefill_ms = median_ms(lambda: np.asarray(prefill()[0]), sync, 3)
     tokens, pos, *caches = prefill()
-    first = tokens
     produced = [tokens]
 
     def decode_steps(n, keep):
@@ -154,7 +153,6 @@ def bench_tripy(directory, batch, prompt, steps, sync):
         np.asarray(tokens)
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
-    del first
     return dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
 
 
