@@ -210,11 +210,11 @@ return %5
   auto folded = flat::fold_attention_layouts(*g);
   ASSERT_TRUE(folded.has_value());
   ASSERT_TRUE(flat::verify(*folded).ok()) << flat::verify(*folded).message();
-  const rt::AttentionAttrs& a = flat::dce(*folded).ops.back().attention;
+  const flat::Graph kept = flat::dce(*folded);
+  const rt::AttentionAttrs& a = kept.ops.back().attention;
   EXPECT_EQ(a.heads[rt::AttentionAttrs::kQ], (rt::AttentionAttrs::HeadWindow{0, 4}));
   // k's slice is read twice (k and v): not private to one operand, so it stays a slice.
   EXPECT_EQ(a.heads[rt::AttentionAttrs::kK], rt::AttentionAttrs::HeadWindow{});
-  const flat::Graph kept = flat::dce(*folded);
   EXPECT_EQ(std::count_if(kept.ops.begin(), kept.ops.end(), [](const flat::Op& op) { return op.kind == flat::OpKind::kSlice; }), 1);
 }
 
