@@ -63,7 +63,8 @@ Status check_scale(InferCtx& ctx, DType quantized) {
 
 // The scale as a value of x's shape: per tensor and per channel broadcast (a reshape first puts a
 // channel scale on its dim); block-wise repeats each scale row over its block of input rows.
-flat::ValueId aligned_scale(LowerCtx& c, const Shape& x) {
+// `x` is taken by value: callers pass a graph value's shape, which the ops added here may move.
+flat::ValueId aligned_scale(LowerCtx& c, const Shape x) {
   const flat::ValueId scale = c.in(1);
   const Shape s = c.value(scale).shape;
   const auto& dims = c.node().attrs.dims;
