@@ -46,6 +46,10 @@ struct RegularFile {
 // FIFO's writer, and fstat() then sees what was really opened.
 RegularFile open_regular_file(const std::string& path, bool follow_links);
 
+// What a path that is not a regular file names ("a directory", "a FIFO (named pipe)", ...), for
+// the error that refuses it.
+std::string file_kind(mode_t mode);
+
 // Reads until `size` bytes are in `data` or the file ends; the count read, or -1 with errno set.
 ssize_t read_fully(int fd, void* data, size_t size);
 

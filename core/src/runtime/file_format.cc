@@ -226,17 +226,6 @@ Status check_path(const std::string& path, const std::string& what) {
   return invalid_argument(what + ": the path '" + shown + "' contains a NUL byte, which no file name can hold.");
 }
 
-// What a file that is not a regular file is, for the error that refuses it.
-std::string file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
-}
-
 Status not_regular(const std::string& what, const std::string& path, mode_t mode) {
   return invalid_argument(what + " '" + path + "': it is " + file_kind(mode) + ", not a regular file.");
 }

@@ -302,17 +302,6 @@ StatusOr<SafetensorsContents> parse(const uint8_t* data, size_t size, const std:
   return out;
 }
 
-// What a path that is not a regular file names, for the error that refuses it.
-std::string file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
-}
-
 }  // namespace
 
 std::optional<DType> safetensors_dtype(const std::string& name) {
