@@ -8,6 +8,7 @@ from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.profile import Profile
 from tripy.frontend.stream import default_stream
 from tripy.frontend.tensor import DimensionSize, Tensor
@@ -158,30 +159,16 @@ class Executable:
         """Writes the executable to one file at ``path`` (any name), making missing parent
         directories as nvtripy does. Only a regular file is replaced (a symbolic link, FIFO or
         directory at ``path`` is refused), and the file is written whole or not at all."""
-        path = _path_argument(path, "Executable.save")
+        path = path_argument(path, "Executable.save")
         parent = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
-            _raise_here(f"Cannot save the executable to {_shown(path)}: cannot make its directory ({e.strerror}).")
+            _raise_here(f"Cannot save the executable to {quoted_path(path)}: cannot make its directory ({e.strerror}).")
         self._impl.save(path, capture_user_frames())
 
     @staticmethod
     def load(path):
         """Loads an executable saved with ``save``; a corrupt file, or one that is not a regular
         file (a FIFO, a directory), raises TripyException."""
-        return Executable(_C.Executable.load(_path_argument(path, "Executable.load"), capture_user_frames()))
-
-
-def _path_argument(path, method):
-    """``path`` as the bytes of its file name (so a name that is not valid UTF-8 still reaches the
-    file it names); a NUL byte, which the C library would take as the name's end (``'a\\0b.tpy'``
-    would open ``a``), is refused."""
-    name = os.fsencode(path)
-    if b"\0" in name:
-        _raise_here(f"{method}: the path {os.fspath(path)!r} contains a NUL byte, which no file name can hold.")
-    return name
-
-
-def _shown(path):
-    return repr(os.fsdecode(path))
+        return Executable(_C.Executable.load(path_argument(path, "Executable.load"), capture_user_frames()))

@@ -12,6 +12,7 @@ import stat
 from tripy import _C
 from tripy.frontend.device import resolve as _resolve_device
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.tensor import Tensor
 from tripy.utils.stack_info import capture_user_frames
 
@@ -69,7 +70,7 @@ def load_safetensors(path, device=None):
     """
     frames = capture_user_frames()
     target = str(_resolve_device(device))
-    name = _path_argument(path, "load_safetensors")
+    name = path_argument(path, "load_safetensors")
     if os.path.isdir(name):
         return _load_directory(name, target, frames)
     return _load_file(name, target, frames)
@@ -103,7 +104,7 @@ def save_safetensors(tensors, path, metadata=None):
         assert loaded["w"].tolist() == [[1.0, 2.0]] and loaded["ids"].dtype == tp.int32
     """
     frames = capture_user_frames()
-    name = _path_argument(path, "save_safetensors")
+    name = path_argument(path, "save_safetensors")
     if not isinstance(tensors, dict):
         _raise_here(f"save_safetensors takes a dict of names to tensors, not {type(tensors).__name__}.")
     items = []
@@ -133,13 +134,13 @@ def _load_directory(directory, device, frames):
     if os.path.lexists(single):
         return _load_file(single, device, frames)
     if not os.path.lexists(index):
-        _raise_here(f"Cannot load safetensors from the directory {_shown(directory)}: it holds neither {SINGLE_FILE} nor {INDEX_FILE}.")
+        _raise_here(f"Cannot load safetensors from the directory {quoted_path(directory)}: it holds neither {SINGLE_FILE} nor {INDEX_FILE}.")
     shards = _read_index(index)
     # Every file is checked to exist before any is loaded: a missing shard is found at once.
     for file, names in shards.items():
         if not os.path.exists(os.path.join(directory, os.fsencode(file))):
             _raise_here(
-                f"The safetensors index {_shown(index)} puts tensor {names[0]!r} in {file!r}, which is not in the directory."
+                f"The safetensors index {quoted_path(index)} puts tensor {names[0]!r} in {file!r}, which is not in the directory."
             )
     weights = _Weights()
     weights.metadata = {}
@@ -149,13 +150,13 @@ def _load_directory(directory, device, frames):
         missing = [n for n in names if n not in shard]
         if missing:
             _raise_here(
-                f"The safetensors index {_shown(index)} puts {len(missing)} tensor(s) in {file!r} that it does not "
+                f"The safetensors index {quoted_path(index)} puts {len(missing)} tensor(s) in {file!r} that it does not "
                 f"hold, the first {missing[0]!r}."
             )
         unlisted = [n for n in shard if n not in listed]
         if unlisted:
             _raise_here(
-                f"{file!r} holds {len(unlisted)} tensor(s) that the safetensors index {_shown(index)} does not put "
+                f"{file!r} holds {len(unlisted)} tensor(s) that the safetensors index {quoted_path(index)} does not put "
                 f"there, the first {unlisted[0]!r}."
             )
         weights.update(shard)
@@ -167,7 +168,7 @@ def _load_directory(directory, device, frames):
 def _read_index(path):
     """The index's ``weight_map`` grouped by file: ``{file: [tensor names]}`` in the index's order.
     The index is opened as the core opens checkpoints: never blocking on a FIFO, regular files only."""
-    shown = _shown(path)
+    shown = quoted_path(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -219,18 +220,3 @@ def _check_text(value, what):
         value.encode("utf-8")
     except UnicodeEncodeError:
         _raise_here(f"save_safetensors: {what} must be valid Unicode text; {value!r} is not.")
-
-
-def _path_argument(path, function):
-    """``path`` as the bytes of its file name (a name need not be UTF-8); a NUL byte, which the C
-    library would take as the name's end, is refused."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        _raise_here(f"{function}: the path must be a str, bytes or os.PathLike, not {type(path).__name__}.")
-    name = os.fsencode(path)
-    if b"\0" in name:
-        _raise_here(f"{function}: the path {os.fspath(path)!r} contains a NUL byte, which no file name can hold.")
-    return name
-
-
-def _shown(path):
-    return repr(os.fsdecode(path))
