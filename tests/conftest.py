@@ -1,5 +1,8 @@
 """Shared test fixtures: the devices to run on (the GPU only where one is present)."""
 
+import os
+import sys
+
 import pytest
 
 
@@ -18,3 +21,14 @@ def device(request, monkeypatch):
 
     monkeypatch.setattr(tp.config, "default_device", request.param)
     return request.param
+
+
+@pytest.fixture
+def tripy_run():
+    """The path of the tripy-run command: the venv's, else the build tree's; skips where neither is built."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for runner in (os.path.join(sys.prefix, "bin", "tripy-run"),
+                   os.path.join(root, os.environ.get("TRIPY_BUILD_DIR", "build"), "core", "tripy-run")):
+        if os.path.exists(runner):
+            return runner
+    pytest.skip("tripy-run is not built")

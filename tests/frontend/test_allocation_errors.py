@@ -10,7 +10,6 @@ import pytest
 
 import tripy as tp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Address-space limits cannot coexist with a sanitizer's shadow memory.
 no_sanitizer = pytest.mark.skipif(bool(os.environ.get("TRIPY_SANITIZER")), reason="rlimits under a sanitizer")
 
@@ -54,12 +53,8 @@ def test_under_an_address_space_limit_python_gets_a_tripy_exception(tmp_path):
 
 
 @no_sanitizer
-def test_tripy_run_reports_running_out_of_memory_instead_of_aborting(tmp_path):
-    runner = os.path.join(sys.prefix, "bin", "tripy-run")
-    if not os.path.exists(runner):
-        runner = os.path.join(ROOT, os.environ.get("TRIPY_BUILD_DIR", "build"), "core", "tripy-run")
-    if not os.path.exists(runner):
-        pytest.skip("tripy-run is not built")
+def test_tripy_run_reports_running_out_of_memory_instead_of_aborting(tmp_path, tripy_run):
+    runner = tripy_run
     path = tmp_path / "big.tpy"
     # Host memory is the point: on a GPU machine the CUDA driver alone needs more than 3 GiB of
     # address space, so the executable is built for the CPU.

@@ -65,12 +65,8 @@ def test_load_refuses_a_fifo_without_blocking(tmp_path):
     assert "FIFO" in out.stdout and str(fifo) in out.stdout, (out.stdout, out.stderr)
 
 
-def test_tripy_run_refuses_a_fifo_without_blocking(tmp_path):
-    runner = os.path.join(sys.prefix, "bin", "tripy-run")
-    if not os.path.exists(runner):
-        runner = os.path.join(ROOT, os.environ.get("TRIPY_BUILD_DIR", "build"), "core", "tripy-run")
-    if not os.path.exists(runner):
-        pytest.skip("tripy-run is not built")
+def test_tripy_run_refuses_a_fifo_without_blocking(tmp_path, tripy_run):
+    runner = tripy_run
     fifo = tmp_path / "model.tpy"
     os.mkfifo(fifo)
     out = subprocess.run([runner, str(fifo)], capture_output=True, text=True, timeout=30)
