@@ -151,8 +151,8 @@ def main():
     large = (256, 1024, 16) if args.quick else (1024, 4096, 64)
     cases = [
         ("eager a + b, 2x3 (cache hit)", eager_add_case()),
-        ("compiled seed MLP, embd 2, (1, 2)", mlp_case(2, 8, 1, placeholder)),
-        ("compiled seed GEGLU, (1, 2)", geglu_case()),
+        ("compiled quickstart MLP, embd 2, (1, 2)", mlp_case(2, 8, 1, placeholder)),
+        ("compiled quickstart GEGLU, (1, 2)", geglu_case()),
         (f"compiled MLP {large[0]}->{large[1]}->{large[0]}, batch {large[2]}",
          mlp_case(large[0], large[1], large[2], random_init)),
     ]

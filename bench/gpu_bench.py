@@ -240,8 +240,8 @@ def torch_models(quick):
 
     f32, f16 = torch.float32, torch.float16
     return {
-        "seed_mlp": mlp(2, 8, 1, f32),
-        "seed_geglu": geglu(2, 1, 1, f32),
+        "quickstart_mlp": mlp(2, 8, 1, f32),
+        "quickstart_geglu": geglu(2, 1, 1, f32),
         "llm_mlp": mlp(d, 4 * d, m, f16),
         "llm_geglu": geglu(d, d, m, f16),
         "ln_softmax_big": ln_softmax(m, d, f16),
@@ -358,8 +358,8 @@ def main():
         return quantized_gemms(a.quick, budget)
     big = (1024, 2048) if a.quick else (8192, 4096)
     cases = [
-        ("seed MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
-        ("seed GEGLU, (1, 2), f32", geglu_case, (2, 1, 1, tp.float32)),
+        ("quickstart MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
+        ("quickstart GEGLU, (1, 2), f32", geglu_case, (2, 1, 1, tp.float32)),
         (f"LLM MLP d={big[1]}, ({big[0]}, {big[1]}), f16, bias+GELU", mlp_case, (big[1], 4 * big[1], big[0], tp.float16)),
         (f"GEGLU d={big[1]}, ({big[0]}, {big[1]}), f16", geglu_case, (big[1], big[1], big[0], tp.float16)),
         (f"LayerNorm+softmax ({big[0]}, {big[1]}), f16", ln_softmax_case, (big[0], big[1], tp.float16)),

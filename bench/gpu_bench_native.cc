@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
   const double budget = quick ? 0.3 : 1.5;
   const DType H = DType::kFloat16, F = DType::kFloat32;
   int bad = 0;
-  bad += run_case("seed_mlp", mlp(2, 8, 1, F), 2.0 * 1 * 2 * 8 * 2, budget);
-  bad += run_case("seed_geglu", geglu(2, 1, 1, F), 2.0 * 1 * 2 * 2, budget);
+  bad += run_case("quickstart_mlp", mlp(2, 8, 1, F), 2.0 * 1 * 2 * 8 * 2, budget);
+  bad += run_case("quickstart_geglu", geglu(2, 1, 1, F), 2.0 * 1 * 2 * 2, budget);
   bad += run_case("llm_mlp", mlp(D, 4 * D, M, H), 2.0 * M * D * 4 * D * 2, budget);
   bad += run_case("llm_geglu", geglu(D, D, M, H), 2.0 * M * D * 2 * D, budget);
   bad += run_case("ln_softmax_big", ln_softmax(M, D, H), 0, budget);

@@ -28,7 +28,7 @@ def test_quickstart_walks_through_the_seeds():
 def test_cpu_benchmark_runs_and_checks_its_results():
     out = _run("bench/cpu_bench.py", "--quick")
     assert out.returncode == 0, out.stderr
-    assert "compiled seed MLP" in out.stdout and "ratio" in out.stdout
+    assert "compiled quickstart MLP" in out.stdout and "ratio" in out.stdout
 
 
 @pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
