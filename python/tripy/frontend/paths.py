@@ -8,9 +8,7 @@ from tripy.frontend.errors import _raise_here
 def path_argument(path, function):
     """``path`` as the bytes of its file name (a name need not be valid UTF-8 to reach the file it
     names); a NUL byte, which the C library would take as the name's end (``'a\\0b.tpy'`` would open
-    ``a``), is refused, and so is anything that is not a path."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        _raise_here(f"{function}: the path must be a str, bytes or os.PathLike, not {type(path).__name__}.")
+    ``a``), is refused. Anything that is not a path is os.fsencode's TypeError."""
     name = os.fsencode(path)
     if b"\0" in name:
         _raise_here(f"{function}: the path {os.fspath(path)!r} contains a NUL byte, which no file name can hold.")

@@ -70,7 +70,7 @@ def load_safetensors(path, device=None):
     """
     frames = capture_user_frames()
     target = str(_resolve_device(device))
-    name = path_argument(path, "load_safetensors")
+    name = _path_argument(path, "load_safetensors")
     if os.path.isdir(name):
         return _load_directory(name, target, frames)
     return _load_file(name, target, frames)
@@ -104,7 +104,7 @@ def save_safetensors(tensors, path, metadata=None):
         assert loaded["w"].tolist() == [[1.0, 2.0]] and loaded["ids"].dtype == tp.int32
     """
     frames = capture_user_frames()
-    name = path_argument(path, "save_safetensors")
+    name = _path_argument(path, "save_safetensors")
     if not isinstance(tensors, dict):
         _raise_here(f"save_safetensors takes a dict of names to tensors, not {type(tensors).__name__}.")
     items = []
@@ -220,3 +220,11 @@ def _check_text(value, what):
         value.encode("utf-8")
     except UnicodeEncodeError:
         _raise_here(f"save_safetensors: {what} must be valid Unicode text; {value!r} is not.")
+
+
+def _path_argument(path, function):
+    """The path's file-name bytes (paths.path_argument), with a TripyException, not a TypeError,
+    for anything that is not a path."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        _raise_here(f"{function}: the path must be a str, bytes or os.PathLike, not {type(path).__name__}.")
+    return path_argument(path, function)
