@@ -145,10 +145,10 @@ StatusOr<flat::ValueId> lower_reduce(LowerCtx& c) {
   return keep_dims(c, c.reduce(reduce_row(c.node().def->name)->fn, x, dims));
 }
 
-// var of float16 and bfloat16 is computed in float32 and rounded once, as numpy's is: the float16
-// sum of the squares of 200, -200 and 0 is already inf, though their variance is 40000. (mean widens too in numpy; here
-// that convert would cut the fused kernel of a channels-last global average in two, see
-// tests/frontend/test_numeric_edges.py.)
+// mean and var of float16 and bfloat16 are computed in float32 and rounded once, as numpy's are: the
+// float16 sum of 60000 and 60000 is already inf, though their mean is not, and so is the sum of the
+// squares of 200, -200 and 0, though their variance is 40000. (channels_last transposes a
+// channels-last value before such a convert, so a global average stays one kernel.)
 flat::ValueId widened(LowerCtx& c, flat::ValueId x) {
   const DType dt = c.value(x).dtype;
   return dt == DType::kFloat16 || dt == DType::kBFloat16 ? c.ew(EwOp::kConvert, {x}, DType::kFloat32) : x;
@@ -157,7 +157,9 @@ flat::ValueId narrowed(LowerCtx& c, flat::ValueId y) {
   return c.value(y).dtype == c.node().dtype ? y : c.ew(EwOp::kConvert, {y}, c.node().dtype);
 }
 
-StatusOr<flat::ValueId> lower_mean(LowerCtx& c) { return keep_dims(c, mean_of(c, c.in(0), c.node().attrs.dims)); }
+StatusOr<flat::ValueId> lower_mean(LowerCtx& c) {
+  return narrowed(c, keep_dims(c, mean_of(c, widened(c, c.in(0)), c.node().attrs.dims)));
+}
 
 flat::ValueId variance(LowerCtx& c, flat::ValueId x) {
   const auto& dims = c.node().attrs.dims;

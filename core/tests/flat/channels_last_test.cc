@@ -73,6 +73,37 @@ return %14
 )"));
 }
 
+// A float16 mean is computed in float32: the convert that widens the chain's last value is
+// redone after the transpose back, which so moves float16, and the convert joins the reduction.
+constexpr const char* kWidenedMean = R"(%0 : f16[1, 2, 3, 4] = parameter() {index = 0}
+%1 : f16[2, 2, 1, 2] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}
+%2 : f16[1, 2, 3, 4] = convolution(%0, %1) {CONV}
+%3 : CT[1, 2, 3, 4] = convert(%2)
+%4 : CT[1, 2] = reduce_sum(%3) {dims = [2, 3]}
+return %4
+)";
+
+TEST(ChannelsLast, AWideningConvertLeavesAfterTheTransposeOfItsNarrowOperand) {
+  auto with = [](const char* to) {
+    std::string t = fill(kWidenedMean);
+    for (size_t at; (at = t.find("CT")) != std::string::npos;) t.replace(at, 2, to);
+    return t;
+  };
+  EXPECT_EQ(rewritten(with("f32")), fill(R"(%0 : f16[1, 2, 3, 4] = parameter() {index = 0}
+%1 : f16[1, 3, 4, 2] = transpose(%0) {dims = [0, 2, 3, 1]}
+%2 : f16[2, 1, 2, 2] = constant() {value = [1, 3, 2, 4, 5, 7, 6, 8]}
+%3 : f16[1, 3, 4, 2] = convolution(%1, %2) {CONV_CL}
+%4 : f16[1, 2, 3, 4] = transpose(%3) {dims = [0, 3, 1, 2]}
+%5 : f32[1, 2, 3, 4] = convert(%4)
+%6 : f32[1, 2] = reduce_sum(%5) {dims = [2, 3]}
+return %6
+)"));
+  // A convert to a dtype of the same size (or narrower) runs channels-last and is transposed back.
+  const std::string same = rewritten(with("bf16"));
+  EXPECT_NE(same.find("bf16[1, 3, 4, 2] = convert("), std::string::npos) << same;
+  EXPECT_NE(same.find("bf16[1, 2, 3, 4] = transpose("), std::string::npos) << same;
+}
+
 TEST(ChannelsLast, TheRuleNamesTheDtypes) {
   EXPECT_EQ(rewritten(fill(kChain, "f32")), "unchanged");
   const std::string f32 = rewritten(fill(kChain, "f32"), {{DType::kFloat32}, 1});

@@ -135,10 +135,20 @@ class Rewriter {
     return out_.add(std::move(t), like.dtype, std::move(shape));
   }
 
-  // v's channels-first value in the new graph.
+  // v's channels-first value in the new graph. A widening convert that ran channels-last is
+  // converted again from its operand's channels-first value, so the transpose moves the narrow
+  // value and the convert fuses into the reader (a float16 mean, computed in float32, of a
+  // channels-last pooling stays one reduction kernel).
   ValueId first(ValueId v) {
     if (first_[v] < 0) {
       const Value& val = g_.values[v];
+      const Op& def = g_.ops[val.def];
+      if (def.kind == OpKind::kElementwise && def.fn == EwOp::kConvert && last_[def.operands[0]] >= 0 &&
+          dtype_size(g_.values[def.operands[0]].dtype) < dtype_size(val.dtype)) {
+        Op op = def;
+        op.operands = {first(def.operands[0])};
+        return first_[v] = out_.add(std::move(op), val.dtype, val.shape);
+      }
       first_[v] = transpose(last_[v], to_first(val.shape.size()), val, val.shape,
                             "back to channels-first after channels-last convolutions");
     }
