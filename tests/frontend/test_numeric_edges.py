@@ -212,15 +212,48 @@ def test_layernorm_of_large_values(device):
     np.testing.assert_allclose(np.asarray(ln(tp.Tensor(x))), ref, rtol=1e-4, atol=1e-4)
 
 
-def test_rmsnorm_of_large_and_tiny_values(device):
-    # Squares up to float32's range and down into its subnormals (past them, as in numpy's and
-    # torch's float32 RMSNorm, the mean square overflows or underflows).
-    x = np.float32([[1e18, -1e18, 1e18, -1e18], [3e-20, 4e-20, 0.0, 0.0]])
-    norm = tp.RMSNorm(4, eps=0.0)
-    norm.weight = tp.ones((4,))
+def _rmsnorm_ref(x, eps):
     x64 = x.astype(np.float64)
-    ref = x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True))
-    np.testing.assert_allclose(np.asarray(norm(tp.Tensor(x))), ref, rtol=1e-5)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + eps)).astype(np.float32)
+
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+# Squares past float32's range (x * x overflows past 1.8e19) and below its normal range (past
+# 1e-19): the result is at most sqrt(n), so it is computed as in float64 and rounded once.
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+@pytest.mark.parametrize(
+    "row",
+    [[1e18, -1e18, 1e18, -1e18], [3e-20, 4e-20, 0.0, 0.0], [2e19, 1.0, -3e19, 0.5], [F32_MAX, F32_MAX, -F32_MAX, F32_MAX],
+     [F32_MAX, 1e-30, 0.0, 3.0], [1e30, 1e30, 1e30, -1e30], [1e-30, 0.0, 0.0, 0.0], [1e-45, -1e-45, 0.0, 1e-45],
+     [3.0, 4.0, 0.0, 0.0], [INF, 1.0, 2.0, 3.0], [float("nan"), 1.0, 2.0, 3.0]],
+)
+def test_rmsnorm_of_extreme_values(device, row, eps):
+    x = np.float32([row, [3.0, 4.0, 0.0, 0.0]])  # a second, ordinary row beside it
+    norm = tp.RMSNorm(4, eps=eps)
+    norm.weight = tp.ones((4,))
+    np.testing.assert_allclose(np.asarray(norm(tp.Tensor(x))), _rmsnorm_ref(x, eps), rtol=1e-6, atol=0)
+
+
+def test_rmsnorm_of_float16_rows_past_the_float16_range_of_squares(device):
+    x = np.float16([[60000.0, -60000.0, 1.0, 0.0], [1e-7, 0.0, 0.0, -1e-7]])
+    norm = tp.RMSNorm(4, dtype=tp.float16, eps=0.0)
+    norm.weight = tp.ones((4,), dtype=tp.float16)
+    out = norm(tp.Tensor(x))
+    assert out.dtype == tp.float16
+    want = _rmsnorm_ref(x.astype(np.float32), 0.0).astype(np.float16)  # rounded once, into float16's subnormals too
+    np.testing.assert_allclose(np.float32(np.asarray(out)), np.float32(want), rtol=1e-3, atol=6e-8)
+
+
+def test_rmsnorm_of_huge_rows_compiled_with_a_dynamic_batch(device):
+    norm = tp.RMSNorm(3, eps=1e-6)
+    norm.weight = tp.Tensor([1.0, 2.0, -1.0])
+    exe = tp.compile(norm, args=[tp.InputInfo(((1, 2, 4), 3), dtype=tp.float32)])
+    x = np.float32([[1e25, -2e25, 3e25], [1.0, 2.0, 3.0], [F32_MAX, 0.0, -F32_MAX]])
+    want = _rmsnorm_ref(x, 1e-6) * np.float32([1.0, 2.0, -1.0])
+    np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), want, rtol=1e-6)
 
 
 # --- validation: dims, indices and numpy integer scalars ---------------------------------------

@@ -5,6 +5,8 @@
 // float16 sum overflows (65504) for rows of a few thousand large activations, and a float16 mean
 // over many elements is off by several ulps, which the normalization then amplifies.
 // Shapes are symbolic: batch and spatial dims may be dynamic inside tp.compile.
+#include <cmath>
+
 #include "trace/op_def.h"
 
 namespace tripy::trace {
@@ -79,12 +81,43 @@ StatusOr<flat::ValueId> lower_layernorm(LowerCtx& c) {
 }
 
 // x / sqrt(mean(x^2) + eps) * weight: no centering, no bias.
+//
+// x^2 overflows float32 once |x| passes 1.8e19 (the sum of the squares sooner), and underflows
+// below 1e-19, though the result is never larger than sqrt(n). So the mean square is also taken
+// of x * 2^-96, in the same pass over the row (a power of two scales exactly, and no float32
+// square of it overflows), and a row whose plain mean square is not finite is normalised with
+// that one. When eps is too small to hide a mean square in the subnormals (eps = 0), a row whose
+// plain mean square is below float32's normal range uses x * 2^100 likewise. A row scaled by 2^e
+// computes (x * 2^(e/2)) * (rsqrt(mean((x * 2^e)^2) + eps * 2^(2e)) * 2^(e/2)), both factors
+// normal floats; every other row gets x * 1 * rsqrt(mean(x^2) + eps), bit for bit the plain
+// formula. (Scaling by the row's max |x| would need a second pass after a max reduction.) An inf
+// or NaN in the row makes every mean square so and the result NaN, as numpy's.
 StatusOr<flat::ValueId> lower_rmsnorm(LowerCtx& c) {
   flat::ValueId x = widen(c, c.in(0));
   const Shape s = c.value(x).shape;
   const std::vector<int64_t>& dims = c.node().attrs.dims;
-  flat::ValueId mean_square = mean_of(c, c.ew(EwOp::kMul, {x, x}, kStats), dims);
-  flat::ValueId normed = c.ew(EwOp::kMul, {x, inverse_root(c, mean_square, s, dims)}, kStats);
+  const double eps = c.node().attrs.eps;
+  auto full_constant = [&](double v) { return c.broadcast_to(c.scalar(v, kStats), s, ""); };
+  auto mean_square = [&](int e) {
+    flat::ValueId y = e == 0 ? x : c.ew(EwOp::kMul, {x, full_constant(std::ldexp(1.0, e))}, kStats);
+    return mean_of(c, c.ew(EwOp::kMul, {y, y}, kStats), dims);
+  };
+  flat::ValueId plain = mean_square(0);
+  const Shape rows = c.value(plain).shape;
+  auto row_constant = [&](double v) { return c.broadcast_to(c.scalar(v, kStats), rows, ""); };
+  auto root = [&](flat::ValueId square, int e) {
+    flat::ValueId r = c.ew(EwOp::kRsqrt, {c.ew(EwOp::kAdd, {square, row_constant(std::ldexp(eps, 2 * e))}, kStats)}, kStats);
+    return e == 0 ? r : c.ew(EwOp::kMul, {r, row_constant(std::ldexp(1.0, e / 2))}, kStats);
+  };
+  flat::ValueId pre = row_constant(1.0), factor = root(plain, 0);
+  auto use_where = [&](flat::ValueId rows_to_scale, int e) {
+    pre = c.ew(EwOp::kSelect, {rows_to_scale, row_constant(std::ldexp(1.0, e / 2)), pre}, kStats);
+    factor = c.ew(EwOp::kSelect, {rows_to_scale, root(mean_square(e), e), factor}, kStats);
+  };
+  use_where(c.ew(EwOp::kGe, {plain, row_constant(HUGE_VAL)}, DType::kBool), -96);
+  if (eps < std::ldexp(1.0, -100)) use_where(c.ew(EwOp::kLt, {plain, row_constant(std::ldexp(1.0, -126))}, DType::kBool), 100);
+  flat::ValueId scaled = c.ew(EwOp::kMul, {x, unreduce(c, pre, s, dims)}, kStats);
+  flat::ValueId normed = c.ew(EwOp::kMul, {scaled, unreduce(c, factor, s, dims)}, kStats);
   return narrow_to(c, affine(c, normed, c.in(1), -1, "RMSNorm"), c.node().dtype);
 }
 
