@@ -1,5 +1,10 @@
 """The logger: levels, flags, per-module verbosity, lazy messages and TRIPY_DEBUG."""
 
+import inspect
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tripy.exception import TripyException
@@ -144,3 +149,67 @@ def test_timing_shows_where_a_compile_spent_its_time(capsys):
     assert stages[-2:] == ["program", "build"], stages
     assert all(line.rstrip().endswith(" ms") for line in err.splitlines()[1:] if line.strip())
 
+
+
+def _fresh_shape():
+    # A shape no other test evaluates, so the eager cache has not compiled it yet.
+    _fresh_shape.n = getattr(_fresh_shape, "n", 0) + 1
+    return (3, 40 + _fresh_shape.n)
+
+
+def test_timing_shows_each_eager_evaluation(capsys):
+    shape = _fresh_shape()
+    with tp.logger.use_verbosity({"timing"}):
+        value = tp.gelu(tp.ones(shape) * 2.0)  # the line the dump names
+        line = inspect.currentframe().f_lineno - 1
+        value.eval()
+        again = (tp.gelu(tp.ones(shape) * 2.0)).eval()  # same structure: a cache hit
+    assert value.tolist() == again.tolist()
+    err = capsys.readouterr().err
+    blocks = [b for b in err.split("[tripy][") if b.startswith("timing] eager.timing:")]
+    assert len(blocks) == 2, err
+    first, second = blocks
+    assert f"test_logging.py:{line} (test_timing_shows_each_eager_evaluation)" in first
+    assert "compiled " in first and " ms" in first.split("compiled", 1)[1].splitlines()[0]
+    assert "kernel 0   fused" in first and "ran " in first
+    assert "compiled                  cached" in second
+    assert "trace]" not in err and "ir]" not in err  # only the flags asked for
+
+
+def test_trace_and_ir_show_the_eager_graph_and_its_kernels(capsys):
+    with tp.logger.use_verbosity({"trace", "ir", "kernels"}):
+        tp.relu(tp.ones(_fresh_shape()) - 1.0).eval()
+    err = capsys.readouterr().err
+    assert "[tripy][trace] eager:\nevaluating t" in err
+    assert "= relu(" in err and "= sub(" in err
+    assert "[tripy][ir] flat:" in err and "[tripy][ir] program:" in err
+    assert "[tripy][kernels] kernels:\nk0 fused" in err
+    assert "eager.timing" not in err
+
+
+def test_a_failing_eager_evaluation_shows_its_graph(capsys):
+    with tp.logger.use_verbosity({"timing"}):
+        bad = tp.gather(tp.ones((2,)), 0, tp.Tensor([0, 5]))
+        with pytest.raises(TripyException, match="out of bounds"):
+            bad.eval()
+    err = capsys.readouterr().err
+    assert "[tripy][timing] eager.failed:\nevaluating t" in err
+    failed = err.split("eager.failed:", 1)[1]
+    assert "failed: " in failed and "out of bounds" in failed and "= gather(" in failed
+
+
+def test_eager_dumps_stop_with_the_verbosity(capsys):
+    with tp.logger.use_verbosity({"timing", "trace"}):
+        pass
+    tp.exp(tp.ones(_fresh_shape())).eval()
+    assert capsys.readouterr().err == ""
+
+
+def test_tripy_debug_covers_eager_evaluation_in_a_fresh_process():
+    code = "import tripy as tp; print(tp.ones((2, 3)) * 3.0)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TRIPY_DEBUG": "2"})
+    assert out.returncode == 0, out.stderr
+    assert "3.0000" in out.stdout
+    assert "[tripy][trace] eager:" in out.stderr and "[tripy][timing] eager.timing:" in out.stderr
+    assert "[tripy][ir] program:" in out.stderr

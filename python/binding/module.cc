@@ -1,5 +1,11 @@
 // tripy._C: the Python binding of the C++ core. Python holds Node handles; every rule, check
 // and computation happens in C++; errors cross as tp.TripyException.
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
 #include "runtime/backend.h"
 #include "binding.h"
 
@@ -39,10 +45,36 @@ DType parse_dtype(const std::string& s) {
   return *dt;
 }
 
+namespace {
+// TRIPY_DEBUG for eager evaluation: the logger's callable (stage, text) and the stages its flags
+// show, set while one of its debug flags is on (set_eager_dump). The callable is never released:
+// an evaluation on another thread may still hold it.
+std::atomic<PyObject*> g_eager_dump{nullptr};
+std::shared_ptr<const std::set<std::string>> g_eager_stages;
+std::mutex g_eager_stages_mu;
+}  // namespace
+
 CompileOptions eager_options(const Device& device) {
   CompileOptions o;
   o.device = device;
   o.optimization_level = 0;
+  if (PyObject* dump = g_eager_dump.load()) {
+    std::shared_ptr<const std::set<std::string>> stages;
+    {
+      std::lock_guard<std::mutex> lock(g_eager_stages_mu);
+      stages = g_eager_stages;
+    }
+    o.dump = [dump](const std::string& stage, const std::string& text) {
+      py::gil_scoped_acquire gil;
+      py::handle callable(dump);
+      try {
+        callable(stage, text);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("tripy's eager debug dump");  // a dump never fails an evaluation
+      }
+    };
+    o.dump_wanted = [stages](const std::string& stage) { return stages && stages->count(stage) > 0; };
+  }
   return o;
 }
 
@@ -67,6 +99,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("parse_device", [](const std::string& text) {
     const tripy::Device d = tripy::binding::parse_device(text);
     return py::make_tuple(d.kind == tripy::Device::Kind::kGpu ? "gpu" : "cpu", d.index);
+  });
+  // The logger's hook for TRIPY_DEBUG in eager evaluation: `dump(stage, text)` for each of
+  // `stages`, or None to turn it off.
+  m.def("set_eager_dump", [](py::object dump, std::set<std::string> stages) {
+    {
+      std::lock_guard<std::mutex> lock(tripy::binding::g_eager_stages_mu);
+      tripy::binding::g_eager_stages = std::make_shared<const std::set<std::string>>(std::move(stages));
+    }
+    PyObject* handle = dump.is_none() ? nullptr : dump.inc_ref().ptr();
+    tripy::binding::g_eager_dump.store(handle);
   });
   m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
   // (int8, float8): the low-precision GEMMs that quantize/dequantize around a matmul compile to on

@@ -9,6 +9,7 @@ import difflib
 import os
 import sys
 
+from tripy import _C
 from tripy.exception import TripyException
 
 # Ordered least to most severe: enabling a level enables every level after it.
@@ -23,6 +24,22 @@ _COLORS = {"verbose": "\x1b[95m", "warning": "\x1b[93m", "error": "\x1b[91m", "i
 _FLAG_COLOR = "\x1b[35m"
 _RESET = "\x1b[0m"
 DEFAULT_LEVEL = "warning"
+
+# The stages the core dumps, for tp.compile and for eager evaluation, and the flags that show each
+# ("eager": the graph an eager evaluation compiles; "eager.timing": its compile and kernel times;
+# "eager.failed": the graph of an evaluation that failed, shown under any flag).
+STAGE_FLAGS = {
+    "trace": ("trace",),
+    "eager": ("trace",),
+    "flat": ("ir",),
+    "flat.optimized": ("ir",),
+    "fusion": ("ir",),
+    "program": ("ir",),
+    "kernels": ("kernels",),
+    "timing": ("timing",),
+    "eager.timing": ("timing",),
+    "eager.failed": FLAGS,
+}
 
 # TRIPY_DEBUG=N turns on the flags of every step up to N.
 _DEBUG_FLAGS = {1: ("timing",), 2: ("ir", "trace"), 3: ("kernels",)}
@@ -106,6 +123,21 @@ class Logger:
         self._uniform = by_module[""] if len(by_module) == 1 else None
         self._by_module = by_module
         self._module_cache = {}
+        if getattr(self, "_drives_core", False):
+            self._sync_core()
+
+    def _sync_core(self):
+        """Tells the core which stages of eager evaluation to dump (those some module's flags show);
+        the core formats none of the others."""
+        enabled = frozenset().union(*self._by_module.values())
+        stages = [stage for stage, flags in STAGE_FLAGS.items() if enabled.intersection(flags)]
+        _C.set_eager_dump(self.dump_stage if stages else None, set(stages))
+
+    def dump_stage(self, stage, text):
+        """Logs a stage the core dumped (``STAGE_FLAGS`` names the flags that show it)."""
+        shown = [flag for flag in STAGE_FLAGS.get(stage, ("ir",)) if self.is_enabled(flag, module="tripy")]
+        if shown:
+            self._emit(shown[0], f"{stage}:\n{text}")
 
     @contextlib.contextmanager
     def use_verbosity(self, spec):
@@ -148,6 +180,9 @@ class Logger:
         """Prints ``message`` (a string, or a callable returning one) if ``flag`` is enabled."""
         if not self.is_enabled(flag, _depth=_depth):
             return
+        self._emit(flag, message)
+
+    def _emit(self, flag, message):
         if callable(message):
             message = message()
         prefix = f"[tripy][{flag}]"
@@ -185,3 +220,6 @@ class Logger:
 
 
 logger = Logger()
+# The global logger (not one a test makes) decides what the core dumps while evaluating eagerly.
+logger._drives_core = True
+logger._sync_core()

@@ -122,6 +122,26 @@ const PassRow kPasses[] = {
     {"quantized_dot", quantized_dot},
 };
 
+// The "kernels" dump: each kernel in launch order with the user line it came from, then the
+// source of the kernels the device generates (none on the CPU, whose fused kernels the "program"
+// dump shows).
+std::string kernels_str(const rt::Program& program, rt::Builder& builder) {
+  std::string text;
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    const rt::Kernel& k = program.kernels[i];
+    text += "k" + std::to_string(i) + " " + rt::kernel_kind_name(k.kind) + " '" + k.name + "'";
+    if (k.source >= 0 && static_cast<size_t>(k.source) < program.sources.size() && !program.sources[k.source].empty()) {
+      const SourceFrame& f = program.sources[k.source].front();
+      text += " from " + f.file + ":" + std::to_string(f.line) + " (" + f.function + ")";
+    }
+    text += "\n";
+  }
+  StatusOr<std::vector<std::string>> sources = builder.kernel_sources(program);
+  if (sources.ok())
+    for (const std::string& source : sources.value()) text += "\n" + source + "\n";
+  return text;
+}
+
 }  // namespace
 
 StatusOr<Tensor> evaluate_constant_graph(const flat::Graph& graph) {
@@ -143,7 +163,7 @@ StatusOr<Tensor> evaluate_constant_graph(const flat::Graph& graph) {
 StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& options) {
   // Text is only formatted when someone asked for it: eager mode compiles often.
   auto dump = [&](const char* stage, const auto& text) {
-    if (options.dump) options.dump(stage, text());
+    if (options.wants(stage)) options.dump(stage, text());
   };
   dump("flat", [&] { return graph.str(); });
   // The device's one-time set-up (code every build needs; for graphs whose build will time GEMMs
@@ -188,7 +208,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   compiler::BuildProgramOptions build_program_options;
   build_program_options.output_names = options.output_names;
   build_program_options.donated_inputs = options.donated_inputs;
-  if (options.dump) build_program_options.dump_fusion = [&](const std::string& text) { options.dump("fusion", text); };
+  if (options.wants("fusion")) build_program_options.dump_fusion = [&](const std::string& text) { options.dump("fusion", text); };
   TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph, build_program_options));
   dump("program", [&] { return compiler::program_str(program); });
   if (Status st = rt::validate_program(program); !st.ok()) {
@@ -209,6 +229,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   build_options.optimization_level = options.optimization_level;
   TRIPY_ASSIGN_OR_RETURN(rt::Artifacts artifacts, builder->build(program, build_options));
   lap("build");  // (the backend loads the artifacts at the first call)
+  dump("kernels", [&] { return kernels_str(program, *builder); });
   dump("timing", [&] { return timings; });
   return make_executable(std::make_shared<const rt::Program>(std::move(program)), std::move(artifacts),
                          options.device);

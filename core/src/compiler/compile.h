@@ -20,6 +20,10 @@ struct CompileOptions {
   // Called with (stage, text) after each stage ("flat", "flat.optimized", "program", ...) when set;
   // the frontend's logger and TRIPY_DEBUG use it.
   std::function<void(const std::string&, const std::string&)> dump;
+  // Which stages `dump` shows, when not all (eager evaluation asks only for those its flags show,
+  // so that the rest is never formatted).
+  std::function<bool(const std::string&)> dump_wanted;
+  bool wants(const std::string& stage) const { return dump && (!dump_wanted || dump_wanted(stage)); }
   // Runtime inputs (by number) declared with tp.InputInfo(donate=True): updated in place.
   std::vector<int32_t> donated_inputs;
   // Seconds the caller spent lowering the trace: the first line of the "timing" dump.

@@ -2,12 +2,14 @@
 // dtypes, shapes; evaluated tensors are runtime inputs), so a repeated pattern costs one lookup.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <list>
 #include <mutex>
 #include <unordered_map>
 
 #include "compiler/eager.h"
 #include "runtime/backend.h"
+#include "runtime/executable_impl.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -135,6 +137,34 @@ bool contains(const std::vector<T>& v, const T& item) {
   return std::find(v.begin(), v.end(), item) != v.end();
 }
 
+// TRIPY_DEBUG for eager evaluation (options.dump set): which tensor is evaluated and where.
+std::string eager_header(const Node& node) {
+  std::string where;
+  if (node.source && !node.source->empty()) {
+    const SourceFrame& f = node.source->front();
+    where = " at " + f.file + ":" + std::to_string(f.line) + " (" + f.function + ")";
+  }
+  return "evaluating " + node.describe() + where;
+}
+
+// The "eager.timing" dump: the compile (or cache hit) and each kernel's milliseconds.
+std::string eager_timing(const Node& node, const Executable& exe, double compile_ms, const std::vector<double>& kernel_ms) {
+  char line[160];
+  std::string text = eager_header(node) + "\n";
+  if (compile_ms < 0) text += "  compiled                  cached\n";
+  else std::snprintf(line, sizeof line, "  compiled            %10.3f ms\n", compile_ms), text += line;
+  double total = 0;
+  const auto& kernels = exe.impl()->program->kernels;
+  for (size_t i = 0; i < kernels.size() && i < kernel_ms.size(); ++i) {
+    std::snprintf(line, sizeof line, "  kernel %-3zu %-6s %-24s %10.4f ms\n", i, rt::kernel_kind_name(kernels[i].kind),
+                  kernels[i].name.c_str(), kernel_ms[i]);
+    text += line;
+    total += kernel_ms[i];
+  }
+  std::snprintf(line, sizeof line, "  ran                 %10.4f ms\n", total);
+  return text + line;
+}
+
 // evaluate() with g_evaluate_mu held.
 Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   if (node->evaluated()) return ok_status();
@@ -155,7 +185,10 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   const Executable::Impl* hit = exe.impl().get();
   const bool busy = hit != nullptr && contains(t_running, hit);
   const bool cached = hit != nullptr && !busy;
+  double compile_ms = -1;
   if (!cached) {
+    const auto start = std::chrono::steady_clock::now();
+    if (options.wants("eager")) options.dump("eager", eager_header(*node) + "\n" + trace::trace_str({node}));
     TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat({node}, LowerMode::kEager));
     auto compiled = compile_graph(std::move(lowered.graph), options);
     if (!compiled.ok()) {
@@ -163,6 +196,7 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
       return st.at(node->source);
     }
     exe = compiled.value();
+    compile_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!busy) {
       std::lock_guard<std::mutex> lock(g_mu);
       cache().insert(key, exe);
@@ -171,11 +205,14 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
   std::vector<Tensor> inputs;
   inputs.reserve(leaves.size());
   for (Node* in : leaves) inputs.push_back(in->value);
+  std::vector<double> kernel_ms;
   StatusOr<std::vector<Tensor>> out = [&] {
     Pushed<const Node*> evaluating(t_evaluating, node.get());
     Pushed<const Executable::Impl*> running(t_running, exe.impl().get());
-    return exe.run(inputs);
+    // Under TRIPY_DEBUG each kernel is timed (on the GPU: launched directly, not replayed).
+    return options.wants("eager.timing") ? exe.run_profiled(inputs, kernel_ms) : exe.run(inputs);
   }();
+  if (out.ok() && options.wants("eager.timing")) options.dump("eager.timing", eager_timing(*node, exe, compile_ms, kernel_ms));
   if (!out.ok() && !cached) {
     Status st = out.status();
     return st.at(node->source);
@@ -206,15 +243,7 @@ bool cheap_on_host(const NodeRef& node) {
   return true;
 }
 
-}  // namespace
-
-Status evaluate(const NodeRef& node, const CompileOptions& options) {
-  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
-  return evaluate_locked(node, options);
-}
-
-Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
-  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
+Status evaluate_parameter_locked(const NodeRef& node, const CompileOptions& options) {
   rt::Backend* device = rt::backend_for(node->device.kind);
   if (node->evaluated() || node->device.kind == Device::Kind::kCpu || device == nullptr || !cheap_on_host(node))
     return evaluate_locked(node, options);
@@ -229,6 +258,25 @@ Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
   }
   node->value = std::move(placed.value());
   return ok_status();
+}
+
+// Under TRIPY_DEBUG a failing evaluation shows the graph it failed on (its inputs are still there).
+Status reported(const NodeRef& node, const CompileOptions& options, Status st) {
+  if (!st.ok() && options.wants("eager.failed"))
+    options.dump("eager.failed", eager_header(*node) + " failed: " + st.message() + "\n" + trace::trace_str({node}));
+  return st;
+}
+
+}  // namespace
+
+Status evaluate(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
+  return reported(node, options, evaluate_locked(node, options));
+}
+
+Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
+  std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);
+  return reported(node, options, evaluate_parameter_locked(node, options));
 }
 
 StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
