@@ -2,6 +2,8 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <unordered_set>
+
 #include "binding.h"
 #include "compiler/build_program.h"
 #include "flat/passes/passes.h"
@@ -167,6 +169,7 @@ void bind_node(py::module_& m) {
       .def_property_readonly("rank", [](const trace::Node& n) { return n.shape.size(); })
       .def_property_readonly("device", [](const trace::Node& n) { return n.device.str(); })
       .def_property_readonly("name", &trace::Node::name)
+      .def_property_readonly("id", [](const trace::Node& n) { return n.id; })
       .def_property_readonly("is_evaluated", &trace::Node::evaluated)
       .def_property_readonly("is_input", [](const trace::Node& n) { return n.input_index >= 0; })
       .def_property_readonly("is_size", [](const trace::Node& n) { return n.dim_value.has_value(); })
@@ -227,6 +230,25 @@ void bind_node(py::module_& m) {
     py::gil_scoped_acquire gil;
     check(st);
   }, py::arg("node"), py::arg("parameter") = false);
+  // The ids of the nodes of `outputs`' graph that are still to be computed and read no runtime
+  // input of tp.compile: what tp.compile may evaluate once and freeze (a module's parameters).
+  m.def("pending_constant_ids", [](const std::vector<NodeRef>& outputs) {
+    std::unordered_set<const trace::Node*> variable;
+    std::vector<uint64_t> ids;
+    for (trace::Node* n : trace::topo_order(outputs)) {
+      bool reads_input = n->input_index >= 0;
+      for (const auto& in : n->inputs) reads_input = reads_input || variable.count(in.get()) > 0;
+      if (reads_input) variable.insert(n);
+      else if (!n->evaluated()) ids.push_back(n->id);
+    }
+    return ids;
+  });
+  // Whether `n` is computed from a runtime input of tp.compile (so has no value while tracing).
+  m.def("reads_runtime_input", [](const NodeRef& n) {
+    for (trace::Node* m : trace::topo_order({n}))
+      if (m->input_index >= 0) return true;
+    return false;
+  });
   m.def("raise_error", [](const std::string& message, py::object frames) {
     raise(invalid_argument(message, to_source(frames)));
   });

@@ -8,9 +8,9 @@ from tripy.exception import TripyException
 from tripy.frontend.device import default_device
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
-from tripy.frontend.module import Module
+from tripy.frontend.module import Module, known_parameters
 from tripy.frontend.tensor import Tensor
-from tripy.logging import logger
+from tripy.logging import FLAGS, STAGE_FLAGS, logger
 from tripy.utils.stack_info import capture_user_frames
 
 
@@ -76,6 +76,26 @@ class _Inputs:
         return value
 
 
+def _freeze_parameters(func, outputs):
+    """Evaluates, once, every module parameter the traced graph reads and that is still to be
+    computed (a fresh module's placeholders, a loaded value built by ops), so that the executable
+    holds it as a constant rather than recomputing it in every call: a module's parameters are
+    constants at compile time whether or not ``load_state_dict`` was called. The parameters of
+    modules reached through a closure count as much as those of ``func`` itself. On the CPU where
+    they read no device values (a causal mask): a device kernel compiled for one value would cost
+    more."""
+    pending = set(_C.pending_constant_ids([o._node for o in outputs]))
+    if not pending:
+        return
+    params = known_parameters()
+    if isinstance(func, Module):  # also a tensor put in a list after the list was assigned
+        params += list(func.state_dict().values())
+    for param in params:
+        if param._node.id in pending:
+            pending.discard(param._node.id)
+            _C.evaluate(param._node, parameter=True)
+
+
 def compile(func, optimization_level=3, *, args=[], kwargs={}):
     """
     Compiles ``func`` (a function or a ``tp.Module``) into a ``tp.Executable``.
@@ -122,13 +142,6 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         traced_args.append(inputs.replace(a, name))
     traced_kwargs = {k: inputs.replace(v, k) for k, v in kwargs.items()}
 
-    # Parameters are frozen constants: evaluate them once here rather than recompute their
-    # defining ops (e.g. placeholder aranges) inside every call. On the CPU where they read no
-    # device values (a causal mask): a device kernel compiled for one value would cost more.
-    if isinstance(func, Module):
-        for param in func.state_dict().values():
-            _C.evaluate(param._node, parameter=True)
-
     if sig is not None:
         try:
             sig.bind(*traced_args, **traced_kwargs)
@@ -145,15 +158,18 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
             frames,
         )
     names = ["return"] if single else [f"return[{i}]" for i in range(len(outputs))]
+    _freeze_parameters(func, outputs)
 
     def dump(stage, text):
-        flag = {"trace": "trace", "timing": "timing"}.get(stage, "ir")
         if stage == "timing":
             text = f"  {'tracing':<24} {1e3 * traced_s:8.1f} ms\n{text}"
-        logger.log(flag, lambda: f"{stage}:\n{text}")
+        for flag in STAGE_FLAGS.get(stage, ("ir",)):
+            if logger.is_enabled(flag):
+                logger.log(flag, lambda: f"{stage}:\n{text}")
+                break
 
     # The compiler formats each dump before handing it over: ask for them only when one is shown.
-    wanted = any(logger.is_enabled(flag) for flag in ("trace", "ir", "timing"))
+    wanted = any(logger.is_enabled(flag) for flag in FLAGS)
     impl = _C.compile(
         [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level,
         dump if wanted else None, inputs.donated,

@@ -5,6 +5,7 @@ Nothing is registered: parameters and children are found by looking at the insta
 works even when its ``__init__`` never calls ``super().__init__()``, as the seeds' GEGLU does.
 """
 
+import weakref
 from collections import namedtuple
 
 from tripy.frontend.errors import _raise_here
@@ -13,6 +14,29 @@ from tripy.frontend.ops.creation import ones
 from tripy.frontend.tensor import Tensor
 
 LoadResult = namedtuple("LoadResult", ["missing_keys", "unexpected_keys"])
+
+# id(tensor) -> weak reference, for every tensor set as a module's parameter (assigned, or loaded
+# by load_state_dict): tp.compile freezes the ones its graph reads as constants, whether they were
+# loaded or are still placeholders. Tensors compare elementwise, so they cannot sit in a WeakSet.
+_parameters = {}
+
+
+def _remember_parameters(value):
+    if isinstance(value, Tensor):
+        key = id(value)
+        if key not in _parameters:
+            _parameters[key] = weakref.ref(value, lambda _: _parameters.pop(key, None))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _remember_parameters(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _remember_parameters(item)
+
+
+def known_parameters():
+    """Every live tensor that has been set as some module's parameter."""
+    return [tensor for tensor in (ref() for ref in list(_parameters.values())) if tensor is not None]
 
 
 def _static_shape(tensor):
@@ -125,6 +149,8 @@ class Module:
             isinstance(current, Tensor) or (current is None and name in self._optional_parameters)
         ):
             _check_compatible(name, current, value, self._parameter_rule(name))
+        if not isinstance(value, Module):
+            _remember_parameters(value)
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
@@ -245,6 +271,7 @@ class Module:
             updates.append((holder, key, new))
 
         for holder, key, new in updates:
+            _remember_parameters(new)
             if isinstance(holder, Module):
                 object.__setattr__(holder, key, new)
             else:
