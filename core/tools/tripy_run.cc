@@ -72,8 +72,9 @@ shape and first values. Needs neither Python nor the compiler.
                          values: their `opt` value)
   -h, --help             this text
 
-Example:
-  python -c "import numpy as np; np.save('x.npy', np.ones((2, 8), np.float32))"
+Example (mlp.tpy as the README saves it: one input x of shape [1..64, 2]):
+  tripy-run mlp.tpy
+  python -c "import numpy as np; np.save('x.npy', np.ones((8, 2), np.float32))"
   tripy-run mlp.tpy --input x=x.npy
 Exit status: 0 on success, 1 with the error on stderr otherwise.
 )help";

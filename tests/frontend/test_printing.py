@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 
+import tripy as tp
+
 from tripy.frontend.printing import (
     format_data,
     format_tensor,
@@ -90,20 +92,41 @@ def test_blocks_of_rank_3_are_separated_by_blank_lines_without_trailing_spaces()
     )
 
 
-def test_long_axes_are_summarised():
-    assert format_tensor(list(range(10)), "int32", (10,), "cpu") == (
-        "tensor([0, 1, 2, ..., 7, 8, 9], dtype=int32, loc=cpu, shape=(10,))"
+def test_long_axes_of_large_tensors_are_summarised():
+    assert format_tensor(list(range(1001)), "int32", (1001,), "cpu") == (
+        "tensor([   0,    1,    2, ...,  998,  999, 1000], dtype=int32, loc=cpu, shape=(1001,))"
     )
-    array = np.arange(100).reshape(10, 10)
-    assert format_data(array.tolist(), "int32", (10, 10)) == (
-        "[[ 0,  1,  2, ...,  7,  8,  9],\n"
-        " [10, 11, 12, ..., 17, 18, 19],\n"
-        " [20, 21, 22, ..., 27, 28, 29],\n"
+    array = np.arange(1100).reshape(11, 100)
+    assert format_data(array.tolist(), "int32", (11, 100)) == (
+        "[[   0,    1,    2, ...,   97,   98,   99],\n"
+        " [ 100,  101,  102, ...,  197,  198,  199],\n"
+        " [ 200,  201,  202, ...,  297,  298,  299],\n"
         " ...,\n"
-        " [70, 71, 72, ..., 77, 78, 79],\n"
-        " [80, 81, 82, ..., 87, 88, 89],\n"
-        " [90, 91, 92, ..., 97, 98, 99]]"
+        " [ 800,  801,  802, ...,  897,  898,  899],\n"
+        " [ 900,  901,  902, ...,  997,  998,  999],\n"
+        " [1000, 1001, 1002, ..., 1097, 1098, 1099]]"
     )
+
+
+def test_small_tensors_print_every_value_like_numpy():
+    # numpy summarises only past 1000 elements; so does Tripy, wrapping long rows instead.
+    assert not summarize_needed((10, 100)) and summarize_needed((1001,))
+    text = str(tp.arange(12, dtype=tp.int32))
+    assert text == (
+        f"tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11], dtype=int32, loc={tp.arange(1).device}, shape=(12,))"
+    )
+    assert "..." not in str(tp.ones((2, 8))) and "..." not in str(tp.reshape(tp.arange(1000), (10, 100)))
+    assert "..." in str(tp.arange(1001))
+
+
+def test_long_rows_wrap_under_their_first_value():
+    data = format_data(list(range(30)), "int32", (30,), line_width=40)
+    lines = data.split("\n")
+    assert all(len(line) <= 40 for line in lines) and len(lines) > 1
+    assert all(line.startswith(" ") for line in lines[1:])
+    assert [int(v) for v in data.replace("[", "").replace("]", "").replace("\n", "").split(",")] == list(range(30))
+    printed = format_tensor(np.arange(200).reshape(2, 100).tolist(), "int32", (2, 100), "cpu")
+    assert all(len(line) <= 80 for line in printed.split("\n"))
 
 
 def test_six_items_are_not_summarised():
@@ -112,8 +135,8 @@ def test_six_items_are_not_summarised():
 
 
 def test_already_summarised_values_print_like_full_ones():
-    shape = (10, 8)
-    array = np.arange(80).reshape(shape)
+    shape = (40, 30)
+    array = np.arange(1200).reshape(shape)
     rows = np.concatenate([np.arange(start, stop) for start, stop in summary_slices(shape)[0]])
     cols = np.concatenate([np.arange(start, stop) for start, stop in summary_slices(shape)[1]])
     edges = array[np.ix_(rows, cols)]
@@ -132,5 +155,6 @@ def test_empty_tensors():
 
 
 def test_summary_helpers():
-    assert summarize_needed((1, 7))
-    assert summary_slices((3, 9)) == [[(0, 3)], [(0, 3), (6, 9)]]
+    assert not summarize_needed((1, 7)) and summarize_needed((3, 1000))
+    assert summary_slices((3, 9)) == [[(0, 3)], [(0, 9)]]
+    assert summary_slices((3, 1000)) == [[(0, 3)], [(0, 3), (997, 1000)]]

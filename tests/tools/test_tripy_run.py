@@ -102,3 +102,24 @@ def test_a_truncated_or_foreign_npy_is_rejected(saved, content):
 def test_a_directory_given_as_npy_is_rejected(saved):
     out = _run(saved / "f.tpy", "--input", f"x={saved}", "--zeros")
     assert out.returncode == 1 and "not a regular file" in out.stderr, out.stderr
+
+
+def test_help_example_runs_on_the_readmes_mlp(tmp_path):
+    # The README's first Python block saves mlp.tpy; each command of --help's example must run on it.
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(code, "README.md", "exec"), {})
+    finally:
+        os.chdir(cwd)
+    example = _run("--help").stdout.split("Example", 1)[1].split("Exit status", 1)[0]
+    commands = [line.strip() for line in example.splitlines()[1:] if line.strip()]
+    assert any(c.startswith("tripy-run mlp.tpy --input") for c in commands)
+    for command in commands:
+        command = command.replace("python -c", f"{sys.executable} -c", 1).replace("tripy-run", RUNNER, 1)
+        out = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, (command, out.stderr)
+        if "--input" in command:
+            assert "return: float32 (8, 2)" in out.stdout

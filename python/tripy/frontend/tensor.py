@@ -159,16 +159,61 @@ class Tensor:
         return _device(self._node.device)
 
     # --- evaluation ----------------------------------------------------------------------------
+    def _check_value_known(self, use):
+        """Inside ``tp.compile`` a tensor computed from a runtime input has no value until the
+        executable runs: reading one (``use``) is refused at the user's line, with what to do."""
+        if self._node.is_evaluated or not _C.reads_runtime_input(self._node):
+            return
+        if isinstance(self, DimensionSize):
+            hint = (
+                f"{use} needs the size's value, which inside tp.compile is only known when the executable runs. "
+                "Use the tp.DimensionSize itself where a size goes (shapes, slice bounds): arithmetic on it stays "
+                "symbolic."
+            )
+        elif use == "bool":
+            hint = (
+                "A Python `if`, `while`, `and`, `or` or `not` on a tensor needs its value, which inside tp.compile "
+                "is only known when the executable runs. Compute both outcomes and choose between them with "
+                "tp.where(condition, x, y) (or tp.masked_fill(x, mask, value))."
+            )
+        else:
+            hint = (
+                f"{use} needs the tensor's value, which inside tp.compile is only known when the executable runs. "
+                "Return the tensor from the compiled function and read it from the executable's result instead."
+            )
+        _raise_here(f"Cannot read the value of a tensor that depends on a runtime input of tp.compile. {hint}")
+
     def eval(self):
-        """Evaluates the tensor now (compiling what it needs) and returns it."""
+        """
+        Evaluates the tensor now (compiling, or finding in the cache, what it needs) and returns it.
+
+        Returns:
+            tp.Tensor: this tensor, now holding its values.
+
+        Raises:
+            tp.TripyException: if computing it fails, or inside ``tp.compile`` if it is computed
+                from a runtime input (whose value is only known when the executable runs).
+        """
+        self._check_value_known("eval()")
         _C.evaluate(self._node)
         return self
 
     def tolist(self):
-        """The values as (nested) Python lists; a number for a rank-0 tensor."""
+        """
+        The values as Python numbers (evaluating the tensor first).
+
+        Returns:
+            list | float | int | bool: nested lists of numbers, one level per dimension; a number
+            for a rank-0 tensor.
+
+        Raises:
+            tp.TripyException: as ``eval()`` does.
+        """
+        self._check_value_known("tolist()")
         return _C.tolist(self._node)
 
     def __dlpack__(self, stream=None, **kwargs):
+        self._check_value_known("Exporting it (DLPack, numpy)")
         return _C.to_dlpack(self._node)
 
     def __dlpack_device__(self):
@@ -179,6 +224,10 @@ class Tensor:
         on the GPU), so numpy functions accept Tripy tensors directly."""
         import numpy as np  # here, not at the top: numpy is optional, and only this call needs it
 
+        self._check_value_known("np.asarray(t)")
+        if self.dtype.name == "bfloat16":
+            # numpy has no bfloat16: float32 holds every bfloat16 value exactly.
+            return Tensor._wrap(_C.make("cast", [self._node], {"dtype": "float32"}, capture_user_frames())).__array__(dtype, copy)
         host = self if self._node.device == "cpu" else Tensor._wrap(_C.copy(self._node, "cpu", capture_user_frames()))
         try:
             array = np.from_dlpack(host)
@@ -186,19 +235,37 @@ class Tensor:
             array = np.array(host.tolist(), dtype=np.bool_ if self.dtype.name == "bool" else None)
         return array.astype(dtype, copy=False) if dtype is not None else array
 
-    def __bool__(self):
+    def _single_value(self, kind):
+        """The one value of a single-element tensor (any rank), for ``bool(t)``, ``float(t)``, ``int(t)``."""
+        self._check_value_known(kind)
         values = self.tolist()
         while isinstance(values, list):
             if len(values) != 1:
+                if kind == "bool":
+                    _raise_here(
+                        f"The truth value of a tensor with shape {self.shape} is ambiguous: only single-element "
+                        "tensors convert to bool. Use tp.any(t) or tp.all(t) to reduce it, or tp.where to select."
+                    )
                 _raise_here(
-                    f"The truth value of a tensor with shape {self.shape} is ambiguous: only single-element tensors convert to bool."
+                    f"Only single-element tensors convert to a Python {kind}, but this one has shape {self.shape}. "
+                    "Use t.tolist() for all of its values."
                 )
             values = values[0]
-        return builtins.bool(values)
+        return values
+
+    def __bool__(self):
+        return builtins.bool(self._single_value("bool"))
+
+    def __float__(self):
+        return builtins.float(self._single_value("float"))
+
+    def __int__(self):
+        return builtins.int(self._single_value("int"))
 
     def __repr__(self):
         if self._node.is_input:
             return f"tensor(<runtime input>, dtype={self.dtype.name}, shape={self.shape})"
+        self._check_value_known("Printing it")
         # _printed_values (bound by ops.tensor_methods) fetches only the edges of long axes.
         return format_tensor(self._printed_values(), self.dtype.name, self.shape, str(self.device))
 
@@ -208,6 +275,11 @@ class Tensor:
         raise TypeError("tripy.Tensor is not iterable; use tp.split or indexing.")
 
     __hash__ = object.__hash__
+
+    # numpy defers to Tripy in mixed arithmetic (`array + t` calls `t.__radd__`), so a tensor and an
+    # array combine the same way in either order. numpy functions (np.exp(t)) still read the tensor
+    # through __array__.
+    __array_priority__ = 1000
 
     def __getattr__(self, attr):
         raise suggest.missing_attribute("tripy.Tensor", attr, suggest.api_names(), own_names=dir(type(self)))
@@ -263,6 +335,7 @@ class DimensionSize(Tensor):
         self.name = name
 
     def __int__(self):
+        self._check_value_known("int(size)")
         return int(self.tolist())
 
     __index__ = __int__

@@ -50,6 +50,13 @@ def scalar_like(value, like):
     conversions: a float for an integer tensor, an integer outside the tensor's dtype."""
     if isinstance(value, Tensor):
         return value
+    if not isinstance(value, numbers.Real) and (hasattr(value, "__array__") or hasattr(value, "__dlpack__")):
+        # numpy defers to Tensor (its __array_priority__), so `array + t` and `t + array` both land here.
+        _raise_here(
+            f"Cannot combine a tripy.Tensor with an object of type '{type(value).__name__}': Tripy does not convert "
+            "arrays implicitly. Make it a tensor first with tp.Tensor(array) (Tripy has no float64: convert such an "
+            "array with array.astype(np.float32) first), or read the tensor into numpy with np.asarray(t)."
+        )
     if not isinstance(value, numbers.Real):
         _raise_here(
             f"Expected a tripy.Tensor or a Python number, but got an object of type '{type(value).__name__}'."

@@ -37,6 +37,28 @@ class TripyAttributeError(AttributeError):
     """
 
 
+# Names from torch and numpy that users reach for on a tensor, and Tripy's way of doing each: a
+# close spelling of something else (item -> Stream, to -> topk) would only mislead.
+TENSOR_HINTS = {
+    "item": "To read the value of a one-element tensor, use float(t), int(t) or bool(t) (t.tolist() for all values).",
+    "numpy": "To get a numpy array, use np.asarray(t) or np.from_dlpack(t); t.tolist() gives Python lists.",
+    "to": "To move a tensor, use tp.copy(t, tp.device(\"gpu\")) (or t.copy(...)); to change its dtype, use "
+    "tp.cast(t, tp.float16) (or t.cast(...)).",
+    "T": "To transpose, use tp.transpose(t, 0, 1) (or t.transpose(0, 1)); tp.permute(t, perm) reorders any dims.",
+    "mT": "To transpose the last two dims, use tp.transpose(t, -2, -1).",
+    "view": "To reshape, use tp.reshape(t, shape) (or t.reshape(shape)).",
+    "size": "The size of every dim is t.shape (t.shape[i] for one dim).",
+    "dim": "The number of dims is t.rank (or t.ndim).",
+    "cuda": "To move a tensor to the GPU, use tp.copy(t, tp.device(\"gpu\")) (or t.copy(tp.device(\"gpu\"))).",
+    "cpu": "To move a tensor to the host, use tp.copy(t, tp.device(\"cpu\")) (or t.copy(tp.device(\"cpu\"))).",
+    "astype": "To change the dtype, use tp.cast(t, dtype) (or t.cast(dtype)).",
+    "float": "To change the dtype, use tp.cast(t, tp.float32); float(t) reads a one-element tensor's value.",
+    "half": "To change the dtype, use tp.cast(t, tp.float16) (or t.cast(tp.float16)).",
+    "long": "To change the dtype, use tp.cast(t, tp.int64) (or t.cast(tp.int64)).",
+    "detach": "Tripy tensors track no gradients: use the tensor itself.",
+}
+
+
 def _same_family(attr, candidates):
     """Best match among candidates differing from ``attr`` only in their bit width (int16 -> int32)."""
     match = _SIZED_NAME.match(attr)
@@ -97,7 +119,9 @@ def suggestion(owner_name, attr, candidates, own_names=()):
 
 def missing_attribute(owner_name, attr, candidates, own_names=()):
     """
-    Builds (does not raise) the ``TripyAttributeError`` for a missing ``owner_name.attr``.
+    Builds (does not raise) the ``TripyAttributeError`` for a missing ``owner_name.attr``. A
+    tensor attribute that torch or numpy users expect (``item``, ``numpy``, ``to``, ``T``, ...)
+    gets Tripy's way of doing the same (``TENSOR_HINTS``) instead of a close spelling.
 
     Example::
 
@@ -112,6 +136,8 @@ def missing_attribute(owner_name, attr, candidates, own_names=()):
         )
     """
     message = f"Module: '{owner_name}' does not have attribute: '{attr}'"
+    if owner_name == "tripy.Tensor" and attr in TENSOR_HINTS:
+        return TripyAttributeError(f"{message}. {TENSOR_HINTS[attr]}")
     suggested = suggestion(owner_name, attr, candidates, own_names)
     if suggested is not None:
         message += f". Did you mean: '{suggested}'?"

@@ -63,6 +63,13 @@ def _nodes(sizes):
 
 def getitem(input, index):
     if isinstance(index, Tensor):
+        if index.dtype.name == "bool":
+            _raise_here(
+                "Indexing with a boolean mask (t[mask]) is not supported: the result's shape would depend on the "
+                "mask's values, and Tripy's shapes are known before a program runs. Keep the shape and select with "
+                "tp.where(mask, t, 0) or tp.masked_fill(t, mask, value); reduce with tp.sum(tp.where(mask, t, 0)), "
+                "or read the selected values on the host with np.asarray(t)[np.asarray(mask)]."
+            )
         return gather(input, 0, index)
     items = list(index) if isinstance(index, tuple) else [index]
     if sum(1 for i in items if i is Ellipsis) > 1:
