@@ -123,6 +123,9 @@ def test_empty_bool_arrays_keep_their_shape(shape):
     # numpy < 1.25 exports no bool through DLPack; the list path must not drop trailing dims.
     t = tp.Tensor(np.zeros(shape, bool))
     assert t.shape == shape and t.dtype == tp.bool
+    # and back: np.asarray of an empty bool result (a comparison) keeps them too
+    out = np.asarray(t == t)
+    assert out.shape == shape and out.dtype == np.bool_
 
 
 def test_read_only_numpy_arrays_are_copied_and_values_kept():

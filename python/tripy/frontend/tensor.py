@@ -232,7 +232,8 @@ class Tensor:
         try:
             array = np.from_dlpack(host)
         except (BufferError, TypeError, RuntimeError):  # numpy < 1.25 exports no bool through DLPack
-            array = np.array(host.tolist(), dtype=np.bool_ if self.dtype.name == "bool" else None)
+            # (reshaped: a list of no elements has lost the shape's dims past the first zero)
+            array = np.array(host.tolist(), dtype=np.bool_ if self.dtype.name == "bool" else None).reshape(host.shape)
         return array.astype(dtype, copy=False) if dtype is not None else array
 
     def _single_value(self, kind):
