@@ -6,6 +6,7 @@ Kept free of Sphinx so the test suite can check that no public name is left out.
 """
 
 import inspect
+import re
 
 # Page file -> (title, the defining modules (suffixes of ``tripy.``) whose names it holds).
 PAGES = [
@@ -41,6 +42,9 @@ PAGES = [
 INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
 # Public modules: documented as a whole.
 PUBLIC_MODULES = {"config", "llm", "types"}
+
+# Pages with at least this many entries open with a contents table.
+CONTENTS_FROM = 4
 
 # Public names whose core op has another name.
 OP_NAMES = {"LayerNorm": "layernorm", "RMSNorm": "rmsnorm", "GroupNorm": "groupnorm", "InstanceNorm": "instancenorm", "topk": "topk_values", "Conv": "convolution", "ConvTranspose": "convolution", "matmul": "matmul"}
@@ -128,6 +132,32 @@ def _entry(name, obj):
             f".. autoclass:: {cls.__module__}.{cls.__name__}", "   :members:", ""]
 
 
+def summary(obj):
+    """The first sentence of ``obj``'s docstring (reST, its inline markup kept whole), for a
+    page's contents table."""
+    doc = inspect.getdoc(obj) or ""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    # "``tp.DimensionSize``s": an inline literal must end before a word character; escape the gap.
+    paragraph = re.sub(r"(?<=[\w)\]])``(?=\w)", r"``\\ ", paragraph)
+    sentence = paragraph
+    for end in re.finditer(r"[.:;](?=\s|$)", paragraph):
+        candidate = paragraph[: end.start() + 1]
+        if candidate.count("``") % 2 == 0:  # not inside inline code (``start .. stop``)
+            sentence = candidate
+            break
+    return sentence[:-1] + "." if sentence.endswith((":", ";")) else sentence
+
+
+def _contents(entries):
+    """A table at the top of a page: each entry's name, linked, and its first sentence, so a long
+    page can be scanned before it is read."""
+    lines = [".. list-table::", "   :class: api-contents", "   :widths: 30 70", ""]
+    for name, obj in entries:
+        role = "mod" if inspect.ismodule(obj) else "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
+        lines += [f"   * - :py:{role}:`tp.{name} <tripy.{name}>`", f"     - {summary(obj) or ' '}"]
+    return lines + [""]
+
+
 def _dtype_table():
     import tripy as tp
 
@@ -172,6 +202,9 @@ def pages():
         if not entries:
             continue
         lines = [title, "=" * len(title), "", ".. currentmodule:: tripy", ""]
+        documented = [(name, obj) for name, obj in entries if _entry(name, obj)]
+        if len(documented) >= CONTENTS_FROM:
+            lines += _contents(documented)
         if page == "dtypes":
             lines += _dtype_table()
         if page == "tensor":

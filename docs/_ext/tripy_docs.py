@@ -4,9 +4,11 @@ showing its output under it (``doc_blocks``). A block that raises without being 
 build.
 """
 
+import json
 import os
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.errors import ExtensionError
 
 import api_pages
@@ -69,22 +71,90 @@ def _run_page(app, doctree):
             output = doc_blocks.run_block(code + "\n", namespace, path, lines.get(code.rstrip("\n"), 1))
         except doc_blocks.DocBlockError as error:
             raise ExtensionError(f"{docname}: {error}") from None
-        shown = doc_blocks.shown_code(code)
-        node.children = [nodes.Text(shown.rstrip("\n"))]
+        # Sphinx highlights a literal block only when its rawsource equals its text (otherwise it
+        # takes it for a parsed literal), so both get the same string, trailing newline removed.
+        shown = doc_blocks.shown_code(code).rstrip("\n")
+        node.children = [nodes.Text(shown)]
         node.rawsource = shown
         node["language"] = "python"
         if output:
             label = nodes.paragraph(classes=["doc-output-label"])
             label += nodes.strong(text="Output")
-            out = nodes.literal_block(output, output.rstrip("\n"), language="text", classes=["doc-output"])
+            output = output.rstrip("\n")
+            out = nodes.literal_block(output, output, language="text", classes=["doc-output"])
             parent = node.parent
             index = parent.index(node)
             parent.insert(index + 1, label)
             parent.insert(index + 2, out)
 
 
+def _index_as_tp(app, doctree):
+    """Adds an index entry ``tp.NAME`` beside autodoc's ``NAME() (in module tripy)`` for every
+    documented object, so that the site's search finds ``tp.compile`` as users write it (the
+    search matches a query against index entries whole; object names alone are ``tripy.compile``,
+    which a query ``tp.compile`` does not contain)."""
+    domain_entries = app.env.get_domain("index").entries.setdefault(app.env.docname, [])
+    for desc in doctree.findall(addnodes.desc):
+        if desc.get("domain") != "py":
+            continue
+        parent = desc.parent
+        position = parent.index(desc)
+        index = parent[position - 1] if position > 0 else None
+        if not isinstance(index, addnodes.index):
+            continue
+        for signature in desc.findall(addnodes.desc_signature):
+            target = signature["ids"][0] if signature["ids"] else ""
+            parts = target.split(".")
+            if len(parts) < 2 or parts[0] != "tripy" or parts[1] in api_pages.INTERNAL_MODULES:
+                continue
+            entry = ("single", "tp." + ".".join(parts[1:]), target, "", None)
+            index["entries"].append(entry)
+            # The index domain copied the page's entries before this event: give it this one too
+            # (the general index and the search index are written from it).
+            domain_entries.append(entry)
+
+
+def _complete_search_index(app, exception):
+    """Writes every index entry into the search index. Sphinx 5.3 drops the entries of pages an
+    incremental build does not rewrite (its index loader restores words and titles, not index
+    entries), so after `make docs` with one guide changed, searching ``tp.compile`` found nothing
+    again. The index domain keeps every page's entries, so they are written from there."""
+    if exception is not None or app.builder.format != "html" or not hasattr(app.builder, "indexer"):
+        return
+    path = os.path.join(app.outdir, "searchindex.js")
+    if not os.path.exists(path):
+        return
+    prefix, suffix = "Search.setIndex(", ")"
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not (text.startswith(prefix) and text.endswith(suffix)):
+        return
+    index = json.loads(text[len(prefix) : -len(suffix)])
+    file_number = {docname: number for number, docname in enumerate(index["docnames"])}
+    entries = {}
+    for docname, items in sorted(app.env.get_domain("index").entries.items()):
+        if docname not in file_number:
+            continue
+        for entry_type, value, target, *_ in items:
+            if entry_type == "single":
+                names = [part.strip() for part in value.split(";")[:2]]
+            elif entry_type in ("pair", "triple"):
+                names = [part.strip() for part in value.split(";")]
+            else:
+                continue
+            for name in filter(None, names):
+                found = entries.setdefault(name.lower(), [])
+                if [file_number[docname], target or ""] not in found:
+                    found.append([file_number[docname], target or ""])
+    index["indexentries"] = entries
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(prefix + json.dumps(index, separators=(",", ":"), sort_keys=True) + suffix)
+
+
 def setup(app):
     app.connect("builder-inited", _write_api_pages)
     app.connect("autodoc-process-docstring", _add_dtypes)
     app.connect("doctree-read", _run_page)
+    app.connect("doctree-read", _index_as_tp)
+    app.connect("build-finished", _complete_search_index)
     return {"version": "1", "parallel_read_safe": False}
