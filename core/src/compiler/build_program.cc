@@ -7,6 +7,8 @@
 
 #include "compiler/memory_plan.h"
 #include "compiler/shape_slots.h"
+#include "flat/constant_data.h"
+#include "runtime/backend.h"
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
 #include "runtime/shape_arith.h"
@@ -196,7 +198,12 @@ class ProgramBuilder {
     if (def.kind != flat::OpKind::kConstant) {
       return internal_error("build_program: %" + std::to_string(v) + " is read before a kernel writes it");
     }
-    p_.constants.push_back(def.constant);
+    if (def.constant.device() == options_.device || flat::on_host(def.constant)) {
+      p_.constants.push_back(def.constant);
+    } else {
+      TRIPY_ASSIGN_OR_RETURN(Tensor host, rt::host_tensor(def.constant));
+      p_.constants.push_back(std::move(host));
+    }
     BufferDesc b;
     b.kind = BufferDesc::Kind::kConstant;
     b.index = static_cast<int32_t>(p_.constants.size() - 1);

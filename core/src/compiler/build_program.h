@@ -20,6 +20,9 @@ struct BuildProgramOptions {
   // whose operand is such an input, read by nothing else, writes there, and when its result is an
   // output that output is the input's memory (rt::BufferDesc::donor).
   std::vector<int32_t> donated_inputs;
+  // Where the program runs: a constant in another device's memory is copied to the host (the
+  // backend uploads host constants when it loads the program; those in its own memory it shares).
+  Device device;
 };
 
 // The graph should be optimised already (passes); this reorders reductions for fusion itself.

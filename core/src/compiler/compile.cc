@@ -208,6 +208,7 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   compiler::BuildProgramOptions build_program_options;
   build_program_options.output_names = options.output_names;
   build_program_options.donated_inputs = options.donated_inputs;
+  build_program_options.device = options.device;
   if (options.wants("fusion")) build_program_options.dump_fusion = [&](const std::string& text) { options.dump("fusion", text); };
   TRIPY_ASSIGN_OR_RETURN(rt::Program program, compiler::build_program(graph, build_program_options));
   dump("program", [&] { return compiler::program_str(program); });

@@ -116,7 +116,7 @@ Tensor splat_tensor(DType dtype, const std::vector<int64_t>& shape, double v) {
 }
 
 bool all_elements_equal(const Tensor& t, double v) {
-  if (!t.defined()) return false;
+  if (!t.defined() || !on_host(t)) return false;
   for (int64_t i = 0, n = t.numel(); i < n; ++i) {
     if (read_element(t, i) != v) return false;
   }
@@ -125,7 +125,8 @@ bool all_elements_equal(const Tensor& t, double v) {
 
 bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  if (a.data() == b.data()) return true;
+  if (a.data() == b.data() && a.device() == b.device()) return true;
+  if (!on_host(a) || !on_host(b)) return false;
   return std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
 }
 

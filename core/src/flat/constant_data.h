@@ -1,5 +1,8 @@
 // Element access to constant tensors for the compiler (printing, parsing, pattern matching):
 // every dtype read and written as a double, narrow floats converted with round-to-nearest-even.
+// A constant is usually a host tensor; a large weight that the user's tensor already holds on a
+// GPU stays there (device-resident: the executable shares it), and a pass that reads its elements
+// asks for rt::host_tensor() first. The element readers below take host tensors only.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +12,19 @@
 
 namespace tripy::flat {
 
+// Constants at least this large stay in the device memory the user's tensor holds them in.
+inline constexpr int64_t kDeviceConstantMinBytes = 64 << 10;
+
+inline bool on_host(const Tensor& t) { return t.device().kind == Device::Kind::kCpu; }
+
 double read_element(const Tensor& t, int64_t i);
 void write_element(const Tensor& t, int64_t i, double v);
 // A host tensor of `dtype` and `shape` with every element equal to `v`.
 Tensor splat_tensor(DType dtype, const std::vector<int64_t>& shape, double v);
-// True when every element of `t` equals `v`.
+// True when every element of `t` equals `v` (false for a device-resident `t`: not read).
 bool all_elements_equal(const Tensor& t, double v);
-// Bytes of a host tensor's elements, equal when the dtype, shape and contents are.
+// Whether two constants are equal: the same memory, or host tensors of equal dtype, shape and
+// bytes.
 bool same_tensor(const Tensor& a, const Tensor& b);
 
 }  // namespace tripy::flat

@@ -39,7 +39,7 @@ std::string attrs(const Op& op, const Graph& g) {
   }
   if (op.kind == OpKind::kConstant) {
     int64_t n = op.constant.defined() ? op.constant.numel() : 0;
-    if (n > kMaxPrintedElements) {
+    if (n > kMaxPrintedElements || !on_host(op.constant)) {
       add("value = <" + std::to_string(n) + " elements>");
     } else {
       std::string values;

@@ -134,7 +134,6 @@ class Validator {
       int64_t bytes = 0;
       if (!valid(t.dtype())) return fail(where + " has an invalid dtype");
       if (!checked_nbytes(t.shape(), t.dtype(), &bytes)) return fail(where + " has an invalid shape");
-      if (t.device().kind != Device::Kind::kCpu) return fail(where + " is not in host memory");
       if (bytes > 0 && t.data() == nullptr) return fail(where + " has no data");
     }
     return ok_status();

@@ -3,17 +3,19 @@
 
 #include <unordered_map>
 
+#include "flat/constant_data.h"
 #include "runtime/backend.h"
 #include "trace/op_def.h"
 
 namespace tripy::trace {
 namespace {
 
-StatusOr<Tensor> to_host(const Tensor& t) {
-  if (t.device().kind == Device::Kind::kCpu) return t;
-  rt::Backend* backend = rt::backend_for(t.device().kind);
-  if (!backend) return Status(StatusCode::kUnavailable, "no backend for " + t.device().str());
-  return backend->copy_to_host(t);
+// A constant's tensor in the compiler: a large one stays in the device memory that holds it (the
+// executable shares it: no host round trip, no second copy of a model's weights); small ones, which
+// the passes read as scalars, masks and scales, come to the host.
+StatusOr<Tensor> constant_tensor(const Tensor& t) {
+  if (flat::on_host(t) || t.nbytes() >= flat::kDeviceConstantMinBytes) return t;
+  return rt::host_tensor(t);
 }
 
 }  // namespace
@@ -85,9 +87,8 @@ StatusOr<Lowered> lower_to_flat(const std::vector<NodeRef>& outputs, LowerMode m
       g.input_names.push_back(n->name());
       result.eager_inputs.push_back(std::static_pointer_cast<Node>(n->shared_from_this()));
     } else if (n->evaluated()) {
-      // Constants are host tensors (the Program's contract); a backend uploads them at load.
       op.kind = flat::OpKind::kConstant;
-      TRIPY_ASSIGN_OR_RETURN(op.constant, to_host(n->value));
+      TRIPY_ASSIGN_OR_RETURN(op.constant, constant_tensor(n->value));
       values[n] = ctx.emit(std::move(op), n->dtype, n->shape);
     } else if (n->input_index >= 0) {
       return invalid_argument(

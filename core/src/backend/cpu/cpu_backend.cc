@@ -247,6 +247,9 @@ class CpuBackend final : public rt::Backend {
   StatusOr<std::unique_ptr<rt::LoadedProgram>> load(std::shared_ptr<const rt::Program> program,
                                                     const rt::Artifacts&) override {
     if (!program) return internal_error("load: no program");
+    for (const Tensor& c : program->constants)
+      if (c.device().kind != Device::Kind::kCpu)
+        return internal_error("load: a CPU program's constant is on " + c.device().str());
     auto loaded = std::make_unique<CpuLoadedProgram>(std::move(program));
     TRIPY_RETURN_IF_ERROR(loaded->prepare());
     return std::unique_ptr<rt::LoadedProgram>(std::move(loaded));

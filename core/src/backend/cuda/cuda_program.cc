@@ -34,7 +34,15 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
   lp->layout_fns_ = std::move(layout_fns);
   lp->sm_count_ = dev->sm_count;
   CUstream s = default_stream();
+  bool shares = false;
   for (const Tensor& c : lp->program_->constants) {
+    // A constant already in this GPU's memory (a weight the user's tensor holds) is shared, not
+    // copied: the program keeps it alive, and every executable of one model reads one copy.
+    if (c.device().kind == Device::Kind::kGpu) {
+      lp->constants_.push_back(c);
+      shares = true;
+      continue;
+    }
     TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(c.dtype(), c.shape(), s));
     if (c.nbytes() > 0)
       TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), c.data(),
@@ -42,6 +50,8 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
     lp->constants_.push_back(std::move(d));
   }
   TRIPY_CUDA_TRY(cuStreamSynchronize(s));
+  // A shared constant may still be being written by the eager work (on any stream) that made it.
+  if (shares) TRIPY_CUDA_TRY(cuCtxSynchronize());
   lp->last_stream_ = s;
   return lp;
 }

@@ -14,6 +14,8 @@
 // reads channels-last is never transposed.
 #include <algorithm>
 
+#include "flat/constant_data.h"
+#include "runtime/backend.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -164,11 +166,15 @@ class Rewriter {
     const int64_t es = dtype_size(val.dtype);
     if (def.kind == OpKind::kConstant && def.constant.defined() && val.shape.size() >= 3 &&
         def.constant.dtype() == val.dtype && is_static(val.shape) && (es == 2 || es == 4 || es == 8)) {
-      Op c;
-      c.kind = OpKind::kConstant;
-      c.constant = weight_channels_last(def.constant);
-      c.origin = def.origin;
-      return last_[v] = out_.add(std::move(c), val.dtype, shape);
+      // (A device-resident weight is relaid on the host and uploaded again: that one is the copy
+      // the executable keeps. Where it cannot be read, a transpose kernel does the same.)
+      if (StatusOr<Tensor> host = rt::host_tensor(def.constant); host.ok()) {
+        Op c;
+        c.kind = OpKind::kConstant;
+        c.constant = weight_channels_last(host.value());
+        c.origin = def.origin;
+        return last_[v] = out_.add(std::move(c), val.dtype, shape);
+      }
     }
     // Never a transpose of a broadcast: broadcast the operand along the permuted dims instead.
     if (def.kind == OpKind::kBroadcast) return last_[v] = broadcast_last(def, val, shape);

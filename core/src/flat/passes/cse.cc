@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "flat/constant_data.h"
 #include "flat/passes/passes.h"
 #include "runtime/fields.h"
 
@@ -35,7 +36,7 @@ std::string key_of(const Graph& g, const Op& op) {
     rt::visit_kind_attrs(op.kernel, [&](const auto& a) { rt::append_field_key(k, a); });
   }
   if (op.kind == OpKind::kConstant) {
-    if (op.constant.nbytes() <= 256) {
+    if (op.constant.nbytes() <= 256 && on_host(op.constant)) {
       const auto* p = static_cast<const unsigned char*>(op.constant.data());
       static const char* kHex = "0123456789abcdef";
       for (int64_t i = 0; i < op.constant.nbytes(); ++i) {

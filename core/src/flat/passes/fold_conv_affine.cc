@@ -16,6 +16,7 @@
 
 #include "common/half.h"
 #include "flat/constant_data.h"
+#include "runtime/backend.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -31,14 +32,17 @@ std::vector<double> per_channel_constant(const Graph& g, ValueId v, int64_t chan
   if (c.kind != OpKind::kConstant || !c.constant.defined()) return {};
   const Shape& cs = g.values[b.operands[0]].shape;
   const int64_t n = c.constant.numel();
-  if (n == 1) return std::vector<double>(static_cast<size_t>(channels), read_element(c.constant, 0));
-  if (n != channels) return {};
+  if (n != 1 && n != channels) return {};
+  StatusOr<Tensor> host = rt::host_tensor(c.constant);
+  if (!host.ok()) return {};
+  const Tensor& values = host.value();
+  if (n == 1) return std::vector<double>(static_cast<size_t>(channels), read_element(values, 0));
   for (size_t j = 0; j < cs.size(); ++j) {
     const bool along_channels = b.dims[j] == 1;
     if (!cs[j].is_static() || cs[j].static_value() != (along_channels ? channels : 1)) return {};
   }
   std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = read_element(c.constant, i);
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = read_element(values, i);
   return out;
 }
 
@@ -149,6 +153,7 @@ Tensor scaled_weight(const Tensor& w, const rt::ConvolutionAttrs& attrs, const s
 
 struct Fold {
   int32_t conv_op = -1, last_op = -1;
+  Tensor weight;  // the convolution's weight in host memory
   Affine affine;
   bool has_shift = false;
 };
@@ -195,6 +200,11 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
     }
     // A lone bias add is already the epilogue's: rewriting it would change nothing.
     if (!scaled && steps < 2) continue;
+    if (scaled) {
+      StatusOr<Tensor> weight = rt::host_tensor(g.def(op.operands[1]).constant);
+      if (!weight.ok()) continue;
+      f.weight = std::move(weight.value());
+    }
     for (double t : f.affine.shift) f.has_shift = f.has_shift || t != 0.0;
     for (int32_t u : chain) drop[u] = true;
     fold_of_conv[i] = static_cast<int32_t>(folds.size());
@@ -214,7 +224,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
       const Op& w = g.def(src.operands[1]);
       Op weight;
       weight.kind = OpKind::kConstant;
-      weight.constant = scaled_weight(w.constant, src.convolution, f.affine.scale);
+      weight.constant = f.weight.defined() ? scaled_weight(f.weight, src.convolution, f.affine.scale) : w.constant;
       weight.origin = w.origin;
       const Value& wv = g.values[src.operands[1]];
       ValueId nw = out.add(std::move(weight), wv.dtype, wv.shape);

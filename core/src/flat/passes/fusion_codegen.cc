@@ -86,7 +86,7 @@ class FusedCodegen {
     const Op& op = g_.def(v);
     const DType dtype = g_.values[v].dtype;
     if (op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1 &&
-        exact_as_immediate(op.constant)) {
+        on_host(op.constant) && exact_as_immediate(op.constant)) {
       return emit(rt::Instr{EwOp::kConst, dtype, -1, -1, -1, read_element(op.constant, 0)});
     }
     if (op.kind == OpKind::kIota) {

@@ -21,6 +21,7 @@
 #include <map>
 
 #include "flat/constant_data.h"
+#include "runtime/backend.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -208,7 +209,9 @@ class Matcher {
   bool splat_value(ValueId v, double* out) const {
     const Op* op = &g_.def(v);
     while (op->kind == OpKind::kBroadcast) op = &g_.def(op->operands[0]);
-    if (op->kind != OpKind::kConstant || !op->constant.defined() || op->constant.numel() != 1) return false;
+    if (op->kind != OpKind::kConstant || !op->constant.defined() || op->constant.numel() != 1 ||
+        !on_host(op->constant))
+      return false;
     *out = read_element(op->constant, 0);
     return true;
   }
@@ -250,11 +253,14 @@ class Matcher {
   }
   // Whether `t` (its dims but the last two all 1) is nonzero exactly on and below the diagonal, or,
   // when `inverted`, exactly above it.
-  static bool is_lower_triangle(const Tensor& t, bool inverted) {
-    const std::vector<int64_t>& shape = t.shape();
+  static bool is_lower_triangle(const Tensor& mask, bool inverted) {
+    const std::vector<int64_t>& shape = mask.shape();
     if (shape.size() < 2) return false;
     for (size_t d = 0; d + 2 < shape.size(); ++d)
       if (shape[d] != 1) return false;
+    StatusOr<Tensor> host = rt::host_tensor(mask);  // a mask the user's tensor holds on the GPU
+    if (!host.ok()) return false;
+    const Tensor& t = host.value();
     const int64_t rows = shape[shape.size() - 2], cols = shape.back();
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j)

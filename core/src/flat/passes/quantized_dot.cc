@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "flat/constant_data.h"
+#include "runtime/backend.h"
 #include "flat/passes/passes.h"
 
 namespace tripy::flat {
@@ -48,8 +49,10 @@ std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
       if (d.axis >= 0) return std::nullopt;  // varies along two axes: not a per-channel scale
       d.axis = bc.dims[j];
     }
-    for (int64_t i = 0; i < c.constant.numel(); ++i) {
-      d.scale.push_back(read_element(c.constant, i));
+    StatusOr<Tensor> scales = rt::host_tensor(c.constant);
+    if (!scales.ok()) return std::nullopt;
+    for (int64_t i = 0; i < scales.value().numel(); ++i) {
+      d.scale.push_back(read_element(scales.value(), i));
       if (!std::isfinite(d.scale.back())) return std::nullopt;
     }
     if (d.scale.empty()) return std::nullopt;
@@ -74,6 +77,7 @@ struct Match {
   ValueId qa = -1, qb = -1;
   bool rhs_transposed = false;  // qb is stored [.., N, K] and read through a transpose
   bool transpose_constant = false;  // qb is a [K, N] constant to store as [N, K] (the GPU's layout)
+  Tensor qb_host;                   // with transpose_constant: qb's elements in host memory
   std::vector<double> scale;        // 1 value, or N (per output column)
 };
 
@@ -110,7 +114,10 @@ std::optional<Match> match(const Graph& g, const Op& dot, const QuantizedDotRule
       return std::nullopt;
     if (!m.rhs_transposed) {
       if (g.def(m.qb).kind != OpKind::kConstant || rank_b != 2) return std::nullopt;
+      StatusOr<Tensor> host = rt::host_tensor(g.def(m.qb).constant);
+      if (!host.ok()) return std::nullopt;
       m.transpose_constant = true;
+      m.qb_host = std::move(host.value());
     }
   }
   return m;
@@ -170,7 +177,7 @@ std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& 
     if (m.transpose_constant) {
       Op c;
       c.kind = OpKind::kConstant;
-      c.constant = transposed_2d(graph.def(m.qb).constant);
+      c.constant = transposed_2d(m.qb_host);
       rhs = add(std::move(c), qt, Shape{qbs[1], qbs[0]});
     }
     if (m.rhs_transposed || m.transpose_constant) {
