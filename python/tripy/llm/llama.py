@@ -20,7 +20,7 @@ from tripy.frontend.modules.embedding import Embedding
 from tripy.frontend.modules.layernorm import RMSNorm
 from tripy.frontend.modules.linear import Linear
 from tripy.frontend.ops.creation import iota, zeros
-from tripy.frontend.ops.elementwise import cos, silu, sin
+from tripy.frontend.ops.elementwise import cos, silu, sin, where
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
@@ -156,10 +156,26 @@ class LlamaConfig:
         return inv.astype(np.float32)
 
 
-def _rotate(x, cos_t, sin_t):
-    """Rotates each (first half, second half) pair of x's last dim by its position's angle."""
-    x1, x2 = split(x, 2, dim=-1)
-    return concatenate([x1 * cos_t - x2 * sin_t, x2 * cos_t + x1 * sin_t], dim=-1)
+def _halves_first():
+    """(2, 1) bool: true on the first of the two halves of _rotate's (..., 2, head_dim / 2) view."""
+    return iota((2, 1), dim=0, dtype=dtypes.int32) == 0
+
+
+def _rotate(qkv, heads, cos_t, sin_t):
+    """qkv's first ``heads`` heads, each (first half, second half) pair of the last dim rotated by
+    its position's angle: (x1 c - x2 s, x2 c + x1 s), which is x * (c, c) + (x2, x1) * (-s, s).
+
+    The halves are the two rows of the head viewed as (..., 2, head_dim / 2). Everything is
+    elementwise over that view, with windows and broadcasts of qkv (no concatenation, no copy of
+    the q and k heads), so the rotation is one fused kernel. ``cos_t`` and ``sin_t`` are
+    (T, 1, 2, head_dim / 2), ``sin_t`` negated on the first row.
+    """
+    B, T, D = qkv.shape[0], qkv.shape[1], qkv.shape[3]
+    rows = qkv.reshape((B, T, qkv.shape[2], 2, D // 2))[:, :, :heads]
+    swapped = where(_halves_first(), rows[:, :, :, 1:2], rows[:, :, :, 0:1])
+    # (The fusion planner meets the swapped half first: written in this order, the rows' product
+    # joins the kernel that computes it.)
+    return (sin_t * swapped + cos_t * rows).reshape((B, T, heads, D))
 
 
 class LlamaAttention(Module):
@@ -179,7 +195,7 @@ class LlamaAttention(Module):
         H, Hkv, D = self.config.num_attention_heads, self.config.num_key_value_heads, self.config.head_dim
         qkv = self.qkv_proj(x).reshape((B, T, H + 2 * Hkv, D))
         # Rotary embeddings on (B, T, heads, D), before the heads move to dim 1.
-        qk = _rotate(qkv[:, :, : H + Hkv], cos_t, sin_t)  # q and k rotate together
+        qk = _rotate(qkv, H + Hkv, cos_t, sin_t)  # q and k rotate together
         q, k = qk[:, :, :H], qk[:, :, H:]
         # The caches are (B, S, heads, D): a step's rows are written without moving its heads,
         # and attention reads the caches through the transposes below in place.
@@ -291,11 +307,12 @@ class LlamaForCausalLM(Module):
 
     def forward(self, tokens, pos, caches):
         T = tokens.shape[1]
-        positions = iota((T, self.config.head_dim // 2), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
+        half = self.config.head_dim // 2
+        positions = iota((T, 2, half), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
         angles = positions * Tensor(self._inverse_frequencies)
-        # (T, 1, head_dim / 2): broadcast over the batch and the heads of (B, T, heads, head_dim / 2).
-        cos_t = cast(cos(angles), self.dtype).reshape((T, 1, self.config.head_dim // 2))
-        sin_t = cast(sin(angles), self.dtype).reshape((T, 1, self.config.head_dim // 2))
+        # (T, 1, 2, head_dim / 2), broadcast over the batch and the heads of _rotate's view.
+        cos_t = cast(cos(angles), self.dtype).reshape((T, 1, 2, half))
+        sin_t = cast(where(_halves_first(), -sin(angles), sin(angles)), self.dtype).reshape((T, 1, 2, half))
         x = self.model.embed_tokens(tokens)
         updated = []
         for i, layer in enumerate(self.model.layers):

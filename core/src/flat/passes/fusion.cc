@@ -14,7 +14,7 @@ namespace tripy::flat {
 namespace {
 
 bool is_splat_constant(const Op& op) {
-  return op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1;
+  return op.kind == OpKind::kConstant && op.constant.defined() && op.constant.numel() == 1 && on_host(op.constant);
 }
 
 // The value of `v` when it is a scalar splat (a one-element constant, or a broadcast of one).
@@ -143,10 +143,11 @@ bool Planner::try_join(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   int32_t gi = -1;
   for (ValueId v : op.operands) gi = std::max(gi, dep_group(v));
-  if (gi >= 0 && groups_[gi].kind == GroupKind::kFused) return try_join_group(op_index, gi);
-  // No fused kernel computes an operand (they are inputs, constants, iotas or results of other
-  // kernels): any fused kernel that runs after all of them can take the op over the same domain,
-  // which saves a launch and a round trip through memory.
+  if (gi >= 0 && groups_[gi].kind == GroupKind::kFused && try_join_group(op_index, gi)) return true;
+  // The kernel that computes the last operand cannot take the op (no fused kernel computes one,
+  // or its domain differs, as for x * broadcast(cos) after the kernel of cos): any fused kernel
+  // that runs after all the operands can take it over the same domain, which saves a launch and a
+  // round trip through memory.
   for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j > gi; --j) {
     if (groups_[j].kind == GroupKind::kFused && try_join_group(op_index, j)) return true;
   }
