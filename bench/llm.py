@@ -114,12 +114,48 @@ def median_ms(run, sync, repeats):
     return statistics.median(samples)
 
 
-def bench_tripy(directory, batch, prompt, steps, sync):
+def device_used_gb(torch):
+    """GPU memory in use on the device (every process and library), in GB."""
+    if torch is None:
+        return None
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) / 1e9
+
+
+def kernel_profile(step, torch, steps, top):
+    """The `top` kernels of `steps` calls of `step` by GPU time (torch.profiler sees Tripy's
+    kernels too), and kernels per step, as text."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    per = {}
+    for e in prof.events():
+        if e.device_type.name != "CUDA":
+            continue
+        n, us = per.get(e.name, (0, 0.0))
+        per[e.name] = (n + 1, us + e.device_time)
+    total = sum(us for _, us in per.values())
+    lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per step"]
+    for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
+        lines.append(f"#  {us / steps:8.1f} us/step  {n / steps:5.1f}x  {us / n:7.2f} us  {name[:110]}")
+    return "\n".join(lines)
+
+
+def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0):
+    used_before = device_used_gb(torch)
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    gen = llm.generator()
+    # With --profile, also where each compile's time goes (the "timing" dump, stage by stage).
+    with tp.logger.use_verbosity({"info", "timing"} if profile_top else {"info"}):
+        gen = llm.generator()
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(1)
     ids = rng.integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
@@ -153,7 +189,12 @@ def bench_tripy(directory, batch, prompt, steps, sync):
         np.asarray(tokens)
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
-    return dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
+    result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
+    if used_before is not None:
+        result["gpu_gb"] = device_used_gb(torch) - used_before  # weights, caches, arenas
+    if profile_top and torch is not None:
+        print(kernel_profile(lambda: decode_steps(1, False), torch, 8, profile_top), file=sys.stderr)
+    return result
 
 
 def static_cache(transformers, model, batch, length, torch):
@@ -243,6 +284,8 @@ def main():
     parser.add_argument("--dir", default=None, help="where checkpoints are written (default: a temporary directory)")
     parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N kernels of a decode step that take the most GPU time (needs torch)")
     args = parser.parse_args()
 
     from tripy import _C
@@ -270,7 +313,7 @@ def main():
         sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
         for prompt in map(int, args.prompts.split(",")):
             for batch in map(int, args.batches.split(",")):
-                tri = bench_tripy(directory, batch, prompt, args.steps, sync)
+                tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile)
                 ref = bench_torch(directory, batch, prompt, args.steps, torch) if torch is not None else None
                 kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                     c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
@@ -278,6 +321,8 @@ def main():
                            tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
                            tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
                            load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
+                if "gpu_gb" in tri:
+                    row.update(tripy_gpu_gb=tri["gpu_gb"])
                 if bandwidth:
                     row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
                 if ref is not None:
@@ -304,7 +349,7 @@ def print_table(rows):
     cols = [("shape", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
             ("speedup", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
-            ("load_s", "{:.2f}"), ("greedy_match", "{}")]
+            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
     print(" | ".join(k for k, _ in cols))
     for r in rows:
