@@ -123,7 +123,8 @@ def _entry(name, obj):
     if isinstance(obj, type) and issubclass(obj, tp.dtype) and obj is not tp.dtype and obj.name == name:
         return []  # concrete dtypes and families are listed in one table on the dtypes page
     if inspect.isclass(obj):
-        return [f".. autoclass:: tripy.{name}", "   :members:", "   :show-inheritance:", ""]
+        inherits = [base for base in obj.__bases__ if base is not object]
+        return [f".. autoclass:: tripy.{name}", "   :members:"] + (["   :show-inheritance:"] if inherits else []) + [""]
     if inspect.isfunction(obj):
         return [f".. autofunction:: tripy.{name}", ""]
     # An instance (tp.logger): document its class under the public name.
