@@ -4,7 +4,7 @@
 # come from Debian packages that `make docs` installs (scripts/debian-packages-docs.txt); where
 # they are absent (the test machine builds the site with Sphinx alone) the site falls back to
 # Sphinx's own theme and has no copy button.
-import importlib.util
+import importlib
 import os
 import sys
 
@@ -16,7 +16,11 @@ import tripy  # noqa: E402  (the version shown on every page is the package's ow
 
 
 def _have(module):
-    return importlib.util.find_spec(module) is not None
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 project = "Tripy"

@@ -351,6 +351,8 @@ def write(out_dir, data_dir=DATA, image_dir="charts"):
         return
     runs = load(data_dir)
     os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "charts", "*.svg")):  # a suite or device may be gone
+        os.remove(old)
     made = charts(runs, os.path.join(out_dir, "charts"))
     texts = {
         "summary.md": summary_markdown(runs),
