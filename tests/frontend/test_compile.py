@@ -193,6 +193,20 @@ def test_dynamic_broadcast_is_checked_at_run_time(device):
     assert "lambda a, b: a + b" in msg and "broadcastable" in msg and "2 and 3" in msg
 
 
+def test_dynamic_concatenate_mismatch_names_the_arguments_at_run_time(device):
+    f = tp.compile(
+        lambda a, b: tp.concatenate([a, b], dim=0),  # the line the run-time error must show
+        args=[tp.InputInfo((2, (1, 2, 3)), tp.float32), tp.InputInfo((2, (1, 2, 3)), tp.float32)],
+    )
+    np.testing.assert_array_equal(np.asarray(f(tp.ones((2, 3)), tp.zeros((2, 3)))), np.concatenate([np.ones((2, 3)), np.zeros((2, 3))]))
+    with pytest.raises(tp.TripyException) as e:
+        f(tp.ones((2, 2)), tp.ones((2, 3)))
+    msg = str(e.value)
+    # The user's arguments and line, not the kernel that would have joined them.
+    assert "tp.concatenate([a, b], dim=0)" in msg and "input 1 differs from input 0 in dimension 1" in msg
+    assert "3 and 2" in msg and "kernel" not in msg
+
+
 def test_save_makes_missing_parent_directories(exe, tmp_path):
     # nvtripy's documented example saves into a directory that no longer exists.
     path = tmp_path / "made" / "here" / "exe.json"

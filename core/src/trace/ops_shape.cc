@@ -203,7 +203,19 @@ Status infer_concatenate(InferCtx& ctx) {
   return ok_status();
 }
 
+// Dims that differ only at run time (dynamic inputs) are checked there, by a message about the
+// caller's arguments at the caller's line, as infer_concatenate's for static ones.
 StatusOr<flat::ValueId> lower_concatenate(LowerCtx& c) {
+  const int64_t axis = c.node().attrs.axis;
+  const Shape first = c.value(c.in(0)).shape;
+  for (size_t i = 1; i < c.node().inputs.size(); ++i) {
+    const Shape s = c.value(c.in(static_cast<int>(i))).shape;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (static_cast<int64_t>(d) != axis)
+        c.check_equal(s[d], first[d], "concatenate: input " + std::to_string(i) + " differs from input 0 in dimension " +
+                                          std::to_string(d) + "; inputs may differ only in dimension " +
+                                          std::to_string(axis) + ".");
+  }
   flat::Op op;
   op.kind = flat::OpKind::kConcatenate;
   for (size_t i = 0; i < c.node().inputs.size(); ++i) op.operands.push_back(c.in(static_cast<int>(i)));
