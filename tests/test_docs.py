@@ -293,3 +293,19 @@ def test_site_in_a_browser(site):
         assert found == ["api/compiling.html#tripy.compile"], dom[-3000:]
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@needs_sphinx
+def test_pages_rerun_when_tripy_changes():
+    # An incremental build reads again every page when Tripy (its sources or its core) changed,
+    # so guide outputs never go stale; with Tripy unchanged it reads only what changed.
+    import types
+
+    import tripy_docs
+
+    app = types.SimpleNamespace(srcdir=os.path.join(ROOT, "docs"))
+    env = types.SimpleNamespace(found_docs={"index", "guides/eager", "api/tensor"})
+    assert tripy_docs._rerun_when_tripy_changed(app, env, set(), set(), set()) == []  # first build: all read anyway
+    assert tripy_docs._rerun_when_tripy_changed(app, env, set(), {"guides/eager"}, set()) == []
+    env.tripy_fingerprint = "a Tripy of before"
+    assert tripy_docs._rerun_when_tripy_changed(app, env, set(), {"guides/eager"}, set()) == ["api/tensor", "index"]

@@ -4,6 +4,8 @@ showing its output under it (``doc_blocks``). A block that raises without being 
 build.
 """
 
+import glob
+import hashlib
 import json
 import os
 
@@ -151,10 +153,37 @@ def _complete_search_index(app, exception):
         f.write(prefix + json.dumps(index, separators=(",", ":"), sort_keys=True) + suffix)
 
 
+def _tripy_fingerprint(app):
+    """Changes whenever the Tripy that runs the pages' code does: its Python sources and its
+    compiled core."""
+    package = os.path.join(os.path.dirname(app.srcdir), "python", "tripy")
+    digest = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(package, "**", "*.py"), recursive=True)):
+        with open(path, "rb") as f:
+            digest.update(path.encode() + f.read())
+    for path in sorted(glob.glob(os.path.join(package, "_C*.so"))):
+        stat = os.stat(path)
+        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _rerun_when_tripy_changed(app, env, added, changed, removed):
+    """A page's outputs come from running Tripy, not only from its source: when Tripy changed
+    since the last build, every page is read (and its blocks run) again, so an incremental
+    `make docs` never shows outputs of an older Tripy."""
+    fingerprint = _tripy_fingerprint(app)
+    previous = getattr(env, "tripy_fingerprint", None)
+    env.tripy_fingerprint = fingerprint
+    if previous is None or previous == fingerprint:
+        return []
+    return sorted(set(env.found_docs) - set(added) - set(changed) - set(removed))
+
+
 def setup(app):
     app.connect("builder-inited", _write_api_pages)
     app.connect("autodoc-process-docstring", _add_dtypes)
     app.connect("doctree-read", _run_page)
     app.connect("doctree-read", _index_as_tp)
     app.connect("build-finished", _complete_search_index)
+    app.connect("env-get-outdated", _rerun_when_tripy_changed)
     return {"version": "1", "parallel_read_safe": False}
