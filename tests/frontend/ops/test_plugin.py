@@ -129,6 +129,29 @@ def test_user_plugin_output_shape_is_symbolic_under_compile(pairsum, tmp_path):
     assert "RAN: [[20.0, 20.0, 20.0], [20.0, 20.0, 20.0]]" in result.stdout
 
 
+def test_output_a_cpu_implementation_leaves_unwritten_is_zero(monkeypatch):
+    # An implementation that writes half its output (or nothing) leaves zeros there, never what
+    # the memory held before: the compiled program's arena held other kernels' values.
+    def first_half(inputs, output):
+        output[: output.shape[0] // 2] = inputs[0][: output.shape[0] // 2]
+
+    tp.register_plugin("FirstHalf", lambda inputs: (list(inputs[0].shape), inputs[0].dtype), cpu=first_half,
+                       namespace="tests", version="1")
+    tp.register_plugin("WritesNothing", lambda inputs: (list(inputs[0].shape), inputs[0].dtype),
+                       cpu=lambda inputs, output: None, namespace="tests", version="1")
+    call = lambda name, x: tp.plugin(name, [x], output_info=[(1, x.dtype)], version="1", namespace="tests")
+    monkeypatch.setattr(tp.config, "default_device", "cpu")
+    exe = tp.compile(lambda x: call("FirstHalf", tp.exp(x) * 3.0 + 7.0) + call("WritesNothing", x * 5.0 - 1.0),
+                     args=[tp.InputInfo((64,), tp.float32)])
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    want = np.exp(x) * 3.0 + 7.0
+    want[32:] = 0.0
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x, device="cpu"))), want, rtol=1e-6)
+        eager = call("WritesNothing", tp.Tensor(x, device="cpu") * 3.0)
+        np.testing.assert_array_equal(np.asarray(eager), np.zeros(64, np.float32))
+
+
 def test_cpu_implementation_errors_name_the_call(pairsum):
     def broken(inputs, output, **fields):
         raise ValueError("no luck")
