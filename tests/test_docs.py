@@ -309,3 +309,11 @@ def test_pages_rerun_when_tripy_changes():
     assert tripy_docs._rerun_when_tripy_changed(app, env, set(), {"guides/eager"}, set()) == []
     env.tripy_fingerprint = "a Tripy of before"
     assert tripy_docs._rerun_when_tripy_changed(app, env, set(), {"guides/eager"}, set()) == ["api/tensor", "index"]
+
+
+@needs_sphinx
+def test_guides_link_api_names(site):
+    page = (site / "guides" / "getting_started.html").read_text()
+    assert 'href="../api/compiling.html#tripy.compile"' in page
+    links = sum(len(re.findall(r'href="\.\./api/[^"#]+#tripy\.', p.read_text())) for p in (site / "guides").glob("*.html"))
+    assert links >= 50

@@ -8,6 +8,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 
 from docutils import nodes
 from sphinx import addnodes
@@ -116,6 +117,29 @@ def _index_as_tp(app, doctree):
             domain_entries.append(entry)
 
 
+_TP_NAME = re.compile(r"^tp\.([A-Za-z_][\w.]*)(\(.*\))?$")
+
+
+def _link_tp_names(app, doctree):
+    """Makes inline code naming the API (```tp.compile```, ```tp.Tensor.reshape(...)```) on the
+    guides a link to its entry. Names without an entry stay plain text (Sphinx resolves these
+    references quietly: the site is not built nitpicky)."""
+    if app.env.docname.startswith("api/"):
+        return
+    for literal in list(doctree.findall(nodes.literal)):
+        if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref, nodes.literal_block)):
+            continue
+        match = _TP_NAME.match(literal.astext())
+        if not match:
+            continue
+        xref = addnodes.pending_xref(
+            "", refdomain="py", reftype="obj", reftarget="tripy." + match.group(1),
+            refexplicit=True, refwarn=False, refdoc=app.env.docname,
+        )
+        literal.replace_self(xref)
+        xref += literal
+
+
 def _complete_search_index(app, exception):
     """Writes every index entry into the search index. Sphinx 5.3 drops the entries of pages an
     incremental build does not rewrite (its index loader restores words and titles, not index
@@ -184,6 +208,7 @@ def setup(app):
     app.connect("autodoc-process-docstring", _add_dtypes)
     app.connect("doctree-read", _run_page)
     app.connect("doctree-read", _index_as_tp)
+    app.connect("doctree-read", _link_tp_names)
     app.connect("build-finished", _complete_search_index)
     app.connect("env-get-outdated", _rerun_when_tripy_changed)
     return {"version": "1", "parallel_read_safe": False}
