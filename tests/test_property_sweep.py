@@ -31,7 +31,7 @@ rounded once to the result dtype: the correctly rounded answer. What the checks 
   overflows, as numpy's and torch's float32 statistics do (RMSNorm takes every extreme).
 
 A failing case is reported with its seed, op, dtype, shapes and values, and
-`python tests/test_property_sweep.py SEED` reruns it alone. On the CPU the sweep (3,600 cases,
+`python tests/test_property_sweep.py SEED` reruns it alone. On the CPU the sweep (3,200 cases,
 each eager and compiled) takes a few seconds on 2 cores; on a GPU fewer cases run, since each
 new shape compiles its kernels with NVRTC."""
 

@@ -25,3 +25,13 @@ def test_every_fused_kernel_generates(make):
     assert sources, "expected at least one fused kernel"
     for src in sources:
         assert 'extern "C" __global__' in src and "struct Args" in src
+
+
+def test_rmsnorm_kernel_spells_its_overflow_test_in_cuda():
+    # RMSNorm's row test (mean square >= inf) holds an infinite constant, which C++ cannot spell
+    # as a literal; the CPU and CUDA kernels come from the same lowering.
+    norm = tp.RMSNorm(5, dtype=tp.float16)
+    norm.weight = tp.ones((5,), dtype=tp.float16)
+    x = tp.Tensor(np.ones((3, 5), np.float16))
+    sources = _C._cuda_kernel_sources(norm(x)._node)
+    assert any("__int_as_float(0x7f800000)" in src and "0x1p-96f" in src for src in sources)
