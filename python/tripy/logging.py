@@ -88,6 +88,14 @@ class Logger:
     The environment variable ``TRIPY_DEBUG=1..3`` adds flags to the default (1: timing,
     2: also ir and trace, 3: also kernels).
 
+    Args:
+        verbosity (str | set[str] | dict[str, str | set[str]] | None): The initial verbosity; the
+            default level (``"warning"``) plus the flags of ``TRIPY_DEBUG`` when None.
+
+    Raises:
+        tp.TripyException: if a name is not a known level or flag, or ``TRIPY_DEBUG`` is not an
+            integer.
+
     Example::
 
         import tripy as tp
@@ -109,6 +117,10 @@ class Logger:
 
     @property
     def verbosity(self):
+        """
+        What is shown: a level, a set of a level and flags, or a dict of those by module name.
+        Setting it checks the names (``tp.TripyException`` for an unknown one).
+        """
         return self._spec
 
     @verbosity.setter
@@ -131,9 +143,9 @@ class Logger:
         the core formats none of the others."""
         enabled = frozenset().union(*self._by_module.values())
         stages = [stage for stage, flags in STAGE_FLAGS.items() if enabled.intersection(flags)]
-        _C.set_eager_dump(self.dump_stage if stages else None, set(stages))
+        _C.set_eager_dump(self._dump_stage if stages else None, set(stages))
 
-    def dump_stage(self, stage, text):
+    def _dump_stage(self, stage, text):
         """Logs a stage the core dumped (``STAGE_FLAGS`` names the flags that show it)."""
         shown = [flag for flag in STAGE_FLAGS.get(stage, ("ir",)) if self.is_enabled(flag, module="tripy")]
         if shown:
@@ -141,7 +153,18 @@ class Logger:
 
     @contextlib.contextmanager
     def use_verbosity(self, spec):
-        """Sets ``verbosity`` for the body of a ``with`` block, then restores it."""
+        """Sets ``verbosity`` for the body of a ``with`` block, then restores it.
+
+        Args:
+            spec (str | set[str] | dict[str, str | set[str]]): The verbosity for the block, in any form
+                ``verbosity`` takes.
+
+        Returns:
+            contextlib.AbstractContextManager: the context manager (``with`` gives the logger).
+
+        Raises:
+            tp.TripyException: if a name is not a known level or flag.
+        """
         previous = self._spec
         self.verbosity = spec
         try:
@@ -164,6 +187,16 @@ class Logger:
         """
         Whether messages under ``flag`` (a level or a flag) are shown for ``module`` (by default,
         the calling module).
+
+        Args:
+            flag (str): A level (``"info"``, ...) or a flag (``"ir"``, ...).
+            module (str | None): A module name; the caller's module when None.
+
+        Returns:
+            bool: whether messages under ``flag`` are shown.
+
+        Raises:
+            tp.TripyException: if ``flag`` is not a known level or flag.
         """
         if flag not in LEVELS and flag not in FLAGS:
             if flag not in ALIASES:
@@ -177,7 +210,16 @@ class Logger:
         return flag in enabled
 
     def log(self, flag, message, _depth=2):
-        """Prints ``message`` (a string, or a callable returning one) if ``flag`` is enabled."""
+        """Prints ``message`` (a string, or a callable returning one) if ``flag`` is enabled.
+
+        Args:
+            flag (str): A level or a flag.
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: if ``flag`` is not a known level or flag.
+        """
         if not self.is_enabled(flag, _depth=_depth):
             return
         self._emit(flag, message)
@@ -192,30 +234,120 @@ class Logger:
         print(f"{prefix} {message}", file=sys.stderr)
 
     def verbose(self, message):
+        """
+        Logs ``message`` at the ``"verbose"`` level.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("verbose", message, _depth=3)
 
     def info(self, message):
+        """
+        Logs ``message`` at the ``"info"`` level.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("info", message, _depth=3)
 
     def warning(self, message):
+        """
+        Logs ``message`` at the ``"warning"`` level.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("warning", message, _depth=3)
 
     def error(self, message):
+        """
+        Logs ``message`` at the ``"error"`` level.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("error", message, _depth=3)
 
     def trace(self, message):
+        """
+        Logs ``message`` under the ``"trace"`` flag (Trace graphs).
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("trace", message, _depth=3)
 
     def ir(self, message):
+        """
+        Logs ``message`` under the ``"ir"`` flag (FlatIR and programs).
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("ir", message, _depth=3)
 
     def mlir(self, message):
+        """
+        Logs ``message`` under the ``"ir"`` flag (nvtripy's name for it).
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("ir", message, _depth=3)
 
     def timing(self, message):
+        """
+        Logs ``message`` under the ``"timing"`` flag.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("timing", message, _depth=3)
 
     def kernels(self, message):
+        """
+        Logs ``message`` under the ``"kernels"`` flag.
+
+        Args:
+            message (str | Callable[[], str]): The message, or a callable that builds it (called only
+                when it is shown).
+
+        Raises:
+            tp.TripyException: never for a known level; see ``log``.
+        """
         self.log("kernels", message, _depth=3)
 
 

@@ -109,6 +109,31 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     ``tp.InputInfo(..., donate=True)`` may be updated in place by ``tp.update_slice``
     (see there: a KV cache that a decode step writes one row of).
 
+    Args:
+        func (Callable | tp.Module): The function to compile. It must be pure (its result depends
+            only on its arguments and the tensors it reads) and return a ``tp.Tensor`` or a tuple of
+            them.
+        optimization_level (int): From 0 to 5, how much work the compiler does for speed.
+            0 skips the optimizing passes (constant folding, common-subexpression elimination,
+            attention matching, GEMM rewrites) and, on the GPU, the timing of GEMM and convolution
+            algorithms: the quickest build, for debugging. 1 and above run every pass and, on the
+            GPU, time the candidate algorithms of each GEMM and convolution at the ``opt`` shapes;
+            levels 1 to 5 currently do the same (the range is nvtripy's). The default, 3, is what
+            deployments use.
+        args (Sequence): The positional arguments to trace ``func`` with: ``tp.InputInfo`` and
+            ``tp.DimensionInputInfo`` become runtime inputs; anything else is a constant.
+        kwargs (dict[str, Any]): The keyword arguments, likewise.
+
+    Returns:
+        tp.Executable: the compiled function; its parameters are the runtime inputs, named after
+        ``func``'s parameters.
+
+    Raises:
+        tp.TripyException: if ``func`` is not callable, ``optimization_level`` is not an int in
+            ``[0, 5]``, the arguments do not fit ``func``'s signature, ``func`` reads the value of a
+            runtime input (a Python ``if`` on a tensor: use ``tp.where``), returns something other
+            than tensors, or an op in it fails its checks.
+
     Example::
 
         import tripy as tp

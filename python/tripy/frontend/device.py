@@ -10,6 +10,12 @@ class device:
     """
     A device on which tensors live and executables run.
 
+    Args:
+        device (str | tp.device): ``"cpu"``, ``"gpu"`` (the first GPU) or ``"gpu:N"``.
+
+    Raises:
+        tp.TripyException: if the name is not a device name.
+
     Example::
 
         import tripy as tp

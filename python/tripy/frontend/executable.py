@@ -16,6 +16,17 @@ from tripy.logging import logger
 from tripy.utils.stack_info import capture_user_frames
 
 
+class _ConstructedElsewhere(property):
+    """The instance's ``__signature__`` (its runtime parameters); on the class, an empty one:
+    users get executables from ``tp.compile`` and ``tp.Executable.load``, never by calling the
+    class, so ``inspect.signature`` and the API reference show no constructor arguments."""
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return inspect.Signature()
+        return super().__get__(instance, owner)
+
+
 class Executable:
     """
     A compiled function. Call it with tensors (positionally or by parameter name), and with an
@@ -35,6 +46,7 @@ class Executable:
     """
 
     def __init__(self, impl):
+        # Internal: tp.compile and Executable.load make executables (see _ConstructedElsewhere).
         self._impl = impl
         self._names = [name for name, *_ in impl.inputs]
         # Sizes declared with tp.DimensionInputInfo: name -> (min, opt, max).
@@ -64,7 +76,7 @@ class Executable:
                                         donate=name in donated)
         return infos
 
-    @property
+    @_ConstructedElsewhere
     def __signature__(self):
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
         params = [inspect.Parameter(n, kind, annotation=int if n in self._sizes else Tensor) for n in self._names]
@@ -94,6 +106,16 @@ class Executable:
         Runs once, like a call, timing each kernel; returns a ``tp.Profile`` (its ``outputs`` are
         what the call returns). On the GPU, kernels launch directly (no graph replay) so that CUDA
         events can sit between them.
+
+        Args:
+            *args (tp.Tensor | int): The arguments, as a call takes them.
+            **kwargs (tp.Tensor | int): The arguments by name.
+
+        Returns:
+            tp.Profile: the kernels' times and the call's outputs.
+
+        Raises:
+            tp.TripyException: as a call does (a missing, extra or invalid argument).
         """
         frames = capture_user_frames()
         return self._profile(self._bind(args, kwargs, frames), frames)
@@ -158,7 +180,16 @@ class Executable:
     def save(self, path):
         """Writes the executable to one file at ``path`` (any name), making missing parent
         directories as nvtripy does. Only a regular file is replaced (a symbolic link, FIFO or
-        directory at ``path`` is refused), and the file is written whole or not at all."""
+        directory at ``path`` is refused), and the file is written whole or not at all.
+
+        Args:
+            path (str | os.PathLike): The file to write.
+
+        Raises:
+            tp.TripyException: if the file or its directory cannot be written, or ``path`` names
+                something other than a regular file.
+            TypeError: if ``path`` is not a path.
+        """
         path = path_argument(path, "Executable.save")
         parent = os.path.dirname(os.path.abspath(path))
         try:
@@ -170,5 +201,17 @@ class Executable:
     @staticmethod
     def load(path):
         """Loads an executable saved with ``save``; a corrupt file, or one that is not a regular
-        file (a FIFO, a directory), raises TripyException."""
+        file (a FIFO, a directory), raises TripyException.
+
+        Args:
+            path (str | os.PathLike): The file ``save`` wrote.
+
+        Returns:
+            tp.Executable: the executable, ready to call.
+
+        Raises:
+            tp.TripyException: if the file cannot be read, is not a regular file, is corrupt, or was
+                written by another format version.
+            TypeError: if ``path`` is not a path.
+        """
         return Executable(_C.Executable.load(path_argument(path, "Executable.load"), capture_user_frames()))

@@ -43,6 +43,14 @@ class Bounds:
     Minimum, optimum and maximum values, each a tuple with one entry per dimension (a
     ``tp.DimensionInputInfo``'s value bounds have one entry). ``opt`` is what the compiler tunes for.
 
+    Args:
+        min (Sequence[int]): The smallest value of each dimension.
+        opt (Sequence[int]): The value to tune for, per dimension.
+        max (Sequence[int]): The largest value of each dimension.
+
+    Raises:
+        tp.TripyException: never itself; ``tp.InputInfo`` checks the bounds it builds.
+
     Example::
 
         import tripy as tp
@@ -63,7 +71,11 @@ class Bounds:
             )
 
     def is_static(self):
-        """True when min, opt and max agree: nothing about the value is left to run time."""
+        """True when min, opt and max agree: nothing about the value is left to run time.
+
+        Returns:
+            bool: whether ``min``, ``opt`` and ``max`` are equal.
+        """
         return self.min == self.opt == self.max
 
     def _per_dim(self):
@@ -85,6 +97,15 @@ class NamedDimension:
     """
     A dynamic dimension with a name: every dimension sharing the name, across all inputs of a
     compiled function, has the same size at run time.
+
+    Args:
+        name (str): The name; dimensions with the same name are equal at run time.
+        min (int): The smallest size.
+        opt (int): The size to tune for.
+        max (int): The largest size.
+
+    Raises:
+        tp.TripyException: if the bounds are not ints with ``0 <= min <= opt <= max``.
 
     Example::
 
@@ -131,6 +152,16 @@ class InputInfo:
     input that nothing else reads is written in place (only the new rows), and when it is returned
     the executable returns the argument itself, so a KV cache is never copied. After a call, the
     argument holds the updated values; it must not share memory with the call's other arguments.
+
+    Args:
+        shape (Sequence[int | tuple[int, int, int] | tp.NamedDimension]): One entry per dimension: a
+            static size, a ``(min, opt, max)`` range, or a named dimension.
+        dtype (tp.dtype): The input's dtype.
+        donate (bool): Whether the executable may update the argument in place (see above).
+
+    Raises:
+        tp.TripyException: if an entry is not an int, a range with ``0 <= min <= opt <= max`` or a
+            ``tp.NamedDimension``, ``dtype`` is not a Tripy dtype, or ``donate`` is not a bool.
 
     Example::
 
@@ -182,6 +213,9 @@ class InputInfo:
 
     @property
     def rank(self):
+        """
+        The number of dimensions.
+        """
         return len(self.shape_bounds.min)
 
     def __repr__(self):
@@ -199,6 +233,12 @@ class DimensionInputInfo:
     """
     Declares a runtime input of ``tp.compile`` that is a scalar shape value (a ``tp.DimensionSize``),
     with the range of values it may take.
+
+    Args:
+        value_bounds (tuple[int, int, int]): ``(min, opt, max)`` of the value.
+
+    Raises:
+        tp.TripyException: if the bounds are not ints with ``min <= opt <= max``.
 
     Example::
 

@@ -165,6 +165,16 @@ class Module:
         define it, so a subclass can extend one with ``super().forward(x)``. On a module that
         defines only ``__call__``, ``forward`` calls that.
 
+        Args:
+            *args (Any): The inputs, as the subclass defines them.
+            **kwargs (Any): Keyword inputs, likewise.
+
+        Returns:
+            tp.Tensor | tuple: what the subclass computes.
+
+        Raises:
+            tp.TripyException: if the module defines neither ``forward`` nor ``__call__``.
+
         Example::
 
             import tripy as tp
@@ -187,6 +197,9 @@ class Module:
         Yields ``(name, tensor)`` for this module's own parameters (not its children's); a
         parameter in a list or dict is named like ``"weights.0"``.
 
+        Returns:
+            Iterator[tuple[str, tp.Tensor]]: the parameters by name.
+
         Example::
 
             import tripy as tp
@@ -202,6 +215,9 @@ class Module:
         """
         Yields ``(name, module)`` for this module's immediate children.
 
+        Returns:
+            Iterator[tuple[str, tp.Module]]: the children by name.
+
         Example::
 
             import tripy as tp
@@ -216,6 +232,9 @@ class Module:
     def state_dict(self):
         """
         Returns every parameter of this module and its descendants, by dotted name.
+
+        Returns:
+            dict[str, tp.Tensor]: every parameter, by dotted name (``"layers.0.weight"``).
 
         Example::
 
@@ -237,6 +256,17 @@ class Module:
 
         Returns ``(missing_keys, unexpected_keys)``: parameters absent from ``state_dict`` and keys
         that name no parameter. With ``strict=True`` either is an error.
+
+        Args:
+            state_dict (dict[str, tp.Tensor | Any]): New values by dotted name.
+            strict (bool): Whether a missing or unexpected key is an error.
+
+        Returns:
+            LoadResult: a named tuple ``(missing_keys, unexpected_keys)`` of lists of names.
+
+        Raises:
+            tp.TripyException: if a value's shape or dtype does not fit its parameter, a value cannot
+                become a tensor, or (``strict``) a key is missing or unexpected.
 
         Example::
 

@@ -5,6 +5,7 @@ around each kernel on the GPU, launched directly rather than replayed as a graph
 (the ``"timing"`` flag) prints this table after every call.
 """
 
+import inspect
 import json
 import os
 
@@ -27,6 +28,9 @@ class Profile:
         assert abs(sum(row["share"] for row in profile.rows) - 1.0) < 1e-6
         print(profile)
     """
+
+    # Made by Executable.profile(): its constructor's arguments are not API.
+    __signature__ = inspect.Signature()
 
     def __init__(self, kernels, kernel_ms, outputs):
         self.outputs = outputs
@@ -53,7 +57,11 @@ class Profile:
     __repr__ = __str__
 
     def chrome_trace(self):
-        """The call as Chrome trace events (kernels back to back, times in microseconds)."""
+        """The call as Chrome trace events (kernels back to back, times in microseconds).
+
+        Returns:
+            list[dict]: the trace events, one per kernel.
+        """
         events, at = [], 0.0
         for r in self.rows:
             dur = r["ms"] * 1000.0
@@ -73,6 +81,13 @@ class Profile:
         return {"traceEvents": events, "displayTimeUnit": "ms"}
 
     def save_chrome_trace(self, path):
-        """Writes ``chrome_trace()`` as JSON to ``path``."""
+        """Writes ``chrome_trace()`` as JSON to ``path``.
+
+        Args:
+            path (str | os.PathLike): The file to write.
+
+        Raises:
+            OSError: if the file cannot be written.
+        """
         with open(path, "w") as f:
             json.dump(self.chrome_trace(), f)

@@ -36,21 +36,24 @@ def load_safetensors(path, device=None):
     or hostile file raises TripyException naming the file and the tensor.
 
     Args:
-        path: A ``.safetensors`` file, or a directory holding ``model.safetensors`` or the
+        path (str | os.PathLike): A ``.safetensors`` file, or a directory holding ``model.safetensors`` or the
             ``model.safetensors.index.json`` of a sharded checkpoint, whose ``weight_map`` names
             each tensor's file. Those file names must lie inside the directory (no absolute paths,
             no ``..``); symbolic links among the files are followed, as in Hugging Face's cache.
-        device: Where the tensors go; the default device when omitted. On the CPU, tensors read
+        device (tp.device | str | None): Where the tensors go; the default device when omitted. On the CPU, tensors read
             the memory-mapped file in place, with no copy; on a GPU, each is copied there once.
 
     Returns:
-        A ``dict`` of names to ``tp.Tensor``, in the file's order (a sharded checkpoint: file by
+        dict[str, tp.Tensor]: the tensors by name, in the file's order (a sharded checkpoint: file by
         file, in the order the index first names each file). Its ``metadata`` attribute is a dict
         of the files' ``__metadata__`` strings.
 
     F32, F16, BF16, F8_E4M3, I8, I32, I64 and BOOL tensors are read; other dtypes (F64, U8, ...)
     are refused by name. A loaded tensor is an ordinary ``tp.Tensor``: eager ops, ``tp.Module``'s
     ``load_state_dict`` and ``tp.compile`` (as a constant) all take it.
+
+    Raises:
+        tp.TripyException: if a file is missing, damaged or holds a dtype Tripy cannot read.
 
     Example::
 
@@ -84,11 +87,15 @@ def save_safetensors(tensors, path, metadata=None):
     symbolic link, FIFO or directory.
 
     Args:
-        tensors: A dict of names to ``tp.Tensor``, or to anything ``tp.Tensor`` accepts (numpy
+        tensors (dict[str, tp.Tensor | Any]): A dict of names to ``tp.Tensor``, or to anything ``tp.Tensor`` accepts (numpy
             arrays, ...). The file lists them in this order. Tensors on a GPU are copied to the host
             to be written. int4 tensors cannot be written: the format has no such dtype.
-        path: The file to write.
-        metadata: Optional ``__metadata__`` for the file: a dict of strings to strings.
+        path (str | os.PathLike): The file to write.
+        metadata (dict[str, str] | None): Optional ``__metadata__`` for the file: a dict of strings to strings.
+
+    Raises:
+        tp.TripyException: if a value cannot become a tensor, is int4, the metadata is not strings,
+            or the file cannot be written.
 
     Example::
 

@@ -1,5 +1,7 @@
 """CUDA streams for compiled executables: ``tp.Stream()``, ``tp.default_stream()``."""
 
+import inspect
+
 from tripy import _C
 from tripy.exception import TripyException
 from tripy.frontend.device import device as _device
@@ -17,6 +19,9 @@ class Stream:
         stream = tp.default_stream()
         stream.synchronize()
     """
+
+    # tp.Stream() takes no argument; the handle is internal (tp.default_stream's).
+    __signature__ = inspect.Signature()
 
     def __init__(self, _handle=None):
         self._impl = _handle if _handle is not None else _C.create_stream()
@@ -50,6 +55,15 @@ class Stream:
 def default_stream(device=None):
     """
     The stream executables use when none is set, for ``device`` (a GPU; ``gpu:0`` by default).
+
+    Args:
+        device (tp.device | str | None): A GPU; ``gpu:0`` when None.
+
+    Returns:
+        tp.Stream: the device's default stream.
+
+    Raises:
+        tp.TripyException: if ``device`` is not ``gpu:0`` (the one device with streams).
 
     Example::
 

@@ -58,23 +58,41 @@ def _writable_copy(data, frames):
 
 class Tensor:
     """
-    A tensor: data, or the lazily evaluated result of ops.
+    A tensor: data, or the lazily evaluated result of ops. Ops only build a graph; using a value
+    (printing it, ``tolist()``, ``float(t)``, ``np.asarray(t)``, ``eval()``) compiles what it needs
+    and runs it.
+
+    Its properties are ``shape``, ``dtype``, ``rank`` (also ``ndim``), ``device`` and ``name``.
+    Python's operators build ops (``+ - * / // % **`` with numbers on either side, ``@``,
+    comparisons, ``& | ~`` on bool, unary ``-``, ``abs()``, and ``t[...]``: ints, slices,
+    ``...``, ``None`` and integer tensors), and a few ops have method forms: ``t.cast(dtype)``,
+    ``t.copy(device)``, ``t.reshape(shape)``, ``t.transpose(dim0, dim1)``, ``t.permute(perm)``,
+    ``t.flatten(start_dim, end_dim)``, ``t.squeeze(dims)`` and ``t.unsqueeze(dim)``; every other op
+    is a function of ``tp``. ``bool(t)``, ``float(t)`` and ``int(t)`` read a one-element tensor.
 
     Args:
-        data: A number, a nested list/tuple of numbers, or an object with ``__dlpack__``
-            (numpy, torch, cupy, ...). Its values are copied (on its device), so writing to
-            ``data`` afterwards never changes the tensor or the lazy ops built on it.
-        dtype: The data type; inferred from ``data`` when omitted.
-        device: Where the data lives; the default device when omitted.
-        name: An optional name.
+        data (number | Sequence | tp.Tensor | Any): A number, a nested list/tuple of numbers,
+            or an object with ``__dlpack__`` (numpy, torch, cupy, ...). Its values are copied
+            (on its device), so writing to ``data`` afterwards never changes the tensor or the
+            lazy ops built on it.
+        dtype (tp.dtype | None): The data type; inferred from ``data`` when omitted (bool, int32,
+            or int64 beyond int32's range, float32).
+        device (tp.device | str | None): Where the data lives; the default device when omitted.
+        name (str | None): An optional name.
+
+    Raises:
+        tp.TripyException: if ``data`` is ragged, holds values of no Tripy dtype, or does not
+            fit ``dtype``; or if ``dtype`` or ``device`` is invalid.
 
     Example::
 
         import tripy as tp
 
         t = tp.Tensor([[1.0, 2.0], [3.0, 4.0]])
-        assert t.shape == (2, 2) and t.dtype == tp.float32
+        assert t.shape == (2, 2) and t.dtype == tp.float32 and t.rank == 2
         assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+        assert (t * 2.0).reshape((4,)).tolist() == [2.0, 4.0, 6.0, 8.0]
+        assert float(t[1, 0]) == 3.0
     """
 
     __slots__ = ("_node", "name", "__weakref__")
@@ -146,16 +164,22 @@ class Tensor:
 
     @property
     def dtype(self):
+        """The data type (``tp.float32``, ``tp.int32``, ...)."""
         return dtypes.from_name(self._node.dtype)
 
     @property
     def rank(self):
+        """The number of dimensions."""
         return self._node.rank
 
-    ndim = rank
+    @property
+    def ndim(self):
+        """The number of dimensions (``rank``, by numpy's name)."""
+        return self._node.rank
 
     @property
     def device(self):
+        """The ``tp.device`` the tensor lives on."""
         return _device(self._node.device)
 
     # --- evaluation ----------------------------------------------------------------------------
@@ -299,8 +323,11 @@ class DimensionSize(Tensor):
     printing shows the number. Static sizes (``tp.ones((2, 3)).shape``) are plain ints.
 
     Args:
-        data: The size, an int.
-        name: An optional name.
+        data (int): The size.
+        name (str | None): An optional name.
+
+    Raises:
+        tp.TripyException: if ``data`` is not an int (a bool is not) or is outside int64's range.
 
     Example::
 

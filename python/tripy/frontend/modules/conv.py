@@ -70,6 +70,22 @@ class Conv(_ConvBase):
     ``padding`` (zeros) is an int, one int per dim, or one ``(before, after)`` pair per dim.
     ``groups`` splits the channels into independent convolutions.
 
+    Args:
+        in_channels (int): The channels of the input.
+        out_channels (int): The channels of the output.
+        kernel_dims (Sequence[int]): The kernel's size per spatial dim (1 to 3 of them).
+        stride (int | Sequence[int]): The step between windows, per spatial dim or one for all.
+        padding (int | Sequence[int | tuple[int, int]]): Zero padding per spatial dim: one int for
+            both sides, or ``(before, after)``.
+        dilation (int | Sequence[int]): The spacing between kernel taps.
+        groups (int): The number of groups the channels split into (each divides both channel counts).
+        bias (bool): Whether the module has a ``bias`` of shape ``(out_channels,)``.
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+
+    Raises:
+        tp.TripyException: if a size is not positive, ``groups`` does not divide the channel
+            counts, or ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -85,6 +101,18 @@ class Conv(_ConvBase):
                          (out_channels, in_channels // groups))
 
     def forward(self, x):
+        """
+        Convolves ``x`` with ``weight`` and adds ``bias``.
+
+        Args:
+            x (tp.Tensor): An ``(N, in_channels, spatial...)`` tensor of the module's dtype.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype, rank or channel count does not match the module's.
+        """
         out = _convolution(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
         return _add_bias(out, self.bias)
 
@@ -96,6 +124,23 @@ class ConvTranspose(_ConvBase):
     n becomes ``(n - 1) * stride - pad_before - pad_after + dilation * (kernel - 1) + 1 +
     output_padding``; ``output_padding`` (an int or one per spatial dim, smaller than the stride or
     the dilation) picks among the sizes that a strided ``tp.Conv`` maps to the same size.
+
+    Args:
+        in_channels (int): The channels of the input.
+        out_channels (int): The channels of the output.
+        kernel_dims (Sequence[int]): The kernel's size per spatial dim (1 to 3 of them).
+        stride (int | Sequence[int]): The step between windows, per spatial dim or one for all.
+        padding (int | Sequence[int | tuple[int, int]]): Zero padding per spatial dim: one int for
+            both sides, or ``(before, after)``.
+        dilation (int | Sequence[int]): The spacing between kernel taps.
+        groups (int): The number of groups the channels split into (each divides both channel counts).
+        bias (bool): Whether the module has a ``bias`` of shape ``(out_channels,)``.
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        output_padding (int | Sequence[int]): Extra size added to one side of each output spatial dim.
+
+    Raises:
+        tp.TripyException: if a size is not positive, ``groups`` does not divide the channel
+            counts, or ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -113,6 +158,18 @@ class ConvTranspose(_ConvBase):
         self.output_padding = _per_dim(output_padding, len(self.kernel_dims), "output_padding")
 
     def forward(self, x):
+        """
+        Applies the transposed convolution to ``x`` and adds ``bias``.
+
+        Args:
+            x (tp.Tensor): An ``(N, in_channels, spatial...)`` tensor of the module's dtype.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype, rank or channel count does not match the module's.
+        """
         out = _convolution(x, self.weight, self.stride, self.padding, self.dilation, self.groups, transposed=True,
                            output_padding=self.output_padding)
         return _add_bias(out, self.bias)

@@ -13,6 +13,14 @@ class Embedding(Module):
     ``(num_embeddings, embedding_dim)``); the output has the input's shape plus ``embedding_dim``.
    
 
+    Args:
+        num_embeddings (int): The number of rows (the largest index plus one).
+        embedding_dim (int): The size of each row.
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -33,4 +41,16 @@ class Embedding(Module):
         self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
 
     def forward(self, x):
+        """
+        Looks up the rows of ``weight`` that ``x`` indexes.
+
+        Args:
+            x (tp.Tensor): int32 or int64 indices in ``[0, num_embeddings)``.
+
+        Returns:
+            tp.Tensor: of shape ``x.shape + (embedding_dim,)``, of the module's dtype.
+
+        Raises:
+            tp.TripyException: if ``x`` is not int32/int64, or (when it runs) an index is out of range.
+        """
         return gather(self.weight, 0, x)

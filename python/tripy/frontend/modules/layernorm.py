@@ -14,6 +14,14 @@ class LayerNorm(Module):
     variance, then applies ``weight`` and ``bias`` (each of shape ``normalized_shape``):
     ``(x - mean) / sqrt(var + eps) * weight + bias``.
 
+    Args:
+        normalized_shape (int | Sequence[int]): The trailing dims to normalize (their sizes).
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        eps (float): Added to the variance before its square root.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -36,6 +44,18 @@ class LayerNorm(Module):
 
     def forward(self, x):
         # The fused helper lowers to one row-reduction group instead of separate mean/var passes.
+        """
+        Normalizes ``x``'s trailing dims, then scales by ``weight`` and adds ``bias``.
+
+        Args:
+            x (tp.Tensor): A tensor whose trailing dims are ``normalized_shape``.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype or trailing dims do not match the module's.
+        """
         return _layernorm(x, self.weight, self.bias, len(self.normalized_shape), self.eps)
 
 
@@ -44,6 +64,14 @@ class RMSNorm(Module):
     Root-mean-square normalization of the last ``len(normalized_shape)`` dimensions of its input,
     scaled by ``weight`` (of shape ``normalized_shape``): ``x / sqrt(mean(x**2) + eps) * weight``.
     Unlike LayerNorm it neither centers nor shifts.
+
+    Args:
+        normalized_shape (int | Sequence[int]): The trailing dims to normalize (their sizes).
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        eps (float): Added to the mean square before its square root.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -65,4 +93,16 @@ class RMSNorm(Module):
         self.weight = placeholder(self.normalized_shape, self.dtype)
 
     def forward(self, x):
+        """
+        Divides ``x`` by the root mean square of its trailing dims and scales by ``weight``.
+
+        Args:
+            x (tp.Tensor): A tensor whose trailing dims are ``normalized_shape``.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype or trailing dims do not match the module's.
+        """
         return make("rmsnorm", [x, self.weight], dims=list(range(-len(self.normalized_shape), 0)), eps=float(self.eps))

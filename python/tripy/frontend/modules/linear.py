@@ -23,6 +23,19 @@ class Linear(Module):
     Setting the optional ``input_scale`` also quantizes and dequantizes the input, as a quantized
     deployment would.
 
+    Args:
+        in_features (int): The size of the input's last dim.
+        out_features (int): The size of the output's last dim.
+        bias (bool): Whether the module has a ``bias``.
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        quant_dtype (tp.dtype | None): ``tp.int8``, ``tp.int4`` or ``tp.float8`` to quantize the
+            weight; None for none.
+        weight_quant_dim (int | None): 0 or 1 for one scale per index of that weight dim; None for
+            one scale (or int4's block-wise scale).
+
+    Raises:
+        tp.TripyException: if ``weight_quant_dim`` is not None, 0 or 1, or a dtype is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -86,6 +99,18 @@ class Linear(Module):
         return None
 
     def forward(self, x):
+        """
+        Computes ``x @ transpose(weight) + bias`` (dequantizing the weight first when quantized).
+
+        Args:
+            x (tp.Tensor): A tensor whose last dim is ``in_features``.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype or last dim does not match the module's.
+        """
         weight = self.weight
         if self.quant_dtype is not None:
             if self.input_scale is not None:

@@ -28,6 +28,16 @@ class GroupNorm(Module):
     group of each sample to zero mean and unit variance (biased), then applies the per-channel
     ``weight`` and ``bias`` (each of shape ``(num_channels,)``).
 
+    Args:
+        num_groups (int): The number of groups (it divides ``num_channels``).
+        num_channels (int): The channels of the input (dim 1).
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        eps (float): Added to the variance before its square root.
+
+    Raises:
+        tp.TripyException: if ``num_groups`` does not divide ``num_channels`` or ``dtype`` is not a
+            Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -54,6 +64,18 @@ class GroupNorm(Module):
 
     def forward(self, x):
         # InstanceNorm's groups are its channels, which the core reads from the weight.
+        """
+        Normalizes each group of channels of each sample, then applies ``weight`` and ``bias`` per channel.
+
+        Args:
+            x (tp.Tensor): An ``(N, C, spatial...)`` tensor.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype or channel count does not match the module's.
+        """
         groups = {"groups": self.num_groups} if self._op == "groupnorm" else {}
         return make(self._op, [x, self.weight, self.bias], eps=float(self.eps), **groups)
 
@@ -62,6 +84,14 @@ class InstanceNorm(GroupNorm):
     """
     Normalizes each channel of each sample of an (N, C, spatial...) input over its spatial dims,
     then applies the per-channel ``weight`` and ``bias`` (each of shape ``(num_channels,)``).
+
+    Args:
+        num_channels (int): The channels of the input (dim 1).
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        eps (float): Added to the variance before its square root.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -85,6 +115,14 @@ class BatchNorm(Module):
     ``(x - running_mean) / sqrt(running_var + eps) * weight + bias``, each parameter of shape
     ``(num_features,)``.
 
+    Args:
+        num_features (int): The channels of the input (dim 1).
+        dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        eps (float): Added to the variance before its square root.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -107,6 +145,18 @@ class BatchNorm(Module):
         self.running_var = placeholder((num_features,), self.dtype)
 
     def forward(self, x):
+        """
+        Normalizes ``x`` with the stored ``running_mean`` and ``running_var``, then applies ``weight`` and ``bias``.
+
+        Args:
+            x (tp.Tensor): An ``(N, C, spatial...)`` tensor.
+
+        Returns:
+            tp.Tensor: the module's output, of the parameters' dtype.
+
+        Raises:
+            tp.TripyException: if ``x``'s dtype or channel count does not match the module's.
+        """
         _check_input(x, self.num_features, "BatchNorm")
         # The statistics are frozen, so scale and shift fold to one multiply-add per element.
         scale = self.weight * rsqrt(self.running_var + self.eps)

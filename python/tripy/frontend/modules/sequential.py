@@ -10,6 +10,13 @@ class Sequential(Module):
     ``"1"``, ...) or as one dict from names to layers. A layer is a Module or any callable taking
     one tensor (``tp.gelu``, say); parameters are named after their layer (``"0.weight"``).
 
+    Args:
+        *modules (tp.Module | Callable | dict[str, tp.Module]): The layers in order, or one dict of
+            them by name.
+
+    Raises:
+        tp.TripyException: if a layer is not callable.
+
     Example::
 
         import tripy as tp
@@ -41,6 +48,18 @@ class Sequential(Module):
         self._layer_names = [name for name, _ in named]
 
     def forward(self, x):
+        """
+        Calls each layer on the previous layer's output, starting with ``x``.
+
+        Args:
+            x (tp.Tensor): The first layer's input.
+
+        Returns:
+            tp.Tensor: the last layer's output.
+
+        Raises:
+            tp.TripyException: as the layers raise.
+        """
         for layer in self:
             x = layer(x)
         return x

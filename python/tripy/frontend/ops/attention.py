@@ -26,16 +26,20 @@ def scaled_dot_product_attention(query, key, value, embedding_dim=None, attn_mas
     ``Hq``, and query head ``h`` attends with key/value head ``h // (Hq // Hkv)``.
 
     Args:
-        query: The queries, a float tensor of rank >= 2.
-        key: The keys, of the query's dtype and rank.
-        value: The values, of the query's dtype and rank.
-        embedding_dim: Scales the scores by ``1 / sqrt(embedding_dim)``; defaults to the head size ``D``.
-        attn_mask: A bool tensor (True keeps a score) or a tensor of the query's dtype added to the
+        query (tp.Tensor): The queries, a float tensor of rank >= 2.
+        key (tp.Tensor): The keys, of the query's dtype and rank.
+        value (tp.Tensor): The values, of the query's dtype and rank.
+        embedding_dim (int | None): Scales the scores by ``1 / sqrt(embedding_dim)``; defaults to the head size ``D``.
+        attn_mask (tp.Tensor | None): A bool tensor (True keeps a score) or a tensor of the query's dtype added to the
             scores; it broadcasts to ``(..., Hq, L, S)``.
-        is_causal: Query ``i`` sees keys ``0..i`` only (top-left aligned when ``L != S``, as in torch).
+        is_causal (bool): Query ``i`` sees keys ``0..i`` only (top-left aligned when ``L != S``, as in torch).
 
     Returns:
-        A tensor of shape ``(..., Hq, L, Dv)``. A query whose keys are all masked gives NaN.
+        tp.Tensor: a tensor of shape ``(..., Hq, L, Dv)``. A query whose keys are all masked gives NaN.
+
+    Raises:
+        tp.TripyException: if the dtypes differ or are not float, the ranks or head sizes do not
+            match, ``Hkv`` does not divide ``Hq``, or the mask does not broadcast.
 
     Example::
 

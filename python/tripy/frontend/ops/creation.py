@@ -23,6 +23,19 @@ def full(shape, value, dtype=dtypes.float32):
     A tensor of ``shape`` filled with ``value``: a number, or a scalar tensor (whose value may be
     known only at run time, inside ``tp.compile``).
 
+    Args:
+        shape (Sequence[int | tp.DimensionSize]): The shape; entries may be ``tp.DimensionSize``
+        values (sizes known at run time inside ``tp.compile``).
+        value (number | tp.Tensor): The value of every element: a number, or a scalar tensor.
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: a tensor of ``shape`` and ``dtype``.
+
+    Raises:
+        tp.TripyException: if a size is negative, ``dtype`` is not a Tripy dtype, or ``value``
+            does not fit ``dtype`` (a float for an integer dtype).
+
     Example::
 
         import tripy as tp
@@ -53,6 +66,17 @@ def ones(shape, dtype=dtypes.float32):
     """
     A tensor of ones.
 
+    Args:
+        shape (Sequence[int | tp.DimensionSize]): The shape; entries may be ``tp.DimensionSize``
+        values (sizes known at run time inside ``tp.compile``).
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: ones of ``shape`` and ``dtype``.
+
+    Raises:
+        tp.TripyException: if a size is negative or ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -65,6 +89,17 @@ def ones(shape, dtype=dtypes.float32):
 def zeros(shape, dtype=dtypes.float32):
     """
     A tensor of zeros.
+
+    Args:
+        shape (Sequence[int | tp.DimensionSize]): The shape; entries may be ``tp.DimensionSize``
+        values (sizes known at run time inside ``tp.compile``).
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: zeros of ``shape`` and ``dtype``.
+
+    Raises:
+        tp.TripyException: if a size is negative or ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -79,6 +114,17 @@ def full_like(input, value, dtype=None):
     """
     A tensor shaped like ``input``, filled with ``value``.
 
+    Args:
+        input (tp.Tensor): The tensor whose shape (and, by default, dtype and device) to use.
+        value (number | tp.Tensor): The value of every element.
+        dtype (tp.dtype | None): The dtype of the result; ``input``'s when None.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype, or ``value`` does not fit it.
+
     Example::
 
         import tripy as tp
@@ -91,6 +137,16 @@ def full_like(input, value, dtype=None):
 def ones_like(input, dtype=None):
     """
     Ones shaped like ``input``.
+
+    Args:
+        input (tp.Tensor): The tensor whose shape (and, by default, dtype) to use.
+        dtype (tp.dtype | None): The dtype of the result; ``input``'s when None.
+
+    Returns:
+        tp.Tensor: ones of ``input``'s shape.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -105,6 +161,16 @@ def zeros_like(input, dtype=None):
     """
     Zeros shaped like ``input``.
 
+    Args:
+        input (tp.Tensor): The tensor whose shape (and, by default, dtype) to use.
+        dtype (tp.dtype | None): The dtype of the result; ``input``'s when None.
+
+    Returns:
+        tp.Tensor: zeros of ``input``'s shape.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -117,6 +183,18 @@ def zeros_like(input, dtype=None):
 def iota(shape, dim=0, dtype=dtypes.float32):
     """
     A tensor whose values count up along ``dim``.
+
+    Args:
+        shape (Sequence[int | tp.DimensionSize]): The shape; entries may be ``tp.DimensionSize``
+        values (sizes known at run time inside ``tp.compile``).
+        dim (int): The dim along which values count up (negative counts from the end).
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: a tensor of ``shape`` whose element at index ``i`` along ``dim`` is ``i``.
+
+    Raises:
+        tp.TripyException: if ``dim`` is out of range or ``dtype`` is not a Tripy dtype.
 
     Example::
 
@@ -134,6 +212,17 @@ def iota_like(input, dim=0, dtype=None):
     """
     ``iota`` shaped like ``input``.
 
+    Args:
+        input (tp.Tensor): The tensor whose shape (and, by default, dtype) to use.
+        dim (int): The dim along which values count up.
+        dtype (tp.dtype | None): The dtype of the result; ``input``'s when None.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape counting up along ``dim``.
+
+    Raises:
+        tp.TripyException: if ``dim`` is out of range or ``dtype`` is not a Tripy dtype.
+
     Example::
 
         import tripy as tp
@@ -147,6 +236,18 @@ def arange(start, stop=None, step=1, dtype=dtypes.float32):
     """
     Values from ``start`` (inclusive) to ``stop`` (exclusive) in steps of ``step``;
     ``arange(stop)`` and ``arange(stop, dtype)`` start at 0.
+
+    Args:
+        start (number): The first value; with ``stop`` omitted, the end instead (starting at 0).
+        stop (number | None): The end (exclusive).
+        step (number): The difference between consecutive values (not 0; negative counts down).
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: a 1-D tensor of ``ceil((stop - start) / step)`` values (none if that is negative).
+
+    Raises:
+        tp.TripyException: if ``step`` is 0, or a value does not fit ``dtype``.
 
     Example::
 
@@ -229,6 +330,17 @@ def tril(tensor, diagonal=0):
     """
     Keeps the lower triangle (``col - row <= diagonal``) of the last two dims; zeros elsewhere.
 
+    Args:
+        tensor (tp.Tensor): A tensor of rank >= 2.
+        diagonal (int): Which diagonal bounds the triangle: 0 the main one, positive above it,
+            negative below.
+
+    Returns:
+        tp.Tensor: ``tensor`` with the elements above the triangle zeroed.
+
+    Raises:
+        tp.TripyException: if ``tensor`` has rank < 2.
+
     Example::
 
         import tripy as tp
@@ -241,6 +353,17 @@ def tril(tensor, diagonal=0):
 def triu(tensor, diagonal=0):
     """
     Keeps the upper triangle (``col - row >= diagonal``) of the last two dims; zeros elsewhere.
+
+    Args:
+        tensor (tp.Tensor): A tensor of rank >= 2.
+        diagonal (int): Which diagonal bounds the triangle: 0 the main one, positive above it,
+            negative below.
+
+    Returns:
+        tp.Tensor: ``tensor`` with the elements below the triangle zeroed.
+
+    Raises:
+        tp.TripyException: if ``tensor`` has rank < 2.
 
     Example::
 

@@ -12,6 +12,15 @@ def _unary(name, formula, example_in, example_out):
     op.__doc__ = f"""
     Applies {formula} elementwise.
 
+    Args:
+        input (tp.Tensor): The input.
+
+    Returns:
+        tp.Tensor: ``{name}(input)``, of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not among the supported dtypes below.
+
     Example::
 
         import tripy as tp
@@ -26,6 +35,15 @@ exp = _unary("exp", "exp(x)", "[0.0, 1.0]", "[1.0, 2.718282]")
 def expm1(input):
     """
     Applies exp(x) - 1 elementwise, accurately where x is near 0 (where exp(x) - 1 loses digits).
+
+    Args:
+        input (tp.Tensor): The input.
+
+    Returns:
+        tp.Tensor: ``exp(input) - 1``, of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not among the supported dtypes below.
 
     Example::
 
@@ -64,6 +82,17 @@ def _binary(name, doc_op):
     op.__doc__ = f"""
     The elementwise {doc_op} of two tensors (broadcast numpy-style).
 
+    Args:
+        lhs (tp.Tensor | number): The first operand (a number takes the other operand's dtype).
+        rhs (tp.Tensor | number): The second operand.
+
+    Returns:
+        tp.Tensor: the {doc_op}, of the broadcast shape and the operands' dtype.
+
+    Raises:
+        tp.TripyException: if the dtypes differ or are not supported, or the shapes do not
+            broadcast.
+
     Example::
 
         import tripy as tp
@@ -82,6 +111,19 @@ def where(condition, input, other):
     """
     Picks ``input`` where ``condition`` is true, else ``other`` (all broadcast).
 
+    Args:
+        condition (tp.Tensor): A bool tensor choosing, per element, between ``input`` and ``other``.
+        input (tp.Tensor | number): The values where ``condition`` is true.
+        other (tp.Tensor | number): The values where it is false (a number takes the other operand's
+            dtype).
+
+    Returns:
+        tp.Tensor: a tensor of the broadcast shape and the operands' dtype.
+
+    Raises:
+        tp.TripyException: if ``condition`` is not bool, ``input`` and ``other`` differ in dtype, or
+            the shapes do not broadcast.
+
     Example::
 
         import tripy as tp
@@ -99,6 +141,18 @@ def masked_fill(input, mask, value):
     """
     Replaces the elements of ``input`` where ``mask`` is true with ``value``.
 
+    Args:
+        input (tp.Tensor): The tensor to fill.
+        mask (tp.Tensor): A bool tensor that broadcasts to ``input``'s shape.
+        value (number | tp.Tensor): The value written where ``mask`` is true.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``mask`` is not bool, the shapes do not broadcast, or ``value`` does not
+            fit ``input``'s dtype.
+
     Example::
 
         import tripy as tp
@@ -112,6 +166,17 @@ def masked_fill(input, mask, value):
 def clamp(input, min=None, max=None):
     """
     Limits values to ``[min, max]`` (either bound may be omitted).
+
+    Args:
+        input (tp.Tensor): The tensor to clamp.
+        min (number | tp.Tensor | None): The lower bound; none when None.
+        max (number | tp.Tensor | None): The upper bound; none when None.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if a bound's dtype differs from ``input``'s or does not fit it.
 
     Example::
 
@@ -130,6 +195,16 @@ def clamp(input, min=None, max=None):
 def leaky_relu(input, negative_slope=0.01):
     """
     ``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    Args:
+        input (tp.Tensor): A float tensor.
+        negative_slope (float): The factor applied to negative values.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not supported.
 
     Example::
 

@@ -14,6 +14,16 @@ def cast(input, dtype):
     """
     Converts to ``dtype`` (float to int truncates; to bool tests != 0).
 
+    Args:
+        input (tp.Tensor): The tensor to convert.
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: ``input``'s values in ``dtype`` (``input`` itself when it already has it).
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype or the conversion is not supported.
+
     Example::
 
         import tripy as tp
@@ -28,6 +38,16 @@ def copy(input, device):
     """
     A copy of ``input`` on ``device`` (``"cpu"`` or ``"gpu"``).
 
+    Args:
+        input (tp.Tensor): The tensor to copy.
+        device (tp.device | str): Where the copy goes (``tp.device("gpu")``, ``"cpu"``, ...).
+
+    Returns:
+        tp.Tensor: a tensor with ``input``'s values on ``device``.
+
+    Raises:
+        tp.TripyException: if ``device`` is not a device this machine has.
+
     Example::
 
         import tripy as tp
@@ -40,6 +60,16 @@ def copy(input, device):
 def equal(input, other):
     """
     True when ``input`` and ``other`` have the same shape and the same values.
+
+    Args:
+        input (tp.Tensor): The first tensor.
+        other (tp.Tensor): The second tensor, of ``input``'s dtype.
+
+    Returns:
+        bool: whether shapes and values agree (evaluates both tensors).
+
+    Raises:
+        tp.TripyException: if the dtypes differ.
 
     Example::
 
@@ -57,6 +87,18 @@ def allclose(input, other, rtol=1e-5, atol=1e-8):
     True when ``|input - other| <= atol + rtol * |other|`` everywhere, as ``numpy.allclose``
     decides it: infinities are close only to the same infinity, NaN to nothing. Integer tensors are
     compared as float32.
+
+    Args:
+        input (tp.Tensor): The tensor to check.
+        other (tp.Tensor): The reference, of ``input``'s dtype and a shape that broadcasts with it.
+        rtol (float): The tolerance relative to ``|other|``.
+        atol (float): The absolute tolerance.
+
+    Returns:
+        bool: whether every element is within tolerance (evaluates both tensors).
+
+    Raises:
+        tp.TripyException: if the dtypes differ or the shapes do not broadcast.
 
     Example::
 

@@ -38,6 +38,20 @@ def pad(input, pad, mode="constant", value=0):
     ``before`` and ``after`` smaller than the dim's size. Dims may be dynamic inside
     ``tp.compile``: a reflection that does not fit a dynamic size is an error of the call.
 
+    Args:
+        input (tp.Tensor): The tensor to pad.
+        pad (Sequence[tuple[int | tp.DimensionSize, int | tp.DimensionSize]]): One
+            ``(before, after)`` pair per dim.
+        mode (str): ``"constant"`` or ``"reflect"``.
+        value (number): The fill value of ``"constant"`` mode.
+
+    Returns:
+        tp.Tensor: the padded tensor, of ``input``'s dtype.
+
+    Raises:
+        tp.TripyException: if ``pad`` does not have one pair per dim, a pad is negative, ``mode`` is
+            unknown, a reflection does not fit the dim, or ``value`` does not fit the dtype.
+
     Example::
 
         import tripy as tp
@@ -59,6 +73,17 @@ def pad(input, pad, mode="constant", value=0):
 def repeat(input, repeats, dim):
     """
     Repeats each element ``repeats`` times along ``dim`` (like ``torch.repeat_interleave``).
+
+    Args:
+        input (tp.Tensor): The tensor to repeat.
+        repeats (int | tp.DimensionSize): How many times each element appears.
+        dim (int): The dim to repeat along.
+
+    Returns:
+        tp.Tensor: ``input`` with ``dim`` ``repeats`` times longer.
+
+    Raises:
+        tp.TripyException: if ``repeats`` is negative or ``dim`` is out of range.
 
     Example::
 

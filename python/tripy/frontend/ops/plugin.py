@@ -30,21 +30,26 @@ def register_plugin(name, rule, *, cpu=None, cuda_source=None, cuda_entry=None, 
     a plugin on the device it was built for.
 
     Args:
-        name: The plugin's name.
-        rule: ``rule(inputs, **fields) -> (shape, dtype)``: the output's shape (ints, or the
+        name (str): The plugin's name.
+        rule (Callable): ``rule(inputs, **fields) -> (shape, dtype)``: the output's shape (ints, or the
             inputs' ``DimensionSize``s and arithmetic on them) and dtype, from the input tensors
             and the call's fields. It runs where ``tp.plugin`` is called; raise
             ``tp.TripyException`` (or any error) to reject a call.
-        cpu: ``cpu(inputs, output, **fields)``: reads the inputs (read-only numpy arrays) and fills
+        cpu (Callable | None): ``cpu(inputs, output, **fields)``: reads the inputs (read-only numpy arrays) and fills
             ``output`` (a writable numpy array of the rule's shape and dtype).
-        cuda_source: CUDA C++ defining ``extern "C" __global__ void <cuda_entry>(PluginArgs args)``.
+        cuda_source (str | None): CUDA C++ defining ``extern "C" __global__ void <cuda_entry>(PluginArgs args)``.
             ``args.inputs[i]`` and ``args.output`` hold ``data``, ``rank`` and ``shape``;
             ``args.n`` is the output's element count. The kernel runs with ``ceil(n /
             block_size)`` blocks of ``block_size`` threads. Numeric fields are macros
             ``TRIPY_FIELD_<name>``; ``h2f``/``f2h`` convert float16 (stored as ``unsigned short``).
-        cuda_entry: The kernel's name in ``cuda_source``.
-        version, namespace: Tell plugins of one name apart, as in TensorRT.
-        block_size: CUDA threads per block.
+        cuda_entry (str | None): The kernel's name in ``cuda_source``.
+        version (str): Tells plugins of one name apart, as in TensorRT.
+        namespace (str): Tells plugins of one name apart, as in TensorRT.
+        block_size (int): CUDA threads per block.
+
+    Raises:
+        tp.TripyException: if neither ``cpu`` nor ``cuda_source`` is given, ``cuda_source`` comes
+            without ``cuda_entry``, or ``block_size`` is not a positive int.
 
     Example::
 
@@ -112,16 +117,20 @@ def plugin(name, inputs, output_info, version="1", namespace="", **fields):
     plugin's device code, so it runs wherever it is loaded, even where the plugin is not registered.
 
     Args:
-        name: The plugin's name.
-        inputs: The input tensors.
-        output_info: ``[(rank, dtype)]`` of the output, as nvtripy takes it; it is checked against
+        name (str): The plugin's name.
+        inputs (Sequence[tp.Tensor]): The input tensors.
+        output_info (Sequence[tuple[int, tp.dtype]]): ``[(rank, dtype)]`` of the output, as nvtripy takes it; it is checked against
             what the plugin's rule gives. Tripy plugins have one output.
-        version: The plugin's version.
-        namespace: The plugin's namespace.
-        **fields: The plugin's fields: numbers, bools, strings, or lists (or numpy arrays) of them.
+        version (str): The plugin's version.
+        namespace (str): The plugin's namespace.
+        **fields (number | bool | str | Sequence): The plugin's fields: numbers, bools, strings, or lists (or numpy arrays) of them.
 
     Returns:
-        The output tensor.
+        tp.Tensor: the output tensor.
+
+    Raises:
+        tp.TripyException: if no plugin of that name, version and namespace is registered, its rule
+            rejects the call, or ``output_info`` disagrees with the rule.
 
     Example::
 

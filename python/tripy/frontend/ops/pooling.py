@@ -27,6 +27,19 @@ def maxpool(input, kernel_dims, stride=None, padding=None):
     ``stride`` defaults to 1 per dim; ``padding`` is one ``(before, after)`` pair per spatial dim
     (default none), and padded elements never win.
 
+    Args:
+        input (tp.Tensor): An ``(N, C, spatial...)`` tensor.
+        kernel_dims (Sequence[int]): The window's size per spatial dim (1 to 3 of them).
+        stride (Sequence[int] | None): The step between windows per spatial dim; 1 when None.
+        padding (Sequence[tuple[int, int]] | None): ``(before, after)`` per spatial dim; none when None.
+
+    Returns:
+        tp.Tensor: ``(N, C, out...)`` of ``input``'s dtype, ``out = (size + before + after - kernel) // stride + 1``.
+
+    Raises:
+        tp.TripyException: if the rank does not match ``kernel_dims``, a size is not positive, or the
+            dtype is not supported.
+
     Example::
 
         import tripy as tp
@@ -44,6 +57,20 @@ def avgpool(input, kernel_dims, stride=None, padding=None, count_include_pad=Tru
     tensor. ``stride`` defaults to 1 per dim; ``padding`` is one ``(before, after)`` pair per
     spatial dim (default none), padding with zeros. With ``count_include_pad=False`` each window
     divides by its count of unpadded elements.
+
+    Args:
+        input (tp.Tensor): An ``(N, C, spatial...)`` float tensor.
+        kernel_dims (Sequence[int]): The window's size per spatial dim (1 to 3 of them).
+        stride (Sequence[int] | None): The step between windows per spatial dim; 1 when None.
+        padding (Sequence[tuple[int, int]] | None): ``(before, after)`` per spatial dim; none when None.
+        count_include_pad (bool): Whether padded elements count in each window's divisor.
+
+    Returns:
+        tp.Tensor: ``(N, C, out...)`` of ``input``'s dtype, ``out = (size + before + after - kernel) // stride + 1``.
+
+    Raises:
+        tp.TripyException: if the rank does not match ``kernel_dims``, a size is not positive, or the
+            dtype is not supported.
 
     Example::
 

@@ -35,6 +35,20 @@ def quantize(input, scale, dtype, dim=None):
     or, for int4 without ``dim``, 2-D of shape ``[D0 / block, D1]`` over a ``[D0, D1]`` input, each
     scale row covering ``block`` consecutive input rows.
 
+    Args:
+        input (tp.Tensor): The tensor to convert.
+        scale (tp.Tensor | number | Sequence[float]): The scale: a scalar, 1-D along ``dim``, or
+            (int4 without ``dim``) 2-D block-wise.
+        dtype (tp.dtype): The dtype of the result.
+        dim (int | None): The dim that a 1-D ``scale`` runs along; None for the other forms.
+
+    Returns:
+        tp.Tensor: ``input`` quantized to ``dtype`` (int8, int4 or float8).
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a quantized dtype, ``input`` is not a float tensor of
+            ``scale``'s dtype, or ``scale``'s shape does not fit ``input`` and ``dim``.
+
     Example::
 
         import tripy as tp
@@ -55,6 +69,20 @@ def dequantize(input, scale, dtype, dim=None):
     """
     ``input * scale`` in the float ``dtype``; the inverse of ``quantize``, with the same forms of
     ``scale``.
+
+    Args:
+        input (tp.Tensor): The tensor to convert.
+        scale (tp.Tensor | number | Sequence[float]): The scale: a scalar, 1-D along ``dim``, or
+            (int4 without ``dim``) 2-D block-wise.
+        dtype (tp.dtype): The dtype of the result.
+        dim (int | None): The dim that a 1-D ``scale`` runs along; None for the other forms.
+
+    Returns:
+        tp.Tensor: ``input * scale`` in the float ``dtype``.
+
+    Raises:
+        tp.TripyException: if ``input`` is not int8, int4 or float8, ``dtype`` is not ``scale``'s
+            float dtype, or ``scale``'s shape does not fit ``input`` and ``dim``.
 
     Example::
 

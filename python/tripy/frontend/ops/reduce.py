@@ -34,6 +34,20 @@ def _reduction(name, doc, example_out, note=""):
     The {doc} over ``dim`` (an int, a sequence of ints, or None for all dims).
     ``keepdim`` keeps reduced dims with size 1.
     {note.format(doc=doc)}
+    Args:
+        input (tp.Tensor): The tensor to reduce.
+        dim (int | Sequence[int] | None): The dims to reduce (negative counts from the end);
+            None reduces every dim.
+        keepdim (bool): Whether reduced dims stay, with size 1.
+
+    Returns:
+        tp.Tensor: {"the int32 indices" if name.startswith("arg") else "the " + doc + "s"}, of
+        ``input``'s shape without (or, with ``keepdim``, with size 1 at) the reduced dims.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not among the supported dtypes below, or a
+            dim is out of range or repeated.
+
     Example::
 
         import tripy as tp
@@ -61,6 +75,18 @@ def all(input, dim=None, keepdim=False):
     """
     Whether all elements of a bool tensor are true, over ``dim``.
 
+    Args:
+        input (tp.Tensor): A bool tensor.
+        dim (int | Sequence[int] | None): The dims to reduce (negative counts from the end);
+            None reduces every dim.
+        keepdim (bool): Whether reduced dims stay, with size 1.
+
+    Returns:
+        tp.Tensor: a bool tensor, True where every reduced element is true.
+
+    Raises:
+        tp.TripyException: if ``input`` is not bool, or a dim is out of range or repeated.
+
     Example::
 
         import tripy as tp
@@ -73,6 +99,18 @@ def all(input, dim=None, keepdim=False):
 def any(input, dim=None, keepdim=False):
     """
     Whether any element of a bool tensor is true, over ``dim``.
+
+    Args:
+        input (tp.Tensor): A bool tensor.
+        dim (int | Sequence[int] | None): The dims to reduce (negative counts from the end);
+            None reduces every dim.
+        keepdim (bool): Whether reduced dims stay, with size 1.
+
+    Returns:
+        tp.Tensor: a bool tensor, True where some reduced element is true.
+
+    Raises:
+        tp.TripyException: if ``input`` is not bool, or a dim is out of range or repeated.
 
     Example::
 
@@ -87,6 +125,20 @@ def var(input, dim=None, keepdim=False, correction=1):
     """
     The variance over ``dim``, dividing by ``N - correction``.
 
+    Args:
+        input (tp.Tensor): A float tensor.
+        dim (int | Sequence[int] | None): The dims to reduce (negative counts from the end);
+            None reduces every dim.
+        keepdim (bool): Whether reduced dims stay, with size 1.
+        correction (number): Subtracted from the element count ``N`` in the divisor (1: the
+            unbiased sample variance; 0: the population variance).
+
+    Returns:
+        tp.Tensor: the variance, of ``input``'s dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not supported, or a dim is out of range.
+
     Example::
 
         import tripy as tp
@@ -100,6 +152,16 @@ def softmax(input, dim=None):
     """
     ``exp(x) / sum(exp(x))`` along ``dim``, computed stably. With ``dim=None`` the sum runs over
     every element: softmax of the flattened input, reshaped back (as in nvtripy).
+
+    Args:
+        input (tp.Tensor): A float tensor.
+        dim (int | None): The dim to normalize along; None normalizes over every element.
+
+    Returns:
+        tp.Tensor: values in ``[0, 1]`` summing to 1 along ``dim``, of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not supported or ``dim`` is out of range.
 
     Example::
 
@@ -117,6 +179,16 @@ def log_softmax(input, dim=None):
     ``log(softmax(x))`` along ``dim`` (over every element when None, as softmax), computed as
     ``(x - max) - log(sum(exp(x - max)))``: finite wherever the input is, even where the
     probability itself rounds to 0.
+
+    Args:
+        input (tp.Tensor): A float tensor.
+        dim (int | None): The dim to normalize along; None normalizes over every element.
+
+    Returns:
+        tp.Tensor: ``log(softmax(input, dim))``, of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not supported or ``dim`` is out of range.
 
     Example::
 

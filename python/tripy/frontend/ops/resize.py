@@ -16,6 +16,21 @@ def resize(input, output_shape=None, scales=None, mode="linear", align_corners=F
     ``"cubic"`` (Keys, a = -0.75), both sampling at pixel centres unless ``align_corners``.
     The results match ``torch.nn.functional.interpolate``.
 
+    Args:
+        input (tp.Tensor): The tensor to resize.
+        output_shape (Sequence[int | tp.DimensionSize] | None): The size of every dim of the result.
+        scales (Sequence[float] | None): The factor of every dim (instead of ``output_shape``).
+        mode (str): ``"nearest"``, ``"linear"`` or ``"cubic"``.
+        align_corners (bool): Whether ``"linear"`` and ``"cubic"`` map the corner pixels onto each
+            other instead of sampling at pixel centres.
+
+    Returns:
+        tp.Tensor: the resized tensor, of ``input``'s dtype.
+
+    Raises:
+        tp.TripyException: if both or neither of ``output_shape`` and ``scales`` are given, their
+            length is not ``input``'s rank, or ``mode`` is unknown.
+
     Example::
 
         import tripy as tp

@@ -39,6 +39,20 @@ def sample(logits, key, temperature=1.0, top_k=0, top_p=1.0):
       order of the leading dims); ``target = floor(u * K)`` for the kept weight ``K``; the result
       is the smallest index whose running kept weight (in index order) exceeds ``target``.
 
+    Args:
+        logits (tp.Tensor): float32, float16 or bfloat16 scores of rank >= 1; the last dim is the vocabulary.
+        key (tp.Tensor): An int64 tensor of shape ``(1,)``: the random key, read when the op runs.
+        temperature (float): Divides the logits; 0 picks the largest (greedy).
+        top_k (int): Keeps the ``top_k`` most likely tokens; 0 keeps all.
+        top_p (float): Keeps the smallest set of tokens holding this share of the weight; 1 keeps all.
+
+    Returns:
+        tp.Tensor: int32 indices of shape ``logits.shape[:-1]``.
+
+    Raises:
+        tp.TripyException: if ``logits`` or ``key`` has the wrong dtype or shape, or a setting is out
+            of its range.
+
     Example::
 
         import tripy as tp

@@ -30,6 +30,16 @@ def cumsum(input, dim):
     dtype follows ``tp.sum``'s rule: int8 returns int64 (as numpy and torch do), so a running sum
     of int8s does not wrap; the other dtypes keep theirs.
 
+    Args:
+        input (tp.Tensor): The tensor to sum.
+        dim (int): The dim to sum along (negative counts from the end).
+
+    Returns:
+        tp.Tensor: the running sums, of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``input``'s dtype is not supported or ``dim`` is out of range.
+
     Example::
 
         import tripy as tp
@@ -49,6 +59,18 @@ def topk(input, k, dim):
 
     It runs ``k`` rounds, each a max and a min reduction over the whole tensor with the chosen
     elements masked out: O(k * n) work, so it suits small ``k``.
+
+    Args:
+        input (tp.Tensor): The tensor to search.
+        k (int): How many values to keep (at most the size of ``dim``).
+        dim (int): The dim to search along (negative counts from the end).
+
+    Returns:
+        tuple[tp.Tensor, tp.Tensor]: the values (``input``'s dtype) and their int32 indices, each of
+        ``input``'s shape with ``k`` at ``dim``.
+
+    Raises:
+        tp.TripyException: if ``k`` is negative or larger than the dim, or ``dim`` is out of range.
 
     Example::
 

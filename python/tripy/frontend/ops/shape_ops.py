@@ -45,6 +45,17 @@ def reshape(input, shape):
     """
     The same elements in a new shape; one entry may be -1 (inferred).
 
+    Args:
+        input (tp.Tensor): The tensor to reshape.
+        shape (Sequence[int | tp.DimensionSize]): The new shape, with as many elements in all; one
+            entry may be -1.
+
+    Returns:
+        tp.Tensor: ``input``'s elements, in row-major order, in ``shape``.
+
+    Raises:
+        tp.TripyException: if the element counts differ or more than one entry is -1.
+
     Example::
 
         import tripy as tp
@@ -57,6 +68,17 @@ def reshape(input, shape):
 def flatten(input, start_dim=0, end_dim=-1):
     """
     Merges dims ``start_dim..end_dim`` into one.
+
+    Args:
+        input (tp.Tensor): The tensor to flatten.
+        start_dim (int): The first dim to merge (negative counts from the end).
+        end_dim (int): The last dim to merge.
+
+    Returns:
+        tp.Tensor: ``input`` with dims ``start_dim..end_dim`` merged into one.
+
+    Raises:
+        tp.TripyException: if a dim is out of range or ``start_dim`` comes after ``end_dim``.
 
     Example::
 
@@ -83,6 +105,16 @@ def squeeze(input, dims):
     """
     Removes the given dims, which must have size 1.
 
+    Args:
+        input (tp.Tensor): The tensor to squeeze.
+        dims (int | Sequence[int]): The dims to remove.
+
+    Returns:
+        tp.Tensor: ``input`` without those dims.
+
+    Raises:
+        tp.TripyException: if a dim is out of range or its size is not 1.
+
     Example::
 
         import tripy as tp
@@ -95,6 +127,16 @@ def squeeze(input, dims):
 def unsqueeze(input, dim):
     """
     Inserts a dim of size 1 at ``dim``.
+
+    Args:
+        input (tp.Tensor): The tensor to extend.
+        dim (int): Where the new dim goes, in the result (negative counts from the end).
+
+    Returns:
+        tp.Tensor: ``input`` with one more dim, of size 1.
+
+    Raises:
+        tp.TripyException: if ``dim`` is out of range.
 
     Example::
 
@@ -109,6 +151,16 @@ def permute(input, perm):
     """
     Reorders dims: output dim i is input dim ``perm[i]``.
 
+    Args:
+        input (tp.Tensor): The tensor to permute.
+        perm (Sequence[int]): A permutation of ``range(input.rank)``.
+
+    Returns:
+        tp.Tensor: the permuted tensor.
+
+    Raises:
+        tp.TripyException: if ``perm`` is not a permutation of ``input``'s dims.
+
     Example::
 
         import tripy as tp
@@ -121,6 +173,17 @@ def permute(input, perm):
 def transpose(input, dim0, dim1):
     """
     Swaps two dims.
+
+    Args:
+        input (tp.Tensor): The tensor to transpose.
+        dim0 (int): One dim (negative counts from the end).
+        dim1 (int): The other dim.
+
+    Returns:
+        tp.Tensor: ``input`` with ``dim0`` and ``dim1`` swapped.
+
+    Raises:
+        tp.TripyException: if a dim is out of range.
 
     Example::
 
@@ -141,6 +204,17 @@ def expand(input, sizes):
     """
     Broadcasts size-1 dims to ``sizes`` (-1 keeps a dim).
 
+    Args:
+        input (tp.Tensor): The tensor to broadcast.
+        sizes (Sequence[int | tp.DimensionSize]): The new shape (at least ``input``'s rank; new
+            dims go in front); -1 keeps a dim's size.
+
+    Returns:
+        tp.Tensor: ``input`` broadcast to ``sizes``.
+
+    Raises:
+        tp.TripyException: if a dim whose size is not 1 would change.
+
     Example::
 
         import tripy as tp
@@ -153,6 +227,16 @@ def expand(input, sizes):
 def concatenate(tensors, dim):
     """
     Joins tensors along an existing dim.
+
+    Args:
+        tensors (Sequence[tp.Tensor]): The tensors, of one dtype and rank, equal in every dim but ``dim``.
+        dim (int): The dim to join along.
+
+    Returns:
+        tp.Tensor: the joined tensor.
+
+    Raises:
+        tp.TripyException: if ``tensors`` is empty, or their dtypes, ranks or other dims differ.
 
     Example::
 
@@ -172,6 +256,16 @@ def concatenate(tensors, dim):
 def stack(tensors, dim=0):
     """
     Joins tensors of the same shape along a new dim.
+
+    Args:
+        tensors (Sequence[tp.Tensor]): The tensors, of one dtype and shape.
+        dim (int): Where the new dim goes, in the result.
+
+    Returns:
+        tp.Tensor: a tensor with one more dim, of size ``len(tensors)``.
+
+    Raises:
+        tp.TripyException: if ``tensors`` is empty or their dtypes or shapes differ.
 
     Example::
 
@@ -196,6 +290,19 @@ def split(input, num_split_or_sizes, dim=0):
     ``tp.DimensionSize``s). ``dim`` may be dynamic inside ``tp.compile``: a dynamic size that does
     not divide into equal chunks, or that the sizes do not add up to, is an error of the call.
 
+    Args:
+        input (tp.Tensor): The tensor to split.
+        num_split_or_sizes (int | Sequence[int | tp.DimensionSize]): The number of equal chunks, or
+            the size of each chunk.
+        dim (int): The dim to split along.
+
+    Returns:
+        tp.Tensor | list[tp.Tensor]: the chunks in order (one tensor when there is one chunk).
+
+    Raises:
+        tp.TripyException: if the dim does not divide into equal chunks, or the sizes do not add up
+            to it.
+
     Example::
 
         import tripy as tp
@@ -216,6 +323,16 @@ def flip(input, dim=None):
     """
     Reverses the order of elements along ``dim`` (all dims when None); dims may be dynamic.
 
+    Args:
+        input (tp.Tensor): The tensor to flip.
+        dim (int | Sequence[int] | None): The dims to reverse; every dim when None.
+
+    Returns:
+        tp.Tensor: a tensor of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if a dim is out of range or repeated.
+
     Example::
 
         import tripy as tp
@@ -232,6 +349,18 @@ def flip(input, dim=None):
 def gather(input, dim, index):
     """
     Takes the slices of ``input`` at ``index`` (int32/int64) along ``dim``.
+
+    Args:
+        input (tp.Tensor): The tensor to read.
+        dim (int): The dim that ``index`` selects along.
+        index (tp.Tensor): int32 or int64 indices into ``dim`` (checked when the program runs).
+
+    Returns:
+        tp.Tensor: of ``input``'s dtype and shape ``input.shape[:dim] + index.shape + input.shape[dim + 1:]``.
+
+    Raises:
+        tp.TripyException: if ``index`` is not int32/int64, ``dim`` is out of range, or (when it
+            runs) an index is out of bounds.
 
     Example::
 
@@ -258,13 +387,17 @@ def update_slice(input, dim, start, update):
     caller's tensor itself (now holding the result). Otherwise the result is a new tensor.
 
     Args:
-        input: The tensor to update.
-        dim: The dimension the rows are counted along.
-        start: Where the update's first row goes.
-        update: The rows, of ``input``'s dtype and rank.
+        input (tp.Tensor): The tensor to update.
+        dim (int): The dimension the rows are counted along.
+        start (int | tp.DimensionSize | tp.Tensor): Where the update's first row goes.
+        update (tp.Tensor): The rows, of ``input``'s dtype and rank.
 
     Returns:
-        A tensor of ``input``'s shape and dtype.
+        tp.Tensor: a tensor of ``input``'s shape and dtype.
+
+    Raises:
+        tp.TripyException: if ``update``'s dtype, rank or other dims differ from ``input``'s, or
+            (when it runs) ``start`` would write outside ``dim``.
 
     Example::
 
@@ -302,6 +435,16 @@ def update_slice(input, dim, start, update):
 def outer(vec1, vec2):
     """
     The outer product of two vectors.
+
+    Args:
+        vec1 (tp.Tensor): A 1-D tensor of size ``m``.
+        vec2 (tp.Tensor): A 1-D tensor of size ``n``, of ``vec1``'s dtype.
+
+    Returns:
+        tp.Tensor: the ``(m, n)`` tensor ``vec1[i] * vec2[j]``.
+
+    Raises:
+        tp.TripyException: if an operand is not 1-D or the dtypes differ.
 
     Example::
 

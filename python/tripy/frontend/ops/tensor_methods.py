@@ -12,34 +12,132 @@ from tripy.frontend.trace_call import make, scalar_like
 
 
 def cast(self, dtype):
+    """
+    ``t.cast(dtype)`` is ``tp.cast(t, dtype)``.
+
+    Args:
+        dtype (tp.dtype): The dtype of the result.
+
+    Returns:
+        tp.Tensor: the values in ``dtype``.
+
+    Raises:
+        tp.TripyException: if ``dtype`` is not a Tripy dtype or the conversion is not supported.
+    """
     return misc.cast(self, dtype)
 
 
 def copy(self, device):
+    """
+    ``t.copy(device)`` is ``tp.copy(t, device)``.
+
+    Args:
+        device (tp.device | str): Where the copy goes.
+
+    Returns:
+        tp.Tensor: a copy on ``device``.
+
+    Raises:
+        tp.TripyException: if ``device`` is not a device this machine has.
+    """
     return misc.copy(self, device)
 
 
 def reshape(self, shape):
+    """
+    ``t.reshape(shape)`` is ``tp.reshape(t, shape)``.
+
+    Args:
+        shape (Sequence[int | tp.DimensionSize]): The new shape; one entry may be -1.
+
+    Returns:
+        tp.Tensor: the same elements in ``shape``.
+
+    Raises:
+        tp.TripyException: if the element counts differ.
+    """
     return shape_ops.reshape(self, shape)
 
 
 def transpose(self, dim0, dim1):
+    """
+    ``t.transpose(dim0, dim1)`` is ``tp.transpose(t, dim0, dim1)``.
+
+    Args:
+        dim0 (int): One dim.
+        dim1 (int): The other dim.
+
+    Returns:
+        tp.Tensor: the tensor with the two dims swapped.
+
+    Raises:
+        tp.TripyException: if a dim is out of range.
+    """
     return shape_ops.transpose(self, dim0, dim1)
 
 
 def permute(self, perm):
+    """
+    ``t.permute(perm)`` is ``tp.permute(t, perm)``.
+
+    Args:
+        perm (Sequence[int]): A permutation of the dims.
+
+    Returns:
+        tp.Tensor: the permuted tensor.
+
+    Raises:
+        tp.TripyException: if ``perm`` is not a permutation of the dims.
+    """
     return shape_ops.permute(self, perm)
 
 
 def flatten(self, start_dim=0, end_dim=-1):
+    """
+    ``t.flatten(start_dim=0, end_dim=-1)`` is ``tp.flatten(t, start_dim=0, end_dim=-1)``.
+
+    Args:
+        start_dim (int): The first dim to merge.
+        end_dim (int): The last dim to merge.
+
+    Returns:
+        tp.Tensor: the tensor with those dims merged.
+
+    Raises:
+        tp.TripyException: if a dim is out of range.
+    """
     return shape_ops.flatten(self, start_dim, end_dim)
 
 
 def squeeze(self, dims):
+    """
+    ``t.squeeze(dims)`` is ``tp.squeeze(t, dims)``.
+
+    Args:
+        dims (int | Sequence[int]): The dims of size 1 to remove.
+
+    Returns:
+        tp.Tensor: the tensor without those dims.
+
+    Raises:
+        tp.TripyException: if a dim is out of range or its size is not 1.
+    """
     return shape_ops.squeeze(self, dims)
 
 
 def unsqueeze(self, dim):
+    """
+    ``t.unsqueeze(dim)`` is ``tp.unsqueeze(t, dim)``.
+
+    Args:
+        dim (int): Where the new dim of size 1 goes.
+
+    Returns:
+        tp.Tensor: the tensor with one more dim.
+
+    Raises:
+        tp.TripyException: if ``dim`` is out of range.
+    """
     return shape_ops.unsqueeze(self, dim)
 
 
