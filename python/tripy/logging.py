@@ -86,7 +86,10 @@ class Logger:
     turns on ``"trace"``. ``logger.trace(...)``, ``logger.timing(...)`` and so on log under a
     flag. ``enable_color`` colours the prefix when the output is a terminal.
     The environment variable ``TRIPY_DEBUG=1..3`` adds flags to the default (1: timing,
-    2: also ir and trace, 3: also kernels).
+    2: also ir and trace, 3: also kernels). The flags cover eager evaluation as they cover
+    ``tp.compile``: each evaluation's graph (``trace``), FlatIR and program (``ir``), kernels
+    (``kernels``) and compile and kernel times (``timing``); an evaluation that fails shows its
+    graph under any flag.
 
     Args:
         verbosity (str | set[str] | dict[str, str | set[str]] | None): The initial verbosity; the
