@@ -114,13 +114,11 @@ def median_ms(run, sync, repeats):
     return statistics.median(samples)
 
 
-def device_used_gb(torch):
-    """GPU memory in use on the device (every process and library), in GB."""
-    if torch is None:
+def gpu_gb_in_use():
+    """GPU memory that Tripy's live tensors and loaded executables hold, in GB (None on the CPU)."""
+    if not hasattr(tp._C, "_cuda_bytes_in_use") or not tp._C.gpu_available():
         return None
-    torch.cuda.synchronize()
-    free, total = torch.cuda.mem_get_info()
-    return (total - free) / 1e9
+    return tp._C._cuda_bytes_in_use() / 1e9
 
 
 def kernel_profile(step, torch, steps, top):
@@ -148,7 +146,6 @@ def kernel_profile(step, torch, steps, top):
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0):
-    used_before = device_used_gb(torch)
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch)
     load_s = time.perf_counter() - t0
@@ -190,8 +187,8 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
     result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
-    if used_before is not None:
-        result["gpu_gb"] = device_used_gb(torch) - used_before  # weights, caches, arenas
+    if gpu_gb_in_use() is not None:
+        result["gpu_gb"] = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if profile_top and torch is not None:
         print(kernel_profile(lambda: decode_steps(1, False), torch, 8, profile_top), file=sys.stderr)
     return result

@@ -269,6 +269,12 @@ void bind_node(py::module_& m) {
     rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
     return gpu ? gpu->host_waits() : int64_t{0};
   });
+  // Test and benchmark hook: GPU memory that live tensors and loaded programs hold (not the
+  // allocator's cache, which a device-wide count such as torch.cuda.mem_get_info includes).
+  m.def("_cuda_bytes_in_use", [] {
+    rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
+    return gpu ? gpu->bytes_in_use() : int64_t{0};
+  });
   // Test hook: the CUDA source of every fused and attention kernel of `n`'s eager program (the GPU
   // builder's kernel_sources). Needs no GPU, so the code generators are exercised on real programs
   // wherever the CUDA headers exist.

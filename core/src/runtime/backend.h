@@ -95,6 +95,9 @@ class Backend {
   virtual void set_default_stream(void* stream) {}
   // How often the host has waited for the device so far (tests: a steady-state call never waits).
   virtual int64_t host_waits() const { return 0; }
+  // Device memory that live tensors and loaded programs hold (not what an allocator keeps cached
+  // for reuse), in bytes; -1 where the backend does not count it.
+  virtual int64_t bytes_in_use() const { return -1; }
 };
 
 // The backend for a device kind; nullptr when this build or machine has none (none registered, or

@@ -198,6 +198,7 @@ class CudaBackend final : public Backend {
   void set_default_stream(void* stream) override { cuda::set_default_stream(static_cast<CUstream>(stream)); }
 
   int64_t host_waits() const override { return api().driver_ok ? cuda::host_waits() : 0; }
+  int64_t bytes_in_use() const override { return static_cast<int64_t>(cuda::allocator_stats().in_use_bytes); }
 };
 
 }  // namespace

@@ -39,7 +39,10 @@ DEVI void attention_split(const AttnArgs& a) {
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
-  // Row r of the block is query row r % L of q head hk * G + r / L.
+  // Row r of the block is query row r % L of q head hk * G + r / L. (Loops over global memory
+  // here and below are unrolled so that their loads are in flight together: a decode step's
+  // attention is a chain of memory latencies more than a stream of bytes.)
+#pragma unroll 4
   for (i64 i = tid; i < R * a.D; i += 128) {
     const i64 r = i / a.D, d = i - r * a.D;
     const i64 h = hk * G + r / a.L, row = r % a.L;
@@ -101,7 +104,7 @@ DEVI void attention_split(const AttnArgs& a) {
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
       if (a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
-#pragma unroll 8
+#pragma unroll 16
         for (int d = 0; d < a.D; d += VE) {
           const uint4 u = *(const uint4*)(kr + d);
           const ST* e = (const ST*)&u;
@@ -184,7 +187,7 @@ DEVI void attention_split(const AttnArgs& a) {
       }
     const ST* vt = vb + t0 * a.vs[2];
     const bool c0 = c < a.Dv, c1 = c + CW < a.Dv;
-#pragma unroll 4
+#pragma unroll 8
     for (int j = kg; j < n; j += NKG) {
       const ST* vr = vt + j * a.vs[2];
       const float v0 = c0 ? LOAD_T(vr[c * a.vs[3]]) : 0.0f, v1 = c1 ? LOAD_T(vr[(c + CW) * a.vs[3]]) : 0.0f;
@@ -267,7 +270,14 @@ DEVI void attention_split(const AttnArgs& a) {
   for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
     const i64 r = idx / a.Dv, col = idx - r * a.Dv;
     float o = 0.0f;
-    for (i64 s = 0; s < a.nsplit; ++s) o += sS[s * RM + r] * __ldcg(pg + s * R * a.Dv + idx);
+    for (i64 s = 0; s < a.nsplit; s += 8) {  // eight chunks' partials loaded at once
+      float part[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) part[u] = s + u < a.nsplit ? __ldcg(pg + (s + u) * R * a.Dv + idx) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (s + u < a.nsplit) o += sS[(s + u) * RM + r] * part[u];
+    }
     const i64 h = hk * G + r / a.L, row = r % a.L;
     ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(o * sC[r]);
   }
