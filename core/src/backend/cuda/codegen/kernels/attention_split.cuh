@@ -39,9 +39,9 @@ DEVI void attention_split(const AttnArgs& a) {
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
-  // Row r of the block is query row r % L of q head hk * G + r / L. (Loops over global memory
-  // here and below are unrolled so that their loads are in flight together: a decode step's
-  // attention is a chain of memory latencies more than a stream of bytes.)
+  // Row r of the block is query row r % L of q head hk * G + r / L. (Short loops over global
+  // memory, here and in the merge, are unrolled so that their loads are in flight together: a
+  // decode step's attention is a chain of memory latencies more than a stream of bytes.)
 #pragma unroll 4
   for (i64 i = tid; i < R * a.D; i += 128) {
     const i64 r = i / a.D, d = i - r * a.D;
@@ -104,7 +104,7 @@ DEVI void attention_split(const AttnArgs& a) {
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
       if (a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
-#pragma unroll 16
+#pragma unroll 8
         for (int d = 0; d < a.D; d += VE) {
           const uint4 u = *(const uint4*)(kr + d);
           const ST* e = (const ST*)&u;
@@ -187,7 +187,7 @@ DEVI void attention_split(const AttnArgs& a) {
       }
     const ST* vt = vb + t0 * a.vs[2];
     const bool c0 = c < a.Dv, c1 = c + CW < a.Dv;
-#pragma unroll 8
+#pragma unroll 4
     for (int j = kg; j < n; j += NKG) {
       const ST* vr = vt + j * a.vs[2];
       const float v0 = c0 ? LOAD_T(vr[c * a.vs[3]]) : 0.0f, v1 = c1 ? LOAD_T(vr[(c + CW) * a.vs[3]]) : 0.0f;
