@@ -112,3 +112,21 @@ def test_loading_in_another_dtype_converts_the_weights_once(checkpoint):
     want = llama_ref.logits(weights, prompt, config)[:, -1]
     got = np.asarray(tp.cast(logits, tp.float32))
     assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
+
+
+@pytest.mark.parametrize(
+    "dtype_keys, want",
+    [
+        ({"dtype": "float16"}, "float16"),  # transformers 5's name
+        ({"torch_dtype": "float16"}, "float16"),  # earlier releases'
+        ({"dtype": "float16", "torch_dtype": "float32"}, "float16"),
+        ({}, "float16"),  # neither: the dtype the weights are stored in
+    ],
+)
+def test_the_compute_dtype_follows_the_config_else_the_stored_weights(tmp_path, dtype_keys, want):
+    config = llama_ref.tiny_config(**dtype_keys)
+    weights = {k: tp.cast(tp.Tensor(v), tp.float16) for k, v in llama_ref.random_weights(config).items()}
+    write_checkpoint(str(tmp_path), config, weights)
+    llm = tp.llm.load(str(tmp_path), max_seq_len=16)
+    assert llm.model.dtype == getattr(tp, want)
+    assert all(t.dtype == getattr(tp, want) for t in llm.model.state_dict().values())

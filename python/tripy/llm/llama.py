@@ -52,7 +52,7 @@ class LlamaConfig:
     max_position_embeddings: int = 4096
     sliding_window: int = None
     model_type: str = "llama"
-    torch_dtype: str = "float32"
+    torch_dtype: str = None  # the stored weights' dtype name; None when config.json gives none
     bos_token_id: int = None
     eos_token_id: list = field(default_factory=list)
 
@@ -114,7 +114,8 @@ class LlamaConfig:
             max_position_embeddings=positive_int("max_position_embeddings", 4096),
             sliding_window=window,
             model_type=model_type,
-            torch_dtype=d.get("torch_dtype", "float32"),
+            # transformers 5 writes "dtype"; earlier releases "torch_dtype".
+            torch_dtype=d.get("dtype") or d.get("torch_dtype"),
             bos_token_id=d.get("bos_token_id"),
             eos_token_id=eos,
         )

@@ -24,7 +24,8 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
 
     Args:
         path: The checkpoint directory.
-        dtype: The dtype to compute in; defaults to the config's ``torch_dtype``.
+        dtype: The dtype to compute in; defaults to the config's ``dtype`` (``torch_dtype`` in
+            configs written before transformers 5), else the dtype the weights are stored in.
         max_seq_len: Positions each sequence may hold (prompt plus generated tokens): the KV caches'
             length. Defaults to the config's ``max_position_embeddings``, at most 4096.
         max_batch_size: The most sequences one call generates at once.
@@ -34,11 +35,13 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
         An ``LLM``.
     """
     config = LlamaConfig.from_file(path)
-    dtype = dtype or check_model_dtype(config.torch_dtype)
-    max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
-    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
     weights = load_safetensors(path, device=device)
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
+    if dtype is None:
+        stored = config.torch_dtype or _stored_dtype(weights)
+        dtype = check_model_dtype(stored)
+    max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
+    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
     for name, w in weights.items():
         if w.dtype != dtype:  # converted once here, not inside every compile and eager call
             weights[name] = cast(w, dtype)
@@ -48,6 +51,15 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
     if os.path.exists(os.path.join(path, "tokenizer.json")):
         tokenizer = Tokenizer.from_file(path)
     return LLM(model, tokenizer, max_batch_size)
+
+
+def _stored_dtype(weights):
+    """The name of the dtype most of the checkpoint's float weights (by count) are stored in."""
+    counts = {}
+    for w in weights.values():
+        if w.dtype.name in ("float32", "float16", "bfloat16"):
+            counts[w.dtype.name] = counts.get(w.dtype.name, 0) + 1
+    return max(counts, key=counts.get) if counts else "float32"
 
 
 class LLM:
