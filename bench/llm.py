@@ -186,7 +186,8 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         np.asarray(tokens)
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
-    result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy)
+    result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
+                  dtype=llm.model.dtype.name)
     if gpu_gb_in_use() is not None:
         result["gpu_gb"] = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if profile_top and torch is not None:
@@ -314,7 +315,9 @@ def main():
                 ref = bench_torch(directory, batch, prompt, args.steps, torch) if torch is not None else None
                 kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                     c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
-                row = dict(shape=shape, batch=batch, prompt=prompt, device=_C.device_name() if hasattr(_C, "device_name") else device,
+                # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
+                row = dict(shape=shape, batch=batch, prompt=prompt, dtype=tri["dtype"],
+                           device=_C.device_name() if hasattr(_C, "device_name") else device,
                            tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
                            tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
                            load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
@@ -343,7 +346,7 @@ def main():
 
 
 def print_table(rows):
-    cols = [("shape", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
+    cols = [("shape", "{}"), ("dtype", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
             ("speedup", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}")]
