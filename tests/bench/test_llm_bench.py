@@ -19,4 +19,4 @@ def test_tiny_cpu_run_prints_a_record_and_the_table():
     assert [(r["shape"], r["batch"], r["prompt"]) for r in records] == [("tiny", 1, 16), ("tiny", 2, 16)]
     for r in records:
         assert r["tripy_ms"] > 0 and r["tripy_tok_s"] > 0 and r["tripy_prefill_tok_s"] > 0
-    assert out.stdout.splitlines()[-3].startswith("shape | batch | prompt | tripy_ms")
+    assert out.stdout.splitlines()[-3].startswith("shape | dtype | batch | prompt | tripy_ms")
