@@ -7,6 +7,7 @@ docstrings into the API reference (Sphinx's napoleon renders the sections)."""
 
 import ast
 import inspect
+import pathlib
 import re
 import textwrap
 
@@ -209,3 +210,41 @@ def test_docstring_example_runs(name, code):
 
 def test_every_public_function_has_an_example():
     assert UNDOCUMENTED == []
+
+
+# An inline literal as its author meant it: the next ``...`` closes it, also across a line break.
+_INLINE_LITERAL = re.compile(r"``[^`\s](?:[^`]*?[^`\s])?``")
+
+
+def _literals_running_into_words(doc):
+    """Inline literals followed directly by a letter or digit (``tp.Tensor``s): reST does not end
+    a literal there, so the markup runs on and the page renders garbled."""
+    return [
+        m.group(0) + doc[m.end() :].split()[0]
+        for m in _INLINE_LITERAL.finditer(doc)
+        if doc[m.end() : m.end() + 1].isalnum()
+    ]
+
+
+def _source_docstrings():
+    """(file:line, docstring) of every module, class and function in the package. tp.llm is left
+    to its own tests (as in NOT_API)."""
+    root = pathlib.Path(tp.__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        if "llm" in path.relative_to(root).parts:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    yield f"{path.relative_to(root)}:{getattr(node, 'lineno', 1)}", doc
+
+
+def test_no_inline_literal_runs_into_a_word():
+    found = [f"{where}: {bad}" for where, doc in _source_docstrings() for bad in _literals_running_into_words(doc)]
+    assert found == [], "write ``tp.Tensor`` values, not ``tp.Tensor``s:\n" + "\n".join(found)
+
+
+def test_the_inline_literal_check_pairs_literals_as_written():
+    assert _literals_running_into_words("are ``tp.Tensor``s, or ``x``'s ``a\nb`` and ``c``.") == ["``tp.Tensor``s,"]

@@ -109,7 +109,7 @@ def _parameter_slots(module, prefix="", optional=False):
 
 class Module:
     """
-    Base class of reusable blocks. Attributes that are ``tp.Tensor``s are the module's parameters;
+    Base class of reusable blocks. Attributes that are ``tp.Tensor`` values are the module's parameters;
     attributes that are Modules are its children; either may also sit in a list or a dict.
     A subclass defines ``forward`` (or ``__call__``) to compute its output.
 

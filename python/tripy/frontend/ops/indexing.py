@@ -1,5 +1,5 @@
 """``Tensor.__getitem__``: ints, slices (Python clamping, negative steps), ``...``, ``None``,
-and a tensor index (gather on dim 0). Slice bounds may be ``tp.DimensionSize``s, and dynamic dims
+and a tensor index (gather on dim 0). Slice bounds may be ``tp.DimensionSize`` values, and dynamic dims
 may be sliced with any nonzero int step: the bounds are then clamped symbolically."""
 
 import builtins

@@ -32,7 +32,7 @@ def register_plugin(name, rule, *, cpu=None, cuda_source=None, cuda_entry=None, 
     Args:
         name (str): The plugin's name.
         rule (Callable): ``rule(inputs, **fields) -> (shape, dtype)``: the output's shape (ints, or the
-            inputs' ``DimensionSize``s and arithmetic on them) and dtype, from the input tensors
+            inputs' ``tp.DimensionSize`` values and arithmetic on them) and dtype, from the input tensors
             and the call's fields. It runs where ``tp.plugin`` is called; raise
             ``tp.TripyException`` (or any error) to reject a call.
         cpu (Callable | None): ``cpu(inputs, output, **fields)``: reads the inputs (read-only numpy arrays) and fills

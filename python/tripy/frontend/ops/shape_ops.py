@@ -287,7 +287,7 @@ def slice_dim(input, dim, start, stop, step=1):
 def split(input, num_split_or_sizes, dim=0):
     """
     Splits into ``num_split_or_sizes`` equal chunks (an int), or chunks of the given sizes (ints or
-    ``tp.DimensionSize``s). ``dim`` may be dynamic inside ``tp.compile``: a dynamic size that does
+    ``tp.DimensionSize`` values). ``dim`` may be dynamic inside ``tp.compile``: a dynamic size that does
     not divide into equal chunks, or that the sizes do not add up to, is an error of the call.
 
     Args:
