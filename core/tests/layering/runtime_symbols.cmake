@@ -17,7 +17,7 @@ if(bad)
 endif()
 # Nor the CUDA backend's build-time code (core/layers.txt: backend_cuda_codegen, linked by the compiler
 # side only): code generation, NVRTC, tactic timing, the builder and its registration.
-string(REGEX MATCHALL "[^\n]*(tripy::rt::cuda::(generate_fused|generate_attention|compile_modules|tune_dot|tune_conv|time_fused|tuning_scratch|CallTimer|device_prelude|layout_module_source|conv_module_source|pool_module_source|plugin_module_source|attention_source_body|attention_split_source|ew_expr|kernel_cache_dir|nvrtc_available)|tripy::rt::cuda_builder|tripy_cuda_builder_registered)[^\n]*" build_time "${symbols}")
+string(REGEX MATCHALL "[^\n]*(tripy::rt::cuda::(generate_fused|generate_attention|compile_modules|tune_dot|tune_conv|time_fused|tuning_scratch|CallTimer|device_prelude|layout_module_source|kind_module_source|plugin_module_source|attention_source_body|attention_split_source|ew_expr|kernel_cache_dir|nvrtc_available)|tripy::rt::cuda_builder|tripy_cuda_builder_registered)[^\n]*" build_time "${symbols}")
 if(build_time)
   list(REMOVE_DUPLICATES build_time)
   list(JOIN build_time "\n" listing)

@@ -1,5 +1,5 @@
 // kPooling's launch: one thread per output element over a grid-stride loop (the module's source:
-// codegen/cuda_pool_source.cc).
+// codegen/kernels/pool.cuh).
 #include "backend/cuda/cuda_pool.h"
 
 namespace tripy::rt::cuda {

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "backend/cuda/codegen/cuda_compile.h"
+#include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/codegen/cuda_tuning_cache.h"
@@ -98,23 +99,13 @@ struct BuildRule {
   bool generated;
   std::optional<IndexFunction> (*index_function)(const Program& p, const Kernel& k);  // nullptr: none
   std::optional<TuningJob> (*tuning)(const Program& p, const Kernel& k, const std::vector<int64_t>& slots);
+  // A fixed module of the kernel's dtype made of one file of kernels/ (kind_module_source), when
+  // `module` is nullptr and `file` is set: the file's text, its entry points' common name, and
+  // whose dtype picks the entry point (the first output's, or with `by_input` the first input's).
+  const char* file = nullptr;
+  const char* entry = nullptr;
+  bool by_input = false;
 };
-
-// The convolution module (direct kernel and epilogue), compiled once per dtype.
-StatusOr<GeneratedKernel> conv_module(const Program& p, const Kernel& k) {
-  const DType t = p.buffers[k.outputs.at(0)].dtype;
-  return GeneratedKernel{conv_module_source(t), conv_function(t)};
-}
-
-StatusOr<GeneratedKernel> pool_module(const Program& p, const Kernel& k) {
-  const DType t = p.buffers[k.outputs.at(0)].dtype;
-  return GeneratedKernel{pool_module_source(t), pool_function(t)};
-}
-
-StatusOr<GeneratedKernel> sample_module(const Program& p, const Kernel& k) {
-  const DType t = p.buffers[k.inputs.at(0)].dtype;
-  return GeneratedKernel{sample_module_source(t), sample_function(t)};
-}
 
 StatusOr<GeneratedKernel> plugin_module(const Program& p, const Kernel& k) {
   if (k.plugin.cuda_source.empty())
@@ -177,11 +168,11 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kGather, nullptr, false, gather_index_function, nullptr},
     {KernelKind::kCopy, nullptr, false, nullptr, nullptr},
     {KernelKind::kAttention, generate_attention, true, nullptr, nullptr},
-    {KernelKind::kConvolution, conv_module, false, nullptr, conv_tuning},
+    {KernelKind::kConvolution, nullptr, false, nullptr, conv_tuning, kernels::kConvDirect, "tripy_conv"},
     {KernelKind::kUpdateSlice, nullptr, false, update_index_function, nullptr},
     {KernelKind::kPlugin, plugin_module, false, nullptr, nullptr},
-    {KernelKind::kPooling, pool_module, false, nullptr, nullptr},
-    {KernelKind::kSample, sample_module, false, nullptr, nullptr},
+    {KernelKind::kPooling, nullptr, false, nullptr, nullptr, kernels::kPool, "tripy_pool"},
+    {KernelKind::kSample, nullptr, false, nullptr, nullptr, kernels::kSample, "tripy_sample", /*by_input=*/true},
 };
 constexpr bool rows_in_kind_order() {
   for (size_t i = 0; i < std::size(kBuildRules); ++i)
@@ -192,6 +183,25 @@ static_assert(std::size(kBuildRules) == kNumKernelKinds, "one row per kernel kin
 static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.def's order");
 
 const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<size_t>(kind)]; }
+
+GeneratedKernel file_module(const BuildRule& rule, DType t) {
+  std::string suffix = dtype_suffix(t);
+  std::string macro = "#define TRIPY_DTYPE_";
+  for (char c : suffix) macro += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return GeneratedKernel{device_prelude() + macro + " 1\n" + rule.file, std::string(rule.entry) + "_" + suffix};
+}
+
+// The module that runs kernel `k`, if its kind has one: the row's function, or its file's module.
+StatusOr<std::optional<GeneratedKernel>> module_of_kernel(const Program& p, const Kernel& k) {
+  const BuildRule& rule = build_rule(k.kind);
+  if (rule.module) {
+    TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, rule.module(p, k));
+    return std::optional<GeneratedKernel>(std::move(g));
+  }
+  if (!rule.file) return std::optional<GeneratedKernel>();
+  const int32_t buffer = rule.by_input ? k.inputs.at(0) : k.outputs.at(0);
+  return std::optional<GeneratedKernel>(file_module(rule, p.buffers[static_cast<size_t>(buffer)].dtype));
+}
 
 class CudaBuilder final : public Builder {
  public:
@@ -240,10 +250,10 @@ class CudaBuilder final : public Builder {
         if (std::optional<IndexFunction> f = rule.index_function(program, k)) index_functions.push_back(*f);
       int32_t module = -1;
       std::string function;
-      if (rule.module) {
-        TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, rule.module(program, k));
-        module = module_of(g.source, g.function);
-        function = g.function;
+      TRIPY_ASSIGN_OR_RETURN(std::optional<GeneratedKernel> g, module_of_kernel(program, k));
+      if (g) {
+        module = module_of(g->source, g->function);
+        function = g->function;
       }
       tunes |= rule.tuning != nullptr;
       if (k.kind == KernelKind::kDot && gemv_may_apply(program, k)) gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
@@ -423,6 +433,27 @@ class CudaBuilder final : public Builder {
 };
 
 }  // namespace
+
+GeneratedKernel kind_module_source(KernelKind kind, DType t) {
+  const BuildRule& rule = build_rule(kind);
+  return rule.file ? file_module(rule, t) : GeneratedKernel{};
+}
+
+const char* dtype_suffix(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "f32";
+    case DType::kFloat16: return "f16";
+    case DType::kBFloat16: return "bf16";
+    case DType::kFloat8E4M3: return "f8e4m3";
+    case DType::kInt4: return "i4";
+    case DType::kInt8: return "i8";
+    case DType::kInt32: return "i32";
+    case DType::kInt64: return "i64";
+    case DType::kBool: return "bool";
+  }
+  return "invalid";
+}
+
 }  // namespace cuda
 
 Builder* cuda_builder() {

@@ -58,17 +58,14 @@ std::string index_module_source(const std::vector<IndexFunction>& functions);
 const std::string& fill_module_source();
 std::string fill_function(DType t);
 
-// The convolution module for a dtype and its one function (tripy_conv_<f32|f16|bf16>).
-std::string conv_module_source(DType t);
-std::string conv_function(DType t);
-
-// The pooling module for a dtype and its one function (tripy_pool_<f32|f16|bf16|i8|i32|i64>).
-std::string pool_module_source(DType t);
-std::string pool_function(DType t);
-
-// The sampling module for the logits' dtype and its one function (tripy_sample_<f32|f16|bf16>).
-std::string sample_module_source(DType t);
-std::string sample_function(DType t);
+// The fixed module of a kind whose builder row names a file of kernels/ (convolution, pooling,
+// sample; codegen/cuda_builder.cc) for one dtype, and its one function, <entry>_<dtype suffix>
+// (tripy_pool_i8): the prelude, "#define TRIPY_DTYPE_<SUFFIX>", then the file, whose end defines
+// that dtype's entry point. One entry point per module: a program compiles only the dtypes it runs
+// (NVRTC's time grows with every instantiation). Empty for a kind without such a row.
+GeneratedKernel kind_module_source(KernelKind kind, DType t);
+// "f32", "f16", "bf16", "f8e4m3", "i4", "i8", "i32", "i64", "bool".
+const char* dtype_suffix(DType t);
 
 // The GEMV module for a float16 or bfloat16 dot (cuda_gemv_source.cc): every entry point that
 // gemv_functions(t) names (cuda_gemv.h).

@@ -1,5 +1,5 @@
-// The CUDA convolution without a GPU: the fixed convolution module compiles with NVRTC (skipped
-// where NVRTC cannot be loaded), its launch words follow the attributes, and cuDNN is declined
+// The CUDA convolution without a GPU (the fixed module's NVRTC compile for each dtype:
+// cuda_kernel_files_test.cc): its launch words follow the attributes, and cuDNN is declined
 // where it cannot serve (asymmetric padding, TRIPY_CUDNN=0, not loaded). The GPU run of every test
 // convolution against the CPU is in cuda_backend_test.cc (conv_cases).
 #include <gtest/gtest.h>
@@ -15,23 +15,6 @@
 
 namespace tripy::cuda_testing {
 namespace {
-
-TEST(CudaConv, TheConvolutionModuleCompilesWithNvrtcForEachDtype) {
-  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-  std::vector<std::string> sources, names;
-  for (DType t : types) {
-    sources.push_back(rt::cuda::conv_module_source(t));
-    names.push_back(rt::cuda::conv_function(t));
-  }
-  auto compiled = rt::cuda::compile_modules(sources, names, 90);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  for (size_t i = 0; i < sources.size(); ++i)
-    for (DType t : types)  // each module holds its own dtype's function and no other
-      EXPECT_EQ((*compiled)[i].ptx.find(".entry " + rt::cuda::conv_function(t) + "(") != std::string::npos,
-                t == types[i])
-          << names[i] << " / " << rt::cuda::conv_function(t);
-}
 
 rt::cuda::ConvProblem problem_of(const GpuCase& c) {
   auto pr = rt::cuda::conv_problem(c.program, c.program.kernels[0], c.slots);

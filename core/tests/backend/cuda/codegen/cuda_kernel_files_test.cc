@@ -1,12 +1,13 @@
 // The CUDA C++ files under backend/cuda/codegen/kernels/, as the build embeds them: each without
 // its opening comment, each inside a module that NVRTC compiles here (skipped where NVRTC cannot
 // be loaded). The modules' own tests check their entry points (cuda_codegen_test.cc: layout,
-// index, fill; cuda_conv_test.cc, cuda_pool_test.cc, cuda_plugin_test.cc, cuda_attention_test.cc,
-// cuda_sample_test.cc, cuda_gemv_test.cc).
+// index, fill; cuda_plugin_test.cc, cuda_attention_test.cc, cuda_gemv_test.cc); the modules made
+// of one file per dtype (convolution, pooling, sample) are checked here, each dtype's entry point.
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
 
+#include <cctype>
 #include <cstring>
 
 #include "backend/cuda/codegen/cuda_compile.h"
@@ -50,9 +51,9 @@ std::vector<Module> modules_of_every_file() {
       {"layout", layout_module_source()},
       {"index", index_module_source({{false, 4, DType::kInt32}, {true, 2, DType::kInt64}})},
       {"fill", fill_module_source()},
-      {"conv", conv_module_source(DType::kFloat16)},
-      {"pool", pool_module_source(DType::kInt8)},
-      {"sample", sample_module_source(DType::kBFloat16)},
+      {"conv", kind_module_source(KernelKind::kConvolution, DType::kFloat16).source},
+      {"pool", kind_module_source(KernelKind::kPooling, DType::kInt8).source},
+      {"sample", kind_module_source(KernelKind::kSample, DType::kBFloat16).source},
       {"gemv", gemv_module_source(DType::kFloat16)},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
@@ -87,6 +88,39 @@ TEST(CudaKernelFiles, EveryFileIsInAModuleThatCompilesWithNvrtc) {
   for (size_t i = 0; i < compiled->size(); ++i) {
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
     EXPECT_NE((*compiled)[i].ptx.find(".entry "), std::string::npos) << names[i];
+  }
+}
+
+// Each kind whose module is one file of kernels/ (the builder's rows): for every dtype the file
+// has an entry point for (its TRIPY_DTYPE_ branches), the module compiles and holds that dtype's
+// function and no other.
+TEST(CudaKernelFiles, EveryKindsFileModuleCompilesForEachOfItsDtypes) {
+  std::vector<std::string> sources, names;
+  std::vector<std::vector<std::string>> others;  // per module: the functions it must not hold
+  for (size_t kind = 0; kind < kNumKernelKinds; ++kind) {
+    std::vector<GeneratedKernel> modules;
+    for (int t = 0; t < kNumDTypes; ++t) {
+      GeneratedKernel g = kind_module_source(static_cast<KernelKind>(kind), static_cast<DType>(t));
+      std::string macro = std::string("TRIPY_DTYPE_") + dtype_suffix(static_cast<DType>(t));
+      for (char& c : macro) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (!g.source.empty() && g.source.find("defined(" + macro + ")") != std::string::npos) modules.push_back(g);
+    }
+    for (const GeneratedKernel& g : modules) {
+      sources.push_back(g.source);
+      names.push_back(g.function);
+      others.emplace_back();
+      for (const GeneratedKernel& o : modules)
+        if (o.function != g.function) others.back().push_back(o.function);
+    }
+  }
+  ASSERT_GE(sources.size(), 12u);  // convolution 3, pooling 6, sample 3
+  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  auto compiled = compile_modules(sources, names, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_NE((*compiled)[i].ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
+    for (const std::string& o : others[i])
+      EXPECT_EQ((*compiled)[i].ptx.find(".entry " + o + "("), std::string::npos) << names[i] << " holds " << o;
   }
 }
 

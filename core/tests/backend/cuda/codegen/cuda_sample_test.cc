@@ -1,6 +1,5 @@
-// kSample on the GPU. Without a GPU: the sampling module compiles with NVRTC for each dtype
-// (skipped where NVRTC cannot be loaded). With one: the GPU draws exactly the CPU backend's tokens
-// for the same logits and keys (greedy, temperature, top-k, top-p, ties, NaN and infinite rows,
+// kSample on the GPU (the module's NVRTC compile for each dtype: cuda_kernel_files_test.cc): the
+// GPU draws exactly the CPU backend's tokens for the same logits and keys (greedy, temperature, top-k, top-p, ties, NaN and infinite rows,
 // vocabularies up to 256K), directly and through CUDA graph replays with a new key each run.
 // Python's view (statistics against numpy, both devices): tests/frontend/ops/test_sample.py.
 #include <gtest/gtest.h>
@@ -19,23 +18,6 @@
 
 namespace tripy::cuda_testing {
 namespace {
-
-TEST(CudaSample, TheSamplingModuleCompilesWithNvrtcForEachDtype) {
-  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  const DType types[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-  std::vector<std::string> sources, names;
-  for (DType t : types) {
-    sources.push_back(rt::cuda::sample_module_source(t));
-    names.push_back(rt::cuda::sample_function(t));
-  }
-  auto compiled = rt::cuda::compile_modules(sources, names, 90);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  for (size_t i = 0; i < sources.size(); ++i)
-    for (DType t : types)
-      EXPECT_EQ((*compiled)[i].ptx.find(".entry " + rt::cuda::sample_function(t) + "(") != std::string::npos,
-                t == types[i])
-          << names[i] << " / " << rt::cuda::sample_function(t);
-}
 
 // Logits like a language model's: mostly spread out, a few tokens far ahead, some exact ties.
 Tensor lm_logits(DType t, int64_t rows, int64_t V, uint32_t seed, bool specials) {

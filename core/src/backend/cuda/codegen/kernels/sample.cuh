@@ -1,4 +1,4 @@
-// The sampling module (sample_module_source() in cuda_sample_source.cc, after device_prelude.cuh):
+// The sampling module (the sample row of codegen/cuda_builder.cc, after device_prelude.cuh):
 // one thread block per row of logits draws that row's token by rt::SampleAttrs's rule, bit for bit
 // as the CPU backend (backend/cpu/sample.cc) does: the same order keys, the same correctly rounded
 // exp (explicit fma, multiply and divide intrinsics, so nothing is contracted) and integer weights,
@@ -8,7 +8,8 @@
 // bins add weights (of the top-k set) instead of counts; then a block-wide prefix sum of kept
 // weights in index order, chunk by chunk, that stops at the chunk holding the drawn index. No
 // allocation, no host synchronisation: the launch is recorded in CUDA graphs like any other.
-// The C++ side appends the one entry point of the module's dtype.
+// The builder defines TRIPY_DTYPE_<F32|F16|BF16> (the logits' dtype), which picks the one entry
+// point at the end.
 
 // Words, in this order (cuda_kinds.cc fills them).
 struct SampleArgs {
@@ -278,3 +279,14 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
   }
   if (threadIdx.x == 0) out[row] = (int)g;  // unreachable: target < total
 }
+
+// One entry point per module, tripy_sample_<dtype> (kind_module_source, cuda_sources.h).
+#if defined(TRIPY_DTYPE_F16)
+extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f16(const SampleArgs a) { sample_row<SampleHalf>(a); }
+#elif defined(TRIPY_DTYPE_BF16)
+extern "C" __global__ void __launch_bounds__(1024) tripy_sample_bf16(const SampleArgs a) { sample_row<SampleBf16>(a); }
+#elif defined(TRIPY_DTYPE_F32)
+extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f32(const SampleArgs a) { sample_row<float>(a); }
+#else
+#error "sample.cuh: no entry point for this dtype"
+#endif
