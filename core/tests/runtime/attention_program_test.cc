@@ -360,7 +360,7 @@ TEST_P(AttentionValidateRejects, with_a_precise_message) {
 
 const Corruption kCorruptions[] = {
     {"arity", [](Program& p) { p.kernels[0].inputs.pop_back(); }, "needs q, k, v, a mask and 1 output"},
-    {"mask_kind", [](Program& p) { p.kernels[0].attention.mask = static_cast<MaskKind>(7); }, "invalid mask kind"},
+    {"mask_kind", [](Program& p) { p.kernels[0].attention.mask = static_cast<MaskKind>(7); }, "invalid mask 7"},
     {"mask_dtype", [](Program& p) { p.kernels[0].attention.mask = MaskKind::kAdditive; }, "mask whose dtype"},
     {"dtypes", [](Program& p) { p.kernels[0].inputs[1] = 3; }, "q, k, v and out of different dtypes"},
     {"rank", [](Program& p) { p.buffers.back().shape.pop_back(); }, "output that is not 4-D"},
