@@ -5,7 +5,9 @@
 
 The attention is written by hand as nanoGPT users write it (q @ k^T * scale, a sliced causal mask
 filled with -inf, softmax, @ v), a pattern the compiler is free to recognise. The file also holds a
-torch twin of the same model (used where torch is installed) and a float64 numpy reference.
+torch twin of the same model (used where torch is installed; its attention is torch's
+scaled_dot_product_attention from torch 2.0 on, as a torch user would write it) and a float64 numpy
+reference.
 
 `GPT.cached` is the same model over a KV cache, for generation (examples/gpt2_generate.py): each
 layer writes its new keys and values into its cache with tp.update_slice at a position read at run
@@ -212,7 +214,9 @@ def numpy_forward(weights, idx, config):
     return x @ w["transformer.wte.weight"].T
 
 
-# --- the torch twin: the same architecture and names (nanoGPT's non-flash path) --------------------
+# --- the torch twin: the same architecture and names ----------------------------------------------
+# Attention as a torch user writes it (nanoGPT's flash path): F.scaled_dot_product_attention where
+# torch has it (2.0 and later), else the explicit softmax of nanoGPT's other path.
 class TorchAttention(nn.Module if torch else object):
     def __init__(self, config):
         super().__init__()
@@ -231,9 +235,18 @@ class TorchAttention(nn.Module if torch else object):
         if past is not None:
             P = past[0].size(2)
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, P : P + T, : P + T] == 0, float("-inf"))
-        y = torch.softmax(att, dim=-1) @ v
+        sdpa = getattr(nn.functional, "scaled_dot_product_attention", None)
+        if sdpa is not None:
+            if P == 0:
+                y = sdpa(q, k, v, is_causal=True)
+            elif T == 1:  # one new token sees every cached one
+                y = sdpa(q, k, v)
+            else:
+                y = sdpa(q, k, v, attn_mask=self.bias[:, :, P : P + T, : P + T] != 0)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, P : P + T, : P + T] == 0, float("-inf"))
+            y = torch.softmax(att, dim=-1) @ v
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)), (k, v)
 
 
