@@ -81,7 +81,7 @@ struct Op {
   rt::AttentionAttrs attention;
   rt::PluginAttrs plugin;  // kPlugin
   // kKernel: a kernel kind that no FlatIR op of its own describes, with its attributes; it becomes
-  // one kernel of that kind (rt::KernelAttrs; kernel_kinds.def). Opaque to every pass.
+  // one kernel of that kind (rt::KernelAttrs; kernel_kinds.h). Opaque to every pass.
   rt::KernelAttrs kernel;
   OriginRef origin;
 };

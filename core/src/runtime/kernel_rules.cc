@@ -20,7 +20,7 @@ bool in_range(int64_t i, size_t n) { return i >= 0 && static_cast<uint64_t>(i) <
 
 // One kernel's view of the program: its buffers' ranks and dtypes (load), and their shapes and
 // the slots' values (run: `shapes` and `slots` set). One load() and one run() per attribute
-// struct, kind by kind in kernel_kinds.def's order: a kind without them fails to compile.
+// struct, kind by kind in kernel_kinds.h's order: a kind without them fails to compile.
 class KernelRules {
  public:
   KernelRules(const Program& p, const Kernel& k, const std::vector<std::vector<int64_t>>* shapes = nullptr,

@@ -1,4 +1,4 @@
-// The kernel kinds' one description (kernel_kinds.def, the field lists): every field of every
+// The kernel kinds' one description (kernel_kinds.h, the field lists): every field of every
 // kind survives the file format and differs in text, equality and keys when it differs in value.
 #include <gtest/gtest.h>
 

@@ -25,10 +25,11 @@ namespace {
 
 using rt::BufferDesc;
 
-// The CPU kernel of each kind, in kernel_kinds.def's order (prepare() checks a kind is in range).
+// The CPU kernel of each kind, in runtime/kernel_kinds.h's order (prepare() checks a kind is in range).
 const CpuKernel* const kKernels[] = {
-#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) &k##Enum##Kernel,
-#include "runtime/kernel_kinds.def"
+#define TRIPY_CPU_KERNEL_ROW_(Enum, name, Attrs, member) &k##Enum##Kernel,
+    TRIPY_KERNEL_KINDS(TRIPY_CPU_KERNEL_ROW_)
+#undef TRIPY_CPU_KERNEL_ROW_
 };
 static_assert(std::size(kKernels) == rt::kNumKernelKinds);
 

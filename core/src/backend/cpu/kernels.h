@@ -48,15 +48,16 @@ class KernelState {
 
 // How the CPU runs one kernel kind: `prepare` (null when the kind keeps no state) builds a
 // kernel's state once, at load; `run` runs it. Each kind's entry is defined beside its kernel and
-// named after its row of runtime/kernel_kinds.def (kDotKernel for Dot), so a kind that the CPU
+// named after its row of runtime/kernel_kinds.h (kDotKernel for Dot), so a kind that the CPU
 // backend does not cover fails to link, and the backend's table (cpu_backend.cc) is made from
 // the same rows.
 struct CpuKernel {
   StatusOr<std::unique_ptr<KernelState>> (*prepare)(const rt::Program&, const rt::Kernel&, SourceRef);
   Status (*run)(const KernelArgs& args, KernelState* state);
 };
-#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) extern const CpuKernel k##Enum##Kernel;
-#include "runtime/kernel_kinds.def"
+#define TRIPY_CPU_KERNEL_DECLARE_(Enum, name, Attrs, member) extern const CpuKernel k##Enum##Kernel;
+TRIPY_KERNEL_KINDS(TRIPY_CPU_KERNEL_DECLARE_)
+#undef TRIPY_CPU_KERNEL_DECLARE_
 
 // kFused: prepares the interpreter plan (validating the instructions) and runs it.
 StatusOr<std::unique_ptr<KernelState>> prepare_fused(const rt::Program& program,

@@ -89,7 +89,7 @@ StatusOr<bool> plan_checked_layout_step(PlanContext& c, const Kernel& k, Step& s
   return true;
 }
 
-// One row per kind, in kernel_kinds.def's order.
+// One row per kind, in kernel_kinds.h's order.
 constexpr KindRule kKindRules[] = {
     {KernelKind::kFused, load_fused, StoredAlgo::kNone, plan_fused_step, nullptr},
     {KernelKind::kDot, nullptr, StoredAlgo::kCublasLt, plan_dot_step, run_dot_step},
@@ -111,8 +111,8 @@ constexpr bool rows_in_kind_order() {
     if (static_cast<size_t>(kKindRules[i].kind) != i) return false;
   return true;
 }
-static_assert(std::size(kKindRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.def");
-static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.def's order");
+static_assert(std::size(kKindRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.h");
+static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.h's order");
 
 }  // namespace
 

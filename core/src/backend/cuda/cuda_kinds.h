@@ -1,4 +1,4 @@
-// The CUDA backend's table of kernel kinds: one row per kind of runtime/kernel_kinds.def (checked
+// The CUDA backend's table of kernel kinds: one row per kind of runtime/kernel_kinds.h (checked
 // when the code is built) saying what load() resolves in the kind's module, which stored
 // algorithm it replays, how a kernel is planned into a Step for one input-shape signature, and
 // what a Step runs besides its launches (a cuBLASLt or cuDNN call). The per-kind functions live

@@ -16,8 +16,9 @@ namespace tripy::flat {
 // What a group becomes: the kernel of the same rt::KernelKind, or (kAlias) a reshape that launches
 // nothing and only names its input's bytes. Made from the kernel kind list, so it cannot drift.
 enum class GroupKind : uint8_t {
-#define TRIPY_KERNEL_KIND(Enum, name, Attrs, member) k##Enum,
-#include "runtime/kernel_kinds.def"
+#define TRIPY_GROUP_KIND_(Enum, name, Attrs, member) k##Enum,
+  TRIPY_KERNEL_KINDS(TRIPY_GROUP_KIND_)
+#undef TRIPY_GROUP_KIND_
   kAlias,
 };
 // The kernel kind of a group that is not kAlias.

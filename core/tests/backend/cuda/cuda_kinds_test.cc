@@ -1,4 +1,4 @@
-// The CUDA backend's kind table (cuda_kinds.h): a row per kind in kernel_kinds.def's order (the
+// The CUDA backend's kind table (cuda_kinds.h): a row per kind in kernel_kinds.h's order (the
 // build checks the count and the order; this checks the lookup), and a kind the GPU cannot run is
 // rejected when the program loads, before any device is needed. Runs without a GPU.
 #include <gtest/gtest.h>

@@ -157,7 +157,7 @@ std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const st
                    /*required=*/false};
 }
 
-// One row per kind, in kernel_kinds.def's order. (Which kinds the GPU runs at all is the
+// One row per kind, in kernel_kinds.h's order. (Which kinds the GPU runs at all is the
 // runtime's table: check_supported, cuda_kinds.h.)
 constexpr BuildRule kBuildRules[] = {
     {KernelKind::kFused, generate_fused, true, nullptr, nullptr},
@@ -179,8 +179,8 @@ constexpr bool rows_in_kind_order() {
     if (static_cast<size_t>(kBuildRules[i].kind) != i) return false;
   return true;
 }
-static_assert(std::size(kBuildRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.def");
-static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.def's order");
+static_assert(std::size(kBuildRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.h");
+static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.h's order");
 
 const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<size_t>(kind)]; }
 
