@@ -184,11 +184,14 @@ static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.h's or
 
 const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<size_t>(kind)]; }
 
+// The prelude, the TRIPY_FOR_DTYPE macro that keeps the text of its row for dtype `t` only, and the
+// file, whose rows define one entry point per dtype.
 GeneratedKernel file_module(const BuildRule& rule, DType t) {
-  std::string suffix = dtype_suffix(t);
-  std::string macro = "#define TRIPY_DTYPE_";
-  for (char c : suffix) macro += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-  return GeneratedKernel{device_prelude() + macro + " 1\n" + rule.file, std::string(rule.entry) + "_" + suffix};
+  std::string head = "#define TRIPY_FOR_DTYPE(dtype, ...) TRIPY_KEEP_##dtype(__VA_ARGS__)\n";
+  for (int d = 0; d < kNumDTypes; ++d)
+    head += std::string("#define TRIPY_KEEP_") + dtype_suffix(static_cast<DType>(d)) + "(...)" +
+            (d == static_cast<int>(t) ? " __VA_ARGS__" : "") + "\n";
+  return GeneratedKernel{device_prelude() + head + rule.file, std::string(rule.entry) + "_" + dtype_suffix(t)};
 }
 
 // The module that runs kernel `k`, if its kind has one: the row's function, or its file's module.

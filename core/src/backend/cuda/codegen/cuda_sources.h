@@ -60,8 +60,8 @@ std::string fill_function(DType t);
 
 // The fixed module of a kind whose builder row names a file of kernels/ (convolution, pooling,
 // sample; codegen/cuda_builder.cc) for one dtype, and its one function, <entry>_<dtype suffix>
-// (tripy_pool_i8): the prelude, "#define TRIPY_DTYPE_<SUFFIX>", then the file, whose end defines
-// that dtype's entry point. One entry point per module: a program compiles only the dtypes it runs
+// (tripy_pool_i8): the prelude, then the file, whose rows TRIPY_FOR_DTYPE(suffix, entry point)
+// define an entry point per dtype, of which the module keeps that dtype's. One entry point per module: a program compiles only the dtypes it runs
 // (NVRTC's time grows with every instantiation). Empty for a kind without such a row.
 GeneratedKernel kind_module_source(KernelKind kind, DType t);
 // "f32", "f16", "bf16", "f8e4m3", "i4", "i8", "i32", "i64", "bool".

@@ -2,7 +2,7 @@
 // device_prelude.cuh): a direct convolution per float dtype (the fallback where cuDNN is absent,
 // disabled with TRIPY_CUDNN=0, or cannot take the problem: asymmetric padding) and, in the same
 // function, the epilogue (bias, residual, activation) that runs after a cuDNN call which did not
-// fuse it. The builder defines TRIPY_DTYPE_<F32|F16|BF16>, which picks the one entry point at the end.
+// fuse it. The module's one entry point, of its dtype, is picked from the rows at the end.
 
 // Words, in this order (cuda_conv.cc fills them): addresses, mode, sizes, geometry.
 struct ConvArgs {
@@ -124,13 +124,8 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
   }
 }
 
-// One entry point per module, tripy_conv_<dtype> (kind_module_source, cuda_sources.h).
-#if defined(TRIPY_DTYPE_F16)
-extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { conv_body<H>(a); }
-#elif defined(TRIPY_DTYPE_BF16)
-extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); }
-#elif defined(TRIPY_DTYPE_F32)
-extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { conv_body<float>(a); }
-#else
-#error "conv_direct.cuh: no entry point for this dtype"
-#endif
+// One entry point per module, tripy_conv_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of the
+// module's dtype (kind_module_source, cuda_sources.h).
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { conv_body<H>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { conv_body<float>(a); })

@@ -3,8 +3,8 @@
 // plane (spatial dims right-aligned to 3; channels-last, a plane's elements are C apart and
 // neighbouring threads read neighbouring channels). Max compares in float32 for floats (NaN wins,
 // padding never does) and in the own type for integers; average sums in float32 and divides by the
-// window's size (count_include_pad) or by its unpadded elements. The builder defines
-// TRIPY_DTYPE_<F32|F16|BF16|I8|I32|I64>, which picks the one entry point at the end.
+// window's size (count_include_pad) or by its unpadded elements. The module's one entry
+// point, of its dtype, is picked from the rows at the end.
 
 // Words, in this order (cuda_pool.cc fills them).
 struct PoolArgs {
@@ -120,20 +120,12 @@ template <class T> DEVI void pool_int(const PoolArgs& a, T lowest) {
   }
 }
 
-// One entry point per module, tripy_pool_<dtype> (kind_module_source, cuda_sources.h): a program
-// compiles only the dtypes it pools (NVRTC's time grows with every instantiation).
-#if defined(TRIPY_DTYPE_F16)
-extern "C" __global__ void tripy_pool_f16(const PoolArgs a) { pool_float<H>(a); }
-#elif defined(TRIPY_DTYPE_BF16)
-extern "C" __global__ void tripy_pool_bf16(const PoolArgs a) { pool_float<B>(a); }
-#elif defined(TRIPY_DTYPE_F32)
-extern "C" __global__ void tripy_pool_f32(const PoolArgs a) { pool_float<float>(a); }
-#elif defined(TRIPY_DTYPE_I8)
-extern "C" __global__ void tripy_pool_i8(const PoolArgs a) { pool_int<signed char>(a, (signed char)-128); }
-#elif defined(TRIPY_DTYPE_I32)
-extern "C" __global__ void tripy_pool_i32(const PoolArgs a) { pool_int<int>(a, (int)0x80000000); }
-#elif defined(TRIPY_DTYPE_I64)
-extern "C" __global__ void tripy_pool_i64(const PoolArgs a) { pool_int<i64>(a, (i64)0x8000000000000000ull); }
-#else
-#error "pool.cuh: no entry point for this dtype"
-#endif
+// One entry point per module, tripy_pool_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of the
+// module's dtype (kind_module_source, cuda_sources.h), so a program compiles only the dtypes it
+// pools (NVRTC's time grows with every instantiation).
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_pool_f16(const PoolArgs a) { pool_float<H>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_pool_bf16(const PoolArgs a) { pool_float<B>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_pool_f32(const PoolArgs a) { pool_float<float>(a); })
+TRIPY_FOR_DTYPE(i8, extern "C" __global__ void tripy_pool_i8(const PoolArgs a) { pool_int<signed char>(a, (signed char)-128); })
+TRIPY_FOR_DTYPE(i32, extern "C" __global__ void tripy_pool_i32(const PoolArgs a) { pool_int<int>(a, (int)0x80000000); })
+TRIPY_FOR_DTYPE(i64, extern "C" __global__ void tripy_pool_i64(const PoolArgs a) { pool_int<i64>(a, (i64)0x8000000000000000ull); })

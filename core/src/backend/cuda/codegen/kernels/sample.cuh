@@ -8,8 +8,7 @@
 // bins add weights (of the top-k set) instead of counts; then a block-wide prefix sum of kept
 // weights in index order, chunk by chunk, that stops at the chunk holding the drawn index. No
 // allocation, no host synchronisation: the launch is recorded in CUDA graphs like any other.
-// The builder defines TRIPY_DTYPE_<F32|F16|BF16> (the logits' dtype), which picks the one entry
-// point at the end.
+// The module's one entry point, of the logits' dtype, is picked from the rows at the end.
 
 // Words, in this order (cuda_kinds.cc fills them).
 struct SampleArgs {
@@ -280,13 +279,8 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
   if (threadIdx.x == 0) out[row] = (int)g;  // unreachable: target < total
 }
 
-// One entry point per module, tripy_sample_<dtype> (kind_module_source, cuda_sources.h).
-#if defined(TRIPY_DTYPE_F16)
-extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f16(const SampleArgs a) { sample_row<SampleHalf>(a); }
-#elif defined(TRIPY_DTYPE_BF16)
-extern "C" __global__ void __launch_bounds__(1024) tripy_sample_bf16(const SampleArgs a) { sample_row<SampleBf16>(a); }
-#elif defined(TRIPY_DTYPE_F32)
-extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f32(const SampleArgs a) { sample_row<float>(a); }
-#else
-#error "sample.cuh: no entry point for this dtype"
-#endif
+// One entry point per module, tripy_sample_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of
+// the module's dtype (kind_module_source, cuda_sources.h).
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f16(const SampleArgs a) { sample_row<SampleHalf>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_bf16(const SampleArgs a) { sample_row<SampleBf16>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f32(const SampleArgs a) { sample_row<float>(a); })
