@@ -122,7 +122,8 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
 // reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source);
 
-// Registration: register_<name>_ops() of each op file listed in op_files.def.
+// Registration: register_<name>_ops() of each file of ops, src/trace/ops_<name>.cc (the build
+// lists them in the generated trace/op_files.def).
 void register_op(OpDef def);
 #define TRIPY_OP_FILE(name) void register_##name##_ops();
 #include "trace/op_files.def"
