@@ -1,7 +1,8 @@
 // validate_program: the static half of the runtime's defence against corrupt or hostile files.
-// Every index, enum and arity is checked here, once, at load (each kind's own rule: kernel_rules.cc);
-// sizes that depend on the input shapes are checked per run by check_run_shapes (run_checks.cc). Together they guarantee that a
-// backend indexing by what the Program says stays inside its buffers.
+// Every index, enum and arity is checked here, once, at load (each kind's own rule:
+// kernel_rules.cc); sizes that depend on the input shapes are checked per run by check_run_shapes
+// (run_checks.cc). Together they guarantee that a backend indexing by what the Program says stays
+// inside its buffers.
 #include <algorithm>
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-// kSample on the CPU: one draw per row of logits, the rule of rt::SampleAttrs (program.h) and
+// kSample on the CPU: one draw per row of logits, the rule of rt::SampleAttrs (kernel_kinds.h) and
 // tp.sample's docstring, bit for bit as the GPU's kernel (backend/cuda/codegen/kernels/sample.cuh)
 // computes it. Every quantity that decides the draw is exact or made of correctly rounded float
 // operations (division, subtraction, fma, powers of two), and the weights are integers summed
