@@ -8,9 +8,9 @@
 #include "compiler/memory_plan.h"
 #include "compiler/shape_slots.h"
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
+#include "runtime/backend.h"
 #include "runtime/shape_arith.h"
 
 namespace tripy::compiler {
