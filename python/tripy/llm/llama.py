@@ -1,5 +1,5 @@
-"""Llama-family decoders (Llama 2 and 3, Mistral, Qwen2) as ``tp.Module``s with Hugging Face's
-parameter names, built from a checkpoint's ``config.json``.
+"""Llama-family decoders (Llama 2 and 3, Mistral, Qwen2) as ``tp.Module`` subclasses with Hugging
+Face's parameter names, built from a checkpoint's ``config.json``.
 
 One function serves prefill and decode: ``T`` new tokens at positions ``pos .. pos + T - 1`` write
 their keys and values into each layer's cache with ``tp.update_slice`` and attend over the cached
