@@ -131,8 +131,8 @@ class Generator:
 
 
 def check_model_dtype(name):
-    """tp dtype for a config's ``torch_dtype`` name."""
+    """tp dtype for a config's ``dtype`` (or ``torch_dtype``) name."""
     table = {"float32": dtypes.float32, "float16": dtypes.float16, "bfloat16": dtypes.bfloat16}
     if name not in table:
-        raise TripyException(f"torch_dtype '{name}' is not a float dtype Tripy runs models in ({', '.join(table)}).")
+        raise TripyException(f"The model's dtype '{name}' is not a float dtype Tripy runs models in ({', '.join(table)}).")
     return table[name]
