@@ -188,8 +188,9 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     ms = statistics.median(samples)
     result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
                   dtype=llm.model.dtype.name)
-    if gpu_gb_in_use() is not None:
-        result["gpu_gb"] = gpu_gb_in_use()  # weights, KV caches, the executables' memory
+    held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
+    if held is not None:
+        result["gpu_gb"] = held
     if profile_top and torch is not None:
         print(kernel_profile(lambda: decode_steps(1, False), torch, 8, profile_top), file=sys.stderr)
     return result
