@@ -10,8 +10,8 @@
 #include "flat/constant_data.h"
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
-#include "runtime/backend.h"
 #include "runtime/shape_arith.h"
+#include "tripy/executable.h"
 
 namespace tripy::compiler {
 namespace {
@@ -201,7 +201,7 @@ class ProgramBuilder {
     if (def.constant.device() == options_.device || flat::on_host(def.constant)) {
       p_.constants.push_back(def.constant);
     } else {
-      TRIPY_ASSIGN_OR_RETURN(Tensor host, rt::host_tensor(def.constant));
+      TRIPY_ASSIGN_OR_RETURN(Tensor host, copy_to(def.constant, Device{}));
       p_.constants.push_back(std::move(host));
     }
     BufferDesc b;

@@ -2,7 +2,7 @@
 // every dtype read and written as a double, narrow floats converted with round-to-nearest-even.
 // A constant is usually a host tensor; a large weight that the user's tensor already holds on a
 // GPU stays there (device-resident: the executable shares it), and a pass that reads its elements
-// asks for rt::host_tensor() first. The element readers below take host tensors only.
+// asks for a host copy first (copy_to(t, Device{})). The element readers below take host tensors only.
 #pragma once
 
 #include <cstdint>

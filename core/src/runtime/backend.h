@@ -104,9 +104,6 @@ class Backend {
 // the registered one is not available(), e.g. no GPU).
 Backend* backend_for(Device::Kind kind);
 
-// `t` itself when it is in host memory, else a host copy made by its device's backend.
-StatusOr<Tensor> host_tensor(const Tensor& t);
-
 // Makes `factory` the backend for `kind`; called once per backend, during static initialisation
 // (`const bool tripy_<name>_backend_registered = register_backend(...)`). Returns true.
 using BackendFactory = Backend* (*)();

@@ -38,13 +38,6 @@ Backend* backend_for(Device::Kind kind) {
   return backend != nullptr && backend->available() ? backend : nullptr;
 }
 
-StatusOr<Tensor> host_tensor(const Tensor& t) {
-  if (t.device().kind == Device::Kind::kCpu) return t;
-  Backend* backend = backend_for(t.device().kind);
-  if (!backend) return Status(StatusCode::kUnavailable, "no backend for " + t.device().str());
-  return backend->copy_to_host(t);
-}
-
 bool register_builder(Device::Kind kind, BuilderFactory factory) {
   builder_factories()[index_of(kind)].store(factory);
   return true;

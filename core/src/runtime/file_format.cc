@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 
 #include "common/safe_file.h"
-#include "runtime/backend.h"
 #include "runtime/checksum.h"
 #include "runtime/program_json.h"
 #include "runtime/shape_arith.h"
@@ -242,7 +241,7 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     // A constant shared from a device's memory is read back twice (for its checksum, then its
     // bytes) rather than held: a host copy of every weight at once could be as large as the file.
     for (const Tensor& device_or_host : program.constants) {
-      TRIPY_ASSIGN_OR_RETURN(const Tensor c, host_tensor(device_or_host));
+      TRIPY_ASSIGN_OR_RETURN(const Tensor c, copy_to(device_or_host, Device{}));
       const uint64_t bytes = static_cast<uint64_t>(c.nbytes());
       sections.push_back({{"kind", "constant"}, {"name", "constant." + std::to_string(sections.size())},
                           {"offset", cursor}, {"size", bytes}, {"checksum", hex64(checksum64(c.data(), bytes))},
@@ -267,7 +266,7 @@ StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, cons
     put_le(out.data() + 24, checksum64(text.data(), text.size()), 8);
     std::memcpy(out.data() + kHeaderBytes, text.data(), text.size());
     for (size_t i = 0; i < program.constants.size(); ++i) {
-      TRIPY_ASSIGN_OR_RETURN(const Tensor c, host_tensor(program.constants[i]));
+      TRIPY_ASSIGN_OR_RETURN(const Tensor c, copy_to(program.constants[i], Device{}));
       if (c.nbytes() > 0) std::memcpy(out.data() + data_start + sections[i]["offset"].get<uint64_t>(), c.data(), static_cast<size_t>(c.nbytes()));
     }
     size_t i = program.constants.size();

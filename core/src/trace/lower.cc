@@ -4,8 +4,8 @@
 #include <unordered_map>
 
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "trace/op_def.h"
+#include "tripy/executable.h"
 
 namespace tripy::trace {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 // the passes read as scalars, masks and scales, come to the host.
 StatusOr<Tensor> constant_tensor(const Tensor& t) {
   if (flat::on_host(t) || t.nbytes() >= flat::kDeviceConstantMinBytes) return t;
-  return rt::host_tensor(t);
+  return copy_to(t, Device{});
 }
 
 }  // namespace

@@ -15,8 +15,8 @@
 #include <algorithm>
 
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "flat/passes/passes.h"
+#include "tripy/executable.h"
 
 namespace tripy::flat {
 namespace {
@@ -168,7 +168,7 @@ class Rewriter {
         def.constant.dtype() == val.dtype && is_static(val.shape) && (es == 2 || es == 4 || es == 8)) {
       // (A device-resident weight is relaid on the host and uploaded again: that one is the copy
       // the executable keeps. Where it cannot be read, a transpose kernel does the same.)
-      if (StatusOr<Tensor> host = rt::host_tensor(def.constant); host.ok()) {
+      if (StatusOr<Tensor> host = copy_to(def.constant, Device{}); host.ok()) {
         Op c;
         c.kind = OpKind::kConstant;
         c.constant = weight_channels_last(host.value());

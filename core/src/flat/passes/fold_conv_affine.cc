@@ -16,8 +16,8 @@
 
 #include "common/half.h"
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "flat/passes/passes.h"
+#include "tripy/executable.h"
 
 namespace tripy::flat {
 namespace {
@@ -33,7 +33,7 @@ std::vector<double> per_channel_constant(const Graph& g, ValueId v, int64_t chan
   const Shape& cs = g.values[b.operands[0]].shape;
   const int64_t n = c.constant.numel();
   if (n != 1 && n != channels) return {};
-  StatusOr<Tensor> host = rt::host_tensor(c.constant);
+  StatusOr<Tensor> host = copy_to(c.constant, Device{});
   if (!host.ok()) return {};
   const Tensor& values = host.value();
   if (n == 1) return std::vector<double>(static_cast<size_t>(channels), read_element(values, 0));
@@ -201,7 +201,7 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
     // A lone bias add is already the epilogue's: rewriting it would change nothing.
     if (!scaled && steps < 2) continue;
     if (scaled) {
-      StatusOr<Tensor> weight = rt::host_tensor(g.def(op.operands[1]).constant);
+      StatusOr<Tensor> weight = copy_to(g.def(op.operands[1]).constant, Device{});
       if (!weight.ok()) continue;
       f.weight = std::move(weight.value());
     }

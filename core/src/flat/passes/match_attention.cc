@@ -21,8 +21,8 @@
 #include <map>
 
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "flat/passes/passes.h"
+#include "tripy/executable.h"
 
 namespace tripy::flat {
 namespace {
@@ -258,7 +258,7 @@ class Matcher {
     if (shape.size() < 2) return false;
     for (size_t d = 0; d + 2 < shape.size(); ++d)
       if (shape[d] != 1) return false;
-    StatusOr<Tensor> host = rt::host_tensor(mask);  // a mask the user's tensor holds on the GPU
+    StatusOr<Tensor> host = copy_to(mask, Device{});  // a mask the user's tensor holds on the GPU
     if (!host.ok()) return false;
     const Tensor& t = host.value();
     const int64_t rows = shape[shape.size() - 2], cols = shape.back();

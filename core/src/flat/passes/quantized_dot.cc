@@ -16,8 +16,8 @@
 #include <cstring>
 
 #include "flat/constant_data.h"
-#include "runtime/backend.h"
 #include "flat/passes/passes.h"
+#include "tripy/executable.h"
 
 namespace tripy::flat {
 namespace {
@@ -49,7 +49,7 @@ std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
       if (d.axis >= 0) return std::nullopt;  // varies along two axes: not a per-channel scale
       d.axis = bc.dims[j];
     }
-    StatusOr<Tensor> scales = rt::host_tensor(c.constant);
+    StatusOr<Tensor> scales = copy_to(c.constant, Device{});
     if (!scales.ok()) return std::nullopt;
     for (int64_t i = 0; i < scales.value().numel(); ++i) {
       d.scale.push_back(read_element(scales.value(), i));
@@ -114,7 +114,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, const QuantizedDotRule
       return std::nullopt;
     if (!m.rhs_transposed) {
       if (g.def(m.qb).kind != OpKind::kConstant || rank_b != 2) return std::nullopt;
-      StatusOr<Tensor> host = rt::host_tensor(g.def(m.qb).constant);
+      StatusOr<Tensor> host = copy_to(g.def(m.qb).constant, Device{});
       if (!host.ok()) return std::nullopt;
       m.transpose_constant = true;
       m.qb_host = std::move(host.value());
