@@ -67,7 +67,9 @@ def test_sampling_is_repeatable_and_follows_the_seed(device, checkpoint):
 
 def test_the_command_streams_the_greedy_ids(checkpoint, capsys):
     path, config, weights = checkpoint
+    before = tp.config.default_device
     assert main([path, "--ids", "5,9,14", "--max-new-tokens", "6", "--device", "cpu"]) == 0
+    assert tp.config.default_device == before  # --device lasts for the command, not the process
     printed = [int(line) for line in capsys.readouterr().out.split()]
     want = llama_ref.greedy(weights, np.array([[5, 9, 14]]), 6, config)[0].tolist()
     if config["eos_token_id"] in want:

@@ -39,6 +39,8 @@ def main(argv=None):
     parser.add_argument("--device", default=None, help="cpu or gpu (default: the GPU where present)")
     args = parser.parse_args(argv)
 
+    # The device choice lasts for this command only (main() may be called from Python too).
+    previous_device = tp.config.default_device
     try:
         if args.device:
             tp.config.default_device = args.device
@@ -68,6 +70,8 @@ def main(argv=None):
         lines = [line for line in str(e).splitlines() if not _LOCATION.match(line)]
         print("error: " + "\n".join(lines).strip(), file=sys.stderr)
         return 1
+    finally:
+        tp.config.default_device = previous_device
     return 0
 
 
