@@ -48,7 +48,7 @@ enum Word : int {
 // Split-KV: heads up to kSplitHeadMax (cuda_attention.h), chunks of at least kSplitMinKeys
 // keys in multiples of 32, at most kSplitMax chunks (the merge's weights fit in shared memory),
 // and about kSplitWaves blocks per SM.
-constexpr int64_t kSplitMinKeys = 32, kSplitMax = 128, kSplitWaves = 2;
+constexpr int64_t kSplitMinKeys = 256, kSplitMax = 128, kSplitWaves = 2;
 
 }  // namespace
 

@@ -188,15 +188,15 @@ TEST(CudaAttention, PlanPicksFlashOnlyForLayoutsItReads) {
 
 TEST(CudaAttention, DecodeSplitsTheKeysToFillTheGpu) {
   // GPT-2's decode step: 12 heads, one query each, 1024 cached keys. 2 waves of 132 SMs over 12
-  // groups asks for 22 chunks; chunks are multiples of 32 keys: 16 chunks of 64.
+  // groups asks for 22 chunks; chunks of at least 256 keys allow 4.
   const Sizes decode{1, 12, 1, 12, 1024};
   Program p = program(DType::kFloat16, 64, false, MaskKind::kBool, decode);
   auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
-  EXPECT_EQ(l->splits, 16);
-  EXPECT_EQ(l->grid, 12u * 16);
-  EXPECT_EQ(l->workspace_bytes, 12 * 16 * 1 * (64 + 2) * 4);  // o, m and l per chunk, float32
+  EXPECT_EQ(l->splits, 4);
+  EXPECT_EQ(l->grid, 12u * 4);
+  EXPECT_EQ(l->workspace_bytes, 12 * 4 * 1 * (64 + 2) * 4);  // o, m and l per chunk, float32
   EXPECT_EQ(l->counters, 12);
   EXPECT_GE(l->vec_word, 0);  // K rows are read in 16-byte pieces
   // Without the split kernels (an older executable), the flash kernel.
@@ -226,8 +226,8 @@ TEST(CudaAttention, SplitServesGroupsOfUpTo16RowsAndAnyLayout) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
   EXPECT_EQ(l->split_rows, 8);
-  // 2 groups ask for 132 chunks; at least 32 keys each allows 125: 125 chunks of 32 keys.
-  EXPECT_EQ(l->splits, 125);
+  // 2 groups ask for 132 chunks; at least 256 keys each allows 16 (of 256 keys).
+  EXPECT_EQ(l->splits, 16);
   // 17 rows per kv head: the flash kernel's job (float16, head 64).
   p = program(DType::kFloat16, 64, false, MaskKind::kNone, Sizes{1, 17, 1, 1, 500});
   l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, Sizes{1, 17, 1, 1, 500}), 132);
@@ -273,7 +273,7 @@ TEST(CudaAttention, ACausalOffsetNeverGoesToCudnnAndKeepsItsSplitPlan) {
   auto l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, decode), 132);
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
-  EXPECT_EQ(l->splits, 16);
+  EXPECT_EQ(l->splits, 4);
   auto g = generate_attention(p, p.kernels[0]);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_NE(g->source.find("#define MASK_KIND 3\n#define OFFSET_T int\n"), std::string::npos);
