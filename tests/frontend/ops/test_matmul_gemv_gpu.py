@@ -1,8 +1,8 @@
-"""Few-row products on the GPU's GEMV kernel (core/src/backend/cuda/cuda_gemv.h): x (M rows, M <= 16)
-@ W.T with W a Linear's weight stored [N, K], float16 and bfloat16 summed in float32, bias and
-relu/GELU applied in the kernel, against numpy in float64. TRIPY_GEMV=1 makes the tuner take the
-GEMV wherever it applies (else timing decides, as in test_the_timed_choice_is_right); each
-executable runs three times, so CUDA graph replays are checked too, and dynamic M runs sizes on
+"""Few-row products on the GPU's GEMV kernel (core/src/backend/cuda/cuda_gemv.h): x (M rows, M <= 16;
+on tensor cores from 8) @ W.T with W a Linear's weight stored [N, K], float16 and bfloat16 summed in
+float32, bias and relu/GELU applied in the kernel, against numpy in float64. TRIPY_GEMV=1 makes the
+tuner take the GEMV wherever it applies (else timing decides, as in test_the_timed_choice_is_right);
+each executable runs three times, so CUDA graph replays are checked too, and dynamic M runs sizes on
 both sides of 16 (above it, cuBLASLt's heuristic runs the same dot)."""
 
 import numpy as np
@@ -76,7 +76,7 @@ def gpu(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("m", [1, 3, 16])
+@pytest.mark.parametrize("m", [1, 3, 8, 11, 16])  # 8 and up: the tensor-core kernel
 @pytest.mark.parametrize("k,n", [(2048, 3072), (64, 24), (200, 1001), (40, 7), (19, 33), (8200, 130)])
 def test_gemv_matches_numpy(gpu, dtype, m, k, n):
     lin, w, b = _linear(k, n, dtype, bias=False)
@@ -103,7 +103,7 @@ def test_gemv_with_dynamic_rows_and_folded_batch(gpu, dtype):
     k, n = 128, 300
     lin, w, b = _linear(k, n, dtype, bias=True)
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 4, 40), k), dtype=getattr(tp, dtype))])
-    for m in (1, 3, 16, 17, 40):  # the GEMV up to 16 rows, cuBLASLt above
+    for m in (1, 3, 8, 9, 16, 17, 40):  # the GEMV up to 16 rows, cuBLASLt above
         _check(exe, w, b, "none", dtype, (m, k))
     exe3 = tp.compile(lin, args=[tp.InputInfo((2, (1, 2, 8), k), dtype=getattr(tp, dtype))])
     for t in (1, 5, 8):  # M = 2 * t rows of one product

@@ -20,7 +20,8 @@ Launch gemv_launch(const DotProblem& pr, GemvTactic t, CUfunction fn) {
   Launch l;
   l.fn = fn;
   l.block_x = kGemvBlock;
-  const int64_t rows_per_block = int64_t{kGemvBlock / 32 / t.split} * gemv_weight_rows(row_tile(pr.n), t.rows);
+  const int mt = row_tile(pr.n);
+  const int64_t rows_per_block = int64_t{kGemvBlock / 32 / t.split} * gemv_group_rows(mt, gemv_weight_rows(mt, t.rows));
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((pr.m + rows_per_block - 1) / rows_per_block);
   l.words.assign(kWords, 0);
   l.words[kWordM] = pr.n;  // cuBLASLt's n is the rows of x, its m the rows of W
@@ -65,6 +66,8 @@ int gemv_weight_rows(int row_tile, int rows) {
   while (rows > 1 && row_tile * rows > kGemvMaxSums) rows /= 2;
   return rows;
 }
+
+int gemv_group_rows(int row_tile, int weight_rows) { return row_tile >= kGemvMmaRows ? 16 * weight_rows : weight_rows; }
 
 std::string gemv_function(DType t, int row_tile, int weight_rows) {
   return std::string("tripy_gemv_") + float_suffix(t) + "_m" + std::to_string(row_tile) + "_r" +

@@ -23,6 +23,9 @@ inline constexpr int kGemvMaxRows = 16;  // M
 // shrinks for the larger tiles (gemv_weight_rows).
 inline constexpr int kGemvMaxSums = 16;
 inline constexpr int kGemvBlock = 256;   // threads (kernels/gemv.cuh's GEMV_BLOCK)
+// From this tile on the kernel runs on tensor cores, R tiles of 16 rows of W a group
+// (kernels/gemv.cuh's GEMV_MMA_ROWS, gemv_mma).
+inline constexpr int kGemvMmaRows = 8;
 
 // One tactic: `rows` (R) rows of W per group of `split` warps, which divide K between them.
 struct GemvTactic {
@@ -41,6 +44,8 @@ std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);
 
 // The R a tactic of `rows` runs with at tile MT: rows, or fewer where MT * rows > kGemvMaxSums.
 int gemv_weight_rows(int row_tile, int rows);
+// The rows of W one warp group covers at tile MT with R = gemv_weight_rows: R, or 16 R on tensor cores.
+int gemv_group_rows(int row_tile, int weight_rows);
 // tripy_gemv_<f16|bf16>_m<MT>_r<R>, and every one of a dtype's module (R = gemv_weight_rows).
 std::string gemv_function(DType t, int row_tile, int weight_rows);
 std::vector<std::string> gemv_functions(DType t);

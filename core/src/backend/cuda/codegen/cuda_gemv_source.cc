@@ -14,8 +14,8 @@ std::string gemv_module_source(DType t) {
     for (int r : kGemvWeightRows)
       if (gemv_weight_rows(mt, r) == r)
         out += "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " + gemv_function(t, mt, r) +
-             "(const GemvArgs a) { gemv_rows<" + type + ", " + std::to_string(mt) + ", " + std::to_string(r) +
-             ">(a); }\n";
+               "(const GemvArgs a) { " + (mt >= kGemvMmaRows ? "gemv_mma<" : "gemv_rows<") + type + ", " +
+               std::to_string(mt) + ", " + std::to_string(r) + ">(a); }\n";
   return out;
 }
 

@@ -1,7 +1,8 @@
 // kDot's GEMV tactic without a GPU: the module compiles with NVRTC for each dtype (skipped where
 // NVRTC cannot be loaded) with every entry point the runtime looks up; a stored choice round-trips
-// and is told apart from cuBLASLt's algorithms; which problems it takes. GPU runs against numpy
-// (f16/bf16, M 1..16, bias, activations, dynamic M, graph replays): tests/frontend/ops/test_matmul_gemv_gpu.py.
+// and is told apart from cuBLASLt's algorithms; which problems it takes; the launch's grid. GPU runs
+// against numpy (f16/bf16, M 1..16, tensor cores from 8, bias, activations, dynamic M, graph
+// replays): tests/frontend/ops/test_matmul_gemv_gpu.py.
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
@@ -89,6 +90,18 @@ TEST(CudaGemv, OneEntryPointPerRowTileAndWeightRows) {
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m16_r1");  // at most 16 sums a lane
   pr.n = 8;
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m8_r2");
+}
+
+TEST(CudaGemv, TensorCoreTilesCoverSixteenWeightRowsPerGroupRow) {
+  // 3072 rows of W: 8 warp groups of 2 rows a block on CUDA cores (4 rows of x), of 2 x 16 rows on
+  // tensor cores (8 rows of x); 2 warps a group halve the rows a block covers.
+  DotProblem pr = decode_problem(4);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, 3072u / 16);
+  pr.n = 8;
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, 3072u / 256);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 2}, nullptr, 0, 1, 2, -1).grid, 3072u / 128);
+  pr.m = 3000;  // a partial last block
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {1, 8}, nullptr, 0, 1, 2, -1).grid, (3000u + 15) / 16);
 }
 
 }  // namespace

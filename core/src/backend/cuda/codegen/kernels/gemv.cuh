@@ -8,6 +8,12 @@
 // their sums through shared memory (more warps per row when N alone cannot fill the GPU). No
 // shared weight tiles, no allocation, no host synchronisation (CUDA graphs record the launch).
 // The C++ side appends one entry point per (dtype, MT, R): MT >= M rows of x, R rows of w a group.
+//
+// From 8 rows of x on (MT >= GEMV_MMA_ROWS) the multiply-adds on CUDA cores would cost more time
+// than the weight's bytes (8 per weight element, 2 bytes read), so those tiles run on tensor cores
+// instead (gemv_mma): a group is R tiles of 16 rows of w, each lane streaming 16 contiguous bytes of
+// two of them per step, fed to mma.m16n8k16 as they are (the sum over k is the same in any order,
+// so the lane's 8 elements take its fragment slots, x's likewise: no shuffles, no shared memory).
 
 // Words, in this order (cuda_gemv.cc fills them).
 struct GemvArgs {
@@ -19,14 +25,17 @@ struct GemvArgs {
 };
 
 #define GEMV_BLOCK 256
+#define GEMV_MMA_ROWS 8  // MT from which the tensor-core kernel runs (cuda_gemv.h: kGemvMmaRows)
 
 struct GemvHalf {
+  static constexpr bool kBf16 = false;
   static DEVI float get(unsigned short v) { return h2f(v); }
   static DEVI unsigned short put(float f) { return f2h(f); }
   static DEVI float lo(unsigned u) { return h2f((unsigned short)(u & 0xffffu)); }
   static DEVI float hi(unsigned u) { return h2f((unsigned short)(u >> 16)); }
 };
 struct GemvBf16 {
+  static constexpr bool kBf16 = true;
   static DEVI float get(unsigned short v) { return b2f(v); }
   static DEVI unsigned short put(float f) { return f2b(f); }
   static DEVI float lo(unsigned u) { return __uint_as_float(u << 16); }
@@ -162,5 +171,154 @@ DEVI void gemv_rows(const GemvArgs& a) {
         float v = acc[r][m];
         if (bias) v += T::get(bias[n0 + r]);
         out[m * N + n0 + r] = T::put(activate(a.act, v));
+      }
+}
+
+// Elements k .. k + 7 of a row of K (zeros past K): one 16-byte load where `vec` (the launch's
+// alignment) and K allow, else element by element.
+template <bool STREAM> DEVI V16 gemv_load8(const unsigned short* row, i64 k, i64 K, bool vec) {
+  if (vec && k + 8 <= K) return STREAM ? gemv_stream(row + k) : gemv_cached(row + k);
+  unsigned short e[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = k + i < K ? row[k + i] : (unsigned short)0;
+  return V16{e[0] | ((unsigned)e[1] << 16), e[2] | ((unsigned)e[3] << 16), e[4] | ((unsigned)e[5] << 16),
+             e[6] | ((unsigned)e[7] << 16)};
+}
+
+// c += A (16 x 16) B (16 x 8): A's rows g and g + 8 at slots {2t, 2t + 1, 2t + 8, 2t + 9} in a0..a3,
+// B's column g at the same slots in b0, b1 (g = lane / 4, t = lane % 4).
+template <class T> DEVI void gemv_mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                           unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (T::kBf16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// MT rows of x (NT tiles of 8) against R tiles of 16 rows of w per group of `split` warps. Lane
+// (g, t) reads elements [32 s + 8 t, 32 s + 8 t + 8) of w rows g and g + 8 of each tile and of x
+// rows g, g + 8, ... at step s; its first four elements are slots {2t, 2t + 1, 2t + 8, 2t + 9} of
+// one mma, the other four of a second. The accumulator c[r][n] holds out rows (of w) g and g + 8,
+// columns (rows of x) 2t and 2t + 1.
+template <class T, int MT, int R>
+DEVI void gemv_mma(const GemvArgs& a) {
+  constexpr int NT = MT / 8;
+  __shared__ float part[GEMV_BLOCK / 32][R * NT * 4 * 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
+  const int S = (int)a.split, groups = (GEMV_BLOCK / 32) / S, g = warp / S, ws = warp % S;
+  const int M = (int)a.M;
+  const i64 N = a.N, K = a.K;
+  const i64 n0 = ((i64)blockIdx.x * groups + g) * 16 * R;
+  const unsigned short* x = (const unsigned short*)a.x;
+  const unsigned short* w = (const unsigned short*)a.w;
+  const bool vec = a.vec != 0;
+  // Rows past N read row N - 1 and rows of x past M read row M - 1 (their sums are dropped).
+  const unsigned short* wr[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const i64 n = n0 + r * 16 + h * 8 + g8;
+      wr[r][h] = w + (n < N ? n : N - 1) * K;
+    }
+  const unsigned short* xr[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xr[t] = x + (t * 8 + g8 < M ? t * 8 + g8 : M - 1) * K;
+  float c[R][NT][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[r][t][i] = 0.0f;
+#if __CUDA_ARCH__ >= 800
+  if (n0 < N) {
+    constexpr int U = R >= 2 ? 2 : 4;  // steps whose loads are in flight together
+    const i64 steps = (K + 31) / 32;
+    for (i64 s0 = ws; s0 < steps; s0 += (i64)U * S) {
+      V16 wv[U][R][2], xv[U][NT];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const i64 k = (s0 + (i64)u * S) * 32 + t4 * 8;
+        if (s0 + (i64)u * S >= steps) break;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) wv[u][r][h] = gemv_load8<true>(wr[r][h], k, K, vec);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) xv[u][t] = gemv_load8<false>(xr[t], k, K, vec);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (s0 + (i64)u * S >= steps) break;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            const V16 &lo = wv[u][r][0], &hi = wv[u][r][1], &b = xv[u][t];
+            gemv_mma16816<T>(c[r][t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+            gemv_mma16816<T>(c[r][t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+          }
+      }
+    }
+  }
+#else
+  // No mma.m16n8k16 before sm_80: each lane sums its own entries, one product at a time.
+  if (n0 < N)
+    for (i64 k = ws; k < K; k += S)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int col = t * 8 + 2 * t4 + (i & 1);
+            const float xk = T::get(x[(col < M ? col : M - 1) * K + k]);
+            c[r][t][i] = fmaf(T::get(wr[r][i >> 1][k]), xk, c[r][t][i]);
+          }
+#endif
+  if (S > 1) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) part[warp][((r * NT + t) * 4 + i) * 32 + lane] = c[r][t][i];
+    __syncthreads();
+    if (ws != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float v = 0.0f;
+          for (int j = 0; j < S; ++j) v += part[g * S + j][((r * NT + t) * 4 + i) * 32 + lane];
+          c[r][t][i] = v;
+        }
+  }
+  unsigned short* out = (unsigned short*)a.out;
+  const unsigned short* bias = (const unsigned short*)a.bias;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const i64 n = n0 + r * 16 + (i >> 1) * 8 + g8;
+        const int m = t * 8 + 2 * t4 + (i & 1);
+        if (m < M && n < N) {
+          float v = c[r][t][i];
+          if (bias) v += T::get(bias[n]);
+          out[m * N + n] = T::put(activate(a.act, v));
+        }
       }
 }
