@@ -5,7 +5,9 @@ Random weights are written once as a Hugging Face checkpoint (config.json + safe
 downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
 decode ms per token step and tokens/s, the share of the measured copy bandwidth that the step's
 bytes (weights plus the KV rows read) represent, prefill tokens/s, Tripy's load and compile seconds,
-and whether the greedy tokens agree (the first 32 steps).
+whether the greedy tokens agree (the first 32 steps), and, with the peer, how far each system's
+last-prompt-position logits are from the same model computed in float32 by transformers
+(`logit_err`: relative L2 error; `top1`: the share of sequences whose most likely token agrees).
 
 Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (Llama-3-8B),
 tiny (2 layers, for CPU runs and CI smoke tests).
@@ -158,6 +160,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     ids = rng.integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
     seed = tp.Tensor(np.array([0], np.int64))
     zero = tp.Tensor(np.array([0], np.int32))
+    logits = prompt_logits(llm, ids, zero) if torch is not None else None
 
     def prefill():
         return gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
@@ -187,13 +190,31 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
     result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
-                  dtype=llm.model.dtype.name)
+                  dtype=llm.model.dtype.name, logits=logits)
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
         result["gpu_gb"] = held
     if profile_top and torch is not None:
         print(kernel_profile(lambda: decode_steps(1, False), torch, 8, profile_top), file=sys.stderr)
     return result
+
+
+def prompt_logits(llm, ids, zero):
+    """The model's logits at the prompt's last position, (B, vocab) float32: the prefill without
+    the token choice, compiled for these sizes."""
+    model = llm.model
+    n = 2 * model.config.num_hidden_layers
+    batch = ids.shape[0]
+    cache = tp.InputInfo(model.cache_shape(batch), dtype=model.dtype)
+    fn = tp.compile(lambda tokens, pos, *caches: tp.cast(model(tokens, pos, list(caches))[0], tp.float32),
+                    args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n)
+    return np.asarray(fn(tp.Tensor(ids), zero, *model.empty_caches(batch)))
+
+
+def logit_errors(got, want):
+    """Relative L2 error of `got` against `want` (B, vocab), and the share of rows whose argmax agrees."""
+    err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    return err, float((got.argmax(-1) == want.argmax(-1)).mean())
 
 
 def static_cache(transformers, model, batch, length, torch):
@@ -253,9 +274,14 @@ def bench_torch(directory, batch, prompt, steps, torch):
     run(8, False)
     ms = statistics.median(run(steps, False)[0] for _ in range(REPEATS))
     prefill_ms = median_ms(prefill, sync, 3)
+    # The prompt's last logits in bfloat16, then in float32 from the same weights (the reference).
+    with torch.no_grad():
+        logits = model(ids, return_dict=False)[0][:, -1].float().cpu().numpy()
+        model.float()
+        reference = model(ids, return_dict=False)[0][:, -1].float().cpu().numpy()
     del model
     torch.cuda.empty_cache()
-    return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy)
+    return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy, logits=logits, reference=reference)
 
 
 def copy_bandwidth(torch):
@@ -335,6 +361,8 @@ def main():
                                torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
                                torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"],
                                greedy_match=f"{int(agree.min())}/{n} (mean {agree.mean():.1f})")
+                    (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
+                    row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                 rows.append(row)
                 line = json.dumps(row)
                 print(line, flush=True)
@@ -350,7 +378,8 @@ def print_table(rows):
     cols = [("shape", "{}"), ("dtype", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
             ("speedup", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
-            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}")]
+            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
+            ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
     print(" | ".join(k for k, _ in cols))
     for r in rows:
