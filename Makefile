@@ -6,8 +6,8 @@
 # make docs   : the documentation site (Sphinx) into $(BUILD)/docs, every code block run
 # make bench  : CPU benchmarks against numpy, and the models against Debian's torch (installed)
 # make test-gpu: build and run everything on a GPU machine (see scripts/gpu_check.sh)
-# make fuzz   : libFuzzer (clang) on the executable loader, the .npy reader, the FlatIR parser and
-#               the safetensors reader, FUZZ_SECONDS each (build-fuzz/; crashes land in build-fuzz/crashes/)
+# make fuzz   : libFuzzer (clang) on the executable loader, the .npy reader, the FlatIR parser, the
+#               safetensors reader and the ONNX reader, FUZZ_SECONDS each (build-fuzz/; crashes land in build-fuzz/crashes/)
 # make test-asan: ASan+UBSan build (build-asan/): ctest, then pytest through the instrumented module
 # make test-tsan: TSan build (build-tsan/): the concurrency tests, C++ and Python
 # Each step prints one line; its output goes to $(BUILD)/setup.log (the tail is shown on failure).
@@ -68,7 +68,7 @@ test-gpu:
 	bash scripts/gpu_check.sh
 
 FUZZ_SECONDS ?= 60
-FUZZERS = npy executable flat_ir safetensors
+FUZZERS = npy executable flat_ir safetensors onnx
 # Only what the harnesses link is built: no tests, no Python module, no CUDA backend.
 fuzz: deps
 	@bash scripts/install_deps.sh scripts/debian-packages-fuzz.txt

@@ -9,9 +9,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # The list scripts/check_build_deps.sh checks the build against. libdnnl-dev only Recommends
 # ocl-icd-opencl-dev, which oneDNN's CMake config requires; without libopenblas0-pthread Debian's
 # numpy falls back to the reference BLAS and comparisons are unfair. python3-regex: the LLM
-# tokenizers' pre-tokenizer patterns (\p{L}, \p{N}), which Python's re cannot read.
+# tokenizers' pre-tokenizer patterns (\p{L}, \p{N}), which Python's re cannot read. python3-onnx and
+# libonnx-testdata: the tests' ONNX models and ONNX's backend conformance cases (tp.onnx itself
+# reads .onnx files in C++ without them).
 pkgs=(g++ cmake ninja-build ccache python3-dev python3-venv python3-numpy python3-pytest python3-regex
-      pybind11-dev nlohmann-json3-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev libopenblas0-pthread)
+      pybind11-dev nlohmann-json3-dev libgtest-dev libdnnl-dev ocl-icd-opencl-dev libopenblas0-pthread
+      python3-onnx libonnx-testdata)
 if [ $# -gt 0 ]; then mapfile -t pkgs < <(sed 's/#.*//; /^[[:space:]]*$/d' "$1"); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -46,5 +46,6 @@ void bind_executable(py::module_& m);
 void bind_stream(py::module_& m);
 void bind_plugin(py::module_& m);
 void bind_safetensors(py::module_& m);
+void bind_onnx(py::module_& m);
 
 }  // namespace tripy::binding

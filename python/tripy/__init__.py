@@ -93,6 +93,7 @@ from tripy.frontend.modules.sequential import Sequential
 from tripy.frontend.modules.conv import Conv, ConvTranspose
 from tripy.frontend.modules.norms import BatchNorm, GroupNorm, InstanceNorm
 from tripy.frontend.safetensors import load_safetensors, save_safetensors
+from tripy import onnx
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,1101 @@
+"""ONNX ops as Tripy ops: one table (``OPS``, a row per op type) of the converter, the attributes it
+reads, the opsets it covers and, where some attribute values or dtypes are not supported, a check
+that names them before any work. ``problems_of`` runs every check over a graph; ``run_graph`` runs
+the converters in order, eagerly or while ``tp.compile`` traces.
+
+Values flow between converters as ``tp.Tensor``, or as ``Dims``: a shape (or a piece of one) kept
+as Python ints and ``tp.DimensionSize`` values, so that Shape -> Gather -> Concat -> Reshape chains
+stay symbolic under dynamic shapes instead of becoming data-dependent tensors.
+"""
+
+import builtins
+import math
+from collections import namedtuple
+
+from tripy import _C
+from tripy.exception import TripyException
+from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.creation import arange, full, tril, triu
+from tripy.frontend.ops.elementwise import (
+    ceil, cos, erf, exp, expm1, floor, leaky_relu, log, maximum, minimum, relu, round, sigmoid, sign, sin, sqrt,
+    tanh, where,
+)
+from tripy.frontend.ops.linalg import matmul
+from tripy.frontend.ops.misc import cast
+from tripy.frontend.ops.pad import pad
+from tripy.frontend.ops.pooling import avgpool, maxpool
+from tripy.frontend.ops.reduce import argmax, argmin, log_softmax, max, mean, min, prod, softmax, sum
+from tripy.frontend.ops.scan import cumsum, topk
+from tripy.frontend.ops.shape_ops import (
+    concatenate, expand, flatten, flip, gather, permute, reshape, split, squeeze, unsqueeze,
+)
+from tripy.frontend.tensor import DimensionSize, Tensor
+from tripy.frontend.trace_call import make
+
+OPSET_MIN, OPSET_MAX = 7, 17
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+# ONNX element types (TensorProto.DataType) Tripy has.
+_DTYPES = {1: dtypes.float32, 3: dtypes.int8, 6: dtypes.int32, 7: dtypes.int64, 9: dtypes.bool, 10: dtypes.float16,
+           16: dtypes.bfloat16, 17: dtypes.float8}
+# AttributeProto types.
+_ATTR_TENSOR, _ATTR_GRAPH, _ATTR_GRAPHS = 4, 5, 10
+# A slice bound meaning "to the end" (ONNX writes INT64_MAX).
+_BIG = 1 << 62
+
+
+def dtype_of(elem_type):
+    """The Tripy dtype of an ONNX element type, or None."""
+    return _DTYPES.get(elem_type)
+
+
+def _elem_name(elem_type):
+    return _C.onnx_elem_type_name(elem_type)
+
+
+class Dims(list):
+    """A 1-D int64 value known while the graph is built (a shape or part of one): ints and
+    ``tp.DimensionSize`` entries. ``scalar`` marks a 0-d value (one entry)."""
+
+    scalar = False
+
+
+def _dims(values, scalar=False):
+    d = Dims(values)
+    d.scalar = scalar
+    return d
+
+
+class Node:
+    """One node: its op type, inputs, outputs and attributes (name -> (type, value))."""
+
+    def __init__(self, raw, opset):
+        self.name, self.op_type, self.domain, self.inputs, self.outputs, self.attrs = raw
+        self.opset = opset
+
+    def has(self, name):
+        return name in self.attrs
+
+    def attr(self, name, default=None):
+        if name not in self.attrs:
+            return default
+        kind, value = self.attrs[name]
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+    def input(self, i):
+        """The name of input ``i``, or None where it is omitted."""
+        return self.inputs[i] if i < len(self.inputs) and self.inputs[i] else None
+
+    def describe(self):
+        return f"node {self.name!r} ({self.op_type}, opset {self.opset})"
+
+
+class Graph:
+    """A loaded graph: its opset, inputs and outputs ((name, elem type, dims)), initializers and nodes."""
+
+    def __init__(self, opset, domains, graph):
+        self.opset = opset
+        self.domains = domains
+        self.inputs = graph["inputs"]
+        self.outputs = graph["outputs"]
+        self.initializers = {name: (elem, dims, node) for name, elem, dims, node in graph["initializers"]}
+        self.nodes = [Node(raw, opset) for raw in graph["nodes"]]
+
+    @staticmethod
+    def from_contents(contents):
+        domains = {domain: version for domain, version in contents["opsets"]}
+        opset = next((domains[d] for d in STANDARD_DOMAINS if d in domains), None)
+        return Graph(opset, domains, contents["graph"])
+
+
+# ---- reading values ---------------------------------------------------------------------------------
+
+
+class Context:
+    """The values of a graph being run, by name."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.env = {}
+
+    def get(self, name):
+        return self.env[name]
+
+    def tensor(self, name):
+        return as_tensor(self.env[name])
+
+    def opt_tensor(self, node, i):
+        name = node.input(i)
+        return None if name is None else self.tensor(name)
+
+    def ints(self, name, node):
+        """The values of an integer input, needed while the graph is built (a shape, axes)."""
+        value = self.env[name]
+        if isinstance(value, Dims):
+            return list(value)
+        return [_int(v) for v in _flat(self.values(name, node))]
+
+    def values(self, name, node):
+        value = self.env[name]
+        if isinstance(value, Dims):
+            return list(value) if not value.scalar else value[0]
+        try:
+            return value.tolist()
+        except TripyException:
+            _raise_here(f"ONNX {node.describe()} needs the values of {name!r} while the graph is built, but they depend "
+                        "on a runtime input's values, which Tripy only knows when the executable runs.")
+
+    def try_ints(self, name):
+        """The values of a small integer input if they can be read now, else None."""
+        value = self.env[name]
+        if isinstance(value, Dims):
+            return list(value)
+        if value.dtype not in (dtypes.int32, dtypes.int64) or value.rank > 1 or not _static(value.shape):
+            return None
+        if math.prod(value.shape) > 64:
+            return None
+        try:
+            return [int(v) for v in _flat(value.tolist())]
+        except TripyException:
+            return None
+
+
+def _flat(values):
+    if isinstance(values, list):
+        return [x for v in values for x in _flat(v)]
+    return [values]
+
+
+def _int(v):
+    return v if isinstance(v, (int, DimensionSize)) else int(v)
+
+
+def _static(shape):
+    return all(isinstance(d, int) for d in shape)
+
+
+def as_tensor(value):
+    if not isinstance(value, Dims):
+        return value
+    if _static(value):
+        return Tensor(value[0] if value.scalar else list(value), dtype=dtypes.int64)
+    parts = [reshape(cast(d, dtypes.int64), (1,)) if isinstance(d, Tensor) else Tensor([d], dtype=dtypes.int64)
+             for d in value]
+    out = concatenate(parts, 0) if len(parts) > 1 else parts[0]
+    return reshape(out, ()) if value.scalar else out
+
+
+def _axis(axis, rank):
+    return axis + rank if axis < 0 else axis
+
+
+def _as_dtype_of(value, like):
+    """A Python number as a tensor of ``like``'s dtype, or a tensor cast to it."""
+    if isinstance(value, Tensor):
+        return value if value.dtype == like.dtype else cast(value, like.dtype)
+    return Tensor(value, dtype=like.dtype)
+
+
+# ---- converters ----------------------------------------------------------------------------------
+
+
+def _unary(fn):
+    return lambda ctx, n: fn(ctx.tensor(n.inputs[0]))
+
+
+def _dims_arith(op):
+    """Add/Sub/Mul/Div on shape values stays on the host (symbolic for DimensionSizes)."""
+
+    def run(ctx, n):
+        a, b = ctx.get(n.inputs[0]), ctx.get(n.inputs[1])
+        if isinstance(a, Dims) or isinstance(b, Dims):
+            x, y = ctx.try_ints(n.inputs[0]), ctx.try_ints(n.inputs[1])
+            if x is not None and y is not None and (len(x) == len(y) or 1 in (len(x), len(y))):
+                size = builtins.max(len(x), len(y))
+                x, y = x * size if len(x) == 1 else x, y * size if len(y) == 1 else y
+                scalar = all(getattr(v, "scalar", False) or (isinstance(v, Tensor) and v.rank == 0) for v in (a, b))
+                return _dims([_DIMS_OPS[op](p, q) for p, q in zip(x, y)], scalar)
+        return _BINARY[op](ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]))
+
+    return run
+
+
+_DIMS_OPS = {"Add": lambda p, q: p + q, "Sub": lambda p, q: p - q, "Mul": lambda p, q: p * q,
+             "Div": lambda p, q: p // q}
+
+
+def _div(a, b):
+    if issubclass(a.dtype, dtypes.integer):
+        # ONNX truncates integer quotients toward zero; floor_div rounds down.
+        q = make("floor_div", [a, b])
+        r = a - q * b
+        return where((r != 0) & ((r < 0) != (b < 0)), q + 1, q)
+    return a / b
+
+
+def _pow(a, b):
+    if issubclass(a.dtype, dtypes.floating):
+        return a ** (b if b.dtype == a.dtype else cast(b, a.dtype))
+    if issubclass(b.dtype, dtypes.floating):
+        return cast(cast(a, b.dtype) ** b, a.dtype)
+    return _int_pow(a, b)
+
+
+def _int_pow(a, b):
+    """Integer powers, exactly (wrapping as integer products do): squaring, one step per bit of the
+    largest exponent (all 63 where the exponents are not known while the graph is built)."""
+    b = b if b.dtype == a.dtype else cast(b, a.dtype)
+    try:
+        bits = builtins.max([int(v).bit_length() for v in _flat(b.tolist())] + [1])
+    except TripyException:
+        bits = 63 if a.dtype == dtypes.int64 else 31
+    one = _as_dtype_of(1, a)
+    zero = _as_dtype_of(0, a)
+    result = expand(one, list(a.shape)) if a.rank else one
+    base, e = a, maximum(b, zero)  # a negative exponent of an integer: 0 (or 1 for 1), as C truncates
+    for _ in range(bits):
+        result = where(e % 2 == 1, result * base, result)
+        base = base * base
+        e = make("floor_div", [e, _as_dtype_of(2, e)])
+    return result
+
+
+def _mod(ctx, n):
+    a, b = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    r = a % b  # the sign of the divisor, as ONNX's fmod=0
+    if n.attr("fmod", 0):  # C's fmod: the sign of the dividend
+        r = where((r != 0) & ((r < 0) != (a < 0)), r - b, r)
+    return r
+
+
+_BINARY = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b, "Div": _div,
+           "Pow": _pow}
+
+
+def _binary(fn):
+    return lambda ctx, n: fn(ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]))
+
+
+def _variadic(fn, average=False):
+    def run(ctx, n):
+        items = [ctx.tensor(i) for i in n.inputs if i]
+        out = items[0]
+        for t in items[1:]:
+            out = fn(out, t)
+        return out / float(len(items)) if average else out
+
+    return run
+
+
+def _constant(ctx, n):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if not n.has(key):
+            continue
+        v = n.attr(key)
+        if key == "value":
+            return _attr_tensor(v)
+        return Tensor(v, dtype=dtypes.float32 if "float" in key else dtypes.int64)
+    _raise_here(f"ONNX {n.describe()} has no value Tripy can read.")
+
+
+def _attr_tensor(value):
+    _, elem, dims, node = value
+    return Tensor._wrap(node)
+
+
+def _shape(ctx, n):
+    x = ctx.get(n.inputs[0])
+    shape = [len(x)] if isinstance(x, Dims) and not x.scalar else [] if isinstance(x, Dims) else list(x.shape)
+    rank = len(shape)
+    start, end = n.attr("start", 0), n.attr("end", rank)
+    start, end = [builtins.min(builtins.max(_axis(v, rank), 0), rank) for v in (start, end)]
+    return _dims(shape[start:end])
+
+
+
+
+def _size(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    total = 1
+    for d in x.shape:
+        total = total * d
+    return _dims([total], scalar=True)
+
+
+def _cast(ctx, n):
+    to = dtype_of(n.attr("to"))
+    x = ctx.get(n.inputs[0])
+    if isinstance(x, Dims) and to in (dtypes.int64, dtypes.int32):
+        return x
+    x = as_tensor(x)
+    return x if x.dtype == to else cast(x, to)
+
+
+def _cast_like(ctx, n):
+    x, like = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    return x if x.dtype == like.dtype else cast(x, like.dtype)
+
+
+def _reshape(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    shape = ctx.ints(n.inputs[1], n)
+    if not n.attr("allowzero", 0):
+        shape = [x.shape[i] if isinstance(d, int) and d == 0 else d for i, d in enumerate(shape)]
+    return reshape(x, shape)
+
+
+def _flatten(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    axis = _axis(n.attr("axis", 1), x.rank)
+    if axis == 0:
+        return unsqueeze(flatten(x), 0)
+    if axis == x.rank:
+        return unsqueeze(flatten(x), 1)
+    return flatten(flatten(x, axis, -1), 0, axis - 1)
+
+
+def _transpose(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    perm = n.attr("perm", list(reversed(range(x.rank))))
+    return permute(x, perm)
+
+
+def _concat(ctx, n):
+    axis = n.attr("axis")
+    values = [ctx.get(i) for i in n.inputs if i]
+    if any(isinstance(v, Dims) for v in values) and axis in (0, -1):
+        parts = [ctx.try_ints(i) for i in n.inputs if i]
+        if all(p is not None for p in parts):
+            return _dims([d for p in parts for d in p])
+    tensors = [as_tensor(v) for v in values]
+    return concatenate(tensors, _axis(axis, tensors[0].rank))
+
+
+def _axes_of(ctx, n, attr_until, input_index=1):
+    """Axes from the attribute (opsets before ``attr_until``) or the input (from it on); None if absent."""
+    if n.opset < attr_until:
+        return n.attr("axes")
+    name = n.input(input_index)
+    return None if name is None else [int(a) for a in ctx.ints(name, n)]
+
+
+def _unsqueeze(ctx, n):
+    x = ctx.get(n.inputs[0])
+    axes = _axes_of(ctx, n, 13)
+    if isinstance(x, Dims) and x.scalar and axes in ([0], [-1]):
+        return _dims(list(x))
+    x = as_tensor(x)
+    rank = x.rank + len(axes)
+    for a in sorted(_axis(a, rank) for a in axes):
+        x = unsqueeze(x, a)
+    return x
+
+
+def _squeeze(ctx, n):
+    x = ctx.get(n.inputs[0])
+    axes = _axes_of(ctx, n, 13)
+    if isinstance(x, Dims) and not x.scalar and len(x) == 1 and axes in (None, [0], [-1]):
+        return _dims(list(x), scalar=True)
+    x = as_tensor(x)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if isinstance(d, int) and d == 1]
+    return squeeze(x, [_axis(a, x.rank) for a in axes])
+
+
+def _gather(ctx, n):
+    data = ctx.get(n.inputs[0])
+    axis = n.attr("axis", 0)
+    index_values = ctx.try_ints(n.inputs[1])
+    index = ctx.get(n.inputs[1])
+    scalar = (isinstance(index, Dims) and index.scalar) or (isinstance(index, Tensor) and index.rank == 0)
+    if isinstance(data, Dims) and not data.scalar and index_values is not None:
+        picked = [data[i] for i in index_values]
+        return _dims(picked, scalar)
+    data = as_tensor(data)
+    axis = _axis(axis, data.rank)
+    size = data.shape[axis]
+    if index_values is not None and isinstance(size, int):
+        fixed = [i + size if i < 0 else i for i in index_values]
+        index = Tensor(fixed[0] if scalar else fixed, dtype=dtypes.int64)
+        if not scalar and isinstance(ctx.get(n.inputs[1]), Tensor) and ctx.get(n.inputs[1]).rank > 1:
+            index = reshape(index, ctx.get(n.inputs[1]).shape)
+    else:
+        index = as_tensor(index)
+        bound = _as_dtype_of(size, index) if isinstance(size, Tensor) else size
+        index = where(index < 0, index + bound, index)
+    return gather(data, axis, index)
+
+
+def _slice(ctx, n):
+    x = ctx.get(n.inputs[0])
+    if n.opset < 10:
+        starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
+    else:
+        starts, ends = ctx.ints(n.inputs[1], n), ctx.ints(n.inputs[2], n)
+        axes = None if n.input(3) is None else ctx.ints(n.inputs[3], n)
+        steps = None if n.input(4) is None else ctx.ints(n.inputs[4], n)
+    axes = list(range(len(starts))) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    clamp = lambda v: builtins.max(builtins.min(v, _BIG), -_BIG) if isinstance(v, int) else v
+    if isinstance(x, Dims) and not x.scalar and axes in ([0], [-1]):
+        return _dims(x[slice(clamp(starts[0]), clamp(ends[0]), steps[0])])
+    x = as_tensor(x)
+    index = [slice(None)] * x.rank
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        index[_axis(axis, x.rank)] = slice(clamp(start), clamp(end), step)
+    return x[tuple(index)]
+
+
+def _split(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    axis = _axis(n.attr("axis", 0), x.rank)
+    sizes = n.attr("split") if n.opset < 13 else (None if n.input(1) is None else ctx.ints(n.inputs[1], n))
+    count = len(n.outputs)
+    if not sizes:
+        if count == 1:
+            return [x]
+        return split(x, count, axis)
+    if len(sizes) == 1:
+        return [x]
+    return split(x, list(sizes), axis)
+
+
+def _expand(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    shape = ctx.ints(n.inputs[1], n)
+    rank = builtins.max(x.rank, len(shape))
+    shape = [1] * (rank - len(shape)) + list(shape)
+    for _ in range(rank - x.rank):
+        x = unsqueeze(x, 0)
+    sizes = []
+    for have, want in zip(x.shape, shape):
+        if isinstance(want, int) and want == 1:
+            sizes.append(-1)
+        else:
+            sizes.append(want)
+    return expand(x, sizes)
+
+
+def _tile(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    repeats = ctx.ints(n.inputs[1], n)
+    shape = list(x.shape)
+    inter, wide, out = [], [], []
+    for d, r in zip(shape, repeats):
+        inter += [1, d]
+        wide += [r, -1]
+        out.append(d * r)
+    return reshape(expand(reshape(x, inter), wide), out)
+
+
+def _constant_of_shape(ctx, n):
+    shape = ctx.ints(n.inputs[0], n)
+    value = n.attr("value")
+    if value is None:
+        return full(shape, 0.0, dtypes.float32)
+    t = _attr_tensor(value)
+    fill = _flat(t.tolist())[0]
+    return full(shape, fill, t.dtype)
+
+
+def _range(ctx, n):
+    start, limit, delta = (ctx.values(i, n) for i in n.inputs[:3])
+    start, limit, delta = (_flat(v)[0] if isinstance(v, list) else v for v in (start, limit, delta))
+    dtype = ctx.get(n.inputs[0]).dtype if isinstance(ctx.get(n.inputs[0]), Tensor) else dtypes.int64
+    return arange(start, limit, delta, dtype=dtype)
+
+
+def _where(ctx, n):
+    return where(ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.inputs[2]))
+
+
+def _clip(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if n.opset < 11:
+        lo, hi = n.attr("min"), n.attr("max")
+    else:
+        lo, hi = ctx.opt_tensor(n, 1), ctx.opt_tensor(n, 2)
+    if lo is not None:
+        x = maximum(x, _as_dtype_of(lo, x))
+    if hi is not None:
+        x = minimum(x, _as_dtype_of(hi, x))
+    return x
+
+
+def _softmax(fn):
+    def run(ctx, n):
+        x = ctx.tensor(n.inputs[0])
+        if n.opset < 13:  # the input is seen as 2-D: [dims before axis, dims from axis on]
+            axis = _axis(n.attr("axis", 1), x.rank)
+            return fn(x, list(range(axis, x.rank)))
+        return fn(x, _axis(n.attr("axis", -1), x.rank))
+
+    return run
+
+
+def _reduce(fn, axes_input_from=18):
+    def run(ctx, n):
+        x = ctx.tensor(n.inputs[0])
+        axes = _axes_of(ctx, n, axes_input_from)
+        keep = bool(n.attr("keepdims", 1))
+        if not axes:
+            if n.attr("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.rank))
+        return fn(x, [_axis(a, x.rank) for a in axes], keep)
+
+    return run
+
+
+def _sum_square(x, axes, keep):
+    return sum(x * x, axes, keep)
+
+
+def _l1(x, axes, keep):
+    return sum(abs(x), axes, keep)
+
+
+def _l2(x, axes, keep):
+    return sqrt(sum(x * x, axes, keep))
+
+
+def _log_sum(x, axes, keep):
+    return log(sum(x, axes, keep))
+
+
+def _log_sum_exp(x, axes, keep):
+    peak = max(x, axes, True)
+    out = log(sum(exp(x - peak), axes, True)) + peak
+    return out if keep else squeeze(out, axes)
+
+
+def _arg(fn):
+    def run(ctx, n):
+        x = ctx.tensor(n.inputs[0])
+        axis = _axis(n.attr("axis", 0), x.rank)
+        keep = bool(n.attr("keepdims", 1))
+        if n.attr("select_last_index", 0):
+            idx = fn(flip(x, axis), axis, keep)
+            out = (x.shape[axis] - 1) - idx if isinstance(x.shape[axis], int) else cast(x.shape[axis], dtypes.int32) - 1 - idx
+        else:
+            out = fn(x, axis, keep)
+        return cast(out, dtypes.int64)
+
+    return run
+
+
+def _matmul(ctx, n):
+    return matmul(ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]))
+
+
+def _gemm(ctx, n):
+    a, b = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    if n.attr("transA", 0):
+        a = permute(a, [1, 0])
+    if n.attr("transB", 0):
+        b = permute(b, [1, 0])
+    out = matmul(a, b)
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if alpha != 1.0:
+        out = out * alpha
+    c = ctx.opt_tensor(n, 2)
+    if c is not None:
+        out = out + (c * beta if beta != 1.0 else c)
+    return out
+
+
+def _spatial_pads(ctx, n, x, kernel, strides, dilations):
+    """(before, after) per spatial dim from ``pads`` or ``auto_pad``."""
+    nd = len(kernel)
+    auto = n.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pairs = []
+        for i in range(nd):
+            size = x.shape[2 + i]
+            if not isinstance(size, int):
+                _raise_here(f"ONNX {n.describe()}: auto_pad {auto} needs static spatial sizes, but dim {2 + i} is dynamic.")
+            out = -(-size // strides[i])
+            total = builtins.max((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size, 0)
+            small, big = total // 2, total - total // 2
+            pairs.append((small, big) if auto == "SAME_UPPER" else (big, small))
+        return pairs
+    if auto == "VALID":
+        return [(0, 0)] * nd
+    pads = n.attr("pads", [0] * (2 * nd))
+    return [(pads[i], pads[i + nd]) for i in range(nd)]
+
+
+def _conv(ctx, n):
+    x, w = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    nd = w.rank - 2
+    kernel = n.attr("kernel_shape", list(w.shape[2:]))
+    strides = n.attr("strides", [1] * nd)
+    dilations = n.attr("dilations", [1] * nd)
+    padding = _spatial_pads(ctx, n, x, kernel, strides, dilations)
+    conv = {"stride": strides, "padding": padding, "dilation": dilations, "groups": n.attr("group", 1),
+            "transposed": False}
+    out = make("convolution", [x, w], convolution=conv)
+    b = ctx.opt_tensor(n, 2)
+    return out if b is None else out + reshape(b, [-1] + [1] * nd)
+
+
+def _conv_transpose(ctx, n):
+    x, w = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    nd = w.rank - 2
+    strides = n.attr("strides", [1] * nd)
+    dilations = n.attr("dilations", [1] * nd)
+    pads = n.attr("pads", [0] * (2 * nd))
+    conv = {"stride": strides, "padding": [(pads[i], pads[i + nd]) for i in range(nd)], "dilation": dilations,
+            "groups": n.attr("group", 1), "transposed": True, "output_padding": n.attr("output_padding", [0] * nd)}
+    out = make("convolution", [x, w], convolution=conv)
+    b = ctx.opt_tensor(n, 2)
+    return out if b is None else out + reshape(b, [-1] + [1] * nd)
+
+
+def _pool(kind):
+    def run(ctx, n):
+        x = ctx.tensor(n.inputs[0])
+        kernel = n.attr("kernel_shape")
+        nd = len(kernel)
+        strides = n.attr("strides", [1] * nd)
+        padding = _spatial_pads(ctx, n, x, kernel, strides, [1] * nd)
+        if n.attr("ceil_mode", 0):
+            # Windows that start inside the (front-padded) input are kept: pad the end for them.
+            grown = []
+            for i, (lo, hi) in enumerate(padding):
+                size = x.shape[2 + i]
+                if not isinstance(size, int):
+                    _raise_here(f"ONNX {n.describe()}: ceil_mode needs static spatial sizes.")
+                span = size + lo + hi - kernel[i]
+                out = -(-span // strides[i]) + 1
+                if (out - 1) * strides[i] >= size + lo:
+                    out -= 1
+                grown.append((lo, builtins.max(hi, (out - 1) * strides[i] + kernel[i] - size - lo)))
+            padding = grown  # padded elements never win a max and count_include_pad=0 averages skip them
+        if kind == "max":
+            return maxpool(x, kernel, strides, padding)
+        return avgpool(x, kernel, strides, padding, count_include_pad=bool(n.attr("count_include_pad", 0)))
+
+    return run
+
+
+def _global_pool(fn):
+    return lambda ctx, n: fn(ctx.tensor(n.inputs[0]), list(range(2, ctx.tensor(n.inputs[0]).rank)), True)
+
+
+def _channel(t, rank):
+    return reshape(t, [-1] + [1] * (rank - 2))
+
+
+def _batch_norm(ctx, n):
+    x, scale, bias, mean_, var = (ctx.tensor(i) for i in n.inputs[:5])
+    eps = n.attr("epsilon", 1e-5)
+    r = x.rank
+    return (x - _channel(mean_, r)) / sqrt(_channel(var, r) + eps) * _channel(scale, r) + _channel(bias, r)
+
+
+def _instance_norm(ctx, n):
+    x, scale, bias = (ctx.tensor(i) for i in n.inputs[:3])
+    dims = list(range(2, x.rank))
+    m = mean(x, dims, True)
+    centred = x - m
+    var = mean(centred * centred, dims, True)
+    return centred / sqrt(var + n.attr("epsilon", 1e-5)) * _channel(scale, x.rank) + _channel(bias, x.rank)
+
+
+def _layer_norm(ctx, n):
+    x, scale = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    bias = ctx.opt_tensor(n, 2)
+    axis = _axis(n.attr("axis", -1), x.rank)
+    dims = list(range(axis, x.rank))
+    m = mean(x, dims, True)
+    centred = x - m
+    inv = 1.0 / sqrt(mean(centred * centred, dims, True) + n.attr("epsilon", 1e-5))
+    y = centred * inv * scale
+    if bias is not None:
+        y = y + bias
+    return [y, m, inv][: len(n.outputs)]
+
+
+def _mvn(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    dims = [_axis(a, x.rank) for a in n.attr("axes", [0, 2, 3])]
+    m = mean(x, dims, True)
+    centred = x - m
+    return centred / (sqrt(mean(centred * centred, dims, True)) + 1e-9)
+
+
+def _pad(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if n.opset < 11:
+        pads, value = n.attr("pads"), n.attr("value", 0.0)
+    else:
+        pads = ctx.ints(n.inputs[1], n)
+        value = 0 if n.input(2) is None else _flat(ctx.values(n.inputs[2], n))[0]
+    r = x.rank
+    if any(isinstance(p, int) and p < 0 for p in pads):
+        _raise_here(f"ONNX {n.describe()}: negative pads (cropping) are not supported.")
+    mode = n.attr("mode", "constant")
+    return pad(x, [(pads[i], pads[i + r]) for i in range(r)], mode=mode, value=value)
+
+
+def _topk(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    k = _flat(ctx.ints(n.inputs[1], n))[0]
+    axis = _axis(n.attr("axis", -1), x.rank)
+    if n.attr("largest", 1):
+        values, indices = topk(x, k, axis)
+    else:
+        values, indices = topk(-x, k, axis)
+        values = -values
+    return [values, cast(indices, dtypes.int64)]
+
+
+def _cumsum(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    axis = _axis(_flat(ctx.ints(n.inputs[1], n))[0], x.rank)
+    if n.attr("reverse", 0):
+        x = flip(x, axis)
+    out = cumsum(x, axis)
+    if n.attr("exclusive", 0):
+        out = out - x
+    return flip(out, axis) if n.attr("reverse", 0) else out
+
+
+def _trilu(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    k = 0 if n.input(1) is None else _flat(ctx.ints(n.inputs[1], n))[0]
+    return triu(x, k) if n.attr("upper", 1) else tril(x, k)
+
+
+def _depth_to_space(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    b = n.attr("blocksize")
+    N, C, H, W = x.shape
+    if n.attr("mode", "DCR") == "DCR":
+        t = permute(reshape(x, [N, b, b, C // (b * b), H, W]), [0, 3, 4, 1, 5, 2])
+    else:
+        t = permute(reshape(x, [N, C // (b * b), b, b, H, W]), [0, 1, 4, 2, 5, 3])
+    return reshape(t, [N, C // (b * b), H * b, W * b])
+
+
+def _space_to_depth(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    b = n.attr("blocksize")
+    N, C, H, W = x.shape
+    t = permute(reshape(x, [N, C, H // b, b, W // b, b]), [0, 3, 5, 1, 2, 4])
+    return reshape(t, [N, C * b * b, H // b, W // b])
+
+
+def _dropout(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if n.input(2) is not None and _flat(ctx.values(n.inputs[2], n))[0]:
+        _raise_here(f"ONNX {n.describe()}: training_mode is not supported (Tripy runs inference).")
+    if len(n.outputs) > 1 and n.outputs[1]:
+        return [x, cast(full(x.shape, 1, dtypes.int32), dtypes.bool)]
+    return x
+
+
+def _prelu(ctx, n):
+    x, slope = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    return where(x < 0, x * slope, x)
+
+
+def _elementwise(fn):
+    """A converter from a function of the node and its first input."""
+    return lambda ctx, n: fn(n, ctx.tensor(n.inputs[0]))
+
+
+def _hard_sigmoid(n, x, alpha=None, beta=None):
+    alpha = n.attr("alpha", 0.2) if alpha is None else alpha
+    beta = n.attr("beta", 0.5) if beta is None else beta
+    return minimum(maximum(x * alpha + beta, _as_dtype_of(0.0, x)), _as_dtype_of(1.0, x))
+
+
+def _softplus(x):
+    return maximum(x, _as_dtype_of(0.0, x)) + log(exp(-abs(x)) + 1.0)
+
+
+def _celu(n, x):
+    alpha = n.attr("alpha", 1.0)
+    zero = _as_dtype_of(0.0, x)
+    return maximum(x, zero) + minimum(zero, expm1(x / alpha) * alpha)
+
+
+def _shrink(n, x):
+    lambd, bias = n.attr("lambd", 0.5), n.attr("bias", 0.0)
+    return where(x < -lambd, x + bias, where(x > lambd, x - bias, _as_dtype_of(0.0, x)))
+
+
+def _is_inf(n, x):
+    pos, neg = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    inf = float("inf")
+    hit = (x == inf) if pos else (x != x) & (x == inf)  # all False, of x's shape
+    return (hit | (x == -inf)) if neg else hit
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+Row = namedtuple("Row", "fn attrs first last check", defaults=((), OPSET_MIN, OPSET_MAX, None))
+
+
+def _dtype_attr(name):
+    def check(n):
+        if n.has(name) and dtype_of(n.attr(name)) is None:
+            return f"{name}={_elem_name(n.attr(name))}: Tripy has no such dtype"
+        return None
+
+    return check
+
+
+def _attr_is(name, allowed, default):
+    def check(n):
+        value = n.attr(name, default)
+        if value not in allowed:
+            return f"{name}={value!r} is not supported (supported: {', '.join(map(repr, allowed))})"
+        return None
+
+    return check
+
+
+def _checks(*checks):
+    def check(n):
+        for c in checks:
+            problem = c(n)
+            if problem:
+                return problem
+        return None
+
+    return check
+
+
+def _one_output(n):
+    if len([o for o in n.outputs if o]) > 1 and any(n.outputs[1:]):
+        return "only the first output is supported"
+    return None
+
+
+def _const_tensor_attr(n):
+    for key in ("sparse_value", "value_string", "value_strings"):
+        if n.has(key):
+            return f"{key} is not supported"
+    if n.has("value") and n.attr("value")[3] is None:
+        return f"its value has the dtype {_elem_name(n.attr('value')[1])}, which Tripy does not have"
+    return None
+
+
+def _value_attr(n):
+    if n.has("value") and n.attr("value")[3] is None:
+        return f"its value has the dtype {_elem_name(n.attr('value')[1])}, which Tripy does not have"
+    return None
+
+
+def _conv_transpose_check(n):
+    if n.has("output_shape"):
+        return "output_shape is not supported (give pads and output_padding)"
+    return _attr_is("auto_pad", ("NOTSET",), "NOTSET")(n)
+
+
+def _pool_check(n):
+    if any(d != 1 for d in n.attr("dilations", [])):
+        return "dilations other than 1 are not supported"
+    if n.attr("storage_order", 0):
+        return "storage_order=1 is not supported"
+    return _one_output(n)
+
+
+def _no_training_input(n):
+    if n.input(2) is not None:
+        return "a training_mode input is not supported (Tripy runs inference: Dropout is the identity)"
+    return None
+
+
+def _avg_pool_check(n):
+    if n.attr("ceil_mode", 0) and n.attr("count_include_pad", 0):
+        return "ceil_mode=1 with count_include_pad=1 is not supported"
+    return _pool_check(n)
+
+
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides")
+_REDUCE_ATTRS = ("axes", "keepdims", "noop_with_empty_axes")
+_ACT = ("alpha", "beta", "gamma")
+
+# Op type -> its converter, the attributes it reads, and the opsets it covers. Ops whose inputs or
+# attributes changed across opsets read ``node.opset`` (Squeeze's axes: an attribute before 13).
+OPS = {
+    "Abs": Row(_unary(abs)),
+    "Acos": None, "Acosh": None, "Asin": None, "Asinh": None, "Atan": None, "Atanh": None,
+    "Add": Row(_dims_arith("Add")),
+    "And": Row(_binary(lambda a, b: a & b)),
+    "ArgMax": Row(_arg(argmax), ("axis", "keepdims", "select_last_index")),
+    "ArgMin": Row(_arg(argmin), ("axis", "keepdims", "select_last_index")),
+    "AveragePool": Row(_pool("avg"), _POOL_ATTRS + ("count_include_pad",), check=_avg_pool_check),
+    "BatchNormalization": Row(_batch_norm, ("epsilon", "momentum", "spatial", "training_mode"),
+                              check=_checks(_attr_is("training_mode", (0,), 0), _attr_is("spatial", (1,), 1), _one_output)),
+    "Cast": Row(_cast, ("to",), check=_dtype_attr("to")),
+    "CastLike": Row(_cast_like),
+    "Ceil": Row(_unary(ceil)),
+    "Celu": Row(_elementwise(_celu), ("alpha",)),
+    "Clip": Row(_clip, ("min", "max")),
+    "Concat": Row(_concat, ("axis",)),
+    "Constant": Row(_constant, ("value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value",
+                                "value_string", "value_strings"), check=_const_tensor_attr),
+    "ConstantOfShape": Row(_constant_of_shape, ("value",), check=_value_attr),
+    "Conv": Row(_conv, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")),
+    "ConvTranspose": Row(_conv_transpose, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                           "output_shape", "pads", "strides"), check=_conv_transpose_check),
+    "Cos": Row(_unary(cos)),
+    "CumSum": Row(_cumsum, ("exclusive", "reverse")),
+    "DepthToSpace": Row(_depth_to_space, ("blocksize", "mode")),
+    "Div": Row(_dims_arith("Div")),
+    "Dropout": Row(_dropout, ("ratio", "seed"), check=_no_training_input),
+    "Elu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.0))), ("alpha",)),
+    "Equal": Row(_binary(lambda a, b: a == b)),
+    "Erf": Row(_unary(erf)),
+    "Exp": Row(_unary(exp)),
+    "Expand": Row(_expand),
+    "Flatten": Row(_flatten, ("axis",)),
+    "Floor": Row(_unary(floor)),
+    "Gather": Row(_gather, ("axis",)),
+    "Gemm": Row(_gemm, ("alpha", "beta", "transA", "transB")),
+    "GlobalAveragePool": Row(_global_pool(mean)),
+    "GlobalMaxPool": Row(_global_pool(max)),
+    "Greater": Row(_binary(lambda a, b: a > b)),
+    "GreaterOrEqual": Row(_binary(lambda a, b: a >= b)),
+    "HardSigmoid": Row(_elementwise(_hard_sigmoid), ("alpha", "beta")),
+    "HardSwish": Row(_elementwise(lambda n, x: x * _hard_sigmoid(n, x, 1.0 / 6, 0.5))),
+    "Identity": Row(lambda ctx, n: ctx.get(n.inputs[0])),
+    "InstanceNormalization": Row(_instance_norm, ("epsilon",)),
+    "IsInf": Row(_elementwise(_is_inf), ("detect_negative", "detect_positive")),
+    "IsNaN": Row(_elementwise(lambda n, x: x != x)),
+    "LayerNormalization": Row(_layer_norm, ("axis", "epsilon", "stash_type"), check=_attr_is("stash_type", (1,), 1)),
+    "LeakyRelu": Row(_elementwise(lambda n, x: leaky_relu(x, n.attr("alpha", 0.01))), ("alpha",)),
+    "Less": Row(_binary(lambda a, b: a < b)),
+    "LessOrEqual": Row(_binary(lambda a, b: a <= b)),
+    "Log": Row(_unary(log)),
+    "LogSoftmax": Row(_softmax(log_softmax), ("axis",)),
+    "MatMul": Row(_matmul),
+    "Max": Row(_variadic(maximum)),
+    "MaxPool": Row(_pool("max"), _POOL_ATTRS, check=_pool_check),
+    "Mean": Row(_variadic(lambda a, b: a + b, average=True)),
+    "MeanVarianceNormalization": Row(_mvn, ("axes",)),
+    "Min": Row(_variadic(minimum)),
+    "Mod": Row(_mod, ("fmod",)),
+    "Mul": Row(_dims_arith("Mul")),
+    "Neg": Row(_unary(lambda x: -x)),
+    "Not": Row(_unary(lambda x: ~x)),
+    "Or": Row(_binary(lambda a, b: a | b)),
+    "Pad": Row(_pad, ("mode", "pads", "value"), check=_attr_is("mode", ("constant", "reflect"), "constant")),
+    "Pow": Row(_binary(_pow)),
+    "PRelu": Row(_prelu),
+    "Range": Row(_range),
+    "Reciprocal": Row(_unary(lambda x: 1.0 / x)),
+    "ReduceL1": Row(_reduce(_l1), _REDUCE_ATTRS),
+    "ReduceL2": Row(_reduce(_l2), _REDUCE_ATTRS),
+    "ReduceLogSum": Row(_reduce(_log_sum), _REDUCE_ATTRS),
+    "ReduceLogSumExp": Row(_reduce(_log_sum_exp), _REDUCE_ATTRS),
+    "ReduceMax": Row(_reduce(max), _REDUCE_ATTRS),
+    "ReduceMean": Row(_reduce(mean), _REDUCE_ATTRS),
+    "ReduceMin": Row(_reduce(min), _REDUCE_ATTRS),
+    "ReduceProd": Row(_reduce(prod), _REDUCE_ATTRS),
+    "ReduceSum": Row(_reduce(sum, axes_input_from=13), _REDUCE_ATTRS),
+    "ReduceSumSquare": Row(_reduce(_sum_square), _REDUCE_ATTRS),
+    "Relu": Row(_unary(relu)),
+    "Reshape": Row(_reshape, ("allowzero",)),
+    "Round": Row(_unary(round)),
+    "Selu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.67326319217681884765625))
+                             * n.attr("gamma", 1.05070102214813232421875)), ("alpha", "gamma")),
+    "Shape": Row(_shape, ("start", "end")),
+    "Shrink": Row(_elementwise(_shrink), ("bias", "lambd")),
+    "Sigmoid": Row(_unary(sigmoid)),
+    "Sign": Row(_unary(sign)),
+    "Sin": Row(_unary(sin)),
+    "Size": Row(_size),
+    "Slice": Row(_slice, ("starts", "ends", "axes")),
+    "Softmax": Row(_softmax(softmax), ("axis",)),
+    "Softplus": Row(_unary(_softplus)),
+    "Softsign": Row(_unary(lambda x: x / (abs(x) + 1.0))),
+    "SpaceToDepth": Row(_space_to_depth, ("blocksize",)),
+    "Split": Row(_split, ("axis", "split")),
+    "Sqrt": Row(_unary(sqrt)),
+    "Squeeze": Row(_squeeze, ("axes",)),
+    "Sub": Row(_dims_arith("Sub")),
+    "Sum": Row(_variadic(lambda a, b: a + b)),
+    "Tan": Row(_unary(lambda x: sin(x) / cos(x))),
+    "Tanh": Row(_unary(tanh)),
+    "ThresholdedRelu": Row(_elementwise(lambda n, x: where(x > n.attr("alpha", 1.0), x, _as_dtype_of(0.0, x))),
+                           ("alpha",)),
+    "Tile": Row(_tile),
+    "TopK": Row(_topk, ("axis", "largest", "sorted"), check=_attr_is("sorted", (1,), 1)),
+    "Transpose": Row(_transpose, ("perm",)),
+    "Trilu": Row(_trilu, ("upper",)),
+    "Unsqueeze": Row(_unsqueeze, ("axes",)),
+    "Where": Row(_where),
+    "Xor": Row(_binary(lambda a, b: a != b)),
+}
+OPS = {op: row for op, row in OPS.items() if row is not None}
+
+
+# ---- checking and running ----------------------------------------------------------------------
+
+
+def problems_of(graph):
+    """Every reason the graph cannot run, one line each (the model's opset, inputs and
+    initializers of dtypes Tripy lacks, then node by node: domain, op type, opset, attributes)."""
+    problems = []
+    if graph.opset is None:
+        problems.append("the model imports no version of the standard ONNX op set (domain '')")
+    elif not OPSET_MIN <= graph.opset <= OPSET_MAX:
+        problems.append(f"the model's opset {graph.opset} is outside the opsets Tripy reads ({OPSET_MIN} to {OPSET_MAX})")
+    for name, elem, dims in graph.inputs:
+        if dtype_of(elem) is None:
+            problems.append(f"input {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
+    for name, (elem, dims, node) in graph.initializers.items():
+        if node is None:
+            problems.append(f"initializer {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
+    for name, elem, dims in graph.outputs:
+        if elem and dtype_of(elem) is None:
+            problems.append(f"output {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
+    for n in graph.nodes:
+        where = f"node {n.name!r} ({n.op_type}, opset {n.opset})"
+        if n.domain not in STANDARD_DOMAINS:
+            problems.append(f"{where}: the op domain {n.domain!r} is not supported (only the standard domain is)")
+            continue
+        row = OPS.get(n.op_type)
+        if row is None:
+            problems.append(f"{where}: the op type {n.op_type} is not supported")
+            continue
+        if n.opset is not None and not row.first <= n.opset <= row.last:
+            problems.append(f"{where}: its converter covers opsets {row.first} to {row.last}")
+            continue
+        unknown = sorted(set(n.attrs) - set(row.attrs))
+        if unknown:
+            problems.append(f"{where}: attribute(s) {', '.join(unknown)} not supported")
+            continue
+        graphs = [a for a, (kind, _) in n.attrs.items() if kind in (_ATTR_GRAPH, _ATTR_GRAPHS)]
+        if graphs:
+            problems.append(f"{where}: subgraph attributes are not supported")
+            continue
+        problem = row.check(n) if row.check else None
+        if problem:
+            problems.append(f"{where}: {problem}")
+    return problems
+
+
+def run_graph(graph, inputs):
+    """The graph's outputs (tensors) for ``inputs`` (name -> tp.Tensor)."""
+    ctx = Context(graph)
+    for name, (elem, dims, node) in graph.initializers.items():
+        ctx.env[name] = Tensor._wrap(node)
+    ctx.env.update(inputs)
+    for n in graph.nodes:
+        try:
+            out = OPS[n.op_type].fn(ctx, n)
+        except TripyException as e:
+            _raise_here(f"ONNX {n.describe()} failed:\n{e}")
+        outs = out if type(out) in (list, tuple) else [out]  # a Dims is one value
+        for name, value in zip(n.outputs, outs):
+            if name:
+                ctx.env[name] = value
+    return [ctx.tensor(name) for name, _, _ in graph.outputs]

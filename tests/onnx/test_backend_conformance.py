@@ -1,0 +1,160 @@
+"""ONNX's own conformance suite: the backend node test cases of ``onnx.backend.test`` (Debian's
+libonnx-testdata), run through ``BackendTest`` with a Tripy backend. A case whose model Tripy
+refuses at load (an op, attribute or dtype it does not support) is skipped with the reason
+``tp.onnx.load`` gives; every other case must match ONNX's stored outputs. At the end the pass
+count per op type is printed (and written to ``$TRIPY_ONNX_REPORT`` when that is set).
+
+The cases run eagerly on each device Tripy has (``_cpu`` cases on the CPU, ``_cuda`` on a GPU).
+"""
+
+import collections
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+if not hasattr(np, "object"):  # onnx 1.12's runner still spells it np.object, which numpy removed
+    np.object = object
+
+onnx = pytest.importorskip("onnx")
+backend_test_module = pytest.importorskip("onnx.backend.test")
+from onnx.backend.base import Backend, BackendRep  # noqa: E402
+
+import tripy as tp  # noqa: E402
+from tripy import _C  # noqa: E402
+
+# case name -> (op types of its graph, status: "skipped: reason" | "started" | "passed" | "failed")
+RESULTS = {}
+_current = []
+_workdir = tempfile.mkdtemp(prefix="tripy-onnx-")
+BFLOAT16 = 16  # onnx.TensorProto.BFLOAT16
+
+
+def _device(device):
+    return "gpu" if device == "CUDA" else "cpu"
+
+
+def _load(model, device):
+    """The model saved to a file and loaded by tp.onnx.load (which reads files only)."""
+    path = os.path.join(_workdir, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return tp.onnx.load(path, device=_device(device))
+
+
+class TripyRep(BackendRep):
+    def __init__(self, model, device):
+        self.model = model
+        self.device = _device(device)
+
+    def run(self, inputs, **kwargs):
+        with _default_device(self.device):
+            tensors = [self._tensor(a, elem) for a, (_, elem, _) in zip(inputs, self.model._graph.inputs)]
+            outputs = self.model(*tensors)
+            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            return [self._array(o, elem) for o, (_, elem, _) in zip(outputs, self.model._graph.outputs)]
+
+    def _tensor(self, array, elem):
+        if elem == BFLOAT16:  # ONNX's test data holds bfloat16 as its bits, in uint16
+            bits = np.ascontiguousarray(array).astype(np.uint32) << 16
+            return tp.cast(tp.Tensor(bits.view(np.float32), device=self.device), tp.bfloat16)
+        return tp.Tensor(np.ascontiguousarray(array), device=self.device)
+
+    def _array(self, tensor, elem):
+        if elem == BFLOAT16:
+            wide = np.asarray(tp.copy(tp.cast(tensor, tp.float32), tp.device("cpu")))
+            return (wide.view(np.uint32) >> 16).astype(np.uint16)
+        return np.asarray(tensor if self.device == "cpu" else tp.copy(tensor, tp.device("cpu")))
+
+
+class _default_device:
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.saved = tp.config.default_device
+        tp.config.default_device = self.device
+
+    def __exit__(self, *exc):
+        tp.config.default_device = self.saved
+
+
+class TripyBackend(Backend):
+    @classmethod
+    def is_compatible(cls, model, device="CPU", **kwargs):
+        ops = sorted({n.op_type for n in model.graph.node})
+        _current[:] = [model.graph.name, ops]
+        try:
+            _load(model, device)
+        except tp.TripyException as e:
+            text = str(e)
+            reason = text[text.find("found before any work:") :].splitlines()[1:2] if "before any work" in text else [text]
+            RESULTS[_case_key()] = (ops, "skipped: " + (reason[0].strip() if reason else text))
+            return False
+        RESULTS[_case_key()] = (ops, "started")
+        return True
+
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        return TripyRep(_load(model, device), device)
+
+    @classmethod
+    def supports_device(cls, device):
+        return device == "CPU" or (device == "CUDA" and _C.gpu_available())
+
+
+def _case_key():
+    return os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+
+
+class TripyBackendTest(backend_test_module.BackendTest):
+    @classmethod
+    def assert_similar_outputs(cls, ref_outputs, outputs, rtol, atol):
+        key = _case_key()
+        ops, _ = RESULTS.get(key, ([], ""))
+        RESULTS[key] = (ops, "failed")
+        super().assert_similar_outputs(ref_outputs, outputs, rtol, atol)
+        RESULTS[key] = (ops, "passed")
+
+
+_backend_test = TripyBackendTest(TripyBackend, __name__)
+# Only the node cases: the "real" models are downloaded, the others are older PyTorch exports.
+OnnxBackendNodeModelTest = _backend_test.test_cases["OnnxBackendNodeModelTest"]
+
+
+def _tally():
+    per_op = collections.defaultdict(collections.Counter)
+    for key, (ops, status) in RESULTS.items():
+        state = status.split(":")[0]
+        state = "failed" if state == "started" else state
+        for op in ops:
+            per_op[op][state] += 1
+    return per_op
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report(request):
+    yield
+    per_op = _tally()
+    if not per_op:
+        return
+    lines = [f"{'op type':<28}{'passed':>8}{'failed':>8}{'skipped':>9}"]
+    for op in sorted(per_op):
+        c = per_op[op]
+        lines.append(f"{op:<28}{c['passed']:>8}{c['failed']:>8}{c['skipped']:>9}")
+    total = collections.Counter(status.split(":")[0] for _, status in RESULTS.values())
+    lines.append(f"cases: {total['passed']} passed, {total['failed'] + total['started']} failed, "
+                 f"{total['skipped']} skipped (unsupported op, attribute or dtype)")
+    supported = sorted(op for op, c in per_op.items() if c["passed"] and not c["failed"])
+    lines.append(f"op types with every run case passing: {len(supported)}")
+    text = "\n".join(lines)
+    out = os.environ.get("TRIPY_ONNX_REPORT")
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+            for key, (ops, status) in sorted(RESULTS.items()):
+                f.write(f"{key.split('::')[-1]}\t{'+'.join(ops)}\t{status}\n")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("\nONNX backend node cases per op type (Tripy):\n" + text)
