@@ -276,24 +276,42 @@ struct SampleAttrs {
 // The largest last dim a sample kernel takes (its weights sum exactly in 64 bits).
 inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 
+// A weight-only quantized matrix product (flat::weight_only_dot makes it of dot(x, dequantize(q))):
+//   out[r, n] = sum_k x[r, k] * (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
+// over x [..., K] (its leading dims are the rows r), with float32 sums. Inputs x, w, scale and, with
+// has_zero, zero; x, scale, zero and out share a float dtype (float32, float16, bfloat16); out is
+// [..., N]. w is int8 [N, K] (bits 8) or, with bits 4, int8 [N, ceil(K / 2)] holding two values a
+// byte: k even in the low nibble, k odd in the high one, each nibble u read as q = u - 8 in [-8, 7].
+// scale and zero are [N, ceil(K / group_size)] (one group spanning K: a per-channel scale); zero is
+// 0 without has_zero. The weight is read packed and dequantized in registers.
+struct WeightOnlyDotAttrs {
+  int64_t bits = 8;
+  int64_t group_size = 1;
+  bool has_zero = false;
+  TRIPY_FIELDS(bits, group_size, has_zero)
+};
+// The packed bytes per weight row of K values.
+inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }
+
 // One row per kind, in file-format order (append only):
 //   X(Enum, "name", Attrs, member)
 // the enum value (KernelKind::kEnum), the one name that FlatIR text, program dumps, the file
 // format and profiles use, the attribute struct above and the Kernel member that holds it.
-#define TRIPY_KERNEL_KINDS(X)                                    \
-  X(Fused, "fused", FusedProgram, fused)                         \
-  X(Dot, "dot", DotAttrs, dot)                                   \
-  X(Transpose, "transpose", TransposeAttrs, transpose)           \
-  X(Slice, "slice", SliceAttrs, slice)                           \
-  X(Concatenate, "concatenate", ConcatenateAttrs, concatenate)   \
-  X(Gather, "gather", GatherAttrs, gather)                       \
-  X(Copy, "copy", CopyAttrs, copy)                               \
-  X(Attention, "attention", AttentionAttrs, attention)           \
-  X(Convolution, "convolution", ConvolutionAttrs, convolution)   \
-  X(UpdateSlice, "update_slice", UpdateSliceAttrs, update_slice) \
-  X(Plugin, "plugin", PluginAttrs, plugin)                       \
-  X(Pooling, "pooling", PoolingAttrs, pooling)                   \
-  X(Sample, "sample", SampleAttrs, sample)
+#define TRIPY_KERNEL_KINDS(X)                                              \
+  X(Fused, "fused", FusedProgram, fused)                                   \
+  X(Dot, "dot", DotAttrs, dot)                                             \
+  X(Transpose, "transpose", TransposeAttrs, transpose)                     \
+  X(Slice, "slice", SliceAttrs, slice)                                     \
+  X(Concatenate, "concatenate", ConcatenateAttrs, concatenate)             \
+  X(Gather, "gather", GatherAttrs, gather)                                 \
+  X(Copy, "copy", CopyAttrs, copy)                                         \
+  X(Attention, "attention", AttentionAttrs, attention)                     \
+  X(Convolution, "convolution", ConvolutionAttrs, convolution)             \
+  X(UpdateSlice, "update_slice", UpdateSliceAttrs, update_slice)           \
+  X(Plugin, "plugin", PluginAttrs, plugin)                                 \
+  X(Pooling, "pooling", PoolingAttrs, pooling)                             \
+  X(Sample, "sample", SampleAttrs, sample)                                 \
+  X(WeightOnlyDot, "weight_only_dot", WeightOnlyDotAttrs, weight_only_dot)
 
 enum class KernelKind : uint8_t {
 #define TRIPY_KERNEL_KIND_ENUM_(Enum, name, Attrs, member) k##Enum,

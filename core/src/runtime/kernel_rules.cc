@@ -391,6 +391,40 @@ class KernelRules {
     return "";
   }
 
+  std::string load(const WeightOnlyDotAttrs& a) const {
+    if (a.bits != 4 && a.bits != 8) return "has " + std::to_string(a.bits) + " bits a weight (4 or 8)";
+    if (a.group_size < 1 || a.group_size > (int64_t{1} << 40)) return "has a group size out of range";
+    if (!arity(a.has_zero ? 4 : 3, 1)) return "needs x, the weight, its scales (and zero points) and 1 output";
+    const DType t = dtype_of(k_.inputs[0]);
+    if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return "multiplies a non-float x";
+    if (dtype_of(k_.inputs[1]) != DType::kInt8) return "has a weight that is not int8 bytes";
+    if (dtype_of(k_.inputs[2]) != t || (a.has_zero && dtype_of(k_.inputs[3]) != t) || dtype_of(k_.outputs[0]) != t)
+      return "has scales, zero points or an output of another dtype than x";
+    if (rank_of(k_.inputs[0]) < 1 || rank_of(k_.outputs[0]) != rank_of(k_.inputs[0]))
+      return "needs x and the output of one rank (at least 1)";
+    for (size_t i = 1; i < k_.inputs.size(); ++i)
+      if (rank_of(k_.inputs[i]) != 2) return "has a weight, scales or zero points that are not 2-D";
+    return "";
+  }
+
+  std::string run(const WeightOnlyDotAttrs& a) const {
+    const auto& x = shape(k_.inputs[0]);
+    const auto& w = shape(k_.inputs[1]);
+    const auto& out = shape(k_.outputs[0]);
+    const int64_t K = x.back(), N = w[0];
+    const int64_t groups = K / a.group_size + (K % a.group_size != 0);
+    std::vector<int64_t> want(x.begin(), x.end() - 1);
+    want.push_back(N);
+    if (w[1] != weight_only_row_bytes(a.bits, K) || out != want)
+      return "multiplies " + dims_str(x) + " by a " + std::to_string(a.bits) + "-bit weight " + dims_str(w) +
+             " into " + dims_str(out);
+    for (size_t i = 2; i < k_.inputs.size(); ++i)
+      if (shape(k_.inputs[i]) != std::vector<int64_t>{N, groups})
+        return "has scales or zero points " + dims_str(shape(k_.inputs[i])) + " for " + std::to_string(N) +
+               " rows of " + std::to_string(groups) + " groups";
+    return "";
+  }
+
  private:
   size_t rank_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].shape.size(); }
   DType dtype_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].dtype; }

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
+#include "backend/cuda/cuda_weight_only_dot.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -104,6 +105,7 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kPlugin, load_function, StoredAlgo::kNone, plan_plugin_step, nullptr},
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
     {KernelKind::kSample, load_function, StoredAlgo::kNone, plan_sample_step, nullptr},
+    {KernelKind::kWeightOnlyDot, load_function, StoredAlgo::kNone, plan_weight_only_dot_step, nullptr},
 };
 
 constexpr bool rows_in_kind_order() {

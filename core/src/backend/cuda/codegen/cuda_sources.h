@@ -71,6 +71,11 @@ const char* dtype_suffix(DType t);
 // gemv_functions(t) names (cuda_gemv.h).
 std::string gemv_module_source(DType t);
 
+// A weight-only dot's module (cuda_weight_only_dot_source.cc): kernels/weight_only_dot.cuh and the
+// entry point weight_only_function(t, bits, row_tile) (cuda_weight_only_dot.h); and kernel k's.
+GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile);
+StatusOr<GeneratedKernel> weight_only_dot_module(const Program& p, const Kernel& k);
+
 // An attention kernel's module (cuda_attention_generate.cc): `function` is "tripy_attention"; the
 // module defines tripy_attention_generic and the split kernels always, tripy_attention_flash when
 // the head size allows it (the names: cuda_attention.h).

@@ -1,7 +1,8 @@
 // The CUDA C++ files under backend/cuda/codegen/kernels/, as the build embeds them: each without
 // its opening comment, each inside a module that NVRTC compiles here (skipped where NVRTC cannot
 // be loaded). The modules' own tests check their entry points (cuda_codegen_test.cc: layout,
-// index, fill; cuda_plugin_test.cc, cuda_attention_test.cc, cuda_gemv_test.cc); the modules made
+// index, fill; cuda_plugin_test.cc, cuda_attention_test.cc, cuda_gemv_test.cc,
+// cuda_weight_only_dot_test.cc); the modules made
 // of one file per dtype (convolution, pooling, sample) are checked here, each dtype's entry point.
 #include <gtest/gtest.h>
 
@@ -54,6 +55,7 @@ std::vector<Module> modules_of_every_file() {
       {"pool", kind_module_source(KernelKind::kPooling, DType::kInt8).source},
       {"sample", kind_module_source(KernelKind::kSample, DType::kBFloat16).source},
       {"gemv", gemv_module_source(DType::kFloat16)},
+      {"weight_only_dot", weight_only_dot_module_source(DType::kBFloat16, 4, 1).source},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
   };

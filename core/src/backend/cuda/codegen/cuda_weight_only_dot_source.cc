@@ -1,0 +1,26 @@
+// The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the one entry
+// point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h).
+// Kernels of the same variant share the module (the builder compiles each source once).
+#include "backend/cuda/codegen/cuda_kernel_files.h"
+#include "backend/cuda/codegen/cuda_sources.h"
+#include "backend/cuda/cuda_weight_only_dot.h"
+
+namespace tripy::rt::cuda {
+
+GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
+  static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
+  const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
+  const std::string fn = weight_only_function(t, bits, row_tile);
+  return GeneratedKernel{kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
+                             "(const WoArgs a) { wo_rows<" + type + ", " + std::to_string(bits) + ", " +
+                             std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
+                             ">(a); }\n",
+                         fn};
+}
+
+StatusOr<GeneratedKernel> weight_only_dot_module(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+  return weight_only_dot_module_source(t, static_cast<int>(k.weight_only_dot.bits), weight_only_row_tile(p, k));
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,25 @@
+// kWeightOnlyDot on the GPU (the kernel: codegen/kernels/weight_only_dot.cuh): which entry point a
+// kernel compiles (the tile of rows of x it holds in registers, from the most rows the program's
+// ranges allow) and its launch at one signature's sizes.
+#pragma once
+
+#include <string>
+
+#include "backend/cuda/cuda_kinds.h"
+
+namespace tripy::rt::cuda {
+
+// Rows of x an entry point holds (MT), and the weight rows a warp group sums for it (R): MT * R
+// sums per lane at most 32.
+inline constexpr int kWeightOnlyRowTiles[] = {1, 2, 4, 8, 16, 32};
+inline constexpr int kWeightOnlyBlock = 256;  // threads (weight_only_dot.cuh's WO_BLOCK)
+inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : row_tile <= 8 ? 2 : 1; }
+// The tile for kernel `k`: the smallest that holds the most rows its x may have (32 where more).
+int weight_only_row_tile(const Program& p, const Kernel& k);
+// tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>.
+std::string weight_only_function(DType t, int bits, int row_tile);
+
+// The kind table's plan (cuda_kinds.cc): one launch, none for an empty output.
+StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step);
+
+}  // namespace tripy::rt::cuda
