@@ -28,6 +28,7 @@ PAGES = [
     ("modules", "Modules", ["frontend.module", "frontend.modules"]),
     ("checkpoints", "Loading and saving weights", ["frontend.safetensors"]),
     ("llm", "Large language models", ["llm"]),
+    ("onnx", "ONNX models", ["onnx"]),
     (
         "compiling",
         "Compiling and running",
@@ -41,7 +42,7 @@ PAGES = [
 # implementation; they are not API.
 INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
 # Public modules: documented as a whole.
-PUBLIC_MODULES = {"config", "llm", "types"}
+PUBLIC_MODULES = {"config", "llm", "onnx", "types"}
 
 # Pages with at least this many entries open with a contents table.
 CONTENTS_FROM = 4

@@ -1034,7 +1034,13 @@ OPS = {
     "Where": Row(_where),
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
-OPS = {op: row for op, row in OPS.items() if row is not None}
+# Ops whose meaning has not changed since their first version (older versions of the others had a
+# `broadcast` or `consumed_inputs` attribute, which the attribute check refuses anyway): these
+# rows also cover models of opsets 1 to 6.
+_SINCE_FIRST_VERSION = {"Abs", "Ceil", "Cos", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "Identity",
+                        "InstanceNormalization", "Log", "Neg", "Not", "Reciprocal", "Relu", "Sigmoid", "Sin",
+                        "Sqrt", "Tan", "Tanh", "Softplus", "Softsign"}
+OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row for op, row in OPS.items() if row is not None}
 
 
 # ---- checking and running ----------------------------------------------------------------------
@@ -1046,8 +1052,8 @@ def problems_of(graph):
     problems = []
     if graph.opset is None:
         problems.append("the model imports no version of the standard ONNX op set (domain '')")
-    elif not OPSET_MIN <= graph.opset <= OPSET_MAX:
-        problems.append(f"the model's opset {graph.opset} is outside the opsets Tripy reads ({OPSET_MIN} to {OPSET_MAX})")
+    elif graph.opset > OPSET_MAX:
+        problems.append(f"the model's opset {graph.opset} is newer than the opsets Tripy reads ({OPSET_MIN} to {OPSET_MAX})")
     for name, elem, dims in graph.inputs:
         if dtype_of(elem) is None:
             problems.append(f"input {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
@@ -1067,7 +1073,7 @@ def problems_of(graph):
             problems.append(f"{where}: the op type {n.op_type} is not supported")
             continue
         if n.opset is not None and not row.first <= n.opset <= row.last:
-            problems.append(f"{where}: its converter covers opsets {row.first} to {row.last}")
+            problems.append(f"{where}: Tripy's converter covers opsets {row.first} to {row.last}")
             continue
         unknown = sorted(set(n.attrs) - set(row.attrs))
         if unknown:
