@@ -16,7 +16,7 @@ from tripy import _C
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.ops.creation import arange, full, tril, triu
+from tripy.frontend.ops.creation import arange, full, iota, tril, triu
 from tripy.frontend.ops.elementwise import (
     ceil, cos, erf, exp, expm1, floor, leaky_relu, log, maximum, minimum, relu, round, sigmoid, sign, sin, sqrt,
     tanh, where,
@@ -425,6 +425,24 @@ def _gather(ctx, n):
         bound = _as_dtype_of(size, index) if isinstance(size, Tensor) else size
         index = where(index < 0, index + bound, index)
     return gather(data, axis, index)
+
+
+def _gather_elements(ctx, n):
+    """data[..., index[i, j, ...], ...] along the axis: one gather from the flattened data at
+    row-major positions built from the index and an iota per other dim."""
+    data, index = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    axis = _axis(n.attr("axis", 0), data.rank)
+    shape = list(data.shape)
+    if not _static(shape):
+        _raise_here(f"ONNX {n.describe()}: GatherElements needs its data's shape static, but it is {shape}.")
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    index = cast(index, dtypes.int64) if index.dtype != dtypes.int64 else index
+    index = where(index < 0, index + shape[axis], index)
+    position = index * strides[axis]
+    for k in range(data.rank):
+        if k != axis:
+            position = position + iota(list(index.shape), k, dtypes.int64) * strides[k]
+    return gather(flatten(data), 0, position)
 
 
 def _slice(ctx, n):
@@ -925,7 +943,9 @@ _ACT = ("alpha", "beta", "gamma")
 # attributes changed across opsets read ``node.opset`` (Squeeze's axes: an attribute before 13).
 OPS = {
     "Abs": Row(_unary(abs)),
-    "Acos": None, "Acosh": None, "Asin": None, "Asinh": None, "Atan": None, "Atanh": None,
+    "Acosh": Row(_unary(lambda x: log(x + sqrt(x * x - 1.0)))),
+    "Asinh": Row(_unary(lambda x: log(x + sqrt(x * x + 1.0)))),
+    "Atanh": Row(_unary(lambda x: log((x + 1.0) / (1.0 - x)) * 0.5)),
     "Add": Row(_dims_arith("Add")),
     "And": Row(_binary(lambda a, b: a & b)),
     "ArgMax": Row(_arg(argmax), ("axis", "keepdims", "select_last_index")),
@@ -946,6 +966,7 @@ OPS = {
     "ConvTranspose": Row(_conv_transpose, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
                                            "output_shape", "pads", "strides"), check=_conv_transpose_check),
     "Cos": Row(_unary(cos)),
+    "Cosh": Row(_unary(lambda x: (exp(x) + exp(-x)) * 0.5)),
     "CumSum": Row(_cumsum, ("exclusive", "reverse")),
     "DepthToSpace": Row(_depth_to_space, ("blocksize", "mode")),
     "Div": Row(_dims_arith("Div")),
@@ -958,6 +979,7 @@ OPS = {
     "Flatten": Row(_flatten, ("axis",)),
     "Floor": Row(_unary(floor)),
     "Gather": Row(_gather, ("axis",)),
+    "GatherElements": Row(_gather_elements, ("axis",)),
     "Gemm": Row(_gemm, ("alpha", "beta", "transA", "transB")),
     "GlobalAveragePool": Row(_global_pool(mean)),
     "GlobalMaxPool": Row(_global_pool(max)),
@@ -1011,6 +1033,7 @@ OPS = {
     "Sigmoid": Row(_unary(sigmoid)),
     "Sign": Row(_unary(sign)),
     "Sin": Row(_unary(sin)),
+    "Sinh": Row(_unary(lambda x: (exp(x) - exp(-x)) * 0.5)),
     "Size": Row(_size),
     "Slice": Row(_slice, ("starts", "ends", "axes")),
     "Softmax": Row(_softmax(softmax), ("axis",)),
@@ -1040,7 +1063,7 @@ OPS = {
 _SINCE_FIRST_VERSION = {"Abs", "Ceil", "Cos", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "Identity",
                         "InstanceNormalization", "Log", "Neg", "Not", "Reciprocal", "Relu", "Sigmoid", "Sin",
                         "Sqrt", "Tan", "Tanh", "Softplus", "Softsign"}
-OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row for op, row in OPS.items() if row is not None}
+OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row for op, row in OPS.items()}
 
 
 # ---- checking and running ----------------------------------------------------------------------
