@@ -219,7 +219,7 @@ DEVI void gemv_mma(const GemvArgs& a) {
   const i64 n0 = ((i64)blockIdx.x * groups + g) * 16 * R;
   const unsigned short* x = (const unsigned short*)a.x;
   const unsigned short* w = (const unsigned short*)a.w;
-  const bool vec = a.vec != 0;
+  const bool vec = a.vec != 0 && (K & 7) == 0;  // rows start 16 bytes apart too
   // Rows past N read row N - 1 and rows of x past M read row M - 1 (their sums are dropped).
   const unsigned short* wr[R][2];
 #pragma unroll
