@@ -97,6 +97,11 @@ StatusOr<std::optional<flat::Graph>> quantized_dot(const flat::Graph& g, PassCon
   return flat::quantized_dot(g, flat::QuantizedDotRules{q.int8, q.float8, q.weight_nk, q.int8_multiple, q.float8_multiple});
 }
 
+StatusOr<std::optional<flat::Graph>> weight_only_dot(const flat::Graph& g, PassContext& c) {
+  if (c.rules.weight_only_dot_max_rows == 0) return std::optional<flat::Graph>();
+  return flat::weight_only_dot(g, c.rules.weight_only_dot_max_rows);
+}
+
 // The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing
 // dump and the verifier's notes; where a pass applies is its own function's business.
 struct PassRow {
@@ -120,6 +125,7 @@ const PassRow kPasses[] = {
     {"channels_last", channels_last},
     // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
     {"quantized_dot", quantized_dot},
+    {"weight_only_dot", weight_only_dot},
 };
 
 // The "kernels" dump: each kernel in launch order with the user line it came from, then the

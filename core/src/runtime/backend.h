@@ -116,6 +116,7 @@ struct PassRules {
   std::vector<DType> channels_last_dtypes;  // convolutions of these dtypes run channels-last,
   int channels_last_min_chain = 1;          // where a chain has at least this many of them
   LowPrecisionGemms low_precision_gemms;    // the quantized GEMMs dequantize -> dot may become
+  int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
 };
 
 // Compile-time preparation of a program for one device kind: what is saved with the executable.
@@ -154,7 +155,9 @@ bool register_builder(Device::Kind kind, BuilderFactory factory);
 // The pass rules of `kind`'s builder (none without one), with the environment's switches applied,
 // the one place that reads them: TRIPY_CHANNELS_LAST=0 runs no convolution channels-last and =1
 // every float one on every device (so tests run those kernels on the CPU); TRIPY_QUANTIZED_DOT=0
-// keeps dequantize -> dot as written, for comparison.
+// keeps dequantize -> dot as written, for comparison; TRIPY_WEIGHT_ONLY_DOT=0 does too for
+// weight-only quantization, and =1 reads packed weights at any number of rows (tests of the GPU's
+// kernel past its decode sizes).
 PassRules pass_rules_for(Device::Kind kind);
 
 }  // namespace tripy::rt

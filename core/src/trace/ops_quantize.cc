@@ -1,8 +1,11 @@
-// quantize and dequantize: saturate(round(x / scale)) into int8/int4/float8, and q * scale back
-// into a float dtype, with one scale per tensor (rank 0), per channel along attrs.dims[0] (1-D),
-// or block-wise for int4 (2-D [D0 / block, D1] over a [D0, D1] input). The FlatIR they lower to
-// is a contract: passes recognise dequantize as mul(convert(q), broadcast(scale)) and quantize as
-// div, round, max, min, convert (flat/passes), so keep these forms when changing this file.
+// quantize and dequantize: saturate(round(x / scale + zero_point)) into int8/int4/float8, and
+// (q - zero_point) * scale back into a float dtype, with one scale per tensor (rank 0), per channel
+// along attrs.dims[0] (1-D), or block-wise for int4 (2-D over a 2-D input: [D0 / block, D1], each
+// scale row covering `block` input rows, or [D0, D1 / block], each scale column `block` input
+// columns). The optional zero point (input 2) has the scale's form and dtype. The FlatIR they lower
+// to is a contract: passes recognise dequantize as mul(convert(q), broadcast(scale)), with zero
+// points mul(sub(convert(q), broadcast(zero_point)), broadcast(scale)), and quantize as div,
+// (add,) round, max, min, convert (flat/passes), so keep these forms when changing this file.
 // Shapes are symbolic; a per-channel or block-wise scale that does not fit a dynamic dim is a
 // run-time error naming the user's line.
 #include "trace/op_def.h"
@@ -19,11 +22,21 @@ std::pair<double, double> range_of(DType t) {
   return {-448.0, 448.0};
 }
 
-// Checks the scale's form against the input (x = input 0, scale = input 1); `quantized` is the
-// quantized dtype (only int4 takes block-wise scales).
-Status check_scale(InferCtx& ctx, DType quantized) {
+// Whether a 2-D scale [s0, s1] over a 2-D input [x0, x1] runs blocks along the input's dim 1
+// ([x0, x1 / block]) rather than dim 0 ([x0 / block, x1]): only where its second dim cannot be the
+// input's (static sizes that differ) while its first is. A scale of the input's own shape is read
+// either way alike.
+bool blocks_along_dim1(const Shape& x, const Shape& s) {
+  return s[1].is_static() && x[1].is_static() && s[1].static_value() != x[1].static_value() && s[0].is_static() &&
+         x[0].is_static() && s[0].static_value() == x[0].static_value();
+}
+
+// Checks the form of input `i` (1: the scale, 2: the zero point) against the input (x = input 0);
+// `quantized` is the quantized dtype (only int4 takes block-wise scales).
+Status check_scale(InferCtx& ctx, DType quantized, int i) {
   const Shape& x = ctx.shape(0);
-  const Shape& s = ctx.shape(1);
+  const Shape& s = ctx.shape(i);
+  const char* what = i == 1 ? "scale" : "zero point";
   const SymbolTable* table = ctx.node.symbols.get();
   auto& dims = ctx.node.attrs.dims;
   if (dims.size() > 1) return ctx.error("expected one dim for per-channel scales, or none.");
@@ -34,17 +47,21 @@ Status check_scale(InferCtx& ctx, DType quantized) {
                          std::string(dtype_name(quantized)) + ".");
       if (x.size() != 2)
         return ctx.error("Block-wise quantization needs a 2-D input, but it has shape " + shape_str(x, table) + ".");
-      if (is_static(x) && is_static(s) &&
-          (x[0].static_value() % std::max<int64_t>(s[0].static_value(), 1) != 0 || s[0].static_value() == 0 ||
-           s[1].static_value() != x[1].static_value()))
-        return ctx.error("A block-wise scale of shape " + shape_str(s) + " does not fit an input of shape " +
-                         shape_str(x) + ": its first dimension must divide the input's first and its second must "
-                         "equal the input's second.");
+      if (is_static(x) && is_static(s)) {
+        const int64_t x0 = x[0].static_value(), x1 = x[1].static_value();
+        const int64_t s0 = s[0].static_value(), s1 = s[1].static_value();
+        const bool rows = s1 == x1 && s0 > 0 && x0 % s0 == 0, cols = s0 == x0 && s1 > 0 && x1 % s1 == 0;
+        if (!rows && !cols)
+          return ctx.error("A block-wise " + std::string(what) + " of shape " + shape_str(s) +
+                           " does not fit an input of shape " + shape_str(x) +
+                           ": it must be [D0 / block, D1] (blocks of input rows) or [D0, D1 / block] (blocks "
+                           "of input columns) for an input [D0, D1], with the block dividing the dimension.");
+      }
       return ok_status();
     }
     if (!s.empty())
-      return ctx.error("A per-tensor scale must be a scalar, but it has shape " + shape_str(s, table) +
-                       "; pass dim for per-channel scales, or a 2-D scale for block-wise int4.");
+      return ctx.error("A per-tensor " + std::string(what) + " must be a scalar, but it has shape " +
+                       shape_str(s, table) + "; pass dim for per-channel scales, or a 2-D scale for block-wise int4.");
     return ok_status();
   }
   const int64_t rank = static_cast<int64_t>(x.size());
@@ -53,19 +70,35 @@ Status check_scale(InferCtx& ctx, DType quantized) {
                      std::to_string(rank) + ".");
   if (dims[0] < 0) dims[0] += rank;
   if (s.size() != 1)
-    return ctx.error("A per-channel scale must be 1-D, but it has shape " + shape_str(s, table) + ".");
+    return ctx.error("A per-channel " + std::string(what) + " must be 1-D, but it has shape " + shape_str(s, table) + ".");
   const Dim& n = x[dims[0]];
   if (s[0].is_static() && n.is_static() && s[0].static_value() != 1 && s[0].static_value() != n.static_value())
-    return ctx.error("A per-channel scale of shape " + shape_str(s) + " does not fit dimension " +
+    return ctx.error("A per-channel " + std::string(what) + " of shape " + shape_str(s) + " does not fit dimension " +
                      std::to_string(dims[0]) + " of an input of shape " + shape_str(x) + ".");
   return ok_status();
 }
 
-// The scale as a value of x's shape: per tensor and per channel broadcast (a reshape first puts a
-// channel scale on its dim); block-wise repeats each scale row over its block of input rows.
+// The zero point, where given: the scale's shape and dtype.
+Status check_zero_point(InferCtx& ctx, DType quantized) {
+  if (ctx.in().size() < 3) return ok_status();
+  const DType scale_t = ctx.in()[1]->dtype, zero_t = ctx.in()[2]->dtype;
+  if (zero_t != scale_t)
+    return ctx.error("The zero point has dtype " + std::string(dtype_name(zero_t)) + ", but the scale has dtype " +
+                     std::string(dtype_name(scale_t)) + "; they must match.");
+  const Shape& s = ctx.shape(1);
+  const Shape& z = ctx.shape(2);
+  if (is_static(s) && is_static(z) && static_dims(s) != static_dims(z))
+    return ctx.error("The zero point has shape " + shape_str(z) + ", but the scale has shape " + shape_str(s) +
+                     "; they must match.");
+  return check_scale(ctx, quantized, 2);
+}
+
+// Input `i` (the scale, or the zero point) as a value of x's shape: per tensor and per channel
+// broadcast (a reshape first puts a channel scale on its dim); block-wise repeats each scale row
+// over its block of input rows (or each scale column over its block of input columns).
 // `x` is taken by value: callers pass a graph value's shape, which the ops added here may move.
-flat::ValueId aligned_scale(LowerCtx& c, const Shape x) {
-  const flat::ValueId scale = c.in(1);
+flat::ValueId aligned_scale(LowerCtx& c, const Shape x, int i = 1) {
+  const flat::ValueId scale = c.in(i);
   const Shape s = c.value(scale).shape;
   const auto& dims = c.node().attrs.dims;
   if (!dims.empty()) {
@@ -74,6 +107,13 @@ flat::ValueId aligned_scale(LowerCtx& c, const Shape x) {
     return c.broadcast_to(c.reshape(scale, channel), x, "");
   }
   if (s.size() != 2) return c.broadcast_to(scale, x, "");
+  if (blocks_along_dim1(x, s)) {
+    const Dim per_block = Dim::make(DimOp::kFloorDiv, x[1], s[1]);
+    c.check_equal(per_block * s[1], x[1], "A block-wise scale's second dimension must divide the input's second.");
+    flat::ValueId cols = c.reshape(scale, {s[0], s[1], Dim(1)});
+    cols = c.broadcast_to(cols, {s[0], s[1], per_block}, "repeat each scale column over its block of input columns");
+    return c.reshape(cols, x);
+  }
   const Dim per_block = Dim::make(DimOp::kFloorDiv, x[0], s[0]);
   c.check_equal(per_block * s[0], x[0], "A block-wise scale's first dimension must divide the input's first.");
   c.check_equal(s[1], x[1], "A block-wise scale's second dimension must equal the input's second.");
@@ -92,7 +132,8 @@ Status infer_quantize(InferCtx& ctx) {
   if (ctx.in()[1]->dtype != in)
     return ctx.error("quantize: the scale has dtype " + std::string(dtype_name(ctx.in()[1]->dtype)) +
                      ", but the input has dtype " + std::string(dtype_name(in)) + "; they must match.");
-  TRIPY_RETURN_IF_ERROR(check_scale(ctx, target));
+  TRIPY_RETURN_IF_ERROR(check_scale(ctx, target, 1));
+  TRIPY_RETURN_IF_ERROR(check_zero_point(ctx, target));
   ctx.node.shape = ctx.shape(0);
   ctx.node.dtype = target;
   return ok_status();
@@ -103,6 +144,7 @@ StatusOr<flat::ValueId> lower_quantize(LowerCtx& c) {
   const DType dt = c.value(c.in(0)).dtype;
   const DType target = c.node().dtype;
   flat::ValueId scaled = c.ew(EwOp::kDiv, {c.in(0), aligned_scale(c, x)}, dt);
+  if (c.node().inputs.size() > 2) scaled = c.ew(EwOp::kAdd, {scaled, aligned_scale(c, x, 2)}, dt);
   if (target != DType::kFloat8E4M3) scaled = c.ew(EwOp::kRound, {scaled}, dt);
   const auto [lo, hi] = range_of(target);
   scaled = c.ew(EwOp::kMax, {scaled, c.splat(lo, dt, x)}, dt);
@@ -121,7 +163,8 @@ Status infer_dequantize(InferCtx& ctx) {
   if (ctx.in()[1]->dtype != target)
     return ctx.error("dequantize: the scale has dtype " + std::string(dtype_name(ctx.in()[1]->dtype)) +
                      ", but the result has dtype " + std::string(dtype_name(target)) + "; they must match.");
-  TRIPY_RETURN_IF_ERROR(check_scale(ctx, in));
+  TRIPY_RETURN_IF_ERROR(check_scale(ctx, in, 1));
+  TRIPY_RETURN_IF_ERROR(check_zero_point(ctx, in));
   ctx.node.shape = ctx.shape(0);
   ctx.node.dtype = target;
   return ok_status();
@@ -129,17 +172,20 @@ Status infer_dequantize(InferCtx& ctx) {
 
 StatusOr<flat::ValueId> lower_dequantize(LowerCtx& c) {
   const DType target = c.node().dtype;
-  const flat::ValueId wide = c.ew(EwOp::kConvert, {c.in(0)}, target);
-  return c.ew(EwOp::kMul, {wide, aligned_scale(c, c.value(c.in(0)).shape)}, target);
+  const Shape x = c.value(c.in(0)).shape;
+  flat::ValueId wide = c.ew(EwOp::kConvert, {c.in(0)}, target);
+  if (c.node().inputs.size() > 2) wide = c.ew(EwOp::kSub, {wide, aligned_scale(c, x, 2)}, target);
+  return c.ew(EwOp::kMul, {wide, aligned_scale(c, x)}, target);
 }
 
 }  // namespace
 
 void register_quantize_ops() {
-  // dtype: the quantized (or the dequantized) dtype; dims: the per-channel dim, or none.
-  register_op({"quantize", "quantize", 2, 2, {}, false, infer_quantize, lower_quantize, attr::dtype | attr::dims,
+  // Inputs x, scale and optionally the zero point; dtype: the quantized (or the dequantized)
+  // dtype; dims: the per-channel dim, or none.
+  register_op({"quantize", "quantize", 2, 3, {}, false, infer_quantize, lower_quantize, attr::dtype | attr::dims,
                attr::dtype | attr::dims});
-  register_op({"dequantize", "dequantize", 2, 2, {}, false, infer_dequantize, lower_dequantize,
+  register_op({"dequantize", "dequantize", 2, 3, {}, false, infer_dequantize, lower_dequantize,
                attr::dtype | attr::dims, attr::dtype | attr::dims});
 }
 

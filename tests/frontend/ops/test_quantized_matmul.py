@@ -1,8 +1,9 @@
 """quantize/dequantize around a matmul compiles to a low-precision GEMM (flat::quantized_dot): the
 dot reads the int8 / float8 values and accumulates in int32 / float32, then one rescale by the
 folded scales. Checked against numpy in float64 on every device, static and dynamic shapes; forms
-that must not match (scales computed at run time, a scale along the contracted axis, weight-only
-quantization) keep the float GEMM and stay right."""
+that must not match (scales computed at run time, a scale along the contracted axis) keep the float
+GEMM and stay right; weight-only quantization (a float activation) becomes the weight-only product
+instead (flat::weight_only_dot, test_weight_only_dot.py), never an int8 GEMM."""
 
 import re
 
@@ -129,11 +130,12 @@ def test_a_weight_scale_along_the_contracted_axis_keeps_the_float_gemm(device):
     np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
 
 
-def test_weight_only_quantization_keeps_the_float_gemm(device):
+def test_weight_only_quantization_reads_the_packed_weight_not_an_int8_gemm(device):
     wq = _weight(tp.int8, (K, N))
     w_q = tp.Tensor(wq.astype(np.int8))
     exe = tp.compile(lambda x: x @ tp.dequantize(w_q, 0.25, tp.float32), args=[tp.InputInfo((4, K), dtype=tp.float32)])
-    assert _float_gemm_stays(exe), exe._impl.program_text
+    assert _dot_dtypes(exe) == [], exe._impl.program_text
+    assert re.search(r"^b\d+ = weight_only_dot ", exe._impl.program_text, re.M), exe._impl.program_text
     x = RNG.standard_normal((4, K)).astype(np.float32)
     ref = x.astype(np.float64) @ (wq * 0.25)
     np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=1e-5, atol=1e-4)

@@ -2,7 +2,7 @@
 // constant_fold -> sink_unit_reshapes -> simplify -> cse -> match_attention -> fold_attention_layouts
 // -> split_dot_slices -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either
 // changed the graph) -> fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again
-// when it changed the graph) -> quantized_dot -> dce -> sink_elementwise, then
+// when it changed the graph) -> quantized_dot -> weight_only_dot -> dce -> sink_elementwise, then
 // canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
 #pragma once
@@ -85,6 +85,11 @@ struct QuantizedDotRules {
 // int32 (float32), rescaled by sa * sb in float32 and converted to the dequantized dtype. nullopt
 // when nothing matched.
 std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules = {});
+// dot(x, dequantize(q)) with a float x, a constant int8 or int4 weight q and constant scales (and
+// zero points) per group of K becomes one weight_only_dot kernel reading q packed
+// (rt::WeightOnlyDotAttrs), where x has at most `max_rows` rows (-1: any). nullopt when nothing
+// matched.
+std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only

@@ -16,12 +16,16 @@ class Linear(Module):
 
     With ``quant_dtype`` (``tp.int8``, ``tp.int4`` or ``tp.float8``) the weight goes through that
     dtype with ``weight_scale``: one scale for the whole weight when ``weight_quant_dim`` is None
-    (or, for int4, a 2-D block-wise scale), else one per index of that dimension. ``weight`` may be
+    (or, for int4, a 2-D block-wise scale: ``(out_features, in_features / group)`` for groups of
+    input features), else one per index of that dimension. ``weight`` may be
     loaded in the float ``dtype`` (quantized at each call, as nvtripy does; folded into a
     constant by ``tp.compile``, which stores it quantized) or already quantized in ``quant_dtype``
-    (only dequantized).
+    (only dequantized). The optional ``weight_zero_point`` (the scale's shape) makes the
+    quantization asymmetric: ``weight = (q - weight_zero_point) * weight_scale``.
     Setting the optional ``input_scale`` also quantizes and dequantizes the input, as a quantized
-    deployment would.
+    deployment would; without it (weight-only quantization) an int8 or int4 weight whose scales
+    are per output feature or per group of input features is read packed by the product's kernel
+    and never dequantized to memory.
 
     Args:
         in_features (int): The size of the input's last dim.
@@ -51,9 +55,16 @@ class Linear(Module):
              "bias": tp.zeros((2,))}
         )
         assert quantized(tp.ones((1, 2))).tolist() == [[-0.5, 6.0]]
+
+        groups = tp.Linear(4, 1, bias=False, quant_dtype=tp.int4)  # 2 groups of 2 input features
+        groups.load_state_dict(
+            {"weight": tp.Tensor([[1.0, 2.0, 3.0, 4.0]]), "weight_scale": tp.Tensor([[1.0, 0.5]]),
+             "weight_zero_point": tp.Tensor([[1.0, -2.0]])}
+        )
+        assert groups(tp.ones((1, 4))).tolist() == [[10.0]]
     """
 
-    _optional_parameters = ("input_scale",)
+    _optional_parameters = ("input_scale", "weight_zero_point")
 
     def __init__(
         self,
@@ -81,6 +92,7 @@ class Linear(Module):
             # with arange's leading 0).
             self.weight_scale = remember(ones(scale_shape, dtype=self.dtype))
             self.input_scale = None
+            self.weight_zero_point = None
             weight = remember(quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim))
         self.weight = weight
         self.bias = placeholder((out_features,), self.dtype) if bias else None
@@ -94,7 +106,7 @@ class Linear(Module):
             # Per-channel scales have a fixed length; a whole-weight scale may be a scalar or, for
             # int4, block-wise 2-D (quantize checks it against the weight).
             return ((self.dtype,), self.weight_quant_dim is not None)
-        if name == "input_scale":
+        if name in ("input_scale", "weight_zero_point"):
             return ((self.dtype,), False)
         return None
 
@@ -116,9 +128,10 @@ class Linear(Module):
             if self.input_scale is not None:
                 quantized = quantize(x, self.input_scale, self.quant_dtype)
                 x = dequantize(quantized, self.input_scale, self.dtype)
+            zero = self.weight_zero_point
             if weight.dtype != self.quant_dtype:
-                weight = quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim)
-            weight = dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim)
+                weight = quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim, zero_point=zero)
+            weight = dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim, zero_point=zero)
         out = x @ transpose(weight, 0, 1)
         if self.bias is not None:
             out = out + self.bias

@@ -1,6 +1,7 @@
 """Quantization: scale, round and saturate into int8/int4/float8, and back. Scales are per tensor
-(a scalar), per channel along ``dim`` (1-D) or, for int4, block-wise (2-D); a number or a list is
-accepted where a scale tensor is. Both are core ops (core/src/trace/ops_quantize.cc)."""
+(a scalar), per channel along ``dim`` (1-D) or, for int4, block-wise (2-D); an optional zero point
+has the scale's form; a number or a list is accepted where a scale tensor is. Both are core ops
+(core/src/trace/ops_quantize.cc)."""
 
 import operator
 
@@ -28,12 +29,14 @@ def _dims(dim):
         _raise_here(f"Expected dim to be an int or None, but got: {dim!r}.")
 
 
-def quantize(input, scale, dtype, dim=None):
+def quantize(input, scale, dtype, dim=None, zero_point=None):
     """
-    ``saturate(round(input / scale))`` in ``dtype`` (int8, int4 or float8). ``scale`` (a tensor, a
-    number or a list) is a scalar for one scale per tensor; 1-D along ``dim`` for one per channel;
-    or, for int4 without ``dim``, 2-D of shape ``[D0 / block, D1]`` over a ``[D0, D1]`` input, each
-    scale row covering ``block`` consecutive input rows.
+    ``saturate(round(input / scale + zero_point))`` in ``dtype`` (int8, int4 or float8). ``scale``
+    (a tensor, a number or a list) is a scalar for one scale per tensor; 1-D along ``dim`` for one
+    per channel; or, for int4 without ``dim``, 2-D over a ``[D0, D1]`` input: ``[D0 / block, D1]``,
+    each scale row covering ``block`` consecutive input rows, or ``[D0, D1 / block]``, each scale
+    column covering ``block`` consecutive input columns (the groups of a weight-only int4 linear
+    layer's inputs). ``zero_point`` (none: 0) has the scale's form and dtype.
 
     Args:
         input (tp.Tensor): The tensor to convert.
@@ -41,13 +44,16 @@ def quantize(input, scale, dtype, dim=None):
             (int4 without ``dim``) 2-D block-wise.
         dtype (tp.dtype): The dtype of the result.
         dim (int | None): The dim that a 1-D ``scale`` runs along; None for the other forms.
+        zero_point (tp.Tensor | number | Sequence[float] | None): Added before rounding, in the
+            scale's form and dtype; None for 0.
 
     Returns:
         tp.Tensor: ``input`` quantized to ``dtype`` (int8, int4 or float8).
 
     Raises:
         tp.TripyException: if ``dtype`` is not a quantized dtype, ``input`` is not a float tensor of
-            ``scale``'s dtype, or ``scale``'s shape does not fit ``input`` and ``dim``.
+            ``scale``'s dtype, or ``scale``'s (or ``zero_point``'s) shape does not fit ``input`` and
+            ``dim``.
 
     Example::
 
@@ -59,16 +65,23 @@ def quantize(input, scale, dtype, dim=None):
         assert per_row.tolist() == [[1, 2], [6, 8]]
         blocks = tp.quantize(tp.Tensor([[0.0, 1.0], [2.0, 3.0]]), [[1.0, 1.0]], tp.int4)
         assert tp.dequantize(blocks, [[1.0, 1.0]], tp.float32).tolist() == [[0.0, 1.0], [2.0, 3.0]]
+        groups = tp.quantize(tp.Tensor([[0.0, 1.0, 8.0, 12.0]]), [[1.0, 2.0]], tp.int4, zero_point=[[0.0, -4.0]])
+        assert groups.tolist() == [[0, 1, 0, 2]]
     """
     dtypes.check_dtype(dtype)
     scale = _scale_tensor(scale, input.dtype)
-    return make("quantize", [input, scale], dtype=dtype.name, dims=_dims(dim))
+    inputs = [input, scale] + ([] if zero_point is None else [_scale_tensor(zero_point, input.dtype)])
+    return make("quantize", inputs, dtype=dtype.name, dims=_dims(dim))
 
 
-def dequantize(input, scale, dtype, dim=None):
+def dequantize(input, scale, dtype, dim=None, zero_point=None):
     """
-    ``input * scale`` in the float ``dtype``; the inverse of ``quantize``, with the same forms of
-    ``scale``.
+    ``(input - zero_point) * scale`` in the float ``dtype``; the inverse of ``quantize``, with the
+    same forms of ``scale`` and ``zero_point``. A matrix product of a float tensor with the
+    dequantized constant int8 or int4 weight (``x @ transpose(dequantize(w, ...))`` as
+    ``tp.Linear`` computes it, or ``x @ dequantize(w, ...)``) reads the weight packed and
+    dequantizes it inside the product's kernel, where its scales (and zero points) are per tensor,
+    per output channel or per group of the input features (on the GPU for up to 32 rows of ``x``).
 
     Args:
         input (tp.Tensor): The tensor to convert.
@@ -76,13 +89,16 @@ def dequantize(input, scale, dtype, dim=None):
             (int4 without ``dim``) 2-D block-wise.
         dtype (tp.dtype): The dtype of the result.
         dim (int | None): The dim that a 1-D ``scale`` runs along; None for the other forms.
+        zero_point (tp.Tensor | number | Sequence[float] | None): Subtracted before scaling, in the
+            scale's form and dtype; None for 0.
 
     Returns:
-        tp.Tensor: ``input * scale`` in the float ``dtype``.
+        tp.Tensor: ``(input - zero_point) * scale`` in the float ``dtype``.
 
     Raises:
         tp.TripyException: if ``input`` is not int8, int4 or float8, ``dtype`` is not ``scale``'s
-            float dtype, or ``scale``'s shape does not fit ``input`` and ``dim``.
+            float dtype, or ``scale``'s (or ``zero_point``'s) shape does not fit ``input`` and
+            ``dim``.
 
     Example::
 
@@ -90,7 +106,11 @@ def dequantize(input, scale, dtype, dim=None):
 
         q = tp.Tensor([50, 100], dtype=tp.int8)
         assert tp.allclose(tp.dequantize(q, tp.Tensor(0.01), tp.float32), tp.Tensor([0.5, 1.0]))
+        w = tp.Tensor([[1, 2, 3, 4]], dtype=tp.int8)
+        groups = tp.dequantize(tp.cast(w, tp.int4), [[1.0, 0.5]], tp.float32, zero_point=[[1.0, -2.0]])
+        assert groups.tolist() == [[0.0, 1.0, 2.5, 3.0]]
     """
     dtypes.check_dtype(dtype)
     scale = _scale_tensor(scale, dtype)
-    return make("dequantize", [input, scale], dtype=dtype.name, dims=_dims(dim))
+    inputs = [input, scale] + ([] if zero_point is None else [_scale_tensor(zero_point, dtype)])
+    return make("dequantize", inputs, dtype=dtype.name, dims=_dims(dim))

@@ -1,0 +1,157 @@
+"""Weight-only quantization: a float activation times a dequantized constant int8 or int4 weight
+compiles to one weight_only_dot kernel that reads the weight packed (flat::weight_only_dot), for
+tp.Linear (x @ W.T) and x @ W alike. Checked against numpy in float64 of the same quantization on
+the default device: int8 per output channel, int4 in groups of 32, 64 and 128 of the input features
+(an odd count of groups), with and without zero points, N off every tile, 1 to 300 rows, float32
+and bfloat16; and the errors for groups that do not divide the features or zero points that do not
+fit the scale. The GPU's kernel past its decode sizes, against torch too: test_weight_only_dot_gpu.py."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy.frontend.device import default_device
+
+RNG = np.random.default_rng(27)
+N, K = 70, 384  # N off the CPU's 64-row tile and the GPU's row groups
+
+
+def _kernels(exe):
+    return re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
+
+
+def _reads_packed(rows_max):
+    """Whether the pass fires: the CPU takes any rows, the GPU up to 32 (its decode kernel)."""
+    return default_device().kind == "cpu" or rows_max <= 32
+
+
+def _rounded(values, dtype):
+    """`values` as the model's dtype holds them, in float64 (the reference uses those values)."""
+    return np.array(tp.cast(tp.Tensor(values.astype(np.float32)), dtype).cast(tp.float32).tolist(), np.float64)
+
+
+def _weights(bits, group, zero, dtype):
+    hi = 127 if bits == 8 else 7
+    q = RNG.integers(-hi - 1, hi + 1, (N, K)).astype(np.float32)
+    groups = 1 if group is None else K // group
+    scale = _rounded(RNG.uniform(0.002, 0.02, (N, groups)), dtype)
+    zp = _rounded(RNG.integers(-3, 4, (N, groups)).astype(np.float64), dtype) if zero else None
+    per = K if group is None else group
+    w = q.astype(np.float64) - (0 if zp is None else np.repeat(zp, per, axis=1))
+    return q, scale, zp, w * np.repeat(scale, per, axis=1)
+
+
+def _linear(bits, group, zero, dtype):
+    """A tp.Linear holding the quantized weight, and the dequantized weight [N, K] in float64."""
+    q, scale, zp, w = _weights(bits, group, zero, dtype)
+    qdtype = tp.int8 if bits == 8 else tp.int4
+    lin = tp.Linear(K, N, bias=False, dtype=dtype, quant_dtype=qdtype, weight_quant_dim=0 if group is None else None)
+    qt = tp.cast(tp.Tensor(q.astype(np.int32), device=default_device()), qdtype)
+    s = scale.reshape(-1) if group is None else scale
+    state = {"weight": qt, "weight_scale": tp.cast(tp.Tensor(s.astype(np.float32)), dtype)}
+    if zp is not None:
+        state["weight_zero_point"] = tp.cast(tp.Tensor(zp.astype(np.float32)), dtype)
+    lin.load_state_dict(state)
+    return lin, w
+
+
+def _run(exe, x, dtype):
+    out = exe(tp.cast(tp.Tensor(x, device=default_device()), dtype))
+    return np.array(tp.cast(out, tp.float32).tolist(), np.float64)
+
+
+def _x(rows, dtype):
+    return _rounded(RNG.standard_normal((rows, K)), dtype).astype(np.float32)
+
+
+def _check(got, want, dtype):
+    scale = np.abs(want).max()
+    tol = 2e-5 if dtype == tp.float32 else 2e-2
+    np.testing.assert_allclose(got, want, atol=tol * scale, rtol=0)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 300])
+def test_int8_per_channel_linear_reads_the_packed_weight(rows):
+    lin, w = _linear(8, None, False, tp.float32)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=(rows, K), dtype=tp.float32)])
+    assert ("weight_only_dot" in _kernels(exe)) == _reads_packed(rows)
+    x = _x(rows, tp.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+
+
+@pytest.mark.parametrize("group", [32, 64, 128])
+@pytest.mark.parametrize("zero", [False, True], ids=["symmetric", "zero_point"])
+def test_int4_groups_with_and_without_zero_points(group, zero):
+    lin, w = _linear(4, group, zero, tp.float32)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 4, 32), K), dtype=tp.float32)])
+    assert "weight_only_dot" in _kernels(exe)
+    assert "dot" not in _kernels(exe)
+    for rows in (1, 5, 32):
+        x = _x(rows, tp.float32)
+        _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+
+
+def test_an_odd_count_of_groups_and_many_rows():
+    global K
+    saved, K = K, 96  # 3 groups of 32
+    try:
+        lin, w = _linear(4, 32, True, tp.float32)
+        exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 8, 300), K), dtype=tp.float32)])
+        assert ("weight_only_dot" in _kernels(exe)) == _reads_packed(300)
+        for rows in (3, 300):
+            x = _x(rows, tp.float32)
+            _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+    finally:
+        K = saved
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_bfloat16_activations(bits):
+    lin, w = _linear(bits, 64 if bits == 4 else None, bits == 4, tp.bfloat16)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 2, 16), K), dtype=tp.bfloat16)])
+    assert "weight_only_dot" in _kernels(exe)
+    x = _x(3, tp.bfloat16)
+    _check(_run(exe, x, tp.bfloat16), x.astype(np.float64) @ w.T, tp.bfloat16)
+
+
+def test_a_weight_stored_k_by_n_with_blocks_of_rows():
+    """x @ dequantize(q [K, N], scale [K / 64, N]): the block-wise form along the weight's rows."""
+    q = RNG.integers(-8, 8, (K, N)).astype(np.int32)
+    scale = RNG.uniform(0.01, 0.1, (K // 64, N)).astype(np.float32)
+    qt = tp.cast(tp.Tensor(q, device=default_device()), tp.int4)
+    qt.eval()
+    st = tp.Tensor(scale, device=default_device())
+
+    def model(x):
+        return x @ tp.dequantize(qt, st, tp.float32)
+
+    exe = tp.compile(model, args=[tp.InputInfo(shape=((1, 2, 4), K), dtype=tp.float32)])
+    assert "weight_only_dot" in _kernels(exe)
+    x = _x(4, tp.float32)
+    w = q * np.repeat(scale.astype(np.float64), 64, axis=0)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w, tp.float32)
+
+
+def test_the_switch_keeps_dequantize_and_the_gemm(monkeypatch):
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
+    lin, w = _linear(4, 32, False, tp.float32)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=(2, K), dtype=tp.float32)])
+    assert "weight_only_dot" not in _kernels(exe) and "dot" in _kernels(exe)
+    x = _x(2, tp.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+
+
+def test_groups_that_do_not_divide_the_features_are_an_error():
+    w = tp.cast(tp.Tensor(np.zeros((8, 100), np.int32)), tp.int4)
+    with pytest.raises(tp.TripyException, match=r"block-wise scale of shape \(8, 3\) does not fit an input of shape \(8, 100\)"):
+        tp.dequantize(w, tp.ones((8, 3)), tp.float32)
+
+
+def test_a_zero_point_must_have_the_scales_shape_and_dtype():
+    w = tp.cast(tp.Tensor(np.zeros((8, 64), np.int32)), tp.int4)
+    with pytest.raises(tp.TripyException, match=r"zero point has shape \(8, 1\), but the scale has shape \(8, 2\)"):
+        tp.dequantize(w, tp.ones((8, 2)), tp.float32, zero_point=tp.zeros((8, 1)))
+    with pytest.raises(tp.TripyException, match=r"zero point has dtype float16, but the scale has dtype float32"):
+        tp.dequantize(w, tp.ones((8, 2)), tp.float32, zero_point=tp.zeros((8, 2), dtype=tp.float16))
