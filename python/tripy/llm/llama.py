@@ -25,6 +25,7 @@ from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
 from tripy.frontend.tensor import Tensor
+from tripy.llm.quantize import check_quant_mode, quant_dtype, quantize_weight
 
 _MODEL_TYPES = ("llama", "mistral", "qwen2")
 
@@ -157,6 +158,14 @@ class LlamaConfig:
         return inv.astype(np.float32)
 
 
+def _linear(in_features, out_features, bias, dtype, quant_mode):
+    """A projection of a decoder layer: a tp.Linear, weight-only quantized under ``quant_mode``
+    (int8 per output feature, int4 per group of input features)."""
+    q = quant_dtype(quant_mode)
+    return Linear(in_features, out_features, bias=bias, dtype=dtype, quant_dtype=q,
+                  weight_quant_dim=0 if q == dtypes.int8 else None)
+
+
 def _halves_first():
     """(2, 1) bool: true on the first of the two halves of _rotate's (..., 2, head_dim / 2) view."""
     return iota((2, 1), dim=0, dtype=dtypes.int32) == 0
@@ -184,12 +193,12 @@ class LlamaAttention(Module):
     checkpoint's ``q_proj``, ``k_proj`` and ``v_proj`` stacked, so a decode step reads the input
     once in one matrix-vector product)."""
 
-    def __init__(self, config, dtype):
+    def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
         self.config = config
         H, Hkv, D, C = config.num_attention_heads, config.num_key_value_heads, config.head_dim, config.hidden_size
-        self.qkv_proj = Linear(C, (H + 2 * Hkv) * D, bias=config.attention_bias, dtype=dtype)
-        self.o_proj = Linear(H * D, C, bias=False, dtype=dtype)
+        self.qkv_proj = _linear(C, (H + 2 * Hkv) * D, config.attention_bias, dtype, quant_mode)
+        self.o_proj = _linear(H * D, C, False, dtype, quant_mode)
 
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         B, T = x.shape[0], x.shape[1]
@@ -215,11 +224,11 @@ class LlamaMLP(Module):
     """SwiGLU: ``down(silu(gate(x)) * up(x))``, with gate and up as one projection
     (``gate_up_proj``: the checkpoint's ``gate_proj`` and ``up_proj`` stacked)."""
 
-    def __init__(self, config, dtype):
+    def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
         C, F = config.hidden_size, config.intermediate_size
-        self.gate_up_proj = Linear(C, 2 * F, bias=False, dtype=dtype)
-        self.down_proj = Linear(F, C, bias=False, dtype=dtype)
+        self.gate_up_proj = _linear(C, 2 * F, False, dtype, quant_mode)
+        self.down_proj = _linear(F, C, False, dtype, quant_mode)
 
     def forward(self, x):
         gate, up = split(self.gate_up_proj(x), 2, dim=-1)
@@ -234,11 +243,15 @@ _STACKED = {
 }
 
 
+# The projections a quant_mode quantizes (each layer's; the output head stays in the model's dtype).
+_PROJECTIONS = ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
+
+
 class LlamaDecoderLayer(Module):
-    def __init__(self, config, dtype):
+    def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
-        self.self_attn = LlamaAttention(config, dtype)
-        self.mlp = LlamaMLP(config, dtype)
+        self.self_attn = LlamaAttention(config, dtype, quant_mode)
+        self.mlp = LlamaMLP(config, dtype, quant_mode)
         self.input_layernorm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
 
@@ -249,10 +262,10 @@ class LlamaDecoderLayer(Module):
 
 
 class LlamaModel(Module):
-    def __init__(self, config, dtype):
+    def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype)
-        self.layers = [LlamaDecoderLayer(config, dtype) for _ in range(config.num_hidden_layers)]
+        self.layers = [LlamaDecoderLayer(config, dtype, quant_mode) for _ in range(config.num_hidden_layers)]
         self.norm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
 
 
@@ -263,12 +276,16 @@ class LlamaForCausalLM(Module):
     (``pos`` an int32 tensor of shape ``(1,)``), ``caches`` the ``2 * num_hidden_layers`` caches
     ``[k_0, v_0, k_1, v_1, ...]``, each ``(B, max_seq_len, num_key_value_heads, head_dim)``.
     Returns the logits of the last token ``(B, vocab_size)`` and the updated caches.
+
+    ``quant_mode`` (``"int8-weight-only"`` or ``"int4-weight-only"``, tripy/llm/quantize.py)
+    quantizes the decoder layers' projections as ``load_state_dict`` loads their float weights.
     """
 
-    def __init__(self, config, dtype=dtypes.float32, max_seq_len=None):
+    def __init__(self, config, dtype=dtypes.float32, max_seq_len=None, quant_mode=None):
         super().__init__()
         self.config = config
         self.dtype = dtype
+        self.quant_mode = check_quant_mode(quant_mode)
         self.max_seq_len = max_seq_len or config.max_position_embeddings
         if config.sliding_window is not None and self.max_seq_len > config.sliding_window:
             raise TripyException(
@@ -276,7 +293,7 @@ class LlamaForCausalLM(Module):
                 f"positions, which is not supported; pass max_seq_len <= {config.sliding_window} "
                 f"(within the window every position is seen), not {self.max_seq_len}."
             )
-        self.model = LlamaModel(config, dtype)
+        self.model = LlamaModel(config, dtype, self.quant_mode)
         self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False, dtype=dtype)
         self._inverse_frequencies = config.inverse_frequencies()
 
@@ -292,7 +309,8 @@ class LlamaForCausalLM(Module):
     def load_state_dict(self, state_dict, strict=True):
         """Takes Hugging Face's names: a tied checkpoint (no ``lm_head.weight``) reuses the
         embedding, and q/k/v and gate/up are stacked into the merged projections (evaluated once
-        here, so every compile reads the stacked weights)."""
+        here, so every compile reads the stacked weights); under ``quant_mode`` the projections'
+        float weights are quantized here, once."""
         state_dict = dict(state_dict)
         if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
             state_dict["lm_head.weight"] = state_dict["model.embed_tokens.weight"]
@@ -304,6 +322,12 @@ class LlamaForCausalLM(Module):
                     stacked = concatenate([state_dict.pop(n) for n in names], dim=0)
                     stacked.eval()
                     state_dict[prefix + merged] = stacked
+            for proj in _PROJECTIONS if self.quant_mode else ():
+                name = prefix + proj + ".weight"
+                w = state_dict.get(name)
+                if w is not None and issubclass(w.dtype, dtypes.floating):
+                    for suffix, t in quantize_weight(state_dict.pop(name), self.quant_mode, name).items():
+                        state_dict[prefix + proj + "." + suffix] = t
         return super().load_state_dict(state_dict, strict=strict)
 
     def forward(self, tokens, pos, caches):

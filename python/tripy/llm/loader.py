@@ -10,6 +10,7 @@ from tripy.frontend.ops.misc import cast
 from tripy.frontend.safetensors import load_safetensors
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+from tripy.llm.quantize import check_quant_mode
 from tripy.llm.tokenizer import Tokenizer
 
 DEFAULT_MAX_SEQ_LEN = 4096
@@ -17,7 +18,7 @@ DEFAULT_MAX_SEQ_LEN = 4096
 _COMPUTED = ("rotary_emb.inv_freq",)
 
 
-def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
+def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, quant_mode=None):
     """
     Loads the checkpoint directory ``path`` (``config.json`` and its ``.safetensors`` weights, one
     file or shards listed by ``model.safetensors.index.json``) into an ``LLM``.
@@ -30,10 +31,14 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
             length. Defaults to the config's ``max_position_embeddings``, at most 4096.
         max_batch_size: The most sequences one call generates at once.
         device: Where the weights go; the default device when omitted.
+        quant_mode: None, ``"int8-weight-only"`` or ``"int4-weight-only"``: quantizes the decoder
+            layers' projection weights as they load (int8 per output feature; int4 in groups of
+            128 input features with zero points), so decode steps read packed weights.
 
     Returns:
         An ``LLM``.
     """
+    check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)
     weights = load_safetensors(path, device=device)
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
@@ -41,7 +46,7 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None):
         stored = config.torch_dtype or _stored_dtype(weights)
         dtype = check_model_dtype(stored)
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
-    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len)
+    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode)
     for name, w in weights.items():
         if w.dtype != dtype:  # converted once here, not inside every compile and eager call
             weights[name] = cast(w, dtype)

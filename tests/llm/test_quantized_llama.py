@@ -1,0 +1,118 @@
+"""Weight-only quantized Llama models (tp.llm.load(path, quant_mode=...), LlamaForCausalLM's
+quant_mode): the quantizer's error bound, the quantized model's logits and greedy tokens against the
+float64 numpy model run on the same dequantized weights, compiled decode steps reading packed
+weights, and the errors for a bad mode or features no int4 group divides."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy.llm.generate import Generator
+from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+import llama_ref
+from test_loader import write_checkpoint
+
+PROMPT = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+MODES = ["int8-weight-only", "int4-weight-only"]
+# The merged projection -> the checkpoint's parameters it stacks, as LlamaForCausalLM stacks them.
+PARTS = {
+    "self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "self_attn.o_proj": ("self_attn.o_proj",),
+    "mlp.gate_up_proj": ("mlp.gate_proj", "mlp.up_proj"),
+    "mlp.down_proj": ("mlp.down_proj",),
+}
+
+
+def _np(t):
+    return np.array(tp.cast(t, tp.float32).tolist(), np.float64)
+
+
+def dequantized(model, weights, config):
+    """`weights` with each quantized projection replaced by what the model holds, dequantized in
+    numpy: (q - zero_point) * scale, scales per output feature (int8) or per group (int4)."""
+    out = dict(weights)
+    for i, layer in enumerate(model.model.layers):
+        for merged, parts in PARTS.items():
+            lin = layer
+            for attr in merged.split("."):
+                lin = getattr(lin, attr)
+            q, s = _np(lin.weight), _np(lin.weight_scale)
+            if s.ndim == 1:
+                w = q * s[:, None]
+            else:
+                group = q.shape[1] // s.shape[1]
+                z = _np(lin.weight_zero_point)
+                w = (q - np.repeat(z, group, axis=1)) * np.repeat(s, group, axis=1)
+            rows = np.cumsum([weights[f"model.layers.{i}.{p}.weight"].shape[0] for p in parts])[:-1]
+            for p, part in zip(parts, np.split(w, rows)):
+                out[f"model.layers.{i}.{p}.weight"] = part
+    return out
+
+
+def build(config, mode, max_seq_len=32):
+    weights = llama_ref.random_weights(config)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=max_seq_len, quant_mode=mode)
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+    return model, weights
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_quantized_weights_stay_within_half_a_step(mode):
+    config = llama_ref.tiny_config()
+    model, weights = build(config, mode)
+    deq = dequantized(model, weights, config)
+    lin = model.model.layers[0].mlp.down_proj
+    assert lin.weight.dtype == (tp.int8 if mode == "int8-weight-only" else tp.int4)
+    for name, w in weights.items():
+        if ".layers." in name and name.endswith("proj.weight"):
+            err = np.abs(deq[name] - w)
+            assert deq[name] is not w and err.max() > 0, name
+            step = np.abs(w).max() / 127 if mode == "int8-weight-only" else (w.max() - w.min()) / 15
+            assert err.max() <= 0.5 * step * 1.01 + 1e-6, name
+    # Embeddings, norms and the output head keep the model's dtype.
+    assert model.lm_head.weight.dtype == tp.float32 and model.model.embed_tokens.weight.dtype == tp.float32
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logits_match_numpy_on_the_dequantized_weights(device, mode):
+    config = llama_ref.tiny_config()
+    model, weights = build(config, mode)
+    caches = model.empty_caches(PROMPT.shape[0])
+    logits, _ = model(tp.Tensor(PROMPT.astype(np.int32)), tp.Tensor(np.array([0], np.int32)), caches)
+    want = llama_ref.logits(dequantized(model, weights, config), PROMPT, config)[:, -1]
+    got = np.asarray(tp.cast(logits, tp.float32))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    # Quantization moves the logits (these sharpened random weights amplify int4's steps; int8's
+    # stay near the float model's).
+    float_logits = llama_ref.logits(weights, PROMPT, config)[:, -1]
+    assert np.abs(got - float_logits).max() > 0
+    if mode == "int8-weight-only":
+        assert np.abs(got - float_logits).max() < 0.1 * np.abs(float_logits).max()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tmp_path):
+    config = llama_ref.tiny_config()
+    weights = llama_ref.random_weights(config)
+    write_checkpoint(str(tmp_path), config, weights)
+    llm = tp.llm.load(str(tmp_path), max_seq_len=32, max_batch_size=2, quant_mode=mode)
+    got = llm.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
+    assert got == llama_ref.greedy(dequantized(llm.model, weights, config), PROMPT, 10, config).tolist()
+    # Every projection of the compiled decode step is a weight-only product (the output head is float).
+    kinds = re.findall(r"^b\d+ = (\w+) '", llm.generator().decode._impl.program_text, re.M)
+    assert kinds.count("weight_only_dot") == 4 * config["num_hidden_layers"]
+
+
+def test_a_bad_mode_and_features_no_int4_group_divides_are_errors(tmp_path):
+    config = llama_ref.tiny_config()
+    with pytest.raises(tp.TripyException, match=r"quant_mode must be one of 'int8-weight-only', 'int4-weight-only'"):
+        LlamaForCausalLM(LlamaConfig.from_dict(config), quant_mode="int3")
+    config = llama_ref.tiny_config(intermediate_size=100)  # down_proj's 100 input features
+    write_checkpoint(str(tmp_path), config, llama_ref.random_weights(config))
+    with pytest.raises(tp.TripyException, match=r"model.layers.0.mlp.down_proj.weight: int4 .* none of them divides 100"):
+        tp.llm.load(str(tmp_path), quant_mode="int4-weight-only")
+    with pytest.raises(tp.TripyException, match="quant_mode must be one of"):
+        tp.llm.load(str(tmp_path), quant_mode="fp4")
