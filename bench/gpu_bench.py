@@ -14,7 +14,12 @@ against build-gpu's libtripy_runtime_static.a and libtripy_backend_cuda_codegen.
 Then the low-precision GEMMs: int8 and float8 (sm89+) quantize/dequantize around a matmul against
 the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096), as time ratios.
 
-Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native] [--quantized]
+Then weight-only decode products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 at
+4096 x 4096 and 14336 x 4096 (and 4096 x 14336), W in bfloat16, int8 per output feature and int4
+in groups of 128 with zero points (the weight_only_dot kernel), with torch's bfloat16 matmul in the
+same run; ratios are time over Tripy's bfloat16 call, and bytes/s the weight's stored bytes per call.
+
+Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native] [--quantized] [--weight-only]
 """
 
 import argparse
@@ -340,6 +345,46 @@ def quantized_gemms(quick, budget_s):
         print("(float8 needs sm89+: not run on this GPU)")
 
 
+def weight_only_gemvs(quick, budget_s):
+    """Decode-sized products with bfloat16, int8 and int4 weights (the weight-only product reads
+    them packed): per call, the ratio to Tripy's bfloat16 call, the weight bytes read per second,
+    torch's bfloat16 matmul on the same shape, and each result's error against float32."""
+    shapes = [(1, 1024, 1024), (16, 1024, 1024)] if quick else [
+        (m, n, k) for m in (1, 16) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))
+    ]
+    g = torch.Generator(device="cuda").manual_seed(27)
+    print()
+    head = (f"{'weight-only (M, N, K)':<30} {'call':>10} {'/bf16':>7} {'GB/s':>7} {'torch bf16':>10} "
+            f"{'kernel':>16} {'rel.err':>8}")
+    print(head)
+    print("-" * len(head))
+    for m, n, k in shapes:
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) * 0.05
+        want = x.float() @ w.float().T
+        torch_s = median_seconds(lambda: x @ w.T, budget_s)
+        base = None
+        for qname in ("bfloat16", "int8", "int4"):
+            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=None if qname == "bfloat16" else
+                              (tp.int8 if qname == "int8" else tp.int4), weight_quant_dim=0 if qname == "int8" else None)
+            wt = to_tripy(w.contiguous())
+            if qname == "bfloat16":
+                state, nbytes = {"weight": wt}, n * k * 2
+            else:
+                state = tp.llm.quantize.quantize_weight(wt, f"{qname}-weight-only", "w")  # the loader's quantizer
+                nbytes = n * k // (1 if qname == "int8" else 2)
+            layer.load_state_dict(state)
+            exe = tp.compile(layer, args=[tp.InputInfo((m, k), dtype=tp.bfloat16)])
+            kinds = re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
+            xt = to_tripy(x)
+            got = to_torch(exe(xt)).float()
+            err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
+            call_s = median_seconds(lambda: exe(xt), budget_s)
+            base = base or call_s
+            print(f"{qname + f' ({m}, {n}, {k})':<30} {fmt_time(call_s):>10} {call_s / base:>7.2f} "
+                  f"{nbytes / call_s / 1e9:>7.0f} {fmt_time(torch_s):>10} {'+'.join(kinds)[:16]:>16} {err:>8.1e}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and short timings")
@@ -347,6 +392,7 @@ def main():
     parser.add_argument("--case", type=int, action="append", help="run only these cases (by index)")
     parser.add_argument("--native", action="store_true", help="Tripy side from gpu_bench_native.cc")
     parser.add_argument("--quantized", action="store_true", help="only the int8/float8 vs float16 GEMM table")
+    parser.add_argument("--weight-only", action="store_true", help="only the bf16/int8/int4 weight-only decode table")
     a = parser.parse_args()
     budget = 0.3 if a.quick else 1.5
     if a.native:
@@ -356,6 +402,9 @@ def main():
     if a.quantized:
         print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
         return quantized_gemms(a.quick, budget)
+    if a.weight_only:
+        print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+        return weight_only_gemvs(a.quick, budget)
     big = (1024, 2048) if a.quick else (8192, 4096)
     cases = [
         ("quickstart MLP, embd 2, (1, 2), f32", mlp_case, (2, 8, 1, tp.float32)),
@@ -392,6 +441,10 @@ def main():
             quantized_gemms(a.quick, budget)
         except Exception as e:
             print(f"low-precision GEMMs: FAILED: {type(e).__name__}: {str(e)[:2000]}", file=sys.stderr)
+        try:
+            weight_only_gemvs(a.quick, budget)
+        except Exception as e:
+            print(f"weight-only products: FAILED: {type(e).__name__}: {str(e)[:2000]}", file=sys.stderr)
 
 
 if __name__ == "__main__":
