@@ -12,8 +12,12 @@ last-prompt-position logits are from the same model computed in float32 by trans
 Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (Llama-3-8B),
 tiny (2 layers, for CPU runs and CI smoke tests).
 
+With --quant int8-weight-only,int4-weight-only, each row is run again with the checkpoint quantized
+at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time over the
+unquantized run's in the same process, and its logit error against the float32 peer.
+
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
-     [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches]
+     [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
 """
 
 import argparse
@@ -147,9 +151,10 @@ def kernel_profile(step, torch, steps, top):
     return "\n".join(lines)
 
 
-def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0):
+def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None):
     t0 = time.perf_counter()
-    llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch)
+    llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
+                      quant_mode=quant_mode)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     # With --profile, also where each compile's time goes (the "timing" dump, stage by stage).
@@ -311,6 +316,8 @@ def main():
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N kernels of a decode step that take the most GPU time (needs torch)")
+    parser.add_argument("--quant", default="", metavar="MODES",
+                        help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")
     args = parser.parse_args()
 
     from tripy import _C
@@ -364,19 +371,32 @@ def main():
                     (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
                     row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                 rows.append(row)
-                line = json.dumps(row)
-                print(line, flush=True)
-                if args.out:
-                    with open(args.out, "a") as f:
-                        f.write(line + "\n")
+                for mode in filter(None, args.quant.split(",")):
+                    q = bench_tripy(directory, batch, prompt, args.steps, sync, torch, 0, quant_mode=mode)
+                    qrow = dict(shape=shape, batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
+                                tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
+                                tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
+                                load_s=q["load_s"], compile_s=q["compile_s"])
+                    if "gpu_gb" in q:
+                        qrow.update(tripy_gpu_gb=q["gpu_gb"])
+                    if ref is not None:
+                        qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
+                        qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
+                    rows.append(qrow)
+                for r in rows[-1 - len(list(filter(None, args.quant.split(",")))):]:
+                    line = json.dumps(r)
+                    print(line, flush=True)
+                    if args.out:
+                        with open(args.out, "a") as f:
+                            f.write(line + "\n")
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)
     print_table(rows)
 
 
 def print_table(rows):
-    cols = [("shape", "{}"), ("dtype", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
-            ("speedup", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
+    cols = [("shape", "{}"), ("dtype", "{}"), ("quant", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
+            ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}")]
