@@ -1,0 +1,123 @@
+"""The GPU's weight-only product (core/src/backend/cuda/codegen/kernels/weight_only_dot.cuh) against
+numpy in float64 of the same quantization and against torch: int8 per output feature and int4 in
+groups of 32, 64 and 128 with and without zero points, float32, float16 and bfloat16 activations,
+rows 1 to 32 (each tile of rows) and, with TRIPY_WEIGHT_ONLY_DOT=1, up to 300 (tiles of 32 rows
+reading the weight again), N off every group of weight rows, K with a short or odd tail (the single-
+value path), dynamic rows, CUDA graph replays (each executable runs three times), and an LLM-sized
+product against torch. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
+device-parametrized tests). Times nothing: bench/gpu_bench.py --weight-only does."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy import _C
+
+pytestmark = pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
+
+RNG = np.random.default_rng(27)
+TOL = {"float32": 2e-5, "float16": 4e-3, "bfloat16": 2e-2}
+
+
+def _as(x, dtype, device="gpu"):
+    t = tp.cast(tp.Tensor(np.ascontiguousarray(x, np.float32), device=tp.device(device)), getattr(tp, dtype))
+    t.eval()
+    return t
+
+
+def _numpy(t):
+    return np.from_dlpack(tp.copy(tp.cast(t, tp.float32), tp.device("cpu"))).astype(np.float64)
+
+
+def _case(bits, N, K, group, zero, dtype, device="gpu"):
+    """A quantized Linear on `device` and its dequantized weight [N, K] in float64 (the values the
+    model holds)."""
+    hi = 127 if bits == 8 else 7
+    q = RNG.integers(-hi - 1, hi + 1, (N, K))
+    groups = 1 if group is None else K // group
+    scale = _as(RNG.uniform(0.002, 0.02, (N, groups)), dtype, device)
+    zp = _as(RNG.integers(-3, 4, (N, groups)).astype(np.float32), dtype, device) if zero else None
+    qdtype = tp.int8 if bits == 8 else tp.int4
+    lin = tp.Linear(K, N, bias=False, dtype=getattr(tp, dtype), quant_dtype=qdtype,
+                    weight_quant_dim=0 if group is None else None)
+    qt = tp.cast(tp.Tensor(q.astype(np.int32), device=tp.device(device)), qdtype)
+    state = {"weight": qt, "weight_scale": scale if group is not None else tp.reshape(scale, (N,))}
+    if zp is not None:
+        state["weight_zero_point"] = zp
+    lin.load_state_dict(state)
+    per = K if group is None else group
+    s, z = _numpy(scale), (_numpy(zp) if zp is not None else 0.0)
+    w = (q - (np.repeat(z, per, axis=1) if zp is not None else 0.0)) * np.repeat(s, per, axis=1)
+    return lin, w
+
+
+def _check(exe, lin_w, rows, K, dtype, device="gpu"):
+    x = _as(RNG.standard_normal((rows, K)), dtype, device)
+    want = _numpy(x) @ lin_w.T
+    for _ in range(3):  # the first call, then graph replays
+        got = _numpy(exe(x))
+        np.testing.assert_allclose(got, want, rtol=0, atol=TOL[dtype] * np.abs(want).max())
+    return got
+
+
+def _kinds(exe):
+    return re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 8, 16, 32])
+def test_int8_per_channel_each_tile_of_rows(dtype, rows):
+    lin, w = _case(8, 4100, 512, None, False, dtype)
+    exe = tp.compile(lin, args=[tp.InputInfo((rows, 512), dtype=getattr(tp, dtype))])
+    assert _kinds(exe) == ["weight_only_dot"]
+    _check(exe, w, rows, 512, dtype)
+
+
+@pytest.mark.parametrize("group", [32, 64, 128])
+@pytest.mark.parametrize("zero", [False, True], ids=["symmetric", "zero_point"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_int4_groups_against_numpy(group, zero, dtype):
+    lin, w = _case(4, 1030, 1024, group, zero, dtype)
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 5, 32), 1024), dtype=getattr(tp, dtype))])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 5, 17, 32):
+        _check(exe, w, rows, 1024, dtype)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_k_off_the_16_byte_pieces_takes_the_single_value_path(bits):
+    # K = 200: not a multiple of 32 (int4) or of a group of 40 (int8's pieces of 16 values).
+    lin, w = _case(bits, 77, 200, 40 if bits == 4 else None, True if bits == 4 else False, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 3, 8), 200), dtype=tp.bfloat16)])
+    assert "weight_only_dot" in _kinds(exe)
+    for rows in (1, 3, 8):
+        _check(exe, w, rows, 200, "bfloat16")
+
+
+def test_many_rows_loop_over_tiles_when_forced(monkeypatch):
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "1")
+    lin, w = _case(4, 300, 256, 64, True, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 100, 300), 256), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 33, 300):
+        _check(exe, w, rows, 256, "bfloat16")
+
+
+def test_more_than_32_rows_keep_the_tensor_core_gemm_by_default():
+    lin, w = _case(4, 256, 256, 64, False, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo((64, 256), dtype=tp.bfloat16)])
+    assert "weight_only_dot" not in _kinds(exe) and "dot" in _kinds(exe)
+    _check(exe, w, 64, 256, "bfloat16")
+
+
+def test_an_llm_sized_product_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+    lin, w = _case(4, 2048, 4096, 128, True, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo((16, 4096), dtype=tp.bfloat16)])
+    x = _as(RNG.standard_normal((16, 4096)), "bfloat16")
+    got = _numpy(exe(x))
+    xt = torch.from_dlpack(x).float()
+    want = (xt @ torch.tensor(w, dtype=torch.float32, device=xt.device).T).double().cpu().numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
