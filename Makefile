@@ -1,5 +1,5 @@
 # make        : install missing Debian packages, build, and make .venv whose python imports tripy
-#               and whose bin/ has tripy-run
+#               and whose bin/ has tripy-run and tripy-compile
 # make demo   : the above, then run examples/quickstart.py
 # make test   : the above, then the build-dependency guard and every test (ctest, then pytest)
 # make install PREFIX=DIR : the C++ runtime package (header, library, CMake config) into DIR
@@ -34,6 +34,8 @@ venv: build
 	@test -x $(VENV)/bin/python || $(STEP) "making $(VENV)" -- $(PY) -m venv --system-site-packages $(VENV)
 	@echo "$(CURDIR)/python" > "$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tripy.pth"
 	@ln -sf "$(CURDIR)/$(BUILD)/core/tripy-run" $(VENV)/bin/tripy-run
+	@printf '#!/bin/sh\nexec "%s/bin/python" -m tripy.onnx "$$@"\n' "$$(cd $(VENV) && pwd)" > $(VENV)/bin/tripy-compile
+	@chmod +x $(VENV)/bin/tripy-compile
 
 demo: all
 	$(VENV)/bin/python examples/quickstart.py
