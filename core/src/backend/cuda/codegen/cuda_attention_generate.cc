@@ -67,6 +67,8 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   def("HAS_SPLIT1", split1 ? "1" : "0");
   def("HAS_SPLIT16", split16 ? "1" : "0");
   if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));
+  // The split kernels' tensor-core path: float16/bfloat16 with one fixed head of 64 or 128.
+  def("SPLIT_TC_HD", (split1 || split16) && narrow && d == dv && (d == 64 || d == 128) ? std::to_string(d) : "0");
   if (flash) {
     def("HD", std::to_string(d));
     def("WM", std::to_string(flash_wm(program, k, d)));

@@ -144,15 +144,8 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_generic(const 
 
 #endif  // HAS_GENERIC
 
-#if HAS_FLASH
-// ---------------------------------------------------------------------------------------------
-// Flash path. HD: head size; BM = 64 * WM query rows per CTA; BN keys per tile; rows padded by 8
-// elements (16 bytes) so that ldmatrix's eight row addresses fall in distinct banks.
-#define BM (64 * WM)
-#define BN 64
-#define SP (HD + 8)
-#define QV_ROWS (BM > BN ? BM : BN)
-
+#ifdef MMA_T
+// Tensor-core helpers of the flash and split-KV kernels (float16/bfloat16 modules).
 DEVI unsigned smem_addr(const void* p) {
   unsigned r;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
@@ -184,6 +177,17 @@ DEVI unsigned pack2(float lo, float hi) {
   asm("cvt.rn." MMA_T "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+
+#endif  // MMA_T
+
+#if HAS_FLASH
+// ---------------------------------------------------------------------------------------------
+// Flash path. HD: head size; BM = 64 * WM query rows per CTA; BN keys per tile; rows padded by 8
+// elements (16 bytes) so that ldmatrix's eight row addresses fall in distinct banks.
+#define BM (64 * WM)
+#define BN 64
+#define SP (HD + 8)
+#define QV_ROWS (BM > BN ? BM : BN)
 
 // rows x HD elements of one operand into shared memory at `s` (shared address `sa`; row stride
 // SP); rows past `valid` are zero, so padded keys contribute nothing (not even NaN) and padded

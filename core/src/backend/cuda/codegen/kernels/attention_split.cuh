@@ -32,6 +32,51 @@
 #define SPLIT_MIN_KEYS 256  // keys per block at least under a causal offset (kSplitMinKeys too)
 #define SPLIT_VROWS 4   // rows served by the register V path at most (its accumulators: rows x 16 B)
 
+// The last block of a (batch, kv head) merges every block's partials (m, l, o) into the output:
+// M = max m_s, out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s. `w` holds nsplit * RM floats
+// of shared memory, `inv` RM.
+template <int RM>
+DEVI void split_merge(const AttnArgs& a, i64 grp, i64 nsplit, i64 R, int b, int hk, i64 G, float* w, float* inv) {
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const i64 groups = a.B * a.Hkv;
+  const float* part_o = (const float*)a.ws;
+  const float* ml = part_o + groups * a.nsplit * R * a.Dv + grp * a.nsplit * R * 2;
+  for (int r = warp; r < R; r += 4) {
+    float M = NEG_INF;
+    for (i64 s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + (s * R + r) * 2));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    float l = 0.0f;
+    for (i64 s = lane; s < nsplit; s += 32) {
+      const float m = __ldcg(ml + (s * R + r) * 2);
+      const float x = m == NEG_INF ? 0.0f : fexp2(m - M);
+      l += x * __ldcg(ml + (s * R + r) * 2 + 1);
+      w[s * RM + r] = x;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    // No visible key in any chunk: 0 * (1 / 0), the NaN of a softmax over nothing, as elsewhere.
+    if (lane == 0) inv[r] = 1.0f / l;
+  }
+  __syncthreads();
+  const float* pg = part_o + grp * a.nsplit * R * a.Dv;
+  for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
+    const i64 r = idx / a.Dv, col = idx - r * a.Dv;
+    float o = 0.0f;
+    for (i64 s = 0; s < nsplit; s += 8) {  // eight chunks' partials loaded at once
+      float part[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) part[u] = s + u < nsplit ? __ldcg(pg + (s + u) * R * a.Dv + idx) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (s + u < nsplit) o += w[(s + u) * RM + r] * part[u];
+    }
+    const i64 h = hk * G + r / a.L, row = r % a.L;
+    ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(o * inv[r]);
+  }
+}
+
 template <int RM>
 DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sQ[RM * SPLIT_DMAX];  // queries scaled into the log2 domain; then the key groups' outputs
@@ -117,25 +162,7 @@ DEVI void attention_split(const AttnArgs& a) {
       float s[RM];
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
-      if (a.vec && a.D <= VK * VE) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
-        // The row's pieces are loaded before any is used: one memory latency, not D / VE.
-        uint4 kreg[VK];
-#pragma unroll
-        for (int i = 0; i < VK; ++i)
-          if (i * VE < a.D) kreg[i] = *(const uint4*)(kr + i * VE);
-#pragma unroll
-        for (int i = 0; i < VK; ++i) {
-          if (i * VE >= a.D) break;
-          const ST* e = (const ST*)&kreg[i];
-#pragma unroll
-          for (int x = 0; x < VE; ++x) {
-            const float kv = LOAD_T(e[x]);
-#pragma unroll
-            for (int r = 0; r < RM; ++r)
-              if (r < R) s[r] += sQ[r * SPLIT_DMAX + i * VE + x] * kv;
-          }
-        }
-      } else if (a.vec) {
+      if (a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
 #pragma unroll 8
         for (int d = 0; d < a.D; d += VE) {
           const uint4 u = *(const uint4*)(kr + d);
@@ -307,46 +334,246 @@ DEVI void attention_split(const AttnArgs& a) {
   __syncthreads();
   if (!sLast) return;
   __threadfence();
-  const float* ml = part_ml + grp * a.nsplit * R * 2;
-  for (int r = warp; r < R; r += 4) {
-    float M = NEG_INF;
-    for (i64 s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + (s * R + r) * 2));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    float l = 0.0f;
-    for (i64 s = lane; s < nsplit; s += 32) {
-      const float m = __ldcg(ml + (s * R + r) * 2);
-      const float w = m == NEG_INF ? 0.0f : fexp2(m - M);
-      l += w * __ldcg(ml + (s * R + r) * 2 + 1);
-      sS[s * RM + r] = w;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    // No visible key in any chunk: 0 * (1 / 0), the NaN of a softmax over nothing, as elsewhere.
-    if (lane == 0) sC[r] = 1.0f / l;
-  }
-  __syncthreads();
-  const float* pg = part_o + grp * a.nsplit * R * a.Dv;
-  for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
-    const i64 r = idx / a.Dv, col = idx - r * a.Dv;
-    float o = 0.0f;
-    for (i64 s = 0; s < nsplit; s += 8) {  // eight chunks' partials loaded at once
-      float part[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) part[u] = s + u < nsplit ? __ldcg(pg + (s + u) * R * a.Dv + idx) : 0.0f;
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-        if (s + u < nsplit) o += sS[(s + u) * RM + r] * part[u];
-    }
-    const i64 h = hk * G + r / a.L, row = r % a.L;
-    ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(o * sC[r]);
-  }
+  split_merge<RM>(a, grp, nsplit, R, b, hk, G, sS, sC);
 }
 
+#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
+// ---------------------------------------------------------------------------------------------
+// The same blocks, chunks, partials and merge on tensor cores, for float16/bfloat16 with a head
+// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each warp takes tiles of 16 keys in
+// turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the block's rows as the 16 rows of
+// A (zero past R) and 8 keys as B's columns: a lane's 16 contiguous bytes of a K row (loaded
+// straight from global memory) take its fragment slots, Q's likewise, since the sum over the head
+// is the same in any order. The online softmax runs on the accumulators (rows g and g + 8 of lane
+// (g, t)); the probabilities, packed to 16 bits, are the A fragments of O += P V (the scores' C
+// layout is that A layout), and V passes through the warp's shared tile for ldmatrix.trans. The
+// four warps' (m, l, o) combine through shared memory at the end. On CUDA cores the same work was
+// thousands of dependent instructions a warp.
+#define TC_VROW (SPLIT_TC_HD + 8)  // a staged V row, padded so that ldmatrix's 8 rows hit distinct banks
+
+template <int RM>
+DEVI void attention_split_tc(const AttnArgs& a) {
+  constexpr int HD = SPLIT_TC_HD, KS = HD / 32, NT = HD / 8;
+  constexpr int VP = 16 * HD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
+  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = RM * HD * 4;
+  __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
+  __shared__ float wm[4][16], wl[4][16], sM[16], sL[16], sInv[16];
+  __shared__ int sLast;
+  const float NEG_INF = -__int_as_float(0x7f800000);
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const i64 G = a.Hq / a.Hkv, R = G * a.L, groups = a.B * a.Hkv;
+  const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
+  const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
+  const float sl2 = as_float(a.scale_log2);
+  const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  // Rows g and g + 8 of the block as A fragments: lane t's 8 elements of each 32 of the head.
+  unsigned qa[KS][4], qb[KS][4];
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const i64 r = g + hr * 8;
+    const ST* qr = (const ST*)a.q + b * a.qs[0] + (hk * G + r / a.L) * a.qs[1] + (r % a.L) * a.qs[2];
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const i64 d = 32 * s + 8 * t + 2 * j;
+        const unsigned lo = r < R ? (unsigned)qr[d * a.qs[3]] : 0u, hi = r < R ? (unsigned)qr[(d + 1) * a.qs[3]] : 0u;
+        (hr ? qb : qa)[s][j] = lo | (hi << 16);
+      }
+  }
+  i64 keys = a.S, chunk = a.chunk, nsplit = a.nsplit;
+  if (MASK_KIND == 3) {
+    keys = offset_keys_max(off, 0, a.L, a.S);
+    const i64 want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
+    nsplit = want < 1 ? 1 : want < a.nsplit ? want : a.nsplit;
+    chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
+    if (split >= nsplit) return;
+  }
+  const i64 k0 = split * chunk;
+  i64 k1 = k0 + chunk < keys ? k0 + chunk : keys;
+  if (CAUSAL && k1 > a.L) k1 = a.L;
+  const ST* kb = (const ST*)a.k + b * a.ks[0] + hk * a.ks[1];
+  const ST* vb = (const ST*)a.v + b * a.vs[0] + hk * a.vs[1];
+  unsigned short* vs = (unsigned short*)smem + warp * 16 * TC_VROW;
+  float o[NT][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int d = 0; d < NT; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  for (i64 kt = k0 + warp * 16; kt < k1; kt += 64) {
+    // The tile's K and V rows, every load in flight at once (rows past k1 read row k1 - 1).
+    V16 kv[2][KS], vv[VP];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const i64 key = kt + nt * 8 + g;
+      const ST* kr = kb + (key < k1 ? key : k1 - 1) * a.ks[2] + 8 * t;
+#pragma unroll
+      for (int s = 0; s < KS; ++s) kv[nt][s] = *(const V16*)(kr + 32 * s);
+    }
+#pragma unroll
+    for (int i = 0; i < VP; ++i) {
+      const int piece = lane + 32 * i, j = piece / (HD / 8), col = piece % (HD / 8) * 8;
+      vv[i] = *(const V16*)(vb + (kt + j < k1 ? kt + j : k1 - 1) * a.vs[2] + col);
+    }
+    float c[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0.0f;
+#pragma unroll
+      for (int s = 0; s < KS; ++s) {
+        const unsigned a0[4] = {qa[s][0], qb[s][0], qa[s][1], qb[s][1]}, a1[4] = {qa[s][2], qb[s][2], qa[s][3], qb[s][3]};
+        mma16816(c[nt], a0, kv[nt][s].x, kv[nt][s].y);
+        mma16816(c[nt], a1, kv[nt][s].z, kv[nt][s].w);
+      }
+    }
+    // c[nt][i]: row g + (i / 2) * 8, key kt + nt * 8 + 2t + i % 2, scaled into the log2 domain.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const i64 r = g + hr * 8, row = r % a.L;
+      float mx = NEG_INF;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const i64 key = kt + nt * 8 + 2 * t + e;
+          bool keep = key < k1 && r < R;
+          float x = c[nt][hr * 2 + e] * sl2;
+          if (keep) x += mask_term(a, b, (int)(hk * G + r / a.L), row, key, &keep);
+          if (CAUSAL && key > row) keep = false;
+          if (MASK_KIND == 3 && key >= offset_keys(off, row, a.S)) keep = false;
+          c[nt][hr * 2 + e] = keep ? x : NEG_INF;
+          mx = fmaxf(mx, c[nt][hr * 2 + e]);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[hr], mx), m_use = m_new == NEG_INF ? 0.0f : m_new;
+      const float corr = fexp2(m[hr] - m_use);
+      float sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fexp2(c[nt][hr * 2 + e] - m_use);
+          c[nt][hr * 2 + e] = p;
+          sum += p;
+        }
+      l[hr] = l[hr] * corr + sum;
+      m[hr] = m_new;
+#pragma unroll
+      for (int d = 0; d < NT; ++d) {
+        o[d][hr * 2] *= corr;
+        o[d][hr * 2 + 1] *= corr;
+      }
+    }
+    const unsigned pa[4] = {pack2(c[0][0], c[0][1]), pack2(c[0][2], c[0][3]), pack2(c[1][0], c[1][1]),
+                            pack2(c[1][2], c[1][3])};
+    __syncwarp();  // the previous tile's ldmatrix reads are done
+#pragma unroll
+    for (int i = 0; i < VP; ++i) {
+      const int piece = lane + 32 * i, j = piece / (HD / 8), col = piece % (HD / 8) * 8;
+      *(V16*)(vs + j * TC_VROW + col) = vv[i];
+    }
+    __syncwarp();
+    // ldmatrix.x4.trans: lanes 8q..8q+7 address rows of matrix q (keys (q % 2) * 8.., columns
+    // of the n-tile pair's (q / 2)-th tile); each lane gets B fragments of two n-tiles.
+    const unsigned vbase = smem_addr(vs + ((lane >> 3) & 1) * 8 * TC_VROW + (lane & 7) * TC_VROW + (lane >> 4) * 8);
+#pragma unroll
+    for (int d = 0; d < NT; d += 2) {
+      unsigned b0, b1, b2, b3;
+      ldsm_x4_t(vbase + d * 8 * 2, b0, b1, b2, b3);
+      mma16816(o[d], pa, b0, b1);
+      mma16816(o[d + 1], pa, b2, b3);
+    }
+  }
+  // Each warp's row sums over its lanes t, then the four warps combine: M = max m_w, weights
+  // 2^(m_w - M), and the block's partial (or, alone, its output).
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 1);
+    l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 2);
+  }
+  __syncthreads();  // the V tiles are done: smem becomes the block's output, summed into
+  float* wo = (float*)smem;  // [RM][HD]
+  for (int i = tid; i < RM * HD; i += 128) wo[i] = 0.0f;
+  if (t == 0)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr)
+      if (g + hr * 8 < RM) {
+        wm[warp][g + hr * 8] = m[hr];
+        wl[warp][g + hr * 8] = l[hr];
+      }
+  __syncthreads();
+  // Row r's block max M = max_w m_w; warp w adds o_w 2^(m_w - M).
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = g + hr * 8;
+    if (r >= RM || r >= R) continue;
+    float M = NEG_INF;
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, wm[w][r]);
+    const float f = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
+#pragma unroll
+    for (int d = 0; d < NT; ++d) {
+      atomicAdd(&wo[r * HD + d * 8 + 2 * t], o[d][hr * 2] * f);
+      atomicAdd(&wo[r * HD + d * 8 + 2 * t + 1], o[d][hr * 2 + 1] * f);
+    }
+  }
+  __syncthreads();
+  if (tid < R) {
+    float M = NEG_INF;
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, wm[w][tid]);
+    float L = 0.0f;
+    for (int w = 0; w < 4; ++w)
+      if (wm[w][tid] != NEG_INF) L += fexp2(wm[w][tid] - M) * wl[w][tid];
+    sM[tid] = M;
+    sL[tid] = L;
+    sInv[tid] = 1.0f / L;  // no visible key: 0 * (1 / 0), the NaN of a softmax over nothing
+  }
+  __syncthreads();
+  const bool alone = nsplit == 1;
+  float* part_o = (float*)a.ws;                            // [groups][a.nsplit][R][Dv]
+  float* part_ml = part_o + groups * a.nsplit * R * a.Dv;  // [groups][a.nsplit][R][2]
+  float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
+  for (i64 idx = tid; idx < R * HD; idx += 128) {
+    const i64 r = idx / HD, col = idx - r * HD;
+    const float v = wo[idx];
+    if (alone) {
+      const i64 h = hk * G + r / a.L, row = r % a.L;
+      ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(v * sInv[r]);
+    } else {
+      po[idx] = v;
+    }
+  }
+  if (alone) return;
+  if (tid < R) {
+    float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
+    pml[0] = sM[tid];
+    pml[1] = sL[tid];
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const unsigned n1 = (unsigned)(nsplit - 1);
+    sLast = atomicInc((unsigned*)a.ctr + grp, n1) == n1;
+  }
+  __syncthreads();
+  if (!sLast) return;
+  __threadfence();
+  split_merge<RM>(a, grp, nsplit, R, b, hk, G, (float*)smem, sInv);
+}
+#endif  // SPLIT_TC_HD
+
 #if HAS_SPLIT1
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { attention_split<1>(a); }
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) {
+#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
+  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<1>(a);
+#endif
+  attention_split<1>(a);
+}
 #endif
 #if HAS_SPLIT16
 // SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) { attention_split<SPLIT_RM>(a); }
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) {
+#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
+  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<SPLIT_RM>(a);
+#endif
+  attention_split<SPLIT_RM>(a);
+}
 #endif
