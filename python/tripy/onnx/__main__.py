@@ -248,8 +248,10 @@ def _size_text(n):
         n /= 1024
 
 
-def compile_model(args, out=sys.stdout):
-    """Loads, compiles, saves and times as the parsed options ask, printing the summary."""
+def compile_model(args, out=None):
+    """Loads, compiles, saves and times as the parsed options ask, printing the summary to ``out``
+    (standard output when None)."""
+    out = out or sys.stdout
     device = args.device or ("gpu" if _C.gpu_available() else "cpu")
     if device == "gpu" and not _C.gpu_available():
         raise UsageError("--device gpu: no CUDA GPU is available here.")
