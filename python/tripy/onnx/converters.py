@@ -32,6 +32,10 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import DimensionSize, Tensor
 from tripy.frontend.trace_call import make
+from tripy.onnx import resize as resize_rules
+from tripy.onnx import scatter as scatter_ops
+from tripy.onnx.einsum import einsum
+from tripy.onnx.patterns import FusedNode
 
 OPSET_MIN, OPSET_MAX = 7, 17
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -73,6 +77,7 @@ class Node:
     def __init__(self, raw, opset):
         self.name, self.op_type, self.domain, self.inputs, self.outputs, self.attrs = raw
         self.opset = opset
+        self.graph = None  # set by Graph
 
     def has(self, name):
         return name in self.attrs
@@ -101,6 +106,8 @@ class Graph:
         self.outputs = graph["outputs"]
         self.initializers = {name: (elem, dims, node) for name, elem, dims, node in graph["initializers"]}
         self.nodes = [Node(raw, opset) for raw in graph["nodes"]]
+        for n in self.nodes:
+            n.graph = self  # for checks that read a constant input (Dropout's training_mode)
 
     @staticmethod
     def from_contents(contents):
@@ -514,6 +521,8 @@ def _constant_of_shape(ctx, n):
         return full(shape, 0.0, dtypes.float32)
     t = _attr_tensor(value)
     fill = _flat(t.tolist())[0]
+    if t.dtype == dtypes.bool:  # full takes numbers: fill int32, then compare
+        return full(shape, int(fill), dtypes.int32) != 0
     return full(shape, fill, t.dtype)
 
 
@@ -715,6 +724,8 @@ def _batch_norm(ctx, n):
 
 def _instance_norm(ctx, n):
     x, scale, bias = (ctx.tensor(i) for i in n.inputs[:3])
+    if x.rank >= 3 and scale.rank == 1 and bias.rank == 1 and scale.dtype == bias.dtype == x.dtype:
+        return make("instancenorm", [x, scale, bias], eps=float(n.attr("epsilon", 1e-5)))  # Tripy's fused op
     dims = list(range(2, x.rank))
     m = mean(x, dims, True)
     centred = x - m
@@ -727,6 +738,13 @@ def _layer_norm(ctx, n):
     bias = ctx.opt_tensor(n, 2)
     axis = _axis(n.attr("axis", -1), x.rank)
     dims = list(range(axis, x.rank))
+    normalized = list(x.shape[axis:])
+    if len([o for o in n.outputs if o]) == 1 and _static(normalized) and all(
+            t is None or (t.dtype == x.dtype and list(t.shape) == normalized) for t in (scale, bias)):
+        # Tripy's fused LayerNorm (one row reduction); the mean and inverse deviation outputs, or a
+        # scale that only broadcasts to the normalized dims, take the chain below.
+        bias = bias if bias is not None else full(normalized, 0.0, x.dtype)
+        return make("layernorm", [x, scale, bias], dims=list(range(axis - x.rank, 0)), eps=float(n.attr("epsilon", 1e-5)))
     m = mean(x, dims, True)
     centred = x - m
     inv = 1.0 / sqrt(mean(centred * centred, dims, True) + n.attr("epsilon", 1e-5))
@@ -756,6 +774,70 @@ def _pad(ctx, n):
         _raise_here(f"ONNX {n.describe()}: negative pads (cropping) are not supported.")
     mode = n.attr("mode", "constant")
     return pad(x, [(pads[i], pads[i + r]) for i in range(r)], mode=mode, value=value)
+
+
+def _resize(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if n.op_type == "Upsample":  # Resize with asymmetric coordinates, nearest rounding down
+        scales = n.attr("scales") if n.opset < 9 else [float(v) for v in _flat(ctx.values(n.inputs[1], n))]
+        mode, coordinate, rule, a, exclude = n.attr("mode", "nearest"), "asymmetric", "floor", -0.75, False
+        sizes = None
+    else:
+        scales = None if n.input(2) is None else [float(v) for v in _flat(ctx.values(n.inputs[2], n))] or None
+        sizes = None if n.input(3) is None or scales else ctx.ints(n.inputs[3], n)
+        mode, coordinate = n.attr("mode", "nearest"), n.attr("coordinate_transformation_mode", "half_pixel")
+        rule, a, exclude = n.attr("nearest_mode", "round_prefer_floor"), n.attr("cubic_coeff_a", -0.75), \
+            bool(n.attr("exclude_outside", 0))
+
+    def fail(message):
+        _raise_here(f"ONNX {n.describe()}: {message}.")
+
+    if scales is None and sizes is None:
+        fail("neither scales nor sizes is given")
+    if scales is not None:
+        if len(scales) != x.rank:
+            fail(f"{len(scales)} scales for an input of rank {x.rank}")
+        sizes = []
+        for d, (size, scale) in enumerate(zip(x.shape, scales)):
+            if scale == 1.0:
+                sizes.append(size)
+            elif isinstance(size, int):
+                sizes.append(int(math.floor(size * scale)))
+            else:
+                fail(f"dim {d} is dynamic: it can be resized to a size, not by a scale")
+    elif len(sizes) != x.rank:
+        fail(f"{len(sizes)} sizes for an input of rank {x.rank}")
+    return resize_rules.onnx_resize(x, sizes, scales, mode, coordinate, rule, a, exclude, fail)
+
+
+def _failing(n):
+    def fail(message):
+        _raise_here(f"ONNX {n.describe()}: {message}.")
+
+    return fail
+
+
+def _gather_nd(ctx, n):
+    return scatter_ops.gather_nd(ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), n.attr("batch_dims", 0), _failing(n))
+
+
+def _scatter_nd(ctx, n):
+    data, indices, updates = (ctx.tensor(i) for i in n.inputs[:3])
+    return scatter_ops.scatter_nd(data, indices, updates, n.attr("reduction", "none"), _failing(n))
+
+
+def _scatter_elements(ctx, n):
+    data, indices, updates = (ctx.tensor(i) for i in n.inputs[:3])
+    axis = _axis(n.attr("axis", 0), data.rank)
+    return scatter_ops.scatter_elements(data, indices, updates, axis, n.attr("reduction", "none"), _failing(n))
+
+
+def _einsum(ctx, n):
+    operands = [ctx.tensor(i) for i in n.inputs if i]
+    try:
+        return einsum(n.attr("equation"), operands)
+    except ValueError as e:
+        _failing(n)(str(e))
 
 
 def _topk(ctx, n):
@@ -808,7 +890,8 @@ def _space_to_depth(ctx, n):
 
 def _dropout(ctx, n):
     x = ctx.tensor(n.inputs[0])
-    if n.input(2) is not None and _flat(ctx.values(n.inputs[2], n))[0]:
+    ratio = 0.0 if n.input(1) is None else _flat(ctx.values(n.inputs[1], n))[0]
+    if n.input(2) is not None and _flat(ctx.values(n.inputs[2], n))[0] and ratio:  # checked at load
         _raise_here(f"ONNX {n.describe()}: training_mode is not supported (Tripy runs inference).")
     if len(n.outputs) > 1 and n.outputs[1]:
         return [x, cast(full(x.shape, 1, dtypes.int32), dtypes.bool)]
@@ -924,9 +1007,14 @@ def _pool_check(n):
 
 
 def _no_training_input(n):
-    if n.input(2) is not None:
-        return "a training_mode input is not supported (Tripy runs inference: Dropout is the identity)"
-    return None
+    """Dropout is the identity: training_mode must be a constant false, or the ratio a constant 0
+    (torchvision's Swin applies F.dropout(p=0.0) with its default training=True)."""
+    if n.input(2) is None or constant_scalar(n.graph, n.input(2), (9,)) is False:
+        return None
+    if n.input(1) is not None and constant_scalar(n.graph, n.input(1)) == 0.0:
+        return None
+    return ("training_mode is not a constant false (and the ratio no constant 0): Tripy runs inference, where "
+            "Dropout is the identity")
 
 
 def _avg_pool_check(n):
@@ -971,6 +1059,12 @@ OPS = {
     "DepthToSpace": Row(_depth_to_space, ("blocksize", "mode")),
     "Div": Row(_dims_arith("Div")),
     "Dropout": Row(_dropout, ("ratio", "seed"), check=_no_training_input),
+    "Einsum": Row(_einsum, ("equation",)),
+    "GatherND": Row(_gather_nd, ("batch_dims",), first=11),
+    "Scatter": Row(_scatter_elements, ("axis",), first=9, last=10),
+    "ScatterElements": Row(_scatter_elements, ("axis", "reduction"), first=11,
+                           check=_attr_is("reduction", ("none", "add", "mul"), "none")),
+    "ScatterND": Row(_scatter_nd, ("reduction",), first=11, check=_attr_is("reduction", ("none", "add", "mul"), "none")),
     "Elu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.0))), ("alpha",)),
     "Equal": Row(_binary(lambda a, b: a == b)),
     "Erf": Row(_unary(erf)),
@@ -1024,6 +1118,11 @@ OPS = {
     "ReduceSum": Row(_reduce(sum, axes_input_from=13), _REDUCE_ATTRS),
     "ReduceSumSquare": Row(_reduce(_sum_square), _REDUCE_ATTRS),
     "Relu": Row(_unary(relu)),
+    "Resize": Row(_resize, ("coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                            "mode", "nearest_mode"), first=11,
+                  check=_checks(_attr_is("mode", resize_rules.MODES, "nearest"),
+                                _attr_is("coordinate_transformation_mode", resize_rules.COORDINATE_MODES, "half_pixel"),
+                                _attr_is("nearest_mode", resize_rules.NEAREST_MODES, "round_prefer_floor"))),
     "Reshape": Row(_reshape, ("allowzero",)),
     "Round": Row(_unary(round)),
     "Selu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.67326319217681884765625))
@@ -1054,6 +1153,7 @@ OPS = {
     "Transpose": Row(_transpose, ("perm",)),
     "Trilu": Row(_trilu, ("upper",)),
     "Unsqueeze": Row(_unsqueeze, ("axes",)),
+    "Upsample": Row(_resize, ("mode", "scales"), last=9, check=_attr_is("mode", ("nearest", "linear"), "nearest")),
     "Where": Row(_where),
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
@@ -1112,6 +1212,32 @@ def problems_of(graph):
     return problems
 
 
+def constant_scalar(graph, name, elem_types=(1, 10, 16)):
+    """The value held by ``name`` if it is a one-element constant (an initializer or a Constant
+    node's value) of one of ``elem_types`` (float ones unless given), else None."""
+    if name in graph.initializers:
+        elem, dims, node = graph.initializers[name]
+    else:
+        producer = next((n for n in graph.nodes if name in n.outputs), None)
+        if producer is None or producer.op_type != "Constant":
+            return None
+        if producer.has("value_float") and 1 in elem_types:
+            return float(producer.attr("value_float"))
+        if not producer.has("value"):
+            return None
+        _, elem, dims, node = producer.attr("value")
+    if node is None or elem not in elem_types or math.prod(dims or []) != 1:
+        return None
+    return _flat(Tensor._wrap(node).tolist())[0]
+
+
+def scalar_constant(graph, name):
+    """The number held by ``name`` if it is a one-element float constant, else None: what
+    ``patterns.fuse`` matches."""
+    value = constant_scalar(graph, name)
+    return None if value is None else float(value)
+
+
 def run_graph(graph, inputs):
     """The graph's outputs (tensors) for ``inputs`` (name -> tp.Tensor)."""
     ctx = Context(graph)
@@ -1120,7 +1246,7 @@ def run_graph(graph, inputs):
     ctx.env.update(inputs)
     for n in graph.nodes:
         try:
-            out = OPS[n.op_type].fn(ctx, n)
+            out = n.run(ctx) if isinstance(n, FusedNode) else OPS[n.op_type].fn(ctx, n)
         except TripyException as e:
             _raise_here(f"ONNX {n.describe()} failed:\n{e}")
         outs = out if type(out) in (list, tuple) else [out]  # a Dims is one value

@@ -13,8 +13,8 @@ from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
 from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.tensor import Tensor
-from tripy.onnx import converters
-from tripy.onnx.converters import Graph, problems_of, run_graph
+from tripy.onnx import converters, patterns
+from tripy.onnx.converters import Graph, problems_of, run_graph, scalar_constant
 from tripy.utils.stack_info import capture_user_frames
 
 # The opsets of the standard domain the converters are written for.
@@ -295,4 +295,5 @@ def load(path, device=None):
         more = f"\n    ... and {len(problems) - 50} more" if len(problems) > 50 else ""
         _raise_here(f"Cannot run the ONNX model {quoted_path(name)}: {len(problems)} problem(s) found before any "
                     f"work:\n{shown}{more}")
+    graph.nodes = patterns.fuse(graph, lambda value: scalar_constant(graph, value))
     return Model(os.fsdecode(name), contents, graph)
