@@ -80,32 +80,48 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   variants.push_back({DType::kFloat16, 64, false, co, decode, DType::kInt32});
   variants.push_back({DType::kBFloat16, 128, false, co, gqa, DType::kInt64});
   variants.push_back({DType::kFloat32, 80, false, co, {}, DType::kInt64});
-  std::vector<bool> split1, split16;
+  // Query rows from 1 to 1024 (an input dim): split1, its tensor-core path and the flash kernel in
+  // one module (their names must not collide).
+  variants.push_back({DType::kBFloat16, 64, false, co, Sizes{1, 12, -1, 12, 1024}});
+  std::vector<bool> split1, split16, tensor_split, generic;
   for (const Variant& x : variants) {
     Program p = program(x.t, x.d, x.causal, x.m, x.z, x.offset);
+    const bool dynamic = x.z.l < 0;
+    if (dynamic) {  // slot 2 (L) from input 0's dim 2, from 1 to 1024
+      InputSpec q;
+      q.dim_min = {1, 12, 1, x.d};
+      q.dim_opt = {1, 12, 1, x.d};
+      q.dim_max = {1, 12, 1024, x.d};
+      p.inputs.push_back(q);
+      p.shape_program[2] = {ShapeInstr::Op::kInputDim, 0, 2};
+    }
     auto g = generate_attention(p, p.kernels[0]);
     ASSERT_TRUE(g.ok()) << g.status().message();
     sources.push_back(g->source);
     names.push_back(std::string(dtype_name(x.t)) + "_d" + std::to_string(x.d) + (x.causal ? "_causal" : "") + "_m" +
                     std::to_string(static_cast<int>(x.m)) + "_l" + std::to_string(x.z.l) + "_g" +
                     std::to_string(x.z.hq / x.z.hkv) + (x.m == co ? "_" + std::string(dtype_name(x.offset)) : ""));
-    const int64_t rows = x.z.hq / x.z.hkv * x.z.l;
-    flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows > kAttentionSplitRows);
+    const int64_t rows = x.z.hq / x.z.hkv * (dynamic ? 1 : x.z.l), rows_hi = dynamic ? 1024 : rows;
+    flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows_hi > kAttentionSplitRows);
     split1.push_back(rows == 1);
     split16.push_back(rows > 1 && rows <= kAttentionSplitRows);
+    generic.push_back(!flash.back() || dynamic);
+    tensor_split.push_back((split1.back() || split16.back()) && x.t != DType::kFloat32 && x.d != 80);
   }
   auto compiled = compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
   for (size_t i = 0; i < compiled->size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
-    // These programs have fixed sizes: where every run takes the flash kernel, the generic one is left out.
-    EXPECT_EQ(ptx.find(".entry tripy_attention_generic") != std::string::npos, !flash[i]) << names[i];
+    // Where every run takes the flash kernel (fixed sizes), the generic one is left out.
+    EXPECT_EQ(ptx.find(".entry tripy_attention_generic") != std::string::npos, generic[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split16(") != std::string::npos, split16[i]) << names[i];
     // The last block of each group merges, found with a counter that wraps back to zero.
     if (split1[i] || split16[i]) EXPECT_NE(ptx.find("atom.global.inc.u32"), std::string::npos) << names[i];
+    // Split-KV's tensor-core path (float16/bfloat16, heads of 64 and 128) likewise.
+    if (tensor_split[i]) EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans"), std::string::npos) << names[i];
     if (flash[i]) {
       // The tensor-core path really uses the instructions it was written for.
       EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos) << names[i];

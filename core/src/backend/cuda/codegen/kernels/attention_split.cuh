@@ -353,9 +353,9 @@ DEVI void attention_split(const AttnArgs& a) {
 
 template <int RM>
 DEVI void attention_split_tc(const AttnArgs& a) {
-  constexpr int HD = SPLIT_TC_HD, KS = HD / 32, NT = HD / 8;
-  constexpr int VP = 16 * HD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
-  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = RM * HD * 4;
+  constexpr int TD = SPLIT_TC_HD, KS = TD / 32, NT = TD / 8;
+  constexpr int VP = 16 * TD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
+  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
   __shared__ float wm[4][16], wl[4][16], sM[16], sL[16], sInv[16];
   __shared__ int sLast;
@@ -410,7 +410,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     }
 #pragma unroll
     for (int i = 0; i < VP; ++i) {
-      const int piece = lane + 32 * i, j = piece / (HD / 8), col = piece % (HD / 8) * 8;
+      const int piece = lane + 32 * i, j = piece / (TD / 8), col = piece % (TD / 8) * 8;
       vv[i] = *(const V16*)(vb + (kt + j < k1 ? kt + j : k1 - 1) * a.vs[2] + col);
     }
     float c[2][4];
@@ -468,7 +468,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     __syncwarp();  // the previous tile's ldmatrix reads are done
 #pragma unroll
     for (int i = 0; i < VP; ++i) {
-      const int piece = lane + 32 * i, j = piece / (HD / 8), col = piece % (HD / 8) * 8;
+      const int piece = lane + 32 * i, j = piece / (TD / 8), col = piece % (TD / 8) * 8;
       *(V16*)(vs + j * TC_VROW + col) = vv[i];
     }
     __syncwarp();
@@ -491,8 +491,8 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 2);
   }
   __syncthreads();  // the V tiles are done: smem becomes the block's output, summed into
-  float* wo = (float*)smem;  // [RM][HD]
-  for (int i = tid; i < RM * HD; i += 128) wo[i] = 0.0f;
+  float* wo = (float*)smem;  // [RM][TD]
+  for (int i = tid; i < RM * TD; i += 128) wo[i] = 0.0f;
   if (t == 0)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr)
@@ -511,8 +511,8 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     const float f = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
 #pragma unroll
     for (int d = 0; d < NT; ++d) {
-      atomicAdd(&wo[r * HD + d * 8 + 2 * t], o[d][hr * 2] * f);
-      atomicAdd(&wo[r * HD + d * 8 + 2 * t + 1], o[d][hr * 2 + 1] * f);
+      atomicAdd(&wo[r * TD + d * 8 + 2 * t], o[d][hr * 2] * f);
+      atomicAdd(&wo[r * TD + d * 8 + 2 * t + 1], o[d][hr * 2 + 1] * f);
     }
   }
   __syncthreads();
@@ -531,8 +531,8 @@ DEVI void attention_split_tc(const AttnArgs& a) {
   float* part_o = (float*)a.ws;                            // [groups][a.nsplit][R][Dv]
   float* part_ml = part_o + groups * a.nsplit * R * a.Dv;  // [groups][a.nsplit][R][2]
   float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
-  for (i64 idx = tid; idx < R * HD; idx += 128) {
-    const i64 r = idx / HD, col = idx - r * HD;
+  for (i64 idx = tid; idx < R * TD; idx += 128) {
+    const i64 r = idx / TD, col = idx - r * TD;
     const float v = wo[idx];
     if (alone) {
       const i64 h = hk * G + r / a.L, row = r % a.L;
