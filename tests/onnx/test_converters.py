@@ -182,3 +182,32 @@ def test_nearest_resize_with_other_rounding_is_gathered(tmp_path):
     expected = x[:, :, index(2, 5)][:, :, :, index(3, 7)]
     np.testing.assert_array_equal(_run(model, x), expected)
     assert "resize" not in _trace_ops(model, x)
+
+
+def test_torchs_expand_to_minus_one_stays_symbolic_under_a_dynamic_batch(tmp_path):
+    """x.expand(batch, -1, -1) as torch exports it: the target shape is Where(shape == -1, 1, shape)
+    over shape values, which must not become data-dependent tensors."""
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "zero1"], ["batch1"]),
+        helper.make_node("Concat", ["batch1", "minus_ones"], ["target"], axis=0),
+        helper.make_node("Reshape", ["target", "minus_one"], ["target2"]),
+        helper.make_node("Shape", ["target2"], ["rank"]),
+        helper.make_node("ConstantOfShape", ["rank"], ["ones"], value=numpy_helper.from_array(i64(1))),
+        helper.make_node("Mul", ["ones", "minus_one"], ["negs"]),
+        helper.make_node("Equal", ["target2", "negs"], ["is_neg"]),
+        helper.make_node("Where", ["is_neg", "ones", "target2"], ["sizes"]),
+        helper.make_node("Expand", ["token", "sizes"], ["expanded"]),
+        helper.make_node("Concat", ["expanded", "x"], ["y"], axis=1),
+    ]
+    token = RNG.standard_normal((1, 1, 4)).astype(np.float32)
+    consts = [("zero", np.array(0, np.int64)), ("zero1", i64(0)), ("minus_ones", i64(-1, -1)), ("minus_one", i64(-1)),
+              ("token", token)]
+    model = _model(tmp_path, nodes, [("x", ("batch", 3, 4))], [("y", ("batch", 4, 4))], consts)
+    exe = tp.compile(model, kwargs=model.input_infos({"batch": (1, 2, 4)}))
+    for batch in (1, 3):
+        x = RNG.standard_normal((batch, 3, 4)).astype(np.float32)
+        expected = np.concatenate([np.broadcast_to(token, (batch, 1, 4)), x], 1)
+        np.testing.assert_array_equal(np.asarray(exe(x=tp.Tensor(x, device=tp.device("cpu")))), expected)

@@ -186,7 +186,8 @@ def as_tensor(value):
     if not isinstance(value, Dims):
         return value
     if _static(value):
-        return Tensor(value[0] if value.scalar else list(value), dtype=dtypes.int64)
+        kind = dtypes.bool if value and all(isinstance(d, bool) for d in value) else dtypes.int64
+        return Tensor(value[0] if value.scalar else list(value), dtype=kind)
     parts = [reshape(cast(d, dtypes.int64), (1,)) if isinstance(d, Tensor) else Tensor([d], dtype=dtypes.int64)
              for d in value]
     out = concatenate(parts, 0) if len(parts) > 1 else parts[0]
@@ -345,8 +346,11 @@ def _cast_like(ctx, n):
 
 
 def _reshape(ctx, n):
-    x = ctx.tensor(n.inputs[0])
+    value = ctx.get(n.inputs[0])
     shape = ctx.ints(n.inputs[1], n)
+    if isinstance(value, Dims) and len(shape) == 1 and shape[0] in (-1, len(value)):
+        return _dims(list(value))  # a shape value stays one (torch writes x.expand(n, -1, -1) so)
+    x = as_tensor(value)
     if not n.attr("allowzero", 0):
         shape = [x.shape[i] if isinstance(d, int) and d == 0 else d for i, d in enumerate(shape)]
     return reshape(x, shape)
@@ -521,6 +525,8 @@ def _constant_of_shape(ctx, n):
         return full(shape, 0.0, dtypes.float32)
     t = _attr_tensor(value)
     fill = _flat(t.tolist())[0]
+    if t.dtype == dtypes.int64 and _static(shape) and len(shape) == 1 and shape[0] <= 64:
+        return _dims([int(fill)] * shape[0])  # a shape value (torch's expand writes these)
     if t.dtype == dtypes.bool:  # full takes numbers: fill int32, then compare
         return full(shape, int(fill), dtypes.int32) != 0
     return full(shape, fill, t.dtype)
@@ -534,7 +540,36 @@ def _range(ctx, n):
 
 
 def _where(ctx, n):
+    if any(isinstance(ctx.get(i), Dims) for i in n.inputs[:3]):  # choosing among shape values
+        cond, a, b = (ctx.try_ints(i) for i in n.inputs[:3])
+        if cond is not None and a is not None and b is not None:
+            size = builtins.max(len(cond), len(a), len(b))
+            if all(len(v) in (1, size) for v in (cond, a, b)):
+                cond, a, b = (v * size if len(v) == 1 else v for v in (cond, a, b))
+                return _dims([p if c else q for c, p, q in zip(cond, a, b)])
     return where(ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1]), ctx.tensor(n.inputs[2]))
+
+
+def _same_dim(p, q):
+    """p == q for shape entries: True or False where it is known now, else None (a size against a
+    negative number is known to differ: sizes are never negative)."""
+    if isinstance(p, int) and isinstance(q, int):
+        return p == q
+    if isinstance(p, int) and p < 0 or isinstance(q, int) and q < 0:
+        return False
+    return None
+
+
+def _equal(ctx, n):
+    if any(isinstance(ctx.get(i), Dims) for i in n.inputs[:2]):
+        a, b = ctx.try_ints(n.inputs[0]), ctx.try_ints(n.inputs[1])
+        if a is not None and b is not None and (len(a) == len(b) or 1 in (len(a), len(b))):
+            size = builtins.max(len(a), len(b))
+            a, b = (v * size if len(v) == 1 else v for v in (a, b))
+            same = [_same_dim(p, q) for p, q in zip(a, b)]
+            if None not in same:
+                return _dims(same)
+    return ctx.tensor(n.inputs[0]) == ctx.tensor(n.inputs[1])
 
 
 def _clip(ctx, n):
@@ -1066,7 +1101,7 @@ OPS = {
                            check=_attr_is("reduction", ("none", "add", "mul"), "none")),
     "ScatterND": Row(_scatter_nd, ("reduction",), first=11, check=_attr_is("reduction", ("none", "add", "mul"), "none")),
     "Elu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.0))), ("alpha",)),
-    "Equal": Row(_binary(lambda a, b: a == b)),
+    "Equal": Row(_equal),
     "Erf": Row(_unary(erf)),
     "Exp": Row(_unary(exp)),
     "Expand": Row(_expand),

@@ -1,0 +1,173 @@
+"""Real exported models: torchvision classifiers (ResNet, MobileNet, EfficientNet, a small ViT, Swin),
+a segmentation head (LR-ASPP, bilinear Resize), a transformer encoder layer and a GPT-2-style
+decoder, exported by ``torch.onnx.export`` (opset 17, dynamic batch; the sequence too for the text
+models) with random weights, loaded by ``tp.onnx.load``, compiled for a range of batches and checked
+against torch at several batches, and against onnxruntime where it is installed. Skipped where torch
+or torchvision is missing (Debian's python3-torch, python3-torchvision: ``make bench`` installs them)."""
+
+import math
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+import tripy as tp  # noqa: E402
+
+# torch.onnx.export warns about traced Python values and constant folding: not about Tripy.
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+CPU = tp.device("cpu")
+TOLERANCE = 2e-4  # max |error| / max |torch's output|
+
+
+class TinyGPT(torch.nn.Module):
+    """A GPT-2-style decoder: token and position embeddings, pre-norm blocks of causal attention and
+    a tanh-GELU MLP, the output head tied to the token embedding."""
+
+    def __init__(self, vocab=97, width=32, heads=4, layers=2, context=32):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, width)
+        self.wpe = torch.nn.Embedding(context, width)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers):
+            block = torch.nn.Module()
+            block.ln1, block.ln2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+            block.qkv, block.proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+            block.fc, block.out = torch.nn.Linear(width, 4 * width), torch.nn.Linear(4 * width, width)
+            self.blocks.append(block)
+        self.ln_f = torch.nn.LayerNorm(width)
+        self.heads = heads
+
+    def forward(self, ids):
+        batch, seq = ids.shape
+        x = self.wte(ids) + self.wpe(torch.arange(seq))
+        mask = torch.tril(torch.ones(seq, seq, dtype=torch.bool))
+        for b in self.blocks:
+            q, k, v = b.qkv(b.ln1(x)).split(x.shape[-1], dim=-1)
+            q, k, v = (t.view(batch, seq, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+            x = x + b.proj((att @ v).transpose(1, 2).reshape(batch, seq, -1))
+            x = x + b.out(torch.nn.functional.gelu(b.fc(b.ln2(x)), approximate="tanh"))
+        return self.ln_f(x) @ self.wte.weight.T
+
+
+def _randomize(module):
+    """Random BatchNorm statistics and a random head where torchvision starts them at 0 and 1, so
+    that every layer's arithmetic shows in the output."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in module.modules():
+            _randomize_one(m, gen)
+    return module.eval()
+
+
+def _randomize_one(m, gen):
+    if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+        m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=gen) * 0.1)
+        m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
+    if isinstance(m, torch.nn.Linear) and not m.weight.abs().sum():
+        m.weight.copy_(torch.randn(m.weight.shape, generator=gen) * 0.05)
+
+
+def _export(tmp_path, module, example, names, dynamic):
+    path = str(tmp_path / "model.onnx")
+    # Not under no_grad: there torch runs (and exports) TransformerEncoderLayer's fused fast path,
+    # which has no ONNX form.
+    torch.onnx.export(module, (example,), path, opset_version=17, input_names=names, output_names=["out"],
+                      dynamic_axes={**dynamic, "out": {0: "batch"}})
+    return path
+
+
+def _compare(got, expected, what):
+    got = np.asarray(got)
+    assert got.shape == expected.shape, what
+    scale = max(np.abs(expected).max(), 1e-6)
+    error = np.abs(got - expected).max() / scale
+    assert error < TOLERANCE, f"{what}: relative error {error:.2e}"
+
+
+def _check(tmp_path, module, make_input, dims, shapes, name):
+    """Exports ``module``, compiles it for the ``dims`` ranges and compares it with torch (and
+    onnxruntime where present) on inputs of each shape in ``shapes``; eagerly on the first."""
+    torch.manual_seed(0)
+    module = _randomize(module)
+    example = make_input(shapes[0])
+    dynamic = {name: {i: d for i, d in enumerate(["batch", "seq"]) if d in dims}}
+    path = _export(tmp_path, module, example, [name], dynamic)
+    model = tp.onnx.load(path, device=CPU)
+    exe = tp.compile(model, kwargs=model.input_infos(dims))
+    ort = _onnxruntime_session(path)
+    for i, shape in enumerate(shapes):
+        x = make_input(shape)
+        with torch.no_grad():
+            expected = module(x).numpy()
+        _compare(exe(tp.Tensor(x.numpy(), device=CPU)), expected, f"compiled, input {shape}")
+        if i == 0:
+            _compare(model(tp.Tensor(x.numpy(), device=CPU)), expected, f"eager, input {shape}")
+        if ort is not None:
+            _compare(ort.run(None, {name: x.numpy()})[0], expected, f"onnxruntime, input {shape}")
+    return model
+
+
+def _onnxruntime_session(path):
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+
+def _image(size):
+    return lambda shape: torch.randn(shape[0], 3, size, size)
+
+
+CLASSIFIERS = {
+    "resnet18": lambda: torchvision.models.resnet18(),
+    "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(),
+    "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(),
+    "vit": lambda: torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                      hidden_dim=32, mlp_dim=64, num_classes=10),
+    "swin_t": lambda: torchvision.models.swin_t(num_classes=10),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFIERS))
+def test_torchvision_classifier_with_dynamic_batch_matches_torch(tmp_path, name):
+    size = 32 if name == "vit" else 64
+    model = _check(tmp_path, CLASSIFIERS[name](), _image(size), {"batch": (1, 2, 4)}, [(2,), (1,), (3,)], "image")
+    ops = {n.op_type for n in model._graph.nodes}
+    if name == "efficientnet_b0":
+        assert "Silu" in ops and "Sigmoid" in ops  # x * sigmoid(x) fused; squeeze-excite gates stay
+    if name in ("vit", "swin_t"):
+        assert "Gelu" in ops and "Erf" not in ops
+
+
+def test_segmentation_head_with_bilinear_resize_matches_torch(tmp_path):
+    module = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                      num_classes=3)
+
+    class Logits(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
+    model = _check(tmp_path, Logits(module), _image(64), {"batch": (1, 2, 4)}, [(2,), (1,)], "image")
+    assert {n.op_type for n in model._graph.nodes} >= {"Resize", "HardSwish"}
+
+
+def test_transformer_encoder_layer_with_dynamic_batch_and_sequence_matches_torch(tmp_path):
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, activation="gelu")
+    _check(tmp_path, layer, lambda shape: torch.randn(shape[0], shape[1], 32),
+           {"batch": (1, 2, 4), "seq": (1, 8, 16)}, [(2, 8), (1, 3), (4, 16)], "x")
+
+
+def test_gpt2_style_decoder_with_dynamic_batch_and_sequence_matches_torch(tmp_path):
+    model = _check(tmp_path, TinyGPT(), lambda shape: torch.randint(0, 97, shape),
+                   {"batch": (1, 2, 4), "seq": (1, 8, 32)}, [(2, 8), (1, 1), (3, 32)], "ids")
+    assert {n.op_type for n in model._graph.nodes} >= {"LayerNormalization", "Trilu", "Where", "Tanh"}
