@@ -16,11 +16,17 @@ int row_tile(int64_t m) {
   return kGemvMaxRows;
 }
 
-Launch gemv_launch(const DotProblem& pr, GemvTactic t, CUfunction fn) {
+// The tactic a tile runs: the tuned one on CUDA cores; on tensor cores always one 16-row tile a
+// block with its 8 warps dividing K (a tactic tuned at one row, e.g. 2 rows a warp, would make a
+// block cover 256 rows there and leave most SMs idle).
+GemvTactic tile_tactic(int mt, GemvTactic t) { return mt >= kGemvMmaRows ? GemvTactic{1, 8} : t; }
+
+Launch gemv_launch(const DotProblem& pr, GemvTactic tuned, CUfunction fn) {
   Launch l;
   l.fn = fn;
   l.block_x = kGemvBlock;
   const int mt = row_tile(pr.n);
+  const GemvTactic t = tile_tactic(mt, tuned);
   const int64_t rows_per_block = int64_t{kGemvBlock / 32 / t.split} * gemv_group_rows(mt, gemv_weight_rows(mt, t.rows));
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((pr.m + rows_per_block - 1) / rows_per_block);
   l.words.assign(kWords, 0);
@@ -67,6 +73,10 @@ int gemv_weight_rows(int row_tile, int rows) {
   return rows;
 }
 
+bool gemv_entry_exists(int row_tile, int weight_rows) {
+  return gemv_weight_rows(row_tile, weight_rows) == weight_rows && (row_tile < kGemvMmaRows || weight_rows == 1);
+}
+
 int gemv_group_rows(int row_tile, int weight_rows) { return row_tile >= kGemvMmaRows ? 16 * weight_rows : weight_rows; }
 
 std::string gemv_function(DType t, int row_tile, int weight_rows) {
@@ -78,13 +88,13 @@ std::vector<std::string> gemv_functions(DType t) {
   std::vector<std::string> names;
   for (int mt : kGemvRowTiles)
     for (int r : kGemvWeightRows)
-      if (gemv_weight_rows(mt, r) == r) names.push_back(gemv_function(t, mt, r));
+      if (gemv_entry_exists(mt, r)) names.push_back(gemv_function(t, mt, r));
   return names;
 }
 
 std::string gemv_function_for(const DotProblem& pr, GemvTactic t) {
   const int mt = row_tile(pr.n);
-  return gemv_function(pr.dtype, mt, gemv_weight_rows(mt, t.rows));
+  return gemv_function(pr.dtype, mt, gemv_weight_rows(mt, tile_tactic(mt, t).rows));
 }
 
 Launch plan_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, int32_t out, int32_t x, int32_t w,

@@ -46,6 +46,9 @@ std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);
 int gemv_weight_rows(int row_tile, int rows);
 // The rows of W one warp group covers at tile MT with R = gemv_weight_rows: R, or 16 R on tensor cores.
 int gemv_group_rows(int row_tile, int weight_rows);
+// Whether the module has an entry point for (MT, R): R = gemv_weight_rows(MT, R), and R = 1 alone
+// on tensor cores (their launch takes one tile of 16 rows a block, whatever the tactic).
+bool gemv_entry_exists(int row_tile, int weight_rows);
 // tripy_gemv_<f16|bf16>_m<MT>_r<R>, and every one of a dtype's module (R = gemv_weight_rows).
 std::string gemv_function(DType t, int row_tile, int weight_rows);
 std::vector<std::string> gemv_functions(DType t);

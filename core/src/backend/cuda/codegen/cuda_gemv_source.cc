@@ -12,7 +12,7 @@ std::string gemv_module_source(DType t) {
   std::string out = kBody;
   for (int mt : kGemvRowTiles)
     for (int r : kGemvWeightRows)
-      if (gemv_weight_rows(mt, r) == r)
+      if (gemv_entry_exists(mt, r))
         out += "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " + gemv_function(t, mt, r) +
                "(const GemvArgs a) { " + (mt >= kGemvMmaRows ? "gemv_mma<" : "gemv_rows<") + type + ", " +
                std::to_string(mt) + ", " + std::to_string(r) + ">(a); }\n";

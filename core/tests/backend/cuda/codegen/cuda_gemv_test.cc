@@ -89,19 +89,23 @@ TEST(CudaGemv, OneEntryPointPerRowTileAndWeightRows) {
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {1, 8}), "tripy_gemv_bf16_m16_r1");
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m16_r1");  // at most 16 sums a lane
   pr.n = 8;
-  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m8_r2");
+  EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m8_r1");  // tensor cores: one tile
 }
 
-TEST(CudaGemv, TensorCoreTilesCoverSixteenWeightRowsPerGroupRow) {
-  // 3072 rows of W: 8 warp groups of 2 rows a block on CUDA cores (4 rows of x), of 2 x 16 rows on
-  // tensor cores (8 rows of x); 2 warps a group halve the rows a block covers.
+TEST(CudaGemv, TensorCoreTilesTakeOneTileOf16RowsABlock) {
+  // 3072 rows of W: 8 warp groups of 2 rows a block on CUDA cores (4 rows of x); on tensor cores (8
+  // rows of x) one tile of 16 rows a block whatever the tactic, its 8 warps dividing K.
   DotProblem pr = decode_problem(4);
   EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, 3072u / 16);
   pr.n = 8;
-  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, 3072u / 256);
-  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 2}, nullptr, 0, 1, 2, -1).grid, 3072u / 128);
+  for (rt::cuda::GemvTactic t : rt::cuda::gemv_tactics()) {
+    const rt::cuda::Launch l = rt::cuda::plan_gemv(pr, t, nullptr, 0, 1, 2, -1);
+    EXPECT_EQ(l.grid, 3072u / 16);
+    EXPECT_EQ(l.words[8], 8);  // split
+    EXPECT_EQ(rt::cuda::gemv_function_for(pr, t), "tripy_gemv_bf16_m8_r1");
+  }
   pr.m = 3000;  // a partial last block
-  EXPECT_EQ(rt::cuda::plan_gemv(pr, {1, 8}, nullptr, 0, 1, 2, -1).grid, (3000u + 15) / 16);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, (3000u + 15) / 16);
 }
 
 }  // namespace
