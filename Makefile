@@ -65,6 +65,7 @@ bench: all
 	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/cpu_bench.py
 	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/models.py --device cpu
 	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/llm.py --device cpu
+	env -u OPENBLAS_CORETYPE $(VENV)/bin/python bench/onnx.py --device cpu
 
 test-gpu:
 	bash scripts/gpu_check.sh
