@@ -32,6 +32,7 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import DimensionSize, Tensor
 from tripy.frontend.trace_call import make
+from tripy.onnx import composites
 from tripy.onnx import resize as resize_rules
 from tripy.onnx import scatter as scatter_ops
 from tripy.onnx.einsum import einsum
@@ -808,7 +809,12 @@ def _pad(ctx, n):
     if any(isinstance(p, int) and p < 0 for p in pads):
         _raise_here(f"ONNX {n.describe()}: negative pads (cropping) are not supported.")
     mode = n.attr("mode", "constant")
-    return pad(x, [(pads[i], pads[i + r]) for i in range(r)], mode=mode, value=value)
+    pairs = [(pads[i], pads[i + r]) for i in range(r)]
+    if mode == "edge":
+        if not _static(x.shape) or not _static(pads):
+            _raise_here(f"ONNX {n.describe()}: edge padding needs static shapes and pads.")
+        return composites.edge_pad(x, pairs)
+    return pad(x, pairs, mode=mode, value=value)
 
 
 def _resize(ctx, n):
@@ -873,6 +879,41 @@ def _einsum(ctx, n):
         return einsum(n.attr("equation"), operands)
     except ValueError as e:
         _failing(n)(str(e))
+
+
+def _hardmax(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if n.opset < 13:
+        return composites.hardmax_2d(x, _axis(n.attr("axis", 1), x.rank))
+    return composites.hardmax(x, _axis(n.attr("axis", -1), x.rank))
+
+
+def _one_hot(ctx, n):
+    indices = ctx.tensor(n.inputs[0])
+    depth = _flat(ctx.values(n.inputs[1], n))[0]
+    values = ctx.tensor(n.inputs[2])
+    off, on = values[0], values[1]
+    return composites.one_hot(indices, int(depth), off, on, n.attr("axis", -1))
+
+
+def _eye_like(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    if x.rank != 2 or not _static(x.shape):
+        _raise_here(f"ONNX {n.describe()}: EyeLike needs a 2-D input of static shape, but got {list(x.shape)}.")
+    dtype = dtype_of(n.attr("dtype")) if n.has("dtype") else x.dtype
+    return composites.eye_like(x, n.attr("k", 0), dtype)
+
+
+def _lrn(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    return composites.lrn(x, n.attr("size"), n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0))
+
+
+def _reverse_sequence(ctx, n):
+    x, lengths = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    if not _static(x.shape):
+        _raise_here(f"ONNX {n.describe()}: ReverseSequence needs a static shape, but got {list(x.shape)}.")
+    return composites.reverse_sequence(x, lengths, n.attr("batch_axis", 1), n.attr("time_axis", 0))
 
 
 def _topk(ctx, n):
@@ -1066,6 +1107,14 @@ _ACT = ("alpha", "beta", "gamma")
 # attributes changed across opsets read ``node.opset`` (Squeeze's axes: an attribute before 13).
 OPS = {
     "Abs": Row(_unary(abs)),
+    "Acos": Row(_unary(composites.acos)),
+    "Asin": Row(_unary(composites.asin)),
+    "Atan": Row(_unary(composites.atan)),
+    "EyeLike": Row(_eye_like, ("dtype", "k"), check=_dtype_attr("dtype")),
+    "Hardmax": Row(_hardmax, ("axis",)),
+    "LRN": Row(_lrn, ("alpha", "beta", "bias", "size")),
+    "OneHot": Row(_one_hot, ("axis",), first=9),
+    "ReverseSequence": Row(_reverse_sequence, ("batch_axis", "time_axis"), first=10),
     "Acosh": Row(_unary(lambda x: log(x + sqrt(x * x - 1.0)))),
     "Asinh": Row(_unary(lambda x: log(x + sqrt(x * x + 1.0)))),
     "Atanh": Row(_unary(lambda x: log((x + 1.0) / (1.0 - x)) * 0.5)),
@@ -1137,7 +1186,7 @@ OPS = {
     "Neg": Row(_unary(lambda x: -x)),
     "Not": Row(_unary(lambda x: ~x)),
     "Or": Row(_binary(lambda a, b: a | b)),
-    "Pad": Row(_pad, ("mode", "pads", "value"), check=_attr_is("mode", ("constant", "reflect"), "constant")),
+    "Pad": Row(_pad, ("mode", "pads", "value"), check=_attr_is("mode", ("constant", "reflect", "edge"), "constant")),
     "Pow": Row(_binary(_pow)),
     "PRelu": Row(_prelu),
     "Range": Row(_range),
@@ -1195,10 +1244,13 @@ OPS = {
 # Ops whose meaning has not changed since their first version (older versions of the others had a
 # `broadcast` or `consumed_inputs` attribute, which the attribute check refuses anyway): these
 # rows also cover models of opsets 1 to 6.
+# Ops whose last change was at opset 6 (consumed_inputs dropped): these rows cover opset 6 too.
+_SINCE_OPSET_6 = {"Elu", "HardSigmoid", "Selu"}
 _SINCE_FIRST_VERSION = {"Abs", "Ceil", "Cos", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "Identity",
-                        "InstanceNormalization", "Log", "Neg", "Not", "Reciprocal", "Relu", "Sigmoid", "Sin",
+                        "InstanceNormalization", "Log", "Neg", "Not", "ReduceLogSum", "Reciprocal", "Relu", "Sigmoid", "Sin",
                         "Sqrt", "Tan", "Tanh", "Softplus", "Softsign"}
-OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row for op, row in OPS.items()}
+OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row._replace(first=6) if op in _SINCE_OPSET_6
+       else row for op, row in OPS.items()}
 
 
 # ---- checking and running ----------------------------------------------------------------------
