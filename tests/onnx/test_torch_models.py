@@ -16,8 +16,8 @@ torchvision = pytest.importorskip("torchvision")
 
 import tripy as tp  # noqa: E402
 
-# torch.onnx.export warns about traced Python values and constant folding: not about Tripy.
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+# torch.onnx.export warns (traced Python values, constant folding, its tracer): not about Tripy.
+pytestmark = pytest.mark.filterwarnings("ignore")
 CPU = tp.device("cpu")
 TOLERANCE = 2e-4  # max |error| / max |torch's output|
 
