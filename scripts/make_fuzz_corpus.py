@@ -8,8 +8,9 @@ tripy module):
 
     .venv/bin/python scripts/make_fuzz_corpus.py
 
-It compiles eight small programs on the CPU (no weights: every constant folds into a kernel) and
-writes each in the two forms that core/fuzz/executable_fuzz.cc reads (its first byte picks the mode):
+It compiles nine small programs on the CPU (no weights: every constant folds into a kernel; one has
+two optimization profiles) and writes each in the two forms that core/fuzz/executable_fuzz.cc reads
+(its first byte picks the mode):
 
     NAME.tpy   b"\\x01" + the saved file (mode 1: the file, its metadata checksum recomputed)
     NAME.meta  b"\\x02" + METADATA-JSON + b"\\0" + DATA-REGION (mode 2: the harness makes it a file
@@ -18,7 +19,8 @@ writes each in the two forms that core/fuzz/executable_fuzz.cc reads (its first 
 The output is the same on every run and in every checkout: the metadata is rewritten as one line
 of JSON whose source frames name this script by its path relative to the repository root (then
 the metadata checksum is recomputed). Each seed is then loaded back with tp.Executable.load and
-run at its inputs' opt shapes against numpy.
+run at its inputs' opt shapes against numpy. v3_ew_static.tpy, a file of format version 3 (before
+optimization profiles, still read), is kept as it was written and not rewritten here.
 
 The safetensors seeds are small checkpoints (every dtype the reader takes, metadata, empty and
 0-d tensors, an unpadded header whose data is misaligned), each in the two forms that
@@ -121,14 +123,16 @@ def canonical_metadata(meta):
     absolute path of the checkout; the loader reads any layout, and a short seed mutates better.
     """
     doc = json.loads(meta.decode("utf-8"))
-    for frames in doc["program"]["sources"]:
-        for frame in frames:
-            assert frame["file"] == THIS_FILE, f"a source frame outside this script: {frame}"
-            frame["file"] = THIS_FILE_REL
+    for profile in doc["profiles"]:
+        for frames in profile["program"]["sources"]:
+            for frame in frames:
+                assert frame["file"] == THIS_FILE, f"a source frame outside this script: {frame}"
+                frame["file"] = THIS_FILE_REL
     return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
-# The programs: (name, function, compile args, inputs at the opt shapes, numpy reference).
+# The programs: (name, function, compile args, inputs at the opt shapes, numpy reference[,
+# optimization profiles]).
 def _floats(*shape):
     return (np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 3.0) / 4.0
 
@@ -199,12 +203,20 @@ PROGRAMS = [
         [_floats(2, 4), 2],
         lambda x, n: x.reshape(n, 8 // n),
     ),
+    (
+        "two_profiles",
+        lambda x, w: tp.sum(x * w, dim=1),
+        [tp.InputInfo((tp.NamedDimension("rows", 1, 2, 8), 4), dtype=tp.float32), tp.InputInfo((4,), dtype=tp.float32)],
+        [_floats(2, 4), _floats(4)],
+        lambda x, w: (x * w).sum(axis=1),
+        [[tp.NamedDimension("rows", 2, 2, 2)], [tp.NamedDimension("rows", 3, 6, 8)]],
+    ),
 ]
 
 
-def write(name, fn, args, scratch):
+def write(name, fn, args, scratch, profiles=None):
     saved = os.path.join(scratch, name + ".tpy")
-    tp.compile(fn, args=args).save(saved)
+    tp.compile(fn, args=args, optimization_profiles=profiles).save(saved)
     with open(saved, "rb") as f:
         head16, meta, data = split_file(f.read())
     meta = canonical_metadata(meta)
@@ -290,8 +302,8 @@ def main():
     tp.config.default_device = "cpu"
     os.makedirs(CORPUS, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        for name, fn, args, inputs, reference in PROGRAMS:
-            write(name, fn, args, scratch)
+        for name, fn, args, inputs, reference, *profiles in PROGRAMS:
+            write(name, fn, args, scratch, *profiles)
             check(name, inputs, reference, scratch)
             sizes = [os.path.getsize(os.path.join(CORPUS, name + ext)) for ext in (".tpy", ".meta")]
             print(f"{name}: {name}.tpy {sizes[0]} bytes, {name}.meta {sizes[1]} bytes")

@@ -1,6 +1,6 @@
-// libFuzzer harness: the executable loader (header, JSON metadata, sections, program validation)
-// on arbitrary bytes; a file that loads is also run on zeros of its inputs' `opt` shapes when
-// they are small, so the validator's promise (a valid program never reads or writes out of
+// libFuzzer harness: the executable loader (header, JSON metadata, sections, profile table, program
+// validation) on arbitrary bytes; a file that loads is also run on zeros of each optimization
+// profile's `opt` shapes when they are small, so the validator's promise (a valid program never reads or writes out of
 // bounds) is fuzzed too. Checksums stop nearly every mutation at the door, so the first byte
 // picks a mode: 0, the rest is a file as is; 1, a file whose metadata checksum is recomputed;
 // 2, "METADATA-JSON \0 DATA-REGION" made into a file with every length and checksum right, so
@@ -74,9 +74,9 @@ Bytes build_file(const Bytes& in) {
 }
 
 // Inputs for one run at the `opt` sizes, or false when they would be large.
-bool opt_inputs(const tripy::Executable& exe, std::vector<tripy::Tensor>& inputs) {
+bool opt_inputs(const std::vector<tripy::InputDesc>& descs, std::vector<tripy::Tensor>& inputs) {
   int64_t total = 0;
-  for (const tripy::InputDesc& in : exe.inputs()) {
+  for (const tripy::InputDesc& in : descs) {
     if (in.kind == tripy::InputDesc::Kind::kShapeValue) {
       if (in.value_opt > 64) return false;
       inputs.push_back(tripy::Tensor::host_int64(in.value_opt));
@@ -106,20 +106,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (mode == 2) file = build_file(file);
   tripy::StatusOr<tripy::Executable> exe = tripy::Executable::deserialize(file.data(), file.size());
   if (!exe.ok() || exe->device().kind != tripy::Device::Kind::kCpu) return 0;
-  std::vector<tripy::Tensor> inputs;
-  if (!opt_inputs(*exe, inputs)) return 0;
-  // Runs that would touch much memory or time (a valid program may ask for gigabytes) are skipped:
-  // the fuzzer looks for wrong accesses, and big ones are as wrong as small ones.
-  const tripy::rt::Program& p = *exe->impl()->program;
-  if (p.arena_bytes > (int64_t{16} << 20)) return 0;
-  std::vector<int64_t> slots;
-  p.eval_shapes(inputs, slots);
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    int64_t n = 1;
-    for (int64_t d : p.buffer_shape(static_cast<int32_t>(b), slots)) {
-      if (d < 0 || d > (int64_t{1} << 22) || (n *= d) > (int64_t{1} << 22)) return 0;
+  for (size_t profile = 0; profile < exe->num_profiles(); ++profile) {
+    std::vector<tripy::Tensor> inputs;
+    if (!opt_inputs(exe->profile_inputs(profile), inputs)) continue;
+    // The profile that runs is the first that holds these sizes, not necessarily this one.
+    tripy::StatusOr<size_t> runs = exe->select_profile(inputs);
+    if (!runs.ok()) continue;
+    // Runs that would touch much memory or time (a valid program may ask for gigabytes) are
+    // skipped: the fuzzer looks for wrong accesses, and big ones are as wrong as small ones.
+    const tripy::rt::Program& p = *exe->impl()->profiles[runs.value()].program;
+    if (p.arena_bytes > (int64_t{16} << 20)) continue;
+    std::vector<int64_t> slots;
+    p.eval_shapes(inputs, slots);
+    bool small = true;
+    for (size_t b = 0; b < p.buffers.size() && small; ++b) {
+      int64_t n = 1;
+      for (int64_t d : p.buffer_shape(static_cast<int32_t>(b), slots)) {
+        if (d < 0 || d > (int64_t{1} << 22) || (n *= d) > (int64_t{1} << 22)) small = false;
+      }
     }
+    if (small) (void)exe->run(inputs);
   }
-  (void)exe->run(inputs);
   return 0;
 }

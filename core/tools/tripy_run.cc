@@ -1,11 +1,13 @@
 // tripy-run: loads a saved executable with the runtime alone (no Python, no compiler), describes
 // its inputs, and optionally runs it on .npy files or on zeros of each input's `opt` shape.
 // Shape values (tp.DimensionInputInfo) are given as numbers; --zeros gives them their `opt` value.
+// An executable of several optimization profiles lists each profile's ranges, and says which ran.
 //
-//   tripy-run model.tpy [--input name=path.npy ...] [--input name=VALUE ...] [--zeros]
+//   tripy-run model.tpy [--input name=path.npy ...] [--input name=VALUE ...] [--zeros [--profile N]]
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -58,7 +60,8 @@ int fail(const Status& st) {
   return 1;
 }
 
-constexpr const char* kUsage = "usage: tripy-run FILE [--input NAME=PATH.npy | --input NAME=VALUE ...] [--zeros]";
+constexpr const char* kUsage =
+    "usage: tripy-run FILE [--input NAME=PATH.npy | --input NAME=VALUE ...] [--zeros [--profile N]]";
 constexpr const char* kHelp = R"help(
 Loads an executable saved by tp.Executable.save (or tp.compile(...).save), lists its inputs with
 their dtypes and [min, opt, max] sizes, and, given inputs, runs it and prints each output's dtype,
@@ -70,7 +73,12 @@ shape and first values. Needs neither Python nor the compiler.
   --input NAME=VALUE     a shape value input (tp.DimensionInputInfo) given as a number
   --zeros                every input not given with --input: zeros of its `opt` shape (shape
                          values: their `opt` value)
+  --profile N            with --zeros, the `opt` shapes of optimization profile N (default 0);
+                         the run itself uses the first profile whose ranges hold the inputs
   -h, --help             this text
+
+An executable compiled with several optimization profiles lists each profile's ranges, in the
+order runs try them, and prints which profile a run used.
 
 Example (mlp.tpy as the README saves it: one input x of shape [1..64, 2]):
   tripy-run mlp.tpy
@@ -85,6 +93,7 @@ int main(int argc, char** argv) {
   std::string file;
   std::map<std::string, std::string> given;  // input name -> path or value
   bool zeros = false;
+  long profile = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -92,6 +101,13 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--zeros") {
       zeros = true;
+    } else if (arg == "--profile" && i + 1 < argc) {
+      char* end = nullptr;
+      profile = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || profile < 0) {
+        std::cerr << "--profile takes a profile number (0, 1, ...)\n";
+        return 1;
+      }
     } else if (arg == "--input" && i + 1 < argc && std::strchr(argv[i + 1], '=')) {
       const std::string spec = argv[++i];
       given[spec.substr(0, spec.find('='))] = spec.substr(spec.find('=') + 1);
@@ -109,17 +125,26 @@ int main(int argc, char** argv) {
 
   auto exe = Executable::load(file);
   if (!exe.ok()) return fail(exe.status());
+  const size_t profiles = exe->num_profiles();
   std::cout << file << " (" << exe->device().str() << ")\ninputs: name: dtype [min, opt, max] per dim\n";
-  for (const InputDesc& in : exe->inputs()) {
-    if (in.kind == InputDesc::Kind::kShapeValue) {
-      std::cout << "  " << in.name << ": shape value " << list_str({in.value_min, in.value_opt, in.value_max}) << "\n";
-      continue;
+  if (profiles > 1)
+    std::cout << profiles << " optimization profiles; a run uses the first whose ranges hold its inputs\n";
+  for (size_t p = 0; p < profiles; ++p) {
+    if (profiles > 1) std::cout << "profile " << p << ":\n";
+    for (const InputDesc& in : exe->profile_inputs(p)) {
+      if (in.kind == InputDesc::Kind::kShapeValue) {
+        std::cout << "  " << in.name << ": shape value " << list_str({in.value_min, in.value_opt, in.value_max}) << "\n";
+        continue;
+      }
+      std::cout << "  " << in.name << ": " << dtype_name(in.dtype) << " [";
+      for (size_t d = 0; d < in.dim_min.size(); ++d)
+        std::cout << (d ? ", " : "") << list_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
+      std::cout << "]\n";
     }
-    std::cout << "  " << in.name << ": " << dtype_name(in.dtype) << " [";
-    for (size_t d = 0; d < in.dim_min.size(); ++d)
-      std::cout << (d ? ", " : "") << list_str({in.dim_min[d], in.dim_opt[d], in.dim_max[d]});
-    std::cout << "]\n";
   }
+  if (static_cast<size_t>(profile) >= profiles)
+    return fail(invalid_argument("--profile " + std::to_string(profile) + ": this executable has " +
+                                 std::to_string(profiles) + " optimization profile(s), numbered from 0."));
   if (given.empty() && !zeros) return 0;
   for (const auto& [name, path] : given) {
     if (std::any_of(exe->inputs().begin(), exe->inputs().end(), [&](const InputDesc& in) { return in.name == name; }))
@@ -131,7 +156,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Tensor> inputs;
-  for (const InputDesc& in : exe->inputs()) {
+  for (const InputDesc& in : exe->profile_inputs(static_cast<size_t>(profile))) {
     auto it = given.find(in.name);
     if (in.kind == InputDesc::Kind::kShapeValue && (it != given.end() || zeros)) {
       int64_t value = in.value_opt;
@@ -169,6 +194,7 @@ int main(int argc, char** argv) {
   }
   auto outputs = exe->run(inputs);
   if (!outputs.ok()) return fail(outputs.status());
+  if (profiles > 1) std::cout << "ran profile " << exe->select_profile(inputs).value() << "\n";
   for (size_t i = 0; i < outputs->size(); ++i) {
     auto host = copy_to((*outputs)[i], Device{});
     if (!host.ok()) return fail(host.status());

@@ -30,16 +30,68 @@ static void evaluate_argument(const trace::NodeRef& a) {
   check(st);
 }
 
+// The runtime inputs of a call's argument nodes (evaluating lazy ones).
+static std::vector<Tensor> argument_tensors(const std::vector<trace::NodeRef>& args) {
+  std::vector<Tensor> inputs;
+  for (const auto& a : args) {
+    evaluate_argument(a);
+    inputs.push_back(a->value);
+  }
+  return inputs;
+}
+
+// A profile's kernels in launch order, as (kind, name, user frame): what tests and profiles read.
+static py::list kernels_of(const Executable::Impl::Profile& profile) {
+  py::list out;
+  for (const rt::Kernel& k : profile.program->kernels) {
+    // The user frame that created the kernel's first op: (file, line, function), or None.
+    py::object where = py::none();
+    const auto& srcs = profile.program->sources;
+    if (k.source >= 0 && static_cast<size_t>(k.source) < srcs.size() && !srcs[k.source].empty()) {
+      const SourceFrame& f = srcs[k.source].front();
+      where = py::make_tuple(f.file, f.line, f.function);
+    }
+    out.append(py::make_tuple(rt::kernel_kind_name(k.kind), k.name, where));
+  }
+  return out;
+}
+
+// (name, dtype, dim_min, dim_opt, dim_max, value_bounds) per input: value_bounds is (min, opt, max)
+// for a shape value (tp.DimensionInputInfo), None for a tensor.
+static py::list inputs_of(const std::vector<InputDesc>& descs) {
+  py::list out;
+  for (const auto& d : descs) {
+    py::object bounds = py::none();
+    if (d.kind == InputDesc::Kind::kShapeValue) bounds = py::make_tuple(d.value_min, d.value_opt, d.value_max);
+    out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max, bounds));
+  }
+  return out;
+}
+
+static const Executable::Impl::Profile& profile_at(const Executable& exe, size_t i) {
+  if (i >= exe.num_profiles())
+    raise(invalid_argument("This executable has " + std::to_string(exe.num_profiles()) +
+                           " optimization profile(s); there is no profile " + std::to_string(i) + "."));
+  return exe.impl()->profiles[i];
+}
+
 void bind_executable(py::module_& m) {
+  // tp.compile with several optimization profiles: one executable of the profiles compiled apart.
+  m.def("combine_profiles", [](const std::vector<Executable>& parts) {
+    std::vector<ProfileParts> profiles;
+    for (const Executable& exe : parts) {
+      const Executable::Impl& impl = *exe.impl();
+      if (impl.profiles.size() != 1 || impl.device != parts.front().device())
+        raise(internal_error("combine_profiles takes executables of one profile each, for one device"));
+      profiles.push_back({impl.profiles.front().program, impl.profiles.front().artifacts});
+    }
+    return unwrap(make_executable(std::move(profiles), parts.front().device()));
+  });
   py::class_<Executable>(m, "Executable")
       .def("run",
            [](const Executable& exe, const std::vector<trace::NodeRef>& args, py::object frames) {
              SourceRef src = to_source(frames);
-             std::vector<Tensor> inputs;
-             for (const auto& a : args) {
-               evaluate_argument(a);
-               inputs.push_back(a->value);
-             }
+             std::vector<Tensor> inputs = argument_tensors(args);
              StatusOr<std::vector<Tensor>> out = [&] {
                py::gil_scoped_release nogil;
                return exe.run(inputs);
@@ -49,15 +101,22 @@ void bind_executable(py::module_& m) {
              for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
              return nodes;
            })
-      // One run that also times each kernel: (outputs, milliseconds per kernel).
+      // The optimization profile a call with these arguments runs (or the call's error).
+      .def("select_profile",
+           [](const Executable& exe, const std::vector<trace::NodeRef>& args, py::object frames) {
+             SourceRef src = to_source(frames);
+             std::vector<Tensor> inputs = argument_tensors(args);
+             StatusOr<size_t> chosen = exe.select_profile(inputs);
+             if (!chosen.ok()) raise(at_call(chosen.status(), src));
+             return chosen.value();
+           })
+      // One run that also times each kernel: (outputs, milliseconds per kernel, the kernels that ran).
       .def("profile",
            [](const Executable& exe, const std::vector<trace::NodeRef>& args, py::object frames) {
              SourceRef src = to_source(frames);
-             std::vector<Tensor> inputs;
-             for (const auto& a : args) {
-               evaluate_argument(a);
-               inputs.push_back(a->value);
-             }
+             std::vector<Tensor> inputs = argument_tensors(args);
+             StatusOr<size_t> chosen = exe.select_profile(inputs);
+             if (!chosen.ok()) raise(at_call(chosen.status(), src));
              std::vector<double> ms;
              StatusOr<std::vector<Tensor>> out = [&] {
                py::gil_scoped_release nogil;
@@ -66,7 +125,7 @@ void bind_executable(py::module_& m) {
              if (!out.ok()) raise(at_call(out.status(), src));
              std::vector<trace::NodeRef> nodes;
              for (auto& t : out.value()) nodes.push_back(trace::make_data_node(std::move(t), src));
-             return py::make_tuple(nodes, ms);
+             return py::make_tuple(nodes, ms, kernels_of(exe.impl()->profiles[chosen.value()]));
            })
       // Path errors (missing, unwritable, a directory) point at the user's save/load line.
       .def("save",
@@ -88,36 +147,15 @@ void bind_executable(py::module_& m) {
                   })
       .def_property_readonly("device", [](const Executable& exe) { return exe.device().str(); })
       .def_property_readonly("output_names", &Executable::output_names)
-      // The program's kernels in launch order, as (kind, name, user frame): what tests and profiles read.
-      .def_property_readonly("kernels", [](const Executable& exe) {
-        py::list out;
-        for (const rt::Kernel& k : exe.impl()->program->kernels)
-        {
-          // The user frame that created the kernel's first op: (file, line, function), or None.
-          py::object where = py::none();
-          const auto& srcs = exe.impl()->program->sources;
-          if (k.source >= 0 && static_cast<size_t>(k.source) < srcs.size() && !srcs[k.source].empty()) {
-            const SourceFrame& f = srcs[k.source].front();
-            where = py::make_tuple(f.file, f.line, f.function);
-          }
-          out.append(py::make_tuple(rt::kernel_kind_name(k.kind),
-                                    k.name, where));
-        }
-        return out;
-      })
+      // Profile 0's kernels, program text and inputs; the *_of methods take a profile's number.
+      .def_property_readonly("kernels", [](const Executable& exe) { return kernels_of(exe.impl()->profiles.front()); })
       .def_property_readonly("program_text",
-                             [](const Executable& exe) { return compiler::program_str(*exe.impl()->program); })
-      // (name, dtype, dim_min, dim_opt, dim_max, value_bounds): value_bounds is (min, opt, max)
-      // for a shape value (tp.DimensionInputInfo), None for a tensor.
-      .def_property_readonly("inputs", [](const Executable& exe) {
-        py::list out;
-        for (const auto& d : exe.inputs()) {
-          py::object bounds = py::none();
-          if (d.kind == InputDesc::Kind::kShapeValue) bounds = py::make_tuple(d.value_min, d.value_opt, d.value_max);
-          out.append(py::make_tuple(d.name, std::string(dtype_name(d.dtype)), d.dim_min, d.dim_opt, d.dim_max, bounds));
-        }
-        return out;
-      })
+                             [](const Executable& exe) { return compiler::program_str(*exe.impl()->program()); })
+      .def_property_readonly("inputs", [](const Executable& exe) { return inputs_of(exe.inputs()); })
+      .def_property_readonly("num_profiles", &Executable::num_profiles)
+      .def("kernels_of", [](const Executable& exe, size_t i) { return kernels_of(profile_at(exe, i)); })
+      .def("program_text_of", [](const Executable& exe, size_t i) { return compiler::program_str(*profile_at(exe, i).program); })
+      .def("inputs_of", [](const Executable& exe, size_t i) { return inputs_of(profile_at(exe, i).input_descs); })
       // Names of the inputs declared with tp.InputInfo(donate=True).
       .def_property_readonly("donated", [](const Executable& exe) {
         std::vector<std::string> out;

@@ -31,20 +31,14 @@ std::shared_ptr<Stream> create_stream() {
   raise(Status(StatusCode::kUnavailable, "Streams need a CUDA GPU, and none is available."));
 }
 
-// Sets the stream an executable's GPU program runs on, loading the program if needed.
-void set_executable_stream(const Executable& exe, const std::shared_ptr<Stream>& stream) {
-  Executable::Impl& impl = *exe.impl();
+// Sets the stream an executable's GPU programs (one per optimization profile) run on.
+void set_stream(const Executable& exe, const std::shared_ptr<Stream>& stream) {
+  const Executable::Impl& impl = *exe.impl();
   if (impl.device.kind != Device::Kind::kGpu) {
     if (stream && stream->handle) raise(invalid_argument("Only executables compiled for a GPU run on streams; this one runs on " + impl.device.str() + "."));
     return;
   }
-  std::lock_guard<std::mutex> lock(impl.mu);
-  if (!impl.loaded) {
-    rt::Backend* backend = rt::backend_for(impl.device.kind);
-    if (!backend) raise(Status(StatusCode::kUnavailable, "No GPU is available to run this executable."));
-    impl.loaded = unwrap(backend->load(impl.program, impl.artifacts));
-  }
-  check(impl.loaded->set_stream(stream ? stream->handle : nullptr));
+  check(set_executable_stream(impl, stream ? stream->handle : nullptr));
 }
 
 }  // namespace
@@ -61,7 +55,7 @@ void bind_stream(py::module_& m) {
     if (rt::Backend* b = gpu()) s->handle = b->default_stream();
     return s;
   });
-  m.def("set_executable_stream", &set_executable_stream);
+  m.def("set_executable_stream", &set_stream);
 }
 
 }  // namespace tripy::binding

@@ -36,10 +36,15 @@ struct InputDesc {
   bool donated = false;
 };
 
+// Optimization profiles: an executable compiled with several (tp.compile's optimization_profiles)
+// holds one program per profile, each compiled and tuned for its own input ranges. They take the
+// same inputs (names, dtypes, ranks) and return the same outputs. A run uses the first profile, in
+// order, whose ranges hold every input's sizes and every shape value; a call that none holds is a
+// kOutOfRange error listing each profile's ranges and what falls outside them.
 class Executable {
  public:
-  // The file format version this build writes; it reads this version only.
-  static constexpr uint32_t kFormatVersion = 3;
+  // The file format version this build writes. It also reads version 3 (one profile per file).
+  static constexpr uint32_t kFormatVersion = 4;
 
   static StatusOr<Executable> load(const std::string& path);
   static StatusOr<Executable> deserialize(const uint8_t* data, size_t size);
@@ -49,11 +54,17 @@ class Executable {
   // Validates every input (dtype, rank, each dim inside [min, max], device; a shape value's
   // value inside [value_min, value_max]) and runs.
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
-  // Runs like run() and reports the milliseconds each kernel took (kernel_ms[i] for the program's
-  // kernel i): wall time on the CPU, CUDA events on the GPU (launched directly, no graph replay).
+  // Runs like run() and reports the milliseconds each kernel took (kernel_ms[i] for kernel i of the
+  // profile that ran, select_profile(inputs)): wall time on the CPU, CUDA events on the GPU (launched directly, no graph replay).
   StatusOr<std::vector<Tensor>> run_profiled(const std::vector<Tensor>& inputs, std::vector<double>& kernel_ms) const;
 
+  // The inputs with the ranges of profile 0 (the only one unless the executable has several).
   const std::vector<InputDesc>& inputs() const;
+  size_t num_profiles() const;
+  // The inputs with the ranges of `profile` (< num_profiles()).
+  const std::vector<InputDesc>& profile_inputs(size_t profile) const;
+  // The profile a run with `inputs` would use, or the error that run would give.
+  StatusOr<size_t> select_profile(const std::vector<Tensor>& inputs) const;
   const std::vector<std::string>& output_names() const;
   Device device() const;
 

@@ -154,7 +154,7 @@ std::string eager_timing(const Node& node, const Executable& exe, double compile
   if (compile_ms < 0) text += "  compiled                  cached\n";
   else std::snprintf(line, sizeof line, "  compiled            %10.3f ms\n", compile_ms), text += line;
   double total = 0;
-  const auto& kernels = exe.impl()->program->kernels;
+  const auto& kernels = exe.impl()->program()->kernels;
   for (size_t i = 0; i < kernels.size() && i < kernel_ms.size(); ++i) {
     std::snprintf(line, sizeof line, "  kernel %-3zu %-6s %-24s %10.4f ms\n", i, rt::kernel_kind_name(kernels[i].kind),
                   kernels[i].name.c_str(), kernel_ms[i]);

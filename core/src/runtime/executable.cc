@@ -20,46 +20,49 @@ std::string input_list(const std::vector<InputDesc>& descs) {
 
 std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
-// A shape value: a 0-d int64 host tensor (whatever the executable's device: only the shape
-// program reads it) whose value lies in the compiled range.
-Status check_shape_value(const InputDesc& desc, const Tensor& t) {
-  const std::string arg = "Argument " + quoted(desc.name);
-  if (!rt::is_shape_value(t))
-    return invalid_argument(arg + " is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), "
-                            "but got a tensor of dtype " + std::string(dtype_name(t.dtype())) + " and shape " +
-                            dims_str(t.shape()) + " on " + t.device().str() + ".");
-  const int64_t value = rt::shape_value_of(t);
-  if (value < desc.value_min || value > desc.value_max)
-    return Status(StatusCode::kOutOfRange,
-                  arg + " has value " + std::to_string(value) + ", which is outside the range [" +
-                      std::to_string(desc.value_min) + ", " + std::to_string(desc.value_max) +
-                      "] this executable was compiled for.");
-  return ok_status();
-}
-
-// Each argument alone: presence of data, dtype, rank, each dim's range, device.
+// Each argument alone, apart from its sizes: presence of data, dtype, rank, device. What it checks
+// is the same in every profile (they agree on all but ranges).
 Status check_argument(const InputDesc& desc, const Tensor& t, const Device& device) {
   const std::string arg = "Argument " + quoted(desc.name);
   if (!t.defined()) return invalid_argument(arg + " is not a tensor with data.");
-  if (desc.kind == InputDesc::Kind::kShapeValue) return check_shape_value(desc, t);
+  if (desc.kind == InputDesc::Kind::kShapeValue) {
+    if (rt::is_shape_value(t)) return ok_status();
+    return invalid_argument(arg + " is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), "
+                            "but got a tensor of dtype " + std::string(dtype_name(t.dtype())) + " and shape " +
+                            dims_str(t.shape()) + " on " + t.device().str() + ".");
+  }
   if (t.dtype() != desc.dtype)
     return invalid_argument(arg + " has dtype " + std::string(dtype_name(t.dtype())) +
                             ", but this executable was compiled for " + std::string(dtype_name(desc.dtype)) + ".");
   if (t.shape().size() != desc.dim_min.size())
     return invalid_argument(arg + " has rank " + std::to_string(t.shape().size()) +
                             ", but this executable was compiled for rank " + std::to_string(desc.dim_min.size()) + ".");
-  for (size_t d = 0; d < t.shape().size(); ++d) {
-    const int64_t size = t.shape()[d];
-    if (size < desc.dim_min[d] || size > desc.dim_max[d])
-      return Status(StatusCode::kOutOfRange,
-                    arg + ": dimension " + std::to_string(d) + " has size " + std::to_string(size) +
-                        ", which is outside the range [" + std::to_string(desc.dim_min[d]) + ", " +
-                        std::to_string(desc.dim_max[d]) + "] this executable was compiled for.");
-  }
   if (t.device() != device)
     return invalid_argument(arg + " is on " + t.device().str() + ", but this executable runs on " + device.str() +
                             ". Copy it to " + device.str() + " first.");
   if (t.nbytes() > 0 && t.data() == nullptr) return invalid_argument(arg + " has no data.");
+  return ok_status();
+}
+
+// An argument's sizes (or a shape value's value) against one profile's ranges: kOutOfRange.
+// `suffix` ends the message ("this executable was compiled for", or a profile's name).
+Status check_range(const InputDesc& desc, const Tensor& t, const std::string& suffix) {
+  const std::string arg = "Argument " + quoted(desc.name);
+  auto outside = [&](const std::string& what, int64_t v, int64_t lo, int64_t hi) {
+    return Status(StatusCode::kOutOfRange, arg + what + std::to_string(v) + ", which is outside the range [" +
+                                               std::to_string(lo) + ", " + std::to_string(hi) + "] " + suffix + ".");
+  };
+  if (desc.kind == InputDesc::Kind::kShapeValue) {
+    const int64_t value = rt::shape_value_of(t);
+    if (value < desc.value_min || value > desc.value_max)
+      return outside(" has value ", value, desc.value_min, desc.value_max);
+    return ok_status();
+  }
+  for (size_t d = 0; d < t.shape().size(); ++d) {
+    const int64_t size = t.shape()[d];
+    if (size < desc.dim_min[d] || size > desc.dim_max[d])
+      return outside(": dimension " + std::to_string(d) + " has size ", size, desc.dim_min[d], desc.dim_max[d]);
+  }
   return ok_status();
 }
 
@@ -84,25 +87,13 @@ Status check_donations(const std::vector<InputDesc>& descs, const std::vector<Te
   return ok_status();
 }
 
-Status check_arguments(const rt::Program& p, const std::vector<InputDesc>& descs, const std::vector<Tensor>& inputs,
-                       const Device& device) {
-  const size_t want = descs.size();
-  if (inputs.size() < want)
-    return invalid_argument("Missing argument " + quoted(descs[inputs.size()].name) + ": this executable takes " +
-                            std::to_string(want) + " input(s) (" + input_list(descs) + "), but " +
-                            std::to_string(inputs.size()) + " were given.");
-  if (inputs.size() > want)
-    return invalid_argument("Too many arguments: this executable takes " + std::to_string(want) + " input(s) (" +
-                            input_list(descs) + "), but " + std::to_string(inputs.size()) + " were given.");
-  for (size_t i = 0; i < want; ++i) TRIPY_RETURN_IF_ERROR(check_argument(descs[i], inputs[i], device));
-  TRIPY_RETURN_IF_ERROR(check_donations(descs, inputs));
-
-  // Dims that share a tp.NamedDimension must agree; the first occurrence is the reference.
+// Dims that share a tp.NamedDimension must agree; the first occurrence is the reference.
+Status check_named_dims(const rt::Program& p, const std::vector<InputDesc>& descs, const std::vector<Tensor>& inputs) {
   struct First {
     size_t input, dim;
   };
   std::map<std::string, First> first;
-  for (size_t i = 0; i < want; ++i) {
+  for (size_t i = 0; i < descs.size(); ++i) {
     const std::vector<std::string>& names = p.inputs[i].dim_names;
     for (size_t d = 0; d < names.size(); ++d) {
       if (names[d].empty()) continue;
@@ -119,36 +110,195 @@ Status check_arguments(const rt::Program& p, const std::vector<InputDesc>& descs
   return ok_status();
 }
 
+// What every profile agrees on: the number of arguments, each one's form, donations.
+Status check_arguments(const std::vector<InputDesc>& descs, const std::vector<Tensor>& inputs, const Device& device) {
+  const size_t want = descs.size();
+  if (inputs.size() < want)
+    return invalid_argument("Missing argument " + quoted(descs[inputs.size()].name) + ": this executable takes " +
+                            std::to_string(want) + " input(s) (" + input_list(descs) + "), but " +
+                            std::to_string(inputs.size()) + " were given.");
+  if (inputs.size() > want)
+    return invalid_argument("Too many arguments: this executable takes " + std::to_string(want) + " input(s) (" +
+                            input_list(descs) + "), but " + std::to_string(inputs.size()) + " were given.");
+  for (size_t i = 0; i < want; ++i) TRIPY_RETURN_IF_ERROR(check_argument(descs[i], inputs[i], device));
+  return check_donations(descs, inputs);
+}
+
+// Whether one profile covers the call: every size and shape value in its ranges, named dims equal.
+Status check_profile(const Executable::Impl::Profile& profile, const std::vector<Tensor>& inputs,
+                     const std::string& suffix) {
+  for (size_t i = 0; i < profile.input_descs.size(); ++i)
+    TRIPY_RETURN_IF_ERROR(check_range(profile.input_descs[i], inputs[i], suffix));
+  return check_named_dims(*profile.program, profile.input_descs, inputs);
+}
+
+// A profile's ranges as the error that no profile covers a call prints them: "x: (1..4, 8), n: 1..16".
+std::string ranges_str(const std::vector<InputDesc>& descs) {
+  auto range = [](int64_t lo, int64_t hi) { return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi); };
+  std::string text;
+  for (const InputDesc& d : descs) {
+    text += (text.empty() ? "" : ", ") + d.name + ": ";
+    if (d.kind == InputDesc::Kind::kShapeValue) {
+      text += range(d.value_min, d.value_max);
+      continue;
+    }
+    text += "(";
+    for (size_t k = 0; k < d.dim_min.size(); ++k) text += (k ? ", " : "") + range(d.dim_min[k], d.dim_max[k]);
+    text += d.dim_min.size() == 1 ? ",)" : ")";
+  }
+  return text;
+}
+
+// The first profile, in order, that covers the call; with one profile, its error as it is.
+StatusOr<size_t> choose_profile(const Executable::Impl& impl, const std::vector<Tensor>& inputs) {
+  TRIPY_RETURN_IF_ERROR(check_arguments(impl.profiles.front().input_descs, inputs, impl.device));
+  if (impl.profiles.size() == 1) {
+    TRIPY_RETURN_IF_ERROR(check_profile(impl.profiles.front(), inputs, "this executable was compiled for"));
+    return size_t{0};
+  }
+  std::vector<Status> misses;
+  for (size_t i = 0; i < impl.profiles.size(); ++i) {
+    Status st = check_profile(impl.profiles[i], inputs, "of profile " + std::to_string(i));
+    if (st.ok()) return i;
+    misses.push_back(std::move(st));
+  }
+  // Sizes that some profile's ranges hold but whose named dimensions disagree: that is the error.
+  for (const Status& st : misses)
+    if (st.code() != StatusCode::kOutOfRange) return st;
+  std::string text = "No optimization profile of this executable covers this call (a call runs the first profile, "
+                     "in order, whose ranges hold every argument):";
+  for (size_t i = 0; i < impl.profiles.size(); ++i)
+    text += "\n    profile " + std::to_string(i) + ": " + ranges_str(impl.profiles[i].input_descs) + "\n        " +
+            misses[i].message();
+  return Status(StatusCode::kOutOfRange, text);
+}
+
+}  // namespace
+
+namespace {
+
+Executable::Impl::Profile make_profile(std::shared_ptr<const rt::Program> program, rt::Artifacts artifacts) {
+  Executable::Impl::Profile profile;
+  for (const rt::InputSpec& in : program->inputs) {
+    const bool value = in.kind == rt::InputSpec::Kind::kShapeValue;
+    profile.input_descs.push_back({in.name, in.dtype, in.dim_min, in.dim_opt, in.dim_max,
+                                   value ? InputDesc::Kind::kShapeValue : InputDesc::Kind::kTensor, in.value_min,
+                                   in.value_opt, in.value_max});
+    profile.input_descs.back().donated = in.donated;
+  }
+  for (const SourceInfo& s : program->sources) profile.sources.push_back(std::make_shared<SourceInfo>(s));
+  profile.program = std::move(program);
+  profile.artifacts = std::move(artifacts);
+  return profile;
+}
+
 }  // namespace
 
 Executable make_executable(std::shared_ptr<const rt::Program> program, rt::Artifacts artifacts, Device device) {
   auto impl = std::make_shared<Executable::Impl>();
-  for (const rt::InputSpec& in : program->inputs) {
-    const bool value = in.kind == rt::InputSpec::Kind::kShapeValue;
-    impl->input_descs.push_back({in.name, in.dtype, in.dim_min, in.dim_opt, in.dim_max,
-                                 value ? InputDesc::Kind::kShapeValue : InputDesc::Kind::kTensor, in.value_min,
-                                 in.value_opt, in.value_max});
-    impl->input_descs.back().donated = in.donated;
-  }
-  for (const SourceInfo& s : program->sources) impl->sources.push_back(std::make_shared<SourceInfo>(s));
-  impl->program = std::move(program);
-  impl->artifacts = std::move(artifacts);
+  impl->profiles.push_back(make_profile(std::move(program), std::move(artifacts)));
   impl->device = device;
   return Executable(std::move(impl));
 }
 
+StatusOr<Executable> make_executable(std::vector<ProfileParts> profiles, Device device) {
+  if (profiles.empty()) return invalid_argument("An executable needs at least one optimization profile.");
+  std::vector<const rt::Program*> programs;
+  for (const ProfileParts& p : profiles) programs.push_back(p.program.get());
+  TRIPY_RETURN_IF_ERROR(rt::check_profiles_agree(programs));
+  auto impl = std::make_shared<Executable::Impl>();
+  for (ProfileParts& p : profiles) impl->profiles.push_back(make_profile(std::move(p.program), std::move(p.artifacts)));
+  impl->device = device;
+  return Executable(std::move(impl));
+}
+
+namespace {
+
+bool same_memory(const Tensor& a, const Tensor& b) {
+  return a.data() == b.data() && a.device() == b.device() && a.dtype() == b.dtype() && a.shape() == b.shape();
+}
+
+// The program profile `index` loads: on a device, its host constants that other profiles share
+// (the weights: the loader and the compiler give them one host tensor) are replaced by one device
+// copy for the whole executable, which the backend reads in place rather than copying again.
+StatusOr<std::shared_ptr<const rt::Program>> with_shared_constants(const Executable::Impl& impl, size_t index) {
+  const std::shared_ptr<const rt::Program>& program = impl.profiles[index].program;
+  if (impl.profiles.size() == 1 || impl.device.kind == Device::Kind::kCpu) return program;
+  std::shared_ptr<rt::Program> copy;
+  for (size_t c = 0; c < program->constants.size(); ++c) {
+    const Tensor& host = program->constants[c];
+    if (host.device() != Device{} || host.nbytes() == 0) continue;
+    bool shared = false;
+    for (size_t p = 0; p < impl.profiles.size() && !shared; ++p)
+      for (const Tensor& other : impl.profiles[p].program->constants)
+        shared = shared || (p != index && same_memory(other, host));
+    if (!shared) continue;
+    auto it = std::find_if(impl.device_constants.begin(), impl.device_constants.end(),
+                           [&](const auto& pair) { return same_memory(pair.first, host); });
+    if (it == impl.device_constants.end()) {
+      TRIPY_ASSIGN_OR_RETURN(Tensor on_device, copy_to(host, impl.device));
+      impl.device_constants.emplace_back(host, std::move(on_device));
+      it = impl.device_constants.end() - 1;
+    }
+    if (!copy) copy = std::make_shared<rt::Program>(*program);
+    copy->constants[c] = it->second;
+  }
+  if (!copy) return program;
+  return std::shared_ptr<const rt::Program>(std::move(copy));
+}
+
+}  // namespace
+
+StatusOr<rt::LoadedProgram*> loaded_profile(const Executable::Impl& impl, size_t index) {
+  const Executable::Impl::Profile& profile = impl.profiles[index];
+  if (!profile.loaded) {
+    rt::Backend* backend = rt::backend_for(impl.device.kind);
+    if (backend == nullptr)
+      return Status(StatusCode::kUnavailable, "This executable runs on " + impl.device.str() +
+                                                  ", but no backend for that device is available in this build or on this machine.");
+    TRIPY_ASSIGN_OR_RETURN(std::shared_ptr<const rt::Program> program, with_shared_constants(impl, index));
+    TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<rt::LoadedProgram> loaded, backend->load(program, profile.artifacts));
+    if (impl.stream != nullptr) TRIPY_RETURN_IF_ERROR(loaded->set_stream(impl.stream));
+    profile.loaded = std::move(loaded);
+  }
+  return profile.loaded.get();
+}
+
+Status set_executable_stream(const Executable::Impl& impl, void* stream) {
+  std::lock_guard<std::mutex> lock(impl.mu);
+  if (!impl.profiles.front().loaded) TRIPY_RETURN_IF_ERROR(loaded_profile(impl, 0).status());
+  for (const Executable::Impl::Profile& profile : impl.profiles)
+    if (profile.loaded) TRIPY_RETURN_IF_ERROR(profile.loaded->set_stream(stream));
+  impl.stream = stream;
+  return ok_status();
+}
+
+namespace {
+
+StatusOr<Executable> from_contents(rt::ExecutableContents contents) {
+  if (contents.profiles.size() == 1)
+    return make_executable(std::move(contents.profiles[0].program), std::move(contents.profiles[0].artifacts),
+                           contents.device);
+  // The loader has checked that the profiles agree (a file where they do not is corrupt).
+  return make_executable(std::move(contents.profiles), contents.device);
+}
+
+}  // namespace
+
 StatusOr<Executable> Executable::load(const std::string& path) {
   TRIPY_ASSIGN_OR_RETURN(rt::ExecutableContents contents, rt::read_executable_file(path));
-  return make_executable(std::move(contents.program), std::move(contents.artifacts), contents.device);
+  return from_contents(std::move(contents));
 }
 
 StatusOr<Executable> Executable::deserialize(const uint8_t* data, size_t size) {
   TRIPY_ASSIGN_OR_RETURN(rt::ExecutableContents contents, rt::deserialize_executable(data, size));
-  return make_executable(std::move(contents.program), std::move(contents.artifacts), contents.device);
+  return from_contents(std::move(contents));
 }
 
 StatusOr<std::vector<uint8_t>> Executable::serialize() const {
-  return rt::serialize_executable(*impl_->program, impl_->artifacts, impl_->device);
+  std::vector<ProfileParts> parts;
+  for (const Impl::Profile& p : impl_->profiles) parts.push_back({p.program, p.artifacts});
+  return rt::serialize_executable(parts, impl_->device);
 }
 
 Status Executable::save(const std::string& path) const {
@@ -156,9 +306,16 @@ Status Executable::save(const std::string& path) const {
   return rt::write_executable_file(path, bytes);
 }
 
-const std::vector<InputDesc>& Executable::inputs() const { return impl_->input_descs; }
-const std::vector<std::string>& Executable::output_names() const { return impl_->program->output_names; }
+const std::vector<InputDesc>& Executable::inputs() const { return impl_->profiles.front().input_descs; }
+const std::vector<std::string>& Executable::output_names() const { return impl_->program()->output_names; }
 Device Executable::device() const { return impl_->device; }
+size_t Executable::num_profiles() const { return impl_->profiles.size(); }
+const std::vector<InputDesc>& Executable::profile_inputs(size_t profile) const {
+  return impl_->profiles.at(profile).input_descs;
+}
+StatusOr<size_t> Executable::select_profile(const std::vector<Tensor>& inputs) const {
+  return choose_profile(*impl_, inputs);
+}
 
 StatusOr<Tensor> copy_to(const Tensor& tensor, Device device) {
   if (tensor.device() == device) return tensor;
@@ -185,7 +342,6 @@ StatusOr<std::vector<Tensor>> Executable::run_profiled(const std::vector<Tensor>
 StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& inputs,
                                                    std::vector<double>* kernel_ms) const {
   const Impl& impl = *impl_;
-  const rt::Program& p = *impl.program;
   // One run at a time: backends keep per-program scratch (the arena) in the loaded program. A
   // plugin's CPU implementation runs inside a run, and calling this executable from it again
   // would wait for itself forever: refused instead.
@@ -199,30 +355,26 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
     std::vector<const Impl*>& v;
     ~Pop() { v.pop_back(); }
   } pop{running};
-  TRIPY_RETURN_IF_ERROR(check_arguments(p, impl.input_descs, inputs, impl.device));
+  TRIPY_ASSIGN_OR_RETURN(const size_t chosen, choose_profile(impl, inputs));
+  const Impl::Profile& profile = impl.profiles[chosen];
+  const rt::Program& p = *profile.program;
   std::vector<int64_t> slots;
   p.eval_shapes(inputs, slots);
   for (const rt::ShapeCheck& check : p.checks) {
     const int64_t a = slots[static_cast<size_t>(check.a)], b = slots[static_cast<size_t>(check.b)];
     const bool ok = a == b || (check.kind == rt::ShapeCheck::Kind::kBroadcast && (a == 1 || b == 1));
     if (ok) continue;
-    SourceRef where = check.source >= 0 ? impl.sources[static_cast<size_t>(check.source)] : nullptr;
+    SourceRef where = check.source >= 0 ? profile.sources[static_cast<size_t>(check.source)] : nullptr;
     Status st = invalid_argument(check.message, where);
     return st.note("At run time the sizes were " + std::to_string(a) + " and " + std::to_string(b) + ".");
   }
   TRIPY_RETURN_IF_ERROR(rt::check_run_shapes(p, inputs, slots));
 
-  if (!impl.loaded) {
-    rt::Backend* backend = rt::backend_for(impl.device.kind);
-    if (backend == nullptr)
-      return Status(StatusCode::kUnavailable, "This executable runs on " + impl.device.str() +
-                                                  ", but no backend for that device is available in this build or on this machine.");
-    TRIPY_ASSIGN_OR_RETURN(impl.loaded, backend->load(impl.program, impl.artifacts));
-  }
-  if (!kernel_ms) return impl.loaded->run(inputs, slots);
-  impl.loaded->set_profile(kernel_ms);
-  StatusOr<std::vector<Tensor>> out = impl.loaded->run(inputs, slots);
-  impl.loaded->set_profile(nullptr);
+  TRIPY_ASSIGN_OR_RETURN(rt::LoadedProgram* const loaded, loaded_profile(impl, chosen));
+  if (!kernel_ms) return loaded->run(inputs, slots);
+  loaded->set_profile(kernel_ms);
+  StatusOr<std::vector<Tensor>> out = loaded->run(inputs, slots);
+  loaded->set_profile(nullptr);
   return out;
 }
 

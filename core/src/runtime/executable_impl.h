@@ -1,9 +1,15 @@
-// What an Executable holds, and the factory the compiler uses to make one. The runtime's private
-// header: the public API (tripy/executable.h) exposes only load/save/run.
+// What an Executable holds, and the factories the compiler and the loader use to make one. The
+// runtime's private header: the public API (tripy/executable.h) exposes only load/save/run.
+//
+// An executable holds one or more optimization profiles: each is a Program compiled for its own
+// input ranges (and tuned for its own `opt` sizes), with its backend artifacts. Every profile takes
+// the same inputs (names, dtypes, ranks, kinds) and returns the same outputs; only the ranges, and
+// so the code, differ. A run uses the first profile, in order, whose ranges cover the call.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "runtime/backend.h"
@@ -12,21 +18,47 @@
 
 namespace tripy {
 
-struct Executable::Impl {
+// One optimization profile's program and the backend's artifacts for it.
+struct ProfileParts {
   std::shared_ptr<const rt::Program> program;
   rt::Artifacts artifacts;
-  Device device;
-  std::vector<InputDesc> input_descs;  // derived from program->inputs
-  std::vector<SourceRef> sources;      // program->sources, shared by the errors that cite them
+};
 
-  // The backend's prepared program, made on the first run (loading may cost device memory, so
-  // executables that are only saved or inspected never pay for it). Guarded by `mu`.
+struct Executable::Impl {
+  struct Profile {
+    std::shared_ptr<const rt::Program> program;
+    rt::Artifacts artifacts;
+    std::vector<InputDesc> input_descs;  // derived from program->inputs
+    std::vector<SourceRef> sources;      // program->sources, shared by the errors that cite them
+    // The backend's prepared program, made on the profile's first run (loading may cost device
+    // memory, so profiles that never run, and executables that are only saved or inspected, never
+    // pay for it). Guarded by `mu`.
+    mutable std::unique_ptr<rt::LoadedProgram> loaded;
+  };
+  std::vector<Profile> profiles;  // at least one
+  Device device;
+  // The stream set by set_stream (nullptr: the backend's default); profiles loaded later get it too.
+  mutable void* stream = nullptr;
+  // On a device: the one device copy of each host constant that several profiles share, made when
+  // the first of them loads (guarded by `mu`).
+  mutable std::vector<std::pair<Tensor, Tensor>> device_constants;
   mutable std::mutex mu;
-  mutable std::unique_ptr<rt::LoadedProgram> loaded;
+
+  // Profile 0: what a single-profile executable is (the compiler's and eager mode's view).
+  const std::shared_ptr<const rt::Program>& program() const { return profiles.front().program; }
 };
 
 // For the compiler (after Backend::build) and the file loader. `program` must have passed
 // rt::validate_program: the loader checks every file, the compiler every program it builds.
 Executable make_executable(std::shared_ptr<const rt::Program> program, rt::Artifacts artifacts, Device device);
+// An executable of several profiles (each program validated, as above). The profiles must agree
+// (rt::check_profiles_agree); where they do not, kInvalidArgument says how.
+StatusOr<Executable> make_executable(std::vector<ProfileParts> profiles, Device device);
+
+// The profile's prepared program, loading it on first use (with `impl.mu` held).
+StatusOr<rt::LoadedProgram*> loaded_profile(const Executable::Impl& impl, size_t profile);
+// Sets the stream every profile's runs are enqueued on (loading profile 0 if none is loaded yet,
+// so that a wrong stream is reported here).
+Status set_executable_stream(const Executable::Impl& impl, void* stream);
 
 }  // namespace tripy

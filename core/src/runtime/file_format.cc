@@ -27,6 +27,8 @@ namespace {
 constexpr char kMagic[8] = {'T', 'R', 'I', 'P', 'Y', 'E', 'X', 'E'};
 constexpr uint64_t kHeaderBytes = 32;
 constexpr uint64_t kAlign = 64;
+// The last version before optimization profiles (file_format.h): still read, as one profile.
+constexpr uint64_t kOneProfileVersion = 3;
 
 // Callers pass values bounded by a file or buffer size, far below overflow.
 uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
@@ -102,10 +104,11 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
   if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
     return data_loss("Not a Tripy executable: the file does not start with \"TRIPYEXE\".");
   const uint64_t version = get_le(data + 8, 4);
-  if (version != Executable::kFormatVersion)
+  if (version != Executable::kFormatVersion && version != kOneProfileVersion)
     return data_loss("This executable has file format version " + std::to_string(version) +
                      ", but this build of Tripy reads version " + std::to_string(Executable::kFormatVersion) +
-                     " only. Recompile the model with this version of Tripy.");
+                     " (and " + std::to_string(kOneProfileVersion) +
+                     ") only. Recompile the model with this version of Tripy.");
   if (get_le(data + 12, 4) != 0) return data_loss("Corrupt executable: the reserved header field is not zero.");
   const uint64_t meta_bytes = get_le(data + 16, 8);
   if (meta_bytes > size - kHeaderBytes)
@@ -135,8 +138,13 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
   StatusOr<Device> device = parse_device(json_string(json_field(meta, "device", "metadata"), "metadata.device"));
   if (!device.ok()) return data_loss(device.status().message());
   out.device = device.value();
-  auto program = std::make_shared<Program>();
   const json& sections = json_array(json_field(meta, "sections", "metadata"), "metadata.sections");
+  // What each section holds: a constant's tensor, or an artifact's bytes.
+  std::vector<Tensor> tensors(sections.size());
+  std::vector<std::vector<uint8_t>> blobs(sections.size());
+  std::vector<std::string> names(sections.size());
+  std::vector<bool> is_constant(sections.size(), false);
+  size_t constants = 0;
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [offset, end) of each section, for the padding check
   for (size_t i = 0; i < sections.size(); ++i) {
     const std::string at = "metadata.sections[" + std::to_string(i) + "]";
@@ -158,9 +166,11 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
       return data_loss("Corrupt executable: section '" + name + "' checksum mismatch (its bytes were changed after the file was written).");
     spans.emplace_back(static_cast<uint64_t>(offset), static_cast<uint64_t>(offset + bytes));
     if (kind == "constant") {
-      if (name != "constant." + std::to_string(program->constants.size()))
+      if (name != "constant." + std::to_string(constants))
         return data_loss("Corrupt executable: " + at + " is named '" + name + "' but is constant " +
-                         std::to_string(program->constants.size()) + ".");
+                         std::to_string(constants) + ".");
+      ++constants;
+      is_constant[i] = true;
       const DType dtype = json_dtype(json_field(s, "dtype", at), at + ".dtype");
       std::vector<int64_t> shape = json_int_list(json_field(s, "shape", at), at + ".shape");
       int64_t expect = 0;
@@ -168,22 +178,78 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
         return data_loss("Corrupt executable: " + at + " holds " + plural(bytes, "byte") +
                          ", which does not match its dtype and shape.");
       if (keep_alive) {
-        program->constants.push_back(Tensor::borrow(const_cast<uint8_t*>(begin), dtype, std::move(shape), Device{}, keep_alive));
+        tensors[i] = Tensor::borrow(const_cast<uint8_t*>(begin), dtype, std::move(shape), Device{}, keep_alive);
       } else {
         Tensor t = Tensor::empty_host(dtype, std::move(shape));
         if (t.data() == nullptr) return Status(StatusCode::kResourceExhausted, "Cannot allocate memory for a constant.");
         std::memcpy(t.data(), begin, static_cast<size_t>(bytes));
-        program->constants.push_back(std::move(t));
+        tensors[i] = std::move(t);
       }
     } else if (kind == "artifact") {
-      if (out.artifacts.count(name)) return data_loss("Corrupt executable: artifact '" + name + "' appears twice.");
-      out.artifacts[name] = std::vector<uint8_t>(begin, begin + bytes);
+      blobs[i].assign(begin, begin + bytes);
     } else {
       return data_loss("Corrupt executable: " + at + " has unknown kind '" + kind + "'.");
     }
+    if (std::find(names.begin(), names.begin() + static_cast<int64_t>(i), name) != names.begin() + static_cast<int64_t>(i))
+      return data_loss("Corrupt executable: section '" + name + "' appears twice.");
+    names[i] = name;
   }
-  TRIPY_RETURN_IF_ERROR(program_from_json(json_field(meta, "program", "metadata"), program.get()));
-  TRIPY_RETURN_IF_ERROR(validate_program(*program));
+  // The profile table. A version 3 file is one profile: "program", its constants in section order,
+  // its artifacts by section name.
+  json one_profile;
+  const json* profiles = nullptr;
+  std::string profiles_at = "metadata.profiles";
+  if (version == kOneProfileVersion) {
+    json table = {{"program", json_field(meta, "program", "metadata")}, {"constants", json::array()},
+                  {"artifacts", json::object()}};
+    for (size_t i = 0; i < sections.size(); ++i) {
+      if (is_constant[i]) table["constants"].push_back(i);
+      else table["artifacts"][names[i]] = i;
+    }
+    one_profile = json::array({std::move(table)});
+    profiles = &one_profile;
+    profiles_at = "metadata";
+  } else {
+    profiles = &json_array(json_field(meta, "profiles", "metadata"), "metadata.profiles");
+    if (profiles->empty()) return data_loss("Corrupt executable: metadata.profiles is empty.");
+  }
+  std::vector<bool> used(sections.size(), false);
+  // The section a profile names at `at`, which must be of the kind it expects.
+  auto section_at = [&](const json& value, const std::string& at, bool constant) -> StatusOr<size_t> {
+    const int64_t i = json_int(value, at);
+    if (i < 0 || static_cast<uint64_t>(i) >= sections.size() || is_constant[static_cast<size_t>(i)] != constant)
+      return data_loss("Corrupt executable: " + at + " is " + std::to_string(i) + ", which is not " +
+                       (constant ? "a constant" : "an artifact") + " section (there are " +
+                       plural(sections.size(), "section") + ").");
+    used[static_cast<size_t>(i)] = true;
+    return static_cast<size_t>(i);
+  };
+  std::vector<const Program*> programs;
+  for (size_t p = 0; p < profiles->size(); ++p) {
+    const std::string at = version == kOneProfileVersion ? std::string("metadata") : profiles_at + "[" + std::to_string(p) + "]";
+    const json& entry = (*profiles)[p];
+    auto program = std::make_shared<Program>();
+    const json& constant_list = json_array(json_field(entry, "constants", at), at + ".constants");
+    for (size_t c = 0; c < constant_list.size(); ++c) {
+      TRIPY_ASSIGN_OR_RETURN(const size_t i, section_at(constant_list[c], at + ".constants[" + std::to_string(c) + "]", true));
+      program->constants.push_back(tensors[i]);
+    }
+    const json& artifact_map = json_field(entry, "artifacts", at);
+    if (!artifact_map.is_object()) return data_loss("Corrupt executable: " + at + ".artifacts is not an object.");
+    Artifacts artifacts;
+    for (auto it = artifact_map.begin(); it != artifact_map.end(); ++it) {
+      TRIPY_ASSIGN_OR_RETURN(const size_t i, section_at(it.value(), at + ".artifacts." + it.key(), false));
+      artifacts[it.key()] = blobs[i];
+    }
+    Status st = program_from_json(json_field(entry, "program", at), program.get());
+    if (st.ok()) st = validate_program(*program);
+    if (!st.ok()) return profiles->size() > 1 ? st.note("in optimization profile " + std::to_string(p)) : st;
+    programs.push_back(program.get());
+    out.profiles.push_back({std::move(program), std::move(artifacts)});
+  }
+  for (size_t i = 0; i < sections.size(); ++i)
+    if (!used[i]) return data_loss("Corrupt executable: section '" + names[i] + "' belongs to no profile.");
+  if (Status st = check_profiles_agree(programs); !st.ok()) return data_loss("Corrupt executable: " + st.message());
   // What no section claims is alignment padding, written as zeros: checking it leaves no byte of
   // the file unchecked. Last, so that a missing section entry is reported as such.
   spans.emplace_back(data_bytes, data_bytes);  // the tail after the last section
@@ -196,7 +262,6 @@ StatusOr<ExecutableContents> parse(const uint8_t* data, uint64_t size, const std
     }
     cursor = std::max(cursor, hi);
   }
-  out.program = std::move(program);
   return out;
 }
 
@@ -232,52 +297,128 @@ Status not_regular(const std::string& what, const std::string& path, mode_t mode
 
 }  // namespace
 
-StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts, const Device& device) {
-  Status valid = validate_program(program);
-  if (!valid.ok()) return internal_error("Cannot save an invalid program: " + valid.message());
+namespace {
+
+// The sections of a file being written: where each one's bytes come from, and each profile's table.
+class SectionPlan {
+ public:
+  // The section holding `constant` (equal bytes are written once: the profiles' shared weights).
+  StatusOr<size_t> constant(const Tensor& constant) {
+    TRIPY_ASSIGN_OR_RETURN(const Tensor host, copy_to(constant, Device{}));
+    const uint64_t bytes = static_cast<uint64_t>(host.nbytes());
+    const uint64_t sum = checksum64(host.data(), bytes);
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      if (!e.tensor.defined() || e.size != bytes || e.checksum != sum || e.tensor.dtype() != host.dtype() ||
+          e.tensor.shape() != host.shape())
+        continue;
+      if (e.tensor.data() == constant.data() && e.tensor.device() == constant.device()) return i;
+      TRIPY_ASSIGN_OR_RETURN(const Tensor earlier, copy_to(e.tensor, Device{}));
+      if (bytes == 0 || std::memcmp(earlier.data(), host.data(), static_cast<size_t>(bytes)) == 0) return i;
+    }
+    sections_.push_back({{"kind", "constant"}, {"name", "constant." + std::to_string(constants_++)},
+                         {"offset", cursor_}, {"size", bytes}, {"checksum", hex64(sum)},
+                         {"dtype", std::string(dtype_name(host.dtype()))}, {"shape", host.shape()}});
+    entries_.push_back({constant, nullptr, bytes, sum});
+    cursor_ = align_up(cursor_ + bytes);
+    return entries_.size() - 1;
+  }
+
+  // The section holding artifact `name`'s bytes, named after it (made unique where another
+  // profile's artifact of that name holds other bytes).
+  size_t artifact(const std::string& name, const std::vector<uint8_t>& blob) {
+    const uint64_t sum = checksum64(blob.data(), blob.size());
+    for (size_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].blob && *entries_[i].blob == blob) return i;
+    std::string unique = name;
+    for (int n = 1; std::any_of(sections_.begin(), sections_.end(), [&](const json& s) { return s["name"] == unique; }); ++n)
+      unique = name + "." + std::to_string(n);
+    sections_.push_back({{"kind", "artifact"}, {"name", unique}, {"offset", cursor_}, {"size", blob.size()},
+                         {"checksum", hex64(sum)}});
+    entries_.push_back({Tensor(), &blob, blob.size(), sum});
+    cursor_ = align_up(cursor_ + blob.size());
+    return entries_.size() - 1;
+  }
+
+  const json& sections() const { return sections_; }
+  uint64_t data_bytes() const { return cursor_; }
+
+  // Copies every section's bytes into the data region starting at `data`.
+  Status write(uint8_t* data) const {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      uint8_t* at = data + sections_[i]["offset"].get<uint64_t>();
+      if (entries_[i].blob) {
+        if (!entries_[i].blob->empty()) std::memcpy(at, entries_[i].blob->data(), entries_[i].blob->size());
+        continue;
+      }
+      // A constant shared from a device's memory is read back again rather than held since its
+      // checksum: a host copy of every weight at once could be as large as the file.
+      TRIPY_ASSIGN_OR_RETURN(const Tensor c, copy_to(entries_[i].tensor, Device{}));
+      if (c.nbytes() > 0) std::memcpy(at, c.data(), static_cast<size_t>(c.nbytes()));
+    }
+    return ok_status();
+  }
+
+ private:
+  struct Entry {
+    Tensor tensor;                        // a constant's section
+    const std::vector<uint8_t>* blob;     // an artifact's
+    uint64_t size, checksum;
+  };
+  json sections_ = json::array();
+  std::vector<Entry> entries_;
+  size_t constants_ = 0;
+  uint64_t cursor_ = 0;  // relative to the data region
+};
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> serialize_executable(const std::vector<ProfileParts>& profiles, const Device& device) {
+  if (profiles.empty()) return internal_error("Cannot save an executable without a profile.");
+  std::vector<const Program*> programs;
+  for (const ProfileParts& profile : profiles) {
+    Status valid = validate_program(*profile.program);
+    if (!valid.ok()) return internal_error("Cannot save an invalid program: " + valid.message());
+    programs.push_back(profile.program.get());
+  }
+  if (Status agree = check_profiles_agree(programs); !agree.ok())
+    return internal_error("Cannot save the executable: " + agree.message());
   try {
-    json sections = json::array();
-    uint64_t cursor = 0;  // relative to the data region
-    // A constant shared from a device's memory is read back twice (for its checksum, then its
-    // bytes) rather than held: a host copy of every weight at once could be as large as the file.
-    for (const Tensor& device_or_host : program.constants) {
-      TRIPY_ASSIGN_OR_RETURN(const Tensor c, copy_to(device_or_host, Device{}));
-      const uint64_t bytes = static_cast<uint64_t>(c.nbytes());
-      sections.push_back({{"kind", "constant"}, {"name", "constant." + std::to_string(sections.size())},
-                          {"offset", cursor}, {"size", bytes}, {"checksum", hex64(checksum64(c.data(), bytes))},
-                          {"dtype", std::string(dtype_name(c.dtype()))}, {"shape", c.shape()}});
-      cursor = align_up(cursor + bytes);
+    SectionPlan plan;
+    json table = json::array();
+    for (const ProfileParts& profile : profiles) {
+      json constants = json::array(), artifacts = json::object();
+      for (const Tensor& c : profile.program->constants) {
+        TRIPY_ASSIGN_OR_RETURN(const size_t section, plan.constant(c));
+        constants.push_back(section);
+      }
+      for (const auto& [name, blob] : profile.artifacts) artifacts[name] = plan.artifact(name, blob);
+      table.push_back({{"program", program_to_json(*profile.program)}, {"constants", std::move(constants)},
+                       {"artifacts", std::move(artifacts)}});
     }
-    for (const auto& [name, blob] : artifacts) {
-      sections.push_back({{"kind", "artifact"}, {"name", name}, {"offset", cursor}, {"size", blob.size()},
-                          {"checksum", hex64(checksum64(blob.data(), blob.size()))}});
-      cursor = align_up(cursor + blob.size());
-    }
-    json meta = {{"device", device.str()}, {"program", program_to_json(program)}, {"sections", sections},
-                 {"data_bytes", cursor}};
+    json meta = {{"device", device.str()}, {"profiles", std::move(table)}, {"sections", plan.sections()},
+                 {"data_bytes", plan.data_bytes()}};
     std::string text;
     dump_readable(meta, 0, text);
     text += "\n";
     const uint64_t data_start = align_up(kHeaderBytes + text.size());
-    std::vector<uint8_t> out(data_start + cursor, 0);
+    std::vector<uint8_t> out(data_start + plan.data_bytes(), 0);
     std::memcpy(out.data(), kMagic, sizeof(kMagic));
     put_le(out.data() + 8, Executable::kFormatVersion, 4);
     put_le(out.data() + 16, text.size(), 8);
     put_le(out.data() + 24, checksum64(text.data(), text.size()), 8);
     std::memcpy(out.data() + kHeaderBytes, text.data(), text.size());
-    for (size_t i = 0; i < program.constants.size(); ++i) {
-      TRIPY_ASSIGN_OR_RETURN(const Tensor c, copy_to(program.constants[i], Device{}));
-      if (c.nbytes() > 0) std::memcpy(out.data() + data_start + sections[i]["offset"].get<uint64_t>(), c.data(), static_cast<size_t>(c.nbytes()));
-    }
-    size_t i = program.constants.size();
-    for (const auto& [name, blob] : artifacts) {
-      if (!blob.empty()) std::memcpy(out.data() + data_start + sections[i]["offset"].get<uint64_t>(), blob.data(), blob.size());
-      ++i;
-    }
+    TRIPY_RETURN_IF_ERROR(plan.write(out.data() + data_start));
     return out;
   } catch (const std::exception& e) {
     return internal_error(std::string("Cannot serialize the executable: ") + e.what());
   }
+}
+
+StatusOr<std::vector<uint8_t>> serialize_executable(const Program& program, const Artifacts& artifacts, const Device& device) {
+  // The caller keeps `program` alive for the call: a non-owning pointer stands for it.
+  std::shared_ptr<const Program> borrowed(&program, [](const Program*) {});
+  return serialize_executable(std::vector<ProfileParts>{{borrowed, artifacts}}, device);
 }
 
 StatusOr<ExecutableContents> deserialize_executable(const uint8_t* data, size_t size) {

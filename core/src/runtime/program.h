@@ -160,4 +160,9 @@ bool update_in_place(const Program& p, const Kernel& k);
 // that passes this cannot make a backend read out of bounds.
 Status validate_program(const Program& program);
 
+// Whether the programs can be the optimization profiles of one executable: the same inputs in
+// order (name, kind, dtype, rank, donation) and the same output names; names the first difference
+// (kInvalidArgument).
+Status check_profiles_agree(const std::vector<const Program*>& programs);
+
 }  // namespace tripy::rt

@@ -265,4 +265,36 @@ class Validator {
 
 Status validate_program(const Program& program) { return Validator(program).run(); }
 
+Status check_profiles_agree(const std::vector<const Program*>& programs) {
+  auto kind_name = [](const InputSpec& in) { return in.kind == InputSpec::Kind::kShapeValue ? "shape value" : "tensor"; };
+  const Program& first = *programs.front();
+  for (size_t p = 1; p < programs.size(); ++p) {
+    const Program& other = *programs[p];
+    const std::string profile = "Optimization profile " + std::to_string(p);
+    auto differ = [&](const std::string& what) {
+      return invalid_argument(profile + " " + what + ": every profile of an executable takes the same inputs and "
+                              "returns the same outputs.");
+    };
+    if (other.inputs.size() != first.inputs.size())
+      return differ("has " + std::to_string(other.inputs.size()) + " input(s), profile 0 has " +
+                    std::to_string(first.inputs.size()));
+    for (size_t i = 0; i < first.inputs.size(); ++i) {
+      const InputSpec &a = first.inputs[i], &b = other.inputs[i];
+      const std::string input = "input " + std::to_string(i) + " ('" + b.name + "')";
+      if (a.name != b.name) return differ("names input " + std::to_string(i) + " '" + b.name + "', profile 0 '" + a.name + "'");
+      if (a.kind != b.kind) return differ("takes " + input + " as a " + kind_name(b) + ", profile 0 as a " + kind_name(a));
+      if (a.dtype != b.dtype)
+        return differ("takes " + input + " as " + std::string(dtype_name(b.dtype)) + ", profile 0 as " +
+                      std::string(dtype_name(a.dtype)));
+      if (a.dim_min.size() != b.dim_min.size())
+        return differ("takes " + input + " with rank " + std::to_string(b.dim_min.size()) + ", profile 0 with rank " +
+                      std::to_string(a.dim_min.size()));
+      if (a.donated != b.donated) return differ(std::string(b.donated ? "donates " : "does not donate ") + input);
+    }
+    if (other.output_names != first.output_names)
+      return differ("has " + std::to_string(other.output_names.size()) + " output(s) named otherwise than profile 0's");
+  }
+  return ok_status();
+}
+
 }  // namespace tripy::rt

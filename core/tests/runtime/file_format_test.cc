@@ -179,11 +179,11 @@ TEST(FileFormat, round_trip_keeps_every_field) {
   EXPECT_EQ(std::memcmp(bytes.data(), "TRIPYEXE", 8), 0);
   auto loaded = deserialize_executable(bytes.data(), bytes.size());
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  expect_same_program(p, *loaded->program);
-  EXPECT_EQ(loaded->artifacts, some_artifacts());
+  expect_same_program(p, *loaded->profiles[0].program);
+  EXPECT_EQ(loaded->profiles[0].artifacts, some_artifacts());
   EXPECT_EQ(loaded->device, (Device{Device::Kind::kGpu, 1}));
   // Saving what was loaded gives the same bytes: the format is deterministic.
-  EXPECT_EQ(serialized(*loaded->program, loaded->artifacts, loaded->device), bytes);
+  EXPECT_EQ(serialized(*loaded->profiles[0].program, loaded->profiles[0].artifacts, loaded->device), bytes);
 }
 
 TEST(FileFormat, file_round_trip_borrows_constants_from_the_read_buffer) {
@@ -192,8 +192,8 @@ TEST(FileFormat, file_round_trip_borrows_constants_from_the_read_buffer) {
   ASSERT_TRUE(write_executable_file(path, serialized(p, {}, Device{})).ok());
   auto loaded = read_executable_file(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  expect_same_program(p, *loaded->program);
-  EXPECT_TRUE(loaded->artifacts.empty());
+  expect_same_program(p, *loaded->profiles[0].program);
+  EXPECT_TRUE(loaded->profiles[0].artifacts.empty());
   EXPECT_EQ(loaded->device, Device{});
   std::remove(path.c_str());
 }
@@ -251,7 +251,7 @@ TEST(FileFormat, unknown_version_names_both_versions) {
 TEST(FileFormat, version_1_files_without_checksums_are_refused) {
   auto bytes = serialized(testing::affine_program());
   bytes[8] = 1;
-  expect_data_loss(bytes, "file format version 1, but this build of Tripy reads version " + std::to_string(Executable::kFormatVersion) + " only");
+  expect_data_loss(bytes, "file format version 1, but this build of Tripy reads version " + std::to_string(Executable::kFormatVersion) + " (and 3) only");
 }
 
 // Published XXH64 values (seed 0): the first two are xxHash's own examples, the rest were
@@ -356,24 +356,24 @@ TEST(FileFormat, every_single_byte_flip_is_rejected) {
 
 TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
   auto good = serialized(testing::rich_program());
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"].erase("kernels"); }), "program.kernels is missing");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["arena_bytes"] = "big"; }), "program.arena_bytes is not an integer");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["attrs"]["instrs"][2]["op"] = "mull"; }),
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"].erase("kernels"); }), "program.kernels is missing");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["arena_bytes"] = "big"; }), "program.arena_bytes is not an integer");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["kernels"][0]["attrs"]["instrs"][2]["op"] = "mull"; }),
                    "program.kernels[0].attrs.instrs[2].op: unknown op 'mull'");
   // Attributes are read from their field lists: an unknown one, a wrong type or an out-of-range
   // integer names the field.
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["attrs"]["scale"] = 2; }),
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["kernels"][0]["attrs"]["scale"] = 2; }),
                    "program.kernels[0].attrs has an unknown field 'scale'");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["attrs"]["reduce_from"] = "one"; }),
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["kernels"][0]["attrs"]["reduce_from"] = "one"; }),
                    "program.kernels[0].attrs.reduce_from is not an integer");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["attrs"]["reduce_from"] = int64_t{1} << 40; }),
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["kernels"][0]["attrs"]["reduce_from"] = int64_t{1} << 40; }),
                    "program.kernels[0].attrs.reduce_from is out of range");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["kernels"][0]["kind"] = "conv"; }),
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["kernels"][0]["kind"] = "conv"; }),
                    "program.kernels[0].kind: unknown name 'conv'");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["dtype"] = "float64"; }), "unknown dtype 'float64'");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = 1e30; }), "is not an integer");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["buffers"][3]["index"] = int64_t{1} << 40; }), "out of range for a 32-bit index");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["outputs"] = {18446744073709551615ull}; }), "too large");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["buffers"][3]["dtype"] = "float64"; }), "unknown dtype 'float64'");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["buffers"][3]["index"] = 1e30; }), "is not an integer");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["buffers"][3]["index"] = int64_t{1} << 40; }), "out of range for a 32-bit index");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["outputs"] = {18446744073709551615ull}; }), "too large");
   expect_data_loss(with_metadata(good, [](json& m) { m["device"] = "tpu"; }), "Unknown device: 'tpu'");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1 << 20; }), "sections[0] spans");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["offset"] = 1; }), "sections[0] spans");
@@ -382,10 +382,10 @@ TEST(FileFormat, rejects_bad_metadata_with_the_field_named) {
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["shape"] = {int64_t{1} << 62, 4}; }), "does not match its dtype and shape");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][3]["name"] = "cuda.cubin"; }), "appears twice");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][0]["kind"] = "blob"; }), "unknown kind 'blob'");
-  expect_data_loss(with_metadata(good, [](json& m) { m["sections"].erase(1); }), "missing constant 1");
+  expect_data_loss(with_metadata(good, [](json& m) { m["sections"].erase(1); }), "constants[1] is 1, which is not a constant section");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1]["name"] = "constant.0"; }), "is named 'constant.0' but is constant 1");
   expect_data_loss(with_metadata(good, [](json& m) { m["sections"][1].erase("name"); }), "sections[1].name is missing");
-  expect_data_loss(with_metadata(good, [](json& m) { m["program"]["shape_program"][4][1] = 6; }), "only earlier slots");
+  expect_data_loss(with_metadata(good, [](json& m) { m["profiles"][0]["program"]["shape_program"][4][1] = 6; }), "only earlier slots");
 }
 
 // Every load of a damaged file either fails cleanly or yields a program that passes validation
@@ -399,9 +399,9 @@ void expect_clean(const std::vector<uint8_t>& bytes, int* loaded) {
     return;
   }
   ++*loaded;
-  EXPECT_TRUE(validate_program(*result->program).ok());
+  EXPECT_TRUE(validate_program(*result->profiles[0].program).ok());
   if (result->device != Device{}) return;
-  Executable exe = make_executable(result->program, result->artifacts, result->device);
+  Executable exe = make_executable(result->profiles[0].program, result->profiles[0].artifacts, result->device);
   for (int64_t batch : {1, 3}) {
     std::vector<Tensor> inputs;
     for (const InputDesc& in : exe.inputs()) {
@@ -463,7 +463,7 @@ TEST(FileFormatFuzz, small_integers_in_metadata_fail_cleanly_or_run) {
   for (int trial = 0; trial < trials; ++trial) {
     auto damaged = with_metadata(bytes, [&](json& m) {
       std::vector<json*> ints;
-      collect_ints(m["program"], ints);
+      collect_ints(m["profiles"][0]["program"], ints);
       for (int k = 0; k < 1 + trial % 3; ++k) *ints[rng() % ints.size()] = static_cast<int64_t>(rng() % 13) - 2;
     });
     expect_clean(damaged, &loaded);

@@ -7,7 +7,7 @@ from tripy import _C
 from tripy.exception import TripyException
 from tripy.frontend.device import default_device
 from tripy.frontend.executable import Executable
-from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.module import Module, known_parameters
 from tripy.frontend.tensor import Tensor
 from tripy.logging import FLAGS, STAGE_FLAGS, logger
@@ -29,7 +29,9 @@ class _Inputs:
     """Turns InputInfos and DimensionInputInfos (possibly nested in containers) into runtime-input
     tensors and DimensionSizes."""
 
-    def __init__(self, frames):
+    def __init__(self, frames, profile=None):
+        # An optimization profile's bounds for named dimensions: name -> (min, opt, max).
+        self.profile = profile or {}
         self.symbols = _C.symbol_table()
         self.named = {}
         self.nodes = []
@@ -38,8 +40,10 @@ class _Inputs:
         self.frames = frames
 
     def _dim(self, name, index, bounds, dim_name):
-        lo, opt, hi = bounds
-        if lo == hi and dim_name is None:
+        lo, opt, hi = self.profile.get(dim_name, bounds)
+        # A size the bounds fix (named or not, in a profile or not) is compiled as a constant:
+        # kernels specialise on it.
+        if lo == hi:
             return (False, lo)
         if dim_name is not None:
             if dim_name not in self.named:
@@ -96,7 +100,58 @@ def _freeze_parameters(func, outputs):
             _C.evaluate(param._node, parameter=True)
 
 
-def compile(func, optimization_level=3, *, args=[], kwargs={}):
+def _named_dimensions(value, found):
+    """The names of the tp.NamedDimensions of the InputInfos in ``value`` (nested containers too)."""
+    if isinstance(value, InputInfo):
+        found.update(value.dimension_names.values())
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _named_dimensions(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _named_dimensions(v, found)
+    return found
+
+
+def _checked_profiles(profiles, args, kwargs, frames):
+    """``optimization_profiles`` as a list of {name: (min, opt, max)}, one per profile (``[None]``
+    without profiles: the bounds in ``args`` and ``kwargs`` alone)."""
+    if profiles is None:
+        return [None]
+    if not isinstance(profiles, (list, tuple)) or not profiles:
+        _C.raise_error(
+            "optimization_profiles must be a non-empty list of profiles, each a list of tp.NamedDimension, "
+            f"but got: {profiles!r}.",
+            frames,
+        )
+    declared = _named_dimensions([args, kwargs], set())
+    known = ", ".join(repr(n) for n in sorted(declared)) or "none"
+    out = []
+    for i, profile in enumerate(profiles):
+        if not isinstance(profile, (list, tuple)):
+            _C.raise_error(
+                f"Optimization profile {i} must be a list of tp.NamedDimension, but got: {profile!r}.", frames
+            )
+        bounds = {}
+        for dim in profile:
+            if not isinstance(dim, NamedDimension):
+                _C.raise_error(
+                    f"Optimization profile {i} must be a list of tp.NamedDimension, but it holds: {dim!r}.", frames
+                )
+            if dim.name in bounds:
+                _C.raise_error(f"Optimization profile {i} gives the dimension '{dim.name}' twice.", frames)
+            if dim.name not in declared:
+                _C.raise_error(
+                    f"Optimization profile {i} gives bounds for the dimension '{dim.name}', which no input declares "
+                    f"(the inputs' tp.NamedDimensions are: {known}).",
+                    frames,
+                )
+            bounds[dim.name] = dim.bounds
+        out.append(bounds)
+    return out
+
+
+def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_profiles=None):
     """
     Compiles ``func`` (a function or a ``tp.Module``) into a ``tp.Executable``.
 
@@ -123,6 +178,15 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         args (Sequence): The positional arguments to trace ``func`` with: ``tp.InputInfo`` and
             ``tp.DimensionInputInfo`` become runtime inputs; anything else is a constant.
         kwargs (dict[str, Any]): The keyword arguments, likewise.
+        optimization_profiles (Sequence[Sequence[tp.NamedDimension]] | None): Several optimization
+            profiles in one executable, as TensorRT has them: each profile lists
+            ``tp.NamedDimension`` values that replace, for that profile, the bounds of the input
+            dimensions of those names (dimensions it does not list keep the bounds in ``args`` and
+            ``kwargs``). ``func`` is compiled once per profile, for that profile's ranges and tuned
+            for its ``opt`` sizes (a dimension whose ``min`` equals its ``max`` in a profile is a
+            constant there, as everywhere). A call runs the first profile, in the order given, whose ranges hold
+            every argument; a call that none holds raises an error listing each profile's ranges.
+            ``None`` (the default): one profile, the bounds in ``args`` and ``kwargs``.
 
     Returns:
         tp.Executable: the compiled function; its parameters are the runtime inputs, named after
@@ -132,7 +196,9 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
         tp.TripyException: if ``func`` is not callable, ``optimization_level`` is not an int in
             ``[0, 5]``, the arguments do not fit ``func``'s signature, ``func`` reads the value of a
             runtime input (a Python ``if`` on a tensor: use ``tp.where``), returns something other
-            than tensors, or an op in it fails its checks.
+            than tensors, or an op in it fails its checks; or if ``optimization_profiles`` is not
+            a non-empty list of lists of ``tp.NamedDimension``, or names a dimension that no input
+            declares.
 
     Example::
 
@@ -151,15 +217,35 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
             first_rows, args=[tp.InputInfo((8, 2), dtype=tp.float32), tp.DimensionInputInfo(value_bounds=(1, 4, 8))]
         )
         assert exe(tp.ones((8, 2)), 3).shape == (3, 2)
+
+        # Two optimization profiles: short sequences (tuned for 16) and long ones (tuned for 512).
+        seq = tp.NamedDimension("seq", 1, 16, 512)
+        exe = tp.compile(
+            add_one,
+            args=[tp.InputInfo((seq,), dtype=tp.float32)],
+            optimization_profiles=[[tp.NamedDimension("seq", 1, 16, 64)], [tp.NamedDimension("seq", 65, 512, 512)]],
+        )
+        assert exe.optimization_profile_for(tp.ones((100,))) == 1
+        assert exe(tp.ones((100,))).tolist() == [2.0] * 100
     """
     frames = capture_user_frames()
     if not callable(func):
         _C.raise_error(f"tp.compile expects a function or a tp.Module, but got: {func!r}.", frames)
     if not isinstance(optimization_level, int) or not 0 <= optimization_level <= 5:
         _C.raise_error(f"optimization_level must be an int in [0, 5], but got: {optimization_level!r}.", frames)
+    profiles = _checked_profiles(optimization_profiles, args, kwargs, frames)
     sig = _signature_of(func)
     params = list(sig.parameters) if sig is not None else []
-    inputs = _Inputs(frames)
+    impls = [_compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames,
+                              None if len(profiles) == 1 else i)
+             for i, profile in enumerate(profiles)]
+    return Executable(impls[0] if len(impls) == 1 else _C.combine_profiles(impls))
+
+
+def _compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number):
+    """Traces ``func`` with the bounds of one optimization profile and compiles it (``number``: the
+    profile's, for the debug dumps, when there are several)."""
+    inputs = _Inputs(frames, profile)
     traced_args = []
     for i, a in enumerate(args):
         name = params[i] if i < len(params) and sig.parameters[params[i]].kind in (
@@ -188,15 +274,16 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}):
     def dump(stage, text):
         if stage == "timing":
             text = f"  {'tracing':<24} {1e3 * traced_s:8.1f} ms\n{text}"
+        title = stage if number is None else f"{stage} (optimization profile {number})"
         for flag in STAGE_FLAGS.get(stage, ("ir",)):
             if logger.is_enabled(flag):
-                logger.log(flag, lambda: f"{stage}:\n{text}")
+                logger.log(flag, lambda: f"{title}:\n{text}")
                 break
 
     # The compiler formats each dump before handing it over: ask for them only when one is shown.
     wanted = any(logger.is_enabled(flag) for flag in FLAGS)
-    impl = _C.compile(
+    return _C.compile(
         [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level,
         dump if wanted else None, inputs.donated,
     )
-    return Executable(impl)
+

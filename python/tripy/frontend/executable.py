@@ -32,7 +32,9 @@ class Executable:
     A compiled function. Call it with tensors (positionally or by parameter name), and with an
     int (or a ``tp.DimensionSize``) for each size declared with ``tp.DimensionInputInfo``; inputs
     are checked against the dtypes and ranges it was compiled for. An argument declared with
-    ``tp.InputInfo(..., donate=True)`` may be updated in place (``tp.update_slice``).
+    ``tp.InputInfo(..., donate=True)`` may be updated in place (``tp.update_slice``). An executable
+    compiled with several optimization profiles runs, for each call, the first profile whose ranges
+    hold every argument (``optimization_profile_for`` says which).
 
     Example::
 
@@ -65,10 +67,41 @@ class Executable:
 
     @property
     def input_infos(self):
-        """The ``tp.InputInfo`` (``tp.DimensionInputInfo`` for a size) of each runtime input, by name."""
+        """The ``tp.InputInfo`` (``tp.DimensionInputInfo`` for a size) of each runtime input, by name.
+        An executable of several optimization profiles gives those of its first profile here and
+        every profile's in ``optimization_profiles``."""
+        return self._infos(self._impl.inputs)
+
+    @property
+    def optimization_profiles(self):
+        """One dict per optimization profile, in the order calls try them: the ``tp.InputInfo``
+        (``tp.DimensionInputInfo`` for a size) of each runtime input, by name, with that profile's
+        bounds. An executable compiled without ``optimization_profiles`` has one."""
+        return [self._infos(self._impl.inputs_of(i)) for i in range(self._impl.num_profiles)]
+
+    def optimization_profile_for(self, *args, **kwargs):
+        """
+        The number of the optimization profile that a call with these arguments runs: the first
+        profile, in order, whose ranges hold every argument.
+
+        Args:
+            *args (tp.Tensor | int): The arguments, as a call takes them.
+            **kwargs (tp.Tensor | int): The arguments by name.
+
+        Returns:
+            int: an index into ``optimization_profiles``.
+
+        Raises:
+            tp.TripyException: as a call does (a missing, extra or invalid argument, or sizes that no
+                profile holds).
+        """
+        frames = capture_user_frames()
+        return self._impl.select_profile(self._bind(args, kwargs, frames), frames)
+
+    def _infos(self, inputs):
         infos = {}
         donated = set(self._impl.donated)
-        for name, dtype, lo, opt, hi, bounds in self._impl.inputs:
+        for name, dtype, lo, opt, hi, bounds in inputs:
             if bounds is not None:
                 infos[name] = DimensionInputInfo(value_bounds=bounds)
             else:
@@ -121,8 +154,8 @@ class Executable:
         return self._profile(self._bind(args, kwargs, frames), frames)
 
     def _profile(self, nodes, frames):
-        outs, kernel_ms = self._impl.profile(nodes, frames)
-        return Profile(self._impl.kernels, kernel_ms, self._wrap_outputs(outs))
+        outs, kernel_ms, kernels = self._impl.profile(nodes, frames)
+        return Profile(kernels, kernel_ms, self._wrap_outputs(outs))
 
     def _wrap_outputs(self, nodes):
         outs = [Tensor._wrap(node) for node in nodes]
