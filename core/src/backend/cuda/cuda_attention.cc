@@ -245,7 +245,10 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
             {kPtrK, k.inputs[1], off[AttentionAttrs::kK]},
             {kPtrV, k.inputs[2], off[AttentionAttrs::kV]},
             {kPtrOut, k.outputs[0], off[AttentionAttrs::kOut]}};
-  if (k.attention.mask != MaskKind::kNone) l.ptrs.push_back({kPtrMask, k.inputs[3], off[AttentionAttrs::kMask]});
+  // A causal offset is one element, read alone: its address need not keep the 16-byte loads of
+  // q, k and v off (a step's position is often a small temporary at any offset).
+  if (k.attention.mask != MaskKind::kNone)
+    l.ptrs.push_back({kPtrMask, k.inputs[3], off[AttentionAttrs::kMask], k.attention.mask == MaskKind::kCausalOffset});
   l.block_x = 128;
   l.vector_word = a.vec_word;
   l.grid = l.scalar_grid = l.vector_grid = a.grid;

@@ -98,7 +98,7 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   for (const PtrWord& p : l.ptrs) {
     CUdeviceptr addr = base[p.buffer] + static_cast<CUdeviceptr>(p.byte_offset);
     l.words[p.word] = static_cast<int64_t>(addr);
-    aligned &= (addr & 15) == 0;
+    aligned &= p.any_alignment || (addr & 15) == 0;
   }
   if (l.vector_word >= 0) {
     l.words[l.vector_word] = aligned ? 1 : 0;
@@ -110,6 +110,7 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
 
 bool always_aligned(const Program& p, const Launch& l) {
   for (const PtrWord& ptr : l.ptrs) {
+    if (ptr.any_alignment) continue;
     if (ptr.byte_offset % 16 != 0) return false;
     const BufferDesc& d = p.buffers[static_cast<size_t>(p.alias_root(ptr.buffer))];
     const bool ours = d.kind == BufferDesc::Kind::kTemp ? d.offset % 16 == 0

@@ -18,6 +18,7 @@ struct PtrWord {
   int32_t word = 0;
   int32_t buffer = 0;
   int64_t byte_offset = 0;
+  bool any_alignment = false;  // read element by element: no part of the vector word's check
 };
 
 struct Launch {

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/codegen/cuda_compile.h"
 #include "backend/cuda/codegen/cuda_sources.h"
 
@@ -290,6 +291,11 @@ TEST(CudaAttention, ACausalOffsetNeverGoesToCudnnAndKeepsItsSplitPlan) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
   EXPECT_EQ(l->splits, 4);
+  // The offset is read alone: its address (often a small temporary) is left out of the check that
+  // lets q, k and v be read in 16-byte pieces.
+  auto launches = attention_launches(p, p.kernels[0], kAll, *l);
+  ASSERT_TRUE(launches.ok()) << launches.status().message();
+  for (const PtrWord& ptr : launches->front().ptrs) EXPECT_EQ(ptr.any_alignment, ptr.buffer == 4) << ptr.buffer;
   auto g = generate_attention(p, p.kernels[0]);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_NE(g->source.find("#define MASK_KIND 3\n#define OFFSET_T int\n"), std::string::npos);
