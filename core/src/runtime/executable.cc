@@ -1,5 +1,6 @@
 // Executable: loading, saving and running. run() validates every input before anything touches a
-// device, so a wrong call is an error that names the argument, never a crash inside a kernel.
+// device, so a wrong call is an error that names the argument, never a crash inside a kernel, and
+// picks the optimization profile that runs: the first whose ranges hold every argument.
 #include <algorithm>
 #include <map>
 #include <string>
