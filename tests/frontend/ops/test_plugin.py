@@ -243,6 +243,37 @@ print("OUT:", np.asarray(tp.Executable.load({path!r})(tp.Tensor(x, device=tp.dev
     np.testing.assert_allclose(out, np.ones((2, 5)) * 1.5 + b, rtol=1e-6)
 
 
+_FIRST_HALF_SOURCE = """
+extern "C" __global__ void first_half(PluginArgs args) {
+  const float* x = (const float*)args.inputs[0].data;
+  i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x;
+  if (i < args.n / 2) ((float*)args.output.data)[i] = x[i];
+}
+"""
+
+
+@pytest.mark.skipif(not tp._C.gpu_available(), reason="needs a CUDA GPU")
+def test_output_a_cuda_kernel_leaves_unwritten_is_zero():
+    # As on the CPU: a kernel that writes half its output (or nothing) leaves zeros there, never
+    # what the program's arena held before (other kernels' values).
+    tp.register_plugin("FirstHalfGpu", lambda inputs: (inputs[0].shape, inputs[0].dtype), cuda_source=_FIRST_HALF_SOURCE,
+                       cuda_entry="first_half", namespace="tests", version="1")
+    tp.register_plugin("WritesNothingGpu", lambda inputs: (inputs[0].shape, inputs[0].dtype),
+                       cuda_source='extern "C" __global__ void nothing(PluginArgs a) {}', cuda_entry="nothing",
+                       namespace="tests", version="1")
+    call = lambda name, x: tp.plugin(name, [x], output_info=[(1, x.dtype)], version="1", namespace="tests")
+    gpu = tp.device("gpu")
+    exe = tp.compile(lambda x: call("FirstHalfGpu", tp.exp(x) * 3.0 + 7.0) + call("WritesNothingGpu", x * 5.0 - 1.0),
+                     args=[tp.InputInfo((4096,), tp.float32)])
+    x = np.linspace(-1, 1, 4096, dtype=np.float32)
+    want = np.exp(x) * 3.0 + 7.0
+    want[2048:] = 0.0
+    for _ in range(3):  # the second call on replays a CUDA graph
+        np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x, device=gpu))), want, rtol=1e-5)
+    eager = call("WritesNothingGpu", tp.Tensor(x, device=gpu) * 3.0)
+    np.testing.assert_array_equal(np.asarray(eager), np.zeros(4096, np.float32))
+
+
 @pytest.mark.skipif(not hasattr(tp._C, "_plugin_ptx"), reason="built without CUDA headers")
 def test_cuda_sources_compile_with_nvrtc():
     # No GPU needed: NVRTC checks the device code users and the docs write.

@@ -33,9 +33,17 @@ StatusOr<bool> plan_fused_step(PlanContext& c, const Kernel& k, Step& step) {
   return true;
 }
 
+// A plugin's output is zeroed first: a kernel that skips elements leaves zeros there (as on the
+// CPU), never another kernel's values from the arena.
 StatusOr<bool> plan_plugin_step(PlanContext& c, const Kernel& k, Step& step) {
   const CUfunction fn = c.code[static_cast<size_t>(step.kernel)].fn;
-  TRIPY_ASSIGN_OR_RETURN(step.launches, plan_plugin(c.program, k, fn, c.shapes));
+  TRIPY_ASSIGN_OR_RETURN(std::vector<Launch> plugin, plan_plugin(c.program, k, fn, c.shapes));
+  if (plugin.empty()) return true;
+  const int32_t out = k.outputs[0];
+  const int64_t bytes = numel_of(c.shapes[static_cast<size_t>(out)]) * dtype_size(c.program.buffers[static_cast<size_t>(out)].dtype);
+  TRIPY_ASSIGN_OR_RETURN(Launch zero, plan_byte_zero(c.layout_fns, out, bytes, c.sm_count));
+  step.launches.push_back(std::move(zero));
+  for (Launch& l : plugin) step.launches.push_back(std::move(l));
   return true;
 }
 

@@ -247,6 +247,17 @@ StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, 
   return l;
 }
 
+StatusOr<Launch> plan_byte_zero(const LayoutFunctions& fns, int32_t dst_buffer, int64_t bytes, int sm_count) {
+  auto it = fns.find("tripy_zero_bytes");
+  if (it == fns.end()) return internal_error("the CUDA layout module lacks tripy_zero_bytes");
+  Launch l;
+  l.fn = it->second;
+  l.words = {0, 0, bytes};
+  l.ptrs = {{0, dst_buffer, 0}};
+  l.grid = grid_for((bytes + 15) / 16, 256, sm_count);
+  return l;
+}
+
 namespace {
 
 // What every layout kind checks and computes first: one output (its buffer, shape, dense strides

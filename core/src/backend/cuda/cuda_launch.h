@@ -79,6 +79,8 @@ StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& 
 // A contiguous byte copy (graph staging, kCopy).
 StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, int32_t src_buffer,
                                 int64_t bytes, int sm_count, int64_t dst_offset = 0, int64_t src_offset = 0);
+// `bytes` zero bytes at the start of `dst_buffer` (tripy_zero_bytes of the layout module).
+StatusOr<Launch> plan_byte_zero(const LayoutFunctions& fns, int32_t dst_buffer, int64_t bytes, int sm_count);
 
 Status kernel_failure(const Program& p, const Kernel& k, const std::string& message,
                       StatusCode code = StatusCode::kInternal);

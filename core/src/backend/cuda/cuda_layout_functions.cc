@@ -23,6 +23,7 @@ std::vector<std::string> layout_module_functions() {
   std::vector<std::string> names;
   for (int s : {1, 2, 4, 8, 16}) names.push_back(copy_function(s));
   names.push_back("tripy_copy_bytes");
+  names.push_back("tripy_zero_bytes");
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) names.push_back(gelu_function(t));
   return names;
 }

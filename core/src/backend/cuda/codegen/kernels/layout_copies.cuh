@@ -43,6 +43,18 @@ extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
   for (i64 i = done + t0; i < a.n; i += step) ((unsigned char*)a.dst)[i] = ((const unsigned char*)a.src)[i];
 }
 
+// n zero bytes at dst (src unused): a plugin's output before its kernel runs, so that elements
+// the kernel leaves unwritten read as zeros, not as what the memory held before.
+extern "C" __global__ void tripy_zero_bytes(const BytesArgs a) {
+  const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 done = 0;
+  if ((a.dst & 15) == 0) {
+    done = a.n / 16 * 16;
+    for (i64 i = t0; i < a.n / 16; i += step) ((V16*)a.dst)[i] = V16{0u, 0u, 0u, 0u};
+  }
+  for (i64 i = done + t0; i < a.n; i += step) ((unsigned char*)a.dst)[i] = 0;
+}
+
 // In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
 struct GeluArgs { i64 ptr, n, vec; };
 extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
