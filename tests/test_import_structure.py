@@ -23,7 +23,7 @@ FUNCTION_LEVEL_ALLOWED = {
 # The frontend bottom to top (module names under tripy.frontend; a package stands for all of its
 # modules). A module imports only from its own layer or the ones below, never from a layer above.
 LAYERS = [
-    ["errors", "printing", "dtypes", "device", "paths"],
+    ["errors", "printing", "dtypes", "device", "paths", "mesh"],
     ["tensor", "safetensors"],
     ["trace_call"],
     ["ops"],

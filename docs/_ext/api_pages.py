@@ -35,6 +35,7 @@ PAGES = [
         ["frontend.compile", "frontend.input_info", "frontend.executable", "frontend.profile"],
     ),
     ("devices", "Devices and streams", ["frontend.device", "frontend.stream"]),
+    ("parallel", "Tensor parallelism", ["frontend.mesh", "frontend.ops.collectives"]),
     ("errors_logging", "Errors, logging, configuration and types", ["exception", "logging", "config", "types"]),
 ]
 

@@ -6,6 +6,8 @@
 #include "binding.h"
 #include "compiler/build_program.h"
 #include "compiler/eager.h"
+#include "runtime/backend.h"
+#include "runtime/collectives.h"
 #include "runtime/executable_impl.h"
 #include "tripy/executable.h"
 
@@ -75,7 +77,72 @@ static const Executable::Impl::Profile& profile_at(const Executable& exe, size_t
   return exe.impl()->profiles[i];
 }
 
+// The communicators of a sharded executable's ranks (this process's), as Python holds them.
+struct Communicators {
+  std::vector<std::shared_ptr<rt::Communicator>> ranks;
+};
+
+static rt::Backend* collective_backend(const std::string& device) {
+  const Device d = parse_device(device);
+  rt::Backend* b = rt::backend_for(d.kind);
+  if (b == nullptr) raise(Status(StatusCode::kUnavailable, "no backend for device " + device));
+  return b;
+}
+
+static void bind_collectives(py::module_& m) {
+  py::class_<Communicators>(m, "Communicators")
+      .def_property_readonly("ranks", [](const Communicators& c) {
+        std::vector<std::pair<int, int>> out;
+        for (const auto& r : c.ranks) out.emplace_back(r->rank(), r->world_size());
+        return out;
+      });
+  // `world_size` ranks of this process on `device`'s kind (the CPU: shared memory; GPUs: NCCL).
+  m.def("create_communicators", [](const std::string& device, int world_size) {
+    return Communicators{unwrap(collective_backend(device)->create_communicators(world_size))};
+  });
+  // Several processes: rank 0's unique id (bytes), and one rank joining with it.
+  m.def("communicator_unique_id", [](const std::string& device) {
+    return py::bytes(unwrap(collective_backend(device)->communicator_unique_id()));
+  });
+  m.def("join_communicator", [](const std::string& device, const py::bytes& id, int rank, int world_size) {
+    std::shared_ptr<rt::Communicator> c;
+    {
+      const std::string bytes = id;
+      py::gil_scoped_release nogil;  // NCCL's bootstrap waits for every rank
+      auto joined = collective_backend(device)->join_communicator(bytes, rank, world_size);
+      if (!joined.ok()) {
+        py::gil_scoped_acquire gil;
+        raise(joined.status());
+      }
+      c = std::move(joined).value();
+    }
+    return Communicators{{c}};
+  });
+  // One call of a sharded executable: rank r runs programs[r] on args[r] with comms.ranks[r], each
+  // on its own thread; returns every rank's outputs.
+  m.def("run_ranks", [](const std::vector<Executable>& programs, const Communicators& comms,
+                        const std::vector<std::vector<trace::NodeRef>>& args, py::object frames) {
+    SourceRef src = to_source(frames);
+    std::vector<std::vector<Tensor>> inputs;
+    for (const auto& a : args) inputs.push_back(argument_tensors(a));
+    std::vector<const Executable*> ptrs;
+    for (const Executable& e : programs) ptrs.push_back(&e);
+    StatusOr<std::vector<std::vector<Tensor>>> out = [&] {
+      py::gil_scoped_release nogil;
+      return rt::run_ranks(ptrs, inputs, comms.ranks);
+    }();
+    if (!out.ok()) raise(at_call(out.status(), src));
+    std::vector<std::vector<trace::NodeRef>> nodes;
+    for (auto& rank : out.value()) {
+      nodes.emplace_back();
+      for (auto& t : rank) nodes.back().push_back(trace::make_data_node(std::move(t), src));
+    }
+    return nodes;
+  });
+}
+
 void bind_executable(py::module_& m) {
+  bind_collectives(m);
   // tp.compile with several optimization profiles: one executable of the profiles compiled apart.
   m.def("combine_profiles", [](const std::vector<Executable>& parts) {
     std::vector<ProfileParts> profiles;

@@ -98,6 +98,18 @@ void read_attr(py::handle v, std::string& out) { out = v.cast<std::string>(); }
 void read_attr(py::handle v, DType& out) { out = parse_dtype(v.cast<std::string>()); }
 void read_attr(py::handle v, rt::ConvolutionAttrs& out) { out = to_conv_attrs(v.cast<py::dict>()); }
 void read_attr(py::handle v, rt::PoolingAttrs& out) { out = to_pool_attrs(v.cast<py::dict>()); }
+// An enum field of a described struct (rt::CollectiveAttrs::Op): by its name.
+template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+void read_attr(py::handle v, E& out) {
+  const std::string name = v.cast<std::string>();
+  const rt::EnumNames names = enum_names(out);
+  for (size_t i = 0; i < names.count; ++i)
+    if (name == names[i]) {
+      out = static_cast<E>(i);
+      return;
+    }
+  throw py::value_error("unknown value '" + name + "'");
+}
 void read_attr(py::handle v, rt::PluginAttrs& out) {
   auto p = v.cast<py::dict>();
   out.name = p["name"].cast<std::string>();

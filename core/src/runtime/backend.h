@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives.h"
 #include "runtime/program.h"
 #include "tripy/status.h"
 #include "tripy/tensor.h"
@@ -95,6 +96,20 @@ class Backend {
   virtual void set_default_stream(void* stream) {}
   // How often the host has waited for the device so far (tests: a steady-state call never waits).
   virtual int64_t host_waits() const { return 0; }
+  // Communicators for the ranks of a sharded program (runtime/collectives.h). `world_size` ranks
+  // of this process: the CPU's meet in host memory; the GPU's are NCCL's over GPUs 0 .. n - 1.
+  virtual StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(int world_size) {
+    return Status(StatusCode::kUnavailable, "this device has no collectives");
+  }
+  // Ranks in several processes (torchrun): rank 0 makes a unique id, which reaches every rank by
+  // other means (tp.DeviceMesh.from_environment sends it over a socket), and each rank joins with it.
+  virtual StatusOr<std::string> communicator_unique_id() {
+    return Status(StatusCode::kUnavailable, "this device has no collectives across processes");
+  }
+  virtual StatusOr<std::shared_ptr<Communicator>> join_communicator(const std::string& unique_id, int rank,
+                                                                    int world_size) {
+    return Status(StatusCode::kUnavailable, "this device has no collectives across processes");
+  }
   // Device memory that live tensors and loaded programs hold (not what an allocator keeps cached
   // for reuse), in bytes; -1 where the backend does not count it.
   virtual int64_t bytes_in_use() const { return -1; }

@@ -293,6 +293,23 @@ struct WeightOnlyDotAttrs {
 // The packed bytes per weight row of K values.
 inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }
 
+// A collective over the ranks of a sharded program (tp.compile with a tp.DeviceMesh), each rank
+// running its own program on its own thread or process. kAllReduce: out = the elementwise sum of
+// every rank's input (same shape; float16/bfloat16 summed in float32, rank 0's term first, so
+// every rank holds the same bits); kAllGather: out = the ranks' inputs joined along `axis` in rank
+// order (dim `axis` of out is world_size times the input's). `world_size` is the mesh's size the
+// program was compiled for: a rank whose communicator has another size refuses to run.
+inline constexpr const char* kCollectiveOpNames[] = {"all_reduce", "all_gather"};
+struct CollectiveAttrs {
+  enum class Op : uint8_t { kAllReduce, kAllGather };
+  friend constexpr EnumNames enum_names(Op) { return enum_names_of(kCollectiveOpNames); }
+  Op op = Op::kAllReduce;
+  int64_t axis = 0;  // kAllGather
+  int64_t world_size = 1;
+  TRIPY_FIELDS(op, axis, world_size)
+};
+inline constexpr int64_t kMaxWorldSize = 1024;
+
 // One row per kind, in file-format order (append only):
 //   X(Enum, "name", Attrs, member)
 // the enum value (KernelKind::kEnum), the one name that FlatIR text, program dumps, the file
@@ -311,7 +328,8 @@ inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4
   X(Plugin, "plugin", PluginAttrs, plugin)                                 \
   X(Pooling, "pooling", PoolingAttrs, pooling)                             \
   X(Sample, "sample", SampleAttrs, sample)                                 \
-  X(WeightOnlyDot, "weight_only_dot", WeightOnlyDotAttrs, weight_only_dot)
+  X(WeightOnlyDot, "weight_only_dot", WeightOnlyDotAttrs, weight_only_dot) \
+  X(Collective, "collective", CollectiveAttrs, collective)
 
 enum class KernelKind : uint8_t {
 #define TRIPY_KERNEL_KIND_ENUM_(Enum, name, Attrs, member) k##Enum,

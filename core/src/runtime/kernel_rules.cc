@@ -425,6 +425,29 @@ class KernelRules {
     return "";
   }
 
+  std::string load(const CollectiveAttrs& a) const {
+    if (a.world_size < 1 || a.world_size > kMaxWorldSize) return "has a world size outside [1, 1024]";
+    if (!arity(1, 1)) return "needs 1 input and 1 output";
+    if (!same_dtype()) return "changes the dtype";
+    const DType t = dtype_of(k_.inputs[0]);
+    if (a.op == CollectiveAttrs::Op::kAllReduce && !(t == DType::kFloat32 || t == DType::kFloat16 ||
+                                                     t == DType::kBFloat16 || t == DType::kInt32 || t == DType::kInt64))
+      return "sums a dtype other than float32, float16, bfloat16, int32 or int64";
+    if (rank_of(k_.inputs[0]) != rank_of(k_.outputs[0])) return "needs input and output of one rank";
+    if (a.op == CollectiveAttrs::Op::kAllGather && (a.axis < 0 || a.axis >= static_cast<int64_t>(rank_of(k_.inputs[0]))))
+      return "gathers along an axis outside its rank";
+    return "";
+  }
+
+  std::string run(const CollectiveAttrs& a) const {
+    const auto& x = shape(k_.inputs[0]);
+    const auto& out = shape(k_.outputs[0]);
+    std::vector<int64_t> want = x;
+    if (a.op == CollectiveAttrs::Op::kAllGather) want[static_cast<size_t>(a.axis)] *= a.world_size;
+    if (out != want) return (a.op == CollectiveAttrs::Op::kAllReduce ? "sums " : "gathers ") + dims_str(x) + " into " + dims_str(out);
+    return "";
+  }
+
  private:
   size_t rank_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].shape.size(); }
   DType dtype_of(int32_t buffer) const { return p_.buffers[static_cast<size_t>(buffer)].dtype; }

@@ -46,7 +46,8 @@ struct OpDef;
   X(rt::SampleAttrs, sample, {})     /* typed, read from a dict by its field names */                      \
   X(std::vector<double>, scales, {}) /* resize: a factor per dim (instead of output sizes in `shape`) */    \
   X(bool, align_corners, false)      /* resize: sample at the corner pixels instead of the centres */      \
-  X(int64_t, groups, 1)              /* groupnorm: how many groups of channels */
+  X(int64_t, groups, 1)              /* groupnorm: how many groups of channels */                          \
+  X(rt::CollectiveAttrs, collective, {}) /* all_reduce, all_gather: the op, axis and the mesh's size */
 
 struct Attrs {
 #define TRIPY_TRACE_ATTR_FIELD(type, name, init) type name = init;

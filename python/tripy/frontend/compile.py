@@ -8,6 +8,7 @@ from tripy.exception import TripyException
 from tripy.frontend.device import default_device
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
+from tripy.frontend.mesh import DeviceMesh, _TracingRank
 from tripy.frontend.module import Module, known_parameters
 from tripy.frontend.tensor import Tensor
 from tripy.logging import FLAGS, STAGE_FLAGS, logger
@@ -29,7 +30,7 @@ class _Inputs:
     """Turns InputInfos and DimensionInputInfos (possibly nested in containers) into runtime-input
     tensors and DimensionSizes."""
 
-    def __init__(self, frames, profile=None):
+    def __init__(self, frames, profile=None, device=None):
         # An optimization profile's bounds for named dimensions: name -> (min, opt, max).
         self.profile = profile or {}
         self.symbols = _C.symbol_table()
@@ -38,6 +39,7 @@ class _Inputs:
         self.names = []
         self.donated = []  # input numbers declared with InputInfo(donate=True)
         self.frames = frames
+        self.device = device or str(default_device())
 
     def _dim(self, name, index, bounds, dim_name):
         lo, opt, hi = self.profile.get(dim_name, bounds)
@@ -55,7 +57,7 @@ class _Inputs:
         if isinstance(value, DimensionInputInfo):
             # A new symbol whose value the executable reads from this argument at run time.
             symbol = self.symbols.add(name, *value.value_bounds._per_dim()[0])
-            node = _C.shape_input_node(len(self.nodes), name, symbol, str(default_device()), self.symbols, self.frames)
+            node = _C.shape_input_node(len(self.nodes), name, symbol, self.device, self.symbols, self.frames)
             self.nodes.append(node)
             self.names.append(name)
             return Tensor._wrap(node)
@@ -67,7 +69,7 @@ class _Inputs:
             if value.donate:
                 self.donated.append(len(self.nodes))
             node = _C.input_node(
-                len(self.nodes), name, value.dtype.name, dims, str(default_device()), self.symbols, self.frames
+                len(self.nodes), name, value.dtype.name, dims, self.device, self.symbols, self.frames
             )
             self.nodes.append(node)
             self.names.append(name)
@@ -151,7 +153,7 @@ def _checked_profiles(profiles, args, kwargs, frames):
     return out
 
 
-def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_profiles=None):
+def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_profiles=None, mesh=None):
     """
     Compiles ``func`` (a function or a ``tp.Module``) into a ``tp.Executable``.
 
@@ -187,6 +189,12 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
             constant there, as everywhere). A call runs the first profile, in the order given, whose ranges hold
             every argument; a call that none holds raises an error listing each profile's ranges.
             ``None`` (the default): one profile, the bounds in ``args`` and ``kwargs``.
+        mesh (tp.DeviceMesh | None): Shards the function over the mesh's ranks (tensor
+            parallelism): ``func`` is traced and compiled once per rank of this process, with
+            ``tp.current_rank()`` and ``tp.world_size()`` saying which, so that layers built with
+            ``parallel=tp.ColumnParallel(...)`` or ``tp.RowParallel()`` take that rank's share of
+            their parameters and insert the collectives between the ranks. Each rank's program runs
+            on its own thread (see ``tp.Executable``). ``None``: one program, on the default device.
 
     Returns:
         tp.Executable: the compiled function; its parameters are the runtime inputs, named after
@@ -198,7 +206,7 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
             runtime input (a Python ``if`` on a tensor: use ``tp.where``), returns something other
             than tensors, or an op in it fails its checks; or if ``optimization_profiles`` is not
             a non-empty list of lists of ``tp.NamedDimension``, or names a dimension that no input
-            declares.
+            declares; or if ``mesh`` is not a ``tp.DeviceMesh``, or a layer cannot be split over it.
 
     Example::
 
@@ -234,18 +242,30 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
     if not isinstance(optimization_level, int) or not 0 <= optimization_level <= 5:
         _C.raise_error(f"optimization_level must be an int in [0, 5], but got: {optimization_level!r}.", frames)
     profiles = _checked_profiles(optimization_profiles, args, kwargs, frames)
+    if mesh is not None and not isinstance(mesh, DeviceMesh):
+        _C.raise_error(f"mesh must be a tp.DeviceMesh or None, but got: {mesh!r}.", frames)
     sig = _signature_of(func)
     params = list(sig.parameters) if sig is not None else []
-    impls = [_compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames,
-                              None if len(profiles) == 1 else i)
-             for i, profile in enumerate(profiles)]
-    return Executable(impls[0] if len(impls) == 1 else _C.combine_profiles(impls))
+
+    def compile_rank(device):
+        impls = [_compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames,
+                                  None if len(profiles) == 1 else i, device)
+                 for i, profile in enumerate(profiles)]
+        return impls[0] if len(impls) == 1 else _C.combine_profiles(impls)
+
+    if mesh is None:
+        return Executable(compile_rank(None))
+    ranks = []
+    for rank in mesh._local_ranks():
+        with _TracingRank(rank, mesh.size):
+            ranks.append(compile_rank(str(mesh.devices[rank])))
+    return Executable(ranks[0], ranks=ranks, mesh=mesh)
 
 
-def _compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number):
+def _compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number, device=None):
     """Traces ``func`` with the bounds of one optimization profile and compiles it (``number``: the
-    profile's, for the debug dumps, when there are several)."""
-    inputs = _Inputs(frames, profile)
+    profile's, for the debug dumps, when there are several) for ``device`` (None: the default)."""
+    inputs = _Inputs(frames, profile, device)
     traced_args = []
     for i, a in enumerate(args):
         name = params[i] if i < len(params) and sig.parameters[params[i]].kind in (
@@ -283,7 +303,7 @@ def _compile_profile(func, sig, params, args, kwargs, optimization_level, profil
     # The compiler formats each dump before handing it over: ask for them only when one is shown.
     wanted = any(logger.is_enabled(flag) for flag in FLAGS)
     return _C.compile(
-        [o._node for o in outputs], inputs.nodes, names, str(default_device()), optimization_level,
+        [o._node for o in outputs], inputs.nodes, names, inputs.device, optimization_level,
         dump if wanted else None, inputs.donated,
     )
 

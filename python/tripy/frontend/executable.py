@@ -36,6 +36,14 @@ class Executable:
     compiled with several optimization profiles runs, for each call, the first profile whose ranges
     hold every argument (``optimization_profile_for`` says which).
 
+    An executable compiled with a ``tp.DeviceMesh`` (``tp.compile(..., mesh=...)``) holds one
+    program per rank of this process and runs each on its own thread, the ranks meeting at their
+    collectives. Each argument is a tensor that every rank gets, or a list of ``world_size``
+    tensors, one per rank (its shard: a KV cache split by heads); a call returns the first
+    rank's outputs (under tensor parallelism every rank's outputs are whole, and equal). A rank that
+    fails stops the others: the call raises that rank's error, naming it. Saving a sharded
+    executable is not supported yet.
+
     Example::
 
         import os, tempfile
@@ -47,9 +55,12 @@ class Executable:
         assert tp.Executable.load(path)(tp.Tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
     """
 
-    def __init__(self, impl):
+    def __init__(self, impl, ranks=None, mesh=None):
         # Internal: tp.compile and Executable.load make executables (see _ConstructedElsewhere).
+        # A sharded one holds the program of each rank of this process (`ranks`, impl the first).
         self._impl = impl
+        self._ranks = ranks
+        self._mesh = mesh
         self._names = [name for name, *_ in impl.inputs]
         # Sizes declared with tp.DimensionInputInfo: name -> (min, opt, max).
         self._sizes = {name: bounds for name, *_, bounds in impl.inputs if bounds is not None}
@@ -64,6 +75,11 @@ class Executable:
     def stream(self, stream):
         _C.set_executable_stream(self._impl, None if stream is None else stream._impl)
         self._stream = stream
+
+    @property
+    def world_size(self):
+        """The number of ranks the executable was compiled for (``tp.compile``'s mesh); 1 without one."""
+        return 1 if self._mesh is None else self._mesh.size
 
     @property
     def input_infos(self):
@@ -127,6 +143,8 @@ class Executable:
 
     def __call__(self, *args, **kwargs):
         frames = capture_user_frames()
+        if self._ranks is not None:
+            return self._call_ranks(args, kwargs, frames)
         nodes = self._bind(args, kwargs, frames)
         if logger.is_enabled("timing"):
             profile = self._profile(nodes, frames)
@@ -151,7 +169,35 @@ class Executable:
             tp.TripyException: as a call does (a missing, extra or invalid argument).
         """
         frames = capture_user_frames()
+        if self._ranks is not None:
+            _C.raise_error("Profiling a sharded executable (tp.compile with a mesh) is not supported yet.", frames)
         return self._profile(self._bind(args, kwargs, frames), frames)
+
+    def _call_ranks(self, args, kwargs, frames):
+        """A call of a sharded executable: each rank's arguments (a list gives each rank its own)."""
+        local = self._mesh._local_ranks()
+        world = self._mesh.size
+
+        def of_rank(value, i, name):
+            if isinstance(value, (list, tuple)):
+                if len(value) != world:
+                    _C.raise_error(
+                        f"Argument '{name}' is a list of {len(value)} values, but a per-rank argument of this executable "
+                        f"holds one per rank: {world}.",
+                        frames,
+                    )
+                return value[local[i]]
+            return value
+
+        per_rank = []
+        for i in range(len(self._ranks)):
+            rank_args = [of_rank(a, i, n) for a, n in zip(args, self._names)]
+            rank_kwargs = {k: of_rank(v, i, k) for k, v in kwargs.items()}
+            per_rank.append(self._bind(rank_args, rank_kwargs, frames))
+        if logger.is_enabled("timing"):
+            logger.log("timing", lambda: f"{self}: a sharded executable's kernels are not timed yet")
+        outs = _C.run_ranks(self._ranks, self._mesh._communicators_of_process(), per_rank, frames)
+        return self._wrap_outputs(outs[0])
 
     def _profile(self, nodes, frames):
         outs, kernel_ms, kernels = self._impl.profile(nodes, frames)
@@ -224,6 +270,8 @@ class Executable:
             TypeError: if ``path`` is not a path.
         """
         path = path_argument(path, "Executable.save")
+        if self._ranks is not None:
+            _raise_here("Saving a sharded executable (tp.compile with a mesh) is not supported yet.")
         parent = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(parent, exist_ok=True)

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_kinds.h"
+#include "backend/cuda/cuda_nccl.h"
 #include "backend/cuda/cuda_program.h"
 
 namespace tripy::rt {
@@ -198,6 +199,14 @@ class CudaBackend final : public Backend {
   void set_default_stream(void* stream) override { cuda::set_default_stream(static_cast<CUstream>(stream)); }
 
   int64_t host_waits() const override { return api().driver_ok ? cuda::host_waits() : 0; }
+  // NCCL (cuda_nccl.h): GPUs 0 .. n - 1 of this process, or one rank of several processes.
+  StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(int world_size) override {
+    return nccl_communicators(world_size);
+  }
+  StatusOr<std::string> communicator_unique_id() override { return nccl_unique_id(); }
+  StatusOr<std::shared_ptr<Communicator>> join_communicator(const std::string& id, int rank, int world_size) override {
+    return nccl_join(id, rank, world_size);
+  }
   int64_t bytes_in_use() const override { return static_cast<int64_t>(cuda::allocator_stats().in_use_bytes); }
 };
 

@@ -114,6 +114,7 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
     {KernelKind::kSample, load_function, StoredAlgo::kNone, plan_sample_step, nullptr},
     {KernelKind::kWeightOnlyDot, load_function, StoredAlgo::kNone, plan_weight_only_dot_step, nullptr},
+    {KernelKind::kCollective, nullptr, StoredAlgo::kNone, plan_collective_step, run_collective_step},
 };
 
 constexpr bool rows_in_kind_order() {

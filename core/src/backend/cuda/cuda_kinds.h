@@ -47,6 +47,9 @@ struct Step {
   std::unique_ptr<AttentionCudnnPlan> attention;
   std::array<int64_t, AttentionAttrs::kNumOperands> attention_offsets{};
   std::vector<Launch> attention_fallback;
+  // kCollective (cuda_collective.cc): all_reduce's elements, or all_gather's blocks and bytes per
+  // block of each rank's input (blocks > 1: gathered in the workspace, then interleaved).
+  int64_t collective_count = 0, collective_block_bytes = 0;
 };
 
 // What planning one signature's steps reads, and the program-wide scratch they ask for.
@@ -111,5 +114,7 @@ Status load_attention(const Program& p, const Kernel& k, CUmodule module, const 
                       KernelCode& code);  // cuda_attention.cc
 StatusOr<bool> plan_attention_step(PlanContext& c, const Kernel& k, Step& step);
 Status run_attention_step(Step& step, const Kernel& k, const RunContext& c);
+StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step);  // cuda_collective.cc
+Status run_collective_step(Step& step, const Kernel& k, const RunContext& c);
 
 }  // namespace tripy::rt::cuda

@@ -2,24 +2,36 @@
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.mesh import ColumnParallel, check_parallel, current_rank, world_size
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder
-from tripy.frontend.ops.shape_ops import gather
+from tripy.frontend.ops.collectives import all_gather, all_reduce
+from tripy.frontend.ops.elementwise import where
+from tripy.frontend.ops.shape_ops import gather, unsqueeze
 
 
 class Embedding(Module):
     """
     Maps each integer index in its input to a row of ``weight`` (shape
     ``(num_embeddings, embedding_dim)``); the output has the input's shape plus ``embedding_dim``.
-   
+
+    With ``parallel`` the table is sharded when compiled with a ``tp.DeviceMesh``:
+    ``tp.ColumnParallel(gather_output=True)`` gives each rank its share of the embedding dim and
+    all-gathers the rows (an index out of range is still an error); ``tp.RowParallel()`` gives each
+    rank its share of the rows (the vocabulary), zero for the indices outside it, and sums the
+    ranks' rows with an all-reduce (an index outside every rank's rows gives zeros, not an error).
+    Outside a sharded compile the table is whole.
 
     Args:
         num_embeddings (int): The number of rows (the largest index plus one).
         embedding_dim (int): The size of each row.
         dtype (tp.dtype): The dtype of the parameters (and of the inputs the module takes).
+        parallel (tp.ColumnParallel | tp.RowParallel | None): How a sharded compile splits the
+            table; None: every rank holds it whole.
 
     Raises:
-        tp.TripyException: if ``dtype`` is not a Tripy dtype.
+        tp.TripyException: if ``dtype`` is not a Tripy dtype or ``parallel`` is not a sharding spec
+            (a tp.ColumnParallel with one part).
 
     Example::
 
@@ -30,7 +42,7 @@ class Embedding(Module):
         assert tp.equal(out, tp.Tensor([[6.0, 7.0], [0.0, 1.0]]))
     """
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=dtypes.float32):
+    def __init__(self, num_embeddings, embedding_dim, dtype=dtypes.float32, parallel=None):
         super().__init__()
         for what, n in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -39,6 +51,11 @@ class Embedding(Module):
         self.embedding_dim = embedding_dim
         self.dtype = dtypes.check_dtype(dtype)
         self.weight = placeholder((num_embeddings, embedding_dim), self.dtype)
+        self.parallel = check_parallel(parallel, "Embedding")
+        if isinstance(parallel, ColumnParallel):
+            if parallel.parts is not None and len(parallel.parts) > 1:
+                _raise_here("A column-parallel Embedding splits its embedding dim as one part.")
+            parallel._check(embedding_dim, "Embedding")
 
     def forward(self, x):
         """
@@ -53,4 +70,15 @@ class Embedding(Module):
         Raises:
             tp.TripyException: if ``x`` is not int32/int64, or (when it runs) an index is out of range.
         """
-        return gather(self.weight, 0, x)
+        world = world_size()
+        if self.parallel is None or world == 1:
+            return gather(self.weight, 0, x)
+        rank = current_rank()
+        if isinstance(self.parallel, ColumnParallel):
+            ((lo, hi),) = self.parallel._ranges(self.embedding_dim, rank, world, "Embedding")
+            rows = gather(self.weight[:, lo:hi], 0, x)
+            return all_gather(rows, dim=-1) if self.parallel.gather_output else rows
+        lo, hi = self.parallel._range(self.num_embeddings, rank, world, "Embedding")
+        mine = (x >= lo) & (x < hi)
+        rows = gather(self.weight[lo:hi], 0, where(mine, x - lo, 0))
+        return all_reduce(where(unsqueeze(mine, -1), rows, 0.0))

@@ -2,11 +2,13 @@
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.mesh import ColumnParallel, RowParallel, check_parallel, current_rank, world_size
 from tripy.frontend.module import Module
 from tripy.frontend.modules.placeholder import placeholder, remember
+from tripy.frontend.ops.collectives import all_gather, all_reduce
 from tripy.frontend.ops.creation import ones
 from tripy.frontend.ops.quantize import dequantize, quantize
-from tripy.frontend.ops.shape_ops import transpose
+from tripy.frontend.ops.shape_ops import concatenate, transpose
 
 
 class Linear(Module):
@@ -27,6 +29,13 @@ class Linear(Module):
     are per output feature or per group of input features is read packed by the product's kernel
     and never dequantized to memory.
 
+    With ``parallel`` (``tp.ColumnParallel(...)`` or ``tp.RowParallel()``) the layer is sharded
+    when compiled with a ``tp.DeviceMesh``: each rank keeps its share of the weight and computes
+    its share of the output features (column) or a partial product over its share of the input
+    features, summed by an all-reduce (row; the bias is added once, after the sum). The parameters
+    stay whole in the module (a checkpoint of the unsharded model loads as it is); each rank's
+    program holds only its share. Outside a sharded compile the layer is whole.
+
     Args:
         in_features (int): The size of the input's last dim.
         out_features (int): The size of the output's last dim.
@@ -36,9 +45,13 @@ class Linear(Module):
             weight; None for none.
         weight_quant_dim (int | None): 0 or 1 for one scale per index of that weight dim; None for
             one scale (or int4's block-wise scale).
+        parallel (tp.ColumnParallel | tp.RowParallel | None): How a sharded compile splits the
+            layer; None: every rank computes it whole.
 
     Raises:
-        tp.TripyException: if ``weight_quant_dim`` is not None, 0 or 1, or a dtype is not a Tripy dtype.
+        tp.TripyException: if ``weight_quant_dim`` is not None, 0 or 1, a dtype is not a Tripy dtype,
+            ``parallel`` is not a sharding spec or its parts do not add up to ``out_features``, or
+            ``parallel`` is combined with ``quant_dtype`` (not yet supported).
 
     Example::
 
@@ -74,6 +87,7 @@ class Linear(Module):
         dtype=dtypes.float32,
         quant_dtype=None,
         weight_quant_dim=None,
+        parallel=None,
     ):
         super().__init__()
         self.in_features = in_features
@@ -81,6 +95,11 @@ class Linear(Module):
         self.dtype = dtypes.check_dtype(dtype)
         self.quant_dtype = None if quant_dtype is None else dtypes.check_dtype(quant_dtype, "Linear's quant_dtype")
         self.weight_quant_dim = weight_quant_dim
+        self.parallel = check_parallel(parallel, "Linear")
+        if parallel is not None and quant_dtype is not None:
+            _raise_here("A sharded Linear (parallel=...) with quant_dtype is not supported yet.")
+        if isinstance(parallel, ColumnParallel):
+            parallel._check(out_features, "Linear")
 
         weight_shape = (out_features, in_features)
         weight = placeholder(weight_shape, self.dtype)
@@ -132,7 +151,24 @@ class Linear(Module):
             if weight.dtype != self.quant_dtype:
                 weight = quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim, zero_point=zero)
             weight = dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim, zero_point=zero)
+        if self.parallel is not None and world_size() > 1:
+            return self._sharded(x, weight, current_rank(), world_size())
         out = x @ transpose(weight, 0, 1)
         if self.bias is not None:
             out = out + self.bias
         return out
+
+    def _sharded(self, x, weight, rank, world):
+        """This rank's part of the layer in a sharded compile (see ``parallel``)."""
+        bias = self.bias
+        if isinstance(self.parallel, ColumnParallel):
+            ranges = self.parallel._ranges(self.out_features, rank, world, "Linear")
+            weight = concatenate([weight[lo:hi] for lo, hi in ranges], dim=0) if len(ranges) > 1 else weight[ranges[0][0] : ranges[0][1]]
+            out = x @ transpose(weight, 0, 1)
+            if bias is not None:
+                bias = concatenate([bias[lo:hi] for lo, hi in ranges], dim=0) if len(ranges) > 1 else bias[ranges[0][0] : ranges[0][1]]
+                out = out + bias
+            return all_gather(out, dim=-1) if self.parallel.gather_output else out
+        lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
+        out = all_reduce(x @ transpose(weight[:, lo:hi], 0, 1))
+        return out + bias if bias is not None else out

@@ -174,6 +174,7 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kPooling, nullptr, false, nullptr, nullptr, kernels::kPool, "tripy_pool"},
     {KernelKind::kSample, nullptr, false, nullptr, nullptr, kernels::kSample, "tripy_sample", /*by_input=*/true},
     {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, nullptr},
+    {KernelKind::kCollective, nullptr, false, nullptr, nullptr},  // NCCL at run time (cuda_collective.cc)
 };
 constexpr bool rows_in_kind_order() {
   for (size_t i = 0; i < std::size(kBuildRules); ++i)

@@ -1,0 +1,94 @@
+// kCollective on the GPU: NCCL's all-reduce and all-gather on the program's stream, so a CUDA
+// graph captures them with the rest of the step. The communicator is the calling thread's (the
+// rank's: runtime/collectives.h); a graph replays on the rank that captured it.
+#include "backend/cuda/cuda_kinds.h"
+#include "backend/cuda/cuda_nccl.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+StatusOr<ncclDataType_t> nccl_sum_dtype(DType t) {
+  switch (t) {
+    case DType::kFloat32: return ncclFloat32;
+    case DType::kFloat16: return ncclFloat16;
+    case DType::kBFloat16: return ncclBfloat16;
+    case DType::kInt32: return ncclInt32;
+    case DType::kInt64: return ncclInt64;
+    default: return invalid_argument("all_reduce of " + std::string(dtype_name(t)) + " is not supported");
+  }
+}
+
+}  // namespace
+
+StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step) {
+  const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
+  const int64_t elements = numel_of(x);
+  if (elements == 0) return false;
+  const CollectiveAttrs& a = k.collective;
+  if (a.op == CollectiveAttrs::Op::kAllReduce) {
+    step.collective_count = elements;
+    return true;
+  }
+  int64_t blocks = 1;
+  for (int64_t d = 0; d < a.axis; ++d) blocks *= x[static_cast<size_t>(d)];
+  const int64_t bytes = elements * dtype_size(c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype);
+  step.collective_count = blocks;
+  step.collective_block_bytes = bytes / blocks;
+  // Gathered rank-major (NCCL's order), then interleaved into the output by blocks.
+  if (blocks > 1) c.workspace = std::max(c.workspace, static_cast<size_t>(bytes * a.world_size));
+  return true;
+}
+
+Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
+  const CollectiveAttrs& a = k.collective;
+  Communicator* comm = current_communicator();
+  const CUdeviceptr in = c.base[static_cast<size_t>(k.inputs[0])];
+  const CUdeviceptr out = c.base[static_cast<size_t>(k.outputs[0])];
+  const SourceRef where = kernel_source(c.program, step.kernel);
+  if (a.world_size == 1 && comm == nullptr) {  // one rank: the collective is its input
+    const int64_t bytes = a.op == CollectiveAttrs::Op::kAllReduce
+                              ? step.collective_count * dtype_size(c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype)
+                              : step.collective_count * step.collective_block_bytes;
+    if (in != out) TRIPY_CUDA_TRY(cuMemcpyDtoDAsync(out, in, static_cast<size_t>(bytes), c.stream));
+    return ok_status();
+  }
+  const std::string mismatch = communicator_mismatch(comm, a);
+  if (!mismatch.empty()) return Status(StatusCode::kUnavailable, "kernel '" + k.name + "': " + mismatch, where);
+  auto* rank = dynamic_cast<NcclCommunicator*>(comm);
+  if (rank == nullptr || rank->aborted())
+    return Status(StatusCode::kUnavailable,
+                  "kernel '" + k.name + "': this rank has no NCCL communicator (a GPU program's collectives run through NCCL)",
+                  where);
+  auto* send = reinterpret_cast<const void*>(in);
+  auto* recv = reinterpret_cast<void*>(out);
+  if (a.op == CollectiveAttrs::Op::kAllReduce) {
+    TRIPY_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_sum_dtype(c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype));
+    return TRIPY_NCCL(ncclAllReduce(send, recv, static_cast<size_t>(step.collective_count), t, ncclSum, rank->comm(),
+                                    reinterpret_cast<cudaStream_t>(c.stream)));
+  }
+  const int64_t blocks = step.collective_count, block = step.collective_block_bytes;
+  if (blocks == 1)
+    return TRIPY_NCCL(ncclAllGather(send, recv, static_cast<size_t>(block), ncclInt8, rank->comm(),
+                                    reinterpret_cast<cudaStream_t>(c.stream)));
+  // Rank j's blocks land at workspace + j * blocks * block; its block b belongs at out + (b * n + j) * block.
+  const int64_t n = a.world_size;
+  if (c.workspace_bytes < static_cast<size_t>(blocks * block * n))
+    return internal_error("all_gather's workspace is smaller than its plan asked", where);
+  TRIPY_NCCL_TRY(ncclAllGather(send, reinterpret_cast<void*>(c.workspace), static_cast<size_t>(blocks * block), ncclInt8,
+                               rank->comm(), reinterpret_cast<cudaStream_t>(c.stream)));
+  for (int64_t j = 0; j < n; ++j) {
+    CUDA_MEMCPY2D m{};
+    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = c.workspace + static_cast<CUdeviceptr>(j * blocks * block);
+    m.srcPitch = static_cast<size_t>(block);
+    m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.dstDevice = out + static_cast<CUdeviceptr>(j * block);
+    m.dstPitch = static_cast<size_t>(block * n);
+    m.WidthInBytes = static_cast<size_t>(block);
+    m.Height = static_cast<size_t>(blocks);
+    TRIPY_CUDA_TRY(cuMemcpy2DAsync(&m, c.stream));
+  }
+  return ok_status();
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,108 @@
+// NCCL's table of entry points (dlopen) and the GPU's communicators.
+#include "backend/cuda/cuda_nccl.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/cuda_device.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+void* open_nccl(std::string& tried) {
+  std::vector<std::string> paths;
+  if (const char* lib = std::getenv("TRIPY_NCCL_LIBRARY")) paths.push_back(lib);
+  if (const char* home = std::getenv("TRIPY_CUDA_HOME")) {
+    paths.push_back(std::string(home) + "/lib64/libnccl.so.2");
+    paths.push_back(std::string(home) + "/lib/libnccl.so.2");
+  }
+  paths.push_back("/usr/local/cuda/lib64/libnccl.so.2");
+  paths.push_back("libnccl.so.2");
+  for (const std::string& p : paths) {
+    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    tried += (tried.empty() ? "" : ", ") + p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const NcclApi& nccl() {
+  static NcclApi* instance = [] {
+    auto* a = new NcclApi();
+    std::string tried;
+    void* lib = open_nccl(tried);
+    if (lib == nullptr) {
+      a->why_unavailable = "NCCL (libnccl.so.2) was not found (tried " + tried +
+                           "); set TRIPY_NCCL_LIBRARY to its path (pip's nvidia-nccl-cu13 puts it in "
+                           "site-packages/nvidia/nccl/lib)";
+      return a;
+    }
+    bool ok = true;
+#define TRIPY_NCCL_LOAD(name) \
+  ok = (a->name = reinterpret_cast<decltype(a->name)>(dlsym(lib, #name))) != nullptr && ok;
+    TRIPY_NCCL_FUNCS(TRIPY_NCCL_LOAD)
+#undef TRIPY_NCCL_LOAD
+    a->ok = ok;
+    if (!ok) a->why_unavailable = "libnccl.so.2 lacks an entry point Tripy needs (NCCL 2.18 or later is required)";
+    return a;
+  }();
+  return *instance;
+}
+
+Status check(ncclResult_t r, const char* call) {
+  if (r == ncclSuccess) return ok_status();
+  const char* text = nccl().ncclGetErrorString ? nccl().ncclGetErrorString(r) : "unknown";
+  return Status(r == ncclInvalidArgument || r == ncclInvalidUsage ? StatusCode::kInvalidArgument : StatusCode::kUnavailable,
+                std::string("NCCL call ") + call + " failed: " + text);
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (comm_ != nullptr && nccl().ok) {
+    if (aborted_) nccl().ncclCommAbort(comm_);
+    else nccl().ncclCommDestroy(comm_);
+  }
+}
+
+void NcclCommunicator::abort(const std::string&) {
+  if (aborted_ || comm_ == nullptr) return;
+  aborted_ = true;
+  nccl().ncclCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world) {
+  if (!nccl().ok) return Status(StatusCode::kUnavailable, nccl().why_unavailable);
+  TRIPY_RETURN_IF_ERROR(make_current());
+  std::vector<ncclComm_t> comms(static_cast<size_t>(world));
+  std::vector<int> devices(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) devices[static_cast<size_t>(r)] = r;
+  TRIPY_NCCL_TRY(ncclCommInitAll(comms.data(), world, devices.data()));
+  std::vector<std::shared_ptr<Communicator>> out;
+  for (int r = 0; r < world; ++r) out.push_back(std::make_shared<NcclCommunicator>(comms[static_cast<size_t>(r)], r, world));
+  return out;
+}
+
+StatusOr<std::string> nccl_unique_id() {
+  if (!nccl().ok) return Status(StatusCode::kUnavailable, nccl().why_unavailable);
+  ncclUniqueId id;
+  TRIPY_NCCL_TRY(ncclGetUniqueId(&id));
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+StatusOr<std::shared_ptr<Communicator>> nccl_join(const std::string& unique_id, int rank, int world) {
+  if (!nccl().ok) return Status(StatusCode::kUnavailable, nccl().why_unavailable);
+  ncclUniqueId id;
+  if (unique_id.size() != sizeof(id.internal))
+    return invalid_argument("an NCCL unique id has " + std::to_string(sizeof(id.internal)) + " bytes, not " +
+                            std::to_string(unique_id.size()));
+  std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
+  TRIPY_RETURN_IF_ERROR(make_current());
+  ncclComm_t comm = nullptr;
+  TRIPY_NCCL_TRY(ncclCommInitRank(&comm, world, id, rank));
+  return std::shared_ptr<Communicator>(std::make_shared<NcclCommunicator>(comm, rank, world));
+}
+
+}  // namespace tripy::rt::cuda

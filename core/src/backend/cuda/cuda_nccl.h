@@ -1,0 +1,61 @@
+// NCCL for the GPU's collectives, loaded with dlopen at run time like the other CUDA libraries
+// (libnccl.so.2 from $TRIPY_NCCL_LIBRARY, $TRIPY_CUDA_HOME, /usr/local/cuda or the loader's path),
+// so one build runs where NCCL is absent until a sharded program asks for it. A communicator is
+// one rank's ncclComm_t; the collective kernels (cuda_collective.cc) read the calling thread's.
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/collectives.h"
+#include "tripy/status.h"
+
+namespace tripy::rt::cuda {
+
+#define TRIPY_NCCL_FUNCS(X)                                                                      \
+  X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommDestroy) \
+  X(ncclCommAbort) X(ncclGetErrorString) X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclAllGather)
+
+struct NcclApi {
+#define TRIPY_NCCL_DECLARE_FN(name) decltype(&::name) name = nullptr;
+  TRIPY_NCCL_FUNCS(TRIPY_NCCL_DECLARE_FN)
+#undef TRIPY_NCCL_DECLARE_FN
+  bool ok = false;
+  std::string why_unavailable;
+};
+
+// Loads NCCL once (thread-safe); check `ok`.
+const NcclApi& nccl();
+Status check(ncclResult_t r, const char* call);
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int rank, int world) : comm_(comm), rank_(rank), world_(world) {}
+  ~NcclCommunicator() override;
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  // ncclCommAbort: work that waits on this rank's peers ends, and the communicator is spent (a
+  // sharded executable whose rank failed makes new ones).
+  void abort(const std::string& why) override;
+  ncclComm_t comm() const { return comm_; }
+  bool aborted() const { return aborted_; }
+
+ private:
+  ncclComm_t comm_;
+  int rank_, world_;
+  bool aborted_ = false;
+};
+
+// One process, `world` GPUs (0 .. world - 1): ncclCommInitAll.
+StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world);
+// NCCL's bootstrap across processes: rank 0 makes the id, every rank joins with it.
+StatusOr<std::string> nccl_unique_id();
+StatusOr<std::shared_ptr<Communicator>> nccl_join(const std::string& unique_id, int rank, int world);
+
+}  // namespace tripy::rt::cuda
+
+#define TRIPY_NCCL(call) ::tripy::rt::cuda::check(::tripy::rt::cuda::nccl().call, #call)
+#define TRIPY_NCCL_TRY(call) TRIPY_RETURN_IF_ERROR(TRIPY_NCCL(call))

@@ -1,0 +1,222 @@
+// The ranks' communicators: the calling thread's (CommunicatorScope), the host communicator that
+// the CPU's collective kernels use, and run_ranks, which runs one program per rank on its own thread.
+#include "runtime/collectives.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/half.h"
+#include "tripy/executable.h"
+
+namespace tripy::rt {
+namespace {
+
+thread_local Communicator* t_current = nullptr;
+
+// Sums `n` ranks' arrays of T into out, rank 0 first, in Acc.
+template <class T, class Acc, class Load, class Store>
+void sum_ranks(const std::vector<const void*>& ins, void* out, int64_t count, Load load, Store store) {
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < count; ++i) {
+    Acc acc = load(static_cast<const T*>(ins[0])[i]);
+    for (size_t r = 1; r < ins.size(); ++r) acc = acc + load(static_cast<const T*>(ins[r])[i]);
+    o[i] = store(acc);
+  }
+}
+
+}  // namespace
+
+Communicator* current_communicator() { return t_current; }
+
+CommunicatorScope::CommunicatorScope(Communicator* c) : previous_(t_current) { t_current = c; }
+CommunicatorScope::~CommunicatorScope() { t_current = previous_; }
+
+double collective_timeout_seconds() {
+  if (const char* s = std::getenv("TRIPY_COLLECTIVE_TIMEOUT")) {
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (end != s && v > 0) return v;
+  }
+  return 300.0;
+}
+
+std::string communicator_mismatch(const Communicator* c, const CollectiveAttrs& a) {
+  const std::string n = std::to_string(a.world_size);
+  if (c == nullptr)
+    return "this program is one rank of a program sharded over " + n +
+           " ranks (tp.compile with a tp.DeviceMesh): run it through that sharded executable, which gives each rank "
+           "its communicator";
+  if (c->world_size() != a.world_size)
+    return "this program was compiled for a mesh of " + n + " ranks, but runs with a communicator of " +
+           std::to_string(c->world_size()) + " ranks";
+  return "";
+}
+
+// The shared state of one process's ranks: what each rank publishes for the collective under way,
+// and a barrier that counts arrivals by generation.
+class HostCommunicatorGroup {
+ public:
+  explicit HostCommunicatorGroup(int world) : world_(world), ins_(world), sizes_(world) {}
+  int world() const { return world_; }
+
+  // Waits until every rank has arrived (or the group is aborted, or the wait times out).
+  Status barrier(int rank) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!aborted_.empty()) return Status(StatusCode::kUnavailable, aborted_);
+    const int64_t gen = generation_;
+    if (++arrived_ == world_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return ok_status();
+    }
+    const double timeout = collective_timeout_seconds();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    while (generation_ == gen && aborted_.empty()) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == gen && aborted_.empty()) {
+        aborted_ = "rank " + std::to_string(rank) + " waited " + std::to_string(static_cast<int64_t>(timeout)) +
+                   " s (TRIPY_COLLECTIVE_TIMEOUT) at a collective for the other ranks of " + std::to_string(world_) +
+                   ", which did not arrive";
+        cv_.notify_all();
+      }
+    }
+    if (generation_ != gen) return ok_status();
+    return Status(StatusCode::kUnavailable, aborted_);
+  }
+
+  void abort(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_.empty()) aborted_ = why;
+    cv_.notify_all();
+  }
+
+  void reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_.clear();
+    arrived_ = 0;
+  }
+
+  // Published by each rank between the two barriers of a collective.
+  std::vector<const void*> ins_;
+  std::vector<int64_t> sizes_;
+
+ private:
+  const int world_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  int64_t generation_ = 0;
+  std::string aborted_;
+};
+
+HostCommunicator::HostCommunicator(std::shared_ptr<HostCommunicatorGroup> group, int rank)
+    : group_(std::move(group)), rank_(rank) {}
+
+int HostCommunicator::world_size() const { return group_->world(); }
+void HostCommunicator::abort(const std::string& why) { group_->abort(why); }
+void HostCommunicator::reset() { group_->reset(); }
+
+Status HostCommunicator::all_reduce(const void* in, void* out, int64_t count, DType dtype) {
+  HostCommunicatorGroup& g = *group_;
+  g.ins_[static_cast<size_t>(rank_)] = in;
+  g.sizes_[static_cast<size_t>(rank_)] = count;
+  TRIPY_RETURN_IF_ERROR(g.barrier(rank_));  // every rank's input is published
+  for (int r = 0; r < g.world(); ++r)
+    if (g.sizes_[static_cast<size_t>(r)] != count)
+      return invalid_argument("all_reduce: rank " + std::to_string(rank_) + " sums " + std::to_string(count) +
+                              " elements but rank " + std::to_string(r) + " sums " +
+                              std::to_string(g.sizes_[static_cast<size_t>(r)]));
+  const std::vector<const void*> ins = g.ins_;
+  switch (dtype) {
+    case DType::kFloat32:
+      sum_ranks<float, float>(ins, out, count, [](float v) { return v; }, [](float v) { return v; });
+      break;
+    case DType::kFloat16:
+      sum_ranks<uint16_t, float>(ins, out, count, cpu::half_to_float, cpu::float_to_half);
+      break;
+    case DType::kBFloat16:
+      sum_ranks<uint16_t, float>(ins, out, count, cpu::bfloat16_to_float, cpu::float_to_bfloat16);
+      break;
+    case DType::kInt32:  // wrapping sums, as the GPU's
+      sum_ranks<int32_t, uint32_t>(ins, out, count, [](int32_t v) { return static_cast<uint32_t>(v); },
+                                   [](uint32_t v) { return static_cast<int32_t>(v); });
+      break;
+    case DType::kInt64:
+      sum_ranks<int64_t, uint64_t>(ins, out, count, [](int64_t v) { return static_cast<uint64_t>(v); },
+                                   [](uint64_t v) { return static_cast<int64_t>(v); });
+      break;
+    default:
+      return internal_error("all_reduce of an unsupported dtype");
+  }
+  return g.barrier(rank_);  // no rank reuses its input before every rank has read it
+}
+
+Status HostCommunicator::all_gather(const void* in, void* out, int64_t outer, int64_t chunk_bytes) {
+  HostCommunicatorGroup& g = *group_;
+  const int world = g.world();
+  g.ins_[static_cast<size_t>(rank_)] = in;
+  g.sizes_[static_cast<size_t>(rank_)] = outer * chunk_bytes;
+  TRIPY_RETURN_IF_ERROR(g.barrier(rank_));
+  for (int r = 0; r < world; ++r)
+    if (g.sizes_[static_cast<size_t>(r)] != outer * chunk_bytes)
+      return invalid_argument("all_gather: rank " + std::to_string(rank_) + " gathers " +
+                              std::to_string(outer * chunk_bytes) + " bytes but rank " + std::to_string(r) + " " +
+                              std::to_string(g.sizes_[static_cast<size_t>(r)]));
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t b = 0; b < outer; ++b)
+    for (int r = 0; r < world; ++r)
+      std::memcpy(o + (b * world + r) * chunk_bytes,
+                  static_cast<const uint8_t*>(g.ins_[static_cast<size_t>(r)]) + b * chunk_bytes,
+                  static_cast<size_t>(chunk_bytes));
+  return g.barrier(rank_);
+}
+
+std::vector<std::shared_ptr<Communicator>> make_host_communicators(int world_size) {
+  auto group = std::make_shared<HostCommunicatorGroup>(world_size);
+  std::vector<std::shared_ptr<Communicator>> out;
+  for (int r = 0; r < world_size; ++r) out.push_back(std::make_shared<HostCommunicator>(group, r));
+  return out;
+}
+
+StatusOr<std::vector<std::vector<Tensor>>> run_ranks(const std::vector<const Executable*>& programs,
+                                                     const std::vector<std::vector<Tensor>>& inputs,
+                                                     const std::vector<std::shared_ptr<Communicator>>& communicators) {
+  const size_t n = programs.size();
+  if (inputs.size() != n || communicators.size() != n)
+    return internal_error("run_ranks takes a program, inputs and a communicator per rank");
+  for (auto& c : communicators) c->reset();
+  std::vector<StatusOr<std::vector<Tensor>>> results(n, StatusOr<std::vector<Tensor>>(internal_error("not run")));
+  std::mutex mu;
+  int first_failure = -1;
+  auto run_one = [&](size_t r) {
+    CommunicatorScope scope(communicators[r].get());
+    results[r] = programs[r]->run(inputs[r]);
+    if (results[r].ok()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_failure < 0) first_failure = static_cast<int>(r);
+    }
+    communicators[r]->abort("rank " + std::to_string(communicators[r]->rank()) + " failed: " + results[r].status().message());
+  };
+  std::vector<std::thread> threads;
+  for (size_t r = 1; r < n; ++r) threads.emplace_back(run_one, r);
+  run_one(0);
+  for (auto& t : threads) t.join();
+  if (first_failure >= 0) {
+    // The rank that failed first is the cause; the others were aborted by it (or, after a timeout,
+    // every rank failed at once and the first to notice names the others).
+    const Status& st = results[static_cast<size_t>(first_failure)].status();
+    const Communicator& c = *communicators[static_cast<size_t>(first_failure)];
+    Status named(st.code(), "rank " + std::to_string(c.rank()) + " of " + std::to_string(c.world_size()) + ": " + st.message(),
+                 st.where());
+    for (const ErrorNote& note : st.notes()) named.note(note.text, note.where);
+    return named;
+  }
+  std::vector<std::vector<Tensor>> out;
+  for (auto& r : results) out.push_back(std::move(r).value());
+  return out;
+}
+
+}  // namespace tripy::rt
