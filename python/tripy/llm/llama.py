@@ -15,6 +15,8 @@ import numpy as np
 
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.mesh import ColumnParallel, RowParallel, world_size
 from tripy.frontend.module import Module
 from tripy.frontend.modules.embedding import Embedding
 from tripy.frontend.modules.layernorm import RMSNorm
@@ -188,6 +190,23 @@ def _rotate(qkv, heads, cos_t, sin_t):
     return (sin_t * swapped + cos_t * rows).reshape((B, T, heads, D))
 
 
+def _shard(linear, parallel):
+    """Shards a projection as ``parallel`` says when the model is compiled with a tp.DeviceMesh
+    (quantized projections are not sharded yet: the model refuses a mesh then)."""
+    if linear.quant_dtype is None:
+        linear.parallel = parallel
+    return linear
+
+
+def _heads(config):
+    """This rank's attention and KV heads in a sharded compile (all of them outside one)."""
+    n = world_size()
+    for what, heads in (("attention", config.num_attention_heads), ("KV", config.num_key_value_heads)):
+        if heads % n:
+            _raise_here(f"The {heads} {what} heads of this model cannot be split over {n} ranks.")
+    return config.num_attention_heads // n, config.num_key_value_heads // n
+
+
 class LlamaAttention(Module):
     """Self-attention over a KV cache. q, k and v come from one projection (``qkv_proj``: the
     checkpoint's ``q_proj``, ``k_proj`` and ``v_proj`` stacked, so a decode step reads the input
@@ -197,12 +216,15 @@ class LlamaAttention(Module):
         super().__init__()
         self.config = config
         H, Hkv, D, C = config.num_attention_heads, config.num_key_value_heads, config.head_dim, config.hidden_size
-        self.qkv_proj = _linear(C, (H + 2 * Hkv) * D, config.attention_bias, dtype, quant_mode)
-        self.o_proj = _linear(H * D, C, False, dtype, quant_mode)
+        # Under a tp.DeviceMesh the heads are split over the ranks: each rank's q, k and v heads
+        # (qkv_proj column-parallel in three parts), o_proj row-parallel, each rank's caches its KV heads.
+        qkv = ColumnParallel(parts=(H * D, Hkv * D, Hkv * D))
+        self.qkv_proj = _shard(_linear(C, (H + 2 * Hkv) * D, config.attention_bias, dtype, quant_mode), qkv)
+        self.o_proj = _shard(_linear(H * D, C, False, dtype, quant_mode), RowParallel())
 
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         B, T = x.shape[0], x.shape[1]
-        H, Hkv, D = self.config.num_attention_heads, self.config.num_key_value_heads, self.config.head_dim
+        (H, Hkv), D = _heads(self.config), self.config.head_dim
         qkv = self.qkv_proj(x).reshape((B, T, H + 2 * Hkv, D))
         # Rotary embeddings on (B, T, heads, D), before the heads move to dim 1.
         qk = _rotate(qkv, H + Hkv, cos_t, sin_t)  # q and k rotate together
@@ -227,8 +249,8 @@ class LlamaMLP(Module):
     def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
         C, F = config.hidden_size, config.intermediate_size
-        self.gate_up_proj = _linear(C, 2 * F, False, dtype, quant_mode)
-        self.down_proj = _linear(F, C, False, dtype, quant_mode)
+        self.gate_up_proj = _shard(_linear(C, 2 * F, False, dtype, quant_mode), ColumnParallel(parts=(F, F)))
+        self.down_proj = _shard(_linear(F, C, False, dtype, quant_mode), RowParallel())
 
     def forward(self, x):
         gate, up = split(self.gate_up_proj(x), 2, dim=-1)
@@ -264,7 +286,8 @@ class LlamaDecoderLayer(Module):
 class LlamaModel(Module):
     def __init__(self, config, dtype, quant_mode=None):
         super().__init__()
-        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype)
+        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size, dtype=dtype,
+                                      parallel=ColumnParallel(gather_output=True))
         self.layers = [LlamaDecoderLayer(config, dtype, quant_mode) for _ in range(config.num_hidden_layers)]
         self.norm = RMSNorm(config.hidden_size, dtype=dtype, eps=config.rms_norm_eps)
 
@@ -294,17 +317,23 @@ class LlamaForCausalLM(Module):
                 f"(within the window every position is seen), not {self.max_seq_len}."
             )
         self.model = LlamaModel(config, dtype, self.quant_mode)
-        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False, dtype=dtype)
+        self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False, dtype=dtype,
+                              parallel=ColumnParallel(gather_output=True))
         self._inverse_frequencies = config.inverse_frequencies()
 
-    def cache_shape(self, batch):
+    def cache_shape(self, batch, world_size=1):
+        """One layer's K (or V) cache: ``(batch, max_seq_len, kv heads, head_dim)``, with a rank's
+        share of the KV heads under a tp.DeviceMesh of ``world_size`` ranks."""
         c = self.config
-        return (batch, self.max_seq_len, c.num_key_value_heads, c.head_dim)
+        if c.num_key_value_heads % world_size:
+            raise TripyException(f"The {c.num_key_value_heads} KV heads of this model cannot be split over {world_size} ranks.")
+        return (batch, self.max_seq_len, c.num_key_value_heads // world_size, c.head_dim)
 
-    def empty_caches(self, batch):
+    def empty_caches(self, batch, world_size=1):
         """Zeroed caches for ``batch`` sequences (positions not yet written must not hold NaN,
-        which a masked score would still turn into NaN)."""
-        return [zeros(self.cache_shape(batch), dtype=self.dtype) for _ in range(2 * self.config.num_hidden_layers)]
+        which a masked score would still turn into NaN); a rank's under a mesh of ``world_size``."""
+        shape = self.cache_shape(batch, world_size)
+        return [zeros(shape, dtype=self.dtype) for _ in range(2 * self.config.num_hidden_layers)]
 
     def load_state_dict(self, state_dict, strict=True):
         """Takes Hugging Face's names: a tied checkpoint (no ``lm_head.weight``) reuses the
@@ -333,6 +362,8 @@ class LlamaForCausalLM(Module):
     def forward(self, tokens, pos, caches):
         T = tokens.shape[1]
         half = self.config.head_dim // 2
+        if self.quant_mode and world_size() > 1:
+            raise TripyException(f"A {self.quant_mode} model cannot be sharded over a tp.DeviceMesh yet.")
         positions = iota((T, 2, half), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
         angles = positions * Tensor(self._inverse_frequencies)
         # (T, 1, 2, head_dim / 2), broadcast over the batch and the heads of _rotate's view.

@@ -1,0 +1,200 @@
+"""Tensor parallelism on CPU ranks (tp.compile with a tp.DeviceMesh, a thread per rank, collectives
+in shared memory): sharded layers and blocks against numpy and against the same module compiled
+whole, per-rank arguments, and the errors of meshes, of ranks that fail and of ranks that never
+arrive at a collective."""
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def load(module, **params):
+    module.load_state_dict({k: tp.Tensor(v) for k, v in params.items()})
+    return module
+
+
+class MLP(tp.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.up = tp.Linear(d, hidden, parallel=tp.ColumnParallel())
+        self.down = tp.Linear(hidden, d, parallel=tp.RowParallel())
+
+    def forward(self, x):
+        return self.down(tp.gelu(self.up(x)))
+
+
+def gelu(x):
+    from math import erf
+
+    return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_two_layer_mlp_matches_numpy_and_the_whole_module(world):
+    w1, b1, w2, b2 = rand(16, 8), rand(16), rand(8, 16), rand(8)
+    mlp = MLP(8, 16)
+    mlp.up.load_state_dict({"weight": tp.Tensor(w1), "bias": tp.Tensor(b1)})
+    mlp.down.load_state_dict({"weight": tp.Tensor(w2), "bias": tp.Tensor(b2)})
+    args = [tp.InputInfo(((1, 3, 8), 8), dtype=tp.float32)]
+    sharded = tp.compile(mlp, args=args, mesh=tp.DeviceMesh(["cpu"] * world))
+    whole = tp.compile(mlp, args=args)
+    # Each rank's program has one all-reduce, for a mesh of `world` ranks.
+    text = sharded._ranks[world - 1].program_text
+    assert text.count("= collective") == 1 and "{world_size = " + str(world) + "}" in text
+    for rows in (1, 5):
+        x = rand(rows, 8)
+        want = gelu(x @ w1.T + b1) @ w2.T + b2
+        got = np.asarray(sharded(tp.Tensor(x)))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, np.asarray(whole(tp.Tensor(x))), rtol=1e-5, atol=1e-5)
+
+
+class Attention(tp.Module):
+    """Self-attention split by heads: q, k and v column-parallel (each rank's heads), the output
+    projection row-parallel."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.qkv = tp.Linear(d, 3 * d, parallel=tp.ColumnParallel(parts=(d, d, d)))
+        self.out = tp.Linear(d, d, parallel=tp.RowParallel())
+
+    def forward(self, x):
+        B, T = x.shape[0], x.shape[1]
+        heads = self.heads // tp.world_size()
+        hd = self.d // self.heads
+        q, k, v = tp.split(self.qkv(x), 3, dim=-1)
+        q, k, v = (t.reshape((B, T, heads, hd)).transpose(1, 2) for t in (q, k, v))
+        y = tp.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape((B, T, heads * hd)))
+
+
+def attention_reference(x, wqkv, bqkv, wo, bo, heads):
+    B, T, d = x.shape
+    hd = d // heads
+    q, k, v = np.split(x @ wqkv.T + bqkv, 3, axis=-1)
+    q, k, v = (t.reshape(B, T, heads, hd).transpose(0, 2, 1, 3) for t in (q, k, v))
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd)
+    s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    y = (p / p.sum(-1, keepdims=True)) @ v
+    return y.transpose(0, 2, 1, 3).reshape(B, T, d) @ wo.T + bo
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_attention_split_by_heads_matches_numpy(world):
+    d, heads = 32, 4
+    wqkv, bqkv, wo, bo = rand(3 * d, d), rand(3 * d), rand(d, d), rand(d)
+    attn = Attention(d, heads)
+    load(attn.qkv, weight=wqkv, bias=bqkv)
+    load(attn.out, weight=wo, bias=bo)
+    exe = tp.compile(attn, args=[tp.InputInfo((2, (1, 5, 8), d), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * world))
+    x = rand(2, 5, d)
+    np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x))), attention_reference(x, wqkv, bqkv, wo, bo, heads),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("parallel", [tp.ColumnParallel(gather_output=True), tp.RowParallel()], ids=["column", "row"])
+def test_sharded_embedding_and_gathered_head_match_numpy(parallel):
+    table, head = rand(12, 8), rand(6, 8)
+
+    class Model(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = tp.Embedding(12, 8, parallel=parallel)
+            self.head = tp.Linear(8, 6, bias=False, parallel=tp.ColumnParallel(gather_output=True))
+
+        def forward(self, ids):
+            return self.head(self.embed(ids))
+
+    model = Model()
+    load(model.embed, weight=table)
+    load(model.head, weight=head)
+    exe = tp.compile(model, args=[tp.InputInfo((2, 3), dtype=tp.int32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    ids = np.array([[0, 5, 11], [6, 7, 3]], np.int32)
+    np.testing.assert_allclose(np.asarray(exe(tp.Tensor(ids))), table[ids] @ head.T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.float16, tp.bfloat16, tp.int32, tp.int64])
+def test_all_reduce_and_all_gather_of_per_rank_arguments(dtype):
+    world = 3
+
+    def f(x):
+        return tp.all_reduce(x), tp.all_gather(x, dim=1)
+
+    exe = tp.compile(f, args=[tp.InputInfo((2, 2, 3), dtype=dtype)], mesh=tp.DeviceMesh(["cpu"] * world))
+    parts = [np.arange(12).reshape(2, 2, 3) * (r + 1) - 5 for r in range(world)]
+    total, gathered = exe([tp.cast(tp.Tensor(p.astype(np.float32)), dtype) for p in parts])
+    np.testing.assert_array_equal(np.asarray(tp.cast(total, tp.float32)), sum(parts))
+    np.testing.assert_array_equal(np.asarray(tp.cast(gathered, tp.float32)), np.concatenate(parts, axis=1))
+
+
+def test_a_rank_that_fails_gives_the_call_its_error_not_a_hang():
+    table = rand(4, 2)
+
+    def f(ids):
+        rows = tp.gather(tp.Tensor(table), 0, ids)  # rank 1 is given an index out of range
+        return tp.all_reduce(rows)
+
+    exe = tp.compile(f, args=[tp.InputInfo((2,), dtype=tp.int32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    good, bad = tp.Tensor(np.array([0, 1], np.int32)), tp.Tensor(np.array([0, 9], np.int32))
+    with pytest.raises(tp.TripyException, match=r"rank 1 of 2: .*index") as e:
+        exe([good, bad])
+    assert "test_sharding.py" in str(e.value)  # the user's line
+    # The ranks recover: the next call runs.
+    np.testing.assert_allclose(np.asarray(exe(good)), 2 * table[[0, 1]], rtol=1e-6)
+
+
+def test_a_rank_that_never_arrives_times_out_for_every_rank(monkeypatch):
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "0.5")
+
+    def f(x):
+        return tp.all_reduce(x) if tp.current_rank() == 0 else x + 1.0
+
+    exe = tp.compile(f, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"rank 0 of 2: .*waited 0 s \(TRIPY_COLLECTIVE_TIMEOUT\)"):
+        exe(tp.ones((2,)))
+
+
+def test_ranks_whose_sizes_differ_are_refused(monkeypatch):
+    exe = tp.compile(tp.all_reduce, args=[tp.InputInfo(((1, 2, 4),), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"all_reduce: rank \d sums \d elements but rank \d sums \d"):
+        exe([tp.ones((2,)), tp.ones((3,))])
+
+
+def test_mesh_and_argument_errors_name_the_users_line():
+    with pytest.raises(tp.TripyException, match=r"non-empty list of devices"):
+        tp.DeviceMesh([])
+    with pytest.raises(tp.TripyException, match=r"devices must be of one kind"):
+        tp.DeviceMesh(["cpu", "gpu:0"])
+    with pytest.raises(tp.TripyException, match=r"mesh must be a tp.DeviceMesh"):
+        tp.compile(tp.all_reduce, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh="cpu")
+    with pytest.raises(tp.TripyException, match=r"parts \(4, 4\) add up to 8, not 12"):
+        tp.Linear(4, 12, parallel=tp.ColumnParallel(parts=(4, 4)))
+    with pytest.raises(tp.TripyException, match=r"parallel must be None, tp.ColumnParallel"):
+        tp.Linear(4, 4, parallel="column")
+    exe = tp.compile(tp.all_reduce, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"a list of 3 values, but a per-rank argument of this executable holds one per rank: 2") as e:
+        exe([tp.ones((2,))] * 3)
+    assert "test_sharding.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"Saving a sharded executable"):
+        exe.save("never.tpy")
+    with pytest.raises(tp.TripyException, match=r"cannot be split over 3 ranks: its 4 features are not a multiple of 3"):
+        tp.compile(tp.Linear(4, 2, parallel=tp.RowParallel()), args=[tp.InputInfo((1, 4), dtype=tp.float32)],
+                   mesh=tp.DeviceMesh(["cpu"] * 3))
+
+
+def test_outside_a_mesh_layers_are_whole_and_collectives_are_their_input():
+    w = rand(6, 4)
+    linear = load(tp.Linear(4, 6, bias=False, parallel=tp.ColumnParallel(parts=(2, 4))), weight=w)
+    x = rand(3, 4)
+    np.testing.assert_allclose(np.asarray(linear(tp.Tensor(x))), x @ w.T, rtol=1e-5)
+    assert (tp.current_rank(), tp.world_size()) == (0, 1)
+    assert tp.compile(tp.Linear(2, 2), args=[tp.InputInfo((1, 2), dtype=tp.float32)]).world_size == 1

@@ -1,0 +1,81 @@
+"""A tiny Llama sharded over 2 and 4 CPU ranks (tp.compile with a tp.DeviceMesh: heads split over
+the ranks, each rank's KV caches holding its heads) against the float64 numpy model of llama_ref.py
+and against the same model compiled whole: a prefill, then decode steps over the per-rank caches."""
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+import llama_ref
+
+PROMPT = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+
+
+def build(config_dict, max_seq_len=16):
+    weights = llama_ref.random_weights(config_dict, seed=1)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config_dict), max_seq_len=max_seq_len)
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+    return model, weights
+
+
+def compile_step(model, world, batch):
+    """The model's step (tokens, pos, caches...) -> logits, compiled over `world` CPU ranks."""
+    n = model.config.num_hidden_layers
+
+    def step(tokens, pos, *caches):
+        logits, _ = model(tokens, pos, list(caches))
+        return logits
+
+    cache = tp.InputInfo(model.cache_shape(batch, world), dtype=tp.float32, donate=True)
+    args = [tp.InputInfo((batch, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * (2 * n)
+    mesh = tp.DeviceMesh(["cpu"] * world) if world > 1 else None
+    return tp.compile(step, args=args, mesh=mesh)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_sharded_llama_prefill_and_decode_match_numpy_and_the_whole_model(world):
+    # 4 KV heads and a vocabulary of 96, so every sharded dim splits over 4 ranks.
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    model, weights = build(config)
+    layers = config["num_hidden_layers"]
+    sharded, whole = compile_step(model, world, 2), compile_step(model, 1, 2)
+    assert sharded.world_size == world
+    # Each rank's caches: its own tensors, updated in place by every call.
+    rank_caches = [model.empty_caches(2, world) for _ in range(world)]
+    per_arg = [[rank_caches[r][i] for r in range(world)] for i in range(2 * layers)]
+    whole_caches = model.empty_caches(2)
+
+    def call(exe, tokens, pos, caches):
+        return np.asarray(exe(tp.Tensor(tokens.astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches))
+
+    got = call(sharded, PROMPT[:, :4], 0, per_arg)
+    want = llama_ref.logits(weights, PROMPT[:, :4], config)[:, -1]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_allclose(got, call(whole, PROMPT[:, :4], 0, whole_caches), rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    for pos in range(4, PROMPT.shape[1]):
+        got = call(sharded, PROMPT[:, pos : pos + 1], pos, per_arg)
+        want = llama_ref.logits(weights, PROMPT[:, : pos + 1], config)[:, -1]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    # Rank r's cache holds KV heads [r * 4 / world, (r + 1) * 4 / world) of the whole model's.
+    call(whole, PROMPT[:, 4:], 4, whole_caches)
+    share = 4 // world
+    for r in range(world):
+        np.testing.assert_allclose(
+            np.asarray(rank_caches[r][0]), np.asarray(whole_caches[0])[:, :, r * share : (r + 1) * share], rtol=1e-5, atol=1e-5
+        )
+
+
+def test_a_model_whose_heads_do_not_split_is_refused_naming_the_layer():
+    config = llama_ref.tiny_config(num_attention_heads=4, num_key_value_heads=2, vocab_size=96)
+    model, _ = build(config)
+    with pytest.raises(tp.TripyException, match=r"KV heads of this model cannot be split over 4 ranks"):
+        model.cache_shape(1, 4)
+    def step(tokens, pos, *caches):
+        return model(tokens, pos, list(caches))[0]
+
+    cache = tp.InputInfo((1, 16, 1, 16), dtype=tp.float32)
+    args = [tp.InputInfo((1, 4), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
+    with pytest.raises(tp.TripyException, match=r"The 2 KV heads of this model cannot be split over 4 ranks"):
+        tp.compile(step, args=args, mesh=tp.DeviceMesh(["cpu"] * 4))
