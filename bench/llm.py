@@ -4,10 +4,11 @@ Face `transformers` with a static KV cache under torch.compile(mode="reduce-over
 Random weights are written once as a Hugging Face checkpoint (config.json + safetensors, nothing is
 downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
 decode ms per token step and tokens/s, the share of the measured copy bandwidth that the step's
-bytes (weights plus the KV rows read) represent, prefill tokens/s, Tripy's load and compile seconds,
-whether the greedy tokens agree (the first 32 steps), and, with the peer, how far each system's
-last-prompt-position logits are from the same model computed in float32 by transformers
-(`logit_err`: relative L2 error; `top1`: the share of sequences whose most likely token agrees).
+bytes (weights plus the KV rows read) represent, prefill tokens/s (and, on a GPU, the prefill's
+share of the measured bfloat16 GEMM peak), Tripy's load and compile seconds, whether the greedy
+tokens agree (the first 32 steps), and, with the peer, how far each system's last-prompt-position
+logits are from the same model computed in float32 by transformers (`logit_err`: relative L2
+error; `top1`: the share of sequences whose most likely token agrees).
 
 Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (Llama-3-8B),
 tiny (2 layers, for CPU runs and CI smoke tests).
@@ -289,6 +290,32 @@ def bench_torch(directory, batch, prompt, steps, torch):
     return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy, logits=logits, reference=reference)
 
 
+def prefill_flops(c, batch, prompt):
+    """Multiply-adds x 2 of a prefill: every layer's projections over all the prompt's tokens, the
+    causal attention's scores and values (half of the T x T products), and the logits of the last
+    token only (as both systems compute them)."""
+    C, F, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+    D = C // c["num_attention_heads"]
+    proj = C * D * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"]) + 3 * C * F
+    tokens = batch * prompt
+    attention = 2 * batch * prompt * prompt * c["num_attention_heads"] * D  # q k^T and p v, causal half each
+    return 2 * L * (proj * tokens + attention) + 2 * batch * C * V
+
+
+def gemm_peak(torch):
+    """bfloat16 FLOP/s of an 8192 x 8192 x 8192 matrix product (the GPU's practical peak)."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    torch.cuda.synchronize()
+    return 2 * 8192**3 * 10 / (time.perf_counter() - t0)
+
+
 def copy_bandwidth(torch):
     """Bytes read + written per second by a 1 GiB device-to-device copy."""
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -335,6 +362,7 @@ def main():
     dtype = "bfloat16" if device == "gpu" else "float32"
     root = args.dir or tempfile.mkdtemp(prefix="tripy-llm-bench-")
     bandwidth = copy_bandwidth(torch) if torch is not None else None
+    peak = gemm_peak(torch) if torch is not None else None
     rows = []
     for shape in shapes:
         directory = os.path.join(root, shape)
@@ -357,6 +385,11 @@ def main():
                            load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
                 if "gpu_gb" in tri:
                     row.update(tripy_gpu_gb=tri["gpu_gb"])
+                if peak:
+                    # The prefill's share of the GPU's bfloat16 GEMM peak (measured above).
+                    achieved = prefill_flops(c, batch, prompt) / (tri["prefill_ms"] * 1e-3)
+                    row.update(gemm_peak_tflops=peak / 1e12, tripy_prefill_tflops=achieved / 1e12,
+                               prefill_peak_share=achieved / peak)
                 if bandwidth:
                     row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
                 if ref is not None:
@@ -397,7 +430,7 @@ def main():
 def print_table(rows):
     cols = [("shape", "{}"), ("dtype", "{}"), ("quant", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
             ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
-            ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("compile_s", "{:.2f}"),
+            ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
