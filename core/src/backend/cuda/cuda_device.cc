@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_device.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 namespace tripy::rt::cuda {
@@ -12,10 +13,27 @@ struct DeviceState {
   Status status;  // why the device is unusable, if it is
 };
 
+// The GPU this process drives: TRIPY_CUDA_DEVICE, else LOCAL_RANK (one process per GPU under
+// torchrun: a sharded executable's rank), else 0; an ordinal past the visible GPUs is 0 (a launcher
+// that gives each process one visible GPU).
+int device_ordinal() {
+  int count = 0;
+  if (api().cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) return 0;
+  for (const char* name : {"TRIPY_CUDA_DEVICE", "LOCAL_RANK"}) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == 0) continue;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (*end == 0 && v >= 0 && v < count) return static_cast<int>(v);
+    return 0;
+  }
+  return 0;
+}
+
 Status init_device(DeviceInfo& info) {
   const Api& a = api();
   if (!a.driver_ok) return Status(StatusCode::kUnavailable, "CUDA is unavailable: " + a.why_unavailable);
-  TRIPY_CUDA_TRY(cuDeviceGet(&info.device, 0));
+  TRIPY_CUDA_TRY(cuDeviceGet(&info.device, device_ordinal()));
   TRIPY_CUDA_TRY(cuDevicePrimaryCtxRetain(&info.context, info.device));
   TRIPY_CUDA_TRY(cuCtxSetCurrent(info.context));
   int major = 0, minor = 0;

@@ -1,5 +1,5 @@
-// The one GPU the backend drives: its primary context (shared with PyTorch/CuPy, so their
-// pointers are ours), properties, and the default stream.
+// The one GPU the backend drives (TRIPY_CUDA_DEVICE or LOCAL_RANK picks it): its primary context
+// (shared with PyTorch/CuPy, so their pointers are ours), properties, and the default stream.
 #pragma once
 
 #include <string>

@@ -1,0 +1,118 @@
+"""Tensor parallelism on two GPUs through NCCL, one process per GPU as torchrun starts them
+(RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
+MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, the tiny Llama's prefill
+and decode steps (replayed as CUDA graphs) against numpy. Skipped without two GPUs."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+pytestmark = pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tripy as tp
+    sys.path.insert(0, sys.argv[1])
+    import llama_ref
+    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+    mesh = tp.DeviceMesh.from_environment()
+    assert mesh.size == 2
+    rng = np.random.default_rng(0)  # the same weights and inputs on every rank
+    w1, b1, w2, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((64, 16), (64,), (16, 64), (16,)))
+
+    class MLP(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = tp.Linear(16, 64, parallel=tp.ColumnParallel())
+            self.down = tp.Linear(64, 16, parallel=tp.RowParallel())
+
+        def forward(self, x):
+            return self.down(tp.relu(self.up(x)))
+
+    mlp = MLP()
+    mlp.up.load_state_dict({"weight": tp.Tensor(w1), "bias": tp.Tensor(b1)})
+    mlp.down.load_state_dict({"weight": tp.Tensor(w2), "bias": tp.Tensor(b2)})
+    exe = tp.compile(mlp, args=[tp.InputInfo(((1, 4, 8), 16), dtype=tp.float32)], mesh=mesh)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    for _ in range(3):  # the second call on replays the CUDA graph, NCCL's kernels in it
+        np.testing.assert_allclose(np.asarray(tp.copy(exe(tp.Tensor(x)), tp.device("cpu"))), want, rtol=1e-4, atol=1e-4)
+
+    rank = mesh._rank
+    for dtype in (tp.float32, tp.bfloat16):
+        f = tp.compile(lambda t: (tp.all_reduce(t), tp.all_gather(t, dim=1)), args=[tp.InputInfo((2, 3, 4), dtype=dtype)], mesh=mesh)
+        mine = (np.arange(24).reshape(2, 3, 4) * (rank + 1)).astype(np.float32)
+        total, gathered = f(tp.cast(tp.Tensor(mine), dtype))
+        parts = [np.arange(24).reshape(2, 3, 4) * (r + 1) for r in range(2)]
+        np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(total, tp.float32), tp.device("cpu"))), sum(parts))
+        np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
+                                      np.concatenate(parts, axis=1))
+
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    weights = llama_ref.random_weights(config, seed=1)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+
+    def step(tokens, pos, *caches):
+        return model(tokens, pos, list(caches))[0]
+
+    cache = tp.InputInfo(model.cache_shape(2, 2), dtype=tp.float32, donate=True)
+    args = [tp.InputInfo((2, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
+    llm = tp.compile(step, args=args, mesh=mesh)
+    caches = model.empty_caches(2, 2)
+    prompt = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+    for pos, T in [(0, 4), (4, 1), (5, 1)]:
+        got = llm(tp.Tensor(prompt[:, pos : pos + T].astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches)
+        got = np.asarray(tp.copy(got, tp.device("cpu")))
+        want = llama_ref.logits(weights, prompt[:, : pos + T], config)[:, -1]
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    print("RANK OK")
+    """
+)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_one_gpu_each_match_numpy(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    port = _free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), TRIPY_BOOTSTRAP_PORT=str(port), NCCL_NVLS_ENABLE="0",
+                   TRIPY_COLLECTIVE_TIMEOUT="120")
+        procs.append(subprocess.Popen([sys.executable, str(script), os.path.join(ROOT, "tests", "llm")], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=600)[0])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("a rank hung")
+    for rank, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and "RANK OK" in out, f"rank {rank}:\n{out[-4000:]}"
