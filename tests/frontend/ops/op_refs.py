@@ -161,6 +161,8 @@ ROWS = UNARY + BINARY + REDUCE + OTHER
 # Ops of the core's table that the matrix leaves to their own tests (shapes, layout, heavy
 # kernels), each with the file that tests it against numpy.
 ELSEWHERE = {
+    "all_gather": "test_sharding.py (between the ranks of a tp.DeviceMesh)",
+    "all_reduce": "test_sharding.py (between the ranks of a tp.DeviceMesh)",
     "cast": "test_op_matrix.py (the cast matrix)",
     "concatenate": "test_ops_conformance.py",
     "convolution": "test_conv.py",
