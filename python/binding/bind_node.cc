@@ -250,8 +250,11 @@ void bind_node(py::module_& m) {
     for (trace::Node* n : trace::topo_order(outputs)) {
       bool reads_input = n->input_index >= 0;
       for (const auto& in : n->inputs) reads_input = reads_input || variable.count(in.get()) > 0;
+      // A view of evaluated data (OpDef::view_of_data) compiles as an op over that data.
+      bool view = n->def != nullptr && n->def->view_of_data;
+      for (const auto& in : n->inputs) view = view && in->evaluated();
       if (reads_input) variable.insert(n);
-      else if (!n->evaluated()) ids.push_back(n->id);
+      else if (!n->evaluated() && !view) ids.push_back(n->id);
     }
     return ids;
   });

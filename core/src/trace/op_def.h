@@ -109,6 +109,9 @@ struct OpDef {
   StatusOr<flat::ValueId> (*lower)(LowerCtx&) = nullptr;
   AttrSet attrs = 0;     // the attributes it reads
   AttrSet required = 0;  // those of them it cannot do without
+  // A view of its inputs' data (unpack_int4: packed int4 bytes read as int4): tp.compile keeps the
+  // op over the data it reads rather than freezing its (larger) result as a constant.
+  bool view_of_data = false;
 };
 
 const OpDef* find_op(const std::string& name);

@@ -8,6 +8,17 @@
 // (add,) round, max, min, convert (flat/passes), so keep these forms when changing this file.
 // Shapes are symbolic; a per-channel or block-wise scale that does not fit a dynamic dim is a
 // run-time error naming the user's line.
+//
+// unpack_int4 reads int4 values held two a byte (int8 [..., ceil(K / 2)]: k even in the low nibble,
+// k odd in the high one, each nibble u meaning u - 8, the weight-only product's layout,
+// rt::WeightOnlyDotAttrs) as an int4 tensor [..., K]. It is a view of its data: tp.compile keeps
+// it an op over the packed constant instead of freezing its result (OpDef::view_of_data), so a
+// model holds its int4 weights packed once and every executable reads those bytes. Its lowering is
+// a contract too (flat::unpacked_int4 recognises it and hands the packed constant to the kernel):
+//   convert<int4>(add(floordiv(broadcast(convert<int32>(P)), broadcast([1, 16])), 8)) -> reshape
+//   [..., 2 * ceil(K / 2)] -> slice [..., :K] where K is odd
+// (floor division by 16 of the signed byte leaves the high nibble minus 16 when it is 8 or more,
+// which the int4 conversion's wrap-around takes back, as it does for the low nibble's byte + 8).
 #include "trace/op_def.h"
 
 namespace tripy::trace {
@@ -178,6 +189,59 @@ StatusOr<flat::ValueId> lower_dequantize(LowerCtx& c) {
   return c.ew(EwOp::kMul, {wide, aligned_scale(c, x)}, target);
 }
 
+Status infer_unpack_int4(InferCtx& ctx) {
+  const Shape& in = ctx.shape(0);
+  const Shape& out = ctx.node.attrs.shape;
+  const SymbolTable* table = ctx.node.symbols.get();
+  if (in.empty() || !in.back().is_static())
+    return ctx.error("unpack_int4 takes int8 bytes of rank >= 1 with a static last dim, but got shape " +
+                     shape_str(in, table) + ".");
+  bool fits = out.size() == in.size() && out.back().is_static() && out.back().static_value() >= 0 &&
+              (out.back().static_value() + 1) / 2 == in.back().static_value();
+  for (size_t d = 0; fits && d + 1 < in.size(); ++d) fits = out[d].same_as(in[d]);
+  if (!fits)
+    return ctx.error("unpack_int4: bytes of shape " + shape_str(in, table) + " hold two int4 values each along the last dim, "
+                     "so they cannot unpack to shape " + shape_str(out, table) + ".");
+  ctx.node.shape = out;
+  ctx.node.dtype = DType::kInt4;
+  return ok_status();
+}
+
+StatusOr<flat::ValueId> lower_unpack_int4(LowerCtx& c) {
+  const Shape in = c.value(c.in(0)).shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const int64_t bytes = in.back().static_value(), K = c.node().shape.back().static_value();
+  Shape pairs = in;
+  pairs.push_back(Dim(2));
+  flat::Op spread;  // each byte twice, along a new last dim
+  spread.kind = flat::OpKind::kBroadcast;
+  spread.operands = {c.ew(EwOp::kConvert, {c.in(0)}, DType::kInt32)};
+  for (int64_t d = 0; d < rank; ++d) spread.dims.push_back(d);
+  const flat::ValueId wide = c.emit(std::move(spread), DType::kInt32, pairs);
+  flat::Op divisors;
+  divisors.kind = flat::OpKind::kConstant;
+  divisors.constant = Tensor::empty_host(DType::kInt32, {2});
+  static_cast<int32_t*>(divisors.constant.data())[0] = 1;
+  static_cast<int32_t*>(divisors.constant.data())[1] = 16;
+  const flat::ValueId d = c.broadcast_to(c.emit(std::move(divisors), DType::kInt32, {Dim(2)}), pairs, "");
+  flat::ValueId v = c.ew(EwOp::kFloorDiv, {wide, d}, DType::kInt32);
+  v = c.ew(EwOp::kAdd, {v, c.splat(8, DType::kInt32, pairs)}, DType::kInt32);
+  v = c.ew(EwOp::kConvert, {v}, DType::kInt4);
+  Shape flat_shape(in.begin(), in.end() - 1);
+  flat_shape.push_back(Dim(2 * bytes));
+  v = c.reshape(v, flat_shape);
+  if (K == 2 * bytes) return v;
+  flat::Op slice;
+  slice.kind = flat::OpKind::kSlice;
+  slice.operands = {v};
+  for (int64_t i = 0; i < rank; ++i) {
+    slice.starts.push_back(Dim(0));
+    slice.limits.push_back(i + 1 < rank ? flat_shape[i] : Dim(K));
+    slice.steps.push_back(Dim(1));
+  }
+  return c.emit(std::move(slice), DType::kInt4, c.node().shape);
+}
+
 }  // namespace
 
 void register_quantize_ops() {
@@ -187,6 +251,11 @@ void register_quantize_ops() {
                attr::dtype | attr::dims});
   register_op({"dequantize", "dequantize", 2, 3, {}, false, infer_dequantize, lower_dequantize,
                attr::dtype | attr::dims, attr::dtype | attr::dims});
+  // Input: the packed bytes; shape: the unpacked shape.
+  OpDef unpack{"unpack_int4", "unpack_int4", 1, 1, {dtype_bit(DType::kInt8)}, false, infer_unpack_int4,
+               lower_unpack_int4, attr::shape, attr::shape};
+  unpack.view_of_data = true;
+  register_op(std::move(unpack));
 }
 
 }  // namespace tripy::trace

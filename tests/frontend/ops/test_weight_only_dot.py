@@ -4,7 +4,10 @@ tp.Linear (x @ W.T) and x @ W alike. Checked against numpy in float64 of the sam
 the default device: int8 per output channel, int4 in groups of 32, 64 and 128 of the input features
 (an odd count of groups), with and without zero points, N off every tile, 1 to 300 rows, float32
 and bfloat16; and the errors for groups that do not divide the features or zero points that do not
-fit the scale. The GPU's kernel past its decode sizes, against torch too: test_weight_only_dot_gpu.py."""
+fit the scale. int4 weights held two values a byte (pack_int4, unpack_int4) against numpy's
+packing: read in place by the product (the weight stays a view of the bytes), unpacked for the
+GEMM where the product is off, repacked along K for a [K, N] weight. The GPU's kernel past its
+decode sizes, against torch too: test_weight_only_dot_gpu.py."""
 
 import re
 
@@ -13,6 +16,7 @@ import pytest
 
 import tripy as tp
 from tripy.frontend.device import default_device
+from tripy.frontend.ops.quantize import pack_int4, unpack_int4
 
 RNG = np.random.default_rng(27)
 N, K = 70, 384  # N off the CPU's 64-row tile and the GPU's row groups
@@ -155,3 +159,89 @@ def test_a_zero_point_must_have_the_scales_shape_and_dtype():
         tp.dequantize(w, tp.ones((8, 2)), tp.float32, zero_point=tp.zeros((8, 1)))
     with pytest.raises(tp.TripyException, match=r"zero point has dtype float16, but the scale has dtype float32"):
         tp.dequantize(w, tp.ones((8, 2)), tp.float32, zero_point=tp.zeros((8, 2), dtype=tp.float16))
+
+
+# -- int4 weights held two values a byte (pack_int4 / unpack_int4) ------------------------------
+
+def _nibbles(q):
+    """numpy's packing of int4 values q [..., K]: value k even in the low nibble, each as q + 8."""
+    u = np.concatenate([q, np.full(q.shape[:-1] + (q.shape[-1] % 2,), -8)], axis=-1) + 8
+    return (u[..., 0::2] | (u[..., 1::2] << 4)).astype(np.uint8).view(np.int8)
+
+
+@pytest.mark.parametrize("shape", [(3, 8), (2, 5, 7), (1,)])
+def test_pack_int4_writes_two_values_a_byte_and_unpack_int4_reads_them(shape):
+    q = RNG.integers(-8, 8, shape)
+    packed = pack_int4(tp.cast(tp.Tensor(q.astype(np.int32)), tp.int4))
+    assert packed.dtype == tp.int8 and packed.shape == shape[:-1] + ((shape[-1] + 1) // 2,)
+    assert np.array_equal(np.array(packed.tolist(), np.int8), _nibbles(q))
+    back = unpack_int4(tp.Tensor(_nibbles(q)), shape[-1])
+    assert back.dtype == tp.int4 and np.array_equal(np.array(tp.cast(back, tp.int32).tolist()), q)
+
+
+def _packed_linear(K_, group, zero, dtype=tp.float32):
+    """A Linear whose int4 weight is unpack_int4 of packed bytes, and its weight in float64."""
+    q = RNG.integers(-8, 8, (N, K_))
+    G = K_ // group
+    scale = _rounded(RNG.uniform(0.002, 0.02, (N, G)), dtype)
+    zp = _rounded(RNG.integers(-3, 4, (N, G)).astype(np.float64), dtype) if zero else np.zeros((N, G))
+    packed = tp.Tensor(_nibbles(q), device=default_device())
+    lin = tp.Linear(K_, N, bias=False, dtype=dtype, quant_dtype=tp.int4)
+    state = {"weight": unpack_int4(packed, K_), "weight_scale": tp.cast(tp.Tensor(scale.astype(np.float32)), dtype)}
+    if zero:
+        state["weight_zero_point"] = tp.cast(tp.Tensor(zp.astype(np.float32)), dtype)
+    lin.load_state_dict(state)
+    w = (q - np.repeat(zp, group, axis=1)) * np.repeat(scale, group, axis=1)
+    return lin, w, packed
+
+
+@pytest.mark.parametrize("rows", [1, 5, 300])
+def test_a_packed_int4_weight_is_read_in_place(rows):
+    lin, w, packed = _packed_linear(K, 64, True)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, rows, 300), K), dtype=tp.float32)])
+    if _reads_packed(rows):
+        assert "weight_only_dot" in _kernels(exe)
+        # The kernel's weight is the packed bytes, [N, K / 2], and the model's weight a view of them.
+        assert re.search(rf"= constant \d+ i8\[\$\d+, \$\d+\]", exe._impl.program_text)
+    assert not lin.weight._node.is_evaluated
+    x = _x(rows, tp.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+
+
+def test_a_packed_int4_weight_dequantizes_for_the_gemm_where_the_product_is_off(monkeypatch):
+    """The GPU's form past its decode sizes: the bytes unpacked, dequantized, then the GEMM."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
+    global K
+    saved, K = K, 97  # an odd count of input features: the last byte holds one value
+    try:
+        lin, w, _ = _packed_linear(K, 97, False)
+        exe = tp.compile(lin, args=[tp.InputInfo(shape=(4, K), dtype=tp.float32)])
+        assert "weight_only_dot" not in _kernels(exe) and "dot" in _kernels(exe)
+        x = _x(4, tp.float32)
+        _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+    finally:
+        K = saved
+
+
+def test_packed_bytes_of_a_k_by_n_weight_are_repacked_along_k():
+    q = RNG.integers(-8, 8, (K, N))
+    scale = RNG.uniform(0.01, 0.1, (K // 64, N)).astype(np.float32)
+    packed = tp.Tensor(_nibbles(q), device=default_device())
+    st = tp.Tensor(scale, device=default_device())
+
+    def model(x):
+        return x @ tp.dequantize(unpack_int4(packed, N), st, tp.float32)
+
+    exe = tp.compile(model, args=[tp.InputInfo(shape=((1, 2, 4), K), dtype=tp.float32)])
+    assert "weight_only_dot" in _kernels(exe)
+    x = _x(3, tp.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ (q * np.repeat(scale.astype(np.float64), 64, axis=0)), tp.float32)
+
+
+def test_unpack_int4_checks_its_bytes():
+    with pytest.raises(tp.TripyException, match=r"cannot unpack to shape \(2, 7\)"):
+        unpack_int4(tp.zeros((2, 3), dtype=tp.int8), 7)
+    with pytest.raises(tp.TripyException, match="unpack_int4"):
+        unpack_int4(tp.zeros((2, 4), dtype=tp.int32), 8)
+    with pytest.raises(tp.TripyException, match="pack_int4 takes an int4 tensor"):
+        pack_int4(tp.zeros((2, 4), dtype=tp.int8))

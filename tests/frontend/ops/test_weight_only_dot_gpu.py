@@ -14,6 +14,7 @@ import pytest
 
 import tripy as tp
 from tripy import _C
+from tripy.frontend.ops.quantize import unpack_int4
 
 pytestmark = pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
 
@@ -121,3 +122,47 @@ def test_an_llm_sized_product_agrees_with_torch():
     xt = torch.from_dlpack(x).float()
     want = (xt @ torch.tensor(w, dtype=torch.float32, device=xt.device).T).double().cpu().numpy()
     np.testing.assert_allclose(got, want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
+
+
+def _packed_case(N, K, group, dtype="bfloat16"):
+    """A Linear whose int4 weight is unpack_int4 of bytes on the GPU, the bytes, and its weight."""
+    q = RNG.integers(-8, 8, (N, K))
+    u = q + 8
+    packed = tp.copy(tp.Tensor((u[:, 0::2] | (u[:, 1::2] << 4)).astype(np.uint8).view(np.int8)), tp.device("gpu"))
+    packed.eval()
+    scale = _as(RNG.uniform(0.002, 0.02, (N, K // group)), dtype)
+    zp = _as(RNG.integers(-3, 4, (N, K // group)).astype(np.float32), dtype)
+    lin = tp.Linear(K, N, bias=False, dtype=getattr(tp, dtype), quant_dtype=tp.int4)
+    lin.load_state_dict({"weight": unpack_int4(packed, K), "weight_scale": scale, "weight_zero_point": zp})
+    w = (q - np.repeat(_numpy(zp), group, axis=1)) * np.repeat(_numpy(scale), group, axis=1)
+    return lin, w, packed
+
+
+def test_decode_executables_share_packed_int4_weights_on_the_gpu():
+    """Every decode-sized executable reads the model's packed bytes and scales in place: compiling
+    more adds no copy of them (the bytes are 32 MiB; the scales and zero points 2 MiB)."""
+    N, K = 8192, 8192
+    lin, w, packed = _packed_case(N, K, 128)
+
+    def compiled(rows):
+        exe = tp.compile(lin, args=[tp.InputInfo(((1, rows, rows), K), dtype=tp.bfloat16)])
+        assert _kinds(exe) == ["weight_only_dot"]
+        _check(exe, w, rows, K, "bfloat16")  # the first call loads the program
+        return exe
+
+    exes = [compiled(1)]
+    before = _C._cuda_bytes_in_use()
+    exes += [compiled(4), compiled(16), compiled(32)]
+    grown = _C._cuda_bytes_in_use() - before
+    assert grown < N * K // 2 // 8, grown / 2**20
+    assert not lin.weight._node.is_evaluated
+
+
+def test_a_prefill_sized_product_unpacks_the_bytes_for_the_gemm():
+    """Past the decode sizes the bytes are unpacked and dequantized in one fused kernel for the
+    tensor-core GEMM."""
+    lin, w, _ = _packed_case(384, 512, 128)
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 200, 300), 512), dtype=tp.bfloat16)])
+    assert "weight_only_dot" not in _kinds(exe) and "dot" in _kinds(exe)
+    for rows in (33, 300):
+        _check(exe, w, rows, 512, "bfloat16")

@@ -1,14 +1,19 @@
 // Weight-only quantized matrix products. tp.dequantize of a constant int8 or int4 weight lowers to
 //   mul(convert(q -> F), scale)   or, with zero points,   mul(sub(convert(q -> F), zero), scale)
-// where scale and zero are broadcasts (and reshapes) of constants. A float activation times such a
-// weight, x @ W.T of a tp.Linear or x @ W of a [K, N] weight, becomes one weight_only_dot kernel
-// (rt::WeightOnlyDotAttrs) reading the weight packed: stored [N, K] as int8, or two int4 values a
-// byte, with the scales and zero points gathered per output row and group of K. The dequantized
-// weight then exists only in registers, and a decode step reads a quarter (int4) or half (int8) of
-// the float16 weight's bytes. Matched where the scale and zero point are constant over groups of
-// K (per tensor, per output channel, block-wise along K; per element along K is a group of 1) and
-// the rows of x stay within the device's limit (PassRules: the GPU's kernel is for decode sizes,
-// where a larger GEMM keeps cuBLASLt on tensor cores).
+// where scale and zero are broadcasts (and reshapes) of constants, and q is an int8 or int4
+// constant or unpack_int4's view of packed int4 bytes (trace/ops_quantize.cc). A float activation
+// times such a weight, x @ W.T of a tp.Linear or x @ W of a [K, N] weight, becomes one
+// weight_only_dot kernel (rt::WeightOnlyDotAttrs) reading the weight packed: stored [N, K] as
+// int8, or two int4 values a byte, with the scales and zero points gathered per output row and
+// group of K. The dequantized weight then exists only in registers, and a decode step reads a
+// quarter (int4) or half (int8) of the float16 weight's bytes. Constants that already have the
+// kernel's layout (an int8 [N, K] weight, packed int4 bytes [N, ceil(K / 2)], scales [N, groups]
+// of the activation's dtype) are its operands as they are, never read or copied: a model's
+// weights, on the GPU or the host, are then held once however many executables read them (a
+// generator's prefill and decode steps). Matched where the scale and zero point are constant over
+// groups of K (per tensor, per output channel, block-wise along K; per element along K is a group
+// of 1) and the rows of x stay within the device's limit (PassRules: the GPU's kernel is for decode
+// sizes, where a larger GEMM keeps cuBLASLt on tensor cores).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -41,7 +46,8 @@ std::optional<Tensor> host_constant(const Op& c) {
 // A per-group parameter (scale or zero point) of a weight read as [N, K]: `at(n, k)` is the
 // constant index that element uses, and `group` the K values a group spans (divides K).
 struct GroupParam {
-  Tensor constant;  // host
+  Tensor source;  // the constant as the graph holds it (possibly on a device)
+  Tensor constant;  // its host copy, read where values are needed
   std::function<int64_t(int64_t n, int64_t k)> at;
   int64_t group = 1;
   double value(int64_t n, int64_t k) const { return read_element(constant, at(n, k)); }
@@ -65,6 +71,7 @@ std::optional<GroupParam> group_param(const Graph& g, ValueId v, bool nk, int64_
   if (op->kind == OpKind::kConstant) {
     std::optional<Tensor> c = host_constant(*op);
     if (!c || c->shape() != shape) return std::nullopt;
+    p.source = op->constant;
     p.constant = *c;
     p.at = [weight_index, cols = shape[1]](int64_t n, int64_t k) {
       const auto i = weight_index(n, k);
@@ -93,10 +100,10 @@ std::optional<GroupParam> group_param(const Graph& g, ValueId v, bool nk, int64_
     op = &bc;
   }
   if (op->kind != OpKind::kBroadcast) return std::nullopt;
-  std::optional<Tensor> c = host_constant(g.def(op->operands[0]));
-  if (!c) return std::nullopt;
-  p.constant = *c;
-  const std::vector<int64_t> cs = c->shape(), cstride = strides_of(cs), dims = op->dims;
+  const Op& source = g.def(op->operands[0]);
+  if (source.kind != OpKind::kConstant || !source.constant.defined()) return std::nullopt;
+  p.source = source.constant;  // read (copied to the host) only where per_group needs its values
+  const std::vector<int64_t> cs = p.source.shape(), cstride = strides_of(cs), dims = op->dims;
   if (dims.size() != cs.size()) return std::nullopt;
   // The broadcast's index (rank 2 or 3) -> the constant's.
   auto from_broadcast = [cs, cstride, dims](const int64_t* idx) {
@@ -124,9 +131,84 @@ std::optional<GroupParam> group_param(const Graph& g, ValueId v, bool nk, int64_
 // packed weight: such dots keep dequantize and the GEMM.
 constexpr int64_t kMinGroup = 8;
 
+// Whether `v` is a host constant of one element equal to `want`, or a broadcast of one.
+bool splat_int(const Graph& g, ValueId v, double want) {
+  const Op* op = &g.def(v);
+  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
+  return op->kind == OpKind::kConstant && op->constant.defined() && on_host(op->constant) &&
+         op->constant.numel() == 1 && read_element(op->constant, 0) == want;
+}
+
+// unpack_int4's lowering (trace/ops_quantize.cc) over constant bytes P [..., ceil(K / 2)], after
+// simplify and CSE:
+//   convert<int4>(add(floordiv(broadcast(convert<int32>(P)), broadcast([1, 16])), 8)) -> reshape
+//   -> slice [..., :K] where K is odd
+// The constant op holding P, or null where `v` is not that form.
+const Op* unpacked_int4(const Graph& g, ValueId v) {
+  const Op* op = &g.def(v);
+  if (op->kind == OpKind::kSlice) {
+    const Shape& in = g.values[op->operands[0]].shape;
+    for (size_t d = 0; d < in.size(); ++d) {
+      const bool unit = op->steps[d].is_static() && op->steps[d].static_value() == 1;
+      const bool from0 = op->starts[d].is_static() && op->starts[d].static_value() == 0;
+      if (!unit || !from0 || (d + 1 < in.size() && !op->limits[d].same_as(in[d]))) return nullptr;
+    }
+    op = &g.def(op->operands[0]);
+  }
+  if (op->kind != OpKind::kReshape) return nullptr;
+  const Op& narrow = g.def(op->operands[0]);
+  if (narrow.kind != OpKind::kElementwise || narrow.fn != EwOp::kConvert || g.values[narrow.result].dtype != DType::kInt4)
+    return nullptr;
+  const Op& add = g.def(narrow.operands[0]);
+  if (add.kind != OpKind::kElementwise || add.fn != EwOp::kAdd || add.operands.size() != 2) return nullptr;
+  const int eight = splat_int(g, add.operands[1], 8) ? 1 : splat_int(g, add.operands[0], 8) ? 0 : -1;
+  if (eight < 0) return nullptr;
+  const Op& div = g.def(add.operands[1 - eight]);
+  if (div.kind != OpKind::kElementwise || div.fn != EwOp::kFloorDiv || g.values[div.result].dtype != DType::kInt32)
+    return nullptr;
+  const Shape& pairs = g.values[div.result].shape;
+  const size_t rank = pairs.size();
+  if (rank < 2 || !pairs.back().is_static() || pairs.back().static_value() != 2) return nullptr;
+  // The divisors: 1 for the low nibble, 16 for the high one, along the last dim.
+  const Op& dv = g.def(div.operands[1]);
+  if (dv.kind != OpKind::kBroadcast || dv.dims != std::vector<int64_t>{static_cast<int64_t>(rank - 1)}) return nullptr;
+  const Op& divisors = g.def(dv.operands[0]);
+  if (divisors.kind != OpKind::kConstant || !divisors.constant.defined() || !on_host(divisors.constant) ||
+      divisors.constant.numel() != 2 || read_element(divisors.constant, 0) != 1 ||
+      read_element(divisors.constant, 1) != 16)
+    return nullptr;
+  // The bytes, each spread over the new last dim.
+  const Op& spread = g.def(div.operands[0]);
+  if (spread.kind != OpKind::kBroadcast || spread.dims.size() != rank - 1) return nullptr;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    if (spread.dims[d] != static_cast<int64_t>(d)) return nullptr;
+  const Op& widen = g.def(spread.operands[0]);
+  if (widen.kind != OpKind::kElementwise || widen.fn != EwOp::kConvert || g.values[widen.result].dtype != DType::kInt32)
+    return nullptr;
+  const Op& bytes = g.def(widen.operands[0]);
+  if (bytes.kind != OpKind::kConstant || !bytes.constant.defined() || bytes.constant.dtype() != DType::kInt8)
+    return nullptr;
+  return &bytes;
+}
+
+// Int4 values held two a byte along the last dim (unpack_int4's layout), as one int8 per value:
+// a host tensor of `shape` (the unpacked shape).
+Tensor unpacked_on_host(const Tensor& bytes, const std::vector<int64_t>& shape) {
+  Tensor out = Tensor::empty_host(DType::kInt8, shape);
+  const int64_t K = shape.back(), row_bytes = bytes.shape().back(), rows = K == 0 ? 0 : out.numel() / K;
+  const auto* src = static_cast<const uint8_t*>(bytes.data());
+  auto* dst = static_cast<int8_t*>(out.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < K; ++k)
+      dst[r * K + k] = static_cast<int8_t>(((src[r * row_bytes + k / 2] >> (4 * (k & 1))) & 15) - 8);
+  return out;
+}
+
 struct Match {
   ValueId x = -1;
-  Tensor q;  // host, [N, K] or [K, N]
+  const Op* q = nullptr;  // the weight's constant: int8 or int4 values, or (packed) int4 bytes
+  bool packed = false;    // q holds unpack_int4's bytes
+  int bits = 8;
   bool nk = true;
   int64_t N = 0, K = 0, group = 1;
   std::optional<GroupParam> scale, zero;
@@ -167,9 +249,15 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
     const Op& qc = g.def(d->operands[0]);
     const DType qt = g.values[qc.result].dtype;
     if (qt != DType::kInt8 && qt != DType::kInt4) continue;
-    std::optional<Tensor> q = host_constant(qc);
-    if (!q) return std::nullopt;
-    m.q = *q;
+    if (qc.kind == OpKind::kConstant) {
+      if (!qc.constant.defined()) return std::nullopt;
+      m.q = &qc;
+    } else if (qt == DType::kInt4 && (m.q = unpacked_int4(g, qc.result)) != nullptr) {
+      m.packed = true;
+    } else {
+      return std::nullopt;
+    }
+    m.bits = qt == DType::kInt4 ? 4 : 8;
     m.scale = group_param(g, mul.operands[1 - side], m.nk, m.N, m.K);
     if (!m.scale) return std::nullopt;
     m.group = m.scale->group;
@@ -190,12 +278,22 @@ OriginRef with_reason(const OriginRef& origin, const std::string& reason) {
   return o;
 }
 
-// The weight [N, row bytes]: int8 as it is (transposed from [K, N]), int4 two values a byte.
-Tensor packed_weight(const Match& m, int bits) {
+// The weight [N, row bytes]: the constant itself where it has that layout (int8 [N, K], or
+// unpack_int4's bytes of an [N, K] weight); else int8 as it is (transposed from [K, N]), int4 two
+// values a byte, made on the host.
+StatusOr<Tensor> packed_weight(const Match& m) {
+  const int bits = m.bits;
   const int64_t row_bytes = rt::weight_only_row_bytes(bits, m.K);
-  Tensor out = Tensor::empty_host(DType::kInt8, {m.N, row_bytes});
+  const Tensor& c = m.q->constant;
+  const std::vector<int64_t> kernel_layout{m.N, row_bytes};
+  if (m.nk && c.dtype() == DType::kInt8 && c.shape() == kernel_layout && (bits == 8 || m.packed)) return c;
+  std::optional<Tensor> host = host_constant(*m.q);
+  if (!host) return internal_error("weight_only_dot: the weight's constant cannot be read on the host");
+  const Tensor q = m.packed ? unpacked_on_host(*host, m.nk ? std::vector<int64_t>{m.N, m.K} : std::vector<int64_t>{m.K, m.N})
+                            : *host;
+  Tensor out = Tensor::empty_host(DType::kInt8, kernel_layout);
   auto* dst = static_cast<uint8_t*>(out.data());
-  const auto* src = static_cast<const int8_t*>(m.q.data());
+  const auto* src = static_cast<const int8_t*>(q.data());
   std::memset(dst, 0, static_cast<size_t>(m.N * row_bytes));
   for (int64_t n = 0; n < m.N; ++n)
     for (int64_t k = 0; k < m.K; ++k) {
@@ -209,9 +307,22 @@ Tensor packed_weight(const Match& m, int bits) {
   return out;
 }
 
-// A group parameter as [N, groups] in `dtype`.
-Tensor per_group(const GroupParam& p, const Match& m, DType dtype) {
+// A group parameter as [N, groups] in `dtype`: the constant itself (or a view of it as [N,
+// groups]) where it holds exactly those values in that order, else gathered on the host.
+StatusOr<Tensor> per_group(GroupParam& p, const Match& m, DType dtype) {
   const int64_t groups = m.K / m.group;
+  bool in_order = p.source.dtype() == dtype && p.source.numel() == m.N * groups;
+  for (int64_t n = 0; n < m.N && in_order; ++n)
+    for (int64_t j = 0; j < groups && in_order; ++j) in_order = p.at(n, j * m.group) == n * groups + j;
+  if (in_order) {
+    if (p.source.shape() == std::vector<int64_t>{m.N, groups}) return p.source;
+    return Tensor::borrow(p.source.data(), dtype, {m.N, groups}, p.source.device(), p.source.owner());
+  }
+  if (!p.constant.defined()) {
+    StatusOr<Tensor> host = on_host(p.source) ? StatusOr<Tensor>(p.source) : copy_to(p.source, Device{});
+    if (!host.ok()) return host.status();
+    p.constant = host.value();
+  }
   Tensor out = Tensor::empty_host(dtype, {m.N, groups});
   for (int64_t n = 0; n < m.N; ++n)
     for (int64_t j = 0; j < groups; ++j) write_element(out, n * groups + j, p.value(n, j * m.group));
@@ -221,13 +332,26 @@ Tensor per_group(const GroupParam& p, const Match& m, DType dtype) {
 }  // namespace
 
 std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
-  std::vector<std::optional<Match>> matches(graph.ops.size());
+  // Each match and its kernel's constants: the packed weight, the scales and the zero points.
+  struct Rewrite {
+    Match m;
+    Tensor weight, scale, zero;
+  };
+  std::vector<std::optional<Rewrite>> rewrites(graph.ops.size());
   bool any = false;
-  for (size_t i = 0; i < graph.ops.size(); ++i)
-    if (graph.ops[i].kind == OpKind::kDot) {
-      matches[i] = match(graph, graph.ops[i], max_rows);
-      any = any || matches[i].has_value();
-    }
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    if (graph.ops[i].kind != OpKind::kDot) continue;
+    std::optional<Match> m = match(graph, graph.ops[i], max_rows);
+    if (!m) continue;
+    const DType dtype = graph.values[graph.ops[i].result].dtype;
+    // A weight that cannot be read (a device copy that fails) keeps dequantize and the GEMM.
+    StatusOr<Tensor> w = packed_weight(*m);
+    StatusOr<Tensor> scale = per_group(*m->scale, *m, dtype);
+    StatusOr<Tensor> zero = m->zero ? per_group(*m->zero, *m, dtype) : StatusOr<Tensor>(Tensor());
+    if (!w.ok() || !scale.ok() || !zero.ok()) continue;
+    rewrites[i] = Rewrite{*m, w.value(), scale.value(), zero.value()};
+    any = true;
+  }
   if (!any) return std::nullopt;
 
   Graph out = empty_like(graph);
@@ -235,35 +359,33 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
-    if (!matches[i]) {
+    if (!rewrites[i]) {
       Op op = src;
       for (ValueId& v : op.operands) v = map[v];
       map[src.result] = out.add(std::move(op), val.dtype, val.shape);
       continue;
     }
-    const Match& m = *matches[i];
-    const int bits = m.q.dtype() == DType::kInt4 ? 4 : 8;
-    const OriginRef why = with_reason(src.origin, "the weight-only int" + std::to_string(bits) +
+    const Match& m = rewrites[i]->m;
+    const OriginRef why = with_reason(src.origin, "the weight-only int" + std::to_string(m.bits) +
                                                       " product that replaced dequantize -> dot");
-    auto constant = [&](Tensor t) {
+    auto constant = [&](const Tensor& c_tensor) {
       Op c;
       c.kind = OpKind::kConstant;
       c.origin = why;
-      const DType dt = t.dtype();
       Shape s;
-      for (int64_t d : t.shape()) s.push_back(Dim(d));
-      c.constant = std::move(t);
-      return out.add(std::move(c), dt, s);
+      for (int64_t d : c_tensor.shape()) s.push_back(Dim(d));
+      c.constant = c_tensor;
+      return out.add(std::move(c), c_tensor.dtype(), s);
     };
     Op k;
     k.kind = OpKind::kKernel;
     k.origin = why;
     k.kernel.kind = rt::KernelKind::kWeightOnlyDot;
-    k.kernel.weight_only_dot.bits = bits;
+    k.kernel.weight_only_dot.bits = m.bits;
     k.kernel.weight_only_dot.group_size = m.group;
     k.kernel.weight_only_dot.has_zero = m.zero.has_value();
-    k.operands = {map[m.x], constant(packed_weight(m, bits)), constant(per_group(*m.scale, m, val.dtype))};
-    if (m.zero) k.operands.push_back(constant(per_group(*m.zero, m, val.dtype)));
+    k.operands = {map[m.x], constant(rewrites[i]->weight), constant(rewrites[i]->scale)};
+    if (m.zero) k.operands.push_back(constant(rewrites[i]->zero));
     map[src.result] = out.add(std::move(k), val.dtype, val.shape);
   }
   finish_like(out, graph, map);

@@ -1,12 +1,20 @@
 """Quantization: scale, round and saturate into int8/int4/float8, and back. Scales are per tensor
 (a scalar), per channel along ``dim`` (1-D) or, for int4, block-wise (2-D); an optional zero point
 has the scale's form; a number or a list is accepted where a scale tensor is. Both are core ops
-(core/src/trace/ops_quantize.cc)."""
+(core/src/trace/ops_quantize.cc).
+
+``pack_int4`` and ``unpack_int4`` hold int4 values two a byte: a model keeps its int4 weights as
+``unpack_int4`` of packed bytes, which ``tp.compile`` reads in place (every executable shares the
+bytes, and the weight-only product takes them as they are)."""
 
 import operator
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.creation import full
+from tripy.frontend.ops.elementwise import where
+from tripy.frontend.ops.misc import cast
+from tripy.frontend.ops.shape_ops import concatenate, reshape
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
 
@@ -114,3 +122,75 @@ def dequantize(input, scale, dtype, dim=None, zero_point=None):
     scale = _scale_tensor(scale, dtype)
     inputs = [input, scale] + ([] if zero_point is None else [_scale_tensor(zero_point, dtype)])
     return make("dequantize", inputs, dtype=dtype.name, dims=_dims(dim))
+
+
+def pack_int4(input):
+    """
+    The int4 values of ``input`` two a byte along its last dim: int8 of shape ``[..., ceil(K / 2)]``
+    for an int4 ``input`` ``[..., K]``, value ``k`` even in the low nibble and ``k + 1`` in the high
+    one, each nibble holding the value plus 8 (the weight-only product's layout). ``unpack_int4``
+    reads them back. The shape must be static.
+
+    Args:
+        input (tp.Tensor): int4 values, last dim ``K``.
+
+    Returns:
+        tp.Tensor: int8 bytes of shape ``[..., ceil(K / 2)]``.
+
+    Example::
+
+        import tripy as tp
+        from tripy.frontend.ops.quantize import pack_int4, unpack_int4
+
+        q = tp.cast(tp.Tensor([[-8, 7, 0]]), tp.int4)
+        packed = pack_int4(q)  # (-8 + 8) | (7 + 8) << 4, then (0 + 8) and a zero padding nibble
+        assert packed.tolist() == [[-16, 8]]
+        assert tp.cast(unpack_int4(packed, 3), tp.int32).tolist() == [[-8, 7, 0]]
+    """
+    if input.dtype != dtypes.int4:
+        _raise_here(f"pack_int4 takes an int4 tensor, but got one of dtype {input.dtype.name}.")
+    shape = tuple(input.shape)
+    if not shape or not all(isinstance(d, int) for d in shape):
+        _raise_here(f"pack_int4 needs a static shape of rank >= 1, but got {shape}.")
+    lead, K = shape[:-1], shape[-1]
+    v = cast(input, dtypes.int32) + 8  # the nibbles, 0 to 15
+    if K % 2:
+        v = concatenate([v, full(lead + (1,), 0, dtypes.int32)], dim=-1)  # a zero padding nibble
+    pairs = reshape(v, lead + ((K + 1) // 2, 2))
+    byte = pairs[..., 0] + 16 * pairs[..., 1]
+    return cast(where(byte >= 128, byte - 256, byte), dtypes.int8)
+
+
+def unpack_int4(packed, size):
+    """
+    The int4 tensor ``[..., size]`` whose values ``packed`` (int8 ``[..., ceil(size / 2)]``, as
+    ``pack_int4`` writes them) holds two a byte. The result is a view: it stays an op over the
+    packed bytes, which ``tp.compile`` reads in place (a model holding its weights this way keeps
+    them packed once for every executable; a ``tp.Linear`` whose int4 weight is such a view reads
+    the bytes in its weight-only product). Evaluating it (``tolist``, ``eval``) makes a copy of
+    one byte per value.
+
+    Args:
+        packed (tp.Tensor): int8 bytes, last dim ``ceil(size / 2)`` (static).
+        size (int): The last dim of the result.
+
+    Returns:
+        tp.Tensor: int4 of shape ``[..., size]``.
+
+    Raises:
+        tp.TripyException: if ``packed`` is not int8 or its last dim is not ``ceil(size / 2)``.
+
+    Example::
+
+        import tripy as tp
+        from tripy.frontend.ops.quantize import unpack_int4
+
+        q = unpack_int4(tp.Tensor([[-16, 8]], dtype=tp.int8), 3)
+        assert q.dtype == tp.int4 and tp.cast(q, tp.int32).tolist() == [[-8, 7, 0]]
+    """
+    try:
+        size = operator.index(size)
+    except TypeError:
+        _raise_here(f"unpack_int4's size must be an int, but got: {size!r}.")
+    shape = list(packed.shape)
+    return make("unpack_int4", [packed], shape=shape[:-1] + [size])

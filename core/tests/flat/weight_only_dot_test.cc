@@ -1,0 +1,133 @@
+// weight_only_dot, text in and text out: a tp.Linear's x @ dequantize(W).T over packed int4 bytes
+// (unpack_int4's lowering) or an int8 [N, K] weight becomes one weight_only_dot kernel whose
+// constants are the graph's own tensors (the same memory: executables share a model's weights);
+// other layouts are repacked, and forms that only look alike stay as they were.
+#include <gtest/gtest.h>
+
+#include "flat/passes/passes.h"
+
+namespace tripy::flat {
+namespace {
+
+// x [2, 16] @ transpose(dequantize(unpack_int4(P [2, 8]), s [2, 2])) (groups of 8 input features),
+// as tp.Linear lowers it after simplify.
+constexpr const char* kPacked = R"(%0 : f32[2, 16] = parameter() {index = 0}
+%1 : i8[2, 8] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38, 48, -106, -4, 82, -72, 30, 116, -38]}
+%2 : i32[2, 8] = convert(%1)
+%3 : i32[2, 8, 2] = broadcast(%2) {dims = [0, 1]}
+%4 : i32[2] = constant() {value = [1, 16]}
+%5 : i32[2, 8, 2] = broadcast(%4) {dims = [2]}
+%6 : i32[2, 8, 2] = floordiv(%3, %5)
+%7 : i32[] = constant() {value = [8]}
+%8 : i32[2, 8, 2] = broadcast(%7) {dims = []}
+%9 : i32[2, 8, 2] = add(%6, %8)
+%10 : i4[2, 8, 2] = convert(%9)
+%11 : i4[2, 16] = reshape(%10)
+%12 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%13 : f32[2, 2, 8] = broadcast(%12) {dims = [0, 1]}
+%14 : f32[2, 16] = reshape(%13)
+%15 : f32[2, 16] = convert(%11)
+%16 : f32[2, 16] = mul(%15, %14)
+%17 : f32[16, 2] = transpose(%16) {dims = [1, 0]}
+%18 : f32[2, 2] = dot(%0, %17)
+return %18
+)";
+
+const Op* kernel_of(const Graph& g) {
+  for (const Op& op : g.ops)
+    if (op.kind == OpKind::kKernel) return &op;
+  return nullptr;
+}
+
+const Tensor& constant_of(const Graph& g, ValueId v) { return g.def(v).constant; }
+
+TEST(WeightOnlyDot, PackedInt4BytesAndScalesAreTheKernelsOperandsAsTheyAre) {
+  StatusOr<Graph> g = parse_graph(kPacked);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(verify(*g).ok());
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[2, 16] = parameter() {index = 0}
+%1 : i8[2, 8] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38, 48, -106, -4, 82, -72, 30, 116, -38]}
+%2 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%3 : f32[2, 2] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 8}
+return %3
+)");
+  const Op* k = kernel_of(*out);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(constant_of(*out, k->operands[1]).data(), constant_of(*g, 1).data());
+  EXPECT_EQ(constant_of(*out, k->operands[2]).data(), constant_of(*g, 12).data());
+}
+
+TEST(WeightOnlyDot, PerChannelInt8ScalesAreViewedAsOneGroupPerRow) {
+  StatusOr<Graph> g = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : i8[3, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12]}
+%2 : f32[3] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[3, 4] = broadcast(%2) {dims = [0]}
+%4 : f32[3, 4] = convert(%1)
+%5 : f32[3, 4] = mul(%4, %3)
+%6 : f32[4, 3] = transpose(%5) {dims = [1, 0]}
+%7 : f32[2, 3] = dot(%0, %6)
+return %7
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : i8[3, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12]}
+%2 : f32[3, 1] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[2, 3] = weight_only_dot(%0, %1, %2) {group_size = 4}
+return %3
+)");
+  const Op* k = kernel_of(*out);
+  EXPECT_EQ(constant_of(*out, k->operands[1]).data(), constant_of(*g, 1).data());
+  EXPECT_EQ(constant_of(*out, k->operands[2]).data(), constant_of(*g, 2).data());
+}
+
+TEST(WeightOnlyDot, PackedBytesOfAKByNWeightAreRepackedAlongK) {
+  // x [1, 4] @ dequantize(unpack_int4(P [4, 1]) [4, 2]): the bytes pack along N, the kernel wants K.
+  StatusOr<Graph> g = parse_graph(R"(%0 : f32[1, 4] = parameter() {index = 0}
+%1 : i8[4, 1] = constant() {value = [16, 50, 84, 118]}
+%2 : i32[4, 1] = convert(%1)
+%3 : i32[4, 1, 2] = broadcast(%2) {dims = [0, 1]}
+%4 : i32[2] = constant() {value = [1, 16]}
+%5 : i32[4, 1, 2] = broadcast(%4) {dims = [2]}
+%6 : i32[4, 1, 2] = floordiv(%3, %5)
+%7 : i32[] = constant() {value = [8]}
+%8 : i32[4, 1, 2] = broadcast(%7) {dims = []}
+%9 : i32[4, 1, 2] = add(%8, %6)
+%10 : i4[4, 1, 2] = convert(%9)
+%11 : i4[4, 2] = reshape(%10)
+%12 : f32[] = constant() {value = [0.5]}
+%13 : f32[4, 2] = broadcast(%12) {dims = []}
+%14 : f32[4, 2] = convert(%11)
+%15 : f32[4, 2] = mul(%14, %13)
+%16 : f32[1, 2] = dot(%0, %15)
+return %16
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  // W [K = 4, N = 2] from the bytes 0x10, 0x32, 0x54, 0x76: column n = 0 takes the low nibbles
+  // (-8, -6, -4, -2), n = 1 the high ones (-7, -5, -3, -1); each column packed along K.
+  EXPECT_EQ(out->str(), R"(%0 : f32[1, 4] = parameter() {index = 0}
+%1 : i8[2, 2] = constant() {value = [32, 100, 49, 117]}
+%2 : f32[2, 1] = constant() {value = [0.5, 0.5]}
+%3 : f32[1, 2] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 4}
+return %3
+)");
+}
+
+TEST(WeightOnlyDot, AnotherArithmeticOnTheBytesIsNotUnpacking) {
+  // Divisors 1 and 8 are not the nibble layout: dequantize and the GEMM stay.
+  std::string text = kPacked;
+  text.replace(text.find("[1, 16]"), 7, "[1, 8]");
+  StatusOr<Graph> g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(weight_only_dot(*g).has_value());
+}
+
+}  // namespace
+}  // namespace tripy::flat
