@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy import _C
 from tripy.llm.generate import Generator
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 
@@ -116,3 +117,26 @@ def test_a_bad_mode_and_features_no_int4_group_divides_are_errors(tmp_path):
         tp.llm.load(str(tmp_path), quant_mode="int4-weight-only")
     with pytest.raises(tp.TripyException, match="quant_mode must be one of"):
         tp.llm.load(str(tmp_path), quant_mode="fp4")
+
+
+@pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
+def test_an_int4_model_holds_its_projections_packed_once_on_the_gpu(tmp_path):
+    """The model holds each int4 projection two values a byte, and its compiled steps read those
+    bytes in place: a second generator (its own prefill and decode executables) adds no copy."""
+    config = llama_ref.tiny_config(hidden_size=512, intermediate_size=1536, num_attention_heads=8,
+                                   num_key_value_heads=4, num_hidden_layers=8, torch_dtype="bfloat16")
+    weights = llama_ref.random_weights(config)
+    write_checkpoint(str(tmp_path), config, weights)
+    projections = sum(w.size for n, w in weights.items() if ".layers." in n and n.endswith("proj.weight"))
+    rest = sum(w.size for n, w in weights.items() if not (".layers." in n and n.endswith("proj.weight")))
+    before = _C._cuda_bytes_in_use()
+    llm = tp.llm.load(str(tmp_path), max_seq_len=32, max_batch_size=2, device="gpu", quant_mode="int4-weight-only")
+    held = _C._cuda_bytes_in_use() - before
+    # Packed bytes, bfloat16 scales and zero points per group of 128, the float parameters.
+    expected = projections // 2 + projections // 128 * 4 + rest * 2
+    assert held < 1.1 * expected, (held, expected)
+    assert llm.generate(PROMPT, max_new_tokens=4, stop_tokens=[])
+    before = _C._cuda_bytes_in_use()
+    assert llm.generate(PROMPT, max_new_tokens=4, temperature=0.7, top_k=5, stop_tokens=[])
+    grown = _C._cuda_bytes_in_use() - before
+    assert grown < 0.75 * (projections // 2), (grown, projections // 2)

@@ -22,12 +22,19 @@ from tripy.frontend.modules.embedding import Embedding
 from tripy.frontend.modules.layernorm import RMSNorm
 from tripy.frontend.modules.linear import Linear
 from tripy.frontend.ops.creation import iota, zeros
-from tripy.frontend.ops.elementwise import cos, silu, sin, where
+from tripy.frontend.ops.elementwise import cos, maximum, silu, sin, where
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
 from tripy.frontend.tensor import Tensor
-from tripy.llm.quantize import check_quant_mode, quant_dtype, quantize_weight
+from tripy.llm.quantize import (
+    MODEL_QUANT_MODES,
+    check_quant_mode,
+    packed_int4_weight,
+    quant_dtype,
+    quantize_weight,
+    weight_quant_dim,
+)
 
 _MODEL_TYPES = ("llama", "mistral", "qwen2")
 
@@ -161,11 +168,10 @@ class LlamaConfig:
 
 
 def _linear(in_features, out_features, bias, dtype, quant_mode):
-    """A projection of a decoder layer: a tp.Linear, weight-only quantized under ``quant_mode``
-    (int8 per output feature, int4 per group of input features)."""
-    q = quant_dtype(quant_mode)
-    return Linear(in_features, out_features, bias=bias, dtype=dtype, quant_dtype=q,
-                  weight_quant_dim=0 if q == dtypes.int8 else None)
+    """A projection of a decoder layer: a tp.Linear, quantized under ``quant_mode`` (int8 and float8
+    per output feature, int4 per group of input features)."""
+    return Linear(in_features, out_features, bias=bias, dtype=dtype, quant_dtype=quant_dtype(quant_mode),
+                  weight_quant_dim=weight_quant_dim(quant_mode))
 
 
 def _halves_first():
@@ -257,16 +263,33 @@ class LlamaMLP(Module):
         return self.down_proj(silu(gate) * up)
 
 
-# A merged projection's parameter -> the checkpoint's parameters it stacks, in order.
+# A merged projection -> the checkpoint's projections it stacks along the output features, in order.
 _STACKED = {
-    "self_attn.qkv_proj.weight": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
-    "self_attn.qkv_proj.bias": ("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"),
-    "mlp.gate_up_proj.weight": ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
+    "self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "mlp.gate_up_proj": ("mlp.gate_proj", "mlp.up_proj"),
 }
+# The parameters stacked with them (per output feature: concatenated), and how (a per-tensor input
+# scale: the largest, which every part's inputs fit).
+_STACKED_PARAMETERS = {
+    "weight": "concatenate",
+    "bias": "concatenate",
+    "weight_packed": "concatenate",
+    "weight_scale": "concatenate",
+    "weight_zero_point": "concatenate",
+    "input_scale": "maximum",
+}
+_FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
 # The projections a quant_mode quantizes (each layer's; the output head stays in the model's dtype).
 _PROJECTIONS = ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
+
+
+def _module_at(layer, dotted):
+    """The child of ``layer`` at a dotted name ("self_attn.qkv_proj")."""
+    for attr in dotted.split("."):
+        layer = getattr(layer, attr)
+    return layer
 
 
 class LlamaDecoderLayer(Module):
@@ -300,15 +323,16 @@ class LlamaForCausalLM(Module):
     ``[k_0, v_0, k_1, v_1, ...]``, each ``(B, max_seq_len, num_key_value_heads, head_dim)``.
     Returns the logits of the last token ``(B, vocab_size)`` and the updated caches.
 
-    ``quant_mode`` (``"int8-weight-only"`` or ``"int4-weight-only"``, tripy/llm/quantize.py)
-    quantizes the decoder layers' projections as ``load_state_dict`` loads their float weights.
+    ``quant_mode`` (``"int8-weight-only"``, ``"int4-weight-only"`` or ``"float8"``,
+    tripy/llm/quantize.py) quantizes the decoder layers' projections as ``load_state_dict`` loads
+    their float weights, or takes them already quantized (tripy/llm/prequantized.py).
     """
 
     def __init__(self, config, dtype=dtypes.float32, max_seq_len=None, quant_mode=None):
         super().__init__()
         self.config = config
         self.dtype = dtype
-        self.quant_mode = check_quant_mode(quant_mode)
+        self.quant_mode = check_quant_mode(quant_mode, MODEL_QUANT_MODES)
         self.max_seq_len = max_seq_len or config.max_position_embeddings
         if config.sliding_window is not None and self.max_seq_len > config.sliding_window:
             raise TripyException(
@@ -338,25 +362,46 @@ class LlamaForCausalLM(Module):
     def load_state_dict(self, state_dict, strict=True):
         """Takes Hugging Face's names: a tied checkpoint (no ``lm_head.weight``) reuses the
         embedding, and q/k/v and gate/up are stacked into the merged projections (evaluated once
-        here, so every compile reads the stacked weights); under ``quant_mode`` the projections'
-        float weights are quantized here, once."""
+        here, so every compile reads the stacked weights). Under ``quant_mode`` the projections'
+        float weights are quantized here, once; quantized ones are taken as they are: int8 or
+        float8 ``weight`` with a ``weight_scale`` per output feature (float8: and an optional
+        per-tensor ``input_scale``), or int4 as ``weight_packed`` (int8 ``(out, ceil(in / 2))``, two
+        values a byte as ``pack_int4`` writes them) with ``weight_scale`` and ``weight_zero_point``
+        per group of input features ``(out, groups)``."""
         state_dict = dict(state_dict)
         if "lm_head.weight" not in state_dict and "model.embed_tokens.weight" in state_dict:
             state_dict["lm_head.weight"] = state_dict["model.embed_tokens.weight"]
-        for i in range(self.config.num_hidden_layers):
+        for i, layer in enumerate(self.model.layers):
             prefix = f"model.layers.{i}."
             for merged, parts in _STACKED.items():
-                names = [prefix + p for p in parts]
-                if all(n in state_dict for n in names):
-                    stacked = concatenate([state_dict.pop(n) for n in names], dim=0)
+                for param, how in _STACKED_PARAMETERS.items():
+                    names = [f"{prefix}{p}.{param}" for p in parts]
+                    if not all(n in state_dict for n in names):
+                        continue
+                    values = [state_dict.pop(n) for n in names]
+                    if how == "maximum":
+                        stacked = values[0]
+                        for v in values[1:]:
+                            stacked = maximum(stacked, v)
+                    else:
+                        stacked = concatenate(values, dim=0)
                     stacked.eval()
-                    state_dict[prefix + merged] = stacked
-            for proj in _PROJECTIONS if self.quant_mode else ():
-                name = prefix + proj + ".weight"
-                w = state_dict.get(name)
-                if w is not None and issubclass(w.dtype, dtypes.floating):
-                    for suffix, t in quantize_weight(state_dict.pop(name), self.quant_mode, name).items():
-                        state_dict[prefix + proj + "." + suffix] = t
+                    state_dict[f"{prefix}{merged}.{param}"] = stacked
+            for proj in _PROJECTIONS:
+                name = prefix + proj
+                packed = state_dict.pop(name + ".weight_packed", None)
+                if packed is not None:
+                    if self.quant_mode != "int4-weight-only":
+                        raise TripyException(
+                            f"{name}.weight_packed: packed int4 weights need a model with quant_mode "
+                            f"'int4-weight-only', but this one has {self.quant_mode!r}."
+                        )
+                    linear = _module_at(layer, proj)
+                    state_dict[name + ".weight"] = packed_int4_weight(packed, linear.in_features, name + ".weight_packed")
+                w = state_dict.get(name + ".weight")
+                if self.quant_mode and w is not None and w.dtype in _FLOATS:
+                    for suffix, t in quantize_weight(state_dict.pop(name + ".weight"), self.quant_mode, name + ".weight").items():
+                        state_dict[name + "." + suffix] = t
         return super().load_state_dict(state_dict, strict=strict)
 
     def forward(self, tokens, pos, caches):

@@ -1,13 +1,18 @@
 """``tp.llm.load``: a Llama-family model from a Hugging Face checkpoint directory (``config.json``,
 ``*.safetensors``, and ``tokenizer.json`` when present), ready to generate text."""
 
+import json
 import os
 
 import numpy as np
 
+from tripy.exception import TripyException
+from tripy.frontend import dtypes
+from tripy.frontend.device import resolve as _resolve_device
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.safetensors import load_safetensors
+from tripy.llm import prequantized
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 from tripy.llm.quantize import check_quant_mode
@@ -33,22 +38,34 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
         device: Where the weights go; the default device when omitted.
         quant_mode: None, ``"int8-weight-only"`` or ``"int4-weight-only"``: quantizes the decoder
             layers' projection weights as they load (int8 per output feature; int4 in groups of
-            128 input features with zero points), so decode steps read packed weights.
+            128 input features with zero points, held two values a byte), so decode steps read
+            packed weights. A checkpoint that is already quantized (its ``config.json`` has a
+            ``quantization_config``: GPTQ or AWQ int4, fp8 with ``weight_scale``; see
+            tripy/llm/prequantized.py) is read as it is stored; its quant_mode may be left None.
 
     Returns:
         An ``LLM``.
     """
     check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)
-    weights = load_safetensors(path, device=device)
+    scheme = prequantized.scheme_of(_config_dict(path), _config_path(path))
+    if scheme is None:
+        weights = load_safetensors(path, device=device)
+    else:
+        quant_mode = _checkpoint_quant_mode(scheme, quant_mode)
+        weights = load_safetensors(path, device="cpu")  # read in place: the quantized tensors are repacked on the host
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
     if dtype is None:
         stored = config.torch_dtype or _stored_dtype(weights)
         dtype = check_model_dtype(stored)
+    if scheme is not None:
+        weights = prequantized.read(weights, scheme, config, dtype, _resolve_device(device))
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
     model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode)
     for name, w in weights.items():
-        if w.dtype != dtype:  # converted once here, not inside every compile and eager call
+        # Float weights are converted once here, not inside every compile and eager call; quantized
+        # ones (int8, float8, packed int4) are kept as they are.
+        if w.dtype != dtype and w.dtype in _FLOATS:
             weights[name] = cast(w, dtype)
             weights[name].eval()
     model.load_state_dict(weights)
@@ -56,6 +73,31 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     if os.path.exists(os.path.join(path, "tokenizer.json")):
         tokenizer = Tokenizer.from_file(path)
     return LLM(model, tokenizer, max_batch_size)
+
+
+_FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _config_path(path):
+    return os.path.join(path, "config.json") if os.path.isdir(path) else path
+
+
+def _config_dict(path):
+    """config.json as a dict (LlamaConfig.from_file has read and checked it already)."""
+    with open(_config_path(path), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _checkpoint_quant_mode(scheme, quant_mode):
+    """The model's quant_mode for a pre-quantized checkpoint; a quant_mode asking for another
+    quantization is an error."""
+    mode = prequantized.quant_mode_of(scheme)
+    if quant_mode is not None and quant_mode != mode:
+        raise TripyException(
+            f"This checkpoint is already quantized ({scheme['method'].upper()}), so it cannot be loaded with "
+            f"quant_mode={quant_mode!r}; pass quant_mode=None to read it as it is stored."
+        )
+    return mode
 
 
 def _stored_dtype(weights):
