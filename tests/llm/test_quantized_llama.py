@@ -140,3 +140,20 @@ def test_an_int4_model_holds_its_projections_packed_once_on_the_gpu(tmp_path):
     assert llm.generate(PROMPT, max_new_tokens=4, temperature=0.7, top_k=5, stop_tokens=[])
     grown = _C._cuda_bytes_in_use() - before
     assert grown < 0.75 * (projections // 2), (grown, projections // 2)
+
+
+def test_a_float8_model_quantizes_float_weights_per_output_feature(device):
+    """quant_mode="float8" (the mode of fp8 checkpoints, tests/llm/test_prequantized.py) takes float
+    weights too: e4m3 with a scale of max |w| / 448 per output feature, within e4m3's half step."""
+    config = llama_ref.tiny_config()
+    model, weights = build(config, "float8")
+    lin = model.model.layers[0].mlp.down_proj
+    assert lin.weight.dtype == tp.float8 and lin.weight_scale.shape == (config["hidden_size"],)
+    deq = dequantized(model, weights, config)
+    for name, w in weights.items():
+        if ".layers." in name and name.endswith("proj.weight"):
+            assert np.all(np.abs(deq[name] - w) <= np.abs(w) / 16 + np.abs(w).max() * 2.0**-9), name
+    caches = model.empty_caches(PROMPT.shape[0])
+    logits, _ = model(tp.Tensor(PROMPT.astype(np.int32)), tp.Tensor(np.array([0], np.int32)), caches)
+    want = llama_ref.logits(deq, PROMPT, config)[:, -1]
+    np.testing.assert_allclose(np.asarray(tp.cast(logits, tp.float32)), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
