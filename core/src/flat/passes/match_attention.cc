@@ -227,6 +227,12 @@ class Matcher {
     if (c->kind == OpKind::kBroadcast) {
       const size_t n = c->dims.size();
       if (n < 2 || c->dims[n - 2] != 2 || c->dims[n - 1] != 3) return false;
+      // The triangle must span the scores' query and key dims: its first row stretched over the
+      // queries (one key for every query) or its first column over the keys (every key) is not
+      // the causal rule.
+      const Shape& from = g_.values[c->operands[0]].shape;
+      const Shape& to = g_.values[c->result].shape;
+      if (!from[n - 2].same_as(to[2]) || !from[n - 1].same_as(to[3])) return false;
       c = &g_.def(c->operands[0]);
     }
     // A comparison constant folding already evaluated: the bool constant is the condition.

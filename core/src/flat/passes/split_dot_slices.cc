@@ -90,7 +90,10 @@ class Splitter {
       const Op& add = g_.ops[users_[r][0]];
       if (add.kind == OpKind::kElementwise && add.fn == EwOp::kAdd && add.operands[0] != add.operands[1]) {
         const Op& b = g_.def(add.operands[0] == r ? add.operands[1] : add.operands[0]);
-        if (b.kind == OpKind::kBroadcast && b.dims.size() == 1 && b.dims[0] == rank - 1 && is_constant(b.operands[0])) {
+        // One value per column: a one-element bias stretched over the columns has none to slice.
+        if (b.kind == OpKind::kBroadcast && b.dims.size() == 1 && b.dims[0] == rank - 1 && is_constant(b.operands[0]) &&
+            g_.values[b.operands[0]].shape.size() == 1 &&
+            g_.values[b.operands[0]].shape[0].same_as(g_.values[r].shape.back())) {
           s->bias = b.operands[0];
           s->add_op = users_[r][0];
           r = add.result;
