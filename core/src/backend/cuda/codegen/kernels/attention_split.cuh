@@ -77,6 +77,31 @@ DEVI void split_merge(const AttnArgs& a, i64 grp, i64 nsplit, i64 R, int b, int 
   }
 }
 
+// A block's row maxima m and sums l (shared memory) join its partial outputs, already written;
+// the last block of the (batch, kv head) to arrive (every block's partials are visible to it)
+// merges them. `last` is a shared flag, `w` and `inv` split_merge's shared memory.
+template <int RM>
+DEVI void split_finish(const AttnArgs& a, i64 grp, i64 split, i64 nsplit, i64 R, int b, int hk, i64 G,
+                       const float* m, const float* l, int* last, float* w, float* inv) {
+  const int tid = threadIdx.x;
+  float* part_ml = (float*)a.ws + a.B * a.Hkv * a.nsplit * R * a.Dv;  // [groups][a.nsplit][R][2]
+  if (tid < R) {
+    float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
+    pml[0] = m[tid];
+    pml[1] = l[tid];
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const unsigned n1 = (unsigned)(nsplit - 1);
+    *last = atomicInc((unsigned*)a.ctr + grp, n1) == n1;
+  }
+  __syncthreads();
+  if (!*last) return;
+  __threadfence();
+  split_merge<RM>(a, grp, nsplit, R, b, hk, G, w, inv);
+}
+
 template <int RM>
 DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sQ[RM * SPLIT_DMAX];  // queries scaled into the log2 domain; then the key groups' outputs
@@ -87,7 +112,7 @@ DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sV[RM <= SPLIT_VROWS ? 4 * RM * 128 : 1];
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const i64 G = a.Hq / a.Hkv, R = G * a.L, groups = a.B * a.Hkv;
+  const i64 G = a.Hq / a.Hkv, R = G * a.L;
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
@@ -276,7 +301,6 @@ DEVI void attention_split(const AttnArgs& a) {
   // a softmax over nothing, as elsewhere); otherwise its partials, for the merge below.
   const bool alone = nsplit == 1;
   float* part_o = (float*)a.ws;                                  // [groups][a.nsplit][R][Dv]
-  float* part_ml = part_o + groups * a.nsplit * R * a.Dv;        // [groups][a.nsplit][R][2]
   float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
   auto put = [&](i64 r, i64 col, float o) {
     if (alone) {
@@ -319,22 +343,7 @@ DEVI void attention_split(const AttnArgs& a) {
     }
   }
   if (alone) return;
-  if (tid < R) {
-    float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
-    pml[0] = sM[tid];
-    pml[1] = sL[tid];
-  }
-  // The last block of this (batch, kv head) merges: every block's partials are visible to it.
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    const unsigned n1 = (unsigned)(nsplit - 1);
-    sLast = atomicInc((unsigned*)a.ctr + grp, n1) == n1;
-  }
-  __syncthreads();
-  if (!sLast) return;
-  __threadfence();
-  split_merge<RM>(a, grp, nsplit, R, b, hk, G, sS, sC);
+  split_finish<RM>(a, grp, split, nsplit, R, b, hk, G, sM, sL, &sLast, sS, sC);
 }
 
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
@@ -361,7 +370,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
   __shared__ int sLast;
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const i64 G = a.Hq / a.Hkv, R = G * a.L, groups = a.B * a.Hkv;
+  const i64 G = a.Hq / a.Hkv, R = G * a.L;
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
@@ -529,7 +538,6 @@ DEVI void attention_split_tc(const AttnArgs& a) {
   __syncthreads();
   const bool alone = nsplit == 1;
   float* part_o = (float*)a.ws;                            // [groups][a.nsplit][R][Dv]
-  float* part_ml = part_o + groups * a.nsplit * R * a.Dv;  // [groups][a.nsplit][R][2]
   float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
   for (i64 idx = tid; idx < R * TD; idx += 128) {
     const i64 r = idx / TD, col = idx - r * TD;
@@ -542,21 +550,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     }
   }
   if (alone) return;
-  if (tid < R) {
-    float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
-    pml[0] = sM[tid];
-    pml[1] = sL[tid];
-  }
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    const unsigned n1 = (unsigned)(nsplit - 1);
-    sLast = atomicInc((unsigned*)a.ctr + grp, n1) == n1;
-  }
-  __syncthreads();
-  if (!sLast) return;
-  __threadfence();
-  split_merge<RM>(a, grp, nsplit, R, b, hk, G, (float*)smem, sInv);
+  split_finish<RM>(a, grp, split, nsplit, R, b, hk, G, sM, sL, &sLast, (float*)smem, sInv);
 }
 #endif  // SPLIT_TC_HD
 
