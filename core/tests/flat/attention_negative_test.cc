@@ -133,6 +133,7 @@ TEST(MatchAttentionNegative, AMaskRowOrColumnStretchedOverTheScoresIsNotTheCausa
   for (const std::string& shape : {"1, 1, 3, 1", "1, 1, 1, 1"}) {
     const std::string out = matched(attention(kScale, constant_mask(shape, shape == "1, 1, 1, 1" ? "1" : "1, 1, 1")));
     EXPECT_FALSE(has(out, "causal = true")) << shape << "\n" << out;
+    EXPECT_TRUE(has(out, "mask = bool")) << shape << "\n" << out;
   }
 }
 
