@@ -52,6 +52,11 @@ bool gemv_applies(const DotProblem& pr) {
 
 std::vector<GemvTactic> gemv_tactics() { return {{1, 1}, {2, 1}, {4, 1}, {2, 2}, {1, 4}, {1, 8}}; }
 
+std::vector<GemvTactic> gemv_tactics(const DotProblem& pr) {
+  const int mt = row_tile(pr.n);
+  return mt >= kGemvMmaRows ? std::vector<GemvTactic>{tile_tactic(mt, {})} : gemv_tactics();
+}
+
 AlgoBytes gemv_choice_bytes(GemvTactic t) {
   AlgoBytes b(kTag, kTag + sizeof(kTag));
   b.push_back(static_cast<uint8_t>(t.rows));

@@ -36,8 +36,10 @@ struct GemvTactic {
 // stored [N, K] (transpose_rhs), x's rows dense (no transposed lhs, no strided batches), M <= 16,
 // bias and relu/gelu epilogues, no residual.
 bool gemv_applies(const DotProblem& problem);
-// The tactics the tuner times.
+// The tactics: every one, and those the tuner times for `problem` (one on tensor cores, where
+// every tactic runs the same launch).
 std::vector<GemvTactic> gemv_tactics();
+std::vector<GemvTactic> gemv_tactics(const DotProblem& problem);
 // A tactic as a stored choice ("GEMV", R, split), and back (nullopt: a cuBLASLt algorithm).
 AlgoBytes gemv_choice_bytes(GemvTactic tactic);
 std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);

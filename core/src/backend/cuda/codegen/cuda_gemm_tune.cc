@@ -43,7 +43,7 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
   }
   const size_t library = cands.size();
   if (gemv)
-    for (GemvTactic t : gemv_tactics()) cands.push_back(gemv_choice_bytes(t));
+    for (GemvTactic t : gemv_tactics(pr)) cands.push_back(gemv_choice_bytes(t));
   if (cands.size() == 1) return cands[0];
   const int64_t es = dtype_size(pr.dtype);
   // Operand extents: the last call's offsets plus one strided batch.

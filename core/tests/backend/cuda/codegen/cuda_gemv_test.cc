@@ -104,6 +104,8 @@ TEST(CudaGemv, TensorCoreTilesTakeOneTileOf16RowsABlock) {
     EXPECT_EQ(l.words[8], 8);  // split
     EXPECT_EQ(rt::cuda::gemv_function_for(pr, t), "tripy_gemv_bf16_m8_r1");
   }
+  EXPECT_EQ(rt::cuda::gemv_tactics(pr).size(), 1u);  // the tuner times that launch once
+  EXPECT_EQ(rt::cuda::gemv_tactics(decode_problem(4)).size(), rt::cuda::gemv_tactics().size());
   pr.m = 3000;  // a partial last block
   EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, (3000u + 15) / 16);
 }
