@@ -148,14 +148,14 @@ std::string layouts(const std::string& text) {
   return dce(*out).str();
 }
 
-// q with 6 heads; k and v with 2 (or `v_heads`) heads each repeated 3 times (2) along the heads:
-// head h of the repeat is head h / G of the source (dims [0, 1, 3, 4]).
-std::string repeated(const std::string& k_dims = "[0, 1, 3, 4]", int v_heads = 2) {
+// q with 6 heads; k with 2 heads repeated 3 times along the heads, v with `v_heads` heads repeated
+// 6 / v_heads times: head h of a repeat is head h / G of its source (dims [0, 1, 3, 4]).
+std::string repeated(int v_heads = 2) {
   const std::string g = std::to_string(6 / v_heads), h = std::to_string(v_heads);
   return R"(%0 : f32[1, 6, 4, 8] = parameter() {index = 0, name = "q"}
 %1 : f32[1, 2, 4, 8] = parameter() {index = 1, name = "k"}
 %2 : f32[1, )" + h + R"(, 4, 8] = parameter() {index = 2, name = "v"}
-%3 : f32[1, )" + (k_dims == "[0, 1, 3, 4]" ? "2, 3" : "3, 2") + R"(, 4, 8] = broadcast(%1) {dims = )" + k_dims + R"(}
+%3 : f32[1, 2, 3, 4, 8] = broadcast(%1) {dims = [0, 1, 3, 4]}
 %4 : f32[1, 6, 4, 8] = reshape(%3)
 %5 : f32[1, )" + h + ", " + g + R"(, 4, 8] = broadcast(%2) {dims = [0, 1, 3, 4]}
 %6 : f32[1, 6, 4, 8] = reshape(%5)
@@ -166,10 +166,21 @@ return %7
 
 TEST(AttentionLayoutsNegative, OnlyARepeatOfEachKvHeadInTurnIsReadUnrepeated) {
   EXPECT_TRUE(has(layouts(repeated()), "attention(%0, %1, %2) {scale = 0.5}")) << layouts(repeated());
-  // Tiled (head h is source head h % 2): the attention's grouping is not that.
-  EXPECT_EQ(layouts(repeated("[0, 2, 3, 4]")), "unchanged");
+  // Tiled, 2 heads twice (head h is source head h % 2, not h / 2): the attention's grouping is not
+  // that, though every size agrees with a repeat.
+  EXPECT_EQ(layouts(R"(%0 : f32[1, 4, 4, 8] = parameter() {index = 0, name = "q"}
+%1 : f32[1, 2, 4, 8] = parameter() {index = 1, name = "k"}
+%2 : f32[1, 2, 4, 8] = parameter() {index = 2, name = "v"}
+%3 : f32[1, 2, 2, 4, 8] = broadcast(%1) {dims = [0, 2, 3, 4]}
+%4 : f32[1, 4, 4, 8] = reshape(%3)
+%5 : f32[1, 2, 2, 4, 8] = broadcast(%2) {dims = [0, 2, 3, 4]}
+%6 : f32[1, 4, 4, 8] = reshape(%5)
+%7 : f32[1, 4, 4, 8] = attention(%0, %4, %6) {scale = 0.5}
+return %7
+)"),
+            "unchanged");
   // k and v repeated by different factors: not one grouping for both.
-  EXPECT_EQ(layouts(repeated("[0, 1, 3, 4]", 3)), "unchanged");
+  EXPECT_EQ(layouts(repeated(3)), "unchanged");
 }
 
 }  // namespace
