@@ -3,8 +3,10 @@ numpy in float64 of the same quantization and against torch: int8 per output fea
 groups of 32, 64 and 128 with and without zero points, float32, float16 and bfloat16 activations,
 rows 1 to 32 (each tile of rows) and, with TRIPY_WEIGHT_ONLY_DOT=1, up to 300 (tiles of 32 rows
 reading the weight again), N off every group of weight rows, K with a short or odd tail (the single-
-value path), dynamic rows, CUDA graph replays (each executable runs three times), and an LLM-sized
-product against torch. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
+value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last piece, a
+part-empty group of 16 weight rows), dynamic rows, CUDA graph replays (each executable runs three
+times), and an LLM-sized product against torch; int4 weights held packed (unpack_int4): decode
+executables sharing the bytes, a prefill through the GEMM. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
 device-parametrized tests). Times nothing: bench/gpu_bench.py --weight-only does."""
 
 import re
@@ -85,6 +87,20 @@ def test_int4_groups_against_numpy(group, zero, dtype):
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 5, 17, 32):
         _check(exe, w, rows, 1024, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("bits, K, group", [(4, 160, 32), (4, 96, 96), (8, 112, None), (8, 48, None)])
+@pytest.mark.parametrize("rows", [8, 13, 16, 32])
+def test_tensor_core_tiles_with_lanes_past_the_last_piece(dtype, bits, K, group, rows):
+    """From 8 rows on, float16/bfloat16 x runs on tensor cores: K of 5 pieces of 32 int4 values (or
+    7 and 3 pieces of 16 int8 ones) leaves lanes of the last step without a piece; 50 weight rows
+    leave a group of 16 rows part empty; each tile of rows (8, 16, 32), full or not."""
+    lin, w = _case(bits, 50, K, group, bits == 4, dtype)
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, rows, rows), K), dtype=getattr(tp, dtype))])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for m in sorted({1, rows - 1, rows}):
+        _check(exe, w, m, K, dtype)
 
 
 @pytest.mark.parametrize("bits", [4, 8])

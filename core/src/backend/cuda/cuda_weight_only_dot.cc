@@ -1,19 +1,42 @@
 // kWeightOnlyDot's entry point and launch (the kernel: codegen/kernels/weight_only_dot.cuh, whose
 // WoArgs the words are). A block of 8 warps takes 8 / split groups of R weight rows and one tile
-// of MT rows of x; split grows (more warps to a row) until the grid covers the GPU twice.
+// of MT rows of x; split grows (more warps to a row) until the grid covers the GPU twice. Where the
+// tensor-core tiles apply, the launch's vector form (16-byte aligned addresses) runs them, with
+// groups of 16 weight rows and a split of their own, and its scalar form the CUDA-core rows.
 #include "backend/cuda/cuda_weight_only_dot.h"
 
+#include <algorithm>
 #include <iterator>
+#include <utility>
 
 namespace tripy::rt::cuda {
 namespace {
 
 enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
-  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWords
+  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 
+// The split (1, 2, 4 or 8 warps to a group of `rows` weight rows) whose grid first covers the GPU
+// twice, and that grid's blocks along N.
+std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm_count) {
+  int split = 1;
+  int64_t n_blocks = 0;
+  for (; split <= 8; split *= 2) {
+    const int64_t rows_per_block = int64_t{kWeightOnlyBlock / 32 / split} * rows;
+    n_blocks = (N + rows_per_block - 1) / rows_per_block;
+    if (n_blocks * tiles >= 2 * sm_count || split == 8) break;
+  }
+  return {split, n_blocks};
+}
+
 }  // namespace
+
+bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
+  const int64_t vals = bits == 4 ? 32 : 16;
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
+         group % vals == 0;
+}
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   const BufferDesc& x = p.buffers[static_cast<size_t>(k.inputs.at(0))];
@@ -41,19 +64,17 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   const int64_t rows = out_elements / N;
   const int mt = weight_only_row_tile(c.program, k), r = weight_only_weight_rows(mt);
   const int64_t tiles = (rows + mt - 1) / mt;
-  int split = 1;
-  int64_t n_blocks = 0;
-  for (; split <= 8; split *= 2) {
-    const int64_t rows_per_block = int64_t{kWeightOnlyBlock / 32 / split} * r;
-    n_blocks = (N + rows_per_block - 1) / rows_per_block;
-    if (n_blocks * tiles >= 2 * c.sm_count || split == 8) break;
-  }
-  if (n_blocks * tiles > 0x7fffffff)
+  const auto [split, n_blocks] = split_for(N, r, tiles, c.sm_count);
+  const DType t = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
+  const bool mma = weight_only_mma_applies(t, static_cast<int>(k.weight_only_dot.bits), mt, K, k.weight_only_dot.group_size);
+  const auto [mma_split, mma_blocks] = mma ? split_for(N, 16, tiles, c.sm_count) : std::pair<int, int64_t>{0, 0};
+  if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
     return kernel_failure(c.program, k, "multiplies more rows than a grid holds", StatusCode::kInvalidArgument);
   Launch l;
   l.fn = c.code[static_cast<size_t>(step.kernel)].fn;
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
+  if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
   l.words.assign(kWords, 0);
   l.words[kWordRows] = rows;
   l.words[kWordN] = N;
@@ -63,6 +84,8 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   l.words[kWordGroup] = k.weight_only_dot.group_size;
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
+  l.words[kWordMmaSplit] = mma_split;
+  l.words[kWordMmaBlocks] = mma_blocks;
   l.vector_word = kWordVec;
   l.ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
             {kWordScale, k.inputs[2], 0}};

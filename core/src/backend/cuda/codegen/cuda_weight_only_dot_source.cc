@@ -1,5 +1,6 @@
 // The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the one entry
-// point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h).
+// point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h; from
+// kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -12,7 +13,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
   return GeneratedKernel{kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
-                             "(const WoArgs a) { wo_rows<" + type + ", " + std::to_string(bits) + ", " +
+                             "(const WoArgs a) { wo_dot<" + type + ", " + std::to_string(bits) + ", " +
                              std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
                              ">(a); }\n",
                          fn};

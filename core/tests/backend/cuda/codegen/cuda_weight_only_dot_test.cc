@@ -1,6 +1,8 @@
 // kWeightOnlyDot's CUDA side without a GPU: the variants' modules (dtype x bits x tile of rows)
-// compiles with NVRTC holding its one entry point (skipped where NVRTC cannot be loaded), and a
-// kernel's tile follows the most rows its x may have. GPU runs against numpy and torch:
+// compiles with NVRTC holding its one entry point (skipped where NVRTC cannot be loaded), tiles
+// from 8 rows of float16/bfloat16 x hold tensor-core products (mma.m16n8k16 of the weight
+// dequantized into x's dtype) and the others none, and a kernel's tile follows the most rows its x
+// may have. GPU runs against numpy and torch:
 // tests/frontend/ops/test_weight_only_dot_gpu.py.
 #include <gtest/gtest.h>
 
@@ -32,6 +34,51 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     EXPECT_EQ((*compiled)[i].ptx.find(".entry ", (*compiled)[i].ptx.find(".entry ") + 1), std::string::npos)
         << names[i] << " holds another entry point";
   }
+}
+
+TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {
+  // int4 and int8 pieces of bfloat16 x at each tile; float16 and float32 at 8 rows.
+  struct Variant {
+    DType t;
+    int bits, mt;
+    const char* mma;  // the mma's operand types, or null: none
+  };
+  const Variant variants[] = {
+      {DType::kBFloat16, 4, 4, nullptr},   {DType::kBFloat16, 4, 8, ".bf16.bf16"},
+      {DType::kBFloat16, 4, 16, ".bf16.bf16"}, {DType::kBFloat16, 8, 32, ".bf16.bf16"},
+      {DType::kFloat16, 4, 8, ".f16.f16"},  {DType::kFloat32, 4, 8, nullptr},
+  };
+  std::vector<std::string> sources, names;
+  for (const Variant& v : variants) {
+    GeneratedKernel g = weight_only_dot_module_source(v.t, v.bits, v.mt);
+    sources.push_back(g.source);
+    names.push_back(g.function);
+  }
+  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  auto compiled = compile_modules(sources, names, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string& ptx = (*compiled)[i].ptx;
+    const std::string mma = "mma.sync.aligned.m16n8k16.row.col.f32";
+    if (variants[i].mma == nullptr) {
+      EXPECT_EQ(ptx.find(mma), std::string::npos) << names[i];
+    } else {
+      EXPECT_NE(ptx.find(mma + variants[i].mma + ".f32"), std::string::npos) << names[i];
+      EXPECT_NE(ptx.find(variants[i].t == DType::kBFloat16 ? "cvt.rn.bf16x2.f32" : "cvt.rn.f16x2.f32"), std::string::npos)
+          << names[i] << ": the weight is dequantized into x's dtype";
+    }
+  }
+}
+
+TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
+  EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 4, 8, 4096, 128));
+  EXPECT_TRUE(weight_only_mma_applies(DType::kFloat16, 8, 32, 4096, 4096));
+  EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 8, 16, 48, 16));
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 4, 4096, 128));  // fewer than 8 rows
+  EXPECT_FALSE(weight_only_mma_applies(DType::kFloat32, 4, 32, 4096, 128));
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4112, 16));  // pieces of 32 int4 values
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4096, 48));  // a group inside a piece
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 32, 200, 200));
 }
 
 // x (rows, 4096) bfloat16 with rows at most `most`: the kernel's tile of rows.

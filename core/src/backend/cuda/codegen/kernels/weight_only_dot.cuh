@@ -12,6 +12,17 @@
 // of rows runs, each tile reading the weight again. Pieces need K and the group to be multiples
 // of the values a piece holds (32 at 4 bits, 16 at 8) and 16-byte aligned addresses; otherwise
 // every lane takes single values (any K, any group). The C++ side appends the entry point.
+//
+// From 8 rows of x on (MT >= WO_MMA_ROWS), float16 and bfloat16 x, the multiply-adds would cost
+// more time on CUDA cores than the packed weight's bytes, so those tiles run on tensor cores
+// (wo_mma), as the GEMV does (gemv.cuh's gemv_mma): a warp group takes 16 weight rows, lane (g, t)
+// streams one 16-byte piece of rows g and g + 8 a step, dequantizes each 8 of its values in
+// registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would) and
+// feeds them to mma.m16n8k16 as the fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of one mma and of a
+// second, beside the same 8 values of x (the sum over k is the same in any order: no shuffles, no
+// shared memory). Each lane's piece lies inside one group, so it takes one scale and zero point per
+// row. Pieces need K and the group to be multiples of the values a piece holds and 16-byte
+// aligned addresses, the launch's vector form (its grid: 16 weight rows a warp group).
 
 // Words, in this order (cuda_weight_only_dot.cc fills them).
 struct WoArgs {
@@ -20,12 +31,17 @@ struct WoArgs {
   i64 split;     // warps summing one group of weight rows (1, 2, 4 or 8: divides the block's 8 warps)
   i64 n_blocks;  // blocks along N; blockIdx.x / n_blocks is the block's tile of rows of x
   i64 vec;       // 1: every address 16-byte aligned (the launch checks); the sizes are checked here
+  // The tensor-core tiles (wo_mma), used where vec is 1: warps summing one group of 16 weight rows
+  // (0: the sizes or the dtype do not allow them), and blocks along N.
+  i64 mma_split, mma_blocks;
 };
 
 #define WO_BLOCK 256
+#define WO_MMA_ROWS 8  // MT from which float16/bfloat16 x runs on tensor cores (kWeightOnlyMmaRows)
 
 struct WoHalf {
   typedef unsigned short S;
+  static constexpr bool kMma = true, kBf16 = false;
   static DEVI float get(const S* p, i64 i) { return h2f(p[i]); }
   static DEVI void put(S* p, i64 i, float f) { p[i] = f2h(f); }
   static DEVI void load8(const S* p, float (&f)[8]) {
@@ -40,6 +56,7 @@ struct WoHalf {
 };
 struct WoBf16 {
   typedef unsigned short S;
+  static constexpr bool kMma = true, kBf16 = true;
   static DEVI float get(const S* p, i64 i) { return b2f(p[i]); }
   static DEVI void put(S* p, i64 i, float f) { p[i] = f2b(f); }
   static DEVI void load8(const S* p, float (&f)[8]) {
@@ -54,6 +71,7 @@ struct WoBf16 {
 };
 struct WoF32 {
   typedef float S;
+  static constexpr bool kMma = false, kBf16 = false;
   static DEVI float get(const S* p, i64 i) { return p[i]; }
   static DEVI void put(S* p, i64 i, float f) { p[i] = f; }
   static DEVI void load8(const S* p, float (&f)[8]) {
@@ -227,4 +245,191 @@ DEVI void wo_rows(const WoArgs& a) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
       if (((r * MT + m) & 31) == lane && m < M && n0 + r < N) T::put(out, m * N + n0 + r, acc[r][m]);
+}
+
+// Two floats as one word of x's dtype, `lo` in the low half (the lower k), rounded to nearest even.
+template <bool BF16>
+DEVI unsigned wo_pack2(float lo, float hi) {
+  unsigned d = 0;
+#if __CUDA_ARCH__ >= 800
+  if (BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+#endif
+  return d;
+}
+
+// Values 8j .. 8j + 7 of a 16-byte piece, dequantized ((q - z) s = q s + nzs with nzs = -z s) and
+// packed two a word for an mma's A fragment.
+template <int BITS, bool BF16>
+DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out)[4]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+  float q[8];
+  if (BITS == 4) {
+    const unsigned lo = u[j] & 0x0f0f0f0fu, hi = (u[j] >> 4) & 0x0f0f0f0fu;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      q[2 * b] = wo_byte(lo, b) - 8388616.0f;  // 2^23 + 8
+      q[2 * b + 1] = wo_byte(hi, b) - 8388616.0f;
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned b8 = u[2 * j + h] ^ 0x80808080u;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) q[4 * h + b] = wo_byte(b8, b) - 8388736.0f;  // 2^23 + 128
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(fmaf(q[2 * p], s, nzs), fmaf(q[2 * p + 1], s, nzs));
+}
+
+// c += A (16 x 16) B (16 x 8): A's rows g and g + 8 at slots {2t, 2t + 1, 2t + 8, 2t + 9} in a0..a3,
+// B's column g at the same slots in b0, b1 (g = lane / 4, t = lane % 4).
+template <bool BF16>
+DEVI void wo_mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// MT rows of x (NT tiles of 8) against 16 weight rows per group of `mma_split` warps, which take
+// every mma_split-th step of 4 pieces. Lane (g, t) reads piece 4 s + t of weight rows g and g + 8
+// and the same K values of x rows g, g + 8, ...; its values 8j .. 8j + 7 make two mmas. The
+// accumulator c[n] holds out rows (weight rows) g and g + 8, columns (rows of x) 2t and 2t + 1.
+template <class T, int BITS, int MT>
+DEVI void wo_mma(const WoArgs& a) {
+  typedef typename T::S S;
+  constexpr int NT = MT / 8, VALS = BITS == 4 ? 32 : 16, U = 2;
+  __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
+  const int split = (int)a.mma_split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
+  const i64 N = a.N, K = a.K, tile = (i64)blockIdx.x / a.mma_blocks;
+  const i64 n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + g) * 16;
+  const i64 m0 = tile * MT;
+  const int M = (int)(a.rows - m0 < MT ? a.rows - m0 : MT);
+  const S* x = (const S*)a.x + m0 * K;
+  const signed char* w = (const signed char*)a.w;
+  const S* sc = (const S*)a.scale;
+  const S* zp = (const S*)a.zero;
+  // Weight rows past N read row N - 1, rows of x past M row M - 1 (their sums are dropped).
+  i64 nr[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) nr[h] = n0 + h * 8 + g8 < N ? n0 + h * 8 + g8 : N - 1;
+  const S* xr[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xr[t] = x + (t * 8 + g8 < M ? t * 8 + g8 : M - 1) * K;
+  float c[NT][4];
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[t][i] = 0.0f;
+  const i64 pieces = K / VALS, steps = (pieces + 3) / 4;
+#if __CUDA_ARCH__ >= 800
+  if (n0 < N) {
+    for (i64 s0 = ws; s0 < steps; s0 += (i64)U * split) {
+      // U steps' weight loads in flight together; a lane past the last piece multiplies zeros.
+      V16 wv[U][2];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const i64 piece = (s0 + (i64)u * split) * 4 + t4;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          wv[u][h] = piece < pieces ? wo_stream(w + nr[h] * a.row_bytes + piece * 16) : V16{0u, 0u, 0u, 0u};
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (s0 + (i64)u * split >= steps) break;  // the same for every lane of the warp
+        const i64 piece = (s0 + (i64)u * split) * 4 + t4, k0 = piece * VALS;
+        const bool live = piece < pieces;
+        float s[2] = {0.0f, 0.0f}, nzs[2] = {0.0f, 0.0f};
+        if (live) {
+          const i64 grp = k0 / a.group;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            s[h] = T::get(sc, nr[h] * a.groups + grp);
+            nzs[h] = zp ? -T::get(zp, nr[h] * a.groups + grp) * s[h] : 0.0f;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < VALS / 8; ++j) {
+          unsigned lo[4], hi[4];  // weight rows g and g + 8
+          wo_dequantize8<BITS, T::kBf16>(wv[u][0], j, s[0], nzs[0], lo);
+          wo_dequantize8<BITS, T::kBf16>(wv[u][1], j, s[1], nzs[1], hi);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            const V16 b = live ? *(const V16*)(xr[t] + k0 + j * 8) : V16{0u, 0u, 0u, 0u};
+            wo_mma16816<T::kBf16>(c[t], lo[0], hi[0], lo[1], hi[1], b.x, b.y);
+            wo_mma16816<T::kBf16>(c[t], lo[2], hi[2], lo[3], hi[3], b.z, b.w);
+          }
+        }
+      }
+    }
+  }
+#else
+  // No mma.m16n8k16 before sm_80: each lane sums its own entries, one product at a time.
+  if (n0 < N)
+    for (i64 k = ws; k < K; k += split) {
+      const i64 grp = k / a.group;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const i64 n = nr[i >> 1];
+        const int byte = w[n * a.row_bytes + (BITS == 4 ? (k >> 1) : k)];
+        const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
+        const float z = zp ? T::get(zp, n * a.groups + grp) : 0.0f;
+        const float wf = ((float)q - z) * T::get(sc, n * a.groups + grp);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const int col = t * 8 + 2 * t4 + (i & 1);
+          c[t][i] = fmaf(T::get(x, (i64)(col < M ? col : M - 1) * K + k), wf, c[t][i]);
+        }
+      }
+    }
+#endif
+  if (split > 1) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) part[warp][(t * 4 + i) * 32 + lane] = c[t][i];
+    __syncthreads();
+    if (ws != 0) return;
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float v = 0.0f;
+        for (int j = 0; j < split; ++j) v += part[g * split + j][(t * 4 + i) * 32 + lane];
+        c[t][i] = v;
+      }
+  }
+  S* out = (S*)a.out + m0 * N;
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const i64 n = n0 + (i >> 1) * 8 + g8;
+      const int m = t * 8 + 2 * t4 + (i & 1);
+      if (m < M && n < N) T::put(out, m * N + n, c[t][i]);
+    }
+}
+
+// The entry point's body: the tensor-core tiles where the launch chose them (vec and mma_split:
+// its grid counts 16 weight rows a warp group), else the CUDA-core rows.
+template <class T, int BITS, int MT, int R>
+DEVI void wo_dot(const WoArgs& a) {
+  if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
+    if (a.vec && a.mma_split) {
+      wo_mma<T, BITS, MT>(a);
+      return;
+    }
+  }
+  wo_rows<T, BITS, MT, R>(a);
 }
