@@ -14,6 +14,14 @@ b = tp.ones((4, 3))
 c = a + b
 """
 
+# The same error through an op function (the operators are methods of the core, without frames).
+SHAPE_ERROR_IN_AN_OP = """
+import tripy as tp
+a = tp.ones((2, 3))
+b = tp.ones((4, 3))
+c = tp.maximum(a, b)
+"""
+
 OTHER_ERROR = """
 import json
 import tripy as tp
@@ -38,9 +46,12 @@ def test_traceback_shows_only_the_users_frames(tmp_path):
 
 
 def test_extra_error_information_keeps_tripys_frames(tmp_path):
-    err = run_script(SHAPE_ERROR, tmp_path, extra_error_information="all").stderr
-    # `a + b` runs through the operator (ops/tensor_methods.py) into make (trace_call.py).
+    err = run_script(SHAPE_ERROR_IN_AN_OP, tmp_path, extra_error_information="all").stderr
+    # tp.maximum (ops/elementwise.py) builds through make (trace_call.py).
+    assert os.path.join("tripy", "frontend", "ops", "elementwise.py") in err
     assert os.path.join("tripy", "frontend", "trace_call.py") in err
+    err = run_script(SHAPE_ERROR_IN_AN_OP, tmp_path).stderr
+    assert "TripyException" in err and os.path.join("tripy", "frontend") not in err
 
 
 def test_other_exceptions_keep_every_frame(tmp_path):

@@ -174,6 +174,24 @@ CompileOptions compile_options(const std::string& device, int level, py::object 
 
 }  // namespace
 
+NodeRef make_op(const std::string& op, std::vector<NodeRef> inputs, const py::dict& attrs, const SourceRef& src) {
+  bool creation = inputs.empty();
+  trace::Attrs converted;
+  trace::AttrSet given = 0;
+  std::shared_ptr<SymbolTable> symbols;
+  try {
+    converted = to_attrs(attrs, given, symbols);
+  } catch (const py::cast_error&) {
+    // Python ints can be arbitrarily large; sizes, dims and steps are int64 in the core.
+    raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
+                           "that fit in 64 bits.", src));
+  }
+  check(trace::check_attrs(op, given, src));
+  NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src, std::move(symbols)));
+  if (creation) n->device = parse_device(attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu");
+  return n;
+}
+
 void bind_node(py::module_& m) {
   py::class_<trace::Node, NodeRef>(m, "Node")
       .def_property_readonly("dtype", [](const trace::Node& n) { return std::string(dtype_name(n.dtype)); })
@@ -188,23 +206,7 @@ void bind_node(py::module_& m) {
       .def("describe", &trace::Node::describe);
 
   m.def("make", [](const std::string& op, std::vector<NodeRef> inputs, py::dict attrs, py::object frames) {
-    SourceRef src = to_source(frames);
-    bool creation = inputs.empty();
-    std::string device = attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu";
-    trace::Attrs converted;
-    trace::AttrSet given = 0;
-    std::shared_ptr<SymbolTable> symbols;
-    try {
-      converted = to_attrs(attrs, given, symbols);
-    } catch (const py::cast_error&) {
-      // Python ints can be arbitrarily large; sizes, dims and steps are int64 in the core.
-      raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
-                             "that fit in 64 bits.", src));
-    }
-    check(trace::check_attrs(op, given, src));
-    NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src, std::move(symbols)));
-    if (creation) n->device = parse_device(device);
-    return n;
+    return make_op(op, std::move(inputs), attrs, to_source(frames));
   });
 
   m.def("symbol_table", [] { return std::make_shared<SymbolTable>(); });

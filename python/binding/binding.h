@@ -37,6 +37,13 @@ SourceRef to_source(const py::handle& frames);
 Device parse_device(const std::string& s);
 DType parse_dtype(const std::string& s);
 CompileOptions eager_options(const Device& device);
+// Builds the Trace op `op` (tripy.frontend.trace_call.make): attributes by name, checked against
+// the op's declaration; `device` places a creation op. Errors name `src`.
+trace::NodeRef make_op(const std::string& op, std::vector<trace::NodeRef> inputs, const py::dict& attrs,
+                       const SourceRef& src);
+// The user's source frames at this point of the running Python code (those outside the tripy
+// package, innermost first, at most 8), as tripy.utils.stack_info.capture_user_frames gives them.
+SourceRef capture_source();
 // Host copy of a tensor (identity for CPU tensors).
 Tensor to_host(const Tensor& t);
 
@@ -47,5 +54,6 @@ void bind_stream(py::module_& m);
 void bind_plugin(py::module_& m);
 void bind_safetensors(py::module_& m);
 void bind_onnx(py::module_& m);
+void bind_eager(py::module_& m);
 
 }  // namespace tripy::binding

@@ -96,6 +96,7 @@ PYBIND11_MODULE(_C, m) {
   tripy::binding::bind_plugin(m);
   tripy::binding::bind_safetensors(m);
   tripy::binding::bind_onnx(m);
+  tripy::binding::bind_eager(m);
   // tp.device's parser: (kind, index), or a ValueError saying what is expected.
   m.def("parse_device", [](const std::string& text) {
     const tripy::Device d = tripy::binding::parse_device(text);

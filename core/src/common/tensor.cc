@@ -46,16 +46,17 @@ StatusOr<Tensor> Tensor::try_empty_host(DType dtype, std::vector<int64_t> shape,
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  const std::string of = what + " (" + std::string(dtype_name(dtype)) + " " + dims_str(t.shape_) + ")";
+  // Spelled out only on failure: every output of every run is allocated here.
+  const auto of = [&] { return what + " (" + std::string(dtype_name(dtype)) + " " + dims_str(t.shape_) + ")"; };
   // Sizes that overflow cannot be allocated: report them like any failed allocation.
   int64_t count = 1;
   for (int64_t d : t.shape_)
     if (d < 0 || __builtin_mul_overflow(count, d, &count))
-      return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of +
+      return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of() +
                                                         ": the size does not fit in 64 bits.");
   int64_t total = 0;
   if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(dtype)), &total) || total > (int64_t{1} << 56))
-    return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of +
+    return Status(StatusCode::kResourceExhausted, "Cannot allocate host memory for " + of() +
                                                       ": it needs more than 2**56 bytes.");
   // Round up so the size is a multiple of the alignment, as aligned_alloc requires; never 0.
   size_t bytes = static_cast<size_t>(total);
@@ -64,7 +65,7 @@ StatusOr<Tensor> Tensor::try_empty_host(DType dtype, std::vector<int64_t> shape,
   void* p = std::aligned_alloc(64, bytes);
   if (p == nullptr)
     return Status(StatusCode::kResourceExhausted, "Out of host memory: cannot allocate " + std::to_string(total) +
-                                                      " bytes for " + of + ".");
+                                                      " bytes for " + of() + ".");
   t.data_ = p;
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   return t;

@@ -1,13 +1,12 @@
-// Eager evaluation and tp.compile's entry. Eager subgraphs are cached by structure (ops, attrs,
+// Eager evaluation and tp.compile's entry. Eager subgraphs are cached (eager_cache.h: ops, attrs,
 // dtypes, shapes; evaluated tensors are runtime inputs), so a repeated pattern costs one lookup.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <list>
 #include <mutex>
-#include <unordered_map>
 
 #include "compiler/eager.h"
+#include "compiler/eager_cache.h"
 #include "runtime/backend.h"
 #include "runtime/executable_impl.h"
 #include "trace/lower.h"
@@ -19,96 +18,6 @@ using trace::Lowered;
 using trace::LowerMode;
 using trace::Node;
 using trace::NodeRef;
-namespace {
-
-template <typename T>
-void append_raw(std::string& key, const T& v) {
-  key.append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-// Static dims as raw bytes (the hot path of eager mode), symbolic ones as text.
-void append_dims(std::string& key, const Shape& shape) {
-  key += '[';
-  for (const auto& d : shape) {
-    if (d.is_static()) append_raw(key, d.static_value());
-    else key += "s" + d.str();
-    key += ',';
-  }
-  key += ']';
-}
-
-// The structural key of the Trace subgraph producing `node`: ops, attributes, dtypes and shapes,
-// with evaluated tensors as numbered inputs. Computed without lowering, so a hit skips it. Also
-// collects those inputs, in the order lowering numbers its parameters.
-std::string structural_key(const NodeRef& node, const Device& device, std::vector<Node*>& leaves) {
-  std::string key = device.str();
-  std::unordered_map<const Node*, int> index;
-  for (Node* n : trace::topo_order({node})) {
-    index[n] = static_cast<int>(index.size());
-    key += '\n';
-    key += std::string(dtype_name(n->dtype));
-    append_dims(key, n->shape);
-    if (n->evaluated()) {
-      key += "in";
-      leaves.push_back(n);
-      continue;
-    }
-    if (n->input_index >= 0) {  // lowering rejects it: a compile input has no value yet
-      key += "compile-input";
-      continue;
-    }
-    key += n->def->name + '(';
-    for (const auto& in : n->inputs) key += std::to_string(index.at(in.get())) + ',';
-    key += ')';
-    // Every attribute is part of the key (its field list, node.h), so two calls that differ in
-    // any one never share a compiled kernel.
-    trace::Attrs::visit_fields(
-        [&](const char*, const auto& field) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, Shape>) append_dims(key, field);
-          else rt::append_field_key(key, field);
-        },
-        n->attrs);
-  }
-  return key;
-}
-
-// A bounded LRU of compiled eager subgraphs.
-class EagerCache {
- public:
-  const Executable* find(const std::string& key) {
-    auto it = map_.find(key);
-    if (it == map_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second.second);
-    return &it->second.first;
-  }
-  void insert(const std::string& key, Executable exe) {
-    if (map_.size() >= kCapacity) {
-      map_.erase(order_.back());
-      order_.pop_back();
-    }
-    order_.push_front(key);
-    map_.emplace(key, std::make_pair(std::move(exe), order_.begin()));
-  }
-  size_t size() const { return map_.size(); }
-
- private:
-  static constexpr size_t kCapacity = 1024;
-  std::list<std::string> order_;
-  std::unordered_map<std::string, std::pair<Executable, std::list<std::string>::iterator>> map_;
-};
-
-std::mutex g_mu;
-EagerCache& cache() {
-  static EagerCache c;
-  return c;
-}
-
-}  // namespace
-
-size_t eager_cache_size() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return cache().size();
-}
 
 // Evaluation writes a node's value and detaches its inputs, which other evaluations of the same
 // graph read: one evaluation at a time (compiled executables, which most of the time goes to,
@@ -173,13 +82,8 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
                             "output of the call that runs it (directly or through a tensor computed from it), "
                             "which would never finish.",
                             node->source);
-  std::vector<Node*> leaves;
-  std::string key = structural_key(node, options.device, leaves);
-  Executable exe(nullptr);
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (const Executable* hit = cache().find(key)) exe = *hit;
-  }
+  const EagerKey key = eager_key(node, options.device);
+  Executable exe = find_eager(key, *node, options.device);
   // The cached program of a graph like this one may be running on this thread right now (a plugin
   // evaluating a call of itself on other values): it runs one call at a time, so compile another.
   const Executable::Impl* hit = exe.impl().get();
@@ -197,14 +101,11 @@ Status evaluate_locked(const NodeRef& node, const CompileOptions& options) {
     }
     exe = compiled.value();
     compile_ms = 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!busy) {
-      std::lock_guard<std::mutex> lock(g_mu);
-      cache().insert(key, exe);
-    }
+    if (!busy) insert_eager(key, *node, options.device, exe);
   }
   std::vector<Tensor> inputs;
-  inputs.reserve(leaves.size());
-  for (Node* in : leaves) inputs.push_back(in->value);
+  inputs.reserve(key.leaves.size());
+  for (Node* in : key.leaves) inputs.push_back(in->value);
   std::vector<double> kernel_ms;
   StatusOr<std::vector<Tensor>> out = [&] {
     Pushed<const Node*> evaluating(t_evaluating, node.get());
@@ -268,6 +169,15 @@ Status reported(const NodeRef& node, const CompileOptions& options, Status st) {
 }
 
 }  // namespace
+
+bool reads_compile_input(const NodeRef& node) {
+  if (node->input_index >= 0) return true;
+  if (std::all_of(node->inputs.begin(), node->inputs.end(), [](const NodeRef& in) { return in->evaluated(); }))
+    return false;
+  for (Node* n : trace::topo_order({node}))
+    if (n->input_index >= 0) return true;
+  return false;
+}
 
 Status evaluate(const NodeRef& node, const CompileOptions& options) {
   std::lock_guard<std::recursive_mutex> evaluating(g_evaluate_mu);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "compiler/eager_cache.h"
 #include "trace/node.h"
 #include "tripy/executable.h"
 #include "tripy/status.h"
@@ -16,13 +17,15 @@ namespace tripy::compiler {
 // Compiles (or finds in the cache) the subgraph producing `node`, runs it, and stores the result
 // in node->value.
 Status evaluate(const trace::NodeRef& node, const CompileOptions& options);
+// Whether the subgraph producing `node` reads a runtime input of tp.compile (so has no value while
+// tracing). Immediate for one op over values, the usual eager step.
+bool reads_compile_input(const trace::NodeRef& node);
 // tp.compile's frozen parameters (a Module's tensors, evaluated once before tracing): a device
 // tensor computed from no device values and without GEMMs or convolutions (ones, iota, tril:
 // placeholders, causal masks) is computed by the CPU backend and copied to its device, since a
 // one-off value is not worth a device kernel compile (a causal mask: 0.8 s of NVRTC in a fresh
 // process, a few ms on the CPU). Otherwise, or where the CPU cannot compute it, as evaluate().
 Status evaluate_parameter(const trace::NodeRef& node, const CompileOptions& options);
-size_t eager_cache_size();
 
 // tp.compile: lowers the traced function and compiles it.
 StatusOr<Executable> compile_trace(const std::vector<trace::NodeRef>& outputs, const std::vector<trace::NodeRef>& inputs,

@@ -24,33 +24,33 @@ std::string quoted(const std::string& name) { return "'" + name + "'"; }
 // Each argument alone, apart from its sizes: presence of data, dtype, rank, device. What it checks
 // is the same in every profile (they agree on all but ranges).
 Status check_argument(const InputDesc& desc, const Tensor& t, const Device& device) {
-  const std::string arg = "Argument " + quoted(desc.name);
-  if (!t.defined()) return invalid_argument(arg + " is not a tensor with data.");
+  // Spelled out only on failure: every call of a compiled or eager program checks its arguments.
+  const auto arg = [&] { return "Argument " + quoted(desc.name); };
+  if (!t.defined()) return invalid_argument(arg() + " is not a tensor with data.");
   if (desc.kind == InputDesc::Kind::kShapeValue) {
     if (rt::is_shape_value(t)) return ok_status();
-    return invalid_argument(arg + " is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), "
+    return invalid_argument(arg() + " is a shape value: pass a 0-d int64 tensor in host memory (Tensor::host_int64), "
                             "but got a tensor of dtype " + std::string(dtype_name(t.dtype())) + " and shape " +
                             dims_str(t.shape()) + " on " + t.device().str() + ".");
   }
   if (t.dtype() != desc.dtype)
-    return invalid_argument(arg + " has dtype " + std::string(dtype_name(t.dtype())) +
+    return invalid_argument(arg() + " has dtype " + std::string(dtype_name(t.dtype())) +
                             ", but this executable was compiled for " + std::string(dtype_name(desc.dtype)) + ".");
   if (t.shape().size() != desc.dim_min.size())
-    return invalid_argument(arg + " has rank " + std::to_string(t.shape().size()) +
+    return invalid_argument(arg() + " has rank " + std::to_string(t.shape().size()) +
                             ", but this executable was compiled for rank " + std::to_string(desc.dim_min.size()) + ".");
   if (t.device() != device)
-    return invalid_argument(arg + " is on " + t.device().str() + ", but this executable runs on " + device.str() +
+    return invalid_argument(arg() + " is on " + t.device().str() + ", but this executable runs on " + device.str() +
                             ". Copy it to " + device.str() + " first.");
-  if (t.nbytes() > 0 && t.data() == nullptr) return invalid_argument(arg + " has no data.");
+  if (t.nbytes() > 0 && t.data() == nullptr) return invalid_argument(arg() + " has no data.");
   return ok_status();
 }
 
 // An argument's sizes (or a shape value's value) against one profile's ranges: kOutOfRange.
 // `suffix` ends the message ("this executable was compiled for", or a profile's name).
-Status check_range(const InputDesc& desc, const Tensor& t, const std::string& suffix) {
-  const std::string arg = "Argument " + quoted(desc.name);
+Status check_range(const InputDesc& desc, const Tensor& t, const char* suffix) {
   auto outside = [&](const std::string& what, int64_t v, int64_t lo, int64_t hi) {
-    return Status(StatusCode::kOutOfRange, arg + what + std::to_string(v) + ", which is outside the range [" +
+    return Status(StatusCode::kOutOfRange, "Argument " + quoted(desc.name) + what + std::to_string(v) + ", which is outside the range [" +
                                                std::to_string(lo) + ", " + std::to_string(hi) + "] " + suffix + ".");
   };
   if (desc.kind == InputDesc::Kind::kShapeValue) {
@@ -127,7 +127,7 @@ Status check_arguments(const std::vector<InputDesc>& descs, const std::vector<Te
 
 // Whether one profile covers the call: every size and shape value in its ranges, named dims equal.
 Status check_profile(const Executable::Impl::Profile& profile, const std::vector<Tensor>& inputs,
-                     const std::string& suffix) {
+                     const char* suffix) {
   for (size_t i = 0; i < profile.input_descs.size(); ++i)
     TRIPY_RETURN_IF_ERROR(check_range(profile.input_descs[i], inputs[i], suffix));
   return check_named_dims(*profile.program, profile.input_descs, inputs);
@@ -159,7 +159,8 @@ StatusOr<size_t> choose_profile(const Executable::Impl& impl, const std::vector<
   }
   std::vector<Status> misses;
   for (size_t i = 0; i < impl.profiles.size(); ++i) {
-    Status st = check_profile(impl.profiles[i], inputs, "of profile " + std::to_string(i));
+    const std::string suffix = "of profile " + std::to_string(i);
+    Status st = check_profile(impl.profiles[i], inputs, suffix.c_str());
     if (st.ok()) return i;
     misses.push_back(std::move(st));
   }
@@ -188,6 +189,9 @@ Executable::Impl::Profile make_profile(std::shared_ptr<const rt::Program> progra
     profile.input_descs.back().donated = in.donated;
   }
   for (const SourceInfo& s : program->sources) profile.sources.push_back(std::make_shared<SourceInfo>(s));
+  profile.static_inputs = std::all_of(profile.input_descs.begin(), profile.input_descs.end(), [](const InputDesc& d) {
+    return d.kind == InputDesc::Kind::kTensor && d.dim_min == d.dim_max;
+  });
   profile.program = std::move(program);
   profile.artifacts = std::move(artifacts);
   return profile;
@@ -332,6 +336,26 @@ StatusOr<Tensor> copy_to(const Tensor& tensor, Device device) {
   return backend->copy_from_host(tensor);
 }
 
+namespace {
+
+// The sizes a run derives from its inputs (`slots`): the checks the compiler could not prove
+// (an equality or broadcast at some user line), then the program's consistency with them.
+Status check_shapes(const Executable::Impl::Profile& profile, const std::vector<Tensor>& inputs,
+                    const std::vector<int64_t>& slots) {
+  const rt::Program& p = *profile.program;
+  for (const rt::ShapeCheck& check : p.checks) {
+    const int64_t a = slots[static_cast<size_t>(check.a)], b = slots[static_cast<size_t>(check.b)];
+    const bool ok = a == b || (check.kind == rt::ShapeCheck::Kind::kBroadcast && (a == 1 || b == 1));
+    if (ok) continue;
+    SourceRef where = check.source >= 0 ? profile.sources[static_cast<size_t>(check.source)] : nullptr;
+    Status st = invalid_argument(check.message, where);
+    return st.note("At run time the sizes were " + std::to_string(a) + " and " + std::to_string(b) + ".");
+  }
+  return rt::check_run_shapes(p, inputs, slots);
+}
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const { return run_with(inputs, nullptr); }
 
 StatusOr<std::vector<Tensor>> Executable::run_profiled(const std::vector<Tensor>& inputs,
@@ -361,15 +385,8 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
   const rt::Program& p = *profile.program;
   std::vector<int64_t> slots;
   p.eval_shapes(inputs, slots);
-  for (const rt::ShapeCheck& check : p.checks) {
-    const int64_t a = slots[static_cast<size_t>(check.a)], b = slots[static_cast<size_t>(check.b)];
-    const bool ok = a == b || (check.kind == rt::ShapeCheck::Kind::kBroadcast && (a == 1 || b == 1));
-    if (ok) continue;
-    SourceRef where = check.source >= 0 ? profile.sources[static_cast<size_t>(check.source)] : nullptr;
-    Status st = invalid_argument(check.message, where);
-    return st.note("At run time the sizes were " + std::to_string(a) + " and " + std::to_string(b) + ".");
-  }
-  TRIPY_RETURN_IF_ERROR(rt::check_run_shapes(p, inputs, slots));
+  if (!profile.shapes_checked) TRIPY_RETURN_IF_ERROR(check_shapes(profile, inputs, slots));
+  profile.shapes_checked = profile.static_inputs;
 
   TRIPY_ASSIGN_OR_RETURN(rt::LoadedProgram* const loaded, loaded_profile(impl, chosen));
   if (!kernel_ms) return loaded->run(inputs, slots);

@@ -34,6 +34,11 @@ struct Executable::Impl {
     // memory, so profiles that never run, and executables that are only saved or inspected, never
     // pay for it). Guarded by `mu`.
     mutable std::unique_ptr<rt::LoadedProgram> loaded;
+    // Every input static (each dim's min equal to its max, no shape values): the sizes a run
+    // derives are the same on every call the ranges admit, so the run-time shape checks that
+    // passed once pass again and are skipped (eager programs: the key fixes every shape).
+    bool static_inputs = false;
+    mutable bool shapes_checked = false;  // guarded by `mu`
   };
   std::vector<Profile> profiles;  // at least one
   Device device;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 #include "trace/op_def.h"
@@ -32,8 +33,14 @@ void register_op(OpDef def) {
 
 const OpDef* find_op(const std::string& name) {
   ensure_registered();
-  auto it = registry().find(name);
-  return it == registry().end() ? nullptr : &it->second;
+  // Every op call of the frontend looks its op up: hashed, rather than a walk down the ordered map.
+  static const std::unordered_map<std::string, const OpDef*> index = [] {
+    std::unordered_map<std::string, const OpDef*> by_name;
+    for (auto& [op, def] : registry()) by_name.emplace(op, &def);
+    return by_name;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
 }
 
 std::vector<const OpDef*> all_ops() {

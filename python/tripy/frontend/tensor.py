@@ -16,7 +16,7 @@ from tripy.frontend import dtypes
 from tripy.frontend.device import device as _device, resolve as _resolve_device
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.printing import format_tensor
-from tripy.utils import suggest
+from tripy.utils import stack_info, suggest
 from tripy.utils.stack_info import capture_user_frames
 
 
@@ -186,7 +186,7 @@ class Tensor:
     def _check_value_known(self, use):
         """Inside ``tp.compile`` a tensor computed from a runtime input has no value until the
         executable runs: reading one (``use``) is refused at the user's line, with what to do."""
-        if self._node.is_evaluated or not _C.reads_runtime_input(self._node):
+        if _C.value_known(self._node):
             return
         if isinstance(self, DimensionSize):
             hint = (
@@ -218,8 +218,9 @@ class Tensor:
             tp.TripyException: if computing it fails, or inside ``tp.compile`` if it is computed
                 from a runtime input (whose value is only known when the executable runs).
         """
-        self._check_value_known("eval()")
-        _C.evaluate(self._node)
+        # One call on the usual path; False only where the value cannot be known yet.
+        if not _C.evaluate_eager(self._node):
+            self._check_value_known("eval()")
         return self
 
     def tolist(self):
@@ -374,3 +375,8 @@ class DimensionSize(Tensor):
         return str(int(self))
 
     __str__ = __repr__
+
+
+# The core makes op results as these classes itself, and finds the user's frames by stack_info's
+# rules (which files are Tripy's, where in a line a call is).
+_C._register_eager(Tensor, DimensionSize, stack_info._internal, stack_info._position)

@@ -1,4 +1,4 @@
-"""The one path from Python ops to a Trace op: capture the user's frames, let C++ check and build.
+"""The one path from Python ops to a Trace op: the C++ core captures the user's frames, checks and builds.
 
 It sits just above the tensor module: every op builds through ``make`` and gets a tensor back.
 """
@@ -11,17 +11,12 @@ from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.tensor import Tensor
-from tripy.utils.stack_info import capture_user_frames
 
 
 def make(op, inputs, **attrs):
-    """Builds the Trace op ``op`` on tensors ``inputs``; rules and errors come from the C++ core."""
-    try:
-        nodes = [t._node for t in inputs]
-    except AttributeError:
-        wrong = next(t for t in inputs if not isinstance(t, Tensor))
-        _raise_here(f"Expected a tripy.Tensor as an input of {op}, but got an object of type '{type(wrong).__name__}'.")
-    return Tensor._wrap(_C.make(op, nodes, attrs, capture_user_frames()))
+    """Builds the Trace op ``op`` on tensors ``inputs``; rules and errors come from the C++ core,
+    which also captures the user's frames and makes the result tensor (one call per op)."""
+    return _C.tensor_op(op, inputs, attrs)
 
 
 def fill_attrs(value, dtype):

@@ -13,14 +13,6 @@ namespace {
 
 using rt::EwOp;
 
-// Strides of every stream (kernel inputs, then one per iota axis) over a coalesced group of
-// domain axes: size-1 axes are dropped and neighbours that step evenly in all streams merged.
-struct AxisGroup {
-  std::vector<int64_t> dims;
-  std::vector<int64_t> strides;  // [stream * dims.size() + axis]
-  int64_t numel = 1;
-};
-
 AxisGroup coalesce(const std::vector<int64_t>& dom, const std::vector<int64_t>& strides,
                    int num_streams, int from, int to) {
   const int rank = static_cast<int>(dom.size());
@@ -50,13 +42,6 @@ AxisGroup coalesce(const std::vector<int64_t>& dom, const std::vector<int64_t>& 
   return g;
 }
 
-struct Layout {
-  AxisGroup rows, tiles;
-  int num_streams = 0;
-  std::vector<const void*> base;  // per input stream
-  std::vector<void*> out;         // per output
-};
-
 // Per-thread scratch, reused across kernels so small kernels allocate nothing.
 struct Scratch {
   uint8_t* tiles = nullptr;
@@ -75,7 +60,7 @@ thread_local Scratch t_scratch;
 
 class Worker {
  public:
-  Worker(const FusedPlan& plan, const Layout& layout)
+  Worker(const FusedPlan& plan, const FusedLayout& layout)
       : plan_(plan), f_(*plan.fused), lay_(layout),
         tiles_(t_scratch.get(static_cast<size_t>(std::max(1, plan.num_slots)) * kTileBytes)),
         row_vals_(f_.instrs.size()), row_base_(layout.num_streams, 0),
@@ -202,7 +187,7 @@ class Worker {
 
   const FusedPlan& plan_;
   const rt::FusedProgram& f_;
-  const Layout& lay_;
+  const FusedLayout& lay_;
   uint8_t* tiles_;
   std::vector<Scalar> row_vals_;
   std::vector<int64_t> row_base_, coord_, seg_off_;
@@ -212,19 +197,19 @@ class Worker {
 // Below this many element-instructions a kernel runs on the calling thread.
 constexpr int64_t kParallelWork = 1 << 17;
 
-}  // namespace
-
-Status run_fused(const KernelArgs& args, KernelState& state) {
-  const FusedPlan& plan = static_cast<const FusedPlan&>(state);
+// The layout of a run with these sizes (args.slots), checked against the plan: everything but
+// the data pointers, which change from run to run.
+Status plan_layout(const KernelArgs& args, FusedPlan& plan) {
   const rt::FusedProgram& f = *plan.fused;
   const int rank = plan.rank;
   std::vector<int64_t> dom(rank);
   for (int a = 0; a < rank; ++a) dom[a] = args.slot(f.domain[a]);
 
   // Stream strides over the domain (inputs, then iota axes).
-  Layout lay;
+  FusedLayout lay;
   lay.num_streams = plan.num_inputs + static_cast<int>(plan.iota_axes.size());
   std::vector<int64_t> strides(static_cast<size_t>(lay.num_streams) * rank, 0);
+  std::vector<int64_t> offsets;
   for (int i = 0; i < plan.num_inputs; ++i) {
     const View& v = *args.inputs[i];
     const auto& axes = f.input_axes[i];
@@ -242,7 +227,7 @@ Status run_fused(const KernelArgs& args, KernelState& state) {
                                       " has size " + std::to_string(w.sizes[d]) +
                                       " but the domain has " + std::to_string(dom[ax]));
     }
-    lay.base.push_back(static_cast<uint8_t*>(v.data) + w.offset * dtype_size(v.dtype));
+    offsets.push_back(w.offset * dtype_size(v.dtype));
   }
   for (size_t k = 0; k < plan.iota_axes.size(); ++k)
     strides[(plan.num_inputs + k) * rank + plan.iota_axes[k]] = 1;
@@ -264,8 +249,29 @@ Status run_fused(const KernelArgs& args, KernelState& state) {
                                     std::to_string(args.outputs[o]->numel()) +
                                     " elements, the domain gives " + std::to_string(want),
                           StatusCode::kInternal);
-    lay.out.push_back(args.outputs[o]->data);
   }
+  lay.base.resize(static_cast<size_t>(plan.num_inputs));
+  lay.out.resize(plan.outputs.size());
+  plan.layout = std::move(lay);
+  plan.layout_offsets = std::move(offsets);
+  plan.layout_slots = *args.slots;
+  plan.layout_valid = true;
+  return ok_status();
+}
+
+}  // namespace
+
+Status run_fused(const KernelArgs& args, KernelState& state) {
+  FusedPlan& plan = static_cast<FusedPlan&>(state);
+  if (!plan.layout_valid || plan.layout_slots != *args.slots) {
+    plan.layout_valid = false;
+    TRIPY_RETURN_IF_ERROR(plan_layout(args, plan));
+  }
+  FusedLayout& lay = plan.layout;
+  for (int i = 0; i < plan.num_inputs; ++i)
+    lay.base[static_cast<size_t>(i)] = static_cast<const uint8_t*>(args.inputs[i]->data) + plan.layout_offsets[i];
+  for (size_t o = 0; o < plan.outputs.size(); ++o) lay.out[o] = args.outputs[o]->data;
+  const int64_t rows = lay.rows.numel, row_len = lay.tiles.numel;
   if (rows == 0) return ok_status();
 
   const int64_t work = rows * std::max<int64_t>(row_len, 1) * plan.cost_per_element;

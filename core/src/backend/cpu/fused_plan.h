@@ -25,6 +25,22 @@ struct FusedOutput {
   bool row_level = false;  // stored once per row, else once per element
 };
 
+// Strides of every stream (kernel inputs, then one per iota axis) over a coalesced group of
+// domain axes: size-1 axes are dropped and neighbours that step evenly in all streams merged.
+struct AxisGroup {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> strides;  // [stream * dims.size() + axis]
+  int64_t numel = 1;
+};
+
+// How a run walks the domain: rows (the non-reduced axes) and the tiles of a row.
+struct FusedLayout {
+  AxisGroup rows, tiles;
+  int num_streams = 0;
+  std::vector<const void*> base;  // per input stream
+  std::vector<void*> out;         // per output
+};
+
 class FusedPlan final : public KernelState {
  public:
   const rt::FusedProgram* fused = nullptr;
@@ -42,6 +58,14 @@ class FusedPlan final : public KernelState {
   std::vector<int32_t> iota_axes;    // domain axes some kIota reads (each becomes a stream)
   std::vector<int32_t> stream_of;    // per register: stream index for kLoad/kIota, else -1
   int64_t cost_per_element = 1;      // instructions evaluated per element, for threading
+
+  // The last run's layout, for its sizes (`layout_slots`): a run with the same sizes (each call of
+  // an eager program, of a compiled one at one shape) only sets the data pointers. Runs of one
+  // loaded program take turns (CpuLoadedProgram's lock), so they share it without one of their own.
+  bool layout_valid = false;
+  std::vector<int64_t> layout_slots;
+  std::vector<int64_t> layout_offsets;  // per input: its window's byte offset
+  FusedLayout layout;
 };
 
 }  // namespace tripy::cpu

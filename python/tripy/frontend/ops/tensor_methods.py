@@ -5,6 +5,7 @@ instead this module binds these methods to the class when the ops package is imp
 thin call into the op that does the work, as the function form (``tp.reshape(x, ...)``) is.
 """
 
+from tripy import _C
 from tripy.frontend.ops import indexing, misc, shape_ops
 from tripy.frontend.printing import summary_slices
 from tripy.frontend.tensor import Tensor
@@ -155,15 +156,11 @@ def _printed_values(self):
     return edges.tolist()
 
 
-def _binary(op, reflected=False):
-    """The operator method for the binary Trace op ``op``; a Python number operand takes the
-    tensor's dtype. ``reflected`` is for ``__radd__`` and friends: the tensor is on the right."""
-
-    def method(self, o):
-        o = scalar_like(o, self)
-        return make(op, [o, self] if reflected else [self, o])
-
-    return method
+def _binary(name, op, reflected=False):
+    """The operator method ``name`` for the binary Trace op ``op``; a Python number operand takes
+    the tensor's dtype (``scalar_like``). ``reflected`` is for ``__radd__`` and friends: the tensor
+    is on the right. A method of the core: the operators are eager mode's hottest path."""
+    return _C._binary_method(Tensor, name, op, reflected, scalar_like)
 
 
 def __matmul__(self, o):
@@ -217,9 +214,12 @@ METHODS = {
     "__neg__": __neg__,
     "__abs__": __abs__,
     "__invert__": __invert__,
-    **{f"__{name}__": _binary(op) for name, op in _BINARY.items()},
-    **{f"__r{name}__": _binary(op, reflected=True) for name, op in _BINARY.items()},
-    **{f"__{op}__": _binary(op) for op in _COMPARISONS},
+}
+# The core's methods, made under their names.
+CORE_METHODS = {
+    **{f"__{name}__": _binary(f"__{name}__", op) for name, op in _BINARY.items()},
+    **{f"__r{name}__": _binary(f"__r{name}__", op, reflected=True) for name, op in _BINARY.items()},
+    **{f"__{op}__": _binary(f"__{op}__", op) for op in _COMPARISONS},
 }
 
 
@@ -227,6 +227,8 @@ def _bind():
     for name, method in METHODS.items():
         # Named as if defined in the class, as tracebacks and help() show them.
         method.__name__, method.__qualname__ = name, f"Tensor.{name}"
+        setattr(Tensor, name, method)
+    for name, method in CORE_METHODS.items():
         setattr(Tensor, name, method)
 
 

@@ -1,0 +1,250 @@
+// The binding's hot path for eager mode: building an op from tensors and evaluating a tensor, each
+// one call from Python, with the user's source frames captured here once per call site.
+//
+// An eager step (`(a + b).eval()`) costs a few microseconds of Python against a kernel of
+// nanoseconds, so every op call matters: frames are walked in C++ and their SourceRef memoised by
+// (code object, instruction offset) for each frame of the call site, so a repeated call site
+// converts nothing; a result tensor is made here rather than wrapped in Python.
+#include <pybind11/stl.h>
+
+#include <array>
+#include <unordered_map>
+
+#include "binding.h"
+#include "compiler/eager.h"
+#include "runtime/backend.h"
+#include "trace/lower.h"
+
+namespace tripy::binding {
+namespace {
+
+using trace::NodeRef;
+
+constexpr int kMaxFrames = 8;  // capture_user_frames's limit
+
+// What tripy.utils.stack_info decides (one source of truth for internal files and positions),
+// and the classes results are made of (tripy.frontend.tensor registers them on import). Set once,
+// read with the GIL held, never released.
+struct EagerHooks {
+  PyObject* internal = nullptr;  // stack_info._internal(filename) -> bool
+  PyObject* position = nullptr;  // stack_info._position(code, lasti, lineno) -> (lineno, col, end_col)
+  PyObject* tensor = nullptr;    // tp.Tensor
+  PyObject* size = nullptr;      // tp.DimensionSize
+  PyObject* node_name = nullptr;  // "_node"
+  PyObject* name_name = nullptr;  // "name"
+};
+EagerHooks g_hooks;
+
+// A call site: the code object and instruction offset of each user frame, innermost first.
+struct CallSite {
+  std::array<std::pair<PyObject*, int>, kMaxFrames> frames{};
+  int count = 0;
+  bool operator==(const CallSite& o) const {
+    if (count != o.count) return false;
+    for (int i = 0; i < count; ++i)
+      if (frames[i] != o.frames[i]) return false;
+    return true;
+  }
+};
+struct CallSiteHash {
+  size_t operator()(const CallSite& c) const {
+    size_t h = static_cast<size_t>(c.count);
+    for (int i = 0; i < c.count; ++i)
+      h = (h ^ (reinterpret_cast<uintptr_t>(c.frames[i].first) >> 4) ^ (static_cast<size_t>(c.frames[i].second) << 40)) *
+          0x100000001b3ull;
+    return h;
+  }
+};
+
+// Memoised with the GIL held. Every code object met is kept alive (one reference each) so its
+// address is never reused while cached; past kMaxEntries (code made by exec() in a notebook is
+// unbounded) both caches start over.
+constexpr size_t kMaxEntries = 1 << 16;
+std::unordered_map<PyObject*, bool> g_internal_code;  // code object -> inside the tripy package
+std::unordered_map<CallSite, SourceRef, CallSiteHash> g_sites;
+
+void clear_frame_caches() {
+  g_sites.clear();
+  for (auto& [code, internal] : g_internal_code) Py_DECREF(code);
+  g_internal_code.clear();
+}
+
+bool internal_code(PyCodeObject* code) {
+  auto it = g_internal_code.find(reinterpret_cast<PyObject*>(code));
+  if (it != g_internal_code.end()) return it->second;
+  if (g_internal_code.size() >= kMaxEntries) clear_frame_caches();
+  py::object filename = py::reinterpret_borrow<py::object>(code->co_filename);
+  const bool internal = py::reinterpret_borrow<py::object>(g_hooks.internal)(filename).cast<bool>();
+  Py_INCREF(code);
+  g_internal_code.emplace(reinterpret_cast<PyObject*>(code), internal);
+  return internal;
+}
+
+SourceFrame frame_of(PyCodeObject* code, int lasti, int lineno) {
+  py::tuple pos = py::reinterpret_borrow<py::object>(g_hooks.position)(
+      py::handle(reinterpret_cast<PyObject*>(code)), lasti, lineno);
+  return {py::reinterpret_borrow<py::object>(code->co_filename).cast<std::string>(), pos[0].cast<int>(),
+          py::reinterpret_borrow<py::object>(code->co_name).cast<std::string>(), pos[1].cast<int>(),
+          pos[2].cast<int>()};
+}
+
+void check_hooks() {
+  if (g_hooks.tensor == nullptr) throw std::runtime_error("tripy._C: tripy.frontend.tensor has not registered Tensor");
+}
+
+bool is_tensor(const py::handle& obj) {
+  const int is = PyObject_IsInstance(obj.ptr(), g_hooks.tensor);
+  if (is < 0) throw py::error_already_set();
+  return is != 0;
+}
+
+NodeRef node_of(const py::handle& tensor) {
+  py::object node = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), g_hooks.node_name));
+  if (!node) throw py::error_already_set();
+  return node.cast<NodeRef>();
+}
+
+// inputs (a list or tuple of tp.Tensor) -> their nodes; anything else is the user's error.
+std::vector<NodeRef> input_nodes(const std::string& op, const py::handle& inputs) {
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(inputs);
+  std::vector<NodeRef> nodes;
+  nodes.reserve(seq.size());
+  for (const py::handle item : seq) {
+    if (!is_tensor(item))
+      raise(invalid_argument("Expected a tripy.Tensor as an input of " + op + ", but got an object of type '" +
+                                 std::string(Py_TYPE(item.ptr())->tp_name) + "'.",
+                             capture_source()));
+    nodes.push_back(node_of(item));
+  }
+  return nodes;
+}
+
+// A tp.Tensor (a tp.DimensionSize for a size) holding `node`, as Tensor._wrap makes one.
+py::object wrap(NodeRef node) {
+  PyObject* cls = node->dim_value ? g_hooks.size : g_hooks.tensor;
+  py::object empty = py::reinterpret_steal<py::object>(PyTuple_New(0));
+  py::object t = py::reinterpret_steal<py::object>(
+      PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls), empty.ptr(), nullptr));
+  if (!t) throw py::error_already_set();
+  py::object handle = py::cast(std::move(node));
+  if (PyObject_SetAttr(t.ptr(), g_hooks.node_name, handle.ptr()) < 0 ||
+      PyObject_SetAttr(t.ptr(), g_hooks.name_name, Py_None) < 0)
+    throw py::error_already_set();
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
+// The user frames of the running code into `site`; with `linenos`, each one's line number too
+// (PyFrame_GetLineNumber decodes the line table: only a call site met for the first time needs it).
+void walk_user_frames(CallSite& site, int* linenos) {
+  // PyEval_GetFrame is borrowed; each PyFrame_GetBack a new reference, released as the walk moves.
+  PyFrameObject* frame = PyEval_GetFrame();
+  Py_XINCREF(frame);
+  while (frame != nullptr && site.count < kMaxFrames) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    if (!internal_code(code)) {
+      if (linenos) linenos[site.count] = PyFrame_GetLineNumber(frame);
+      site.frames[site.count++] = {reinterpret_cast<PyObject*>(code), PyFrame_GetLasti(frame)};
+    }
+    Py_DECREF(code);  // kept alive by g_internal_code
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+}
+
+}  // namespace
+
+SourceRef capture_source() {
+  if (g_hooks.internal == nullptr) return nullptr;
+  CallSite site;
+  walk_user_frames(site, nullptr);
+  auto it = g_sites.find(site);
+  if (it != g_sites.end()) return it->second;
+  int linenos[kMaxFrames];
+  site = CallSite{};
+  walk_user_frames(site, linenos);
+  auto info = std::make_shared<SourceInfo>();
+  bool kept = true;  // every code object of the site still held (the caches may have started over)
+  for (int i = 0; i < site.count; ++i) {
+    info->push_back(frame_of(reinterpret_cast<PyCodeObject*>(site.frames[i].first), site.frames[i].second, linenos[i]));
+    kept = kept && g_internal_code.count(site.frames[i].first) > 0;
+  }
+  if (g_sites.size() >= kMaxEntries) g_sites.clear();
+  if (kept) g_sites.emplace(site, info);
+  return info;
+}
+
+void bind_eager(py::module_& m) {
+  // tripy.frontend.tensor registers the classes results are made of; stack_info decides which
+  // frames are the user's and where in a line each is.
+  m.def("_register_eager", [](py::object tensor, py::object size, py::object internal, py::object position) {
+    g_hooks.tensor = tensor.inc_ref().ptr();
+    g_hooks.size = size.inc_ref().ptr();
+    g_hooks.internal = internal.inc_ref().ptr();
+    g_hooks.position = position.inc_ref().ptr();
+    // Interned, as attribute names are: a name that is not is interned again on every setattr.
+    g_hooks.node_name = PyUnicode_InternFromString("_node");
+    g_hooks.name_name = PyUnicode_InternFromString("name");
+  });
+
+  // tripy.frontend.trace_call.make: the op `op` on tensors `inputs` with attributes `attrs`, as a
+  // tp.Tensor, errors at the user's line.
+  m.def("tensor_op", [](const std::string& op, py::handle inputs, py::dict attrs) {
+    check_hooks();
+    std::vector<NodeRef> nodes = input_nodes(op, inputs);
+    return wrap(make_op(op, std::move(nodes), attrs, capture_source()));
+  });
+
+  // The operator methods of tp.Tensor for the binary op `op` (`x + y`, `2 * x`): `reflected` for
+  // __radd__ and friends, where the tensor is on the right. An operand that is not a tensor
+  // becomes one of the tensor's dtype through `scalar_like(value, tensor)` (trace_call's, which
+  // refuses lossy literals at the user's line).
+  m.def("_binary_method", [](py::object cls, const std::string& name, std::string op, bool reflected,
+                             py::object scalar_like) {
+    return py::cpp_function(
+        [op, reflected, scalar_like](py::handle self, py::object other) {
+          if (!is_tensor(other)) other = scalar_like(other, self);
+          NodeRef a = node_of(self), b = node_of(other);
+          static const py::dict* const no_attrs = new py::dict();  // never freed: outlives the interpreter
+          std::vector<NodeRef> nodes{reflected ? b : a, reflected ? a : b};
+          return wrap(make_op(op, std::move(nodes), *no_attrs, capture_source()));
+        },
+        py::name(name.c_str()), py::is_method(cls));
+  });
+
+  // Tensor.eval(): evaluates `node` (compiling, or finding in the cache, what it needs). False,
+  // without evaluating, where it reads a runtime input of tp.compile (it has no value yet: the
+  // frontend explains). On the GPU also a host synchronisation point, as _C.evaluate.
+  m.def("evaluate_eager", [](const NodeRef& n) {
+    if (n->evaluated()) return true;
+    if (compiler::reads_compile_input(n)) return false;
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      st = compiler::evaluate(n, eager_options(n->device));
+      if (st.ok() && n->device.kind == Device::Kind::kGpu)
+        if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+    }
+    check(st);
+    return true;
+  });
+  // Whether `node`'s value can be read now: it has one, or it reads no runtime input of tp.compile.
+  m.def("value_known", [](const NodeRef& n) { return n->evaluated() || !compiler::reads_compile_input(n); });
+
+  // Test hooks: the frames capture_source gives here, as (file, line, function, col, end_col)
+  // tuples like capture_user_frames'; and how many call sites are memoised.
+  m.def("_capture_source", [] {
+    py::list out;
+    if (SourceRef src = capture_source())
+      for (const SourceFrame& f : *src) out.append(py::make_tuple(f.file, f.line, f.function, f.col, f.end_col));
+    return py::tuple(out);
+  });
+  m.def("_call_sites", [] { return g_sites.size(); });
+}
+
+}  // namespace tripy::binding
