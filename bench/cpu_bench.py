@@ -1,8 +1,12 @@
-"""CPU benchmarks against numpy: Tripy's time per call divided by numpy's for the same math.
+"""CPU benchmarks against numpy and torch: Tripy's time per call divided by each peer's for the
+same math, all measured in the same run.
 
-Cases: one eager op on a cache hit, the seeds' compiled MLP and GEGLU, and a larger compiled MLP.
-Each case first checks that Tripy and numpy agree, then reports the median over many timed batches
-(calls: how many Tripy calls were timed).
+Cases: eager ops on cache hits (`a + b` at 2x3, where per-op overhead is all there is, and at
+1000x1000; LayerNorm + Linear + GELU evaluated as one graph), the seeds' compiled MLP and GEGLU,
+and a larger compiled MLP. The eager cases also run in torch eager where torch is importable
+(on tensors that need no gradient, so autograd records nothing). Each case first checks that Tripy and
+numpy agree, then reports the median over many timed batches (calls: how many Tripy calls were
+timed).
 
 Run: python bench/cpu_bench.py [--quick]
 """
@@ -18,6 +22,11 @@ os.environ["TRIPY_DEVICE"] = "cpu"
 import numpy as np  # noqa: E402
 
 import tripy as tp  # noqa: E402
+
+try:  # the peer of the eager cases, where present
+    import torch  # noqa: E402
+except ImportError:
+    torch = None
 
 
 def np_erf(x):
@@ -108,7 +117,7 @@ def mlp_case(embd_size, hidden, batch, init):
 
     inp = tp.Tensor(x)
     inp.eval()
-    return (lambda: fast(inp).eval()), reference
+    return (lambda: fast(inp).eval()), reference, None
 
 
 def geglu_case():
@@ -123,23 +132,64 @@ def geglu_case():
 
     inp = tp.Tensor(x)
     inp.eval()
-    return (lambda: fast(inp).eval()), reference
+    return (lambda: fast(inp).eval()), reference, None
 
 
-def eager_add_case():
-    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
-    b_np = np.ones((2, 3), dtype=np.float32)
+def eager_add_case(rows, cols):
+    a_np = (np.arange(rows * cols, dtype=np.float32) / np.float32(rows * cols)).reshape(rows, cols)
+    b_np = np.ones((rows, cols), dtype=np.float32)
     a, b = tp.Tensor(a_np), tp.Tensor(b_np)
     a.eval()
     b.eval()
-    return (lambda: (a + b).eval()), (lambda: a_np + b_np)
+    twin = None
+    if torch is not None:
+        a_t, b_t = torch.from_numpy(a_np), torch.from_numpy(b_np)
+        twin = lambda: a_t + b_t  # noqa: E731
+    return (lambda: (a + b).eval()), (lambda: a_np + b_np), twin
 
 
-def check(name, run_tripy, run_numpy):
-    got = np.asarray(run_tripy().tolist(), dtype=np.float32)
+def eager_layernorm_linear_gelu_case(batch, features, hidden):
+    """tp.LayerNorm, tp.Linear and tp.gelu called eagerly and evaluated together, as a user
+    debugging a block would; torch's twin is F.layer_norm, F.linear and F.gelu."""
+    ln = tp.LayerNorm(features)
+    linear = tp.Linear(features, hidden)
+    weights = {
+        "ln.weight": 1.0 + random_init((features,)),
+        "ln.bias": random_init((features,)),
+        "linear.weight": random_init((hidden, features)),
+        "linear.bias": random_init((hidden,)),
+    }
+    ln.load_state_dict({"weight": tp.Tensor(weights["ln.weight"]), "bias": tp.Tensor(weights["ln.bias"])})
+    linear.load_state_dict({"weight": tp.Tensor(weights["linear.weight"]), "bias": tp.Tensor(weights["linear.bias"])})
+    x_np = np.linspace(-2.0, 2.0, batch * features, dtype=np.float32).reshape(batch, features)
+    x = tp.Tensor(x_np)
+    x.eval()
+    w_t = np.ascontiguousarray(weights["linear.weight"].T)
+
+    def reference():
+        mean = x_np.mean(axis=-1, keepdims=True)
+        var = ((x_np - mean) ** 2).mean(axis=-1, keepdims=True)
+        normed = (x_np - mean) / np.sqrt(var + np.float32(1e-5)) * weights["ln.weight"] + weights["ln.bias"]
+        return np_gelu(normed @ w_t + weights["linear.bias"])
+
+    twin = None
+    if torch is not None:
+        t = {name: torch.from_numpy(value) for name, value in weights.items()}
+        x_t = torch.from_numpy(x_np)
+        F = torch.nn.functional
+        def twin():
+            return F.gelu(F.linear(F.layer_norm(x_t, (features,), t["ln.weight"], t["ln.bias"], 1e-5),
+                                   t["linear.weight"], t["linear.bias"]))
+    return (lambda: tp.gelu(linear(ln(x))).eval()), reference, twin
+
+
+def check(name, run_tripy, run_numpy, run_torch):
+    got = np.asarray(run_tripy(), dtype=np.float32)
     expected = run_numpy()
     if not np.allclose(got, expected, rtol=1e-4, atol=1e-4):
         raise SystemExit(f"{name}: Tripy and numpy disagree:\n{got}\nvs\n{expected}")
+    if run_torch is not None and not np.allclose(run_torch().numpy(), expected, rtol=1e-4, atol=1e-4):
+        raise SystemExit(f"{name}: torch and numpy disagree")
 
 
 def main():
@@ -150,24 +200,30 @@ def main():
     repeats, budget_s = (5, 0.5) if args.quick else (31, 10.0)
     large = (256, 1024, 16) if args.quick else (1024, 4096, 64)
     cases = [
-        ("eager a + b, 2x3 (cache hit)", eager_add_case()),
+        ("eager a + b, 2x3 (cache hit)", eager_add_case(2, 3)),
+        ("eager a + b, 1000x1000", eager_add_case(1000, 1000)),
+        ("eager LayerNorm+Linear+GELU, 16x256->512", eager_layernorm_linear_gelu_case(16, 256, 512)),
         ("compiled quickstart MLP, embd 2, (1, 2)", mlp_case(2, 8, 1, placeholder)),
         ("compiled quickstart GEGLU, (1, 2)", geglu_case()),
         (f"compiled MLP {large[0]}->{large[1]}->{large[0]}, batch {large[2]}",
          mlp_case(large[0], large[1], large[2], random_init)),
     ]
 
-    print(f"tripy on {tp.Tensor([0.0]).device}, numpy {np.__version__}, {os.cpu_count()} CPU cores")
-    print("median time per call over timed batches; ratio = tripy time / numpy time (lower is better)\n")
-    header = f"{'case':<44} {'tripy':>12} {'numpy':>12} {'ratio':>8} {'calls':>8}"
+    peer = f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch is not None else ", no torch"
+    print(f"tripy on {tp.Tensor([0.0]).device}, numpy {np.__version__}{peer}, {os.cpu_count()} CPU cores")
+    print("median time per call over timed batches; ratio = tripy time / the peer's (lower is better)\n")
+    header = f"{'case':<44} {'tripy':>11} {'numpy':>11} {'torch':>11} {'/numpy':>7} {'/torch':>7} {'calls':>7}"
     print(header)
     print("-" * len(header))
-    for name, (run_tripy, run_numpy) in cases:
-        check(name, run_tripy, run_numpy)
+    for name, (run_tripy, run_numpy, run_torch) in cases:
+        check(name, run_tripy, run_numpy, run_torch)
         tripy_s, tripy_calls = median_seconds(run_tripy, repeats, budget_s)
         numpy_s, _ = median_seconds(run_numpy, repeats, budget_s)
-        times = f"{tripy_s * 1e6:>9.1f} us {numpy_s * 1e6:>9.1f} us"
-        print(f"{name:<44} {times} {tripy_s / numpy_s:>8.2f} {tripy_calls:>8}")
+        torch_s = median_seconds(run_torch, repeats, budget_s)[0] if run_torch is not None else None
+        torch_text = f"{torch_s * 1e6:>8.1f} us" if torch_s is not None else f"{'-':>11}"
+        torch_ratio = f"{tripy_s / torch_s:>7.2f}" if torch_s is not None else f"{'-':>7}"
+        print(f"{name:<44} {tripy_s * 1e6:>8.1f} us {numpy_s * 1e6:>8.1f} us {torch_text} "
+              f"{tripy_s / numpy_s:>7.2f} {torch_ratio} {tripy_calls:>7}")
 
 
 if __name__ == "__main__":

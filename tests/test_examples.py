@@ -29,6 +29,8 @@ def test_cpu_benchmark_runs_and_checks_its_results():
     out = _run("bench/cpu_bench.py", "--quick")
     assert out.returncode == 0, out.stderr
     assert "compiled quickstart MLP" in out.stdout and "ratio" in out.stdout
+    for row in ("eager a + b, 2x3", "eager a + b, 1000x1000", "eager LayerNorm+Linear+GELU"):
+        assert row in out.stdout
 
 
 @pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
