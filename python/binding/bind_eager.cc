@@ -204,15 +204,17 @@ void bind_eager(py::module_& m) {
   // __radd__ and friends, where the tensor is on the right. An operand that is not a tensor
   // becomes one of the tensor's dtype through `scalar_like(value, tensor)` (trace_call's, which
   // refuses lossy literals at the user's line).
-  m.def("_binary_method", [](py::object cls, const std::string& name, std::string op, bool reflected,
+  m.def("_binary_method", [](py::object cls, const std::string& name, const std::string& op, bool reflected,
                              py::object scalar_like) {
+    const trace::OpDef* def = trace::find_op(op);
+    if (def == nullptr) throw py::value_error("unknown Trace op '" + op + "'");
     return py::cpp_function(
-        [op, reflected, scalar_like](py::handle self, py::object other) {
+        [def, reflected, scalar_like](py::handle self, py::object other) {
           if (!is_tensor(other)) other = scalar_like(other, self);
           NodeRef a = node_of(self), b = node_of(other);
           static const py::dict* const no_attrs = new py::dict();  // never freed: outlives the interpreter
           std::vector<NodeRef> nodes{reflected ? b : a, reflected ? a : b};
-          return wrap(make_op(op, std::move(nodes), *no_attrs, capture_source()));
+          return wrap(make_op(*def, std::move(nodes), *no_attrs, capture_source()));
         },
         py::name(name.c_str()), py::is_method(cls));
   });

@@ -175,6 +175,13 @@ CompileOptions compile_options(const std::string& device, int level, py::object 
 }  // namespace
 
 NodeRef make_op(const std::string& op, std::vector<NodeRef> inputs, const py::dict& attrs, const SourceRef& src) {
+  const trace::OpDef* def = trace::find_op(op);
+  if (def == nullptr) raise(internal_error("unknown Trace op '" + op + "'", src));
+  return make_op(*def, std::move(inputs), attrs, src);
+}
+
+NodeRef make_op(const trace::OpDef& def, std::vector<NodeRef> inputs, const py::dict& attrs, const SourceRef& src) {
+  const std::string& op = def.name;
   bool creation = inputs.empty();
   trace::Attrs converted;
   trace::AttrSet given = 0;
@@ -186,8 +193,8 @@ NodeRef make_op(const std::string& op, std::vector<NodeRef> inputs, const py::di
     raise(invalid_argument("Invalid argument for " + op + ": sizes, dimensions and steps must be integers "
                            "that fit in 64 bits.", src));
   }
-  check(trace::check_attrs(op, given, src));
-  NodeRef n = unwrap(trace::make_node(op, std::move(inputs), std::move(converted), src, std::move(symbols)));
+  check(trace::check_attrs(def, given, src));
+  NodeRef n = unwrap(trace::make_node(def, std::move(inputs), std::move(converted), src, std::move(symbols)));
   if (creation) n->device = parse_device(attrs.contains("device") ? attrs["device"].cast<std::string>() : "cpu");
   return n;
 }

@@ -5,6 +5,7 @@
 
 #include "compiler/compile.h"
 #include "trace/node.h"
+#include "trace/op_def.h"
 #include "tripy/status.h"
 
 namespace py = pybind11;
@@ -40,6 +41,8 @@ CompileOptions eager_options(const Device& device);
 // Builds the Trace op `op` (tripy.frontend.trace_call.make): attributes by name, checked against
 // the op's declaration; `device` places a creation op. Errors name `src`.
 trace::NodeRef make_op(const std::string& op, std::vector<trace::NodeRef> inputs, const py::dict& attrs,
+                       const SourceRef& src);
+trace::NodeRef make_op(const trace::OpDef& def, std::vector<trace::NodeRef> inputs, const py::dict& attrs,
                        const SourceRef& src);
 // The user's source frames at this point of the running Python code (those outside the tripy
 // package, innermost first, at most 8), as tripy.utils.stack_info.capture_user_frames gives them.

@@ -106,8 +106,20 @@ int SymbolTable::add(std::string name, int64_t min, int64_t opt, int64_t max) {
   return id;
 }
 
-Dim::Dim(int64_t value)
-    : node_(std::make_shared<const Node>(Node{DimOp::kConst, value, nullptr, nullptr})) {}
+Dim::Dim(int64_t value) : node_(constant(value)) {}
+
+std::shared_ptr<const Dim::Node> Dim::constant(int64_t value) {
+  // Small sizes recur in every shape an op infers: one shared node each, so making them allocates
+  // nothing (nodes are immutable).
+  constexpr int64_t kShared = 256;
+  static const std::vector<std::shared_ptr<const Node>>* const shared = [] {
+    auto* nodes = new std::vector<std::shared_ptr<const Node>>();
+    for (int64_t v = 0; v < kShared; ++v) nodes->push_back(std::make_shared<const Node>(Node{DimOp::kConst, v, nullptr, nullptr}));
+    return nodes;
+  }();
+  if (value >= 0 && value < kShared) return (*shared)[static_cast<size_t>(value)];
+  return std::make_shared<const Node>(Node{DimOp::kConst, value, nullptr, nullptr});
+}
 
 Dim Dim::symbol(int id) {
   return Dim(std::make_shared<const Node>(Node{DimOp::kSym, id, nullptr, nullptr}));

@@ -60,6 +60,7 @@ class Dim {
     std::shared_ptr<const Dim> a, b;
   };
   explicit Dim(std::shared_ptr<const Node> n) : node_(std::move(n)) {}
+  static std::shared_ptr<const Node> constant(int64_t value);
   std::shared_ptr<const Node> node_;
 };
 

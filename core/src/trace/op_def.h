@@ -121,9 +121,13 @@ std::vector<const OpDef*> all_ops();
 // which inputs' tables otherwise give.
 StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, Attrs attrs,
                             SourceRef source, std::shared_ptr<SymbolTable> symbols = nullptr);
+// The same for an op already looked up (find_op), as the frontend's hot path does.
+StatusOr<NodeRef> make_node(const OpDef& def, std::vector<NodeRef> inputs, Attrs attrs, SourceRef source,
+                            std::shared_ptr<SymbolTable> symbols = nullptr);
 // Where attributes arrive by name (the Python binding): `given` must hold only attributes `op`
 // reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source);
+Status check_attrs(const OpDef& def, AttrSet given, SourceRef source);
 
 // Registration: register_<name>_ops() of each file of ops, src/trace/ops_<name>.cc (the build
 // lists them in the generated trace/op_files.def).

@@ -71,12 +71,16 @@ std::string attr_set_str(AttrSet set) {
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source) {
   const OpDef* def = find_op(op);
   if (!def) return internal_error("unknown Trace op '" + op + "'", source);
-  if (AttrSet extra = given & ~def->attrs)
-    return internal_error(def->display + " takes " + (def->attrs ? "the attributes " + attr_set_str(def->attrs) : "no attributes") +
+  return check_attrs(*def, given, std::move(source));
+}
+
+Status check_attrs(const OpDef& def, AttrSet given, SourceRef source) {
+  if (AttrSet extra = given & ~def.attrs)
+    return internal_error(def.display + " takes " + (def.attrs ? "the attributes " + attr_set_str(def.attrs) : "no attributes") +
                               ", not " + attr_set_str(extra),
                           source);
-  if (AttrSet missing = def->required & ~given)
-    return internal_error(def->display + " needs the attributes " + attr_set_str(missing), source);
+  if (AttrSet missing = def.required & ~given)
+    return internal_error(def.display + " needs the attributes " + attr_set_str(missing), source);
   return ok_status();
 }
 
@@ -100,6 +104,12 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
                             SourceRef source, std::shared_ptr<SymbolTable> symbols) {
   const OpDef* def = find_op(op);
   if (!def) return internal_error("unknown Trace op '" + op + "'", source);
+  return make_node(*def, std::move(inputs), std::move(attrs), std::move(source), std::move(symbols));
+}
+
+StatusOr<NodeRef> make_node(const OpDef& op, std::vector<NodeRef> inputs, Attrs attrs, SourceRef source,
+                            std::shared_ptr<SymbolTable> symbols) {
+  const OpDef* def = &op;
   auto node = std::make_shared<Node>();
   node->def = def;
   node->attrs = std::move(attrs);
