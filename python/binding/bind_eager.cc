@@ -98,10 +98,29 @@ bool is_tensor(const py::handle& obj) {
   return is != 0;
 }
 
+// pybind finds a C++ type's registration by hashing its std::type_index on every cast, which
+// costs more than building the op: the Node's is looked up once (pybind11/detail, stable in the
+// pybind11 the build uses).
+const py::detail::type_info* node_type() {
+  static const py::detail::type_info* const type = py::detail::get_type_info(typeid(trace::Node));
+  return type;
+}
+
+NodeRef node_from(py::handle handle) {
+  const py::detail::type_info* type = node_type();
+  if (Py_TYPE(handle.ptr()) != type->type) return handle.cast<NodeRef>();  // pybind's checks and errors
+  return reinterpret_cast<py::detail::instance*>(handle.ptr())->get_value_and_holder(type).holder<NodeRef>();
+}
+
+py::object node_to_python(NodeRef node) {
+  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
+      node.get(), py::return_value_policy::take_ownership, py::handle(), node_type(), nullptr, nullptr, &node));
+}
+
 NodeRef node_of(const py::handle& tensor) {
   py::object node = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), g_hooks.node_name));
   if (!node) throw py::error_already_set();
-  return node.cast<NodeRef>();
+  return node_from(node);
 }
 
 // inputs (a list or tuple of tp.Tensor) -> their nodes; anything else is the user's error.
@@ -126,7 +145,8 @@ py::object wrap(NodeRef node) {
   py::object t = py::reinterpret_steal<py::object>(
       PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls), empty.ptr(), nullptr));
   if (!t) throw py::error_already_set();
-  py::object handle = py::cast(std::move(node));
+  py::object handle = node_to_python(std::move(node));
+  if (!handle) throw py::error_already_set();
   if (PyObject_SetAttr(t.ptr(), g_hooks.node_name, handle.ptr()) < 0 ||
       PyObject_SetAttr(t.ptr(), g_hooks.name_name, Py_None) < 0)
     throw py::error_already_set();
@@ -222,7 +242,8 @@ void bind_eager(py::module_& m) {
   // Tensor.eval(): evaluates `node` (compiling, or finding in the cache, what it needs). False,
   // without evaluating, where it reads a runtime input of tp.compile (it has no value yet: the
   // frontend explains). On the GPU also a host synchronisation point, as _C.evaluate.
-  m.def("evaluate_eager", [](const NodeRef& n) {
+  m.def("evaluate_eager", [](py::handle node) {
+    const NodeRef n = node_from(node);
     if (n->evaluated()) return true;
     if (compiler::reads_compile_input(n)) return false;
     Status st;

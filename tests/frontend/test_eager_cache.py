@@ -155,3 +155,19 @@ def test_a_dynamic_executable_lays_out_each_shape_it_is_called_with():
     for rows in (3, 5, 3, 1, 8, 5):
         x = rng.standard_normal((rows, 3)).astype(np.float32)
         np.testing.assert_allclose(np.asarray(exe(tp.Tensor(x), tp.Tensor(y))), x * y + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+def test_fused_kernels_reading_inputs_in_place_agree_with_numpy(dtype):
+    # Rows longer than a tile (512 elements) and not a multiple of it; a slice read through its
+    # window, a broadcast row, a reduction of a value read in place, and an output that is an input.
+    rng = np.random.default_rng(1)
+    x_np = rng.integers(-50, 50, size=(3, 1500)).astype(dtype)
+    row_np = rng.integers(-50, 50, size=(1500,)).astype(dtype)
+    x, row = _evaluated(x_np), _evaluated(row_np)
+    np.testing.assert_array_equal(np.asarray(x * row + x), x_np * row_np + x_np)
+    np.testing.assert_array_equal(np.asarray(x[:, 7:1207] - x[:, 0:1200]), x_np[:, 7:1207] - x_np[:, 0:1200])
+    np.testing.assert_array_equal(np.asarray(tp.sum(x, dim=1)), x_np.sum(axis=1))
+    np.testing.assert_array_equal(np.asarray(tp.max(x * row, dim=0)), (x_np * row_np).max(axis=0))
+    np.testing.assert_array_equal(np.asarray(x[1:2, :]), x_np[1:2, :])
+    np.testing.assert_array_equal(np.asarray(tp.cast(x, tp.float32) + 0.5), x_np.astype(np.float32) + 0.5)

@@ -383,7 +383,7 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
   TRIPY_ASSIGN_OR_RETURN(const size_t chosen, choose_profile(impl, inputs));
   const Impl::Profile& profile = impl.profiles[chosen];
   const rt::Program& p = *profile.program;
-  std::vector<int64_t> slots;
+  std::vector<int64_t>& slots = profile.slots;  // reused: runs of one executable take turns (`mu`)
   p.eval_shapes(inputs, slots);
   if (!profile.shapes_checked) TRIPY_RETURN_IF_ERROR(check_shapes(profile, inputs, slots));
   profile.shapes_checked = profile.static_inputs;

@@ -39,6 +39,7 @@ struct Executable::Impl {
     // passed once pass again and are skipped (eager programs: the key fixes every shape).
     bool static_inputs = false;
     mutable bool shapes_checked = false;  // guarded by `mu`
+    mutable std::vector<int64_t> slots;   // a run's sizes (Program::eval_shapes), guarded by `mu`
   };
   std::vector<Profile> profiles;  // at least one
   Device device;

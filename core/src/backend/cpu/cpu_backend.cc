@@ -156,7 +156,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
     }
     for (size_t i = 0; i < p.buffers.size(); ++i) views_[i].data = views_[p.alias_root(static_cast<int32_t>(i))].data;
 
-    KernelArgs args;
+    KernelArgs& args = args_;  // reused: its lists keep their memory from run to run
     args.program = &p;
     args.slots = &slots;
     for (size_t k = 0; k < p.kernels.size(); ++k) {
@@ -218,6 +218,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   int64_t arena_bytes_ = 0;
   std::vector<View> views_;
+  KernelArgs args_;
 };
 
 // The CPU needs nothing prepared at compile time: its kernels are the runtime's own.

@@ -58,13 +58,28 @@ struct Scratch {
 };
 thread_local Scratch t_scratch;
 
+// A worker's per-row state, likewise per thread: a worker is made per run (per chunk of one), and
+// a small run allocating its vectors anew costs as much as its arithmetic.
+struct WorkerState {
+  std::vector<Scalar> row_vals;
+  std::vector<const void*> direct;  // per register: its values read in place from an input, or null
+  std::vector<int64_t> row_base, coord, seg_off;
+  std::vector<int> seg_dst, seg_len;
+};
+thread_local WorkerState t_worker;
+
 class Worker {
  public:
   Worker(const FusedPlan& plan, const FusedLayout& layout)
       : plan_(plan), f_(*plan.fused), lay_(layout),
         tiles_(t_scratch.get(static_cast<size_t>(std::max(1, plan.num_slots)) * kTileBytes)),
-        row_vals_(f_.instrs.size()), row_base_(layout.num_streams, 0),
-        coord_(layout.tiles.dims.size(), 0) {}
+        row_vals_(t_worker.row_vals), direct_(t_worker.direct), row_base_(t_worker.row_base), coord_(t_worker.coord),
+        seg_off_(t_worker.seg_off), seg_dst_(t_worker.seg_dst), seg_len_(t_worker.seg_len) {
+    row_vals_.assign(f_.instrs.size(), Scalar{});
+    direct_.assign(f_.instrs.size(), nullptr);
+    row_base_.assign(static_cast<size_t>(layout.num_streams), 0);
+    coord_.assign(layout.tiles.dims.size(), 0);
+  }
 
   // Evaluates row `row` over tile-space elements [begin, end) (the whole row when reducing).
   void run_row(int64_t row, int64_t begin, int64_t end) {
@@ -81,11 +96,10 @@ class Worker {
         const FusedPass& pass = plan_.passes[plan_.pass_of[r]];
         Scalar acc;
         reduce_init(in.op, plan_.operand_kind[r], acc);
-        const int32_t src_slot = pass.slot[in.a];
         for (int64_t t = begin; t < end; t += kTile) {
           int len = static_cast<int>(std::min<int64_t>(kTile, end - t));
           run_pass(pass, t, len);
-          reduce_tile(in.op, plan_.operand_kind[r], tile(src_slot), len, acc);
+          reduce_tile(in.op, plan_.operand_kind[r], values(pass, in.a), len, acc);
         }
         reduce_finish(plan_.kind[r], in.dtype, acc, dst);
       } else {
@@ -102,7 +116,7 @@ class Worker {
       for (size_t o = 0; o < plan_.outputs.size(); ++o) {
         const FusedOutput& fo = plan_.outputs[o];
         if (!fo.row_level)
-          store_span(f_.instrs[fo.reg].dtype, lay_.out[o], out_at, tile(final_pass.slot[fo.reg]), len);
+          store_span(f_.instrs[fo.reg].dtype, lay_.out[o], out_at, values(final_pass, fo.reg), len);
       }
     }
     for (size_t o = 0; o < plan_.outputs.size(); ++o) {
@@ -113,6 +127,17 @@ class Worker {
 
  private:
   uint8_t* tile(int32_t slot) { return tiles_ + static_cast<size_t>(slot) * kTileBytes; }
+
+  // Register `r`'s values for the current tile of `pass`: in place in its input, or its tile.
+  const void* values(const FusedPass& pass, int32_t r) {
+    return direct_[r] != nullptr ? direct_[r] : tile(pass.slot[r]);
+  }
+
+  // Whether a contiguous load of `dtype` is its compute kind's bytes as they are (load_span would
+  // only copy them): such a register is read in place instead of copied into its tile.
+  static bool loads_in_place(DType dtype) {
+    return dtype == DType::kFloat32 || dtype == DType::kInt32 || dtype == DType::kInt64;
+  }
 
   void set_row_base(int64_t row) {
     const AxisGroup& g = lay_.rows;
@@ -159,12 +184,15 @@ class Worker {
     for (int32_t r : pass.instrs) {
       const rt::Instr& in = f_.instrs[r];
       uint8_t* dst = tile(pass.slot[r]);
+      direct_[r] = nullptr;
       if (in.op == EwOp::kLoad || in.op == EwOp::kIota) {
         const int s = plan_.stream_of[r];
         const int64_t inner_stride = lay_.tiles.strides[s * m + m - 1];
         if (m == 1) {  // fully coalesced tile space: the tile is one run (the common case)
           const int64_t off = row_base_[s] + t * inner_stride;
-          if (in.op == EwOp::kLoad) load_span(in.dtype, lay_.base[s], off, inner_stride, len, dst);
+          if (in.op == EwOp::kLoad && inner_stride == 1 && loads_in_place(in.dtype))
+            direct_[r] = static_cast<const uint8_t*>(lay_.base[s]) + off * dtype_size(in.dtype);
+          else if (in.op == EwOp::kLoad) load_span(in.dtype, lay_.base[s], off, inner_stride, len, dst);
           else iota_span(plan_.kind[r], off, inner_stride, len, dst);
           continue;
         }
@@ -180,7 +208,7 @@ class Worker {
         }
         continue;
       }
-      auto operand = [&](int32_t o) -> const void* { return o >= 0 ? tile(pass.slot[o]) : nullptr; };
+      auto operand = [&](int32_t o) -> const void* { return o >= 0 ? values(pass, o) : nullptr; };
       apply_op(in, plan_.operand_kind[r], len, dst, operand(in.a), operand(in.b), operand(in.c));
     }
   }
@@ -189,9 +217,13 @@ class Worker {
   const rt::FusedProgram& f_;
   const FusedLayout& lay_;
   uint8_t* tiles_;
-  std::vector<Scalar> row_vals_;
-  std::vector<int64_t> row_base_, coord_, seg_off_;
-  std::vector<int> seg_dst_, seg_len_;
+  std::vector<Scalar>& row_vals_;
+  std::vector<const void*>& direct_;
+  std::vector<int64_t>& row_base_;
+  std::vector<int64_t>& coord_;
+  std::vector<int64_t>& seg_off_;
+  std::vector<int>& seg_dst_;
+  std::vector<int>& seg_len_;
 };
 
 // Below this many element-instructions a kernel runs on the calling thread.
