@@ -8,7 +8,9 @@
 #include <pybind11/stl.h>
 
 #include <array>
+#include <cstring>
 #include <unordered_map>
+#include <utility>
 
 #include "binding.h"
 #include "compiler/eager.h"
@@ -177,6 +179,72 @@ void walk_user_frames(CallSite& site, int* linenos) {
   Py_XDECREF(frame);
 }
 
+// Runs `body` for a plain CPython function, turning C++ exceptions into the Python error they
+// carry (raise() has set it) or one of their own.
+template <class Body>
+PyObject* guarded(Body&& body) {
+  try {
+    return body().release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* evaluate_eager(PyObject*, PyObject* node) {
+  return guarded([&]() -> py::object {
+    const NodeRef n = node_from(node);
+    if (n->evaluated()) return py::bool_(true);
+    if (compiler::reads_compile_input(n)) return py::bool_(false);
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      st = compiler::evaluate(n, eager_options(n->device));
+      if (st.ok() && n->device.kind == Device::Kind::kGpu)
+        if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+    }
+    check(st);
+    return py::bool_(true);
+  });
+}
+
+// The binary operator methods (`x + y`, `2 * x`), each a method descriptor of tp.Tensor whose
+// function knows its op through its index in a table: a CPython method has no closure.
+struct BinaryMethod {
+  const trace::OpDef* def = nullptr;
+  bool reflected = false;   // __radd__ and friends: the tensor is on the right
+  PyObject* scalar_like = nullptr;  // trace_call.scalar_like(value, tensor)
+  PyMethodDef method{};
+};
+constexpr size_t kMaxBinaryMethods = 48;
+std::array<BinaryMethod, kMaxBinaryMethods> g_binary;
+size_t g_binary_count = 0;
+
+py::object binary(const BinaryMethod& m, PyObject* self, PyObject* other_ptr) {
+  py::object other = py::reinterpret_borrow<py::object>(other_ptr);
+  if (!is_tensor(other)) other = py::reinterpret_borrow<py::object>(m.scalar_like)(other, py::handle(self));
+  NodeRef a = node_of(self), b = node_of(other);
+  static const py::dict* const no_attrs = new py::dict();  // never freed: outlives the interpreter
+  std::vector<NodeRef> nodes{m.reflected ? b : a, m.reflected ? a : b};
+  return wrap(make_op(*m.def, std::move(nodes), *no_attrs, capture_source()));
+}
+
+template <size_t I>
+PyObject* binary_method(PyObject* self, PyObject* other) {
+  return guarded([&] { return binary(g_binary[I], self, other); });
+}
+
+template <size_t... I>
+constexpr std::array<PyCFunction, sizeof...(I)> binary_functions(std::index_sequence<I...>) {
+  return {&binary_method<I>...};
+}
+constexpr std::array<PyCFunction, kMaxBinaryMethods> kBinaryFunctions =
+    binary_functions(std::make_index_sequence<kMaxBinaryMethods>{});
+
 }  // namespace
 
 SourceRef capture_source() {
@@ -228,34 +296,25 @@ void bind_eager(py::module_& m) {
                              py::object scalar_like) {
     const trace::OpDef* def = trace::find_op(op);
     if (def == nullptr) throw py::value_error("unknown Trace op '" + op + "'");
-    return py::cpp_function(
-        [def, reflected, scalar_like](py::handle self, py::object other) {
-          if (!is_tensor(other)) other = scalar_like(other, self);
-          NodeRef a = node_of(self), b = node_of(other);
-          static const py::dict* const no_attrs = new py::dict();  // never freed: outlives the interpreter
-          std::vector<NodeRef> nodes{reflected ? b : a, reflected ? a : b};
-          return wrap(make_op(*def, std::move(nodes), *no_attrs, capture_source()));
-        },
-        py::name(name.c_str()), py::is_method(cls));
+    if (g_binary_count == kMaxBinaryMethods) throw std::runtime_error("tripy._C: too many binary methods");
+    BinaryMethod& m = g_binary[g_binary_count];
+    m.def = def;
+    m.reflected = reflected;
+    m.scalar_like = scalar_like.inc_ref().ptr();
+    m.method = {strdup(name.c_str()), kBinaryFunctions[g_binary_count], METH_O, nullptr};
+    ++g_binary_count;
+    PyObject* descr = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &m.method);
+    if (descr == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(descr);
   });
 
   // Tensor.eval(): evaluates `node` (compiling, or finding in the cache, what it needs). False,
   // without evaluating, where it reads a runtime input of tp.compile (it has no value yet: the
-  // frontend explains). On the GPU also a host synchronisation point, as _C.evaluate.
-  m.def("evaluate_eager", [](py::handle node) {
-    const NodeRef n = node_from(node);
-    if (n->evaluated()) return true;
-    if (compiler::reads_compile_input(n)) return false;
-    Status st;
-    {
-      py::gil_scoped_release nogil;
-      st = compiler::evaluate(n, eager_options(n->device));
-      if (st.ok() && n->device.kind == Device::Kind::kGpu)
-        if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
-    }
-    check(st);
-    return true;
-  });
+  // frontend explains). On the GPU also a host synchronisation point, as _C.evaluate. A plain
+  // CPython function: pybind's dispatcher would add a tenth of a microsecond to every eager step.
+  static PyMethodDef evaluate_eager_def = {"evaluate_eager", evaluate_eager, METH_O,
+                                           "evaluate_eager(node) -> bool: evaluates a Trace node (Tensor.eval)."};
+  m.add_object("evaluate_eager", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&evaluate_eager_def, nullptr, nullptr)));
   // Whether `node`'s value can be read now: it has one, or it reads no runtime input of tp.compile.
   m.def("value_known", [](const NodeRef& n) { return n->evaluated() || !compiler::reads_compile_input(n); });
 

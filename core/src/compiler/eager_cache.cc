@@ -259,6 +259,7 @@ EagerKey eager_key(const NodeRef& node, const Device& device) {
   EagerKey key;
   if (is_one_op(*node)) {
     key.one_op = true;
+    key.leaves.reserve(node->inputs.size());
     for (const auto& in : node->inputs)  // topo_order's numbering: each value once, by first use
       if (std::find(key.leaves.begin(), key.leaves.end(), in.get()) == key.leaves.end()) key.leaves.push_back(in.get());
     key.hash = op_hash(*node, device, key.leaves);
