@@ -1,8 +1,9 @@
 """Captures the user's source frames at each op call, so errors can point at the line that made a tensor.
 
-Every op calls ``capture_user_frames`` once, so this runs on the hottest path of graph building:
-it walks raw frames with ``sys._getframe`` (no ``inspect``, no ``traceback``) and memoises every
-answer that depends only on the code object.
+Python code that reports an error calls ``capture_user_frames``: it walks raw frames with
+``sys._getframe`` (no ``inspect``, no ``traceback``) and memoises every answer that depends only
+on the code object. Ops capture their frames in the core instead (memoised per call site), which
+asks ``_internal`` and ``_position`` here, so both captures draw the same line.
 """
 
 import os
