@@ -126,3 +126,63 @@ template <int OP, class T> DEVI T block_allreduce(T v, T* sm) {
   for (int i = 1; i < nw; ++i) v = rc<OP>(v, sm[i]);
   return v;
 }
+
+// The few-row products (gemv.cuh, weight_only_dot.cuh): `split` warps of a group (the group's
+// g-th, this warp its ws-th) each sum part of K for the same outputs, and add their parts through
+// `part` (a row of shared memory per warp). split_sum_entries: after the warp's own shuffle sums,
+// entry e of N belongs to lane e % 32; split_sum_lanes: each lane's N accumulators are its own
+// (mma fragments). Both return false to the warps that leave (all but the group's first).
+template <int N, int W> DEVI bool split_sum_entries(float* v, float (*part)[W], int split, int g, int ws) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v[e] += __shfl_xor_sync(0xffffffffu, v[e], o);
+  if (split <= 1) return true;
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+    if ((e & 31) == lane) part[warp][e] = v[e];
+  __syncthreads();
+  if (ws != 0) return false;
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+    if ((e & 31) == lane) {
+      float s = 0.0f;
+      for (int j = 0; j < split; ++j) s += part[g * split + j][e];
+      v[e] = s;
+    }
+  return true;
+}
+template <int N, int W> DEVI bool split_sum_lanes(float* v, float (*part)[W], int split, int g, int ws) {
+  if (split <= 1) return true;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int e = 0; e < N; ++e) part[warp][e * 32 + lane] = v[e];
+  __syncthreads();
+  if (ws != 0) return false;
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    float s = 0.0f;
+    for (int j = 0; j < split; ++j) s += part[g * split + j][e * 32 + lane];
+    v[e] = s;
+  }
+  return true;
+}
+// c += A (16 x 16) B (16 x 8), float16 or bfloat16 operands, float32 sums: A's rows g and g + 8 at
+// slots {2t, 2t + 1, 2t + 8, 2t + 9} in a0..a3, B's column g at the same slots in b0, b1 (g = lane
+// / 4, t = lane % 4). Nothing before sm_80 (its callers take another path there).
+template <bool BF16> DEVI void mma16816_f32(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                            unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}

@@ -136,31 +136,8 @@ DEVI void gemv_rows(const GemvArgs& a) {
       }
     }
   }
-  // Every lane gets the warp's sums; lane (r * MT + m) % 32 owns entry (r, m) from here on.
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
-  if (S > 1) {
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if (((r * MT + m) & 31) == lane) part[warp][r * MT + m] = acc[r][m];
-    __syncthreads();
-    if (ws != 0) return;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if (((r * MT + m) & 31) == lane) {
-          float s = 0.0f;
-          for (int j = 0; j < S; ++j) s += part[g * S + j][r * MT + m];
-          acc[r][m] = s;
-        }
-  }
+  // Lane (r * MT + m) % 32 owns entry (r, m) of the group's sums from here on.
+  if (!split_sum_entries<R * MT>(&acc[0][0], part, S, g, ws)) return;
   unsigned short* out = (unsigned short*)a.out;
   const unsigned short* bias = (const unsigned short*)a.bias;
 #pragma unroll
@@ -183,24 +160,6 @@ template <bool STREAM> DEVI V16 gemv_load8(const unsigned short* row, i64 k, i64
   for (int i = 0; i < 8; ++i) e[i] = k + i < K ? row[k + i] : (unsigned short)0;
   return V16{e[0] | ((unsigned)e[1] << 16), e[2] | ((unsigned)e[3] << 16), e[4] | ((unsigned)e[5] << 16),
              e[6] | ((unsigned)e[7] << 16)};
-}
-
-// c += A (16 x 16) B (16 x 8): A's rows g and g + 8 at slots {2t, 2t + 1, 2t + 8, 2t + 9} in a0..a3,
-// B's column g at the same slots in b0, b1 (g = lane / 4, t = lane % 4).
-template <class T> DEVI void gemv_mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                           unsigned b0, unsigned b1) {
-#if __CUDA_ARCH__ >= 800
-  if constexpr (T::kBf16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
 }
 
 // MT rows of x (NT tiles of 8) against R tiles of 16 rows of w per group of `split` warps. Lane
@@ -264,8 +223,8 @@ DEVI void gemv_mma(const GemvArgs& a) {
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
             const V16 &lo = wv[u][r][0], &hi = wv[u][r][1], &b = xv[u][t];
-            gemv_mma16816<T>(c[r][t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
-            gemv_mma16816<T>(c[r][t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+            mma16816_f32<T::kBf16>(c[r][t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+            mma16816_f32<T::kBf16>(c[r][t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
           }
       }
     }
@@ -285,26 +244,7 @@ DEVI void gemv_mma(const GemvArgs& a) {
             c[r][t][i] = fmaf(T::get(wr[r][i >> 1][k]), xk, c[r][t][i]);
           }
 #endif
-  if (S > 1) {
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) part[warp][((r * NT + t) * 4 + i) * 32 + lane] = c[r][t][i];
-    __syncthreads();
-    if (ws != 0) return;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float v = 0.0f;
-          for (int j = 0; j < S; ++j) v += part[g * S + j][((r * NT + t) * 4 + i) * 32 + lane];
-          c[r][t][i] = v;
-        }
-  }
+  if (!split_sum_lanes<R * NT * 4>(&c[0][0][0], part, S, g, ws)) return;
   unsigned short* out = (unsigned short*)a.out;
   const unsigned short* bias = (const unsigned short*)a.bias;
 #pragma unroll

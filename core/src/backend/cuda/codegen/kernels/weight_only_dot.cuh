@@ -214,31 +214,8 @@ DEVI void wo_rows(const WoArgs& a) {
       }
     }
   }
-  // Every lane gets the warp's sums; lane (r * MT + m) % 32 owns entry (r, m) from here on.
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
-  if (split > 1) {
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if (((r * MT + m) & 31) == lane) part[warp][r * MT + m] = acc[r][m];
-    __syncthreads();
-    if (ws != 0) return;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if (((r * MT + m) & 31) == lane) {
-          float s = 0.0f;
-          for (int j = 0; j < split; ++j) s += part[g * split + j][r * MT + m];
-          acc[r][m] = s;
-        }
-  }
+  // Lane (r * MT + m) % 32 owns entry (r, m) of the group's sums from here on.
+  if (!split_sum_entries<R * MT>(&acc[0][0], part, split, g, ws)) return;
   S* out = (S*)a.out + m0 * N;
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -281,24 +258,6 @@ DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out
   }
 #pragma unroll
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(fmaf(q[2 * p], s, nzs), fmaf(q[2 * p + 1], s, nzs));
-}
-
-// c += A (16 x 16) B (16 x 8): A's rows g and g + 8 at slots {2t, 2t + 1, 2t + 8, 2t + 9} in a0..a3,
-// B's column g at the same slots in b0, b1 (g = lane / 4, t = lane % 4).
-template <bool BF16>
-DEVI void wo_mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-#if __CUDA_ARCH__ >= 800
-  if (BF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
 }
 
 // MT rows of x (NT tiles of 8) against 16 weight rows per group of `mma_split` warps, which take
@@ -367,8 +326,8 @@ DEVI void wo_mma(const WoArgs& a) {
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
             const V16 b = live ? *(const V16*)(xr[t] + k0 + j * 8) : V16{0u, 0u, 0u, 0u};
-            wo_mma16816<T::kBf16>(c[t], lo[0], hi[0], lo[1], hi[1], b.x, b.y);
-            wo_mma16816<T::kBf16>(c[t], lo[2], hi[2], lo[3], hi[3], b.z, b.w);
+            mma16816_f32<T::kBf16>(c[t], lo[0], hi[0], lo[1], hi[1], b.x, b.y);
+            mma16816_f32<T::kBf16>(c[t], lo[2], hi[2], lo[3], hi[3], b.z, b.w);
           }
         }
       }
@@ -394,22 +353,7 @@ DEVI void wo_mma(const WoArgs& a) {
       }
     }
 #endif
-  if (split > 1) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) part[warp][(t * 4 + i) * 32 + lane] = c[t][i];
-    __syncthreads();
-    if (ws != 0) return;
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        float v = 0.0f;
-        for (int j = 0; j < split; ++j) v += part[g * split + j][(t * 4 + i) * 32 + lane];
-        c[t][i] = v;
-      }
-  }
+  if (!split_sum_lanes<NT * 4>(&c[0][0], part, split, g, ws)) return;
   S* out = (S*)a.out + m0 * N;
 #pragma unroll
   for (int t = 0; t < NT; ++t)
