@@ -22,7 +22,7 @@ import tripy as tp
 from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.input_info import InputInfo, NamedDimension
-from tripy.onnx.converters import dtype_of
+from tripy.onnx.graph import dtype_of
 from tripy.onnx.model import load
 
 # The lines of an error's message that show where it was raised ("--> file:line", source, carets):

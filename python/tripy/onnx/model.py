@@ -13,12 +13,11 @@ from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
 from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.tensor import Tensor
-from tripy.onnx import converters, patterns
-from tripy.onnx.converters import Graph, problems_of, run_graph, scalar_constant
+from tripy.onnx import patterns
+from tripy.onnx.converters import problems_of, run_graph, scalar_constant
+from tripy.onnx.graph import Graph, dtype_of
 from tripy.utils.stack_info import capture_user_frames
 
-# The opsets of the standard domain the converters are written for.
-OPSET_MIN, OPSET_MAX = converters.OPSET_MIN, converters.OPSET_MAX
 
 
 def _parameter_name(name, taken):
@@ -169,7 +168,7 @@ class Model:
         used = set()
         infos = {}
         for (name, elem_type, shape), parameter in zip(self._graph.inputs, self._parameters):
-            dtype = converters.dtype_of(elem_type)
+            dtype = dtype_of(elem_type)
             if dtype is None:
                 _raise_here(f"The input {name!r} of {quoted_path(self.path)} has the dtype "
                             f"{_C.onnx_elem_type_name(elem_type)}, which Tripy does not have.")
