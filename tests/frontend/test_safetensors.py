@@ -438,3 +438,15 @@ def test_bfloat16_cross_checks_with_hugging_face_safetensors_and_torch(tmp_path)
     back = st_torch.load_file(ours)
     assert back["w"].dtype == torch.bfloat16 and back["f8"].dtype == torch.float8_e4m3fn
     np.testing.assert_array_equal(back["w"].to(torch.float32).numpy(), bf16_to_f32(bf16_bits(values)))
+
+
+def test_a_copy_asked_of_a_mapped_tensor_is_writable_and_leaves_the_file_alone(tmp_path):
+    """numpy 2's np.array(t) passes copy=True to __array__ and trusts the answer: a view of the
+    mapped file would come back read-only (or, writable, would write through to the file)."""
+    path = str(tmp_path / "x.safetensors")
+    tp.save_safetensors({"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, path)
+    loaded = tp.load_safetensors(path, device="cpu")["w"]
+    copied = loaded.__array__(copy=True)
+    copied[1, 2] = -1.0
+    np.testing.assert_array_equal(np.asarray(loaded), np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert loaded.__array__(dtype=np.float64, copy=True).flags.writeable

@@ -259,6 +259,8 @@ class Tensor:
         except (BufferError, TypeError, RuntimeError):  # numpy < 1.25 exports no bool through DLPack
             # (reshaped: a list of no elements has lost the shape's dims past the first zero)
             array = np.array(host.tolist(), dtype=np.bool_ if self.dtype.name == "bool" else None).reshape(host.shape)
+        if copy:  # numpy 2's np.array(t) asks for a copy and trusts the answer: a view of a mapped file is read-only
+            return array.astype(dtype if dtype is not None else array.dtype, copy=True)
         return array.astype(dtype, copy=False) if dtype is not None else array
 
     def _single_value(self, kind):
