@@ -1,6 +1,6 @@
 """ONNX ops that Tripy has no single op for, written with Tripy's ops (each a function of tensors
 and the node's settings; ``converters.py`` reads the node and calls them): inverse trigonometry,
-Hardmax, OneHot, EyeLike, LRN, ReverseSequence, edge padding."""
+Hardmax, OneHot, EyeLike, LRN, ReverseSequence, edge and wrap padding."""
 
 import math
 
@@ -115,13 +115,13 @@ def take_along(data, index, axis):
     return gather(flatten(data), 0, position)
 
 
-def edge_pad(x, pads):
-    """``x`` padded by repeating its edge values: per dim, a gather at clamped positions."""
+def edge_pad(x, pads, wrap=False):
+    """``x`` padded by repeating its edge values (or, with ``wrap``, its values from the other end):
+    per dim, a gather at clamped (or wrapped) positions."""
     for d, (before, after) in enumerate(pads):
         if not before and not after:
             continue
         n = x.shape[d]
-        index = [min(max(i - before, 0), n - 1) for i in range(n + before + after)]
+        index = [(i - before) % n if wrap else min(max(i - before, 0), n - 1) for i in range(n + before + after)]
         x = gather(x, d, Tensor(index))
     return x
-

@@ -10,7 +10,6 @@ stay symbolic under dynamic shapes instead of becoming data-dependent tensors.
 
 import builtins
 import math
-from collections import namedtuple
 
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
@@ -27,12 +26,12 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
-from tripy.onnx import composites
+from tripy.onnx import composites, pooling
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
-    _eye_like, _gather_nd, _gemm, _global_pool, _hard_sigmoid, _hardmax, _instance_norm, _is_inf, _l1, _l2,
-    _layer_norm, _log_sum, _log_sum_exp, _lrn, _matmul, _mvn, _one_hot, _pad, _pool, _prelu, _reduce, _resize,
+    _eye_like, _gather_nd, _gemm, _hard_sigmoid, _hardmax, _instance_norm, _is_inf, _l1, _l2,
+    _layer_norm, _log_sum, _log_sum_exp, _lrn, _matmul, _mvn, _one_hot, _pad, _prelu, _reduce, _resize,
     _reverse_sequence, _scatter_elements, _scatter_nd, _shrink, _softmax, _softplus, _space_to_depth, _sum_square,
     _topk, _trilu,
 )
@@ -41,6 +40,7 @@ from tripy.onnx.graph import (
     _axis, _dims, _elem_name, _flat, _static, as_tensor, dtype_of,
 )
 from tripy.onnx.patterns import FusedNode
+from tripy.onnx.rows import INEXPRESSIBLE, Row, attr_is, checks, dtype_attr, one_output
 
 
 # ---- converters ----------------------------------------------------------------------------------
@@ -180,6 +180,8 @@ def _cast(ctx, n):
 
 def _cast_like(ctx, n):
     x, like = ctx.tensor(n.inputs[0]), ctx.tensor(n.inputs[1])
+    if like.dtype == dtypes.float8 and n.attr("saturate", 1) == 0:
+        _raise_here(f"ONNX {n.describe()}: saturate=0 is not supported (Tripy's float8 casts saturate).")
     return x if x.dtype == like.dtype else cast(x, like.dtype)
 
 
@@ -311,6 +313,13 @@ def _split(ctx, n):
     axis = _axis(n.attr("axis", 0), x.rank)
     sizes = n.attr("split") if n.opset < 13 else (None if n.input(1) is None else ctx.ints(n.inputs[1], n))
     count = len(n.outputs)
+    if not sizes and n.has("num_outputs") and not (isinstance(x.shape[axis], int) and x.shape[axis] % count == 0):
+        # opset 18: parts of ceil(size / num_outputs), the last one smaller
+        size = x.shape[axis]
+        if not isinstance(size, int):
+            _raise_here(f"ONNX {n.describe()}: num_outputs that may not divide dim {axis} needs it static.")
+        part = -(-size // count)
+        sizes = [builtins.min(part, builtins.max(size - i * part, 0)) for i in range(count)]
     if not sizes:
         if count == 1:
             return [x]
@@ -419,45 +428,6 @@ def _clip(ctx, n):
 
 # ---- the table ----------------------------------------------------------------------------------
 
-Row = namedtuple("Row", "fn attrs first last check", defaults=((), OPSET_MIN, OPSET_MAX, None))
-
-
-def _dtype_attr(name):
-    def check(n):
-        if n.has(name) and dtype_of(n.attr(name)) is None:
-            return f"{name}={_elem_name(n.attr(name))}: Tripy has no such dtype"
-        return None
-
-    return check
-
-
-def _attr_is(name, allowed, default):
-    def check(n):
-        value = n.attr(name, default)
-        if value not in allowed:
-            return f"{name}={value!r} is not supported (supported: {', '.join(map(repr, allowed))})"
-        return None
-
-    return check
-
-
-def _checks(*checks):
-    def check(n):
-        for c in checks:
-            problem = c(n)
-            if problem:
-                return problem
-        return None
-
-    return check
-
-
-def _one_output(n):
-    if len([o for o in n.outputs if o]) > 1 and any(n.outputs[1:]):
-        return "only the first output is supported"
-    return None
-
-
 def _const_tensor_attr(n):
     for key in ("sparse_value", "value_string", "value_strings"):
         if n.has(key):
@@ -473,18 +443,18 @@ def _value_attr(n):
     return None
 
 
+def _saturating(n):
+    """Tripy's casts to float8 saturate, ONNX's default since opset 19; ``saturate=0`` (overflow to
+    infinity or NaN) is another rule."""
+    if n.attr("saturate", 1) == 0 and n.attr("to") == 17:
+        return "saturate=0 is not supported (Tripy's float8 casts saturate)"
+    return None
+
+
 def _conv_transpose_check(n):
     if n.has("output_shape"):
         return "output_shape is not supported (give pads and output_padding)"
-    return _attr_is("auto_pad", ("NOTSET",), "NOTSET")(n)
-
-
-def _pool_check(n):
-    if any(d != 1 for d in n.attr("dilations", [])):
-        return "dilations other than 1 are not supported"
-    if n.attr("storage_order", 0):
-        return "storage_order=1 is not supported"
-    return _one_output(n)
+    return attr_is("auto_pad", ("NOTSET",), "NOTSET")(n)
 
 
 def _no_training_input(n):
@@ -498,13 +468,6 @@ def _no_training_input(n):
             "Dropout is the identity")
 
 
-def _avg_pool_check(n):
-    if n.attr("ceil_mode", 0) and n.attr("count_include_pad", 0):
-        return "ceil_mode=1 with count_include_pad=1 is not supported"
-    return _pool_check(n)
-
-
-_POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides")
 _REDUCE_ATTRS = ("axes", "keepdims", "noop_with_empty_axes")
 _ACT = ("alpha", "beta", "gamma")
 
@@ -515,7 +478,7 @@ OPS = {
     "Acos": Row(_unary(composites.acos)),
     "Asin": Row(_unary(composites.asin)),
     "Atan": Row(_unary(composites.atan)),
-    "EyeLike": Row(_eye_like, ("dtype", "k"), check=_dtype_attr("dtype")),
+    "EyeLike": Row(_eye_like, ("dtype", "k"), check=dtype_attr("dtype")),
     "Hardmax": Row(_hardmax, ("axis",)),
     "LRN": Row(_lrn, ("alpha", "beta", "bias", "size")),
     "OneHot": Row(_one_hot, ("axis",), first=9),
@@ -527,11 +490,10 @@ OPS = {
     "And": Row(_binary(lambda a, b: a & b)),
     "ArgMax": Row(_arg(argmax), ("axis", "keepdims", "select_last_index")),
     "ArgMin": Row(_arg(argmin), ("axis", "keepdims", "select_last_index")),
-    "AveragePool": Row(_pool("avg"), _POOL_ATTRS + ("count_include_pad",), check=_avg_pool_check),
     "BatchNormalization": Row(_batch_norm, ("epsilon", "momentum", "spatial", "training_mode"),
-                              check=_checks(_attr_is("training_mode", (0,), 0), _attr_is("spatial", (1,), 1), _one_output)),
-    "Cast": Row(_cast, ("to",), check=_dtype_attr("to")),
-    "CastLike": Row(_cast_like),
+                              check=checks(attr_is("training_mode", (0,), 0), attr_is("spatial", (1,), 1), one_output)),
+    "Cast": Row(_cast, ("saturate", "to"), check=checks(dtype_attr("to"), _saturating)),
+    "CastLike": Row(_cast_like, ("saturate",)),
     "Ceil": Row(_unary(ceil)),
     "Celu": Row(_elementwise(_celu), ("alpha",)),
     "Clip": Row(_clip, ("min", "max")),
@@ -552,8 +514,9 @@ OPS = {
     "GatherND": Row(_gather_nd, ("batch_dims",), first=11),
     "Scatter": Row(_scatter_elements, ("axis",), first=9, last=10),
     "ScatterElements": Row(_scatter_elements, ("axis", "reduction"), first=11,
-                           check=_attr_is("reduction", ("none", "add", "mul"), "none")),
-    "ScatterND": Row(_scatter_nd, ("reduction",), first=11, check=_attr_is("reduction", ("none", "add", "mul"), "none")),
+                           check=attr_is("reduction", ("none", "add", "mul", "max", "min"), "none")),
+    "ScatterND": Row(_scatter_nd, ("reduction",), first=11,
+                     check=attr_is("reduction", ("none", "add", "mul", "max", "min"), "none")),
     "Elu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.0))), ("alpha",)),
     "Equal": Row(_equal),
     "Erf": Row(_unary(erf)),
@@ -564,8 +527,6 @@ OPS = {
     "Gather": Row(_gather, ("axis",)),
     "GatherElements": Row(_gather_elements, ("axis",)),
     "Gemm": Row(_gemm, ("alpha", "beta", "transA", "transB")),
-    "GlobalAveragePool": Row(_global_pool(mean)),
-    "GlobalMaxPool": Row(_global_pool(max)),
     "Greater": Row(_binary(lambda a, b: a > b)),
     "GreaterOrEqual": Row(_binary(lambda a, b: a >= b)),
     "HardSigmoid": Row(_elementwise(_hard_sigmoid), ("alpha", "beta")),
@@ -574,7 +535,7 @@ OPS = {
     "InstanceNormalization": Row(_instance_norm, ("epsilon",)),
     "IsInf": Row(_elementwise(_is_inf), ("detect_negative", "detect_positive")),
     "IsNaN": Row(_elementwise(lambda n, x: x != x)),
-    "LayerNormalization": Row(_layer_norm, ("axis", "epsilon", "stash_type"), check=_attr_is("stash_type", (1,), 1)),
+    "LayerNormalization": Row(_layer_norm, ("axis", "epsilon", "stash_type"), check=attr_is("stash_type", (1,), 1)),
     "LeakyRelu": Row(_elementwise(lambda n, x: leaky_relu(x, n.attr("alpha", 0.01))), ("alpha",)),
     "Less": Row(_binary(lambda a, b: a < b)),
     "LessOrEqual": Row(_binary(lambda a, b: a <= b)),
@@ -582,7 +543,6 @@ OPS = {
     "LogSoftmax": Row(_softmax(log_softmax), ("axis",)),
     "MatMul": Row(_matmul),
     "Max": Row(_variadic(maximum)),
-    "MaxPool": Row(_pool("max"), _POOL_ATTRS, check=_pool_check),
     "Mean": Row(_variadic(lambda a, b: a + b, average=True)),
     "MeanVarianceNormalization": Row(_mvn, ("axes",)),
     "Min": Row(_variadic(minimum)),
@@ -591,7 +551,7 @@ OPS = {
     "Neg": Row(_unary(lambda x: -x)),
     "Not": Row(_unary(lambda x: ~x)),
     "Or": Row(_binary(lambda a, b: a | b)),
-    "Pad": Row(_pad, ("mode", "pads", "value"), check=_attr_is("mode", ("constant", "reflect", "edge"), "constant")),
+    "Pad": Row(_pad, ("mode", "pads", "value"), check=attr_is("mode", ("constant", "reflect", "edge", "wrap"), "constant")),
     "Pow": Row(_binary(_pow)),
     "PRelu": Row(_prelu),
     "Range": Row(_range),
@@ -607,11 +567,12 @@ OPS = {
     "ReduceSum": Row(_reduce(sum, axes_input_from=13), _REDUCE_ATTRS),
     "ReduceSumSquare": Row(_reduce(_sum_square), _REDUCE_ATTRS),
     "Relu": Row(_unary(relu)),
-    "Resize": Row(_resize, ("coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                            "mode", "nearest_mode"), first=11,
-                  check=_checks(_attr_is("mode", resize_rules.MODES, "nearest"),
-                                _attr_is("coordinate_transformation_mode", resize_rules.COORDINATE_MODES, "half_pixel"),
-                                _attr_is("nearest_mode", resize_rules.NEAREST_MODES, "round_prefer_floor"))),
+    "Resize": Row(_resize, ("antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                            "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"), first=11,
+                  check=checks(attr_is("mode", resize_rules.MODES, "nearest"), attr_is("antialias", (0,), 0),
+                               attr_is("keep_aspect_ratio_policy", ("stretch",), "stretch"),
+                               attr_is("coordinate_transformation_mode", resize_rules.COORDINATE_MODES, "half_pixel"),
+                               attr_is("nearest_mode", resize_rules.NEAREST_MODES, "round_prefer_floor"))),
     "Reshape": Row(_reshape, ("allowzero",)),
     "Round": Row(_unary(round)),
     "Selu": Row(_elementwise(lambda n, x: where(x > 0, x, expm1(x) * n.attr("alpha", 1.67326319217681884765625))
@@ -628,7 +589,7 @@ OPS = {
     "Softplus": Row(_unary(_softplus)),
     "Softsign": Row(_unary(lambda x: x / (abs(x) + 1.0))),
     "SpaceToDepth": Row(_space_to_depth, ("blocksize",)),
-    "Split": Row(_split, ("axis", "split")),
+    "Split": Row(_split, ("axis", "num_outputs", "split")),
     "Sqrt": Row(_unary(sqrt)),
     "Squeeze": Row(_squeeze, ("axes",)),
     "Sub": Row(_dims_arith("Sub")),
@@ -638,14 +599,17 @@ OPS = {
     "ThresholdedRelu": Row(_elementwise(lambda n, x: where(x > n.attr("alpha", 1.0), x, _as_dtype_of(0.0, x))),
                            ("alpha",)),
     "Tile": Row(_tile),
-    "TopK": Row(_topk, ("axis", "largest", "sorted"), check=_attr_is("sorted", (1,), 1)),
+    "TopK": Row(_topk, ("axis", "largest", "sorted"), check=attr_is("sorted", (1,), 1)),
     "Transpose": Row(_transpose, ("perm",)),
     "Trilu": Row(_trilu, ("upper",)),
     "Unsqueeze": Row(_unsqueeze, ("axes",)),
-    "Upsample": Row(_resize, ("mode", "scales"), last=9, check=_attr_is("mode", ("nearest", "linear"), "nearest")),
+    "Upsample": Row(_resize, ("mode", "scales"), last=9, check=attr_is("mode", ("nearest", "linear"), "nearest")),
     "Where": Row(_where),
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
+for _rows in (pooling.ROWS,):  # the tables of the converters kept in their own files
+    assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
+    OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a
 # `broadcast` or `consumed_inputs` attribute, which the attribute check refuses anyway): these
 # rows also cover models of opsets 1 to 6.
@@ -684,6 +648,9 @@ def problems_of(graph):
             problems.append(f"{where}: the op domain {n.domain!r} is not supported (only the standard domain is)")
             continue
         row = OPS.get(n.op_type)
+        if row is None and n.op_type in INEXPRESSIBLE:
+            problems.append(f"{where}: the op type {n.op_type} is not supported: {INEXPRESSIBLE[n.op_type]}")
+            continue
         if row is None:
             problems.append(f"{where}: the op type {n.op_type} is not supported")
             continue

@@ -12,7 +12,6 @@ from tripy.frontend.ops.elementwise import exp, expm1, log, maximum, minimum, sq
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.pad import pad
-from tripy.frontend.ops.pooling import avgpool, maxpool
 from tripy.frontend.ops.reduce import max, mean, sum
 from tripy.frontend.ops.scan import cumsum, topk
 from tripy.frontend.ops.shape_ops import flip, permute, reshape, squeeze
@@ -154,37 +153,6 @@ def _conv_transpose(ctx, n):
     return out if b is None else out + reshape(b, [-1] + [1] * nd)
 
 
-def _pool(kind):
-    def run(ctx, n):
-        x = ctx.tensor(n.inputs[0])
-        kernel = n.attr("kernel_shape")
-        nd = len(kernel)
-        strides = n.attr("strides", [1] * nd)
-        padding = _spatial_pads(ctx, n, x, kernel, strides, [1] * nd)
-        if n.attr("ceil_mode", 0):
-            # Windows that start inside the (front-padded) input are kept: pad the end for them.
-            grown = []
-            for i, (lo, hi) in enumerate(padding):
-                size = x.shape[2 + i]
-                if not isinstance(size, int):
-                    _raise_here(f"ONNX {n.describe()}: ceil_mode needs static spatial sizes.")
-                span = size + lo + hi - kernel[i]
-                out = -(-span // strides[i]) + 1
-                if (out - 1) * strides[i] >= size + lo:
-                    out -= 1
-                grown.append((lo, builtins.max(hi, (out - 1) * strides[i] + kernel[i] - size - lo)))
-            padding = grown  # padded elements never win a max and count_include_pad=0 averages skip them
-        if kind == "max":
-            return maxpool(x, kernel, strides, padding)
-        return avgpool(x, kernel, strides, padding, count_include_pad=bool(n.attr("count_include_pad", 0)))
-
-    return run
-
-
-def _global_pool(fn):
-    return lambda ctx, n: fn(ctx.tensor(n.inputs[0]), list(range(2, ctx.tensor(n.inputs[0]).rank)), True)
-
-
 def _channel(t, rank):
     return reshape(t, [-1] + [1] * (rank - 2))
 
@@ -244,19 +212,26 @@ def _pad(ctx, n):
         pads = ctx.ints(n.inputs[1], n)
         value = 0 if n.input(2) is None else _flat(ctx.values(n.inputs[2], n))[0]
     r = x.rank
-    if any(isinstance(p, int) and p < 0 for p in pads):
-        _raise_here(f"ONNX {n.describe()}: negative pads (cropping) are not supported.")
+    axes = list(range(r)) if n.input(3) is None else [_axis(a, r) for a in ctx.ints(n.inputs[3], n)]  # opset 18
+    pairs = [(0, 0)] * r
+    for i, a in enumerate(axes):
+        pairs[a] = (pads[i], pads[i + len(axes)])
+    if any(isinstance(p, int) and p < 0 for pair in pairs for p in pair):  # cropping: a slice first
+        if not _static(x.shape):
+            _raise_here(f"ONNX {n.describe()}: negative pads (cropping) need static shapes.")
+        x = x[tuple(slice(-builtins.min(lo, 0), size + builtins.min(hi, 0)) for (lo, hi), size in zip(pairs, x.shape))]
+        pairs = [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi in pairs]
     mode = n.attr("mode", "constant")
-    pairs = [(pads[i], pads[i + r]) for i in range(r)]
-    if mode == "edge":
-        if not _static(x.shape) or not _static(pads):
-            _raise_here(f"ONNX {n.describe()}: edge padding needs static shapes and pads.")
-        return composites.edge_pad(x, pairs)
+    if mode in ("edge", "wrap"):
+        if not _static(x.shape) or not _static([p for pair in pairs for p in pair]):
+            _raise_here(f"ONNX {n.describe()}: {mode} padding needs static shapes and pads.")
+        return composites.edge_pad(x, pairs, wrap=mode == "wrap")
     return pad(x, pairs, mode=mode, value=value)
 
 
 def _resize(ctx, n):
     x = ctx.tensor(n.inputs[0])
+    roi, extrapolation = None, 0.0
     if n.op_type == "Upsample":  # Resize with asymmetric coordinates, nearest rounding down
         scales = n.attr("scales") if n.opset < 9 else [float(v) for v in _flat(ctx.values(n.inputs[1], n))]
         mode, coordinate, rule, a, exclude = n.attr("mode", "nearest"), "asymmetric", "floor", -0.75, False
@@ -267,26 +242,46 @@ def _resize(ctx, n):
         mode, coordinate = n.attr("mode", "nearest"), n.attr("coordinate_transformation_mode", "half_pixel")
         rule, a, exclude = n.attr("nearest_mode", "round_prefer_floor"), n.attr("cubic_coeff_a", -0.75), \
             bool(n.attr("exclude_outside", 0))
+        if coordinate == "tf_crop_and_resize":
+            roi = None if n.input(1) is None else [float(v) for v in _flat(ctx.values(n.inputs[1], n))]
+            extrapolation = n.attr("extrapolation_value", 0.0)
 
     def fail(message):
         _raise_here(f"ONNX {n.describe()}: {message}.")
 
     if scales is None and sizes is None:
         fail("neither scales nor sizes is given")
+    axes = n.attr("axes")  # opset 18: scales, sizes and roi name only these dims
+    if axes is not None:
+        axes = [_axis(d, x.rank) for d in axes]
+        given = scales if scales is not None else sizes
+        if len(given) != len(axes) or (roi is not None and len(roi) != 2 * len(axes)):
+            fail(f"{len(given)} scales or sizes for {len(axes)} axes")
+        full_given = [1.0 if scales is not None else x.shape[d] for d in range(x.rank)]
+        full_roi = [0.0] * x.rank + [1.0] * x.rank
+        for i, d in enumerate(axes):
+            full_given[d] = given[i]
+            if roi is not None:
+                full_roi[d], full_roi[d + x.rank] = roi[i], roi[i + len(axes)]
+        scales, sizes = (full_given, None) if scales is not None else (None, full_given)
+        roi = full_roi if roi is not None else None
+    if coordinate == "tf_crop_and_resize" and (roi is None or len(roi) != 2 * x.rank):
+        fail("tf_crop_and_resize needs a roi of two entries per dim")
     if scales is not None:
         if len(scales) != x.rank:
             fail(f"{len(scales)} scales for an input of rank {x.rank}")
         sizes = []
         for d, (size, scale) in enumerate(zip(x.shape, scales)):
-            if scale == 1.0:
+            crop = 1.0 if roi is None else roi[d + x.rank] - roi[d]
+            if scale == 1.0 and crop == 1.0:
                 sizes.append(size)
             elif isinstance(size, int):
-                sizes.append(int(math.floor(size * scale)))
+                sizes.append(int(math.floor(size * crop * scale)))
             else:
                 fail(f"dim {d} is dynamic: it can be resized to a size, not by a scale")
     elif len(sizes) != x.rank:
         fail(f"{len(sizes)} sizes for an input of rank {x.rank}")
-    return resize_rules.onnx_resize(x, sizes, scales, mode, coordinate, rule, a, exclude, fail)
+    return resize_rules.onnx_resize(x, sizes, scales, mode, coordinate, rule, a, exclude, fail, roi, extrapolation)
 
 
 def _failing(n):

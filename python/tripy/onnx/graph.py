@@ -14,7 +14,7 @@ from tripy.frontend.tensor import DimensionSize, Tensor
 
 
 # The opsets of the standard domain the converters are written for.
-OPSET_MIN, OPSET_MAX = 7, 17
+OPSET_MIN, OPSET_MAX = 7, 21
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 # ONNX element types (TensorProto.DataType) Tripy has.

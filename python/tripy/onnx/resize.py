@@ -8,26 +8,36 @@ tap and their weighted sum."""
 
 import math
 
+from tripy.frontend.ops.elementwise import where
 from tripy.frontend.ops.resize import resize
 from tripy.frontend.ops.shape_ops import gather, reshape
 from tripy.frontend.tensor import Tensor
 
-COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn")
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                    "tf_half_pixel_for_nn", "tf_crop_and_resize")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 MODES = ("nearest", "linear", "cubic")
 
 
-def _source(i, n_in, n_out, scale, coordinate):
+def _source(i, n_in, length, n_out, scale, coordinate, roi):
     """The position in the input that output position ``i`` reads (ONNX's coordinate rules;
-    ``n_out`` is ``n_in * scale`` before rounding down where scales were given)."""
+    ``length`` is ``n_in * scale`` before rounding down to ``n_out`` where scales were given)."""
     if coordinate == "half_pixel":
         return (i + 0.5) / scale - 0.5
+    if coordinate == "half_pixel_symmetric":  # opset 19: centred when rounding shortened the output
+        offset = n_in / 2 * (1 - n_out / length)
+        return offset + (i + 0.5) / scale - 0.5
     if coordinate == "pytorch_half_pixel":
-        return (i + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+        return (i + 0.5) / scale - 0.5 if length > 1 else 0.0
     if coordinate == "align_corners":
-        return 0.0 if n_out == 1 else i * (n_in - 1) / (n_out - 1)
+        return 0.0 if length == 1 else i * (n_in - 1) / (length - 1)
     if coordinate == "asymmetric":
         return i / scale
+    if coordinate == "tf_crop_and_resize":
+        start, end = roi
+        if n_out == 1:
+            return (start + end) / 2 * (n_in - 1)
+        return start * (n_in - 1) + i * (end - start) * (n_in - 1) / (n_out - 1)
     return (i + 0.5) / scale  # tf_half_pixel_for_nn
 
 
@@ -54,19 +64,20 @@ def _cubic_weights(t, a):
 
 
 def taps(n_in, n_out, scale, mode, coordinate, nearest_rule="round_prefer_floor", cubic_a=-0.75,
-         exclude_outside=False):
-    """(indices, weights) per tap of one dim: ``out[i] = sum_k weights[k][i] * in[indices[k][i]]``
-    (nearest: one tap, no weights)."""
+         exclude_outside=False, roi=(0.0, 1.0)):
+    """(indices, weights, outside) of one dim: ``out[i] = sum_k weights[k][i] * in[indices[k][i]]``
+    (nearest: one tap, no weights); ``outside[i]`` where tf_crop_and_resize reads past the input."""
     clamp = lambda j: min(max(j, 0), n_in - 1)  # noqa: E731
     length = n_in * scale  # the output's length before rounding down, which the coordinate rules use
+    sources = [_source(i, n_in, length, n_out, scale, coordinate, roi) for i in range(n_out)]
+    outside = [coordinate == "tf_crop_and_resize" and not 0 <= x <= n_in - 1 for x in sources]
     if mode == "nearest":
-        return [[clamp(_nearest(_source(i, n_in, length, scale, coordinate), nearest_rule)) for i in range(n_out)]], None
+        return [[clamp(_nearest(x, nearest_rule)) for x in sources]], None, outside
     count = 2 if mode == "linear" else 4
     first = 0 if mode == "linear" else -1
     indices = [[] for _ in range(count)]
     weights = [[] for _ in range(count)]
-    for i in range(n_out):
-        x = _source(i, n_in, length, scale, coordinate)
+    for x in sources:
         base = math.floor(x)
         t = x - base
         w = [1.0 - t, t] if mode == "linear" else _cubic_weights(t, cubic_a)
@@ -78,7 +89,7 @@ def taps(n_in, n_out, scale, mode, coordinate, nearest_rule="round_prefer_floor"
         for k in range(count):
             indices[k].append(clamp(positions[k]))
             weights[k].append(w[k])
-    return indices, weights
+    return indices, weights, outside
 
 
 def fused_rule(mode, coordinate, nearest_rule, cubic_a, exclude_outside):
@@ -94,12 +105,15 @@ def fused_rule(mode, coordinate, nearest_rule, cubic_a, exclude_outside):
     return None
 
 
-def onnx_resize(x, sizes, scales, mode, coordinate, nearest_rule, cubic_a, exclude_outside, what):
+def onnx_resize(x, sizes, scales, mode, coordinate, nearest_rule, cubic_a, exclude_outside, what, roi=None,
+                extrapolation=0.0):
     """``x`` resized to ``sizes`` (ints or sizes of ``x`` kept) that ``scales`` (floats, or None when
-    the sizes were given) produce. ``what(message)`` raises naming the node."""
+    the sizes were given) produce; ``roi`` (starts, then ends, one per dim) is tf_crop_and_resize's
+    crop. ``what(message)`` raises naming the node."""
     rank = x.rank
-    changed = [d for d in range(rank) if not (isinstance(sizes[d], int) and isinstance(x.shape[d], int)
-                                               and sizes[d] == x.shape[d] and (scales is None or scales[d] == 1.0))]
+    crop = coordinate == "tf_crop_and_resize"
+    changed = [d for d in range(rank) if crop or not (isinstance(sizes[d], int) and isinstance(x.shape[d], int)
+                                                      and sizes[d] == x.shape[d] and (scales is None or scales[d] == 1.0))]
     if not changed:
         return x
     fused = fused_rule(mode, coordinate, nearest_rule, cubic_a, exclude_outside)
@@ -119,7 +133,9 @@ def onnx_resize(x, sizes, scales, mode, coordinate, nearest_rule, cubic_a, exclu
             what(f"mode={mode!r} with coordinate_transformation_mode={coordinate!r} needs static sizes, but dim {d} "
                  "is dynamic")
         scale = scales[d] if scales is not None else n_out / n_in
-        indices, weights = taps(n_in, n_out, scale, mode, coordinate, nearest_rule, cubic_a, exclude_outside)
+        box = (roi[d], roi[d + rank]) if crop else (0.0, 1.0)
+        indices, weights, outside = taps(n_in, n_out, scale, mode, coordinate, nearest_rule, cubic_a, exclude_outside,
+                                         box)
         out = None
         for k, index in enumerate(indices):
             tap = gather(x, d, Tensor(index))
@@ -127,5 +143,8 @@ def onnx_resize(x, sizes, scales, mode, coordinate, nearest_rule, cubic_a, exclu
                 w = reshape(Tensor(weights[k], dtype=x.dtype), [n_out] + [1] * (rank - d - 1))
                 tap = tap * w
             out = tap if out is None else out + tap
+        if any(outside):  # later dims interpolate among these fills, which keeps them (weights sum to 1)
+            mask = reshape(Tensor(outside), [n_out] + [1] * (rank - d - 1))
+            out = where(mask, Tensor(extrapolation, dtype=x.dtype), out)
         x = out
     return x

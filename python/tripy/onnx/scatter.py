@@ -2,17 +2,17 @@
 shapes. Every index becomes a row-major position in the data seen as rows of the untouched trailing
 dims; a gather reads them. Tripy has no scatter primitive, so a scatter compares every data row
 with every update's position: without a reduction each row takes the update that hits it (or
-keeps its value), with ``add``/``mul`` it combines them all. The comparison is rows x updates (x
+keeps its value), with ``add``/``mul``/``max``/``min`` it combines them all. The comparison is rows x updates (x
 row length for a reduction) elements, so the data must stay modest (masks, small state)."""
 
 import math
 
 from tripy.frontend import dtypes
 from tripy.frontend.ops.creation import iota
-from tripy.frontend.ops.elementwise import where
+from tripy.frontend.ops.elementwise import maximum, minimum, where
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.reduce import any as any_
-from tripy.frontend.ops.reduce import argmax, prod, sum
+from tripy.frontend.ops.reduce import argmax, max, min, prod, sum
 from tripy.frontend.ops.shape_ops import flatten, gather, reshape, unsqueeze
 from tripy.frontend.trace_call import scalar_like
 
@@ -73,6 +73,12 @@ def _scatter_rows(data_rows, position, update_rows, reduction, fail):
         which = argmax(cast(hits, dtypes.int32), 1)  # the update hitting each row (the first, if several)
         picked = gather(update_rows, 0, which)
         return where(unsqueeze(hit, 1), picked, data_rows)
+    if reduction in ("max", "min"):  # opset 18: rows no update hits keep their values
+        hit = unsqueeze(any_(hits, 1), 1)
+        spread = where(unsqueeze(hits, 2), unsqueeze(update_rows, 0), unsqueeze(data_rows, 1))
+        combined = max(spread, 1) if reduction == "max" else min(spread, 1)
+        return where(hit, maximum(data_rows, combined) if reduction == "max" else minimum(data_rows, combined),
+                     data_rows)
     spread = where(unsqueeze(hits, 2), unsqueeze(update_rows, 0), scalar_like(0 if reduction == "add" else 1, data_rows))
     if reduction == "add":
         return data_rows + sum(spread, 1)
