@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 namespace {

@@ -16,6 +16,7 @@
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "tripy/executable.h"
 
 namespace tripy::flat {
@@ -122,18 +123,12 @@ class Rewriter {
     return any;
   }
 
-  OriginRef inserted(const OriginRef& from, const char* reason) {
-    auto o = std::make_shared<Origin>(from ? *from : Origin());
-    o->reason = reason;
-    return o;
-  }
-
   ValueId transpose(ValueId x, std::vector<int64_t> perm, const Value& like, Shape shape, const char* reason) {
     Op t;
     t.kind = OpKind::kTranspose;
     t.dims = std::move(perm);
     t.operands = {x};
-    t.origin = inserted(g_.ops[like.def].origin, reason);
+    t.origin = with_reason(g_.ops[like.def].origin, reason);
     return out_.add(std::move(t), like.dtype, std::move(shape));
   }
 

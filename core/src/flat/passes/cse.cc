@@ -6,6 +6,7 @@
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "runtime/fields.h"
 
 namespace tripy::flat {

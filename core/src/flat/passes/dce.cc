@@ -1,5 +1,6 @@
 // Dead code elimination: keeps what the outputs depend on, and every parameter (the signature).
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 

@@ -17,6 +17,7 @@
 #include "common/half.h"
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "tripy/executable.h"
 
 namespace tripy::flat {
@@ -151,6 +152,35 @@ Tensor scaled_weight(const Tensor& w, const rt::ConvolutionAttrs& attrs, const s
   return out;
 }
 
+// x + bias[c] in `val`'s dtype and shape, the bias an [O, 1, ...] constant broadcast along the
+// channels: the bias form that fusion takes into a convolution's epilogue.
+ValueId add_channel_bias(GraphRewrite& rw, ValueId x, const std::vector<double>& bias, const Value& val,
+                         const OriginRef& origin) {
+  const size_t rank = val.shape.size();
+  std::vector<int64_t> bshape(rank - 1, 1);
+  bshape[0] = static_cast<int64_t>(bias.size());
+  Op c;
+  c.kind = OpKind::kConstant;
+  c.constant = Tensor::empty_host(val.dtype, bshape);
+  for (size_t o = 0; o < bias.size(); ++o) write_element(c.constant, static_cast<int64_t>(o), bias[o]);
+  c.origin = origin;
+  Shape bs;
+  for (int64_t d : bshape) bs.push_back(Dim(d));
+  const ValueId b = rw.add(std::move(c), val.dtype, bs);
+  Op bc;
+  bc.kind = OpKind::kBroadcast;
+  for (size_t d = 1; d < rank; ++d) bc.dims.push_back(static_cast<int64_t>(d));
+  bc.operands = {b};
+  bc.origin = origin;
+  const ValueId bb = rw.add(std::move(bc), val.dtype, val.shape);
+  Op add;
+  add.kind = OpKind::kElementwise;
+  add.fn = EwOp::kAdd;
+  add.operands = {x, bb};
+  add.origin = origin;
+  return rw.add(std::move(add), val.dtype, val.shape);
+}
+
 struct Fold {
   int32_t conv_op = -1, last_op = -1;
   Tensor weight;  // the convolution's weight in host memory
@@ -213,10 +243,8 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
   }
   if (folds.empty()) return std::nullopt;
 
-  Graph out = empty_like(g);
-  std::vector<ValueId> map(g.values.size(), -1);
   std::vector<ValueId> folded_conv(folds.size(), -1);  // per fold: the new convolution's value
-  for (size_t i = 0; i < g.ops.size(); ++i) {
+  return dce(rewrite_ops(g, [&](size_t i, GraphRewrite& rw) {
     const Op& src = g.ops[i];
     const Value& val = g.values[src.result];
     if (fold_of_conv[i] >= 0) {
@@ -227,56 +255,22 @@ std::optional<Graph> fold_conv_affine(const Graph& graph) {
       weight.constant = f.weight.defined() ? scaled_weight(f.weight, src.convolution, f.affine.scale) : w.constant;
       weight.origin = w.origin;
       const Value& wv = g.values[src.operands[1]];
-      ValueId nw = out.add(std::move(weight), wv.dtype, wv.shape);
+      ValueId nw = rw.add(std::move(weight), wv.dtype, wv.shape);
       Op conv = src;
-      conv.operands = {map[src.operands[0]], nw};
-      folded_conv[static_cast<size_t>(fold_of_conv[i])] = out.add(std::move(conv), val.dtype, val.shape);
-      map[src.result] = folded_conv[static_cast<size_t>(fold_of_conv[i])];
-      continue;
+      conv.operands = {rw[src.operands[0]], nw};
+      folded_conv[static_cast<size_t>(fold_of_conv[i])] = rw.add(std::move(conv), val.dtype, val.shape);
+      rw.set(src.result, folded_conv[static_cast<size_t>(fold_of_conv[i])]);
+      return true;
     }
     if (fold_of_last[i] >= 0) {
       const size_t fi = static_cast<size_t>(fold_of_last[i]);
       const Fold& f = folds[fi];
-      ValueId conv = folded_conv[fi];
-      if (!f.has_shift) {
-        map[src.result] = conv;
-        continue;
-      }
-      // The shift as an [O, 1, ...] constant broadcast along the channels: the bias form that
-      // fusion recognises.
-      const size_t rank = val.shape.size();
-      std::vector<int64_t> bshape(rank - 1, 1);
-      bshape[0] = static_cast<int64_t>(f.affine.shift.size());
-      Op bias;
-      bias.kind = OpKind::kConstant;
-      bias.constant = Tensor::empty_host(val.dtype, bshape);
-      for (size_t o = 0; o < f.affine.shift.size(); ++o)
-        write_element(bias.constant, static_cast<int64_t>(o), f.affine.shift[o]);
-      bias.origin = src.origin;
-      Shape bs;
-      for (int64_t d : bshape) bs.push_back(Dim(d));
-      ValueId b = out.add(std::move(bias), val.dtype, bs);
-      Op bc;
-      bc.kind = OpKind::kBroadcast;
-      for (size_t d = 1; d < rank; ++d) bc.dims.push_back(static_cast<int64_t>(d));
-      bc.operands = {b};
-      bc.origin = src.origin;
-      ValueId bb = out.add(std::move(bc), val.dtype, val.shape);
-      Op add;
-      add.kind = OpKind::kElementwise;
-      add.fn = EwOp::kAdd;
-      add.operands = {conv, bb};
-      add.origin = src.origin;
-      map[src.result] = out.add(std::move(add), val.dtype, val.shape);
-      continue;
+      rw.set(src.result, f.has_shift ? add_channel_bias(rw, folded_conv[fi], f.affine.shift, val, src.origin)
+                                     : folded_conv[fi]);
+      return true;
     }
-    if (drop[i]) continue;
-    Op op = src;
-    for (ValueId& v : op.operands) v = map[v];
-    map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-  }
-  finish_like(out, g, map);
-  return dce(out);
+    return static_cast<bool>(drop[i]);
+  }));
 }
 
 }  // namespace tripy::flat
@@ -335,50 +329,20 @@ std::optional<Graph> merge_conv_biases(const Graph& graph) {
   }
   if (merges.empty()) return std::nullopt;
 
-  Graph out = empty_like(g);
-  std::vector<ValueId> map(g.values.size(), -1);
-  for (size_t i = 0; i < g.ops.size(); ++i) {
-    const Op& src = g.ops[i];
-    const Value& val = g.values[src.result];
-    if (drop[i]) continue;
-    if (merge_at[i] < 0) {
-      Op op = src;
-      for (ValueId& v : op.operands) v = map[v];
-      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-      continue;
-    }
+  return dce(rewrite_ops(g, [&](size_t i, GraphRewrite& rw) {
+    if (drop[i]) return true;
+    if (merge_at[i] < 0) return false;
     // add(conv_a + b_a, conv_b + b_b) -> (conv_late + (b_a + b_b)) + conv_early: the later
     // convolution's epilogue takes the summed bias and the earlier one as its residual.
+    const Op& src = g.ops[i];
+    const Value& val = g.values[src.result];
     const Merge& m = merges[static_cast<size_t>(merge_at[i])];
-    const size_t rank = val.shape.size();
-    Op bias;
-    bias.kind = OpKind::kConstant;
-    std::vector<int64_t> bshape(rank - 1, 1);
-    bshape[0] = static_cast<int64_t>(m.bias.size());
-    bias.constant = Tensor::empty_host(val.dtype, bshape);
-    for (size_t o = 0; o < m.bias.size(); ++o) write_element(bias.constant, static_cast<int64_t>(o), m.bias[o]);
-    bias.origin = src.origin;
-    Shape bs;
-    for (int64_t d : bshape) bs.push_back(Dim(d));
-    const ValueId b = out.add(std::move(bias), val.dtype, bs);
-    Op bc;
-    bc.kind = OpKind::kBroadcast;
-    for (size_t d = 1; d < rank; ++d) bc.dims.push_back(static_cast<int64_t>(d));
-    bc.operands = {b};
-    bc.origin = src.origin;
-    const ValueId bb = out.add(std::move(bc), val.dtype, val.shape);
-    Op with_bias;
-    with_bias.kind = OpKind::kElementwise;
-    with_bias.fn = EwOp::kAdd;
-    with_bias.operands = {map[m.late], bb};
-    with_bias.origin = src.origin;
-    const ValueId t = out.add(std::move(with_bias), val.dtype, val.shape);
+    const ValueId t = add_channel_bias(rw, rw[m.late], m.bias, val, src.origin);
     Op sum = src;
-    sum.operands = {t, map[m.early]};
-    map[src.result] = out.add(std::move(sum), val.dtype, val.shape);
-  }
-  finish_like(out, g, map);
-  return dce(out);
+    sum.operands = {t, rw[m.early]};
+    rw.set(src.result, rw.add(std::move(sum), val.dtype, val.shape));
+    return true;
+  }));
 }
 
 }  // namespace tripy::flat

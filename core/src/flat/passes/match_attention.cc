@@ -22,6 +22,7 @@
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "tripy/executable.h"
 
 namespace tripy::flat {
@@ -557,32 +558,23 @@ class OffsetMatcher {
 // Rebuilds `graph` with each rewrite's ops in place of its op `before` (in order of `before`);
 // what only the replaced ops read is dead and DCE drops it.
 Graph apply_rewrites(const Graph& graph, const std::vector<Rewrite>& rewrites) {
-  Graph out = empty_like(graph);
-  std::vector<ValueId> map(graph.values.size(), -1);
   size_t next = 0;
-  for (size_t i = 0; i < graph.ops.size(); ++i) {
-    if (next < rewrites.size() && rewrites[next].before == static_cast<int32_t>(i)) {
-      const Rewrite& rw = rewrites[next++];
-      std::vector<ValueId> added;
-      auto resolve = [&](ValueId v) {
-        return v < static_cast<ValueId>(graph.values.size()) ? map[v] : added[v - graph.values.size()];
-      };
-      for (size_t j = 0; j < rw.ops.size(); ++j) {
-        Op op = rw.ops[j];
-        for (ValueId& v : op.operands) v = resolve(v);
-        if (!op.origin) op.origin = graph.ops[i].origin;
-        added.push_back(out.add(std::move(op), rw.types[j].first, rw.types[j].second));
-      }
-      map[graph.ops[i].result] = resolve(rw.result);
-      continue;
+  return dce(rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    if (next == rewrites.size() || rewrites[next].before != static_cast<int32_t>(i)) return false;
+    const Rewrite& r = rewrites[next++];
+    std::vector<ValueId> added;
+    auto resolve = [&](ValueId v) {
+      return v < static_cast<ValueId>(graph.values.size()) ? rw[v] : added[v - graph.values.size()];
+    };
+    for (size_t j = 0; j < r.ops.size(); ++j) {
+      Op op = r.ops[j];
+      for (ValueId& v : op.operands) v = resolve(v);
+      if (!op.origin) op.origin = graph.ops[i].origin;
+      added.push_back(rw.add(std::move(op), r.types[j].first, r.types[j].second));
     }
-    Op op = graph.ops[i];
-    for (ValueId& v : op.operands) v = map[v];
-    const Value& val = graph.values[op.result];
-    map[op.result] = out.add(std::move(op), val.dtype, val.shape);
-  }
-  finish_like(out, graph, map);
-  return dce(out);
+    rw.set(graph.ops[i].result, resolve(r.result));
+    return true;
+  }));
 }
 
 template <class M>

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 namespace {
@@ -48,17 +49,11 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns) {
   bool any = false;
   for (const Op& op : graph.ops) any = any || (op.kind == OpKind::kDot && padding_for(graph, op, min_columns));
   if (!any) return std::nullopt;
-  Graph out = empty_like(graph);
-  std::vector<ValueId> map(graph.values.size(), -1);
-  for (const Op& src : graph.ops) {
+  return rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
     std::optional<Padding> pad = src.kind == OpKind::kDot ? padding_for(graph, src, min_columns) : std::nullopt;
-    if (!pad) {
-      Op op = src;
-      for (ValueId& v : op.operands) v = map[v];
-      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-      continue;
-    }
+    if (!pad) return false;
     ValueId w;
     bool transposed;
     constant_rhs(graph, src.operands[1], &w, &transposed);
@@ -74,25 +69,25 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns) {
     z.kind = OpKind::kConstant;
     z.constant = zeros;
     z.origin = src.origin;
-    const ValueId zv = out.add(std::move(z), wv.dtype, zshape);
+    const ValueId zv = rw.add(std::move(z), wv.dtype, zshape);
     Shape pshape = wv.shape;
     pshape[axis] = Dim(pad->padded);
     Op cat;
     cat.kind = OpKind::kConcatenate;
-    cat.operands = {map[w], zv};
+    cat.operands = {rw[w], zv};
     cat.dims = {static_cast<int64_t>(axis)};
     cat.origin = src.origin;
-    ValueId rhs = out.add(std::move(cat), wv.dtype, pshape);
+    ValueId rhs = rw.add(std::move(cat), wv.dtype, pshape);
     if (transposed) {
       Op t = graph.def(src.operands[1]);
       t.operands = {rhs};
-      rhs = out.add(std::move(t), wv.dtype, Shape{pshape[1], pshape[0]});
+      rhs = rw.add(std::move(t), wv.dtype, Shape{pshape[1], pshape[0]});
     }
     Op dot = src;
-    dot.operands = {map[src.operands[0]], rhs};
+    dot.operands = {rw[src.operands[0]], rhs};
     Shape wide = val.shape;
     wide.back() = Dim(pad->padded);
-    const ValueId y = out.add(std::move(dot), val.dtype, wide);
+    const ValueId y = rw.add(std::move(dot), val.dtype, wide);
     Op slice;
     slice.kind = OpKind::kSlice;
     slice.operands = {y};
@@ -102,10 +97,9 @@ std::optional<Graph> pad_dot_columns(const Graph& graph, int64_t min_columns) {
       slice.limits.push_back(d + 1 == wide.size() ? Dim(pad->columns) : wide[d]);
       slice.steps.push_back(Dim(int64_t{1}));
     }
-    map[src.result] = out.add(std::move(slice), val.dtype, val.shape);
-  }
-  finish_like(out, graph, map);
-  return out;
+    rw.set(src.result, rw.add(std::move(slice), val.dtype, val.shape));
+    return true;
+  });
 }
 
 }  // namespace tripy::flat

@@ -4,7 +4,8 @@
 // changed the graph) -> fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again
 // when it changed the graph) -> quantized_dot -> weight_only_dot -> dce -> sink_elementwise, then
 // canonicalize_reductions before fusion planning.
-// Every pass keeps origins; text-in/text-out tests live in core/tests/flat/.
+// Every pass keeps origins; text-in/text-out tests live in core/tests/flat/. The passes rebuild
+// graphs through rebuild.h's rewrite_ops.
 #pragma once
 
 #include <functional>
@@ -95,14 +96,5 @@ Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only
 // form fused kernels implement.
 Graph canonicalize_reductions(const Graph& graph);
-
-// Helpers shared by the passes.
-// A rewrite's start: a graph with `graph`'s symbols, assertions and input names and no ops.
-Graph empty_like(const Graph& graph);
-// A rewrite's end: `out` takes `graph`'s inputs and outputs through `map` (old value -> new).
-void finish_like(Graph& out, const Graph& graph, const std::vector<ValueId>& map);
-// Rebuilds `graph` keeping the ops for which keep[op] is true and mapping operands through
-// `replace` (value -> value, -1 for none), renumbering values densely in op order.
-Graph rebuild(const Graph& graph, const std::vector<bool>& keep, const std::vector<ValueId>& replace);
 
 }  // namespace tripy::flat

@@ -17,6 +17,7 @@
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "tripy/executable.h"
 
 namespace tripy::flat {
@@ -135,12 +136,6 @@ Tensor transposed_2d(const Tensor& t) {
   return out;
 }
 
-OriginRef with_reason(const OriginRef& origin, const std::string& reason) {
-  auto o = std::make_shared<Origin>(origin ? *origin : Origin{});
-  o->reason = reason;
-  return o;
-}
-
 }  // namespace
 
 std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules) {
@@ -153,26 +148,19 @@ std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& 
     }
   if (!any) return std::nullopt;
 
-  Graph out = empty_like(graph);
-  std::vector<ValueId> map(graph.values.size(), -1);
-  for (size_t i = 0; i < graph.ops.size(); ++i) {
+  return dce(rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    if (!matches[i]) return false;
     const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
-    if (!matches[i]) {
-      Op op = src;
-      for (ValueId& v : op.operands) v = map[v];
-      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-      continue;
-    }
     const Match& m = *matches[i];
     const DType qt = graph.values[m.qa].dtype, acc_t = rt::dot_accumulator_dtype(qt);
     const OriginRef why = with_reason(src.origin, std::string("the ") + (qt == DType::kInt8 ? "int8" : "float8") +
                                                       " GEMM that replaced dequantize -> dot, and its rescale");
     auto add = [&](Op op, DType t, const Shape& s) {
       op.origin = why;
-      return out.add(std::move(op), t, s);
+      return rw.add(std::move(op), t, s);
     };
-    ValueId rhs = map[m.qb];
+    ValueId rhs = rw[m.qb];
     const Shape& qbs = graph.values[m.qb].shape;
     if (m.transpose_constant) {
       Op c;
@@ -183,7 +171,7 @@ std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& 
     if (m.rhs_transposed || m.transpose_constant) {
       Op t;
       t.kind = OpKind::kTranspose;
-      const Shape& stored = out.values[rhs].shape;
+      const Shape& stored = rw.out().values[rhs].shape;
       Shape ts = stored;
       for (size_t d = 0; d < stored.size(); ++d) t.dims.push_back(static_cast<int64_t>(d));
       std::swap(t.dims[stored.size() - 1], t.dims[stored.size() - 2]);
@@ -192,7 +180,7 @@ std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& 
       rhs = add(std::move(t), qt, ts);
     }
     Op dot = src;
-    dot.operands = {map[m.qa], rhs};
+    dot.operands = {rw[m.qa], rhs};
     ValueId cur = add(std::move(dot), acc_t, val.shape);
     if (acc_t != DType::kFloat32) {
       Op cv;
@@ -225,10 +213,9 @@ std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& 
       cv.operands = {cur};
       cur = add(std::move(cv), val.dtype, val.shape);
     }
-    map[src.result] = cur;
-  }
-  finish_like(out, graph, map);
-  return dce(out);
+    rw.set(src.result, cur);
+    return true;
+  }));
 }
 
 }  // namespace tripy::flat

@@ -6,6 +6,7 @@
 // them as equal.
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 namespace {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 
@@ -46,13 +47,12 @@ std::optional<Graph> sink_elementwise(const Graph& graph) {
     std::sort(ops.begin(), ops.end());
     return ops;
   };
-  Graph out = empty_like(graph);
-  std::vector<ValueId> map(graph.values.size(), -1);
   // Each op after the ops moved before it (which may have had ops moved before them too); with a
-  // stack, not recursion, so that long chains cannot overflow the call stack.
+  // stack, not recursion, so that long chains cannot overflow the call stack. A moved op is
+  // emitted with its reader.
   std::vector<std::pair<int32_t, size_t>> stack;  // (op, how many of the ops moved before it are emitted)
-  for (size_t root = 0; root < n; ++root) {
-    if (moved[root]) continue;
+  return rewrite_ops(graph, [&](size_t root, GraphRewrite& rw) {
+    if (moved[root]) return true;
     stack.push_back({static_cast<int32_t>(root), 0});
     while (!stack.empty()) {
       const int32_t i = stack.back().first;
@@ -62,14 +62,10 @@ std::optional<Graph> sink_elementwise(const Graph& graph) {
         continue;
       }
       stack.pop_back();
-      Op op = graph.ops[static_cast<size_t>(i)];
-      for (ValueId& v : op.operands) v = map[v];
-      const Value& val = graph.values[op.result];
-      map[op.result] = out.add(std::move(op), val.dtype, val.shape);
+      rw.copy(graph.ops[static_cast<size_t>(i)]);
     }
-  }
-  finish_like(out, graph, map);
-  return out;
+    return true;
+  });
 }
 
 }  // namespace tripy::flat

@@ -8,6 +8,7 @@
 // so the chain stays on the reduced values, and simplify folds the last reshape into the
 // broadcast that reads it (one kernel for the whole norm).
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 namespace {
@@ -27,67 +28,53 @@ bool inserts_unit_dims(const Shape& from, const Shape& to) {
   return i == from.size();
 }
 
-class Sinker {
- public:
-  explicit Sinker(const Graph& g) : g_(g), out_(empty_like(g)), map_(g.values.size(), -1) {}
-
-  std::optional<Graph> run() {
-    for (const Op& src : g_.ops) {
-      const Value& val = g_.values[src.result];
-      if (src.kind == OpKind::kElementwise && sink(src, val)) continue;
-      Op op = src;
-      for (ValueId& v : op.operands) v = map_[v];
-      map_[src.result] = out_.add(std::move(op), val.dtype, val.shape);
-    }
-    if (!changed_) return std::nullopt;
-    finish_like(out_, g_, map_);
-    return dce(out_);
+// Emits `src` above the reshape of its operands when it can; false leaves it to be copied.
+bool sink(GraphRewrite& rw, const Op& src, const Value& val) {
+  const Graph& out = rw.out();
+  const Shape* inner = nullptr;
+  for (ValueId v : src.operands) {
+    const Op& d = out.def(rw[v]);
+    if (d.kind != OpKind::kReshape) continue;
+    const Shape& from = out.values[d.operands[0]].shape;
+    if (!inserts_unit_dims(from, out.values[d.result].shape) || (inner && !same_shape(*inner, from))) return false;
+    inner = &from;
   }
-
- private:
-  // Rewrites `src` above the reshape of its operands when it can; false leaves it to the caller.
-  bool sink(const Op& src, const Value& val) {
-    const Shape* inner = nullptr;
-    for (ValueId v : src.operands) {
-      const Op& d = out_.def(map_[v]);
-      if (d.kind != OpKind::kReshape) continue;
-      const Shape& from = out_.values[d.operands[0]].shape;
-      if (!inserts_unit_dims(from, out_.values[d.result].shape) || (inner && !same_shape(*inner, from))) return false;
-      inner = &from;
+  if (!inner || same_shape(*inner, val.shape)) return false;
+  const Shape shape = *inner;  // out grows below: no references into it
+  Op op = src;
+  for (ValueId& v : op.operands) {
+    const ValueId now = rw[v];
+    const Op& d = out.def(now);
+    if (d.kind == OpKind::kReshape) {
+      v = d.operands[0];
+      continue;
     }
-    if (!inner || same_shape(*inner, val.shape)) return false;
-    const Shape shape = *inner;  // out_ grows below: no references into it
-    Op op = src;
-    for (ValueId& v : op.operands) {
-      const ValueId now = map_[v];
-      const Op& d = out_.def(now);
-      if (d.kind == OpKind::kReshape) {
-        v = d.operands[0];
-        continue;
-      }
-      // Otherwise a splat: a broadcast of a one-element rank-0 constant, broadcast again here.
-      if (d.kind != OpKind::kBroadcast || !d.dims.empty() || !out_.values[d.operands[0]].shape.empty()) return false;
-      Op b = d;
-      v = out_.add(std::move(b), out_.values[now].dtype, shape);
-    }
-    const ValueId y = out_.add(std::move(op), val.dtype, shape);
-    Op reshape;
-    reshape.kind = OpKind::kReshape;
-    reshape.operands = {y};
-    reshape.origin = src.origin;
-    map_[src.result] = out_.add(std::move(reshape), val.dtype, val.shape);
-    changed_ = true;
-    return true;
+    // Otherwise a splat: a broadcast of a one-element rank-0 constant, broadcast again here.
+    if (d.kind != OpKind::kBroadcast || !d.dims.empty() || !out.values[d.operands[0]].shape.empty()) return false;
+    Op b = d;
+    v = rw.add(std::move(b), out.values[now].dtype, shape);
   }
-
-  const Graph& g_;
-  Graph out_;
-  std::vector<ValueId> map_;
-  bool changed_ = false;
-};
+  const ValueId y = rw.add(std::move(op), val.dtype, shape);
+  Op reshape;
+  reshape.kind = OpKind::kReshape;
+  reshape.operands = {y};
+  reshape.origin = src.origin;
+  rw.set(src.result, rw.add(std::move(reshape), val.dtype, val.shape));
+  return true;
+}
 
 }  // namespace
 
-std::optional<Graph> sink_unit_reshapes(const Graph& graph) { return Sinker(graph).run(); }
+std::optional<Graph> sink_unit_reshapes(const Graph& graph) {
+  bool changed = false;
+  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    const Op& src = graph.ops[i];
+    const bool sunk = src.kind == OpKind::kElementwise && sink(rw, src, graph.values[src.result]);
+    changed = changed || sunk;
+    return sunk;
+  });
+  if (!changed) return std::nullopt;
+  return dce(out);
+}
 
 }  // namespace tripy::flat

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 namespace {
@@ -47,22 +48,13 @@ class Splitter {
       if (splits_[s].add_op >= 0) drop[splits_[s].add_op] = true;
       for (const Column& c : splits_[s].columns) split_of_slice[c.slice_op] = static_cast<int32_t>(s);
     }
-    Graph out = empty_like(g_);
-    std::vector<ValueId> map(g_.values.size(), -1);
-    for (size_t i = 0; i < g_.ops.size(); ++i) {
-      if (drop[i]) continue;
+    return rewrite_ops(g_, [&](size_t i, GraphRewrite& rw) {
+      if (drop[i]) return true;
+      if (split_of_slice[i] < 0) return false;
       const Op& src = g_.ops[i];
-      const Value& val = g_.values[src.result];
-      if (split_of_slice[i] >= 0) {
-        map[src.result] = emit_column(out, map, splits_[split_of_slice[i]], src, val);
-        continue;
-      }
-      Op op = src;
-      for (ValueId& v : op.operands) v = map[v];
-      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-    }
-    finish_like(out, g_, map);
-    return out;
+      rw.set(src.result, emit_column(rw, splits_[split_of_slice[i]], src, g_.values[src.result]));
+      return true;
+    });
   }
 
  private:
@@ -130,8 +122,8 @@ class Splitter {
   }
 
   // Entries [start, limit) of `axis` of `v` (constant folding evaluates it).
-  static ValueId slice_axis(Graph& out, ValueId v, size_t axis, const Column& c, const OriginRef& origin) {
-    const Value& val = out.values[v];
+  static ValueId slice_axis(GraphRewrite& rw, ValueId v, size_t axis, const Column& c, const OriginRef& origin) {
+    const Value& val = rw.out().values[v];
     Op op;
     op.kind = OpKind::kSlice;
     op.operands = {v};
@@ -144,46 +136,44 @@ class Splitter {
       op.steps.push_back(Dim(int64_t{1}));
     }
     shape[axis] = Dim(c.limit - c.start);
-    return out.add(std::move(op), val.dtype, shape);
+    return rw.add(std::move(op), val.dtype, shape);
   }
-  static ValueId slice_last(Graph& out, ValueId v, const Column& c, const OriginRef& origin) {
-    return slice_axis(out, v, out.values[v].shape.size() - 1, c, origin);
+  static ValueId slice_last(GraphRewrite& rw, ValueId v, const Column& c, const OriginRef& origin) {
+    return slice_axis(rw, v, rw.out().values[v].shape.size() - 1, c, origin);
   }
 
   // Columns of the right operand: of the constant, or, for transpose(W), W's rows transposed (the
   // slice of W folds; the transpose stays a flag of the new dot).
-  ValueId rhs_columns(Graph& out, const std::vector<ValueId>& map, const Split& s, const Column& c,
-                      const OriginRef& origin) const {
+  ValueId rhs_columns(GraphRewrite& rw, const Split& s, const Column& c, const OriginRef& origin) const {
     const Op& t = g_.def(s.rhs);
-    if (t.kind != OpKind::kTranspose) return slice_last(out, map[s.rhs], c, origin);
-    const ValueId w = map[t.operands[0]];
-    const ValueId rows = slice_axis(out, w, out.values[w].shape.size() - 2, c, origin);
-    Shape shape = out.values[rows].shape;
+    if (t.kind != OpKind::kTranspose) return slice_last(rw, rw[s.rhs], c, origin);
+    const ValueId w = rw[t.operands[0]];
+    const ValueId rows = slice_axis(rw, w, rw.out().values[w].shape.size() - 2, c, origin);
+    Shape shape = rw.out().values[rows].shape;
     std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
     Op op = t;
     op.operands = {rows};
-    return out.add(std::move(op), out.values[rows].dtype, shape);
+    return rw.add(std::move(op), rw.out().values[rows].dtype, shape);
   }
 
-  ValueId emit_column(Graph& out, const std::vector<ValueId>& map, const Split& s, const Op& slice,
-                      const Value& val) const {
+  ValueId emit_column(GraphRewrite& rw, const Split& s, const Op& slice, const Value& val) const {
     const Column& c = *std::find_if(s.columns.begin(), s.columns.end(),
                                     [&](const Column& k) { return k.slice_op == g_.values[slice.result].def; });
     const Op& dot_src = g_.ops[s.dot_op];
     Op dot = dot_src;
-    dot.operands = {map[s.lhs], rhs_columns(out, map, s, c, dot_src.origin)};
-    ValueId y = out.add(std::move(dot), val.dtype, val.shape);
+    dot.operands = {rw[s.lhs], rhs_columns(rw, s, c, dot_src.origin)};
+    ValueId y = rw.add(std::move(dot), val.dtype, val.shape);
     if (s.bias < 0) return y;
     const Op& add_src = g_.ops[s.add_op];
     Op bc;
     bc.kind = OpKind::kBroadcast;
-    bc.operands = {slice_last(out, map[s.bias], c, add_src.origin)};
+    bc.operands = {slice_last(rw, rw[s.bias], c, add_src.origin)};
     bc.dims = {static_cast<int64_t>(val.shape.size()) - 1};
     bc.origin = add_src.origin;
-    ValueId b = out.add(std::move(bc), val.dtype, val.shape);
+    ValueId b = rw.add(std::move(bc), val.dtype, val.shape);
     Op add = add_src;
     add.operands = {y, b};
-    return out.add(std::move(add), val.dtype, val.shape);
+    return rw.add(std::move(add), val.dtype, val.shape);
   }
 
   const Graph& g_;

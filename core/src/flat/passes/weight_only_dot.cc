@@ -23,6 +23,7 @@
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
 #include "tripy/executable.h"
 
 namespace tripy::flat {
@@ -272,12 +273,6 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
   return std::nullopt;
 }
 
-OriginRef with_reason(const OriginRef& origin, const std::string& reason) {
-  auto o = std::make_shared<Origin>(origin ? *origin : Origin{});
-  o->reason = reason;
-  return o;
-}
-
 // The weight [N, row bytes]: the constant itself where it has that layout (int8 [N, K], or
 // unpack_int4's bytes of an [N, K] weight); else int8 as it is (transposed from [K, N]), int4 two
 // values a byte, made on the host.
@@ -354,17 +349,10 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
   }
   if (!any) return std::nullopt;
 
-  Graph out = empty_like(graph);
-  std::vector<ValueId> map(graph.values.size(), -1);
-  for (size_t i = 0; i < graph.ops.size(); ++i) {
+  return dce(rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    if (!rewrites[i]) return false;
     const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
-    if (!rewrites[i]) {
-      Op op = src;
-      for (ValueId& v : op.operands) v = map[v];
-      map[src.result] = out.add(std::move(op), val.dtype, val.shape);
-      continue;
-    }
     const Match& m = rewrites[i]->m;
     const OriginRef why = with_reason(src.origin, "the weight-only int" + std::to_string(m.bits) +
                                                       " product that replaced dequantize -> dot");
@@ -375,7 +363,7 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
       Shape s;
       for (int64_t d : c_tensor.shape()) s.push_back(Dim(d));
       c.constant = c_tensor;
-      return out.add(std::move(c), c_tensor.dtype(), s);
+      return rw.add(std::move(c), c_tensor.dtype(), s);
     };
     Op k;
     k.kind = OpKind::kKernel;
@@ -384,12 +372,11 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
     k.kernel.weight_only_dot.bits = m.bits;
     k.kernel.weight_only_dot.group_size = m.group;
     k.kernel.weight_only_dot.has_zero = m.zero.has_value();
-    k.operands = {map[m.x], constant(rewrites[i]->weight), constant(rewrites[i]->scale)};
+    k.operands = {rw[m.x], constant(rewrites[i]->weight), constant(rewrites[i]->scale)};
     if (m.zero) k.operands.push_back(constant(rewrites[i]->zero));
-    map[src.result] = out.add(std::move(k), val.dtype, val.shape);
-  }
-  finish_like(out, graph, map);
-  return dce(out);
+    rw.set(src.result, rw.add(std::move(k), val.dtype, val.shape));
+    return true;
+  }));
 }
 
 }  // namespace tripy::flat
