@@ -26,12 +26,12 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
-from tripy.onnx import composites, pooling
+from tripy.onnx import composites, pooling, quantization
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
     _eye_like, _gather_nd, _gemm, _hard_sigmoid, _hardmax, _instance_norm, _is_inf, _l1, _l2,
-    _layer_norm, _log_sum, _log_sum_exp, _lrn, _matmul, _mvn, _one_hot, _pad, _prelu, _reduce, _resize,
+    _layer_norm, _log_sum, _log_sum_exp, _lrn, _gelu, _group_norm, _lp_norm, _mish, _matmul, _mvn, _one_hot, _pad, _prelu, _reduce, _resize,
     _reverse_sequence, _scatter_elements, _scatter_nd, _shrink, _softmax, _softplus, _space_to_depth, _sum_square,
     _topk, _trilu,
 )
@@ -480,6 +480,7 @@ OPS = {
     "Atan": Row(_unary(composites.atan)),
     "EyeLike": Row(_eye_like, ("dtype", "k"), check=dtype_attr("dtype")),
     "Hardmax": Row(_hardmax, ("axis",)),
+    "LpNormalization": Row(_lp_norm, ("axis", "p"), first=1, check=attr_is("p", (1, 2), 2)),
     "LRN": Row(_lrn, ("alpha", "beta", "bias", "size")),
     "OneHot": Row(_one_hot, ("axis",), first=9),
     "ReverseSequence": Row(_reverse_sequence, ("batch_axis", "time_axis"), first=10),
@@ -526,6 +527,9 @@ OPS = {
     "Floor": Row(_unary(floor)),
     "Gather": Row(_gather, ("axis",)),
     "GatherElements": Row(_gather_elements, ("axis",)),
+    "Gelu": Row(_elementwise(_gelu), ("approximate",), first=20, check=attr_is("approximate", ("none", "tanh"), "none")),
+    "GroupNormalization": Row(_group_norm, ("epsilon", "num_groups", "stash_type"), first=18,
+                              check=attr_is("stash_type", (1,), 1)),
     "Gemm": Row(_gemm, ("alpha", "beta", "transA", "transB")),
     "Greater": Row(_binary(lambda a, b: a > b)),
     "GreaterOrEqual": Row(_binary(lambda a, b: a >= b)),
@@ -546,6 +550,7 @@ OPS = {
     "Mean": Row(_variadic(lambda a, b: a + b, average=True)),
     "MeanVarianceNormalization": Row(_mvn, ("axes",)),
     "Min": Row(_variadic(minimum)),
+    "Mish": Row(_unary(_mish), first=18),
     "Mod": Row(_mod, ("fmod",)),
     "Mul": Row(_dims_arith("Mul")),
     "Neg": Row(_unary(lambda x: -x)),
@@ -607,7 +612,7 @@ OPS = {
     "Where": Row(_where),
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
-for _rows in (pooling.ROWS,):  # the tables of the converters kept in their own files
+for _rows in (pooling.ROWS, quantization.ROWS):  # the tables of the converters kept in their own files
     assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
     OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a

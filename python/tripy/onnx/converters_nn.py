@@ -8,13 +8,13 @@ import math
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.creation import full, tril, triu
-from tripy.frontend.ops.elementwise import exp, expm1, log, maximum, minimum, sqrt, where
+from tripy.frontend.ops.elementwise import exp, expm1, gelu, log, maximum, minimum, sqrt, tanh, where
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.pad import pad
 from tripy.frontend.ops.reduce import max, mean, sum
 from tripy.frontend.ops.scan import cumsum, topk
-from tripy.frontend.ops.shape_ops import flip, permute, reshape, squeeze
+from tripy.frontend.ops.shape_ops import expand, flip, permute, reshape, squeeze
 from tripy.frontend.trace_call import make
 from tripy.onnx import composites
 from tripy.onnx import resize as resize_rules
@@ -443,3 +443,41 @@ def _is_inf(n, x):
     inf = float("inf")
     hit = (x == inf) if pos else (x != x) & (x == inf)  # all False, of x's shape
     return (hit | (x == -inf)) if neg else hit
+
+
+def _group_norm(ctx, n):
+    """Each sample's channels in ``num_groups`` groups, normalized over each group and its spatial
+    dims; scale and bias per group (opset 18) or per channel (opset 21), as Tripy's fused groupnorm
+    where the dtypes agree."""
+    x, scale, bias = (ctx.tensor(i) for i in n.inputs[:3])
+    groups, eps = n.attr("num_groups"), float(n.attr("epsilon", 1e-5))
+    channels = x.shape[1]
+    if n.opset < 21:  # one scale and bias per group: each repeated over its group's channels
+        if not isinstance(channels, int):
+            _raise_here(f"ONNX {n.describe()}: a scale per group needs the channel count static.")
+        per_group = channels // groups
+        scale, bias = (reshape(expand(reshape(t, [groups, 1]), [groups, per_group]), [channels]) for t in (scale, bias))
+    if x.rank >= 3 and scale.dtype == bias.dtype == x.dtype:
+        return make("groupnorm", [x, scale, bias], eps=eps, groups=groups)
+    grouped = reshape(x, [x.shape[0], groups, -1])
+    m = mean(grouped, [2], True)
+    centred = grouped - m
+    y = reshape(centred / sqrt(mean(centred * centred, [2], True) + eps), list(x.shape))
+    return y * _channel(scale, x.rank) + _channel(bias, x.rank)
+
+
+def _gelu(n, x):
+    if n.attr("approximate", "none") == "tanh":
+        return x * 0.5 * (tanh((x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)) + 1.0)
+    return gelu(x)
+
+
+def _mish(x):
+    return x * tanh(_softplus(x))
+
+
+def _lp_norm(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    axis, p = _axis(n.attr("axis", -1), x.rank), n.attr("p", 2)
+    norm = sum(abs(x), [axis], True) if p == 1 else sqrt(sum(x * x, [axis], True))
+    return x / norm
