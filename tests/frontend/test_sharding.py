@@ -11,6 +11,13 @@ import tripy as tp
 RNG = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def cpu_tensors(monkeypatch):
+    """The ranks here are CPU ranks: their arguments and weights are made on the CPU, also where the
+    default device is a GPU."""
+    monkeypatch.setattr(tp.config, "default_device", "cpu")
+
+
 def rand(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
@@ -189,6 +196,28 @@ def test_mesh_and_argument_errors_name_the_users_line():
     with pytest.raises(tp.TripyException, match=r"cannot be split over 3 ranks: its 4 features are not a multiple of 3"):
         tp.compile(tp.Linear(4, 2, parallel=tp.RowParallel()), args=[tp.InputInfo((1, 4), dtype=tp.float32)],
                    mesh=tp.DeviceMesh(["cpu"] * 3))
+
+
+def test_tensors_made_while_tracing_a_rank_are_placed_on_its_device(monkeypatch):
+    # On a GPU machine the default device is the GPU, and a CPU mesh traces each rank for the CPU:
+    # what the function makes without a device (iota, full, ones, tp.Tensor) is the rank's.
+    monkeypatch.setattr(tp.config, "default_device", "gpu:0")
+    made = {}
+
+    def f(x, pos):
+        made["devices"] = {str(t.device) for t in (tp.iota((3,)), tp.ones((3,)), tp.Tensor([1.0, 2.0, 3.0]))}
+        ramp = tp.iota((3,), dtype=tp.float32) + tp.cast(pos, tp.float32)
+        return tp.all_reduce(x * ramp + tp.full((3,), 0.5) + tp.Tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+
+    args = [tp.InputInfo((3,), dtype=tp.float32), tp.InputInfo((1,), dtype=tp.int32)]
+    exe = tp.compile(f, args=args, mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert made["devices"] == {"cpu"}
+    # Outside the trace, the default device is back.
+    assert str(tp.ones((2,)).device) == "gpu:0"
+    xs = [rand(3), rand(3)]
+    got = exe([tp.Tensor(x, device="cpu") for x in xs], tp.Tensor(np.array([2], np.int32), device="cpu"))
+    want = sum(x * (np.arange(3) + 2.0) + 0.5 + np.array([1.0, 2.0, 3.0]) for x in xs)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
 def test_outside_a_mesh_layers_are_whole_and_collectives_are_their_input():

@@ -13,6 +13,13 @@ import llama_ref
 PROMPT = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
 
 
+@pytest.fixture(autouse=True)
+def cpu_tensors(monkeypatch):
+    """The ranks here are CPU ranks: their arguments and weights are made on the CPU, also where the
+    default device is a GPU."""
+    monkeypatch.setattr(tp.config, "default_device", "cpu")
+
+
 def build(config_dict, max_seq_len=16):
     weights = llama_ref.random_weights(config_dict, seed=1)
     model = LlamaForCausalLM(LlamaConfig.from_dict(config_dict), max_seq_len=max_seq_len)
@@ -65,6 +72,23 @@ def test_sharded_llama_prefill_and_decode_match_numpy_and_the_whole_model(world)
         np.testing.assert_allclose(
             np.asarray(rank_caches[r][0]), np.asarray(whole_caches[0])[:, :, r * share : (r + 1) * share], rtol=1e-5, atol=1e-5
         )
+
+
+def test_a_cpu_mesh_traces_the_model_for_the_cpu_whatever_the_default_device(monkeypatch):
+    # Where the default device is a GPU, the rotary positions (iota + pos) and the tensors the
+    # forward makes must still be the CPU ranks' own.
+    monkeypatch.setattr(tp.config, "default_device", "gpu:0")
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    weights = llama_ref.random_weights(config, seed=1)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
+    model.load_state_dict({k: tp.Tensor(v, device="cpu") for k, v in weights.items()})
+    exe = compile_step(model, 2, 1)
+    caches = [[tp.Tensor(np.zeros(model.cache_shape(1, 2), np.float32), device="cpu") for _ in range(2)]
+              for _ in range(2 * config["num_hidden_layers"])]
+    got = np.asarray(exe(tp.Tensor(PROMPT[:1, :4].astype(np.int32), device="cpu"),
+                         tp.Tensor(np.array([0], np.int32), device="cpu"), *caches))
+    want = llama_ref.logits(weights, PROMPT[:1, :4], config)[:, -1]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
 def test_a_model_whose_heads_do_not_split_is_refused_naming_the_layer():

@@ -5,7 +5,7 @@ import time
 
 from tripy import _C
 from tripy.exception import TripyException
-from tripy.frontend.device import default_device
+from tripy.frontend.device import default_device, device as _device, tracing_for
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.mesh import DeviceMesh, _TracingRank
@@ -195,6 +195,9 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
             ``parallel=tp.ColumnParallel(...)`` or ``tp.RowParallel()`` take that rank's share of
             their parameters and insert the collectives between the ranks. Each rank's program runs
             on its own thread (see ``tp.Executable``). ``None``: one program, on the default device.
+            While ``func`` is traced for a device (the default one, or a rank's), the tensors it
+            makes without naming a device (``tp.ones``, ``tp.iota``, ``tp.Tensor(...)``) are placed
+            on that device.
 
     Returns:
         tp.Executable: the compiled function; its parameters are the runtime inputs, named after
@@ -279,7 +282,8 @@ def _compile_profile(func, sig, params, args, kwargs, optimization_level, profil
         except TypeError as err:
             _C.raise_error(f"tp.compile cannot call the function with these args and kwargs: {err}.", frames)
     traced_at = time.perf_counter()
-    result = func(*traced_args, **traced_kwargs)
+    with tracing_for(_device(inputs.device)):
+        result = func(*traced_args, **traced_kwargs)
     traced_s = time.perf_counter() - traced_at
     single = isinstance(result, Tensor)
     outputs = [result] if single else list(result) if isinstance(result, (tuple, list)) else None

@@ -1,6 +1,7 @@
 """Devices: ``tp.device("cpu" | "gpu" | "gpu:0")`` and the default-device rule."""
 
 import os
+import threading
 
 from tripy import _C, config
 from tripy.frontend.errors import _raise_here
@@ -46,11 +47,34 @@ class device:
 
 
 _default = None
+# The device tp.compile is tracing a function for, on the thread that traces it (see tracing_for).
+_target = threading.local()
+
+
+class tracing_for:
+    """While the ``with`` block runs on this thread, tensors made without a device (``tp.Tensor``,
+    ``tp.ones``, ``tp.iota``, ...) are placed on ``device``: tp.compile traces a function for the
+    device its program runs on (a mesh rank's, which need not be the default device), and what
+    the function makes is the program's own."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.previous = getattr(_target, "device", None)
+        _target.device = self.device
+
+    def __exit__(self, *exc):
+        _target.device = self.previous
 
 
 def default_device():
-    """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override."""
+    """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override.
+    While tp.compile traces a function, the device it compiles for."""
     global _default
+    traced = getattr(_target, "device", None)
+    if traced is not None:
+        return traced
     if config.default_device is not None:
         return device(config.default_device)
     if _default is None:
