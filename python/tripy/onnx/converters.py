@@ -26,7 +26,7 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
-from tripy.onnx import composites, pooling, quantization
+from tripy.onnx import composites, losses, pooling, quantization
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
@@ -451,12 +451,6 @@ def _saturating(n):
     return None
 
 
-def _conv_transpose_check(n):
-    if n.has("output_shape"):
-        return "output_shape is not supported (give pads and output_padding)"
-    return attr_is("auto_pad", ("NOTSET",), "NOTSET")(n)
-
-
 def _no_training_input(n):
     """Dropout is the identity: training_mode must be a constant false, or the ratio a constant 0
     (torchvision's Swin applies F.dropout(p=0.0) with its default training=True)."""
@@ -504,7 +498,7 @@ OPS = {
     "ConstantOfShape": Row(_constant_of_shape, ("value",), check=_value_attr),
     "Conv": Row(_conv, ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")),
     "ConvTranspose": Row(_conv_transpose, ("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
-                                           "output_shape", "pads", "strides"), check=_conv_transpose_check),
+                                           "output_shape", "pads", "strides")),
     "Cos": Row(_unary(cos)),
     "Cosh": Row(_unary(lambda x: (exp(x) + exp(-x)) * 0.5)),
     "CumSum": Row(_cumsum, ("exclusive", "reverse")),
@@ -612,7 +606,7 @@ OPS = {
     "Where": Row(_where),
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
-for _rows in (pooling.ROWS, quantization.ROWS):  # the tables of the converters kept in their own files
+for _rows in (losses.ROWS, pooling.ROWS, quantization.ROWS):  # the tables of the converters kept in their own files
     assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
     OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a

@@ -145,10 +145,32 @@ def _conv_transpose(ctx, n):
     nd = w.rank - 2
     strides = n.attr("strides", [1] * nd)
     dilations = n.attr("dilations", [1] * nd)
+    output_padding = n.attr("output_padding", [0] * nd)
     pads = n.attr("pads", [0] * (2 * nd))
+    auto = n.attr("auto_pad", "NOTSET")
+    wanted = n.attr("output_shape")
+    if wanted is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        # pads from the output's size: the full transposed convolution cropped (or, where the total
+        # is negative, extended with zeros) to it
+        spatial = list(x.shape[2:])
+        if not _static(spatial):
+            _raise_here(f"ONNX {n.describe()}: output_shape and auto_pad need static spatial sizes.")
+        wanted = list(wanted)[-nd:] if wanted is not None else [s * st for s, st in zip(spatial, strides)]
+        k = list(w.shape[2:])
+        total = [st * (s - 1) + op + (kk - 1) * d + 1 - want
+                 for s, st, op, kk, d, want in zip(spatial, strides, output_padding, k, dilations, wanted)]
+        # a negative total extends the end, as output_padding does; SAME_UPPER puts the odd one last
+        head = [0 if t < 0 else t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+        pads = head + [t - h for t, h in zip(total, head)]
+    elif auto == "VALID":
+        pads = [0] * (2 * nd)
+    grow = [(-builtins.min(pads[i], 0), -builtins.min(pads[i + nd], 0)) for i in range(nd)]
+    pads = [builtins.max(p, 0) for p in pads]
     conv = {"stride": strides, "padding": [(pads[i], pads[i + nd]) for i in range(nd)], "dilation": dilations,
-            "groups": n.attr("group", 1), "transposed": True, "output_padding": n.attr("output_padding", [0] * nd)}
+            "groups": n.attr("group", 1), "transposed": True, "output_padding": output_padding}
     out = make("convolution", [x, w], convolution=conv)
+    if any(lo or hi for lo, hi in grow):  # outputs past the full convolution: no input reaches them
+        out = pad(out, [(0, 0), (0, 0)] + grow)
     b = ctx.opt_tensor(n, 2)
     return out if b is None else out + reshape(b, [-1] + [1] * nd)
 
