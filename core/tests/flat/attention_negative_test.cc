@@ -7,6 +7,7 @@
 #include <string>
 
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
@@ -43,25 +44,8 @@ std::string attention(const std::string& scale = kScale, const std::string& mask
 )" + tail;
 }
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
 // The matched graph's text, or "unchanged".
-std::string matched(const std::string& text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = match_attention(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string matched(const std::string& text) { return pass_on_text(text, match_attention); }
 
 TEST(MatchAttentionNegative, TheControlMatches) {
   EXPECT_TRUE(has(matched(attention()), "attention(%0, %1, %2, %3) {scale = 0.5, mask = bool}")) << matched(attention());
@@ -138,15 +122,7 @@ TEST(MatchAttentionNegative, AMaskRowOrColumnStretchedOverTheScoresIsNotTheCausa
 }
 
 // fold_attention_layouts on k and v repeated along the heads.
-std::string layouts(const std::string& text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = fold_attention_layouts(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return dce(*out).str();
-}
+std::string layouts(const std::string& text) { return pass_on_text(text, layouts_folded); }
 
 // q with 6 heads; k with 2 heads repeated 3 times along the heads, v with `v_heads` heads repeated
 // 6 / v_heads times: head h of a repeat is head h / G of its source (dims [0, 1, 3, 4]).

@@ -9,6 +9,7 @@
 #include "compiler/build_program.h"
 #include "compiler/compile.h"
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -86,14 +87,7 @@ return %1
 }
 
 // fold_attention_layouts over `text`: the verified result after DCE, or "unchanged".
-std::string folded_str(const std::string& text) {
-  auto g = flat::parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  auto folded = flat::fold_attention_layouts(*g);
-  if (!folded.has_value()) return "unchanged";
-  const Status st = flat::verify(*folded);
-  return st.ok() ? flat::dce(*folded).str() : "invalid: " + st.message();
-}
+std::string folded_str(const std::string& text) { return flat::pass_on_text(text, flat::layouts_folded); }
 
 TEST(AttentionLayouts, transposes_become_operand_layouts) {
   auto g = flat::parse_graph(kHeadSplit);
@@ -376,15 +370,7 @@ const char* kGpt2Mask = R"(%4 : i32[4, 16] = iota() {dims = [1]}
 %8 : i1[4, 16] = le(%4, %7)
 )";
 
-std::string offset_matched(const std::string& text) {
-  auto g = flat::parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  if (!g.ok()) return "";
-  auto matched = flat::match_attention(*g);
-  if (!matched) return "(unchanged)";
-  EXPECT_TRUE(flat::verify(*matched).ok()) << flat::verify(*matched).message();
-  return matched->str();
-}
+std::string offset_matched(const std::string& text) { return flat::pass_on_text(text, flat::match_attention); }
 
 TEST(MatchAttention, a_kv_cache_mask_becomes_a_causal_offset) {
   const char* head = R"(%0 : f32[1, 2, 4, 8] = parameter() {index = 0, name = "q"}
@@ -477,7 +463,7 @@ return %7
 
 TEST(MatchAttention, a_mask_not_provably_a_causal_offset_stays_a_mask) {
   auto unchanged = [](const std::string& mask, int m, const std::string& L = "4") {
-    EXPECT_EQ(offset_matched(cache_step(L, mask, m)), "(unchanged)") << mask;
+    EXPECT_EQ(offset_matched(cache_step(L, mask, m)), "unchanged") << mask;
   };
   auto gpt2_with = [](const std::string& from, const std::string& to) {
     std::string t = kGpt2Mask;
@@ -494,7 +480,7 @@ TEST(MatchAttention, a_mask_not_provably_a_causal_offset_stays_a_mask) {
   EXPECT_EQ(offset_matched(cache_step("4", R"(%4 : i32[4, 16] = iota() {dims = [1]}
 %5 : i32[4, 16] = broadcast(%3) {dims = [0]}
 %6 : i1[4, 16] = le(%4, %5)
-)", 6, "i32[4]")), "(unchanged)");
+)", 6, "i32[4]")), "unchanged");
   // Several query rows that all see keys <= pos: not "l + pos" for l > 0.
   unchanged(R"(%4 : i32[4, 16] = iota() {dims = [1]}
 %5 : i32[4, 16] = broadcast(%3) {dims = [1]}

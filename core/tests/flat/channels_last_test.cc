@@ -4,21 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
 
 std::string rewritten(const std::string& text, const ChannelsLastRule& rule = {}) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = channels_last(*g, rule);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message() + "\n" + out->str();
-  // The printed form parses back to itself.
-  auto again = parse_graph(out->str());
-  if (!again.ok() || again->str() != out->str()) return "does not round-trip:\n" + out->str();
-  return out->str();
+  return pass_on_text(text, [&](const Graph& g) { return channels_last(g, rule); });
 }
 
 std::string fill(std::string text, const char* dtype = "f16") {

@@ -9,30 +9,10 @@
 
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
-// The fusion plan; a graph that does not parse, verify or plan fails the test (its "plan" would
-// otherwise lack any epilogue).
-std::string plan_of(const std::string& text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return ADD_FAILURE() << g.status().message(), "";
-  if (Status st = verify(*g); !st.ok()) return ADD_FAILURE() << st.message(), "";
-  const Graph c = canonicalize_reductions(*g);
-  auto plan = plan_fusion(c);
-  if (!plan.ok()) return ADD_FAILURE() << plan.status().message(), "";
-  return fusion_plan_str(c, *plan);
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // max(x @ W + b, 0): one dot kernel with a bias and a relu.
 const char* kLinearRelu = R"(%0 : f32[4, 16] = parameter() {index = 0}
@@ -66,14 +46,6 @@ TEST(DotEpilogueNegative, OnlyAPerColumnBiasAndMaxWithZeroJoinTheGemm) {
             std::string::npos);
 }
 
-constexpr const char* kConvAttrs =
-    "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}";
-
-std::string with_conv(std::string text) {
-  for (size_t at; (at = text.find("{CONV}")) != std::string::npos;) text.replace(at, 6, kConvAttrs);
-  return text;
-}
-
 // relu(conv(x) + b[c] + r): one convolution kernel with a bias, a residual and a relu.
 const char* kConvBlock = R"(%0 : f32[1, 2, 3, 3] = parameter() {index = 0}
 %1 : f32[2, 2, 1, 1] = constant() {value = [1, 2, 3, 4]}
@@ -101,15 +73,7 @@ TEST(ConvolutionEpilogueNegative, OnlyPerChannelBiasesEarlierResidualsAndReluJoi
   EXPECT_FALSE(has(late, "has_residual")) << late;
 }
 
-std::string folded(const std::string& text) {
-  auto g = parse_graph(with_conv(text));
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = fold_conv_affine(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
-}
+std::string folded(const std::string& text) { return pass_on_text(with_conv(text), fold_conv_affine); }
 
 // conv(x, W) * s[c] + t[c].
 const char* kConvAffine = R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
@@ -146,15 +110,7 @@ return %5
   EXPECT_EQ(folded(replaced(replaced(kConvAffine, "mul(%2, %4)", "add(%2, %4)"), "add(%5, %7)", "neg(%5)")), "unchanged");
 }
 
-std::string merged(const std::string& text) {
-  auto g = parse_graph(with_conv(text));
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = merge_conv_biases(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
-}
+std::string merged(const std::string& text) { return pass_on_text(with_conv(text), merge_conv_biases); }
 
 // (conv_a + [1, 2]) + (conv_b + [10, 20]).
 const char* kTwoBiased = R"(%0 : f32[1, 1, 2, 2] = parameter() {index = 0}
@@ -188,13 +144,7 @@ TEST(MergeConvBiasesNegative, OnlyTwoSingleUseBiasedConvolutionsMerge) {
 }
 
 std::string quantized(const std::string& text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = quantized_dot(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
+  return pass_on_text(text, [](const Graph& g) { return quantized_dot(g); });
 }
 
 // dequantize(x int8, 0.5) @ dequantize(w int8, 0.25).

@@ -4,26 +4,12 @@
 
 #include "common/half.h"
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
 
-std::string folded(const char* text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = fold_conv_affine(*g);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
-}
-
-constexpr const char* kConv = "{stride = [1, 1], pad_before = [0, 0], pad_after = [0, 0], dilation = [1, 1], output_padding = [0, 0]}";
-
-std::string with_conv(std::string text) {
-  for (size_t at; (at = text.find("{CONV}")) != std::string::npos;) text.replace(at, 6, kConv);
-  return text;
-}
+std::string folded(const std::string& text) { return pass_on_text(text, fold_conv_affine); }
 
 TEST(FoldConvAffine, BatchNormBecomesScaledWeightsAndABias) {
   // relu(conv(x, [1, 2]) * [3, 0.5] + [1, -1]): weights [3, 1], bias [1, -1], the relu stays.

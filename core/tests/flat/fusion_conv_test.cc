@@ -4,19 +4,10 @@
 
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
-
-std::string plan_of(const char* text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  Status st = verify(*g);
-  if (!st.ok()) return "verify error: " + st.message();
-  auto plan = plan_fusion(canonicalize_reductions(*g));
-  if (!plan.ok()) return "fusion error: " + plan.status().message();
-  return fusion_plan_str(*g, *plan);
-}
 
 TEST(ConvolutionIr, TextRoundTripsEveryAttribute) {
   const char* text = R"(sym n [1, 2, 4]

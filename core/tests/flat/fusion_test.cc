@@ -3,20 +3,10 @@
 
 #include "flat/passes/fusion.h"
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
-
-std::string plan_of(const char* text) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  Status st = verify(*g);
-  if (!st.ok()) return "verify error: " + st.message();
-  Graph c = canonicalize_reductions(*g);
-  auto plan = plan_fusion(c);
-  if (!plan.ok()) return "fusion error: " + plan.status().message();
-  return fusion_plan_str(c, *plan);
-}
 
 TEST(Fusion, ElementwiseChainWithBroadcastsIsOneKernel) {
   EXPECT_EQ(plan_of(R"(%0 : f32[2, 3] = parameter() {index = 0}

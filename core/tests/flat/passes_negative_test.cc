@@ -6,24 +6,10 @@
 #include "../compiler/compile_text.h"
 #include "compiler/compile.h"  // the evaluator constant folding is given
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
-
-Graph parsed(const std::string& text) {
-  auto g = parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  if (!g.ok()) return Graph();
-  Status st = verify(*g);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::move(g.value());
-}
-
-std::string str(const std::optional<Graph>& g) {
-  if (!g) return "unchanged";
-  Status st = verify(*g);
-  return st.ok() ? g->str() : "verify error after the pass: " + st.message();
-}
 
 TEST(SimplifyNegative, OpsThatAreIdentitiesOnlyOnOneSideOrForSomeValuesStay) {
   // 0 - x and 1 / x (the identity is x - 0, x / 1), x * [1, 2] (not all ones), a round trip
@@ -128,7 +114,7 @@ return %2, %4, %7
 TEST(SinkUnitReshapesNegative, AnOperandBroadcastAlongDimsOrAMovingReshapeStays) {
   // add(reshape(x) to [3, 1], broadcast of a [3] vector): not a splat; and a reshape that moves
   // the unit dim (a [1, 3] reshaped to [3, 1]).
-  EXPECT_EQ(str(sink_unit_reshapes(parsed(R"(%0 : f32[3] = parameter() {index = 0}
+  EXPECT_EQ(result_text(sink_unit_reshapes(parsed(R"(%0 : f32[3] = parameter() {index = 0}
 %1 : f32[3] = parameter() {index = 1}
 %2 : f32[3, 1] = reshape(%0)
 %3 : f32[3, 1] = broadcast(%1) {dims = [0]}
@@ -136,7 +122,7 @@ TEST(SinkUnitReshapesNegative, AnOperandBroadcastAlongDimsOrAMovingReshapeStays)
 return %4
 )"))),
             "unchanged");
-  EXPECT_EQ(str(sink_unit_reshapes(parsed(R"(%0 : f32[1, 3] = parameter() {index = 0}
+  EXPECT_EQ(result_text(sink_unit_reshapes(parsed(R"(%0 : f32[1, 3] = parameter() {index = 0}
 %1 : f32[3, 1] = reshape(%0)
 %2 : f32[3, 1] = exp(%1)
 return %2
@@ -147,7 +133,7 @@ return %2
 TEST(SinkElementwiseNegative, AnOpThatIsAnOutputOrFeedsANonElementwiseOpStays) {
   // exp(dot) is an output; neg(dot) feeds a reduction, not an elementwise op; abs is already next
   // to its reader (no kernel between).
-  EXPECT_EQ(str(sink_elementwise(parsed(R"(%0 : f32[4, 8] = parameter() {index = 0}
+  EXPECT_EQ(result_text(sink_elementwise(parsed(R"(%0 : f32[4, 8] = parameter() {index = 0}
 %1 : f32[8, 2] = parameter() {index = 1}
 %2 : f32[4, 2] = dot(%0, %1)
 %3 : f32[4, 2] = exp(%2)
@@ -178,20 +164,20 @@ return %8
 }
 
 TEST(SplitDotSlicesNegative, OnlyAPerColumnConstantBiasAndUnitStepColumnSlicesSplit) {
-  EXPECT_NE(str(split_dot_slices(parsed(biased_dot()))), "unchanged");  // the control
+  EXPECT_NE(result_text(split_dot_slices(parsed(biased_dot()))), "unchanged");  // the control
   // A one-element bias stretched over the columns has no columns to slice; a bias given at run
   // time; a bias along the rows.
-  EXPECT_EQ(str(split_dot_slices(parsed(biased_dot("%3 : f32[1] = constant() {value = [5]}\n"
+  EXPECT_EQ(result_text(split_dot_slices(parsed(biased_dot("%3 : f32[1] = constant() {value = [5]}\n"
                                                    "%4 : f32[3, 4] = broadcast(%3) {dims = [1]}\n")))),
             "unchanged");
-  EXPECT_EQ(str(split_dot_slices(parsed(biased_dot("%3 : f32[4] = parameter() {index = 1}\n"
+  EXPECT_EQ(result_text(split_dot_slices(parsed(biased_dot("%3 : f32[4] = parameter() {index = 1}\n"
                                                    "%4 : f32[3, 4] = broadcast(%3) {dims = [1]}\n")))),
             "unchanged");
-  EXPECT_EQ(str(split_dot_slices(parsed(biased_dot("%3 : f32[3] = constant() {value = [10, 20, 30]}\n"
+  EXPECT_EQ(result_text(split_dot_slices(parsed(biased_dot("%3 : f32[3] = constant() {value = [10, 20, 30]}\n"
                                                    "%4 : f32[3, 4] = broadcast(%3) {dims = [0]}\n")))),
             "unchanged");
   // Every other column; rows instead of columns.
-  EXPECT_EQ(str(split_dot_slices(parsed(biased_dot(
+  EXPECT_EQ(result_text(split_dot_slices(parsed(biased_dot(
                 "%3 : f32[4] = constant() {value = [10, 20, 30, 40]}\n%4 : f32[3, 4] = broadcast(%3) {dims = [1]}\n",
                 "starts = [0, 1], limits = [3, 4], steps = [1, 2]")))),
             "unchanged");
@@ -231,7 +217,7 @@ return %2
 %2 : f32[2, 2, 5] = dot(%0, %1)
 return %2
 )"})
-    EXPECT_EQ(str(pad_dot_columns(parsed(text), 4)), "unchanged") << text;
+    EXPECT_EQ(result_text(pad_dot_columns(parsed(text), 4)), "unchanged") << text;
 }
 
 }  // namespace

@@ -4,18 +4,10 @@
 
 #include "compiler/compile.h"  // the evaluator constant folding is given
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
-
-Graph parsed(const char* text) {
-  auto g = parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  if (!g.ok()) return Graph();
-  Status st = verify(*g);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return std::move(g.value());
-}
 
 std::string checked(const Graph& g) {
   Status st = verify(g);

@@ -3,18 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
 
 std::string rewritten(const std::string& text, const QuantizedDotRules& rules = {}) {
-  auto g = parse_graph(text);
-  if (!g.ok()) return "parse error: " + g.status().message();
-  if (Status st = verify(*g); !st.ok()) return "verify error: " + st.message();
-  std::optional<Graph> out = quantized_dot(*g, rules);
-  if (!out) return "unchanged";
-  if (Status st = verify(*out); !st.ok()) return "verify error after the pass: " + st.message();
-  return out->str();
+  return pass_on_text(text, [&](const Graph& g) { return quantized_dot(g, rules); });
 }
 
 // x (int8, per-tensor 0.5) @ w (int8, per-tensor 0.25), as tp.dequantize lowers them.
