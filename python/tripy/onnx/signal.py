@@ -1,0 +1,110 @@
+"""ONNX's signal ops as Tripy ops: the windows (Hann, Hamming, Blackman) as constants of their
+size, DFT as products with cosine and sine matrices along the transformed axis (static lengths),
+STFT as strided frames of the signal, windowed, through the same DFT. Sizes given as graph inputs
+are read when the model runs eagerly (a compiled model needs them constant). Their rows join the
+converter table in ``converters.py``."""
+
+import math
+
+from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.linalg import matmul
+from tripy.frontend.ops.misc import cast
+from tripy.frontend.ops.pad import pad
+from tripy.frontend.ops.shape_ops import concatenate, permute, unsqueeze
+from tripy.frontend.tensor import Tensor
+from tripy.onnx.graph import _axis, _flat, dtype_of
+from tripy.onnx.rows import Row, dtype_attr
+
+_WINDOWS = {
+    "HannWindow": lambda n, size: 0.5 - 0.5 * math.cos(2 * math.pi * n / size),
+    "HammingWindow": lambda n, size: 25 / 46 - 21 / 46 * math.cos(2 * math.pi * n / size),
+    "BlackmanWindow": lambda n, size: 0.42 - 0.5 * math.cos(2 * math.pi * n / size) + 0.08 * math.cos(
+        4 * math.pi * n / size),
+}
+
+
+def _scalar(ctx, n, i):
+    return int(_flat(ctx.values(n.inputs[i], n))[0])
+
+
+def _window(ctx, n):
+    size = _scalar(ctx, n, 0)
+    span = size if n.attr("periodic", 1) else size - 1
+    values = [_WINDOWS[n.op_type](i, span) if span else 1.0 for i in range(size)]
+    return Tensor(values, dtype=dtype_of(n.attr("output_datatype", 1)))
+
+
+def dft_last(real, imag, length, inverse=False, onesided=False):
+    """(real, imag) of the DFT of length ``length`` along the last dim of ``real`` (and ``imag``,
+    or None for a real signal), padded with zeros or cut to ``length``."""
+    size = real.shape[-1]
+    if size != length:
+        fit = (lambda t: pad(t, [(0, 0)] * (t.rank - 1) + [(0, length - size)])) if size < length else \
+            (lambda t: t[..., :length])
+        real, imag = fit(real), None if imag is None else fit(imag)
+    bins = length // 2 + 1 if onesided else length
+    angle = [[2 * math.pi * ((i * k) % length) / length for k in range(bins)] for i in range(length)]
+    cos = Tensor([[math.cos(a) for a in row] for row in angle], dtype=real.dtype)
+    sin = Tensor([[math.sin(a) for a in row] for row in angle], dtype=real.dtype)
+    sign = 1.0 if inverse else -1.0  # e^(sign * 2 pi i k n / N)
+    out_real = matmul(real, cos)
+    out_imag = matmul(real, sin) * sign
+    if imag is not None:
+        out_real = out_real - matmul(imag, sin) * sign
+        out_imag = out_imag + matmul(imag, cos)
+    if inverse:
+        out_real, out_imag = out_real / float(length), out_imag / float(length)
+    return out_real, out_imag
+
+
+def _complex(real, imag):
+    return concatenate([unsqueeze(real, real.rank), unsqueeze(imag, imag.rank)], real.rank)
+
+
+def _dft(ctx, n):
+    x = ctx.tensor(n.inputs[0])
+    rank = x.rank
+    axis = _axis(n.attr("axis", 1), rank)
+    if axis == rank - 1:
+        _raise_here(f"ONNX {n.describe()}: the axis is the real/imaginary dim.")
+    order = [d for d in range(rank - 1) if d != axis] + [axis]
+    real = permute(x[..., 0], order)
+    imag = permute(x[..., 1], order) if x.shape[-1] == 2 else None
+    length = real.shape[-1] if n.input(1) is None else _scalar(ctx, n, 1)
+    if not isinstance(length, int):
+        _raise_here(f"ONNX {n.describe()}: DFT needs a static length along its axis.")
+    out_real, out_imag = dft_last(real, imag, length, bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0)))
+    back = [order.index(d) for d in range(rank - 1)]
+    return _complex(permute(out_real, back), permute(out_imag, back))
+
+
+def _stft(ctx, n):
+    signal = ctx.tensor(n.inputs[0])
+    step = _scalar(ctx, n, 1)
+    window = ctx.opt_tensor(n, 2)
+    length = _scalar(ctx, n, 3) if n.input(3) is not None else window.shape[0] if window is not None else None
+    total = signal.shape[1]
+    if length is None or not isinstance(total, int):
+        _raise_here(f"ONNX {n.describe()}: STFT needs a frame length (or window) and a static signal length.")
+    frames = (total - length) // step + 1
+    real = signal[..., 0]
+    imag = signal[..., 1] if signal.shape[-1] == 2 else None
+
+    def framed(t):  # [batch, frames, length]
+        return concatenate([unsqueeze(t[:, f * step:f * step + length], 1) for f in range(frames)], 1)
+
+    real, imag = framed(real), None if imag is None else framed(imag)
+    if window is not None:
+        window = window if window.dtype == real.dtype else cast(window, real.dtype)
+        real, imag = real * window, None if imag is None else imag * window
+    out_real, out_imag = dft_last(real, imag, length, onesided=bool(n.attr("onesided", 1)) and imag is None)
+    return _complex(out_real, out_imag)
+
+
+ROWS = {
+    "BlackmanWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
+    "DFT": Row(_dft, ("axis", "inverse", "onesided"), first=17, last=19),
+    "HammingWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
+    "HannWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
+    "STFT": Row(_stft, ("onesided",), first=17),
+}
