@@ -3,8 +3,6 @@
 GRU with linear_before_reset=1); and the settings torch does not export (reverse, clip, other
 activations, layout=1, sequence_lens) against a numpy step loop. Skipped where torch is missing."""
 
-import io
-
 import numpy as np
 import pytest
 

@@ -240,7 +240,7 @@ class Model:
 def load(path, device=None):
     """
     Loads an ONNX model (a ``.onnx`` file) and checks it whole before any work: every node's op
-    type and opset (the standard domain, up to opset 17), attributes and dtypes. One
+    type and opset (the standard domain, up to opset 21), attributes and dtypes. One
     ``tp.TripyException`` lists every node Tripy cannot run, with what is missing. Initializers
     become tensors over the memory-mapped file (or its external data files, which must lie inside
     the model's folder) without a copy on the CPU.

@@ -3,7 +3,6 @@ for the quantized dtypes Tripy has (int8, int32 for dequantizing, float8 e4m3): 
 axis. Their rows join the converter table in ``converters.py``."""
 
 from tripy.frontend import dtypes
-from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.elementwise import maximum, minimum, round
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.shape_ops import reshape

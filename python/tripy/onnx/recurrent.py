@@ -6,11 +6,11 @@ in ``converters.py``."""
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.ops.creation import full, iota
+from tripy.frontend.ops.creation import full
 from tripy.frontend.ops.elementwise import exp, log, maximum, minimum, relu, sigmoid, tanh, where
 from tripy.frontend.ops.linalg import matmul
 from tripy.frontend.ops.misc import cast
-from tripy.frontend.ops.shape_ops import concatenate, permute, reshape, split, unsqueeze
+from tripy.frontend.ops.shape_ops import concatenate, permute, split, unsqueeze
 from tripy.onnx.graph import _as_dtype_of
 from tripy.onnx.rows import Row, attr_is
 
