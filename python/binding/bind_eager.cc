@@ -228,9 +228,13 @@ py::object binary(const BinaryMethod& m, PyObject* self, PyObject* other_ptr) {
   py::object other = py::reinterpret_borrow<py::object>(other_ptr);
   if (!is_tensor(other)) other = py::reinterpret_borrow<py::object>(m.scalar_like)(other, py::handle(self));
   NodeRef a = node_of(self), b = node_of(other);
-  static const py::dict* const no_attrs = new py::dict();  // never freed: outlives the interpreter
-  std::vector<NodeRef> nodes{m.reflected ? b : a, m.reflected ? a : b};
-  return wrap(make_op(*m.def, std::move(nodes), *no_attrs, capture_source()));
+  if (m.reflected) std::swap(a, b);
+  std::vector<NodeRef> nodes;
+  nodes.reserve(2);
+  nodes.push_back(std::move(a));
+  nodes.push_back(std::move(b));
+  // A binary op takes no attributes: its node keeps the defaults, with none converted or moved.
+  return wrap(unwrap(trace::make_node(*m.def, std::move(nodes), capture_source())));
 }
 
 template <size_t I>
@@ -296,6 +300,7 @@ void bind_eager(py::module_& m) {
                              py::object scalar_like) {
     const trace::OpDef* def = trace::find_op(op);
     if (def == nullptr) throw py::value_error("unknown Trace op '" + op + "'");
+    if (def->attrs != 0) throw py::value_error("Trace op '" + op + "' takes attributes: not a binary operator");
     if (g_binary_count == kMaxBinaryMethods) throw std::runtime_error("tripy._C: too many binary methods");
     BinaryMethod& m = g_binary[g_binary_count];
     m.def = def;

@@ -124,6 +124,9 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
 // The same for an op already looked up (find_op), as the frontend's hot path does.
 StatusOr<NodeRef> make_node(const OpDef& def, std::vector<NodeRef> inputs, Attrs attrs, SourceRef source,
                             std::shared_ptr<SymbolTable> symbols = nullptr);
+// The same with every attribute at its default (an op given none, as every binary operator is):
+// no Attrs built and moved into the node.
+StatusOr<NodeRef> make_node(const OpDef& def, std::vector<NodeRef> inputs, SourceRef source);
 // Where attributes arrive by name (the Python binding): `given` must hold only attributes `op`
 // reads and every one it requires. A failure is the frontend's bug, reported at the user's line.
 Status check_attrs(const std::string& op, AttrSet given, SourceRef source);

@@ -51,12 +51,17 @@ std::optional<Dim> dim_arith(const std::string& op, const Node& a, const Node& b
   return std::nullopt;
 }
 
-Status infer_binary(InferCtx& ctx) {
+// Binary and comparison ops share their shape rule; a comparison's result is bool. Two rules
+// rather than one that looks its row up by name: every eager `a + b` runs this.
+Status infer_binary_as(InferCtx& ctx, DType dtype) {
   TRIPY_ASSIGN_OR_RETURN(ctx.node.shape, broadcast_shapes(ctx, ctx.shape(0), ctx.shape(1)));
-  ctx.node.dtype = api_row(ctx.node.def->name)->form == rt::EwForm::kCompare ? DType::kBool : ctx.in()[0]->dtype;
-  ctx.node.dim_value = dim_arith(ctx.node.def->name, *ctx.in()[0], *ctx.in()[1]);
+  ctx.node.dtype = dtype;
+  if (ctx.in()[0]->dim_value && ctx.in()[1]->dim_value)
+    ctx.node.dim_value = dim_arith(ctx.node.def->name, *ctx.in()[0], *ctx.in()[1]);
   return ok_status();
 }
+Status infer_binary(InferCtx& ctx) { return infer_binary_as(ctx, ctx.in()[0]->dtype); }
+Status infer_compare(InferCtx& ctx) { return infer_binary_as(ctx, DType::kBool); }
 
 // Broadcasts each operand to the node's shape; inserted broadcasts say which operand and why.
 std::vector<flat::ValueId> broadcast_operands(LowerCtx& c) {
@@ -115,8 +120,9 @@ void register_elementwise_ops() {
     if (!r.api) continue;
     const DTypeSet dtypes = api_dtypes(r.api_dtypes);
     if (r.form == rt::EwForm::kUnary) register_op({r.api, r.display, 1, 1, {dtypes}, true, infer_same, lower_unary});
-    if (r.form == rt::EwForm::kBinary || r.form == rt::EwForm::kCompare)
-      register_op({r.api, r.display, 2, 2, {dtypes}, true, infer_binary, lower_binary});
+    if (r.form == rt::EwForm::kBinary) register_op({r.api, r.display, 2, 2, {dtypes}, true, infer_binary, lower_binary});
+    if (r.form == rt::EwForm::kCompare)
+      register_op({r.api, r.display, 2, 2, {dtypes}, true, infer_compare, lower_binary});
   }
   register_op({"relu", "relu", 1, 1, {kNumbers}, true, infer_same, lower_relu});
   register_op({"where", "where", 3, 3, {kBool, kAny}, false, infer_where, lower_where});

@@ -1,5 +1,6 @@
 // The op registry and the rules every op shares: arity and dtype checks from OpDef data,
 // numpy broadcasting with explanatory errors, and the LowerCtx emit helpers.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -107,15 +108,11 @@ StatusOr<NodeRef> make_node(const std::string& op, std::vector<NodeRef> inputs, 
   return make_node(*def, std::move(inputs), std::move(attrs), std::move(source), std::move(symbols));
 }
 
-StatusOr<NodeRef> make_node(const OpDef& op, std::vector<NodeRef> inputs, Attrs attrs, SourceRef source,
-                            std::shared_ptr<SymbolTable> symbols) {
-  const OpDef* def = &op;
-  auto node = std::make_shared<Node>();
-  node->def = def;
-  node->attrs = std::move(attrs);
-  node->inputs = std::move(inputs);
-  node->source = source;
-  node->symbols = std::move(symbols);
+namespace {
+
+// make_node's checks and rule, on a node holding its op, inputs, attributes and source.
+StatusOr<NodeRef> infer_node(NodeRef node) {
+  const OpDef* def = node->def;
   node->id = next_node_id();
   InferCtx ctx{*node};
   int n = static_cast<int>(node->inputs.size());
@@ -168,6 +165,27 @@ StatusOr<NodeRef> make_node(const OpDef& op, std::vector<NodeRef> inputs, Attrs 
   return node;
 }
 
+}  // namespace
+
+StatusOr<NodeRef> make_node(const OpDef& op, std::vector<NodeRef> inputs, Attrs attrs, SourceRef source,
+                            std::shared_ptr<SymbolTable> symbols) {
+  auto node = std::make_shared<Node>();
+  node->def = &op;
+  node->attrs = std::move(attrs);
+  node->inputs = std::move(inputs);
+  node->source = std::move(source);
+  node->symbols = std::move(symbols);
+  return infer_node(std::move(node));
+}
+
+StatusOr<NodeRef> make_node(const OpDef& op, std::vector<NodeRef> inputs, SourceRef source) {
+  auto node = std::make_shared<Node>();
+  node->def = &op;
+  node->inputs = std::move(inputs);
+  node->source = std::move(source);
+  return infer_node(std::move(node));
+}
+
 StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   if (dim < -r || dim >= r)
@@ -178,17 +196,23 @@ StatusOr<int64_t> normalize_dim(const InferCtx& ctx, int64_t dim, int64_t rank) 
 }
 
 StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shape& b) {
+  // Equal shapes, the usual case (every eager `a + b`): the left one, made and compared once.
+  if (a.size() == b.size() &&
+      std::equal(a.begin(), a.end(), b.begin(), [](const Dim& x, const Dim& y) { return x.same_as(y); }))
+    return a;
+  static const Dim kOne(1);
   size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
+  Shape out;
+  out.reserve(rank);
   const SymbolTable* table = ctx.node.symbols.get();
   for (size_t i = 0; i < rank; ++i) {
     // Align trailing dims; missing leading dims act as 1.
-    Dim da = i + a.size() >= rank ? a[i + a.size() - rank] : Dim(1);
-    Dim db = i + b.size() >= rank ? b[i + b.size() - rank] : Dim(1);
+    const Dim& da = i + a.size() >= rank ? a[i + a.size() - rank] : kOne;
+    const Dim& db = i + b.size() >= rank ? b[i + b.size() - rank] : kOne;
     if (da.same_as(db) || (db.is_static() && db.static_value() == 1)) {
-      out[i] = da;
+      out.push_back(da);
     } else if (da.is_static() && da.static_value() == 1) {
-      out[i] = db;
+      out.push_back(db);
     } else if (da.is_static() && db.is_static()) {
       bool right_smaller = db.static_value() < da.static_value();
       int which = right_smaller ? 1 : 0;
@@ -208,7 +232,7 @@ StatusOr<Shape> broadcast_shapes(const InferCtx& ctx, const Shape& a, const Shap
       return st;
     } else {
       // At least one is dynamic: the result is the larger; lowering asserts compatibility.
-      out[i] = Dim::make(DimOp::kMax, da, db);
+      out.push_back(Dim::make(DimOp::kMax, da, db));
     }
   }
   return out;

@@ -137,9 +137,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
           if (b.donor >= 0) {
             outputs[b.index] = inputs[b.donor];
           } else {
-            const std::string name = static_cast<size_t>(b.index) < p.output_names.size() ? p.output_names[b.index] : "";
-            const std::string what = name.empty() ? "the result" : "output '" + name + "'";
-            auto out = Tensor::try_empty_host(b.dtype, v.shape, what);
+            auto out = Tensor::try_empty_host(b.dtype, v.shape, output_what(b.index));
             if (!out.ok()) {
               Status st = out.status();
               return st.at(writer_of(static_cast<int32_t>(i)));
@@ -186,6 +184,19 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
     return nullptr;
   }
 
+  // How an allocation failure names output `index`: "output 'logits'", or "the result".
+  const std::string& output_what(int32_t index) {
+    const rt::Program& p = *program_;
+    if (output_what_.empty()) {
+      for (size_t i = 0; i < p.outputs.size(); ++i) {
+        const std::string name = i < p.output_names.size() ? p.output_names[i] : "";
+        output_what_.push_back(name.empty() ? "the result" : "output '" + name + "'");
+      }
+    }
+    static const std::string kResult = "the result";
+    return static_cast<size_t>(index) < output_what_.size() ? output_what_[index] : kResult;
+  }
+
   // The user's line of the kernel that writes buffer `b` (nullptr when none does).
   SourceRef writer_of(int32_t b) const {
     auto it = writer_.find(b);
@@ -219,6 +230,7 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
   int64_t arena_bytes_ = 0;
   std::vector<View> views_;
   KernelArgs args_;
+  std::vector<std::string> output_what_;  // output_what's names, made on the first run
 };
 
 // The CPU needs nothing prepared at compile time: its kernels are the runtime's own.
