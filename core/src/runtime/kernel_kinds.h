@@ -343,6 +343,15 @@ inline constexpr const char* kKernelKindNames[] = {
 };
 inline constexpr size_t kNumKernelKinds = sizeof(kKernelKindNames) / sizeof(kKernelKindNames[0]);
 constexpr EnumNames enum_names(KernelKind) { return enum_names_of(kKernelKindNames); }
+// Whether `rows`, a backend's table of a row per kind, has one row for each kernel kind in the
+// kinds' order (row i's `kind` is kind i, so a kind indexes its row): for a static_assert beside it.
+template <class Row, size_t N>
+constexpr bool one_row_per_kind(const Row (&rows)[N]) {
+  if (N != kNumKernelKinds) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(rows[i].kind) != i) return false;
+  return true;
+}
 // "fused", "dot", ... ("invalid" past the end).
 const char* kernel_kind_name(KernelKind kind);
 

@@ -4,7 +4,6 @@
 #include "backend/cuda/cuda_kinds.h"
 
 #include <cstring>
-#include <iterator>
 
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
@@ -117,13 +116,7 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kCollective, nullptr, StoredAlgo::kNone, plan_collective_step, run_collective_step},
 };
 
-constexpr bool rows_in_kind_order() {
-  for (size_t i = 0; i < std::size(kKindRules); ++i)
-    if (static_cast<size_t>(kKindRules[i].kind) != i) return false;
-  return true;
-}
-static_assert(std::size(kKindRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.h");
-static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.h's order");
+static_assert(one_row_per_kind(kKindRules), "one row per kernel kind of runtime/kernel_kinds.h, in its order");
 
 }  // namespace
 

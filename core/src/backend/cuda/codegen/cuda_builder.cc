@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -176,13 +175,7 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, nullptr},
     {KernelKind::kCollective, nullptr, false, nullptr, nullptr},  // NCCL at run time (cuda_collective.cc)
 };
-constexpr bool rows_in_kind_order() {
-  for (size_t i = 0; i < std::size(kBuildRules); ++i)
-    if (static_cast<size_t>(kBuildRules[i].kind) != i) return false;
-  return true;
-}
-static_assert(std::size(kBuildRules) == kNumKernelKinds, "one row per kernel kind of runtime/kernel_kinds.h");
-static_assert(rows_in_kind_order(), "the rows follow runtime/kernel_kinds.h's order");
+static_assert(one_row_per_kind(kBuildRules), "one row per kernel kind of runtime/kernel_kinds.h, in its order");
 
 const BuildRule& build_rule(KernelKind kind) { return kBuildRules[static_cast<size_t>(kind)]; }
 
