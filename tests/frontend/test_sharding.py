@@ -3,6 +3,9 @@ in shared memory): sharded layers and blocks against numpy and against the same 
 whole, per-rank arguments, and the errors of meshes, of ranks that fail and of ranks that never
 arrive at a collective."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -159,15 +162,106 @@ def test_a_rank_that_fails_gives_the_call_its_error_not_a_hang():
     np.testing.assert_allclose(np.asarray(exe(good)), 2 * table[[0, 1]], rtol=1e-6)
 
 
-def test_a_rank_that_never_arrives_times_out_for_every_rank(monkeypatch):
+def _register_slow_on_rank_one():
+    """A plugin that copies its input, sleeping `seconds` first where the input's first value is 1
+    (rank 1's argument below), or raising where it is negative."""
+
+    def cpu(inputs, output, seconds):
+        if inputs[0].flat[0] < 0:
+            raise ValueError("a negative first value")
+        if inputs[0].flat[0] == 1:
+            time.sleep(seconds)
+        output[...] = inputs[0]
+
+    tp.register_plugin("ShardingTestDelay", lambda inputs, seconds: (inputs[0].shape, inputs[0].dtype), cpu=cpu)
+
+
+def test_a_rank_that_arrives_late_times_out_for_every_rank(monkeypatch):
     monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "0.5")
+    _register_slow_on_rank_one()
+
+    def f(x):
+        return tp.all_reduce(tp.plugin("ShardingTestDelay", [x], output_info=[(1, tp.float32)], seconds=2.0))
+
+    exe = tp.compile(f, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    start = time.monotonic()
+    with pytest.raises(tp.TripyException, match=r"rank 0 of 2: .*rank 0 waited 0.5 s \(TRIPY_COLLECTIVE_TIMEOUT\)"):
+        exe([tp.Tensor([0.0, 2.0]), tp.Tensor([1.0, 2.0])])
+    assert time.monotonic() - start < 10
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "60")
+    np.testing.assert_array_equal(np.asarray(exe([tp.Tensor([0.0, 2.0]), tp.Tensor([3.0, 2.0])])), [3.0, 4.0])
+
+
+def test_a_rank_whose_program_skips_a_collective_fails_the_others_at_once(monkeypatch):
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "60")
 
     def f(x):
         return tp.all_reduce(x) if tp.current_rank() == 0 else x + 1.0
 
     exe = tp.compile(f, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
-    with pytest.raises(tp.TripyException, match=r"rank 0 of 2: .*waited 0 s \(TRIPY_COLLECTIVE_TIMEOUT\)"):
+    start = time.monotonic()
+    with pytest.raises(tp.TripyException, match=r"rank 0 of 2: .*rank 1 of 2 returned from its program without reaching "
+                                                r"this collective") as e:
         exe(tp.ones((2,)))
+    assert time.monotonic() - start < 10  # not the timeout
+    assert "test_sharding.py" in str(e.value)
+
+
+def test_an_exception_in_one_ranks_thread_stops_every_rank_with_its_error(monkeypatch):
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "60")
+    _register_slow_on_rank_one()
+
+    def f(x):
+        y = tp.all_reduce(tp.plugin("ShardingTestDelay", [x], output_info=[(1, tp.float32)], seconds=0.0))
+        return tp.all_gather(y, dim=0)
+
+    exe = tp.compile(f, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 3))
+    start = time.monotonic()
+    with pytest.raises(tp.TripyException, match=r"rank 2 of 3: .*raised ValueError: a negative first value") as e:
+        exe([tp.Tensor([2.0, 1.0]), tp.Tensor([3.0, 1.0]), tp.Tensor([-1.0, 1.0])])
+    assert time.monotonic() - start < 10
+    assert "test_sharding.py" in str(e.value)
+    parts = [np.array([2.0, 1.0]), np.array([3.0, 1.0]), np.array([4.0, 1.0])]
+    np.testing.assert_array_equal(np.asarray(exe([tp.Tensor(p.astype(np.float32)) for p in parts])), np.tile(sum(parts), 3))
+
+
+def test_one_ranks_bad_argument_is_refused_naming_the_rank():
+    exe = tp.compile(tp.all_reduce, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"rank 1 of 2: Argument 'x' has dtype int32, but this executable was "
+                                                r"compiled for float32") as e:
+        exe([tp.ones((2,)), tp.Tensor([1, 2])])
+    assert "test_sharding.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"rank 1 of 2: .*dimension 0 has size 3"):
+        exe([tp.ones((2,)), tp.ones((3,))])
+    with pytest.raises(tp.TripyException, match=r"rank 0 of 2: Argument 'x' must be a tripy.Tensor, but got: list"):
+        exe([[1.0, 2.0], tp.ones((2,))])
+    np.testing.assert_array_equal(np.asarray(exe([tp.ones((2,)), tp.ones((2,))])), [2.0, 2.0])
+
+
+def test_calls_from_several_threads_on_one_mesh_each_get_their_own_sums(monkeypatch):
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "60")
+    mesh = tp.DeviceMesh(["cpu"] * 2)
+    args = [tp.InputInfo((1024,), dtype=tp.float32)]
+    double = tp.compile(lambda x: tp.all_reduce(x * 2.0), args=args, mesh=mesh)
+    gather = tp.compile(lambda x: tp.all_gather(x, dim=0), args=args, mesh=mesh)  # the same communicators
+    failures = []
+
+    def worker(k):
+        x = np.full(1024, float(k), np.float32)
+        try:
+            for _ in range(30):
+                got = np.asarray(double([tp.Tensor(x), tp.Tensor(x + 1)]))
+                np.testing.assert_array_equal(got, 2 * (2 * x + 1))
+                np.testing.assert_array_equal(np.asarray(gather([tp.Tensor(x), tp.Tensor(-x)])), np.concatenate([x, -x]))
+        except Exception as e:  # reported below, from the test's thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
 
 
 def test_ranks_whose_sizes_differ_are_refused(monkeypatch):

@@ -3,8 +3,10 @@
 #include "runtime/collectives.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "common/half.h"
@@ -61,12 +63,12 @@ class HostCommunicatorGroup {
   explicit HostCommunicatorGroup(int world) : world_(world), ins_(world), sizes_(world) {}
   int world() const { return world_; }
 
-  // Waits until every rank has arrived (or the group is aborted, or the wait times out).
+  // Waits until every rank has arrived (or the group is aborted, a rank has returned without
+  // arriving, or the wait times out).
   Status barrier(int rank) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!aborted_.empty()) return Status(StatusCode::kUnavailable, aborted_);
     const int64_t gen = generation_;
-    if (++arrived_ == world_) {
+    if (aborted_.empty() && finished_ < 0 && ++arrived_ == world_) {
       arrived_ = 0;
       ++generation_;
       cv_.notify_all();
@@ -74,15 +76,23 @@ class HostCommunicatorGroup {
     }
     const double timeout = collective_timeout_seconds();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-    while (generation_ == gen && aborted_.empty()) {
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == gen && aborted_.empty()) {
-        aborted_ = "rank " + std::to_string(rank) + " waited " + std::to_string(static_cast<int64_t>(timeout)) +
+    while (generation_ == gen && aborted_.empty() && finished_ < 0) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == gen && aborted_.empty() &&
+          finished_ < 0) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%g", timeout);
+        aborted_ = "rank " + std::to_string(rank) + " waited " + seconds +
                    " s (TRIPY_COLLECTIVE_TIMEOUT) at a collective for the other ranks of " + std::to_string(world_) +
                    ", which did not arrive";
         cv_.notify_all();
       }
     }
     if (generation_ != gen) return ok_status();
+    // A rank that returned never arrives: every barrier after its last one fails, for every rank.
+    if (aborted_.empty())
+      aborted_ = "rank " + std::to_string(finished_) + " of " + std::to_string(world_) +
+                 " returned from its program without reaching this collective, which the other ranks wait at: "
+                 "the ranks' programs do not run the same collectives";
     return Status(StatusCode::kUnavailable, aborted_);
   }
 
@@ -92,10 +102,17 @@ class HostCommunicatorGroup {
     cv_.notify_all();
   }
 
+  void finish(int rank) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_ < 0) finished_ = rank;
+    cv_.notify_all();
+  }
+
   void reset() {
     std::lock_guard<std::mutex> lock(mu_);
     aborted_.clear();
     arrived_ = 0;
+    finished_ = -1;
   }
 
   // Published by each rank between the two barriers of a collective.
@@ -109,6 +126,7 @@ class HostCommunicatorGroup {
   int arrived_ = 0;
   int64_t generation_ = 0;
   std::string aborted_;
+  int finished_ = -1;  // the first rank whose program returned in this run, or -1
 };
 
 HostCommunicator::HostCommunicator(std::shared_ptr<HostCommunicatorGroup> group, int rank)
@@ -117,6 +135,7 @@ HostCommunicator::HostCommunicator(std::shared_ptr<HostCommunicatorGroup> group,
 int HostCommunicator::world_size() const { return group_->world(); }
 void HostCommunicator::abort(const std::string& why) { group_->abort(why); }
 void HostCommunicator::reset() { group_->reset(); }
+void HostCommunicator::finish() { group_->finish(rank_); }
 
 Status HostCommunicator::all_reduce(const void* in, void* out, int64_t count, DType dtype) {
   HostCommunicatorGroup& g = *group_;
@@ -192,8 +211,17 @@ StatusOr<std::vector<std::vector<Tensor>>> run_ranks(const std::vector<const Exe
   int first_failure = -1;
   auto run_one = [&](size_t r) {
     CommunicatorScope scope(communicators[r].get());
-    results[r] = programs[r]->run(inputs[r]);
-    if (results[r].ok()) return;
+    try {
+      results[r] = programs[r]->run(inputs[r]);
+    } catch (const std::exception& e) {
+      results[r] = internal_error(std::string("the rank's run raised an exception: ") + e.what());
+    } catch (...) {
+      results[r] = internal_error("the rank's run raised an exception");
+    }
+    if (results[r].ok()) {
+      communicators[r]->finish();
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       if (first_failure < 0) first_failure = static_cast<int>(r);

@@ -8,7 +8,8 @@
 // barrier. The GPU's (NCCL) is the CUDA backend's. Both abort: a rank that fails wakes every rank
 // waiting for it with an error naming the failure, and a rank that waits past the timeout
 // (TRIPY_COLLECTIVE_TIMEOUT seconds, 300 unless set) fails the collective for every rank, so a
-// sharded run ends with an error, never a hang.
+// sharded run ends with an error, never a hang. On the host, a rank whose program returns without
+// reaching a collective that the others wait at fails it at once (the ranks' programs differ).
 #pragma once
 
 #include <condition_variable>
@@ -39,6 +40,10 @@ class Communicator {
   virtual void abort(const std::string& why) = 0;
   // Readies the communicator for the next run after an abort (every rank has returned).
   virtual void reset() {}
+  // Says that this rank's program has returned (run_ranks calls it): it reaches no collective
+  // any more, so a collective that waits for it can fail at once instead of at the timeout
+  // (where the communicator can tell: the host's can, NCCL's cannot).
+  virtual void finish() {}
 };
 
 // The communicator of the calling thread (set by CommunicatorScope), or null.
@@ -72,6 +77,7 @@ class HostCommunicator final : public Communicator {
   int world_size() const override;
   void abort(const std::string& why) override;
   void reset() override;
+  void finish() override;
   // out = sum over ranks of in (count elements of dtype each), or the ranks' `in` joined: `outer`
   // blocks of `chunk_bytes` per rank, rank j's block o landing at out + (o * world + j) * chunk_bytes.
   // kUnavailable when a rank failed or the wait timed out, kInvalidArgument when the ranks' sizes
@@ -88,7 +94,8 @@ std::vector<std::shared_ptr<Communicator>> make_host_communicators(int world_siz
 
 // Runs `programs[r]` on `inputs[r]` with `communicators[r]`, each rank on its own thread, and
 // returns every rank's outputs. The first rank that fails aborts the others; the error returned
-// is that rank's (named "rank r of n"), not the aborts it caused.
+// is that rank's (named "rank r of n"), not the aborts it caused. A C++ exception out of a rank's
+// run is that rank's failure (kInternal), not the process's end.
 StatusOr<std::vector<std::vector<Tensor>>> run_ranks(const std::vector<const Executable*>& programs,
                                                      const std::vector<std::vector<Tensor>>& inputs,
                                                      const std::vector<std::shared_ptr<Communicator>>& communicators);

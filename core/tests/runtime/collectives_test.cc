@@ -3,6 +3,7 @@
 // wakes the ranks waiting, a timeout, sizes that differ, and run_ranks naming the rank that failed.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -101,7 +102,53 @@ TEST(HostCommunicator, ARankThatNeverArrivesTimesOut) {
   Status st = static_cast<HostCommunicator&>(*comms[0]).all_reduce(&x, &y, 1, DType::kFloat32);
   unsetenv("TRIPY_COLLECTIVE_TIMEOUT");
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
-  EXPECT_NE(st.message().find("rank 0 waited"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rank 0 waited 0.2 s"), std::string::npos) << st.message();
+}
+
+TEST(HostCommunicator, ARankThatReturnedFailsTheCollectivesItSkippedAtOnce) {
+  setenv("TRIPY_COLLECTIVE_TIMEOUT", "60", 1);
+  auto comms = make_host_communicators(3);
+  float x = 1, y = 0;
+  // Ranks 0 and 1 wait; rank 2 returns from its program without arriving.
+  std::vector<Status> st(2);
+  std::vector<std::thread> waiting;
+  for (int r = 0; r < 2; ++r)
+    waiting.emplace_back([&, r] { st[static_cast<size_t>(r)] = static_cast<HostCommunicator&>(*comms[static_cast<size_t>(r)]).all_reduce(&x, &y, 1, DType::kFloat32); });
+  const auto start = std::chrono::steady_clock::now();
+  comms[2]->finish();
+  for (auto& t : waiting) t.join();
+  unsetenv("TRIPY_COLLECTIVE_TIMEOUT");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));  // not the timeout
+  for (const Status& s : st) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+    EXPECT_NE(s.message().find("rank 2 of 3 returned from its program without reaching this collective"),
+              std::string::npos) << s.message();
+  }
+  // A rank arriving later fails alike; after a reset the group runs again.
+  EXPECT_FALSE(static_cast<HostCommunicator&>(*comms[0]).all_reduce(&x, &y, 1, DType::kFloat32).ok());
+  for (auto& c : comms) c->reset();
+  float in[3] = {1, 2, 4}, out[3] = {};
+  std::vector<std::thread> all;
+  for (int r = 0; r < 3; ++r)
+    all.emplace_back([&, r] { (void)static_cast<HostCommunicator&>(*comms[static_cast<size_t>(r)]).all_reduce(&in[r], &out[r], 1, DType::kFloat32); });
+  for (auto& t : all) t.join();
+  for (float v : out) EXPECT_EQ(v, 7.0f);
+}
+
+TEST(HostCommunicator, ARankThatReturnsAfterTheLastCollectiveFailsNoOne) {
+  auto comms = make_host_communicators(2);
+  float in[2] = {1, 2}, out[2] = {};
+  Status st;
+  std::thread t([&] {
+    st = static_cast<HostCommunicator&>(*comms[1]).all_reduce(&in[1], &out[1], 1, DType::kFloat32);
+    comms[1]->finish();  // returned at once after its last collective, while rank 0 may still wait in it
+  });
+  Status st0 = static_cast<HostCommunicator&>(*comms[0]).all_reduce(&in[0], &out[0], 1, DType::kFloat32);
+  t.join();
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(st0.ok()) << st0.message();
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(out[1], 3.0f);
 }
 
 TEST(Communicator, TheCallingThreadsCommunicatorIsTheScopes) {

@@ -41,7 +41,8 @@ class Executable:
     collectives. Each argument is a tensor that every rank gets, or a list of ``world_size``
     tensors, one per rank (its shard: a KV cache split by heads); a call returns the first
     rank's outputs (under tensor parallelism every rank's outputs are whole, and equal). A rank that
-    fails stops the others: the call raises that rank's error, naming it. Saving a sharded
+    fails stops the others: the call raises that rank's error, naming it. Calls over one mesh from
+    several threads run one at a time. Saving a sharded
     executable is not supported yet.
 
     Example::
@@ -193,10 +194,12 @@ class Executable:
         for i in range(len(self._ranks)):
             rank_args = [of_rank(a, i, n) for a, n in zip(args, self._names)]
             rank_kwargs = {k: of_rank(v, i, k) for k, v in kwargs.items()}
-            per_rank.append(self._bind(rank_args, rank_kwargs, frames))
+            per_rank.append(self._bind(rank_args, rank_kwargs, frames, f"rank {local[i]} of {world}: "))
         if logger.is_enabled("timing"):
             logger.log("timing", lambda: f"{self}: a sharded executable's kernels are not timed yet")
-        outs = _C.run_ranks(self._ranks, self._mesh._communicators_of_process(), per_rank, frames)
+        # The mesh's communicators serve one call at a time (calls from several threads wait here).
+        with self._mesh._run_lock:
+            outs = _C.run_ranks(self._ranks, self._mesh._communicators_of_process(), per_rank, frames)
         return self._wrap_outputs(outs[0])
 
     def _profile(self, nodes, frames):
@@ -207,8 +210,9 @@ class Executable:
         outs = [Tensor._wrap(node) for node in nodes]
         return outs[0] if self._impl.output_names == ["return"] else tuple(outs)
 
-    def _bind(self, args, kwargs, frames):
-        """The runtime-input nodes for a call's arguments, checked by name and count."""
+    def _bind(self, args, kwargs, frames, who=""):
+        """The runtime-input nodes for a call's arguments, checked by name and count (``who``: the
+        rank whose arguments these are, before the message on a value, in a sharded call)."""
         if len(args) > len(self._names):
             _C.raise_error(f"This executable takes {len(self._names)} argument(s) ({', '.join(self._names)}), but {len(args)} were given.", frames)
         bound = dict(zip(self._names, args))
@@ -225,14 +229,14 @@ class Executable:
         for n in self._names:
             v = bound[n]
             if n in self._sizes:
-                nodes.append(self._size_node(n, v, frames))
+                nodes.append(self._size_node(n, v, frames, who))
                 continue
             if not isinstance(v, Tensor):
-                _C.raise_error(f"Argument '{n}' must be a tripy.Tensor, but got: {type(v).__name__}.", frames)
+                _C.raise_error(who + f"Argument '{n}' must be a tripy.Tensor, but got: {type(v).__name__}.", frames)
             nodes.append(v._node)
         return nodes
 
-    def _size_node(self, name, arg, frames):
+    def _size_node(self, name, arg, frames, who=""):
         """A size argument as the runtime takes it: a 0-d int64 tensor in host memory (only the
         shape program reads it, whatever device the executable runs on). The runtime checks its range."""
         value = None
@@ -245,12 +249,12 @@ class Executable:
                 pass
         if value is None:
             _C.raise_error(
-                f"Argument '{name}' must be an int or a tp.DimensionSize, but got: {type(arg).__name__}.", frames
+                who + f"Argument '{name}' must be an int or a tp.DimensionSize, but got: {type(arg).__name__}.", frames
             )
         if not -(2**63) <= value < 2**63:
             lo, _, hi = self._sizes[name]
             _C.raise_error(
-                f"Argument '{name}' has value {value}, which is outside the range [{lo}, {hi}] this executable was "
+                who + f"Argument '{name}' has value {value}, which is outside the range [{lo}, {hi}] this executable was "
                 "compiled for.",
                 frames,
             )

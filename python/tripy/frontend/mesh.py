@@ -147,6 +147,8 @@ class DeviceMesh:
         self.devices = devices
         self._rank = None  # this process's only rank (from_environment), or None: every rank is here
         self._communicators = None
+        # One sharded call at a time over these communicators: two calls' collectives would meet.
+        self._run_lock = threading.Lock()
 
     @classmethod
     def from_environment(cls):
@@ -180,6 +182,7 @@ class DeviceMesh:
         mesh.local_rank = local
         mesh._rank = rank
         mesh._communicators = None
+        mesh._run_lock = threading.Lock()
         return mesh
 
     @property
