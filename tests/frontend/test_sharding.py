@@ -314,6 +314,28 @@ def test_tensors_made_while_tracing_a_rank_are_placed_on_its_device(monkeypatch)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
+def test_world_sizes_that_do_not_match_are_refused_naming_the_users_line():
+    # A row-parallel layer given the whole input (every rank's), not its rank's share of it.
+    with pytest.raises(tp.TripyException, match=r"A row-parallel Linear over 2 ranks takes each rank's share of its 8 "
+                                                r"input features \(4, .*but its input has 8: for an input that every "
+                                                r"rank holds whole, use tp.ColumnParallel\(\)") as e:
+        tp.compile(tp.Linear(8, 4, parallel=tp.RowParallel()), args=[tp.InputInfo((1, 8), dtype=tp.float32)],
+                   mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert "test_sharding.py" in str(e.value)
+    # Per-rank lists: one value per rank of the mesh, positional or by name; none for one rank.
+    exe = tp.compile(lambda x, y: tp.all_reduce(x + y), args=[tp.InputInfo((2,), dtype=tp.float32)] * 2,
+                     mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"Argument 'y' is a list of 3 values, but a per-rank argument of this "
+                                                r"executable holds one per rank: 2"):
+        exe(x=tp.ones((2,)), y=[tp.ones((2,))] * 3)
+    np.testing.assert_array_equal(np.asarray(exe(x=tp.ones((2,)), y=[tp.ones((2,)), tp.zeros((2,))])), [3.0, 3.0])
+    single = tp.compile(lambda x: x * 2.0, args=[tp.InputInfo((2,), dtype=tp.float32)])
+    with pytest.raises(tp.TripyException, match=r"Argument 'x' is a list: a list of one tensor per rank is an argument "
+                                                r"of an executable compiled with a tp.DeviceMesh") as e:
+        single([tp.ones((2,)), tp.ones((2,))])
+    assert "test_sharding.py" in str(e.value)
+
+
 def test_outside_a_mesh_layers_are_whole_and_collectives_are_their_input():
     w = rand(6, 4)
     linear = load(tp.Linear(4, 6, bias=False, parallel=tp.ColumnParallel(parts=(2, 4))), weight=w)

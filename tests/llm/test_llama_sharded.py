@@ -103,3 +103,21 @@ def test_a_model_whose_heads_do_not_split_is_refused_naming_the_layer():
     args = [tp.InputInfo((1, 4), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
     with pytest.raises(tp.TripyException, match=r"The 2 KV heads of this model cannot be split over 4 ranks"):
         tp.compile(step, args=args, mesh=tp.DeviceMesh(["cpu"] * 4))
+
+
+@pytest.mark.parametrize("cache_world", [1, 4])
+def test_caches_made_for_another_number_of_ranks_are_refused_naming_the_users_line(cache_world):
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    model, _ = build(config)
+
+    def step(tokens, pos, *caches):
+        return model(tokens, pos, list(caches))[0]
+
+    cache = tp.InputInfo(model.cache_shape(1, cache_world), dtype=tp.float32)
+    args = [tp.InputInfo((1, 4), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
+    made_for = "1 rank" if cache_world == 1 else "4 ranks"
+    with pytest.raises(tp.TripyException, match=rf"The KV caches hold {4 // cache_world} KV heads \(made for {made_for}\), "
+                                                r"but each of the 2 ranks of this compile holds 2 of the model's 4: make "
+                                                r"them with model.cache_shape\(batch, 2\)") as e:
+        tp.compile(step, args=args, mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert "test_llama_sharded.py" in str(e.value)

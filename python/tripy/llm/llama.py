@@ -213,6 +213,23 @@ def _heads(config):
     return config.num_attention_heads // n, config.num_key_value_heads // n
 
 
+def _check_cache_heads(cache, share, heads):
+    """A rank's cache holds its share of the KV heads: caches made for another number of ranks
+    (``cache_shape(batch, n)``) are refused here, before the update that could not fit them."""
+    held = cache.shape[2] if cache.rank == 4 else None
+    if isinstance(held, int) and held != share:
+        world = world_size()
+        n = heads // held if held and heads % held == 0 else None
+        made_for = "" if n is None else f" (made for {n} rank{'s' if n > 1 else ''})"
+        wanted = (f"each of the {world} ranks of this compile holds {share} of the model's {heads}" if world > 1
+                  else f"the model has {heads}")
+        how = f"batch, {world}" if world > 1 else "batch"
+        _raise_here(
+            f"The KV caches hold {held} KV heads{made_for}, but {wanted}: make them with model.cache_shape({how}) or "
+            f"model.empty_caches({how})."
+        )
+
+
 class LlamaAttention(Module):
     """Self-attention over a KV cache. q, k and v come from one projection (``qkv_proj``: the
     checkpoint's ``q_proj``, ``k_proj`` and ``v_proj`` stacked, so a decode step reads the input
@@ -231,6 +248,7 @@ class LlamaAttention(Module):
     def forward(self, x, pos, cos_t, sin_t, k_cache, v_cache):
         B, T = x.shape[0], x.shape[1]
         (H, Hkv), D = _heads(self.config), self.config.head_dim
+        _check_cache_heads(k_cache, Hkv, self.config.num_key_value_heads)
         qkv = self.qkv_proj(x).reshape((B, T, H + 2 * Hkv, D))
         # Rotary embeddings on (B, T, heads, D), before the heads move to dim 1.
         qk = _rotate(qkv, H + Hkv, cos_t, sin_t)  # q and k rotate together
@@ -350,7 +368,7 @@ class LlamaForCausalLM(Module):
         share of the KV heads under a tp.DeviceMesh of ``world_size`` ranks."""
         c = self.config
         if c.num_key_value_heads % world_size:
-            raise TripyException(f"The {c.num_key_value_heads} KV heads of this model cannot be split over {world_size} ranks.")
+            _raise_here(f"The {c.num_key_value_heads} KV heads of this model cannot be split over {world_size} ranks.")
         return (batch, self.max_seq_len, c.num_key_value_heads // world_size, c.head_dim)
 
     def empty_caches(self, batch, world_size=1):

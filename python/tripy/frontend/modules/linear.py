@@ -170,5 +170,13 @@ class Linear(Module):
                 out = out + bias
             return all_gather(out, dim=-1) if self.parallel.gather_output else out
         lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
+        features = x.shape[-1] if x.rank else None
+        if isinstance(features, int) and features != hi - lo:
+            _raise_here(
+                f"A row-parallel Linear over {world} ranks takes each rank's share of its {self.in_features} input "
+                f"features ({hi - lo}, as a column-parallel layer before it computes them), but its input has {features}"
+                + (": for an input that every rank holds whole, use tp.ColumnParallel() or no parallel."
+                   if features == self.in_features else ".")
+            )
         out = all_reduce(x @ transpose(weight[:, lo:hi], 0, 1))
         return out + bias if bias is not None else out
