@@ -32,23 +32,34 @@
 #define SPLIT_MIN_KEYS 256  // keys per block at least under a causal offset (kSplitMinKeys too)
 #define SPLIT_VROWS 4   // rows served by the register V path at most (its accumulators: rows x 16 B)
 
+// Block row r is query row r % L of q head hk * G + r / L: the element offsets of its q and output
+// rows, computed once per block (threads r < R) so that no loop divides by L.
+DEVI void split_row_offsets(const AttnArgs& a, int b, int hk, int G, int R, i64* qoff, i64* ooff) {
+  const int r = threadIdx.x, L = (int)a.L;
+  if (r < R) {
+    const int h = hk * G + r / L, row = r - r / L * L;
+    qoff[r] = b * a.qs[0] + h * a.qs[1] + row * a.qs[2];
+    ooff[r] = b * a.os[0] + h * a.os[1] + row * a.os[2];
+  }
+}
+
 // The last block of a (batch, kv head) merges every block's partials (m, l, o) into the output:
 // M = max m_s, out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s. `w` holds nsplit * RM floats
-// of shared memory, `inv` RM.
+// of shared memory, `inv` RM; `ooff` the rows' output offsets (split_row_offsets). 32-bit index
+// math and short loops: a decode step runs this code once, cold in the instruction cache.
 template <int RM>
-DEVI void split_merge(const AttnArgs& a, i64 grp, i64 nsplit, i64 R, int b, int hk, i64 G, float* w, float* inv) {
+DEVI void split_merge(const AttnArgs& a, int grp, int nsplit, int R, const i64* ooff, float* w, float* inv) {
   const float NEG_INF = -__int_as_float(0x7f800000);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const i64 groups = a.B * a.Hkv;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, ns = (int)a.nsplit, Dv = (int)a.Dv;
   const float* part_o = (const float*)a.ws;
-  const float* ml = part_o + groups * a.nsplit * R * a.Dv + grp * a.nsplit * R * 2;
+  const float* ml = part_o + a.B * a.Hkv * ns * R * Dv + (i64)grp * ns * R * 2;
   for (int r = warp; r < R; r += 4) {
     float M = NEG_INF;
-    for (i64 s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + (s * R + r) * 2));
+    for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + (s * R + r) * 2));
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     float l = 0.0f;
-    for (i64 s = lane; s < nsplit; s += 32) {
+    for (int s = lane; s < nsplit; s += 32) {
       const float m = __ldcg(ml + (s * R + r) * 2);
       const float x = m == NEG_INF ? 0.0f : fexp2(m - M);
       l += x * __ldcg(ml + (s * R + r) * 2 + 1);
@@ -60,33 +71,33 @@ DEVI void split_merge(const AttnArgs& a, i64 grp, i64 nsplit, i64 R, int b, int 
     if (lane == 0) inv[r] = 1.0f / l;
   }
   __syncthreads();
-  const float* pg = part_o + grp * a.nsplit * R * a.Dv;
-  for (i64 idx = tid; idx < R * a.Dv; idx += 128) {
-    const i64 r = idx / a.Dv, col = idx - r * a.Dv;
-    float o = 0.0f;
-    for (i64 s = 0; s < nsplit; s += 8) {  // eight chunks' partials loaded at once
-      float part[8];
+  const float* pg = part_o + (i64)grp * ns * R * Dv;
+  for (int r = 0; r < R; ++r)
+    for (int col = tid; col < Dv; col += 128) {
+      const float* pr = pg + r * Dv + col;
+      float o = 0.0f;
+      for (int s = 0; s < nsplit; s += 4) {  // four chunks' partials loaded at once
+        float part[4];
 #pragma unroll
-      for (int u = 0; u < 8; ++u) part[u] = s + u < nsplit ? __ldcg(pg + (s + u) * R * a.Dv + idx) : 0.0f;
+        for (int u = 0; u < 4; ++u) part[u] = s + u < nsplit ? __ldcg(pr + (s + u) * R * Dv) : 0.0f;
 #pragma unroll
-      for (int u = 0; u < 8; ++u)
-        if (s + u < nsplit) o += w[(s + u) * RM + r] * part[u];
+        for (int u = 0; u < 4; ++u)
+          if (s + u < nsplit) o += w[(s + u) * RM + r] * part[u];
+      }
+      ((ST*)a.out)[ooff[r] + col * a.os[3]] = STORE_T(o * inv[r]);
     }
-    const i64 h = hk * G + r / a.L, row = r % a.L;
-    ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(o * inv[r]);
-  }
 }
 
 // A block's row maxima m and sums l (shared memory) join its partial outputs, already written;
 // the last block of the (batch, kv head) to arrive (every block's partials are visible to it)
 // merges them. `last` is a shared flag, `w` and `inv` split_merge's shared memory.
 template <int RM>
-DEVI void split_finish(const AttnArgs& a, i64 grp, i64 split, i64 nsplit, i64 R, int b, int hk, i64 G,
+DEVI void split_finish(const AttnArgs& a, int grp, int split, int nsplit, int R, const i64* ooff,
                        const float* m, const float* l, int* last, float* w, float* inv) {
-  const int tid = threadIdx.x;
-  float* part_ml = (float*)a.ws + a.B * a.Hkv * a.nsplit * R * a.Dv;  // [groups][a.nsplit][R][2]
+  const int tid = threadIdx.x, ns = (int)a.nsplit;
+  float* part_ml = (float*)a.ws + a.B * a.Hkv * ns * R * a.Dv;  // [groups][a.nsplit][R][2]
   if (tid < R) {
-    float* pml = part_ml + ((grp * a.nsplit + split) * R + tid) * 2;
+    float* pml = part_ml + ((i64)(grp * ns + split) * R + tid) * 2;
     pml[0] = m[tid];
     pml[1] = l[tid];
   }
@@ -99,7 +110,7 @@ DEVI void split_finish(const AttnArgs& a, i64 grp, i64 split, i64 nsplit, i64 R,
   __syncthreads();
   if (!*last) return;
   __threadfence();
-  split_merge<RM>(a, grp, nsplit, R, b, hk, G, w, inv);
+  split_merge<RM>(a, grp, nsplit, R, ooff, w, inv);
 }
 
 template <int RM>
@@ -107,6 +118,7 @@ DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sQ[RM * SPLIT_DMAX];  // queries scaled into the log2 domain; then the key groups' outputs
   __shared__ float sS[RM * SPLIT_T];     // a tile's scores, then its probabilities; then the merge weights
   __shared__ float sM[RM], sL[RM], sC[RM];
+  __shared__ i64 sQo[RM], sOo[RM];
   __shared__ int sLast;
   // The register V path's partial outputs: one per warp and row (head sizes up to 128).
   __shared__ float sV[RM <= SPLIT_VROWS ? 4 * RM * 128 : 1];
@@ -118,6 +130,7 @@ DEVI void attention_split(const AttnArgs& a) {
   const float sl2 = as_float(a.scale_log2);
   // The causal offset's load goes out with the queries'.
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  split_row_offsets(a, b, hk, (int)G, (int)R, sQo, sOo);
   // Row r of the block is query row r % L of q head hk * G + r / L.
 #pragma unroll 4
   for (i64 i = tid; i < R * a.D; i += 128) {
@@ -304,8 +317,7 @@ DEVI void attention_split(const AttnArgs& a) {
   float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
   auto put = [&](i64 r, i64 col, float o) {
     if (alone) {
-      const i64 h = hk * G + r / a.L, row = r % a.L;
-      ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(o * (1.0f / sL[r]));
+      ((ST*)a.out)[sOo[r] + col * a.os[3]] = STORE_T(o * (1.0f / sL[r]));
     } else {
       po[r * a.Dv + col] = o;
     }
@@ -343,7 +355,7 @@ DEVI void attention_split(const AttnArgs& a) {
     }
   }
   if (alone) return;
-  split_finish<RM>(a, grp, split, nsplit, R, b, hk, G, sM, sL, &sLast, sS, sC);
+  split_finish<RM>(a, (int)grp, (int)split, (int)nsplit, (int)R, sOo, sM, sL, &sLast, sS, sC);
 }
 
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
@@ -364,39 +376,62 @@ template <int RM>
 DEVI void attention_split_tc(const AttnArgs& a) {
   constexpr int TD = SPLIT_TC_HD, KS = TD / 32, NT = TD / 8;
   constexpr int VP = 16 * TD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
-  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = RM * TD * 4;
+  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
   __shared__ float wm[4][16], wl[4][16], sM[16], sL[16], sInv[16];
+  __shared__ i64 sQo[16], sOo[16];
   __shared__ int sLast;
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const i64 G = a.Hq / a.Hkv, R = G * a.L;
-  const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
-  const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
+  const int ns = (int)a.nsplit, Hkv = (int)a.Hkv, G = (int)(a.Hq / a.Hkv), L = (int)a.L, R = G * L;
+  const int split = (int)blockIdx.x % ns, grp = (int)blockIdx.x / ns, b = grp / Hkv, hk = grp - b * Hkv;
   const float sl2 = as_float(a.scale_log2);
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
-  // Rows g and g + 8 of the block as A fragments: lane t's 8 elements of each 32 of the head.
-  unsigned qa[KS][4], qb[KS][4];
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const i64 r = g + hr * 8;
-    const ST* qr = (const ST*)a.q + b * a.qs[0] + (hk * G + r / a.L) * a.qs[1] + (r % a.L) * a.qs[2];
-#pragma unroll
-    for (int s = 0; s < KS; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const i64 d = 32 * s + 8 * t + 2 * j;
-        const unsigned lo = r < R ? (unsigned)qr[d * a.qs[3]] : 0u, hi = r < R ? (unsigned)qr[(d + 1) * a.qs[3]] : 0u;
-        (hr ? qb : qa)[s][j] = lo | (hi << 16);
-      }
-  }
-  i64 keys = a.S, chunk = a.chunk, nsplit = a.nsplit;
+  split_row_offsets(a, b, hk, G, R, sQo, sOo);
+  int nsplit = ns;
+  i64 keys = a.S, chunk = a.chunk;
   if (MASK_KIND == 3) {
     keys = offset_keys_max(off, 0, a.L, a.S);
     const i64 want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
-    nsplit = want < 1 ? 1 : want < a.nsplit ? want : a.nsplit;
+    nsplit = want < 1 ? 1 : want < ns ? (int)want : ns;
     chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
-    if (split >= nsplit) return;
+    if (split >= nsplit) return;  // the same for every thread of the block
+  }
+  __syncthreads();  // sQo, sOo
+  // Rows g and g + 8 of the block as A fragments: lane t's elements 8t .. 8t + 7 of each 32 of the
+  // head, one 16-byte load each where q's rows allow (a.vec: every address is 16-byte aligned).
+  const bool qvec = a.vec && a.qs[3] == 1 && ((a.qs[0] | a.qs[1] | a.qs[2]) & 7) == 0;
+  unsigned qf[2][KS][4];
+  int row[2], head[2];
+  i64 vis[2];  // keys [0, vis) visible to the row
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = g + hr * 8;
+    row[hr] = r < R ? r % L : 0;
+    head[hr] = hk * G + (r < R ? r / L : 0);
+    vis[hr] = r < R ? a.S : 0;
+    if (CAUSAL && vis[hr] > row[hr] + 1) vis[hr] = row[hr] + 1;
+    if (MASK_KIND == 3) {
+      const i64 v = offset_keys(off, row[hr], a.S);
+      if (vis[hr] > v) vis[hr] = v;
+    }
+    const ST* qr = (const ST*)a.q + (r < R ? sQo[r] : 0);
+#pragma unroll
+    for (int s = 0; s < KS; ++s) {
+      V16 u = {0u, 0u, 0u, 0u};
+      if (r < R && qvec) {
+        u = *(const V16*)(qr + 32 * s + 8 * t);
+      } else if (r < R) {
+        unsigned w[4];
+#pragma unroll 1
+        for (int j = 0; j < 4; ++j) {
+          const i64 d = 32 * s + 8 * t + 2 * j;
+          w[j] = (unsigned)qr[d * a.qs[3]] | ((unsigned)qr[(d + 1) * a.qs[3]] << 16);
+        }
+        u = {w[0], w[1], w[2], w[3]};
+      }
+      qf[hr][s][0] = u.x, qf[hr][s][1] = u.y, qf[hr][s][2] = u.z, qf[hr][s][3] = u.w;
+    }
   }
   const i64 k0 = split * chunk;
   i64 k1 = k0 + chunk < keys ? k0 + chunk : keys;
@@ -428,7 +463,8 @@ DEVI void attention_split_tc(const AttnArgs& a) {
       c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0.0f;
 #pragma unroll
       for (int s = 0; s < KS; ++s) {
-        const unsigned a0[4] = {qa[s][0], qb[s][0], qa[s][1], qb[s][1]}, a1[4] = {qa[s][2], qb[s][2], qa[s][3], qb[s][3]};
+        const unsigned a0[4] = {qf[0][s][0], qf[1][s][0], qf[0][s][1], qf[1][s][1]};
+        const unsigned a1[4] = {qf[0][s][2], qf[1][s][2], qf[0][s][3], qf[1][s][3]};
         mma16816(c[nt], a0, kv[nt][s].x, kv[nt][s].y);
         mma16816(c[nt], a1, kv[nt][s].z, kv[nt][s].w);
       }
@@ -436,18 +472,15 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     // c[nt][i]: row g + (i / 2) * 8, key kt + nt * 8 + 2t + i % 2, scaled into the log2 domain.
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      const i64 r = g + hr * 8, row = r % a.L;
       float mx = NEG_INF;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const i64 key = kt + nt * 8 + 2 * t + e;
-          bool keep = key < k1 && r < R;
+          bool keep = key < k1 && key < vis[hr];
           float x = c[nt][hr * 2 + e] * sl2;
-          if (keep) x += mask_term(a, b, (int)(hk * G + r / a.L), row, key, &keep);
-          if (CAUSAL && key > row) keep = false;
-          if (MASK_KIND == 3 && key >= offset_keys(off, row, a.S)) keep = false;
+          if (keep) x += mask_term(a, b, head[hr], row[hr], key, &keep);
           c[nt][hr * 2 + e] = keep ? x : NEG_INF;
           mx = fmaxf(mx, c[nt][hr * 2 + e]);
         }
@@ -492,65 +525,73 @@ DEVI void attention_split_tc(const AttnArgs& a) {
       mma16816(o[d + 1], pa, b2, b3);
     }
   }
-  // Each warp's row sums over its lanes t, then the four warps combine: M = max m_w, weights
-  // 2^(m_w - M), and the block's partial (or, alone, its output).
+  // Each warp's row sums over its lanes t; the block's rows combine through shared memory:
+  // M = max m_w, o = sum_w 2^(m_w - M) o_w, warps 0 and 1 storing, then 2 and 3 adding (plain
+  // stores, no atomics, one copy of the code: it runs once a step, cold in the instruction cache).
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 1);
     l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 2);
   }
-  __syncthreads();  // the V tiles are done: smem becomes the block's output, summed into
-  float* wo = (float*)smem;  // [RM][TD]
-  for (int i = tid; i < RM * TD; i += 128) wo[i] = 0.0f;
+  __syncthreads();  // the V tiles are done: smem becomes the warps' outputs
   if (t == 0)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr)
-      if (g + hr * 8 < RM) {
-        wm[warp][g + hr * 8] = m[hr];
-        wl[warp][g + hr * 8] = l[hr];
-      }
+      if (g + hr * 8 < RM) wm[warp][g + hr * 8] = m[hr], wl[warp][g + hr * 8] = l[hr];
   __syncthreads();
-  // Row r's block max M = max_w m_w; warp w adds o_w 2^(m_w - M).
+  float f[2];
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    const int r = g + hr * 8;
-    if (r >= RM || r >= R) continue;
-    float M = NEG_INF;
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, wm[w][r]);
-    const float f = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
-#pragma unroll
-    for (int d = 0; d < NT; ++d) {
-      atomicAdd(&wo[r * TD + d * 8 + 2 * t], o[d][hr * 2] * f);
-      atomicAdd(&wo[r * TD + d * 8 + 2 * t + 1], o[d][hr * 2 + 1] * f);
-    }
+    const int r = g + hr * 8 < RM ? g + hr * 8 : 0;
+    const float M = fmaxf(fmaxf(wm[0][r], wm[1][r]), fmaxf(wm[2][r], wm[3][r]));
+    f[hr] = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
   }
-  __syncthreads();
+  float* wo = (float*)smem;  // [2][RM][TD]
+#pragma unroll 1
+  for (int round = 0; round < 2; ++round) {
+    if (warp >> 1 == round)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = g + hr * 8;
+        if (r >= RM || r >= R) continue;
+        float* dst = wo + ((warp & 1) * RM + r) * TD + 2 * t;
+#pragma unroll
+        for (int d = 0; d < NT; ++d) {
+          float2 x = make_float2(o[d][hr * 2] * f[hr], o[d][hr * 2 + 1] * f[hr]);
+          if (round) {
+            const float2 y = *(const float2*)(dst + d * 8);
+            x.x += y.x, x.y += y.y;
+          }
+          *(float2*)(dst + d * 8) = x;
+        }
+      }
+    __syncthreads();
+  }
   if (tid < R) {
-    float M = NEG_INF;
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, wm[w][tid]);
-    float L = 0.0f;
+    const float M = fmaxf(fmaxf(wm[0][tid], wm[1][tid]), fmaxf(wm[2][tid], wm[3][tid]));
+    float Lsum = 0.0f;
     for (int w = 0; w < 4; ++w)
-      if (wm[w][tid] != NEG_INF) L += fexp2(wm[w][tid] - M) * wl[w][tid];
+      if (wm[w][tid] != NEG_INF) Lsum += fexp2(wm[w][tid] - M) * wl[w][tid];
     sM[tid] = M;
-    sL[tid] = L;
-    sInv[tid] = 1.0f / L;  // no visible key: 0 * (1 / 0), the NaN of a softmax over nothing
+    sL[tid] = Lsum;
+    sInv[tid] = 1.0f / Lsum;  // no visible key: 0 * (1 / 0), the NaN of a softmax over nothing
   }
   __syncthreads();
   const bool alone = nsplit == 1;
-  float* part_o = (float*)a.ws;                            // [groups][a.nsplit][R][Dv]
-  float* po = part_o + (grp * a.nsplit + split) * R * a.Dv;
-  for (i64 idx = tid; idx < R * TD; idx += 128) {
-    const i64 r = idx / TD, col = idx - r * TD;
-    const float v = wo[idx];
-    if (alone) {
-      const i64 h = hk * G + r / a.L, row = r % a.L;
-      ((ST*)a.out)[b * a.os[0] + h * a.os[1] + row * a.os[2] + col * a.os[3]] = STORE_T(v * sInv[r]);
-    } else {
-      po[idx] = v;
-    }
+  float* po = (float*)a.ws + (i64)(grp * ns + split) * R * TD;  // [groups][a.nsplit][R][Dv]
+#pragma unroll 1
+  for (int r = 0; r < R; ++r) {
+    const int col = tid;  // TD <= 128 columns: one a thread
+    if (col >= TD) continue;
+    const float v = wo[r * TD + col] + wo[(RM + r) * TD + col];
+    if (alone)
+      ((ST*)a.out)[sOo[r] + col * a.os[3]] = STORE_T(v * sInv[r]);
+    else
+      po[r * TD + col] = v;
   }
   if (alone) return;
-  split_finish<RM>(a, grp, split, nsplit, R, b, hk, G, sM, sL, &sLast, (float*)smem, sInv);
+  __syncthreads();  // wo is read; split_merge reuses smem
+  split_finish<RM>(a, grp, split, nsplit, R, sOo, sM, sL, &sLast, (float*)smem, sInv);
 }
 #endif  // SPLIT_TC_HD
 
