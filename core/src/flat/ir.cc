@@ -27,6 +27,14 @@ OpAttrs op_attrs(OpKind kind) {
   return i < std::size(kOpAttrs) ? kOpAttrs[i] : OpAttrs{kNoAttrs};
 }
 
+bool swaps_last_two_dims(const Op& op) {
+  const size_t n = op.dims.size();
+  if (op.kind != OpKind::kTranspose || n < 2) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (op.dims[i] != static_cast<int64_t>(i)) return false;
+  return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+}
+
 Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {
   const Shape input = rt::to_channels_first(a.layout, stored_input);
   const Shape weight = rt::to_channels_first(a.layout, stored_weight);

@@ -86,6 +86,10 @@ struct Op {
   OriginRef origin;
 };
 
+// Whether `op` transposes the last two dims and keeps the others in place: the transpose that a
+// dot reads as a flag of its operand (x @ W.T of a Linear), not as a copy.
+bool swaps_last_two_dims(const Op& op);
+
 // A run-time condition lowering could not prove (dynamic dims): becomes an rt::ShapeCheck.
 struct ShapeAssertion {
   rt::ShapeCheck::Kind kind = rt::ShapeCheck::Kind::kEqual;

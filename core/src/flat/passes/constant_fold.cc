@@ -35,13 +35,9 @@ bool only_fused_users(const Graph& g, const std::vector<std::vector<int32_t>>& u
 // operand (x @ W.T of a Linear), so folding it would only copy the weight at compile time and keep
 // both layouts alive.
 bool is_dot_operand_transpose(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {
-  const size_t n = op.dims.size();
-  if (op.kind != OpKind::kTranspose || n < 2 || users[op.result].size() != 1) return false;
+  if (!swaps_last_two_dims(op) || users[op.result].size() != 1) return false;
   if (g.ops[users[op.result][0]].kind != OpKind::kDot) return false;
-  if (std::find(g.outputs.begin(), g.outputs.end(), op.result) != g.outputs.end()) return false;
-  for (size_t i = 0; i + 2 < n; ++i)
-    if (op.dims[i] != static_cast<int64_t>(i)) return false;
-  return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+  return std::find(g.outputs.begin(), g.outputs.end(), op.result) == g.outputs.end();
 }
 
 bool worth_folding(const Graph& g, const std::vector<std::vector<int32_t>>& users, const Op& op) {

@@ -214,14 +214,8 @@ void Planner::start_fused(int32_t op_index) {
 // A transpose that swaps the last two dims and feeds only a dot becomes a flag of that dot.
 bool Planner::is_dot_transpose(int32_t op_index) const {
   const Op& op = g_.ops[op_index];
-  if (op.kind != OpKind::kTranspose || uses_[op.result] != 1 || users_[op.result].size() != 1) return false;
-  if (g_.ops[users_[op.result][0]].kind != OpKind::kDot) return false;
-  size_t n = op.dims.size();
-  if (n < 2) return false;
-  for (size_t i = 0; i + 2 < n; ++i) {
-    if (op.dims[i] != static_cast<int64_t>(i)) return false;
-  }
-  return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+  if (!swaps_last_two_dims(op) || uses_[op.result] != 1 || users_[op.result].size() != 1) return false;
+  return g_.ops[users_[op.result][0]].kind == OpKind::kDot;
 }
 
 // The single op using `v`, when `v` has exactly one use and is not an output.

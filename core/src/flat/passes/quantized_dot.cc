@@ -62,15 +62,6 @@ std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
   return std::nullopt;
 }
 
-// Whether `t` swaps the last two dims and keeps the others (the transpose a dot reads as a flag).
-bool swaps_last_two(const Op& t) {
-  const size_t n = t.dims.size();
-  if (t.kind != OpKind::kTranspose || n < 2) return false;
-  for (size_t i = 0; i + 2 < n; ++i)
-    if (t.dims[i] != static_cast<int64_t>(i)) return false;
-  return t.dims[n - 2] == static_cast<int64_t>(n - 1) && t.dims[n - 1] == static_cast<int64_t>(n - 2);
-}
-
 bool static_multiple(const Dim& d, int64_t m) { return d.is_static() && d.static_value() % m == 0; }
 
 // One matched dot: the quantized operands, how the weight is read, and the folded scale.
@@ -88,7 +79,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, const QuantizedDotRule
   if (!a || a->axis >= 0) return std::nullopt;  // the activation's scale: per tensor only
   ValueId b_value = dot.operands[1];
   const Op& bdef = g.def(b_value);
-  if (swaps_last_two(bdef)) {
+  if (swaps_last_two_dims(bdef)) {
     m.rhs_transposed = true;
     b_value = bdef.operands[0];
   }

@@ -63,11 +63,7 @@ class Splitter {
   // reads in place.
   bool is_transposed_constant(ValueId v) const {
     const Op& t = g_.def(v);
-    const size_t n = t.dims.size();
-    if (t.kind != OpKind::kTranspose || n < 2 || !is_constant(t.operands[0])) return false;
-    for (size_t i = 0; i + 2 < n; ++i)
-      if (t.dims[i] != static_cast<int64_t>(i)) return false;
-    return t.dims[n - 2] == static_cast<int64_t>(n - 1) && t.dims[n - 1] == static_cast<int64_t>(n - 2);
+    return swaps_last_two_dims(t) && is_constant(t.operands[0]);
   }
 
   bool match(int32_t dot_op, Split* s) const {

@@ -31,10 +31,6 @@ namespace {
 
 bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 
-bool swaps_last_two(const Op& t) {
-  return t.kind == OpKind::kTranspose && t.dims.size() == 2 && t.dims[0] == 1 && t.dims[1] == 0;
-}
-
 // A constant's host copy (nullopt where it cannot be read).
 std::optional<Tensor> host_constant(const Op& c) {
   if (c.kind != OpKind::kConstant || !c.constant.defined()) return std::nullopt;
@@ -229,7 +225,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
   Match m;
   m.x = x;
   ValueId w = dot.operands[1];
-  m.nk = swaps_last_two(g.def(w));
+  m.nk = swaps_last_two_dims(g.def(w));
   if (m.nk) w = g.def(w).operands[0];
   const Op& mul = g.def(w);
   if (g.values[w].shape.size() != 2 || !is_static(g.values[w].shape)) return std::nullopt;
