@@ -223,6 +223,23 @@ void bind_executable(py::module_& m) {
       .def("kernels_of", [](const Executable& exe, size_t i) { return kernels_of(profile_at(exe, i)); })
       .def("program_text_of", [](const Executable& exe, size_t i) { return compiler::program_str(*profile_at(exe, i).program); })
       .def("inputs_of", [](const Executable& exe, size_t i) { return inputs_of(profile_at(exe, i).input_descs); })
+      // The number of ranks the collectives of every profile were compiled for (a saved rank's
+      // mesh size), or None for a program without collectives. Collectives that disagree are a
+      // program no mesh can run: kDataLoss.
+      .def_property_readonly("collective_world_size", [](const Executable& exe) -> py::object {
+        int64_t world = 0;
+        for (const auto& profile : exe.impl()->profiles)
+          for (const rt::Kernel& k : profile.program->kernels) {
+            if (k.kind != rt::KernelKind::kCollective) continue;
+            if (world != 0 && k.collective.world_size != world)
+              raise(Status(StatusCode::kDataLoss, "the executable's collectives were compiled for meshes of " +
+                                                      std::to_string(world) + " and " +
+                                                      std::to_string(k.collective.world_size) + " ranks"));
+            world = k.collective.world_size;
+          }
+        if (world == 0) return py::none();
+        return py::int_(world);
+      })
       // Names of the inputs declared with tp.InputInfo(donate=True).
       .def_property_readonly("donated", [](const Executable& exe) {
         std::vector<std::string> out;

@@ -285,8 +285,6 @@ def test_mesh_and_argument_errors_name_the_users_line():
     with pytest.raises(tp.TripyException, match=r"a list of 3 values, but a per-rank argument of this executable holds one per rank: 2") as e:
         exe([tp.ones((2,))] * 3)
     assert "test_sharding.py" in str(e.value)
-    with pytest.raises(tp.TripyException, match=r"Saving a sharded executable"):
-        exe.save("never.tpy")
     with pytest.raises(tp.TripyException, match=r"cannot be split over 3 ranks: its 4 features are not a multiple of 3"):
         tp.compile(tp.Linear(4, 2, parallel=tp.RowParallel()), args=[tp.InputInfo((1, 4), dtype=tp.float32)],
                    mesh=tp.DeviceMesh(["cpu"] * 3))
@@ -334,6 +332,59 @@ def test_world_sizes_that_do_not_match_are_refused_naming_the_users_line():
                                                 r"of an executable compiled with a tp.DeviceMesh") as e:
         single([tp.ones((2,)), tp.ones((2,))])
     assert "test_sharding.py" in str(e.value)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_sharded_executable_saved_and_loaded_keeps_every_ranks_program(tmp_path, world):
+    w1, b1, w2, b2 = rand(16, 8), rand(16), rand(8, 16), rand(8)
+    mlp = MLP(8, 16)
+    load(mlp.up, weight=w1, bias=b1)
+    load(mlp.down, weight=w2, bias=b2)
+    exe = tp.compile(mlp, args=[tp.InputInfo(((1, 3, 8), 8), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * world))
+    path = tmp_path / "mlp.tpy"
+    exe.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"mlp.rank{r}-of-{world}.tpy" for r in range(world)]
+    # Loaded with a mesh of its own (new communicators), in a fresh executable.
+    back = tp.Executable.load(path, mesh=tp.DeviceMesh(["cpu"] * world))
+    assert back.world_size == world and str(back) == str(exe)
+    for r in range(world):  # each rank holds its own share of the weights
+        assert back._ranks[r].program_text == exe._ranks[r].program_text
+    x = rand(5, 8)
+    got = np.asarray(back(tp.Tensor(x)))
+    np.testing.assert_array_equal(got, np.asarray(exe(tp.Tensor(x))))
+    np.testing.assert_allclose(got, gelu(x @ w1.T + b1) @ w2.T + b2, rtol=1e-5, atol=1e-5)
+
+
+def test_loading_a_sharded_executable_with_the_wrong_mesh_is_refused_naming_the_users_line(tmp_path):
+    exe = tp.compile(lambda x: tp.all_reduce(x * 2.0), args=[tp.InputInfo((2,), dtype=tp.float32)],
+                     mesh=tp.DeviceMesh(["cpu"] * 2))
+    path = tmp_path / "sum.tpy"
+    exe.save(path)
+    with pytest.raises(tp.TripyException, match=r"No executable is saved at '.*sum.tpy', but a sharded one is, one file "
+                                                r"per rank, for a mesh of 2 ranks: load it with "
+                                                r"tp.Executable.load\(path, mesh=...\)") as e:
+        tp.Executable.load(path)
+    assert "test_sharding.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"was saved for a mesh of 2 ranks, but this mesh has 3"):
+        tp.Executable.load(path, mesh=tp.DeviceMesh(["cpu"] * 3))
+    with pytest.raises(tp.TripyException, match=r"sum.rank1-of-2.tpy' holds one rank of an executable sharded over 2 "
+                                                r"ranks: load the executable with tp.Executable.load\(path, mesh=...\)"):
+        tp.Executable.load(tmp_path / "sum.rank1-of-2.tpy")
+    with pytest.raises(tp.TripyException, match=r"mesh must be a tp.DeviceMesh or None"):
+        tp.Executable.load(path, mesh=2)
+    # A rank's file renamed for a mesh of another size: its collectives say what it was compiled for.
+    (tmp_path / "sum.rank0-of-2.tpy").rename(tmp_path / "sum.rank0-of-1.tpy")
+    with pytest.raises(tp.TripyException, match=r"sum.rank0-of-1.tpy' holds a rank of an executable sharded over 2 "
+                                                r"ranks, but this mesh has 1"):
+        tp.Executable.load(path, mesh=tp.DeviceMesh(["cpu"]))
+    # A missing rank names its file.
+    with pytest.raises(tp.TripyException, match=r"sum.rank0-of-2.tpy"):
+        tp.Executable.load(path, mesh=tp.DeviceMesh(["cpu"] * 2))
+    single = tp.compile(lambda x: x * 2.0, args=[tp.InputInfo((2,), dtype=tp.float32)])
+    single.save(tmp_path / "one.tpy")
+    with pytest.raises(tp.TripyException, match=r"one.tpy' holds an executable of one rank, not one sharded over a mesh"):
+        tp.Executable.load(tmp_path / "one.tpy", mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert tp.Executable.load(tmp_path / "one.tpy")(tp.Tensor([1.0, 2.0])).tolist() == [2.0, 4.0]
 
 
 def test_outside_a_mesh_layers_are_whole_and_collectives_are_their_input():

@@ -74,6 +74,28 @@ def test_sharded_llama_prefill_and_decode_match_numpy_and_the_whole_model(world)
         )
 
 
+def test_a_saved_sharded_llama_step_decodes_as_the_unsaved_one(tmp_path):
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    model, weights = build(config)
+    world, layers = 2, config["num_hidden_layers"]
+    exe = compile_step(model, world, 2)
+    exe.save(tmp_path / "step.tpy")
+    back = tp.Executable.load(tmp_path / "step.tpy", mesh=tp.DeviceMesh(["cpu"] * world))
+    runs = []
+    for step in (exe, back):
+        rank_caches = [model.empty_caches(2, world) for _ in range(world)]
+        caches = [[rank_caches[r][i] for r in range(world)] for i in range(2 * layers)]
+        logits = [np.asarray(step(tp.Tensor(PROMPT[:, :4].astype(np.int32)), tp.Tensor(np.array([0], np.int32)), *caches))]
+        for pos in range(4, PROMPT.shape[1]):  # decode steps over the caches the loaded ranks update in place
+            logits.append(np.asarray(step(tp.Tensor(PROMPT[:, pos : pos + 1].astype(np.int32)),
+                                          tp.Tensor(np.array([pos], np.int32)), *caches)))
+        runs.append(logits)
+    for saved, unsaved in zip(runs[1], runs[0]):
+        np.testing.assert_array_equal(saved, unsaved)
+    want = llama_ref.logits(weights, PROMPT, config)[:, -1]
+    np.testing.assert_allclose(runs[1][-1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def test_a_cpu_mesh_traces_the_model_for_the_cpu_whatever_the_default_device(monkeypatch):
     # Where the default device is a GPU, the rotary positions (iota + pos) and the tensors the
     # forward makes must still be the CPU ranks' own.

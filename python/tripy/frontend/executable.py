@@ -3,6 +3,7 @@
 import inspect
 import os
 import operator
+import re
 
 from tripy import _C
 from tripy.frontend import dtypes
@@ -42,8 +43,8 @@ class Executable:
     tensors, one per rank (its shard: a KV cache split by heads); a call returns the first
     rank's outputs (under tensor parallelism every rank's outputs are whole, and equal). A rank that
     fails stops the others: the call raises that rank's error, naming it. Calls over one mesh from
-    several threads run one at a time. Saving a sharded
-    executable is not supported yet.
+    several threads run one at a time. ``save`` writes each rank of this process to a file of its
+    own, and ``load(path, mesh=...)`` reads them back.
 
     Example::
 
@@ -280,29 +281,106 @@ class Executable:
             TypeError: if ``path`` is not a path.
         """
         path = path_argument(path, "Executable.save")
-        if self._ranks is not None:
-            _raise_here("Saving a sharded executable (tp.compile with a mesh) is not supported yet.")
         parent = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
             _raise_here(f"Cannot save the executable to {quoted_path(path)}: cannot make its directory ({e.strerror}).")
-        self._impl.save(path, capture_user_frames())
+        frames = capture_user_frames()
+        if self._ranks is None:
+            self._impl.save(path, frames)
+            return
+        for rank, impl in zip(self._mesh._local_ranks(), self._ranks):
+            impl.save(_rank_path(path, rank, self._mesh.size), frames)
 
     @staticmethod
-    def load(path):
+    def load(path, mesh=None):
         """Loads an executable saved with ``save``; a corrupt file, or one that is not a regular
-        file (a FIFO, a directory), raises TripyException.
+        file (a FIFO, a directory), raises TripyException. A sharded executable is loaded with the
+        mesh it runs on (``mesh``): each rank of this process from its own file, saved for a mesh
+        of the same size and kind of device.
 
         Args:
-            path (str | os.PathLike): The file ``save`` wrote.
+            path (str | os.PathLike): The path given to ``save`` (for a sharded executable, without
+                the ``.rank<r>-of-<n>`` that ``save`` put in each rank's file name).
+            mesh (tp.DeviceMesh | None): The mesh of a sharded executable; None for one of one rank.
 
         Returns:
             tp.Executable: the executable, ready to call.
 
         Raises:
             tp.TripyException: if the file cannot be read, is not a regular file, is corrupt, or was
-                written by another format version.
+                written by another format version; or if ``mesh`` is missing for a sharded
+                executable, given for one of one rank, or of another size or kind of device than the
+                one the files were saved for.
             TypeError: if ``path`` is not a path.
         """
-        return Executable(_C.Executable.load(path_argument(path, "Executable.load"), capture_user_frames()))
+        path = path_argument(path, "Executable.load")
+        frames = capture_user_frames()
+        if mesh is None:
+            if not os.path.lexists(path):
+                saved = _saved_worlds(path)
+                if saved:
+                    _raise_here(
+                        f"No executable is saved at {quoted_path(path)}, but a sharded one is, one file per rank, for a "
+                        f"mesh of {' and of '.join(str(n) for n in saved)} ranks: load it with tp.Executable.load(path, "
+                        "mesh=...)."
+                    )
+            impl = _C.Executable.load(path, frames)
+            world = impl.collective_world_size
+            if world is not None:
+                _raise_here(
+                    f"{quoted_path(path)} holds one rank of an executable sharded over {world} ranks: load the "
+                    f"executable with tp.Executable.load(path, mesh=...), path being the one given to save."
+                )
+            return Executable(impl)
+        from tripy.frontend.mesh import DeviceMesh
+
+        if not isinstance(mesh, DeviceMesh):
+            _raise_here(f"mesh must be a tp.DeviceMesh or None, but got: {mesh!r}.")
+        saved = _saved_worlds(path)
+        if saved and mesh.size not in saved:
+            _raise_here(
+                f"The executable at {quoted_path(path)} was saved for a mesh of {' and of '.join(str(n) for n in saved)} "
+                f"ranks, but this mesh has {mesh.size}."
+            )
+        if not saved and os.path.lexists(path):
+            _raise_here(
+                f"{quoted_path(path)} holds an executable of one rank, not one sharded over a mesh: load it without mesh."
+            )
+        ranks = []
+        for rank in mesh._local_ranks():
+            rank_path = _rank_path(path, rank, mesh.size)
+            impl = _C.Executable.load(rank_path, frames)
+            world = impl.collective_world_size
+            if world is not None and world != mesh.size:
+                _raise_here(
+                    f"{quoted_path(rank_path)} holds a rank of an executable sharded over {world} ranks, but this mesh "
+                    f"has {mesh.size}."
+                )
+            device = mesh.devices[rank]
+            if _C.parse_device(impl.device)[0] != device.kind:
+                _raise_here(
+                    f"{quoted_path(rank_path)} was compiled for {impl.device}, but rank {rank} of this mesh is {device}."
+                )
+            ranks.append(impl)
+        return Executable(ranks[0], ranks=ranks, mesh=mesh)
+
+
+def _rank_path(path, rank, world):
+    """The file of one rank of a sharded executable saved at ``path`` (bytes, as path_argument
+    gives it): ``model.rank0-of-2.tpy``."""
+    root, ext = os.path.splitext(path)
+    return root + b".rank%d-of-%d" % (rank, world) + ext
+
+
+def _saved_worlds(path):
+    """The mesh sizes for which some rank of a sharded executable is saved at ``path`` (bytes)."""
+    root, ext = os.path.splitext(path)
+    folder, stem = os.path.split(root)
+    pattern = re.compile(re.escape(stem) + rb"\.rank(\d+)-of-(\d+)" + re.escape(ext) + b"$")
+    try:
+        names = os.listdir(folder or b".")
+    except OSError:
+        return []
+    return sorted({int(m.group(2)) for m in map(pattern.match, names) if m and int(m.group(1)) < int(m.group(2))})
