@@ -31,6 +31,23 @@ bool is_splat_of(const Graph& g, ValueId v, double want, double tol = 0) {
   return splat_value(g, v, &x) && std::abs(x - want) <= tol;
 }
 
+// The kind of the kernel that an op planned on its own (not fused, not a dot or a convolution)
+// becomes; a reshape is an alias of its operand's bytes.
+GroupKind own_kernel_kind(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kKernel: return static_cast<GroupKind>(op.kernel.kind);
+    case OpKind::kAttention: return GroupKind::kAttention;
+    case OpKind::kPlugin: return GroupKind::kPlugin;
+    case OpKind::kPooling: return GroupKind::kPooling;
+    case OpKind::kUpdateSlice: return GroupKind::kUpdateSlice;
+    case OpKind::kReshape: return GroupKind::kAlias;
+    case OpKind::kTranspose: return GroupKind::kTranspose;
+    case OpKind::kSlice: return GroupKind::kSlice;
+    case OpKind::kConcatenate: return GroupKind::kConcatenate;
+    default: return GroupKind::kGather;  // kGather, the last kind planned alone
+  }
+}
+
 }  // namespace
 
 Planner::Planner(const Graph& g) : g_(g) {
@@ -269,11 +286,15 @@ void Planner::plan_dot(int32_t op_index) {
     absorb(gi, u);
     cur = g_.ops[u].result;
   }
-  std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
-  groups_[gi].inputs = inputs;
-  group_of_[cur] = gi;
+  finish_epilogues(gi, std::move(inputs), cur);
   dot_result_[gi] = cur;
-  groups_[gi].outputs = {cur};
+}
+
+void Planner::finish_epilogues(int32_t gi, std::vector<ValueId> inputs, ValueId result) {
+  std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
+  groups_[gi].inputs = std::move(inputs);
+  group_of_[result] = gi;
+  groups_[gi].outputs = {result};
 }
 
 // A value a kernel starting at `op_index` may read: constants and inputs exist before any kernel
@@ -332,42 +353,12 @@ Status Planner::sweep() {
         if (!try_join(idx)) start_fused(idx);
         break;
       case OpKind::kDot: plan_dot(idx); break;
-      case OpKind::kAttention:
-      case OpKind::kPlugin:
-      case OpKind::kPooling:
-      case OpKind::kKernel: {  // each its own kernel
-        std::vector<ValueId> inputs;
-        for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        const GroupKind kind = op.kind == OpKind::kKernel    ? static_cast<GroupKind>(op.kernel.kind)
-                               : op.kind == OpKind::kPlugin  ? GroupKind::kPlugin
-                               : op.kind == OpKind::kPooling ? GroupKind::kPooling
-                                                             : GroupKind::kAttention;
-        int32_t gi = new_group(kind, idx);
-        groups_[gi].inputs = inputs;
-        group_of_[op.result] = gi;
-        break;
-      }
       case OpKind::kConvolution: plan_conv(idx); break;
-      case OpKind::kUpdateSlice: {
-        std::vector<ValueId> inputs;
-        for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        int32_t gi = new_group(GroupKind::kUpdateSlice, idx);
-        groups_[gi].inputs = inputs;
-        group_of_[op.result] = gi;
-        break;
-      }
-      default: {
+      default: {  // each its own kernel
         if (is_virtual(op.result)) break;  // a slice read in place by the kernels that use it
-        static const GroupKind kKinds[] = {GroupKind::kAlias, GroupKind::kTranspose, GroupKind::kSlice,
-                                           GroupKind::kConcatenate, GroupKind::kGather};
-        GroupKind kind = op.kind == OpKind::kReshape     ? kKinds[0]
-                         : op.kind == OpKind::kTranspose ? kKinds[1]
-                         : op.kind == OpKind::kSlice     ? kKinds[2]
-                         : op.kind == OpKind::kConcatenate ? kKinds[3]
-                                                           : kKinds[4];
         std::vector<ValueId> inputs;
         for (ValueId v : op.operands) inputs.push_back(ensure_real(v));
-        int32_t gi = new_group(kind, idx);
+        int32_t gi = new_group(own_kernel_kind(op), idx);
         groups_[gi].inputs = inputs;
         group_of_[op.result] = gi;
         break;

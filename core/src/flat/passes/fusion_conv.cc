@@ -75,10 +75,7 @@ void Planner::plan_conv(int32_t op_index) {
     absorb(gi, u);
     cur = g_.ops[u].result;
   }
-  std::sort(groups_[gi].ops.begin(), groups_[gi].ops.end());
-  groups_[gi].inputs = inputs;
-  group_of_[cur] = gi;
-  groups_[gi].outputs = {cur};
+  finish_epilogues(gi, std::move(inputs), cur);
 }
 
 }  // namespace tripy::flat

@@ -61,6 +61,9 @@ class Planner {
   void plan_dot(int32_t op_index);
   void plan_conv(int32_t op_index);  // fusion_conv.cc
   void absorb(int32_t gi, int32_t op_index);
+  // A dot's or a convolution's group once its epilogues are absorbed: its ops in graph order, its
+  // inputs, and `result` (the last epilogue's value, or the product's) as what it writes.
+  void finish_epilogues(int32_t gi, std::vector<ValueId> inputs, ValueId result);
   bool available_before(ValueId v, int32_t op_index) const;
   // The activation op `u` applies to `x` that an epilogue can take, or kNone.
   rt::Activation epilogue_activation(int32_t u, ValueId x) const;
