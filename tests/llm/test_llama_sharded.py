@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.llm.generate import Generator
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 
 import llama_ref
@@ -143,3 +144,39 @@ def test_caches_made_for_another_number_of_ranks_are_refused_naming_the_users_li
                                                 r"them with model.cache_shape\(batch, 2\)") as e:
         tp.compile(step, args=args, mesh=tp.DeviceMesh(["cpu"] * 2))
     assert "test_llama_sharded.py" in str(e.value)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_sharded_generation_gives_the_tokens_of_the_whole_model_and_numpy(world):
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    model, weights = build(config)
+    sharded = Generator(model, max_batch_size=2, mesh=tp.DeviceMesh(["cpu"] * world))
+    assert sharded.prefill.world_size == world and sharded.decode.world_size == world
+    got = sharded.generate(PROMPT, 10)
+    assert got == llama_ref.greedy(weights, PROMPT, 10, config).tolist()
+    assert got == Generator(model, max_batch_size=2).generate(PROMPT, 10)
+    # One sequence through the same executables (fresh caches), and a stop token.
+    assert sharded.generate(PROMPT[1], 10) == got[1]
+    stop = got[0][4]
+    assert sharded.generate(PROMPT[0], 10, stop_tokens=[stop]) == got[0][: got[0].index(stop) + 1]
+
+
+def test_sharded_sampling_draws_what_the_whole_model_draws():
+    # Sampled tokens depend on the logits' bits only through the sampling threshold: with weights
+    # this sharp, the sharded and the whole model's logits (summed in another order) draw alike.
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    model, _ = build(config)
+    options = dict(temperature=0.8, top_k=20, top_p=0.9)
+    sharded = Generator(model, mesh=tp.DeviceMesh(["cpu"] * 2), **options).generate(PROMPT[0], 10, seed=7)
+    assert sharded == Generator(model, **options).generate(PROMPT[0], 10, seed=7)
+    assert sharded == Generator(model, mesh=tp.DeviceMesh(["cpu"] * 2), **options).generate(PROMPT[0], 10, seed=7)
+
+
+def test_a_generator_over_a_mesh_that_splits_no_heads_is_refused():
+    config = llama_ref.tiny_config(num_attention_heads=4, num_key_value_heads=2, vocab_size=96)
+    model, _ = build(config)
+    with pytest.raises(tp.TripyException, match=r"The 2 KV heads of this model cannot be split over 4 ranks") as e:
+        Generator(model, mesh=tp.DeviceMesh(["cpu"] * 4))
+    assert "test_llama_sharded.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"mesh must be a tp.DeviceMesh or None"):
+        Generator(model, mesh=["cpu", "cpu"])

@@ -5,7 +5,7 @@ import time
 
 from tripy import _C
 from tripy.exception import TripyException
-from tripy.frontend.device import default_device, device as _device, tracing_for
+from tripy.frontend.device import default_device, device as _device, placing_on
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.mesh import DeviceMesh, _TracingRank
@@ -282,7 +282,7 @@ def _compile_profile(func, sig, params, args, kwargs, optimization_level, profil
         except TypeError as err:
             _C.raise_error(f"tp.compile cannot call the function with these args and kwargs: {err}.", frames)
     traced_at = time.perf_counter()
-    with tracing_for(_device(inputs.device)):
+    with placing_on(_device(inputs.device)):
         result = func(*traced_args, **traced_kwargs)
     traced_s = time.perf_counter() - traced_at
     single = isinstance(result, Tensor)

@@ -47,11 +47,11 @@ class device:
 
 
 _default = None
-# The device tp.compile is tracing a function for, on the thread that traces it (see tracing_for).
+# The device tensors made without one go to on this thread, while set (see placing_on).
 _target = threading.local()
 
 
-class tracing_for:
+class placing_on:
     """While the ``with`` block runs on this thread, tensors made without a device (``tp.Tensor``,
     ``tp.ones``, ``tp.iota``, ...) are placed on ``device``: tp.compile traces a function for the
     device its program runs on (a mesh rank's, which need not be the default device), and what
@@ -70,7 +70,7 @@ class tracing_for:
 
 def default_device():
     """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override.
-    While tp.compile traces a function, the device it compiles for."""
+    While tp.compile traces a function, the device it compiles for (see placing_on)."""
     global _default
     traced = getattr(_target, "device", None)
     if traced is not None:

@@ -233,7 +233,7 @@ class Executable:
                 nodes.append(self._size_node(n, v, frames, who))
                 continue
             if not isinstance(v, Tensor):
-                if isinstance(v, (list, tuple)) and self._ranks is None:
+                if isinstance(v, (list, tuple)) and v and all(isinstance(t, Tensor) for t in v) and self._ranks is None:
                     _C.raise_error(
                         f"Argument '{n}' is a {type(v).__name__}: a list of one tensor per rank is an argument of an "
                         "executable compiled with a tp.DeviceMesh, and this one has one rank: pass a tripy.Tensor.",

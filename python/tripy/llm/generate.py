@@ -1,6 +1,7 @@
 """Text generation with a Llama-family model: a compiled prefill (any batch and prompt length up to
 the limits) and a compiled decode step (one token per sequence), KV caches updated in place, the
-next token chosen on the device.
+next token chosen on the device. With a ``tp.DeviceMesh`` both steps are sharded over its ranks
+(the model's heads split, each rank's caches its share); the next token is rank 0's.
 
 Each step returns the next tokens and the next position as device tensors that feed the following
 step directly, so a decode loop moves nothing between host and device but the tokens it reports.
@@ -11,8 +12,10 @@ import numpy as np
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.compile import compile as _compile
+from tripy.frontend.device import device as _device, default_device, placing_on
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
+from tripy.frontend.mesh import DeviceMesh
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.sampling import sample
 from tripy.frontend.tensor import Tensor
@@ -41,15 +44,25 @@ class Generator:
     loop over them.
 
     Sequences in a batch share their length: prompts are given as an int array ``(B, T)``.
+
+    With ``mesh`` (a ``tp.DeviceMesh``) the steps are compiled sharded over its ranks, each rank
+    holding its share of the model's heads and of the KV caches; every rank computes the whole
+    logits, and the token rank 0 chooses is the next input of every rank.
     """
 
-    def __init__(self, model, *, max_batch_size=1, temperature=0.0, top_k=0, top_p=1.0, prefill_opt=128):
+    def __init__(self, model, *, max_batch_size=1, temperature=0.0, top_k=0, top_p=1.0, prefill_opt=128, mesh=None):
         _check_sampling(temperature, top_k, top_p)
+        if mesh is not None and not isinstance(mesh, DeviceMesh):
+            _raise_here(f"mesh must be a tp.DeviceMesh or None, but got: {mesh!r}.")
         self.model = model
         self.max_batch_size = max_batch_size
+        self.mesh = mesh
+        self._world = 1 if mesh is None else mesh.size
+        # Where the steps' arguments are made: the ranks' device under a mesh.
+        self._device = default_device() if mesh is None else _device(mesh.devices[0])
         n, S = model.config.num_hidden_layers, model.max_seq_len
         batch = NamedDimension("batch", 1, 1, max_batch_size)
-        c = model.cache_shape(1)
+        c = model.cache_shape(1, self._world)
         caches = [InputInfo((batch, c[1], c[2], c[3]), dtype=model.dtype, donate=True)] * (2 * n)
         pos = InputInfo((1,), dtype=dtypes.int32)
         seed = InputInfo((1,), dtype=dtypes.int64)
@@ -61,8 +74,8 @@ class Generator:
             return (_choose(logits, key, temperature, top_k, top_p), pos + tokens.shape[1], *updated)
 
         prompt_len = (1, min(prefill_opt, S), S)
-        self.prefill = _compile(step, args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches])
-        self.decode = _compile(step, args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches])
+        self.prefill = _compile(step, args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches], mesh=mesh)
+        self.decode = _compile(step, args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches], mesh=mesh)
 
     def stream(self, prompt, max_new_tokens, *, stop_tokens=(), seed=0):
         """Yields the next token of every sequence, as an int numpy array ``(B,)``, step by step.
@@ -99,20 +112,33 @@ class Generator:
         if max_new_tokens == 0:
             return
         stop = np.array(sorted(set(int(t) for t in stop_tokens)), np.int64)
-        seed_t = Tensor(np.array([seed], np.int64))
-        tokens, pos, *caches = self.prefill(
-            Tensor(prompt.astype(np.int32)), Tensor(np.array([0], np.int32)), seed_t, *self.model.empty_caches(B)
-        )
+        with placing_on(self._device):
+            seed_t = Tensor(np.array([seed], np.int64))
+            prompt_t, start = Tensor(prompt.astype(np.int32)), Tensor(np.array([0], np.int32))
+            caches = self._empty_caches(B)
+        tokens, pos, *updated = self.prefill(prompt_t, start, seed_t, *caches)
         done = np.zeros(B, bool)
         for i in range(max_new_tokens):
             current = tokens
             if i + 1 < max_new_tokens:  # queue the next step before reading this one's tokens
-                tokens, pos, *caches = self.decode(current, pos, seed_t, *caches)
+                # A sharded step returns rank 0's caches; each rank's were updated in place.
+                caches = updated if self.mesh is None else caches
+                tokens, pos, *updated = self.decode(current, pos, seed_t, *caches)
             values = np.asarray(current).reshape(B).astype(np.int64)
             yield values
             done |= np.isin(values, stop)
             if done.all():
                 return
+
+    def _empty_caches(self, B):
+        """The steps' cache arguments: a tensor each, or under a mesh a list per cache of each rank's
+        share (made for the ranks of this process only: a process of torchrun holds one)."""
+        if self.mesh is None:
+            return self.model.empty_caches(B)
+        local = self.mesh._local_ranks()
+        per_rank = {r: self.model.empty_caches(B, self._world) for r in local}
+        return [[per_rank[r][i] if r in per_rank else None for r in range(self._world)]
+                for i in range(2 * self.model.config.num_hidden_layers)]
 
     def generate(self, prompt, max_new_tokens, *, stop_tokens=(), seed=0):
         """The generated tokens of every sequence, each list ending at its first stop token."""
