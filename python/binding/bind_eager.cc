@@ -6,6 +6,7 @@
 // (code object, instruction offset) for each frame of the call site, so a repeated call site
 // converts nothing; a result tensor is made here rather than wrapped in Python.
 #include <pybind11/stl.h>
+#include <structmember.h>
 
 #include <array>
 #include <cstring>
@@ -34,6 +35,8 @@ struct EagerHooks {
   PyObject* size = nullptr;      // tp.DimensionSize
   PyObject* node_name = nullptr;  // "_node"
   PyObject* name_name = nullptr;  // "name"
+  Py_ssize_t node_offset = 0;     // where tp.Tensor's `_node` and `name` slots lie in an instance
+  Py_ssize_t name_offset = 0;
 };
 EagerHooks g_hooks;
 
@@ -114,12 +117,41 @@ NodeRef node_from(py::handle handle) {
   return reinterpret_cast<py::detail::instance*>(handle.ptr())->get_value_and_holder(type).holder<NodeRef>();
 }
 
+// `node` as a Python Node object: what pybind's cast of a holder does (type_caster_generic::cast,
+// class_::init_instance), less its look-up of the type by typeid on every call, and with the
+// holder moved in rather than copied (a new node has no Python object; one that has is returned).
 py::object node_to_python(NodeRef node) {
-  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
-      node.get(), py::return_value_policy::take_ownership, py::handle(), node_type(), nullptr, nullptr, &node));
+  const py::detail::type_info* type = node_type();
+  if (py::handle existing = py::detail::find_registered_python_instance(node.get(), type))
+    return py::reinterpret_steal<py::object>(existing);
+  py::object self = py::reinterpret_steal<py::object>(py::detail::make_new_instance(type->type));
+  if (!self) throw py::error_already_set();
+  auto* inst = reinterpret_cast<py::detail::instance*>(self.ptr());
+  inst->owned = true;
+  py::detail::value_and_holder v_h = inst->get_value_and_holder(type);
+  v_h.value_ptr() = node.get();
+  py::detail::register_instance(inst, v_h.value_ptr(), type);
+  v_h.set_instance_registered();
+  new (std::addressof(v_h.holder<NodeRef>())) NodeRef(std::move(node));
+  v_h.set_holder_constructed();
+  return self;
+}
+
+// The `_node` and `name` slots of tp.Tensor (its __slots__; tp.DimensionSize adds none), read and
+// written in place for a tensor of either class: a generic attribute access looks the name up
+// through the class first.
+PyObject** tensor_slot(PyObject* tensor, Py_ssize_t offset) {
+  return reinterpret_cast<PyObject**>(reinterpret_cast<char*>(tensor) + offset);
+}
+bool exact_tensor(PyObject* obj) {
+  return Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(g_hooks.tensor) ||
+         Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(g_hooks.size);
 }
 
 NodeRef node_of(const py::handle& tensor) {
+  if (exact_tensor(tensor.ptr())) {
+    if (PyObject* node = *tensor_slot(tensor.ptr(), g_hooks.node_offset)) return node_from(node);
+  }
   py::object node = py::reinterpret_steal<py::object>(PyObject_GetAttr(tensor.ptr(), g_hooks.node_name));
   if (!node) throw py::error_already_set();
   return node_from(node);
@@ -140,18 +172,16 @@ std::vector<NodeRef> input_nodes(const std::string& op, const py::handle& inputs
   return nodes;
 }
 
-// A tp.Tensor (a tp.DimensionSize for a size) holding `node`, as Tensor._wrap makes one.
+// A tp.Tensor (a tp.DimensionSize for a size) holding `node`, as Tensor._wrap makes one: the
+// object allocated as object.__new__ does (neither class defines __new__) and its slots set.
 py::object wrap(NodeRef node) {
-  PyObject* cls = node->dim_value ? g_hooks.size : g_hooks.tensor;
-  py::object empty = py::reinterpret_steal<py::object>(PyTuple_New(0));
-  py::object t = py::reinterpret_steal<py::object>(
-      PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls), empty.ptr(), nullptr));
-  if (!t) throw py::error_already_set();
+  auto* cls = reinterpret_cast<PyTypeObject*>(node->dim_value ? g_hooks.size : g_hooks.tensor);
   py::object handle = node_to_python(std::move(node));
-  if (!handle) throw py::error_already_set();
-  if (PyObject_SetAttr(t.ptr(), g_hooks.node_name, handle.ptr()) < 0 ||
-      PyObject_SetAttr(t.ptr(), g_hooks.name_name, Py_None) < 0)
-    throw py::error_already_set();
+  py::object t = py::reinterpret_steal<py::object>(cls->tp_alloc(cls, 0));
+  if (!t) throw py::error_already_set();
+  *tensor_slot(t.ptr(), g_hooks.node_offset) = handle.release().ptr();
+  Py_INCREF(Py_None);
+  *tensor_slot(t.ptr(), g_hooks.name_offset) = Py_None;
   return t;
 }
 
@@ -275,6 +305,27 @@ void bind_eager(py::module_& m) {
   // tripy.frontend.tensor registers the classes results are made of; stack_info decides which
   // frames are the user's and where in a line each is.
   m.def("_register_eager", [](py::object tensor, py::object size, py::object internal, py::object position) {
+    // The slots results are written through: both classes must hold `_node` and `name` as
+    // tp.Tensor's __slots__ lay them out, and make instances as object.__new__ does.
+    auto slot_offset = [&](const char* name) {
+      py::object descr = py::reinterpret_steal<py::object>(
+          _PyType_Lookup(reinterpret_cast<PyTypeObject*>(tensor.ptr()), py::str(name).ptr()));
+      if (descr) descr.inc_ref();  // _PyType_Lookup's reference is borrowed
+      if (!descr || Py_TYPE(descr.ptr()) != &PyMemberDescr_Type)
+        throw std::runtime_error(std::string("tripy._C: tp.Tensor's '") + name + "' is not a slot");
+      const PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr.ptr())->d_member;
+      if (member->type != T_OBJECT_EX || (member->flags & READONLY))
+        throw std::runtime_error(std::string("tripy._C: tp.Tensor's '") + name + "' is not a writable object slot");
+      return member->offset;
+    };
+    auto* tensor_type = reinterpret_cast<PyTypeObject*>(tensor.ptr());
+    auto* size_type = reinterpret_cast<PyTypeObject*>(size.ptr());
+    if (!PyType_Check(tensor.ptr()) || !PyType_Check(size.ptr()) || !PyType_IsSubtype(size_type, tensor_type) ||
+        size_type->tp_basicsize != tensor_type->tp_basicsize || tensor_type->tp_new != PyBaseObject_Type.tp_new ||
+        size_type->tp_new != PyBaseObject_Type.tp_new)
+      throw std::runtime_error("tripy._C: tp.DimensionSize must be a tp.Tensor with no slots or __new__ of its own");
+    g_hooks.node_offset = slot_offset("_node");
+    g_hooks.name_offset = slot_offset("name");
     g_hooks.tensor = tensor.inc_ref().ptr();
     g_hooks.size = size.inc_ref().ptr();
     g_hooks.internal = internal.inc_ref().ptr();

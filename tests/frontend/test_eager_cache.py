@@ -136,6 +136,36 @@ def test_sizes_stay_dimension_sizes_through_operators():
     assert isinstance(size, tp.DimensionSize) and int(size) == 9
 
 
+def test_operator_results_are_plain_tensors_whatever_class_the_operands_are():
+    class Named(tp.Tensor):  # a user's subclass: its node is read as an attribute, not a slot
+        __slots__ = ("note",)
+
+    x = _evaluated(np.array([1.0, 2.0], np.float32))
+    sub = Named(np.array([3.0, 4.0], np.float32))
+    sub.note = "mine"
+    for result in (x + sub, sub + x, sub * 2.0, 1.0 - sub):
+        assert type(result) is tp.Tensor and result.name is None
+    assert (sub + x).tolist() == [4.0, 6.0] and (1.0 - sub).tolist() == [-2.0, -3.0]
+    result = x + x
+    result.name = "twice"  # a result's slots are the class's own: writable, and nothing else is
+    assert result.name == "twice" and not hasattr(result, "__dict__")
+    assert type(tp.DimensionSize(3) + 1) is tp.DimensionSize
+
+
+def test_binary_ops_broadcast_and_compare_to_bool_on_the_fast_path():
+    x = _evaluated(np.arange(6, dtype=np.float32).reshape(2, 3))
+    row = _evaluated(np.array([10.0, 20.0, 30.0], np.float32))
+    column = _evaluated(np.array([[1.0], [2.0]], np.float32))
+    assert np.array_equal(np.asarray(x + row), np.asarray(x) + np.asarray(row))
+    assert np.array_equal(np.asarray(column * row), np.asarray(column) * np.asarray(row))
+    assert (x < 3.0).dtype == tp.bool and (x + x).dtype == tp.float32
+    assert (x < 3.0).tolist() == [[True, True, True], [False, False, False]]
+    with pytest.raises(tp.TripyException, match="cannot be broadcast") as info:
+        line = _line() + 1
+        x + _evaluated(np.ones((2, 2), np.float32))
+    assert f"test_eager_cache.py:{line}" in str(info.value)
+
+
 def test_a_static_executable_still_checks_every_call():
     exe = tp.compile(lambda x: x * 2.0, args=[tp.InputInfo((2, 3), tp.float32)])
     x = _evaluated(np.ones((2, 3), np.float32))

@@ -130,6 +130,7 @@ Status check_profile(const Executable::Impl::Profile& profile, const std::vector
                      const char* suffix) {
   for (size_t i = 0; i < profile.input_descs.size(); ++i)
     TRIPY_RETURN_IF_ERROR(check_range(profile.input_descs[i], inputs[i], suffix));
+  if (!profile.named_dims) return ok_status();
   return check_named_dims(*profile.program, profile.input_descs, inputs);
 }
 
@@ -189,6 +190,8 @@ Executable::Impl::Profile make_profile(std::shared_ptr<const rt::Program> progra
     profile.input_descs.back().donated = in.donated;
   }
   for (const SourceInfo& s : program->sources) profile.sources.push_back(std::make_shared<SourceInfo>(s));
+  for (const rt::InputSpec& in : program->inputs)
+    for (const std::string& name : in.dim_names) profile.named_dims = profile.named_dims || !name.empty();
   profile.static_inputs = std::all_of(profile.input_descs.begin(), profile.input_descs.end(), [](const InputDesc& d) {
     return d.kind == InputDesc::Kind::kTensor && d.dim_min == d.dim_max;
   });

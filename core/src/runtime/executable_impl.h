@@ -38,6 +38,8 @@ struct Executable::Impl {
     // derives are the same on every call the ranges admit, so the run-time shape checks that
     // passed once pass again and are skipped (eager programs: the key fixes every shape).
     bool static_inputs = false;
+    // Some input dims share a tp.NamedDimension: a run checks that their sizes agree.
+    bool named_dims = false;
     mutable bool shapes_checked = false;  // guarded by `mu`
     mutable std::vector<int64_t> slots;   // a run's sizes (Program::eval_shapes), guarded by `mu`
   };
