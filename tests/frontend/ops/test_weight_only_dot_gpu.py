@@ -156,7 +156,8 @@ def _packed_case(N, K, group, dtype="bfloat16"):
 
 def test_decode_executables_share_packed_int4_weights_on_the_gpu():
     """Every decode-sized executable reads the model's packed bytes and scales in place: compiling
-    more adds no copy of them (the bytes are 32 MiB; the scales and zero points 2 MiB)."""
+    more adds no copy of them (the bytes are 32 MiB; the scales and zero points 2 MiB; each
+    executable's own kernels and workspace take a few MiB)."""
     N, K = 8192, 8192
     lin, w, packed = _packed_case(N, K, 128)
 
@@ -170,7 +171,7 @@ def test_decode_executables_share_packed_int4_weights_on_the_gpu():
     before = _C._cuda_bytes_in_use()
     exes += [compiled(4), compiled(16), compiled(32)]
     grown = _C._cuda_bytes_in_use() - before
-    assert grown < N * K // 2 // 8, grown / 2**20
+    assert grown < N * K // 2 // 2, grown / 2**20  # half of one copy of the bytes
     assert not lin.weight._node.is_evaluated
 
 
