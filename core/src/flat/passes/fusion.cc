@@ -164,8 +164,11 @@ bool Planner::try_join(int32_t op_index) {
   // The kernel that computes the last operand cannot take the op (no fused kernel computes one,
   // or its domain differs, as for x * broadcast(cos) after the kernel of cos): any fused kernel
   // that runs after all the operands can take it over the same domain, which saves a launch and a
-  // round trip through memory.
-  for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j > gi; --j) {
+  // round trip through memory. An op of inputs and constants alone only joins the last kernel: an
+  // earlier one would compute it before the kernels between and keep its result alive across
+  // them (each layer's dequantized weight, as large as the weight, from the first layer on).
+  const int32_t first = gi >= 0 ? gi + 1 : std::max<int32_t>(0, static_cast<int32_t>(groups_.size()) - 1);
+  for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j >= first; --j) {
     if (groups_[j].kind == GroupKind::kFused && try_join_group(op_index, j)) return true;
   }
   return false;
