@@ -107,6 +107,29 @@ def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tm
     assert kinds.count("weight_only_dot") == 4 * config["num_hidden_layers"]
 
 
+def test_an_int4_prefill_past_the_products_rows_dequantizes_each_weight_in_one_kernel(monkeypatch, tmp_path):
+    """The GPU's prefill (more rows than its weight_only_dot takes) as the CPU compiles it with the
+    product off: each projection's weight comes from one fused kernel reading the packed bytes, the
+    scales and the zero points, then the GEMM; no int4 or broadcast temporaries, and one weight at
+    a time in the arena (not every layer's at once). Greedy tokens still match numpy."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
+    config = llama_ref.tiny_config(num_hidden_layers=4)
+    weights = llama_ref.random_weights(config)
+    write_checkpoint(str(tmp_path), config, weights)
+    llm = tp.llm.load(str(tmp_path), max_seq_len=32, max_batch_size=2, quant_mode="int4-weight-only")
+    got = llm.generate(PROMPT, max_new_tokens=6, stop_tokens=[])
+    assert got == llama_ref.greedy(dequantized(llm.model, weights, config), PROMPT, 6, config).tolist()
+    text = llm.generator().prefill._impl.program_text
+    assert "fused_broadcast" not in text and not re.search(r"= temp i4\[", text)
+    kinds = re.findall(r"^b\d+ = (\w+) '", text, re.M)
+    assert kinds.count("weight_only_dot") == 0 and kinds.count("dot") == 4 * config["num_hidden_layers"] + 1
+    # Twice the float bytes of one layer's projections bound the arena (weights and activations of
+    # these tiny sizes); every layer's weights at once would be four times those bytes.
+    layer = sum(w.size for n, w in weights.items() if n.startswith("model.layers.0.") and n.endswith("proj.weight")) * 4
+    arena = int(re.search(r"^arena (\d+) bytes", text, re.M).group(1))
+    assert arena < 2 * layer, (arena, layer)
+
+
 def test_a_bad_mode_and_features_no_int4_group_divides_are_errors(tmp_path):
     config = llama_ref.tiny_config()
     with pytest.raises(tp.TripyException, match=r"quant_mode must be one of 'int8-weight-only', 'int4-weight-only'"):

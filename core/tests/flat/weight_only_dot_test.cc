@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "flat/passes/passes.h"
+#include "pass_text.h"
 
 namespace tripy::flat {
 namespace {
@@ -127,6 +128,83 @@ TEST(WeightOnlyDot, AnotherArithmeticOnTheBytesIsNotUnpacking) {
   StatusOr<Graph> g = parse_graph(text);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_FALSE(weight_only_dot(*g).has_value());
+}
+
+TEST(WeightOnlyDot, ADequantizeForTheGemmIsComputedByGroupsInOneKernel) {
+  // Two rows of x over a kernel that takes one: dequantize stays for the GEMM, computed over [N,
+  // groups, group / 2, 2] (each byte's two values along the last axis, the scales broadcast along
+  // the trailing two), then reshaped to [N, K]: one fused kernel reads the bytes and the [N, groups]
+  // scales and writes the weight. As tp.dequantize lowers it, the scales' broadcast [N, groups,
+  // group] and the unpacked int4 values would each be a temporary of their own, reshaped for a
+  // third kernel.
+  const std::string out = pass_on_text(kPacked, [](const Graph& g) { return weight_only_dot(g, 1); });
+  EXPECT_EQ(out, R"(%0 : f32[2, 16] = parameter() {index = 0}
+%1 : i8[2, 2, 4] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38, 48, -106, -4, 82, -72, 30, 116, -38]}
+%2 : i32[2, 2, 4] = convert(%1)
+%3 : i32[2, 2, 4, 2] = broadcast(%2) {dims = [0, 1, 2]}
+%4 : i32[2] = constant() {value = [1, 16]}
+%5 : i32[2, 2, 4, 2] = broadcast(%4) {dims = [3]}
+%6 : i32[2, 2, 4, 2] = floordiv(%3, %5)
+%7 : i32[] = constant() {value = [8]}
+%8 : i32[2, 2, 4, 2] = broadcast(%7) {dims = []}
+%9 : i32[2, 2, 4, 2] = add(%6, %8)
+%10 : i4[2, 2, 4, 2] = convert(%9)
+%11 : f32[2, 2, 4, 2] = convert(%10)
+%12 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%13 : f32[2, 2, 4, 2] = broadcast(%12) {dims = [0, 1]}
+%14 : f32[2, 2, 4, 2] = mul(%11, %13)
+%15 : f32[2, 16] = reshape(%14)
+%16 : f32[16, 2] = transpose(%15) {dims = [1, 0]}
+%17 : f32[2, 2] = dot(%0, %16)
+return %17
+)");
+  EXPECT_EQ(plan_of(out),
+            "%14 = fused(%1, %4, %12) {domain = (2, 2, 4, 2), ops = 5}\n"
+            "%15 = alias(%14)\n"
+            "%17 = dot(%0, %15) {transpose_rhs}\n");
+  // The constants are the graph's own bytes and scales, viewed in the block shape.
+  StatusOr<Graph> g = parse_graph(kPacked);
+  ASSERT_TRUE(g.ok());
+  std::optional<Graph> blocked = weight_only_dot(*g, 1);
+  ASSERT_TRUE(blocked.has_value());
+  EXPECT_EQ(constant_of(*blocked, 1).data(), constant_of(*g, 1).data());
+  EXPECT_EQ(constant_of(*blocked, 12).data(), constant_of(*g, 12).data());
+}
+
+TEST(WeightOnlyDot, ADequantizeForTheGemmKeepsItsZeroPointsAndAKByNLayout) {
+  // x @ dequantize(q [K = 16, N = 2] int8, scale and zero point [2 groups, N]) with more rows than
+  // the kernel takes: by groups [groups, group, N], the parameters along axes 0 and 2.
+  const std::string out = pass_on_text(R"(%0 : f32[3, 16] = parameter() {index = 0}
+%1 : i8[16, 2] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, -1, 2, -3, 4, -5, 6, -7, 8, 1, -2, 3, -4, 5, -6, 7, -8, -1, 2, -3, 4, -5, 6, -7, 8]}
+%2 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%3 : f32[2, 8, 2] = broadcast(%2) {dims = [0, 2]}
+%4 : f32[16, 2] = reshape(%3)
+%5 : f32[2, 2] = constant() {value = [1, -1, 2, -2]}
+%6 : f32[2, 8, 2] = broadcast(%5) {dims = [0, 2]}
+%7 : f32[16, 2] = reshape(%6)
+%8 : f32[16, 2] = convert(%1)
+%9 : f32[16, 2] = sub(%8, %7)
+%10 : f32[16, 2] = mul(%9, %4)
+%11 : f32[3, 2] = dot(%0, %10)
+return %11
+)", [](const Graph& g) { return weight_only_dot(g, 2); });
+  EXPECT_EQ(out, R"(%0 : f32[3, 16] = parameter() {index = 0}
+%1 : i8[2, 8, 2] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, -1, 2, -3, 4, -5, 6, -7, 8, 1, -2, 3, -4, 5, -6, 7, -8, -1, 2, -3, 4, -5, 6, -7, 8]}
+%2 : f32[2, 8, 2] = convert(%1)
+%3 : f32[2, 2] = constant() {value = [1, -1, 2, -2]}
+%4 : f32[2, 8, 2] = broadcast(%3) {dims = [0, 2]}
+%5 : f32[2, 8, 2] = sub(%2, %4)
+%6 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%7 : f32[2, 8, 2] = broadcast(%6) {dims = [0, 2]}
+%8 : f32[2, 8, 2] = mul(%5, %7)
+%9 : f32[16, 2] = reshape(%8)
+%10 : f32[3, 2] = dot(%0, %9)
+return %10
+)");
+  EXPECT_EQ(plan_of(out),
+            "%8 = fused(%1, %3, %6) {domain = (2, 8, 2), ops = 2}\n"
+            "%9 = alias(%8)\n"
+            "%10 = dot(%0, %9)\n");
 }
 
 }  // namespace

@@ -223,6 +223,22 @@ def test_a_packed_int4_weight_dequantizes_for_the_gemm_where_the_product_is_off(
         K = saved
 
 
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+@pytest.mark.parametrize("packed", [True, False], ids=["packed_bytes", "int4_values"])
+def test_a_dequantize_for_the_gemm_is_one_kernel_writing_the_weight(monkeypatch, packed, dtype):
+    """The GPU's form past its decode sizes: one fused kernel reads the int4 bytes (or values) and
+    the [N, groups] scales and zero points and writes the float weight, the GEMM's one temporary;
+    no kernel of its own broadcasts the scales or unpacks the values."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
+    lin, w = _packed_linear(K, 64, True, dtype)[:2] if packed else _linear(4, 64, True, dtype)
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=(40, K), dtype=dtype)])
+    assert _kernels(exe) == ["fused", "dot"]
+    temps = re.findall(r"^b\d+ = temp (\w+)\[", exe._impl.program_text, re.M)
+    assert temps == ["f32" if dtype == tp.float32 else "bf16"]
+    x = _x(40, dtype)
+    _check(_run(exe, x, dtype), x.astype(np.float64) @ w.T, dtype)
+
+
 def test_packed_bytes_of_a_k_by_n_weight_are_repacked_along_k():
     q = RNG.integers(-8, 8, (K, N))
     scale = RNG.uniform(0.01, 0.1, (K // 64, N)).astype(np.float32)

@@ -88,8 +88,9 @@ struct QuantizedDotRules {
 std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules = {});
 // dot(x, dequantize(q)) with a float x, a constant int8 or int4 weight q and constant scales (and
 // zero points) per group of K becomes one weight_only_dot kernel reading q packed
-// (rt::WeightOnlyDotAttrs), where x has at most `max_rows` rows (-1: any). nullopt when nothing
-// matched.
+// (rt::WeightOnlyDotAttrs), where x has at most `max_rows` rows (-1: any; 0: none). Where x has
+// more, the dequantization stays for the GEMM, rewritten by groups of K for one fused kernel that
+// writes the float weight. nullopt when nothing matched.
 std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);

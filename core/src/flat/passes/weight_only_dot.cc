@@ -13,13 +13,15 @@
 // generator's prefill and decode steps). Matched where the scale and zero point are constant over
 // groups of K (per tensor, per output channel, block-wise along K; per element along K is a group
 // of 1) and the rows of x stay within the device's limit (PassRules: the GPU's kernel is for decode
-// sizes, where a larger GEMM keeps cuBLASLt on tensor cores).
+// sizes, where a larger GEMM keeps cuBLASLt on tensor cores). A dot with more rows keeps the
+// dequantization, computed by groups of K (see Blocked) so that fusion makes it one kernel.
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
@@ -47,6 +49,7 @@ struct GroupParam {
   Tensor constant;  // its host copy, read where values are needed
   std::function<int64_t(int64_t n, int64_t k)> at;
   int64_t group = 1;
+  bool reshaped = false;  // given to the weight through a reshape that splits an axis into groups
   double value(int64_t n, int64_t k) const { return read_element(constant, at(n, k)); }
 };
 
@@ -95,6 +98,7 @@ std::optional<GroupParam> group_param(const Graph& g, ValueId v, bool nk, int64_
     else if (b3[0] * b3[1] == shape[0] && b3[2] == shape[1]) split = 0;
     else return std::nullopt;
     op = &bc;
+    p.reshaped = true;
   }
   if (op->kind != OpKind::kBroadcast) return std::nullopt;
   const Op& source = g.def(op->operands[0]);
@@ -203,6 +207,8 @@ Tensor unpacked_on_host(const Tensor& bytes, const std::vector<int64_t>& shape) 
 
 struct Match {
   ValueId x = -1;
+  ValueId weight = -1;    // the dequantized weight: the mul's result
+  bool rows_fit = true;   // x's rows within the kernel's limit
   const Op* q = nullptr;  // the weight's constant: int8 or int4 values, or (packed) int4 bytes
   bool packed = false;    // q holds unpack_int4's bytes
   int bits = 8;
@@ -215,21 +221,22 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
   const Value& out = g.values[dot.result];
   const ValueId x = dot.operands[0];
   if (!is_float(out.dtype) || g.values[x].dtype != out.dtype || g.values[x].shape.size() < 2) return std::nullopt;
-  if (g.def(x).kind == OpKind::kTranspose) return std::nullopt;  // x's rows must be dense
+  Match m;
+  m.x = x;
+  m.rows_fit = g.def(x).kind != OpKind::kTranspose;  // x's rows must be dense
   if (max_rows >= 0) {
     int64_t rows = 1;
     const Shape& xs = g.values[x].shape;
     for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= std::max<int64_t>(1, xs[d].upper_bound(g.symbols));
-    if (rows > max_rows) return std::nullopt;
+    m.rows_fit = m.rows_fit && rows <= max_rows;
   }
-  Match m;
-  m.x = x;
   ValueId w = dot.operands[1];
   m.nk = swaps_last_two_dims(g.def(w));
   if (m.nk) w = g.def(w).operands[0];
   const Op& mul = g.def(w);
   if (g.values[w].shape.size() != 2 || !is_static(g.values[w].shape)) return std::nullopt;
   if (mul.kind != OpKind::kElementwise || mul.fn != EwOp::kMul || mul.operands.size() != 2) return std::nullopt;
+  m.weight = w;
   const std::vector<int64_t> ws = static_dims(g.values[w].shape);
   m.N = m.nk ? ws[0] : ws[1];
   m.K = m.nk ? ws[1] : ws[0];
@@ -298,26 +305,144 @@ StatusOr<Tensor> packed_weight(const Match& m) {
   return out;
 }
 
-// A group parameter as [N, groups] in `dtype`: the constant itself (or a view of it as [N,
-// groups]) where it holds exactly those values in that order, else gathered on the host.
-StatusOr<Tensor> per_group(GroupParam& p, const Match& m, DType dtype) {
+// A group parameter as [N, groups] in `dtype` (`groups_first`: [groups, N]): the constant itself
+// (or a view of it in that shape) where it holds exactly those values in that order, else gathered
+// on the host.
+StatusOr<Tensor> per_group(GroupParam& p, const Match& m, DType dtype, bool groups_first = false) {
   const int64_t groups = m.K / m.group;
+  const std::vector<int64_t> shape =
+      groups_first ? std::vector<int64_t>{groups, m.N} : std::vector<int64_t>{m.N, groups};
+  auto index = [&](int64_t n, int64_t j) { return groups_first ? j * m.N + n : n * groups + j; };
   bool in_order = p.source.dtype() == dtype && p.source.numel() == m.N * groups;
   for (int64_t n = 0; n < m.N && in_order; ++n)
-    for (int64_t j = 0; j < groups && in_order; ++j) in_order = p.at(n, j * m.group) == n * groups + j;
+    for (int64_t j = 0; j < groups && in_order; ++j) in_order = p.at(n, j * m.group) == index(n, j);
   if (in_order) {
-    if (p.source.shape() == std::vector<int64_t>{m.N, groups}) return p.source;
-    return Tensor::borrow(p.source.data(), dtype, {m.N, groups}, p.source.device(), p.source.owner());
+    if (p.source.shape() == shape) return p.source;
+    return Tensor::borrow(p.source.data(), dtype, shape, p.source.device(), p.source.owner());
   }
   if (!p.constant.defined()) {
     StatusOr<Tensor> host = on_host(p.source) ? StatusOr<Tensor>(p.source) : copy_to(p.source, Device{});
     if (!host.ok()) return host.status();
     p.constant = host.value();
   }
-  Tensor out = Tensor::empty_host(dtype, {m.N, groups});
+  Tensor out = Tensor::empty_host(dtype, shape);
   for (int64_t n = 0; n < m.N; ++n)
-    for (int64_t j = 0; j < groups; ++j) write_element(out, n * groups + j, p.value(n, j * m.group));
+    for (int64_t j = 0; j < groups; ++j) write_element(out, index(n, j), p.value(n, j * m.group));
   return out;
+}
+
+// `t`'s bytes viewed as `shape` (a reshape of a dense tensor: no copy).
+Tensor viewed_as(const Tensor& t, std::vector<int64_t> shape) {
+  return Tensor::borrow(t.data(), t.dtype(), std::move(shape), t.device(), t.owner());
+}
+
+// A dequantized weight that no weight_only_dot reads (x has more rows than the device's kernel
+// takes), computed by groups of K: the weight's K axis split into [groups, group] (and, for int4
+// bytes, the last axis into [bytes, 2]), so that the scales and zero points [N, groups] are
+// broadcasts along trailing axes and the bytes a load per element. Fusion plans that as one
+// kernel writing the float weight, whose reshape to 2-D is free; as tp.dequantize lowers it, the
+// reshapes of broadcast scales and of the unpacked nibbles would each materialise a temporary as
+// large as the weight (a fused kernel loads through strides, never through a reshape that merges
+// axes).
+struct Blocked {
+  Tensor q, scale, zero;          // the weight's constant and the parameters, viewed in the block shape
+  std::vector<int64_t> domain;    // the fused kernel's
+  std::vector<int64_t> param_dims;  // where the parameters' axes go in `domain`
+};
+
+std::optional<Blocked> blocked(Match& m, DType dtype) {
+  // Only where tp.dequantize's form has a reshape to undo: packed bytes or block-wise parameters.
+  const bool reshaped = m.scale->reshaped || (m.zero && m.zero->reshaped);
+  if (!m.packed && !reshaped) return std::nullopt;
+  const int64_t groups = m.K / m.group;
+  Blocked b;
+  // The weight by groups: [N, groups, group] stored [N, K], [groups, group, N] stored [K, N].
+  std::vector<int64_t> q_shape =
+      m.nk ? std::vector<int64_t>{m.N, groups, m.group} : std::vector<int64_t>{groups, m.group, m.N};
+  std::vector<int64_t> param_shape = m.nk ? std::vector<int64_t>{m.N, groups} : std::vector<int64_t>{groups, m.N};
+  b.param_dims = m.nk ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0, 2};
+  b.domain = q_shape;
+  if (m.packed) {
+    // Two values a byte along the last axis (a whole number of bytes: no slice of a last half byte).
+    const int64_t last = q_shape.back();
+    if (last % 2 != 0) return std::nullopt;
+    q_shape.back() = last / 2;
+    b.domain = q_shape;
+    b.domain.push_back(2);
+    if (!m.nk) {  // the parameters' N axis is split too
+      param_shape = {groups, m.N / 2, 2};
+      b.param_dims = {0, 2, 3};
+    }
+  }
+  const Tensor& q = m.q->constant;
+  if (q.numel() != numel_of(q_shape)) return std::nullopt;
+  StatusOr<Tensor> scale = per_group(*m.scale, m, dtype, !m.nk);
+  StatusOr<Tensor> zero = m.zero ? per_group(*m.zero, m, dtype, !m.nk) : StatusOr<Tensor>(Tensor());
+  if (!scale.ok() || !zero.ok()) return std::nullopt;
+  b.q = viewed_as(q, q_shape);
+  b.scale = viewed_as(scale.value(), param_shape);
+  if (m.zero) b.zero = viewed_as(zero.value(), param_shape);
+  return b;
+}
+
+// Emits `b`'s dequantization (as unpacked_int4 and tp.dequantize compute it, by groups) and its
+// reshape to the weight's shape; returns that reshape.
+ValueId emit_blocked(const Blocked& b, const Match& m, const Value& weight, const OriginRef& origin, GraphRewrite& rw) {
+  auto shape_of = [](const std::vector<int64_t>& dims) {
+    Shape s;
+    for (int64_t d : dims) s.push_back(Dim(d));
+    return s;
+  };
+  auto constant = [&](const Tensor& t) {
+    Op c;
+    c.kind = OpKind::kConstant;
+    c.origin = origin;
+    c.constant = t;
+    return rw.add(std::move(c), t.dtype(), shape_of(t.shape()));
+  };
+  auto unary = [&](OpKind kind, EwOp fn, ValueId a, DType dtype, const std::vector<int64_t>& shape,
+                   std::vector<int64_t> dims = {}) {
+    Op op;
+    op.kind = kind;
+    op.fn = fn;
+    op.operands = {a};
+    op.dims = std::move(dims);
+    op.origin = origin;
+    return rw.add(std::move(op), dtype, shape_of(shape));
+  };
+  auto binary = [&](EwOp fn, ValueId a, ValueId c, DType dtype) {
+    Op op;
+    op.fn = fn;
+    op.operands = {a, c};
+    op.origin = origin;
+    return rw.add(std::move(op), dtype, shape_of(b.domain));
+  };
+  auto broadcast = [&](ValueId a, DType dtype, std::vector<int64_t> dims) {
+    return unary(OpKind::kBroadcast, EwOp::kAdd, a, dtype, b.domain, std::move(dims));
+  };
+  const DType f = weight.dtype;
+  const int64_t rank = static_cast<int64_t>(b.domain.size());
+  ValueId q = constant(b.q);
+  if (m.packed) {
+    // The nibbles: floordiv(byte, [1, 16]) + 8, narrowed to int4 (unpack_int4's arithmetic).
+    std::vector<int64_t> spread(static_cast<size_t>(rank - 1));
+    std::iota(spread.begin(), spread.end(), 0);
+    const ValueId wide = unary(OpKind::kElementwise, EwOp::kConvert, q, DType::kInt32, b.q.shape());
+    Tensor divisors = Tensor::empty_host(DType::kInt32, {2});
+    write_element(divisors, 0, 1);
+    write_element(divisors, 1, 16);
+    Tensor eight = Tensor::empty_host(DType::kInt32, {});
+    write_element(eight, 0, 8);
+    const ValueId bytes = broadcast(wide, DType::kInt32, spread);  // (one statement each: in this order)
+    const ValueId by = broadcast(constant(divisors), DType::kInt32, {rank - 1});
+    const ValueId div = binary(EwOp::kFloorDiv, bytes, by, DType::kInt32);
+    const ValueId add = binary(EwOp::kAdd, div, broadcast(constant(eight), DType::kInt32, {}), DType::kInt32);
+    q = unary(OpKind::kElementwise, EwOp::kConvert, add, DType::kInt4, b.domain);
+  }
+  ValueId x = unary(OpKind::kElementwise, EwOp::kConvert, q, f, b.domain);
+  if (m.zero) x = binary(EwOp::kSub, x, broadcast(constant(b.zero), f, b.param_dims), f);
+  x = binary(EwOp::kMul, x, broadcast(constant(b.scale), f, b.param_dims), f);
+  return unary(OpKind::kReshape, EwOp::kAdd, x, f, static_dims(weight.shape));
 }
 
 }  // namespace
@@ -329,12 +454,22 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
     Tensor weight, scale, zero;
   };
   std::vector<std::optional<Rewrite>> rewrites(graph.ops.size());
+  // Per op computing a dequantized weight that a dot with too many rows reads: its form by groups.
+  std::vector<std::optional<std::pair<Match, Blocked>>> blocks(graph.ops.size());
   bool any = false;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     if (graph.ops[i].kind != OpKind::kDot) continue;
     std::optional<Match> m = match(graph, graph.ops[i], max_rows);
     if (!m) continue;
     const DType dtype = graph.values[graph.ops[i].result].dtype;
+    if (!m->rows_fit) {
+      const size_t at = static_cast<size_t>(graph.values[m->weight].def);
+      if (blocks[at]) continue;  // another dot's
+      std::optional<Blocked> b = blocked(*m, dtype);
+      if (b) blocks[at] = std::make_pair(*m, std::move(*b));
+      any = any || b.has_value();
+      continue;
+    }
     // A weight that cannot be read (a device copy that fails) keeps dequantize and the GEMM.
     StatusOr<Tensor> w = packed_weight(*m);
     StatusOr<Tensor> scale = per_group(*m->scale, *m, dtype);
@@ -346,6 +481,13 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
   if (!any) return std::nullopt;
 
   return dce(rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    if (blocks[i]) {
+      const Op& mul = graph.ops[i];
+      const OriginRef why =
+          with_reason(mul.origin, "dequantize computed by groups of K for the GEMM (one fused kernel)");
+      rw.set(mul.result, emit_blocked(blocks[i]->second, blocks[i]->first, graph.values[mul.result], why, rw));
+      return true;
+    }
     if (!rewrites[i]) return false;
     const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
