@@ -112,23 +112,25 @@ template <bool kCount> DEVI void sample_hist_add(unsigned* lo, unsigned* hi, uns
 }
 
 // What every pass shares: the row, the block's shared memory and the pass loop. The loop hands
-// visit(i, valid, logit) 8 elements per thread and round, loaded first, so that 8 loads per thread
+// visit(i, valid, logit) U elements per thread and round, loaded first, so that U loads per thread
 // are in flight (one block reads the row: with one load at a time, its latency bounds the pass);
-// every thread runs the same rounds (lanes past V get valid = false), so warps stay converged.
+// every thread runs the same rounds (lanes past V get valid = false), so warps stay converged. The
+// argmax, all a greedy step runs, takes 16 a round (more spill at 1024 threads): a 128256-token
+// row in 8 rounds instead of 16 (26 us a decode step on an H200 at 8, most of it waiting on loads).
 template <class T> struct SampleRow {
   const T* x;
   i64 V;
   unsigned *lo, *hi;  // the histogram's [256] bins (sample_bin_add)
   u64* warp;  // [32]
   u64* pick;  // [3]: the digit chosen, and two sums it carries
-  template <class F> DEVI void each(F visit) const {
+  template <int U = 8, class F> DEVI void each(F visit) const {
     const i64 stride = blockDim.x;
-    for (i64 c = threadIdx.x; c - threadIdx.x < V; c += 8 * stride) {
-      float f[8];
+    for (i64 c = threadIdx.x; c - threadIdx.x < V; c += U * stride) {
+      float f[U];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) f[j] = c + j * stride < V ? sample_load(x, c + j * stride) : 0.0f;
+      for (int j = 0; j < U; ++j) f[j] = c + j * stride < V ? sample_load(x, c + j * stride) : 0.0f;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) visit(c + j * stride, c + j * stride < V, f[j]);
+      for (int j = 0; j < U; ++j) visit(c + j * stride, c + j * stride < V, f[j]);
     }
   }
 };
@@ -184,7 +186,7 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
 
   // The argmax as tp.argmax: NaN above every key, then the largest key, then the smallest index.
   u64 best = 0;
-  r.each([&](i64 i, bool valid, float f) {
+  r.template each<16>([&](i64 i, bool valid, float f) {
     if (!valid) return;
     const u64 c = ((u64)(f != f ? 0xffffffffu : sample_key(f)) << 32) | (u64)(0xffffffffu - (unsigned)i);
     best = c > best ? c : best;
