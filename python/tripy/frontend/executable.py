@@ -9,6 +9,7 @@ from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo
+from tripy.frontend.mesh import DeviceMesh
 from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.profile import Profile
 from tripy.frontend.stream import default_stream
@@ -334,8 +335,6 @@ class Executable:
                     f"executable with tp.Executable.load(path, mesh=...), path being the one given to save."
                 )
             return Executable(impl)
-        from tripy.frontend.mesh import DeviceMesh
-
         if not isinstance(mesh, DeviceMesh):
             _raise_here(f"mesh must be a tp.DeviceMesh or None, but got: {mesh!r}.")
         saved = _saved_worlds(path)
