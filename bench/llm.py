@@ -330,6 +330,9 @@ def copy_bandwidth(torch):
     return 2 * x.numel() * 20 / (time.perf_counter() - t0)
 
 
+QUANT_MODES = ("int8-weight-only", "int4-weight-only")  # tp.llm.load's quant_mode for a float checkpoint
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "gpu"], default=None)
@@ -351,13 +354,24 @@ def main():
 
     device = args.device or ("gpu" if _C.gpu_available() else "cpu")
     tp.config.default_device = device
-    torch = None
-    if device == "gpu" and not args.no_torch:
+    modes = list(filter(None, args.quant.split(",")))
+    for mode in modes:
+        if mode not in QUANT_MODES:
+            parser.error(f"--quant takes {', '.join(QUANT_MODES)}, not {mode!r}")
+    # torch writes the checkpoint and times the GPU with or without --no-torch, which only drops
+    # the transformers peer (writing an 8B checkpoint through numpy took 204 s instead of 21).
+    torch, peer = None, False
+    if device == "gpu":
         try:
             import torch
-            import transformers  # noqa: F401
         except ImportError:
             torch = None
+        try:
+            import transformers  # noqa: F401
+
+            peer = torch is not None and not args.no_torch
+        except ImportError:
+            peer = False
     shapes = (args.shapes or ("1b" if device == "gpu" else "tiny")).split(",")
     dtype = "bfloat16" if device == "gpu" else "float32"
     root = args.dir or tempfile.mkdtemp(prefix="tripy-llm-bench-")
@@ -374,7 +388,7 @@ def main():
         for prompt in map(int, args.prompts.split(",")):
             for batch in map(int, args.batches.split(",")):
                 tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile)
-                ref = bench_torch(directory, batch, prompt, args.steps, torch) if torch is not None else None
+                ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
                 kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                     c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
                 # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
@@ -403,8 +417,8 @@ def main():
                                greedy_match=f"{int(agree.min())}/{n} (mean {agree.mean():.1f})")
                     (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
                     row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
-                rows.append(row)
-                for mode in filter(None, args.quant.split(",")):
+                emit(row, rows, args.out)
+                for mode in modes:
                     q = bench_tripy(directory, batch, prompt, args.steps, sync, torch, 0, quant_mode=mode)
                     qrow = dict(shape=shape, batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
                                 tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
@@ -415,16 +429,20 @@ def main():
                     if ref is not None:
                         qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
                         qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
-                    rows.append(qrow)
-                for r in rows[-1 - len(list(filter(None, args.quant.split(",")))):]:
-                    line = json.dumps(r)
-                    print(line, flush=True)
-                    if args.out:
-                        with open(args.out, "a") as f:
-                            f.write(line + "\n")
+                    emit(qrow, rows, args.out)
         if not args.dir:
             shutil.rmtree(directory, ignore_errors=True)
     print_table(rows)
+
+
+def emit(row, rows, out):
+    """A row as soon as it is measured: printed, appended to `out`, kept for the table."""
+    rows.append(row)
+    line = json.dumps(row)
+    print(line, flush=True)
+    if out:
+        with open(out, "a") as f:
+            f.write(line + "\n")
 
 
 def print_table(rows):

@@ -198,7 +198,7 @@ def _packed_linear(K_, group, zero, dtype=tp.float32):
 @pytest.mark.parametrize("rows", [1, 5, 300])
 def test_a_packed_int4_weight_is_read_in_place(rows):
     lin, w, packed = _packed_linear(K, 64, True)
-    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, rows, 300), K), dtype=tp.float32)])
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, rows, rows), K), dtype=tp.float32)])
     if _reads_packed(rows):
         assert "weight_only_dot" in _kernels(exe)
         # The kernel's weight is the packed bytes, [N, K / 2], and the model's weight a view of them.
