@@ -16,6 +16,9 @@ at 224x224). float16 on the GPU; float32 on the CPU,
 where only the first size of each model runs. --quick: small configs and short timings, for CI.
 compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
 time and peak host memory against their weight bytes, each measured in a fresh process.
+compile-dynamic (only when asked for): GPT-2 (12 layers) at B1 compiled with T fixed at 128 and
+with T dynamic in (1, 128, 128), alternately, five times each, each in a fresh process; the ratio
+of the medians (issue 30's target: at most 1.2).
 
 Output: one JSON object per line per measurement (model, shape, batch, system, ms, device, dtype,
 compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
@@ -27,6 +30,7 @@ Run: python bench/models.py [--device cpu|gpu] [--quick] [--only gpt2,resnet50,.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -54,7 +58,7 @@ from model_utils import load_weights, optional_torch, to_numpy  # noqa: E402
 
 torch = optional_torch()
 MODELS = ("gpt2", "gpt2-decode", "llama-block", "resnet50")
-EXTRA = ("compile-scaling",)  # run only when named in --only
+EXTRA = ("compile-scaling", "compile-dynamic")  # run only when named in --only
 TOLERANCE = {"float16": 2e-2, "float32": 1e-3}  # max |error| / max |reference|
 
 
@@ -338,9 +342,11 @@ def _proc_status_mib(key):
     return None
 
 
-def compile_probe(n_layer, env):
+def compile_probe(n_layer, env, dynamic=None):
     """In a fresh process: build a GPT-2-width model of n_layer layers from numpy weights, compile it,
-    and report compile seconds and peak host memory (VmHWM, reset first where the kernel allows)."""
+    and report compile seconds and peak host memory (VmHWM, reset first where the kernel allows).
+    With `dynamic` given (compile-dynamic's probes), T is dynamic in (1, T, T) when it is true, and
+    the record is compile-dynamic's."""
     wide = dict(block_size=64, vocab_size=1024, n_head=4, n_embd=64) if env.quick else {}
     config = gpt2.GPTConfig(n_layer=n_layer, **wide)
     model, weights = gpt2.GPT(config, env.dtype), gpt2.random_weights(config)
@@ -354,26 +360,54 @@ def compile_probe(n_layer, env):
     except OSError:
         peak_reset = False
     T = 16 if env.quick else 128
-    compile_s, _ = timing.first_call_seconds(lambda: tp.compile(model, args=[tp.InputInfo((1, T), tp.int32)]))
+    info = tp.InputInfo((1, (1, T, T)) if dynamic else (1, T), tp.int32)
+    compile_s, _ = timing.first_call_seconds(lambda: tp.compile(model, args=[info]))
     peak = _proc_status_mib("VmHWM")
+    if dynamic is not None:
+        shape = f"B1xT, T in (1, {T}, {T})" if dynamic else f"B1xT, T = {T}"
+        env.emit(model="compile-dynamic", shape=shape, batch=1, system="tripy", ms=None, compile_s=compile_s,
+                 dynamic=dynamic, n_layer=n_layer)
+        return
     env.emit(model="compile-scaling", shape=f"{n_layer} layers, width {config.n_embd}", batch=1, system="tripy",
              ms=None, compile_s=compile_s, n_layer=n_layer, weight_mib=weight_bytes / 2**20,
              rss_before_mib=rss_before, peak_mib=peak, extra_peak_mib=peak - rss_before, peak_reset=peak_reset)
 
 
+def run_probe(env, n_layer, what, extra=()):
+    """One compile probe in a fresh process: its record, or None after noting the failure."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--compile-probe", str(n_layer), "--device", env.device, *extra]
+    # Without --warm-caches each probe starts with empty caches of its own (at its import).
+    cmd += (["--quick"] if env.quick else []) + (["--warm-caches"] if env.warm_caches else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        env.failures.append(f"{what}: exit {out.returncode}: {out.stderr[-500:]}")
+        return None
+    record = json.loads(lines[-1])
+    env.records.append(record)
+    print(lines[-1], flush=True)
+    return record
+
+
 def compile_scaling(env):
     for n_layer in (6, 12, 24):
-        cmd = [sys.executable, os.path.abspath(__file__), "--compile-probe", str(n_layer), "--device", env.device]
-        # Without --warm-caches each probe starts with empty caches of its own (at its import).
-        cmd += (["--quick"] if env.quick else []) + (["--warm-caches"] if env.warm_caches else [])
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-        if out.returncode != 0 or not lines:
-            env.failures.append(f"compile-scaling {n_layer} layers: exit {out.returncode}: {out.stderr[-500:]}")
-            continue
-        record = json.loads(lines[-1])
-        env.records.append(record)
-        print(lines[-1], flush=True)
+        run_probe(env, n_layer, f"compile-scaling {n_layer} layers")
+
+
+def compile_dynamic(env):
+    """GPT-2's compile with T static against T dynamic, alternated so that both meet the same load."""
+    seconds = {False: [], True: []}
+    for _ in range(2 if env.quick else 5):
+        for dynamic in (False, True):
+            shape = "dynamic" if dynamic else "static"
+            record = run_probe(env, 12, f"compile-dynamic ({shape} T)", ["--probe-shape", shape])
+            if record:
+                seconds[dynamic].append(record["compile_s"])
+    if seconds[False] and seconds[True]:
+        static, dynamic = statistics.median(seconds[False]), statistics.median(seconds[True])
+        print(f"\ncompile GPT-2 B1 on {env.device}: T static {1e3 * static:.1f} ms, T dynamic {1e3 * dynamic:.1f} ms "
+              f"(medians of {len(seconds[False])} and {len(seconds[True])}); dynamic / static {dynamic / static:.2f}",
+              flush=True)
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -385,7 +419,7 @@ def print_table(env):
     systems = ("tripy", "torch eager", "torch.compile", "torch.compile-ro")
     rows = {}
     for r in env.records:
-        if r["model"] != "compile-scaling":
+        if r["model"] not in ("compile-scaling", "compile-dynamic"):
             rows.setdefault((r["model"], r["shape"]), {})[r["system"]] = r
     head = (f"{'model':<12} {'shape':<15} " + " ".join(f"{s:>16}" for s in systems)
             + f" {'tripy/best':>10} {'rel.err':>8} {'compile tp | t.c':>17}")
@@ -436,12 +470,14 @@ def main():
     parser.add_argument("--warm-caches", action="store_true",
                         help="keep the usual compile caches (default: new empty ones, so compile times are cold)")
     parser.add_argument("--compile-probe", type=int, help=argparse.SUPPRESS)  # compile-scaling's child
+    parser.add_argument("--probe-shape", choices=("static", "dynamic"), help=argparse.SUPPRESS)  # compile-dynamic's
     args = parser.parse_args()
     if args.device == "gpu" and not _C.gpu_available():
         parser.error("--device gpu: Tripy sees no GPU on this machine")
     env = Env(args)
     if args.compile_probe:
-        return compile_probe(args.compile_probe, env)
+        dynamic = None if args.probe_shape is None else args.probe_shape == "dynamic"
+        return compile_probe(args.compile_probe, env, dynamic)
     names = args.only.split(",") if args.only else list(MODELS)
     unknown = [n for n in names if n not in MODELS + EXTRA]
     if unknown:
@@ -464,6 +500,8 @@ def main():
     for name in names:
         if name == "compile-scaling":
             compile_scaling(env)
+        elif name == "compile-dynamic":
+            compile_dynamic(env)
         else:
             run_model(name, env)
     print_table(env)

@@ -78,6 +78,16 @@ def test_compile_scaling_reports_time_and_peak_memory_against_weight_bytes():
     assert "ms per MiB" in out.stdout
 
 
+def test_compile_dynamic_times_static_and_dynamic_compiles_alternately():
+    out = _run("--device", "cpu", "--quick", "--only", "compile-dynamic")
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = _records(out.stdout)
+    assert [r["dynamic"] for r in records] == [False, True, False, True]
+    assert all(r["model"] == "compile-dynamic" and r["compile_s"] > 0 for r in records)
+    assert records[1]["shape"] == "B1xT, T in (1, 16, 16)" and records[0]["shape"] == "B1xT, T = 16"
+    assert "dynamic / static" in out.stdout
+
+
 def _load_benchmark():
     spec = importlib.util.spec_from_file_location("models_bench", SCRIPT)
     module = importlib.util.module_from_spec(spec)

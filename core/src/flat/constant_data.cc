@@ -1,6 +1,7 @@
 // Reads and writes constant elements of any dtype as doubles (the compiler's view of weights).
 #include "flat/constant_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -128,6 +129,55 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
   if (a.data() == b.data() && a.device() == b.device()) return true;
   if (!on_host(a) || !on_host(b)) return false;
   return std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+namespace {
+
+// Row i of a rows x cols matrix must be nonzero in columns 0..i (all of them past the last row of a
+// wide matrix) and zero after, or the reverse when inverted; `nonzero` reads element k.
+template <typename NonZero>
+bool triangle_rows(int64_t rows, int64_t cols, bool inverted, NonZero nonzero) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t ones = std::min(cols, i + 1);  // columns j <= i
+    const int64_t row = i * cols;
+    bool ok = true;
+    for (int64_t j = 0; j < ones; ++j) ok &= nonzero(row + j) != inverted;
+    for (int64_t j = ones; j < cols; ++j) ok &= nonzero(row + j) == inverted;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool typed_triangle(const Tensor& t, int64_t rows, int64_t cols, bool inverted, T zero_bits_mask) {
+  const T* p = static_cast<const T*>(t.data());
+  return triangle_rows(rows, cols, inverted, [&](int64_t k) { return (p[k] & zero_bits_mask) != 0; });
+}
+
+}  // namespace
+
+bool is_lower_triangle(const Tensor& t, bool inverted) {
+  const std::vector<int64_t>& shape = t.shape();
+  if (shape.size() < 2 || !on_host(t)) return false;
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1) return false;
+  const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  switch (t.dtype()) {
+    case DType::kFloat32: {
+      const float* p = static_cast<const float*>(t.data());
+      return triangle_rows(rows, cols, inverted, [&](int64_t k) { return p[k] != 0.0f; });
+    }
+    // Narrow floats are zero exactly when every bit but the sign is (NaN codes are nonzero).
+    case DType::kFloat16:
+    case DType::kBFloat16: return typed_triangle<uint16_t>(t, rows, cols, inverted, 0x7fff);
+    case DType::kFloat8E4M3: return typed_triangle<uint8_t>(t, rows, cols, inverted, 0x7f);
+    case DType::kInt4:
+    case DType::kInt8:
+    case DType::kBool: return typed_triangle<uint8_t>(t, rows, cols, inverted, 0xff);
+    case DType::kInt32: return typed_triangle<uint32_t>(t, rows, cols, inverted, 0xffffffffu);
+    case DType::kInt64: return typed_triangle<uint64_t>(t, rows, cols, inverted, ~uint64_t{0});
+  }
+  return triangle_rows(rows, cols, inverted, [&](int64_t k) { return read_element(t, k) != 0; });
 }
 
 }  // namespace tripy::flat

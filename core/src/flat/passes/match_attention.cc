@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "flat/constant_data.h"
 #include "flat/passes/passes.h"
@@ -259,20 +260,16 @@ class Matcher {
     return s->kind == OpKind::kConstant && s->constant.defined() && is_lower_triangle(s->constant, false);
   }
   // Whether `t` (its dims but the last two all 1) is nonzero exactly on and below the diagonal, or,
-  // when `inverted`, exactly above it.
-  static bool is_lower_triangle(const Tensor& mask, bool inverted) {
-    const std::vector<int64_t>& shape = mask.shape();
-    if (shape.size() < 2) return false;
-    for (size_t d = 0; d + 2 < shape.size(); ++d)
-      if (shape[d] != 1) return false;
+  // when `inverted`, exactly above it. Each constant is read once per pass: every layer of a model
+  // slices the same mask, whole (1024 x 1024 for GPT-2) when the slice's length is dynamic.
+  bool is_lower_triangle(const Tensor& mask, bool inverted) const {
+    auto key = std::make_tuple(mask.data(), mask.dtype(), mask.shape(), inverted);
+    auto it = triangles_.find(key);
+    if (it != triangles_.end()) return it->second;
     StatusOr<Tensor> host = copy_to(mask, Device{});  // a mask the user's tensor holds on the GPU
-    if (!host.ok()) return false;
-    const Tensor& t = host.value();
-    const int64_t rows = shape[shape.size() - 2], cols = shape.back();
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        if ((read_element(t, i * cols + j) != 0) != ((j <= i) != inverted)) return false;
-    return true;
+    const bool triangle = host.ok() && flat::is_lower_triangle(host.value(), inverted);
+    triangles_.emplace(std::move(key), triangle);
+    return triangle;
   }
   // Whether `v` is the (scaled) product q @ k^T, for telling scores from an additive mask.
   bool is_scores(ValueId v) const {
@@ -303,6 +300,8 @@ class Matcher {
   const Graph& g_;
   std::vector<int32_t> uses_;
   std::vector<bool> is_output_;
+  // is_lower_triangle's answers by constant (its memory, dtype and shape; the graph holds them).
+  mutable std::map<std::tuple<const void*, DType, std::vector<int64_t>, bool>, bool> triangles_;
 };
 
 // A bool mask that keeps key s for query l iff s <= l + o, with o a one-element value the graph
