@@ -133,25 +133,25 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
 
 namespace {
 
-// Row i of a rows x cols matrix must be nonzero in columns 0..i (all of them past the last row of a
-// wide matrix) and zero after, or the reverse when inverted; `nonzero` reads element k.
-template <typename NonZero>
-bool triangle_rows(int64_t rows, int64_t cols, bool inverted, NonZero nonzero) {
+// Row i of a rows x cols matrix of T must be nonzero in columns 0..i (every column past the last
+// row of a wide matrix) and zero after, or the reverse when inverted. An element is zero when its
+// bits under `value_bits` are (a float's: all but the sign). Integer ANDs and ORs over each run,
+// which the compiler vectorises: a 1024 x 1024 float32 mask is a fraction of a millisecond.
+template <typename T>
+bool typed_triangle(const Tensor& t, int64_t rows, int64_t cols, bool inverted, T value_bits) {
+  const T* p = static_cast<const T*>(t.data());
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t ones = std::min(cols, i + 1);  // columns j <= i
-    const int64_t row = i * cols;
-    bool ok = true;
-    for (int64_t j = 0; j < ones; ++j) ok &= nonzero(row + j) != inverted;
-    for (int64_t j = ones; j < cols; ++j) ok &= nonzero(row + j) == inverted;
-    if (!ok) return false;
+    const T* row = p + i * cols;
+    bool all_nonzero = true;  // of the run that must be nonzero
+    T any_bits = 0;           // of the run that must be zero
+    const T *nonzero_from = inverted ? row + ones : row, *nonzero_to = inverted ? row + cols : row + ones;
+    const T *zero_from = inverted ? row : row + ones, *zero_to = inverted ? row + ones : row + cols;
+    for (const T* q = nonzero_from; q < nonzero_to; ++q) all_nonzero &= (*q & value_bits) != 0;
+    for (const T* q = zero_from; q < zero_to; ++q) any_bits |= *q & value_bits;
+    if (!all_nonzero || any_bits != 0) return false;
   }
   return true;
-}
-
-template <typename T>
-bool typed_triangle(const Tensor& t, int64_t rows, int64_t cols, bool inverted, T zero_bits_mask) {
-  const T* p = static_cast<const T*>(t.data());
-  return triangle_rows(rows, cols, inverted, [&](int64_t k) { return (p[k] & zero_bits_mask) != 0; });
 }
 
 }  // namespace
@@ -163,11 +163,8 @@ bool is_lower_triangle(const Tensor& t, bool inverted) {
     if (shape[d] != 1) return false;
   const int64_t rows = shape[shape.size() - 2], cols = shape.back();
   switch (t.dtype()) {
-    case DType::kFloat32: {
-      const float* p = static_cast<const float*>(t.data());
-      return triangle_rows(rows, cols, inverted, [&](int64_t k) { return p[k] != 0.0f; });
-    }
-    // Narrow floats are zero exactly when every bit but the sign is (NaN codes are nonzero).
+    // Floats are zero exactly when every bit but the sign is (NaN codes are nonzero).
+    case DType::kFloat32: return typed_triangle<uint32_t>(t, rows, cols, inverted, 0x7fffffffu);
     case DType::kFloat16:
     case DType::kBFloat16: return typed_triangle<uint16_t>(t, rows, cols, inverted, 0x7fff);
     case DType::kFloat8E4M3: return typed_triangle<uint8_t>(t, rows, cols, inverted, 0x7f);
@@ -177,7 +174,7 @@ bool is_lower_triangle(const Tensor& t, bool inverted) {
     case DType::kInt32: return typed_triangle<uint32_t>(t, rows, cols, inverted, 0xffffffffu);
     case DType::kInt64: return typed_triangle<uint64_t>(t, rows, cols, inverted, ~uint64_t{0});
   }
-  return triangle_rows(rows, cols, inverted, [&](int64_t k) { return read_element(t, k) != 0; });
+  return false;
 }
 
 }  // namespace tripy::flat
