@@ -18,7 +18,7 @@ compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers
 time and peak host memory against their weight bytes, each measured in a fresh process.
 compile-dynamic (only when asked for): GPT-2 (12 layers) at B1 compiled with T fixed at 128 and
 with T dynamic in (1, 128, 128), alternately, five times each, each in a fresh process; the ratio
-of the medians (issue 30's target: at most 1.2).
+of the medians.
 
 Output: one JSON object per line per measurement (model, shape, batch, system, ms, device, dtype,
 compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
