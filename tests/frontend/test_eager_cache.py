@@ -4,6 +4,7 @@ capture the user's frames once per call site. A hit must never hand back another
 program, and errors must still name the line that made the tensor."""
 
 import inspect
+import os
 import math
 
 import numpy as np
@@ -201,3 +202,26 @@ def test_fused_kernels_reading_inputs_in_place_agree_with_numpy(dtype):
     np.testing.assert_array_equal(np.asarray(tp.max(x * row, dim=0)), (x_np * row_np).max(axis=0))
     np.testing.assert_array_equal(np.asarray(x[1:2, :]), x_np[1:2, :])
     np.testing.assert_array_equal(np.asarray(tp.cast(x, tp.float32) + 0.5), x_np.astype(np.float32) + 0.5)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the resident set from /proc")
+def test_a_cached_eager_program_gives_back_a_large_arena_after_its_run():
+    """An eager evaluation whose intermediates are large (here 256 MiB between the elementwise
+    kernel and the matrix product) returns that memory when it is done, although its program stays
+    cached; a compiled executable keeps its arena for the next call."""
+
+    def resident_mib():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    x = _evaluated(np.ones((64, 1 << 20), np.float32))
+    w = _evaluated(np.ones((1 << 20, 1), np.float32))
+    before = resident_mib()
+    y = (x * 2.0) @ w
+    y.eval()
+    np.testing.assert_array_equal(np.asarray(y), np.full((64, 1), 2.0 * (1 << 20), np.float32))
+    assert resident_mib() - before < 64
+    exe = tp.compile(lambda a, b: (a * 2.0) @ b, args=[tp.InputInfo((64, 1 << 20), tp.float32), tp.InputInfo((1 << 20, 1), tp.float32)])
+    before = resident_mib()
+    np.testing.assert_array_equal(np.asarray(exe(x, w)), np.asarray(y))
+    assert resident_mib() - before > 200  # the measurement sees an arena that stays

@@ -52,6 +52,10 @@ class LoadedProgram {
     return stream == nullptr ? ok_status() : invalid_argument("this program's device has no streams");
   }
   virtual void* stream() const { return nullptr; }
+  // Frees the program's scratch (its arena of intermediates, workspaces) when it holds at least
+  // `min_bytes` of it; the next run allocates it again. Eager mode calls it after each run of a
+  // cached program, whose scratch would otherwise stay for the process's life.
+  virtual void release_scratch(int64_t min_bytes) { (void)min_bytes; }
 };
 
 // The low-precision GEMMs a device runs natively: the compiler rewrites dequantize -> dot into

@@ -281,6 +281,12 @@ Status set_executable_stream(const Executable::Impl& impl, void* stream) {
   return ok_status();
 }
 
+void release_executable_scratch(const Executable::Impl& impl, int64_t min_bytes) {
+  std::lock_guard<std::mutex> lock(impl.mu);
+  for (const Executable::Impl::Profile& profile : impl.profiles)
+    if (profile.loaded) profile.loaded->release_scratch(min_bytes);
+}
+
 namespace {
 
 StatusOr<Executable> from_contents(rt::ExecutableContents contents) {

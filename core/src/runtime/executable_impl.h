@@ -68,5 +68,7 @@ StatusOr<rt::LoadedProgram*> loaded_profile(const Executable::Impl& impl, size_t
 // Sets the stream every profile's runs are enqueued on (loading profile 0 if none is loaded yet,
 // so that a wrong stream is reported here).
 Status set_executable_stream(const Executable::Impl& impl, void* stream);
+// Each loaded profile's rt::LoadedProgram::release_scratch(min_bytes).
+void release_executable_scratch(const Executable::Impl& impl, int64_t min_bytes);
 
 }  // namespace tripy

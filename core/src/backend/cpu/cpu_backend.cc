@@ -76,6 +76,13 @@ class CpuLoadedProgram final : public rt::LoadedProgram {
     return ok_status();
   }
 
+  void release_scratch(int64_t min_bytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (arena_bytes_ == 0 || arena_bytes_ < min_bytes) return;
+    arena_.reset();
+    arena_bytes_ = 0;
+  }
+
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
                                     const std::vector<int64_t>& slots) override {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -123,6 +123,15 @@ StatusOr<ErrorRecord*> CudaLoadedProgram::error_record(CUstream stream) {
   return errors_.get();
 }
 
+void CudaLoadedProgram::release_scratch(int64_t min_bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (arena_capacity_ + workspace_capacity_ < min_bytes || arena_capacity_ + workspace_capacity_ == 0) return;
+  invalidate_graphs();
+  arena_ = Tensor();
+  workspace_ = Tensor();
+  arena_capacity_ = workspace_capacity_ = 0;
+}
+
 void CudaLoadedProgram::invalidate_graphs() {
   for (auto& [key, s] : signatures_) s->graph.invalidate();
 }

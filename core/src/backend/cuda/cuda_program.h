@@ -42,6 +42,9 @@ class CudaLoadedProgram final : public LoadedProgram {
   void* stream() const override { return stream_; }
   // Profiled runs launch directly (no graph replay) and time each kernel between CUDA events.
   void set_profile(std::vector<double>* kernel_ms) override { profile_ = kernel_ms; }
+  // Drops the arena and the workspace (with the graphs that hold their addresses) when together
+  // they are at least `min_bytes`. Their memory returns to the stream's cache in stream order.
+  void release_scratch(int64_t min_bytes) override;
 
  private:
   struct Signature {
