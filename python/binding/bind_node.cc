@@ -277,6 +277,7 @@ void bind_node(py::module_& m) {
     raise(invalid_argument(message, to_source(frames)));
   });
   m.def("eager_cache_size", &compiler::eager_cache_size);
+  m.def("_clear_eager_cache", &compiler::clear_eager_cache);
   m.def("trace_str", [](const NodeRef& n) { return trace::trace_str({n}); });
 
   m.def("compile", [](std::vector<NodeRef> outputs, std::vector<NodeRef> inputs, std::vector<std::string> names,

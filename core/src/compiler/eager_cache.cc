@@ -215,6 +215,7 @@ class StructureCache {
     map_.emplace(key, std::make_pair(std::move(exe), order_.begin()));
   }
   size_t size() const { return map_.size(); }
+  void clear() { map_.clear(), order_.clear(); }
 
  private:
   std::list<std::string> order_;
@@ -243,6 +244,7 @@ class OpCache {
     }
     map_.emplace(hash, std::move(e));
   }
+  void clear() { map_.clear(); }
   size_t size() const { return map_.size(); }
 
  private:
@@ -283,6 +285,12 @@ void insert_eager(const EagerKey& key, const Node& node, const Device& device, E
 size_t eager_cache_size() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_ops.size() + g_structures.size();
+}
+
+void clear_eager_cache() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_ops.clear();
+  g_structures.clear();
 }
 
 }  // namespace tripy::compiler

@@ -31,5 +31,7 @@ EagerKey eager_key(const trace::NodeRef& node, const Device& device);
 Executable find_eager(const EagerKey& key, const trace::Node& node, const Device& device);
 void insert_eager(const EagerKey& key, const trace::Node& node, const Device& device, Executable exe);
 size_t eager_cache_size();
+// Drops every cached program (and the device memory it holds).
+void clear_eager_cache();
 
 }  // namespace tripy::compiler
