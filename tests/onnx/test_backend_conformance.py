@@ -146,7 +146,6 @@ REFUSED = {
         r"test_(adagrad|adam|momentum|nesterov_momentum)(_multiple)?"],
     "training-mode Dropout and BatchNormalization (Tripy runs inference)": [
         r"test_training_dropout.*", r"test_batchnorm_.*_training_mode"],
-    "op types not converted yet": [r"test_roialign_.*", r"test_det_.*", r"test_melweightmatrix"],
 }
 
 

@@ -1,7 +1,8 @@
 """ONNX's signal ops as Tripy ops: the windows (Hann, Hamming, Blackman) as constants of their
 size, DFT as products with cosine and sine matrices along the transformed axis (static lengths),
-STFT as strided frames of the signal, windowed, through the same DFT. Sizes given as graph inputs
-are read when the model runs eagerly (a compiled model needs them constant). Their rows join the
+STFT as strided frames of the signal, windowed, through the same DFT; MelWeightMatrix computed at
+load, as a constant, from its five scalar inputs. Sizes given as graph inputs are read when the
+model runs eagerly (a compiled model needs them constant). Their rows join the
 converter table in ``converters.py``."""
 
 import math
@@ -101,10 +102,35 @@ def _stft(ctx, n):
     return _complex(out_real, out_imag)
 
 
+def _mel_weight_matrix(ctx, n):
+    """ONNX's triangular filters: num_mel_bins + 2 points evenly spaced in mels, mapped to DFT bins
+    (truncated as the reference does); filter i rises from point i to i + 1 and falls to i + 2."""
+    bins, length, rate = (_scalar(ctx, n, i) for i in range(3))
+    low, high = (float(_flat(ctx.values(n.inputs[i], n))[0]) for i in (3, 4))
+    to_mel = lambda hz: 2595 * math.log10(1 + hz / 700)  # noqa: E731
+    step = (to_mel(high) - to_mel(low)) / (bins + 2)
+    hz = [700 * (10 ** ((i * step + to_mel(low)) / 2595) - 1) for i in range(bins + 2)]
+    points = [int(((length + 1) * f) // rate) for f in hz]
+    if bins < 1 or rate <= 0 or min(points) < 0 or max(points) > length // 2:
+        _raise_here(f"ONNX {n.describe()}: the mel points fall at DFT bins {points}, outside the {length // 2 + 1} "
+                    "bins of the spectrum (check the edges against sample_rate / 2).")
+    out = [[0.0] * bins for _ in range(length // 2 + 1)]
+    for i in range(bins):
+        left, center, right = points[i:i + 3]
+        if center == left:
+            out[center][i] = 1.0
+        for j in range(left, center + 1) if center > left else ():
+            out[j][i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j][i] = (right - j) / (right - center)
+    return Tensor(out, dtype=dtype_of(n.attr("output_datatype", 1)))
+
+
 ROWS = {
     "BlackmanWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
     "DFT": Row(_dft, ("axis", "inverse", "onesided"), first=17, last=19),
     "HammingWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
     "HannWindow": Row(_window, ("output_datatype", "periodic"), first=17, check=dtype_attr("output_datatype")),
+    "MelWeightMatrix": Row(_mel_weight_matrix, ("output_datatype",), first=17, check=dtype_attr("output_datatype")),
     "STFT": Row(_stft, ("onesided",), first=17),
 }
