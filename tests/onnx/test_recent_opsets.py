@@ -191,3 +191,54 @@ def test_a_uint8_quantize_is_refused_at_load(tmp_path):
 def test_inexpressible_ops_are_refused_with_their_reason(tmp_path, op, reason):
     with pytest.raises(tp.TripyException, match=rf"node 'n' \({op}, opset 18\): the op type {op} is not supported: {reason}"):
         _load(tmp_path, [helper.make_node(op, ["x"], ["y"], name="n")], [("x", _x(4))], [("y", np.float32)])
+
+
+@pytest.mark.parametrize("shape, target, axes", [
+    ((5, 8, 3), [3, 11], [0, 1]), ((4, 6), [7, 2], None), ((2, 5, 4), [6], [-2]), ((3, 3), [3, 3], None)])
+def test_center_crop_pad_crops_and_pads_around_the_centre(tmp_path, shape, target, axes):
+    x = _x(*shape)
+    attrs = {} if axes is None else {"axes": axes}
+    out = _load(tmp_path, [helper.make_node("CenterCropPad", ["x", "s"], ["y"], **attrs)], [("x", x)],
+                [("y", np.float32)], [("s", np.array(target, np.int64))])
+    expected = x
+    for axis, want in zip([a % x.ndim for a in (axes or range(x.ndim))], target):
+        have = expected.shape[axis]
+        if have > want:
+            expected = np.take(expected, range((have - want) // 2, (have - want) // 2 + want), axis=axis)
+        elif have < want:
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = ((want - have) // 2, want - have - (want - have) // 2)
+            expected = np.pad(expected, widths)
+    np.testing.assert_array_equal(out, expected)
+
+
+def _col2im_reference(cols, image, block, strides, dilations, pads):
+    n, ck, _ = cols.shape
+    channels = ck // math.prod(block)
+    padded = [s + pads[i] + pads[i + len(image)] for i, s in enumerate(image)]
+    grid = [(p - (d * (k - 1) + 1)) // s + 1 for p, d, k, s in zip(padded, dilations, block, strides)]
+    out = np.zeros((n, channels, *padded), np.float32)
+    windows = np.reshape(cols, (n, channels, *block, *grid))
+    for k in np.ndindex(*block):
+        for g in np.ndindex(*grid):
+            at = tuple(gi * s + ki * d for gi, s, ki, d in zip(g, strides, k, dilations))
+            out[(slice(None), slice(None), *at)] += windows[(slice(None), slice(None), *k, *g)]
+    return out[(slice(None), slice(None), *[slice(pads[i], pads[i] + s) for i, s in enumerate(image)])]
+
+
+@pytest.mark.parametrize("image, block, strides, dilations, pads", [
+    ([5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
+    ([6, 7], [3, 2], [2, 1], [1, 2], [1, 0, 2, 1]),
+    ([7, 6], [2, 3], [3, 2], [1, 1], [0, 1, 0, 0]),
+    ([9], [3], [2], [2], [1, 2]),
+])
+def test_col2im_matches_a_numpy_fold(tmp_path, image, block, strides, dilations, pads):
+    nd = len(image)
+    grid = [(s + pads[i] + pads[i + nd] - (d * (k - 1) + 1)) // st + 1
+            for i, (s, k, st, d) in enumerate(zip(image, block, strides, dilations))]
+    cols = _x(2, 3 * math.prod(block), math.prod(grid))
+    out = _load(tmp_path, [helper.make_node("Col2Im", ["c", "i", "b"], ["y"], strides=strides, dilations=dilations,
+                                            pads=pads)], [("c", cols)], [("y", np.float32)],
+                [("i", np.array(image, np.int64)), ("b", np.array(block, np.int64))])
+    np.testing.assert_allclose(out, _col2im_reference(cols, image, block, strides, dilations, pads), rtol=1e-5,
+                               atol=1e-5)
