@@ -1,6 +1,6 @@
 """Converters of opsets 18 to 21 (newer than ONNX's local conformance data, which stops at 17) and
 of ops the local cases do not cover with Tripy's dtypes (int8 Q/DQ, GroupNormalization, Mish,
-Gelu, LpNormalization, LpPool), each against numpy; and the op types Tripy's IR cannot express,
+Gelu, LpNormalization, LpPool; CenterCropPad, Col2Im and the bitwise ops), each against numpy; and the op types Tripy's IR cannot express,
 refused with their reason."""
 
 import math
@@ -242,3 +242,37 @@ def test_col2im_matches_a_numpy_fold(tmp_path, image, block, strides, dilations,
                 [("i", np.array(image, np.int64)), ("b", np.array(block, np.int64))])
     np.testing.assert_allclose(out, _col2im_reference(cols, image, block, strides, dilations, pads), rtol=1e-5,
                                atol=1e-5)
+
+
+_EDGES = {np.int8: [-128, -1, 0, 1, 127, -77, 85], np.int32: [-2**31, -1, 0, 1, 2**31 - 1, -123456789, 0x5A5A5A5A],
+          np.int64: [-2**63, -1, 0, 1, 2**63 - 1, -(2**40) - 12345, 0x0F0F0F0F0F0F0F0F]}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+@pytest.mark.parametrize("op, ref", [("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or),
+                                     ("BitwiseXor", np.bitwise_xor)])
+def test_bitwise_binary_ops_match_numpy_on_every_bit(tmp_path, dtype, op, ref):
+    info = np.iinfo(dtype)
+    edges = np.array(_EDGES[dtype], dtype)
+    a = np.concatenate([edges, RNG.integers(info.min, info.max, 25, dtype=dtype, endpoint=True)])
+    b = np.concatenate([edges[::-1], RNG.integers(info.min, info.max, 25, dtype=dtype, endpoint=True)])
+    a, b = np.stack([a, b]), b[None, :]  # b broadcasts over a's rows
+    out = _load(tmp_path, [helper.make_node(op, ["a", "b"], ["y"])], [("a", a), ("b", b)], [("y", dtype)])
+    np.testing.assert_array_equal(out, ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_bitwise_not_matches_numpy(tmp_path, dtype):
+    x = np.array(_EDGES[dtype], dtype)
+    out = _load(tmp_path, [helper.make_node("BitwiseNot", ["x"], ["y"])], [("x", x)], [("y", dtype)])
+    np.testing.assert_array_equal(out, np.invert(x))
+
+
+def test_bitwise_ops_of_unsigned_integers_are_refused_with_the_dtype(tmp_path):
+    graph = helper.make_graph([helper.make_node("BitwiseAnd", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info(k, TensorProto.UINT8, [3]) for k in "ab"],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [3])])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    with pytest.raises(tp.TripyException, match=r"input 'a': dtype UINT8, which Tripy does not have"):
+        tp.onnx.load(path, device="cpu")

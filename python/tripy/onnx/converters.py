@@ -26,7 +26,8 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
-from tripy.onnx import col2im, composites, det, grid_sample, losses, pooling, quantization, recurrent, roi_align, signal
+from tripy.onnx import bitwise, col2im, composites, det, grid_sample, losses, pooling, quantization, recurrent
+from tripy.onnx import roi_align, signal
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
@@ -607,8 +608,8 @@ OPS = {
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
 # the tables of the converters kept in their own files
-for _rows in (col2im.ROWS, det.ROWS, grid_sample.ROWS, losses.ROWS, pooling.ROWS, quantization.ROWS, recurrent.ROWS,
-              roi_align.ROWS, signal.ROWS):
+for _rows in (bitwise.ROWS, col2im.ROWS, det.ROWS, grid_sample.ROWS, losses.ROWS, pooling.ROWS, quantization.ROWS,
+              recurrent.ROWS, roi_align.ROWS, signal.ROWS):
     assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
     OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a
