@@ -98,6 +98,48 @@ def attention_reference(x, wqkv, bqkv, wo, bo, heads):
     return y.transpose(0, 2, 1, 3).reshape(B, T, d) @ wo.T + bo
 
 
+@pytest.mark.parametrize("mode", ["int8", "int4"])
+@pytest.mark.parametrize("parallel", [tp.ColumnParallel(), tp.ColumnParallel(parts=(128, 64, 64)), tp.RowParallel()],
+                         ids=["column", "column_parts", "row"])
+def test_a_quantized_linear_is_split_before_it_is_dequantized(mode, parallel):
+    # int8: a scale per output feature; int4: packed bytes in groups of 64 input features with zero
+    # points. Each rank reads its share of the quantized weight with its scales, in a weight-only product.
+    from tripy.frontend.ops.quantize import pack_int4, unpack_int4
+
+    N, K, world = 256, 256, 2
+    if mode == "int8":
+        q = RNG.integers(-127, 128, (N, K))
+        scale = RNG.uniform(0.001, 0.01, (N,)).astype(np.float32)
+        w = q * scale[:, None].astype(np.float64)
+        lin = tp.Linear(K, N, quant_dtype=tp.int8, weight_quant_dim=0, parallel=parallel)
+        state = {"weight": tp.Tensor(q.astype(np.int8)), "weight_scale": tp.Tensor(scale)}
+    else:
+        q = RNG.integers(-8, 8, (N, K))
+        scale = RNG.uniform(0.001, 0.01, (N, K // 64)).astype(np.float32)
+        zero = RNG.integers(-3, 4, (N, K // 64)).astype(np.float32)
+        w = (q - np.repeat(zero, 64, axis=1)) * np.repeat(scale, 64, axis=1).astype(np.float64)
+        lin = tp.Linear(K, N, quant_dtype=tp.int4, parallel=parallel)
+        packed = pack_int4(tp.cast(tp.Tensor(q.astype(np.int32)), tp.int4))
+        state = {"weight": unpack_int4(packed, K), "weight_scale": tp.Tensor(scale), "weight_zero_point": tp.Tensor(zero)}
+    bias = rand(N)
+    lin.load_state_dict({**state, "bias": tp.Tensor(bias)})
+    row = isinstance(parallel, tp.RowParallel)
+    x = rand(3, K)
+    want = x.astype(np.float64) @ w.T + bias
+    mesh = tp.DeviceMesh(["cpu"] * world)
+    exe = tp.compile(lin, args=[tp.InputInfo((3, K // world if row else K), dtype=tp.float32)], mesh=mesh)
+    for rank in exe._ranks:
+        assert "weight_only_dot" in rank.program_text and " = dot '" not in rank.program_text
+    if row:  # each rank takes its share of the input features
+        got = np.asarray(exe([tp.Tensor(np.ascontiguousarray(x[:, r * K // 2 : (r + 1) * K // 2])) for r in range(world)]))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+        return
+    got = np.asarray(exe(tp.Tensor(x)))  # rank 0's share of the output features
+    ranges = parallel._ranges(N, 0, world, "Linear")
+    np.testing.assert_allclose(got, np.concatenate([want[:, lo:hi] for lo, hi in ranges], axis=1),
+                               rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_attention_split_by_heads_matches_numpy(world):
     d, heads = 32, 4

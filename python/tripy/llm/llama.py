@@ -197,10 +197,8 @@ def _rotate(qkv, heads, cos_t, sin_t):
 
 
 def _shard(linear, parallel):
-    """Shards a projection as ``parallel`` says when the model is compiled with a tp.DeviceMesh
-    (quantized projections are not sharded yet: the model refuses a mesh then)."""
-    if linear.quant_dtype is None:
-        linear.parallel = parallel
+    """Shards a projection as ``parallel`` says when the model is compiled with a tp.DeviceMesh."""
+    linear.parallel = parallel
     return linear
 
 
@@ -425,8 +423,6 @@ class LlamaForCausalLM(Module):
     def forward(self, tokens, pos, caches):
         T = tokens.shape[1]
         half = self.config.head_dim // 2
-        if self.quant_mode and world_size() > 1:
-            raise TripyException(f"A {self.quant_mode} model cannot be sharded over a tp.DeviceMesh yet.")
         positions = iota((T, 2, half), dim=0, dtype=dtypes.float32) + cast(pos, dtypes.float32)
         angles = positions * Tensor(self._inverse_frequencies)
         # (T, 1, 2, head_dim / 2), broadcast over the batch and the heads of _rotate's view.

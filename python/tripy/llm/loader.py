@@ -2,6 +2,7 @@
 ``*.safetensors``, and ``tokenizer.json`` when present), ready to generate text."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -10,6 +11,7 @@ from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.device import resolve as _resolve_device
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.mesh import DeviceMesh
 from tripy.frontend.ops.misc import cast
 from tripy.frontend.safetensors import load_safetensors
 from tripy.llm import prequantized
@@ -23,7 +25,7 @@ DEFAULT_MAX_SEQ_LEN = 4096
 _COMPUTED = ("rotary_emb.inv_freq",)
 
 
-def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, quant_mode=None):
+def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, quant_mode=None, mesh=None):
     """
     Loads the checkpoint directory ``path`` (``config.json`` and its ``.safetensors`` weights, one
     file or shards listed by ``model.safetensors.index.json``) into an ``LLM``.
@@ -42,12 +44,24 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             packed weights. A checkpoint that is already quantized (its ``config.json`` has a
             ``quantization_config``: GPTQ or AWQ int4, fp8 with ``weight_scale``; see
             tripy/llm/prequantized.py) is read as it is stored; its quant_mode may be left None.
+        mesh: A ``tp.DeviceMesh`` to run the model over, tensor-parallel: the weights load (and
+            quantize) whole, and the LLM's steps compile sharded over the mesh's ranks, each
+            holding its share of the heads, of the feed-forward features and of the vocabulary.
+            Under ``torchrun`` pass ``tp.DeviceMesh.from_environment()`` in every process (one per
+            GPU); each process loads the checkpoint. None: one device.
 
     Returns:
         An ``LLM``.
+
+    Raises:
+        tp.TripyException: if ``mesh`` is not a ``tp.DeviceMesh`` or its size does not divide the
+            model's heads, feed-forward features or vocabulary.
     """
     check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)
+    check_mesh(config, mesh)
+    if mesh is not None and device is None:
+        device = mesh.devices[0]  # the ranks' device: the steps' arguments are made there
     scheme = prequantized.scheme_of(_config_dict(path), _config_path(path))
     if scheme is None:
         weights = load_safetensors(path, device=device)
@@ -72,7 +86,33 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     tokenizer = None
     if os.path.exists(os.path.join(path, "tokenizer.json")):
         tokenizer = Tokenizer.from_file(path)
-    return LLM(model, tokenizer, max_batch_size)
+    return LLM(model, tokenizer, max_batch_size, mesh=mesh)
+
+
+def check_mesh(config, mesh):
+    """A clear error at the user's line for a mesh that is not a tp.DeviceMesh or whose size does
+    not divide each dim the sharded model splits (before any weight is read)."""
+    if mesh is None:
+        return
+    if not isinstance(mesh, DeviceMesh):
+        _raise_here(f"mesh must be a tp.DeviceMesh or None, but got: {mesh!r}.")
+    n = mesh.size
+    splits = (
+        ("attention heads", config.num_attention_heads),
+        ("KV heads", config.num_key_value_heads),
+        ("feed-forward features (intermediate_size)", config.intermediate_size),
+        ("hidden features (hidden_size)", config.hidden_size),
+        ("vocabulary entries (vocab_size)", config.vocab_size),
+    )
+    whole = math.gcd(*(count for _, count in splits))
+    sizes = [str(d) for d in range(1, whole + 1) if whole % d == 0]
+    for what, count in splits:
+        if count % n:
+            _raise_here(
+                f"This model cannot be split over the {n} ranks of the mesh: its {count} {what} are not a multiple of "
+                f"{n}. Meshes of {', '.join(sizes[:-1]) + ' or ' if len(sizes) > 1 else ''}{sizes[-1]} "
+                f"rank{'s' if whole > 1 else ''} split it."
+            )
 
 
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
@@ -111,13 +151,16 @@ def _stored_dtype(weights):
 
 class LLM:
     """A loaded model, its tokenizer (or None) and its compiled steps, one ``Generator`` per way of
-    choosing tokens (compiled on first use)."""
+    choosing tokens (compiled on first use); with ``mesh`` (a ``tp.DeviceMesh``) the steps compile
+    sharded over its ranks and generate the tokens the unsharded model does."""
 
-    def __init__(self, model, tokenizer=None, max_batch_size=1):
+    def __init__(self, model, tokenizer=None, max_batch_size=1, mesh=None):
+        check_mesh(model.config, mesh)
         self.model = model
         self.config = model.config
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
+        self.mesh = mesh
         self._generators = {}
 
     def generator(self, temperature=0.0, top_k=0, top_p=1.0):
@@ -126,7 +169,8 @@ class LLM:
         key = (float(temperature), top_k, float(top_p)) if temperature else (0.0, 0, 1.0)
         if key not in self._generators:
             self._generators[key] = Generator(
-                self.model, max_batch_size=self.max_batch_size, temperature=temperature, top_k=top_k, top_p=top_p
+                self.model, max_batch_size=self.max_batch_size, temperature=temperature, top_k=top_k, top_p=top_p,
+                mesh=self.mesh,
             )
         return self._generators[key]
 

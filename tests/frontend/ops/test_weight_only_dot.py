@@ -208,6 +208,51 @@ def test_a_packed_int4_weight_is_read_in_place(rows):
     _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
 
 
+@pytest.mark.parametrize("rows, cols", [((8, 40), (0, K)), ((0, N), (128, 256)), ((30, 70), (64, 192)), ((0, N), (0, 101))],
+                         ids=["rows", "columns", "both", "odd_end"])
+def test_a_window_of_a_packed_int4_weight_is_read_in_place(rows, cols):
+    """A tensor-parallel rank's share: rows (column-parallel) or a byte-aligned range of the input
+    features (row-parallel) of unpack_int4's view, dequantized with that window's scales (groups of
+    8 with zero points; one scale per row where the window ends inside a group)."""
+    q = RNG.integers(-8, 8, (N, K))
+    packed = tp.Tensor(_nibbles(q), device=default_device())
+    (r0, r1), (c0, c1) = rows, cols
+    window = unpack_int4(packed, K)[r0:r1, c0:c1]
+    if c1 % 8 == 0:
+        scale = RNG.uniform(0.002, 0.02, (N, K // 8)).astype(np.float32)
+        zp = RNG.integers(-3, 4, (N, K // 8)).astype(np.float32)
+        s, z = (tp.Tensor(t[r0:r1, c0 // 8 : c1 // 8].copy(), device=default_device()) for t in (scale, zp))
+        w = (q - np.repeat(zp, 8, axis=1)) * np.repeat(scale, 8, axis=1)
+        dequantized = lambda: tp.dequantize(window, s, tp.float32, zero_point=z)
+    else:
+        scale = RNG.uniform(0.002, 0.02, (N,)).astype(np.float32)
+        s = tp.Tensor(scale[r0:r1].copy(), device=default_device())
+        w = q * scale[:, None]
+        dequantized = lambda: tp.dequantize(window, s, tp.float32, dim=0)
+
+    def model(x):
+        return x @ tp.transpose(dequantized(), 0, 1)
+
+    exe = tp.compile(model, args=[tp.InputInfo(shape=(3, c1 - c0), dtype=tp.float32)])
+    assert _kernels(exe) == ["weight_only_dot"]
+    x = RNG.standard_normal((3, c1 - c0)).astype(np.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w[r0:r1, c0:c1].T, tp.float32)
+
+
+def test_a_window_starting_inside_a_byte_keeps_dequantize_and_the_gemm():
+    q = RNG.integers(-8, 8, (N, K))
+    packed = tp.Tensor(_nibbles(q), device=default_device())
+    scale = tp.Tensor(np.full((N,), 0.5, np.float32), device=default_device())
+
+    def model(x):
+        return x @ tp.transpose(tp.dequantize(unpack_int4(packed, K)[:, 1:65], scale, tp.float32, dim=0), 0, 1)
+
+    exe = tp.compile(model, args=[tp.InputInfo(shape=(2, 64), dtype=tp.float32)])
+    assert "weight_only_dot" not in _kernels(exe)
+    x = RNG.standard_normal((2, 64)).astype(np.float32)
+    _check(_run(exe, x, tp.float32), x.astype(np.float64) @ (q[:, 1:65] * 0.5).T, tp.float32)
+
+
 def test_a_packed_int4_weight_dequantizes_for_the_gemm_where_the_product_is_off(monkeypatch):
     """The GPU's form past its decode sizes: the bytes unpacked, dequantized, then the GEMM."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")

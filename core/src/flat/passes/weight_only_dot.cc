@@ -140,56 +140,110 @@ bool splat_int(const Graph& g, ValueId v, double want) {
          op->constant.numel() == 1 && read_element(op->constant, 0) == want;
 }
 
+// A window [starts, limits) of unpack_int4's view [..., K] of constant bytes: the whole view, the
+// [..., :K] slice of an odd K, or a tensor-parallel rank's share (rows of a column-parallel weight,
+// an even-aligned range of K of a row-parallel one).
+struct UnpackedInt4 {
+  const Op* bytes = nullptr;  // the constant op holding the bytes
+  std::vector<int64_t> starts, limits;  // on the unpacked view; empty: all of it
+};
+
 // unpack_int4's lowering (trace/ops_quantize.cc) over constant bytes P [..., ceil(K / 2)], after
 // simplify and CSE:
 //   convert<int4>(add(floordiv(broadcast(convert<int32>(P)), broadcast([1, 16])), 8)) -> reshape
-//   -> slice [..., :K] where K is odd
-// The constant op holding P, or null where `v` is not that form.
-const Op* unpacked_int4(const Graph& g, ValueId v) {
+//   -> a slice with unit steps and static bounds, starting on a whole byte along the last dim
+// The bytes and the window, or nullopt where `v` is not that form.
+std::optional<UnpackedInt4> unpacked_int4(const Graph& g, ValueId v) {
+  UnpackedInt4 out;
   const Op* op = &g.def(v);
   if (op->kind == OpKind::kSlice) {
     const Shape& in = g.values[op->operands[0]].shape;
     for (size_t d = 0; d < in.size(); ++d) {
       const bool unit = op->steps[d].is_static() && op->steps[d].static_value() == 1;
-      const bool from0 = op->starts[d].is_static() && op->starts[d].static_value() == 0;
-      if (!unit || !from0 || (d + 1 < in.size() && !op->limits[d].same_as(in[d]))) return nullptr;
+      if (!unit || !op->starts[d].is_static() || !op->limits[d].is_static() || !in[d].is_static()) return std::nullopt;
+      out.starts.push_back(op->starts[d].static_value());
+      out.limits.push_back(op->limits[d].static_value());
     }
+    if (out.starts.back() % 2 != 0) return std::nullopt;  // no value pairs split across bytes
     op = &g.def(op->operands[0]);
   }
-  if (op->kind != OpKind::kReshape) return nullptr;
+  if (op->kind != OpKind::kReshape) return std::nullopt;
   const Op& narrow = g.def(op->operands[0]);
   if (narrow.kind != OpKind::kElementwise || narrow.fn != EwOp::kConvert || g.values[narrow.result].dtype != DType::kInt4)
-    return nullptr;
+    return std::nullopt;
   const Op& add = g.def(narrow.operands[0]);
-  if (add.kind != OpKind::kElementwise || add.fn != EwOp::kAdd || add.operands.size() != 2) return nullptr;
+  if (add.kind != OpKind::kElementwise || add.fn != EwOp::kAdd || add.operands.size() != 2) return std::nullopt;
   const int eight = splat_int(g, add.operands[1], 8) ? 1 : splat_int(g, add.operands[0], 8) ? 0 : -1;
-  if (eight < 0) return nullptr;
+  if (eight < 0) return std::nullopt;
   const Op& div = g.def(add.operands[1 - eight]);
   if (div.kind != OpKind::kElementwise || div.fn != EwOp::kFloorDiv || g.values[div.result].dtype != DType::kInt32)
-    return nullptr;
+    return std::nullopt;
   const Shape& pairs = g.values[div.result].shape;
   const size_t rank = pairs.size();
-  if (rank < 2 || !pairs.back().is_static() || pairs.back().static_value() != 2) return nullptr;
+  if (rank < 2 || !pairs.back().is_static() || pairs.back().static_value() != 2) return std::nullopt;
   // The divisors: 1 for the low nibble, 16 for the high one, along the last dim.
   const Op& dv = g.def(div.operands[1]);
-  if (dv.kind != OpKind::kBroadcast || dv.dims != std::vector<int64_t>{static_cast<int64_t>(rank - 1)}) return nullptr;
+  if (dv.kind != OpKind::kBroadcast || dv.dims != std::vector<int64_t>{static_cast<int64_t>(rank - 1)}) return std::nullopt;
   const Op& divisors = g.def(dv.operands[0]);
   if (divisors.kind != OpKind::kConstant || !divisors.constant.defined() || !on_host(divisors.constant) ||
       divisors.constant.numel() != 2 || read_element(divisors.constant, 0) != 1 ||
       read_element(divisors.constant, 1) != 16)
-    return nullptr;
+    return std::nullopt;
   // The bytes, each spread over the new last dim.
   const Op& spread = g.def(div.operands[0]);
-  if (spread.kind != OpKind::kBroadcast || spread.dims.size() != rank - 1) return nullptr;
+  if (spread.kind != OpKind::kBroadcast || spread.dims.size() != rank - 1) return std::nullopt;
   for (size_t d = 0; d + 1 < rank; ++d)
-    if (spread.dims[d] != static_cast<int64_t>(d)) return nullptr;
+    if (spread.dims[d] != static_cast<int64_t>(d)) return std::nullopt;
   const Op& widen = g.def(spread.operands[0]);
   if (widen.kind != OpKind::kElementwise || widen.fn != EwOp::kConvert || g.values[widen.result].dtype != DType::kInt32)
-    return nullptr;
+    return std::nullopt;
   const Op& bytes = g.def(widen.operands[0]);
   if (bytes.kind != OpKind::kConstant || !bytes.constant.defined() || bytes.constant.dtype() != DType::kInt8)
-    return nullptr;
-  return &bytes;
+    return std::nullopt;
+  out.bytes = &bytes;
+  return out;
+}
+
+// The bytes of `u`'s window: the constant itself for the whole view, a view of it (no copy) for a
+// window of whole rows of a 2-D weight, else a copy on the host; nullopt where it cannot be read.
+std::optional<Tensor> window_bytes(const UnpackedInt4& u) {
+  const Tensor& c = u.bytes->constant;
+  const std::vector<int64_t>& shape = c.shape();
+  if (u.starts.empty()) return c;
+  const size_t rank = shape.size();
+  if (u.starts.size() != rank) return std::nullopt;
+  std::vector<int64_t> from(rank), to(rank);  // the window in bytes
+  for (size_t d = 0; d < rank; ++d) {
+    from[d] = d + 1 < rank ? u.starts[d] : u.starts[d] / 2;
+    to[d] = d + 1 < rank ? u.limits[d] : std::min(shape[d], (u.limits[d] + 1) / 2);
+    if (from[d] < 0 || to[d] < from[d] || to[d] > shape[d]) return std::nullopt;
+  }
+  std::vector<int64_t> out_shape(rank);
+  for (size_t d = 0; d < rank; ++d) out_shape[d] = to[d] - from[d];
+  bool whole = true;  // the window is the whole constant
+  for (size_t d = 0; d < rank; ++d) whole = whole && from[d] == 0 && to[d] == shape[d];
+  if (whole) return c;
+  bool rows_only = rank == 2 && from[1] == 0 && to[1] == shape[1];
+  if (rows_only) {
+    auto* base = static_cast<uint8_t*>(c.data()) + from[0] * shape[1];
+    return Tensor::borrow(base, c.dtype(), out_shape, c.device(), c.owner());
+  }
+  std::optional<Tensor> host = host_constant(*u.bytes);
+  if (!host) return std::nullopt;
+  Tensor out = Tensor::empty_host(DType::kInt8, out_shape);
+  const int64_t rows = numel_of(out_shape) / std::max<int64_t>(1, out_shape.back());
+  const auto* src = static_cast<const uint8_t*>(host->data());
+  auto* dst = static_cast<uint8_t*>(out.data());
+  const std::vector<int64_t> strides = strides_of(shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t offset = from.back(), rest = r;  // row r of the window: its index in each leading dim
+    for (size_t d = rank - 1; d-- > 0;) {
+      offset += (from[d] + rest % out_shape[d]) * strides[d];
+      rest /= out_shape[d];
+    }
+    std::memcpy(dst + r * out_shape.back(), src + offset, static_cast<size_t>(out_shape.back()));
+  }
+  return out;
 }
 
 // Int4 values held two a byte along the last dim (unpack_int4's layout), as one int8 per value:
@@ -210,6 +264,7 @@ struct Match {
   ValueId weight = -1;    // the dequantized weight: the mul's result
   bool rows_fit = true;   // x's rows within the kernel's limit
   const Op* q = nullptr;  // the weight's constant: int8 or int4 values, or (packed) int4 bytes
+  Tensor q_values;        // q's data that the weight reads: all of it, or (packed) a window's bytes
   bool packed = false;    // q holds unpack_int4's bytes
   int bits = 8;
   bool nk = true;
@@ -253,10 +308,16 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
     const Op& qc = g.def(d->operands[0]);
     const DType qt = g.values[qc.result].dtype;
     if (qt != DType::kInt8 && qt != DType::kInt4) continue;
+    std::optional<UnpackedInt4> unpacked;
     if (qc.kind == OpKind::kConstant) {
       if (!qc.constant.defined()) return std::nullopt;
       m.q = &qc;
-    } else if (qt == DType::kInt4 && (m.q = unpacked_int4(g, qc.result)) != nullptr) {
+      m.q_values = qc.constant;
+    } else if (qt == DType::kInt4 && (unpacked = unpacked_int4(g, qc.result))) {
+      std::optional<Tensor> bytes = window_bytes(*unpacked);
+      if (!bytes) return std::nullopt;
+      m.q = unpacked->bytes;
+      m.q_values = *bytes;
       m.packed = true;
     } else {
       return std::nullopt;
@@ -282,10 +343,14 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
 StatusOr<Tensor> packed_weight(const Match& m) {
   const int bits = m.bits;
   const int64_t row_bytes = rt::weight_only_row_bytes(bits, m.K);
-  const Tensor& c = m.q->constant;
+  const Tensor& c = m.q_values;
   const std::vector<int64_t> kernel_layout{m.N, row_bytes};
   if (m.nk && c.dtype() == DType::kInt8 && c.shape() == kernel_layout && (bits == 8 || m.packed)) return c;
-  std::optional<Tensor> host = host_constant(*m.q);
+  std::optional<Tensor> host = on_host(c) ? std::optional<Tensor>(c) : std::nullopt;
+  if (!host) {
+    StatusOr<Tensor> copied = copy_to(c, Device{});
+    if (copied.ok()) host = copied.value();
+  }
   if (!host) return internal_error("weight_only_dot: the weight's constant cannot be read on the host");
   const Tensor q = m.packed ? unpacked_on_host(*host, m.nk ? std::vector<int64_t>{m.N, m.K} : std::vector<int64_t>{m.K, m.N})
                             : *host;
@@ -374,7 +439,7 @@ std::optional<Blocked> blocked(Match& m, DType dtype) {
       b.param_dims = {0, 2, 3};
     }
   }
-  const Tensor& q = m.q->constant;
+  const Tensor& q = m.q_values;
   if (q.numel() != numel_of(q_shape)) return std::nullopt;
   StatusOr<Tensor> scale = per_group(*m.scale, m, dtype, !m.nk);
   StatusOr<Tensor> zero = m.zero ? per_group(*m.zero, m, dtype, !m.nk) : StatusOr<Tensor>(Tensor());

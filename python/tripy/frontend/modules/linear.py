@@ -34,7 +34,10 @@ class Linear(Module):
     its share of the output features (column) or a partial product over its share of the input
     features, summed by an all-reduce (row; the bias is added once, after the sum). The parameters
     stay whole in the module (a checkpoint of the unsharded model loads as it is); each rank's
-    program holds only its share. Outside a sharded compile the layer is whole.
+    program holds only its share. Outside a sharded compile the layer is whole. A quantized layer
+    is split before it is dequantized: each rank reads its share of the quantized weight with the
+    scales (and zero points) of that share; int4's groups of input features must not straddle two
+    ranks' shares.
 
     Args:
         in_features (int): The size of the input's last dim.
@@ -50,8 +53,7 @@ class Linear(Module):
 
     Raises:
         tp.TripyException: if ``weight_quant_dim`` is not None, 0 or 1, a dtype is not a Tripy dtype,
-            ``parallel`` is not a sharding spec or its parts do not add up to ``out_features``, or
-            ``parallel`` is combined with ``quant_dtype`` (not yet supported).
+            or ``parallel`` is not a sharding spec or its parts do not add up to ``out_features``.
 
     Example::
 
@@ -96,8 +98,6 @@ class Linear(Module):
         self.quant_dtype = None if quant_dtype is None else dtypes.check_dtype(quant_dtype, "Linear's quant_dtype")
         self.weight_quant_dim = weight_quant_dim
         self.parallel = check_parallel(parallel, "Linear")
-        if parallel is not None and quant_dtype is not None:
-            _raise_here("A sharded Linear (parallel=...) with quant_dtype is not supported yet.")
         if isinstance(parallel, ColumnParallel):
             parallel._check(out_features, "Linear")
 
@@ -143,31 +143,73 @@ class Linear(Module):
             tp.TripyException: if ``x``'s dtype or last dim does not match the module's.
         """
         weight = self.weight
+        sharded = self.parallel is not None and world_size() > 1
         if self.quant_dtype is not None:
             if self.input_scale is not None:
                 quantized = quantize(x, self.input_scale, self.quant_dtype)
                 x = dequantize(quantized, self.input_scale, self.dtype)
-            zero = self.weight_zero_point
+            scale, zero = self.weight_scale, self.weight_zero_point
             if weight.dtype != self.quant_dtype:
-                weight = quantize(weight, self.weight_scale, self.quant_dtype, dim=self.weight_quant_dim, zero_point=zero)
-            weight = dequantize(weight, self.weight_scale, self.dtype, dim=self.weight_quant_dim, zero_point=zero)
-        if self.parallel is not None and world_size() > 1:
-            return self._sharded(x, weight, current_rank(), world_size())
+                weight = quantize(weight, scale, self.quant_dtype, dim=self.weight_quant_dim, zero_point=zero)
+            if sharded:  # this rank's share of the quantized weight, so its program holds only that
+                shares = self._quantized_shares(weight, scale, zero, current_rank(), world_size())
+                if len(shares) > 1 and self.quant_dtype == dtypes.int4:
+                    # Concatenated int4 parts would be unpacked to a temporary: one product per part
+                    # reads each part's packed bytes in place.
+                    return self._column_parts(x, shares)
+                weight, scale, zero = (_joined(pieces) for pieces in zip(*shares))
+            weight = dequantize(weight, scale, self.dtype, dim=self.weight_quant_dim, zero_point=zero)
+        if sharded:
+            return self._sharded(x, weight, current_rank(), world_size(), weight_is_share=self.quant_dtype is not None)
         out = x @ transpose(weight, 0, 1)
         if self.bias is not None:
             out = out + self.bias
         return out
 
-    def _sharded(self, x, weight, rank, world):
-        """This rank's part of the layer in a sharded compile (see ``parallel``)."""
+    def _quantized_shares(self, weight, scale, zero, rank, world):
+        """This rank's share of a quantized weight and the scales (and zero points) that go with it,
+        as (weight, scale, zero_point) per piece (a column-parallel layer's parts): per-output-feature
+        and block-wise scales split with the weight's rows (column-parallel), per-input-feature and
+        block-wise ones with its columns (row-parallel)."""
+        block = self.weight_quant_dim is None and scale.rank == 2
+        if isinstance(self.parallel, ColumnParallel):
+            ranges = self.parallel._ranges(self.out_features, rank, world, "Linear")
+            follows = block or self.weight_quant_dim == 0
+            return [tuple(t[lo:hi] if t is not None and (t is weight or follows) else t for t in (weight, scale, zero))
+                    for lo, hi in ranges]
+        lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
+        if block:
+            group = self.in_features // scale.shape[1]
+            if lo % group or hi % group:
+                _raise_here(
+                    f"A row-parallel Linear over {world} ranks gives each rank {hi - lo} of its {self.in_features} input "
+                    f"features, which splits its quantization groups of {group}: the share must be a multiple of the group."
+                )
+            cols = lambda t: None if t is None else t[:, lo // group : hi // group]
+            return [(weight[:, lo:hi], cols(scale), cols(zero))]
+        if self.weight_quant_dim == 1:
+            return [(weight[:, lo:hi], scale[lo:hi], None if zero is None else zero[lo:hi])]
+        return [(weight[:, lo:hi], scale, zero)]
+
+    def _column_parts(self, x, shares):
+        """A column-parallel layer of several parts computed one product per part of this rank's
+        share, the outputs concatenated in the parts' order (as the share's rows are)."""
+        outs = [x @ transpose(dequantize(w, s, self.dtype, dim=self.weight_quant_dim, zero_point=z), 0, 1)
+                for w, s, z in shares]
+        out = concatenate(outs, dim=-1)
+        if self.bias is not None:
+            out = out + _rows(self.bias, self.parallel._ranges(self.out_features, current_rank(), world_size(), "Linear"))
+        return out
+
+    def _sharded(self, x, weight, rank, world, weight_is_share=False):
+        """This rank's part of the layer in a sharded compile (see ``parallel``); ``weight_is_share``:
+        ``weight`` is this rank's share already (a quantized weight is split before dequantizing)."""
         bias = self.bias
         if isinstance(self.parallel, ColumnParallel):
             ranges = self.parallel._ranges(self.out_features, rank, world, "Linear")
-            weight = concatenate([weight[lo:hi] for lo, hi in ranges], dim=0) if len(ranges) > 1 else weight[ranges[0][0] : ranges[0][1]]
-            out = x @ transpose(weight, 0, 1)
+            out = x @ transpose(weight if weight_is_share else _rows(weight, ranges), 0, 1)
             if bias is not None:
-                bias = concatenate([bias[lo:hi] for lo, hi in ranges], dim=0) if len(ranges) > 1 else bias[ranges[0][0] : ranges[0][1]]
-                out = out + bias
+                out = out + _rows(bias, ranges)
             return all_gather(out, dim=-1) if self.parallel.gather_output else out
         lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
         features = x.shape[-1] if x.rank else None
@@ -178,5 +220,20 @@ class Linear(Module):
                 + (": for an input that every rank holds whole, use tp.ColumnParallel() or no parallel."
                    if features == self.in_features else ".")
             )
-        out = all_reduce(x @ transpose(weight[:, lo:hi], 0, 1))
+        out = all_reduce(x @ transpose(weight if weight_is_share else weight[:, lo:hi], 0, 1))
         return out + bias if bias is not None else out
+
+
+def _rows(t, ranges):
+    """The rows of ``t`` in ``ranges`` ((start, stop) pairs), in order."""
+    if len(ranges) == 1:
+        return t[ranges[0][0] : ranges[0][1]]
+    return concatenate([t[lo:hi] for lo, hi in ranges], dim=0)
+
+
+def _joined(pieces):
+    """One tensor of a share's pieces along dim 0: a piece every part shares (a scale that does not
+    split with the rows), or None, is taken once."""
+    if pieces[0] is None or all(p is pieces[0] for p in pieces):
+        return pieces[0]
+    return concatenate(list(pieces), dim=0)

@@ -1,0 +1,87 @@
+"""tp.llm.load(path, mesh=...) and LLM(mesh=...): a checkpoint written here, loaded (and quantized)
+whole and generated from over 2 CPU ranks, against the same checkpoint loaded unsharded and the
+float64 numpy model (on the dequantized weights for a quantized mode); meshes that cannot split the
+model are refused at the user's line."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tripy as tp
+
+import llama_ref
+from test_loader import write_checkpoint
+from test_quantized_llama import dequantized
+
+PROMPT = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+# 4 KV heads, a vocabulary of 96 and, for int4, 256 input features in groups of 128: every dim the
+# sharded model splits splits over 2 ranks, int4's groups within a rank's share.
+CONFIG = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96, hidden_size=256, intermediate_size=256)
+
+
+@pytest.fixture(autouse=True)
+def cpu_tensors(monkeypatch):
+    """The ranks are CPU ranks: the weights load on the CPU, also where the default device is a GPU."""
+    monkeypatch.setattr(tp.config, "default_device", "cpu")
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    weights = llama_ref.random_weights(CONFIG, seed=3)
+    write_checkpoint(str(tmp_path), CONFIG, weights, shards=2)
+    return str(tmp_path), weights
+
+
+@pytest.mark.parametrize("quant_mode", [None, "int8-weight-only", "int4-weight-only"])
+def test_a_checkpoint_loaded_over_two_ranks_generates_the_unsharded_tokens(checkpoint, quant_mode):
+    path, weights = checkpoint
+    mesh = tp.DeviceMesh(["cpu"] * 2)
+    sharded = tp.llm.load(path, max_seq_len=32, max_batch_size=2, quant_mode=quant_mode, mesh=mesh)
+    whole = tp.llm.load(path, max_seq_len=32, max_batch_size=2, quant_mode=quant_mode)
+    assert sharded.mesh is mesh and sharded.generator().decode.world_size == 2
+    got = sharded.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
+    reference = weights if quant_mode is None else dequantized(whole.model, weights, CONFIG)
+    assert got == llama_ref.greedy(reference, PROMPT, 10, CONFIG).tolist()
+    assert got == whole.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
+    assert list(sharded.stream(PROMPT[1], max_new_tokens=10, stop_tokens=[])) == got[1]
+    if quant_mode is not None:
+        # Each rank's decode step reads its share of every projection packed, in weight-only products
+        # (int4: one per part of qkv_proj and gate_up_proj); the float output head is the one GEMM.
+        per_layer = 4 if quant_mode == "int8-weight-only" else 7
+        for rank in sharded.generator().decode._ranks:
+            kinds = re.findall(r"^b\d+ = (\w+) '", rank.program_text, re.M)
+            assert kinds.count("weight_only_dot") == per_layer * CONFIG["num_hidden_layers"]
+            assert kinds.count("dot") == 1
+
+
+def test_an_llm_made_from_a_model_takes_a_mesh(checkpoint):
+    path, weights = checkpoint
+    model = tp.llm.load(path, max_seq_len=32).model
+    llm = tp.llm.LLM(model, mesh=tp.DeviceMesh(["cpu"] * 2))
+    want = llama_ref.greedy(weights, PROMPT[:1], 8, CONFIG)[0].tolist()
+    assert llm.generate(PROMPT[0], max_new_tokens=8, stop_tokens=[]) == want
+
+
+def test_a_mesh_that_does_not_divide_the_heads_is_refused_at_the_users_line(checkpoint):
+    path, _ = checkpoint
+    with pytest.raises(tp.TripyException, match=r"cannot be split over the 3 ranks of the mesh: its 4 attention heads "
+                                                r"are not a multiple of 3. Meshes of 1, 2 or 4 ranks split it.") as e:
+        tp.llm.load(path, mesh=tp.DeviceMesh(["cpu"] * 3))
+    assert "test_load_sharded.py" in str(e.value)
+    model = tp.llm.load(path, max_seq_len=32).model
+    with pytest.raises(tp.TripyException, match=r"its 4 attention heads are not a multiple of 8") as e:
+        tp.llm.LLM(model, mesh=tp.DeviceMesh(["cpu"] * 8))
+    assert "test_load_sharded.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"mesh must be a tp.DeviceMesh or None, but got: 2"):
+        tp.llm.load(path, mesh=2)
+
+
+def test_int4_groups_that_straddle_two_ranks_are_refused(tmp_path):
+    # 64 hidden features in one group of 64: each of 2 ranks' 32 o_proj inputs would cut the group.
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    write_checkpoint(str(tmp_path), config, llama_ref.random_weights(config))
+    llm = tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode="int4-weight-only", mesh=tp.DeviceMesh(["cpu"] * 2))
+    with pytest.raises(tp.TripyException, match=r"gives each rank 32 of its 64 input features, which splits its "
+                                                r"quantization groups of 64"):
+        llm.generate([5, 9, 14], max_new_tokens=2)
