@@ -122,3 +122,22 @@ def test_det_of_a_5x5_matrix_is_refused_with_the_reason(tmp_path):
     model = _model(tmp_path, helper.make_node("Det", ["x"], ["y"], name="d"), [("x", x)], 13)
     with pytest.raises(tp.TripyException, match=r"Det of 5 x 5 matrices is not supported.*up to 4 x 4"):
         _run(model, [("x", x)])
+
+
+def test_roi_align_compiles_with_a_dynamic_number_of_boxes(tmp_path):
+    node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], output_height=3, output_width=3, sampling_ratio=2)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, 8, 8]),
+                                            helper.make_tensor_value_info("rois", TensorProto.FLOAT, ["R", 4]),
+                                            helper.make_tensor_value_info("b", TensorProto.INT64, ["R"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]), path)
+    model = tp.onnx.load(path, device="cpu")
+    exe = tp.compile(model, kwargs=model.input_infos({"R": (1, 4, 16)}))
+    x = RNG.standard_normal((2, 2, 8, 8)).astype(np.float32)
+    for count in (1, 6):
+        rois = np.concatenate([RNG.uniform(-1, 4, (count, 2)), RNG.uniform(4, 9, (count, 2))], 1).astype(np.float32)
+        batch = RNG.integers(0, 2, count).astype(np.int64)
+        out = exe(x=tp.Tensor(x), rois=tp.Tensor(rois), b=tp.Tensor(batch))
+        np.testing.assert_allclose(np.asarray(out), _roi_align_reference(x, rois, batch, 3, 3, 2, 1.0, "avg", True),
+                                   rtol=1e-5, atol=1e-5)
