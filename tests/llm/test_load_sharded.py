@@ -1,7 +1,8 @@
 """tp.llm.load(path, mesh=...) and LLM(mesh=...): a checkpoint written here, loaded (and quantized)
 whole and generated from over 2 CPU ranks, against the same checkpoint loaded unsharded and the
 float64 numpy model (on the dequantized weights for a quantized mode); meshes that cannot split the
-model are refused at the user's line."""
+model are refused at the user's line. python -m tripy.llm --devices N: CPU ranks, and on GPUs the
+errors outside torchrun."""
 
 import re
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.llm.__main__ import main
 
 import llama_ref
 from test_loader import write_checkpoint
@@ -85,3 +87,33 @@ def test_int4_groups_that_straddle_two_ranks_are_refused(tmp_path):
     with pytest.raises(tp.TripyException, match=r"gives each rank 32 of its 64 input features, which splits its "
                                                 r"quantization groups of 64"):
         llm.generate([5, 9, 14], max_new_tokens=2)
+
+
+def test_the_command_generates_over_cpu_ranks(checkpoint, capsys):
+    path, weights = checkpoint
+    assert main([path, "--ids", "5,9,14", "--max-new-tokens", "6", "--device", "cpu", "--devices", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert [int(line) for line in out.split()] == llama_ref.greedy(weights, np.array([[5, 9, 14]]), 6, CONFIG)[0].tolist()
+    assert "6 tokens over 2 ranks" in err
+
+
+def test_the_command_on_gpus_outside_torchrun_says_how_to_start_it(checkpoint, capsys, monkeypatch):
+    path, _ = checkpoint
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert main([path, "--ids", "5,9", "--device", "gpu", "--devices", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --devices 2 on GPUs runs one process per GPU, but RANK, WORLD_SIZE, LOCAL_RANK are "
+                          "not set: start it with torchrun --nproc-per-node 2 -m tripy.llm") and "Traceback" not in err
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert main([path, "--ids", "5,9", "--device", "gpu", "--devices", "2"]) == 1
+    assert capsys.readouterr().err.startswith("error: --devices 2 does not match the 4 processes of this job (WORLD_SIZE).")
+
+
+def test_the_command_refuses_a_mesh_that_cannot_split_the_model(checkpoint, capsys):
+    path, _ = checkpoint
+    assert main([path, "--ids", "5,9", "--device", "cpu", "--devices", "3"]) == 1
+    assert capsys.readouterr().err.startswith("error: This model cannot be split over the 3 ranks of the mesh: its 4 "
+                                              "attention heads are not a multiple of 3.")

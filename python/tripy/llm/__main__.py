@@ -2,14 +2,22 @@
 
 Text is printed as it completes (a token that ends inside a UTF-8 character waits for the next);
 with --ids, or without a tokenizer.json, token ids are printed one per line.
+
+--devices N runs the model tensor-parallel over N ranks (tp.llm.load's mesh). On the CPU they are N
+threads of this process. On GPUs it is one process per GPU, started by torchrun, every process
+running this same command (rank 0 prints):
+
+    torchrun --nproc-per-node 2 -m tripy.llm CHECKPOINT --prompt "..." --devices 2
 """
 
 import argparse
+import os
 import re
 import sys
 import time
 
 import tripy as tp
+from tripy.frontend.device import default_device
 
 
 # The lines of an error's message that show where it was raised ("--> file:line", source, carets).
@@ -37,7 +45,11 @@ def main(argv=None):
     parser.add_argument("--max-seq-len", type=int, default=None, help="context length (default: the config's, at most 4096)")
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
     parser.add_argument("--device", default=None, help="cpu or gpu (default: the GPU where present)")
+    parser.add_argument("--devices", type=int, default=1, metavar="N",
+                        help="ranks to shard the model over (GPUs: one process each, under torchrun)")
     args = parser.parse_args(argv)
+    if args.devices < 1:
+        parser.error(f"--devices must be at least 1, got {args.devices}")
 
     # The device choice lasts for this command only (main() may be called from Python too).
     previous_device = tp.config.default_device
@@ -45,7 +57,11 @@ def main(argv=None):
         if args.device:
             tp.config.default_device = args.device
         start = time.perf_counter()
-        llm = tp.llm.load(args.checkpoint, dtype=args.dtype and getattr(tp, args.dtype), max_seq_len=args.max_seq_len)
+        mesh = make_mesh(args.devices)
+        # Under torchrun every process generates (each rank runs its share of every step); rank 0 prints.
+        quiet = mesh is not None and mesh._rank not in (None, 0)
+        llm = tp.llm.load(args.checkpoint, dtype=args.dtype and getattr(tp, args.dtype), max_seq_len=args.max_seq_len,
+                          mesh=mesh)
         prompt = args.prompt if args.ids is None else args.ids
         as_text = args.ids is None and llm.tokenizer is not None
         steps = llm.stream(prompt, args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
@@ -55,16 +71,17 @@ def main(argv=None):
         for token in steps:
             first = first or time.perf_counter()
             n += 1
-            if decoder is not None:
-                sys.stdout.write(decoder.push(token))
-            else:
-                sys.stdout.write(f"{token}\n")
-            sys.stdout.flush()
-        if as_text:
+            text = decoder.push(token) if decoder is not None else f"{token}\n"
+            if not quiet:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+        if as_text and not quiet:
             sys.stdout.write("\n")
         end = time.perf_counter()
         rate = f", {(n - 1) / (end - first):.1f} tokens/s after the first" if n > 1 else ""
-        print(f"[{n} tokens in {end - start:.2f} s, load and compile included{rate}]", file=sys.stderr)
+        ranks = f" over {mesh.size} ranks" if mesh is not None else ""
+        if not quiet:
+            print(f"[{n} tokens{ranks} in {end - start:.2f} s, load and compile included{rate}]", file=sys.stderr)
     except tp.TripyException as e:
         # The message without its source location: from the shell that would be this module's own.
         lines = [line for line in str(e).splitlines() if not _LOCATION.match(line)]
@@ -73,6 +90,26 @@ def main(argv=None):
     finally:
         tp.config.default_device = previous_device
     return 0
+
+
+def make_mesh(n):
+    """None for one device; else the tp.DeviceMesh of ``n`` ranks on the default device: CPU
+    threads of this process, or GPUs one process each as torchrun starts them."""
+    if n == 1:
+        return None
+    if default_device().kind == "cpu":
+        return tp.DeviceMesh(["cpu"] * n)
+    missing = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name not in os.environ]
+    if missing:
+        raise tp.TripyException(
+            f"--devices {n} on GPUs runs one process per GPU, but {', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set: start it with torchrun --nproc-per-node {n} -m "
+            f"tripy.llm ... (or use --device cpu for {n} CPU ranks)."
+        )
+    mesh = tp.DeviceMesh.from_environment()
+    if mesh.size != n:
+        raise tp.TripyException(f"--devices {n} does not match the {mesh.size} processes of this job (WORLD_SIZE).")
+    return mesh
 
 
 if __name__ == "__main__":
