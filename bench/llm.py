@@ -17,8 +17,23 @@ With --quant int8-weight-only,int4-weight-only, each row is run again with the c
 at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time over the
 unquantized run's in the same process, and its logit error against the float32 peer.
 
+With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
+(tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
+sharded one (the speedup) in the same run, and `same_tokens`, whether its greedy tokens are the
+one-device run's. On the CPU the ranks are N threads of this process (the tiny shape checks the path
+in CI; CPU ranks share the host's cores, so their timings say little). On GPUs it runs under
+torchrun, one process per GPU, every process running the same command; rank 0 prints:
+
+    torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 8b
+
+Every process also runs the one-GPU row on its own GPU (at the same time, so the model must fit one
+GPU); rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
+named for the job's port) and the others wait for it, so the processes must share a file system
+(one host). The transformers peer is not run with --devices on GPUs.
+
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
+     [--devices N]
 """
 
 import argparse
@@ -152,10 +167,10 @@ def kernel_profile(step, torch, steps, top):
     return "\n".join(lines)
 
 
-def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None):
+def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None):
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
-                      quant_mode=quant_mode)
+                      quant_mode=quant_mode, mesh=mesh)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     # With --profile, also where each compile's time goes (the "timing" dump, stage by stage).
@@ -168,8 +183,17 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     zero = tp.Tensor(np.array([0], np.int32))
     logits = prompt_logits(llm, ids, zero) if torch is not None else None
 
+    # Under a mesh each cache argument is a list of the ranks' caches (this process's ranks), which
+    # every step updates in place; without one, each step returns the updated caches.
+    rank_caches = None
+
     def prefill():
-        return gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
+        nonlocal rank_caches
+        if mesh is None:
+            return gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
+        rank_caches = gen._empty_caches(batch)
+        tokens, pos, *_ = gen.prefill(tp.Tensor(ids), zero, seed, *rank_caches)
+        return (tokens, pos, *rank_caches)
 
     prefill_ms = median_ms(lambda: np.asarray(prefill()[0]), sync, 3)
     tokens, pos, *caches = prefill()
@@ -178,7 +202,10 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     def decode_steps(n, keep):
         nonlocal tokens, pos, caches
         for _ in range(n):
-            tokens, pos, *caches = gen.decode(tokens, pos, seed, *caches)
+            if mesh is None:
+                tokens, pos, *caches = gen.decode(tokens, pos, seed, *caches)
+            else:
+                tokens, pos, *_ = gen.decode(tokens, pos, seed, *caches)
             if keep:
                 produced.append(tokens)
 
@@ -348,12 +375,20 @@ def main():
                         help="print the N kernels of a decode step that take the most GPU time (needs torch)")
     parser.add_argument("--quant", default="", metavar="MODES",
                         help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")
+    parser.add_argument("--devices", type=int, default=1, metavar="N",
+                        help="also run each row tensor-parallel over N ranks (GPUs: under torchrun, one process per GPU)")
     args = parser.parse_args()
 
     from tripy import _C
 
     device = args.device or ("gpu" if _C.gpu_available() else "cpu")
     tp.config.default_device = device
+    if args.devices < 1:
+        parser.error(f"--devices must be at least 1, not {args.devices}")
+    mesh = make_mesh(parser, device, args.devices)
+    rank = 0 if mesh is None or mesh._rank is None else mesh._rank
+    global PRINTS
+    PRINTS = rank == 0
     modes = list(filter(None, args.quant.split(",")))
     for mode in modes:
         if mode not in QUANT_MODES:
@@ -366,28 +401,40 @@ def main():
             import torch
         except ImportError:
             torch = None
+        if torch is not None and mesh is not None:
+            # torch's timing and checkpoint on this process's GPU (the one Tripy's CUDA backend drives)
+            torch.cuda.set_device(int(os.environ.get("TRIPY_CUDA_DEVICE", mesh.local_rank)))
         try:
             import transformers  # noqa: F401
 
-            peer = torch is not None and not args.no_torch
+            peer = torch is not None and not args.no_torch and mesh is None
         except ImportError:
             peer = False
     shapes = (args.shapes or ("1b" if device == "gpu" else "tiny")).split(",")
     dtype = "bfloat16" if device == "gpu" else "float32"
-    root = args.dir or tempfile.mkdtemp(prefix="tripy-llm-bench-")
+    one_process = mesh is None or mesh._rank is None
+    if args.dir:
+        root = args.dir
+    elif one_process:
+        root = tempfile.mkdtemp(prefix="tripy-llm-bench-")
+    else:  # every process of the job names the same directory
+        root = os.path.join(tempfile.gettempdir(), f"tripy-llm-bench-{os.environ.get('MASTER_PORT', '29500')}")
     bandwidth = copy_bandwidth(torch) if torch is not None else None
     peak = gemm_peak(torch) if torch is not None else None
     rows = []
     for shape in shapes:
         directory = os.path.join(root, shape)
         t0 = time.perf_counter()
-        c = write_checkpoint(directory, shape, dtype, torch)
-        print(f"# {shape}: checkpoint written in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if one_process:
+            c = write_checkpoint(directory, shape, dtype, torch)
+        else:
+            c = shared_checkpoint(directory, shape, dtype, torch, rank)
+        note(f"# {shape}: checkpoint written in {time.perf_counter() - t0:.1f} s")
         wbytes = weight_bytes(c, 2 if dtype != "float32" else 4)
         sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
         for prompt in map(int, args.prompts.split(",")):
             for batch in map(int, args.batches.split(",")):
-                tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile)
+                tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile if PRINTS else 0)
                 ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
                 kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                     c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
@@ -419,25 +466,97 @@ def main():
                     row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                 emit(row, rows, args.out)
                 for mode in modes:
-                    q = bench_tripy(directory, batch, prompt, args.steps, sync, torch, 0, quant_mode=mode)
-                    qrow = dict(shape=shape, batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
-                                tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
-                                tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
-                                load_s=q["load_s"], compile_s=q["compile_s"])
-                    if "gpu_gb" in q:
-                        qrow.update(tripy_gpu_gb=q["gpu_gb"])
-                    if ref is not None:
-                        qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
-                        qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
-                    emit(qrow, rows, args.out)
-        if not args.dir:
+                    emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref), rows, args.out)
+                # Last: under torchrun its collectives wait for every process, so each has read the
+                # checkpoint for every row once it returns (rank 0 then removes it).
+                if mesh is not None:
+                    sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh)
+                    srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
+                                device=row["device"], tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
+                                vs_one=tri["ms"] / sharded["ms"],
+                                same_tokens=bool(np.array_equal(sharded["tokens"], tri["tokens"])),
+                                tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],
+                                load_s=sharded["load_s"], compile_s=sharded["compile_s"])
+                    if "gpu_gb" in sharded:
+                        srow.update(tripy_gpu_gb=sharded["gpu_gb"])  # this process's GPU
+                    emit(srow, rows, args.out)
+        if not args.dir and rank == 0:  # the other ranks are done with it: the sharded run met them
             shutil.rmtree(directory, ignore_errors=True)
-    print_table(rows)
+    if PRINTS:
+        print_table(rows)
+
+
+def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref):
+    """The row of the checkpoint quantized at load in `mode`, against the unquantized run `tri`."""
+    q = bench_tripy(directory, batch, prompt, steps, sync, torch, 0, quant_mode=mode)
+    qrow = dict(shape=os.path.basename(directory), batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
+                tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
+                tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
+                load_s=q["load_s"], compile_s=q["compile_s"])
+    if "gpu_gb" in q:
+        qrow.update(tripy_gpu_gb=q["gpu_gb"])
+    if ref is not None:
+        qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
+        qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
+    return qrow
+
+
+PRINTS = True  # whether this process prints: rank 0's under torchrun
+
+
+def note(text):
+    if PRINTS:
+        print(text, file=sys.stderr)
+
+
+def make_mesh(parser, device, n):
+    """None for one device; N CPU ranks of this process; or, on GPUs, the torchrun job's mesh."""
+    if n == 1:
+        return None
+    if device == "cpu":
+        return tp.DeviceMesh(["cpu"] * n)
+    missing = [v for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
+    if missing:
+        parser.error(f"--devices {n} on GPUs runs one process per GPU: start it with torchrun --nproc-per-node {n} "
+                     f"bench/llm.py --devices {n} ... ({', '.join(missing)} not set)")
+    mesh = tp.DeviceMesh.from_environment()
+    if mesh.size != n:
+        parser.error(f"--devices {n}, but this torchrun job has {mesh.size} processes (WORLD_SIZE)")
+    return mesh
+
+
+def shared_checkpoint(directory, shape, dtype, torch, rank, timeout_s=3600):
+    """The checkpoint that rank 0 writes for every process of a torchrun job (one host): the others
+    wait for its marker, which names the job by torchrun's agent (every worker's parent process),
+    so a marker left by an earlier job is never taken for this one's."""
+    marker, job = directory + ".ready", str(os.getppid())
+    if rank == 0:
+        if os.path.exists(marker):
+            os.remove(marker)
+        c = write_checkpoint(directory, shape, dtype, torch)
+        with open(marker + ".tmp", "w") as f:
+            f.write(job)
+        os.replace(marker + ".tmp", marker)
+        return c
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(marker) as f:
+                if f.read() == job:
+                    return config_dict(shape, dtype)
+        except FileNotFoundError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank {rank}: rank 0 did not write the checkpoint {directory} within {timeout_s} s")
+        time.sleep(1)
 
 
 def emit(row, rows, out):
-    """A row as soon as it is measured: printed, appended to `out`, kept for the table."""
+    """A row as soon as it is measured: printed (by rank 0 under torchrun), appended to `out`, kept
+    for the table."""
     rows.append(row)
+    if not PRINTS:
+        return
     line = json.dumps(row)
     print(line, flush=True)
     if out:
@@ -446,8 +565,9 @@ def emit(row, rows, out):
 
 
 def print_table(rows):
-    cols = [("shape", "{}"), ("dtype", "{}"), ("quant", "{}"), ("batch", "{}"), ("prompt", "{}"), ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"),
-            ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
+    cols = [("shape", "{}"), ("dtype", "{}"), ("quant", "{}"), ("devices", "{}"), ("batch", "{}"), ("prompt", "{}"),
+            ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"), ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("vs_one", "{:.2f}"),
+            ("same_tokens", "{}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}")]
