@@ -4,6 +4,8 @@
 // other layouts are repacked, and forms that only look alike stay as they were.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "flat/passes/passes.h"
 #include "pass_text.h"
 
@@ -59,6 +61,68 @@ return %3
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(constant_of(*out, k->operands[1]).data(), constant_of(*g, 1).data());
   EXPECT_EQ(constant_of(*out, k->operands[2]).data(), constant_of(*g, 12).data());
+}
+
+// kPacked's bytes read through a window [rows, cols] of unpack_int4's view (a tensor-parallel
+// rank's share), dequantized with the window's scales [rows, groups] (groups of 8) and multiplied
+// by x [2, cols].
+std::string windowed(const std::string& starts, const std::string& limits, int rows, int cols,
+                     const std::string& scale_values) {
+  const std::string text = kPacked;
+  const size_t from = text.find("%1 :"), to = text.find("%12 :");
+  const std::string shape = std::to_string(rows) + ", " + std::to_string(cols);
+  const std::string scales = std::to_string(rows) + ", " + std::to_string(cols / 8);
+  return "%0 : f32[2, " + std::to_string(cols) + "] = parameter() {index = 0}\n" + text.substr(from, to - from) +
+         "%12 : i4[" + shape + "] = slice(%11) {starts = [" + starts + "], limits = [" + limits + "], steps = [1, 1]}\n" +
+         "%13 : f32[" + scales + "] = constant() {value = [" + scale_values + "]}\n" +
+         "%14 : f32[" + scales + ", 8] = broadcast(%13) {dims = [0, 1]}\n" +
+         "%15 : f32[" + shape + "] = reshape(%14)\n" +
+         "%16 : f32[" + shape + "] = convert(%12)\n" +
+         "%17 : f32[" + shape + "] = mul(%16, %15)\n" +
+         "%18 : f32[" + std::to_string(cols) + ", " + std::to_string(rows) + "] = transpose(%17) {dims = [1, 0]}\n" +
+         "%19 : f32[2, " + std::to_string(rows) + "] = dot(%0, %18)\n" + "return %19\n";
+}
+
+TEST(WeightOnlyDot, AWindowOfWholeRowsOfPackedInt4IsAViewOfItsBytes) {
+  const std::string text = windowed("1, 0", "2, 16", 1, 16, "1, 2");
+  StatusOr<Graph> g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message() << "\n" << text;
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[2, 16] = parameter() {index = 0}
+%1 : i8[1, 8] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38]}
+%2 : f32[1, 2] = constant() {value = [1, 2]}
+%3 : f32[2, 1] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 8}
+return %3
+)");
+  const Op* k = kernel_of(*out);
+  ASSERT_NE(k, nullptr);
+  // Row 1 of the graph's bytes, not a copy.
+  EXPECT_EQ(constant_of(*out, k->operands[1]).data(), static_cast<const char*>(constant_of(*g, 1).data()) + 8);
+}
+
+TEST(WeightOnlyDot, AByteAlignedRangeOfTheInputFeaturesIsCopiedAsItsBytes) {
+  const std::string text = windowed("0, 8", "2, 16", 2, 8, "0.25, 2");
+  StatusOr<Graph> g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message() << "\n" << text;
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  // Bytes 4..7 of each row: values 8..15.
+  EXPECT_EQ(out->str(), R"(%0 : f32[2, 8] = parameter() {index = 0}
+%1 : i8[2, 4] = constant() {value = [-72, 30, 116, -38, -72, 30, 116, -38]}
+%2 : f32[2, 1] = constant() {value = [0.25, 2]}
+%3 : f32[2, 2] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 8}
+return %3
+)");
+}
+
+TEST(WeightOnlyDot, AWindowStartingInsideAByteIsNotRead) {
+  const std::string text = windowed("0, 1", "2, 9", 2, 8, "0.25, 2");
+  StatusOr<Graph> g = parse_graph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message() << "\n" << text;
+  EXPECT_FALSE(weight_only_dot(*g).has_value());
 }
 
 TEST(WeightOnlyDot, PerChannelInt8ScalesAreViewedAsOneGroupPerRow) {
