@@ -1,6 +1,6 @@
 """tp.llm.load(path, mesh=...) and LLM(mesh=...): a checkpoint written here, loaded (and quantized)
 whole and generated from over 2 CPU ranks, against the same checkpoint loaded unsharded and the
-float64 numpy model (on the dequantized weights for a quantized mode); meshes that cannot split the
+float64 numpy model (on the dequantized weights for a quantized mode: int8, int4, float8); meshes that cannot split the
 model are refused at the user's line. python -m tripy.llm --devices N: CPU ranks, and on GPUs the
 errors outside torchrun."""
 
@@ -11,6 +11,7 @@ import pytest
 
 import tripy as tp
 from tripy.llm.__main__ import main
+from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 
 import llama_ref
 from test_loader import write_checkpoint
@@ -63,6 +64,16 @@ def test_an_llm_made_from_a_model_takes_a_mesh(checkpoint):
     llm = tp.llm.LLM(model, mesh=tp.DeviceMesh(["cpu"] * 2))
     want = llama_ref.greedy(weights, PROMPT[:1], 8, CONFIG)[0].tolist()
     assert llm.generate(PROMPT[0], max_new_tokens=8, stop_tokens=[]) == want
+
+
+def test_a_float8_model_over_two_ranks_generates_the_unsharded_tokens(checkpoint):
+    # The mode of fp8 checkpoints: e4m3 weights with a scale per output feature, split with the rows.
+    path, weights = checkpoint
+    model = LlamaForCausalLM(LlamaConfig.from_dict(CONFIG), max_seq_len=32, quant_mode="float8")
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+    got = tp.llm.LLM(model, max_batch_size=2, mesh=tp.DeviceMesh(["cpu"] * 2)).generate(PROMPT, 8, stop_tokens=[])
+    assert got == llama_ref.greedy(dequantized(model, weights, CONFIG), PROMPT, 8, CONFIG).tolist()
+    assert got == tp.llm.LLM(model, max_batch_size=2).generate(PROMPT, 8, stop_tokens=[])
 
 
 def test_a_mesh_that_does_not_divide_the_heads_is_refused_at_the_users_line(checkpoint):
