@@ -1,8 +1,8 @@
 """tp.llm.load(path, mesh=...) and LLM(mesh=...): a checkpoint written here, loaded (and quantized)
 whole and generated from over 2 CPU ranks, against the same checkpoint loaded unsharded and the
-float64 numpy model (on the dequantized weights for a quantized mode: int8, int4, float8); meshes that cannot split the
-model are refused at the user's line. python -m tripy.llm --devices N: CPU ranks, and on GPUs the
-errors outside torchrun."""
+float64 numpy model (on the dequantized weights for a quantized mode: int8, int4, float8); meshes
+that cannot split the model are refused at the user's line. python -m tripy.llm --devices N: CPU
+ranks, and on GPUs the errors outside torchrun."""
 
 import re
 
