@@ -6,7 +6,7 @@ back, the top one signed. BitwiseNot is ``-1 - x``, which never overflows. Int8,
 (Tripy's integer dtypes); the unsigned and 16-bit ones are refused with the model's dtypes. Their
 rows join the converter table in ``converters.py``."""
 
-import numpy as np
+import operator
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
@@ -17,7 +17,7 @@ from tripy.frontend.trace_call import make
 from tripy.onnx.rows import Row
 
 _BYTES = {dtypes.int8: 1, dtypes.int32: 4, dtypes.int64: 8}
-_TABLES = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}
+_TABLES = {"BitwiseAnd": operator.and_, "BitwiseOr": operator.or_, "BitwiseXor": operator.xor}
 
 
 def _integer(n, t):
@@ -31,8 +31,8 @@ def _bitwise_binary(ctx, n):
     if a.dtype != b.dtype:
         _raise_here(f"ONNX {n.describe()}: the inputs are {a.dtype.name} and {b.dtype.name}.")
     dtype, count = a.dtype, _BYTES[a.dtype]
-    byte = np.arange(256, dtype=np.int64)
-    table = Tensor(np.ascontiguousarray(_TABLES[n.op_type].outer(byte, byte).reshape(-1)))
+    op = _TABLES[n.op_type]
+    table = Tensor([op(x, y) for x in range(256) for y in range(256)], dtype=dtypes.int64)
     a, b = cast(a, dtypes.int64), cast(b, dtypes.int64)
     radix = Tensor(256, dtype=dtypes.int64)
     out = None
