@@ -230,26 +230,41 @@ return %3, %1
             "%1, %3 = fused(%0) {domain = (4, 8), reduce_from = 1, ops = 2}\n");
 }
 
-TEST(Fusion, AnOpOfConstantsAloneJoinsOnlyTheLastKernel) {
-  // Two layers' dequantized weights, of one shape: the second is computed after the first layer's
-  // product (joining the first weight's kernel would hold both weights from the start).
-  EXPECT_EQ(plan_of(R"(%0 : f32[2, 4] = parameter() {index = 0}
-%1 : i8[4, 4] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}
-%2 : f32[4, 4] = convert(%1)
-%3 : f32[4] = constant() {value = [0.5, 0.25, 2, 4]}
-%4 : f32[4, 4] = broadcast(%3) {dims = [0]}
-%5 : f32[4, 4] = mul(%2, %4)
-%6 : f32[2, 4] = dot(%0, %5)
-%7 : i8[4, 4] = constant() {value = [-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -15, -16]}
-%8 : f32[4, 4] = convert(%7)
-%9 : f32[4, 4] = mul(%8, %4)
-%10 : f32[2, 4] = dot(%6, %9)
+TEST(Fusion, AnOpOfConstantsAloneWithALargeResultJoinsOnlyTheLastKernel) {
+  // Two layers' dequantized weights (4 KiB each), of one shape: the second is computed after the
+  // first layer's product (joining the first weight's kernel would hold both from the start).
+  EXPECT_EQ(plan_of(R"(%0 : f32[2, 32] = parameter() {index = 0}
+%1 : i32[32, 32] = iota() {dims = [0]}
+%2 : f32[32, 32] = convert(%1)
+%3 : f32[] = constant() {value = [0.5]}
+%4 : f32[32, 32] = broadcast(%3) {dims = []}
+%5 : f32[32, 32] = mul(%2, %4)
+%6 : f32[2, 32] = dot(%0, %5)
+%7 : i32[32, 32] = iota() {dims = [1]}
+%8 : f32[32, 32] = convert(%7)
+%9 : f32[32, 32] = mul(%8, %4)
+%10 : f32[2, 32] = dot(%6, %9)
 return %10
 )"),
-            "%5 = fused(%1, %3) {domain = (4, 4), ops = 1}\n"
+            "%5 = fused() {domain = (32, 32), ops = 2}\n"
             "%6 = dot(%0, %5)\n"
-            "%9 = fused(%7, %3) {domain = (4, 4), ops = 1}\n"
+            "%9 = fused() {domain = (32, 32), ops = 2}\n"
             "%10 = dot(%6, %9)\n");
+}
+
+TEST(Fusion, AnOpOfInputsAloneWithASmallResultJoinsAnEarlierKernel) {
+  // A decode step's position arithmetic (a few bytes) rides along in the first kernel of its
+  // domain instead of a launch of its own.
+  EXPECT_EQ(plan_of(R"(%0 : f32[2] = parameter() {index = 0}
+%1 : i32[2] = parameter() {index = 1}
+%2 : f32[2] = exp(%0)
+%3 : f32[2, 2] = parameter() {index = 2}
+%4 : f32[2, 2] = dot(%3, %3)
+%5 : f32[2] = convert(%1)
+return %2, %4, %5
+)"),
+            "%2, %5 = fused(%0, %1) {domain = (2,), ops = 2}\n"
+            "%4 = dot(%3, %3)\n");
 }
 
 }  // namespace

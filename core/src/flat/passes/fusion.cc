@@ -156,6 +156,14 @@ Planner::Varies Planner::operands_vary(const Op& op, int32_t gi) const {
   return most;
 }
 
+// The most bytes `op`'s result can take (every dim at its upper bound).
+int64_t Planner::result_bytes_bound(const Op& op) const {
+  const Value& v = g_.values[op.result];
+  int64_t n = dtype_size(v.dtype);
+  for (const Dim& d : v.shape) n *= std::max<int64_t>(1, d.upper_bound(g_.symbols));
+  return n;
+}
+
 bool Planner::try_join(int32_t op_index) {
   const Op& op = g_.ops[op_index];
   int32_t gi = -1;
@@ -164,10 +172,13 @@ bool Planner::try_join(int32_t op_index) {
   // The kernel that computes the last operand cannot take the op (no fused kernel computes one,
   // or its domain differs, as for x * broadcast(cos) after the kernel of cos): any fused kernel
   // that runs after all the operands can take it over the same domain, which saves a launch and a
-  // round trip through memory. An op of inputs and constants alone only joins the last kernel: an
-  // earlier one would compute it before the kernels between and keep its result alive across
-  // them (each layer's dequantized weight, as large as the weight, from the first layer on).
-  const int32_t first = gi >= 0 ? gi + 1 : std::max<int32_t>(0, static_cast<int32_t>(groups_.size()) - 1);
+  // round trip through memory. An op of inputs and constants alone with a large result only joins
+  // the last kernel: an earlier one would compute it before the kernels between and keep it alive
+  // across them (each layer's dequantized weight, as large as the weight, from the first layer on).
+  // A small one (a decode step's position arithmetic) joins wherever it fits, saving its launch.
+  const int32_t first = gi >= 0 || result_bytes_bound(op) <= kSmallResultBytes
+                            ? gi + 1
+                            : std::max<int32_t>(0, static_cast<int32_t>(groups_.size()) - 1);
   for (int32_t j = static_cast<int32_t>(groups_.size()) - 1; j >= first; --j) {
     if (groups_[j].kind == GroupKind::kFused && try_join_group(op_index, j)) return true;
   }

@@ -54,6 +54,9 @@ class Planner {
   Varies varies_in(ValueId v, int32_t gi) const;
   Varies operands_vary(const Op& op, int32_t gi) const;  // the most any operand varies
   bool try_join(int32_t op_index);
+  int64_t result_bytes_bound(const Op& op) const;
+  // A result this small may be computed early in an earlier kernel (Planner::try_join).
+  static constexpr int64_t kSmallResultBytes = 1024;
   bool try_join_group(int32_t op_index, int32_t gi);
   void start_fused(int32_t op_index);
   bool is_dot_transpose(int32_t op_index) const;
