@@ -11,6 +11,7 @@ import pytest
 
 import tripy as tp
 from tripy.llm.__main__ import main
+from tripy.llm import sharded_load
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 
 import llama_ref
@@ -36,26 +37,75 @@ def checkpoint(tmp_path):
     return str(tmp_path), weights
 
 
-@pytest.mark.parametrize("quant_mode", [None, "int8-weight-only", "int4-weight-only"])
-def test_a_checkpoint_loaded_over_two_ranks_generates_the_unsharded_tokens(checkpoint, quant_mode):
+@pytest.mark.parametrize("world, quant_mode", [(2, None), (2, "int8-weight-only"), (2, "int4-weight-only"),
+                                               (4, None), (4, "int8-weight-only")])
+def test_a_checkpoint_loaded_over_cpu_ranks_generates_the_unsharded_tokens(checkpoint, world, quant_mode):
     path, weights = checkpoint
-    mesh = tp.DeviceMesh(["cpu"] * 2)
+    mesh = tp.DeviceMesh(["cpu"] * world)
     sharded = tp.llm.load(path, max_seq_len=32, max_batch_size=2, quant_mode=quant_mode, mesh=mesh)
     whole = tp.llm.load(path, max_seq_len=32, max_batch_size=2, quant_mode=quant_mode)
-    assert sharded.mesh is mesh and sharded.generator().decode.world_size == 2
+    assert sharded.mesh is mesh and sharded.generator().decode.world_size == world
+    # The whole model's parameters run sharded (each rank's program slicing them) as the shares do.
+    assert sharded.generate(PROMPT, 10, stop_tokens=[]) == tp.llm.LLM(whole.model, max_batch_size=2, mesh=mesh).generate(
+        PROMPT, 10, stop_tokens=[])
     got = sharded.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
     reference = weights if quant_mode is None else dequantized(whole.model, weights, CONFIG)
     assert got == llama_ref.greedy(reference, PROMPT, 10, CONFIG).tolist()
     assert got == whole.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
     assert list(sharded.stream(PROMPT[1], max_new_tokens=10, stop_tokens=[])) == got[1]
     if quant_mode is not None:
-        # Each rank's decode step reads its share of every projection packed, in weight-only products
-        # (int4: one per part of qkv_proj and gate_up_proj); the float output head is the one GEMM.
-        per_layer = 4 if quant_mode == "int8-weight-only" else 7
+        # Each rank's decode step reads its share of every projection packed, one weight-only product
+        # a projection (a share of several parts is quantized and packed as one); the float output
+        # head is the one GEMM.
         for rank in sharded.generator().decode._ranks:
             kinds = re.findall(r"^b\d+ = (\w+) '", rank.program_text, re.M)
-            assert kinds.count("weight_only_dot") == per_layer * CONFIG["num_hidden_layers"]
+            assert kinds.count("weight_only_dot") == 4 * CONFIG["num_hidden_layers"]
             assert kinds.count("dot") == 1
+
+
+def _values(t):
+    return np.asarray(tp.cast(t, tp.int32) if t.dtype == tp.int4 else t)
+
+
+@pytest.mark.parametrize("quant_mode", [None, "int8-weight-only", "int4-weight-only"])
+def test_each_rank_holds_only_its_share_of_every_sharded_weight(checkpoint, quant_mode, monkeypatch):
+    path, _ = checkpoint
+    world, uploaded = 2, []
+    upload = sharded_load.copy
+    monkeypatch.setattr(sharded_load, "copy", lambda t, device: (uploaded.append(tuple(t.shape)), upload(t, device))[1])
+    model = tp.llm.load(path, max_seq_len=32, quant_mode=quant_mode, mesh=tp.DeviceMesh(["cpu"] * world)).model
+    monkeypatch.setattr(sharded_load, "copy", upload)
+    whole = tp.llm.load(path, max_seq_len=32, quant_mode=quant_mode).model
+    C, F, V = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["vocab_size"]
+    # Only the norms are whole parameters; the sharded layers hold the shares of this process's ranks.
+    assert all(name.endswith("layernorm.weight") or name == "model.norm.weight" for name in model.state_dict())
+    layer, whole_layer = model.model.layers[0], whole.model.layers[0]
+    pairs = [(layer.self_attn.qkv_proj, whole_layer.self_attn.qkv_proj), (layer.self_attn.o_proj, whole_layer.self_attn.o_proj),
+             (layer.mlp.gate_up_proj, whole_layer.mlp.gate_up_proj), (layer.mlp.down_proj, whole_layer.mlp.down_proj),
+             (model.lm_head, whole.lm_head)]
+    for rank in range(world):
+        for linear, reference in pairs:
+            share = linear.shares[rank]
+            rows, cols = linear.share_ranges(rank, world)
+            assert share["weight"].shape == (sum(b - a for a, b in rows), sum(b - a for a, b in cols))
+            # Bit for bit the rows or columns of the whole weight's quantization (its scales, its zeros).
+            for name, value in share.items():
+                want = _values(getattr(reference, name))
+                if name == "weight" or (name in ("weight_scale", "weight_zero_point") and want.ndim == 2):
+                    column = cols == [(0, linear.in_features)]
+                    want = np.concatenate([want[a:b] for a, b in rows]) if column else (
+                        want[:, cols[0][0]:cols[0][1]] if name == "weight" else
+                        want[:, cols[0][0] * want.shape[1] // linear.in_features:cols[0][1] * want.shape[1] // linear.in_features])
+                elif name in ("weight_scale",) and cols == [(0, linear.in_features)]:
+                    want = np.concatenate([want[a:b] for a, b in rows])
+                assert np.array_equal(_values(value), want), (name, rank)
+        table = model.model.embed_tokens.shares[rank]["weight"]
+        assert table.shape == (V, C // world)
+    # What went to the ranks' device: slices of the checkpoint's q, k, v, gate and up (each (F, C)),
+    # o and down ((C, C), (C, F)) and embedding ((V, C)) tensors, never one whole; whole norms.
+    assert F == C and not {(C, C), (V, C)} & set(uploaded) and (C // world, C) in uploaded and (C,) in uploaded
+    with pytest.raises(tp.TripyException, match=r"loaded as the shares of ranks 0, 1 of a mesh of 2, so it runs only"):
+        model.lm_head(tp.ones((1, C)))
 
 
 def test_an_llm_made_from_a_model_takes_a_mesh(checkpoint):
@@ -94,10 +144,10 @@ def test_int4_groups_that_straddle_two_ranks_are_refused(tmp_path):
     # 64 hidden features in one group of 64: each of 2 ranks' 32 o_proj inputs would cut the group.
     config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
     write_checkpoint(str(tmp_path), config, llama_ref.random_weights(config))
-    llm = tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode="int4-weight-only", mesh=tp.DeviceMesh(["cpu"] * 2))
     with pytest.raises(tp.TripyException, match=r"gives each rank 32 of its 64 input features, which splits its "
-                                                r"quantization groups of 64"):
-        llm.generate([5, 9, 14], max_new_tokens=2)
+                                                r"quantization groups of 64") as e:
+        tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode="int4-weight-only", mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert "test_load_sharded.py" in str(e.value)  # refused at the load, before a weight reaches a device
 
 
 def test_the_command_generates_over_cpu_ranks(checkpoint, capsys):

@@ -337,3 +337,36 @@ def check_parallel(parallel, what):
     if parallel is not None and not isinstance(parallel, (ColumnParallel, RowParallel)):
         _raise_here(f"{what}'s parallel must be None, tp.ColumnParallel(...) or tp.RowParallel(), but got: {parallel!r}.")
     return parallel
+
+
+class RankShares:
+    """
+    A sharded layer's parameters held as each rank's share (a sharded ``tp.llm.load``): rank ->
+    {parameter name: that rank's share}, for the ranks of this process only, so a process of
+    ``torchrun`` holds its rank's share alone. The layer's whole parameters are then absent, and it
+    runs only in a compile over a mesh of ``world`` ranks, where each rank's program reads its
+    share as it is (no slicing of a whole weight). Not a dict, so ``state_dict`` does not list it.
+    """
+
+    def __init__(self, world):
+        self.world = world
+        self._by_rank = {}
+
+    def set(self, rank, params):
+        self._by_rank[rank] = dict(params)
+
+    def ranks(self):
+        return sorted(self._by_rank)
+
+    def __getitem__(self, rank):
+        return self._by_rank[rank]
+
+    def of(self, rank, world, what):
+        """The share of ``rank`` in a compile over ``world`` ranks; a clear error for another mesh."""
+        if world != self.world or rank not in self._by_rank:
+            held = ", ".join(map(str, self.ranks())) or "none"
+            _raise_here(
+                f"This {what} was loaded as the shares of ranks {held} of a mesh of {self.world}, so it runs only in a "
+                f"compile over a mesh of {self.world} ranks from this process, not rank {rank} of {world}."
+            )
+        return self._by_rank[rank]

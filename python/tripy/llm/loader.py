@@ -18,6 +18,7 @@ from tripy.llm import prequantized
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 from tripy.llm.quantize import check_quant_mode
+from tripy.llm.sharded_load import load_shares
 from tripy.llm.tokenizer import Tokenizer
 
 DEFAULT_MAX_SEQ_LEN = 4096
@@ -44,11 +45,14 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             packed weights. A checkpoint that is already quantized (its ``config.json`` has a
             ``quantization_config``: GPTQ or AWQ int4, fp8 with ``weight_scale``; see
             tripy/llm/prequantized.py) is read as it is stored; its quant_mode may be left None.
-        mesh: A ``tp.DeviceMesh`` to run the model over, tensor-parallel: the weights load (and
-            quantize) whole, and the LLM's steps compile sharded over the mesh's ranks, each
-            holding its share of the heads, of the feed-forward features and of the vocabulary.
-            Under ``torchrun`` pass ``tp.DeviceMesh.from_environment()`` in every process (one per
-            GPU); each process loads the checkpoint. None: one device.
+        mesh: A ``tp.DeviceMesh`` to run the model over, tensor-parallel: the LLM's steps compile
+            sharded over the mesh's ranks, each holding its share of the heads, of the
+            feed-forward features and of the vocabulary. The checkpoint is read on the host and
+            each rank of this process gets only its share of every sharded weight on its device
+            (quantized there; tripy/llm/sharded_load.py), so under ``torchrun`` (pass
+            ``tp.DeviceMesh.from_environment()`` in every process, one per GPU) a process holds one
+            rank's share of the model. A pre-quantized checkpoint still loads whole, each rank's
+            program taking its share. None: one device.
 
     Returns:
         An ``LLM``.
@@ -63,7 +67,10 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     if mesh is not None and device is None:
         device = mesh.devices[0]  # the ranks' device: the steps' arguments are made there
     scheme = prequantized.scheme_of(_config_dict(path), _config_path(path))
-    if scheme is None:
+    by_share = mesh is not None and scheme is None
+    if by_share:
+        weights = load_safetensors(path, device="cpu")  # mapped: each rank's share is read from here
+    elif scheme is None:
         weights = load_safetensors(path, device=device)
     else:
         quant_mode = _checkpoint_quant_mode(scheme, quant_mode)
@@ -76,13 +83,17 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
         weights = prequantized.read(weights, scheme, config, dtype, _resolve_device(device))
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
     model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode)
+    if by_share:
+        load_shares(model, weights, mesh)
+        weights = {}
     for name, w in weights.items():
         # Float weights are converted once here, not inside every compile and eager call; quantized
         # ones (int8, float8, packed int4) are kept as they are.
         if w.dtype != dtype and w.dtype in _FLOATS:
             weights[name] = cast(w, dtype)
             weights[name].eval()
-    model.load_state_dict(weights)
+    if not by_share:
+        model.load_state_dict(weights)
     tokenizer = None
     if os.path.exists(os.path.join(path, "tokenizer.json")):
         tokenizer = Tokenizer.from_file(path)

@@ -74,20 +74,28 @@ def int4_group(in_features, name):
     )
 
 
-def quantize_weight(weight, quant_mode, name):
+def row_absmax(weight):
+    """The largest ``|w|`` of each output feature of ``weight`` (out, in), in float32: the statistic a
+    per-output-feature scale comes from (``quantize_weight``'s ``absmax``)."""
+    return max(abs(cast(weight, dtypes.float32)), dim=1)
+
+
+def quantize_weight(weight, quant_mode, name, absmax=None, group=None):
     """The state-dict entries of one quantized linear layer from its float ``weight`` (out, in):
     ``{"weight": q, "weight_scale": s}`` (and ``"weight_zero_point"`` for int4), evaluated once
-    (int4: the packed bytes, which the weight views)."""
+    (int4: the packed bytes, which the weight views). For ``weight`` a rank's share of some input
+    features of a whole weight, ``absmax`` (``row_absmax`` of the whole) and ``group`` (the whole's
+    int4 group) give the share the whole's scales, so it quantizes as the whole does."""
     dtype = weight.dtype
     out_features, in_features = weight.shape
     w = cast(weight, dtypes.float32)
     if quant_mode in ("int8-weight-only", "float8"):
         qtype, top = (dtypes.int8, 127.0) if quant_mode == "int8-weight-only" else (dtypes.float8, FLOAT8_MAX)
-        scale = cast(maximum(max(abs(w), dim=1), 1e-8) / top, dtype)
+        scale = cast(maximum(row_absmax(weight) if absmax is None else absmax, 1e-8) / top, dtype)
         entries = {"weight": quantize(weight, scale, qtype, dim=0), "weight_scale": scale}
         evaluated = entries.values()
     else:
-        group = int4_group(in_features, name)
+        group = group or int4_group(in_features, name)
         groups = w.reshape((out_features, in_features // group, group))
         lo, hi = min(groups, dim=2), max(groups, dim=2)
         scale = cast(maximum((hi - lo) / 15.0, 1e-8), dtype)

@@ -2,8 +2,8 @@
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.mesh import ColumnParallel, check_parallel, current_rank, world_size
-from tripy.frontend.module import Module
+from tripy.frontend.mesh import ColumnParallel, RankShares, check_parallel, current_rank, world_size
+from tripy.frontend.module import Module, _remember_parameters
 from tripy.frontend.modules.placeholder import placeholder
 from tripy.frontend.ops.collectives import all_gather, all_reduce
 from tripy.frontend.ops.elementwise import where
@@ -20,7 +20,8 @@ class Embedding(Module):
     all-gathers the rows (an index out of range is still an error); ``tp.RowParallel()`` gives each
     rank its share of the rows (the vocabulary), zero for the indices outside it, and sums the
     ranks' rows with an all-reduce (an index outside every rank's rows gives zeros, not an error).
-    Outside a sharded compile the table is whole.
+    Outside a sharded compile the table is whole. ``load_share`` holds only the shares of this
+    process's ranks instead (the whole table never loaded); such a table runs only sharded.
 
     Args:
         num_embeddings (int): The number of rows (the largest index plus one).
@@ -56,6 +57,37 @@ class Embedding(Module):
             if parallel.parts is not None and len(parallel.parts) > 1:
                 _raise_here("A column-parallel Embedding splits its embedding dim as one part.")
             parallel._check(embedding_dim, "Embedding")
+        self.shares = None  # a tp.RankShares once load_share has been called
+
+    def share_range(self, rank, world):
+        """(dim, start, stop): where rank ``rank``'s share of the table lies in the whole (dim 1 for a
+        column-parallel table, its embedding dim; dim 0 for a row-parallel one, its rows)."""
+        if isinstance(self.parallel, ColumnParallel):
+            ((lo, hi),) = self.parallel._ranges(self.embedding_dim, rank, world, "Embedding")
+            return 1, lo, hi
+        return (0, *self.parallel._range(self.num_embeddings, rank, world, "Embedding"))
+
+    def load_share(self, rank, world, weight):
+        """
+        Holds ``weight`` as rank ``rank``'s share of this sharded table over ``world`` ranks (the
+        ``share_range`` of the whole); the whole table is dropped, and the layer then runs only in a
+        compile over ``world`` ranks.
+
+        Raises:
+            tp.TripyException: if the table is not sharded or ``weight`` is not the share's shape.
+        """
+        if self.parallel is None:
+            _raise_here("load_share needs a sharded Embedding (parallel=tp.ColumnParallel(...) or tp.RowParallel()).")
+        dim, lo, hi = self.share_range(rank, world)
+        want = [self.num_embeddings, self.embedding_dim]
+        want[dim] = hi - lo
+        if tuple(weight.shape) != tuple(want):
+            _raise_here(f"Rank {rank} of {world}'s share of this Embedding has shape {tuple(want)}, but got {tuple(weight.shape)}.")
+        if self.shares is None or self.shares.world != world:
+            self.shares = RankShares(world)
+        _remember_parameters(weight)
+        self.shares.set(rank, {"weight": weight})
+        object.__setattr__(self, "weight", None)
 
     def forward(self, x):
         """
@@ -71,14 +103,17 @@ class Embedding(Module):
             tp.TripyException: if ``x`` is not int32/int64, or (when it runs) an index is out of range.
         """
         world = world_size()
-        if self.parallel is None or world == 1:
+        if self.shares is None and (self.parallel is None or world == 1):
             return gather(self.weight, 0, x)
         rank = current_rank()
+        dim, lo, hi = self.share_range(rank, world)
+        if self.shares is not None:  # this rank's share, loaded as it is
+            table = self.shares.of(rank, world, "Embedding")["weight"]
+        else:
+            table = self.weight[:, lo:hi] if dim == 1 else self.weight[lo:hi]
         if isinstance(self.parallel, ColumnParallel):
-            ((lo, hi),) = self.parallel._ranges(self.embedding_dim, rank, world, "Embedding")
-            rows = gather(self.weight[:, lo:hi], 0, x)
+            rows = gather(table, 0, x)
             return all_gather(rows, dim=-1) if self.parallel.gather_output else rows
-        lo, hi = self.parallel._range(self.num_embeddings, rank, world, "Embedding")
         mine = (x >= lo) & (x < hi)
-        rows = gather(self.weight[lo:hi], 0, where(mine, x - lo, 0))
+        rows = gather(table, 0, where(mine, x - lo, 0))
         return all_reduce(where(unsqueeze(mine, -1), rows, 0.0))

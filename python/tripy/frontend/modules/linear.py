@@ -2,8 +2,8 @@
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.mesh import ColumnParallel, RowParallel, check_parallel, current_rank, world_size
-from tripy.frontend.module import Module
+from tripy.frontend.mesh import ColumnParallel, RankShares, RowParallel, check_parallel, current_rank, world_size
+from tripy.frontend.module import Module, _remember_parameters
 from tripy.frontend.modules.placeholder import placeholder, remember
 from tripy.frontend.ops.collectives import all_gather, all_reduce
 from tripy.frontend.ops.creation import ones
@@ -34,7 +34,9 @@ class Linear(Module):
     its share of the output features (column) or a partial product over its share of the input
     features, summed by an all-reduce (row; the bias is added once, after the sum). The parameters
     stay whole in the module (a checkpoint of the unsharded model loads as it is); each rank's
-    program holds only its share. Outside a sharded compile the layer is whole. A quantized layer
+    program holds only its share. Outside a sharded compile the layer is whole. ``load_share``
+    instead holds only the shares of this process's ranks (the whole weight is never loaded),
+    which each rank's program reads as they are; such a layer runs only sharded. A quantized layer
     is split before it is dequantized: each rank reads its share of the quantized weight with the
     scales (and zero points) of that share; int4's groups of input features must not straddle two
     ranks' shares.
@@ -115,6 +117,7 @@ class Linear(Module):
             weight = remember(quantize(weight, self.weight_scale, quant_dtype, dim=weight_quant_dim))
         self.weight = weight
         self.bias = placeholder((out_features,), self.dtype) if bias else None
+        self.shares = None  # a tp.RankShares once load_share has been called
 
     def _parameter_rule(self, name):
         if self.quant_dtype is None:
@@ -129,6 +132,41 @@ class Linear(Module):
             return ((self.dtype,), False)
         return None
 
+    def share_ranges(self, rank, world):
+        """Where rank ``rank``'s share of the weight lies in the whole: ``(rows, cols)``, each a list
+        of (start, stop) pairs (a column-parallel layer's rows, one pair per part; a row-parallel
+        layer's columns)."""
+        if isinstance(self.parallel, ColumnParallel):
+            return self.parallel._ranges(self.out_features, rank, world, "Linear"), [(0, self.in_features)]
+        return [(0, self.out_features)], [self.parallel._range(self.in_features, rank, world, "Linear")]
+
+    def load_share(self, rank, world, params):
+        """
+        Holds ``params`` as rank ``rank``'s share of this sharded layer over ``world`` ranks:
+        ``weight`` (the rows of ``share_ranges``, a column-parallel layer's parts one after the
+        other, or its columns; quantized, or in ``dtype``), its ``weight_scale`` and
+        ``weight_zero_point`` when quantized, and ``bias`` (a column-parallel layer's rows of it; a
+        row-parallel layer's whole). The whole parameters are dropped: the layer then runs only in
+        a compile over ``world`` ranks, each of this process's ranks reading its share.
+
+        Raises:
+            tp.TripyException: if the layer is not sharded or the weight is not the share's shape.
+        """
+        if self.parallel is None:
+            _raise_here("load_share needs a sharded Linear (parallel=tp.ColumnParallel(...) or tp.RowParallel()).")
+        rows, cols = self.share_ranges(rank, world)
+        want = (sum(hi - lo for lo, hi in rows), sum(hi - lo for lo, hi in cols))
+        got = tuple(params["weight"].shape)
+        if got != want:
+            _raise_here(f"Rank {rank} of {world}'s share of this Linear's weight has shape {want}, but got {got}.")
+        if self.shares is None or self.shares.world != world:
+            self.shares = RankShares(world)
+        _remember_parameters(params)
+        self.shares.set(rank, params)
+        for name in ("weight", "bias", "weight_scale", "weight_zero_point", "input_scale"):
+            if name in vars(self):
+                object.__setattr__(self, name, None)
+
     def forward(self, x):
         """
         Computes ``x @ transpose(weight) + bias`` (dequantizing the weight first when quantized).
@@ -142,8 +180,10 @@ class Linear(Module):
         Raises:
             tp.TripyException: if ``x``'s dtype or last dim does not match the module's.
         """
-        weight = self.weight
         sharded = self.parallel is not None and world_size() > 1
+        if self.shares is not None:
+            return self._forward_share(x)
+        weight = self.weight
         if self.quant_dtype is not None:
             if self.input_scale is not None:
                 quantized = quantize(x, self.input_scale, self.quant_dtype)
@@ -165,6 +205,18 @@ class Linear(Module):
         if self.bias is not None:
             out = out + self.bias
         return out
+
+    def _forward_share(self, x):
+        """The layer from this rank's share held by ``load_share``, read as it is."""
+        rank, world = current_rank(), world_size()
+        share = self.shares.of(rank, world, "Linear")
+        weight, bias = share["weight"], share.get("bias")
+        if self.quant_dtype is not None:
+            if share.get("input_scale") is not None:
+                x = dequantize(quantize(x, share["input_scale"], self.quant_dtype), share["input_scale"], self.dtype)
+            weight = dequantize(weight, share["weight_scale"], self.dtype, dim=self.weight_quant_dim,
+                                zero_point=share.get("weight_zero_point"))
+        return self._sharded(x, weight, rank, world, weight_is_share=True, bias=bias, bias_is_share=True)
 
     def _quantized_shares(self, weight, scale, zero, rank, world):
         """This rank's share of a quantized weight and the scales (and zero points) that go with it,
@@ -201,15 +253,17 @@ class Linear(Module):
             out = out + _rows(self.bias, self.parallel._ranges(self.out_features, current_rank(), world_size(), "Linear"))
         return out
 
-    def _sharded(self, x, weight, rank, world, weight_is_share=False):
+    def _sharded(self, x, weight, rank, world, weight_is_share=False, bias=None, bias_is_share=False):
         """This rank's part of the layer in a sharded compile (see ``parallel``); ``weight_is_share``:
-        ``weight`` is this rank's share already (a quantized weight is split before dequantizing)."""
-        bias = self.bias
+        ``weight`` is this rank's share already (a quantized weight is split before dequantizing);
+        ``bias_is_share``: ``bias`` is (``load_share``), else the module's whole bias is split here."""
+        if not bias_is_share:
+            bias = self.bias
         if isinstance(self.parallel, ColumnParallel):
             ranges = self.parallel._ranges(self.out_features, rank, world, "Linear")
             out = x @ transpose(weight if weight_is_share else _rows(weight, ranges), 0, 1)
             if bias is not None:
-                out = out + _rows(bias, ranges)
+                out = out + (bias if bias_is_share else _rows(bias, ranges))
             return all_gather(out, dim=-1) if self.parallel.gather_output else out
         lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
         features = x.shape[-1] if x.rank else None
