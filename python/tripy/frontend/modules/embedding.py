@@ -60,8 +60,20 @@ class Embedding(Module):
         self.shares = None  # a tp.RankShares once load_share has been called
 
     def share_range(self, rank, world):
-        """(dim, start, stop): where rank ``rank``'s share of the table lies in the whole (dim 1 for a
-        column-parallel table, its embedding dim; dim 0 for a row-parallel one, its rows)."""
+        """
+        Where rank ``rank``'s share of the table lies in the whole.
+
+        Args:
+            rank (int): The rank, from 0.
+            world (int): The number of ranks.
+
+        Returns:
+            tuple[int, int, int]: ``(dim, start, stop)``: dim 1 for a column-parallel table (its
+            embedding dim), dim 0 for a row-parallel one (its rows).
+
+        Raises:
+            tp.TripyException: if the dim does not split evenly over ``world`` ranks.
+        """
         if isinstance(self.parallel, ColumnParallel):
             ((lo, hi),) = self.parallel._ranges(self.embedding_dim, rank, world, "Embedding")
             return 1, lo, hi
@@ -72,6 +84,11 @@ class Embedding(Module):
         Holds ``weight`` as rank ``rank``'s share of this sharded table over ``world`` ranks (the
         ``share_range`` of the whole); the whole table is dropped, and the layer then runs only in a
         compile over ``world`` ranks.
+
+        Args:
+            rank (int): The rank whose share ``weight`` is, from 0.
+            world (int): The number of ranks.
+            weight (tp.Tensor): The share of the table.
 
         Raises:
             tp.TripyException: if the table is not sharded or ``weight`` is not the share's shape.

@@ -133,9 +133,20 @@ class Linear(Module):
         return None
 
     def share_ranges(self, rank, world):
-        """Where rank ``rank``'s share of the weight lies in the whole: ``(rows, cols)``, each a list
-        of (start, stop) pairs (a column-parallel layer's rows, one pair per part; a row-parallel
-        layer's columns)."""
+        """
+        Where rank ``rank``'s share of the weight lies in the whole.
+
+        Args:
+            rank (int): The rank, from 0.
+            world (int): The number of ranks.
+
+        Returns:
+            tuple[list, list]: ``(rows, cols)``, each a list of (start, stop) pairs: a column-parallel
+            layer's rows, one pair per part, or a row-parallel layer's columns.
+
+        Raises:
+            tp.TripyException: if the features do not split evenly over ``world`` ranks.
+        """
         if isinstance(self.parallel, ColumnParallel):
             return self.parallel._ranges(self.out_features, rank, world, "Linear"), [(0, self.in_features)]
         return [(0, self.out_features)], [self.parallel._range(self.in_features, rank, world, "Linear")]
@@ -148,6 +159,12 @@ class Linear(Module):
         ``weight_zero_point`` when quantized, and ``bias`` (a column-parallel layer's rows of it; a
         row-parallel layer's whole). The whole parameters are dropped: the layer then runs only in
         a compile over ``world`` ranks, each of this process's ranks reading its share.
+
+        Args:
+            rank (int): The rank whose share ``params`` is, from 0.
+            world (int): The number of ranks.
+            params (dict[str, tp.Tensor]): The share's ``weight`` and, as the layer has them,
+                ``weight_scale``, ``weight_zero_point`` and ``bias``.
 
         Raises:
             tp.TripyException: if the layer is not sharded or the weight is not the share's shape.
