@@ -14,7 +14,7 @@ import math
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.ops.creation import arange, full, iota
+from tripy.frontend.ops.creation import arange, full
 from tripy.frontend.ops.elementwise import (
     ceil, cos, erf, exp, expm1, floor, leaky_relu, log, maximum, minimum, relu, round, sigmoid, sign, sin, sqrt,
     tanh, where,
@@ -279,14 +279,7 @@ def _gather_elements(ctx, n):
     shape = list(data.shape)
     if not _static(shape):
         _raise_here(f"ONNX {n.describe()}: GatherElements needs its data's shape static, but it is {shape}.")
-    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-    index = cast(index, dtypes.int64) if index.dtype != dtypes.int64 else index
-    index = where(index < 0, index + shape[axis], index)
-    position = index * strides[axis]
-    for k in range(data.rank):
-        if k != axis:
-            position = position + iota(list(index.shape), k, dtypes.int64) * strides[k]
-    return gather(flatten(data), 0, position)
+    return composites.take_along(data, index, axis)
 
 
 def _slice(ctx, n):
