@@ -1,4 +1,4 @@
-"""A walk through everything the seed documents show, on the default device (gpu:0 where a GPU is
+"""A walk through Tripy's basics, on the default device (gpu:0 where a GPU is
 present, else cpu): eager tensors, modules, compiling with static and dynamic shapes, saving and
 loading executables, the no-redundancy rule and an error pointing at user code.
 

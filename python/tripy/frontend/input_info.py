@@ -219,7 +219,7 @@ class InputInfo:
         return len(self.shape_bounds.min)
 
     def __repr__(self):
-        # Lists, as the seeds print them.
+        # Lists, as the docstring example above shows.
         bounds = self.shape_bounds
         text = f"InputInfo(min={list(bounds.min)}, opt={list(bounds.opt)}, max={list(bounds.max)}, dtype={self.dtype.name}"
         if self.dimension_names:

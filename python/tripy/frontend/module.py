@@ -2,7 +2,7 @@
 
 Nothing is registered: parameters and children are found by looking at the instance's attributes
 (and inside lists, tuples and dicts among them) whenever they are asked for. That is why a subclass
-works even when its ``__init__`` never calls ``super().__init__()``, as the seeds' GEGLU does.
+works even when its ``__init__`` never calls ``super().__init__()``, as the quickstart's GEGLU does.
 """
 
 import weakref
@@ -154,7 +154,7 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
-        """Calls ``forward``; a subclass may define ``__call__`` itself instead, as the seeds do."""
+        """Calls ``forward``; a subclass may define ``__call__`` itself instead, as the quickstart's modules do."""
         if type(self).forward is Module.forward:
             _raise_here(f"Module '{type(self).__name__}' must define `forward` (or `__call__`) to be called.")
         return self.forward(*args, **kwargs)

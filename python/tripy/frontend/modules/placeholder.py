@@ -1,9 +1,9 @@
 """Deterministic placeholder values for parameters, so a model runs before its weights are loaded.
 
-A parameter of shape S holds ``arange(prod(S))`` reshaped to S in its dtype (the seeds' printed
+A parameter of shape S holds ``arange(prod(S))`` reshaped to S in its dtype (the quickstart's printed
 outputs depend on exactly these values). nvtripy instead leaves parameters unset until they are
 loaded or ``initialize_dummy_parameters()`` fills them with ones; here calling a fresh module must
-work (the seeds do it), so placeholders are real tensors and are remembered as placeholders:
+work (the quickstart does it), so placeholders are real tensors and are remembered as placeholders:
 ``initialize_dummy_parameters()`` replaces exactly those, as nvtripy would.
 """
 
