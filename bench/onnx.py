@@ -185,7 +185,7 @@ def _stand_in(name, env):
     graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
                               initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
     path = os.path.join(env.dir, f"{name}.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return path, "x", make, reference
 
 

@@ -234,3 +234,21 @@ def _check_arena_given_back(resident_mib):
     before = resident_mib()
     np.testing.assert_array_equal(np.asarray(exe(x, w)), np.asarray(y))
     assert resident_mib() - before > 200  # the measurement sees an arena that stays
+
+
+@pytest.mark.skipif(not _C.gpu_available(), reason="no GPU on this machine")
+def test_a_cached_eager_program_runs_again_after_giving_back_its_scratch_on_the_gpu():
+    """The GPU program gives back its arena and its library workspace after a large run; its next
+    run (the same cached plan) must allocate both again, not hand cuBLASLt a freed workspace."""
+    saved = tp.config.default_device
+    tp.config.default_device = "gpu"
+    try:
+        rng = np.random.default_rng(7)
+        x_np = rng.standard_normal((2048, 4096)).astype(np.float32)
+        w_np = rng.standard_normal((4096, 2048)).astype(np.float32)
+        x, w = _evaluated(x_np), _evaluated(w_np)
+        want = (x_np * 2.0) @ w_np
+        for _ in range(3):
+            np.testing.assert_allclose(np.asarray((x * 2.0) @ w), want, rtol=1e-2, atol=1.0)
+    finally:
+        tp.config.default_device = saved

@@ -248,7 +248,7 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::create(const ConvProblem& pr, cons
     if (dot.ok()) {
       plan->gemm_ = std::move(dot.value());
       plan->fused_ = true;
-      plan->workspace_bytes_ = kDotWorkspaceBytes;
+      plan->workspace_bytes_ = plan->gemm_->workspace_bytes();
       return plan;
     }
   }

@@ -194,6 +194,7 @@ StatusOr<std::unique_ptr<DotPlan>> DotPlan::create(const DotProblem& pr, const A
     cublasStatus_t r = api().cublasLtMatmulAlgoCheck(h, plan->desc_, plan->a_, plan->b_, plan->c_, plan->c_, &algo, &check);
     if (r == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes) {
       plan->algo_ = algo;
+      plan->workspace_ = check.workspaceSize;
       have = true;
     }
   }
@@ -201,6 +202,7 @@ StatusOr<std::unique_ptr<DotPlan>> DotPlan::create(const DotProblem& pr, const A
     TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, plan->a_, plan->b_, plan->c_, workspace_bytes,
                                                     alignment, 1));
     plan->algo_ = results[0].algo;
+    plan->workspace_ = results[0].workspaceSize;
   }
   return plan;
 }
@@ -225,10 +227,12 @@ StatusOr<std::unique_ptr<DotPlan>> DotPlan::create_phases(const DotProblem& pr, 
       have = api().cublasLtMatmulAlgoCheck(h, plan->desc_, c.a, c.b, c.d, c.d, &c.algo, &check) ==
                  CUBLAS_STATUS_SUCCESS &&
              check.workspaceSize <= workspace_bytes;
+      if (have) plan->workspace_ = std::max(plan->workspace_, check.workspaceSize);
     }
     if (!have) {
       TRIPY_ASSIGN_OR_RETURN(auto results, heuristics(h, plan->desc_, c.a, c.b, c.d, workspace_bytes, 16, 1));
       c.algo = results[0].algo;
+      plan->workspace_ = std::max(plan->workspace_, results[0].workspaceSize);
     }
   }
   return plan;
@@ -312,7 +316,9 @@ StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   auto plan = DotPlan::create(pr, stored.empty() ? nullptr : &stored, 256, kDotWorkspaceBytes);
   if (!plan.ok()) return Status(plan.status()).at(kernel_source(p, step.kernel));
   step.dot = std::move(plan.value());
-  c.workspace = std::max(c.workspace, kDotWorkspaceBytes);
+  // The program's workspace is what its plans' algorithms ask for (often none), not the limit:
+  // every executable and cached eager program holds its own.
+  c.workspace = std::max(c.workspace, step.dot->workspace_bytes());
   if (k.dot.activation == Activation::kGelu) {
     const int32_t out = k.outputs[0];
     const int64_t n = numel_of(c.shapes[static_cast<size_t>(out)]);
@@ -333,15 +339,16 @@ Status run_dot_step(Step& step, const Kernel& k, const RunContext& c) {
   const std::vector<CUdeviceptr>& base = c.base;
   const CUdeviceptr lhs = base[k.inputs[0]], rhs = base[k.inputs[1]], out = base[k.outputs[0]];
   const CUdeviceptr bias = k.dot.has_bias ? base[k.inputs[2]] : 0;
-  // Addresses less aligned than the plan assumed need an algorithm that accepts them.
+  // Addresses less aligned than the plan assumed need an algorithm that accepts them (and the
+  // workspace the program has).
   int align = dot_alignment(step.dot->problem(), {lhs, rhs, bias, out});
   if (align < step.dot->alignment()) {
     const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
-    auto plan = DotPlan::create(step.dot->problem(), stored.empty() ? nullptr : &stored, align, kDotWorkspaceBytes);
+    auto plan = DotPlan::create(step.dot->problem(), stored.empty() ? nullptr : &stored, align, c.workspace_bytes);
     if (!plan.ok()) return Status(plan.status()).at(kernel_source(c.program, step.kernel));
     step.dot = std::move(plan.value());
   }
-  return step.dot->run(rhs, lhs, bias, out, c.workspace, kDotWorkspaceBytes, c.stream);
+  return step.dot->run(rhs, lhs, bias, out, c.workspace, c.workspace_bytes, c.stream);
 }
 
 }  // namespace tripy::rt::cuda

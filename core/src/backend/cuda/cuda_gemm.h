@@ -46,6 +46,8 @@ class DotPlan {
   int alignment() const { return alignment_; }
   const DotProblem& problem() const { return problem_; }
   bool row_phases() const { return !calls_.empty(); }
+  // The workspace its algorithms ask for (at most the limit it was created with).
+  size_t workspace_bytes() const { return workspace_; }
 
  private:
   struct Call {
@@ -59,6 +61,7 @@ class DotPlan {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   std::vector<Call> calls_;  // row phases: run instead of the single call above
+  size_t workspace_ = 0;
 };
 
 // The largest power of two (<= 256) dividing every address and batch stride, for cuBLASLt's

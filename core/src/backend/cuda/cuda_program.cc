@@ -105,7 +105,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     TRIPY_ASSIGN_OR_RETURN(const bool keep, kind_rule(k.kind).plan(c, k, step));
     if (keep) sig->steps.push_back(std::move(step));
   }
-  TRIPY_RETURN_IF_ERROR(ensure_workspace(c.workspace, stream));
+  sig->workspace_bytes = static_cast<int64_t>(c.workspace);
   TRIPY_RETURN_IF_ERROR(ensure_counters(c.counters, stream));
   Signature* raw = sig.get();
   signatures_[slots] = std::move(sig);
@@ -286,6 +286,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
   // call's error: no call runs on after one that failed. Checking waits for nothing.
   if (errors_) TRIPY_RETURN_IF_ERROR(errors_->take());
   TRIPY_ASSIGN_OR_RETURN(Signature * sig, signature(slots, stream));
+  TRIPY_RETURN_IF_ERROR(ensure_workspace(static_cast<size_t>(sig->workspace_bytes), stream));
   if (sig->arena_bytes > arena_capacity_) {
     // Graphs hold the old arena's addresses: drop them along with it.
     invalidate_graphs();

@@ -51,6 +51,7 @@ class CudaLoadedProgram final : public LoadedProgram {
     std::vector<std::vector<int64_t>> shapes;  // per buffer
     std::vector<Step> steps;
     int64_t arena_bytes = 0;
+    int64_t workspace_bytes = 0;  // what its library calls ask (ensured each run: release_scratch frees it)
     int64_t io_bytes = 0;    // inputs and outputs the graph stages
     SignatureGraph graph;  // last: its graph goes before the steps' plans
   };

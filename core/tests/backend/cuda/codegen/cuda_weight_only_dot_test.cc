@@ -81,19 +81,29 @@ TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 32, 200, 200));
 }
 
-// x (rows, 4096) bfloat16 with rows at most `most`: the kernel's tile of rows.
-int tile_for(int64_t most) {
+// x (rows, 4096) bfloat16 times a (1024, 4096) int8 weight, rows at most `most`: the kernel's tile
+// of rows. `x_bound`: x is a temporary, whose buffer has its largest bytes; else it is the
+// program's input, whose buffer has none (as build_program writes it) and the output's bound holds.
+int tile_for(int64_t most, bool x_bound = false) {
   Program p;
-  p.shape_program = {{ShapeInstr::Op::kConst, 4096, 0}, {ShapeInstr::Op::kInputDim, 0, 0}};
-  BufferDesc x;
-  x.kind = BufferDesc::Kind::kInput;
-  x.dtype = DType::kBFloat16;
+  p.shape_program = {{ShapeInstr::Op::kConst, 4096, 0}, {ShapeInstr::Op::kInputDim, 0, 0},
+                     {ShapeInstr::Op::kConst, 1024, 0}};
+  BufferDesc x, w, out;
+  x.kind = x_bound ? BufferDesc::Kind::kTemp : BufferDesc::Kind::kInput;
+  x.dtype = out.dtype = DType::kBFloat16;
   x.shape = {1, 0};
-  x.max_bytes = most * 4096 * 2;
-  p.buffers = {x};
+  x.max_bytes = x_bound ? most * 4096 * 2 : 0;
+  w.kind = BufferDesc::Kind::kConstant;
+  w.dtype = DType::kInt8;
+  w.shape = {2, 0};
+  out.kind = BufferDesc::Kind::kOutput;
+  out.shape = {1, 2};
+  out.max_bytes = x_bound ? 0 : most * 1024 * 2;
+  p.buffers = {x, w, out};
   Kernel k;
   k.kind = KernelKind::kWeightOnlyDot;
-  k.inputs = {0};
+  k.inputs = {0, 1};
+  k.outputs = {2};
   return weight_only_row_tile(p, k);
 }
 
@@ -103,6 +113,8 @@ TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32) {
   EXPECT_EQ(tile_for(16), 16);
   EXPECT_EQ(tile_for(17), 32);
   EXPECT_EQ(tile_for(2048), 32);  // a prefill: tiles of 32 rows
+  EXPECT_EQ(tile_for(16, /*x_bound=*/true), 16);
+  EXPECT_EQ(tile_for(1, /*x_bound=*/true), 1);
   for (int mt : kWeightOnlyRowTiles) EXPECT_LE(mt * weight_only_weight_rows(mt), 32) << mt;
 }
 
