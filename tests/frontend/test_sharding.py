@@ -354,6 +354,20 @@ def test_tensors_made_while_tracing_a_rank_are_placed_on_its_device(monkeypatch)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
+@pytest.mark.skipif(not tp._C.gpu_available(), reason="no GPU on this machine")
+def test_a_model_on_the_gpu_compiles_for_a_mesh_of_cpu_ranks(monkeypatch):
+    # A whole model on the GPU (the default device there): each CPU rank takes its share from a
+    # copy of the weights on the CPU, and the module keeps its own GPU tensors.
+    monkeypatch.setattr(tp.config, "default_device", "gpu:0")
+    w1, b1, w2, b2 = rand(16, 4), rand(16), rand(4, 16), rand(4)
+    mlp = load(MLP(4, 16), **{"up.weight": w1, "up.bias": b1, "down.weight": w2, "down.bias": b2})
+    exe = tp.compile(mlp, args=[tp.InputInfo((2, 4), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+    assert {str(t.device) for t in mlp.state_dict().values()} == {"gpu:0"}
+    x = rand(2, 4)
+    got = exe([tp.Tensor(x, device="cpu")] * 2)
+    np.testing.assert_allclose(np.asarray(got), gelu(x @ w1.T + b1) @ w2.T + b2, rtol=1e-4, atol=1e-5)
+
+
 def test_world_sizes_that_do_not_match_are_refused_naming_the_users_line():
     # A row-parallel layer given the whole input (every rank's), not its rank's share of it.
     with pytest.raises(tp.TripyException, match=r"A row-parallel Linear over 2 ranks takes each rank's share of its 8 "

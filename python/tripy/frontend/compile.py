@@ -9,7 +9,8 @@ from tripy.frontend.device import default_device, device as _device, placing_on
 from tripy.frontend.executable import Executable
 from tripy.frontend.input_info import DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.mesh import DeviceMesh, _TracingRank
-from tripy.frontend.module import Module, known_parameters
+from tripy.frontend.module import Module, _parameter_slots, known_parameters
+from tripy.frontend.ops.misc import copy
 from tripy.frontend.tensor import Tensor
 from tripy.logging import FLAGS, STAGE_FLAGS, logger
 from tripy.utils.stack_info import capture_user_frames
@@ -260,9 +261,43 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
         return Executable(compile_rank(None))
     ranks = []
     for rank in mesh._local_ranks():
-        with _TracingRank(rank, mesh.size):
+        with _TracingRank(rank, mesh.size), _ParametersOn(func, str(mesh.devices[rank])):
             ranks.append(compile_rank(str(mesh.devices[rank])))
     return Executable(ranks[0], ranks=ranks, mesh=mesh)
+
+
+class _ParametersOn:
+    """While a mesh rank is traced, a module's evaluated parameters that live on another device than
+    the rank's (a model loaded on one GPU, or on the GPU for a mesh of CPU ranks) are read as copies
+    on the rank's device, each rank's program taking its share from them; the module gets its own
+    tensors back afterwards."""
+
+    def __init__(self, func, device):
+        self.func, self.device, self.swapped = func, device, []
+
+    @staticmethod
+    def _put(holder, key, value):
+        if isinstance(holder, (list, dict)):
+            holder[key] = value
+        else:
+            object.__setattr__(holder, key, value)
+
+    def __enter__(self):
+        if not isinstance(self.func, Module):
+            return self
+        for holder, key, value in _parameter_slots(self.func).values():
+            if isinstance(holder, tuple) or not value._node.is_evaluated or str(value.device) == self.device:
+                continue
+            moved = copy(value, _device(self.device))
+            moved.eval()
+            self._put(holder, key, moved)
+            self.swapped.append((holder, key, value))
+        return self
+
+    def __exit__(self, *exc):
+        for holder, key, value in reversed(self.swapped):
+            self._put(holder, key, value)
+        self.swapped = []
 
 
 def _compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number, device=None):
