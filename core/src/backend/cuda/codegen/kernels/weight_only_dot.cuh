@@ -13,16 +13,19 @@
 // of the values a piece holds (32 at 4 bits, 16 at 8) and 16-byte aligned addresses; otherwise
 // every lane takes single values (any K, any group). The C++ side appends the entry point.
 //
-// From 8 rows of x on (MT >= WO_MMA_ROWS), float16 and bfloat16 x, the multiply-adds would cost
-// more time on CUDA cores than the packed weight's bytes, so those tiles run on tensor cores
-// (wo_mma), as the GEMV does (gemv.cuh's gemv_mma): a warp group takes 16 weight rows, lane (g, t)
-// streams one 16-byte piece of rows g and g + 8 a step, dequantizes each 8 of its values in
-// registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would) and
-// feeds them to mma.m16n8k16 as the fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of one mma and of a
-// second, beside the same 8 values of x (the sum over k is the same in any order: no shuffles, no
-// shared memory). Each lane's piece lies inside one group, so it takes one scale and zero point per
-// row. Pieces need K and the group to be multiples of the values a piece holds and 16-byte
-// aligned addresses, the launch's vector form (its grid: 16 weight rows a warp group).
+// Float16 and bfloat16 x run on tensor cores (wo_mma), as the GEMV does (gemv.cuh's gemv_mma):
+// a warp group takes 16 weight rows, lane (g, t) streams one 16-byte piece of rows g and g + 8 a
+// step and feeds its values to mma.m16n8k16 as the fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of
+// one mma and of a second, beside the same values of x (the sum over k is the same in any order:
+// no shuffles, no shared memory). Where a step's 4 pieces lie in one group (a group of 128 int4
+// or 64 int8 values or a multiple), at any rows of x, the fragments hold the exact integers q
+// (a byte mask under a float's exponent and one packed fma for two int4 values), and each step
+// adds s (sum x q - z sum x): on CUDA cores, a decode step's few rows of x leave the products'
+// instructions, not the packed bytes, the bound. Otherwise, from 8 rows of x on
+// (MT >= WO_MMA_ROWS), each value is dequantized in registers ((q - z) s in float32, rounded once
+// to x's dtype, as the dequantized GEMM would). Pieces need K and the group to be multiples of the
+// values a piece holds and 16-byte aligned addresses, the launch's vector form (its grid: 16
+// weight rows a warp group).
 
 // Words, in this order (cuda_weight_only_dot.cc fills them).
 struct WoArgs {
@@ -260,14 +263,64 @@ DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(fmaf(q[2 * p], s, nzs), fmaf(q[2 * p + 1], s, nzs));
 }
 
+// The exact integers q of values 8j .. 8j + 7 of a 16-byte piece, two a word of x's dtype for an
+// mma's A fragment, with no scale (GROUPED tiles scale the sums). 4 bits: nibble pairs {k, k + 4}
+// of word j as (u >> 4i) & 0x000f000f under the exponent of 128 (bfloat16) or 1024 (float16),
+// which makes 128 + u (1024 + u) exactly, then one packed fma subtracts 136 (1032): words
+// {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7} (x is paired the same way, wo_pair_x). 8 bits: the
+// bytes as floats (wo_byte), packed {k0, k1}, {k2, k3} of each of words 2j and 2j + 1.
+template <int BITS, bool BF16>
+DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#if __CUDA_ARCH__ >= 800
+  if (BITS == 4) {
+    const unsigned magic = BF16 ? 0x43004300u : 0x64006400u, one = BF16 ? 0x3f803f80u : 0x3c003c00u;
+    const unsigned offset = BF16 ? 0xc308c308u : 0xe408e408u;  // -136 (bfloat16), -1032 (float16)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const unsigned h = ((u[j] >> (4 * i)) & 0x000f000fu) | magic;
+      if (BF16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[i]) : "r"(h), "r"(one), "r"(offset));
+      else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[i]) : "r"(h), "r"(one), "r"(offset));
+    }
+    return;
+  }
+#endif
+  float q[8];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned b8 = u[(2 * j + h) & 3] ^ 0x80808080u;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) q[4 * h + b] = wo_byte(b8, b) - 8388736.0f;  // 2^23 + 128
+  }
+#pragma unroll
+  for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(q[2 * p], q[2 * p + 1]);
+}
+
+// 8 values of x (one 16-byte load, k0 .. k7) as the B fragment words that meet wo_integers8's
+// words: 4 bits {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7}; 8 bits as they are.
+template <int BITS>
+DEVI void wo_pair_x(const V16& b, unsigned (&out)[4]) {
+  if (BITS == 4) {
+    out[0] = __byte_perm(b.x, b.z, 0x5410), out[1] = __byte_perm(b.x, b.z, 0x7632);
+    out[2] = __byte_perm(b.y, b.w, 0x5410), out[3] = __byte_perm(b.y, b.w, 0x7632);
+  } else {
+    out[0] = b.x, out[1] = b.y, out[2] = b.z, out[3] = b.w;
+  }
+}
+
 // MT rows of x (NT tiles of 8) against 16 weight rows per group of `mma_split` warps, which take
 // every mma_split-th step of 4 pieces. Lane (g, t) reads piece 4 s + t of weight rows g and g + 8
 // and the same K values of x rows g, g + 8, ...; its values 8j .. 8j + 7 make two mmas. The
 // accumulator c[n] holds out rows (weight rows) g and g + 8, columns (rows of x) 2t and 2t + 1.
-template <class T, int BITS, int MT>
+// GROUPED (a step's 4 pieces lie in one group: the group a multiple of 4 pieces' values): the A
+// fragments hold the integers q, fewer instructions a weight byte than dequantized values (a decode
+// step's rows of x are too few to hide them), the mmas sum x q over the step, and the step adds
+// s (sum x q - z sum x), sum x from an mma with A all ones where there are zero points. Else each
+// value is dequantized ((q - z) s, rounded to x's dtype) before its mma.
+template <class T, int BITS, int MT, bool GROUPED>
 DEVI void wo_mma(const WoArgs& a) {
   typedef typename T::S S;
-  constexpr int NT = MT / 8, VALS = BITS == 4 ? 32 : 16, U = 2;
+  constexpr int NT = (MT + 7) / 8, VALS = BITS == 4 ? 32 : 16, U = GROUPED ? 4 : 2;
   __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
   const int split = (int)a.mma_split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
@@ -309,26 +362,52 @@ DEVI void wo_mma(const WoArgs& a) {
         if (s0 + (i64)u * split >= steps) break;  // the same for every lane of the warp
         const i64 piece = (s0 + (i64)u * split) * 4 + t4, k0 = piece * VALS;
         const bool live = piece < pieces;
-        float s[2] = {0.0f, 0.0f}, nzs[2] = {0.0f, 0.0f};
-        if (live) {
-          const i64 grp = k0 / a.group;
+        // GROUPED: the step's group is every lane's (lanes past the last piece take the first's).
+        const i64 grp = (GROUPED ? (s0 + (i64)u * split) * 4 * VALS : k0) / a.group;
+        float s[2] = {0.0f, 0.0f}, z[2] = {0.0f, 0.0f};
+        if (GROUPED || live) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             s[h] = T::get(sc, nr[h] * a.groups + grp);
-            nzs[h] = zp ? -T::get(zp, nr[h] * a.groups + grp) * s[h] : 0.0f;
+            z[h] = zp ? T::get(zp, nr[h] * a.groups + grp) : 0.0f;
           }
         }
+        float cq[NT][4], cs[NT][4];
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) cq[t][i] = cs[t][i] = 0.0f;
 #pragma unroll
         for (int j = 0; j < VALS / 8; ++j) {
           unsigned lo[4], hi[4];  // weight rows g and g + 8
-          wo_dequantize8<BITS, T::kBf16>(wv[u][0], j, s[0], nzs[0], lo);
-          wo_dequantize8<BITS, T::kBf16>(wv[u][1], j, s[1], nzs[1], hi);
+          if constexpr (GROUPED) {
+            wo_integers8<BITS, T::kBf16>(wv[u][0], j, lo);
+            wo_integers8<BITS, T::kBf16>(wv[u][1], j, hi);
+          } else {
+            wo_dequantize8<BITS, T::kBf16>(wv[u][0], j, s[0], -z[0] * s[0], lo);
+            wo_dequantize8<BITS, T::kBf16>(wv[u][1], j, s[1], -z[1] * s[1], hi);
+          }
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
-            const V16 b = live ? *(const V16*)(xr[t] + k0 + j * 8) : V16{0u, 0u, 0u, 0u};
-            mma16816_f32<T::kBf16>(c[t], lo[0], hi[0], lo[1], hi[1], b.x, b.y);
-            mma16816_f32<T::kBf16>(c[t], lo[2], hi[2], lo[3], hi[3], b.z, b.w);
+            const V16 xv = live ? *(const V16*)(xr[t] + k0 + j * 8) : V16{0u, 0u, 0u, 0u};
+            unsigned b[4];
+            if constexpr (GROUPED) wo_pair_x<BITS>(xv, b);
+            else b[0] = xv.x, b[1] = xv.y, b[2] = xv.z, b[3] = xv.w;
+            float (&acc)[4] = GROUPED ? cq[t] : c[t];
+            mma16816_f32<T::kBf16>(acc, lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
+            mma16816_f32<T::kBf16>(acc, lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
+            if (GROUPED && zp) {
+              const unsigned one = T::kBf16 ? 0x3f803f80u : 0x3c003c00u;
+              mma16816_f32<T::kBf16>(cs[t], one, one, one, one, b[0], b[1]);
+              mma16816_f32<T::kBf16>(cs[t], one, one, one, one, b[2], b[3]);
+            }
           }
+        }
+        if constexpr (GROUPED) {
+#pragma unroll
+          for (int t = 0; t < NT; ++t)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) c[t][i] = fmaf(s[i >> 1], fmaf(-z[i >> 1], cs[t][i], cq[t][i]), c[t][i]);
         }
       }
     }
@@ -343,8 +422,8 @@ DEVI void wo_mma(const WoArgs& a) {
         const i64 n = nr[i >> 1];
         const int byte = w[n * a.row_bytes + (BITS == 4 ? (k >> 1) : k)];
         const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
-        const float z = zp ? T::get(zp, n * a.groups + grp) : 0.0f;
-        const float wf = ((float)q - z) * T::get(sc, n * a.groups + grp);
+        const float zf = zp ? T::get(zp, n * a.groups + grp) : 0.0f;
+        const float wf = ((float)q - zf) * T::get(sc, n * a.groups + grp);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
           const int col = t * 8 + 2 * t4 + (i & 1);
@@ -366,13 +445,21 @@ DEVI void wo_mma(const WoArgs& a) {
 }
 
 // The entry point's body: the tensor-core tiles where the launch chose them (vec and mma_split:
-// its grid counts 16 weight rows a warp group), else the CUDA-core rows.
+// its grid counts 16 weight rows a warp group), grouped where a step of 4 pieces lies in one
+// group, else from WO_MMA_ROWS rows of x; else the CUDA-core rows.
 template <class T, int BITS, int MT, int R>
 DEVI void wo_dot(const WoArgs& a) {
-  if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
+  if constexpr (T::kMma) {
     if (a.vec && a.mma_split) {
-      wo_mma<T, BITS, MT>(a);
-      return;
+      constexpr i64 kStepValues = 4 * (BITS == 4 ? 32 : 16);
+      if (a.group % kStepValues == 0) {
+        wo_mma<T, BITS, MT, true>(a);
+        return;
+      }
+      if constexpr (MT >= WO_MMA_ROWS) {
+        wo_mma<T, BITS, MT, false>(a);
+        return;
+      }
     }
   }
   wo_rows<T, BITS, MT, R>(a);
