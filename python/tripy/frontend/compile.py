@@ -267,10 +267,11 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
 
 
 class _ParametersOn:
-    """While a mesh rank is traced, a module's evaluated parameters that live on another device than
-    the rank's (a model loaded on one GPU, or on the GPU for a mesh of CPU ranks) are read as copies
-    on the rank's device, each rank's program taking its share from them; the module gets its own
-    tensors back afterwards."""
+    """While a mesh rank is traced, a module's parameters that live on another device than the rank's
+    (a model made or loaded on the GPU, compiled for a mesh of CPU ranks) are read as copies on the
+    rank's device, each rank's program taking its share from them; the module gets its own tensors
+    back afterwards. A sharded load's layers hold no whole parameters (``load_share``), so nothing
+    of theirs is copied."""
 
     def __init__(self, func, device):
         self.func, self.device, self.swapped = func, device, []
@@ -286,8 +287,9 @@ class _ParametersOn:
         if not isinstance(self.func, Module):
             return self
         for holder, key, value in _parameter_slots(self.func).values():
-            if isinstance(holder, tuple) or not value._node.is_evaluated or str(value.device) == self.device:
+            if isinstance(holder, tuple) or str(value.device) == self.device:
                 continue
+            value.eval()  # a placeholder: the compile would freeze it as a constant anyway
             moved = copy(value, _device(self.device))
             moved.eval()
             self._put(holder, key, moved)

@@ -120,9 +120,10 @@ class DeviceMesh:
                 return self.down(tp.relu(self.up(x)))
 
         mlp = MLP()
-        x = tp.Tensor(np.ones((2, 4), dtype=np.float32))
-        whole = tp.compile(mlp, args=[tp.InputInfo((2, 4), dtype=tp.float32)])
-        sharded = tp.compile(mlp, args=[tp.InputInfo((2, 4), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
+        x = tp.Tensor(np.ones((2, 4), dtype=np.float32), device="cpu")
+        args = [tp.InputInfo((2, 4), dtype=tp.float32)]
+        whole = tp.compile(mlp, args=args, mesh=tp.DeviceMesh(["cpu"]))  # one CPU rank: every layer whole
+        sharded = tp.compile(mlp, args=args, mesh=tp.DeviceMesh(["cpu"] * 2))
         assert sharded.world_size == 2
         assert np.allclose(np.asarray(sharded(x)), np.asarray(whole(x)))
     """
