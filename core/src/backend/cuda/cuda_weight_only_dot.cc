@@ -34,9 +34,8 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
 
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
   const int64_t vals = bits == 4 ? 32 : 16;
-  const bool grouped = group % (4 * vals) == 0;  // any rows: the tiles scale each step's sums
-  return (t == DType::kFloat16 || t == DType::kBFloat16) && (row_tile >= kWeightOnlyMmaRows || grouped) &&
-         K % vals == 0 && group % vals == 0;
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
+         group % vals == 0;
 }
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {

@@ -14,11 +14,9 @@ namespace tripy::rt::cuda {
 inline constexpr int kWeightOnlyRowTiles[] = {1, 2, 4, 8, 16, 32};
 inline constexpr int kWeightOnlyBlock = 256;  // threads (weight_only_dot.cuh's WO_BLOCK)
 inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : row_tile <= 8 ? 2 : 1; }
-// Float16 and bfloat16 x run on tensor cores (kernels/weight_only_dot.cuh's wo_mma), 16 weight
-// rows a warp group, where K and the group are multiples of the values a 16-byte piece holds (32
-// at 4 bits, 16 at 8) and the addresses 16-byte aligned: at any tile where the group is a multiple
-// of 4 pieces' values (the tiles then scale each step's integer sums), else from this tile on
-// (WO_MMA_ROWS).
+// From this tile on, float16 and bfloat16 x run on tensor cores (kernels/weight_only_dot.cuh's
+// WO_MMA_ROWS, wo_mma), 16 weight rows a warp group, where K and the group are multiples of the
+// values a 16-byte piece holds (32 at 4 bits, 16 at 8) and the addresses 16-byte aligned.
 inline constexpr int kWeightOnlyMmaRows = 8;
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 // The tile for kernel `k`: the smallest that holds the most rows its x may have (32 where more).

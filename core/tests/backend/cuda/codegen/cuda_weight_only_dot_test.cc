@@ -36,17 +36,17 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   }
 }
 
-TEST(CudaWeightOnlyDot, HalfPrecisionXHoldsTensorCoreProductsAtEveryTile) {
-  // int4 and int8 pieces of bfloat16 x at each tile; float16 and float32 at 8 rows. Every float16
-  // and bfloat16 tile has the grouped integer products (a packed fma makes int4 integers); from 8
-  // rows on also the dequantized ones (a packed conversion into x's dtype).
+TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {
+  // int4 and int8 pieces of bfloat16 x at each tile; float16 and float32 at 8 rows. The tensor-core
+  // tiles hold both forms: grouped integer products (a packed fma makes int4 integers) and
+  // dequantized values (a packed conversion into x's dtype).
   struct Variant {
     DType t;
     int bits, mt;
     const char* mma;  // the mma's operand types, or null: none
   };
   const Variant variants[] = {
-      {DType::kBFloat16, 4, 1, ".bf16.bf16"},  {DType::kBFloat16, 4, 4, ".bf16.bf16"},
+      {DType::kBFloat16, 4, 1, nullptr},   {DType::kBFloat16, 4, 4, nullptr},
       {DType::kBFloat16, 4, 8, ".bf16.bf16"},
       {DType::kBFloat16, 4, 16, ".bf16.bf16"}, {DType::kBFloat16, 8, 32, ".bf16.bf16"},
       {DType::kFloat16, 4, 8, ".f16.f16"},  {DType::kFloat32, 4, 8, nullptr},
@@ -71,9 +71,8 @@ TEST(CudaWeightOnlyDot, HalfPrecisionXHoldsTensorCoreProductsAtEveryTile) {
       if (variants[i].bits == 4)
         EXPECT_NE(ptx.find(bf16 ? "fma.rn.bf16x2" : "fma.rn.f16x2"), std::string::npos)
             << names[i] << ": int4 integers made two a word";
-      if (variants[i].mt >= kWeightOnlyMmaRows)
-        EXPECT_NE(ptx.find(bf16 ? "cvt.rn.bf16x2.f32" : "cvt.rn.f16x2.f32"), std::string::npos)
-            << names[i] << ": the weight is dequantized into x's dtype";
+      EXPECT_NE(ptx.find(bf16 ? "cvt.rn.bf16x2.f32" : "cvt.rn.f16x2.f32"), std::string::npos)
+          << names[i] << ": the weight is dequantized into x's dtype";
     }
   }
 }
@@ -82,10 +81,7 @@ TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
   EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 4, 8, 4096, 128));
   EXPECT_TRUE(weight_only_mma_applies(DType::kFloat16, 8, 32, 4096, 4096));
   EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 8, 16, 48, 16));
-  EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 4, 1, 4096, 128));   // a step of 4 pieces in a group
-  EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, 8, 1, 4096, 4096));
-  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 4, 4096, 64));   // fewer than 8 rows, groups of 2 pieces
-  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 4, 4096, 32));
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 4, 4096, 128));  // fewer than 8 rows
   EXPECT_FALSE(weight_only_mma_applies(DType::kFloat32, 4, 32, 4096, 128));
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4112, 16));  // pieces of 32 int4 values
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4096, 48));  // a group inside a piece

@@ -13,19 +13,19 @@
 // of the values a piece holds (32 at 4 bits, 16 at 8) and 16-byte aligned addresses; otherwise
 // every lane takes single values (any K, any group). The C++ side appends the entry point.
 //
-// Float16 and bfloat16 x run on tensor cores (wo_mma), as the GEMV does (gemv.cuh's gemv_mma):
-// a warp group takes 16 weight rows, lane (g, t) streams one 16-byte piece of rows g and g + 8 a
-// step and feeds its values to mma.m16n8k16 as the fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of
-// one mma and of a second, beside the same values of x (the sum over k is the same in any order:
-// no shuffles, no shared memory). Where a step's 4 pieces lie in one group (a group of 128 int4
-// or 64 int8 values or a multiple), at any rows of x, the fragments hold the exact integers q
-// (a byte mask under a float's exponent and one packed fma for two int4 values), and each step
-// adds s (sum x q - z sum x): on CUDA cores, a decode step's few rows of x leave the products'
-// instructions, not the packed bytes, the bound. Otherwise, from 8 rows of x on
-// (MT >= WO_MMA_ROWS), each value is dequantized in registers ((q - z) s in float32, rounded once
-// to x's dtype, as the dequantized GEMM would). Pieces need K and the group to be multiples of the
-// values a piece holds and 16-byte aligned addresses, the launch's vector form (its grid: 16
-// weight rows a warp group).
+// From 8 rows of x on (MT >= WO_MMA_ROWS), float16 and bfloat16 x, the multiply-adds would cost
+// more time on CUDA cores than the packed weight's bytes, so those tiles run on tensor cores
+// (wo_mma), as the GEMV does (gemv.cuh's gemv_mma): a warp group takes 16 weight rows, lane (g, t)
+// streams one 16-byte piece of rows g and g + 8 a step and feeds its values to mma.m16n8k16 as the
+// fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of one mma and of a second, beside the same values
+// of x (the sum over k is the same in any order: no shuffles, no shared memory). Where a step's 4
+// pieces lie in one group (a group of 128 int4 or 64 int8 values or a multiple), the fragments
+// hold the exact integers q (a byte mask under a float's exponent and one packed fma for two int4
+// values) and each step adds s (sum x q - z sum x); otherwise each value is dequantized in
+// registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would).
+// Pieces need K and the group to be multiples of the values a piece holds and 16-byte aligned
+// addresses, the launch's vector form (its grid: 16 weight rows a warp group). Fewer rows of x
+// stay on CUDA cores: the tensor-core tiles measured slower there (one row of int8 on an H200).
 
 // Words, in this order (cuda_weight_only_dot.cc fills them).
 struct WoArgs {
@@ -313,14 +313,14 @@ DEVI void wo_pair_x(const V16& b, unsigned (&out)[4]) {
 // and the same K values of x rows g, g + 8, ...; its values 8j .. 8j + 7 make two mmas. The
 // accumulator c[n] holds out rows (weight rows) g and g + 8, columns (rows of x) 2t and 2t + 1.
 // GROUPED (a step's 4 pieces lie in one group: the group a multiple of 4 pieces' values): the A
-// fragments hold the integers q, fewer instructions a weight byte than dequantized values (a decode
-// step's rows of x are too few to hide them), the mmas sum x q over the step, and the step adds
-// s (sum x q - z sum x), sum x from an mma with A all ones where there are zero points. Else each
-// value is dequantized ((q - z) s, rounded to x's dtype) before its mma.
+// fragments hold the integers q, fewer instructions a weight byte than dequantized values, the
+// mmas sum x q over the step, and the step adds s (sum x q - z sum x), sum x from an mma with A
+// all ones where there are zero points. Else each value is dequantized ((q - z) s, rounded to x's
+// dtype) before its mma.
 template <class T, int BITS, int MT, bool GROUPED>
 DEVI void wo_mma(const WoArgs& a) {
   typedef typename T::S S;
-  constexpr int NT = (MT + 7) / 8, VALS = BITS == 4 ? 32 : 16, U = GROUPED ? 4 : 2;
+  constexpr int NT = MT / 8, VALS = BITS == 4 ? 32 : 16, U = GROUPED ? 4 : 2;
   __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
   const int split = (int)a.mma_split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
@@ -444,22 +444,17 @@ DEVI void wo_mma(const WoArgs& a) {
     }
 }
 
-// The entry point's body: the tensor-core tiles where the launch chose them (vec and mma_split:
-// its grid counts 16 weight rows a warp group), grouped where a step of 4 pieces lies in one
-// group, else from WO_MMA_ROWS rows of x; else the CUDA-core rows.
+// The entry point's body: from WO_MMA_ROWS rows of x, the tensor-core tiles where the launch chose
+// them (vec and mma_split: its grid counts 16 weight rows a warp group), grouped where a step of 4
+// pieces lies in one group; else the CUDA-core rows.
 template <class T, int BITS, int MT, int R>
 DEVI void wo_dot(const WoArgs& a) {
-  if constexpr (T::kMma) {
+  if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
     if (a.vec && a.mma_split) {
       constexpr i64 kStepValues = 4 * (BITS == 4 ? 32 : 16);
-      if (a.group % kStepValues == 0) {
-        wo_mma<T, BITS, MT, true>(a);
-        return;
-      }
-      if constexpr (MT >= WO_MMA_ROWS) {
-        wo_mma<T, BITS, MT, false>(a);
-        return;
-      }
+      if (a.group % kStepValues == 0) wo_mma<T, BITS, MT, true>(a);
+      else wo_mma<T, BITS, MT, false>(a);
+      return;
     }
   }
   wo_rows<T, BITS, MT, R>(a);
