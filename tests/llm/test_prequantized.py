@@ -80,9 +80,10 @@ def _write(directory, config, tensors, quantization_config):
     tp.save_safetensors(tensors, os.path.join(directory, "model.safetensors"))
 
 
-def _int4_checkpoint(directory, method, group=32, gptq_format="gptq", seed=0):
-    """A checkpoint in `method`'s layout, and the float64 weights it dequantizes to in numpy."""
-    config = llama_ref.tiny_config()
+def _int4_checkpoint(directory, method, group=32, gptq_format="gptq", seed=0, config=None):
+    """A checkpoint in `method`'s layout (of `config`, the tiny one by default), and the float64
+    weights it dequantizes to in numpy."""
+    config = config or llama_ref.tiny_config()
     weights = llama_ref.random_weights(config, seed=seed)
     tensors = dict(weights)
     deq = dict(weights)
@@ -183,8 +184,8 @@ def _write_safetensors(path, entries):
         f.write(struct.pack("<Q", len(text)) + text + data)
 
 
-def _fp8_checkpoint(directory, scale_shape, input_scales=False, seed=0, extra=()):
-    config = llama_ref.tiny_config()
+def _fp8_checkpoint(directory, scale_shape, input_scales=False, seed=0, extra=(), config=None):
+    config = config or llama_ref.tiny_config()
     weights = llama_ref.random_weights(config, seed=seed)
     rng = np.random.default_rng(seed)
     entries, deq, x_scales = [], dict(weights), {}

@@ -49,17 +49,18 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             sharded over the mesh's ranks, each holding its share of the heads, of the
             feed-forward features and of the vocabulary. The checkpoint is read on the host and
             each rank of this process gets only its share of every sharded weight on its device
-            (quantized there; tripy/llm/sharded_load.py), so under ``torchrun`` (pass
+            (quantized there; a pre-quantized checkpoint's share taken from its tensors repacked on
+            the host; tripy/llm/sharded_load.py), so under ``torchrun`` (pass
             ``tp.DeviceMesh.from_environment()`` in every process, one per GPU) a process holds one
-            rank's share of the model. A pre-quantized checkpoint still loads whole, each rank's
-            program taking its share. None: one device.
+            rank's share of the model. None: one device.
 
     Returns:
         An ``LLM``.
 
     Raises:
         tp.TripyException: if ``mesh`` is not a ``tp.DeviceMesh`` or its size does not divide the
-            model's heads, feed-forward features or vocabulary.
+            model's heads, feed-forward features or vocabulary, or if a rank's share of a
+            row-parallel int4 projection's input features would split a quantization group.
     """
     check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)
@@ -67,19 +68,22 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     if mesh is not None and device is None:
         device = mesh.devices[0]  # the ranks' device: the steps' arguments are made there
     scheme = prequantized.scheme_of(_config_dict(path), _config_path(path))
-    by_share = mesh is not None and scheme is None
-    if by_share:
-        weights = load_safetensors(path, device="cpu")  # mapped: each rank's share is read from here
-    elif scheme is None:
-        weights = load_safetensors(path, device=device)
-    else:
+    by_share = mesh is not None
+    if scheme is not None:
         quant_mode = _checkpoint_quant_mode(scheme, quant_mode)
-        weights = load_safetensors(path, device="cpu")  # read in place: the quantized tensors are repacked on the host
+    if by_share or scheme is not None:
+        # Mapped, read in place: each rank's share is read from here, and quantized tensors are
+        # repacked on the host.
+        weights = load_safetensors(path, device="cpu")
+    else:
+        weights = load_safetensors(path, device=device)
     weights = {name: w for name, w in weights.items() if not name.endswith(_COMPUTED)}
     if dtype is None:
         stored = config.torch_dtype or _stored_dtype(weights)
         dtype = check_model_dtype(stored)
-    if scheme is not None:
+    if scheme is not None and by_share:
+        weights = prequantized.on_host(prequantized.repack(weights, scheme, config))
+    elif scheme is not None:
         weights = prequantized.read(weights, scheme, config, dtype, _resolve_device(device))
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
     model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode)

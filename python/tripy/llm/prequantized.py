@@ -227,43 +227,59 @@ def _fp8_projection(weights, prefix, N, K):
     return w, scale, x_scale
 
 
-def read(weights, scheme, config, dtype, device):
-    """The state dict of a pre-quantized checkpoint: ``weights`` (host tensors, by name; consumed)
-    with each decoder projection's quantized tensors turned into the model's parameters on
-    ``device`` (``weight_packed``, ``weight_scale``, ``weight_zero_point`` for int4; ``weight``,
-    ``weight_scale`` and ``input_scale`` for fp8, scales in ``dtype``). Other tensors are moved to
-    ``device`` as they are."""
+def repack(weights, scheme, config):
+    """The state dict of a pre-quantized checkpoint on the host: ``weights`` (host tensors, by name;
+    consumed) with each decoder projection's quantized tensors turned into the model's parameters
+    (``weight_packed``, ``weight_scale``, ``weight_zero_point`` for int4; ``weight``,
+    ``weight_scale`` and ``input_scale`` for fp8). What was repacked is numpy (float32 scales and
+    zero points, int8 packed bytes), the fp8 weights and the other tensors are the checkpoint's
+    host tensors as they are. ``read`` places them on a device; a sharded load
+    (tripy/llm/sharded_load.py) takes each rank's share of them (``on_host``)."""
     shapes = projection_shapes(config)
     out = {}
-
-    def put(name, array_or_tensor, as_dtype=None):
-        if isinstance(array_or_tensor, Tensor):
-            t = array_or_tensor
-        else:  # (ascontiguousarray would make a 0-d input scale 1-d)
-            a = np.asarray(array_or_tensor)
-            t = Tensor(a if a.flags.c_contiguous else np.ascontiguousarray(a), device=device)
-        if isinstance(array_or_tensor, Tensor) and t.device != device:
-            t = copy(t, device)
-        if as_dtype is not None and t.dtype != as_dtype:
-            t = cast(t, as_dtype)
-        t.eval()
-        out[name] = t
-
     for i in range(config.num_hidden_layers):
         for proj in _PROJECTIONS:
             prefix = f"model.layers.{i}.{proj}"
             N, K = shapes[proj]
             if scheme["method"] == "fp8":
                 w, scale, x_scale = _fp8_projection(weights, prefix, N, K)
-                put(prefix + ".weight", w)
-                put(prefix + ".weight_scale", scale, dtype)
+                out[prefix + ".weight"] = w
+                out[prefix + ".weight_scale"] = scale
                 if x_scale is not None:
-                    put(prefix + ".input_scale", x_scale, dtype)
+                    out[prefix + ".input_scale"] = x_scale
             else:
                 packed, scale, zero = _int4_projection(weights, prefix, N, K, scheme)
-                put(prefix + ".weight_packed", packed)
-                put(prefix + ".weight_scale", scale, dtype)
-                put(prefix + ".weight_zero_point", zero, dtype)
-    for name, t in weights.items():
-        put(name, t)
+                out[prefix + ".weight_packed"] = packed
+                out[prefix + ".weight_scale"] = scale
+                out[prefix + ".weight_zero_point"] = zero
+    out.update(weights)
+    return out
+
+
+def _tensor(value, device):
+    """A numpy array of ``repack``'s as a tensor on ``device``; a tensor as it is."""
+    if isinstance(value, Tensor):
+        return value
+    a = np.asarray(value)  # (ascontiguousarray would make a 0-d input scale 1-d)
+    return Tensor(a if a.flags.c_contiguous else np.ascontiguousarray(a), device=device)
+
+
+def on_host(state):
+    """``repack``'s state dict (consumed, each array freed as it is copied) with its numpy arrays as
+    host tensors (on the CPU), whose slices a sharded load copies to each rank's device."""
+    return {name: _tensor(state.pop(name), "cpu") for name in list(state)}
+
+
+def read(weights, scheme, config, dtype, device):
+    """``repack``'s state dict on ``device``: the repacked scales and zero points (float32 numpy) in
+    ``dtype``, everything else in its own dtype."""
+    out = {}
+    for name, value in repack(weights, scheme, config).items():
+        t = _tensor(value, device)
+        if t.device != device:
+            t = copy(t, device)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and t.dtype != dtype:
+            t = cast(t, dtype)
+        t.eval()
+        out[name] = t
     return out

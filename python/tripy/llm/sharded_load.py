@@ -1,37 +1,50 @@
-"""A float checkpoint loaded over a ``tp.DeviceMesh`` share by share (``tp.llm.load(path, mesh=...)``):
-the weights are read on the host in place (mapped files), and each rank of this process gets, on its
-device, only its share of every sharded weight (quantized there under a quant_mode), which its
-program reads as it is. A process of ``torchrun`` so holds one rank's share of the model, never the
-whole; the weights every rank holds whole (the norms) go to the device as they are.
+"""A checkpoint loaded over a ``tp.DeviceMesh`` share by share (``tp.llm.load(path, mesh=...)``): the
+weights are read on the host in place (mapped files), and each rank of this process gets, on its
+device, only its share of every sharded weight, which its program reads as it is. A process of
+``torchrun`` so holds one rank's share of the model, never the whole; the weights every rank holds
+whole (the norms) go to the device as they are.
 
-A share quantizes to exactly the rows or columns of the whole weight's quantization: int8 scales
-per output feature come from the whole row's largest magnitude (read on the host) where a
-row-parallel share holds some of its columns, and int4's groups are the whole weight's, which a
-row-parallel share must hold whole.
+A float weight's share is quantized on the rank's device under a quant_mode, to exactly the rows or
+columns of the whole weight's quantization: int8 scales per output feature come from the whole
+row's largest magnitude (read on the host) where a row-parallel share holds some of its columns,
+and int4's groups are the whole weight's. A pre-quantized checkpoint's share is taken from its
+tensors as tripy/llm/prequantized.py repacks them on the host: the rows, or the input features, of
+the packed int4 bytes, scales and zero points, or of the fp8 values (whose per-output-feature
+scales go whole with a share of the columns). Either way a row-parallel int4 share must hold whole
+groups of input features: a load that would split one is refused before any weight is placed.
 """
 
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.ops.elementwise import maximum
 from tripy.frontend.ops.misc import cast, copy
 from tripy.frontend.ops.shape_ops import concatenate
 from tripy.llm.llama import _PROJECTIONS, _STACKED, _module_at
-from tripy.llm.quantize import int4_group, quantize_weight, row_absmax
+from tripy.llm.quantize import int4_group, packed_int4_weight, quantize_weight, row_absmax
 
 _FLOATS = ("float32", "float16", "bfloat16")
+# A sharded Linear's parameters as a state dict names them; ``weight_packed`` is a pre-quantized int4
+# weight's bytes (int8 ``(out, ceil(in / 2))``), which the share holds as its int4 ``weight``.
+_PARAMETERS = ("weight", "weight_packed", "weight_scale", "weight_zero_point", "input_scale", "bias")
 
 
 def load_shares(model, weights, mesh):
-    """Loads ``weights`` (host tensors by the checkpoint's names) into ``model`` (a
-    ``LlamaForCausalLM``) as the shares of ``mesh``'s ranks in this process; the remaining
-    (replicated) weights load whole through ``model.load_state_dict``."""
+    """Loads ``weights`` (host tensors by the checkpoint's names; a pre-quantized checkpoint's as
+    ``prequantized.on_host`` gives them) into ``model`` (a ``LlamaForCausalLM``) as the shares of
+    ``mesh``'s ranks in this process; the remaining (replicated) weights load whole through
+    ``model.load_state_dict``."""
     weights = dict(weights)
     if "lm_head.weight" not in weights and "model.embed_tokens.weight" in weights:
         weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
     world, ranks = mesh.size, mesh._local_ranks()
+    linears = []
     for name, linear, sources in _sharded_linears(model):
         params = {p: [weights.pop(f"{s}.{p}") for s in sources]
-                  for p in ("weight", "bias") if all(f"{s}.{p}" in weights for s in sources)}
-        if "weight" not in params:
-            continue  # load_state_dict below reports it missing
+                  for p in _PARAMETERS if all(f"{s}.{p}" in weights for s in sources)}
+        if "weight" in params or "weight_packed" in params:  # else load_state_dict below reports it missing
+            linears.append((name, linear, params))
+    for name, linear, params in linears:  # every share checked before any weight is placed
+        _check_whole_groups(model, name, linear, params, world)
+    for name, linear, params in linears:
         for rank in ranks:
             linear.load_share(rank, world, _linear_share(model, name, linear, params, rank, world, mesh.devices[rank]))
     table = weights.pop("model.embed_tokens.weight", None)
@@ -64,41 +77,89 @@ def _to_device(host, device, dtype):
     return cast(t, dtype) if t.dtype.name in _FLOATS and t.dtype != dtype else t
 
 
+def _int4_group(model, name, linear, params):
+    """The group of input features an int4 layer's scales are per (the checkpoint's, read from its
+    scales' shape, or the one a float weight quantizes in); None for a layer that is not int4."""
+    if "weight_packed" in params:
+        return linear.in_features // params["weight_scale"][0].shape[1]
+    if model.quant_mode == "int4-weight-only" and linear.quant_dtype is not None:
+        return int4_group(linear.in_features, name + ".weight")
+    return None
+
+
+def _check_whole_groups(model, name, linear, params, world):
+    """A row-parallel int4 layer whose ranks' shares of the input features would split a group of
+    its quantization (or, packed, a byte of two values) is an error at the user's line, naming it."""
+    group = _int4_group(model, name, linear, params)
+    if group is None or linear.share_ranges(0, world)[1] == [(0, linear.in_features)]:
+        return
+    for rank in range(world):
+        (lo, hi), = linear.share_ranges(rank, world)[1]
+        if lo % group or hi % group:
+            _raise_here(
+                f"{name}: a row-parallel Linear over {world} ranks gives each rank {hi - lo} of its "
+                f"{linear.in_features} input features, which splits its quantization groups of {group}: each rank's "
+                f"share must hold whole groups (a mesh whose shares are a multiple of {group} features loads it)."
+            )
+        if lo % 2 and "weight_packed" in params:
+            _raise_here(
+                f"{name}: a row-parallel Linear over {world} ranks gives rank {rank} the input features {lo}:{hi}, "
+                f"which start inside a byte of its packed int4 values (two a byte): each rank's share must start at an "
+                f"even input feature."
+            )
+
+
+def _columns(param, t, lo, hi, in_features):
+    """A row-parallel share of one parameter (host tensor ``t``): input features ``lo:hi`` of a
+    weight (of its packed bytes, two a byte), the groups they hold of 2-D (per group) scales and zero
+    points; the rest (per-output-feature scales, a per-tensor input scale, the bias) whole."""
+    if param == "weight":
+        return t[:, lo:hi]
+    if param == "weight_packed":
+        return t[:, lo // 2 : (hi + 1) // 2]
+    if param in ("weight_scale", "weight_zero_point") and t.rank == 2:
+        group = in_features // t.shape[1]
+        return t[:, lo // group : hi // group]
+    return t
+
+
 def _linear_share(model, name, linear, params, rank, world, device):
     """Rank ``rank``'s share of one Linear's parameters (each a list of the stacked projections'
-    host tensors), on ``device``, quantized as the model's quant_mode says."""
+    host tensors), on ``device``: float weights quantized as the model's quant_mode says, a
+    pre-quantized checkpoint's taken as they are (int4: the share's packed bytes, which its weight
+    views, as a quantize_weight share holds them)."""
     rows, cols = linear.share_ranges(rank, world)
-    column = len(cols) == 1 and cols[0] == (0, linear.in_features)
+    column = cols == [(0, linear.in_features)]
+    (lo, hi), = cols
 
-    def share(sources, of_weight):
-        if not column:  # row-parallel: the weight's columns, the bias whole
-            (lo, hi), = cols
-            return _to_device(sources[0][:, lo:hi] if of_weight else sources[0], device, model.dtype)
+    def share(param, sources):
+        if not column:  # row-parallel: the input features' share, per output feature ones whole
+            return _to_device(_columns(param, sources[0], lo, hi, linear.in_features), device, model.dtype)
+        if param == "input_scale":  # per tensor: the largest of the stacked parts', as load_state_dict takes
+            scales = [_to_device(t, device, model.dtype) for t in sources]
+            out = scales[0]
+            for s in scales[1:]:
+                out = maximum(out, s)
+            return out
         pieces = [_to_device(t, device, model.dtype) for t in _rows_of_sources(sources, rows)]
         return pieces[0] if len(pieces) == 1 else concatenate(pieces, dim=0)
 
-    out = {p: share(sources, p == "weight") for p, sources in params.items()}
+    out = {p: share(p, sources) for p, sources in params.items()}
+    for t in out.values():
+        t.eval()
+    if "weight_packed" in out:  # the int4 weight a view of the share's bytes, read in place by its program
+        out["weight"] = packed_int4_weight(out.pop("weight_packed"), hi - lo, name + ".weight_packed")
+        return out
     weight = out["weight"]
     if linear.quant_dtype is None or weight.dtype.name not in _FLOATS:
-        for t in out.values():
-            t.eval()
         return out
     mode, absmax, group = model.quant_mode, None, None
     if mode == "int4-weight-only":
         group = int4_group(linear.in_features, name + ".weight")
-        (lo, hi), = cols
-        if lo % group or hi % group:
-            _raise_here(
-                f"A row-parallel Linear over {world} ranks gives each rank {hi - lo} of its {linear.in_features} input "
-                f"features, which splits its quantization groups of {group}: the share must be a multiple of the group."
-            )
     elif not column:  # per-output-feature scales from the whole rows, read on the host
         absmax = copy(row_absmax(cast(params["weight"][0], model.dtype)), device)
         absmax.eval()
-    weight.eval()
     out.update(quantize_weight(weight, mode, name + ".weight", absmax=absmax, group=group))
-    if "bias" in out:
-        out["bias"].eval()
     return out
 
 

@@ -156,15 +156,16 @@ class Linear(Module):
         Holds ``params`` as rank ``rank``'s share of this sharded layer over ``world`` ranks:
         ``weight`` (the rows of ``share_ranges``, a column-parallel layer's parts one after the
         other, or its columns; quantized, or in ``dtype``), its ``weight_scale`` and
-        ``weight_zero_point`` when quantized, and ``bias`` (a column-parallel layer's rows of it; a
-        row-parallel layer's whole). The whole parameters are dropped: the layer then runs only in
+        ``weight_zero_point`` when quantized (the rows' or the columns' groups; per-output-feature
+        scales of a row-parallel layer whole), a per-tensor ``input_scale`` where the layer has one,
+        and ``bias`` (a column-parallel layer's rows of it; a row-parallel layer's whole). The whole parameters are dropped: the layer then runs only in
         a compile over ``world`` ranks, each of this process's ranks reading its share.
 
         Args:
             rank (int): The rank whose share ``params`` is, from 0.
             world (int): The number of ranks.
             params (dict[str, tp.Tensor]): The share's ``weight`` and, as the layer has them,
-                ``weight_scale``, ``weight_zero_point`` and ``bias``.
+                ``weight_scale``, ``weight_zero_point``, ``input_scale`` and ``bias``.
 
         Raises:
             tp.TripyException: if the layer is not sharded or the weight is not the share's shape.
