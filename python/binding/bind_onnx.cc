@@ -94,6 +94,11 @@ struct Converter {
     d["initializers"] = initializers;
     d["inputs"] = inputs;
     d["outputs"] = outputs;
+    py::dict containers;  // inputs and outputs that are not tensors: name -> "sequence", "optional", ...
+    for (const auto* list : {&g.inputs, &g.outputs})
+      for (const ox::ValueInfo& v : *list)
+        if (!v.container.empty()) containers[text(v.name)] = text(v.container);
+    d["containers"] = containers;
     return d;
   }
 };

@@ -203,6 +203,7 @@ def _raw_model(nodes, inputs, outputs, initializers=()):
         ("negative_dim", "negative dim"),
         ("undefined_output", "graph output 'nowhere' is not defined"),
         ("empty", "no graph"),
+        ("nested_types", "the type of 's' nests more than 16 deep"),
     ],
 )
 def test_damaged_files_are_tripy_exceptions(tmp_path, case, message):
@@ -228,6 +229,11 @@ def test_damaged_files_are_tripy_exceptions(tmp_path, case, message):
     elif case == "negative_dim":
         w = _tensor("w", [-4], raw=b"")
         data = _raw_model([helper.make_node("Add", ["x", "w"], ["y"])], x, y, [w])
+    elif case == "nested_types":  # a sequence of a sequence of ... (the reader recurses into each)
+        kind = helper.make_tensor_type_proto(TensorProto.FLOAT, [4])
+        for _ in range(20):
+            kind = helper.make_sequence_type_proto(kind)
+        data = _raw_model([helper.make_node("Identity", ["s"], ["y"])], [helper.make_value_info("s", kind)], y)
     elif case == "undefined_output":
         data = _raw_model([helper.make_node("Relu", ["x"], ["y"])], x, [_info("nowhere", [4])])
     else:

@@ -51,10 +51,14 @@ struct DimInfo {
   std::string param;
 };
 
-// A graph input or output: its name, element type and shape as declared.
+// A graph input or output: its name, element type and shape as declared. A sequence or an optional
+// names its kinds in `container`, outermost first ("sequence", "optional sequence"), with the
+// element type and shape of the tensors inside; a map, a sparse tensor or an opaque value names
+// that kind and leaves the element type undefined.
 struct ValueInfo {
   std::string name;
-  int32_t elem_type = kUndefined;  // kUndefined also when the type is not a tensor (a sequence, a map)
+  int32_t elem_type = kUndefined;
+  std::string container;  // empty for a tensor
   bool has_shape = false;
   std::vector<DimInfo> dims;
 };
@@ -112,6 +116,7 @@ struct Model {
 // Limits past which a file is refused as damaged or hostile.
 inline constexpr size_t kOnnxMaxRank = 64;
 inline constexpr int kOnnxMaxGraphDepth = 16;  // graphs inside attributes inside graphs ...
+inline constexpr int kOnnxMaxTypeDepth = 16;  // sequence and optional types inside each other
 inline constexpr uint64_t kOnnxMaxElements = uint64_t{1} << 40;
 
 // Parses the `size` bytes at `data` as a ModelProto. Tensors borrow those bytes with `keep_alive`

@@ -244,9 +244,22 @@ class Parser {
     return v;
   }
 
-  void type(Bytes bytes, ValueInfo& v, const std::string& where) {
+  // A TypeProto: a tensor's element type and shape, reached through sequence and optional types
+  // (each named in v.container); maps, sparse tensors and opaque values are only named.
+  void type(Bytes bytes, ValueInfo& v, const std::string& where, int depth = 0) {
+    if (depth > kOnnxMaxTypeDepth)
+      throw Damage{"the type of " + quoted(v.name) + " nests more than " + std::to_string(kOnnxMaxTypeDepth) + " deep"};
     for_each(bytes, where, [&](const Field& f) {
-      if (f.tag != 1) return;  // sequences, maps, optionals: left undefined
+      const char* kind = f.tag == 4 ? "sequence" : f.tag == 9 ? "optional" : f.tag == 5 ? "map"
+                         : f.tag == 8 ? "sparse tensor" : f.tag == 7 ? "opaque" : nullptr;
+      if (kind != nullptr) v.container += (v.container.empty() ? "" : " ") + std::string(kind);
+      if (f.tag == 4 || f.tag == 9) {  // Sequence / Optional { TypeProto elem_type = 1; }
+        for_each(bytes_of(f, "type.elem_type"), where, [&](const Field& e) {
+          if (e.tag == 1) type(bytes_of(e, "type.elem_type"), v, where, depth + 1);
+        });
+        return;
+      }
+      if (f.tag != 1) return;
       for_each(bytes_of(f, "type.tensor_type"), where, [&](const Field& t) {
         if (t.tag == 1) v.elem_type = static_cast<int32_t>(varint(t, "tensor_type.elem_type"));
         if (t.tag != 2) return;
