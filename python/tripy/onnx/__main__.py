@@ -173,6 +173,9 @@ def input_infos(model, named, per_input):
     used = set()
     infos = {}
     for name, elem, shape in graph.inputs:
+        if name in graph.containers:
+            raise UsageError(f"the input {name!r} is a {graph.containers[name]}, not a tensor; tripy-compile "
+                             "compiles models of tensor inputs.")
         dtype = dtype_of(elem)
         if dtype is None:
             raise UsageError(f"the input {name!r} has the dtype {_C.onnx_elem_type_name(elem)}, which Tripy does not have.")

@@ -26,8 +26,8 @@ from tripy.frontend.ops.shape_ops import (
 )
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
-from tripy.onnx import bitwise, col2im, composites, det, grid_sample, losses, pooling, quantization, recurrent
-from tripy.onnx import roi_align, signal
+from tripy.onnx import bitwise, col2im, composites, control_flow, det, grid_sample, losses, pooling, quantization
+from tripy.onnx import recurrent, roi_align, sequences, signal
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
@@ -37,8 +37,8 @@ from tripy.onnx.converters_nn import (
     _topk, _trilu,
 )
 from tripy.onnx.graph import (
-    Context, Dims, OPSET_MAX, OPSET_MIN, STANDARD_DOMAINS, _ATTR_GRAPH, _ATTR_GRAPHS, _BIG, _as_dtype_of, _axes_of,
-    _axis, _dims, _elem_name, _flat, _static, as_tensor, dtype_of,
+    Context, Dims, OPSET_MAX, OPSET_MIN, STANDARD_DOMAINS, Sequence, _ATTR_GRAPH, _ATTR_GRAPHS, _BIG, _as_dtype_of,
+    _axes_of, _axis, _dims, _elem_name, _flat, _static, as_tensor, dtype_of,
 )
 from tripy.onnx.patterns import FusedNode
 from tripy.onnx.rows import INEXPRESSIBLE, Row, attr_is, checks, dtype_attr, one_output
@@ -601,8 +601,8 @@ OPS = {
     "Xor": Row(_binary(lambda a, b: a != b)),
 }
 # the tables of the converters kept in their own files
-for _rows in (bitwise.ROWS, col2im.ROWS, det.ROWS, grid_sample.ROWS, losses.ROWS, pooling.ROWS, quantization.ROWS,
-              recurrent.ROWS, roi_align.ROWS, signal.ROWS):
+for _rows in (bitwise.ROWS, col2im.ROWS, control_flow.ROWS, det.ROWS, grid_sample.ROWS, losses.ROWS, pooling.ROWS,
+              quantization.ROWS, recurrent.ROWS, roi_align.ROWS, sequences.ROWS, signal.ROWS):
     assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
     OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a
@@ -620,23 +620,34 @@ OPS = {op: row._replace(first=1) if op in _SINCE_FIRST_VERSION else row._replace
 # ---- checking and running ----------------------------------------------------------------------
 
 
-def problems_of(graph):
-    """Every reason the graph cannot run, one line each (the model's opset, inputs and
-    initializers of dtypes Tripy lacks, then node by node: domain, op type, opset, attributes)."""
+def _value_problems(graph, kind, values, typed):
+    """The inputs or outputs whose kind or dtype Tripy lacks: tensors, and sequences and optionals
+    of tensors, of its dtypes (an untyped one only where ``typed`` is False: a subgraph's)."""
     problems = []
-    if graph.opset is None:
+    for name, elem, dims in values:
+        container = graph.containers.get(name, "")
+        if set(container.split()) - {"sequence", "optional"}:
+            problems.append(f"{kind} {name!r}: a {container}, which Tripy does not have")
+        elif (elem or typed or container) and dtype_of(elem) is None:
+            what = f"a {container} of {_elem_name(elem)} tensors" if container else f"dtype {_elem_name(elem)}"
+            problems.append(f"{kind} {name!r}: {what}, which Tripy does not have")
+    return problems
+
+
+def problems_of(graph, top=True):
+    """Every reason the graph cannot run, one line each (the model's opset, inputs and
+    initializers of dtypes Tripy lacks, then node by node: domain, op type, opset, attributes, and
+    the problems of its subgraphs, under the node's name)."""
+    problems = []
+    if top and graph.opset is None:
         problems.append("the model imports no version of the standard ONNX op set (domain '')")
-    elif graph.opset > OPSET_MAX:
+    elif top and graph.opset > OPSET_MAX:
         problems.append(f"the model's opset {graph.opset} is newer than the opsets Tripy reads ({OPSET_MIN} to {OPSET_MAX})")
-    for name, elem, dims in graph.inputs:
-        if dtype_of(elem) is None:
-            problems.append(f"input {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
+    problems += _value_problems(graph, "input", graph.inputs, typed=top)
     for name, (elem, dims, node) in graph.initializers.items():
         if node is None:
             problems.append(f"initializer {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
-    for name, elem, dims in graph.outputs:
-        if elem and dtype_of(elem) is None:
-            problems.append(f"output {name!r}: dtype {_elem_name(elem)}, which Tripy does not have")
+    problems += _value_problems(graph, "output", graph.outputs, typed=False)
     for n in graph.nodes:
         where = f"node {n.name!r} ({n.op_type}, opset {n.opset})"
         if n.domain not in STANDARD_DOMAINS:
@@ -656,13 +667,12 @@ def problems_of(graph):
         if unknown:
             problems.append(f"{where}: attribute(s) {', '.join(unknown)} not supported")
             continue
-        graphs = [a for a, (kind, _) in n.attrs.items() if kind in (_ATTR_GRAPH, _ATTR_GRAPHS)]
-        if graphs:
-            problems.append(f"{where}: subgraph attributes are not supported")
-            continue
         problem = row.check(n) if row.check else None
         if problem:
             problems.append(f"{where}: {problem}")
+        for key, (kind, value) in n.attrs.items():  # the subgraphs of the rows that read them
+            for sub in [value] if kind == _ATTR_GRAPH else value if kind == _ATTR_GRAPHS else []:
+                problems += [f"{where}, its {key}: {p}" for p in problems_of(sub, top=False)]
     return problems
 
 
@@ -692,19 +702,21 @@ def scalar_constant(graph, name):
     return None if value is None else float(value)
 
 
+def _run_node(ctx, n):
+    return n.run(ctx) if isinstance(n, FusedNode) else OPS[n.op_type].fn(ctx, n)
+
+
+def _output(value):
+    """A graph output as the caller gets it: a tensor, a list (a sequence) or None (an empty optional)."""
+    if isinstance(value, Sequence):
+        return [_output(v) for v in value]
+    return None if value is None else as_tensor(value)
+
+
 def run_graph(graph, inputs):
-    """The graph's outputs (tensors) for ``inputs`` (name -> tp.Tensor)."""
-    ctx = Context(graph)
-    for name, (elem, dims, node) in graph.initializers.items():
-        ctx.env[name] = Tensor._wrap(node)
+    """The graph's outputs for ``inputs`` (name -> tp.Tensor, or a ``Sequence`` or None for the
+    inputs that are sequences or optionals)."""
+    ctx = Context(graph, _run_node)
     ctx.env.update(inputs)
-    for n in graph.nodes:
-        try:
-            out = n.run(ctx) if isinstance(n, FusedNode) else OPS[n.op_type].fn(ctx, n)
-        except TripyException as e:
-            _raise_here(f"ONNX {n.describe()} failed:\n{e}")
-        outs = out if type(out) in (list, tuple) else [out]  # a Dims is one value
-        for name, value in zip(n.outputs, outs):
-            if name:
-                ctx.env[name] = value
-    return [ctx.tensor(name) for name, _, _ in graph.outputs]
+    ctx.run()
+    return [_output(ctx.get(name)) for name, _, _ in graph.outputs]

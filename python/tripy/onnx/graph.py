@@ -1,7 +1,10 @@
-"""A loaded ONNX graph (``Graph``: its nodes and their attributes) and the values of a run
-(``Context``): tensors, or ``Dims``, shapes kept as Python ints and ``tp.DimensionSize`` values
-so that shape arithmetic stays symbolic under dynamic shapes; the readers the converters share."""
+"""A loaded ONNX graph (``Graph``: its nodes and their attributes, subgraphs included) and the
+values of a run (``Context``): tensors, or ``Dims``, shapes kept as Python ints and
+``tp.DimensionSize`` values so that shape arithmetic stays symbolic under dynamic shapes; an ONNX
+sequence is a ``Sequence`` (a Python list of values) and an empty optional is ``None``
+(``sequences.py``); the readers the converters share."""
 
+import collections
 import math
 
 from tripy import _C
@@ -42,6 +45,10 @@ class Dims(list):
     scalar = False
 
 
+class Sequence(list):
+    """An ONNX sequence: a list of values (tensors, or ``Dims``) known while the graph is built."""
+
+
 def _dims(values, scalar=False):
     d = Dims(values)
     d.scalar = scalar
@@ -74,17 +81,44 @@ class Node:
 
 
 class Graph:
-    """A loaded graph: its opset, inputs and outputs ((name, elem type, dims)), initializers and nodes."""
+    """A loaded graph: its opset, inputs and outputs ((name, elem type, dims)), initializers and nodes.
+    ``containers`` names the inputs and outputs that are no tensors ("sequence", "optional",
+    "optional sequence"; their elem type and dims are the tensors' inside). A node's graph
+    attributes (an If's branches, a Loop's body) are ``Graph`` values too."""
 
     def __init__(self, opset, domains, graph):
         self.opset = opset
         self.domains = domains
+        self.name = graph.get("name", "")
         self.inputs = graph["inputs"]
         self.outputs = graph["outputs"]
+        self.containers = dict(graph.get("containers", {}))
         self.initializers = {name: (elem, dims, node) for name, elem, dims, node in graph["initializers"]}
         self.nodes = [Node(raw, opset) for raw in graph["nodes"]]
         for n in self.nodes:
             n.graph = self  # for checks that read a constant input (Dropout's training_mode)
+            for key, (kind, value) in n.attrs.items():
+                if kind == _ATTR_GRAPH:
+                    n.attrs[key] = (kind, Graph(opset, domains, value))
+                elif kind == _ATTR_GRAPHS:
+                    n.attrs[key] = (kind, [Graph(opset, domains, g) for g in value])
+
+    def subgraphs(self, node):
+        """The graphs among ``node``'s attributes."""
+        found = []
+        for kind, value in node.attrs.values():
+            found += [value] if kind == _ATTR_GRAPH else value if kind == _ATTR_GRAPHS else []
+        return found
+
+    def reads(self):
+        """Every name a node of this graph or of its subgraphs reads (a subgraph may read the
+        values of the graphs around it)."""
+        names = set()
+        for n in self.nodes:
+            names.update(i for i in n.inputs if i)
+            for g in self.subgraphs(n):
+                names |= g.reads()
+        return names
 
     @staticmethod
     def from_contents(contents):
@@ -97,17 +131,45 @@ class Graph:
 
 
 class Context:
-    """The values of a graph being run, by name."""
+    """The values of a graph being run, by name. ``run_node`` runs one node (the converter table's
+    dispatch); a subgraph runs in a child context that sees its parent's values."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, run_node, parent_env=None):
         self.graph = graph
-        self.env = {}
+        self.run_node = run_node
+        self.env = collections.ChainMap({}, parent_env) if parent_env is not None else {}
+        for name, (elem, dims, node) in graph.initializers.items():
+            self.env[name] = Tensor._wrap(node)
 
     def get(self, name):
         return self.env[name]
 
     def tensor(self, name):
-        return as_tensor(self.env[name])
+        value = self.env[name]
+        if isinstance(value, Sequence) or value is None:
+            what = "a sequence" if value is not None else "an empty optional"
+            _raise_here(f"{name!r} is {what}, where a tensor is needed.")
+        return as_tensor(value)
+
+    def run(self):
+        """Runs the graph's nodes in order, each error naming its node."""
+        for n in self.graph.nodes:
+            try:
+                out = self.run_node(self, n)
+            except TripyException as e:
+                _raise_here(f"ONNX {n.describe()} failed:\n{e}")
+            outs = out if type(out) in (list, tuple) else [out]  # a Dims or a Sequence is one value
+            for name, value in zip(n.outputs, outs):
+                if name:
+                    self.env[name] = value
+
+    def run_subgraph(self, graph, inputs):
+        """The outputs of ``graph`` (a branch or a loop body) given values for its inputs, in order."""
+        child = Context(graph, self.run_node, self.env)
+        for (name, _, _), value in zip(graph.inputs, inputs):
+            child.env[name] = value
+        child.run()
+        return [child.get(name) for name, _, _ in graph.outputs]
 
     def opt_tensor(self, node, i):
         name = node.input(i)

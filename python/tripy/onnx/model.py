@@ -15,7 +15,7 @@ from tripy.frontend.paths import path_argument, quoted_path
 from tripy.frontend.tensor import Tensor
 from tripy.onnx import patterns
 from tripy.onnx.converters import problems_of, run_graph, scalar_constant
-from tripy.onnx.graph import Graph, dtype_of
+from tripy.onnx.graph import Graph, Sequence, dtype_of
 from tripy.utils.stack_info import capture_user_frames
 
 
@@ -29,6 +29,21 @@ def _parameter_name(name, taken):
         text += "_"
     taken.add(text)
     return text
+
+
+def _input_value(name, value, container):
+    """An input as the converters take it: a tensor, a ``Sequence`` for an ONNX sequence (from a
+    list or tuple of tensors), None for an empty optional; ``container`` is its declared kind."""
+    kinds = container.split()
+    if kinds[:1] == ["optional"]:
+        return None if value is None else _input_value(name, value, " ".join(kinds[1:]))
+    if kinds[:1] == ["sequence"]:
+        if not isinstance(value, (list, tuple)):
+            _raise_here(f"The input {name!r} is a sequence: it takes a list of tensors, not {type(value).__name__}.")
+        return Sequence(_input_value(name, v, " ".join(kinds[1:])) for v in value)
+    if not isinstance(value, Tensor):
+        _raise_here(f"The input {name!r} must be a tripy.Tensor, but got {type(value).__name__}.")
+    return value
 
 
 class Model:
@@ -168,6 +183,9 @@ class Model:
         used = set()
         infos = {}
         for (name, elem_type, shape), parameter in zip(self._graph.inputs, self._parameters):
+            if name in self._graph.containers:
+                _raise_here(f"The input {name!r} of {quoted_path(self.path)} is a {self._graph.containers[name]}, "
+                            "not a tensor: call the model eagerly with a list of tensors for it.")
             dtype = dtype_of(elem_type)
             if dtype is None:
                 _raise_here(f"The input {name!r} of {quoted_path(self.path)} has the dtype "
@@ -203,15 +221,18 @@ class Model:
         parameter name of ``inspect.signature(model)``).
 
         Args:
-            *args (tp.Tensor): The inputs in the model's order.
+            *args (tp.Tensor): The inputs in the model's order; an ONNX sequence input takes a list
+                of tensors, and an optional input a tensor (or list) or None.
             **kwargs (tp.Tensor): The inputs by name.
 
         Returns:
-            tp.Tensor | tuple[tp.Tensor, ...]: the model's output, or a tuple of its outputs.
+            tp.Tensor | tuple[tp.Tensor, ...]: the model's output, or a tuple of its outputs (a
+            sequence output is a list of tensors, an empty optional None).
 
         Raises:
-            tp.TripyException: if an input is missing, unknown, given twice, or not a tensor, or a
-                node's op fails its checks on the given inputs.
+            tp.TripyException: if an input is missing, unknown, given twice, or not of its kind (a
+                tensor, a list of tensors for a sequence), or a node's op fails its checks on the
+                given inputs.
         """
         if len(args) > len(self.input_names):
             _raise_here(f"The model takes {len(self.input_names)} inputs, but got {len(args)} positional arguments.")
@@ -227,9 +248,8 @@ class Model:
         missing = [n for n in self.input_names if n not in values]
         if missing:
             _raise_here(f"The model's inputs {missing} are missing.")
-        for name, value in values.items():
-            if not isinstance(value, Tensor):
-                _raise_here(f"The input {name!r} must be a tripy.Tensor, but got {type(value).__name__}.")
+        values = {name: _input_value(name, value, self._graph.containers.get(name, ""))
+                  for name, value in values.items()}
         outputs = run_graph(self._graph, values)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

@@ -42,9 +42,11 @@ class _Graph:
         for n in graph.nodes:
             for o in n.outputs:
                 self.producer[o] = n
-            for i in n.inputs:
-                if i:
-                    self.consumers.setdefault(i, []).append(n)
+            reads = [i for i in n.inputs if i]
+            for sub in graph.subgraphs(n):
+                reads += sorted(sub.reads() - set(reads))  # a branch or body reads the values around it
+            for i in reads:
+                self.consumers.setdefault(i, []).append(n)
         self.outputs = {name for name, _, _ in graph.outputs}
         self.scalar_of = scalar_of
 

@@ -47,20 +47,14 @@ def one_output(n):
 
 _DATA_SHAPED = ("its output's shape depends on its input's values; Tripy's shapes are known before a "
                 "program runs (a symbolic shape follows input shapes, never input values)")
-_CONTROL = "control flow over subgraphs is not expressible in Tripy's IR (a program is one dataflow graph)"
 _RANDOM = "it draws random numbers, and Tripy has no random-number op for ONNX's generators to match"
-_CONTAINERS = "sequences and optionals are not tensors: Tripy's values are tensors only"
 _STRINGS = "it works on strings, which Tripy does not have"
 
 # Op types of the standard domain that no converter can write with Tripy's ops, and why.
 INEXPRESSIBLE = {
     **{op: _DATA_SHAPED for op in ("NonZero", "NonMaxSuppression", "Unique", "Compress")},
-    **{op: _CONTROL for op in ("If", "Loop", "Scan")},
     **{op: _RANDOM for op in ("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
                               "RandomUniformLike")},
-    **{op: _CONTAINERS for op in ("ConcatFromSequence", "Optional", "OptionalGetElement", "OptionalHasElement",
-                                  "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase",
-                                  "SequenceInsert", "SequenceLength", "SequenceMap", "SplitToSequence")},
     **{op: _STRINGS for op in ("StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat",
                                "StringSplit", "LabelEncoder")},
 }
