@@ -99,7 +99,7 @@ def test_shape_arithmetic_stays_symbolic_under_dynamic_dims(tmp_path):
 def test_one_error_lists_every_unsupported_node_and_the_file(tmp_path):
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="fine"),
-        helper.make_node("NonZero", ["r"], ["nz"], name="data_dependent"),
+        helper.make_node("RandomUniformLike", ["r"], ["u"], name="random"),
         helper.make_node("TopK", ["r", "k"], ["v", "i"], name="unsorted", sorted=0),
         helper.make_node("FusedThing", ["r"], ["f"], name="vendor", domain="com.example"),
         helper.make_node("Relu", ["r"], ["z"], name="odd_attr", bogus=3),
@@ -110,7 +110,7 @@ def test_one_error_lists_every_unsupported_node_and_the_file(tmp_path):
         tp.onnx.load(path)
     text = str(e.value)
     assert "several.onnx" in text and "4 problem(s)" in text
-    assert "'data_dependent' (NonZero, opset 17): the op type NonZero is not supported" in text
+    assert "'random' (RandomUniformLike, opset 17): the op type RandomUniformLike is not supported" in text
     assert "'unsorted' (TopK, opset 17): sorted=0 is not supported" in text
     assert "'vendor' (FusedThing, opset 17): the op domain 'com.example' is not supported" in text
     assert "'odd_attr' (Relu, opset 17): attribute(s) bogus not supported" in text

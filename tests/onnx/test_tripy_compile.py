@@ -181,11 +181,12 @@ def test_malformed_options_are_usage_errors(mlp, capsys, args):
 def test_bad_files_are_errors_without_tracebacks(mlp, tmp_path):
     truncated = tmp_path / "cut.onnx"
     truncated.write_bytes(mlp.read_bytes()[:60])
-    unsupported = _save(tmp_path, "nz", [helper.make_node("NonZero", ["x"], ["y"], name="nz")],
+    unsupported = _save(tmp_path, "rand", [helper.make_node("RandomUniformLike", ["x"], ["y"], name="rand")],
                         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                        [helper.make_tensor_value_info("y", TensorProto.INT64, [1, None])])
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
     for path, message in ((tmp_path / "missing.onnx", "No such file"), (truncated, "damaged"),
-                          (unsupported, "node 'nz' (NonZero, opset 17): the op type NonZero is not supported")):
+                          (unsupported, "node 'rand' (RandomUniformLike, opset 17): the op type RandomUniformLike "
+                                        "is not supported")):
         out = subprocess.run([*COMMAND, str(path), "--device", "cpu"], capture_output=True, text=True, timeout=120)
         assert out.returncode == 1
         assert out.stderr.startswith("tripy-compile: error: ") and message in out.stderr, out.stderr

@@ -27,7 +27,7 @@ from tripy.frontend.ops.shape_ops import (
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import make
 from tripy.onnx import bitwise, col2im, composites, control_flow, det, grid_sample, losses, pooling, quantization
-from tripy.onnx import recurrent, roi_align, sequences, signal
+from tripy.onnx import recurrent, roi_align, sequences, signal, value_shaped
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
@@ -602,7 +602,7 @@ OPS = {
 }
 # the tables of the converters kept in their own files
 for _rows in (bitwise.ROWS, col2im.ROWS, control_flow.ROWS, det.ROWS, grid_sample.ROWS, losses.ROWS, pooling.ROWS,
-              quantization.ROWS, recurrent.ROWS, roi_align.ROWS, sequences.ROWS, signal.ROWS):
+              quantization.ROWS, recurrent.ROWS, roi_align.ROWS, sequences.ROWS, signal.ROWS, value_shaped.ROWS):
     assert not set(_rows) & set(OPS), set(_rows) & set(OPS)
     OPS.update(_rows)
 # Ops whose meaning has not changed since their first version (older versions of the others had a

@@ -45,14 +45,11 @@ def one_output(n):
     return None
 
 
-_DATA_SHAPED = ("its output's shape depends on its input's values; Tripy's shapes are known before a "
-                "program runs (a symbolic shape follows input shapes, never input values)")
 _RANDOM = "it draws random numbers, and Tripy has no random-number op for ONNX's generators to match"
 _STRINGS = "it works on strings, which Tripy does not have"
 
 # Op types of the standard domain that no converter can write with Tripy's ops, and why.
 INEXPRESSIBLE = {
-    **{op: _DATA_SHAPED for op in ("NonZero", "NonMaxSuppression", "Unique", "Compress")},
     **{op: _RANDOM for op in ("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
                               "RandomUniformLike")},
     **{op: _STRINGS for op in ("StringNormalizer", "TfIdfVectorizer", "RegexFullMatch", "StringConcat",
