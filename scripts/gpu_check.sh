@@ -64,7 +64,9 @@ if step pytest; then
       "tests/frontend/modules $(ls tests/frontend/test_[a-d]*.py | tr '\n' ' ')"
       "$(ls tests/frontend/test_[e-z]*.py | tr '\n' ' ')"
       "$(ls tests/test_[a-f]*.py | tr '\n' ' ') tests/bench tests/tools tests/utils tests/llm"
-      "$(ls tests/test_[g-z]*.py | tr '\n' ' ')")
+      "$(ls tests/test_[g-z]*.py | tr '\n' ' ')"
+      # The ONNX node suite's _cuda cases: the GPU conformance count.
+      "tests/onnx")
     # TRIPY_GPU_PYTEST="paths; paths": only these groups (a quick check of what changed).
     [ -n "${TRIPY_GPU_PYTEST:-}" ] && IFS=';' read -r -a groups <<< "$TRIPY_GPU_PYTEST"
     for g in "${groups[@]}"; do
