@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_files import load_model  # noqa: E402
 
 import tripy as tp  # noqa: E402
 
@@ -21,12 +22,7 @@ def _tensor_info(name, shape=None, elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def _model(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
-    graph = helper.make_graph(nodes, "g", inputs, outputs,
-                              initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in initializers])
-    path = str(tmp_path / "m.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
-    return tp.onnx.load(path, device="cpu")
+_model = load_model
 
 
 def _t(a):

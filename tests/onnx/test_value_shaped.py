@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+from onnx_files import load_model  # noqa: E402
 
 import tripy as tp  # noqa: E402
 
@@ -19,12 +20,8 @@ _ELEM = {np.dtype(np.float32): F, np.dtype(np.int64): I64, np.dtype(bool): B, np
 
 def _model(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
     """``inputs`` and ``outputs``: (name, elem type, shape) triples; ``initializers``: (name, array)."""
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
-                              [helper.make_tensor_value_info(*o) for o in outputs],
-                              initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in initializers])
-    path = str(tmp_path / "m.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
-    return tp.onnx.load(path, device="cpu")
+    infos = lambda triples: [helper.make_tensor_value_info(*t) for t in triples]  # noqa: E731
+    return load_model(tmp_path, nodes, infos(inputs), infos(outputs), initializers, opset)
 
 
 def _t(a):
