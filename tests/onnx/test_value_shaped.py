@@ -270,3 +270,14 @@ def test_nms_without_a_limit_selects_nothing(tmp_path):
 def test_nms_of_graph_inputs_is_refused_under_compile(tmp_path):
     inputs = [_random_boxes(1, 4, 0), RNG.random((1, 1, 4)).astype(np.float32), np.array([2], np.int64)]
     _refused(_nms_model(tmp_path, inputs), "nms", r"the boxes \('boxes'\)")
+
+
+def test_an_error_evaluating_the_input_eagerly_is_reported_as_itself(tmp_path):
+    # The input's values are known eagerly; evaluating them fails (an index past the data), and that
+    # failure, not "computed from a graph input", is what the user sees.
+    model = _model(tmp_path, [helper.make_node("Gather", ["x", "i"], ["g"], name="gather"),
+                              helper.make_node("NonZero", ["g"], ["y"], name="nz")],
+                   [("x", F, [3]), ("i", I64, [1])], [("y", I64, None)])
+    with pytest.raises(tp.TripyException, match="out of bounds") as info:
+        model(_t(np.ones(3, np.float32)), _t(np.array([5], np.int64)))
+    assert "computed from a graph input" not in str(info.value)

@@ -1,12 +1,19 @@
 """ONNX's ScatterND, ScatterElements (and the older Scatter) and GatherND as Tripy ops over static
 shapes. Every index becomes a row-major position in the data seen as rows of the untouched trailing
-dims; a gather reads them. Tripy has no scatter primitive, so a scatter compares every data row
+dims; a gather reads them. Tripy has no scatter primitive. Where a scatter without a reduction has
+positions known while the graph is built (computed from constants, or from an eager run's values,
+as a detector's boxes routed to its RoI levels are), the host reads which update each row takes
+and the scatter is a gather of the updates, any size. Otherwise a scatter compares every data row
 with every update's position: without a reduction each row takes the update that hits it (or
 keeps its value), with ``add``/``mul``/``max``/``min`` it combines them all. The comparison is rows x updates (x
-row length for a reduction) elements, so the data must stay modest (masks, small state)."""
+row length for a reduction) elements, so the data must stay modest (masks, small state). Either
+way, where several updates hit one row, the first of them wins."""
 
 import math
 
+import numpy as np
+
+from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.ops.creation import iota
 from tripy.frontend.ops.elementwise import maximum, minimum, where
@@ -14,6 +21,7 @@ from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.reduce import any as any_
 from tripy.frontend.ops.reduce import argmax, max, min, prod, sum
 from tripy.frontend.ops.shape_ops import flatten, gather, reshape, unsqueeze
+from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import scalar_like
 
 # Elements of the comparison a scatter builds, at most.
@@ -60,10 +68,49 @@ def gather_nd(data, indices, batch_dims, fail):
     return reshape(out, index_shape[:-1] + tail)
 
 
+def _known(position):
+    """The values of ``position`` where they can be read while the graph is built, else None."""
+    # Unknown where computed from a runtime input under tp.compile.
+    return np.asarray(position) if _C.value_known(position._node) else None
+
+
+def _check_known_indices(indices, sizes, fail):
+    """Refuses a known index (``indices``' last dim: one per dim of ``sizes``) outside its dim."""
+    values = _known(indices)
+    if values is None:
+        return
+    for j, size in enumerate(sizes):
+        column = values[..., j]
+        outside = (column < -size) | (column >= size)
+        if outside.any():
+            fail(f"index {int(column[outside][0])} lies outside dim {j} of size {size}")
+
+
+def _scatter_known_rows(data_rows, positions, update_rows, fail):
+    """``data_rows`` [M, S] with the rows at the known ``positions`` [U] set to ``update_rows`` [U, S]:
+    a gather of the update each row takes (the first that hits it), kept rows from the data."""
+    m = data_rows.shape[0]
+    if not len(positions):  # no update (an RoI level no box was routed to)
+        return data_rows
+    rows, first = np.unique(positions, return_index=True)
+    which = np.zeros(m, dtype=np.int64)
+    which[rows] = first
+    picked = gather(update_rows, 0, Tensor(which, dtype=dtypes.int64))
+    if len(rows) == m:
+        return picked
+    hit = np.zeros((m, 1), dtype=np.bool_)
+    hit[rows] = True
+    return where(Tensor(hit, dtype=dtypes.bool), picked, data_rows)
+
+
 def _scatter_rows(data_rows, position, update_rows, reduction, fail):
     """``data_rows`` [M, S] with the rows at ``position`` [U] set to (or combined with) ``update_rows`` [U, S]."""
     m, s = data_rows.shape
     u = position.shape[0]
+    if reduction == "none":
+        positions = _known(position)
+        if positions is not None:
+            return _scatter_known_rows(data_rows, positions, update_rows, fail)
     compared = m * u * (1 if reduction == "none" else s)
     if compared > MAX_COMPARED:
         fail(f"the scatter compares {m} rows with {u} updates, more than Tripy's scatter does ({MAX_COMPARED} elements)")
@@ -90,6 +137,8 @@ def scatter_nd(data, indices, updates, reduction, fail):
     shape = _static(data.shape, "ScatterND", fail)
     index_shape = _static(indices.shape, "ScatterND", fail)
     k = index_shape[-1]
+    if reduction == "none":
+        _check_known_indices(indices, shape[:k], fail)
     s = math.prod(shape[k:])
     u = math.prod(index_shape[:-1])
     position = reshape(_positions(indices, shape[:k], fail), [u])
@@ -102,6 +151,8 @@ def scatter_elements(data, indices, updates, axis, reduction, fail):
     shape = _static(data.shape, "ScatterElements", fail)
     index_shape = _static(indices.shape, "ScatterElements", fail)
     indices = indices if indices.dtype == dtypes.int64 else cast(indices, dtypes.int64)
+    if reduction == "none":
+        _check_known_indices(unsqueeze(indices, -1), [shape[axis]], fail)
     indices = where(indices < 0, indices + shape[axis], indices)
     position = None
     for d in range(len(shape)):

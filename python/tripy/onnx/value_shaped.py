@@ -26,7 +26,7 @@ Their rows join the converter table in ``converters.py``."""
 import math
 import struct
 
-from tripy.exception import TripyException
+from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.creation import full
@@ -46,10 +46,8 @@ def _known(ctx, n, i, what):
             return (value[0] if value.scalar else list(value)), t, list(t.shape)
     else:
         t = ctx.tensor(n.inputs[i])
-        try:
+        if _C.value_known(t._node):  # an error evaluating it is its own, not a missing value
             return t.tolist(), t, [int(d) for d in t.shape]
-        except TripyException:
-            pass
     _raise_here(f"ONNX {n.describe()}: the shape of its output depends on the values of {what} ({n.inputs[i]!r}), "
                 "which are computed from a graph input and so known only when the executable runs; Tripy fixes a "
                 "program's shapes before it runs. Run the model eagerly (the input's values are read then), or make "
