@@ -2,7 +2,9 @@
 a segmentation head (LR-ASPP, bilinear Resize), a transformer encoder layer and a GPT-2-style
 decoder, exported by ``torch.onnx.export`` (opset 17, dynamic batch; the sequence too for the text
 models) with random weights, loaded by ``tp.onnx.load``, compiled for a range of batches and checked
-against torch at several batches, and against onnxruntime where it is installed. Skipped where torch
+against torch at several batches, and against onnxruntime where it is installed; and an SSDlite
+detector (its score thresholds, top-k and NonMaxSuppression sized by the image's values) run
+eagerly, its boxes, scores and labels checked against torch's. Skipped where torch
 or torchvision is missing (Debian's python3-torch, python3-torchvision: ``make bench`` installs them)."""
 
 import math
@@ -171,3 +173,82 @@ def test_gpt2_style_decoder_with_dynamic_batch_and_sequence_matches_torch(tmp_pa
     model = _check(tmp_path, TinyGPT(), lambda shape: torch.randint(0, 97, shape),
                    {"batch": (1, 2, 4), "seq": (1, 8, 32)}, [(2, 8), (1, 1), (3, 32)], "ids")
     assert {n.op_type for n in model._graph.nodes} >= {"LayerNormalization", "Trilu", "Where", "Tanh"}
+
+
+def _ssdlite(score_thresh):
+    """SSDlite320 over MobileNetV3 with 3 classes and a background, made to give distinct scores.
+
+    torchvision draws its convolutions with std 0.03, so under random BatchNorm statistics each block
+    shrinks the activations about a thousandfold and every anchor sees the same features: all scores
+    tie. Here the statistics are measured on random images (so each channel comes out near unit
+    scale), the BatchNorm scales and shifts are random, and the heads' last convolutions are drawn at
+    unit gain, so that scores spread over (0, 1) and boxes move off their anchors."""
+    torch.manual_seed(0)
+    net = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=4, score_thresh=score_thresh, detections_per_img=100)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.reset_running_stats()
+                m.momentum = None  # the plain mean over the calibration batch
+                m.weight.copy_(torch.rand(m.weight.shape, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.2)
+        net.train()
+        images, _ = net.transform([torch.rand(3, 160, 160, generator=gen) for _ in range(4)])
+        net.head(list(net.backbone(images.tensors).values()))
+        net.eval()
+        for head in (net.head.classification_head, net.head.regression_head):
+            for block in head.module_list:
+                conv = block[-1]
+                conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) / conv.weight[0].numel() ** 0.5)
+                conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen) * 0.1)
+    return net
+
+
+# Scores closer than this may come out in either order (Tripy's and torch's arithmetic differ in the
+# last bits), so their detections are compared as a set.
+SCORE_TIE = 1e-4
+
+
+def _compare_detections(got, expected):
+    """Detections (boxes [n, 4], scores [n], labels [n]) against torch's, in torch's order (falling
+    score) except within a run of scores each within SCORE_TIE of the next, where each of torch's
+    detections must match a different one of Tripy's in the run: the same label, the box and the
+    score to TOLERANCE of the image's scale."""
+    boxes, scores, labels = (np.asarray(v) for v in got)
+    want_boxes, want_scores, want_labels = expected
+    assert boxes.shape == want_boxes.shape and scores.shape == labels.shape == want_scores.shape, \
+        f"{len(scores)} detections, torch gives {len(want_scores)}"
+    scale = np.abs(want_boxes).max()
+    start = 0
+    while start < len(want_scores):
+        end = start + 1
+        while end < len(want_scores) and want_scores[end - 1] - want_scores[end] < SCORE_TIE:
+            end += 1
+        unused = list(range(start, end))
+        for i in range(start, end):
+            match = [j for j in unused if labels[j] == want_labels[i] and abs(scores[j] - want_scores[i]) < SCORE_TIE
+                     and np.abs(boxes[j] - want_boxes[i]).max() < TOLERANCE * scale]
+            assert match, f"torch's detection {i} (label {want_labels[i]}, score {want_scores[i]:.6f}, box " \
+                          f"{want_boxes[i]}) has no match among Tripy's detections {start}..{end - 1}"
+            unused.remove(match[0])
+        start = end
+
+
+def test_ssdlite_detector_runs_eagerly_and_matches_torch(tmp_path):
+    net = _ssdlite(score_thresh=0.7)
+    image = torch.rand(3, 120, 160, generator=torch.Generator().manual_seed(2))  # resized to 320x320 inside
+    with torch.no_grad():
+        expected = net([image])[0]
+    expected = [expected[k].numpy() for k in ("boxes", "scores", "labels")]
+    assert 20 < len(expected[1]) < 100 and set(expected[2]) == {1, 2, 3}  # not cut at detections_per_img
+    path = str(tmp_path / "ssdlite.onnx")
+    torch.onnx.export(net, ([image],), path, opset_version=17, input_names=["image"],
+                      output_names=["boxes", "scores", "labels"])
+    model = tp.onnx.load(path, device=CPU)
+    _compare_detections(model(tp.Tensor(image.numpy(), device=CPU)), expected)
+    ops = {n.op_type for n in model._graph.nodes}
+    assert {"NonZero", "TopK", "If", "Resize"} <= ops
+    branches = [g for n in model._graph.nodes if n.op_type == "If" for g in model._graph.subgraphs(n)]
+    assert any(m.op_type == "NonMaxSuppression" for g in branches for m in g.nodes)
