@@ -11,8 +11,6 @@ way, where several updates hit one row, the first of them wins."""
 
 import math
 
-import numpy as np
-
 from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.ops.creation import iota
@@ -69,9 +67,19 @@ def gather_nd(data, indices, batch_dims, fail):
 
 
 def _known(position):
-    """The values of ``position`` where they can be read while the graph is built, else None."""
+    """The values of ``position`` (nested lists) where they can be read while the graph is built,
+    else None. Plain Python: Tripy imports without numpy."""
     # Unknown where computed from a runtime input under tp.compile.
-    return np.asarray(position) if _C.value_known(position._node) else None
+    return position.tolist() if _C.value_known(position._node) else None
+
+
+def _innermost(values):
+    """The innermost lists of nested lists, in row-major order."""
+    if values and isinstance(values[0], list):
+        for v in values:
+            yield from _innermost(v)
+    else:
+        yield values
 
 
 def _check_known_indices(indices, sizes, fail):
@@ -80,10 +88,9 @@ def _check_known_indices(indices, sizes, fail):
     if values is None:
         return
     for j, size in enumerate(sizes):
-        column = values[..., j]
-        outside = (column < -size) | (column >= size)
-        if outside.any():
-            fail(f"index {int(column[outside][0])} lies outside dim {j} of size {size}")
+        for index in _innermost(values):
+            if index and not -size <= index[j] < size:
+                fail(f"index {int(index[j])} lies outside dim {j} of size {size}")
 
 
 def _scatter_known_rows(data_rows, positions, update_rows, fail):
@@ -92,14 +99,16 @@ def _scatter_known_rows(data_rows, positions, update_rows, fail):
     m = data_rows.shape[0]
     if not len(positions):  # no update (an RoI level no box was routed to)
         return data_rows
-    rows, first = np.unique(positions, return_index=True)
-    which = np.zeros(m, dtype=np.int64)
-    which[rows] = first
+    first = {}
+    for update, row in enumerate(positions):
+        first.setdefault(row % m, update)
+    which = [0] * m
+    for row, update in first.items():
+        which[row] = update
     picked = gather(update_rows, 0, Tensor(which, dtype=dtypes.int64))
-    if len(rows) == m:
+    if len(first) == m:
         return picked
-    hit = np.zeros((m, 1), dtype=np.bool_)
-    hit[rows] = True
+    hit = [[row in first] for row in range(m)]
     return where(Tensor(hit, dtype=dtypes.bool), picked, data_rows)
 
 
