@@ -297,6 +297,17 @@ _STACKED_PARAMETERS = {
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
+def _stacked(param, values):
+    """Parameter ``param`` of stacked projections from each part's ``values``, by its rule in
+    ``_STACKED_PARAMETERS``."""
+    if _STACKED_PARAMETERS[param] == "maximum":
+        stacked = values[0]
+        for v in values[1:]:
+            stacked = maximum(stacked, v)
+        return stacked
+    return concatenate(values, dim=0)
+
+
 # The projections a quant_mode quantizes (each layer's; the output head stays in the model's dtype).
 _PROJECTIONS = ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
 
@@ -390,17 +401,11 @@ class LlamaForCausalLM(Module):
         for i, layer in enumerate(self.model.layers):
             prefix = f"model.layers.{i}."
             for merged, parts in _STACKED.items():
-                for param, how in _STACKED_PARAMETERS.items():
+                for param in _STACKED_PARAMETERS:
                     names = [f"{prefix}{p}.{param}" for p in parts]
                     if not all(n in state_dict for n in names):
                         continue
-                    values = [state_dict.pop(n) for n in names]
-                    if how == "maximum":
-                        stacked = values[0]
-                        for v in values[1:]:
-                            stacked = maximum(stacked, v)
-                    else:
-                        stacked = concatenate(values, dim=0)
+                    stacked = _stacked(param, [state_dict.pop(n) for n in names])
                     stacked.eval()
                     state_dict[f"{prefix}{merged}.{param}"] = stacked
             for proj in _PROJECTIONS:

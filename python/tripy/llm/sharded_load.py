@@ -15,16 +15,12 @@ groups of input features: a load that would split one is refused before any weig
 """
 
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.ops.elementwise import maximum
 from tripy.frontend.ops.misc import cast, copy
 from tripy.frontend.ops.shape_ops import concatenate
-from tripy.llm.llama import _PROJECTIONS, _STACKED, _module_at
+from tripy.llm.llama import _PROJECTIONS, _STACKED, _STACKED_PARAMETERS, _module_at, _stacked
 from tripy.llm.quantize import int4_group, packed_int4_weight, quantize_weight, row_absmax
 
 _FLOATS = ("float32", "float16", "bfloat16")
-# A sharded Linear's parameters as a state dict names them; ``weight_packed`` is a pre-quantized int4
-# weight's bytes (int8 ``(out, ceil(in / 2))``), which the share holds as its int4 ``weight``.
-_PARAMETERS = ("weight", "weight_packed", "weight_scale", "weight_zero_point", "input_scale", "bias")
 
 
 def load_shares(model, weights, mesh):
@@ -39,7 +35,7 @@ def load_shares(model, weights, mesh):
     linears = []
     for name, linear, sources in _sharded_linears(model):
         params = {p: [weights.pop(f"{s}.{p}") for s in sources]
-                  for p in _PARAMETERS if all(f"{s}.{p}" in weights for s in sources)}
+                  for p in _STACKED_PARAMETERS if all(f"{s}.{p}" in weights for s in sources)}
         if "weight" in params or "weight_packed" in params:  # else load_state_dict below reports it missing
             linears.append((name, linear, params))
     for name, linear, params in linears:  # every share checked before any weight is placed
@@ -135,12 +131,8 @@ def _linear_share(model, name, linear, params, rank, world, device):
     def share(param, sources):
         if not column:  # row-parallel: the input features' share, per output feature ones whole
             return _to_device(_columns(param, sources[0], lo, hi, linear.in_features), device, model.dtype)
-        if param == "input_scale":  # per tensor: the largest of the stacked parts', as load_state_dict takes
-            scales = [_to_device(t, device, model.dtype) for t in sources]
-            out = scales[0]
-            for s in scales[1:]:
-                out = maximum(out, s)
-            return out
+        if _STACKED_PARAMETERS[param] == "maximum":  # per tensor: the stacked parts' largest, whole
+            return _stacked(param, [_to_device(t, device, model.dtype) for t in sources])
         pieces = [_to_device(t, device, model.dtype) for t in _rows_of_sources(sources, rows)]
         return pieces[0] if len(pieces) == 1 else concatenate(pieces, dim=0)
 
