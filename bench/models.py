@@ -18,7 +18,9 @@ compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers
 time and peak host memory against their weight bytes, each measured in a fresh process.
 compile-dynamic (only when asked for): GPT-2 (12 layers) at B1 compiled with T fixed at 128 and
 with T dynamic in (1, 128, 128), alternately, five times each, each in a fresh process; the ratio
-of the medians.
+of the medians. profiles (only when asked for): GPT-2 compiled once with two optimization
+profiles (B1xT128 and B in 1..32 x T in 1..1024, opt B32x1024; B8x64 at most with --quick), each
+shape timed on it against an executable compiled for that profile alone.
 
 Output: one JSON object per line per measurement (model, shape, batch, system, ms, device, dtype,
 compile_s, max_rel_err, ...), then a table. Exits non-zero when an output check fails.
@@ -58,7 +60,7 @@ from model_utils import load_weights, optional_torch, to_numpy  # noqa: E402
 
 torch = optional_torch()
 MODELS = ("gpt2", "gpt2-decode", "llama-block", "resnet50")
-EXTRA = ("compile-scaling", "compile-dynamic")  # run only when named in --only
+EXTRA = ("compile-scaling", "compile-dynamic", "profiles")  # run only when named in --only
 TOLERANCE = {"float16": 2e-2, "float32": 1e-3}  # max |error| / max |reference|
 
 
@@ -410,6 +412,32 @@ def compile_dynamic(env):
               flush=True)
 
 
+def profiles(env):
+    """GPT-2 with two optimization profiles against each profile compiled alone, timed alternately."""
+    config, model, _, _ = gpt_models(env)
+    small, large = ((1, 16), (8, 64)) if env.quick else ((1, 128), (32, 1024))
+    batch, seq = tp.NamedDimension("batch", 1, large[0], large[0]), tp.NamedDimension("seq", 1, large[1], large[1])
+    shapes = [[tp.NamedDimension("batch", *[small[0]] * 3), tp.NamedDimension("seq", *[small[1]] * 3)],
+              [batch, seq]]
+    info = lambda dims: [tp.InputInfo(tuple(dims), tp.int32)]  # noqa: E731
+    both = tp.compile(model, args=info([batch, seq]), optimization_profiles=shapes)
+    rng = np.random.default_rng(3)
+    for (B, T), dims in zip((small, large), shapes):
+        alone = tp.compile(model, args=info(dims))
+        idx = tp.Tensor(rng.integers(0, config.vocab_size, (B, T)).astype(np.int32))
+        got, want = (np.asarray(tp.copy(exe(idx), tp.device("cpu"))).astype(np.float32) for exe in (both, alone))
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        times = {id(both): [], id(alone): []}
+        for _ in range(3):  # alternated, so both meet the same clocks
+            for exe in (both, alone):
+                times[id(exe)].append(timing.median_seconds(lambda exe=exe: exe(idx), env.budget_s / 3, env.sync))
+        two, one = (1e3 * min(times[id(exe)]) for exe in (both, alone))
+        env.emit(model="profiles", shape=f"B{B}x{T}", batch=B, system="tripy", ms=two, alone_ms=one,
+                 ratio=two / one, max_rel_err=err, profile=both.optimization_profile_for(idx))
+        print(f"profiles: GPT-2 B{B}x{T} on the two-profile executable {two:.3f} ms, compiled alone {one:.3f} ms "
+              f"({two / one:.3f}x)", flush=True)
+
+
 # --- the table ------------------------------------------------------------------------------------
 def fmt_ms(ms):
     return "-" if ms is None else f"{ms:.3f}"
@@ -419,7 +447,7 @@ def print_table(env):
     systems = ("tripy", "torch eager", "torch.compile", "torch.compile-ro")
     rows = {}
     for r in env.records:
-        if r["model"] not in ("compile-scaling", "compile-dynamic"):
+        if r["model"] not in EXTRA:
             rows.setdefault((r["model"], r["shape"]), {})[r["system"]] = r
     head = (f"{'model':<12} {'shape':<15} " + " ".join(f"{s:>16}" for s in systems)
             + f" {'tripy/best':>10} {'rel.err':>8} {'compile tp | t.c':>17}")
@@ -502,6 +530,8 @@ def main():
             compile_scaling(env)
         elif name == "compile-dynamic":
             compile_dynamic(env)
+        elif name == "profiles":
+            profiles(env)
         else:
             run_model(name, env)
     print_table(env)
