@@ -11,7 +11,9 @@ logits are from the same model computed in float32 by transformers (`logit_err`:
 error; `top1`: the share of sequences whose most likely token agrees).
 
 Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (Llama-3-8B),
-tiny (2 layers, for CPU runs and CI smoke tests).
+70b (Llama-3-70B: 80 layers, d 8192, MLP 28672, GQA 64/8, vocab 128256, untied), tiny (2 layers, for
+CPU runs and CI smoke tests). A shape takes a layer count after a colon: `70b:48` is the 70B shape
+with 48 layers (its checkpoint is written with that many), `tiny:3` the tiny one with 3.
 
 With --quant int8-weight-only,int4-weight-only, each row is run again with the checkpoint quantized
 at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time over the
@@ -20,24 +22,38 @@ unquantized run's in the same process, and its logit error against the float32 p
 With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
 sharded one (the speedup) in the same run, and `same_tokens`, whether its greedy tokens are the
-one-device run's. On the CPU the ranks are N threads of this process (the tiny shape checks the path
-in CI; CPU ranks share the host's cores, so their timings say little). On GPUs it runs under
-torchrun, one process per GPU, every process running the same command; rank 0 prints:
+one-device run's. A model whose weights exceed what one GPU holds (0.9 of its memory, or
+--one-device-gb) has no one-device row: its sharded row runs alone, without `vs_one`, and says so in
+`note` (on the CPU the one-device row runs unless --one-device-gb says otherwise). On the CPU the
+ranks are N threads of this process (the tiny shape checks the path in CI; CPU ranks share the
+host's cores, so their timings say little). On GPUs it runs under torchrun, one process per GPU,
+every process running the same command; rank 0 prints:
 
     torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 8b
 
-Every process also runs the one-GPU row on its own GPU (at the same time, so the model must fit one
-GPU); rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
+Every process also runs the one-GPU row on its own GPU (at the same time) where the model fits one
+GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
 named for the job's port) and the others wait for it, so the processes must share a file system
-(one host). The transformers peer is not run with --devices on GPUs.
+(one host). The transformers peer is not run with --devices on GPUs. A model larger than one 80 GB
+GPU but not two (86 GB of bfloat16 weights, written from the host's memory):
+
+    torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 70b:48 --reference
+
+With --reference, each Tripy row (one device or sharded, not the quantized ones) also says how far
+its last-prompt-position logits are from a float32 reference that owes nothing to Tripy or
+transformers (`ref_logit_err`, `ref_top1`, as `logit_err` and `top1`): the checkpoint's safetensors
+read one decoder layer at a time and computed with torch (on the GPU, else the CPU) or numpy, so it
+runs for a model larger than one GPU. Under torchrun rank 0 computes it.
 
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
-     [--devices N]
+     [--devices N] [--one-device-gb GB] [--reference]
 """
 
 import argparse
+import glob
 import json
+import math
 import os
 import shutil
 import statistics
@@ -66,30 +82,62 @@ SHAPES = {
                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "70b": dict(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
+                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
+                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
 }
 CHECK_STEPS = 32
 REPEATS = 3  # timed decode runs per system; the median is reported
 
 
+def parse_shape(text):
+    """(name, layers) of a --shapes entry: a SHAPES name, optionally `:N` layers (None: the shape's);
+    ValueError for anything else."""
+    name, colon, layers = text.partition(":")
+    if name not in SHAPES or colon and not (layers.isdigit() and int(layers) > 0):
+        raise ValueError(f"--shapes takes {', '.join(SHAPES)}, each optionally with a layer count (70b:48), "
+                         f"not {text!r}")
+    return name, int(layers) if colon else None
+
+
 def config_dict(shape, dtype):
+    name, layers = parse_shape(shape)
     c = dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_act="silu", rms_norm_eps=1e-5,
              max_position_embeddings=131072, bos_token_id=128000, eos_token_id=128001, torch_dtype=dtype,
              attention_bias=False, mlp_bias=False, initializer_range=0.02)
-    c.update(SHAPES[shape])
+    c.update(SHAPES[name])
+    if layers is not None:
+        c["num_hidden_layers"] = layers
     return c
 
 
+def checkpoint_shapes(c):
+    """The shape of every tensor of a Hugging Face Llama checkpoint of config `c`, by name."""
+    C, F, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    H, G = c["num_attention_heads"], c["num_key_value_heads"]
+    D = C // H
+    shapes = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        shapes.update({p + "self_attn.q_proj.weight": (H * D, C), p + "self_attn.k_proj.weight": (G * D, C),
+                       p + "self_attn.v_proj.weight": (G * D, C), p + "self_attn.o_proj.weight": (C, H * D),
+                       p + "mlp.gate_proj.weight": (F, C), p + "mlp.up_proj.weight": (F, C),
+                       p + "mlp.down_proj.weight": (C, F), p + "input_layernorm.weight": (C,),
+                       p + "post_attention_layernorm.weight": (C,)})
+    if not c["tie_word_embeddings"]:
+        shapes["lm_head.weight"] = (V, C)
+    return shapes
+
+
 def weight_bytes(c, itemsize):
-    C, F, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-    D = C // c["num_attention_heads"]
-    per_layer = C * D * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"]) + 3 * C * F + 2 * C
-    embed = V * C * (1 if c["tie_word_embeddings"] else 2)
-    return (L * per_layer + embed + C) * itemsize
+    return sum(math.prod(shape) for shape in checkpoint_shapes(c).values()) * itemsize
 
 
-def write_checkpoint(directory, shape, dtype, torch):
+def write_checkpoint(directory, shape, dtype, torch, on_gpu=True):
     """config.json + safetensors with random N(0, 0.02) weights (norms 1), written by transformers
-    where it is installed, else by Tripy from numpy."""
+    where it is installed (the model made on the GPU when `on_gpu`, else on the host), else by Tripy
+    from numpy."""
     c = config_dict(shape, dtype)
     os.makedirs(directory, exist_ok=True)
     if torch is not None:
@@ -97,7 +145,7 @@ def write_checkpoint(directory, shape, dtype, torch):
 
         torch_dtype = getattr(torch, dtype)
         config = transformers.LlamaConfig(**c)
-        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        with torch.device("cuda" if on_gpu and torch.cuda.is_available() else "cpu"):
             torch.manual_seed(0)
             previous = torch.get_default_dtype()
             torch.set_default_dtype(torch_dtype)
@@ -109,14 +157,9 @@ def write_checkpoint(directory, shape, dtype, torch):
         del model
         return c
     rng = np.random.default_rng(0)
-    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
-
-    model = LlamaForCausalLM(LlamaConfig.from_dict(c), max_seq_len=16)
     weights = {}
-    for name, p in model.state_dict().items():
-        if name == "lm_head.weight" and c["tie_word_embeddings"]:
-            continue
-        value = np.ones(p.shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, p.shape).astype(np.float32)
+    for name, shape in checkpoint_shapes(c).items():
+        value = np.ones(shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, shape).astype(np.float32)
         weights[name] = tp.cast(tp.Tensor(value), getattr(tp, dtype))
     tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
     with open(os.path.join(directory, "config.json"), "w") as f:
@@ -167,7 +210,8 @@ def kernel_profile(step, torch, steps, top):
     return "\n".join(lines)
 
 
-def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None):
+def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,
+                want_logits=False):
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
                       quant_mode=quant_mode, mesh=mesh)
@@ -181,7 +225,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     ids = rng.integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
     seed = tp.Tensor(np.array([0], np.int64))
     zero = tp.Tensor(np.array([0], np.int32))
-    logits = prompt_logits(llm, ids, zero) if torch is not None else None
+    logits = prompt_logits(llm, gen, ids, zero) if torch is not None or want_logits else None
 
     # Under a mesh each cache argument is a list of the ranks' caches (this process's ranks), which
     # every step updates in place; without one, each step returns the updated caches.
@@ -223,7 +267,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
     result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
-                  dtype=llm.model.dtype.name, logits=logits)
+                  dtype=llm.model.dtype.name, logits=logits, ids=ids)
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
         result["gpu_gb"] = held
@@ -232,22 +276,118 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     return result
 
 
-def prompt_logits(llm, ids, zero):
+def prompt_logits(llm, gen, ids, zero):
     """The model's logits at the prompt's last position, (B, vocab) float32: the prefill without
-    the token choice, compiled for these sizes."""
+    the token choice, compiled for these sizes (over the generator's mesh, if any: every rank
+    computes the whole logits)."""
     model = llm.model
     n = 2 * model.config.num_hidden_layers
     batch = ids.shape[0]
-    cache = tp.InputInfo(model.cache_shape(batch), dtype=model.dtype)
+    cache = tp.InputInfo(model.cache_shape(batch, gen._world), dtype=model.dtype)
     fn = tp.compile(lambda tokens, pos, *caches: tp.cast(model(tokens, pos, list(caches))[0], tp.float32),
-                    args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n)
-    return np.asarray(fn(tp.Tensor(ids), zero, *model.empty_caches(batch)))
+                    args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n, mesh=gen.mesh)
+    return np.asarray(fn(tp.Tensor(ids), zero, *gen._empty_caches(batch)))
 
 
 def logit_errors(got, want):
     """Relative L2 error of `got` against `want` (B, vocab), and the share of rows whose argmax agrees."""
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     return err, float((got.argmax(-1) == want.argmax(-1)).mean())
+
+
+# safetensors' dtype names; bfloat16, which numpy lacks, is kept as its bits (uint16).
+SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+
+
+def checkpoint_arrays(directory):
+    """Every tensor of the checkpoint's safetensors files, by name, as a numpy view of the mapped
+    file (read from each file's JSON header): nothing is read until a tensor is used."""
+    arrays = {}
+    for path in sorted(glob.glob(os.path.join(directory, "*.safetensors"))):
+        data = np.memmap(path, np.uint8, mode="c")  # copy on write: writable for torch.from_numpy, never written
+        start = 8 + int(data[:8].view("<u8")[0])
+        for name, t in json.loads(bytes(data[8:start])).items():
+            if name != "__metadata__":
+                lo, hi = t["data_offsets"]
+                arrays[name] = data[start + lo : start + hi].view(SAFETENSORS_DTYPES[t["dtype"]]).reshape(t["shape"])
+    return arrays
+
+
+def rope_frequencies(c):
+    """The rotary inverse frequencies of config `c`: theta ** (-2i / head_dim), rescaled by llama3
+    rope scaling (long wavelengths over `factor`, short ones kept, those between interpolated)."""
+    D = c["hidden_size"] // c["num_attention_heads"]
+    inv = c["rope_theta"] ** -(np.arange(0, D, 2) / D)
+    s = c.get("rope_scaling")
+    if not s:
+        return inv
+    wavelength, original = 2 * math.pi / inv, s["original_max_position_embeddings"]
+    t = (original / wavelength - s["low_freq_factor"]) / (s["high_freq_factor"] - s["low_freq_factor"])
+    between = (1 - t) * inv / s["factor"] + t * inv
+    return np.where(wavelength > original / s["low_freq_factor"], inv / s["factor"],
+                    np.where(wavelength < original / s["high_freq_factor"], inv, between))
+
+
+def rms_norm(x, weight, eps, xp):
+    return x / xp.sqrt((x * x).mean(-1, keepdims=True) + eps) * weight
+
+
+def reference_layer(x, w, c, cos, sin, mask, xp):
+    """One decoder layer on x (B, T, C) in float32 with xp (torch or numpy): RMSNorm, rotary GQA
+    causal attention, RMSNorm, SwiGLU MLP, each added to x. `w`: the layer's weights by the names
+    after `model.layers.{i}.`; cos, sin: (T, head_dim / 2) of each position's angles."""
+    B, T, C = x.shape
+    H, G = c["num_attention_heads"], c["num_key_value_heads"]
+    D, eps = C // H, c["rms_norm_eps"]
+
+    def heads(h, name, n):  # (B, n, G, T, D): query head g * n + j at [:, j, g]; a KV head broadcasts over j
+        return (h @ w[f"self_attn.{name}_proj.weight"].T).reshape(B, T, G, n, D).swapaxes(1, 3)
+
+    def rotate(a):  # the pairs (i, i + D/2) turn by the position's angle
+        a1, a2 = a[..., : D // 2], a[..., D // 2 :]
+        return xp.concatenate([a1 * cos - a2 * sin, a2 * cos + a1 * sin], axis=-1)
+
+    h = rms_norm(x, w["input_layernorm.weight"], eps, xp)
+    q, k, v = rotate(heads(h, "q", H // G)), rotate(heads(h, "k", 1)), heads(h, "v", 1)
+    scores = q @ k.swapaxes(-1, -2) / math.sqrt(D) + mask
+    e = xp.exp(scores - xp.amax(scores, -1, keepdims=True))
+    y = ((e / e.sum(-1, keepdims=True)) @ v).swapaxes(1, 3).reshape(B, T, C)
+    x = x + y @ w["self_attn.o_proj.weight"].T
+    h = rms_norm(x, w["post_attention_layernorm.weight"], eps, xp)
+    gate = h @ w["mlp.gate_proj.weight"].T
+    return x + (gate / (1 + xp.exp(-gate)) * (h @ w["mlp.up_proj.weight"].T)) @ w["mlp.down_proj.weight"].T
+
+
+def reference_logits(directory, c, ids, torch, device="cpu"):
+    """The float32 logits (B, vocab) at the last position of the prompt `ids` (B, T), computed from
+    the checkpoint's safetensors without Tripy or transformers, one decoder layer's weights held at a
+    time (so a model larger than one GPU fits): with torch on `device`, or numpy where torch is None."""
+    arrays = checkpoint_arrays(directory)
+    xp = np if torch is None else torch
+
+    def f32(a):  # a mapped (or gathered) tensor, as float32 on the reference's device
+        bf16 = a.dtype == np.uint16
+        if torch is None:
+            return (a.astype(np.uint32) << 16).view(np.float32) if bf16 else a.astype(np.float32)
+        t = torch.from_numpy(a.view(np.int16) if bf16 else a).to(device)
+        return (t.view(torch.bfloat16) if bf16 else t).float()
+
+    T = ids.shape[1]
+    angles = np.arange(T)[:, None] * rope_frequencies(c)[None, :]
+    causal = np.triu(np.full((T, T), -np.inf), 1)  # added to the scores: no position sees a later one
+    cos, sin, mask = (f32(a.astype(np.float32)) for a in (np.cos(angles), np.sin(angles), causal))
+    x = f32(arrays["model.embed_tokens.weight"][ids])
+    for i in range(c["num_hidden_layers"]):
+        prefix = f"model.layers.{i}."
+        w = {name[len(prefix) :]: f32(a) for name, a in arrays.items() if name.startswith(prefix)}
+        x = reference_layer(x, w, c, cos, sin, mask, xp)
+        del w  # freed before the next layer's weights are read
+    last = rms_norm(x[:, -1], f32(arrays["model.norm.weight"]), c["rms_norm_eps"], xp)
+    logits = last @ f32(arrays.get("lm_head.weight", arrays["model.embed_tokens.weight"])).T
+    if torch is None:
+        return logits
+    torch.cuda.empty_cache()  # the layers' memory back to the GPU for Tripy's next run (a no-op without CUDA)
+    return logits.cpu().numpy()
 
 
 def static_cache(transformers, model, batch, length, torch):
@@ -377,6 +517,11 @@ def main():
                         help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
                         help="also run each row tensor-parallel over N ranks (GPUs: under torchrun, one process per GPU)")
+    parser.add_argument("--one-device-gb", type=float, default=None, metavar="GB",
+                        help="with --devices, the weights one device holds: a larger model has no one-device row "
+                             "(default: 0.9 of a GPU's memory; on the CPU, any)")
+    parser.add_argument("--reference", action="store_true",
+                        help="compare each Tripy row's prompt logits with a float32 layer-by-layer reference")
     args = parser.parse_args()
 
     from tripy import _C
@@ -385,6 +530,12 @@ def main():
     tp.config.default_device = device
     if args.devices < 1:
         parser.error(f"--devices must be at least 1, not {args.devices}")
+    shapes = (args.shapes or ("1b" if device == "gpu" else "tiny")).split(",")
+    for text in shapes:
+        try:
+            parse_shape(text)
+        except ValueError as e:
+            parser.error(str(e))
     mesh = make_mesh(parser, device, args.devices)
     rank = 0 if mesh is None or mesh._rank is None else mesh._rank
     global PRINTS
@@ -397,10 +548,7 @@ def main():
     # the transformers peer (writing an 8B checkpoint through numpy took 204 s instead of 21).
     torch, peer = None, False
     if device == "gpu":
-        try:
-            import torch
-        except ImportError:
-            torch = None
+        torch = optional_torch()
         if torch is not None and mesh is not None:
             # torch's timing and checkpoint on this process's GPU (the one Tripy's CUDA backend drives)
             torch.cuda.set_device(int(os.environ.get("TRIPY_CUDA_DEVICE", mesh.local_rank)))
@@ -410,7 +558,6 @@ def main():
             peer = torch is not None and not args.no_torch and mesh is None
         except ImportError:
             peer = False
-    shapes = (args.shapes or ("1b" if device == "gpu" else "tiny")).split(",")
     dtype = "bfloat16" if device == "gpu" else "float32"
     one_process = mesh is None or mesh._rank is None
     if args.dir:
@@ -421,64 +568,87 @@ def main():
         root = os.path.join(tempfile.gettempdir(), f"tripy-llm-bench-{os.environ.get('MASTER_PORT', '29500')}")
     bandwidth = copy_bandwidth(torch) if torch is not None else None
     peak = gemm_peak(torch) if torch is not None else None
+    one_device_bytes = args.one_device_gb * 1e9 if args.one_device_gb is not None else (
+        0.9 * torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory if torch is not None else None)
+    device_name = _C.device_name() if hasattr(_C, "device_name") else device
+    # The reference (rank 0's) runs with torch on this process's GPU, or on the CPU (numpy without torch).
+    ref_torch, ref_device = optional_torch(), "cuda" if torch is not None else "cpu"
     rows = []
     for shape in shapes:
         directory = os.path.join(root, shape)
+        wbytes = weight_bytes(config_dict(shape, dtype), 2 if dtype != "float32" else 4)
+        # The one-device row runs unless a mesh is given and the weights exceed one device (KV caches
+        # and workspace beside them); such a checkpoint is made on the host.
+        fits = one_device_bytes is None or wbytes <= one_device_bytes
         t0 = time.perf_counter()
         if one_process:
-            c = write_checkpoint(directory, shape, dtype, torch)
+            c = write_checkpoint(directory, shape, dtype, torch, on_gpu=fits)
         else:
-            c = shared_checkpoint(directory, shape, dtype, torch, rank)
+            c = shared_checkpoint(directory, shape, dtype, torch, rank, on_gpu=fits)
         note(f"# {shape}: checkpoint written in {time.perf_counter() - t0:.1f} s")
-        wbytes = weight_bytes(c, 2 if dtype != "float32" else 4)
         sync = (lambda: torch.cuda.synchronize()) if torch is not None else (lambda: None)
         for prompt in map(int, args.prompts.split(",")):
             for batch in map(int, args.batches.split(",")):
-                tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile if PRINTS else 0)
-                ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
-                kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
-                    c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
-                # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
-                row = dict(shape=shape, batch=batch, prompt=prompt, dtype=tri["dtype"],
-                           device=_C.device_name() if hasattr(_C, "device_name") else device,
-                           tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
-                           tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
-                           load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
-                if "gpu_gb" in tri:
-                    row.update(tripy_gpu_gb=tri["gpu_gb"])
-                if peak:
-                    # The prefill's share of the GPU's bfloat16 GEMM peak (measured above).
-                    achieved = prefill_flops(c, batch, prompt) / (tri["prefill_ms"] * 1e-3)
-                    row.update(gemm_peak_tflops=peak / 1e12, tripy_prefill_tflops=achieved / 1e12,
-                               prefill_peak_share=achieved / peak)
-                if bandwidth:
-                    row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
-                if ref is not None:
-                    # Per sequence, how many greedy steps agree before the first difference: the
-                    # worst sequence and the mean (bf16 near-ties may part a sequence late).
-                    n = min(len(ref["tokens"][0]), len(tri["tokens"][0]))
-                    agree = (ref["tokens"][:, :n] == tri["tokens"][:, :n]).cumprod(axis=1).sum(axis=1)
-                    row.update(torch_ms=ref["ms"], torch_tok_s=1e3 * batch / ref["ms"],
-                               torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
-                               torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"],
-                               greedy_match=f"{int(agree.min())}/{n} (mean {agree.mean():.1f})")
-                    (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
-                    row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
-                emit(row, rows, args.out)
-                for mode in modes:
-                    emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref), rows, args.out)
+                tri, want = None, None  # want: the reference's logits (rank 0, --reference), computed once
+                if mesh is None or fits:
+                    tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile if PRINTS else 0,
+                                      want_logits=args.reference)
+                    ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
+                    kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
+                        c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
+                    # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
+                    row = dict(shape=shape, batch=batch, prompt=prompt, dtype=tri["dtype"], device=device_name,
+                               tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
+                               tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
+                               load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
+                    if "gpu_gb" in tri:
+                        row.update(tripy_gpu_gb=tri["gpu_gb"])
+                    if peak:
+                        # The prefill's share of the GPU's bfloat16 GEMM peak (measured above).
+                        achieved = prefill_flops(c, batch, prompt) / (tri["prefill_ms"] * 1e-3)
+                        row.update(gemm_peak_tflops=peak / 1e12, tripy_prefill_tflops=achieved / 1e12,
+                                   prefill_peak_share=achieved / peak)
+                    if bandwidth:
+                        row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
+                    if ref is not None:
+                        # Per sequence, how many greedy steps agree before the first difference: the
+                        # worst sequence and the mean (bf16 near-ties may part a sequence late).
+                        n = min(len(ref["tokens"][0]), len(tri["tokens"][0]))
+                        agree = (ref["tokens"][:, :n] == tri["tokens"][:, :n]).cumprod(axis=1).sum(axis=1)
+                        row.update(torch_ms=ref["ms"], torch_tok_s=1e3 * batch / ref["ms"],
+                                   torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
+                                   torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"],
+                                   greedy_match=f"{int(agree.min())}/{n} (mean {agree.mean():.1f})")
+                        (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
+                        row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
+                    if args.reference and PRINTS:
+                        want = reference_logits(directory, c, tri["ids"], ref_torch, ref_device)
+                        row.update(zip(("ref_logit_err", "ref_top1"), logit_errors(tri["logits"], want)))
+                    emit(row, rows, args.out)
+                    for mode in modes:
+                        emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref), rows, args.out)
                 # Last: under torchrun its collectives wait for every process, so each has read the
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
-                    sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh)
+                    sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh,
+                                          want_logits=args.reference)
                     srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
-                                device=row["device"], tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
-                                vs_one=tri["ms"] / sharded["ms"],
-                                same_tokens=bool(np.array_equal(sharded["tokens"], tri["tokens"])),
+                                device=device_name, tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
                                 tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],
-                                load_s=sharded["load_s"], compile_s=sharded["compile_s"])
+                                load_s=sharded["load_s"], compile_s=sharded["compile_s"], weight_gb=wbytes / 1e9)
+                    if tri is not None:
+                        srow.update(vs_one=tri["ms"] / sharded["ms"],
+                                    same_tokens=bool(np.array_equal(sharded["tokens"], tri["tokens"])))
+                    else:
+                        srow.update(note=f"no one-device row: {wbytes / 1e9:.3g} GB of weights, one device holds "
+                                         f"{one_device_bytes / 1e9:.3g} GB")
+                        note(f"# {shape}: {srow['note']}")
                     if "gpu_gb" in sharded:
                         srow.update(tripy_gpu_gb=sharded["gpu_gb"])  # this process's GPU
+                    if args.reference and PRINTS:
+                        if want is None:
+                            want = reference_logits(directory, c, sharded["ids"], ref_torch, ref_device)
+                        srow.update(zip(("ref_logit_err", "ref_top1"), logit_errors(sharded["logits"], want)))
                     emit(srow, rows, args.out)
         if not args.dir and rank == 0:  # the other ranks are done with it: the sharded run met them
             shutil.rmtree(directory, ignore_errors=True)
@@ -499,6 +669,14 @@ def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref):
         qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
         qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
     return qrow
+
+
+def optional_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 PRINTS = True  # whether this process prints: rank 0's under torchrun
@@ -525,7 +703,7 @@ def make_mesh(parser, device, n):
     return mesh
 
 
-def shared_checkpoint(directory, shape, dtype, torch, rank, timeout_s=3600):
+def shared_checkpoint(directory, shape, dtype, torch, rank, on_gpu=True, timeout_s=3600):
     """The checkpoint that rank 0 writes for every process of a torchrun job (one host): the others
     wait for its marker, which names the job by torchrun's agent (every worker's parent process),
     so a marker left by an earlier job is never taken for this one's."""
@@ -533,7 +711,7 @@ def shared_checkpoint(directory, shape, dtype, torch, rank, timeout_s=3600):
     if rank == 0:
         if os.path.exists(marker):
             os.remove(marker)
-        c = write_checkpoint(directory, shape, dtype, torch)
+        c = write_checkpoint(directory, shape, dtype, torch, on_gpu)
         with open(marker + ".tmp", "w") as f:
             f.write(job)
         os.replace(marker + ".tmp", marker)
@@ -570,7 +748,8 @@ def print_table(rows):
             ("same_tokens", "{}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
-            ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}")]
+            ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}"),
+            ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
     print(" | ".join(k for k, _ in cols))
     for r in rows:

@@ -1,35 +1,48 @@
 """bench/llm.py, the LLM benchmark, runs in CI on its tiny shape on the CPU: it writes a checkpoint,
 loads, compiles and times it, and prints one record per run and a table; with --devices 2, the
-run over 2 CPU ranks beside one rank's, and on GPUs outside torchrun an error saying how to start it."""
+run over 2 CPU ranks beside one rank's (or alone, for a model larger than one device), and on GPUs
+outside torchrun an error saying how to start it. A shape takes a layer count (tiny:3), and
+--reference compares each run's prompt logits with the float32 layer-by-layer reference, which
+itself matches the float64 numpy Llama of tests/llm/llama_ref.py (llama3 rope scaling included)."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))
+
+import llama_ref  # noqa: E402
+
+
+def run_bench(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llm.py"), "--device", "cpu", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def records(out):
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
 def test_tiny_cpu_run_prints_a_record_and_the_table():
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llm.py"), "--device", "cpu", "--steps", "4",
-                          "--prompts", "16", "--batches", "1,2"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    records = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert [(r["shape"], r["batch"], r["prompt"]) for r in records] == [("tiny", 1, 16), ("tiny", 2, 16)]
-    for r in records:
+    out = run_bench("--steps", "4", "--prompts", "16", "--batches", "1,2")
+    rows = records(out)
+    assert [(r["shape"], r["batch"], r["prompt"]) for r in rows] == [("tiny", 1, 16), ("tiny", 2, 16)]
+    for r in rows:
         assert r["tripy_ms"] > 0 and r["tripy_tok_s"] > 0 and r["tripy_prefill_tok_s"] > 0
     assert out.stdout.splitlines()[-3].startswith("shape | dtype | batch | prompt | tripy_ms")
 
 
 def test_two_cpu_ranks_print_their_row_beside_one_ranks():
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llm.py"), "--device", "cpu", "--steps", "4",
-                          "--prompts", "16", "--devices", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    one, two = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    out = run_bench("--steps", "4", "--prompts", "16", "--devices", "2")
+    one, two = records(out)
     assert "devices" not in one and two["devices"] == 2
     assert two["tripy_ms"] > 0 and two["vs_one"] == one["tripy_ms"] / two["tripy_ms"]
     # The sharded greedy tokens are the one rank's (32 steps of the tiny model).
@@ -46,3 +59,58 @@ def test_devices_on_gpus_outside_torchrun_says_how_to_start_it():
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 2 and out.stdout == ""
     assert "--devices 2 on GPUs runs one process per GPU: start it with torchrun --nproc-per-node 2 bench/llm.py" in out.stderr
+
+
+def test_a_layer_count_after_the_shape_sets_the_checkpoints_layers():
+    (r,) = records(run_bench("--steps", "4", "--prompts", "16", "--shapes", "tiny:3"))
+    assert r["shape"] == "tiny:3"
+    # tiny's weights with 3 decoder layers instead of 2, in float32
+    layer = 256 * 32 * (2 * 8 + 2 * 2) + 3 * 256 * 512 + 2 * 256
+    assert r["weight_gb"] == pytest.approx((3 * layer + 4096 * 256 + 256) * 4 / 1e9)
+
+
+@pytest.mark.parametrize("devices", ["1", "2"])
+def test_reference_logits_agree_with_every_run(devices):
+    rows = records(run_bench("--steps", "4", "--prompts", "16", "--batches", "2", "--devices", devices, "--reference"))
+    assert len(rows) == int(devices)
+    for r in rows:
+        assert r["ref_logit_err"] < 1e-4 and r["ref_top1"] == 1.0
+
+
+def test_a_model_larger_than_one_device_runs_sharded_alone():
+    (r,) = records(run_bench("--steps", "4", "--prompts", "16", "--devices", "2", "--one-device-gb", "0.001",
+                             "--reference"))
+    assert r["devices"] == 2 and "vs_one" not in r and "same_tokens" not in r
+    assert r["note"] == "no one-device row: 0.00866 GB of weights, one device holds 0.001 GB"
+    assert r["ref_logit_err"] < 1e-4
+
+
+@pytest.mark.parametrize("shapes", ["8b:0", "8b:x", "nope", "tiny:"])
+def test_a_shape_that_is_not_known_is_an_argument_error(shapes):
+    out = run_bench("--shapes", shapes)
+    assert out.returncode == 2 and out.stdout == ""
+    assert f"--shapes takes tiny, 1b, 8b, 70b, each optionally with a layer count (70b:48), not {shapes!r}" in out.stderr
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("llm_bench", os.path.join(ROOT, "bench", "llm.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path):
+    bench = load_bench()
+    torch = pytest.importorskip("torch") if backend == "torch" else None
+    c = bench.write_checkpoint(str(tmp_path), "tiny", dtype, None)
+    c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]  # the reference rotates as its config says
+    np.testing.assert_allclose(bench.rope_frequencies(c), llama_ref.inverse_frequencies(c), rtol=1e-12)
+    ids = np.random.default_rng(2).integers(0, c["vocab_size"], (2, 12))
+    weights = {}
+    for name, a in bench.checkpoint_arrays(str(tmp_path)).items():  # bfloat16 read as its bits
+        weights[name] = (a.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else np.array(a)
+    want = llama_ref.logits(weights, ids, c)[:, -1]
+    got = bench.reference_logits(str(tmp_path), c, ids, torch)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
