@@ -10,4 +10,7 @@ mkdir -p .deps/debs
 (cd .deps/debs && apt-get download "${pkgs[@]}" >/dev/null)
 for deb in .deps/debs/*.deb; do dpkg-deb -x "$deb" .deps; done
 rm -rf .deps/debs .deps/usr/share/doc .deps/usr/share/man .deps/usr/share/lintian
+# ONNX's conformance data (the node cases the CPU suite runs), kept packed (40 MB unpacked would
+# pass the device tool's carry limit): gpu_check.sh unpacks it there, so both devices run the same cases.
+(cd .deps && apt-get download libonnx-testdata >/dev/null)
 echo "fetch_gpu_deps: $(du -sh .deps | cut -f1) in .deps (${pkgs[*]})"

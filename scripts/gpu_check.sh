@@ -46,6 +46,13 @@ if step ctest; then
   run ctest ctest --test-dir build-gpu/core --output-on-failure -j8 --timeout 300
 fi
 if step pytest; then
+  # The ONNX node cases of Debian's libonnx-testdata (fetch_gpu_deps.sh packs them), not the GPU
+  # machine's own onnx's: the conformance count is then of the same cases on both devices.
+  deb=$(ls .deps/libonnx-testdata_*.deb 2>/dev/null | head -n 1)
+  if [ -n "$deb" ]; then
+    mkdir -p build-gpu/onnx-testdata && dpkg-deb -x "$deb" build-gpu/onnx-testdata
+    export TRIPY_ONNX_TESTDATA="$PWD/build-gpu/onnx-testdata/usr/share/libonnx-testdata/data"
+  fi
   # Eight groups at once (the GPU machine has cores to spare; one run takes longer than a device
   # call may): each writes $LOG/pytest-N.log, and the step fails if any group does.
   pytest_groups() {
