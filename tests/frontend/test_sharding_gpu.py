@@ -1,7 +1,9 @@
 """Tensor parallelism on two GPUs through NCCL, one process per GPU as torchrun starts them
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
-MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, the tiny Llama's prefill
-and decode steps (replayed as CUDA graphs) against numpy. Skipped without two GPUs."""
+MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces on both
+sides of the one-shot kernel's size limit, the tiny Llama's prefill and decode steps (replayed as
+CUDA graphs) against numpy; a rank that never reaches an all-reduce makes the other's fail with
+an error naming it. Skipped without two GPUs."""
 
 import os
 import socket
@@ -66,6 +68,18 @@ WORKER = textwrap.dedent(
         np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
                                       np.concatenate(parts, axis=1))
 
+    # The one-shot all-reduce (up to 1 MiB per rank) and NCCL's (past it): odd counts, both float
+    # widths and int32, against numpy; then many calls in a row (graph replays: the kernel's epochs
+    # and alternating staging buffers) with other values each time.
+    for n, dtype in [(4097, tp.float32), (262144, tp.bfloat16), (300001, tp.float32), (1000, tp.int32), (5, tp.float16)]:
+        f = tp.compile(lambda t: tp.all_reduce(t), args=[tp.InputInfo((n,), dtype=dtype)], mesh=mesh)
+        for call in range(3 if n > 5000 else 40):
+            mine = ((np.arange(n) % 61) * (rank + 1) + call).astype(np.float32)
+            want = sum(((np.arange(n) % 61) * (r + 1) + call).astype(np.float32) for r in range(2))
+            got = f(tp.cast(tp.Tensor(mine), dtype))
+            got = np.asarray(tp.copy(tp.cast(got, tp.float32) if dtype != tp.int32 else got, tp.device("cpu")))
+            np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=f"{n} {dtype} call {call}")
+
     config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
     weights = llama_ref.random_weights(config, seed=1)
     model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
@@ -95,15 +109,40 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_two_processes_one_gpu_each_match_numpy(tmp_path):
+# Rank 0 stops calling after the first call (it waits, then leaves); rank 1's second call waits for
+# it at the all-reduce until the timeout.
+ABSENT_RANK = textwrap.dedent(
+    """
+    import time
+    import numpy as np
+    import tripy as tp
+
+    mesh = tp.DeviceMesh.from_environment()
+    f = tp.compile(lambda t: tp.all_reduce(t) * 2.0, args=[tp.InputInfo((64,), dtype=tp.float32)], mesh=mesh)
+    x = tp.Tensor(np.ones(64, np.float32))
+    assert np.asarray(tp.copy(f(x), tp.device("cpu"))).tolist() == [4.0] * 64
+    if mesh._rank == 0:
+        time.sleep(10)
+        print("RANK OK")
+    else:
+        try:
+            np.asarray(tp.copy(f(x), tp.device("cpu")))
+        except tp.TripyException as e:
+            assert "rank 1 waited more than 3 s for rank 0 at this all-reduce" in str(e), str(e)
+            print("RANK OK")
+    """
+)
+
+
+def _run_ranks(tmp_path, worker, timeout_s):
     script = tmp_path / "worker.py"
-    script.write_text(WORKER)
+    script.write_text(worker)
     port = _free_port()
     procs = []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), TRIPY_BOOTSTRAP_PORT=str(port), NCCL_NVLS_ENABLE="0",
-                   TRIPY_COLLECTIVE_TIMEOUT="120")
+                   TRIPY_COLLECTIVE_TIMEOUT=str(timeout_s))
         procs.append(subprocess.Popen([sys.executable, str(script), os.path.join(ROOT, "tests", "llm")], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = []
@@ -116,3 +155,11 @@ def test_two_processes_one_gpu_each_match_numpy(tmp_path):
             pytest.fail("a rank hung")
     for rank, (p, out) in enumerate(zip(procs, outs)):
         assert p.returncode == 0 and "RANK OK" in out, f"rank {rank}:\n{out[-4000:]}"
+
+
+def test_two_processes_one_gpu_each_match_numpy(tmp_path):
+    _run_ranks(tmp_path, WORKER, 120)
+
+
+def test_a_rank_that_never_arrives_fails_the_others_all_reduce_naming_it(tmp_path):
+    _run_ranks(tmp_path, ABSENT_RANK, 3)

@@ -28,7 +28,8 @@ namespace tripy::rt::cuda {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)             \
   X(cuGraphAddKernelNode) X(cuGraphAddChildGraphNode) X(cuGraphInstantiateWithFlags)           \
   X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy)                    \
-  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuIpcGetMemHandle)           \
+  X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)
 
 #define TRIPY_NVRTC_FUNCS(X)                                                                   \
   X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)          \

@@ -99,7 +99,7 @@ class CudaBackend final : public Backend {
     for (size_t i = 0; i < program->kernels.size(); ++i) {
       const Kernel& k = program->kernels[i];
       const KindRule& rule = kind_rule(k.kind);
-      if (rule.load) {
+      if (rule.load && (art.kernel_module[i] >= 0 || !rule.module_optional)) {
         if (art.kernel_module[i] < 0) return Status(StatusCode::kDataLoss, "no CUDA module for kernel '" + k.name + "'");
         TRIPY_RETURN_IF_ERROR(
             rule.load(*program, k, modules->modules[art.kernel_module[i]], art.kernel_function[i], code[i]));

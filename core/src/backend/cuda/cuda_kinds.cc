@@ -113,7 +113,9 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
     {KernelKind::kSample, load_function, StoredAlgo::kNone, plan_sample_step, nullptr},
     {KernelKind::kWeightOnlyDot, load_function, StoredAlgo::kNone, plan_weight_only_dot_step, nullptr},
-    {KernelKind::kCollective, nullptr, StoredAlgo::kNone, plan_collective_step, run_collective_step},
+    // The one-shot all-reduce's module where the builder made one; NCCL alone otherwise.
+    {KernelKind::kCollective, load_function, StoredAlgo::kNone, plan_collective_step, run_collective_step,
+     /*module_optional=*/true},
 };
 
 static_assert(one_row_per_kind(kKindRules), "one row per kernel kind of runtime/kernel_kinds.h, in its order");

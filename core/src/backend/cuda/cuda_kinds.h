@@ -50,6 +50,7 @@ struct Step {
   // kCollective (cuda_collective.cc): all_reduce's elements, or all_gather's blocks and bytes per
   // block of each rank's input (blocks > 1: gathered in the workspace, then interleaved).
   int64_t collective_count = 0, collective_block_bytes = 0;
+  Launch one_shot;  // an all-reduce's one-shot kernel (fn null: its module was not built)
 };
 
 // What planning one signature's steps reads, and the program-wide scratch they ask for.
@@ -95,6 +96,8 @@ struct KindRule {
   StatusOr<bool> (*plan)(PlanContext& c, const Kernel& k, Step& step);
   // Runs the library call `plan` set up, before step.launches; nullptr: the launches are all.
   Status (*run)(Step& step, const Kernel& k, const RunContext& c);
+  // Whether a kernel of this kind may have no module (load then runs only for those that do).
+  bool module_optional = false;
 };
 
 // The row of `kind` (a kind that check_supported accepted).

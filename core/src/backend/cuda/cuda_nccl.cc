@@ -69,6 +69,7 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::abort(const std::string&) {
   if (aborted_ || comm_ == nullptr) return;
   aborted_ = true;
+  peers_.reset();  // a rank may have stopped between epochs: the flags no longer agree
   nccl().ncclCommAbort(comm_);
   comm_ = nullptr;
 }
@@ -102,7 +103,10 @@ StatusOr<std::shared_ptr<Communicator>> nccl_join(const std::string& unique_id, 
   TRIPY_RETURN_IF_ERROR(make_current());
   ncclComm_t comm = nullptr;
   TRIPY_NCCL_TRY(ncclCommInitRank(&comm, world, id, rank));
-  return std::shared_ptr<Communicator>(std::make_shared<NcclCommunicator>(comm, rank, world));
+  auto joined = std::make_shared<NcclCommunicator>(comm, rank, world);
+  TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<PeerMemory> peers, PeerMemory::create(comm, rank, world));
+  joined->set_peers(std::move(peers));
+  return std::shared_ptr<Communicator>(std::move(joined));
 }
 
 }  // namespace tripy::rt::cuda

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_peer_memory.h"
 #include "runtime/collectives.h"
 #include "tripy/status.h"
 
@@ -42,11 +43,15 @@ class NcclCommunicator final : public Communicator {
   void abort(const std::string& why) override;
   ncclComm_t comm() const { return comm_; }
   bool aborted() const { return aborted_; }
+  // The ranks' mapped staging memory for one-shot all-reduces, or null (NCCL serves them all).
+  const PeerMemory* peers() const { return peers_.get(); }
+  void set_peers(std::unique_ptr<PeerMemory> peers) { peers_ = std::move(peers); }
 
  private:
   ncclComm_t comm_;
   int rank_, world_;
   bool aborted_ = false;
+  std::unique_ptr<PeerMemory> peers_;
 };
 
 // One process, `world` GPUs (0 .. world - 1): ncclCommInitAll.

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
+#include "runtime/collectives.h"
 
 namespace tripy::rt::cuda {
 
@@ -354,6 +355,15 @@ Status CudaLoadedProgram::explain_error(const ErrorRecord::Fields& f) const {
     return internal_error("a GPU kernel recorded an error with an unknown tag " + std::to_string(f.tag));
   const int32_t ki = static_cast<int32_t>(f.tag - 1);
   const Kernel& k = program_->kernels[ki];
+  if (k.kind == KernelKind::kCollective) {  // the one-shot all-reduce's wait (kernels/all_reduce.cuh)
+    return Status(StatusCode::kUnavailable,
+                  "kernel '" + k.name + "': rank " + std::to_string(f.dim) + " waited more than " +
+                      std::to_string(static_cast<int64_t>(collective_timeout_seconds())) + " s for rank " +
+                      std::to_string(f.value) +
+                      " at this all-reduce (that rank failed, stopped or runs another program; "
+                      "TRIPY_COLLECTIVE_TIMEOUT sets the wait in seconds)",
+                  kernel_source(*program_, ki));
+  }
   if (k.kind == KernelKind::kUpdateSlice) {
     return Status(StatusCode::kOutOfRange,
                   "kernel '" + k.name + "': writes " + std::to_string(f.rows) + " row(s) at " + std::to_string(f.value) +

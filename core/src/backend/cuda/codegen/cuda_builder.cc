@@ -104,6 +104,8 @@ struct BuildRule {
   const char* file = nullptr;
   const char* entry = nullptr;
   bool by_input = false;
+  // Which kernels of the kind have the file's module (nullptr: all).
+  bool (*has_module)(const Program& p, const Kernel& k) = nullptr;
 };
 
 StatusOr<GeneratedKernel> plugin_module(const Program& p, const Kernel& k) {
@@ -156,6 +158,14 @@ std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const st
                    /*required=*/false};
 }
 
+// An all-reduce over ranks of a dtype the one-shot kernel sums (an all-gather is NCCL's alone).
+bool one_shot_all_reduce(const Program& p, const Kernel& k) {
+  const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+  return k.collective.op == CollectiveAttrs::Op::kAllReduce && k.collective.world_size > 1 &&
+         (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kInt32 ||
+          t == DType::kInt64);
+}
+
 // One row per kind, in kernel_kinds.h's order. (Which kinds the GPU runs at all is the
 // runtime's table: check_supported, cuda_kinds.h.)
 constexpr BuildRule kBuildRules[] = {
@@ -173,7 +183,9 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kPooling, nullptr, false, nullptr, nullptr, kernels::kPool, "tripy_pool"},
     {KernelKind::kSample, nullptr, false, nullptr, nullptr, kernels::kSample, "tripy_sample", /*by_input=*/true},
     {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, nullptr},
-    {KernelKind::kCollective, nullptr, false, nullptr, nullptr},  // NCCL at run time (cuda_collective.cc)
+    // NCCL at run time, or the one-shot all-reduce (cuda_collective.cc)
+    {KernelKind::kCollective, nullptr, false, nullptr, nullptr, kernels::kAllReduce, "tripy_all_reduce",
+     /*by_input=*/true, one_shot_all_reduce},
 };
 static_assert(one_row_per_kind(kBuildRules), "one row per kernel kind of runtime/kernel_kinds.h, in its order");
 
@@ -196,7 +208,7 @@ StatusOr<std::optional<GeneratedKernel>> module_of_kernel(const Program& p, cons
     TRIPY_ASSIGN_OR_RETURN(GeneratedKernel g, rule.module(p, k));
     return std::optional<GeneratedKernel>(std::move(g));
   }
-  if (!rule.file) return std::optional<GeneratedKernel>();
+  if (!rule.file || (rule.has_module && !rule.has_module(p, k))) return std::optional<GeneratedKernel>();
   const int32_t buffer = rule.by_input ? k.inputs.at(0) : k.outputs.at(0);
   return std::optional<GeneratedKernel>(file_module(rule, p.buffers[static_cast<size_t>(buffer)].dtype));
 }

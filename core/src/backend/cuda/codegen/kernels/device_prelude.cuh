@@ -186,3 +186,17 @@ template <bool BF16> DEVI void mma16816_f32(float (&c)[4], unsigned a0, unsigned
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #endif
 }
+
+// Errors kernels find at run time (cuda_error_record.h: gathers, update_slices, an all-reduce's
+// wait): `claim` is a device word that elects the first error; its winner writes {value, dim,
+// rows} to the host-mapped record `err`, fences to the system and writes its tag last, so the
+// host never sees a tag without them.
+DEVI void record_error(i64 err, i64 claim, i64 tag, i64 value, i64 dim, i64 rows) {
+  if (!err || atomicCAS((unsigned long long*)claim, 0ull, (unsigned long long)tag) != 0ull) return;
+  volatile i64* e = (volatile i64*)err;
+  e[1] = value;
+  e[2] = dim;
+  e[3] = rows;
+  __threadfence_system();
+  e[0] = tag;
+}

@@ -1,19 +1,6 @@
 // The index module's bodies (index_module_source() in cuda_prelude.cc, after device_prelude.cuh):
-// gathers and update_slices, and the record of the errors they find at run time. The C++ side
-// appends an extern "C" entry point for each function the program launches.
-
-// Run-time errors of gathers and update_slices (cuda_error_record.h): `claim` is a device word
-// that elects the first error; its winner writes {value, dim, rows} to the host-mapped record
-// `err`, fences to the system and writes its tag last, so the host never sees a tag without them.
-DEVI void record_error(i64 err, i64 claim, i64 tag, i64 value, i64 dim, i64 rows) {
-  if (!err || atomicCAS((unsigned long long*)claim, 0ull, (unsigned long long)tag) != 0ull) return;
-  volatile i64* e = (volatile i64*)err;
-  e[1] = value;
-  e[2] = dim;
-  e[3] = rows;
-  __threadfence_system();
-  e[0] = tag;
-}
+// gathers and update_slices, which record the errors they find at run time (record_error). The
+// C++ side appends an extern "C" entry point for each function the program launches.
 
 // out[o, k, i] = data[o, idx[k] (negative counts from the end), i]; out-of-range indices give 0
 // and record an error (err, claim and tag set by the program; err 0: none).

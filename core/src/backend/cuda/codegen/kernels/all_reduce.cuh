@@ -1,0 +1,127 @@
+// The one-shot all-reduce (the collective row of codegen/cuda_builder.cc, after
+// device_prelude.cuh): every rank's GPU maps the other ranks' staging buffers (cuda_peer_memory.h),
+// so a small all-reduce is one kernel on each rank instead of NCCL's ring. Each block copies its
+// slice of this rank's input into this rank's staging buffer, signals every rank that its slice is
+// there, waits for every rank's signal, then sums the slice over the ranks, in rank order (every
+// rank computes the same bits), straight from their staging buffers.
+//
+// Flags: block b of rank r writes epoch e into slot [b][r] of every rank's flags (its own too) and
+// waits until its own slots [b][p] reach e. Each block counts its own epochs (counters[b]), so the
+// launch needs no host-side state and replays in CUDA graphs. Two staging buffers alternate by
+// epoch: a rank writes buffer e & 1 again only at epoch e + 2, after every rank arrived at e + 1,
+// which they do only after reading buffer e & 1 at epoch e. The grid is always kAllReduceBlocks
+// blocks, so a slice is always read by the block of the same index. A rank that waits past
+// timeout_ns records an error naming the rank it waited for (cuda_error_record.h) and gives up.
+
+#define TRIPY_AR_RANKS 8
+
+// Words, in this order (cuda_collective.cc fills them).
+struct AllReduceArgs {
+  i64 in, out, count;           // this rank's input and the output: count elements each
+  i64 err, tag, claim;          // the program's error record, this kernel's tag, the election word
+  i64 timeout_ns, rank, world;  // how long to wait for the other ranks
+  i64 counters;                 // this rank's epoch per block (u32)
+  i64 capacity;                 // bytes of each staging buffer (a multiple of 16)
+  i64 flags[TRIPY_AR_RANKS];    // each rank's flags: u32 [blocks][TRIPY_AR_RANKS]
+  i64 data[TRIPY_AR_RANKS];     // each rank's two staging buffers, `capacity` bytes apart
+};
+
+DEVI void ar_store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+DEVI unsigned ar_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+DEVI u64 ar_now() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Past the L1 (another GPU writes these between launches).
+DEVI uint4 ar_load16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+// Sums in A (float for the floating dtypes); T's raw bits in and out.
+struct ArF32 { typedef float T; typedef float A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
+struct ArF16 { typedef unsigned short T; typedef float A; static DEVI A in(T v) { return h2f(v); } static DEVI T out(A v) { return f2h(v); } };
+struct ArBf16 { typedef unsigned short T; typedef float A; static DEVI A in(T v) { return b2f(v); } static DEVI T out(A v) { return f2b(v); } };
+struct ArI32 { typedef int T; typedef int A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
+struct ArI64 { typedef i64 T; typedef i64 A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
+
+template <class R>
+DEVI void all_reduce_body(const AllReduceArgs& a) {
+  typedef typename R::T T;
+  typedef typename R::A A;
+  const int kPer = 16 / (int)sizeof(T);  // elements per 16-byte chunk
+  const i64 chunks = (a.count + kPer - 1) / kPer;
+  const i64 per_block = (chunks + gridDim.x - 1) / gridDim.x;
+  const i64 c0 = (i64)blockIdx.x * per_block, c1 = c0 + per_block < chunks ? c0 + per_block : chunks;
+  unsigned* counters = (unsigned*)a.counters;
+  const unsigned epoch = counters[blockIdx.x] + 1;
+  const i64 staged = (i64)(epoch & 1u) * a.capacity;
+  const T* in = (const T*)a.in;
+  T* mine = (T*)(a.data[a.rank] + staged);
+  // 16-byte chunks where the input allows, else element by element (the last chunk may be short).
+  const bool whole = (a.in & 15) == 0 && (a.out & 15) == 0;
+  for (i64 c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    if (whole && (c + 1) * kPer <= a.count) {
+      *(uint4*)(mine + c * kPer) = *(const uint4*)(in + c * kPer);
+    } else {
+      for (i64 i = c * kPer; i < (c + 1) * kPer && i < a.count; ++i) mine[i] = in[i];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < a.world) {
+    const int p = threadIdx.x;
+    ar_store_release((unsigned*)a.flags[p] + blockIdx.x * TRIPY_AR_RANKS + a.rank, epoch);
+    const unsigned* slot = (const unsigned*)a.flags[a.rank] + blockIdx.x * TRIPY_AR_RANKS + p;
+    const u64 start = ar_now();
+    // A rank may already be one epoch ahead (it passed this barrier and signalled the next).
+    while ((int)(ar_load_acquire(slot) - epoch) < 0) {
+      if (ar_now() - start > (u64)a.timeout_ns) {
+        record_error(a.err, a.claim, a.tag, p, a.rank, 0);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  T* out = (T*)a.out;
+  union Chunk {
+    uint4 u;
+    T t[16 / sizeof(T)];
+  };
+  for (i64 c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    A acc[16 / sizeof(T)];
+    const bool full = whole && (c + 1) * kPer <= a.count;
+    for (int r = 0; r < a.world; ++r) {
+      const T* src = (const T*)(a.data[r] + staged) + c * kPer;
+      Chunk v;
+      if (full) {
+        v.u = ar_load16(src);
+      } else {
+        for (int j = 0; j < kPer; ++j) v.t[j] = c * kPer + j < a.count ? ((volatile const T*)src)[j] : T(0);
+      }
+      for (int j = 0; j < kPer; ++j) acc[j] = r == 0 ? R::in(v.t[j]) : acc[j] + R::in(v.t[j]);
+    }
+    if (full) {
+      Chunk o;
+      for (int j = 0; j < kPer; ++j) o.t[j] = R::out(acc[j]);
+      *(uint4*)(out + c * kPer) = o.u;
+    } else {
+      for (int j = 0; j < kPer && c * kPer + j < a.count; ++j) out[c * kPer + j] = R::out(acc[j]);
+    }
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
+}
+
+// One entry point per module, tripy_all_reduce_<dtype> (the input's dtype).
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_f32(const AllReduceArgs a) { all_reduce_body<ArF32>(a); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_f16(const AllReduceArgs a) { all_reduce_body<ArF16>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_bf16(const AllReduceArgs a) { all_reduce_body<ArBf16>(a); })
+TRIPY_FOR_DTYPE(i32, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_i32(const AllReduceArgs a) { all_reduce_body<ArI32>(a); })
+TRIPY_FOR_DTYPE(i64, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_i64(const AllReduceArgs a) { all_reduce_body<ArI64>(a); })

@@ -1,0 +1,107 @@
+// The ranks' shared staging memory for the one-shot all-reduce (see cuda_peer_memory.h).
+#include "backend/cuda/cuda_peer_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_nccl.h"
+
+namespace tripy::rt::cuda {
+namespace {
+
+// A rank's region: flags (u32 [kBlocks][kMaxRanks]), counters (u32 [kBlocks]), then at
+// kStagingOffset the two staging buffers.
+constexpr int64_t kFlagsBytes = PeerMemory::kBlocks * PeerMemory::kMaxRanks * 4;
+constexpr int64_t kCountersOffset = kFlagsBytes;
+constexpr int64_t kStagingOffset = 4096;
+constexpr int64_t kRegionBytes = kStagingOffset + 2 * PeerMemory::kCapacity;
+static_assert(kCountersOffset + PeerMemory::kBlocks * 4 <= kStagingOffset, "flags and counters fit before the staging");
+
+bool turned_off() {
+  const char* v = std::getenv("TRIPY_ONESHOT_ALLREDUCE");
+  return v != nullptr && std::string(v) == "0";
+}
+
+// Runs an NCCL call on its own stream and waits for it (setup only, never inside a capture).
+template <typename F>
+Status run_and_wait(F&& call) {
+  CUstream s = nullptr;
+  TRIPY_CUDA_TRY(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  Status st = call(s);
+  if (st.ok()) st = TRIPY_CUDA(cuStreamSynchronize(s));
+  api().cuStreamDestroy(s);
+  return st;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int rank, int world) {
+  if (world < 2 || world > kMaxRanks || turned_off()) return std::unique_ptr<PeerMemory>();
+  TRIPY_RETURN_IF_ERROR(make_current());
+  std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world));
+  m->bases_.assign(static_cast<size_t>(world), 0);
+  // Every rank answers whether it mapped every other's region; NCCL's min is the ranks' verdict.
+  CUdeviceptr scratch = 0;
+  TRIPY_CUDA_TRY(cuMemAlloc(&scratch, sizeof(CUipcMemHandle) * static_cast<size_t>(world + 1) + 8));
+  struct Scratch {
+    CUdeviceptr p;
+    ~Scratch() { api().cuMemFree(p); }
+  } scratch_guard{scratch};
+  CUipcMemHandle mine{};
+  bool mapped = api().cuMemAlloc(&m->own_, kRegionBytes) == CUDA_SUCCESS &&
+                api().cuMemsetD8Async(m->own_, 0, kRegionBytes, nullptr) == CUDA_SUCCESS &&
+                api().cuCtxSynchronize() == CUDA_SUCCESS && api().cuIpcGetMemHandle(&mine, m->own_) == CUDA_SUCCESS;
+  // Every rank takes part in the exchange (a rank that failed sends zeros and says no below).
+  const CUdeviceptr handles = scratch + sizeof(CUipcMemHandle);
+  TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(scratch, &mine, sizeof(mine), nullptr));
+  TRIPY_RETURN_IF_ERROR(run_and_wait([&](CUstream s) {
+    return TRIPY_NCCL(ncclAllGather(reinterpret_cast<const void*>(scratch), reinterpret_cast<void*>(handles),
+                                    sizeof(CUipcMemHandle), ncclInt8, comm, reinterpret_cast<cudaStream_t>(s)));
+  }));
+  std::vector<CUipcMemHandle> all(static_cast<size_t>(world));
+  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(all.data(), handles, sizeof(CUipcMemHandle) * all.size(), nullptr));
+  TRIPY_CUDA_TRY(cuCtxSynchronize());
+  for (int r = 0; r < world && mapped; ++r) {
+    if (r == rank) {
+      m->bases_[static_cast<size_t>(r)] = m->own_;
+      continue;
+    }
+    mapped = api().cuIpcOpenMemHandle(&m->bases_[static_cast<size_t>(r)], all[static_cast<size_t>(r)],
+                                      CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == CUDA_SUCCESS;
+  }
+  int32_t verdict = mapped ? 1 : 0;
+  const CUdeviceptr word = handles + sizeof(CUipcMemHandle) * static_cast<size_t>(world);
+  TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(word, &verdict, sizeof(verdict), nullptr));
+  TRIPY_CUDA_TRY(cuCtxSynchronize());
+  TRIPY_RETURN_IF_ERROR(run_and_wait([&](CUstream s) {
+    return TRIPY_NCCL(ncclAllReduce(reinterpret_cast<const void*>(word), reinterpret_cast<void*>(word), 1, ncclInt32,
+                                    ncclMin, comm, reinterpret_cast<cudaStream_t>(s)));
+  }));
+  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(&verdict, word, sizeof(verdict), nullptr));
+  TRIPY_CUDA_TRY(cuCtxSynchronize());
+  if (verdict != 1) return std::unique_ptr<PeerMemory>();  // the destructor unmaps what was mapped
+  return m;
+}
+
+PeerMemory::~PeerMemory() {
+  if (!api().driver_ok) return;
+  for (int r = 0; r < world_; ++r)
+    if (r != rank_ && bases_[static_cast<size_t>(r)] != 0) api().cuIpcCloseMemHandle(bases_[static_cast<size_t>(r)]);
+  if (own_ != 0) api().cuMemFree(own_);
+}
+
+void PeerMemory::fill(std::vector<int64_t>& w) const {
+  w[kFirstWord] = rank_;
+  w[kFirstWord + 1] = world_;
+  w[kFirstWord + 2] = static_cast<int64_t>(own_ + kCountersOffset);
+  w[kFirstWord + 3] = kCapacity;
+  for (int r = 0; r < kMaxRanks; ++r) {
+    const CUdeviceptr base = r < world_ ? bases_[static_cast<size_t>(r)] : 0;
+    w[kFirstWord + 4 + r] = static_cast<int64_t>(base);
+    w[kFirstWord + 4 + kMaxRanks + r] = base ? static_cast<int64_t>(base + kStagingOffset) : 0;
+  }
+}
+
+}  // namespace tripy::rt::cuda

@@ -1,0 +1,47 @@
+// Memory that every rank of an NCCL communicator maps (CUDA IPC, one process per GPU): each rank's
+// flags, epoch counters and two staging buffers for the one-shot all-reduce
+// (codegen/kernels/all_reduce.cuh), which reads the other ranks' staging buffers directly instead of
+// running NCCL's ring: one kernel of a few microseconds for a decode step's activations.
+//
+// Made when a rank joins its communicator, through NCCL itself (an all-gather of the IPC handles),
+// and used only if every rank mapped every other's (an all-reduce of that answer), so the ranks
+// always agree on which algorithm an all-reduce takes. TRIPY_ONESHOT_ALLREDUCE=0 turns it off.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/cuda_api.h"
+#include "tripy/status.h"
+
+namespace tripy::rt::cuda {
+
+class PeerMemory {
+ public:
+  static constexpr int kBlocks = 32, kThreads = 512;  // the kernel's grid, fixed (see its flags)
+  static constexpr int kMaxRanks = 8;                 // TRIPY_AR_RANKS of the kernel
+  static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: the largest one-shot
+  // The words of the kernel's AllReduceArgs that come from here start at this index.
+  static constexpr int kFirstWord = 7, kWords = 27;
+
+  // nullptr (and ok) where the one-shot cannot serve: one rank, more than kMaxRanks, turned off, or
+  // a rank that could not map another's memory.
+  static StatusOr<std::unique_ptr<PeerMemory>> create(ncclComm_t comm, int rank, int world);
+  ~PeerMemory();
+  PeerMemory(const PeerMemory&) = delete;
+  PeerMemory& operator=(const PeerMemory&) = delete;
+
+  // Writes rank, world, counters, capacity, flags[] and data[] into a launch's words.
+  void fill(std::vector<int64_t>& words) const;
+
+ private:
+  PeerMemory(int rank, int world) : rank_(rank), world_(world) {}
+  int rank_, world_;
+  CUdeviceptr own_ = 0;
+  std::vector<CUdeviceptr> bases_;  // every rank's region in this process (own_ at rank_)
+};
+
+}  // namespace tripy::rt::cuda
