@@ -21,8 +21,9 @@ unquantized run's in the same process, and its logit error against the float32 p
 
 With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
-sharded one (the speedup) in the same run, and `same_tokens`, whether its greedy tokens are the
-one-device run's. A model whose weights exceed what one GPU holds (0.9 of its memory, or
+sharded one (the speedup) in the same run, and `same_tokens`, how many greedy steps agree with the
+one-device run's (the worst sequence's count / the steps compared, and the mean: summing in another
+order, bfloat16 near-ties may part a sequence). A model whose weights exceed what one GPU holds (0.9 of its memory, or
 --one-device-gb) has no one-device row: its sharded row runs alone, without `vs_one`, and says so in
 `note` (on the CPU the one-device row runs unless --one-device-gb says otherwise). On the CPU the
 ranks are N threads of this process (the tiny shape checks the path in CI; CPU ranks share the
@@ -211,7 +212,9 @@ def kernel_profile(step, torch, steps, top):
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,
-                want_logits=False):
+                want_logits=False, profiler=None):
+    """One Tripy run; `torch` also computes the prompt logits, `profiler` (torch) only profiles."""
+    profiler = profiler or torch
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
                       quant_mode=quant_mode, mesh=mesh)
@@ -271,8 +274,8 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
         result["gpu_gb"] = held
-    if profile_top and torch is not None:
-        print(kernel_profile(lambda: decode_steps(1, False), torch, 8, profile_top), file=sys.stderr)
+    if profile_top and profiler is not None:
+        print(kernel_profile(lambda: decode_steps(1, False), profiler, 8, profile_top), file=sys.stderr)
     return result
 
 
@@ -287,6 +290,14 @@ def prompt_logits(llm, gen, ids, zero):
     fn = tp.compile(lambda tokens, pos, *caches: tp.cast(model(tokens, pos, list(caches))[0], tp.float32),
                     args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n, mesh=gen.mesh)
     return np.asarray(fn(tp.Tensor(ids), zero, *gen._empty_caches(batch)))
+
+
+def steps_agreeing(a, b):
+    """Per sequence, how many greedy steps of `a` and `b` agree before the first difference: the worst
+    sequence and the mean (bf16 near-ties may part a sequence late), as "worst/steps (mean m)"."""
+    n = min(a.shape[1], b.shape[1])
+    agree = (a[:, :n] == b[:, :n]).cumprod(axis=1).sum(axis=1)
+    return f"{int(agree.min())}/{n} (mean {agree.mean():.1f})"
 
 
 def logit_errors(got, want):
@@ -611,14 +622,10 @@ def main():
                     if bandwidth:
                         row.update(copy_tb_s=bandwidth / 1e12, tripy_bw_share=(wbytes + kv_bytes) / (tri["ms"] * 1e-3) / bandwidth)
                     if ref is not None:
-                        # Per sequence, how many greedy steps agree before the first difference: the
-                        # worst sequence and the mean (bf16 near-ties may part a sequence late).
-                        n = min(len(ref["tokens"][0]), len(tri["tokens"][0]))
-                        agree = (ref["tokens"][:, :n] == tri["tokens"][:, :n]).cumprod(axis=1).sum(axis=1)
                         row.update(torch_ms=ref["ms"], torch_tok_s=1e3 * batch / ref["ms"],
                                    torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
                                    torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"],
-                                   greedy_match=f"{int(agree.min())}/{n} (mean {agree.mean():.1f})")
+                                   greedy_match=steps_agreeing(ref["tokens"], tri["tokens"]))
                         (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
                         row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                     if args.reference and PRINTS:
@@ -631,14 +638,15 @@ def main():
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
                     sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh,
-                                          want_logits=args.reference)
+                                          want_logits=args.reference, profile_top=args.profile if PRINTS else 0,
+                                          profiler=torch)
                     srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
                                 device=device_name, tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
                                 tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],
                                 load_s=sharded["load_s"], compile_s=sharded["compile_s"], weight_gb=wbytes / 1e9)
                     if tri is not None:
                         srow.update(vs_one=tri["ms"] / sharded["ms"],
-                                    same_tokens=bool(np.array_equal(sharded["tokens"], tri["tokens"])))
+                                    same_tokens=steps_agreeing(sharded["tokens"], tri["tokens"]))
                     else:
                         srow.update(note=f"no one-device row: {wbytes / 1e9:.3g} GB of weights, one device holds "
                                          f"{one_device_bytes / 1e9:.3g} GB")
