@@ -274,8 +274,8 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
         result["gpu_gb"] = held
-    if profile_top and profiler is not None:
-        print(kernel_profile(lambda: decode_steps(1, False), profiler, 8, profile_top), file=sys.stderr)
+    if profile_top and profiler is not None:  # every rank runs the profiled step (its collectives meet)
+        note(kernel_profile(lambda: decode_steps(1, False), profiler, 8, profile_top))
     return result
 
 
@@ -638,8 +638,7 @@ def main():
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
                     sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh,
-                                          want_logits=args.reference, profile_top=args.profile if PRINTS else 0,
-                                          profiler=torch)
+                                          want_logits=args.reference, profile_top=args.profile, profiler=torch)
                     srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
                                 device=device_name, tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
                                 tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],
