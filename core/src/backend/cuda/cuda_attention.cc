@@ -41,14 +41,21 @@ enum Word : int {
   kStrides,                  // 5 operands x 4 dims
   kScaleLog2 = kStrides + 20,
   kBlocks, kChunks, kVec,
-  kSplits, kSplitChunk, kPtrWork, kPtrCounters, kSplitVecV,
+  kSplits, kSplitChunk, kPtrWork, kPtrCounters, kSplitVecV, kSplitMinKeys,
   kWords
 };
 
-// Split-KV: heads up to kSplitHeadMax (cuda_attention.h), chunks of at least kSplitMinKeys
-// keys in multiples of 32, at most kSplitMax chunks (the merge's weights fit in shared memory),
-// and about kSplitWaves blocks per SM.
-constexpr int64_t kSplitMinKeys = 256, kSplitMax = 128, kSplitWaves = 2;
+// Split-KV: heads up to kSplitHeadMax (cuda_attention.h), chunks of at least kMinKeys keys in
+// multiples of 32 (also the kernel's rule under a causal offset), at most kSplitMax chunks (the
+// merge's weights fit in shared memory), and about kSplitWaves blocks per SM.
+constexpr int64_t kMinKeys = 256, kSplitMax = 128, kSplitWaves = 2;
+
+// kMinKeys, or TRIPY_ATTENTION_SPLIT_MIN_KEYS (a multiple of 32) to compare others.
+int64_t split_min_keys() {
+  const char* v = std::getenv("TRIPY_ATTENTION_SPLIT_MIN_KEYS");
+  const int64_t n = v ? std::atoll(v) : 0;
+  return n >= 32 && n % 32 == 0 ? n : kMinKeys;
+}
 
 }  // namespace
 
@@ -156,11 +163,13 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     const int64_t groups = B * Hkv, keys = a.causal ? std::min(S, L) : S;
     l.split_fn = split_fn;
     int64_t splits = ceil_div(kSplitWaves * std::max(sm_count, 1), groups);
-    splits = std::clamp<int64_t>(splits, 1, std::min(kSplitMax, ceil_div(keys, kSplitMinKeys)));
+    const int64_t min_keys = split_min_keys();
+    splits = std::clamp<int64_t>(splits, 1, std::min(kSplitMax, ceil_div(keys, min_keys)));
     const int64_t chunk = ceil_div(ceil_div(keys, splits), 32) * 32;
     splits = ceil_div(keys, chunk);
     l.words[kSplits] = splits;
     l.words[kSplitChunk] = chunk;
+    l.words[kSplitMinKeys] = min_keys;
     l.split_rows = rows;
     l.splits = splits;
     l.workspace_bytes = groups * splits * rows * (Dv + 2) * 4;

@@ -31,6 +31,7 @@ struct AttnArgs {
   i64 nsplit, chunk;               // split: chunks of keys per (batch, kv head), keys per chunk
   i64 ws, ctr;                     // split: float32 partials, per (batch, kv head) counters at zero
   i64 vvec;                        // split: 1 when V rows can be read in 16-byte pieces (strides)
+  i64 min_keys;                    // split under a causal offset: keys per block at least
 };
 
 #define LOG2E 1.4426950408889634f

@@ -17,7 +17,7 @@
 // rows for the tile's max and sum, then thread t accumulates output column t % CW over keys
 // t / CW, t / CW + 128 / CW, ... (CW = 32, 64 or 128 columns per pass, two passes past 128).
 //
-// Under a causal offset the blocks in use follow the keys visible now (at least SPLIT_MIN_KEYS
+// Under a causal offset the blocks in use follow the keys visible now (at least a.min_keys
 // each, so a short cache runs as few blocks that each walk a tile or two); a block left alone
 // writes the output itself, with no partials and no merge. Either way a decode step is a chain of
 // memory latencies more than a stream of bytes: loads are issued together wherever they can be.
@@ -29,7 +29,6 @@
 
 #define SPLIT_T 128     // keys per tile: one per thread in the score phase
 #define SPLIT_DMAX 256  // head sizes up to this (the host checks)
-#define SPLIT_MIN_KEYS 256  // keys per block at least under a causal offset (kSplitMinKeys too)
 #define SPLIT_VROWS 4   // rows served by the register V path at most (its accumulators: rows x 16 B)
 
 // Block row r is query row r % L of q head hk * G + r / L: the element offsets of its q and output
@@ -148,12 +147,12 @@ DEVI void attention_split(const AttnArgs& a) {
   for (int r = 0; r < RM; ++r) acc[r][0] = acc[r][1] = 0.0f;
   // Keys [0, keys) in chunks of `chunk` over `nsplit` blocks. Under a causal offset all three
   // follow the offset read now: the keys any row sees split evenly (in multiples of 32) over as
-  // many blocks as have SPLIT_MIN_KEYS each, up to the launch's; the others leave at once (they
+  // many blocks as have a.min_keys each, up to the launch's; the others leave at once (they
   // take no part in the merge either), so a decode step's cost follows the rows written.
   i64 keys = a.S, chunk = a.chunk, nsplit = a.nsplit;
   if (MASK_KIND == 3) {
     keys = offset_keys_max(off, 0, a.L, a.S);
-    const i64 want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
+    const i64 want = (keys + a.min_keys - 1) / a.min_keys;
     nsplit = want < 1 ? 1 : want < a.nsplit ? want : a.nsplit;
     chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
     if (split >= nsplit) return;  // the same for every thread of the block
@@ -392,7 +391,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
   i64 keys = a.S, chunk = a.chunk;
   if (MASK_KIND == 3) {
     keys = offset_keys_max(off, 0, a.L, a.S);
-    const i64 want = (keys + SPLIT_MIN_KEYS - 1) / SPLIT_MIN_KEYS;
+    const i64 want = (keys + a.min_keys - 1) / a.min_keys;
     nsplit = want < 1 ? 1 : want < ns ? (int)want : ns;
     chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
     if (split >= nsplit) return;  // the same for every thread of the block
