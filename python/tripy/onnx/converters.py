@@ -31,7 +31,7 @@ from tripy.onnx import recurrent, roi_align, sequences, signal, value_shaped
 from tripy.onnx import resize as resize_rules
 from tripy.onnx.converters_nn import (
     _arg, _batch_norm, _celu, _conv, _conv_transpose, _cumsum, _depth_to_space, _dropout, _einsum, _elementwise,
-    _eye_like, _gather_nd, _gemm, _hard_sigmoid, _hardmax, _instance_norm, _is_inf, _l1, _l2,
+    _extreme, _eye_like, _gather_nd, _gemm, _hard_sigmoid, _hardmax, _instance_norm, _is_inf, _l1, _l2,
     _layer_norm, _log_sum, _log_sum_exp, _lrn, _gelu, _group_norm, _lp_norm, _mish, _matmul, _mvn, _one_hot, _pad, _prelu, _reduce, _resize,
     _reverse_sequence, _scatter_elements, _scatter_nd, _shrink, _softmax, _softplus, _space_to_depth, _sum_square,
     _topk, _trilu,
@@ -68,8 +68,15 @@ def _dims_arith(op):
     return run
 
 
-_DIMS_OPS = {"Add": lambda p, q: p + q, "Sub": lambda p, q: p - q, "Mul": lambda p, q: p * q,
-             "Div": lambda p, q: p // q}
+def _trunc_div(p, q):
+    """ONNX's integer quotient, toward zero, of known values (sizes, never negative, as they are)."""
+    if isinstance(p, int) and isinstance(q, int):
+        quotient = builtins.abs(p) // builtins.abs(q)
+        return quotient if (p < 0) == (q < 0) else -quotient
+    return p // q
+
+
+_DIMS_OPS = {"Add": lambda p, q: p + q, "Sub": lambda p, q: p - q, "Mul": lambda p, q: p * q, "Div": _trunc_div}
 
 
 def _div(a, b):
@@ -77,7 +84,7 @@ def _div(a, b):
         # ONNX truncates integer quotients toward zero; floor_div rounds down.
         q = make("floor_div", [a, b])
         r = a - q * b
-        return where((r != 0) & ((r < 0) != (b < 0)), q + 1, q)
+        return where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)  # floor is one below when the signs differ
     return a / b
 
 
@@ -553,9 +560,9 @@ OPS = {
     "ReduceL2": Row(_reduce(_l2), _REDUCE_ATTRS),
     "ReduceLogSum": Row(_reduce(_log_sum), _REDUCE_ATTRS),
     "ReduceLogSumExp": Row(_reduce(_log_sum_exp), _REDUCE_ATTRS),
-    "ReduceMax": Row(_reduce(max), _REDUCE_ATTRS),
+    "ReduceMax": Row(_reduce(_extreme(max, highest=False)), _REDUCE_ATTRS),
     "ReduceMean": Row(_reduce(mean), _REDUCE_ATTRS),
-    "ReduceMin": Row(_reduce(min), _REDUCE_ATTRS),
+    "ReduceMin": Row(_reduce(_extreme(min, highest=True)), _REDUCE_ATTRS),
     "ReduceProd": Row(_reduce(prod), _REDUCE_ATTRS),
     "ReduceSum": Row(_reduce(sum, axes_input_from=13), _REDUCE_ATTRS),
     "ReduceSumSquare": Row(_reduce(_sum_square), _REDUCE_ATTRS),

@@ -48,6 +48,30 @@ def _reduce(fn, axes_input_from=18):
     return run
 
 
+def _extreme(fn, highest):
+    """ReduceMax (fn max) and ReduceMin (fn min, `highest`): bool through int32, and over an empty
+    dim ONNX's identity, the other end of the dtype (-inf or inf, the lowest or highest integer,
+    False or True)."""
+
+    def reduce(x, axes, keep):
+        if builtins.any(isinstance(x.shape[a], int) and x.shape[a] == 0 for a in axes):
+            if x.dtype == dtypes.bool:  # tp.full takes numbers
+                return _extreme(fn, highest)(cast(x, dtypes.int32), axes, keep) > 0
+            if issubclass(x.dtype, dtypes.floating):
+                value = math.inf if highest else -math.inf
+            else:
+                bits = {dtypes.int8: 8, dtypes.int32: 32, dtypes.int64: 64}[x.dtype]
+                value = 2 ** (bits - 1) - 1 if highest else -(2 ** (bits - 1))
+            shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keep else [
+                d for i, d in enumerate(x.shape) if i not in axes]
+            return full(shape, value, x.dtype)
+        if x.dtype == dtypes.bool:
+            return cast(fn(cast(x, dtypes.int32), axes, keep), dtypes.bool)
+        return fn(x, axes, keep)
+
+    return reduce
+
+
 def _sum_square(x, axes, keep):
     return sum(x * x, axes, keep)
 
