@@ -139,20 +139,40 @@ void load_cudnn(Api& a) {
   a.cudnn_ok = ok && a.cudnnGetVersion() / 10000 == 9;
 }
 
-}  // namespace
-
-const Api& api() {
+Api& table() {
   // Never destroyed: kernels may still be freed by static destructors at exit.
   static Api* instance = [] {
     auto* a = new Api();
     load_driver(*a);
     // NVRTC works without a GPU: code generation can be checked on any machine.
     load_nvrtc(*a);
-    if (a->driver_ok) load_cublaslt(*a);
-    if (a->driver_ok) load_cudnn(*a);
     return a;
   }();
   return *instance;
+}
+
+}  // namespace
+
+const Api& api() { return table(); }
+
+// Each fills only its own library's entries of the table, once; readers of those entries come
+// after a call that returned true (the static's initialisation happens before its return).
+bool cublaslt_loaded() {
+  static const bool ok = [] {
+    Api& a = table();
+    if (a.driver_ok) load_cublaslt(a);
+    return a.cublaslt_ok;
+  }();
+  return ok;
+}
+
+bool cudnn_loaded() {
+  static const bool ok = [] {
+    Api& a = table();
+    if (a.driver_ok) load_cudnn(a);
+    return a.cudnn_ok;
+  }();
+  return ok;
 }
 
 int64_t host_waits() { return g_host_waits.load(); }

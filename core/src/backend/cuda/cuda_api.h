@@ -68,13 +68,18 @@ struct Api {
 
   bool driver_ok = false;    // driver loaded, a device found, its primary context retained
   bool nvrtc_ok = false;     // NVRTC loaded (needed by build() only)
-  bool cublaslt_ok = false;  // cuBLASLt loaded (needed by programs with dots)
-  bool cudnn_ok = false;     // cuDNN 9 loaded (convolutions fall back to our kernel without it)
+  bool cublaslt_ok = false;  // cuBLASLt loaded: read cublaslt_loaded(), which loads it
+  bool cudnn_ok = false;     // cuDNN 9 loaded: read cudnn_loaded(), which loads it
   std::string why_unavailable;  // what failed first, for error messages
 };
 
-// Loads the libraries once (thread-safe); never fails hard: check the *_ok flags.
+// Loads the driver and NVRTC once (thread-safe); never fails hard: check the *_ok flags.
 const Api& api();
+// Load cuBLASLt (programs with dots) and cuDNN (convolutions, attention) on first use, once: a
+// process whose GPU work needs neither (its first eager op, say) never pays for loading them
+// (cuBLASLt's dlopen alone took 66 ms on an H200 machine). True when the library's table is filled.
+bool cublaslt_loaded();
+bool cudnn_loaded();
 
 // How many times the host has waited for the GPU (cuStreamSynchronize, cuEventSynchronize,
 // cuCtxSynchronize through the table) since the process started: tests check that a steady-state

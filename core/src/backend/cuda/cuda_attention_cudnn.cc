@@ -28,7 +28,7 @@ bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std:
     return false;
   };
   if (env_is_zero("TRIPY_ATTENTION_CUDNN") || cudnn_disabled()) return no("turned off");
-  if (!api().cudnn_ok) return no("cuDNN is not loaded");
+  if (!cudnn_loaded()) return no("cuDNN is not loaded");
   // 9.10.0 and 9.10.1 compute float16 attention wrongly in some configurations.
   const size_t version = api().cudnnGetVersion();
   if (version == 91000 || version == 91001) return no("cuDNN 9.10.0 and 9.10.1 are avoided");

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   bool available() const override { return device_available(); }
   LowPrecisionGemms low_precision_gemms() const override {
     auto dev = device();
-    if (!dev.ok() || !api().cublaslt_ok) return {};
+    if (!dev.ok() || !cublaslt_loaded()) return {};
     LowPrecisionGemms g = low_precision_gemms_for(dev.value()->arch);
     g.int8 = g.int8 && lt_runs_quantized(DType::kInt8);
     g.float8 = g.float8 && lt_runs_quantized(DType::kFloat8E4M3);

@@ -128,7 +128,7 @@ bool cudnn_usable(const ConvProblem& pr, std::string* why) {
     if (why) *why = reason;
     return false;
   };
-  if (!api().cudnn_ok) return no("cuDNN 9 could not be loaded");
+  if (!cudnn_loaded()) return no("cuDNN 9 could not be loaded");
   if (cudnn_disabled()) return no("TRIPY_CUDNN=0");
   if (pr.attrs.pad_before != pr.attrs.pad_after) return no("cuDNN pads symmetrically");
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();

@@ -14,7 +14,7 @@ StatusOr<cudnnHandle_t> cudnn_handle() {
   // of its own, and one nested in another is where libstdc++ copies can disagree (see
   // python/CMakeLists.txt: a hang on the GPU machine).
   static const StatusOr<cudnnHandle_t> handle = []() -> StatusOr<cudnnHandle_t> {
-    if (!api().cudnn_ok) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
+    if (!cudnn_loaded()) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
     cudnnHandle_t h = nullptr;
     TRIPY_CUDA_TRY(cudnnCreate(&h));
     return h;
@@ -27,7 +27,7 @@ std::mutex& cudnn_call_mutex() {
   return m;
 }
 
-std::string cudnn_version() { return api().cudnn_ok ? std::to_string(api().cudnnGetVersion()) : "none"; }
+std::string cudnn_version() { return cudnn_loaded() ? std::to_string(api().cudnnGetVersion()) : "none"; }
 
 bool env_is_zero(const char* name) {
   const char* v = std::getenv(name);

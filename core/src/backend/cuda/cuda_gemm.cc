@@ -42,7 +42,7 @@ int pow2_alignment(uint64_t v) {
 StatusOr<cublasLtHandle_t> lt_handle() {
   // A function-local static rather than std::call_once, as cudnn_handle.
   static const StatusOr<cublasLtHandle_t> handle = []() -> StatusOr<cublasLtHandle_t> {
-    if (!api().cublaslt_ok)
+    if (!cublaslt_loaded())
       return Status(StatusCode::kUnavailable,
                     "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
     cublasLtHandle_t h = nullptr;
@@ -69,7 +69,7 @@ bool lt_runs_quantized(DType operand) {
 }
 
 std::string cublaslt_version() {
-  return api().cublaslt_ok ? std::to_string(api().cublasLtGetVersion()) : "none";
+  return cublaslt_loaded() ? std::to_string(api().cublasLtGetVersion()) : "none";
 }
 
 int dot_alignment(const DotProblem& pr, std::initializer_list<CUdeviceptr> addresses) {
