@@ -92,7 +92,8 @@ StatusOr<std::optional<flat::Graph>> channels_last(const flat::Graph& g, PassCon
 }
 
 StatusOr<std::optional<flat::Graph>> quantized_dot(const flat::Graph& g, PassContext& c) {
-  const rt::LowPrecisionGemms& q = c.rules.low_precision_gemms;
+  if (!flat::converts_low_precision(g)) return std::optional<flat::Graph>();
+  const rt::LowPrecisionGemms q = c.rules.low_precision_gemms();
   if (!q.int8 && !q.float8) return std::optional<flat::Graph>();
   return flat::quantized_dot(g, flat::QuantizedDotRules{q.int8, q.float8, q.weight_nk, q.int8_multiple, q.float8_multiple});
 }

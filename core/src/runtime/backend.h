@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -134,7 +135,9 @@ struct PassRules {
   bool pad_dot_columns = false;             // GEMM widths padded to aligned rows (cuBLASLt's fast kernels)
   std::vector<DType> channels_last_dtypes;  // convolutions of these dtypes run channels-last,
   int channels_last_min_chain = 1;          // where a chain has at least this many of them
-  LowPrecisionGemms low_precision_gemms;    // the quantized GEMMs dequantize -> dot may become
+  // The quantized GEMMs dequantize -> dot may become, asked only of a graph that converts int8 or
+  // float8 values (the GPU's answer loads cuBLASLt).
+  std::function<LowPrecisionGemms()> low_precision_gemms = [] { return LowPrecisionGemms{}; };
   int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
 };
 

@@ -60,7 +60,7 @@ PassRules pass_rules_for(Device::Kind kind) {
     rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32};
     rules.channels_last_min_chain = 1;
   }
-  if (env_is("TRIPY_QUANTIZED_DOT", "0")) rules.low_precision_gemms = {};
+  if (env_is("TRIPY_QUANTIZED_DOT", "0")) rules.low_precision_gemms = [] { return LowPrecisionGemms{}; };
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "0")) rules.weight_only_dot_max_rows = 0;
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "1")) rules.weight_only_dot_max_rows = -1;
   return rules;

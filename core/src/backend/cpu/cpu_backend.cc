@@ -251,7 +251,7 @@ class CpuBuilder final : public rt::Builder {
     rt::PassRules rules;
     rules.channels_last_dtypes = {DType::kFloat32};
     rules.channels_last_min_chain = 3;
-    rules.low_precision_gemms = rt::cpu_backend()->low_precision_gemms();
+    rules.low_precision_gemms = [] { return rt::cpu_backend()->low_precision_gemms(); };
     return rules;
   }
   StatusOr<rt::Artifacts> build(const rt::Program&, const rt::BuildOptions&) override {

@@ -86,6 +86,8 @@ struct QuantizedDotRules {
 // int32 (float32), rescaled by sa * sb in float32 and converted to the dequantized dtype. nullopt
 // when nothing matched.
 std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules = {});
+// Whether the graph converts an int8 or float8 value (where quantized_dot may apply at all).
+bool converts_low_precision(const Graph& graph);
 // dot(x, dequantize(q)) with a float x, a constant int8 or int4 weight q and constant scales (and
 // zero points) per group of K becomes one weight_only_dot kernel reading q packed
 // (rt::WeightOnlyDotAttrs), where x has at most `max_rows` rows (-1: any; 0: none). Where x has

@@ -129,6 +129,15 @@ Tensor transposed_2d(const Tensor& t) {
 
 }  // namespace
 
+bool converts_low_precision(const Graph& graph) {
+  for (const Op& op : graph.ops) {
+    if (op.kind != OpKind::kElementwise || op.fn != EwOp::kConvert || op.operands.empty()) continue;
+    const DType t = graph.values[op.operands[0]].dtype;
+    if (t == DType::kInt8 || t == DType::kFloat8E4M3) return true;
+  }
+  return false;
+}
+
 std::optional<Graph> quantized_dot(const Graph& graph, const QuantizedDotRules& rules) {
   std::vector<std::optional<Match>> matches(graph.ops.size());
   bool any = false;

@@ -222,7 +222,10 @@ class CudaBuilder final : public Builder {
     rules.pad_dot_columns = true;
     rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16};
     rules.channels_last_min_chain = 1;
-    if (Backend* gpu = backend_for(Device::Kind::kGpu)) rules.low_precision_gemms = gpu->low_precision_gemms();
+    rules.low_precision_gemms = [] {
+      Backend* gpu = backend_for(Device::Kind::kGpu);
+      return gpu ? gpu->low_precision_gemms() : LowPrecisionGemms{};
+    };
     rules.weight_only_dot_max_rows = 32;  // decode sizes; larger GEMMs stay on cuBLASLt's tensor cores
     return rules;
   }
