@@ -58,6 +58,27 @@ def dft_last(real, imag, length, inverse=False, onesided=False):
     return out_real, out_imag
 
 
+def irfft_last(real, imag, length):
+    """The real signal of length ``length`` whose one-sided spectrum (its first length // 2 + 1
+    bins, by conjugate symmetry the whole) is ``real`` + i ``imag`` along the last dim (cut or
+    padded with zeros to those bins; ``imag`` None: zero)."""
+    bins = length // 2 + 1
+    size = real.shape[-1]
+    if size != bins:
+        fit = (lambda t: pad(t, [(0, 0)] * (t.rank - 1) + [(0, bins - size)])) if size < bins else \
+            (lambda t: t[..., :bins])
+        real, imag = fit(real), None if imag is None else fit(imag)
+    # Bin k stands for itself and bin length - k: twice, but for the bins that have no twin.
+    weight = [1.0 if k == 0 or 2 * k == length else 2.0 for k in range(bins)]
+    angle = [[2 * math.pi * ((k * i) % length) / length for i in range(length)] for k in range(bins)]
+    cos = Tensor([[weight[k] * math.cos(a) / length for a in row] for k, row in enumerate(angle)], dtype=real.dtype)
+    out = matmul(real, cos)
+    if imag is not None:
+        sin = Tensor([[weight[k] * math.sin(a) / length for a in row] for k, row in enumerate(angle)], dtype=real.dtype)
+        out = out - matmul(imag, sin)
+    return out
+
+
 def _complex(real, imag):
     return concatenate([unsqueeze(real, real.rank), unsqueeze(imag, imag.rank)], real.rank)
 
@@ -71,11 +92,17 @@ def _dft(ctx, n):
     order = [d for d in range(rank - 1) if d != axis] + [axis]
     real = permute(x[..., 0], order)
     imag = permute(x[..., 1], order) if x.shape[-1] == 2 else None
-    length = real.shape[-1] if n.input(1) is None else _scalar(ctx, n, 1)
+    inverse, onesided = bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0))
+    if n.input(1) is not None:
+        length = _scalar(ctx, n, 1)
+    else:  # an inverse of a one-sided spectrum of B bins is 2 (B - 1) long (numpy's irfft)
+        length = 2 * (real.shape[-1] - 1) if inverse and onesided and isinstance(real.shape[-1], int) else real.shape[-1]
     if not isinstance(length, int):
         _raise_here(f"ONNX {n.describe()}: DFT needs a static length along its axis.")
-    out_real, out_imag = dft_last(real, imag, length, bool(n.attr("inverse", 0)), bool(n.attr("onesided", 0)))
     back = [order.index(d) for d in range(rank - 1)]
+    if inverse and onesided:  # one-sided spectrum in, the real signal out
+        return unsqueeze(permute(irfft_last(real, imag, length), back), rank - 1)
+    out_real, out_imag = dft_last(real, imag, length, inverse, onesided)
     return _complex(permute(out_real, back), permute(out_imag, back))
 
 
