@@ -38,7 +38,9 @@ SignatureGraph::~SignatureGraph() {
 bool SignatureGraph::wanted(CUstream stream, int64_t io_bytes, size_t steps) {
   const int mode = graph_mode();
   const int64_t graph_limit = (int64_t{2} << 20) + (int64_t{512} << 10) * static_cast<int64_t>(steps);
-  return mode != 0 && !failed_ && stream != nullptr && ++calls_ >= 2 && (mode == 1 || io_bytes <= graph_limit);
+  // One step (an eager op, say) launches directly: a graph would add its copy nodes to one launch.
+  return mode != 0 && !failed_ && stream != nullptr && ++calls_ >= 2 &&
+         (mode == 1 || (steps >= 2 && io_bytes <= graph_limit));
 }
 
 void SignatureGraph::invalidate() {
