@@ -1,7 +1,7 @@
 """Tensor parallelism on two GPUs through NCCL, one process per GPU as torchrun starts them
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
-MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces on both
-sides of the one-shot kernel's size limit, the tiny Llama's prefill and decode steps (replayed as
+MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces and
+all-gathers on both sides of the one-shot kernel's size limit, the tiny Llama's prefill and decode steps (replayed as
 CUDA graphs) against numpy; a rank that never reaches an all-reduce makes the other's fail with
 an error naming it. Skipped without two GPUs."""
 
@@ -79,6 +79,15 @@ WORKER = textwrap.dedent(
             got = f(tp.cast(tp.Tensor(mine), dtype))
             got = np.asarray(tp.copy(tp.cast(got, tp.float32) if dtype != tp.int32 else got, tp.device("cpu")))
             np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=f"{n} {dtype} call {call}")
+
+    # All-gathers on both sides of the same limit, along the first and an inner dim.
+    for shape, dim, dtype in [((3, 4097), 1, tp.bfloat16), ((2, 1024), 0, tp.float32), ((300001,), 0, tp.float32),
+                              ((4, 6, 16), 2, tp.float16)]:
+        g = tp.compile(lambda t: tp.all_gather(t, dim=dim), args=[tp.InputInfo(shape, dtype=dtype)], mesh=mesh)
+        for call in range(5):
+            parts = [((np.arange(np.prod(shape)) % 53) * (r + 1) + call).reshape(shape).astype(np.float32) for r in range(2)]
+            got = np.asarray(tp.copy(tp.cast(g(tp.cast(tp.Tensor(parts[rank]), dtype)), tp.float32), tp.device("cpu")))
+            np.testing.assert_array_equal(got, np.concatenate(parts, axis=dim), err_msg=f"{shape} {dim} call {call}")
 
     config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
     weights = llama_ref.random_weights(config, seed=1)

@@ -1,6 +1,6 @@
 // kCollective on the GPU: NCCL's all-reduce and all-gather on the program's stream, so a CUDA
-// graph captures them with the rest of the step; an all-reduce that fits the ranks' mapped staging
-// memory is instead our one-shot kernel (cuda_peer_memory.h, kernels/all_reduce.cuh). The
+// graph captures them with the rest of the step; a collective whose input fits the ranks' mapped
+// staging memory is instead our one-shot kernel (cuda_peer_memory.h, kernels/one_shot_collective.cuh). The
 // communicator is the calling thread's (the rank's: runtime/collectives.h); a graph replays on the
 // rank that captured it.
 #include "backend/cuda/cuda_kinds.h"
@@ -27,28 +27,30 @@ StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step)
   const int64_t elements = numel_of(x);
   if (elements == 0) return false;
   const CollectiveAttrs& a = k.collective;
-  if (a.op == CollectiveAttrs::Op::kAllReduce) {
+  const bool reduce = a.op == CollectiveAttrs::Op::kAllReduce;
+  int64_t blocks = 1;
+  for (int64_t d = 0; !reduce && d < a.axis; ++d) blocks *= x[static_cast<size_t>(d)];
+  // The one-shot launch, should this rank's communicator have peer memory when it runs, with the
+  // program's error record (a rank that waits past the timeout names the rank it waited for).
+  if (CUfunction fn = c.code[static_cast<size_t>(step.kernel)].fn) {
+    TRIPY_ASSIGN_OR_RETURN(ErrorRecord * errors, c.error_record());
+    Launch& l = step.one_shot;
+    l.fn = fn;
+    l.grid = PeerMemory::kBlocks;
+    l.block_x = PeerMemory::kThreads;
+    l.words.assign(PeerMemory::kWords, 0);
+    l.words[2] = elements;
+    l.words[3] = static_cast<int64_t>(errors->record());
+    l.words[4] = static_cast<int64_t>(step.kernel) + 1;
+    l.words[5] = static_cast<int64_t>(errors->claim());
+    l.words[6] = static_cast<int64_t>(collective_timeout_seconds() * 1e9);
+    l.words[7] = reduce ? 0 : elements / blocks;  // an all-gather's elements per outer block
+    l.ptrs = {{0, k.inputs[0], 0}, {1, k.outputs[0], 0}};
+  }
+  if (reduce) {
     step.collective_count = elements;
-    // The one-shot launch, should this rank's communicator have peer memory when it runs: its
-    // error record (a rank that waits past the timeout names the rank it waited for).
-    if (CUfunction fn = c.code[static_cast<size_t>(step.kernel)].fn) {
-      TRIPY_ASSIGN_OR_RETURN(ErrorRecord * errors, c.error_record());
-      Launch& l = step.one_shot;
-      l.fn = fn;
-      l.grid = PeerMemory::kBlocks;
-      l.block_x = PeerMemory::kThreads;
-      l.words.assign(PeerMemory::kWords, 0);
-      l.words[2] = elements;
-      l.words[3] = static_cast<int64_t>(errors->record());
-      l.words[4] = static_cast<int64_t>(step.kernel) + 1;
-      l.words[5] = static_cast<int64_t>(errors->claim());
-      l.words[6] = static_cast<int64_t>(collective_timeout_seconds() * 1e9);
-      l.ptrs = {{0, k.inputs[0], 0}, {1, k.outputs[0], 0}};
-    }
     return true;
   }
-  int64_t blocks = 1;
-  for (int64_t d = 0; d < a.axis; ++d) blocks *= x[static_cast<size_t>(d)];
   const int64_t bytes = elements * dtype_size(c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype);
   step.collective_count = blocks;
   step.collective_block_bytes = bytes / blocks;
@@ -79,14 +81,14 @@ Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
                   where);
   auto* send = reinterpret_cast<const void*>(in);
   auto* recv = reinterpret_cast<void*>(out);
+  const DType dtype = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
+  const PeerMemory* peers = rank->peers();
+  if (peers != nullptr && step.one_shot.fn != nullptr &&
+      step.one_shot.words[2] * dtype_size(dtype) <= PeerMemory::kCapacity) {  // this rank's input fits
+    peers->fill(step.one_shot.words);
+    return launch(step.one_shot, c.base, c.stream);
+  }
   if (a.op == CollectiveAttrs::Op::kAllReduce) {
-    const DType dtype = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
-    const PeerMemory* peers = rank->peers();
-    if (peers != nullptr && step.one_shot.fn != nullptr &&
-        step.collective_count * dtype_size(dtype) <= PeerMemory::kCapacity) {
-      peers->fill(step.one_shot.words);
-      return launch(step.one_shot, c.base, c.stream);
-    }
     TRIPY_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_sum_dtype(dtype));
     return TRIPY_NCCL(ncclAllReduce(send, recv, static_cast<size_t>(step.collective_count), t, ncclSum, rank->comm(),
                                     reinterpret_cast<cudaStream_t>(c.stream)));

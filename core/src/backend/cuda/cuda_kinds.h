@@ -50,7 +50,7 @@ struct Step {
   // kCollective (cuda_collective.cc): all_reduce's elements, or all_gather's blocks and bytes per
   // block of each rank's input (blocks > 1: gathered in the workspace, then interleaved).
   int64_t collective_count = 0, collective_block_bytes = 0;
-  Launch one_shot;  // an all-reduce's one-shot kernel (fn null: its module was not built)
+  Launch one_shot;  // the one-shot kernel (fn null: its module was not built)
 };
 
 // What planning one signature's steps reads, and the program-wide scratch they ask for.

@@ -20,7 +20,7 @@ constexpr int64_t kRegionBytes = kStagingOffset + 2 * PeerMemory::kCapacity;
 static_assert(kCountersOffset + PeerMemory::kBlocks * 4 <= kStagingOffset, "flags and counters fit before the staging");
 
 bool turned_off() {
-  const char* v = std::getenv("TRIPY_ONESHOT_ALLREDUCE");
+  const char* v = std::getenv("TRIPY_ONESHOT_COLLECTIVES");
   return v != nullptr && std::string(v) == "0";
 }
 

@@ -1,11 +1,11 @@
 // Memory that every rank of an NCCL communicator maps (CUDA IPC, one process per GPU): each rank's
-// flags, epoch counters and two staging buffers for the one-shot all-reduce
-// (codegen/kernels/all_reduce.cuh), which reads the other ranks' staging buffers directly instead of
-// running NCCL's ring: one kernel of a few microseconds for a decode step's activations.
+// flags, epoch counters and two staging buffers for the one-shot all-reduce and all-gather
+// (codegen/kernels/one_shot_collective.cuh), which read the other ranks' staging buffers directly
+// instead of running NCCL's: one kernel of a few microseconds for a decode step's activations.
 //
 // Made when a rank joins its communicator, through NCCL itself (an all-gather of the IPC handles),
 // and used only if every rank mapped every other's (an all-reduce of that answer), so the ranks
-// always agree on which algorithm an all-reduce takes. TRIPY_ONESHOT_ALLREDUCE=0 turns it off.
+// always agree on which algorithm a collective takes. TRIPY_ONESHOT_COLLECTIVES=0 turns it off.
 #pragma once
 
 #include <nccl.h>
@@ -23,9 +23,9 @@ class PeerMemory {
  public:
   static constexpr int kBlocks = 32, kThreads = 512;  // the kernel's grid, fixed (see its flags)
   static constexpr int kMaxRanks = 8;                 // TRIPY_AR_RANKS of the kernel
-  static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: the largest one-shot
-  // The words of the kernel's AllReduceArgs that come from here start at this index.
-  static constexpr int kFirstWord = 7, kWords = 27;
+  static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: a rank's largest input
+  // The words of the kernel's OneShotArgs that come from here start at this index.
+  static constexpr int kFirstWord = 8, kWords = 28;
 
   // nullptr (and ok) where the one-shot cannot serve: one rank, more than kMaxRanks, turned off, or
   // a rank that could not map another's memory.

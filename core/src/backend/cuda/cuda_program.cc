@@ -355,12 +355,13 @@ Status CudaLoadedProgram::explain_error(const ErrorRecord::Fields& f) const {
     return internal_error("a GPU kernel recorded an error with an unknown tag " + std::to_string(f.tag));
   const int32_t ki = static_cast<int32_t>(f.tag - 1);
   const Kernel& k = program_->kernels[ki];
-  if (k.kind == KernelKind::kCollective) {  // the one-shot all-reduce's wait (kernels/all_reduce.cuh)
+  if (k.kind == KernelKind::kCollective) {  // a one-shot collective's wait (kernels/one_shot_collective.cuh)
     return Status(StatusCode::kUnavailable,
                   "kernel '" + k.name + "': rank " + std::to_string(f.dim) + " waited more than " +
                       std::to_string(static_cast<int64_t>(collective_timeout_seconds())) + " s for rank " +
                       std::to_string(f.value) +
-                      " at this all-reduce (that rank failed, stopped or runs another program; "
+                      " at this " + (k.collective.op == CollectiveAttrs::Op::kAllReduce ? "all-reduce" : "all-gather") +
+                      " (that rank failed, stopped or runs another program; "
                       "TRIPY_COLLECTIVE_TIMEOUT sets the wait in seconds)",
                   kernel_source(*program_, ki));
   }

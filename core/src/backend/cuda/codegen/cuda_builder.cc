@@ -158,12 +158,11 @@ std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const st
                    /*required=*/false};
 }
 
-// An all-reduce over ranks of a dtype the one-shot kernel sums (an all-gather is NCCL's alone).
-bool one_shot_all_reduce(const Program& p, const Kernel& k) {
+// A collective over ranks of a dtype the one-shot kernel has an entry point for.
+bool one_shot_collective(const Program& p, const Kernel& k) {
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-  return k.collective.op == CollectiveAttrs::Op::kAllReduce && k.collective.world_size > 1 &&
-         (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kInt32 ||
-          t == DType::kInt64);
+  return k.collective.world_size > 1 && (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+                                         t == DType::kInt32 || t == DType::kInt64);
 }
 
 // One row per kind, in kernel_kinds.h's order. (Which kinds the GPU runs at all is the
@@ -183,9 +182,9 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kPooling, nullptr, false, nullptr, nullptr, kernels::kPool, "tripy_pool"},
     {KernelKind::kSample, nullptr, false, nullptr, nullptr, kernels::kSample, "tripy_sample", /*by_input=*/true},
     {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, nullptr},
-    // NCCL at run time, or the one-shot all-reduce (cuda_collective.cc)
-    {KernelKind::kCollective, nullptr, false, nullptr, nullptr, kernels::kAllReduce, "tripy_all_reduce",
-     /*by_input=*/true, one_shot_all_reduce},
+    // NCCL at run time, or the one-shot kernel (cuda_collective.cc)
+    {KernelKind::kCollective, nullptr, false, nullptr, nullptr, kernels::kOneShotCollective, "tripy_one_shot",
+     /*by_input=*/true, one_shot_collective},
 };
 static_assert(one_row_per_kind(kBuildRules), "one row per kernel kind of runtime/kernel_kinds.h, in its order");
 

@@ -54,7 +54,7 @@ std::vector<Module> modules_of_every_file() {
       {"conv", kind_module_source(KernelKind::kConvolution, DType::kFloat16).source},
       {"pool", kind_module_source(KernelKind::kPooling, DType::kInt8).source},
       {"sample", kind_module_source(KernelKind::kSample, DType::kBFloat16).source},
-      {"all_reduce", kind_module_source(KernelKind::kCollective, DType::kBFloat16).source},
+      {"one_shot_collective", kind_module_source(KernelKind::kCollective, DType::kBFloat16).source},
       {"gemv", gemv_module_source(DType::kFloat16)},
       {"weight_only_dot", weight_only_dot_module_source(DType::kBFloat16, 4, 1).source},
       {"plugin", plugin_module_source(plugin).value()},
@@ -114,7 +114,7 @@ TEST(CudaKernelFiles, EveryKindsFileModuleCompilesForEachOfItsDtypes) {
         if (o.function != g.function) others.back().push_back(o.function);
     }
   }
-  ASSERT_GE(sources.size(), 17u);  // convolution 3, pooling 6, sample 3, all-reduce 5
+  ASSERT_GE(sources.size(), 17u);  // convolution 3, pooling 6, sample 3, one-shot collective 5
   if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
   auto compiled = compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();

@@ -1,25 +1,29 @@
-// The one-shot all-reduce (the collective row of codegen/cuda_builder.cc, after
+// The one-shot collectives (the collective row of codegen/cuda_builder.cc, after
 // device_prelude.cuh): every rank's GPU maps the other ranks' staging buffers (cuda_peer_memory.h),
-// so a small all-reduce is one kernel on each rank instead of NCCL's ring. Each block copies its
-// slice of this rank's input into this rank's staging buffer, signals every rank that its slice is
-// there, waits for every rank's signal, then sums the slice over the ranks, in rank order (every
-// rank computes the same bits), straight from their staging buffers.
+// so a small all-reduce or all-gather is one kernel on each rank instead of NCCL's. Each block
+// copies its slice of this rank's input into this rank's staging buffer, signals every rank that
+// its slice is there, waits for every rank's signal, then reads the slice of every rank straight
+// from their staging buffers: an all-reduce sums it in rank order (every rank computes the same
+// bits), an all-gather writes each rank's part to its place in the output.
 //
 // Flags: block b of rank r writes epoch e into slot [b][r] of every rank's flags (its own too) and
 // waits until its own slots [b][p] reach e. Each block counts its own epochs (counters[b]), so the
 // launch needs no host-side state and replays in CUDA graphs. Two staging buffers alternate by
 // epoch: a rank writes buffer e & 1 again only at epoch e + 2, after every rank arrived at e + 1,
-// which they do only after reading buffer e & 1 at epoch e. The grid is always kAllReduceBlocks
+// which they do only after reading buffer e & 1 at epoch e. The grid is always PeerMemory::kBlocks
 // blocks, so a slice is always read by the block of the same index. A rank that waits past
-// timeout_ns records an error naming the rank it waited for (cuda_error_record.h) and gives up.
+// timeout_ns records an error naming the rank it waited for (cuda_error_record.h) and gives up;
+// once the program has recorded an error, later waits give up at once.
 
 #define TRIPY_AR_RANKS 8
 
 // Words, in this order (cuda_collective.cc fills them).
-struct AllReduceArgs {
-  i64 in, out, count;           // this rank's input and the output: count elements each
+struct OneShotArgs {
+  i64 in, out, count;           // this rank's input (count elements) and the output
   i64 err, tag, claim;          // the program's error record, this kernel's tag, the election word
-  i64 timeout_ns, rank, world;  // how long to wait for the other ranks
+  i64 timeout_ns;               // how long to wait for the other ranks
+  i64 gather_block;             // 0: all-reduce; else all-gather, elements per outer block of a rank
+  i64 rank, world;
   i64 counters;                 // this rank's epoch per block (u32)
   i64 capacity;                 // bytes of each staging buffer (a multiple of 16)
   i64 flags[TRIPY_AR_RANKS];    // each rank's flags: u32 [blocks][TRIPY_AR_RANKS]
@@ -54,7 +58,7 @@ struct ArI32 { typedef int T; typedef int A; static DEVI A in(T v) { return v; }
 struct ArI64 { typedef i64 T; typedef i64 A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
 
 template <class R>
-DEVI void all_reduce_body(const AllReduceArgs& a) {
+DEVI void one_shot_body(const OneShotArgs& a) {
   typedef typename R::T T;
   typedef typename R::A A;
   const int kPer = 16 / (int)sizeof(T);  // elements per 16-byte chunk
@@ -83,6 +87,7 @@ DEVI void all_reduce_body(const AllReduceArgs& a) {
     const u64 start = ar_now();
     // A rank may already be one epoch ahead (it passed this barrier and signalled the next).
     while ((int)(ar_load_acquire(slot) - epoch) < 0) {
+      if (*(volatile u64*)a.claim != 0) break;  // the program failed already
       if (ar_now() - start > (u64)a.timeout_ns) {
         record_error(a.err, a.claim, a.tag, p, a.rank, 0);
         break;
@@ -91,6 +96,24 @@ DEVI void all_reduce_body(const AllReduceArgs& a) {
   }
   __syncthreads();
   T* out = (T*)a.out;
+  if (a.gather_block > 0) {  // rank r's element i lands at out[(i / block * world + r) * block + i % block]
+    const i64 blk = a.gather_block;
+    const bool vec = whole && blk % kPer == 0;
+    for (i64 c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+      const i64 i = c * kPer;
+      for (int r = 0; r < a.world; ++r) {
+        const T* src = (const T*)(a.data[r] + staged);
+        if (vec && i + kPer <= a.count) {
+          *(uint4*)(out + (i / blk * a.world + r) * blk + i % blk) = ar_load16(src + i);
+        } else {
+          for (i64 e = i; e < i + kPer && e < a.count; ++e)
+            out[(e / blk * a.world + r) * blk + e % blk] = ((volatile const T*)src)[e];
+        }
+      }
+    }
+    if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
+    return;
+  }
   union Chunk {
     uint4 u;
     T t[16 / sizeof(T)];
@@ -119,9 +142,9 @@ DEVI void all_reduce_body(const AllReduceArgs& a) {
   if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
 }
 
-// One entry point per module, tripy_all_reduce_<dtype> (the input's dtype).
-TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_f32(const AllReduceArgs a) { all_reduce_body<ArF32>(a); })
-TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_f16(const AllReduceArgs a) { all_reduce_body<ArF16>(a); })
-TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_bf16(const AllReduceArgs a) { all_reduce_body<ArBf16>(a); })
-TRIPY_FOR_DTYPE(i32, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_i32(const AllReduceArgs a) { all_reduce_body<ArI32>(a); })
-TRIPY_FOR_DTYPE(i64, extern "C" __global__ void __launch_bounds__(512) tripy_all_reduce_i64(const AllReduceArgs a) { all_reduce_body<ArI64>(a); })
+// One entry point per module, tripy_one_shot_<dtype> (the input's dtype).
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f32(const OneShotArgs a) { one_shot_body<ArF32>(a); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f16(const OneShotArgs a) { one_shot_body<ArF16>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_bf16(const OneShotArgs a) { one_shot_body<ArBf16>(a); })
+TRIPY_FOR_DTYPE(i32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i32(const OneShotArgs a) { one_shot_body<ArI32>(a); })
+TRIPY_FOR_DTYPE(i64, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i64(const OneShotArgs a) { one_shot_body<ArI64>(a); })
