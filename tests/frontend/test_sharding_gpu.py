@@ -119,7 +119,8 @@ def _free_port():
 
 
 # Rank 0 stops calling after the first call (it waits, then leaves); rank 1's second call waits for
-# it at the all-reduce until the timeout.
+# it at the one-shot all-reduce until the timeout, then an NCCL all-gather (past the one-shot's
+# size) waits until the watchdog aborts the communicator.
 ABSENT_RANK = textwrap.dedent(
     """
     import time
@@ -130,15 +131,24 @@ ABSENT_RANK = textwrap.dedent(
     f = tp.compile(lambda t: tp.all_reduce(t) * 2.0, args=[tp.InputInfo((64,), dtype=tp.float32)], mesh=mesh)
     x = tp.Tensor(np.ones(64, np.float32))
     assert np.asarray(tp.copy(f(x), tp.device("cpu"))).tolist() == [4.0] * 64
+    g = tp.compile(lambda t: tp.all_gather(t), args=[tp.InputInfo((300001,), dtype=tp.float32)], mesh=mesh)
     if mesh._rank == 0:
-        time.sleep(10)
+        time.sleep(30)
         print("RANK OK")
     else:
         try:
             np.asarray(tp.copy(f(x), tp.device("cpu")))
+            raise AssertionError("the one-shot all-reduce without rank 0 returned")
         except tp.TripyException as e:
             assert "rank 1 waited more than 3 s for rank 0 at this all-reduce" in str(e), str(e)
-            print("RANK OK")
+        start = time.monotonic()
+        try:
+            np.asarray(tp.copy(g(tp.Tensor(np.ones(300001, np.float32))), tp.device("cpu")))
+            raise AssertionError("the NCCL all-gather without rank 0 returned")
+        except tp.TripyException as e:
+            assert "waited more than 3 s for the other ranks" in str(e) and "aborted" in str(e), str(e)
+        assert time.monotonic() - start < 20
+        print("RANK OK")
     """
 )
 

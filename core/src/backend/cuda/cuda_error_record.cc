@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_nccl.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -78,7 +79,7 @@ Status ErrorRecord::take_locked() {
 Status check_device_errors() {
   std::lock_guard<std::mutex> lock(registry_mutex());  // records cannot go while we read them
   for (ErrorRecord* r : registry()) TRIPY_RETURN_IF_ERROR(r->take_locked());
-  return ok_status();
+  return take_watchdog_error();  // a collective the NCCL watchdog aborted (cuda_nccl.h)
 }
 
 }  // namespace tripy::rt::cuda

@@ -59,19 +59,24 @@ Status check(ncclResult_t r, const char* call) {
                 std::string("NCCL call ") + call + " failed: " + text);
 }
 
+NcclCommunicator::NcclCommunicator(ncclComm_t comm, int rank, int world) : comm_(comm), rank_(rank), world_(world) {
+  watch_communicator(this, true);
+}
+
 NcclCommunicator::~NcclCommunicator() {
-  if (comm_ != nullptr && nccl().ok) {
-    if (aborted_) nccl().ncclCommAbort(comm_);
-    else nccl().ncclCommDestroy(comm_);
+  watch_communicator(this, false);
+  const ncclComm_t c = comm_.load();
+  if (c != nullptr && nccl().ok) {
+    if (aborted_) nccl().ncclCommAbort(c);
+    else nccl().ncclCommDestroy(c);
   }
 }
 
+// The peer memory stays mapped until the communicator goes: a one-shot kernel may still run.
 void NcclCommunicator::abort(const std::string&) {
-  if (aborted_ || comm_ == nullptr) return;
-  aborted_ = true;
-  peers_.reset();  // a rank may have stopped between epochs: the flags no longer agree
-  nccl().ncclCommAbort(comm_);
-  comm_ = nullptr;
+  if (aborted_.exchange(true)) return;
+  const ncclComm_t c = comm_.exchange(nullptr);
+  if (c != nullptr) nccl().ncclCommAbort(c);
 }
 
 StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world) {

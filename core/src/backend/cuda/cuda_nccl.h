@@ -6,6 +6,7 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,25 +35,34 @@ Status check(ncclResult_t r, const char* call);
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(ncclComm_t comm, int rank, int world) : comm_(comm), rank_(rank), world_(world) {}
+  NcclCommunicator(ncclComm_t comm, int rank, int world);
   ~NcclCommunicator() override;
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   // ncclCommAbort: work that waits on this rank's peers ends, and the communicator is spent (a
   // sharded executable whose rank failed makes new ones).
   void abort(const std::string& why) override;
-  ncclComm_t comm() const { return comm_; }
-  bool aborted() const { return aborted_; }
+  ncclComm_t comm() const { return comm_.load(); }
+  bool aborted() const { return aborted_.load(); }
   // The ranks' mapped staging memory for one-shot all-reduces, or null (NCCL serves them all).
   const PeerMemory* peers() const { return peers_.get(); }
   void set_peers(std::unique_ptr<PeerMemory> peers) { peers_ = std::move(peers); }
 
  private:
-  ncclComm_t comm_;
+  std::atomic<ncclComm_t> comm_;  // atomics: the watchdog's thread may abort while a run reads them
   int rank_, world_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
   std::unique_ptr<PeerMemory> peers_;
 };
+
+// The NCCL watchdog (cuda_nccl_watchdog.cc): a communicator registers itself while it lives;
+// after each run of a program with collectives, watch_run marks the run's end on its stream (on an
+// NCCL rank; elsewhere it does nothing), and a run still unfinished past TRIPY_COLLECTIVE_TIMEOUT
+// aborts every communicator of the process; take_watchdog_error gives that reason once (every
+// host synchronisation asks, through check_device_errors).
+void watch_communicator(NcclCommunicator* c, bool live);
+Status watch_run(CUstream stream);
+Status take_watchdog_error();
 
 // One process, `world` GPUs (0 .. world - 1): ncclCommInitAll.
 StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world);

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_nccl.h"
 #include "runtime/collectives.h"
 
 namespace tripy::rt::cuda {
@@ -346,6 +347,9 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     resolve(base, in_ptrs, out_ptrs);
     TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
+  // On an NCCL rank, the watchdog aborts a run whose collectives never finish (cuda_nccl.h).
+  if (std::any_of(p.kernels.begin(), p.kernels.end(), [](const Kernel& k) { return k.kind == KernelKind::kCollective; }))
+    TRIPY_RETURN_IF_ERROR(watch_run(stream));
   return outputs;
 }
 
