@@ -22,25 +22,12 @@ os.environ["TRIPY_DEVICE"] = "cpu"
 import numpy as np  # noqa: E402
 
 import tripy as tp  # noqa: E402
+from eager import add_case, layernorm_linear_gelu_case, np_gelu  # noqa: E402  (the eager cases, both devices)
 
 try:  # the peer of the eager cases, where present
     import torch  # noqa: E402
 except ImportError:
     torch = None
-
-
-def np_erf(x):
-    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf, and this keeps the reference
-    # vectorised, so numpy is timed at its best.
-    sign = np.sign(x)
-    x = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
-
-
-def np_gelu(x):
-    return (0.5 * x * (1.0 + np_erf(x * np.float32(1.0 / np.sqrt(2.0))))).astype(np.float32)
 
 
 def placeholder(shape):
@@ -135,54 +122,6 @@ def geglu_case():
     return (lambda: fast(inp).eval()), reference, None
 
 
-def eager_add_case(rows, cols):
-    a_np = (np.arange(rows * cols, dtype=np.float32) / np.float32(rows * cols)).reshape(rows, cols)
-    b_np = np.ones((rows, cols), dtype=np.float32)
-    a, b = tp.Tensor(a_np), tp.Tensor(b_np)
-    a.eval()
-    b.eval()
-    twin = None
-    if torch is not None:
-        a_t, b_t = torch.from_numpy(a_np), torch.from_numpy(b_np)
-        twin = lambda: a_t + b_t  # noqa: E731
-    return (lambda: (a + b).eval()), (lambda: a_np + b_np), twin
-
-
-def eager_layernorm_linear_gelu_case(batch, features, hidden):
-    """tp.LayerNorm, tp.Linear and tp.gelu called eagerly and evaluated together, as a user
-    debugging a block would; torch's twin is F.layer_norm, F.linear and F.gelu."""
-    ln = tp.LayerNorm(features)
-    linear = tp.Linear(features, hidden)
-    weights = {
-        "ln.weight": 1.0 + random_init((features,)),
-        "ln.bias": random_init((features,)),
-        "linear.weight": random_init((hidden, features)),
-        "linear.bias": random_init((hidden,)),
-    }
-    ln.load_state_dict({"weight": tp.Tensor(weights["ln.weight"]), "bias": tp.Tensor(weights["ln.bias"])})
-    linear.load_state_dict({"weight": tp.Tensor(weights["linear.weight"]), "bias": tp.Tensor(weights["linear.bias"])})
-    x_np = np.linspace(-2.0, 2.0, batch * features, dtype=np.float32).reshape(batch, features)
-    x = tp.Tensor(x_np)
-    x.eval()
-    w_t = np.ascontiguousarray(weights["linear.weight"].T)
-
-    def reference():
-        mean = x_np.mean(axis=-1, keepdims=True)
-        var = ((x_np - mean) ** 2).mean(axis=-1, keepdims=True)
-        normed = (x_np - mean) / np.sqrt(var + np.float32(1e-5)) * weights["ln.weight"] + weights["ln.bias"]
-        return np_gelu(normed @ w_t + weights["linear.bias"])
-
-    twin = None
-    if torch is not None:
-        t = {name: torch.from_numpy(value) for name, value in weights.items()}
-        x_t = torch.from_numpy(x_np)
-        F = torch.nn.functional
-        def twin():
-            return F.gelu(F.linear(F.layer_norm(x_t, (features,), t["ln.weight"], t["ln.bias"], 1e-5),
-                                   t["linear.weight"], t["linear.bias"]))
-    return (lambda: tp.gelu(linear(ln(x))).eval()), reference, twin
-
-
 def check(name, run_tripy, run_numpy, run_torch):
     got = np.asarray(run_tripy(), dtype=np.float32)
     expected = run_numpy()
@@ -198,11 +137,12 @@ def main():
     args = parser.parse_args()
 
     repeats, budget_s = (5, 0.5) if args.quick else (31, 10.0)
+    tdev = "cpu" if torch is not None else None
     large = (256, 1024, 16) if args.quick else (1024, 4096, 64)
     cases = [
-        ("eager a + b, 2x3 (cache hit)", eager_add_case(2, 3)),
-        ("eager a + b, 1000x1000", eager_add_case(1000, 1000)),
-        ("eager LayerNorm+Linear+GELU, 16x256->512", eager_layernorm_linear_gelu_case(16, 256, 512)),
+        ("eager a + b, 2x3 (cache hit)", add_case(2, 3, tdev)),
+        ("eager a + b, 1000x1000", add_case(1000, 1000, tdev)),
+        ("eager LayerNorm+Linear+GELU, 16x256->512", layernorm_linear_gelu_case(16, 256, 512, tdev)),
         ("compiled quickstart MLP, embd 2, (1, 2)", mlp_case(2, 8, 1, placeholder)),
         ("compiled quickstart GEGLU, (1, 2)", geglu_case()),
         (f"compiled MLP {large[0]}->{large[1]}->{large[0]}, batch {large[2]}",

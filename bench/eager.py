@@ -13,15 +13,15 @@ Run: python bench/eager.py [--device cpu|gpu] [--quick]
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-import tripy as tp
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tripy as tp  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 try:
     import torch
@@ -40,41 +40,22 @@ print(t1 - t0, time.perf_counter() - t1, float(np.asarray(tp.copy(a + a, tp.devi
 """
 
 
-def median_seconds(fn, sync, budget_s):
-    """Median seconds per call over batches of about 10 ms each, the case lasting about budget_s."""
-    for _ in range(3):
-        fn()
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    one = max(time.perf_counter() - start, 1e-9)
-    number = max(1, int(0.01 / one))
-    samples = []
-    deadline = time.perf_counter() + budget_s
-    while len(samples) < 5 or (time.perf_counter() < deadline and len(samples) < 200):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-            sync()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
-
-
 def random_init(shape, seed):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
 
 
-def erf(x):
-    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf.
-    sign, x = np.sign(x), np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * x)
+def np_gelu(x):
+    """GELU with erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf, and this
+    stays vectorised, so numpy is timed at its best where it is a peer (bench/cpu_bench.py)."""
+    sign, a = np.sign(x), np.abs(x) * np.float32(1.0 / np.sqrt(2.0))
+    t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
+    return (0.5 * x * (1.0 + sign * (1.0 - poly * np.exp(-a * a)))).astype(np.float32)
 
 
 def add_case(rows, cols, tdev):
+    """`a + b` evaluated eagerly; its numpy reference; torch's twin on `tdev` (None: no torch)."""
     a_np = (np.arange(rows * cols, dtype=np.float32) / np.float32(rows * cols)).reshape(rows, cols)
     b_np = np.ones((rows, cols), dtype=np.float32)
     a, b = tp.Tensor(a_np), tp.Tensor(b_np)
@@ -84,12 +65,12 @@ def add_case(rows, cols, tdev):
     if tdev is not None:
         a_t, b_t = torch.from_numpy(a_np).to(tdev), torch.from_numpy(b_np).to(tdev)
         twin = lambda: a_t + b_t  # noqa: E731
-    return (lambda: (a + b).eval()), a_np + b_np, twin
+    return (lambda: (a + b).eval()), (lambda: a_np + b_np), twin
 
 
 def layernorm_linear_gelu_case(batch, features, hidden, tdev):
     """tp.LayerNorm, tp.Linear and tp.gelu called eagerly and evaluated together, as a user
-    debugging a block would; torch's twin is F.layer_norm, F.linear and F.gelu."""
+    debugging a block would; its numpy reference; torch's twin F.layer_norm, F.linear, F.gelu."""
     ln, linear = tp.LayerNorm(features), tp.Linear(features, hidden)
     w = {"ln.weight": 1.0 + random_init((features,), 1), "ln.bias": random_init((features,), 2),
          "linear.weight": random_init((hidden, features), 3), "linear.bias": random_init((hidden,), 4)}
@@ -98,10 +79,12 @@ def layernorm_linear_gelu_case(batch, features, hidden, tdev):
     x_np = np.linspace(-2.0, 2.0, batch * features, dtype=np.float32).reshape(batch, features)
     x = tp.Tensor(x_np)
     x.eval()
-    mean = x_np.mean(axis=-1, keepdims=True)
-    normed = (x_np - mean) / np.sqrt(((x_np - mean) ** 2).mean(axis=-1, keepdims=True) + np.float32(1e-5))
-    h = (normed * w["ln.weight"] + w["ln.bias"]) @ w["linear.weight"].T + w["linear.bias"]
-    expected = 0.5 * h * (1.0 + erf(h / np.sqrt(2.0)))
+    w_t = np.ascontiguousarray(w["linear.weight"].T)
+
+    def reference():
+        mean = x_np.mean(axis=-1, keepdims=True)
+        normed = (x_np - mean) / np.sqrt(((x_np - mean) ** 2).mean(axis=-1, keepdims=True) + np.float32(1e-5))
+        return np_gelu((normed * w["ln.weight"] + w["ln.bias"]) @ w_t + w["linear.bias"])
     twin = None
     if tdev is not None:
         t = {name: torch.from_numpy(value).to(tdev) for name, value in w.items()}
@@ -111,7 +94,7 @@ def layernorm_linear_gelu_case(batch, features, hidden, tdev):
         def twin():
             return F.gelu(F.linear(F.layer_norm(x_t, (features,), t["ln.weight"], t["ln.bias"], 1e-5),
                                    t["linear.weight"], t["linear.bias"]))
-    return (lambda: tp.gelu(linear(ln(x))).eval()), expected, twin
+    return (lambda: tp.gelu(linear(ln(x))).eval()), reference, twin
 
 
 def first_op_seconds(device, cache_dir):
@@ -152,12 +135,13 @@ def main():
     print(f"tripy eager on {device}, against {peer}; median time per op, waited for")
     header = f"{'case':<40} {'tripy':>11} {'torch':>11} {'ratio':>7}"
     print(header + "\n" + "-" * len(header))
-    for name, (run, expected, twin) in cases:
+    for name, (run, reference, twin) in cases:
         got = np.asarray(tp.copy(run(), tp.device("cpu")))
-        if not np.allclose(got, expected, rtol=1e-4, atol=1e-4):
+        if not np.allclose(got, reference(), rtol=1e-4, atol=1e-4):
             raise SystemExit(f"{name}: Tripy and numpy disagree")
-        tri = median_seconds(run, tri_sync, budget)
-        ref = median_seconds(twin, torch_sync, budget) if twin else None
+        # Each op waited for before the next (the timer's batches then hold whole ops).
+        tri = median_seconds(lambda: (run(), tri_sync()), budget)
+        ref = median_seconds(lambda: (twin(), torch_sync()), budget) if twin else None
         ratio = f"{tri / ref:>7.2f}" if ref else f"{'-':>7}"
         print(f"{name:<40} {tri * 1e6:>8.1f} us {ref * 1e6 if ref else float('nan'):>8.1f} us {ratio}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tripy-eager-cache-") as cache:
