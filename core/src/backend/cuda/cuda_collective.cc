@@ -1,8 +1,8 @@
 // kCollective on the GPU: NCCL's all-reduce and all-gather on the program's stream, so a CUDA
 // graph captures them with the rest of the step; a collective whose input fits the ranks' mapped
-// staging memory is instead our one-shot kernel (cuda_peer_memory.h, kernels/one_shot_collective.cuh). The
-// communicator is the calling thread's (the rank's: runtime/collectives.h); a graph replays on the
-// rank that captured it.
+// staging memory is instead our one-shot kernel (cuda_peer_memory.h,
+// kernels/one_shot_collective.cuh). The communicator is the calling thread's (the rank's:
+// runtime/collectives.h); a graph replays on the rank that captured it.
 #include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_nccl.h"
 

@@ -1,4 +1,4 @@
-// The ranks' shared staging memory for the one-shot all-reduce (see cuda_peer_memory.h).
+// The ranks' shared staging memory for the one-shot collectives (see cuda_peer_memory.h).
 #include "backend/cuda/cuda_peer_memory.h"
 
 #include <cstdlib>
