@@ -1,4 +1,4 @@
-"""Converters of opsets 18 to 21 (newer than ONNX's local conformance data, which stops at 17) and
+"""Converters of opsets 18 to 22 (newer than ONNX's local conformance data, which stops at 17) and
 of ops the local cases do not cover with Tripy's dtypes (int8 Q/DQ, GroupNormalization, Mish,
 Gelu, LpNormalization, LpPool; CenterCropPad, Col2Im and the bitwise ops), each against numpy; and the op types Tripy's IR cannot express,
 refused with their reason."""
@@ -275,3 +275,29 @@ def test_bitwise_ops_of_unsigned_integers_are_refused_with_the_dtype(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
     with pytest.raises(tp.TripyException, match=r"input 'a': dtype UINT8, which Tripy does not have"):
         tp.onnx.load(path, device="cpu")
+
+
+def test_opset_22_runs_its_ops_in_bfloat16(tmp_path):
+    """Opset 22 changed no op's meaning; it let ops such as Sin, Conv and AveragePool take bfloat16."""
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    w = (RNG.standard_normal((3, 2, 3, 3)) / 4).astype(np.float32)
+    nodes = [helper.make_node("Sin", ["x"], ["s"]), helper.make_node("Conv", ["s", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+                              initializer=[helper.make_tensor("w", TensorProto.BFLOAT16, w.shape,
+                                                              (w.view(np.uint32) >> 16).astype(np.uint16).tobytes(),
+                                                              raw=True)])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    model = tp.onnx.load(path, device="cpu")
+    got = np.asarray(tp.cast(model(tp.cast(tp.Tensor(x, device=tp.device("cpu")), tp.bfloat16)), tp.float32))
+    # numpy in float32 from the bfloat16 weights: the model rounds in between, so a loose bound.
+    w16 = ((w.view(np.uint32) >> 16) << 16).view(np.float32)
+    s = np.pad(np.sin(x), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((1, 3, 6, 6), np.float32)
+    for i in range(6):
+        for j in range(6):
+            conv[0, :, i, j] = np.tensordot(w16, s[0, :, i:i + 3, j:j + 3], axes=([1, 2, 3], [0, 1, 2]))
+    want = conv.reshape(1, 3, 3, 2, 3, 2).mean(axis=(3, 5))
+    np.testing.assert_allclose(got, want, rtol=3e-2, atol=3e-2)

@@ -16,8 +16,9 @@ from tripy.frontend.ops.shape_ops import concatenate, reshape
 from tripy.frontend.tensor import DimensionSize, Tensor
 
 
-# The opsets of the standard domain the converters are written for.
-OPSET_MIN, OPSET_MAX = 7, 21
+# The opsets of the standard domain the converters are written for (opset 22 changed no op's
+# meaning: it let many ops take bfloat16).
+OPSET_MIN, OPSET_MAX = 7, 22
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 # ONNX element types (TensorProto.DataType) Tripy has.
