@@ -23,12 +23,12 @@ With --devices N (N > 1), each row is run again with the model tensor-parallel o
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
 sharded one (the speedup) in the same run, and `same_tokens`, how many greedy steps agree with the
 one-device run's (the worst sequence's count / the steps compared, and the mean: summing in another
-order, bfloat16 near-ties may part a sequence). A model whose weights exceed what one GPU holds (0.9 of its memory, or
---one-device-gb) has no one-device row: its sharded row runs alone, without `vs_one`, and says so in
-`note` (on the CPU the one-device row runs unless --one-device-gb says otherwise). On the CPU the
-ranks are N threads of this process (the tiny shape checks the path in CI; CPU ranks share the
-host's cores, so their timings say little). On GPUs it runs under torchrun, one process per GPU,
-every process running the same command; rank 0 prints:
+order, bfloat16 near-ties may part a sequence). A model whose weights exceed what one GPU holds
+(0.9 of its memory, or --one-device-gb) has no one-device row: its sharded row runs alone, without
+`vs_one`, and says so in `note` (on the CPU the one-device row runs unless --one-device-gb says
+otherwise). On the CPU the ranks are N threads of this process (the tiny shape checks the path in
+CI; CPU ranks share the host's cores, so their timings say little). On GPUs it runs under torchrun,
+one process per GPU, every process running the same command; rank 0 prints:
 
     torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 8b
 
