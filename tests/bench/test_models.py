@@ -88,6 +88,15 @@ def test_compile_dynamic_times_static_and_dynamic_compiles_alternately():
     assert "dynamic / static" in out.stdout
 
 
+def test_profiles_time_each_shape_on_the_two_profile_executable_and_alone():
+    out = _run("--device", "cpu", "--quick", "--only", "profiles")
+    assert out.returncode == 0, out.stderr[-3000:]
+    records = _records(out.stdout)
+    assert [(r["shape"], r["profile"]) for r in records] == [("B1x16", 0), ("B8x64", 1)]
+    # Both executables compute the same outputs (the CPU's kernels do not depend on the profile).
+    assert all(r["model"] == "profiles" and r["ms"] > 0 and r["alone_ms"] > 0 and r["max_rel_err"] == 0 for r in records)
+
+
 def _load_benchmark():
     spec = importlib.util.spec_from_file_location("models_bench", SCRIPT)
     module = importlib.util.module_from_spec(spec)
