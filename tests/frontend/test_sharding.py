@@ -3,6 +3,7 @@ in shared memory): sharded layers and blocks against numpy and against the same 
 whole, per-rank arguments, and the errors of meshes, of ranks that fail and of ranks that never
 arrive at a collective."""
 
+import re
 import threading
 import time
 
@@ -138,6 +139,23 @@ def test_a_quantized_linear_is_split_before_it_is_dequantized(mode, parallel):
     ranges = parallel._ranges(N, 0, world, "Linear")
     np.testing.assert_allclose(got, np.concatenate([want[:, lo:hi] for lo, hi in ranges], axis=1),
                                rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_row_parallel_int4_linear_whose_shares_would_split_its_groups_is_refused_at_the_callers_line():
+    from tripy.frontend.ops.quantize import pack_int4, unpack_int4
+
+    N, K = 8, 256  # groups of 128 input features: four ranks would take 64 each
+    lin = tp.Linear(K, N, quant_dtype=tp.int4, parallel=tp.RowParallel())
+    packed = pack_int4(tp.cast(tp.Tensor(RNG.integers(-8, 8, (N, K)).astype(np.int32)), tp.int4))
+    lin.load_state_dict({"weight": unpack_int4(packed, K), "weight_scale": tp.Tensor(np.full((N, 2), 0.01, np.float32)),
+                         "bias": tp.Tensor(rand(N))})
+    with pytest.raises(tp.TripyException, match=re.escape(
+            "tp.Linear: a row-parallel Linear over 4 ranks gives each rank 64 of its 256 input features, which "
+            "splits its quantization groups of 128")) as e:
+        tp.compile(lin, args=[tp.InputInfo((3, K // 4), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 4))
+    assert "test_sharding.py" in str(e.value)
+    # Two ranks take whole groups.
+    tp.compile(lin, args=[tp.InputInfo((3, K // 2), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
 
 
 @pytest.mark.parametrize("world", [2, 4])

@@ -333,6 +333,18 @@ class RowParallel:
         return rank * share, (rank + 1) * share
 
 
+def check_whole_groups(what, total, world, group):
+    """Every rank's row-parallel share of ``total`` input features holds whole quantization groups
+    of ``group`` features; else an error at the user's line naming ``what``."""
+    share = total // world
+    if share % group:
+        _raise_here(
+            f"{what}: a row-parallel Linear over {world} ranks gives each rank {share} of its {total} input features, "
+            f"which splits its quantization groups of {group}: each rank's share must hold whole groups (a mesh "
+            f"whose shares are a multiple of {group} features loads it)."
+        )
+
+
 def check_parallel(parallel, what):
     """``parallel`` as a layer takes it: None, a tp.ColumnParallel or a tp.RowParallel."""
     if parallel is not None and not isinstance(parallel, (ColumnParallel, RowParallel)):

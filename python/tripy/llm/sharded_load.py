@@ -15,6 +15,7 @@ groups of input features: a load that would split one is refused before any weig
 """
 
 from tripy.frontend.errors import _raise_here
+from tripy.frontend.mesh import check_whole_groups
 from tripy.frontend.ops.misc import cast, copy
 from tripy.frontend.ops.shape_ops import concatenate
 from tripy.llm.llama import _PROJECTIONS, _STACKED, _STACKED_PARAMETERS, _module_at, _stacked
@@ -89,14 +90,9 @@ def _check_whole_groups(model, name, linear, params, world):
     group = _int4_group(model, name, linear, params)
     if group is None or linear.share_ranges(0, world)[1] == [(0, linear.in_features)]:
         return
+    check_whole_groups(name, linear.in_features, world, group)
     for rank in range(world):
         (lo, hi), = linear.share_ranges(rank, world)[1]
-        if lo % group or hi % group:
-            _raise_here(
-                f"{name}: a row-parallel Linear over {world} ranks gives each rank {hi - lo} of its "
-                f"{linear.in_features} input features, which splits its quantization groups of {group}: each rank's "
-                f"share must hold whole groups (a mesh whose shares are a multiple of {group} features loads it)."
-            )
         if lo % 2 and "weight_packed" in params:
             _raise_here(
                 f"{name}: a row-parallel Linear over {world} ranks gives rank {rank} the input features {lo}:{hi}, "

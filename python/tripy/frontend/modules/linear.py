@@ -2,7 +2,9 @@
 
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
-from tripy.frontend.mesh import ColumnParallel, RankShares, RowParallel, check_parallel, current_rank, world_size
+from tripy.frontend.mesh import (
+    ColumnParallel, RankShares, RowParallel, check_parallel, check_whole_groups, current_rank, world_size,
+)
 from tripy.frontend.module import Module, _remember_parameters
 from tripy.frontend.modules.placeholder import placeholder, remember
 from tripy.frontend.ops.collectives import all_gather, all_reduce
@@ -250,11 +252,7 @@ class Linear(Module):
         lo, hi = self.parallel._range(self.in_features, rank, world, "Linear")
         if block:
             group = self.in_features // scale.shape[1]
-            if lo % group or hi % group:
-                _raise_here(
-                    f"A row-parallel Linear over {world} ranks gives each rank {hi - lo} of its {self.in_features} input "
-                    f"features, which splits its quantization groups of {group}: the share must be a multiple of the group."
-                )
+            check_whole_groups("tp.Linear", self.in_features, world, group)
             cols = lambda t: None if t is None else t[:, lo // group : hi // group]
             return [(weight[:, lo:hi], cols(scale), cols(zero))]
         if self.weight_quant_dim == 1:
