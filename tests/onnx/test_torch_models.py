@@ -256,7 +256,7 @@ def test_ssdlite_detector_runs_eagerly_and_matches_torch(tmp_path):
     _compare_detections(model(tp.Tensor(image.numpy(), device=CPU)), expected)
     ops = {n.op_type for n in model._graph.nodes}
     assert {"NonZero", "TopK", "If", "Resize"} <= ops
-    branches = [g for n in model._graph.nodes if n.op_type == "If" for g in model._graph.subgraphs(n)]
+    branches = [g for n in model._graph.nodes if n.op_type == "If" for _, g in model._graph.subgraphs(n)]
     assert any(m.op_type == "NonMaxSuppression" for g in branches for m in g.nodes)
 
 

@@ -37,8 +37,8 @@ from tripy.onnx.converters_nn import (
     _topk, _trilu,
 )
 from tripy.onnx.graph import (
-    Context, Dims, OPSET_MAX, OPSET_MIN, STANDARD_DOMAINS, Sequence, _ATTR_GRAPH, _ATTR_GRAPHS, _BIG, _as_dtype_of,
-    _axes_of, _axis, _dims, _elem_name, _flat, _static, as_tensor, dtype_of,
+    Context, Dims, OPSET_MAX, OPSET_MIN, STANDARD_DOMAINS, Sequence, _BIG, _as_dtype_of, _axes_of, _axis, _dims,
+    _elem_name, _flat, _static, as_tensor, dtype_of,
 )
 from tripy.onnx.patterns import FusedNode
 from tripy.onnx.rows import INEXPRESSIBLE, Row, attr_is, checks, dtype_attr, one_output
@@ -677,9 +677,8 @@ def problems_of(graph, top=True):
         problem = row.check(n) if row.check else None
         if problem:
             problems.append(f"{where}: {problem}")
-        for key, (kind, value) in n.attrs.items():  # the subgraphs of the rows that read them
-            for sub in [value] if kind == _ATTR_GRAPH else value if kind == _ATTR_GRAPHS else []:
-                problems += [f"{where}, its {key}: {p}" for p in problems_of(sub, top=False)]
+        for key, sub in graph.subgraphs(n):  # the subgraphs of the rows that read them
+            problems += [f"{where}, its {key}: {p}" for p in problems_of(sub, top=False)]
     return problems
 
 

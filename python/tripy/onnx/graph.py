@@ -105,10 +105,10 @@ class Graph:
                     n.attrs[key] = (kind, [Graph(opset, domains, g) for g in value])
 
     def subgraphs(self, node):
-        """The graphs among ``node``'s attributes."""
+        """The graphs among ``node``'s attributes, as (attribute name, graph) pairs."""
         found = []
-        for kind, value in node.attrs.values():
-            found += [value] if kind == _ATTR_GRAPH else value if kind == _ATTR_GRAPHS else []
+        for key, (kind, value) in node.attrs.items():
+            found += [(key, g) for g in ([value] if kind == _ATTR_GRAPH else value if kind == _ATTR_GRAPHS else [])]
         return found
 
     def reads(self):
@@ -117,7 +117,7 @@ class Graph:
         names = set()
         for n in self.nodes:
             names.update(i for i in n.inputs if i)
-            for g in self.subgraphs(n):
+            for _, g in self.subgraphs(n):
                 names |= g.reads()
         return names
 
@@ -220,6 +220,16 @@ def _int(v):
 
 def _static(shape):
     return all(isinstance(d, int) for d in shape)
+
+
+def known_values(value):
+    """The values of ``value`` (a tensor, or a ``Dims``) as nested lists (a scalar ``Dims``: its
+    number) where they can be read while the graph is built, else None: computed from a runtime
+    input under ``tp.compile``, or a ``Dims`` of dynamic sizes. Reading a tensor evaluates it; an
+    error doing so is that tensor's own."""
+    if isinstance(value, Dims):
+        return (value[0] if value.scalar else list(value)) if all(isinstance(d, int) for d in value) else None
+    return value.tolist() if _C.value_known(value._node) else None
 
 
 def as_tensor(value):

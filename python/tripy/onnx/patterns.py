@@ -43,7 +43,7 @@ class _Graph:
             for o in n.outputs:
                 self.producer[o] = n
             reads = [i for i in n.inputs if i]
-            for sub in graph.subgraphs(n):
+            for _, sub in graph.subgraphs(n):
                 reads += sorted(sub.reads() - set(reads))  # a branch or body reads the values around it
             for i in reads:
                 self.consumers.setdefault(i, []).append(n)

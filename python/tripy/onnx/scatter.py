@@ -11,7 +11,6 @@ way, where several updates hit one row, the first of them wins."""
 
 import math
 
-from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.ops.creation import iota
 from tripy.frontend.ops.elementwise import maximum, minimum, where
@@ -21,6 +20,7 @@ from tripy.frontend.ops.reduce import argmax, max, min, prod, sum
 from tripy.frontend.ops.shape_ops import flatten, gather, reshape, unsqueeze
 from tripy.frontend.tensor import Tensor
 from tripy.frontend.trace_call import scalar_like
+from tripy.onnx.graph import known_values
 
 # Elements of the comparison a scatter builds, at most.
 MAX_COMPARED = 1 << 26
@@ -66,13 +66,6 @@ def gather_nd(data, indices, batch_dims, fail):
     return reshape(out, index_shape[:-1] + tail)
 
 
-def _known(position):
-    """The values of ``position`` (nested lists) where they can be read while the graph is built,
-    else None. Plain Python: Tripy imports without numpy."""
-    # Unknown where computed from a runtime input under tp.compile.
-    return position.tolist() if _C.value_known(position._node) else None
-
-
 def _innermost(values):
     """The innermost lists of nested lists, in row-major order."""
     if values and isinstance(values[0], list):
@@ -84,7 +77,7 @@ def _innermost(values):
 
 def _check_known_indices(indices, sizes, fail):
     """Refuses a known index (``indices``' last dim: one per dim of ``sizes``) outside its dim."""
-    values = _known(indices)
+    values = known_values(indices)
     if values is None:
         return
     for j, size in enumerate(sizes):
@@ -93,7 +86,7 @@ def _check_known_indices(indices, sizes, fail):
                 fail(f"index {int(index[j])} lies outside dim {j} of size {size}")
 
 
-def _scatter_known_rows(data_rows, positions, update_rows, fail):
+def _scatter_known_rows(data_rows, positions, update_rows):
     """``data_rows`` [M, S] with the rows at the known ``positions`` [U] set to ``update_rows`` [U, S]:
     a gather of the update each row takes (the first that hits it), kept rows from the data."""
     m = data_rows.shape[0]
@@ -117,9 +110,9 @@ def _scatter_rows(data_rows, position, update_rows, reduction, fail):
     m, s = data_rows.shape
     u = position.shape[0]
     if reduction == "none":
-        positions = _known(position)
+        positions = known_values(position)
         if positions is not None:
-            return _scatter_known_rows(data_rows, positions, update_rows, fail)
+            return _scatter_known_rows(data_rows, positions, update_rows)
     compared = m * u * (1 if reduction == "none" else s)
     if compared > MAX_COMPARED:
         fail(f"the scatter compares {m} rows with {u} updates, more than Tripy's scatter does ({MAX_COMPARED} elements)")

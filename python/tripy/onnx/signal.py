@@ -35,14 +35,17 @@ def _window(ctx, n):
     return Tensor(values, dtype=dtype_of(n.attr("output_datatype", 1)))
 
 
+def _fit_last(t, n):
+    """``t`` (or None) padded with zeros or cut to ``n`` along its last dim."""
+    if t is None or t.shape[-1] == n:
+        return t
+    return pad(t, [(0, 0)] * (t.rank - 1) + [(0, n - t.shape[-1])]) if t.shape[-1] < n else t[..., :n]
+
+
 def dft_last(real, imag, length, inverse=False, onesided=False):
     """(real, imag) of the DFT of length ``length`` along the last dim of ``real`` (and ``imag``,
     or None for a real signal), padded with zeros or cut to ``length``."""
-    size = real.shape[-1]
-    if size != length:
-        fit = (lambda t: pad(t, [(0, 0)] * (t.rank - 1) + [(0, length - size)])) if size < length else \
-            (lambda t: t[..., :length])
-        real, imag = fit(real), None if imag is None else fit(imag)
+    real, imag = _fit_last(real, length), _fit_last(imag, length)
     bins = length // 2 + 1 if onesided else length
     angle = [[2 * math.pi * ((i * k) % length) / length for k in range(bins)] for i in range(length)]
     cos = Tensor([[math.cos(a) for a in row] for row in angle], dtype=real.dtype)
@@ -63,11 +66,7 @@ def irfft_last(real, imag, length):
     bins, by conjugate symmetry the whole) is ``real`` + i ``imag`` along the last dim (cut or
     padded with zeros to those bins; ``imag`` None: zero)."""
     bins = length // 2 + 1
-    size = real.shape[-1]
-    if size != bins:
-        fit = (lambda t: pad(t, [(0, 0)] * (t.rank - 1) + [(0, bins - size)])) if size < bins else \
-            (lambda t: t[..., :bins])
-        real, imag = fit(real), None if imag is None else fit(imag)
+    real, imag = _fit_last(real, bins), _fit_last(imag, bins)
     # Bin k stands for itself and bin length - k: twice, but for the bins that have no twin.
     weight = [1.0 if k == 0 or 2 * k == length else 2.0 for k in range(bins)]
     angle = [[2 * math.pi * ((k * i) % length) / length for i in range(length)] for k in range(bins)]

@@ -26,13 +26,12 @@ Their rows join the converter table in ``converters.py``."""
 import math
 import struct
 
-from tripy import _C
 from tripy.frontend import dtypes
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.ops.creation import full
 from tripy.frontend.ops.shape_ops import flatten, gather, reshape
 from tripy.frontend.tensor import Tensor
-from tripy.onnx.graph import Dims, _axis, _flat, as_tensor
+from tripy.onnx.graph import Dims, _axis, _flat, as_tensor, known_values
 from tripy.onnx.rows import Row, attr_is
 
 
@@ -40,14 +39,12 @@ def _known(ctx, n, i, what):
     """Input ``i`` of ``n`` as (its values as nested lists, the tensor, its shape), read while the
     graph is built; refused where they depend on a graph input's values under ``tp.compile``."""
     value = ctx.get(n.inputs[i])
-    if isinstance(value, Dims):
-        if all(isinstance(d, int) for d in value):
-            t = as_tensor(value)
-            return (value[0] if value.scalar else list(value)), t, list(t.shape)
-    else:
-        t = ctx.tensor(n.inputs[i])
-        if _C.value_known(t._node):  # an error evaluating it is its own, not a missing value
-            return t.tolist(), t, [int(d) for d in t.shape]
+    if not isinstance(value, Dims):
+        value = ctx.tensor(n.inputs[i])
+    values = known_values(value)
+    if values is not None:
+        t = as_tensor(value)
+        return values, t, [int(d) for d in t.shape]
     _raise_here(f"ONNX {n.describe()}: the shape of its output depends on the values of {what} ({n.inputs[i]!r}), "
                 "which are computed from a graph input and so known only when the executable runs; Tripy fixes a "
                 "program's shapes before it runs. Run the model eagerly (the input's values are read then), or make "
