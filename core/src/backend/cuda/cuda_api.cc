@@ -155,25 +155,24 @@ Api& table() {
 
 const Api& api() { return table(); }
 
-// Each fills only its own library's entries of the table, once; readers of those entries come
-// after a call that returned true (the static's initialisation happens before its return).
-bool cublaslt_loaded() {
+namespace {
+
+// Fills only one library's entries of the table, once per instantiation; readers of those entries
+// come after a call that returned true (the static's initialisation happens before its return).
+template <void (*Load)(Api&), bool Api::*Ok>
+bool loaded_once() {
   static const bool ok = [] {
     Api& a = table();
-    if (a.driver_ok) load_cublaslt(a);
-    return a.cublaslt_ok;
+    if (a.driver_ok) Load(a);
+    return a.*Ok;
   }();
   return ok;
 }
 
-bool cudnn_loaded() {
-  static const bool ok = [] {
-    Api& a = table();
-    if (a.driver_ok) load_cudnn(a);
-    return a.cudnn_ok;
-  }();
-  return ok;
-}
+}  // namespace
+
+bool cublaslt_loaded() { return loaded_once<load_cublaslt, &Api::cublaslt_ok>(); }
+bool cudnn_loaded() { return loaded_once<load_cudnn, &Api::cudnn_ok>(); }
 
 int64_t host_waits() { return g_host_waits.load(); }
 

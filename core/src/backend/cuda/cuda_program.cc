@@ -35,6 +35,8 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
   lp->kernels_ = std::move(kernels);
   lp->layout_fns_ = std::move(layout_fns);
   lp->sm_count_ = dev->sm_count;
+  lp->has_collectives_ = std::any_of(lp->program_->kernels.begin(), lp->program_->kernels.end(),
+                                     [](const Kernel& k) { return k.kind == KernelKind::kCollective; });
   CUstream s = default_stream();
   bool shares = false;
   for (const Tensor& c : lp->program_->constants) {
@@ -348,8 +350,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     TRIPY_RETURN_IF_ERROR(execute(*sig, base, stream));
   }
   // On an NCCL rank, the watchdog aborts a run whose collectives never finish (cuda_nccl.h).
-  if (std::any_of(p.kernels.begin(), p.kernels.end(), [](const Kernel& k) { return k.kind == KernelKind::kCollective; }))
-    TRIPY_RETURN_IF_ERROR(watch_run(stream));
+  if (has_collectives_) TRIPY_RETURN_IF_ERROR(watch_run(stream));
   return outputs;
 }
 

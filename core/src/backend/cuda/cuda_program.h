@@ -83,6 +83,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   std::vector<KernelCode> kernels_;
   LayoutFunctions layout_fns_;
   int sm_count_ = 1;
+  bool has_collectives_ = false;  // the NCCL watchdog marks the end of each run (cuda_nccl.h)
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
   int64_t workspace_capacity_ = 0;
