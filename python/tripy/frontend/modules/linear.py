@@ -160,8 +160,9 @@ class Linear(Module):
         other, or its columns; quantized, or in ``dtype``), its ``weight_scale`` and
         ``weight_zero_point`` when quantized (the rows' or the columns' groups; per-output-feature
         scales of a row-parallel layer whole), a per-tensor ``input_scale`` where the layer has one,
-        and ``bias`` (a column-parallel layer's rows of it; a row-parallel layer's whole). The whole parameters are dropped: the layer then runs only in
-        a compile over ``world`` ranks, each of this process's ranks reading its share.
+        and ``bias`` (a column-parallel layer's rows of it; a row-parallel layer's whole). The whole
+        parameters are dropped: the layer then runs only in a compile over ``world`` ranks, each of
+        this process's ranks reading its share.
 
         Args:
             rank (int): The rank whose share ``params`` is, from 0.
