@@ -16,3 +16,13 @@ def load_model(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
     path = str(tmp_path / "m.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
     return tp.onnx.load(path, device="cpu")
+
+
+def torch_export(torch, *args, **kwargs):
+    """``torch.onnx.export`` by its TorchScript exporter, the only one torch 1.13 (Debian's) has and
+    not the default from torch 2.9 on: the same ONNX graph whichever torch runs the tests."""
+    import inspect
+
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(*args, **kwargs)

@@ -54,11 +54,10 @@ class TripyRep(BackendRep):
         self.device = _device(device)
 
     def run(self, inputs, **kwargs):
-        with _default_device(self.device):
-            tensors = [self._tensor(a, elem) for a, (_, elem, _) in zip(inputs, self.model._graph.inputs)]
-            outputs = self.model(*tensors)
-            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-            return [self._array(o, elem) for o, (_, elem, _) in zip(outputs, self.model._graph.outputs)]
+        tensors = [self._tensor(a, elem) for a, (_, elem, _) in zip(inputs, self.model._graph.inputs)]
+        outputs = self.model(*tensors)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        return [self._array(o, elem) for o, (_, elem, _) in zip(outputs, self.model._graph.outputs)]
 
     def _tensor(self, array, elem):
         if array is None or isinstance(array, list):  # an empty optional, a sequence
@@ -76,18 +75,6 @@ class TripyRep(BackendRep):
             wide = np.asarray(tp.copy(tp.cast(tensor, tp.float32), tp.device("cpu")))
             return (wide.view(np.uint32) >> 16).astype(np.uint16)
         return np.asarray(tensor if self.device == "cpu" else tp.copy(tensor, tp.device("cpu")))
-
-
-class _default_device:
-    def __init__(self, device):
-        self.device = device
-
-    def __enter__(self):
-        self.saved = tp.config.default_device
-        tp.config.default_device = self.device
-
-    def __exit__(self, *exc):
-        tp.config.default_device = self.saved
 
 
 class TripyBackend(Backend):

@@ -270,3 +270,17 @@ def test_mutated_files_load_or_raise_tripy_exceptions(tmp_path):
         except tp.TripyException:
             refused += 1
     assert loaded + refused == 300 and refused > 0
+
+
+def test_the_constants_of_a_call_go_where_the_weights_are_not_to_the_default_device(tmp_path, monkeypatch):
+    # Gather makes constants of its own (negative indices wrap by the axis' size); a model loaded on
+    # the CPU keeps them there while the default device is elsewhere.
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"])]
+    path = _save(tmp_path, nodes, [_info("x", [3, 2]), _info("i", [2], TensorProto.INT64)], [_info("y", [2, 2])])
+    model = tp.onnx.load(path, device="cpu")
+    monkeypatch.setattr(tp.config, "default_device", "gpu")
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    i = np.array([-1, 0], np.int64)
+    y = model(tp.Tensor(x, device=tp.device("cpu")), tp.Tensor(i, device=tp.device("cpu")))
+    assert model.device == tp.device("cpu") and y.device == tp.device("cpu")
+    np.testing.assert_array_equal(np.asarray(y), x[[2, 0]])

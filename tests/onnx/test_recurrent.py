@@ -10,6 +10,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import tripy as tp  # noqa: E402
+from onnx_files import torch_export  # noqa: E402
 
 RNG = np.random.default_rng(3)
 CPU = tp.device("cpu")
@@ -27,7 +28,7 @@ def test_torch_recurrent_layers_match_torch(tmp_path, kind):
     path = str(tmp_path / "m.onnx")
     with torch.no_grad():
         expected, _ = module(x, state)
-        torch.onnx.export(module, (x, state), path, opset_version=17, input_names=["x", "h0"] + (["c0"] if kind == "LSTM" else []))
+        torch_export(torch, module, (x, state), path, opset_version=17, input_names=["x", "h0"] + (["c0"] if kind == "LSTM" else []))
     inputs = [x, *state] if kind == "LSTM" else [x, h0]
     model = tp.onnx.load(path, device="cpu")
     out = model(*[tp.Tensor(t.numpy(), device=CPU) for t in inputs])

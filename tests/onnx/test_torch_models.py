@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 torchvision = pytest.importorskip("torchvision")
 
 import tripy as tp  # noqa: E402
+from onnx_files import torch_export  # noqa: E402
 
 # torch.onnx.export warns (traced Python values, constant folding, its tracer): not about Tripy.
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -79,7 +80,7 @@ def _export(tmp_path, module, example, names, dynamic):
     path = str(tmp_path / "model.onnx")
     # Not under no_grad: there torch runs (and exports) TransformerEncoderLayer's fused fast path,
     # which has no ONNX form.
-    torch.onnx.export(module, (example,), path, opset_version=17, input_names=names, output_names=["out"],
+    torch_export(torch, module, (example,), path, opset_version=17, input_names=names, output_names=["out"],
                       dynamic_axes={**dynamic, "out": {0: "batch"}})
     return path
 
@@ -250,7 +251,7 @@ def test_ssdlite_detector_runs_eagerly_and_matches_torch(tmp_path):
     expected = [expected[k].numpy() for k in ("boxes", "scores", "labels")]
     assert 20 < len(expected[1]) < 100 and set(expected[2]) == {1, 2, 3}  # not cut at detections_per_img
     path = str(tmp_path / "ssdlite.onnx")
-    torch.onnx.export(net, ([image],), path, opset_version=17, input_names=["image"],
+    torch_export(torch, net, ([image],), path, opset_version=17, input_names=["image"],
                       output_names=["boxes", "scores", "labels"])
     model = tp.onnx.load(path, device=CPU)
     _compare_detections(model(tp.Tensor(image.numpy(), device=CPU)), expected)
@@ -293,7 +294,7 @@ def test_faster_rcnn_detector_matches_torch_once_its_roi_align_says_output_half_
     net = _faster_rcnn(score_thresh=0.5)
     image = torch.rand(3, 120, 160, generator=torch.Generator().manual_seed(5))  # resized to 320x426 inside
     path = str(tmp_path / "faster_rcnn.onnx")
-    torch.onnx.export(net, ([image],), path, opset_version=17, input_names=["image"],
+    torch_export(torch, net, ([image],), path, opset_version=17, input_names=["image"],
                       output_names=["boxes", "labels", "scores"])
     exported = onnx.load(path)
     pools = [n for n in exported.graph.node if n.op_type == "RoiAlign"]

@@ -68,11 +68,16 @@ class placing_on:
         _target.device = self.previous
 
 
+def placing_device():
+    """The device an enclosing ``placing_on`` set on this thread, or None outside one."""
+    return getattr(_target, "device", None)
+
+
 def default_device():
     """``gpu:0`` where a CUDA GPU is present, else ``cpu``; ``TRIPY_DEVICE`` or ``tp.config.default_device`` override.
     While tp.compile traces a function, the device it compiles for (see placing_on)."""
     global _default
-    traced = getattr(_target, "device", None)
+    traced = placing_device()
     if traced is not None:
         return traced
     if config.default_device is not None:

@@ -8,7 +8,7 @@ import os
 import re
 
 from tripy import _C
-from tripy.frontend.device import resolve as _resolve_device
+from tripy.frontend.device import placing_device, placing_on, resolve as _resolve_device
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
 from tripy.frontend.paths import path_argument, quoted_path
@@ -75,8 +75,9 @@ class Model:
         assert model(tp.Tensor([[-1.0, 0.0, 2.0]])).tolist() == [[0.0, 0.0, 2.0]]
     """
 
-    def __init__(self, path, contents, graph):
+    def __init__(self, path, contents, graph, device):
         self.path = path
+        self.device = device
         self._contents = contents
         self._graph = graph
         self.input_names = [name for name, _, _ in graph.inputs]
@@ -250,7 +251,10 @@ class Model:
             _raise_here(f"The model's inputs {missing} are missing.")
         values = {name: _input_value(name, value, self._graph.containers.get(name, ""))
                   for name, value in values.items()}
-        outputs = run_graph(self._graph, values)
+        # The constants the converters make go where the weights are; under tp.compile, to the
+        # device it compiles for.
+        with placing_on(placing_device() or self.device):
+            outputs = run_graph(self._graph, values)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self):
@@ -306,7 +310,8 @@ def load(path, device=None):
     if not isinstance(path, (str, bytes, os.PathLike)):
         _raise_here(f"tp.onnx.load: the path must be a str, bytes or os.PathLike, not {type(path).__name__}.")
     name = path_argument(path, "tp.onnx.load")
-    contents = _C.load_onnx(name, str(_resolve_device(device)), frames)
+    device = _resolve_device(device)
+    contents = _C.load_onnx(name, str(device), frames)
     graph = Graph.from_contents(contents)
     problems = problems_of(graph)
     if problems:
@@ -315,4 +320,4 @@ def load(path, device=None):
         _raise_here(f"Cannot run the ONNX model {quoted_path(name)}: {len(problems)} problem(s) found before any "
                     f"work:\n{shown}{more}")
     graph.nodes = patterns.fuse(graph, lambda value: scalar_constant(graph, value))
-    return Model(os.fsdecode(name), contents, graph)
+    return Model(os.fsdecode(name), contents, graph, device)
