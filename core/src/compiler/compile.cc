@@ -176,9 +176,11 @@ StatusOr<Executable> compile_graph(flat::Graph graph, const CompileOptions& opti
   // The device's one-time set-up (code every build needs; for graphs whose build will time GEMMs
   // or convolutions, their libraries' first load) runs beside the passes.
   if (rt::Builder* early = rt::builder_for(options.device.kind); early && options.optimization_level >= 1) {
-    bool tunes = false;
-    for (const flat::Op& op : graph.ops)
-      tunes = tunes || op.kind == flat::OpKind::kDot || op.kind == flat::OpKind::kConvolution;
+    rt::Builder::Tunes tunes;
+    for (const flat::Op& op : graph.ops) {
+      tunes.gemms = tunes.gemms || op.kind == flat::OpKind::kDot;
+      tunes.convolutions = tunes.convolutions || op.kind == flat::OpKind::kConvolution;
+    }
     early->prepare(tunes);
   }
   // Where a compile's time goes, stage by stage: the "timing" dump.

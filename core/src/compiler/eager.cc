@@ -200,7 +200,7 @@ StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const st
   if (options.dump) options.dump("trace", trace::trace_str(outputs));
   // The device's set-up that needs no graph (code every build uses) starts before lowering.
   if (rt::Builder* early = rt::builder_for(options.device.kind); early && options.optimization_level >= 1)
-    early->prepare(false);
+    early->prepare({});
   const auto start = std::chrono::steady_clock::now();
   TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat(outputs, LowerMode::kCompile, inputs));
   CompileOptions with_names = options;

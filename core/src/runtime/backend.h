@@ -145,10 +145,15 @@ struct PassRules {
 class Builder {
  public:
   virtual ~Builder() = default;
+  // What a graph's build will time, so that prepare() loads just the libraries it needs.
+  struct Tunes {
+    bool gemms = false;
+    bool convolutions = false;
+  };
   // Called as a compile starts: one-time set-up that is slow (code every build needs, libraries
   // that load on first use) may get under way while the compiler runs its passes. build() waits
-  // for it. `tunes`: the graph has GEMMs or convolutions, whose libraries the build will time.
-  virtual void prepare(bool tunes) { (void)tunes; }
+  // for it.
+  virtual void prepare(Tunes tunes) { (void)tunes; }
   // The rules the passes follow for this device.
   virtual PassRules pass_rules() const { return {}; }
   virtual StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) = 0;

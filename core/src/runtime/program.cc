@@ -1,5 +1,6 @@
 // The Program's own behaviour: kernel kind names and the shape program's
 // evaluation. Validation of untrusted programs lives in program_validate.cc.
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -158,6 +159,33 @@ std::vector<Tensor> Program::opt_inputs(Device device) const {
   for (const InputSpec& in : inputs) {
     out.push_back(in.kind == InputSpec::Kind::kShapeValue ? Tensor::host_int64(in.value_opt)
                                                           : Tensor::borrow(nullptr, in.dtype, in.dim_opt, device, nullptr));
+  }
+  return out;
+}
+
+std::vector<std::vector<Tensor>> Program::sample_inputs(Device device) const {
+  std::vector<std::vector<Tensor>> out{opt_inputs(device)};
+  if (sizes_fixed()) return out;
+  // Each sample picks one value from a range [lo, hi] (opt is the first sample).
+  using Pick = int64_t (*)(int64_t lo, int64_t hi);
+  const Pick picks[] = {
+      [](int64_t lo, int64_t) { return lo; },
+      [](int64_t, int64_t hi) { return hi; },
+      [](int64_t lo, int64_t hi) { return std::min(lo + 1, hi); },
+      [](int64_t lo, int64_t hi) { return hi % 2 != 0 || hi == lo ? hi : hi - 1; },
+  };
+  for (Pick pick : picks) {
+    std::vector<Tensor> set;
+    for (const InputSpec& in : inputs) {
+      if (in.kind == InputSpec::Kind::kShapeValue) {
+        set.push_back(Tensor::host_int64(pick(in.value_min, in.value_max)));
+        continue;
+      }
+      std::vector<int64_t> dims(in.dim_min.size());
+      for (size_t d = 0; d < dims.size(); ++d) dims[d] = pick(in.dim_min[d], in.dim_max[d]);
+      set.push_back(Tensor::borrow(nullptr, in.dtype, dims, device, nullptr));
+    }
+    out.push_back(std::move(set));
   }
   return out;
 }

@@ -128,6 +128,12 @@ struct Program {
   // Stand-ins for the inputs at their `opt` sizes, for tuning: tensors without data on `device`,
   // shape values holding their opt value.
   std::vector<Tensor> opt_inputs(Device device) const;
+  // Stand-ins (as opt_inputs) at sizes spread over the ranges, for judging which code a run may
+  // take: every size at its opt, its min, its max, one above its min, and at the odd value nearest
+  // its max. A stride or offset that is a dynamic size times a constant is a multiple of a power
+  // of two at every size only if it is at an odd one, and a size times a constant plus another
+  // constant only if it is at two neighbouring sizes. One set where the sizes are fixed.
+  std::vector<std::vector<Tensor>> sample_inputs(Device device) const;
   // Whether every input's sizes and shape values are fixed, so every run has the same shapes
   // (those of opt_inputs).
   bool sizes_fixed() const;

@@ -28,10 +28,6 @@ bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std:
     return false;
   };
   if (env_is_zero("TRIPY_ATTENTION_CUDNN") || cudnn_disabled()) return no("turned off");
-  if (!cudnn_loaded()) return no("cuDNN is not loaded");
-  // 9.10.0 and 9.10.1 compute float16 attention wrongly in some configurations.
-  const size_t version = api().cudnnGetVersion();
-  if (version == 91000 || version == 91001) return no("cuDNN 9.10.0 and 9.10.1 are avoided");
   if (pr.dtype != DType::kFloat16 && pr.dtype != DType::kBFloat16) return no("float16 and bfloat16 only");
   if (mask != MaskKind::kNone) return no("explicit masks take our kernel");
   if (pr.L < kCudnnAttentionMinQueries) return no("short query sequence");
@@ -43,6 +39,11 @@ bool attention_cudnn_wanted(const AttentionCudnnProblem& pr, MaskKind mask, std:
     for (int i = 0; i < 3; ++i)
       if (s[static_cast<size_t>(i)] % 8 != 0) return no("rows not 16-byte aligned");
   }
+  // Last: the sizes alone decide most launches (decode steps), without loading cuDNN.
+  if (!cudnn_loaded()) return no("cuDNN is not loaded");
+  // 9.10.0 and 9.10.1 compute float16 attention wrongly in some configurations.
+  const size_t version = api().cudnnGetVersion();
+  if (version == 91000 || version == 91001) return no("cuDNN 9.10.0 and 9.10.1 are avoided");
   return true;
 }
 

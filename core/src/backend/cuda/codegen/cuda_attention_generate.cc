@@ -7,20 +7,30 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// Whether a run may take the generic kernel. In a program without dynamic inputs every run plans
-// the same launch, so where that is the flash kernel the generic one is left out (it is ~0.2 s of
-// a flash module's ~0.65 s of NVRTC on the build machine). Split-KV keeps it: TRIPY_ATTENTION_SPLIT=0
-// at run time turns split-KV off.
-bool generic_reachable(const Program& program, const Kernel& k, bool flash) {
-  if (!flash || !program.sizes_fixed()) return true;
-  std::vector<int64_t> slots;
-  program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
+// Whether a run may take the generic kernel, which only serves what the module's other kernels
+// cannot (each costs NVRTC time: the generic one is ~0.2 s of a flash module's ~0.65 s on the
+// build machine, and it took most of a dynamic GPT-2's 2.9 s attention module on an H200).
+// Whether flash serves a run depends on the head size (fixed) and on how strides and offsets
+// align, which sizes spread over their ranges show (Program::sample_inputs). Should a run need
+// it after all, the launch fails with an error naming the kernel, not a wrong result.
+bool generic_reachable(const Program& program, const Kernel& k, bool flash, bool split1, bool split16) {
+  if (!flash) return true;
   // Only which entry points exist matters to the plan, not their addresses.
   static char present;
+  CUfunc_st* const exists = reinterpret_cast<CUfunc_st*>(&present);
   AttentionFunctions fns;
-  fns.flash = reinterpret_cast<CUfunc_st*>(&present);
-  const StatusOr<AttentionLaunch> l = plan_attention_words(program, k, fns, slots, 1);
-  return !l.ok() || l->path != AttentionLaunch::Path::kFlash;
+  fns.flash = exists;
+  if (split1) fns.split1 = exists;
+  if (split16) fns.split16 = exists;
+  std::vector<int64_t> slots;
+  for (const std::vector<Tensor>& inputs : program.sample_inputs(Device{Device::Kind::kGpu, 0})) {
+    program.eval_shapes(inputs, slots);
+    for (int sms : {1, 1 << 16}) {
+      const StatusOr<AttentionLaunch> l = plan_attention_words(program, k, fns, slots, sms);
+      if (!l.ok() || l->path == AttentionLaunch::Path::kGeneric) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -63,7 +73,7 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
     def("OFFSET_MAX", wide ? "0x7fffffffffffffffLL" : "0x7fffffffLL");
   }
   def("HAS_FLASH", flash ? "1" : "0");
-  def("HAS_GENERIC", generic_reachable(program, k, flash) ? "1" : "0");
+  def("HAS_GENERIC", generic_reachable(program, k, flash, split1, split16) ? "1" : "0");
   def("HAS_SPLIT1", split1 ? "1" : "0");
   def("HAS_SPLIT16", split16 ? "1" : "0");
   if (split16) def("SPLIT_RM", std::to_string(attention_split_capacity(program, k)));

@@ -46,12 +46,16 @@ std::string tuning_context() {
          ", TRIPY_GEMV=" + (gemv ? gemv : "");
 }
 
-// cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
-// a handle each and one heuristic query over a small convolution make them do it.
-void warm_libraries() {
-  if (!make_current().ok()) return;
-  (void)lt_handle();
-  if (cudnn_disabled() || !cudnn_handle().ok()) return;
+// cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100;
+// cuDNN's took seconds on an H200 with an empty driver cache): a handle each and, for cuDNN, one
+// heuristic query over a small convolution make them do it. Each only where a build will use it.
+void warm_gemms() {
+  if (make_current().ok()) (void)lt_handle();
+}
+
+void warm_convolutions() {
+  warm_gemms();  // convolutions may run as GEMMs
+  if (!make_current().ok() || cudnn_disabled() || !cudnn_handle().ok()) return;
   ConvProblem pr;
   pr.dtype = DType::kFloat16;
   pr.attrs.stride = pr.attrs.dilation = {1, 1};
@@ -229,11 +233,13 @@ class CudaBuilder final : public Builder {
     return rules;
   }
 
-  void prepare(bool tunes) override {
+  void prepare(Tunes tunes) override {
     StatusOr<const DeviceInfo*> dev = device();
     std::lock_guard<std::mutex> lock(mu_);
     if (dev.ok()) (void)fixed_modules_locked(dev.value()->arch);
-    if (tunes && !warm_.valid()) warm_ = std::async(std::launch::async, warm_libraries).share();
+    if (tunes.gemms && !warm_gemms_.valid()) warm_gemms_ = std::async(std::launch::async, warm_gemms).share();
+    if (tunes.convolutions && !warm_convolutions_.valid())
+      warm_convolutions_ = std::async(std::launch::async, warm_convolutions).share();
   }
 
   StatusOr<Artifacts> build(const Program& program, const BuildOptions& options) override {
@@ -254,7 +260,7 @@ class CudaBuilder final : public Builder {
       }
       return it->second;
     };
-    bool tunes = false;
+    Tunes tunes;
     std::vector<IndexFunction> index_functions;
     std::set<DType> gemv_dtypes;  // of dots the GEMV kernel may compute (cuda_gemv.h)
     for (const Kernel& k : program.kernels) {
@@ -268,7 +274,7 @@ class CudaBuilder final : public Builder {
         module = module_of(g->source, g->function);
         function = g->function;
       }
-      tunes |= rule.tuning != nullptr;
+      if (rule.tuning) (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
       if (k.kind == KernelKind::kDot && gemv_may_apply(program, k)) gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
@@ -290,15 +296,17 @@ class CudaBuilder final : public Builder {
       return out;
     });
     Status tuned = ok_status();
-    const bool tuning = tunes && options.optimization_level >= 1;
-    if (tuning) prepare(true);
+    const bool tuning = (tunes.gemms || tunes.convolutions) && options.optimization_level >= 1;
+    if (tuning) prepare(tunes);
     {  // (always: a warm-up the compiler started must not outlive the compile)
-      std::shared_future<void> warm;
+      std::shared_future<void> gemms, convolutions;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        warm = warm_;
+        gemms = warm_gemms_;
+        convolutions = warm_convolutions_;
       }
-      if (warm.valid()) warm.wait();
+      if (gemms.valid()) gemms.wait();
+      if (convolutions.valid()) convolutions.wait();
     }
     if (tuning) {
       const StatusOr<std::vector<CompiledModule>>& fill = fixed.fill.get();
@@ -441,7 +449,7 @@ class CudaBuilder final : public Builder {
 
   std::mutex mu_;
   std::map<std::pair<int, DType>, FixedModule> gemv_;
-  std::shared_future<void> warm_;  // warm_libraries, started once per process
+  std::shared_future<void> warm_gemms_, warm_convolutions_;  // each started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
 };
 

@@ -346,34 +346,54 @@ class Emitter {
     return false;
   }
 
-  // A row reduction's launch where every size of the program is fixed (no dynamic input): the
-  // launch then plans the same block and path at every call, so the row loops it cannot reach are
-  // left out (each costs NVRTC time: a LayerNorm's four took 0.5 s, its vector loop alone 0.15 s,
-  // on the build machine), the scalar ones too where every address is the backend's own (always
-  // aligned, so the vector loop always runs). Where a left-out loop would run after all, the
-  // kernel traps.
+  // The launches a row reduction's runs may plan: with every size fixed, the same block and path
+  // at every call; with dynamic sizes, those of sizes spread over their ranges
+  // (Program::sample_inputs) where the row length is one for them all. The row loops no run can
+  // reach are left out (each costs NVRTC time: a LayerNorm's four took 0.5 s, its vector loop
+  // alone 0.15 s, on the build machine), the scalar ones too where every address is the backend's
+  // own (always aligned, so the vector loop always runs). With fixed sizes, a left-out loop that
+  // would run after all traps; with dynamic ones (judged from samples, not proven) the run falls
+  // through to the plain loop, which serves any row and is always kept there.
   struct FixedRows {
     int64_t row_len = 0;
     int64_t block_lo = 0, block_hi = 0;  // a row's threads on the fewest and the most SMs
-    bool vector = false;  // the launch may take the vector path (when the addresses allow)
-    bool aligned = false;  // ... and the addresses always allow it (cuda_launch.h, always_aligned)
+    bool vector = false;  // a launch may take the vector path (when the addresses allow)
+    bool aligned = false;  // ... and every launch takes it (cuda_launch.h, always_aligned)
+    bool exact = false;    // every size is fixed: the one launch there is
   };
   std::optional<FixedRows> fixed_rows() const {
-    if (!p_.sizes_fixed()) return std::nullopt;
-    std::vector<int64_t> slots;
-    p_.eval_shapes(p_.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
-    // A row's threads grow with the SM count (few rows spread wider), and each loop's reach moves
-    // one way with them: the loops reachable on one SM or on very many are all there can be.
     FixedRows f;
-    for (int sms : {1, 1 << 16}) {
-      auto launches = plan_fused(p_, k_, L_, nullptr, slots, sms);
-      if (!launches.ok() || launches->size() != 1) return std::nullopt;
-      const Launch& l = launches->front();
-      f.row_len = l.words[L_.misc_word(FusedLayout::kMiscRowLen)];
-      (sms == 1 ? f.block_lo : f.block_hi) = l.block_x;
-      f.vector = l.vector_word >= 0;
-      f.aligned = f.vector && always_aligned(p_, l);
+    f.exact = p_.sizes_fixed();
+    bool first = true;
+    std::vector<int64_t> slots;
+    for (const std::vector<Tensor>& inputs : p_.sample_inputs(Device{Device::Kind::kGpu, 0})) {
+      p_.eval_shapes(inputs, slots);
+      // A row's threads grow with the SM count and shrink with the rows (few rows spread wider),
+      // and each loop's reach moves one way with them: the smallest and largest row counts on one
+      // SM and on very many bound them.
+      for (int sms : {1, 1 << 16}) {
+        auto launches = plan_fused(p_, k_, L_, nullptr, slots, sms);
+        if (!launches.ok() || launches->size() > 1) return std::nullopt;
+        if (launches->empty()) continue;  // no rows: nothing runs
+        const Launch& l = launches->front();
+        const int64_t row_len = l.words[L_.misc_word(FusedLayout::kMiscRowLen)];
+        const bool vector = l.vector_word >= 0, aligned = vector && always_aligned(p_, l);
+        if (first) {
+          f.row_len = row_len;
+          f.block_lo = f.block_hi = l.block_x;
+          f.vector = vector;
+          f.aligned = aligned;
+          first = false;
+        } else if (row_len != f.row_len) {
+          return std::nullopt;
+        }
+        f.block_lo = std::min<int64_t>(f.block_lo, l.block_x);
+        f.block_hi = std::max<int64_t>(f.block_hi, l.block_x);
+        f.vector = f.vector || vector;
+        f.aligned = f.aligned && aligned;
+      }
     }
+    if (first) return std::nullopt;
     return f;
   }
 
@@ -381,7 +401,7 @@ class Emitter {
     const std::optional<FixedRows> fixed = fixed_rows();
     // Whether a row loop can run, judged as the kernel judges it below.
     auto reachable = [&](RowMode mode) {
-      if (!fixed) return true;
+      if (!fixed || (mode == RowMode::kPlain && !fixed->exact)) return true;
       auto vector_fits = [&](int64_t block) { return fixed->row_len <= FusedLayout::kRowCacheVector * L_.vec_width * block; };
       auto scalar_fits = [&](int64_t block) {
         return !L_.has_iota && fixed->row_len <= FusedLayout::kRowCacheScalar * block;
@@ -394,9 +414,15 @@ class Emitter {
       }
       return true;
     };
+    // A loop and its return, or where no run reaches it a trap (fixed sizes) or nothing (dynamic:
+    // the run falls through to the loops below it).
     auto row_loop = [&](RowMode mode) {
-      if (reachable(mode)) emit_row_loop(mode);
-      else s_ << "  __trap();\n";
+      if (reachable(mode)) {
+        emit_row_loop(mode);
+        s_ << "    return;\n";
+      } else if (fixed->exact) {
+        s_ << "  __trap();\n";
+      }
     };
     for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
       if (is_reduction(f_.instrs[r].op))
@@ -409,14 +435,14 @@ class Emitter {
       s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
       s_ << "  if (L <= " << FusedLayout::kRowCacheVector * L_.vec_width << " * (i64)blockDim.x) {\n";
       row_loop(RowMode::kVector);
-      s_ << "    return;\n  }\n";
+      s_ << "  }\n";
       row_loop(RowMode::kVectorStream);
-      s_ << "    return;\n  }\n";
+      s_ << "  }\n";
     }
     if (!L_.has_iota) {
       s_ << "  if (L <= " << FusedLayout::kRowCacheScalar << " * (i64)blockDim.x) {\n";
       row_loop(RowMode::kCached);
-      s_ << "    return;\n  }\n";
+      s_ << "  }\n";
     }
     row_loop(RowMode::kPlain);
   }

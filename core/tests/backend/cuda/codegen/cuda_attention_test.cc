@@ -106,7 +106,7 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows_hi > kAttentionSplitRows);
     split1.push_back(rows == 1);
     split16.push_back(rows > 1 && rows <= kAttentionSplitRows);
-    generic.push_back(!flash.back() || dynamic);
+    generic.push_back(!flash.back());  // contiguous heads: flash serves every size it is there for
     tensor_split.push_back((split1.back() || split16.back()) && x.t != DType::kFloat32 && x.d != 80);
   }
   auto compiled = compile_modules(sources, names, 90);
@@ -114,7 +114,7 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < compiled->size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
-    // Where every run takes the flash kernel (fixed sizes), the generic one is left out.
+    // Where every run takes the flash kernel, the generic one is left out.
     EXPECT_EQ(ptx.find(".entry tripy_attention_generic") != std::string::npos, generic[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
@@ -134,23 +134,39 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
 
 TEST(CudaAttention, TheGenericKernelStaysWhereSomeRunMayTakeIt) {
   const Sizes prefill{2, 4, 1024, 2, 1024};
-  Program p = program(DType::kFloat16, 64, true, MaskKind::kNone, prefill);
-  auto has_generic = [&] {
+  auto has_generic = [](const Program& p) {
     auto g = generate_attention(p, p.kernels[0]);
     EXPECT_TRUE(g.ok()) << g.status().message();
     return g.ok() && g->source.find("#define HAS_GENERIC 1\n") != std::string::npos;
   };
-  EXPECT_FALSE(has_generic());  // fixed sizes, contiguous: always flash
-  InputSpec dynamic;
-  dynamic.dim_min = {1};
-  dynamic.dim_opt = {2};
-  dynamic.dim_max = {4};
-  p.inputs.push_back(dynamic);  // sizes that vary between runs: the plan may differ per run
-  EXPECT_TRUE(has_generic());
-  Program f32 = program(DType::kFloat32, 64, true, MaskKind::kNone, prefill);
-  auto g = generate_attention(f32, f32.kernels[0]);
-  ASSERT_TRUE(g.ok());
-  EXPECT_NE(g->source.find("#define HAS_GENERIC 1\n"), std::string::npos);  // no flash kernel for float32
+  // The query length from an input's dim, any of 1..1024 at run time.
+  auto dynamic_length = [](Program p) {
+    p.shape_program[2] = {ShapeInstr::Op::kInputDim, 0, 0};
+    InputSpec length;
+    length.dim_min = {1};
+    length.dim_opt = {512};
+    length.dim_max = {1024};
+    p.inputs.push_back(length);
+    return p;
+  };
+  const Program fixed = program(DType::kFloat16, 64, true, MaskKind::kNone, prefill);
+  EXPECT_FALSE(has_generic(fixed));  // fixed sizes, contiguous: always flash
+  // Contiguous heads of 64 keep every stride and offset a multiple of 8 elements at any length,
+  // so every run takes the flash kernel: no generic one, and the plan agrees at each length.
+  const Program dynamic = dynamic_length(fixed);
+  EXPECT_FALSE(has_generic(dynamic));
+  const AttentionFunctions flash_only{nullptr, reinterpret_cast<CUfunc_st*>(uintptr_t{16}), nullptr, nullptr};
+  std::vector<int64_t> slots;
+  for (int64_t length = 1; length <= 1024; length += 37) {
+    std::vector<Tensor> inputs{Tensor::borrow(nullptr, DType::kFloat16, {length}, Device{Device::Kind::kGpu, 0}, nullptr)};
+    dynamic.eval_shapes(inputs, slots);
+    auto l = plan_attention_words(dynamic, dynamic.kernels[0], flash_only, slots, 132);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_EQ(l->path, AttentionLaunch::Path::kFlash) << length;
+  }
+  // No flash kernel for heads of 80 or for float32: the generic one serves every run.
+  EXPECT_TRUE(has_generic(dynamic_length(program(DType::kFloat16, 80, true, MaskKind::kNone, prefill))));
+  EXPECT_TRUE(has_generic(program(DType::kFloat32, 64, true, MaskKind::kNone, prefill)));
 }
 
 // Stand-ins for loaded functions: the plan only asks which exist.
