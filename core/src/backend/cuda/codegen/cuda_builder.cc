@@ -288,6 +288,9 @@ class CudaBuilder final : public Builder {
       std::lock_guard<std::mutex> lock(mu_);
       fixed = fixed_modules_locked(dev->arch);
     }
+    // The GEMV modules the tuner will time start compiling now, beside the program's own.
+    if (options.optimization_level >= 1)
+      for (DType t : gemv_dtypes) (void)gemv_module(dev->arch, t);
     const auto start = std::chrono::steady_clock::now();
     double compiled_ms = 0;
     std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
@@ -331,7 +334,7 @@ class CudaBuilder final : public Builder {
     for (DType t : chosen) {
       const StatusOr<std::vector<CompiledModule>>& gemv = gemv_module(dev->arch, t).get();
       TRIPY_RETURN_IF_ERROR(gemv.status());
-      art.modules.push_back(gemv.value()[0]);
+      art.modules.insert(art.modules.end(), gemv->begin(), gemv->end());
     }
     return serialize_artifacts(art);
   }
@@ -369,15 +372,23 @@ class CudaBuilder final : public Builder {
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, fills, fill_function(DType::kBFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&spin, fills, "tripy_spin"));
     // The GEMV modules the tuner times, loaded on first use (compiled once per process).
-    std::map<DType, CUmodule> gemv;
-    auto gemv_for = [&](DType t) -> CUmodule {
-      if (!gemv_dtypes.count(t)) return nullptr;
+    std::map<DType, std::vector<CUmodule>> gemv;
+    auto gemv_for = [&](DType t) -> std::vector<CUmodule> {
+      if (!gemv_dtypes.count(t)) return {};
       auto it = gemv.find(t);
       if (it != gemv.end()) return it->second;
-      CUmodule m = nullptr;
+      std::vector<CUmodule>& loaded = gemv[t];
       const StatusOr<std::vector<CompiledModule>>& compiled = gemv_module(arch, t).get();
-      if (!compiled.ok() || api().cuModuleLoadData(&m, compiled.value()[0].cubin.data()) != CUDA_SUCCESS) m = nullptr;
-      return gemv[t] = m;
+      for (size_t i = 0; compiled.ok() && i < compiled.value().size(); ++i) {
+        CUmodule m = nullptr;
+        if (api().cuModuleLoadData(&m, compiled.value()[i].cubin.data()) != CUDA_SUCCESS) {
+          for (CUmodule done : loaded) (void)TRIPY_CUDA(cuModuleUnload(done));
+          loaded.clear();  // no GEMV tactics, rather than some
+          break;
+        }
+        loaded.push_back(m);
+      }
+      return loaded;
     };
     auto kernels_for = [&](DType t) {
       return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin,
@@ -417,8 +428,8 @@ class CudaBuilder final : public Builder {
       art.algos[static_cast<int32_t>(i)] = it->second;
     }
     (void)TRIPY_CUDA(cuModuleUnload(fills));
-    for (const auto& [t, m] : gemv)
-      if (m) (void)TRIPY_CUDA(cuModuleUnload(m));
+    for (const auto& [t, modules] : gemv)
+      for (CUmodule m : modules) (void)TRIPY_CUDA(cuModuleUnload(m));
     if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu distinct problems, %zu of them from the tuning cache\n", done.size(),
                    from_cache);
@@ -440,8 +451,14 @@ class CudaBuilder final : public Builder {
     std::lock_guard<std::mutex> lock(mu_);
     FixedModule& f = gemv_[{arch, t}];
     if (!f.valid()) {
-      const std::string source = gemv_module_source(t);
-      f = std::async(std::launch::async, [source, arch] { return compile_modules({source}, {"tripy_gemv"}, arch); })
+      std::vector<std::string> sources, names;
+      for (int tile : kGemvRowTiles)
+        for (int rows : kGemvWeightRows)
+          if (gemv_entry_exists(tile, rows)) {
+            sources.push_back(gemv_module_source(t, tile, rows));
+            names.push_back(gemv_function(t, tile, rows));
+          }
+      f = std::async(std::launch::async, [sources, names, arch] { return compile_modules(sources, names, arch); })
               .share();
     }
     return f;

@@ -26,7 +26,7 @@ int gemv_override() {
 
 StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels, CUstream stream) {
   const int force = gemv_override();
-  const bool gemv = kernels.gemv && force != 0 && gemv_applies(pr);
+  const bool gemv = !kernels.gemv.empty() && force != 0 && gemv_applies(pr);
   std::vector<AlgoBytes> cands;
   if (!(gemv && force == 1)) {
     TRIPY_ASSIGN_OR_RETURN(cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
@@ -86,7 +86,10 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
     if (i >= library) {
       const GemvTactic t = *gemv_choice(cands[i]);
       CUfunction fn = nullptr;
-      if (api().cuModuleGetFunction(&fn, kernels.gemv, gemv_function_for(pr, t).c_str()) != CUDA_SUCCESS) continue;
+      const std::string name = gemv_function_for(pr, t);
+      for (CUmodule m : kernels.gemv)
+        if (!fn && api().cuModuleGetFunction(&fn, m, name.c_str()) != CUDA_SUCCESS) fn = nullptr;
+      if (!fn) continue;
       run = [&pr, t, fn, &ptrs, &next_rhs, stream] {
         return run_gemv(pr, t, fn, ptrs[2], next_rhs(), ptrs[0], ptrs[3], stream);
       };

@@ -67,9 +67,9 @@ GeneratedKernel kind_module_source(KernelKind kind, DType t);
 // "f32", "f16", "bf16", "f8e4m3", "i4", "i8", "i32", "i64", "bool".
 const char* dtype_suffix(DType t);
 
-// The GEMV module for a float16 or bfloat16 dot (cuda_gemv_source.cc): every entry point that
-// gemv_functions(t) names (cuda_gemv.h).
-std::string gemv_module_source(DType t);
+// A GEMV module of a float16 or bfloat16 dot (cuda_gemv_source.cc): one of the entry points that
+// gemv_functions(t) names (cuda_gemv.h), for a (row tile, weight rows) of gemv_entry_exists.
+std::string gemv_module_source(DType t, int row_tile, int weight_rows);
 
 // A weight-only dot's module (cuda_weight_only_dot_source.cc): kernels/weight_only_dot.cuh and the
 // entry point weight_only_function(t, bits, row_tile) (cuda_weight_only_dot.h); and kernel k's.

@@ -5,6 +5,8 @@
 // replays): tests/frontend/ops/test_matmul_gemv_gpu.py.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #if TRIPY_WITH_CUDA
 
 #include "backend/cuda/codegen/cuda_compile.h"
@@ -20,18 +22,27 @@ TEST(CudaGemv, EveryVariantCompilesWithNvrtc) {
   if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
   const DType types[] = {DType::kFloat16, DType::kBFloat16};
   std::vector<std::string> sources, names;
-  for (DType t : types) {
-    sources.push_back(rt::cuda::gemv_module_source(t));
-    names.push_back("tripy_gemv");
-  }
+  for (DType t : types)
+    for (int tile : rt::cuda::kGemvRowTiles)
+      for (int r : rt::cuda::kGemvWeightRows)
+        if (rt::cuda::gemv_entry_exists(tile, r)) {
+          sources.push_back(rt::cuda::gemv_module_source(t, tile, r));
+          names.push_back(rt::cuda::gemv_function(t, tile, r));
+        }
   for (int arch : {80, 90}) {
     auto compiled = rt::cuda::compile_modules(sources, names, arch);
     ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+    // Each module holds its own entry point and no other; together, every one the runtime asks for.
+    std::set<std::string> found;
     for (size_t i = 0; i < sources.size(); ++i)
-      for (DType t : types)  // each module holds its own dtype's functions and no other
-        for (const std::string& f : rt::cuda::gemv_functions(t))
-          EXPECT_EQ((*compiled)[i].ptx.find(".entry " + f + "(") != std::string::npos, t == types[i])
-              << "sm_" << arch << ": " << f;
+      for (DType t : types)
+        for (const std::string& f : rt::cuda::gemv_functions(t)) {
+          const bool here = (*compiled)[i].ptx.find(".entry " + f + "(") != std::string::npos;
+          EXPECT_EQ(here, f == names[i]) << "sm_" << arch << ": " << f;
+          if (here) found.insert(f);
+        }
+    for (DType t : types)
+      for (const std::string& f : rt::cuda::gemv_functions(t)) EXPECT_EQ(found.count(f), 1u) << f;
   }
 }
 

@@ -55,7 +55,7 @@ std::vector<Module> modules_of_every_file() {
       {"pool", kind_module_source(KernelKind::kPooling, DType::kInt8).source},
       {"sample", kind_module_source(KernelKind::kSample, DType::kBFloat16).source},
       {"one_shot_collective", kind_module_source(KernelKind::kCollective, DType::kBFloat16).source},
-      {"gemv", gemv_module_source(DType::kFloat16)},
+      {"gemv", gemv_module_source(DType::kFloat16, 1, 1)},
       {"weight_only_dot", weight_only_dot_module_source(DType::kBFloat16, 4, 1).source},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
