@@ -50,14 +50,14 @@ enum Word : int {
 // merge's weights fit in shared memory), and about kSplitWaves blocks per SM.
 constexpr int64_t kMinKeys = 256, kSplitMax = 128, kSplitWaves = 2;
 
+}  // namespace
+
 // kMinKeys, or TRIPY_ATTENTION_SPLIT_MIN_KEYS (a multiple of 32) to compare others.
 int64_t split_min_keys() {
   const char* v = std::getenv("TRIPY_ATTENTION_SPLIT_MIN_KEYS");
   const int64_t n = v ? std::atoll(v) : 0;
   return n >= 32 && n % 32 == 0 ? n : kMinKeys;
 }
-
-}  // namespace
 
 bool split_enabled() {
   const char* v = std::getenv("TRIPY_ATTENTION_SPLIT");
@@ -67,10 +67,10 @@ bool split_enabled() {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The query length's largest value and the query rows per kv head ((Hq / Hkv) * L) at the inputs'
-// smallest and largest sizes.
+// The query length's and the keys' largest values and the query rows per kv head ((Hq / Hkv) * L)
+// at the inputs' smallest and largest sizes.
 struct QueryExtent {
-  int64_t rows_lo = std::numeric_limits<int64_t>::max(), rows_hi = 0, length_hi = 0;
+  int64_t rows_lo = std::numeric_limits<int64_t>::max(), rows_hi = 0, length_hi = 0, keys_hi = 0;
 };
 
 QueryExtent query_extent(const Program& p, const Kernel& k) {
@@ -89,6 +89,7 @@ QueryExtent query_extent(const Program& p, const Kernel& k) {
     e.rows_lo = std::min(e.rows_lo, rows);
     e.rows_hi = std::max(e.rows_hi, rows);
     e.length_hi = std::max(e.length_hi, q.size[2]);
+    e.keys_hi = std::max(e.keys_hi, kv.size[2]);
   }
   return e;
 }
@@ -100,6 +101,8 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
   const QueryExtent e = query_extent(p, k);
   return {e.rows_lo, e.rows_hi};
 }
+
+int64_t attention_keys_hi(const Program& p, const Kernel& k) { return query_extent(p, k).keys_hi; }
 
 // Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
 // fragment twice at head size 64 (where the queries are many enough to fill the GPU anyway); at

@@ -47,6 +47,11 @@ int64_t static_head(const Program& p, const Kernel& k, int operand, int32_t buff
 bool split_enabled();
 // Query rows per kv head ((Hq / Hkv) * L) at the inputs' smallest and largest sizes.
 std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k);
+// The most keys (S) any run has: the largest sizes'.
+int64_t attention_keys_hi(const Program& p, const Kernel& k);
+// The fewest keys split-KV gives a block (TRIPY_ATTENTION_SPLIT_MIN_KEYS, a multiple of 32, else
+// 256): a run with no more keys takes one block per (batch, kv head) either way.
+int64_t split_min_keys();
 
 // Long sequences go to cuDNN's fused attention instead (cuda_attention_cudnn.h holds its plan).
 // Query rows from which a launch hands attention to cuDNN (below, its fixed costs lose to ours:

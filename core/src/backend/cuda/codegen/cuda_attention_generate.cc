@@ -46,9 +46,14 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   // more (each kernel costs NVRTC time, so a module holds those its sizes can use).
   const auto [rows_lo, rows_hi] = split_row_range(program, k);
   const bool heads_fit = d <= kSplitHeadMax && dv <= kSplitHeadMax;  // dynamic heads (-1): checked per run
-  const bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
+  bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
   const bool split16 = split_enabled() && heads_fit && rows_hi > 1 && rows_hi <= kAttentionSplitRows;
   const bool flash = narrow && d == dv && (d == 64 || d == 128) && !(split16 || (split1 && rows_hi <= 1));
+  // Where the flash kernel is there for the longer queries and no run has more keys than one
+  // split-KV block takes, split1 would split nothing: a one-row run takes the flash kernel too (a
+  // dynamic GPT-2's module with split1 took 2.3 s of NVRTC on an H200 machine, its flash kernel
+  // alone 1.0 s in the same run).
+  if (split1 && flash && attention_keys_hi(program, k) <= split_min_keys()) split1 = false;
   std::string m;
   auto def = [&](const std::string& name, const std::string& value) { m += "#define " + name + " " + value + "\n"; };
   if (t == DType::kFloat32) {

@@ -169,6 +169,30 @@ TEST(CudaAttention, TheGenericKernelStaysWhereSomeRunMayTakeIt) {
   EXPECT_TRUE(has_generic(program(DType::kFloat32, 64, true, MaskKind::kNone, prefill)));
 }
 
+TEST(CudaAttention, OneQueryRowTakesTheFlashKernelWhereNoRunHasKeysToSplit) {
+  // Self-attention of 1 to `keys` tokens (L = S, GPT-2's prefill compiled for a range): split1
+  // would give a one-row run one block per head either way, so the module is the flash kernel alone
+  // until the keys outnumber one split-KV block.
+  auto module = [](int64_t keys) {
+    Program p = program(DType::kFloat16, 64, true, MaskKind::kNone, Sizes{1, 12, 1, 12, 1});
+    p.shape_program[2] = p.shape_program[4] = {ShapeInstr::Op::kInputDim, 0, 0};
+    InputSpec length;
+    length.dim_min = {1};
+    length.dim_opt = {keys};
+    length.dim_max = {keys};
+    p.inputs.push_back(length);
+    auto g = generate_attention(p, p.kernels[0]);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    return g.ok() ? g->source : "";
+  };
+  const std::string short_keys = module(128), long_keys = module(4096);
+  EXPECT_NE(short_keys.find("#define HAS_FLASH 1\n"), std::string::npos);
+  EXPECT_NE(short_keys.find("#define HAS_SPLIT1 0\n"), std::string::npos);
+  EXPECT_NE(short_keys.find("#define HAS_GENERIC 0\n"), std::string::npos);
+  EXPECT_NE(long_keys.find("#define HAS_FLASH 1\n"), std::string::npos);
+  EXPECT_NE(long_keys.find("#define HAS_SPLIT1 1\n"), std::string::npos);
+}
+
 // Stand-ins for loaded functions: the plan only asks which exist.
 CUfunc_st* const kSome = reinterpret_cast<CUfunc_st*>(uintptr_t{16});
 const AttentionFunctions kAll{kSome, kSome, kSome, kSome};
