@@ -133,12 +133,12 @@ std::optional<IndexFunction> update_index_function(const Program& p, const Kerne
   return index_function(p, k, true, 2);
 }
 
-// Whether a dot's dtype and layout suit the GEMV kernel (its rows are known only at the signature:
-// gemv_applies decides there). Its module compiles only for builds with such dots.
-bool gemv_may_apply(const Program& p, const Kernel& k) {
-  const DType t = p.buffers[k.outputs.at(0)].dtype;
-  return (t == DType::kFloat16 || t == DType::kBFloat16) && k.dot.transpose_rhs && !k.dot.transpose_lhs &&
-         p.buffers[k.inputs.at(0)].dtype == t;
+// Whether the tuner will time the GEMV kernel for dot `k` (the problem at the opt sizes, which it
+// times, is one gemv_applies to), so that its module must be compiled: else the choice is
+// cuBLASLt's and no run launches the GEMV kernel. (GPT-2's prefill has none: its M is B x T.)
+bool gemv_may_apply(const Program& p, const Kernel& k, const std::vector<int64_t>& opt_slots) {
+  const StatusOr<DotProblem> pr = dot_problem(p, k, opt_slots);
+  return pr.ok() && gemv_applies(pr.value());
 }
 
 // cuBLASLt's candidates; a GEMM that cannot be timed (too large for free memory) keeps the
@@ -263,6 +263,8 @@ class CudaBuilder final : public Builder {
     Tunes tunes;
     std::vector<IndexFunction> index_functions;
     std::set<DType> gemv_dtypes;  // of dots the GEMV kernel may compute (cuda_gemv.h)
+    std::vector<int64_t> opt_slots;
+    program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), opt_slots);
     for (const Kernel& k : program.kernels) {
       const BuildRule& rule = build_rule(k.kind);
       if (rule.index_function)
@@ -275,7 +277,8 @@ class CudaBuilder final : public Builder {
         function = g->function;
       }
       if (rule.tuning) (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
-      if (k.kind == KernelKind::kDot && gemv_may_apply(program, k)) gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
+      if (k.kind == KernelKind::kDot && gemv_may_apply(program, k, opt_slots))
+        gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
