@@ -46,9 +46,9 @@ std::string tuning_context() {
          ", TRIPY_GEMV=" + (gemv ? gemv : "");
 }
 
-// cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100;
-// cuDNN's took seconds on an H200 with an empty driver cache): a handle each and, for cuDNN, one
-// heuristic query over a small convolution make them do it. Each only where a build will use it.
+// cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
+// a handle each and, for cuDNN, one heuristic query over a small convolution make them do it.
+// Each only where a build will time it.
 void warm_gemms() {
   if (make_current().ok()) (void)lt_handle();
 }
