@@ -2,6 +2,7 @@
 // (the kernel: codegen/kernels/gemv.cuh, whose GemvArgs the words are).
 #include "backend/cuda/cuda_gemv.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tripy::rt::cuda {
@@ -100,6 +101,16 @@ std::vector<std::string> gemv_functions(DType t) {
 std::string gemv_function_for(const DotProblem& pr, GemvTactic t) {
   const int mt = row_tile(pr.n);
   return gemv_function(pr.dtype, mt, gemv_weight_rows(mt, tile_tactic(mt, t).rows));
+}
+
+std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo, int64_t m_hi, GemvTactic tactic) {
+  std::set<std::string> out;
+  for (int64_t m = std::max<int64_t>(m_lo, 1); m <= std::min<int64_t>(m_hi, kGemvMaxRows); ++m) {
+    DotProblem at = problem;
+    at.n = m;  // x's rows (the transposition trick's n)
+    if (gemv_applies(at)) out.insert(gemv_function_for(at, tactic));
+  }
+  return out;
 }
 
 Launch plan_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, int32_t out, int32_t x, int32_t w,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ std::string gemv_function(DType t, int row_tile, int weight_rows);
 std::vector<std::string> gemv_functions(DType t);
 // The entry point for `problem`'s M.
 std::string gemv_function_for(const DotProblem& problem, GemvTactic tactic);
+// The entry points that runs of `problem`'s dot with M anywhere in [m_lo, m_hi] launch for
+// `tactic` (at the Ms gemv_applies to): what an executable holds for a dot that chose it.
+std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo, int64_t m_hi, GemvTactic tactic);
 
 // The launch of `fn` for `problem` (gemv_applies): words and grid; addresses in `ptrs` for the
 // buffers out, x (lhs), w (rhs) and bias (< 0: none).

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -133,12 +134,34 @@ std::optional<IndexFunction> update_index_function(const Program& p, const Kerne
   return index_function(p, k, true, 2);
 }
 
-// Whether the tuner will time the GEMV kernel for dot `k` (the problem at the opt sizes, which it
-// times, is one gemv_applies to), so that its module must be compiled: else the choice is
-// cuBLASLt's and no run launches the GEMV kernel. (GPT-2's prefill has none: its M is B x T.)
-bool gemv_may_apply(const Program& p, const Kernel& k, const std::vector<int64_t>& opt_slots) {
+// The GEMV entry points (gemv_functions) a build compiles for dot `k`, by dtype: those the tuner
+// times, where the problem at the opt sizes (which it times) is one the kernel takes; else the
+// choice is cuBLASLt's and no run launches the kernel. (GPT-2's prefill has none: its M is B x T.)
+void gemv_entries_to_time(const Program& p, const Kernel& k, const std::vector<int64_t>& opt_slots,
+                          std::map<DType, std::set<std::string>>& out) {
   const StatusOr<DotProblem> pr = dot_problem(p, k, opt_slots);
-  return pr.ok() && gemv_applies(pr.value());
+  if (!pr.ok() || !gemv_applies(pr.value())) return;
+  for (GemvTactic t : gemv_tactics(pr.value())) out[pr->dtype].insert(gemv_function_for(pr.value(), t));
+}
+
+// And those the executable holds for a dot that chose `tactic`: the entry of every row count from
+// the fewest to the most its sizes give (sampled over their ranges, Program::sample_inputs), up to
+// the kernel's kGemvMaxRows. A run whose entry is missing after all takes cuBLASLt (plan_dot_step).
+void gemv_entries_to_keep(const Program& p, const Kernel& k, GemvTactic tactic, std::set<std::string>& out) {
+  std::optional<DotProblem> any;
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+  std::vector<int64_t> slots;
+  for (const std::vector<Tensor>& inputs : p.sample_inputs(Device{Device::Kind::kGpu, 0})) {
+    p.eval_shapes(inputs, slots);
+    const StatusOr<DotProblem> pr = dot_problem(p, k, slots);
+    if (!pr.ok()) continue;
+    any = pr.value();
+    lo = std::min(lo, pr->n);
+    hi = std::max(hi, pr->n);
+  }
+  if (!any) return;
+  const std::set<std::string> names = gemv_functions_for(*any, lo, hi, tactic);
+  out.insert(names.begin(), names.end());
 }
 
 // cuBLASLt's candidates; a GEMM that cannot be timed (too large for free memory) keeps the
@@ -262,7 +285,7 @@ class CudaBuilder final : public Builder {
     };
     Tunes tunes;
     std::vector<IndexFunction> index_functions;
-    std::set<DType> gemv_dtypes;  // of dots the GEMV kernel may compute (cuda_gemv.h)
+    std::map<DType, std::set<std::string>> gemv_to_time;  // GEMV entry points the tuner times
     std::vector<int64_t> opt_slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), opt_slots);
     for (const Kernel& k : program.kernels) {
@@ -277,8 +300,8 @@ class CudaBuilder final : public Builder {
         function = g->function;
       }
       if (rule.tuning) (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
-      if (k.kind == KernelKind::kDot && gemv_may_apply(program, k, opt_slots))
-        gemv_dtypes.insert(program.buffers[k.outputs[0]].dtype);
+      if (k.kind == KernelKind::kDot && options.optimization_level >= 1)
+        gemv_entries_to_time(program, k, opt_slots, gemv_to_time);
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
@@ -292,8 +315,7 @@ class CudaBuilder final : public Builder {
       fixed = fixed_modules_locked(dev->arch);
     }
     // The GEMV modules the tuner will time start compiling now, beside the program's own.
-    if (options.optimization_level >= 1)
-      for (DType t : gemv_dtypes) (void)gemv_module(dev->arch, t);
+    for (const auto& [t, names] : gemv_to_time) (void)gemv_modules(dev->arch, names);
     const auto start = std::chrono::steady_clock::now();
     double compiled_ms = 0;
     std::future<StatusOr<std::vector<CompiledModule>>> modules = std::async(std::launch::async, [&] {
@@ -316,7 +338,7 @@ class CudaBuilder final : public Builder {
     }
     if (tuning) {
       const StatusOr<std::vector<CompiledModule>>& fill = fixed.fill.get();
-      tuned = fill.ok() ? tune(program, fill.value()[0], gemv_dtypes, dev->arch, art) : fill.status();
+      tuned = fill.ok() ? tune(program, fill.value()[0], gemv_to_time, dev->arch, art) : fill.status();
     }
     const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
@@ -330,14 +352,16 @@ class CudaBuilder final : public Builder {
     art.modules = std::move(compiled.value());
     art.layout_module = static_cast<int32_t>(art.modules.size());
     art.modules.push_back(layout.value()[0]);
-    // The GEMV module of each dtype whose dots chose it (load() finds its functions by name).
-    std::set<DType> chosen;
+    // The GEMV entry points of the dots that chose the kernel, each its own module (load() finds
+    // its functions by name).
+    std::set<std::string> kept;
     for (const auto& [kernel, algo] : art.algos)
-      if (gemv_choice(algo)) chosen.insert(program.buffers[program.kernels[kernel].outputs[0]].dtype);
-    for (DType t : chosen) {
-      const StatusOr<std::vector<CompiledModule>>& gemv = gemv_module(dev->arch, t).get();
+      if (std::optional<GemvTactic> tactic = gemv_choice(algo))
+        gemv_entries_to_keep(program, program.kernels[static_cast<size_t>(kernel)], *tactic, kept);
+    for (const FixedModule& m : gemv_modules(dev->arch, kept)) {
+      const StatusOr<std::vector<CompiledModule>>& gemv = m.get();
       TRIPY_RETURN_IF_ERROR(gemv.status());
-      art.modules.insert(art.modules.end(), gemv->begin(), gemv->end());
+      art.modules.push_back(gemv.value()[0]);
     }
     return serialize_artifacts(art);
   }
@@ -365,7 +389,8 @@ class CudaBuilder final : public Builder {
   // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
   // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
   // library heuristic's choice.
-  Status tune(const Program& program, const CompiledModule& fill_module, const std::set<DType>& gemv_dtypes, int arch,
+  Status tune(const Program& program, const CompiledModule& fill_module,
+              const std::map<DType, std::set<std::string>>& gemv_to_time, int arch,
               CudaArtifacts& art) {
     CUmodule fills = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
@@ -377,14 +402,15 @@ class CudaBuilder final : public Builder {
     // The GEMV modules the tuner times, loaded on first use (compiled once per process).
     std::map<DType, std::vector<CUmodule>> gemv;
     auto gemv_for = [&](DType t) -> std::vector<CUmodule> {
-      if (!gemv_dtypes.count(t)) return {};
+      auto names = gemv_to_time.find(t);
+      if (names == gemv_to_time.end()) return {};
       auto it = gemv.find(t);
       if (it != gemv.end()) return it->second;
       std::vector<CUmodule>& loaded = gemv[t];
-      const StatusOr<std::vector<CompiledModule>>& compiled = gemv_module(arch, t).get();
-      for (size_t i = 0; compiled.ok() && i < compiled.value().size(); ++i) {
+      for (const FixedModule& f : gemv_modules(arch, names->second)) {
+        const StatusOr<std::vector<CompiledModule>>& compiled = f.get();
         CUmodule m = nullptr;
-        if (api().cuModuleLoadData(&m, compiled.value()[i].cubin.data()) != CUDA_SUCCESS) {
+        if (!compiled.ok() || api().cuModuleLoadData(&m, compiled.value()[0].cubin.data()) != CUDA_SUCCESS) {
           for (CUmodule done : loaded) (void)TRIPY_CUDA(cuModuleUnload(done));
           loaded.clear();  // no GEMV tactics, rather than some
           break;
@@ -448,27 +474,30 @@ class CudaBuilder final : public Builder {
     return f;
   }
 
-  // The GEMV module of a dtype, compiled once per process (and GPU architecture) when a build
-  // first needs it.
-  FixedModule gemv_module(int arch, DType t) {
+  // The GEMV entry points `names` (gemv_functions), each its own module (NVRTC compiles them at
+  // once on separate cores), compiled once per process and architecture.
+  std::vector<FixedModule> gemv_modules(int arch, const std::set<std::string>& names) {
     std::lock_guard<std::mutex> lock(mu_);
-    FixedModule& f = gemv_[{arch, t}];
-    if (!f.valid()) {
-      std::vector<std::string> sources, names;
+    std::vector<FixedModule> out;
+    for (DType t : {DType::kFloat16, DType::kBFloat16})
       for (int tile : kGemvRowTiles)
-        for (int rows : kGemvWeightRows)
-          if (gemv_entry_exists(tile, rows)) {
-            sources.push_back(gemv_module_source(t, tile, rows));
-            names.push_back(gemv_function(t, tile, rows));
+        for (int rows : kGemvWeightRows) {
+          if (!gemv_entry_exists(tile, rows)) continue;
+          const std::string name = gemv_function(t, tile, rows);
+          if (!names.count(name)) continue;
+          FixedModule& f = gemv_[{arch, name}];
+          if (!f.valid()) {
+            const std::string source = gemv_module_source(t, tile, rows);
+            f = std::async(std::launch::async, [source, name, arch] { return compile_modules({source}, {name}, arch); })
+                    .share();
           }
-      f = std::async(std::launch::async, [sources, names, arch] { return compile_modules(sources, names, arch); })
-              .share();
-    }
-    return f;
+          out.push_back(f);
+        }
+    return out;
   }
 
   std::mutex mu_;
-  std::map<std::pair<int, DType>, FixedModule> gemv_;
+  std::map<std::pair<int, std::string>, FixedModule> gemv_;
   std::shared_future<void> warm_gemms_, warm_convolutions_;  // each started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
 };

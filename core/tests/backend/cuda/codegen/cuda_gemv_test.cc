@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #if TRIPY_WITH_CUDA
 
@@ -101,6 +102,23 @@ TEST(CudaGemv, OneEntryPointPerRowTileAndWeightRows) {
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m16_r1");  // at most 16 sums a lane
   pr.n = 8;
   EXPECT_EQ(rt::cuda::gemv_function_for(pr, {4, 1}), "tripy_gemv_bf16_m8_r1");  // tensor cores: one tile
+}
+
+TEST(CudaGemv, AnExecutableKeepsTheEntryOfEveryRowCountItsRangeGives) {
+  const DotProblem pr = decode_problem(1);
+  using Names = std::set<std::string>;
+  // One row: one tile. 3 to 40 rows: the 4-, 8- and 16-row tiles (the tensor-core ones take R = 1).
+  EXPECT_EQ(rt::cuda::gemv_functions_for(pr, 1, 1, {4, 1}), Names{"tripy_gemv_bf16_m1_r4"});
+  EXPECT_EQ(rt::cuda::gemv_functions_for(pr, 3, 40, {4, 1}),
+            (Names{"tripy_gemv_bf16_m4_r4", "tripy_gemv_bf16_m8_r1", "tripy_gemv_bf16_m16_r1"}));
+  // Every row count's entry is kept, and none the kernel does not take (more than 16 rows).
+  const Names all = rt::cuda::gemv_functions_for(pr, 1, 16, {2, 2});
+  for (int64_t m = 1; m <= 16; ++m) {
+    DotProblem at = pr;
+    at.n = m;
+    EXPECT_EQ(all.count(rt::cuda::gemv_function_for(at, {2, 2})), 1u) << m;
+  }
+  EXPECT_TRUE(rt::cuda::gemv_functions_for(pr, 17, 64, {2, 2}).empty());
 }
 
 TEST(CudaGemv, TensorCoreTilesTakeOneTileOf16RowsABlock) {
