@@ -35,12 +35,14 @@ SignatureGraph::~SignatureGraph() {
   if (graph_) (void)TRIPY_CUDA(cuGraphDestroy(graph_));
 }
 
-bool SignatureGraph::wanted(CUstream stream, int64_t io_bytes, size_t steps) {
+bool SignatureGraph::wanted(CUstream stream, int64_t io_bytes, size_t io_count, size_t steps) {
   const int mode = graph_mode();
   const int64_t graph_limit = (int64_t{2} << 20) + (int64_t{512} << 10) * static_cast<int64_t>(steps);
-  // One step (an eager op, say) launches directly: a graph would add its copy nodes to one launch.
+  // Few steps over many staged tensors launch directly: one eager op, or an eager graph whose
+  // weights are its inputs (a LayerNorm, a Linear and a GELU: two kernels, six copy nodes, each
+  // patched by a driver call before the launch and run on the GPU).
   return mode != 0 && !failed_ && stream != nullptr && ++calls_ >= 2 &&
-         (mode == 1 || (steps >= 2 && io_bytes <= graph_limit));
+         (mode == 1 || (steps >= 2 && io_count <= 2 * steps && io_bytes <= graph_limit));
 }
 
 void SignatureGraph::invalidate() {

@@ -41,9 +41,10 @@ class SignatureGraph {
 
   // Counts a call of the signature and says whether it goes through the graph: from the second
   // call on a stream, unless capture failed before or TRIPY_CUDA_GRAPHS=0; and, unless
-  // TRIPY_CUDA_GRAPHS=1, only for two steps or more whose staged bytes (`io_bytes`) are small
-  // next to the launches that `steps` saves.
-  bool wanted(CUstream stream, int64_t io_bytes, size_t steps);
+  // TRIPY_CUDA_GRAPHS=1, only for two steps or more whose staged inputs and outputs (a copy node
+  // each) are at most two a step (`io_count`) and whose bytes (`io_bytes`) are small next to the
+  // launches that `steps` saves.
+  bool wanted(CUstream stream, int64_t io_bytes, size_t io_count, size_t steps);
   // Whether an instantiated graph is there to replay.
   bool ready() const { return exec_ != nullptr; }
   // Drops the instantiated graph (an address it holds changed: the arena, the workspace, the

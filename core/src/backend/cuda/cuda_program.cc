@@ -96,8 +96,10 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     const BufferDesc& d = p.buffers[b];
     int64_t bytes = numel_of(sig->shapes.back()) * dtype_size(d.dtype);
     if (d.kind == BufferDesc::Kind::kTemp) sig->arena_bytes = std::max(sig->arena_bytes, d.offset + bytes);
-    if ((d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) && !in_caller_memory(d))
+    if ((d.kind == BufferDesc::Kind::kInput || d.kind == BufferDesc::Kind::kOutput) && !in_caller_memory(d)) {
       sig->io_bytes += bytes;
+      ++sig->io_count;
+    }
   }
   sig->arena_bytes = std::max(sig->arena_bytes, p.arena_bytes);
   PlanContext c{p, kernels_, layout_fns_, slots, sig->shapes, sm_count_, stream, /*workspace=*/0, /*counters=*/0,
@@ -329,7 +331,7 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
     if (d.kind == BufferDesc::Kind::kInput && in_caller_memory(d)) donated.push_back(in_ptrs[d.index]);
   sig->graph.check_donated(donated);
 
-  bool use_graph = sig->graph.wanted(stream, sig->io_bytes, sig->steps.size());
+  bool use_graph = sig->graph.wanted(stream, sig->io_bytes, sig->io_count, sig->steps.size());
   if (profile_) use_graph = false;  // events between kernels need direct launches
   if (use_graph && !sig->graph.ready()) {
     auto body = [&](const std::vector<CUdeviceptr>& staged_in, const std::vector<CUdeviceptr>& staged_out) {

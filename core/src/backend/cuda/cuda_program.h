@@ -53,6 +53,7 @@ class CudaLoadedProgram final : public LoadedProgram {
     int64_t arena_bytes = 0;
     int64_t workspace_bytes = 0;  // what its library calls ask (ensured each run: release_scratch frees it)
     int64_t io_bytes = 0;    // inputs and outputs the graph stages
+    size_t io_count = 0;     // ... and how many
     SignatureGraph graph;  // last: its graph goes before the steps' plans
   };
 
