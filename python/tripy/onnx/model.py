@@ -50,7 +50,9 @@ class Model:
     """
     An ONNX model loaded by ``tp.onnx.load``: call it like a function of its inputs (positionally,
     or by their ONNX names as keywords), eagerly or inside ``tp.compile``. Its initializers are
-    tensors over the loaded file, frozen into a compiled executable as constants.
+    tensors over the loaded file, frozen into a compiled executable as constants. ``device`` is
+    where they are (``tp.onnx.load``'s ``device``); an eager call makes the constants its ops need
+    there too, so its inputs belong on that device.
 
     Example::
 
