@@ -96,6 +96,10 @@ if step pytest; then
     return $rc
   }
   run pytest pytest_groups
+  # What still runs after the tests: NVRTC ran 3-8x slower right after them once, which timings
+  # that follow (bench, llm) would carry.
+  echo "== after pytest: load $(cut -d' ' -f1-3 /proc/loadavg)"
+  ps -eo pcpu,etimes,comm --sort=-pcpu | head -n 6
 fi
 if step bench && [ -f bench/gpu_bench.py ]; then
   run bench env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py
