@@ -3,7 +3,9 @@
 # packages in .deps/ (scripts/fetch_gpu_deps.sh makes it), builds with Ninja, runs ctest, pytest
 # and, if present, bench/gpu_bench.py. Logs go to $OUT when set (the device tool returns them).
 #   device tool: run(command="bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
-# TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "llm" runs bench/llm.py).
+# TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "timings" runs the cold
+# compile and eager benchmarks right after the build, before the tests load the machine; "llm" runs
+# bench/llm.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}"
@@ -40,6 +42,10 @@ if step build; then
     -DPython_EXECUTABLE="$PY" -DPython3_EXECUTABLE="$PY"
   # -k 0: one broken target (work in progress elsewhere) must not hide the others' results.
   run build cmake --build build-gpu -j16 -- -k 0
+fi
+if step timings; then  # cold compiles (every cache empty) and eager ops, on a quiet machine
+  run compile-dynamic env PYTHONPATH="$PWD/python" "$PY" bench/models.py --device gpu --only compile-dynamic
+  run eager env PYTHONPATH="$PWD/python" "$PY" bench/eager.py --device gpu
 fi
 if step ctest; then
   # enable_testing() lives in core/, so that is where ctest finds the tests.
