@@ -77,6 +77,21 @@ TEST(EvalShapes, opt_inputs_hold_opt_sizes_and_values) {
   EXPECT_EQ(p.buffer_shape(1, slots), (std::vector<int64_t>{5, 2}));
 }
 
+TEST(EvalShapes, sample_inputs_spread_each_range_and_are_the_opt_set_alone_when_fixed) {
+  // n ranges over [0, 6] (opt 2): opt, min, max, one above min, the odd value nearest max.
+  Program p = rows_program();
+  std::vector<int64_t> rows, slots;
+  for (const std::vector<Tensor>& inputs : p.sample_inputs(Device{Device::Kind::kGpu, 0})) {
+    ASSERT_EQ(inputs.size(), 2u);
+    EXPECT_EQ(inputs[0].shape(), (std::vector<int64_t>{2}));  // x's one size is fixed
+    p.eval_shapes(inputs, slots);
+    rows.push_back(p.buffer_shape(1, slots)[0]);
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{2, 0, 6, 1, 5}));
+  p.inputs[1].value_min = p.inputs[1].value_max = 2;
+  EXPECT_EQ(p.sample_inputs(Device{Device::Kind::kGpu, 0}).size(), 1u);
+}
+
 TEST(ProgramJson, shape_values_round_trip_and_tensors_need_no_kind) {
   const nlohmann::json j = program_to_json(rows_program());
   EXPECT_EQ(j["inputs"][1]["kind"], "shape_value");
