@@ -5,7 +5,8 @@
 #   device tool: run(command="bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
 # TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "timings" runs the cold
 # compile and eager benchmarks right after the build, before the tests load the machine; "llm" runs
-# bench/llm.py).
+# bench/llm.py; "multi", on two GPUs or more, the sharding tests and the collectives and 8B decode
+# benchmarks under torchrun).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}"
@@ -109,6 +110,15 @@ if step pytest; then
 fi
 if step bench && [ -f bench/gpu_bench.py ]; then
   run bench env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py
+fi
+if step multi; then  # tensor parallelism: one process per GPU, as torchrun starts them
+  export NCCL_NVLS_ENABLE=0  # never NVLink multicast
+  TR=("$PY" -m torch.distributed.run --nproc-per-node 2)
+  run sharding env PYTHONPATH="$PWD/python" "$PY" -m pytest -q -rf -p no:cacheprovider tests/frontend/test_sharding_gpu.py
+  run collectives env PYTHONPATH="$PWD/python" "${TR[@]}" bench/collectives.py
+  run collectives-nccl env PYTHONPATH="$PWD/python" "${TR[@]}" bench/collectives.py --nccl
+  run llm-2gpu env PYTHONPATH="$PWD/python" "${TR[@]}" bench/llm.py --device gpu --devices 2 --shapes 8b \
+    --batches 1,8 --prompts 128 --profile 16 --out "$LOG/llm-2gpu.jsonl"
 fi
 if step llm; then  # TRIPY_GPU_LLM_ARGS: bench/llm.py's arguments (default: the 1B shape, batch 1)
   # shellcheck disable=SC2086
