@@ -46,6 +46,8 @@ if step build; then
 fi
 if step timings; then  # cold compiles (every cache empty) and eager ops, on a quiet machine
   run compile-dynamic env PYTHONPATH="$PWD/python" "$PY" bench/models.py --device gpu --only compile-dynamic
+  # compile_s of gpt2-decode: GPT-2's prefill and decode steps compiled cold in one process.
+  run compile-decode env PYTHONPATH="$PWD/python" "$PY" bench/models.py --device gpu --only gpt2-decode --no-torch-compile
   run eager env PYTHONPATH="$PWD/python" "$PY" bench/eager.py --device gpu
 fi
 if step ctest; then
