@@ -39,12 +39,12 @@ StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step)
     l.grid = PeerMemory::kBlocks;
     l.block_x = PeerMemory::kThreads;
     l.words.assign(PeerMemory::kWords, 0);
-    l.words[2] = elements;
-    l.words[3] = static_cast<int64_t>(errors->record());
-    l.words[4] = static_cast<int64_t>(step.kernel) + 1;
-    l.words[5] = static_cast<int64_t>(errors->claim());
-    l.words[6] = static_cast<int64_t>(collective_timeout_seconds() * 1e9);
-    l.words[7] = reduce ? 0 : elements / blocks;  // an all-gather's elements per outer block
+    l.words[PeerMemory::kCount] = elements;
+    l.words[PeerMemory::kErr] = static_cast<int64_t>(errors->record());
+    l.words[PeerMemory::kTag] = static_cast<int64_t>(step.kernel) + 1;
+    l.words[PeerMemory::kClaim] = static_cast<int64_t>(errors->claim());
+    l.words[PeerMemory::kTimeout] = static_cast<int64_t>(collective_timeout_seconds() * 1e9);
+    l.words[PeerMemory::kGatherBlock] = reduce ? 0 : elements / blocks;  // an all-gather's elements per outer block
     l.ptrs = {{0, k.inputs[0], 0}, {1, k.outputs[0], 0}};
   }
   if (reduce) {
@@ -84,7 +84,7 @@ Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
   const DType dtype = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
   const PeerMemory* peers = rank->peers();
   if (peers != nullptr && step.one_shot.fn != nullptr &&
-      step.one_shot.words[2] * dtype_size(dtype) <= PeerMemory::kCapacity) {  // this rank's input fits
+      step.one_shot.words[PeerMemory::kCount] * dtype_size(dtype) <= PeerMemory::kCapacity) {  // this rank's input fits
     peers->fill(step.one_shot.words);
     return launch(step.one_shot, c.base, c.stream);
   }

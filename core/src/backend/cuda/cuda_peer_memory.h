@@ -24,8 +24,10 @@ class PeerMemory {
   static constexpr int kBlocks = 32, kThreads = 512;  // the kernel's grid, fixed (see its flags)
   static constexpr int kMaxRanks = 8;                 // TRIPY_AR_RANKS of the kernel
   static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: a rank's largest input
-  // The words of the kernel's OneShotArgs that come from here start at this index.
-  static constexpr int kFirstWord = 8, kWords = 28;
+  // The kernel's OneShotArgs as launch words: in and out (addresses), then those the plan sets
+  // (cuda_collective.cc), then from kFirstWord those fill() sets.
+  enum Word : int { kCount = 2, kErr, kTag, kClaim, kTimeout, kGatherBlock, kFirstWord };
+  static constexpr int kWords = 28;
 
   // nullptr (and ok) where the one-shot cannot serve: one rank, more than kMaxRanks, turned off, or
   // a rank that could not map another's memory.

@@ -338,7 +338,7 @@ class CudaBuilder final : public Builder {
     }
     if (tuning) {
       const StatusOr<std::vector<CompiledModule>>& fill = fixed.fill.get();
-      tuned = fill.ok() ? tune(program, fill.value()[0], gemv_to_time, dev->arch, art) : fill.status();
+      tuned = fill.ok() ? tune(program, opt_slots, fill.value()[0], gemv_to_time, dev->arch, art) : fill.status();
     }
     const double tuned_ms = ms_since(start);
     StatusOr<std::vector<CompiledModule>> compiled = modules.get();
@@ -386,12 +386,11 @@ class CudaBuilder final : public Builder {
 
  private:
   // Times cuBLASLt's candidates for every kDot and cuDNN's algorithms for every kConvolution at the
-  // inputs' `opt` shapes; identical problems (a 12-layer model's repeated GEMMs) are timed once.
+  // inputs' `opt` shapes (`slots`); identical problems (a 12-layer model's repeated GEMMs) are timed once.
   // A GEMM or convolution that cannot be timed (too large for free memory, say) keeps the
   // library heuristic's choice.
-  Status tune(const Program& program, const CompiledModule& fill_module,
-              const std::map<DType, std::set<std::string>>& gemv_to_time, int arch,
-              CudaArtifacts& art) {
+  Status tune(const Program& program, const std::vector<int64_t>& slots, const CompiledModule& fill_module,
+              const std::map<DType, std::set<std::string>>& gemv_to_time, int arch, CudaArtifacts& art) {
     CUmodule fills = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
     CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr, spin = nullptr;
@@ -423,8 +422,6 @@ class CudaBuilder final : public Builder {
       return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin,
                            gemv_for(t)};
     };
-    std::vector<int64_t> slots;
-    program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
     std::unordered_map<std::string, AlgoBytes> done;
     TuningCache cache(tuning_cache_dir(), tuning_context());
     size_t from_cache = 0;

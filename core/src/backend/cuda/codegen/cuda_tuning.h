@@ -21,8 +21,8 @@ inline constexpr int kTunerVersion = 3;  // 3: the GEMV kernel competes for few-
 // (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
 struct TuningKernels {
   CUfunction fill = nullptr, spin = nullptr;
-  // The loaded GEMV modules of the problem's dtype (codegen/kernels/gemv.cuh, one per row tile),
-  // where the build has them: their tactics then compete with cuBLASLt's for problems
+  // The loaded GEMV modules of the problem's dtype (codegen/kernels/gemv.cuh, one per entry
+  // point), where the build has them: their tactics then compete with cuBLASLt's for problems
   // gemv_applies to (cuda_gemv.h).
   std::vector<CUmodule> gemv;
 };
