@@ -4,7 +4,7 @@ groups of 32, 64 and 128 with and without zero points, float32, float16 and bflo
 rows 1 to 32 (each tile of rows) and, with TRIPY_WEIGHT_ONLY_DOT=1, up to 300 (tiles of 32 rows
 reading the weight again), N off every group of weight rows, K with a short or odd tail (the single-
 value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last piece, a
-part-empty group of 16 weight rows), dynamic rows, CUDA graph replays (each executable runs three
+part-empty group of 16 weight rows) and below 8 where the tuner may take them, dynamic rows, CUDA graph replays (each executable runs three
 times), and an LLM-sized product against torch; int4 weights held packed (unpack_int4): decode
 executables sharing the bytes, a prefill through the GEMM. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
 device-parametrized tests). Times nothing: bench/gpu_bench.py --weight-only does."""
@@ -101,6 +101,21 @@ def test_tensor_core_tiles_with_lanes_past_the_last_piece(dtype, bits, K, group,
     assert _kinds(exe) == ["weight_only_dot"]
     for m in sorted({1, rows - 1, rows}):
         _check(exe, w, m, K, dtype)
+
+
+@pytest.mark.parametrize("mma", ["1", "0"], ids=["tensor_core_tile", "own_tile"])
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, False), (4, 64, True), (8, None, False)])
+@pytest.mark.parametrize("rows", [1, 3, 7])
+def test_fewer_than_8_rows_on_either_tile_the_tuner_may_choose(monkeypatch, tmp_path, mma, bits, group, zero, rows):
+    """Below 8 rows the build times the CUDA-core tile against the tensor-core one (its rows past
+    the last dropped); TRIPY_WEIGHT_ONLY_MMA forces each here. A saved executable keeps the choice."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", mma)
+    lin, w = _case(bits, 1040, 1024, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo((rows, 1024), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    _check(exe, w, rows, 1024, "bfloat16")
+    exe.save(str(tmp_path / "wo.tpymodel"))
+    _check(tp.Executable.load(str(tmp_path / "wo.tpymodel")), w, rows, 1024, "bfloat16")
 
 
 @pytest.mark.parametrize("bits", [4, 8])

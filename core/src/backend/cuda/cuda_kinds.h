@@ -32,6 +32,7 @@ struct KernelCode {
   AttentionFunctions attention;  // kAttention
   FusedLayout layout;            // kFused
   AlgoBytes algo;                // kDot, kConvolution: the tuned algorithm, or empty
+  int row_tile = 0;              // kWeightOnlyDot: the rows of x its entry point holds
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

@@ -1,4 +1,4 @@
-// kWeightOnlyDot's entry point and launch (the kernel: codegen/kernels/weight_only_dot.cuh, whose
+// kWeightOnlyDot's entry points and launch (the kernel: codegen/kernels/weight_only_dot.cuh, whose
 // WoArgs the words are). A block of 8 warps takes 8 / split groups of R weight rows and one tile
 // of MT rows of x; split grows (more warps to a row) until the grid covers the GPU twice. Where the
 // tensor-core tiles apply, the launch's vector form (16-byte aligned addresses) runs them, with
@@ -29,6 +29,9 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   }
   return {split, n_blocks};
 }
+
+static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kWordW == kWeightOnlyWWord &&
+              kWordScale == kWeightOnlyScaleWord && kWordZero == kWeightOnlyZeroWord && kWordVec == kWeightOnlyVecWord);
 
 }  // namespace
 
@@ -62,43 +65,99 @@ std::string weight_only_function(DType t, int bits, int row_tile) {
          std::to_string(row_tile);
 }
 
-StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step) {
-  const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
-  const std::vector<int64_t>& w = c.shapes[static_cast<size_t>(k.inputs[1])];
-  const std::vector<int64_t>& scale = c.shapes[static_cast<size_t>(k.inputs[2])];
-  const int64_t N = w[0], K = x.back();
-  const int64_t out_elements = numel_of(c.shapes[static_cast<size_t>(k.outputs[0])]);
-  if (out_elements == 0) return false;
-  const int64_t rows = out_elements / N;
-  const int mt = weight_only_row_tile(c.program, k), r = weight_only_weight_rows(mt);
-  const int64_t tiles = (rows + mt - 1) / mt;
-  const auto [split, n_blocks] = split_for(N, r, tiles, c.sm_count);
-  const DType t = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;
-  const bool mma = weight_only_mma_applies(t, static_cast<int>(k.weight_only_dot.bits), mt, K, k.weight_only_dot.group_size);
-  const auto [mma_split, mma_blocks] = mma ? split_for(N, 16, tiles, c.sm_count) : std::pair<int, int64_t>{0, 0};
+int weight_only_function_tile(const std::string& function) {
+  const size_t at = function.rfind("_m");
+  if (function.rfind("tripy_weight_only_dot_", 0) != 0 || at == std::string::npos) return 0;
+  int tile = 0;
+  for (size_t i = at + 2; i < function.size(); ++i) {
+    if (function[i] < '0' || function[i] > '9' || tile > 1000) return 0;
+    tile = tile * 10 + (function[i] - '0');
+  }
+  return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles)
+             ? tile
+             : 0;
+}
+
+std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
+  const int own = weight_only_row_tile(p, k), bits = static_cast<int>(k.weight_only_dot.bits);
+  const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+  const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
+  const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
+  const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
+  std::vector<int> out{own};
+  if (fixed_k && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
+      weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, k.weight_only_dot.group_size))
+    out.push_back(kWeightOnlyMmaRows);
+  return out;
+}
+
+WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,
+                                      const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
+                                      int64_t out_elements) {
+  WeightOnlyProblem pr;
+  pr.dtype = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+  pr.bits = static_cast<int>(k.weight_only_dot.bits);
+  pr.N = w.at(0);
+  pr.K = x.back();
+  pr.rows = pr.N > 0 ? out_elements / pr.N : 0;
+  pr.row_bytes = w.at(1);
+  pr.groups = scale.at(1);
+  pr.group = k.weight_only_dot.group_size;
+  pr.zero = k.weight_only_dot.has_zero;
+  return pr;
+}
+
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count) {
+  const int r = weight_only_weight_rows(row_tile);
+  const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
+  const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count);
+  const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  const auto [mma_split, mma_blocks] = mma ? split_for(pr.N, 16, tiles, sm_count) : std::pair<int, int64_t>{0, 0};
   if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
-    return kernel_failure(c.program, k, "multiplies more rows than a grid holds", StatusCode::kInvalidArgument);
+    return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
   Launch l;
-  l.fn = c.code[static_cast<size_t>(step.kernel)].fn;
+  l.fn = fn;
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
   l.words.assign(kWords, 0);
-  l.words[kWordRows] = rows;
-  l.words[kWordN] = N;
-  l.words[kWordK] = K;
-  l.words[kWordRowBytes] = w[1];
-  l.words[kWordGroups] = scale[1];
-  l.words[kWordGroup] = k.weight_only_dot.group_size;
+  l.words[kWordRows] = pr.rows;
+  l.words[kWordN] = pr.N;
+  l.words[kWordK] = pr.K;
+  l.words[kWordRowBytes] = pr.row_bytes;
+  l.words[kWordGroups] = pr.groups;
+  l.words[kWordGroup] = pr.group;
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
   l.words[kWordMmaSplit] = mma_split;
   l.words[kWordMmaBlocks] = mma_blocks;
   l.vector_word = kWordVec;
-  l.ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
-            {kWordScale, k.inputs[2], 0}};
-  if (k.weight_only_dot.has_zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0});
-  step.launches = {l};
+  return l;
+}
+
+Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
+                            KernelCode& code) {
+  code.row_tile = weight_only_function_tile(function);
+  if (code.row_tile == 0)
+    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
+  TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
+  return ok_status();
+}
+
+StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step) {
+  const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
+  const std::vector<int64_t>& w = c.shapes[static_cast<size_t>(k.inputs[1])];
+  const std::vector<int64_t>& scale = c.shapes[static_cast<size_t>(k.inputs[2])];
+  const int64_t out_elements = numel_of(c.shapes[static_cast<size_t>(k.outputs[0])]);
+  if (out_elements == 0) return false;
+  const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
+  const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count);
+  if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
+  l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
+             {kWordScale, k.inputs[2], 0}};
+  if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
+  step.launches = {std::move(l.value())};
   return true;
 }
 

@@ -1,9 +1,11 @@
-// kWeightOnlyDot on the GPU (the kernel: codegen/kernels/weight_only_dot.cuh): which entry point a
-// kernel compiles (the tile of rows of x it holds in registers, from the most rows the program's
-// ranges allow) and its launch at one signature's sizes.
+// kWeightOnlyDot on the GPU (the kernel: codegen/kernels/weight_only_dot.cuh): which entry points a
+// kernel may run (the tile of rows of x each holds in registers: the one its ranges call for, and
+// the tensor-core tile where that may be faster at fewer rows; the builder times them) and its
+// launch at one signature's sizes.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_kinds.h"
 
@@ -21,10 +23,35 @@ inline constexpr int kWeightOnlyMmaRows = 8;
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 // The tile for kernel `k`: the smallest that holds the most rows its x may have (32 where more).
 int weight_only_row_tile(const Program& p, const Kernel& k);
-// tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>.
+// tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
+int weight_only_function_tile(const std::string& function);
+// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and the tensor-core
+// tile where its own runs on CUDA cores and the tensor-core one applies (a decode step's one row
+// of int4 values may dequantize in fewer instructions there than on CUDA cores).
+std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
-// The kind table's plan (cuda_kinds.cc): one launch, none for an empty output.
+// One product's sizes, and its launch by an entry point of tile `row_tile` (the words but the
+// addresses; the grid where the addresses allow the vector form, and where they do not).
+struct WeightOnlyProblem {
+  DType dtype = DType::kBFloat16;  // of x, the scales, the zero points and the output
+  int bits = 8;
+  int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
+  bool zero = false;
+};
+// Kernel `k`'s problem at the shapes of x, the weight and the scales and its output's elements.
+WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,
+                                      const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
+                                      int64_t out_elements);
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count);
+// Its words' indices of the addresses (WoArgs' first five) and of the vector flag.
+inline constexpr int kWeightOnlyOutWord = 0, kWeightOnlyXWord = 1, kWeightOnlyWWord = 2, kWeightOnlyScaleWord = 3,
+                     kWeightOnlyZeroWord = 4, kWeightOnlyVecWord = 13;
+
+// The kind table's load and plan (cuda_kinds.cc): the entry point the artifacts name, whose tile
+// the launch follows; one launch, none for an empty output.
+Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
+                            KernelCode& code);
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step);
 
 }  // namespace tripy::rt::cuda

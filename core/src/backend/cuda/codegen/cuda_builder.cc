@@ -4,6 +4,7 @@
 // the chosen algorithms without any of this.
 #include "backend/cuda/codegen/cuda_builder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,22 +30,24 @@
 #include "backend/cuda/cuda_gemv.h"
 #include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
+#include "backend/cuda/cuda_weight_only_dot.h"
 
 namespace tripy::rt {
 namespace cuda {
 namespace {
 
 // What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner,
-// TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution) and TRIPY_GEMV (the
-// same for a dot's GEMV kernel).
+// TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution), TRIPY_GEMV (the same
+// for a dot's GEMV kernel) and TRIPY_WEIGHT_ONLY_MMA (for a weight-only dot's tensor-core tile).
 std::string tuning_context() {
   const StatusOr<const DeviceInfo*> dev = device();
   const char* conv_gemm = std::getenv("TRIPY_CONV_GEMM");
   const char* gemv = std::getenv("TRIPY_GEMV");
+  const char* mma = std::getenv("TRIPY_WEIGHT_ONLY_MMA");
   return (dev.ok() ? dev.value()->name + " sm" + std::to_string(dev.value()->arch) : std::string("no GPU")) +
          ", cuDNN " + cudnn_version() + ", cuBLASLt " + cublaslt_version() + ", tuner " +
          std::to_string(kTunerVersion) + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") +
-         ", TRIPY_GEMV=" + (gemv ? gemv : "");
+         ", TRIPY_GEMV=" + (gemv ? gemv : "") + ", TRIPY_WEIGHT_ONLY_MMA=" + (mma ? mma : "");
 }
 
 // cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
@@ -185,6 +188,25 @@ std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const st
                    /*required=*/false};
 }
 
+// A weight-only dot with more than one tile to try (weight_only_tiles_to_time): its entry points
+// timed at the opt sizes. One that cannot be timed keeps its own tile.
+std::optional<TuningJob> weight_only_tuning(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
+  const std::vector<int> tiles = weight_only_tiles_to_time(p, k);
+  if (tiles.size() < 2) return std::nullopt;
+  const std::vector<int64_t> x = p.buffer_shape(k.inputs.at(0), slots), w = p.buffer_shape(k.inputs.at(1), slots);
+  const std::vector<int64_t> scale = p.buffer_shape(k.inputs.at(2), slots);
+  if (x.empty() || w.size() != 2 || scale.size() != 2) return std::nullopt;
+  const WeightOnlyProblem pr = weight_only_problem(p, k, x, w, scale, numel_of(p.buffer_shape(k.outputs.at(0), slots)));
+  if (pr.rows * pr.K == 0) return std::nullopt;
+  std::string key = std::string(float_suffix(pr.dtype)) + " b" + std::to_string(pr.bits) + " rows " +
+                    std::to_string(pr.rows) + " N " + std::to_string(pr.N) + " K " + std::to_string(pr.K) + " group " +
+                    std::to_string(pr.group) + (pr.zero ? " zero" : "") + " tiles";
+  for (int t : tiles) key += " " + std::to_string(t);
+  return TuningJob{key, "weight-only " + key, pr.dtype,
+                   [pr, tiles](const TuningKernels& kernels, CUstream s) { return tune_weight_only(pr, tiles, kernels, s); },
+                   /*required=*/false};
+}
+
 // A collective over ranks of a dtype the one-shot kernel has an entry point for.
 bool one_shot_collective(const Program& p, const Kernel& k) {
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
@@ -208,7 +230,7 @@ constexpr BuildRule kBuildRules[] = {
     {KernelKind::kPlugin, plugin_module, false, nullptr, nullptr},
     {KernelKind::kPooling, nullptr, false, nullptr, nullptr, kernels::kPool, "tripy_pool"},
     {KernelKind::kSample, nullptr, false, nullptr, nullptr, kernels::kSample, "tripy_sample", /*by_input=*/true},
-    {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, nullptr},
+    {KernelKind::kWeightOnlyDot, weight_only_dot_module, false, nullptr, weight_only_tuning},
     // NCCL at run time, or the one-shot kernel (cuda_collective.cc)
     {KernelKind::kCollective, nullptr, false, nullptr, nullptr, kernels::kOneShotCollective, "tripy_one_shot",
      /*by_input=*/true, one_shot_collective},
@@ -288,10 +310,23 @@ class CudaBuilder final : public Builder {
     std::map<DType, std::set<std::string>> gemv_to_time;  // GEMV entry points the tuner times
     std::vector<int64_t> opt_slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), opt_slots);
+    // Weight-only dots whose tiles the tuner times: their entry points compile apart, as the GEMV's.
+    std::map<int32_t, std::vector<int>> weight_only_tiles;
     for (const Kernel& k : program.kernels) {
       const BuildRule& rule = build_rule(k.kind);
       if (rule.index_function)
         if (std::optional<IndexFunction> f = rule.index_function(program, k)) index_functions.push_back(*f);
+      if (k.kind == KernelKind::kWeightOnlyDot && options.optimization_level >= 1) {
+        std::vector<int> tiles = weight_only_tiles_to_time(program, k);
+        if (tiles.size() > 1) {
+          const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+          for (int tile : tiles) (void)weight_only_entry_module(dev->arch, t, static_cast<int>(k.weight_only_dot.bits), tile);
+          weight_only_tiles[static_cast<int32_t>(art.kernel_module.size())] = std::move(tiles);
+          art.kernel_module.push_back(-1);  // set once the tuner has chosen
+          art.kernel_function.emplace_back();
+          continue;
+        }
+      }
       int32_t module = -1;
       std::string function;
       TRIPY_ASSIGN_OR_RETURN(std::optional<GeneratedKernel> g, module_of_kernel(program, k));
@@ -299,7 +334,8 @@ class CudaBuilder final : public Builder {
         module = module_of(g->source, g->function);
         function = g->function;
       }
-      if (rule.tuning) (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
+      if (rule.tuning && k.kind != KernelKind::kWeightOnlyDot)
+        (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
       if (k.kind == KernelKind::kDot && options.optimization_level >= 1)
         gemv_entries_to_time(program, k, opt_slots, gemv_to_time);
       art.kernel_module.push_back(module);
@@ -324,7 +360,8 @@ class CudaBuilder final : public Builder {
       return out;
     });
     Status tuned = ok_status();
-    const bool tuning = (tunes.gemms || tunes.convolutions) && options.optimization_level >= 1;
+    const bool tuning =
+        (tunes.gemms || tunes.convolutions || !weight_only_tiles.empty()) && options.optimization_level >= 1;
     if (tuning) prepare(tunes);
     {  // (always: a warm-up the compiler started must not outlive the compile)
       std::shared_future<void> gemms, convolutions;
@@ -362,6 +399,29 @@ class CudaBuilder final : public Builder {
       const StatusOr<std::vector<CompiledModule>>& gemv = m.get();
       TRIPY_RETURN_IF_ERROR(gemv.status());
       art.modules.push_back(gemv.value()[0]);
+    }
+    // The weight-only dots' chosen entry points (their own tile where none was timed), each
+    // module once.
+    std::map<std::string, int32_t> weight_only_module;
+    for (const auto& [kernel, tiles] : weight_only_tiles) {
+      const Kernel& k = program.kernels[static_cast<size_t>(kernel)];
+      int tile = tiles[0];
+      if (auto a = art.algos.find(kernel); a != art.algos.end()) {
+        const int chosen = weight_only_choice(a->second);
+        if (std::find(tiles.begin(), tiles.end(), chosen) != tiles.end()) tile = chosen;
+        art.algos.erase(a);  // the entry point's name records the choice
+      }
+      const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+      const int bits = static_cast<int>(k.weight_only_dot.bits);
+      const std::string name = weight_only_function(t, bits, tile);
+      auto [it, fresh] = weight_only_module.emplace(name, static_cast<int32_t>(art.modules.size()));
+      if (fresh) {
+        const StatusOr<std::vector<CompiledModule>>& m = weight_only_entry_module(dev->arch, t, bits, tile).get();
+        TRIPY_RETURN_IF_ERROR(m.status());
+        art.modules.push_back(m.value()[0]);
+      }
+      art.kernel_module[static_cast<size_t>(kernel)] = it->second;
+      art.kernel_function[static_cast<size_t>(kernel)] = name;
     }
     return serialize_artifacts(art);
   }
@@ -418,9 +478,31 @@ class CudaBuilder final : public Builder {
       }
       return loaded;
     };
+    // The weight-only entry points the build started (weight_only_entry_module), loaded on first use.
+    std::map<std::string, CUmodule> entries;
+    auto entry = [&](const std::string& name) -> CUfunction {
+      auto it = entries.find(name);
+      if (it == entries.end()) {
+        CUmodule m = nullptr;
+        FixedModule f;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto found = entry_modules_.find({arch, name});
+          if (found != entry_modules_.end()) f = found->second;
+        }
+        if (f.valid()) {
+          const StatusOr<std::vector<CompiledModule>>& compiled = f.get();
+          if (!compiled.ok() || api().cuModuleLoadData(&m, compiled.value()[0].cubin.data()) != CUDA_SUCCESS) m = nullptr;
+        }
+        it = entries.emplace(name, m).first;
+      }
+      CUfunction fn = nullptr;
+      if (it->second && api().cuModuleGetFunction(&fn, it->second, name.c_str()) != CUDA_SUCCESS) fn = nullptr;
+      return fn;
+    };
     auto kernels_for = [&](DType t) {
       return TuningKernels{t == DType::kFloat16 ? fill_f16 : t == DType::kBFloat16 ? fill_bf16 : fill_f32, spin,
-                           gemv_for(t)};
+                           gemv_for(t), entry};
     };
     std::unordered_map<std::string, AlgoBytes> done;
     TuningCache cache(tuning_cache_dir(), tuning_context());
@@ -456,6 +538,8 @@ class CudaBuilder final : public Builder {
     (void)TRIPY_CUDA(cuModuleUnload(fills));
     for (const auto& [t, modules] : gemv)
       for (CUmodule m : modules) (void)TRIPY_CUDA(cuModuleUnload(m));
+    for (const auto& [name, m] : entries)
+      if (m) (void)TRIPY_CUDA(cuModuleUnload(m));
     if (debug_level() >= 1)
       std::fprintf(stderr, "tripy: build: %zu distinct problems, %zu of them from the tuning cache\n", done.size(),
                    from_cache);
@@ -493,8 +577,19 @@ class CudaBuilder final : public Builder {
     return out;
   }
 
+  // A weight-only dot's entry point of `tile` in a module of its own, compiled once per process and
+  // architecture (the tuner times the tiles of weight_only_tiles_to_time).
+  FixedModule weight_only_entry_module(int arch, DType t, int bits, int tile) {
+    const GeneratedKernel g = weight_only_dot_module_source(t, bits, tile);
+    std::lock_guard<std::mutex> lock(mu_);
+    FixedModule& f = entry_modules_[{arch, g.function}];
+    if (!f.valid())
+      f = std::async(std::launch::async, [g, arch] { return compile_modules({g.source}, {g.function}, arch); }).share();
+    return f;
+  }
+
   std::mutex mu_;
-  std::map<std::pair<int, std::string>, FixedModule> gemv_;
+  std::map<std::pair<int, std::string>, FixedModule> gemv_, entry_modules_;
   std::shared_future<void> warm_gemms_, warm_convolutions_;  // each started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
 };

@@ -3,6 +3,7 @@
 // with small values (so no candidate times on NaNs or denormals), and a timer of repeated calls.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_api.h"
@@ -25,12 +26,23 @@ struct TuningKernels {
   // point), where the build has them: their tactics then compete with cuBLASLt's for problems
   // gemv_applies to (cuda_gemv.h).
   std::vector<CUmodule> gemv;
+  // A fixed entry point by name (the weight-only dot's tiles), or null where the build lacks it.
+  std::function<CUfunction(const std::string&)> entry;
 };
 
 // Times the top candidates on pseudo-random data of the problem's size; returns the fastest.
 // TRIPY_GEMV=1 keeps only the GEMV tactics where they apply, TRIPY_GEMV=0 none (tests and
 // benchmarks of one path; the builder's tuning context records the variable).
 StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, const TuningKernels& kernels, CUstream stream);
+
+// Times a weight-only dot's entry points of `tiles` (weight_only_tiles_to_time) on pseudo-random
+// data; returns the fastest as weight_only_choice_bytes (the first tile where none can be timed).
+// TRIPY_WEIGHT_ONLY_MMA=1 takes the tensor-core tile where it is one of them, 0 the first.
+struct WeightOnlyProblem;
+StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& problem, const std::vector<int>& tiles,
+                                     const TuningKernels& kernels, CUstream stream);
+AlgoBytes weight_only_choice_bytes(int row_tile);
+int weight_only_choice(const AlgoBytes& stored);  // its tile, 0: not a weight-only choice
 
 // Times cuDNN's engines (graph API; legacy algorithms for transposed convolutions) on
 // pseudo-random data of the problem's size; returns the fastest that fits kConvWorkspaceLimit.

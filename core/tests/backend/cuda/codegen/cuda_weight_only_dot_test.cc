@@ -88,30 +88,43 @@ TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 32, 200, 200));
 }
 
-// x (rows, 4096) bfloat16 times a (1024, 4096) int8 weight, rows at most `most`: the kernel's tile
-// of rows. `x_bound`: x is a temporary, whose buffer has its largest bytes; else it is the
-// program's input, whose buffer has none (as build_program writes it) and the output's bound holds.
-int tile_for(int64_t most, bool x_bound = false) {
+// x (rows, K) of `t` times a (1024, K) weight of `bits` in groups of `group`, rows at most `most`.
+// `x_bound`: x is a temporary, whose buffer has its largest bytes; else it is the program's input,
+// whose buffer has none (as build_program writes it) and the output's bound holds.
+struct DotOf {
   Program p;
-  p.shape_program = {{ShapeInstr::Op::kConst, 4096, 0}, {ShapeInstr::Op::kInputDim, 0, 0},
+  Kernel k;
+};
+DotOf dot_of(int64_t most, bool x_bound = false, DType t = DType::kBFloat16, int bits = 8, int64_t K = 4096,
+             int64_t group = 4096) {
+  DotOf d;
+  Program& p = d.p;
+  const int64_t es = dtype_size(t);
+  p.shape_program = {{ShapeInstr::Op::kConst, K, 0}, {ShapeInstr::Op::kInputDim, 0, 0},
                      {ShapeInstr::Op::kConst, 1024, 0}};
   BufferDesc x, w, out;
   x.kind = x_bound ? BufferDesc::Kind::kTemp : BufferDesc::Kind::kInput;
-  x.dtype = out.dtype = DType::kBFloat16;
+  x.dtype = out.dtype = t;
   x.shape = {1, 0};
-  x.max_bytes = x_bound ? most * 4096 * 2 : 0;
+  x.max_bytes = x_bound ? most * K * es : 0;
   w.kind = BufferDesc::Kind::kConstant;
   w.dtype = DType::kInt8;
   w.shape = {2, 0};
   out.kind = BufferDesc::Kind::kOutput;
   out.shape = {1, 2};
-  out.max_bytes = x_bound ? 0 : most * 1024 * 2;
+  out.max_bytes = x_bound ? 0 : most * 1024 * es;
   p.buffers = {x, w, out};
-  Kernel k;
-  k.kind = KernelKind::kWeightOnlyDot;
-  k.inputs = {0, 1};
-  k.outputs = {2};
-  return weight_only_row_tile(p, k);
+  d.k.kind = KernelKind::kWeightOnlyDot;
+  d.k.inputs = {0, 1};
+  d.k.outputs = {2};
+  d.k.weight_only_dot.bits = bits;
+  d.k.weight_only_dot.group_size = group;
+  return d;
+}
+
+int tile_for(int64_t most, bool x_bound = false) {
+  DotOf d = dot_of(most, x_bound);
+  return weight_only_row_tile(d.p, d.k);
 }
 
 TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32) {
@@ -123,6 +136,50 @@ TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32) {
   EXPECT_EQ(tile_for(16, /*x_bound=*/true), 16);
   EXPECT_EQ(tile_for(1, /*x_bound=*/true), 1);
   for (int mt : kWeightOnlyRowTiles) EXPECT_LE(mt * weight_only_weight_rows(mt), 32) << mt;
+}
+
+std::vector<int> tiles_to_time(int64_t most, DType t, int bits, int64_t K, int64_t group) {
+  DotOf d = dot_of(most, false, t, bits, K, group);
+  return weight_only_tiles_to_time(d.p, d.k);
+}
+
+TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
+  using V = std::vector<int>;
+  EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4096, 128), (V{1, 8}));  // a decode step
+  EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 8, 4096, 4096), (V{4, 8}));
+  EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 128), (V{16}));  // already on tensor cores
+  EXPECT_EQ(tiles_to_time(1, DType::kFloat32, 4, 4096, 128), (V{1}));     // no float32 mma
+  EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4112, 16), (V{1}));     // pieces do not fit K
+}
+
+TEST(CudaWeightOnlyDot, AnEntryPointsNameGivesItsTile) {
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    for (int bits : {4, 8})
+      for (int mt : kWeightOnlyRowTiles) EXPECT_EQ(weight_only_function_tile(weight_only_function(t, bits, mt)), mt);
+  EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m3"), 0);  // no such tile
+  EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m"), 0);
+  EXPECT_EQ(weight_only_function_tile("tripy_gemv_bf16_m1_r4"), 0);
+  EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m99999999999"), 0);
+}
+
+TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
+  WeightOnlyProblem pr;
+  pr.bits = 4;
+  pr.rows = 1;
+  pr.N = 4096;
+  pr.K = 4096;
+  pr.row_bytes = 2048;
+  pr.group = 128;
+  pr.groups = 32;
+  StatusOr<Launch> own = weight_only_launch(pr, 1, nullptr, 132), mma = weight_only_launch(pr, 8, nullptr, 132);
+  ASSERT_TRUE(own.ok() && mma.ok());
+  EXPECT_EQ(own->vector_grid, own->scalar_grid);  // CUDA cores either way
+  // Tensor cores: 16 weight rows a warp group, 8 warps a block split until the grid covers the GPU twice.
+  const int64_t split = mma->words[14], groups_per_block = 8 / split;  // WoArgs::mma_split
+  EXPECT_GE(split, 1);
+  EXPECT_EQ(mma->vector_grid, static_cast<unsigned>((4096 + 16 * groups_per_block - 1) / (16 * groups_per_block)));
+  EXPECT_EQ(mma->words[5], 1);  // rows
+  EXPECT_EQ(mma->vector_word, kWeightOnlyVecWord);
 }
 
 }  // namespace
