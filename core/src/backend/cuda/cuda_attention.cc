@@ -104,6 +104,14 @@ std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k) {
 
 int64_t attention_keys_hi(const Program& p, const Kernel& k) { return query_extent(p, k).keys_hi; }
 
+int64_t attention_rows_at_opt(const Program& p, const Kernel& k) {
+  std::vector<int64_t> slots;
+  p.eval_shapes(p.opt_inputs(Device{Device::Kind::kGpu, 0}), slots);
+  const AttentionOperand q = attention_operand(k.attention, AttentionAttrs::kQ, p.buffer_shape(k.inputs[0], slots));
+  const AttentionOperand kv = attention_operand(k.attention, AttentionAttrs::kK, p.buffer_shape(k.inputs[1], slots));
+  return q.size[1] / std::max<int64_t>(kv.size[1], 1) * q.size[2];
+}
+
 // Query rows per flash CTA are 64 * WM (4 warps of 16 * WM rows): 32 rows per warp reuse each K/V
 // fragment twice at head size 64 (where the queries are many enough to fill the GPU anyway); at
 // 128 the accumulators of 32 rows would not fit in registers.

@@ -49,6 +49,8 @@ bool split_enabled();
 std::pair<int64_t, int64_t> split_row_range(const Program& p, const Kernel& k);
 // The most keys (S) any run has: the largest sizes'.
 int64_t attention_keys_hi(const Program& p, const Kernel& k);
+// Query rows per kv head at the inputs' opt sizes.
+int64_t attention_rows_at_opt(const Program& p, const Kernel& k);
 // The fewest keys split-KV gives a block (TRIPY_ATTENTION_SPLIT_MIN_KEYS, a multiple of 32, else
 // 256): a run with no more keys takes one block per (batch, kv head) either way.
 int64_t split_min_keys();

@@ -10,16 +10,18 @@ namespace {
 // Whether a run may take the generic kernel, which only serves what the module's other kernels
 // cannot (each costs NVRTC time: the generic one is ~0.2 s of a flash module's ~0.65 s on the
 // build machine, and it took most of a dynamic GPT-2's 2.9 s attention module on an H200).
-// Whether flash serves a run depends on the head size (fixed) and on how strides and offsets
-// align, which sizes spread over their ranges show (Program::sample_inputs). Should a run need
-// it after all, the launch fails with an error naming the kernel, not a wrong result.
+// Whether flash or split-KV serves a run depends on the head size (fixed), the rows per kv head
+// and how strides and offsets align, which sizes spread over their ranges show
+// (Program::sample_inputs): a decode step's module, which split-KV serves at every size, has no
+// generic kernel. Should a run need it after all (TRIPY_ATTENTION_SPLIT=0 at run time, say), the
+// launch fails with an error naming the kernel, not a wrong result.
 bool generic_reachable(const Program& program, const Kernel& k, bool flash, bool split1, bool split16) {
-  if (!flash) return true;
+  if (!flash && !split1 && !split16) return true;
   // Only which entry points exist matters to the plan, not their addresses.
   static char present;
   CUfunc_st* const exists = reinterpret_cast<CUfunc_st*>(&present);
   AttentionFunctions fns;
-  fns.flash = exists;
+  if (flash) fns.flash = exists;
   if (split1) fns.split1 = exists;
   if (split16) fns.split16 = exists;
   std::vector<int64_t> slots;
@@ -49,11 +51,16 @@ StatusOr<GeneratedKernel> generate_attention(const Program& program, const Kerne
   bool split1 = split_enabled() && heads_fit && rows_lo <= 1;
   const bool split16 = split_enabled() && heads_fit && rows_hi > 1 && rows_hi <= kAttentionSplitRows;
   const bool flash = narrow && d == dv && (d == 64 || d == 128) && !(split16 || (split1 && rows_hi <= 1));
-  // Where the flash kernel is there for the longer queries and no run has more keys than one
-  // split-KV block takes, split1 would split nothing: a one-row run takes the flash kernel too (a
-  // dynamic GPT-2's module with split1 took 2.3 s of NVRTC on an H200 machine, its flash kernel
-  // alone 1.0 s in the same run).
-  if (split1 && flash && attention_keys_hi(program, k) <= split_min_keys()) split1 = false;
+  // Where the flash kernel is there for the longer queries, a one-row run takes it too (correct,
+  // if slower than split-KV over many keys), so split1 stays out unless it splits something (some
+  // run has more keys than one split-KV block takes) at sizes the compile is tuned for (the opt
+  // size has one row per kv head): a prefill's module, for prompts of any length, leaves one-token
+  // prompts to the flash kernel and decoding to the decode step's module. (A dynamic GPT-2's
+  // module with split1 took 2.3 s of NVRTC on an H200 machine, its flash kernel alone 1.0 s in the
+  // same run; with a 1024-token KV cache, 3.5 s.)
+  if (split1 && flash &&
+      (attention_keys_hi(program, k) <= split_min_keys() || attention_rows_at_opt(program, k) > 1))
+    split1 = false;
   std::string m;
   auto def = [&](const std::string& name, const std::string& value) { m += "#define " + name + " " + value + "\n"; };
   if (t == DType::kFloat32) {

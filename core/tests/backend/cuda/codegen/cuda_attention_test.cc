@@ -106,7 +106,8 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     flash.push_back(x.t != DType::kFloat32 && x.d != 80 && rows_hi > kAttentionSplitRows);
     split1.push_back(rows == 1);
     split16.push_back(rows > 1 && rows <= kAttentionSplitRows);
-    generic.push_back(!flash.back());  // contiguous heads: flash serves every size it is there for
+    // Contiguous heads: flash and split-KV serve every size they are there for.
+    generic.push_back(!flash.back() && !split1.back() && !split16.back());
     tensor_split.push_back((split1.back() || split16.back()) && x.t != DType::kFloat32 && x.d != 80);
   }
   auto compiled = compile_modules(sources, names, 90);
@@ -114,7 +115,7 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < compiled->size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
-    // Where every run takes the flash kernel, the generic one is left out.
+    // Where every run takes the flash kernel or split-KV, the generic one is left out.
     EXPECT_EQ(ptx.find(".entry tripy_attention_generic") != std::string::npos, generic[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
@@ -172,25 +173,41 @@ TEST(CudaAttention, TheGenericKernelStaysWhereSomeRunMayTakeIt) {
 TEST(CudaAttention, OneQueryRowTakesTheFlashKernelWhereNoRunHasKeysToSplit) {
   // Self-attention of 1 to `keys` tokens (L = S, GPT-2's prefill compiled for a range): split1
   // would give a one-row run one block per head either way, so the module is the flash kernel alone
-  // until the keys outnumber one split-KV block.
-  auto module = [](int64_t keys) {
+  // until the keys outnumber one split-KV block; then split1 joins it only where the compile is
+  // tuned for one row (opt), not for a prefill's many.
+  auto module = [](int64_t keys, int64_t opt) {
     Program p = program(DType::kFloat16, 64, true, MaskKind::kNone, Sizes{1, 12, 1, 12, 1});
     p.shape_program[2] = p.shape_program[4] = {ShapeInstr::Op::kInputDim, 0, 0};
     InputSpec length;
     length.dim_min = {1};
-    length.dim_opt = {keys};
+    length.dim_opt = {opt};
     length.dim_max = {keys};
     p.inputs.push_back(length);
     auto g = generate_attention(p, p.kernels[0]);
     EXPECT_TRUE(g.ok()) << g.status().message();
     return g.ok() ? g->source : "";
   };
-  const std::string short_keys = module(128), long_keys = module(4096);
+  const std::string short_keys = module(128, 128), long_prefill = module(4096, 4096), long_one_row = module(4096, 1);
   EXPECT_NE(short_keys.find("#define HAS_FLASH 1\n"), std::string::npos);
   EXPECT_NE(short_keys.find("#define HAS_SPLIT1 0\n"), std::string::npos);
   EXPECT_NE(short_keys.find("#define HAS_GENERIC 0\n"), std::string::npos);
-  EXPECT_NE(long_keys.find("#define HAS_FLASH 1\n"), std::string::npos);
-  EXPECT_NE(long_keys.find("#define HAS_SPLIT1 1\n"), std::string::npos);
+  EXPECT_NE(long_prefill.find("#define HAS_FLASH 1\n"), std::string::npos);
+  EXPECT_NE(long_prefill.find("#define HAS_SPLIT1 0\n"), std::string::npos);
+  EXPECT_NE(long_one_row.find("#define HAS_FLASH 1\n"), std::string::npos);
+  EXPECT_NE(long_one_row.find("#define HAS_SPLIT1 1\n"), std::string::npos);
+  EXPECT_NE(long_one_row.find("#define HAS_GENERIC 0\n"), std::string::npos);
+}
+
+TEST(CudaAttention, ADecodeStepsModuleHasNoGenericKernel) {
+  // One query row per head over a 1024-key cache, and a GQA group of 4: split-KV serves every run.
+  const Sizes decode{1, 12, 1, 12, 1024}, gqa{1, 8, 1, 2, 300};
+  for (const Sizes& z : {decode, gqa})
+    for (DType t : {DType::kFloat16, DType::kFloat32}) {
+      const Program p = program(t, 64, false, MaskKind::kCausalOffset, z);
+      auto g = generate_attention(p, p.kernels[0]);
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      EXPECT_NE(g->source.find("#define HAS_GENERIC 0\n"), std::string::npos) << dtype_name(t);
+    }
 }
 
 // Stand-ins for loaded functions: the plan only asks which exist.
