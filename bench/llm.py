@@ -633,7 +633,8 @@ def main():
                         row.update(zip(("ref_logit_err", "ref_top1"), logit_errors(tri["logits"], want)))
                     emit(row, rows, args.out)
                     for mode in modes:
-                        emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref), rows, args.out)
+                        emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref,
+                                       args.profile if PRINTS else 0), rows, args.out)
                 # Last: under torchrun its collectives wait for every process, so each has read the
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
@@ -663,9 +664,10 @@ def main():
         print_table(rows)
 
 
-def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref):
-    """The row of the checkpoint quantized at load in `mode`, against the unquantized run `tri`."""
-    q = bench_tripy(directory, batch, prompt, steps, sync, torch, 0, quant_mode=mode)
+def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, profile_top=0):
+    """The row of the checkpoint quantized at load in `mode`, against the unquantized run `tri`
+    (with `profile_top`, its decode step's kernels too)."""
+    q = bench_tripy(directory, batch, prompt, steps, sync, torch, profile_top, quant_mode=mode)
     qrow = dict(shape=os.path.basename(directory), batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
                 tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
                 tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
