@@ -31,7 +31,7 @@ struct KernelCode {
   CUfunction fn = nullptr;       // kFused, kPlugin; kConvolution, kPooling: the fixed module's function for its dtype
   AttentionFunctions attention;  // kAttention
   FusedLayout layout;            // kFused
-  AlgoBytes algo;                // kDot, kConvolution: the tuned algorithm, or empty
+  AlgoBytes algo;                // kDot, kConvolution, kWeightOnlyDot: the tuned algorithm, or empty
   int row_tile = 0;              // kWeightOnlyDot: the rows of x its entry point holds
 };
 
@@ -83,7 +83,7 @@ struct RunContext {
 enum class StoredAlgo : uint8_t {
   kNone,
   kCublasLt,  // valid only for the cuBLASLt version that chose it (the artifacts record it)
-  kOwn,       // records its own library version (a convolution's cuDNN version)
+  kOwn,       // records its own library version (a convolution's cuDNN version), or is our kernel's
 };
 
 struct KindRule {

@@ -1,12 +1,14 @@
 // kWeightOnlyDot's entry points and launch (the kernel: codegen/kernels/weight_only_dot.cuh, whose
 // WoArgs the words are). A block of 8 warps takes 8 / split groups of R weight rows and one tile
-// of MT rows of x; split grows (more warps to a row) until the grid covers the GPU twice. Where the
+// of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until the
+// grid covers the GPU twice. Where the
 // tensor-core tiles apply, the launch's vector form (16-byte aligned addresses) runs them, with
 // groups of 16 weight rows and a split of their own, and its scalar form the CUDA-core rows.
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 namespace tripy::rt::cuda {
@@ -17,17 +19,18 @@ enum {
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 
-// The split (1, 2, 4 or 8 warps to a group of `rows` weight rows) whose grid first covers the GPU
-// twice, and that grid's blocks along N.
-std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm_count) {
-  int split = 1;
-  int64_t n_blocks = 0;
-  for (; split <= 8; split *= 2) {
+// The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
+// one (0: none), else the first whose grid covers the GPU twice; and that grid's blocks along N.
+std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm_count, int tuned) {
+  auto blocks = [&](int split) {
     const int64_t rows_per_block = int64_t{kWeightOnlyBlock / 32 / split} * rows;
-    n_blocks = (N + rows_per_block - 1) / rows_per_block;
-    if (n_blocks * tiles >= 2 * sm_count || split == 8) break;
+    return (N + rows_per_block - 1) / rows_per_block;
+  };
+  if (tuned) return {tuned, blocks(tuned)};
+  int split = 1;
+  for (; split < 8 && blocks(split) * tiles < 2 * sm_count; split *= 2) {
   }
-  return {split, n_blocks};
+  return {split, blocks(split)};
 }
 
 static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kWordW == kWeightOnlyWWord &&
@@ -107,12 +110,13 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   return pr;
 }
 
-StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count) {
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count, int split_choice) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
-  const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count);
+  const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const auto [mma_split, mma_blocks] = mma ? split_for(pr.N, 16, tiles, sm_count) : std::pair<int, int64_t>{0, 0};
+  const auto [mma_split, mma_blocks] =
+      mma ? split_for(pr.N, 16, tiles, sm_count, split_choice) : std::pair<int, int64_t>{0, 0};
   if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
     return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
   Launch l;
@@ -135,6 +139,20 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   return l;
 }
 
+AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
+  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split)};
+}
+
+std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
+  if (stored.size() != 3 || stored[0] != 'W') return std::nullopt;
+  WeightOnlyChoice c{stored[1], stored[2]};
+  const bool tile_ok = std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), c.tile) !=
+                       std::end(kWeightOnlyRowTiles);
+  const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
+  if (!tile_ok || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
+  return c;
+}
+
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code) {
   code.row_tile = weight_only_function_tile(function);
@@ -152,7 +170,8 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (out_elements == 0) return false;
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
-  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count);
+  const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
+  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};

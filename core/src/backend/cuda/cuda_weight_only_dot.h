@@ -4,6 +4,7 @@
 // launch at one signature's sizes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,19 @@ struct WeightOnlyProblem {
 WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,
                                       const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
                                       int64_t out_elements);
-StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count);
+// `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
+// own (the first whose grid covers the GPU twice).
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
+                                    int split = 0);
+
+// The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:
+// the tile (its entry point's too) and the split; nullopt for other bytes (an older or damaged
+// file: the launch then splits as it would untimed).
+struct WeightOnlyChoice {
+  int tile = 0, split = 0;
+};
+AlgoBytes weight_only_choice_bytes(WeightOnlyChoice choice);
+std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored);
 // Its words' indices of the addresses (WoArgs' first five) and of the vector flag.
 inline constexpr int kWeightOnlyOutWord = 0, kWeightOnlyXWord = 1, kWeightOnlyWWord = 2, kWeightOnlyScaleWord = 3,
                      kWeightOnlyZeroWord = 4, kWeightOnlyVecWord = 13;

@@ -188,11 +188,10 @@ std::optional<TuningJob> conv_tuning(const Program& p, const Kernel& k, const st
                    /*required=*/false};
 }
 
-// A weight-only dot with more than one tile to try (weight_only_tiles_to_time): its entry points
-// timed at the opt sizes. One that cannot be timed keeps its own tile.
+// A weight-only dot's tiles (weight_only_tiles_to_time) and splits, timed at the opt sizes. One that
+// cannot be timed keeps its own tile and the launch's split.
 std::optional<TuningJob> weight_only_tuning(const Program& p, const Kernel& k, const std::vector<int64_t>& slots) {
   const std::vector<int> tiles = weight_only_tiles_to_time(p, k);
-  if (tiles.size() < 2) return std::nullopt;
   const std::vector<int64_t> x = p.buffer_shape(k.inputs.at(0), slots), w = p.buffer_shape(k.inputs.at(1), slots);
   const std::vector<int64_t> scale = p.buffer_shape(k.inputs.at(2), slots);
   if (x.empty() || w.size() != 2 || scale.size() != 2) return std::nullopt;
@@ -310,7 +309,8 @@ class CudaBuilder final : public Builder {
     std::map<DType, std::set<std::string>> gemv_to_time;  // GEMV entry points the tuner times
     std::vector<int64_t> opt_slots;
     program.eval_shapes(program.opt_inputs(Device{Device::Kind::kGpu, 0}), opt_slots);
-    // Weight-only dots whose tiles the tuner times: their entry points compile apart, as the GEMV's.
+    // Weight-only dots, whose tiles and splits the tuner times: their entry points compile apart,
+    // as the GEMV's.
     std::map<int32_t, std::vector<int>> weight_only_tiles;
     for (const Kernel& k : program.kernels) {
       const BuildRule& rule = build_rule(k.kind);
@@ -318,14 +318,12 @@ class CudaBuilder final : public Builder {
         if (std::optional<IndexFunction> f = rule.index_function(program, k)) index_functions.push_back(*f);
       if (k.kind == KernelKind::kWeightOnlyDot && options.optimization_level >= 1) {
         std::vector<int> tiles = weight_only_tiles_to_time(program, k);
-        if (tiles.size() > 1) {
-          const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-          for (int tile : tiles) (void)weight_only_entry_module(dev->arch, t, static_cast<int>(k.weight_only_dot.bits), tile);
-          weight_only_tiles[static_cast<int32_t>(art.kernel_module.size())] = std::move(tiles);
-          art.kernel_module.push_back(-1);  // set once the tuner has chosen
-          art.kernel_function.emplace_back();
-          continue;
-        }
+        const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+        for (int tile : tiles) (void)weight_only_entry_module(dev->arch, t, static_cast<int>(k.weight_only_dot.bits), tile);
+        weight_only_tiles[static_cast<int32_t>(art.kernel_module.size())] = std::move(tiles);
+        art.kernel_module.push_back(-1);  // set once the tuner has chosen
+        art.kernel_function.emplace_back();
+        continue;
       }
       int32_t module = -1;
       std::string function;
@@ -401,15 +399,17 @@ class CudaBuilder final : public Builder {
       art.modules.push_back(gemv.value()[0]);
     }
     // The weight-only dots' chosen entry points (their own tile where none was timed), each
-    // module once.
+    // module once; the stored choice keeps the split.
     std::map<std::string, int32_t> weight_only_module;
     for (const auto& [kernel, tiles] : weight_only_tiles) {
       const Kernel& k = program.kernels[static_cast<size_t>(kernel)];
       int tile = tiles[0];
       if (auto a = art.algos.find(kernel); a != art.algos.end()) {
-        const int chosen = weight_only_choice(a->second);
-        if (std::find(tiles.begin(), tiles.end(), chosen) != tiles.end()) tile = chosen;
-        art.algos.erase(a);  // the entry point's name records the choice
+        const std::optional<WeightOnlyChoice> chosen = weight_only_choice(a->second);
+        if (chosen && std::find(tiles.begin(), tiles.end(), chosen->tile) != tiles.end())
+          tile = chosen->tile;
+        else
+          art.algos.erase(a);
       }
       const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
       const int bits = static_cast<int>(k.weight_only_dot.bits);

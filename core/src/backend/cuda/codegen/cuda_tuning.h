@@ -35,14 +35,12 @@ struct TuningKernels {
 // benchmarks of one path; the builder's tuning context records the variable).
 StatusOr<AlgoBytes> tune_dot(const DotProblem& problem, const TuningKernels& kernels, CUstream stream);
 
-// Times a weight-only dot's entry points of `tiles` (weight_only_tiles_to_time) on pseudo-random
-// data; returns the fastest as weight_only_choice_bytes (the first tile where none can be timed).
-// TRIPY_WEIGHT_ONLY_MMA=1 takes the tensor-core tile where it is one of them, 0 the first.
+// Times a weight-only dot's entry points of `tiles` (weight_only_tiles_to_time), each with every
+// split, on pseudo-random data; returns the fastest as weight_only_choice_bytes.
+// TRIPY_WEIGHT_ONLY_MMA=1 times only the tensor-core tile where it is one of them, 0 the first.
 struct WeightOnlyProblem;
 StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& problem, const std::vector<int>& tiles,
                                      const TuningKernels& kernels, CUstream stream);
-AlgoBytes weight_only_choice_bytes(int row_tile);
-int weight_only_choice(const AlgoBytes& stored);  // its tile, 0: not a weight-only choice
 
 // Times cuDNN's engines (graph API; legacy algorithms for transposed convolutions) on
 // pseudo-random data of the problem's size; returns the fastest that fits kConvWorkspaceLimit.

@@ -1,7 +1,9 @@
 // Weight-only dot tactic timing at build time: the entry points of a kWeightOnlyDot's tiles
-// (weight_only_tiles_to_time: its own, and the tensor-core tile at fewer rows) on scratch operands
-// of its opt sizes; the builder keeps the winner's module.
+// (weight_only_tiles_to_time: its own, and the tensor-core tile at fewer rows), each with every
+// split of a block's warps, on scratch operands of its opt sizes; the builder keeps the winner's
+// module, and the split as the kernel's stored algorithm.
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,18 +25,15 @@ int mma_override() {
 
 }  // namespace
 
-AlgoBytes weight_only_choice_bytes(int row_tile) { return {'W', static_cast<uint8_t>(row_tile)}; }
-
-int weight_only_choice(const AlgoBytes& stored) { return stored.size() == 2 && stored[0] == 'W' ? stored[1] : 0; }
-
 StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vector<int>& tiles,
                                      const TuningKernels& kernels, CUstream stream) {
+  std::vector<int> tried = tiles;
   const int force = mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
-    return weight_only_choice_bytes(mma ? kWeightOnlyMmaRows : tiles.at(0));
+    tried = {mma ? kWeightOnlyMmaRows : tiles.at(0)};
   }
-  if (tiles.size() == 1 || !kernels.entry) return weight_only_choice_bytes(tiles.at(0));
+  if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");
   const int64_t es = dtype_size(pr.dtype), w_bytes = pr.N * pr.row_bytes;
   const int64_t w_elements = (w_bytes + es - 1) / es;
   std::vector<Tensor> keep;
@@ -51,32 +50,37 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const int reps = static_cast<int>(std::clamp(2e-3 / seconds, 3.0, 50.0));
   CallTimer timer(kernels.spin);
   float best = 1e30f;
-  int best_tile = tiles[0];
-  for (int tile : tiles) {
+  std::optional<WeightOnlyChoice> chosen;
+  // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
+  // timing one costs no compile).
+  for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
-    StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms);
-    if (!l.ok()) continue;
-    Launch& launch = l.value();
-    launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
-    launch.words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
-    launch.words[kWeightOnlyScaleWord] = static_cast<int64_t>(ptrs[2]);
-    launch.words[kWeightOnlyZeroWord] = pr.zero ? static_cast<int64_t>(ptrs[3]) : 0;
-    launch.words[kWeightOnlyVecWord] = 1;  // fresh allocations: 256-byte aligned
-    size_t call = 0;
-    auto run = [&] {
-      launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[4 + call++ % copies]);
-      void* params[] = {launch.words.data()};
-      return TRIPY_CUDA(cuLaunchKernel(fn, launch.vector_grid, 1, 1, launch.block_x, 1, 1, 0, stream, params, nullptr));
-    };
-    if (!run().ok()) continue;  // this entry point does not run here: skip it
-    TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
-    if (ms < best) {
-      best = ms;
-      best_tile = tile;
+    for (int split : {1, 2, 4, 8}) {
+      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split);
+      if (!l.ok()) continue;
+      Launch& launch = l.value();
+      launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
+      launch.words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
+      launch.words[kWeightOnlyScaleWord] = static_cast<int64_t>(ptrs[2]);
+      launch.words[kWeightOnlyZeroWord] = pr.zero ? static_cast<int64_t>(ptrs[3]) : 0;
+      launch.words[kWeightOnlyVecWord] = 1;  // fresh allocations: 256-byte aligned
+      size_t call = 0;
+      auto run = [&] {
+        launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[4 + call++ % copies]);
+        void* params[] = {launch.words.data()};
+        return TRIPY_CUDA(cuLaunchKernel(fn, launch.vector_grid, 1, 1, launch.block_x, 1, 1, 0, stream, params, nullptr));
+      };
+      if (!run().ok()) continue;  // this entry point does not run here: skip it
+      TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
+      if (ms < best) {
+        best = ms;
+        chosen = WeightOnlyChoice{tile, split};
+      }
     }
   }
-  return weight_only_choice_bytes(best_tile);
+  if (!chosen) return Status(StatusCode::kUnavailable, "no weight-only entry point ran");
+  return weight_only_choice_bytes(*chosen);
 }
 
 }  // namespace tripy::rt::cuda

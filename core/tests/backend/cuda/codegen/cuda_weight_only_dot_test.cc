@@ -180,6 +180,30 @@ TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
   EXPECT_EQ(mma->vector_grid, static_cast<unsigned>((4096 + 16 * groups_per_block - 1) / (16 * groups_per_block)));
   EXPECT_EQ(mma->words[5], 1);  // rows
   EXPECT_EQ(mma->vector_word, kWeightOnlyVecWord);
+  // A timed split replaces the launch's own, on either path.
+  for (int split : {1, 2, 4, 8}) {
+    StatusOr<Launch> tuned = weight_only_launch(pr, 8, nullptr, 132, split);
+    ASSERT_TRUE(tuned.ok());
+    EXPECT_EQ(tuned->words[14], split);
+    EXPECT_EQ(tuned->vector_grid, static_cast<unsigned>((4096 + 16 * (8 / split) - 1) / (16 * (8 / split))));
+    EXPECT_EQ(weight_only_launch(pr, 1, nullptr, 132, split)->words[11], split);  // WoArgs::split
+  }
+}
+
+TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
+  for (int tile : kWeightOnlyRowTiles)
+    for (int split : {1, 2, 4, 8}) {
+      const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split}));
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->tile, tile);
+      EXPECT_EQ(c->split, split);
+    }
+  EXPECT_FALSE(weight_only_choice({}).has_value());
+  EXPECT_FALSE(weight_only_choice({'W', 1}).has_value());
+  EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps
+  EXPECT_FALSE(weight_only_choice({'W', 3, 2}).has_value());   // no such tile
+  EXPECT_FALSE(weight_only_choice({'X', 1, 2}).has_value());
+  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0}).has_value());
 }
 
 }  // namespace
