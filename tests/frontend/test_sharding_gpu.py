@@ -131,7 +131,7 @@ ABSENT_RANK = textwrap.dedent(
     f = tp.compile(lambda t: tp.all_reduce(t) * 2.0, args=[tp.InputInfo((64,), dtype=tp.float32)], mesh=mesh)
     x = tp.Tensor(np.ones(64, np.float32))
     assert np.asarray(tp.copy(f(x), tp.device("cpu"))).tolist() == [4.0] * 64
-    g = tp.compile(lambda t: tp.all_gather(t), args=[tp.InputInfo((300001,), dtype=tp.float32)], mesh=mesh)
+    g = tp.compile(lambda t: tp.all_gather(t, dim=0), args=[tp.InputInfo((300001,), dtype=tp.float32)], mesh=mesh)
     if mesh._rank == 0:
         time.sleep(30)
         print("RANK OK")
