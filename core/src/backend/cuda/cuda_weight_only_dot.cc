@@ -1,9 +1,9 @@
 // kWeightOnlyDot's entry points and launch (the kernel: codegen/kernels/weight_only_dot.cuh, whose
 // WoArgs the words are). A block of 8 warps takes 8 / split groups of R weight rows and one tile
-// of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until the
-// grid covers the GPU twice. Where the
-// tensor-core tiles apply, the launch's vector form (16-byte aligned addresses) runs them, with
-// groups of 16 weight rows and a split of their own, and its scalar form the CUDA-core rows.
+// of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until
+// the grid covers the GPU twice. Where the tensor-core tiles apply, the launch's vector form
+// (16-byte aligned addresses) runs them, with groups of 16 weight rows, and its scalar form the
+// CUDA-core rows.
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>

@@ -3,9 +3,9 @@
 // split of a block's warps, on scratch operands of its opt sizes; the builder keeps the winner's
 // module, and the split as the kernel's stored algorithm.
 #include <algorithm>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_device.h"

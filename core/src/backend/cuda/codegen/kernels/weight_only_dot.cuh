@@ -25,7 +25,9 @@
 // registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would).
 // Pieces need K and the group to be multiples of the values a piece holds and 16-byte aligned
 // addresses, the launch's vector form (its grid: 16 weight rows a warp group). Fewer rows of x
-// stay on CUDA cores: the tensor-core tiles measured slower there (one row of int8 on an H200).
+// run on CUDA cores, or on an entry point of 8 rows (the rows past the last dropped) where the
+// build's timing finds that faster (cuda_weight_only_tune.cc; int4 values reach the mma in fewer
+// instructions than the CUDA cores dequantize them).
 
 // Words, in this order (cuda_weight_only_dot.cc fills them).
 struct WoArgs {
