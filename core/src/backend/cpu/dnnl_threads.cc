@@ -28,10 +28,10 @@ const OpenMp& openmp() {
 
 }  // namespace
 
-DnnlThreads::DnnlThreads() {
+DnnlThreads::DnnlThreads(int threads) {
   const OpenMp& omp = openmp();
   if (!omp.get_max_threads) return;
-  const int want = ThreadPool::instance().concurrency();
+  const int want = threads > 0 ? threads : ThreadPool::instance().concurrency();
   const int have = omp.get_max_threads();
   if (have == want) return;
   saved_ = have;

@@ -9,7 +9,8 @@ namespace tripy::cpu {
 
 class DnnlThreads {
  public:
-  DnnlThreads();
+  // `threads`: how many (0: the backend's count).
+  explicit DnnlThreads(int threads = 0);
   ~DnnlThreads();
   DnnlThreads(const DnnlThreads&) = delete;
   DnnlThreads& operator=(const DnnlThreads&) = delete;

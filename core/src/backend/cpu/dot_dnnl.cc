@@ -14,6 +14,9 @@ namespace tripy::cpu {
 
 #if TRIPY_WITH_DNNL
 namespace {
+// Multiply-adds below which a matmul runs on one thread (64 x 256 x 512 was still faster on one).
+constexpr int64_t kDnnlOneThreadMacs = int64_t{1} << 24;
+
 dnnl::engine& cpu_engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
@@ -61,8 +64,10 @@ Status DnnlMatmulCache::run(const DotShape& s, const float* a, const float* b, c
   key.insert(key.end(), s.batch.begin(), s.batch.end());
   auto it = impl_->cache.find(key);
   try {
-    // Also around creation: a primitive fixes its thread partitioning when it is built.
-    const DnnlThreads threads;
+    // Also around creation: a primitive fixes its thread partitioning when it is built. A small
+    // product runs on one thread: waking the others costs more than they save (16 x 256 x 512 on
+    // two cores: 52 us on one thread, 84 us on two).
+    const DnnlThreads threads(s.M * s.N * s.K * numel_of(s.batch) < kDnnlOneThreadMacs ? 1 : 0);
     if (it == impl_->cache.end()) {
       Impl::Entry e;
       try {
