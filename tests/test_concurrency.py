@@ -1,6 +1,6 @@
 """Threads sharing Tripy objects: 8 threads evaluating one shared lazy tensor, one executable
-called from 8 threads, 8 threads building and evaluating graphs of their own. `make test-tsan`
-runs this file through a TSan-instrumented module."""
+called from 8 threads, 8 threads building and evaluating graphs of their own, 8 threads compiling
+at once. `make test-tsan` runs this file through a TSan-instrumented module."""
 
 import threading
 
@@ -76,5 +76,19 @@ def test_eight_threads_build_and_evaluate_their_own_graphs():
             a = np.full((2, 3), i + k, np.float32)
             y = tp.relu(tp.Tensor(a) - 5.0) @ tp.ones((3, 2))
             assert y.tolist() == (np.maximum(a - 5.0, 0) @ np.ones((3, 2), np.float32)).tolist()
+
+    _in_threads(work)
+
+
+def test_eight_threads_compile_at_once():
+    # tp.compile gives up the GIL while it compiles: the threads' compiles overlap, each executable
+    # computes its own function.
+    def work(i):
+        for k in range(5):
+            scale = float(i * 5 + k)
+            exe = tp.compile(lambda x: tp.gelu(x) * scale + x, args=[tp.InputInfo(((1, 3, 8), 4), tp.float32)])
+            a = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+            want = np.asarray(tp.gelu(tp.Tensor(a))) * scale + a
+            np.testing.assert_allclose(np.asarray(exe(tp.Tensor(a))), want, rtol=1e-5, atol=1e-6)
 
     _in_threads(work)

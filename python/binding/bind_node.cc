@@ -2,6 +2,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <unordered_set>
 
 #include "binding.h"
@@ -284,7 +285,14 @@ void bind_node(py::module_& m) {
                       const std::string& device, int level, py::object dump, std::vector<int32_t> donated) {
     CompileOptions o = compile_options(device, level, dump);
     o.donated_inputs = std::move(donated);
-    return unwrap(compiler::compile_trace(outputs, inputs, names, o));
+    // Without the GIL: another thread's Python (tracing, or a second tp.compile, whose NVRTC then
+    // overlaps this one's) runs meanwhile. `dump` takes the GIL for its own calls.
+    std::optional<StatusOr<Executable>> compiled;
+    {
+      py::gil_scoped_release nogil;
+      compiled.emplace(compiler::compile_trace(outputs, inputs, names, o));
+    }
+    return unwrap(std::move(*compiled));
   }, py::arg("outputs"), py::arg("inputs"), py::arg("names"), py::arg("device"), py::arg("level"), py::arg("dump"),
         py::arg("donated") = std::vector<int32_t>{});
 

@@ -451,6 +451,10 @@ class CudaBuilder final : public Builder {
   // library heuristic's choice.
   Status tune(const Program& program, const std::vector<int64_t>& slots, const CompiledModule& fill_module,
               const std::map<DType, std::set<std::string>>& gemv_to_time, int arch, CudaArtifacts& art) {
+    // One build times at a time: two compiles at once (a prefill and a decode step from two
+    // threads) overlap their NVRTC work, but candidates timed side by side would each see the
+    // other's kernels.
+    std::lock_guard<std::mutex> timing(tune_mu_);
     CUmodule fills = nullptr;
     TRIPY_CUDA_TRY(cuModuleLoadData(&fills, fill_module.cubin.data()));
     CUfunction fill_f32 = nullptr, fill_f16 = nullptr, fill_bf16 = nullptr, spin = nullptr;
@@ -588,7 +592,7 @@ class CudaBuilder final : public Builder {
     return f;
   }
 
-  std::mutex mu_;
+  std::mutex mu_, tune_mu_;
   std::map<std::pair<int, std::string>, FixedModule> gemv_, entry_modules_;
   std::shared_future<void> warm_gemms_, warm_convolutions_;  // each started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
