@@ -18,6 +18,7 @@ Run: python examples/gpt2_generate.py [--tokens 64] [--prompt 8]
 """
 
 import argparse
+import concurrent.futures
 import os
 import sys
 
@@ -51,9 +52,16 @@ def compile_steps(model, batch=1, dtype=tp.float32, prefill_opt=16):
         logits, updated = model.cached(idx, pos, caches)
         return (logits, *updated)
 
-    prefill = tp.compile(step, args=[tp.InputInfo((batch, (1, min(prefill_opt, n), n)), tp.int32), pos, *caches])
-    decode = tp.compile(step, args=[tp.InputInfo((batch, 1), tp.int32), pos, *caches])
-    return prefill, decode
+    def compile_prefill():
+        return tp.compile(step, args=[tp.InputInfo((batch, (1, min(prefill_opt, n), n)), tp.int32), pos, *caches])
+
+    def compile_decode():
+        return tp.compile(step, args=[tp.InputInfo((batch, 1), tp.int32), pos, *caches])
+
+    # Two threads: tp.compile gives up the GIL while it compiles, so the two compiles overlap.
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        prefill, decode = pool.submit(compile_prefill), pool.submit(compile_decode)
+        return prefill.result(), decode.result()
 
 
 def empty_caches(model, batch=1, dtype=tp.float32):

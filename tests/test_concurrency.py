@@ -1,6 +1,7 @@
 """Threads sharing Tripy objects: 8 threads evaluating one shared lazy tensor, one executable
 called from 8 threads, 8 threads building and evaluating graphs of their own, 8 threads compiling
-at once. `make test-tsan` runs this file through a TSan-instrumented module."""
+at once (their own functions, and one module). `make test-tsan` runs this file through a
+TSan-instrumented module."""
 
 import threading
 
@@ -92,3 +93,19 @@ def test_eight_threads_compile_at_once():
             np.testing.assert_allclose(np.asarray(exe(tp.Tensor(a))), want, rtol=1e-5, atol=1e-6)
 
     _in_threads(work)
+
+
+def test_eight_threads_compile_one_module_at_once():
+    # One module's parameters (placeholders the first compile evaluates) read by every thread's trace.
+    model = tp.Sequential(tp.Linear(8, 16), tp.Linear(16, 4))
+    a = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(2, 8)
+    got = [None] * THREADS
+
+    def work(i):
+        exe = tp.compile(model, args=[tp.InputInfo(((1, 2, 4), 8), tp.float32)])
+        got[i] = np.asarray(exe(tp.Tensor(a)))
+
+    _in_threads(work)
+    want = np.asarray(model(tp.Tensor(a)))
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)

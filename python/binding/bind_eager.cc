@@ -228,8 +228,11 @@ PyObject* guarded(Body&& body) {
 PyObject* evaluate_eager(PyObject*, PyObject* node) {
   return guarded([&]() -> py::object {
     const NodeRef n = node_from(node);
-    if (n->evaluated()) return py::bool_(true);
-    if (compiler::reads_compile_input(n)) return py::bool_(false);
+    {
+      const auto graph = graph_lock();
+      if (n->evaluated()) return py::bool_(true);
+      if (compiler::reads_compile_input(n)) return py::bool_(false);
+    }
     Status st;
     {
       py::gil_scoped_release nogil;
@@ -372,7 +375,10 @@ void bind_eager(py::module_& m) {
                                            "evaluate_eager(node) -> bool: evaluates a Trace node (Tensor.eval)."};
   m.add_object("evaluate_eager", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&evaluate_eager_def, nullptr, nullptr)));
   // Whether `node`'s value can be read now: it has one, or it reads no runtime input of tp.compile.
-  m.def("value_known", [](const NodeRef& n) { return n->evaluated() || !compiler::reads_compile_input(n); });
+  m.def("value_known", [](const NodeRef& n) {
+    const auto graph = graph_lock();
+    return n->evaluated() || !compiler::reads_compile_input(n);
+  });
 
   // Test hooks: the frames capture_source gives here, as (file, line, function, col, end_col)
   // tuples like capture_user_frames'; and how many call sites are memoised.

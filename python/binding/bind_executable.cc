@@ -23,7 +23,7 @@ static Status at_call(Status st, const SourceRef& call) {
 // Evaluates a lazy argument without holding the GIL while it waits for the eager lock: the thread
 // holding that lock may be running a plugin's CPU implementation, which needs the GIL.
 static void evaluate_argument(const trace::NodeRef& a) {
-  if (a->evaluated()) return;
+  if (const auto graph = graph_lock(); a->evaluated()) return;
   Status st;
   {
     py::gil_scoped_release nogil;

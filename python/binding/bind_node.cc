@@ -255,6 +255,7 @@ void bind_node(py::module_& m) {
   // The ids of the nodes of `outputs`' graph that are still to be computed and read no runtime
   // input of tp.compile: what tp.compile may evaluate once and freeze (a module's parameters).
   m.def("pending_constant_ids", [](const std::vector<NodeRef>& outputs) {
+    const auto graph = graph_lock();
     std::unordered_set<const trace::Node*> variable;
     std::vector<uint64_t> ids;
     for (trace::Node* n : trace::topo_order(outputs)) {
@@ -270,6 +271,7 @@ void bind_node(py::module_& m) {
   });
   // Whether `n` is computed from a runtime input of tp.compile (so has no value while tracing).
   m.def("reads_runtime_input", [](const NodeRef& n) {
+    const auto graph = graph_lock();
     for (trace::Node* m : trace::topo_order({n}))
       if (m->input_index >= 0) return true;
     return false;

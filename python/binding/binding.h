@@ -3,7 +3,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <mutex>
+
 #include "compiler/compile.h"
+#include "compiler/eager.h"
 #include "trace/node.h"
 #include "trace/op_def.h"
 #include "tripy/status.h"
@@ -31,6 +34,19 @@ T unwrap_at(StatusOr<T> v, const SourceRef& where) {
 }
 inline void check(const Status& st) {
   if (!st.ok()) raise(st);
+}
+
+// The evaluation lock (compiler::lock_graph), held while the binding reads the shared trace graph
+// (a node's value, its inputs): another thread's evaluation writes them. Taken at once where free;
+// else waited for without the GIL, which a plugin's CPU implementation inside that evaluation may
+// need.
+inline std::unique_lock<std::recursive_mutex> graph_lock() {
+  std::unique_lock<std::recursive_mutex> lock = compiler::lock_graph(/*wait=*/false);
+  if (!lock.owns_lock()) {
+    py::gil_scoped_release nogil;
+    lock = compiler::lock_graph();
+  }
+  return lock;
 }
 
 // (file, line, function, col, end_col) tuples from tripy.utils.stack_info -> SourceRef.

@@ -176,6 +176,11 @@ Status reported(const NodeRef& node, const CompileOptions& options, Status st) {
 
 }  // namespace
 
+std::unique_lock<std::recursive_mutex> lock_graph(bool wait) {
+  return wait ? std::unique_lock<std::recursive_mutex>(g_evaluate_mu)
+              : std::unique_lock<std::recursive_mutex>(g_evaluate_mu, std::try_to_lock);
+}
+
 bool reads_compile_input(const NodeRef& node) {
   if (node->input_index >= 0) return true;
   if (std::all_of(node->inputs.begin(), node->inputs.end(), [](const NodeRef& in) { return in->evaluated(); }))
@@ -197,12 +202,18 @@ Status evaluate_parameter(const NodeRef& node, const CompileOptions& options) {
 
 StatusOr<Executable> compile_trace(const std::vector<NodeRef>& outputs, const std::vector<NodeRef>& inputs,
                                    const std::vector<std::string>& output_names, const CompileOptions& options) {
-  if (options.dump) options.dump("trace", trace::trace_str(outputs));
   // The device's set-up that needs no graph (code every build uses) starts before lowering.
   if (rt::Builder* early = rt::builder_for(options.device.kind); early && options.optimization_level >= 1)
     early->prepare({});
   const auto start = std::chrono::steady_clock::now();
-  TRIPY_ASSIGN_OR_RETURN(Lowered lowered, trace::lower_to_flat(outputs, LowerMode::kCompile, inputs));
+  // The trace may share nodes with another thread's evaluation: read it under the evaluation lock.
+  // From the flat graph on, the compile reads only what it owns, so compiles run side by side.
+  StatusOr<Lowered> lowering = [&] {
+    std::lock_guard<std::recursive_mutex> reading(g_evaluate_mu);
+    if (options.dump) options.dump("trace", trace::trace_str(outputs));
+    return trace::lower_to_flat(outputs, LowerMode::kCompile, inputs);
+  }();
+  TRIPY_ASSIGN_OR_RETURN(Lowered lowered, std::move(lowering));
   CompileOptions with_names = options;
   with_names.output_names = output_names;
   with_names.lowering_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,5 +1,6 @@
 """``tp.compile``: trace a function with InputInfo placeholders and build an Executable."""
 
+import concurrent.futures
 import inspect
 import time
 
@@ -240,7 +241,13 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
         assert exe.optimization_profile_for(tp.ones((100,))) == 1
         assert exe(tp.ones((100,))).tolist() == [2.0] * 100
     """
-    frames = capture_user_frames()
+    return _traced(func, optimization_level, args, kwargs, optimization_profiles, mesh, capture_user_frames())()
+
+
+def _traced(func, optimization_level, args, kwargs, optimization_profiles, mesh, frames):
+    """``tp.compile``'s work up to the compiler: checks the arguments and traces ``func`` here, and
+    returns what finishes the compile (the compiler, which runs without the GIL, and the
+    executable). Under a mesh each rank is traced and compiled in turn, before this returns."""
     if not callable(func):
         _C.raise_error(f"tp.compile expects a function or a tp.Module, but got: {func!r}.", frames)
     if not isinstance(optimization_level, int) or not 0 <= optimization_level <= 5:
@@ -251,19 +258,43 @@ def compile(func, optimization_level=3, *, args=[], kwargs={}, optimization_prof
     sig = _signature_of(func)
     params = list(sig.parameters) if sig is not None else []
 
-    def compile_rank(device):
-        impls = [_compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames,
-                                  None if len(profiles) == 1 else i, device)
-                 for i, profile in enumerate(profiles)]
-        return impls[0] if len(impls) == 1 else _C.combine_profiles(impls)
+    def traced_rank(device):
+        pending = [_traced_profile(func, sig, params, args, kwargs, optimization_level, profile, frames,
+                                   None if len(profiles) == 1 else i, device)
+                   for i, profile in enumerate(profiles)]
+
+        def compiled():
+            impls = [compile_profile() for compile_profile in pending]
+            return impls[0] if len(impls) == 1 else _C.combine_profiles(impls)
+
+        return compiled
 
     if mesh is None:
-        return Executable(compile_rank(None))
+        compile_rank = traced_rank(None)
+        return lambda: Executable(compile_rank())
     ranks = []
     for rank in mesh._local_ranks():
         with _TracingRank(rank, mesh.size), _ParametersOn(func, str(mesh.devices[rank])):
-            ranks.append(compile_rank(str(mesh.devices[rank])))
-    return Executable(ranks[0], ranks=ranks, mesh=mesh)
+            ranks.append(traced_rank(str(mesh.devices[rank]))())
+    executable = Executable(ranks[0], ranks=ranks, mesh=mesh)
+    return lambda: executable
+
+
+def _compile_together(calls):
+    """The executables of several ``tp.compile`` calls, each given as ``(func, kwargs)``: all traced
+    here in turn (so an error in one names the caller's line, as tp.compile's would), then compiled
+    at once on as many threads, whose compiles overlap (a prefill and a decode step: on a GPU, their
+    NVRTC work)."""
+    frames = capture_user_frames()
+    pending = []
+    for func, kw in calls:
+        pending.append(_traced(func, kw.get("optimization_level", 3), kw.get("args", []), kw.get("kwargs", {}),
+                               kw.get("optimization_profiles"), kw.get("mesh"), frames))
+    if len(pending) == 1:
+        return [pending[0]()]
+    with concurrent.futures.ThreadPoolExecutor(len(pending)) as pool:
+        futures = [pool.submit(finish) for finish in pending]
+        return [f.result() for f in futures]
 
 
 class _ParametersOn:
@@ -302,9 +333,10 @@ class _ParametersOn:
         self.swapped = []
 
 
-def _compile_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number, device=None):
-    """Traces ``func`` with the bounds of one optimization profile and compiles it (``number``: the
-    profile's, for the debug dumps, when there are several) for ``device`` (None: the default)."""
+def _traced_profile(func, sig, params, args, kwargs, optimization_level, profile, frames, number, device=None):
+    """Traces ``func`` with the bounds of one optimization profile for ``device`` (None: the
+    default) and returns what compiles it (``number``: the profile's, for the debug dumps, when
+    there are several)."""
     inputs = _Inputs(frames, profile, device)
     traced_args = []
     for i, a in enumerate(args):
@@ -343,8 +375,7 @@ def _compile_profile(func, sig, params, args, kwargs, optimization_level, profil
 
     # The compiler formats each dump before handing it over: ask for them only when one is shown.
     wanted = any(logger.is_enabled(flag) for flag in FLAGS)
-    return _C.compile(
-        [o._node for o in outputs], inputs.nodes, names, inputs.device, optimization_level,
-        dump if wanted else None, inputs.donated,
-    )
+    nodes = [o._node for o in outputs]
+    return lambda: _C.compile(nodes, inputs.nodes, names, inputs.device, optimization_level,
+                              dump if wanted else None, inputs.donated)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from tripy.exception import TripyException
 from tripy.frontend import dtypes
-from tripy.frontend.compile import compile as _compile
+from tripy.frontend.compile import _compile_together
 from tripy.frontend.device import device as _device, default_device, placing_on
 from tripy.frontend.errors import _raise_here
 from tripy.frontend.input_info import InputInfo, NamedDimension
@@ -74,8 +74,11 @@ class Generator:
             return (_choose(logits, key, temperature, top_k, top_p), pos + tokens.shape[1], *updated)
 
         prompt_len = (1, min(prefill_opt, S), S)
-        self.prefill = _compile(step, args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches], mesh=mesh)
-        self.decode = _compile(step, args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches], mesh=mesh)
+        # Both traced, then compiled at once (on a GPU their NVRTC work overlaps).
+        self.prefill, self.decode = _compile_together([
+            (step, dict(args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches], mesh=mesh)),
+            (step, dict(args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches], mesh=mesh)),
+        ])
 
     def stream(self, prompt, max_new_tokens, *, stop_tokens=(), seed=0):
         """Yields the next token of every sequence, as an int numpy array ``(B,)``, step by step.
