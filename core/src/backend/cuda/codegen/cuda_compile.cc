@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "backend/cuda/codegen/cuda_cache_files.h"
 #include "backend/cuda/cuda_api.h"
@@ -42,16 +43,42 @@ std::string numbered(const std::string& source) {
   return out;
 }
 
+// TRIPY_NVRTC_OPTIONS: more NVRTC options, separated by spaces (to measure one, such as
+// --Ofast-compile=mid, against the default); part of the cubin cache's key.
+std::vector<std::string> extra_nvrtc_options() {
+  std::vector<std::string> out;
+  const char* v = std::getenv("TRIPY_NVRTC_OPTIONS");
+  std::string word;
+  for (const char* c = v ? v : ""; ; ++c) {
+    if (*c == ' ' || *c == '\0') {
+      if (!word.empty()) out.push_back(word);
+      word.clear();
+      if (*c == '\0') break;
+    } else {
+      word += *c;
+    }
+  }
+  return out;
+}
+
 // One NVRTC compile for `target` ("sm_90" or "compute_90"); fills cubin or ptx.
 Status nvrtc_compile(const std::string& source, const std::string& name, const std::string& target,
                      CompiledModule& out, bool want_cubin, bool want_ptx) {
   nvrtcProgram prog = nullptr;
   TRIPY_CUDA_TRY(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
-  std::string arch_opt = "--gpu-architecture=" + target;
-  const char* opts[] = {arch_opt.c_str(), "--std=c++17", "--device-as-default-execution-space",
-                        "--extra-device-vectorization"};
-  nvrtcResult r = api().nvrtcCompileProgram(prog, 4, opts);
+  const std::string arch_opt = "--gpu-architecture=" + target;
+  std::vector<std::string> words{arch_opt, "--std=c++17", "--device-as-default-execution-space",
+                                 "--extra-device-vectorization"};
+  for (std::string& w : extra_nvrtc_options()) words.push_back(std::move(w));
+  std::vector<const char*> opts;
+  for (const std::string& w : words) opts.push_back(w.c_str());
+  nvrtcResult r = api().nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   Status st;
+  if (r == NVRTC_ERROR_INVALID_OPTION) {
+    const char* extra = std::getenv("TRIPY_NVRTC_OPTIONS");
+    return Status(StatusCode::kInvalidArgument, std::string("NVRTC refused an option; TRIPY_NVRTC_OPTIONS is '") +
+                                                    (extra ? extra : "") + "'");
+  }
   if (r != NVRTC_SUCCESS) {
     size_t log_size = 0;
     std::string log;
@@ -86,7 +113,9 @@ Status nvrtc_compile(const std::string& source, const std::string& name, const s
 
 Status compile_one(const std::string& source, const std::string& name, int arch,
                    const std::string& cache_dir, const std::string& version, CompiledModule& out) {
-  std::string key = hash_hex(source + "\n// arch " + std::to_string(arch) + " " + version);
+  std::string options;
+  for (const std::string& w : extra_nvrtc_options()) options += " " + w;
+  std::string key = hash_hex(source + "\n// arch " + std::to_string(arch) + " " + version + options);
   std::string base = cache_dir.empty() ? "" : cache_dir + "/" + key;
   if (!base.empty()) {
     std::string cubin, ptx;

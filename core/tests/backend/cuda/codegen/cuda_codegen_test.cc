@@ -48,6 +48,23 @@ TEST(CudaCodegen, EveryTestKernelCompilesWithNvrtc) {
   }
 }
 
+// TRIPY_NVRTC_OPTIONS reaches NVRTC (an option it does not know fails the compile, naming it) and
+// the cache key (the cached cubin of the same source without it is not taken).
+TEST(CudaCodegen, ExtraNvrtcOptionsReachTheCompiler) {
+  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  const std::string source = "extern \"C\" __global__ void tripy_extra_options_probe(float* x) { x[0] = 1.0f; }\n";
+  ASSERT_TRUE(rt::cuda::compile_modules({source}, {"probe"}, 90).ok());
+  setenv("TRIPY_NVRTC_OPTIONS", "--no-such-nvrtc-option", 1);
+  auto bad = rt::cuda::compile_modules({source}, {"probe"}, 90);
+  setenv("TRIPY_NVRTC_OPTIONS", " --Ofast-compile=mid ", 1);
+  auto fast = rt::cuda::compile_modules({source}, {"probe"}, 90);
+  unsetenv("TRIPY_NVRTC_OPTIONS");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("TRIPY_NVRTC_OPTIONS is '--no-such-nvrtc-option'"), std::string::npos)
+      << bad.status().message();
+  EXPECT_TRUE(fast.ok()) << fast.status().message();
+}
+
 TEST(CudaCodegen, IndexModuleHoldsOnlyTheFunctionsAsked) {
   const std::string src = rt::cuda::index_module_source(
       {{false, 2, DType::kInt32}, {true, 8, DType::kInt64}, {false, 2, DType::kInt32}, {false, 3, DType::kInt32}});
