@@ -6,7 +6,8 @@
 # TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "timings" runs the cold
 # compile and eager benchmarks right after the build, before the tests load the machine; "llm" runs
 # bench/llm.py; "multi", on two GPUs or more, the sharding tests and the collectives and 8B decode
-# benchmarks under torchrun).
+# benchmarks under torchrun; "nvrtc-options" the model benchmarks with TRIPY_NVRTC_OPTIONS unset
+# and set to --Ofast-compile=mid).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}"
@@ -49,6 +50,12 @@ if step timings; then  # cold compiles (every cache empty) and eager ops, on a q
   # compile_s of gpt2-decode: GPT-2's prefill and decode steps compiled cold in one process.
   run compile-decode env PYTHONPATH="$PWD/python" "$PY" bench/models.py --device gpu --only gpt2-decode --no-torch-compile
   run eager env PYTHONPATH="$PWD/python" "$PY" bench/eager.py --device gpu
+fi
+if step nvrtc-options; then  # kernel speed and cold compiles with NVRTC's fast-compile mode, against the default
+  for o in "" "--Ofast-compile=mid"; do
+    run "models${o:+-ofast}" env TRIPY_NVRTC_OPTIONS="$o" PYTHONPATH="$PWD/python" "$PY" bench/models.py --device gpu \
+      --only gpt2,gpt2-decode,llama-block --no-torch-compile
+  done
 fi
 if step ctest; then
   # enable_testing() lives in core/, so that is where ctest finds the tests.
