@@ -569,31 +569,33 @@ class CudaBuilder final : public Builder {
         for (int rows : kGemvWeightRows) {
           if (!gemv_entry_exists(tile, rows)) continue;
           const std::string name = gemv_function(t, tile, rows);
-          if (!names.count(name)) continue;
-          FixedModule& f = gemv_[{arch, name}];
-          if (!f.valid()) {
-            const std::string source = gemv_module_source(t, tile, rows);
-            f = std::async(std::launch::async, [source, name, arch] { return compile_modules({source}, {name}, arch); })
-                    .share();
-          }
-          out.push_back(f);
+          if (names.count(name))
+            out.push_back(entry_module_locked(arch, name, [&] { return gemv_module_source(t, tile, rows); }));
         }
     return out;
   }
 
-  // A weight-only dot's entry point of `tile` in a module of its own, compiled once per process and
-  // architecture (the tuner times the tiles of weight_only_tiles_to_time).
+  // A weight-only dot's entry point of `tile` in a module of its own (the tuner times the tiles of
+  // weight_only_tiles_to_time).
   FixedModule weight_only_entry_module(int arch, DType t, int bits, int tile) {
-    const GeneratedKernel g = weight_only_dot_module_source(t, bits, tile);
     std::lock_guard<std::mutex> lock(mu_);
-    FixedModule& f = entry_modules_[{arch, g.function}];
+    return entry_module_locked(arch, weight_only_function(t, bits, tile),
+                               [&] { return weight_only_dot_module_source(t, bits, tile).source; });
+  }
+
+  // Entry point `name` in a module of its own (`source` makes its text, only the first time),
+  // compiled once per process and architecture on a thread of its own, so that NVRTC compiles
+  // such modules at once on separate cores. The caller holds mu_.
+  FixedModule entry_module_locked(int arch, const std::string& name, const std::function<std::string()>& source) {
+    FixedModule& f = entry_modules_[{arch, name}];
     if (!f.valid())
-      f = std::async(std::launch::async, [g, arch] { return compile_modules({g.source}, {g.function}, arch); }).share();
+      f = std::async(std::launch::async, [text = source(), name, arch] { return compile_modules({text}, {name}, arch); })
+              .share();
     return f;
   }
 
   std::mutex mu_, tune_mu_;
-  std::map<std::pair<int, std::string>, FixedModule> gemv_, entry_modules_;
+  std::map<std::pair<int, std::string>, FixedModule> entry_modules_;  // the GEMV's and weight-only dot's
   std::shared_future<void> warm_gemms_, warm_convolutions_;  // each started once per process
   std::map<int, FixedModules> fixed_;  // by GPU architecture
 };
