@@ -2,7 +2,6 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
-#include <optional>
 #include <unordered_set>
 
 #include "binding.h"
@@ -289,12 +288,11 @@ void bind_node(py::module_& m) {
     o.donated_inputs = std::move(donated);
     // Without the GIL: another thread's Python (tracing, or a second tp.compile, whose NVRTC then
     // overlaps this one's) runs meanwhile. `dump` takes the GIL for its own calls.
-    std::optional<StatusOr<Executable>> compiled;
-    {
+    StatusOr<Executable> compiled = [&] {
       py::gil_scoped_release nogil;
-      compiled.emplace(compiler::compile_trace(outputs, inputs, names, o));
-    }
-    return unwrap(std::move(*compiled));
+      return compiler::compile_trace(outputs, inputs, names, o);
+    }();
+    return unwrap(std::move(compiled));
   }, py::arg("outputs"), py::arg("inputs"), py::arg("names"), py::arg("device"), py::arg("level"), py::arg("dump"),
         py::arg("donated") = std::vector<int32_t>{});
 
