@@ -107,6 +107,30 @@ def test_one_executable_serves_every_cache_length_and_many_calls():
             _check(plain(tp.Tensor(q), tp.Tensor(k), tp.Tensor(v)), want, "float16")
 
 
+def _off_by_one_element(t):
+    """`t`'s values at an address 2 bytes past a 16-byte boundary (a view into a larger buffer)."""
+    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    view = buf[1:].view(t.shape)
+    view.copy_(t)
+    assert view.data_ptr() % 16 == 2
+    return view
+
+
+def test_keys_and_values_off_16_byte_alignment_match_torch():
+    # The tensor-core split kernels read 16-byte aligned rows; at another address the same entry
+    # point runs its CUDA-core body (both the one-row kernel and the GQA one).
+    q = _rand(1, 12, 1, 64, dtype="float16")
+    k, v = _rand(1, 12, 1024, 64, dtype="float16", seed=1), _rand(1, 12, 1024, 64, dtype="float16", seed=2)
+    _check(_sdpa(q, _off_by_one_element(k), _off_by_one_element(v)), _ref(q, k, v), "float16")
+    exe = _compile_decode(split=True)
+    q = _rand(2, 8, 1, 128, dtype="float16")
+    for S in (33, 1024):
+        k, v = _rand(2, 2, S, 128, dtype="float16", seed=1), _rand(2, 2, S, 128, dtype="float16", seed=2)
+        got = exe(tp.Tensor(q), tp.Tensor(_off_by_one_element(k)), tp.Tensor(_off_by_one_element(v)))
+        _check(got, _ref(q, k, v), "float16")
+        _check(exe(tp.Tensor(q), tp.Tensor(k), tp.Tensor(v)), _ref(q, k, v), "float16")
+
+
 def test_the_gpt2_decode_step_with_split_kv_equals_a_full_recompute():
     # examples/gpt2_generate's decode step at a cache of 256 (8 chunks of 32 keys per head) against
     # numpy recomputing the whole sequence (test_gpt2_decode.py covers a cache of 24: one chunk).

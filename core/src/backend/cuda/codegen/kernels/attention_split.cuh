@@ -112,7 +112,12 @@ DEVI void split_finish(const AttnArgs& a, int grp, int split, int nsplit, int R,
   split_merge<RM>(a, grp, nsplit, R, ooff, w, inv);
 }
 
-template <int RM>
+// LEAN: the body only serves what the module's tensor-core path cannot (addresses off a 16-byte
+// boundary, which the launch finds), so it keeps one plain copy of each loop: no 16-byte K path,
+// no register V path, no unrolling. Each unrolled copy costs NVRTC time (a GPT-2 decode step's
+// module took 1.06 s on the build machine with the full body beside the tensor-core path, 0.67 s
+// with the lean one).
+template <int RM, bool LEAN>
 DEVI void attention_split(const AttnArgs& a) {
   __shared__ float sQ[RM * SPLIT_DMAX];  // queries scaled into the log2 domain; then the key groups' outputs
   __shared__ float sS[RM * SPLIT_T];     // a tile's scores, then its probabilities; then the merge weights
@@ -131,7 +136,7 @@ DEVI void attention_split(const AttnArgs& a) {
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
   split_row_offsets(a, b, hk, (int)G, (int)R, sQo, sOo);
   // Row r of the block is query row r % L of q head hk * G + r / L.
-#pragma unroll 4
+#pragma unroll(LEAN ? 1 : 4)
   for (i64 i = tid; i < R * a.D; i += 128) {
     const i64 r = i / a.D, d = i - r * a.D;
     const i64 h = hk * G + r / a.L, row = r % a.L;
@@ -168,7 +173,7 @@ DEVI void attention_split(const AttnArgs& a) {
   // pieces per row, RP rows per pass), loaded as the tile starts so that their latency overlaps
   // the score phase's (the per-key loop further down, for other sizes, waits on a load every few
   // keys).
-  constexpr bool VROWS = RM <= SPLIT_VROWS;
+  constexpr bool VROWS = !LEAN && RM <= SPLIT_VROWS;
   constexpr int VK = 16;  // pieces per row at most: so also keys per thread and tile
   const int P = (int)(a.Dv / VE);
   const bool vv = VROWS && a.vec && a.vvec && P > 0 && P <= VK && 128 % P == 0;
@@ -199,7 +204,7 @@ DEVI void attention_split(const AttnArgs& a) {
       float s[RM];
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
-      if (a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
+      if (!LEAN && a.vec) {  // unit stride, 16-byte aligned rows, D a multiple of VE (the host checks)
 #pragma unroll 8
         for (int d = 0; d < a.D; d += VE) {
           const uint4 u = *(const uint4*)(kr + d);
@@ -294,7 +299,7 @@ DEVI void attention_split(const AttnArgs& a) {
       }
     const ST* vt = vb + t0 * a.vs[2];
     const bool c0 = c < a.Dv, c1 = c + CW < a.Dv;
-#pragma unroll 4
+#pragma unroll(LEAN ? 1 : 4)
     for (int j = kg; j < n; j += NKG) {
       const ST* vr = vt + j * a.vs[2];
       const float v0 = c0 ? LOAD_T(vr[c * a.vs[3]]) : 0.0f, v1 = c1 ? LOAD_T(vr[(c + CW) * a.vs[3]]) : 0.0f;
@@ -594,12 +599,14 @@ DEVI void attention_split_tc(const AttnArgs& a) {
 }
 #endif  // SPLIT_TC_HD
 
+// Where the tensor-core path is compiled, the CUDA-core body only serves unaligned addresses.
+#define SPLIT_LEAN (SPLIT_TC_HD && __CUDA_ARCH__ >= 800)
 #if HAS_SPLIT1
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) {
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
   if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<1>(a);
 #endif
-  attention_split<1>(a);
+  attention_split<1, SPLIT_LEAN>(a);
 }
 #endif
 #if HAS_SPLIT16
@@ -608,6 +615,6 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const 
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
   if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<SPLIT_RM>(a);
 #endif
-  attention_split<SPLIT_RM>(a);
+  attention_split<SPLIT_RM, SPLIT_LEAN>(a);
 }
 #endif
