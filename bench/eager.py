@@ -6,13 +6,14 @@ evaluated together (16x256 -> 512), each a cache hit after the first call; then 
 of a fresh process (`import tripy`, two tensors, `(a + b)` read back), twice: with an empty kernel
 cache and with the cache the first process left. On the GPU both systems wait for the device after
 every call (torch.cuda.synchronize, Tripy's default stream), so a row is the time until the result
-exists. Each case first checks Tripy against numpy.
+exists. The two systems are timed in alternating rounds. Each case first checks Tripy against numpy.
 
 Run: python bench/eager.py [--device cpu|gpu] [--quick]
 """
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -139,9 +140,13 @@ def main():
         got = np.asarray(tp.copy(run(), tp.device("cpu")))
         if not np.allclose(got, reference(), rtol=1e-4, atol=1e-4):
             raise SystemExit(f"{name}: Tripy and numpy disagree")
-        # Each op waited for before the next (the timer's batches then hold whole ops).
-        tri = median_seconds(lambda: (run(), tri_sync()), budget)
-        ref = median_seconds(lambda: (twin(), torch_sync()), budget) if twin else None
+        # Each op waited for before the next (the timer's batches then hold whole ops). The two
+        # systems take turns, five rounds each, so that a drift of the machine (clocks, another
+        # process) falls on both; a row is the median of each system's rounds.
+        rounds = [(median_seconds(lambda: (run(), tri_sync()), budget / 5),
+                   median_seconds(lambda: (twin(), torch_sync()), budget / 5) if twin else None) for _ in range(5)]
+        tri = statistics.median(r[0] for r in rounds)
+        ref = statistics.median(r[1] for r in rounds) if twin else None
         ratio = f"{tri / ref:>7.2f}" if ref else f"{'-':>7}"
         print(f"{name:<40} {tri * 1e6:>8.1f} us {ref * 1e6 if ref else float('nan'):>8.1f} us {ratio}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tripy-eager-cache-") as cache:
