@@ -3,6 +3,7 @@
 // cuda_launch.cc, cuda_plugin.cc and cuda_pool.cc plan.
 #include "backend/cuda/cuda_kinds.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cuda/cuda_plugin.h"
@@ -51,8 +52,10 @@ StatusOr<bool> plan_pool_step(PlanContext& c, const Kernel& k, Step& step) {
   return !step.launches.empty();  // an empty output: no step
 }
 
-// kSample: one block of 1024 threads per row of logits (the module: codegen/kernels/sample.cuh,
-// whose SampleArgs these words are); a program without rows launches nothing.
+// kSample: blocks of 1024 threads, one per row of logits after an argmax that spreads each row
+// over `parts` blocks (slices of at least 4096 tokens, about two blocks per SM in all; the module:
+// codegen/kernels/sample.cuh, whose SampleArgs these words are); a program without rows launches
+// nothing.
 StatusOr<bool> plan_sample_step(PlanContext& c, const Kernel& k, Step& step) {
   const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
   const int64_t rows = numel_of(c.shapes[static_cast<size_t>(k.outputs[0])]);
@@ -64,12 +67,22 @@ StatusOr<bool> plan_sample_step(PlanContext& c, const Kernel& k, Step& step) {
   int64_t top_p_bits = 0;
   std::memcpy(&temperature_bits, &temperature, sizeof(temperature_bits));
   std::memcpy(&top_p_bits, &top_p, sizeof(top_p_bits));
+  const int64_t V = x.back();
+  const int64_t parts = std::clamp<int64_t>(std::min((V + 4095) / 4096, 2 * int64_t{std::max(1, c.sm_count)} / rows), 1, 64);
   Launch l;
   l.fn = c.code[static_cast<size_t>(step.kernel)].fn;
-  l.grid = static_cast<unsigned>(rows);
+  l.grid = static_cast<unsigned>(rows * parts);
   l.block_x = 1024;
-  l.words = {0, 0, 0, rows, x.back(), temperature_bits, k.sample.top_k, top_p_bits};
+  l.words = {0, 0, 0, rows, V, temperature_bits, k.sample.top_k, top_p_bits, 0, 0, parts};
   l.ptrs = {{0, k.outputs[0], 0}, {1, k.inputs[0], 0}, {2, k.inputs[1], 0}};
+  if (parts > 1) {
+    l.workspace_word = 8;
+    l.workspace_bytes = rows * parts * 8;
+    l.counters_word = 9;
+    l.counters = rows;
+    c.workspace = std::max(c.workspace, static_cast<size_t>(l.workspace_bytes));
+    c.counters = std::max(c.counters, l.counters);
+  }
   step.launches = {l};
   return true;
 }

@@ -64,7 +64,7 @@ struct PlanContext {
   int sm_count = 1;
   CUstream stream = nullptr;
   size_t workspace = 0;  // the largest workspace a library plan or launch asks
-  int64_t counters = 0;  // the most int32 counters a launch asks (split attention)
+  int64_t counters = 0;  // the most int32 counters a launch asks (split attention, the sampler)
   // The program's error record, created on first use: what gathers and update_slices write to.
   std::function<StatusOr<ErrorRecord*>()> error_record;
 };

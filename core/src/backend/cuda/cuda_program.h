@@ -88,7 +88,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
   int64_t workspace_capacity_ = 0;
-  Tensor counters_;  // int32, zero between launches: split attention's per-group arrival counters
+  Tensor counters_;  // int32, zero between launches: arrival counters (split attention, the sampler)
   int64_t counters_capacity_ = 0;
   // The first out-of-range gather index or update_slice start of a run, read without waiting
   // (created with the first such kernel; cuda_error_record.h).

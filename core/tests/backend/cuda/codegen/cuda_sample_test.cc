@@ -64,6 +64,9 @@ std::vector<SampleCase> sample_cases() {
   const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16;
   return {
       {"greedy_f32", F, 5, 1000, sample_attrs(0)},
+      // Rows spread over many blocks for the argmax: a NaN, an infinity, a row of -inf, a tie.
+      {"greedy_128k_bf16", BF, 4, 128256, sample_attrs(0)},
+      {"one_row_128k_bf16", BF, 1, 128256, sample_attrs(0.9, 40, 0.95)},
       {"plain_f32", F, 8, 1000, sample_attrs(1.0)},
       {"tiny_vocab", F, 4, 7, sample_attrs(1.0)},
       {"one_token", F, 4, 1, sample_attrs(0.8, 3, 0.5)},
