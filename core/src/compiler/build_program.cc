@@ -366,6 +366,7 @@ class ProgramBuilder {
         break;
       case GroupKind::kUpdateSlice:
         k.update_slice.axis = first.dims.at(0);
+        if (first.dims.size() > 1) k.update_slice.row_offset = first.dims[1];
         break;
       case GroupKind::kPlugin:
         k.plugin = first.plugin;

@@ -118,6 +118,7 @@ const PassRow kPasses[] = {
     // which split_dot_slices would otherwise turn into one GEMM per slice.
     {"match_attention", when_changed<flat::match_attention>},
     {"fold_attention_layouts", when_changed<flat::fold_attention_layouts>},
+    {"fold_update_windows", when_changed<flat::fold_update_windows>},
     {"split_dot_slices", dot_rewrite<flat::split_dot_slices>},
     {"pad_dot_columns", pad_dot_columns_where_asked},
     {"simplify and cse", cleanup_after_dot_rewrites},

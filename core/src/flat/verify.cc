@@ -233,12 +233,24 @@ class Verifier {
         if (a.dtype != r.dtype || up.dtype != r.dtype) return fail(&op, "the operand, update and result dtypes differ");
         if ((start.dtype != DType::kInt32 && start.dtype != DType::kInt64) || start.shape.size() > 1)
           return fail(&op, "the start must be an int32 or int64 scalar");
-        if (op.dims.size() != 1 || op.dims[0] < 0 || op.dims[0] >= static_cast<int64_t>(a.shape.size()) ||
-            up.shape.size() != a.shape.size())
+        if (op.dims.empty() || op.dims.size() > 2 || op.dims[0] < 0 ||
+            op.dims[0] >= static_cast<int64_t>(a.shape.size()) || up.shape.size() != a.shape.size())
           return fail(&op, "needs one axis inside the operand's rank and an update of the operand's rank");
+        const size_t axis = static_cast<size_t>(op.dims[0]);
         for (size_t d = 0; d < a.shape.size(); ++d)
-          if (static_cast<int64_t>(d) != op.dims[0])
+          if (d < axis || (d > axis && op.dims.size() == 1))
             TRIPY_RETURN_IF_ERROR(expect_shape(op, {a.shape[d]}, {up.shape[d]}, "the update"));
+        if (op.dims.size() == 2) {  // windows (fold_update_windows): static rows past the axis
+          int64_t row = 1, window = 1;
+          for (size_t d = axis + 1; d < a.shape.size(); ++d) {
+            if (!a.shape[d].is_static() || !up.shape[d].is_static())
+              return fail(&op, "reads windows of an update whose dims past the axis are not static");
+            row *= up.shape[d].static_value();
+            window *= a.shape[d].static_value();
+          }
+          if (op.dims[1] < 0 || op.dims[1] > row - window)
+            return fail(&op, "reads a window past the end of the update's rows");
+        }
         return expect_shape(op, a.shape, r.shape, "the result");
       }
     }

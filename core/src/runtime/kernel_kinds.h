@@ -255,10 +255,14 @@ struct CopyAttrs {
 // Inputs operand, update, start (an int32/int64 device scalar of 1 element); out = operand with
 // out[.., start + i, ..] = update[.., i, ..] along `axis`. When out and operand are one buffer (a
 // donated input, or an alias of it) only the update's rows are written; a start with start +
-// update rows outside the axis is an error of the run, and nothing is written.
+// update rows outside the axis is an error of the run, and nothing is written. A row (the dims
+// past the axis) is written from `row_offset` elements into the update's row of the same index,
+// which may be longer (a window of a projection: flat's fold_update_windows); the dims before
+// the axis match the operand's.
 struct UpdateSliceAttrs {
   int64_t axis = 0;
-  TRIPY_FIELDS(axis)
+  int64_t row_offset = 0;
+  TRIPY_FIELDS(axis, row_offset)
 };
 // Token sampling (tp.sample): inputs logits (float32/16, bfloat16; rows = the leading dims, V =
 // the last) and key (int64, shape (1,), read at run time); out = one int32 index per row.

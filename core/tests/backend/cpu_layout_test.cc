@@ -1,5 +1,6 @@
 // Layout kernels and program plumbing on the CPU backend: transpose, slice (negative steps),
-// concat, gather (and its out-of-range error), copy, alias and temp buffers across kernels.
+// update_slice's row windows, concat, gather (and its out-of-range error), copy, alias and temp
+// buffers across kernels.
 #include <numeric>
 #include <thread>
 
@@ -77,6 +78,32 @@ TEST(CpuLayout, SliceOutOfBoundsIsAnError) {
   auto out = b.run({f32({4}, iota_floats(4))});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("slice_bad"), std::string::npos);
+}
+
+TEST(CpuLayout, UpdateSliceRowWindowsAndAWindowPastTheRowIsAnError) {
+  // cache[2, 4, 2] gets rows 1..2 from [2, 2, 3] at row offset 1: each written row of 2 starts one
+  // element into the update's row of 3.
+  ProgramBuilder b;
+  int32_t cache = b.input(F, {2, 4, 2}), up = b.input(F, {2, 2, 3}), start = b.input(DType::kInt32, {1});
+  int32_t o = b.output(F, {2, 4, 2});
+  Kernel& k = b.kernel(KernelKind::kUpdateSlice, "update_window", {cache, up, start}, {o});
+  k.update_slice.axis = 1;
+  k.update_slice.row_offset = 1;
+  const Tensor at = make_tensor(DType::kInt32, {1}, std::vector<int32_t>{1});
+  auto out = b.run({f32({2, 4, 2}, std::vector<float>(16, -1.0f)), f32({2, 2, 3}, iota_floats(12)), at});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values<float>((*out)[0]),
+            (std::vector<float>{-1, -1, 1, 2, 4, 5, -1, -1, -1, -1, 7, 8, 10, 11, -1, -1}));
+  // Two elements from offset 2 would read past a row of 3: refused before any byte moves.
+  ProgramBuilder bad;
+  cache = bad.input(F, {2, 4, 2}), up = bad.input(F, {2, 2, 3}), start = bad.input(DType::kInt32, {1});
+  o = bad.output(F, {2, 4, 2});
+  Kernel& kb = bad.kernel(KernelKind::kUpdateSlice, "update_window_bad", {cache, up, start}, {o});
+  kb.update_slice.axis = 1;
+  kb.update_slice.row_offset = 2;
+  auto refused = bad.run({f32({2, 4, 2}, std::vector<float>(16, -1.0f)), f32({2, 2, 3}, iota_floats(12)), at});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("row offset 2"), std::string::npos) << refused.status().message();
 }
 
 TEST(CpuLayout, ConcatAlongMiddleAxis) {

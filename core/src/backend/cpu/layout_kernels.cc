@@ -237,6 +237,7 @@ Status run_update_slice(const KernelArgs& args) {
   const View& start_buf = *args.inputs[2];
   const View& out = *args.outputs[0];
   const int64_t axis = args.kernel->update_slice.axis, rank = static_cast<int64_t>(in.shape.size());
+  const int64_t row_offset = args.kernel->update_slice.row_offset;
   if (axis < 0 || axis >= rank || out.shape != in.shape || up.shape.size() != in.shape.size() ||
       start_buf.numel() != 1)
     return kernel_error(args, "update_slice operands do not fit", StatusCode::kInternal);
@@ -250,15 +251,28 @@ Status run_update_slice(const KernelArgs& args) {
                                   std::to_string(dim - rows) + "]",
                         StatusCode::kOutOfRange);
   const int64_t es = dtype_size(in.dtype);
+  int64_t outer = 1, inner = es, up_inner = es;
+  bool fits = true;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.shape[d], fits = fits && up.shape[d] == in.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d) up_inner *= up.shape[d];
+  // A row of the operand's length from `row_offset` into the update's row (the rules check it too).
+  if (!fits || row_offset < 0 || row_offset * es > up_inner - inner)
+    return kernel_error(args, "reads rows of " + std::to_string(inner / es) + " from row offset " +
+                                  std::to_string(row_offset) + " of an update of shape " + dims_str(up.shape),
+                        StatusCode::kInternal);
   if (out.data != in.data && in.numel() > 0)
     std::memcpy(out.data, in.data, static_cast<size_t>(in.numel() * es));
-  int64_t outer = 1, inner = es;
-  for (int64_t d = 0; d < axis; ++d) outer *= in.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= in.shape[d];
   auto* dst = static_cast<uint8_t*>(out.data) + start * inner;
-  const auto* src = static_cast<const uint8_t*>(up.data);
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(dst + o * dim * inner, src + o * rows * inner, static_cast<size_t>(rows * inner));
+  const auto* src = static_cast<const uint8_t*>(up.data) + row_offset * es;
+  if (up_inner == inner) {  // whole rows: one run per outer index
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + o * dim * inner, src + o * rows * inner, static_cast<size_t>(rows * inner));
+    return ok_status();
+  }
+  for (int64_t o = 0; o < outer; ++o)  // windows of longer rows
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + (o * dim + r) * inner, src + (o * rows + r) * up_inner, static_cast<size_t>(inner));
   return ok_status();
 }
 

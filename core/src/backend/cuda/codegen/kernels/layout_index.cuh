@@ -22,11 +22,12 @@ template <class T, class I> DEVI void gather_body(const GatherArgs& a) {
   }
 }
 
-// update_slice's rows: dst[o, start + r, i] = src[o, r, i] for r < rows, with start read from device
-// memory (a decode step's position changes without a new launch plan or graph). A start outside
-// [0, dim - rows] writes nothing and records an error, as a gather does. Its words are laid out
-// like GatherArgs (err, tag and claim at the same places).
-struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag, claim; };
+// update_slice's rows: dst[o, start + r, i] = src[(o * rows + r) * src_row + row_offset + i] for
+// r < rows, i < inner (src_row = inner and row_offset = 0 unless each row is a window of a longer
+// one), with start read from device memory (a decode step's position changes without a new launch
+// plan or graph). A start outside [0, dim - rows] writes nothing and records an error, as a gather
+// does. Its words are laid out like GatherArgs (err, tag and claim at the same places).
+struct UpdateArgs { i64 dst, src, start, outer, rows, inner, dim, err, tag, claim, src_row, row_offset; };
 template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
   const i64 s = (i64)*(const I*)a.start;
   if (s < 0 || s > a.dim - a.rows) {
@@ -38,7 +39,7 @@ template <class T, class I> DEVI void update_body(const UpdateArgs& a) {
   const i64 n = a.outer * a.rows * a.inner, step = (i64)gridDim.x * blockDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
     const i64 t = i / a.inner, in = i - t * a.inner, o = t / a.rows, r = t - o * a.rows;
-    d[(o * a.dim + s + r) * a.inner + in] = src[i];
+    d[(o * a.dim + s + r) * a.inner + in] = src[t * a.src_row + a.row_offset + in];
   }
 }
 
