@@ -31,33 +31,18 @@ return %3
 TEST(FoldUpdateWindows, SlicesWhoseRowsAreNotOneRunStay) {
   // A window of the positions (the update's axis), a step, and a cut inside the head size (each
   // row two runs: the cache's 2 heads of 16 from 2 heads of 32) are left alone.
-  EXPECT_EQ(pass_on_text(R"(%0 : f32[2, 64, 2, 16] = parameter() {index = 0}
-%1 : f32[2, 8, 6, 16] = parameter() {index = 1}
-%2 : i32[] = parameter() {index = 2}
-%3 : f32[2, 4, 2, 16] = slice(%1) {starts = [0, 4, 4, 0], limits = [2, 8, 6, 16], steps = [1, 1, 1, 1]}
-%4 : f32[2, 64, 2, 16] = update_slice(%0, %3, %2) {dims = [1]}
-return %4
-)",
-                         fold_update_windows),
-            "unchanged");
-  EXPECT_EQ(pass_on_text(R"(%0 : f32[2, 64, 2, 16] = parameter() {index = 0}
-%1 : f32[2, 8, 4, 16] = parameter() {index = 1}
-%2 : i32[] = parameter() {index = 2}
-%3 : f32[2, 8, 2, 16] = slice(%1) {starts = [0, 0, 0, 0], limits = [2, 8, 4, 16], steps = [1, 1, 2, 1]}
-%4 : f32[2, 64, 2, 16] = update_slice(%0, %3, %2) {dims = [1]}
-return %4
-)",
-                         fold_update_windows),
-            "unchanged");
-  EXPECT_EQ(pass_on_text(R"(%0 : f32[2, 64, 2, 16] = parameter() {index = 0}
-%1 : f32[2, 8, 2, 32] = parameter() {index = 1}
-%2 : i32[] = parameter() {index = 2}
-%3 : f32[2, 8, 2, 16] = slice(%1) {starts = [0, 0, 0, 16], limits = [2, 8, 2, 32], steps = [1, 1, 1, 1]}
-%4 : f32[2, 64, 2, 16] = update_slice(%0, %3, %2) {dims = [1]}
-return %4
-)",
-                         fold_update_windows),
-            "unchanged");
+  struct Case {
+    const char *x, *update, *starts, *limits, *steps;
+  };
+  for (const Case& c : {Case{"[2, 8, 6, 16]", "[2, 4, 2, 16]", "[0, 4, 4, 0]", "[2, 8, 6, 16]", "[1, 1, 1, 1]"},
+                        Case{"[2, 8, 4, 16]", "[2, 8, 2, 16]", "[0, 0, 0, 0]", "[2, 8, 4, 16]", "[1, 1, 2, 1]"},
+                        Case{"[2, 8, 2, 32]", "[2, 8, 2, 16]", "[0, 0, 0, 16]", "[2, 8, 2, 32]", "[1, 1, 1, 1]"}}) {
+    const std::string text = std::string("%0 : f32[2, 64, 2, 16] = parameter() {index = 0}\n%1 : f32") + c.x +
+                             " = parameter() {index = 1}\n%2 : i32[] = parameter() {index = 2}\n%3 : f32" + c.update +
+                             " = slice(%1) {starts = " + c.starts + ", limits = " + c.limits + ", steps = " + c.steps +
+                             "}\n%4 : f32[2, 64, 2, 16] = update_slice(%0, %3, %2) {dims = [1]}\nreturn %4\n";
+    EXPECT_EQ(pass_on_text(text, fold_update_windows), "unchanged") << text;
+  }
 }
 
 TEST(FoldUpdateWindows, VerifyRejectsAWindowPastTheRow) {

@@ -310,6 +310,24 @@ DEVI void wo_pair_x(const V16& b, unsigned (&out)[4]) {
   }
 }
 
+// Where a warp of a tensor-core tile works: lane (g8, t4), its group g of 16 weight rows from n0
+// (mma_split warps a group, this one the ws-th) and the tile of MT rows of x from m0 (M of them).
+struct WoMmaPlace {
+  int lane, g8, t4, split, g, ws, M;
+  i64 n0, m0;
+};
+template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a) {
+  WoMmaPlace p;
+  const int warp = threadIdx.x >> 5;
+  p.lane = threadIdx.x & 31, p.g8 = p.lane >> 2, p.t4 = p.lane & 3;
+  p.split = (int)a.mma_split, p.g = warp / p.split, p.ws = warp % p.split;
+  const int groups_per_block = (WO_BLOCK / 32) / p.split;
+  p.n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + p.g) * 16;
+  p.m0 = (i64)blockIdx.x / a.mma_blocks * MT;
+  p.M = (int)(a.rows - p.m0 < MT ? a.rows - p.m0 : MT);
+  return p;
+}
+
 // MT rows of x (NT tiles of 8) against 16 weight rows per group of `mma_split` warps, which take
 // every mma_split-th step of 4 pieces. Lane (g, t) reads piece 4 s + t of weight rows g and g + 8
 // and the same K values of x rows g, g + 8, ...; its values 8j .. 8j + 7 make two mmas. The
@@ -324,12 +342,9 @@ DEVI void wo_mma(const WoArgs& a) {
   typedef typename T::S S;
   constexpr int NT = MT / 8, VALS = BITS == 4 ? 32 : 16, U = GROUPED ? 4 : 2;
   __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
-  const int split = (int)a.mma_split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
-  const i64 N = a.N, K = a.K, tile = (i64)blockIdx.x / a.mma_blocks;
-  const i64 n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + g) * 16;
-  const i64 m0 = tile * MT;
-  const int M = (int)(a.rows - m0 < MT ? a.rows - m0 : MT);
+  const WoMmaPlace at = wo_mma_place<MT>(a);
+  const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
+  const i64 N = a.N, K = a.K, n0 = at.n0, m0 = at.m0;
   const S* x = (const S*)a.x + m0 * K;
   const signed char* w = (const signed char*)a.w;
   const S* sc = (const S*)a.scale;
@@ -468,12 +483,9 @@ DEVI void wo_mma_ring(const WoArgs& a) {
   constexpr int VALS = BITS == 4 ? 32 : 16, P = WO_RING + 1;
   __shared__ float part[WO_BLOCK / 32][4 * 32];
   __shared__ V16 ring[P][2][WO_BLOCK];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
-  const int split = (int)a.mma_split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
-  const i64 N = a.N, K = a.K, tile = (i64)blockIdx.x / a.mma_blocks;
-  const i64 n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + g) * 16;
-  const i64 m0 = tile * WO_MMA_ROWS;
-  const int M = (int)(a.rows - m0 < WO_MMA_ROWS ? a.rows - m0 : WO_MMA_ROWS);
+  const WoMmaPlace at = wo_mma_place<WO_MMA_ROWS>(a);
+  const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
+  const i64 N = a.N, K = a.K, n0 = at.n0, m0 = at.m0;
   const bool zp = a.zero != 0;
   // Weight rows past N read row N - 1, rows of x past M row M - 1 (their sums are dropped).
   const signed char* wr[2];
