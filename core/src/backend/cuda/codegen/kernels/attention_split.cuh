@@ -87,29 +87,41 @@ DEVI void split_merge(const AttnArgs& a, int grp, int nsplit, int R, const i64* 
     }
 }
 
-// A block's row maxima m and sums l (shared memory) join its partial outputs, already written;
-// the last block of the (batch, kv head) to arrive (every block's partials are visible to it)
-// merges them. `last` is a shared flag, `w` and `inv` split_merge's shared memory.
+// Where a split kernel's block ends: its (batch, kv head) group and chunk, and the shared memory
+// that split_finish reads (the rows' maxima m, sums l and output offsets) and reuses for the merge
+// (w: nsplit * RM floats, inv: RM); merge is false where the block wrote the output alone or had
+// no keys. Both split kernels of a module end through the one split_finish call of its entry
+// point, so NVRTC compiles the finish and the merge once per module (each copy costs ~0.1 s).
+struct SplitEnd {
+  bool merge = false;
+  int grp = 0, split = 0, nsplit = 0, R = 0;
+  const i64* ooff = nullptr;
+  const float *m = nullptr, *l = nullptr;
+  float *w = nullptr, *inv = nullptr;
+};
+
+// A block's row maxima m and sums l join its partial outputs, already written; the last block of
+// the (batch, kv head) to arrive (every block's partials are visible to it) merges them.
 template <int RM>
-DEVI void split_finish(const AttnArgs& a, int grp, int split, int nsplit, int R, const i64* ooff,
-                       const float* m, const float* l, int* last, float* w, float* inv) {
+DEVI void split_finish(const AttnArgs& a, const SplitEnd& e) {
+  __shared__ int last;
   const int tid = threadIdx.x, ns = (int)a.nsplit;
-  float* part_ml = (float*)a.ws + a.B * a.Hkv * ns * R * a.Dv;  // [groups][a.nsplit][R][2]
-  if (tid < R) {
-    float* pml = part_ml + ((i64)(grp * ns + split) * R + tid) * 2;
-    pml[0] = m[tid];
-    pml[1] = l[tid];
+  float* part_ml = (float*)a.ws + a.B * a.Hkv * ns * e.R * a.Dv;  // [groups][a.nsplit][R][2]
+  if (tid < e.R) {
+    float* pml = part_ml + ((i64)(e.grp * ns + e.split) * e.R + tid) * 2;
+    pml[0] = e.m[tid];
+    pml[1] = e.l[tid];
   }
   __threadfence();
   __syncthreads();
   if (tid == 0) {
-    const unsigned n1 = (unsigned)(nsplit - 1);
-    *last = atomicInc((unsigned*)a.ctr + grp, n1) == n1;
+    const unsigned n1 = (unsigned)(e.nsplit - 1);
+    last = atomicInc((unsigned*)a.ctr + e.grp, n1) == n1;
   }
   __syncthreads();
-  if (!*last) return;
+  if (!last) return;
   __threadfence();
-  split_merge<RM>(a, grp, nsplit, R, ooff, w, inv);
+  split_merge<RM>(a, e.grp, e.nsplit, e.R, e.ooff, e.w, e.inv);
 }
 
 // LEAN: the body only serves what the module's tensor-core path cannot (addresses off a 16-byte
@@ -118,12 +130,11 @@ DEVI void split_finish(const AttnArgs& a, int grp, int split, int nsplit, int R,
 // module took 1.06 s on the build machine with the full body beside the tensor-core path, 0.67 s
 // with the lean one).
 template <int RM, bool LEAN>
-DEVI void attention_split(const AttnArgs& a) {
+DEVI SplitEnd attention_split(const AttnArgs& a) {
   __shared__ float sQ[RM * SPLIT_DMAX];  // queries scaled into the log2 domain; then the key groups' outputs
   __shared__ float sS[RM * SPLIT_T];     // a tile's scores, then its probabilities; then the merge weights
   __shared__ float sM[RM], sL[RM], sC[RM];
   __shared__ i64 sQo[RM], sOo[RM];
-  __shared__ int sLast;
   // The register V path's partial outputs: one per warp and row (head sizes up to 128).
   __shared__ float sV[RM <= SPLIT_VROWS ? 4 * RM * 128 : 1];
   const float NEG_INF = -__int_as_float(0x7f800000);
@@ -160,7 +171,7 @@ DEVI void attention_split(const AttnArgs& a) {
     const i64 want = (keys + a.min_keys - 1) / a.min_keys;
     nsplit = want < 1 ? 1 : want < a.nsplit ? want : a.nsplit;
     chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
-    if (split >= nsplit) return;  // the same for every thread of the block
+    if (split >= nsplit) return SplitEnd{};  // the same for every thread of the block
   }
   const i64 k0 = split * chunk;
   i64 k1 = k0 + chunk < keys ? k0 + chunk : keys;
@@ -358,8 +369,8 @@ DEVI void attention_split(const AttnArgs& a) {
       put(r, col, sum);
     }
   }
-  if (alone) return;
-  split_finish<RM>(a, (int)grp, (int)split, (int)nsplit, (int)R, sOo, sM, sL, &sLast, sS, sC);
+  if (alone) return SplitEnd{};
+  return SplitEnd{true, (int)grp, (int)split, (int)nsplit, (int)R, sOo, sM, sL, sS, sC};
 }
 
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
@@ -377,14 +388,13 @@ DEVI void attention_split(const AttnArgs& a) {
 #define TC_VROW (SPLIT_TC_HD + 8)  // a staged V row, padded so that ldmatrix's 8 rows hit distinct banks
 
 template <int RM>
-DEVI void attention_split_tc(const AttnArgs& a) {
+DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   constexpr int TD = SPLIT_TC_HD, KS = TD / 32, NT = TD / 8;
   constexpr int VP = 16 * TD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
   constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
   __shared__ float wm[4][16], wl[4][16], sM[16], sL[16], sInv[16];
   __shared__ i64 sQo[16], sOo[16];
-  __shared__ int sLast;
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int ns = (int)a.nsplit, Hkv = (int)a.Hkv, G = (int)(a.Hq / a.Hkv), L = (int)a.L, R = G * L;
@@ -399,7 +409,7 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     const i64 want = (keys + a.min_keys - 1) / a.min_keys;
     nsplit = want < 1 ? 1 : want < ns ? (int)want : ns;
     chunk = ((keys + nsplit - 1) / nsplit + 31) / 32 * 32;
-    if (split >= nsplit) return;  // the same for every thread of the block
+    if (split >= nsplit) return SplitEnd{};  // the same for every thread of the block
   }
   __syncthreads();  // sQo, sOo
   // Rows g and g + 8 of the block as A fragments: lane t's elements 8t .. 8t + 7 of each 32 of the
@@ -593,28 +603,32 @@ DEVI void attention_split_tc(const AttnArgs& a) {
     else
       po[r * TD + col] = v;
   }
-  if (alone) return;
+  if (alone) return SplitEnd{};
   __syncthreads();  // wo is read; split_merge reuses smem
-  split_finish<RM>(a, grp, split, nsplit, R, sOo, sM, sL, &sLast, (float*)smem, sInv);
+  return SplitEnd{true, grp, split, nsplit, R, sOo, sM, sL, (float*)smem, sInv};
 }
 #endif  // SPLIT_TC_HD
 
 // Where the tensor-core path is compiled, the CUDA-core body only serves unaligned addresses.
 #define SPLIT_LEAN (SPLIT_TC_HD && __CUDA_ARCH__ >= 800)
-#if HAS_SPLIT1
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) {
+// A split entry point's body: the tensor-core path where it serves the launch, else the CUDA-core
+// one, then the finish both share.
+template <int RM>
+DEVI void attention_split_entry(const AttnArgs& a) {
+  SplitEnd e;
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
-  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<1>(a);
+  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) e = attention_split_tc<RM>(a);
+  else
 #endif
-  attention_split<1, SPLIT_LEAN>(a);
+    e = attention_split<RM, SPLIT_LEAN>(a);
+  if (e.merge) split_finish<RM>(a, e);
 }
+#if HAS_SPLIT1
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { attention_split_entry<1>(a); }
 #endif
 #if HAS_SPLIT16
 // SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) {
-#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
-  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) return attention_split_tc<SPLIT_RM>(a);
-#endif
-  attention_split<SPLIT_RM, SPLIT_LEAN>(a);
+  attention_split_entry<SPLIT_RM>(a);
 }
 #endif
