@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace tripy::flat {
 namespace {
@@ -78,6 +79,17 @@ template <typename T>
 void store(const Tensor& t, int64_t i, T v) {
   std::memcpy(static_cast<char*>(t.data()) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
 }
+// `v` as an integer of type T, saturated at T's range (NaN: 0), as a float-to-int cast of a value
+// out of range would be undefined (a constant of a text or file may hold any value).
+template <typename T>
+T saturate(double v) {
+  if (std::isnan(v)) return 0;
+  // 2^(bits - 1) is exact in a double; so is -2^(bits - 1), T's least value.
+  const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
+  if (v >= hi) return std::numeric_limits<T>::max();
+  if (v <= -hi) return std::numeric_limits<T>::min();
+  return static_cast<T>(v);
+}
 
 }  // namespace
 
@@ -103,9 +115,9 @@ void write_element(const Tensor& t, int64_t i, double v) {
     case DType::kBFloat16: store<uint16_t>(t, i, static_cast<uint16_t>(encode(v, kBFloat))); break;
     case DType::kFloat8E4M3: store<uint8_t>(t, i, static_cast<uint8_t>(encode(v, kFloat8))); break;
     case DType::kInt4: store<int8_t>(t, i, static_cast<int8_t>(std::fmin(7, std::fmax(-8, v)))); break;
-    case DType::kInt8: store<int8_t>(t, i, static_cast<int8_t>(v)); break;
-    case DType::kInt32: store<int32_t>(t, i, static_cast<int32_t>(v)); break;
-    case DType::kInt64: store<int64_t>(t, i, static_cast<int64_t>(v)); break;
+    case DType::kInt8: store<int8_t>(t, i, saturate<int8_t>(v)); break;
+    case DType::kInt32: store<int32_t>(t, i, saturate<int32_t>(v)); break;
+    case DType::kInt64: store<int64_t>(t, i, saturate<int64_t>(v)); break;
     case DType::kBool: store<uint8_t>(t, i, v != 0 ? 1 : 0); break;
   }
 }

@@ -287,8 +287,18 @@ class Parser {
     return ok_status();
   }
 
-  // expr := term (('+' | '-') term)*; term := atom (('*' | '//' | '%') atom)*
+  // expr := term (('+' | '-') term)*; term := atom (('*' | '//' | '%') atom)*. Parentheses and
+  // max/min/ceildiv recurse, so their nesting is bounded: a hostile text must not overflow the stack.
+  static constexpr int kMaxDimNesting = 64;
+  int dim_nesting_ = 0;
   StatusOr<Dim> dim_expr(Cursor& c) {
+    struct Nested {
+      int& depth;
+      explicit Nested(int& d) : depth(++d) {}
+      ~Nested() { --depth; }
+    } nested(dim_nesting_);
+    if (dim_nesting_ > kMaxDimNesting)
+      return c.error("a dim expression nested more than " + std::to_string(kMaxDimNesting) + " deep");
     TRIPY_ASSIGN_OR_RETURN(Dim acc, dim_term(c));
     while (true) {
       DimOp op;

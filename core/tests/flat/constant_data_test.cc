@@ -1,9 +1,10 @@
 // flat::is_lower_triangle, the causal-mask test attention matching reads constants with: the same
 // answer as comparing every element's read_element value with 0, in every dtype, for the triangle,
-// its inverse, and matrices one element off either.
+// its inverse, and matrices one element off either; write_element's integers saturated.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "flat/constant_data.h"
@@ -74,6 +75,21 @@ TEST(IsLowerTriangle, NegativeZeroIsZeroAndNanIsNonzero) {
 TEST(IsLowerTriangle, RefusesLeadingDimsOtherThanOneAndVectors) {
   EXPECT_FALSE(is_lower_triangle(triangle(DType::kFloat32, {2, 3, 3}, false, 1.0), false));
   EXPECT_FALSE(is_lower_triangle(splat_tensor(DType::kFloat32, {4}, 1.0), false));
+}
+
+TEST(WriteElement, IntegersSaturateAtTheirRangeAndNanIsZero) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  struct Case {
+    DType dtype;
+    double v, want;
+  };
+  for (const Case& c : {Case{DType::kInt8, 1e9, 127}, Case{DType::kInt8, -1e9, -128}, Case{DType::kInt8, nan, 0},
+                        Case{DType::kInt32, 3e9, 2147483647.0}, Case{DType::kInt32, -inf, -2147483648.0},
+                        Case{DType::kInt32, -7.9, -7}, Case{DType::kInt64, 1e30, 9223372036854775807.0},
+                        Case{DType::kInt64, -1e30, -9223372036854775808.0}, Case{DType::kInt4, 99, 7}}) {
+    const Tensor t = splat_tensor(c.dtype, {1}, c.v);
+    EXPECT_EQ(read_element(t, 0), c.want) << static_cast<int>(c.dtype) << " " << c.v;
+  }
 }
 
 }  // namespace

@@ -92,6 +92,22 @@ TEST(FlatText, ParseErrorsNameTheLine) {
   EXPECT_FALSE(u.ok());
 }
 
+TEST(FlatText, DeeplyNestedDimsAreAnErrorNotAStackOverflow) {
+  auto nested = [](int depth, const char* open) {
+    std::string dim;
+    for (int i = 0; i < depth; ++i) dim += open;
+    dim += "2";
+    for (int i = 0; i < depth; ++i) dim += std::string(open) == "(" ? ")" : ", 1)";
+    return "%0 : f32[" + dim + "] = parameter() {index = 0}\nreturn %0\n";
+  };
+  EXPECT_TRUE(parse_graph(nested(40, "(")).ok());
+  for (const char* open : {"(", "max("}) {
+    auto g = parse_graph(nested(100000, open));
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.status().message().find("nested more than 64 deep"), std::string::npos) << g.status().message();
+  }
+}
+
 TEST(FlatVerify, RejectsMismatchedShapes) {
   auto g = parse_graph("%0 : f32[2, 3] = parameter() {index = 0}\n"
                        "%1 : f32[3, 2] = parameter() {index = 1}\n"
