@@ -287,73 +287,100 @@ class Parser {
     return ok_status();
   }
 
-  // expr := term (('+' | '-') term)*; term := atom (('*' | '//' | '%') atom)*. Parentheses and
-  // max/min/ceildiv recurse, so their nesting is bounded: a hostile text must not overflow the stack.
-  static constexpr int kMaxDimNesting = 64;
-  int dim_nesting_ = 0;
+  // expr := term (('+' | '-') term)*; term := atom (('*' | '//' | '%') atom)*; atom := '(' expr ')'
+  // | integer | symbol | (max | min | ceildiv) '(' expr ',' expr ')'. Parsed with explicit stacks
+  // (operator precedence), not recursion: a text's nesting only grows the stacks, so a hostile one
+  // cannot overflow the call stack, and any depth the printer writes (a parenthesis a binary op)
+  // reads back.
   StatusOr<Dim> dim_expr(Cursor& c) {
-    struct Nested {
-      int& depth;
-      explicit Nested(int& d) : depth(++d) {}
-      ~Nested() { --depth; }
-    } nested(dim_nesting_);
-    if (dim_nesting_ > kMaxDimNesting)
-      return c.error("a dim expression nested more than " + std::to_string(kMaxDimNesting) + " deep");
-    TRIPY_ASSIGN_OR_RETURN(Dim acc, dim_term(c));
+    struct Open {  // an open '(' or function call: its function, arguments read, operators below it
+      bool call;
+      DimOp fn;
+      int args;
+      size_t ops_below;
+    };
+    std::vector<Dim> vals;
+    std::vector<DimOp> ops;
+    std::vector<Open> open;
+    auto rank = [](DimOp op) { return op == DimOp::kAdd || op == DimOp::kSub ? 1 : 2; };
+    auto apply = [&] {  // the top operator on the top two values
+      const DimOp op = ops.back();
+      ops.pop_back();
+      const Dim rhs = vals.back();
+      vals.pop_back();
+      vals.back() = Dim::make(op, vals.back(), rhs);
+    };
+    auto floor = [&] { return open.empty() ? size_t{0} : open.back().ops_below; };
+    static const std::map<std::string, DimOp> kFuncs = {
+        {"max", DimOp::kMax}, {"min", DimOp::kMin}, {"ceildiv", DimOp::kCeilDiv}};
     while (true) {
-      DimOp op;
-      if (c.consume("+")) {
-        op = DimOp::kAdd;
-      } else if (c.peek() == '-') {
-        c.consume("-");
-        op = DimOp::kSub;
-      } else {
-        return acc;
+      // An operand: opening parentheses and calls, then a number or a symbol.
+      const char p = c.peek();
+      if (p == '(') {
+        c.consume("(");
+        open.push_back({false, DimOp::kAdd, 0, ops.size()});
+        continue;
       }
-      TRIPY_ASSIGN_OR_RETURN(Dim rhs, dim_term(c));
-      acc = Dim::make(op, acc, rhs);
+      if (p == '-' || std::isdigit(static_cast<unsigned char>(p))) {
+        TRIPY_ASSIGN_OR_RETURN(int64_t v, c.integer());
+        vals.push_back(Dim(v));
+      } else {
+        std::string name = c.ident(true);
+        auto f = kFuncs.find(name);
+        if (f != kFuncs.end() && c.consume("(")) {
+          open.push_back({true, f->second, 0, ops.size()});
+          continue;
+        }
+        auto sym = symbol_ids_.find(name);
+        if (sym == symbol_ids_.end()) return c.error("unknown symbol '" + name + "' (declare it with 'sym')");
+        vals.push_back(Dim::symbol(sym->second));
+      }
+      // After an operand: a binary operator, or the end of the innermost open expression.
+      while (true) {
+        DimOp op;
+        if (c.consume("+")) {
+          op = DimOp::kAdd;
+        } else if (c.peek() == '-') {
+          c.consume("-");
+          op = DimOp::kSub;
+        } else if (c.consume("*")) {
+          op = DimOp::kMul;
+        } else if (c.consume("//")) {
+          op = DimOp::kFloorDiv;
+        } else if (c.consume("%")) {
+          op = DimOp::kMod;
+        } else {
+          while (ops.size() > floor()) apply();
+          if (open.empty()) return vals.back();
+          Open& o = open.back();
+          if (o.call && o.args == 0) {  // the first argument: the second follows
+            TRIPY_RETURN_IF_ERROR(c.expect(","));
+            o.args = 1;
+            break;
+          }
+          TRIPY_RETURN_IF_ERROR(c.expect(")"));
+          if (o.call) {
+            const Dim rhs = vals.back();
+            vals.pop_back();
+            vals.back() = Dim::make(o.fn, vals.back(), rhs);
+          }
+          open.pop_back();
+          continue;  // the closed expression is an operand
+        }
+        while (ops.size() > floor() && rank(ops.back()) >= rank(op)) apply();
+        ops.push_back(op);
+        break;
+      }
     }
   }
-  StatusOr<Dim> dim_term(Cursor& c) {
-    TRIPY_ASSIGN_OR_RETURN(Dim acc, dim_atom(c));
-    while (true) {
-      DimOp op;
-      if (c.consume("*")) {
-        op = DimOp::kMul;
-      } else if (c.consume("//")) {
-        op = DimOp::kFloorDiv;
-      } else if (c.consume("%")) {
-        op = DimOp::kMod;
-      } else {
-        return acc;
-      }
-      TRIPY_ASSIGN_OR_RETURN(Dim rhs, dim_atom(c));
-      acc = Dim::make(op, acc, rhs);
-    }
-  }
+  // A number or a symbol.
   StatusOr<Dim> dim_atom(Cursor& c) {
-    char p = c.peek();
-    if (p == '(') {
-      c.consume("(");
-      TRIPY_ASSIGN_OR_RETURN(Dim d, dim_expr(c));
-      TRIPY_RETURN_IF_ERROR(c.expect(")"));
-      return d;
-    }
+    const char p = c.peek();
     if (p == '-' || std::isdigit(static_cast<unsigned char>(p))) {
       TRIPY_ASSIGN_OR_RETURN(int64_t v, c.integer());
       return Dim(v);
     }
     std::string name = c.ident(true);
-    static const std::map<std::string, DimOp> kFuncs = {
-        {"max", DimOp::kMax}, {"min", DimOp::kMin}, {"ceildiv", DimOp::kCeilDiv}};
-    auto f = kFuncs.find(name);
-    if (f != kFuncs.end() && c.consume("(")) {
-      TRIPY_ASSIGN_OR_RETURN(Dim a, dim_expr(c));
-      TRIPY_RETURN_IF_ERROR(c.expect(","));
-      TRIPY_ASSIGN_OR_RETURN(Dim b, dim_expr(c));
-      TRIPY_RETURN_IF_ERROR(c.expect(")"));
-      return Dim::make(f->second, a, b);
-    }
     auto s = symbol_ids_.find(name);
     if (s == symbol_ids_.end()) return c.error("unknown symbol '" + name + "' (declare it with 'sym')");
     return Dim::symbol(s->second);

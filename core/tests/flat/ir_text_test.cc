@@ -92,20 +92,31 @@ TEST(FlatText, ParseErrorsNameTheLine) {
   EXPECT_FALSE(u.ok());
 }
 
-TEST(FlatText, DeeplyNestedDimsAreAnErrorNotAStackOverflow) {
-  auto nested = [](int depth, const char* open) {
-    std::string dim;
-    for (int i = 0; i < depth; ++i) dim += open;
-    dim += "2";
-    for (int i = 0; i < depth; ++i) dim += std::string(open) == "(" ? ")" : ", 1)";
-    return "%0 : f32[" + dim + "] = parameter() {index = 0}\nreturn %0\n";
+TEST(FlatText, DeeplyNestedDimsParseWithoutRecursion) {
+  // 100000 parentheses or calls (a recursive parser overflowed its stack), and a chain of 700
+  // subtractions that do not fold, whose printed form nests 700 parentheses and must read back.
+  auto graph_of = [](const std::string& dim) {
+    return "sym T [1, 8, 64]\nsym U [1, 2, 4]\n%0 : f32[" + dim + "] = parameter() {index = 0}\nreturn %0\n";
   };
-  EXPECT_TRUE(parse_graph(nested(40, "(")).ok());
-  for (const char* open : {"(", "max("}) {
-    auto g = parse_graph(nested(100000, open));
-    ASSERT_FALSE(g.ok());
-    EXPECT_NE(g.status().message().find("nested more than 64 deep"), std::string::npos) << g.status().message();
+  std::string parens(100000, '('), calls;
+  parens += "2" + std::string(100000, ')');
+  for (int i = 0; i < 100000; ++i) calls += "max(";
+  calls += "T";
+  for (int i = 0; i < 100000; ++i) calls += ", T)";
+  for (const std::string& dim : {parens, calls}) {
+    auto g = parse_graph(graph_of(dim));
+    ASSERT_TRUE(g.ok()) << g.status().message();
   }
+  std::string chain = "T";
+  for (int i = 0; i < 700; ++i) chain += " % U - 1";
+  auto g = parse_graph(graph_of(chain));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->str().find(std::string(700, '(')), std::string::npos);
+  auto again = parse_graph(g->str());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->str(), g->str());
+  EXPECT_FALSE(parse_graph(graph_of("max(T, (T + 1)")).ok());
+  EXPECT_FALSE(parse_graph(graph_of("((T)")).ok());
 }
 
 TEST(FlatVerify, RejectsMismatchedShapes) {
