@@ -62,7 +62,8 @@ std::string attrs(const Op& op, const Graph& g) {
 }  // namespace
 
 std::string number_text(double v) {
-  if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -9.0e15 && v < 9.0e15) {
+  // The range first: casting an infinity or NaN to an integer is undefined.
+  if (v > -9.0e15 && v < 9.0e15 && v == static_cast<double>(static_cast<int64_t>(v))) {
     return std::to_string(static_cast<int64_t>(v));
   }
   char buf[32];

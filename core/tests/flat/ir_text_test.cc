@@ -1,9 +1,12 @@
 // FlatIR text form: parse -> str round trips, parse errors name the line, verify catches bad IR.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "flat/ir.h"
+#include "flat/ir_text.h"
 #include "runtime/fields.h"
 #include "../runtime/perturb_fields.h"
 
@@ -117,6 +120,15 @@ TEST(FlatText, DeeplyNestedDimsParseWithoutRecursion) {
   EXPECT_EQ(again->str(), g->str());
   EXPECT_FALSE(parse_graph(graph_of("max(T, (T + 1)")).ok());
   EXPECT_FALSE(parse_graph(graph_of("((T)")).ok());
+}
+
+TEST(FlatText, NumbersPrintWhateverTheirValue) {
+  EXPECT_EQ(number_text(3.0), "3");
+  EXPECT_EQ(number_text(-0.5), "-0.5");
+  EXPECT_EQ(number_text(1e300), "1e+300");
+  EXPECT_EQ(number_text(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(number_text(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(number_text(std::nan("")), "nan");
 }
 
 TEST(FlatVerify, RejectsMismatchedShapes) {
