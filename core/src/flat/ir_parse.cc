@@ -331,9 +331,8 @@ class Parser {
           open.push_back({true, f->second, 0, ops.size()});
           continue;
         }
-        auto sym = symbol_ids_.find(name);
-        if (sym == symbol_ids_.end()) return c.error("unknown symbol '" + name + "' (declare it with 'sym')");
-        vals.push_back(Dim::symbol(sym->second));
+        TRIPY_ASSIGN_OR_RETURN(Dim sym, symbol_dim(c, name));
+        vals.push_back(sym);
       }
       // After an operand: a binary operator, or the end of the innermost open expression.
       while (true) {
@@ -373,14 +372,7 @@ class Parser {
       }
     }
   }
-  // A number or a symbol.
-  StatusOr<Dim> dim_atom(Cursor& c) {
-    const char p = c.peek();
-    if (p == '-' || std::isdigit(static_cast<unsigned char>(p))) {
-      TRIPY_ASSIGN_OR_RETURN(int64_t v, c.integer());
-      return Dim(v);
-    }
-    std::string name = c.ident(true);
+  StatusOr<Dim> symbol_dim(Cursor& c, const std::string& name) {
     auto s = symbol_ids_.find(name);
     if (s == symbol_ids_.end()) return c.error("unknown symbol '" + name + "' (declare it with 'sym')");
     return Dim::symbol(s->second);
@@ -475,8 +467,7 @@ class Parser {
         } else if ((has & kParameterAttrs) && key == "name") {
           TRIPY_ASSIGN_OR_RETURN(input_name, c.string());
         } else if ((has & kParameterAttrs) && key == "value_of") {
-          TRIPY_ASSIGN_OR_RETURN(Dim sym, dim_atom(c));
-          if (sym.op() != DimOp::kSym) return c.error("value_of needs a symbol");
+          TRIPY_ASSIGN_OR_RETURN(Dim sym, symbol_dim(c, c.ident(true)));
           op.shape_symbol = sym.symbol_id();
         } else if (op.kind == OpKind::kConstant && key == "value") {
           TRIPY_RETURN_IF_ERROR(parse_constant_value(c, op, *dtype, shape));
