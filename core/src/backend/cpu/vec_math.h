@@ -16,6 +16,7 @@ namespace tripy::cpu {
 inline float exp_f32(float x) {
   float xc = x < -104.0f ? -104.0f : x;
   xc = xc > 89.0f ? 89.0f : xc;
+  xc = xc == xc ? xc : 0.0f;  // NaN (returned as it is below) must not reach the int conversion
   float n = std::floor(xc * 1.44269504088896341f + 0.5f);
   float r = xc - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
