@@ -33,6 +33,10 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   return {split, blocks(split)};
 }
 
+bool is_row_tile(int tile) {
+  return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles);
+}
+
 static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kWordW == kWeightOnlyWWord &&
               kWordScale == kWeightOnlyScaleWord && kWordZero == kWeightOnlyZeroWord && kWordVec == kWeightOnlyVecWord);
 
@@ -76,9 +80,7 @@ int weight_only_function_tile(const std::string& function) {
     if (function[i] < '0' || function[i] > '9' || tile > 1000) return 0;
     tile = tile * 10 + (function[i] - '0');
   }
-  return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles)
-             ? tile
-             : 0;
+  return is_row_tile(tile) ? tile : 0;
 }
 
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
@@ -146,10 +148,8 @@ AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   if (stored.size() != 3 || stored[0] != 'W') return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2]};
-  const bool tile_ok = std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), c.tile) !=
-                       std::end(kWeightOnlyRowTiles);
   const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
-  if (!tile_ok || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
+  if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
 }
 
