@@ -288,8 +288,11 @@ def _compile_together(calls):
     frames = capture_user_frames()
     pending = []
     for func, kw in calls:
-        pending.append(_traced(func, kw.get("optimization_level", 3), kw.get("args", []), kw.get("kwargs", {}),
-                               kw.get("optimization_profiles"), kw.get("mesh"), frames))
+        call = inspect.signature(compile).bind(func, **kw)  # tp.compile's own defaults
+        call.apply_defaults()
+        a = call.arguments
+        pending.append(_traced(func, a["optimization_level"], a["args"], a["kwargs"], a["optimization_profiles"],
+                               a["mesh"], frames))
     if len(pending) == 1:
         return [pending[0]()]
     with concurrent.futures.ThreadPoolExecutor(len(pending)) as pool:
