@@ -22,7 +22,7 @@ namespace tripy::rt::cuda {
   X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree)         \
   X(cuMemGetInfo) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpy2DAsync) \
   X(cuMemsetD8Async) X(cuPointerGetAttribute) X(cuModuleLoadData) X(cuModuleUnload)            \
-  X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate)             \
+  X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate)              \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) X(cuEventElapsedTime) \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)             \

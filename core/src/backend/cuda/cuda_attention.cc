@@ -259,6 +259,7 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
     const char* path = a.path == AttentionLaunch::Path::kGeneric ? "generic" : a.path == AttentionLaunch::Path::kFlash ? "flash" : "split-KV";
     return kernel_failure(p, k, std::string("the executable has no ") + path + " attention kernel for these sizes");
   }
+  l.overlaps = true;
   l.words = std::move(a.words);
   const auto& off = a.byte_offsets;
   l.ptrs = {{kPtrQ, k.inputs[0], off[AttentionAttrs::kQ]},

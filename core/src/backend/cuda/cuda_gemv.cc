@@ -25,6 +25,7 @@ GemvTactic tile_tactic(int mt, GemvTactic t) { return mt >= kGemvMmaRows ? GemvT
 Launch gemv_launch(const DotProblem& pr, GemvTactic tuned, CUfunction fn) {
   Launch l;
   l.fn = fn;
+  l.overlaps = true;
   l.block_x = kGemvBlock;
   const int mt = row_tile(pr.n);
   const GemvTactic t = tile_tactic(mt, tuned);

@@ -71,6 +71,7 @@ StatusOr<bool> plan_sample_step(PlanContext& c, const Kernel& k, Step& step) {
   const int64_t parts = std::clamp<int64_t>(std::min((V + 4095) / 4096, 2 * int64_t{std::max(1, c.sm_count)} / rows), 1, 64);
   Launch l;
   l.fn = c.code[static_cast<size_t>(step.kernel)].fn;
+  l.overlaps = true;
   l.grid = static_cast<unsigned>(rows * parts);
   l.block_x = 1024;
   l.words = {0, 0, 0, rows, V, temperature_bits, k.sample.top_k, top_p_bits, 0, 0, parts};

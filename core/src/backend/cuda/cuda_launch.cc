@@ -3,6 +3,10 @@
 #include "backend/cuda/cuda_launch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_device.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -87,6 +91,18 @@ Status kernel_failure(const Program& p, const Kernel& k, const std::string& mess
   return Status(code, "kernel '" + k.name + "' (CUDA): " + message, std::move(where));
 }
 
+// Whether Launch::overlaps takes effect: on sm_90 and later (programmatic dependent launch),
+// unless TRIPY_OVERLAP_LAUNCHES=0 launches every kernel plainly (for comparison).
+bool overlap_launches() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRIPY_OVERLAP_LAUNCHES");
+    if (v != nullptr && std::string(v) == "0") return false;
+    StatusOr<const DeviceInfo*> d = device();
+    return d.ok() && (*d)->arch >= 90;
+  }();
+  return on;
+}
+
 unsigned grid_for(int64_t n, int block, int sm_count) {
   int64_t blocks = (n + block - 1) / block;
   int64_t cap = static_cast<int64_t>(std::max(1, sm_count)) * 16;
@@ -105,7 +121,21 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
     l.grid = aligned ? l.vector_grid : l.scalar_grid;
   }
   void* params[] = {l.words.data()};
-  return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+  if (!l.overlaps || !overlap_launches())
+    return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = l.grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = l.block_x;
+  config.blockDimY = l.block_y;
+  config.blockDimZ = 1;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return TRIPY_CUDA(cuLaunchKernelEx(&config, l.fn, params, nullptr));
 }
 
 bool always_aligned(const Program& p, const Launch& l) {
@@ -162,6 +192,7 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
 
   Launch l;
   l.fn = fn;
+  l.overlaps = true;
   l.words.assign(L.word_count(), 0);
   for (int o = 0; o < L.num_outputs; ++o) l.ptrs.push_back({o, k.outputs[o], 0});
   for (int i = 0; i < L.num_inputs; ++i) l.ptrs.push_back({L.num_outputs + i, k.inputs[i], input_offsets[i]});
@@ -219,6 +250,7 @@ StatusOr<Launch> strided_copy(const Program& p, const Kernel& k, const LayoutFun
   if (it == fns.end()) return kernel_failure(p, k, "no copy kernel for " + std::to_string(es) + "-byte elements");
   Launch l;
   l.fn = it->second;
+  l.overlaps = true;
   l.words.assign(4 + 24, 0);
   const int lo = 8 - static_cast<int>(m.sizes.size());
   l.words[2] = n;
@@ -241,6 +273,7 @@ StatusOr<Launch> plan_byte_copy(const LayoutFunctions& fns, int32_t dst_buffer, 
   if (it == fns.end()) return internal_error("the CUDA layout module lacks tripy_copy_bytes");
   Launch l;
   l.fn = it->second;
+  l.overlaps = true;
   l.words = {0, 0, bytes};
   l.ptrs = {{0, dst_buffer, dst_offset}, {1, src_buffer, src_offset}};
   l.grid = grid_for((bytes + 15) / 16, 256, sm_count);
@@ -252,6 +285,7 @@ StatusOr<Launch> plan_byte_zero(const LayoutFunctions& fns, int32_t dst_buffer, 
   if (it == fns.end()) return internal_error("the CUDA layout module lacks tripy_zero_bytes");
   Launch l;
   l.fn = it->second;
+  l.overlaps = true;
   l.words = {0, 0, bytes};
   l.ptrs = {{0, dst_buffer, 0}};
   l.grid = grid_for((bytes + 15) / 16, 256, sm_count);
@@ -402,6 +436,7 @@ StatusOr<std::vector<Launch>> plan_gather(const Program& p, const Kernel& k, con
   if (fit == fns.end()) return kernel_failure(p, k, "no gather kernel for " + std::to_string(o.es) + "-byte elements");
   Launch l;
   l.fn = fit->second;
+  l.overlaps = true;
   int64_t outer = product(std::vector<int64_t>(ds.begin(), ds.begin() + axis));
   int64_t inner = product(std::vector<int64_t>(ds.begin() + axis + 1, ds.end()));
   l.words = {0, 0, 0, outer, product(is), inner, ds[axis], 0, 0, 0};  // the program sets err, tag, claim
@@ -434,6 +469,7 @@ StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& 
   if (fit == fns.end()) return kernel_failure(p, k, "no update kernel for " + std::to_string(o.es) + "-byte elements");
   Launch l;
   l.fn = fit->second;
+  l.overlaps = true;
   const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
   const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
   const int64_t src_row = product(std::vector<int64_t>(us.begin() + axis + 1, us.end()));

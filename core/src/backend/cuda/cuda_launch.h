@@ -37,6 +37,10 @@ struct Launch {
   // may have grown since planning).
   int32_t workspace_word = -1, counters_word = -1;
   int64_t workspace_bytes = 0, counters = 0;
+  // The kernel calls enter_after_previous() (device_prelude.cuh) before touching memory, so it
+  // may launch while the stream's previous kernel still runs (programmatic dependent launch, sm_90):
+  // its launch latency then hides behind that kernel's tail.
+  bool overlaps = false;
 };
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.

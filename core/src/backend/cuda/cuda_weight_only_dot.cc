@@ -123,6 +123,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
     return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
   Launch l;
   l.fn = fn;
+  l.overlaps = true;
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);

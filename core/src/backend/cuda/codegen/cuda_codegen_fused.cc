@@ -71,6 +71,7 @@ class Emitter {
     const char* bounds = !L_.has_reduction ? "256" : hands_over_values() ? "256, 3" : "256, 4";
     s_ << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") "
        << name << "(const Args a) {\n";
+    s_ << "  enter_after_previous();\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
          << "*)a.v[" << o << "];\n";

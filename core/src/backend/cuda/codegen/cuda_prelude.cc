@@ -35,7 +35,8 @@ std::string index_module_source(const std::vector<IndexFunction>& functions) {
     const std::string name = f.update ? update_function(f.elem_size, f.index) : gather_function(f.elem_size, f.index);
     if (!element || !seen.insert(name).second) continue;  // no such function: the launch says so
     out += "extern \"C\" __global__ void " + name +
-           (f.update ? "(const UpdateArgs a) { update_body<" : "(const GatherArgs a) { gather_body<") + element +
+           (f.update ? "(const UpdateArgs a) { enter_after_previous(); update_body<"
+                     : "(const GatherArgs a) { enter_after_previous(); gather_body<") + element +
            (f.index == DType::kInt64 ? ", i64>(a); }\n" : ", int>(a); }\n");
   }
   return out;

@@ -8,11 +8,13 @@
 
 #if TRIPY_WITH_CUDA
 
+#include <cctype>
 #include <cstring>
 
 #include "backend/cuda/codegen/cuda_compile.h"
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
+#include "cuda_test_cases.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -90,6 +92,37 @@ TEST(CudaKernelFiles, EveryFileIsInAModuleThatCompilesWithNvrtc) {
   for (size_t i = 0; i < compiled->size(); ++i) {
     EXPECT_FALSE((*compiled)[i].cubin.empty()) << names[i];
     EXPECT_NE((*compiled)[i].ptx.find(".entry "), std::string::npos) << names[i];
+  }
+}
+
+// The entry points of `source` whose body does not begin with enter_after_previous() (a kernel
+// launched to overlap its predecessor must wait for it before touching memory).
+std::vector<std::string> entries_that_do_not_wait(const std::string& source) {
+  std::vector<std::string> bad;
+  for (size_t at = source.find("__global__"); at != std::string::npos; at = source.find("__global__", at + 1)) {
+    const size_t open = source.find('{', at);
+    const size_t paren = source.rfind('(', open);
+    size_t body = open + 1;
+    while (body < source.size() && (std::isspace(static_cast<unsigned char>(source[body])) || source[body] == '\\')) ++body;
+    if (open == std::string::npos || source.compare(body, 23, "enter_after_previous();") != 0)
+      bad.push_back(source.substr(at, paren == std::string::npos ? 80 : paren - at));
+  }
+  return bad;
+}
+
+// Launches overlap their predecessor (Launch::overlaps) on the promise that every Tripy kernel
+// first waits for it: each module's entry points, fused kernels included, begin with that wait.
+// Not the tuner's fill kernels (launched plainly) nor plugins (the user's code).
+TEST(CudaKernelFiles, EveryEntryPointWaitsForThePreviousKernelFirst) {
+  std::vector<Module> modules = modules_of_every_file();
+  for (const cuda_testing::GpuCase& c : cuda_testing::all_cases())
+    for (const Kernel& k : c.program.kernels)
+      if (k.kind == KernelKind::kFused) modules.push_back({c.name, generate_fused(c.program, k).value().source});
+  for (const Module& m : modules) {
+    if (m.name == "fill" || m.name == "plugin") continue;
+    EXPECT_NE(m.source.find("__global__"), std::string::npos) << m.name;
+    for (const std::string& entry : entries_that_do_not_wait(m.source))
+      ADD_FAILURE() << m.name << ": " << entry << " does not begin with enter_after_previous()";
   }
 }
 

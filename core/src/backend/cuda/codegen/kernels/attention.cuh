@@ -82,6 +82,7 @@ DEVI i64 offset_keys_min(i64 off, i64 r0, i64 r1, i64 S) {
 // ---------------------------------------------------------------------------------------------
 // Generic path: blockDim 128 = 4 warps = 4 query rows; lanes own head-dim elements lane + 32 i.
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_generic(const AttnArgs a) {
+  enter_after_previous();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const i64 blk = blockIdx.x;
   const i64 dchunk = blk % a.nd, rest = blk / a.nd;
@@ -262,6 +263,7 @@ DEVI float exp_sum(float (*s)[4], int half, float m, float sl2) {
 }
 
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_flash(const AttnArgs a) {
+  enter_after_previous();
   __shared__ __align__(16) unsigned short sK[BN * SP];
   __shared__ __align__(16) unsigned short sQV[QV_ROWS * SP];  // Q first, then each V tile
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;

@@ -624,11 +624,12 @@ DEVI void attention_split_entry(const AttnArgs& a) {
   if (e.merge) split_finish<RM>(a, e);
 }
 #if HAS_SPLIT1
-extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { attention_split_entry<1>(a); }
+extern "C" __global__ void __launch_bounds__(128) tripy_attention_split1(const AttnArgs a) { enter_after_previous(); attention_split_entry<1>(a); }
 #endif
 #if HAS_SPLIT16
 // SPLIT_RM rows (2 to 16: attention_split_capacity), as few as the module's sizes need.
 extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const AttnArgs a) {
+  enter_after_previous();
   attention_split_entry<SPLIT_RM>(a);
 }
 #endif

@@ -126,6 +126,6 @@ template <class T> DEVI void conv_body(const ConvArgs& a) {
 
 // One entry point per module, tripy_conv_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of the
 // module's dtype (kind_module_source, cuda_sources.h).
-TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { conv_body<H>(a); })
-TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { conv_body<B>(a); })
-TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { conv_body<float>(a); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_conv_f16(const ConvArgs a) { enter_after_previous(); conv_body<H>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_conv_bf16(const ConvArgs a) { enter_after_previous(); conv_body<B>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_conv_f32(const ConvArgs a) { enter_after_previous(); conv_body<float>(a); })

@@ -9,6 +9,17 @@ typedef long long i64;
 typedef unsigned long long u64;
 #define DEVI __device__ __forceinline__
 
+// Programmatic dependent launch (sm_90 and later): a kernel launched with `Launch::overlaps`
+// may start while the stream's previous kernel still runs. It calls this before touching global
+// memory: the wait returns once that kernel has finished and its writes are visible, then the
+// next kernel may start its own launch. Elsewhere (or launched plainly) both are no-ops.
+DEVI void enter_after_previous() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // float16 via the hardware conversions; bfloat16 and float8 e4m3fn bit-exact with the CPU backend.
 DEVI float h2f(unsigned short x) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x)); return f; }
 DEVI unsigned short f2h(float f) { unsigned short x; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f)); return x; }

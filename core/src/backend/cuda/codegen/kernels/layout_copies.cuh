@@ -22,15 +22,16 @@ template <class T> DEVI void copy_body(const CopyArgs& a) {
     d[dof] = s[so];
   }
 }
-extern "C" __global__ void tripy_copy_1(const CopyArgs a) { copy_body<unsigned char>(a); }
-extern "C" __global__ void tripy_copy_2(const CopyArgs a) { copy_body<unsigned short>(a); }
-extern "C" __global__ void tripy_copy_4(const CopyArgs a) { copy_body<unsigned>(a); }
-extern "C" __global__ void tripy_copy_8(const CopyArgs a) { copy_body<u64>(a); }
-extern "C" __global__ void tripy_copy_16(const CopyArgs a) { copy_body<V16>(a); }
+extern "C" __global__ void tripy_copy_1(const CopyArgs a) { enter_after_previous(); copy_body<unsigned char>(a); }
+extern "C" __global__ void tripy_copy_2(const CopyArgs a) { enter_after_previous(); copy_body<unsigned short>(a); }
+extern "C" __global__ void tripy_copy_4(const CopyArgs a) { enter_after_previous(); copy_body<unsigned>(a); }
+extern "C" __global__ void tripy_copy_8(const CopyArgs a) { enter_after_previous(); copy_body<u64>(a); }
+extern "C" __global__ void tripy_copy_16(const CopyArgs a) { enter_after_previous(); copy_body<V16>(a); }
 
 // A plain byte copy that takes the widest accesses both addresses allow.
 struct BytesArgs { i64 dst, src, n; };
 extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
+  enter_after_previous();
   const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   i64 done = 0;
   if (((a.dst | a.src) & 15) == 0) {
@@ -46,6 +47,7 @@ extern "C" __global__ void tripy_copy_bytes(const BytesArgs a) {
 // n zero bytes at dst (src unused): a plugin's output before its kernel runs, so that elements
 // the kernel leaves unwritten read as zeros, not as what the memory held before.
 extern "C" __global__ void tripy_zero_bytes(const BytesArgs a) {
+  enter_after_previous();
   const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   i64 done = 0;
   if ((a.dst & 15) == 0) {
@@ -58,6 +60,7 @@ extern "C" __global__ void tripy_zero_bytes(const BytesArgs a) {
 // In-place exact GELU, 0.5 x (1 + erf(x / sqrt 2)), after a GEMM whose epilogue added the bias.
 struct GeluArgs { i64 ptr, n, vec; };
 extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
+  enter_after_previous();
   float* p = (float*)a.ptr;
   const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   i64 done = 0;
@@ -74,6 +77,7 @@ extern "C" __global__ void tripy_gelu_f32(const GeluArgs a) {
 }
 #define TRIPY_GELU16(name, LOAD, STORE) \
   extern "C" __global__ void name(const GeluArgs a) { \
+    enter_after_previous(); \
     unsigned short* p = (unsigned short*)a.ptr; \
     const i64 step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x; \
     i64 done = 0; \

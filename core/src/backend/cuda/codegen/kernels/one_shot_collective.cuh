@@ -143,8 +143,8 @@ DEVI void one_shot_body(const OneShotArgs& a) {
 }
 
 // One entry point per module, tripy_one_shot_<dtype> (the input's dtype).
-TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f32(const OneShotArgs a) { one_shot_body<ArF32>(a); })
-TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f16(const OneShotArgs a) { one_shot_body<ArF16>(a); })
-TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_bf16(const OneShotArgs a) { one_shot_body<ArBf16>(a); })
-TRIPY_FOR_DTYPE(i32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i32(const OneShotArgs a) { one_shot_body<ArI32>(a); })
-TRIPY_FOR_DTYPE(i64, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i64(const OneShotArgs a) { one_shot_body<ArI64>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f32(const OneShotArgs a) { enter_after_previous(); one_shot_body<ArF32>(a); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_f16(const OneShotArgs a) { enter_after_previous(); one_shot_body<ArF16>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_bf16(const OneShotArgs a) { enter_after_previous(); one_shot_body<ArBf16>(a); })
+TRIPY_FOR_DTYPE(i32, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i32(const OneShotArgs a) { enter_after_previous(); one_shot_body<ArI32>(a); })
+TRIPY_FOR_DTYPE(i64, extern "C" __global__ void __launch_bounds__(512) tripy_one_shot_i64(const OneShotArgs a) { enter_after_previous(); one_shot_body<ArI64>(a); })

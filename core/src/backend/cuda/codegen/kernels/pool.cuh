@@ -123,9 +123,9 @@ template <class T> DEVI void pool_int(const PoolArgs& a, T lowest) {
 // One entry point per module, tripy_pool_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of the
 // module's dtype (kind_module_source, cuda_sources.h), so a program compiles only the dtypes it
 // pools (NVRTC's time grows with every instantiation).
-TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_pool_f16(const PoolArgs a) { pool_float<H>(a); })
-TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_pool_bf16(const PoolArgs a) { pool_float<B>(a); })
-TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_pool_f32(const PoolArgs a) { pool_float<float>(a); })
-TRIPY_FOR_DTYPE(i8, extern "C" __global__ void tripy_pool_i8(const PoolArgs a) { pool_int<signed char>(a, (signed char)-128); })
-TRIPY_FOR_DTYPE(i32, extern "C" __global__ void tripy_pool_i32(const PoolArgs a) { pool_int<int>(a, (int)0x80000000); })
-TRIPY_FOR_DTYPE(i64, extern "C" __global__ void tripy_pool_i64(const PoolArgs a) { pool_int<i64>(a, (i64)0x8000000000000000ull); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void tripy_pool_f16(const PoolArgs a) { enter_after_previous(); pool_float<H>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void tripy_pool_bf16(const PoolArgs a) { enter_after_previous(); pool_float<B>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void tripy_pool_f32(const PoolArgs a) { enter_after_previous(); pool_float<float>(a); })
+TRIPY_FOR_DTYPE(i8, extern "C" __global__ void tripy_pool_i8(const PoolArgs a) { enter_after_previous(); pool_int<signed char>(a, (signed char)-128); })
+TRIPY_FOR_DTYPE(i32, extern "C" __global__ void tripy_pool_i32(const PoolArgs a) { enter_after_previous(); pool_int<int>(a, (int)0x80000000); })
+TRIPY_FOR_DTYPE(i64, extern "C" __global__ void tripy_pool_i64(const PoolArgs a) { enter_after_previous(); pool_int<i64>(a, (i64)0x8000000000000000ull); })

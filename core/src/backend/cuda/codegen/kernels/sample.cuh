@@ -308,6 +308,6 @@ template <class T> DEVI void sample_row(const SampleArgs& a) {
 
 // One entry point per module, tripy_sample_<dtype>: the builder keeps the TRIPY_FOR_DTYPE row of
 // the module's dtype (kind_module_source, cuda_sources.h).
-TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f16(const SampleArgs a) { sample_row<SampleHalf>(a); })
-TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_bf16(const SampleArgs a) { sample_row<SampleBf16>(a); })
-TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f32(const SampleArgs a) { sample_row<float>(a); })
+TRIPY_FOR_DTYPE(f16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f16(const SampleArgs a) { enter_after_previous(); sample_row<SampleHalf>(a); })
+TRIPY_FOR_DTYPE(bf16, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_bf16(const SampleArgs a) { enter_after_previous(); sample_row<SampleBf16>(a); })
+TRIPY_FOR_DTYPE(f32, extern "C" __global__ void __launch_bounds__(1024) tripy_sample_f32(const SampleArgs a) { enter_after_previous(); sample_row<float>(a); })
