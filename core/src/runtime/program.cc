@@ -148,10 +148,6 @@ int32_t Program::alias_root(int32_t buffer) const {
   return buffer;
 }
 
-bool Program::is_constant(int32_t buffer) const {
-  return buffers[static_cast<size_t>(alias_root(buffer))].kind == BufferDesc::Kind::kConstant;
-}
-
 bool Program::sizes_fixed() const {
   for (const InputSpec& in : inputs)
     if (in.kind == InputSpec::Kind::kShapeValue ? in.value_min != in.value_max : in.dim_min != in.dim_max) return false;

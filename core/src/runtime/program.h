@@ -140,8 +140,6 @@ struct Program {
   // The buffer whose bytes `buffer` is: itself, or the end of its chain of aliases (at most
   // buffers.size() links are followed; validate_program rejects cycles).
   int32_t alias_root(int32_t buffer) const;
-  // Whether `buffer`'s bytes are a constant's (no kernel writes them).
-  bool is_constant(int32_t buffer) const;
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
 

@@ -62,10 +62,9 @@ std::string gemv_function_for(const DotProblem& problem, GemvTactic tactic);
 std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo, int64_t m_hi, GemvTactic tactic);
 
 // The launch of `fn` for `problem` (gemv_applies): words and grid; addresses in `ptrs` for the
-// buffers out, x (lhs), w (rhs) and bias (< 0: none). `w_constant`: w is a program constant, which
-// the kernel may start reading before the previous kernel finishes (prefetch_gemv_weight).
+// buffers out, x (lhs), w (rhs) and bias (< 0: none).
 Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, int32_t out, int32_t x, int32_t w,
-                 int32_t bias, bool w_constant);
+                 int32_t bias);
 // One launch on device addresses (the tuner's).
 Status run_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUdeviceptr out, CUdeviceptr x,
                 CUdeviceptr w, CUdeviceptr bias, CUstream stream);

@@ -16,7 +16,7 @@ namespace {
 
 enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
-  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWordPrefetch, kWords
+  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 
 // The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
@@ -177,7 +177,6 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
-  l->words[kWordPrefetch] = c.program.is_constant(k.inputs[1]);
   step.launches = {std::move(l.value())};
   return true;
 }

@@ -11,11 +11,10 @@ namespace tripy::rt::cuda {
 std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
   static const std::string kBody = device_prelude() + kernels::kGemv;
   const char* type = t == DType::kBFloat16 ? "GemvBf16" : "GemvHalf";
-  const std::string tile = std::to_string(row_tile) + ", " + std::to_string(weight_rows);
   return kBody + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
-         gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { prefetch_gemv_weight<" + tile +
-         ">(a); enter_after_previous(); " + (row_tile >= kGemvMmaRows ? "gemv_mma<" : "gemv_rows<") + type + ", " +
-         tile + ">(a); }\n";
+         gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { enter_after_previous(); " +
+         (row_tile >= kGemvMmaRows ? "gemv_mma<" : "gemv_rows<") + type + ", " + std::to_string(row_tile) + ", " +
+         std::to_string(weight_rows) + ">(a); }\n";
 }
 
 }  // namespace tripy::rt::cuda

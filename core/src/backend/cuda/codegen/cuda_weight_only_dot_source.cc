@@ -12,11 +12,10 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
-  const std::string tile = std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile));
   return GeneratedKernel{kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
-                             "(const WoArgs a) { prefetch_wo_weight<" + type + ", " + tile +
-                             ">(a); enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) + ", " +
-                             tile + ">(a); }\n",
+                             "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) + ", " +
+                             std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
+                             ">(a); }\n",
                          fn};
 }
 

@@ -95,22 +95,17 @@ TEST(CudaKernelFiles, EveryFileIsInAModuleThatCompilesWithNvrtc) {
   }
 }
 
-// The entry points of `source` whose body does not begin with enter_after_previous(), or with one
-// prefetch_* call (of constants) and then it: a kernel launched to overlap its predecessor must
-// wait for it before touching memory that kernels write.
+// The entry points of `source` whose body does not begin with enter_after_previous() (a kernel
+// launched to overlap its predecessor must wait for it before touching memory).
 std::vector<std::string> entries_that_do_not_wait(const std::string& source) {
   std::vector<std::string> bad;
-  auto skip_space = [&](size_t i) {
-    while (i < source.size() && (std::isspace(static_cast<unsigned char>(source[i])) || source[i] == '\\')) ++i;
-    return i;
-  };
   for (size_t at = source.find("__global__"); at != std::string::npos; at = source.find("__global__", at + 1)) {
     const size_t open = source.find('{', at);
-    if (open == std::string::npos) break;
-    size_t body = skip_space(open + 1);
-    if (source.compare(body, 9, "prefetch_") == 0) body = skip_space(source.find(';', body) + 1);
-    if (source.compare(body, 23, "enter_after_previous();") != 0)
-      bad.push_back(source.substr(at, source.rfind('(', open) - at));
+    const size_t paren = source.rfind('(', open);
+    size_t body = open + 1;
+    while (body < source.size() && (std::isspace(static_cast<unsigned char>(source[body])) || source[body] == '\\')) ++body;
+    if (open == std::string::npos || source.compare(body, 23, "enter_after_previous();") != 0)
+      bad.push_back(source.substr(at, paren == std::string::npos ? 80 : paren - at));
   }
   return bad;
 }

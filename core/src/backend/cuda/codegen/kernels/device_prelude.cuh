@@ -19,14 +19,6 @@ DEVI void enter_after_previous() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-// Before that wait, a kernel may start moving memory no kernel writes (the program's constants:
-// weights) into the L2 while the previous kernel still runs: `bytes` (a multiple of 16, below
-// 4 GiB) from 16-byte aligned `p`. Entry points call it through a prefetch_* function only.
-DEVI void prefetch_l2(const void* p, i64 bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"((unsigned)bytes) : "memory");
-#endif
-}
 
 // float16 via the hardware conversions; bfloat16 and float8 e4m3fn bit-exact with the CPU backend.
 DEVI float h2f(unsigned short x) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x)); return f; }

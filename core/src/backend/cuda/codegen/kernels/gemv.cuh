@@ -22,7 +22,6 @@ struct GemvArgs {
   i64 act;    // rt::Activation: 0 none, 1 relu, 2 gelu
   i64 split;  // warps summing one group of rows (1, 2, 4 or 8: divides the block's 8 warps)
   i64 vec;    // 1: every address 16-byte aligned (the launch checks); K % 8 is checked here
-  i64 prefetch;  // 1: w is a program constant (no kernel writes it)
 };
 
 #define GEMV_BLOCK 256
@@ -42,15 +41,6 @@ struct GemvBf16 {
   static DEVI float lo(unsigned u) { return __uint_as_float(u << 16); }
   static DEVI float hi(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
 };
-
-// The block's rows of a constant w (rows_per_block of them from blockIdx.x's first) start moving
-// into the L2 before the block waits for the previous kernel (enter_after_previous).
-template <int MT, int R> DEVI void prefetch_gemv_weight(const GemvArgs& a) {
-  if (!a.prefetch || !a.vec || (a.K & 7) != 0 || threadIdx.x != 0) return;
-  const i64 rows = (i64)((GEMV_BLOCK / 32) / a.split) * (MT >= GEMV_MMA_ROWS ? 16 * R : R);
-  const i64 n0 = (i64)blockIdx.x * rows, n = a.N - n0 < rows ? a.N - n0 : rows;
-  if (n > 0 && n * a.K * 2 < ((i64)1 << 32)) prefetch_l2((const unsigned short*)a.w + n0 * a.K, n * a.K * 2);
-}
 
 // 16 bytes of the weight: read once, so kept out of the L1 (x stays there).
 DEVI V16 gemv_stream(const unsigned short* p) {

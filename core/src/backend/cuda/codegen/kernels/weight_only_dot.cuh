@@ -39,7 +39,6 @@ struct WoArgs {
   // The tensor-core tiles (wo_mma), used where vec is 1: warps summing one group of 16 weight rows
   // (0: the sizes or the dtype do not allow them), and blocks along N.
   i64 mma_split, mma_blocks;
-  i64 prefetch;  // 1: w is a program constant (no kernel writes it)
 };
 
 #define WO_BLOCK 256
@@ -565,18 +564,6 @@ DEVI void wo_mma_ring(const WoArgs& a) {
     const int m = 2 * t4 + (e & 1);
     if (m < M && n < N) T::put(out, m * N + n, c[e]);
   }
-}
-
-// The block's packed weight rows, where w is constant, start moving into the L2 before the block
-// waits for the previous kernel (enter_after_previous); its rows as wo_dot's path places them.
-template <class T, int MT, int R> DEVI void prefetch_wo_weight(const WoArgs& a) {
-  if (!a.prefetch || !a.vec || (a.row_bytes & 15) != 0 || threadIdx.x != 0) return;
-  const bool mma = T::kMma && MT >= WO_MMA_ROWS && a.mma_split != 0;
-  const i64 rows = mma ? 16 * ((WO_BLOCK / 32) / a.mma_split) : R * ((WO_BLOCK / 32) / a.split);
-  const i64 n0 = ((i64)blockIdx.x % (mma ? a.mma_blocks : a.n_blocks)) * rows;
-  const i64 n = a.N - n0 < rows ? a.N - n0 : rows;
-  if (n > 0 && n * a.row_bytes < ((i64)1 << 32))
-    prefetch_l2((const unsigned char*)a.w + n0 * a.row_bytes, n * a.row_bytes);
 }
 
 // The entry point's body: from WO_MMA_ROWS rows of x, the tensor-core tiles where the launch chose
