@@ -36,6 +36,7 @@ StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step)
     TRIPY_ASSIGN_OR_RETURN(ErrorRecord * errors, c.error_record());
     Launch& l = step.one_shot;
     l.fn = fn;
+    l.overlaps = true;
     l.grid = PeerMemory::kBlocks;
     l.block_x = PeerMemory::kThreads;
     l.words.assign(PeerMemory::kWords, 0);
