@@ -210,6 +210,7 @@ class Tensor:
     def eval(self):
         """
         Evaluates the tensor now (compiling, or finding in the cache, what it needs) and returns it.
+        On the GPU it returns once the values exist, so an error a kernel meets is raised here.
 
         Returns:
             tp.Tensor: this tensor, now holding its values.
