@@ -13,9 +13,9 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
   return GeneratedKernel{kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
-                             "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) + ", " +
-                             std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
-                             ">(a); }\n",
+                             "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " +
+                             std::to_string(bits) + ", " + std::to_string(row_tile) + ", " +
+                             std::to_string(weight_only_weight_rows(row_tile)) + ">(a); }\n",
                          fn};
 }
 

@@ -102,10 +102,14 @@ std::vector<std::string> entries_that_do_not_wait(const std::string& source) {
   for (size_t at = source.find("__global__"); at != std::string::npos; at = source.find("__global__", at + 1)) {
     const size_t open = source.find('{', at);
     const size_t paren = source.rfind('(', open);
-    size_t body = open + 1;
-    while (body < source.size() && (std::isspace(static_cast<unsigned char>(source[body])) || source[body] == '\\')) ++body;
-    if (open == std::string::npos || source.compare(body, 23, "enter_after_previous();") != 0)
-      bad.push_back(source.substr(at, paren == std::string::npos ? 80 : paren - at));
+    if (open == std::string::npos || paren == std::string::npos) {
+      bad.push_back(source.substr(at, 80));
+      continue;
+    }
+    size_t body = open + 1;  // past blanks and a macro's line continuations
+    while (body < source.size() && (std::isspace(static_cast<unsigned char>(source[body])) || source[body] == '\\'))
+      ++body;
+    if (source.compare(body, 23, "enter_after_previous();") != 0) bad.push_back(source.substr(at, paren - at));
   }
   return bad;
 }
