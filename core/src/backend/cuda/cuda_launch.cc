@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_launch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -91,8 +92,12 @@ Status kernel_failure(const Program& p, const Kernel& k, const std::string& mess
   return Status(code, "kernel '" + k.name + "' (CUDA): " + message, std::move(where));
 }
 
+namespace {
+
 // Whether Launch::overlaps takes effect: on sm_90 and later (programmatic dependent launch),
-// unless TRIPY_OVERLAP_LAUNCHES=0 launches every kernel plainly (for comparison).
+// unless TRIPY_OVERLAP_LAUNCHES=0 launches every kernel plainly (for comparison) or the driver
+// refused such a launch once (a configuration without it: every launch is then plain).
+std::atomic<bool> g_overlap_refused{false};
 bool overlap_launches() {
   static const bool on = [] {
     const char* v = std::getenv("TRIPY_OVERLAP_LAUNCHES");
@@ -100,8 +105,10 @@ bool overlap_launches() {
     StatusOr<const DeviceInfo*> d = device();
     return d.ok() && (*d)->arch >= 90;
   }();
-  return on;
+  return on && !g_overlap_refused.load(std::memory_order_relaxed);
 }
+
+}  // namespace
 
 unsigned grid_for(int64_t n, int block, int sm_count) {
   int64_t blocks = (n + block - 1) / block;
@@ -135,7 +142,10 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   config.hStream = stream;
   config.attrs = &attr;
   config.numAttrs = 1;
-  return TRIPY_CUDA(cuLaunchKernelEx(&config, l.fn, params, nullptr));
+  const CUresult r = api().cuLaunchKernelEx(&config, l.fn, params, nullptr);
+  if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r, "cuLaunchKernelEx");
+  g_overlap_refused = true;
+  return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
 }
 
 bool always_aligned(const Program& p, const Launch& l) {
