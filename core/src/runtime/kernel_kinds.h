@@ -264,6 +264,11 @@ struct UpdateSliceAttrs {
   int64_t row_offset = 0;
   TRIPY_FIELDS(axis, row_offset)
 };
+// Why an update of shape `up` does not fit an operand of shape `in` by the rule above (ranks equal
+// and the axis in range: the kind's static rule), or "" when it does: the kernel rules and both
+// backends' update kernels ask it.
+std::string update_slice_shape_error(const UpdateSliceAttrs& u, const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& up);
 // Token sampling (tp.sample): inputs logits (float32/16, bfloat16; rows = the leading dims, V =
 // the last) and key (int64, shape (1,), read at run time); out = one int32 index per row.
 // temperature 0 is greedy (the argmax, NaN rules as tp.argmax); otherwise z = logit / temperature

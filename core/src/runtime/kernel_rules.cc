@@ -314,16 +314,7 @@ class KernelRules {
     const auto& up = shape(k_.inputs[1]);
     if (shape(k_.outputs[0]) != in) return "updates " + dims_str(in) + " into " + dims_str(shape(k_.outputs[0]));
     if (numel_of(shape(k_.inputs[2])) != 1) return "has a start of shape " + dims_str(shape(k_.inputs[2]));
-    const size_t axis = static_cast<size_t>(u.axis);
-    bool fits = up[axis] <= in[axis];
-    for (size_t d = 0; d < axis; ++d) fits = fits && up[d] == in[d];
-    // Past the axis: a row of the operand's, `row_offset` elements into the update's row.
-    auto past_axis = [&](const std::vector<int64_t>& s) { return numel_of({s.begin() + static_cast<long>(axis) + 1, s.end()}); };
-    const int64_t row = past_axis(in), up_row = past_axis(up);
-    if (!fits || u.row_offset < 0 || u.row_offset > up_row - row)
-      return "writes an update of shape " + dims_str(up) + (u.row_offset ? " from row offset " + std::to_string(u.row_offset) : "") +
-             " into " + dims_str(in);
-    return "";
+    return update_slice_shape_error(u, in, up);
   }
 
   std::string load(const PluginAttrs& p) const {

@@ -246,6 +246,21 @@ AttentionOperand attention_operand(const AttentionAttrs& a, int x, const std::ve
   return out;
 }
 
+std::string update_slice_shape_error(const UpdateSliceAttrs& u, const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& up) {
+  const size_t axis = static_cast<size_t>(u.axis);
+  bool fits = up[axis] <= in[axis];
+  for (size_t d = 0; d < axis; ++d) fits = fits && up[d] == in[d];
+  // Past the axis: a row of the operand's, `row_offset` elements into the update's row.
+  auto past_axis = [&](const std::vector<int64_t>& s) {
+    return numel_of({s.begin() + static_cast<long>(axis) + 1, s.end()});
+  };
+  const int64_t row = past_axis(in), up_row = past_axis(up);
+  if (fits && u.row_offset >= 0 && u.row_offset <= up_row - row) return "";
+  return "writes an update of shape " + dims_str(up) +
+         (u.row_offset ? " from row offset " + std::to_string(u.row_offset) : "") + " into " + dims_str(in);
+}
+
 std::string attention_shape_error(const AttentionAttrs& a, const std::vector<std::vector<int64_t>>& shapes) {
   const bool masked = a.mask != MaskKind::kNone;
   if (shapes.size() != (masked ? 5u : 4u)) return "has the wrong number of operands";

@@ -250,17 +250,13 @@ Status run_update_slice(const KernelArgs& args) {
                                   std::to_string(dim) + ": the start must lie in [0, " +
                                   std::to_string(dim - rows) + "]",
                         StatusCode::kOutOfRange);
+  const std::string misfit = rt::update_slice_shape_error(args.kernel->update_slice, in.shape, up.shape);
+  if (!misfit.empty()) return kernel_error(args, misfit, StatusCode::kInternal);
   const int64_t es = dtype_size(in.dtype);
   int64_t outer = 1, inner = es, up_inner = es;
-  bool fits = true;
-  for (int64_t d = 0; d < axis; ++d) outer *= in.shape[d], fits = fits && up.shape[d] == in.shape[d];
+  for (int64_t d = 0; d < axis; ++d) outer *= in.shape[d];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= in.shape[d];
   for (int64_t d = axis + 1; d < rank; ++d) up_inner *= up.shape[d];
-  // A row of the operand's length from `row_offset` into the update's row (the rules check it too).
-  if (!fits || row_offset < 0 || row_offset * es > up_inner - inner)
-    return kernel_error(args, "reads rows of " + std::to_string(inner / es) + " from row offset " +
-                                  std::to_string(row_offset) + " of an update of shape " + dims_str(up.shape),
-                        StatusCode::kInternal);
   if (out.data != in.data && in.numel() > 0)
     std::memcpy(out.data, in.data, static_cast<size_t>(in.numel() * es));
   auto* dst = static_cast<uint8_t*>(out.data) + start * inner;

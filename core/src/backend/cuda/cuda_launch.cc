@@ -483,10 +483,8 @@ StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& 
   const int64_t outer = product(std::vector<int64_t>(oshape.begin(), oshape.begin() + axis));
   const int64_t inner = product(std::vector<int64_t>(oshape.begin() + axis + 1, oshape.end()));
   const int64_t src_row = product(std::vector<int64_t>(us.begin() + axis + 1, us.end()));
-  bool fits = k.update_slice.row_offset >= 0 && k.update_slice.row_offset <= src_row - inner;
-  for (int64_t d = 0; d < axis; ++d) fits = fits && us[static_cast<size_t>(d)] == oshape[static_cast<size_t>(d)];
-  if (!fits) return kernel_failure(p, k, "update_slice reads rows of " + std::to_string(inner) + " from row offset " +
-                                             std::to_string(k.update_slice.row_offset) + " of an update of shape " + dims_str(us));
+  const std::string misfit = update_slice_shape_error(k.update_slice, oshape, us);
+  if (!misfit.empty()) return kernel_failure(p, k, "update_slice " + misfit);
   // the program sets err, tag, claim (words 7 to 9)
   l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0, 0, src_row, k.update_slice.row_offset};
   l.ptrs = {{0, o.buffer, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
