@@ -97,27 +97,24 @@ DEVI V16 wo_stream(const signed char* p) {
 // Byte b of `u` (0..255) as the float 2^23 + byte.
 DEVI float wo_byte(unsigned u, int b) { return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7440u | b)); }
 
-// The VALS values of one 16-byte piece as exact floats q: BITS 4 holds 32 (nibble u -> u - 8),
-// BITS 8 holds 16 (signed bytes).
+// Values 8j .. 8j + 7 of one 16-byte piece as exact floats q: BITS 4 holds 32 values (word j's
+// bytes, the low nibble first; nibble u -> u - 8), BITS 8 holds 16 (signed bytes of words 2j, 2j + 1).
 template <int BITS>
-DEVI void wo_dequantize(const V16& v, float (&q)[BITS == 4 ? 32 : 16]) {
+DEVI void wo_values8(const V16& v, int j, float (&q)[8]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
   if (BITS == 4) {
+    const unsigned lo = u[j] & 0x0f0f0f0fu, hi = (u[j] >> 4) & 0x0f0f0f0fu;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const unsigned lo = u[j] & 0x0f0f0f0fu, hi = (u[j] >> 4) & 0x0f0f0f0fu;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        q[8 * j + 2 * b] = wo_byte(lo, b) - 8388616.0f;  // 2^23 + 8
-        q[8 * j + 2 * b + 1] = wo_byte(hi, b) - 8388616.0f;
-      }
+    for (int b = 0; b < 4; ++b) {
+      q[2 * b] = wo_byte(lo, b) - 8388616.0f;  // 2^23 + 8
+      q[2 * b + 1] = wo_byte(hi, b) - 8388616.0f;
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const unsigned b8 = u[j] ^ 0x80808080u;  // q + 128 per byte
+    for (int h = 0; h < 2; ++h) {
+      const unsigned b8 = u[(2 * j + h) & 3] ^ 0x80808080u;  // q + 128 per byte
 #pragma unroll
-      for (int b = 0; b < 4; ++b) q[4 * j + b] = wo_byte(b8, b) - 8388736.0f;  // 2^23 + 128
+      for (int b = 0; b < 4; ++b) q[4 * h + b] = wo_byte(b8, b) - 8388736.0f;  // 2^23 + 128
     }
   }
 }
@@ -149,53 +146,83 @@ DEVI void wo_rows(const WoArgs& a) {
   const i64 step = 32 * split;
   if (n0 < N) {
     if (a.vec && K % VALS == 0 && a.group % VALS == 0) {
-      const i64 pieces = K / VALS;
-      for (i64 c = ws * 32 + lane; c < pieces; c += step) {
-        V16 wv[R];
+      // 32-bit piece and group indices (K is far below 2^31 values); a piece's group by a shift
+      // where a group holds a power of two of pieces (int8's one group a row included).
+      const int pieces = (int)(K / VALS), ppg = (int)(a.group / VALS);
+      const int gshift = (ppg & (ppg - 1)) == 0 ? __ffs(ppg) - 1 : -1;
+      // Row r of the group at 32-bit offsets from row n0 (R rows of bytes and scales; fewer
+      // registers than a pointer a row).
+      const signed char* w0 = w + n0 * a.row_bytes + (i64)(ws * 32 + lane) * 16;
+      const S* s0 = sc + n0 * a.groups;
+      const S* z0 = zp ? zp + n0 * a.groups : s0;
+      int wo[R], so[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) wv[r] = wo_stream(w + nr[r] * a.row_bytes + c * 16);
-        const i64 k0 = c * VALS, grp = k0 / a.group;
-        // x's sums over the piece (for the zero points) and, with one row, its values, loaded once.
-        float xs[MT];
-        float x1[MT == 1 ? VALS : 1];
+      for (int r = 0; r < R; ++r) {
+        wo[r] = (int)((nr[r] - n0) * a.row_bytes);
+        so[r] = (int)((nr[r] - n0) * a.groups);
+      }
+      // The next piece's weight loads go out before this piece's arithmetic: two pieces a row in
+      // flight per lane, the weight's bytes arriving while the last ones are multiplied.
+      int c = ws * 32 + lane;
+      V16 cur[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) cur[r] = c < pieces ? wo_stream(w0 + wo[r]) : V16{0u, 0u, 0u, 0u};
+      for (const signed char* wc = w0; c < pieces; c += (int)step) {
+        const int cn = c + (int)step;
+        wc += step * 16;
+        V16 nxt[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) nxt[r] = cn < pieces ? wo_stream(wc + wo[r]) : V16{0u, 0u, 0u, 0u};
+        const int grp = gshift >= 0 ? c >> gshift : c / ppg;
+        const S* xc = x + (i64)c * VALS;
+        // Per 8 values of the piece: x's, then each row's q, dequantized where it is multiplied
+        // (8 floats live, not the piece's 32); x's sum over the piece only where there are zero
+        // points.
+        float p[R][MT], xs[MT];
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           xs[m] = 0.0f;
-          if (m >= M) continue;
 #pragma unroll
-          for (int p = 0; p < VALS / 8; ++p) {
-            float f[8];
-            T::load8(x + m * K + k0 + p * 8, f);
+          for (int r = 0; r < R; ++r) p[r][m] = 0.0f;
+        }
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-              xs[m] += f[j];
-              if (MT == 1) x1[p * 8 + j] = f[j];
+        for (int j = 0; j < VALS / 8; ++j) {
+          // x's 8 values: held across the R rows for one or two rows of x, else read again (from
+          // the L1) for each row of w, as registers would not hold MT x 8.
+          constexpr bool kHold = MT <= 2;
+          float f[kHold ? MT : 1][8];
+#pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            if (m >= M) break;
+            float (&fm)[8] = f[kHold ? m : 0];
+            if (kHold || zp) T::load8(xc + m * K + j * 8, fm);
+            if (zp)
+#pragma unroll
+              for (int e = 0; e < 8; ++e) xs[m] += fm[e];
+          }
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            float q[8];
+            wo_values8<BITS>(cur[r], j, q);
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+              if (m >= M) break;
+              float (&fm)[8] = f[kHold ? m : 0];
+              if (!kHold) T::load8(xc + m * K + j * 8, fm);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) p[r][m] = fmaf(fm[e], q[e], p[r][m]);
             }
           }
         }
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          float q[VALS];
-          wo_dequantize<BITS>(wv[r], q);
-          const float s = T::get(sc, nr[r] * a.groups + grp), z = zp ? T::get(zp, nr[r] * a.groups + grp) : 0.0f;
+          const float s = T::get(s0, so[r] + grp), z = zp ? T::get(z0, so[r] + grp) : 0.0f;
 #pragma unroll
           for (int m = 0; m < MT; ++m) {
             if (m >= M) break;
-            float p = 0.0f;
-            if (MT == 1) {
-#pragma unroll
-              for (int j = 0; j < VALS; ++j) p = fmaf(x1[j], q[j], p);
-            } else {
-#pragma unroll
-              for (int pc = 0; pc < VALS / 8; ++pc) {
-                float f[8];
-                T::load8(x + m * K + k0 + pc * 8, f);
-#pragma unroll
-                for (int j = 0; j < 8; ++j) p = fmaf(f[j], q[pc * 8 + j], p);
-              }
-            }
-            acc[r][m] = fmaf(s, p - z * xs[m], acc[r][m]);
+            acc[r][m] = fmaf(s, zp ? fmaf(-z, xs[m], p[r][m]) : p[r][m], acc[r][m]);
           }
+          cur[r] = nxt[r];
         }
       }
     } else {
@@ -244,23 +271,8 @@ DEVI unsigned wo_pack2(float lo, float hi) {
 // packed two a word for an mma's A fragment.
 template <int BITS, bool BF16>
 DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out)[4]) {
-  const unsigned u[4] = {v.x, v.y, v.z, v.w};
   float q[8];
-  if (BITS == 4) {
-    const unsigned lo = u[j] & 0x0f0f0f0fu, hi = (u[j] >> 4) & 0x0f0f0f0fu;
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      q[2 * b] = wo_byte(lo, b) - 8388616.0f;  // 2^23 + 8
-      q[2 * b + 1] = wo_byte(hi, b) - 8388616.0f;
-    }
-  } else {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const unsigned b8 = u[2 * j + h] ^ 0x80808080u;
-#pragma unroll
-      for (int b = 0; b < 4; ++b) q[4 * h + b] = wo_byte(b8, b) - 8388736.0f;  // 2^23 + 128
-    }
-  }
+  wo_values8<BITS>(v, j, q);
 #pragma unroll
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(fmaf(q[2 * p], s, nzs), fmaf(q[2 * p + 1], s, nzs));
 }
