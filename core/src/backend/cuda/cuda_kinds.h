@@ -33,6 +33,7 @@ struct KernelCode {
   FusedLayout layout;            // kFused
   AlgoBytes algo;                // kDot, kConvolution, kWeightOnlyDot: the tuned algorithm, or empty
   int row_tile = 0;              // kWeightOnlyDot: the rows of x its entry point holds
+  CUfunction vector_fn = nullptr;  // kWeightOnlyDot: the ring's entry point, where the module has one
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

@@ -123,13 +123,15 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
     l.words[p.word] = static_cast<int64_t>(addr);
     aligned &= p.any_alignment || (addr & 15) == 0;
   }
+  CUfunction fn = l.fn;
   if (l.vector_word >= 0) {
     l.words[l.vector_word] = aligned ? 1 : 0;
     l.grid = aligned ? l.vector_grid : l.scalar_grid;
+    if (aligned && l.vector_fn) fn = l.vector_fn;
   }
   void* params[] = {l.words.data()};
   if (!l.overlaps || !overlap_launches())
-    return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+    return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmaticStreamSerializationAllowed = 1;
@@ -142,10 +144,10 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   config.hStream = stream;
   config.attrs = &attr;
   config.numAttrs = 1;
-  const CUresult r = api().cuLaunchKernelEx(&config, l.fn, params, nullptr);
+  const CUresult r = api().cuLaunchKernelEx(&config, fn, params, nullptr);
   if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r, "cuLaunchKernelEx");
   g_overlap_refused = true;
-  return TRIPY_CUDA(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
 }
 
 bool always_aligned(const Program& p, const Launch& l) {

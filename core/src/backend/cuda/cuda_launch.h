@@ -31,6 +31,7 @@ struct Launch {
   int32_t vector_word = -1;
   unsigned vector_grid = 1;
   unsigned scalar_grid = 1;
+  CUfunction vector_fn = nullptr;  // where set, the vector form runs this function instead of fn
   // Program-owned scratch (kAttention's split path): `workspace_bytes` of the program's workspace
   // at words[workspace_word] and `counters` int32 counters, zero between launches, at
   // words[counters_word]. The program writes both addresses before each launch (the workspace

@@ -72,6 +72,16 @@ std::string weight_only_function(DType t, int bits, int row_tile) {
          std::to_string(row_tile);
 }
 
+std::string weight_only_ring_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + "_ring";
+}
+
+std::string weight_only_module_function(const std::string& function) {
+  const std::string ring = "_ring";
+  const bool is_ring = function.size() > ring.size() && function.compare(function.size() - ring.size(), ring.size(), ring) == 0;
+  return is_ring ? function.substr(0, function.size() - ring.size()) : function;
+}
+
 int weight_only_function_tile(const std::string& function) {
   const size_t at = function.rfind("_m");
   if (function.rfind("tripy_weight_only_dot_", 0) != 0 || at == std::string::npos) return 0;
@@ -112,7 +122,14 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   return pr;
 }
 
-StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count, int split_choice) {
+bool weight_only_ring_applies(const WeightOnlyProblem& pr, int row_tile) {
+  const int64_t step = 4 * (pr.bits == 4 ? 32 : 16);  // values of a ring step: 4 pieces of a row
+  return row_tile == kWeightOnlyMmaRows && weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group) &&
+         pr.group % step == 0 && pr.K % step == 0;
+}
+
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count, int split_choice,
+                                    CUfunction ring) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
@@ -127,6 +144,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
+  if (ring && weight_only_ring_applies(pr, row_tile)) l.vector_fn = ring;
   l.words.assign(kWords, 0);
   l.words[kWordRows] = pr.rows;
   l.words[kWordN] = pr.N;
@@ -160,6 +178,11 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
+  // The ring's entry point, where the module has one (a file saved before it existed has not).
+  if (code.row_tile == kWeightOnlyMmaRows) {
+    const std::string ring = function + "_ring";
+    if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
+  }
   return ok_status();
 }
 
@@ -172,7 +195,8 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0);
+  StatusOr<Launch> l =
+      weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0, code.vector_fn);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};

@@ -26,6 +26,12 @@ bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t
 int weight_only_row_tile(const Program& p, const Kernel& k);
 // tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
+// The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x: the
+// tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
+// launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
+std::string weight_only_ring_function(DType t, int bits);
+// The module name (weight_only_function) that holds entry point `function`.
+std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
 // The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and the tensor-core
 // tile where its own runs on CUDA cores and the tensor-core one applies (a decode step's one row
@@ -46,8 +52,10 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
                                       int64_t out_elements);
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
 // own (the first whose grid covers the GPU twice).
+bool weight_only_ring_applies(const WeightOnlyProblem& pr, int row_tile);
+// `ring`: the module's ring entry point (null: none), which the aligned form then runs where it applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
-                                    int split = 0);
+                                    int split = 0, CUfunction ring = nullptr);
 
 // The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:
 // the tile (its entry point's too) and the split; nullopt for other bytes (an older or damaged

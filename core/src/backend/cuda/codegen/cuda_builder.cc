@@ -482,23 +482,25 @@ class CudaBuilder final : public Builder {
       }
       return loaded;
     };
-    // The weight-only entry points the build started (weight_only_entry_module), loaded on first use.
+    // The weight-only entry points the build started (weight_only_entry_module), loaded on first
+    // use; a module's second entry point (the ring's) is looked up in its module.
     std::map<std::string, CUmodule> entries;
     auto entry = [&](const std::string& name) -> CUfunction {
-      auto it = entries.find(name);
+      const std::string module = weight_only_module_function(name);
+      auto it = entries.find(module);
       if (it == entries.end()) {
         CUmodule m = nullptr;
         FixedModule f;
         {
           std::lock_guard<std::mutex> lock(mu_);
-          auto found = entry_modules_.find({arch, name});
+          auto found = entry_modules_.find({arch, module});
           if (found != entry_modules_.end()) f = found->second;
         }
         if (f.valid()) {
           const StatusOr<std::vector<CompiledModule>>& compiled = f.get();
           if (!compiled.ok() || api().cuModuleLoadData(&m, compiled.value()[0].cubin.data()) != CUDA_SUCCESS) m = nullptr;
         }
-        it = entries.emplace(name, m).first;
+        it = entries.emplace(module, m).first;
       }
       CUfunction fn = nullptr;
       if (it->second && api().cuModuleGetFunction(&fn, it->second, name.c_str()) != CUDA_SUCCESS) fn = nullptr;

@@ -1,6 +1,7 @@
-// The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the one entry
+// The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
 // point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h; from
-// kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles).
+// kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
+// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -12,11 +13,16 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
-  return GeneratedKernel{kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
-                             "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " +
-                             std::to_string(bits) + ", " + std::to_string(row_tile) + ", " +
-                             std::to_string(weight_only_weight_rows(row_tile)) + ">(a); }\n",
-                         fn};
+  std::string source = kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
+                       "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) +
+                       ", " + std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
+                       ">(a); }\n";
+  // The tensor-core tile's ring (wo_mma_ring) on its own, at 80 registers or fewer so that three
+  // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
+  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 3) " + weight_only_ring_function(t, bits) +
+              "(const WoArgs a) { enter_after_previous(); wo_mma_ring<" + type + ", " + std::to_string(bits) + ">(a); }\n";
+  return GeneratedKernel{std::move(source), fn};
 }
 
 StatusOr<GeneratedKernel> weight_only_dot_module(const Program& p, const Kernel& k) {

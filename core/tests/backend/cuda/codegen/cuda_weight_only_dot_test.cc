@@ -1,5 +1,7 @@
 // kWeightOnlyDot's CUDA side without a GPU: the variants' modules (dtype x bits x tile of rows)
-// compiles with NVRTC holding its one entry point (skipped where NVRTC cannot be loaded), tiles
+// compiles with NVRTC holding its entry point, and the tensor-core tile's module the ring's beside
+// it (skipped where NVRTC cannot be loaded), the ring runs the launch's aligned form where its
+// steps divide K and the group, tiles
 // from 8 rows of float16/bfloat16 x hold tensor-core products (mma.m16n8k16 of the weight
 // dequantized into x's dtype) and the others none, and a kernel's tile follows the most rows its x
 // may have. GPU runs against numpy and torch:
@@ -30,10 +32,45 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   auto compiled = compile_modules(sources, names, 90);
   ASSERT_TRUE(compiled.ok()) << compiled.status().message();
   for (size_t i = 0; i < sources.size(); ++i) {
-    EXPECT_NE((*compiled)[i].ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
-    EXPECT_EQ((*compiled)[i].ptx.find(".entry ", (*compiled)[i].ptx.find(".entry ") + 1), std::string::npos)
-        << names[i] << " holds another entry point";
+    const std::string& ptx = (*compiled)[i].ptx;
+    EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
+    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point; no module more.
+    const bool ring = weight_only_function_tile(names[i]) == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
+    size_t entries = 0;
+    for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
+    EXPECT_EQ(entries, ring ? 2u : 1u) << names[i];
+    if (ring) {
+      EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
+    }
   }
+  EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
+  EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
+}
+
+TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps) {
+  // A step of the ring is 4 pieces of a row: 128 int4 or 64 int8 values.
+  WeightOnlyProblem pr;
+  pr.dtype = DType::kBFloat16, pr.bits = 4, pr.rows = 1, pr.N = 4096, pr.K = 4096, pr.row_bytes = 2048;
+  pr.groups = 32, pr.group = 128, pr.zero = true;
+  const CUfunction fn = reinterpret_cast<CUfunction>(0x10), ring = reinterpret_cast<CUfunction>(0x20);
+  auto vector_fn = [&](const WeightOnlyProblem& p, int tile, CUfunction r) {
+    StatusOr<Launch> l = weight_only_launch(p, tile, fn, 132, 2, r);
+    EXPECT_TRUE(l.ok());
+    return l.ok() ? l->vector_fn : fn;
+  };
+  EXPECT_EQ(vector_fn(pr, kWeightOnlyMmaRows, ring), ring);
+  EXPECT_EQ(vector_fn(pr, kWeightOnlyMmaRows, nullptr), nullptr);  // a module without it
+  EXPECT_EQ(vector_fn(pr, 1, ring), nullptr);                       // CUDA-core rows
+  WeightOnlyProblem g64 = pr;
+  g64.group = 64, g64.groups = 64;  // half a step
+  EXPECT_EQ(vector_fn(g64, kWeightOnlyMmaRows, ring), nullptr);
+  WeightOnlyProblem f32 = pr;
+  f32.dtype = DType::kFloat32;
+  EXPECT_EQ(vector_fn(f32, kWeightOnlyMmaRows, ring), nullptr);
+  WeightOnlyProblem i8 = pr;
+  i8.bits = 8, i8.row_bytes = 4096, i8.groups = 1, i8.group = 4096, i8.zero = false;
+  EXPECT_EQ(vector_fn(i8, kWeightOnlyMmaRows, ring), ring);
 }
 
 TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {

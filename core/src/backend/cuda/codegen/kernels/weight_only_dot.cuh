@@ -310,6 +310,29 @@ DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(q[2 * p], q[2 * p + 1]);
 }
 
+// Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word, paired as wo_integers8
+// pairs them, without its fma: each nibble u lands in the mantissa under a fixed exponent, one
+// shift and one mask-and-or (lop3) per word, making h = 128 + 8u (bfloat16: u at mantissa bits
+// 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kWoRawScale
+// - (kWoRawBase + 8) sum x (wo_mma_ring's epilogue), exactly as far as float32 sums are.
+template <bool BF16> struct WoRaw4 {
+  static constexpr float kScale = BF16 ? 8.0f : 1.0f, kBase = BF16 ? 16.0f : 1024.0f;  // h / kScale = kBase + u
+};
+template <bool BF16>
+DEVI void wo_raw4(const V16& v, int j, unsigned (&out)[4]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+  const unsigned w = u[j];
+  if (BF16) {
+    out[0] = ((w << 3) & 0x00780078u) | 0x43004300u;
+    out[1] = ((w >> 1) & 0x00780078u) | 0x43004300u;
+    out[2] = ((w >> 5) & 0x00780078u) | 0x43004300u;
+    out[3] = ((w >> 9) & 0x00780078u) | 0x43004300u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = ((w >> (4 * i)) & 0x000f000fu) | 0x64006400u;
+  }
+}
+
 // 8 values of x (one 16-byte load, k0 .. k7) as the B fragment words that meet wo_integers8's
 // words: 4 bits {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7}; 8 bits as they are.
 template <int BITS>
@@ -473,7 +496,7 @@ DEVI void wo_mma(const WoArgs& a) {
     }
 }
 
-#define WO_RING 3  // steps of the weight in flight per lane ahead of the one multiplied (wo_mma_ring)
+#define WO_RING 4  // steps of the weight in flight per lane ahead of the one multiplied (wo_mma_ring)
 
 DEVI void wo_cp16(void* smem, const void* gmem) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -553,19 +576,27 @@ DEVI void wo_mma_ring(const WoArgs& a) {
 #pragma unroll
     for (int j = 0; j < VALS / 8; ++j) {
       unsigned lo[4], hi[4], b[4];  // weight rows g and g + 8; x
-      wo_integers8<BITS, T::kBf16>(w0, j, lo);
-      wo_integers8<BITS, T::kBf16>(w1, j, hi);
+      if constexpr (BITS == 4) {
+        wo_raw4<T::kBf16>(w0, j, lo);
+        wo_raw4<T::kBf16>(w1, j, hi);
+      } else {
+        wo_integers8<BITS, T::kBf16>(w0, j, lo);
+        wo_integers8<BITS, T::kBf16>(w1, j, hi);
+      }
       wo_pair_x<BITS>(xv[j], b);
       mma16816_f32<T::kBf16>(cq, lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
       mma16816_f32<T::kBf16>(cq, lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-      if (zp) {
+      if (BITS == 4 || zp) {  // sum x: the raw values' offset, and the zero points
         const unsigned one = T::kBf16 ? 0x3f803f80u : 0x3c003c00u;
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[0], b[1]);
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[2], b[3]);
       }
     }
+    // s (sum x (q - z)): for raw int4 values sum x q = cq / kScale - (kBase + 8) cs.
+    constexpr float kInv = BITS == 4 ? 1.0f / WoRaw4<T::kBf16>::kScale : 1.0f;
+    constexpr float kOffset = BITS == 4 ? WoRaw4<T::kBf16>::kBase + 8.0f : 0.0f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) c[e] = fmaf(s[e >> 1], fmaf(-z[e >> 1], cs[e], cq[e]), c[e]);
+    for (int e = 0; e < 4; ++e) c[e] = fmaf(s[e >> 1], fmaf(-(z[e >> 1] + kOffset), cs[e], cq[e] * kInv), c[e]);
   }
   wo_wait<0>();
   if (!split_sum_lanes<4>(c, part, split, g, ws)) return;
@@ -580,16 +611,14 @@ DEVI void wo_mma_ring(const WoArgs& a) {
 
 // The entry point's body: from WO_MMA_ROWS rows of x, the tensor-core tiles where the launch chose
 // them (vec and mma_split: its grid counts 16 weight rows a warp group), grouped where a step of 4
-// pieces lies in one group (the tile of 8 rows through the shared-memory ring where K is whole
-// steps); else the CUDA-core rows.
+// pieces lies in one group; else the CUDA-core rows. The tile of 8 rows through the shared-memory
+// ring is an entry point of its own (wo_mma_ring: the launch's aligned form, where K and the group
+// are whole steps), so that neither's registers and shared memory bound the other's occupancy.
 template <class T, int BITS, int MT, int R>
 DEVI void wo_dot(const WoArgs& a) {
   if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
     if (a.vec && a.mma_split) {
       constexpr i64 kStepValues = 4 * (BITS == 4 ? 32 : 16);
-      if constexpr (MT == WO_MMA_ROWS) {
-        if (a.group % kStepValues == 0 && a.K % kStepValues == 0) return wo_mma_ring<T, BITS>(a);
-      }
       if (a.group % kStepValues == 0) wo_mma<T, BITS, MT, true>(a);
       else wo_mma<T, BITS, MT, false>(a);
       return;
