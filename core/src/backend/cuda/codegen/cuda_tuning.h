@@ -16,7 +16,7 @@ namespace tripy::rt::cuda {
 
 // The tuner's version: part of every tuning-cache key (cuda_tuning_cache.h). Raise it when the
 // candidates or the timing change, so choices made the old way are timed again.
-inline constexpr int kTunerVersion = 3;  // 3: the GEMV kernel competes for few-row dots
+inline constexpr int kTunerVersion = 4;  // 4: the weight-only ring is an entry point of its own
 
 // The build-only fill module's functions that tuning launches: `fill` for the problem's dtype
 // (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
