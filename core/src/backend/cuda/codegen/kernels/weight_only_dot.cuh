@@ -119,16 +119,15 @@ DEVI void wo_values8(const V16& v, int j, float (&q)[8]) {
   }
 }
 
-// Block `vb` of the launch's n_blocks x tiles: its warps' groups of R weight rows against its tile
-// of rows of x.
 template <class T, int BITS, int MT, int R>
-DEVI void wo_rows_block(const WoArgs& a, i64 vb, float (*part)[R * MT]) {
+DEVI void wo_rows(const WoArgs& a) {
   typedef typename T::S S;
   constexpr int VALS = BITS == 4 ? 32 : 16;
+  __shared__ float part[WO_BLOCK / 32][R * MT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int split = (int)a.split, groups_per_block = (WO_BLOCK / 32) / split, g = warp / split, ws = warp % split;
-  const i64 N = a.N, K = a.K, tile = vb / a.n_blocks;
-  const i64 n0 = ((vb % a.n_blocks) * groups_per_block + g) * R;
+  const i64 N = a.N, K = a.K, tile = (i64)blockIdx.x / a.n_blocks;
+  const i64 n0 = (((i64)blockIdx.x % a.n_blocks) * groups_per_block + g) * R;
   const i64 m0 = tile * MT;
   const int M = (int)(a.rows - m0 < MT ? a.rows - m0 : MT);
   const S* x = (const S*)a.x + m0 * K;
@@ -255,18 +254,6 @@ DEVI void wo_rows_block(const WoArgs& a, i64 vb, float (*part)[R * MT]) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
       if (((r * MT + m) & 31) == lane && m < M && n0 + r < N) T::put(out, m * N + n0 + r, acc[r][m]);
-}
-
-// The CUDA-core rows: a grid smaller than the launch's blocks takes them in turn (each block's
-// warps stay resident instead of a wave of short blocks per few rows).
-template <class T, int BITS, int MT, int R>
-DEVI void wo_rows(const WoArgs& a) {
-  __shared__ float part[WO_BLOCK / 32][R * MT];
-  const i64 blocks = a.n_blocks * ((a.rows + MT - 1) / MT);
-  for (i64 vb = blockIdx.x; vb < blocks; vb += gridDim.x) {
-    wo_rows_block<T, BITS, MT, R>(a, vb, part);
-    if (a.split > 1) __syncthreads();  // every warp is past its sums before `part` is written again
-  }
 }
 
 // Two floats as one word of x's dtype, `lo` in the low half (the lower k), rounded to nearest even.
