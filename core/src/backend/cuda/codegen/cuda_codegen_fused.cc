@@ -461,17 +461,6 @@ class Emitter {
       for (int k = 0; k < L_.num_inputs; ++k)
         s_ << "  const bool s" << k << " = a.v[" << L_.stride_word(k, rank - 1) << "] != 0;\n";
     }
-    if (vec && cached) {
-      // Inputs every row shares (a norm's weight) are read after the row's reductions: ask for
-      // their lines first, so that a decode step's one row does not wait for memory twice.
-      for (int32_t k : inputs_loaded(element_closure(f_, an_.row_level, all_element_roots()))) {
-        if (varies_by_row(k)) continue;
-        const std::string ks = std::to_string(k);
-        s_ << "  if (threadIdx.y == 0)\n#pragma unroll\n  for (int e = 0; e < " << per << "; ++e) {\n"
-           << "    const int u = threadIdx.x + e * (int)blockDim.x;\n"
-           << "    if (u < U) prefetch_l1(in" << ks << " + (s" << ks << " ? (i64)u * " << L_.vec_width << " : 0));\n  }\n";
-      }
-    }
     s_ << "  int it = 0;\n";
     s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y, ++it) {\n";
     s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";

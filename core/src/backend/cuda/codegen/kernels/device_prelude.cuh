@@ -103,8 +103,6 @@ DEVI float activate(long long act, float x) {
 }
 
 template <class T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
-// Asks for p's line in the L1 without waiting for it (row kernels: an input every row shares).
-DEVI void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 // N elements from p: one wide load when they are contiguous (p aligned), else p[0] repeated.
 template <class T, int N> DEVI Pack<T, N> load_pack(const T* p, bool contiguous) {
   if (contiguous) return *(const Pack<T, N>*)p;
