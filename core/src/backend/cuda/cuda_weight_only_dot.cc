@@ -78,7 +78,8 @@ std::string weight_only_ring_function(DType t, int bits) {
 
 std::string weight_only_module_function(const std::string& function) {
   const std::string ring = "_ring";
-  const bool is_ring = function.size() > ring.size() && function.compare(function.size() - ring.size(), ring.size(), ring) == 0;
+  const bool is_ring =
+      function.size() > ring.size() && function.compare(function.size() - ring.size(), ring.size(), ring) == 0;
   return is_ring ? function.substr(0, function.size() - ring.size()) : function;
 }
 
@@ -128,8 +129,8 @@ bool weight_only_ring_applies(const WeightOnlyProblem& pr, int row_tile) {
          pr.group % step == 0 && pr.K % step == 0;
 }
 
-StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count, int split_choice,
-                                    CUfunction ring) {
+StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
+                                    int split_choice, CUfunction ring) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);

@@ -21,7 +21,8 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
   if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 3) " + weight_only_ring_function(t, bits) +
-              "(const WoArgs a) { enter_after_previous(); wo_mma_ring<" + type + ", " + std::to_string(bits) + ">(a); }\n";
+              "(const WoArgs a) { enter_after_previous(); wo_mma_ring<" + type + ", " + std::to_string(bits) +
+              ">(a); }\n";
   return GeneratedKernel{std::move(source), fn};
 }
 

@@ -56,7 +56,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
-    const CUfunction ring = tile == kWeightOnlyMmaRows ? kernels.entry(weight_only_ring_function(pr.dtype, pr.bits)) : nullptr;
+    const CUfunction ring =
+        tile == kWeightOnlyMmaRows ? kernels.entry(weight_only_ring_function(pr.dtype, pr.bits)) : nullptr;
     for (int split : {1, 2, 4, 8}) {
       StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, ring);
       if (!l.ok()) continue;
@@ -70,7 +71,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       auto run = [&] {
         launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[4 + call++ % copies]);
         void* params[] = {launch.words.data()};
-        return TRIPY_CUDA(cuLaunchKernel(launch.vector_fn ? launch.vector_fn : fn, launch.vector_grid, 1, 1, launch.block_x, 1, 1, 0, stream, params, nullptr));
+        const CUfunction f = launch.vector_fn ? launch.vector_fn : fn;  // the ring, where it applies
+        return TRIPY_CUDA(cuLaunchKernel(f, launch.vector_grid, 1, 1, launch.block_x, 1, 1, 0, stream, params, nullptr));
       };
       if (!run().ok()) continue;  // this entry point does not run here: skip it
       TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));

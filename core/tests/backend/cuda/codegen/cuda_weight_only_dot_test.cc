@@ -35,7 +35,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point; no module more.
-    const bool ring = weight_only_function_tile(names[i]) == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
+    const bool ring =
+        weight_only_function_tile(names[i]) == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, ring ? 2u : 1u) << names[i];

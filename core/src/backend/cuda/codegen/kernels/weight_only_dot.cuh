@@ -313,8 +313,8 @@ DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
 // Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word, paired as wo_integers8
 // pairs them, without its fma: each nibble u lands in the mantissa under a fixed exponent, one
 // shift and one mask-and-or (lop3) per word, making h = 128 + 8u (bfloat16: u at mantissa bits
-// 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kWoRawScale
-// - (kWoRawBase + 8) sum x (wo_mma_ring's epilogue), exactly as far as float32 sums are.
+// 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kScale
+// - (kBase + 8) sum x (WoRaw4; wo_mma_ring's epilogue), exactly as far as float32 sums are.
 template <bool BF16> struct WoRaw4 {
   static constexpr float kScale = BF16 ? 8.0f : 1.0f, kBase = BF16 ? 16.0f : 1024.0f;  // h / kScale = kBase + u
 };
