@@ -206,6 +206,11 @@ def kernel_profile(step, torch, steps, top):
         per[e.name] = (n + 1, us + e.device_time)
     total = sum(us for _, us in per.values())
     lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per step"]
+    if os.environ.get("TRIPY_OVERLAP_LAUNCHES") != "0":
+        # A kernel launched while its predecessor runs (sm_90+) is timed from its start, its wait
+        # for that kernel included: the small kernels after a large one look slow.
+        lines.append("# (launches overlap: each time includes the wait for the kernel before it; "
+                     "TRIPY_OVERLAP_LAUNCHES=0 times each kernel alone)")
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
         lines.append(f"#  {us / steps:8.1f} us/step  {n / steps:5.1f}x  {us / n:7.2f} us  {name[:110]}")
     return "\n".join(lines)
@@ -523,7 +528,8 @@ def main():
     parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print the N kernels of a decode step that take the most GPU time (needs torch)")
+                        help="print the N kernels of a decode step that take the most GPU time (needs torch; "
+                             "TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
                         help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
