@@ -3,6 +3,11 @@
 Uses torch.profiler (CUPTI traces every kernel in the process, Tripy's included), and compiles each
 generated fused kernel with nvcc --resource-usage when nvcc exists, to show registers and spills.
 Run on the GPU machine after a build: PYTHONPATH=python python3 scripts/gpu_profile.py
+
+--decode instead times the kernels of a Llama-3-8B decode step alone, at one row: its four
+products with bfloat16, int8 and int4 weights, and its residual add + RMSNorm, each call after an
+L2 flush (a decode step streams every weight from memory) and with plain launches (an overlapping
+launch's time would include its wait for the kernel before it).
 """
 
 import os
@@ -10,6 +15,9 @@ import re
 import shutil
 import subprocess
 import sys
+
+if "--decode" in sys.argv:
+    os.environ["TRIPY_OVERLAP_LAUNCHES"] = "0"  # read at the first launch
 import tempfile
 
 import torch
@@ -57,7 +65,48 @@ def resource_usage(sources):
     return out
 
 
+def decode_kernels(reps=20):
+    """Each kernel of one 8B decode product or norm alone: its time and the bytes it must read."""
+    g = torch.Generator(device="cuda").manual_seed(25)
+    flush = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)  # more than the L2
+    shapes = (("qkv", 6144, 4096), ("o_proj", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336))
+    print(f"device: {torch.cuda.get_device_name()}; one row of x, times of each kernel alone")
+    print(f"{'kernel':<34} {'us':>8} {'GB/s':>7}  name")
+    for label, n, k in shapes:
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) * 0.05
+        x = gb.to_tripy(torch.randn(1, k, device="cuda", dtype=torch.bfloat16, generator=g))
+        for mode, quant, nbytes in (("bfloat16", None, 2 * n * k), ("int8", tp.int8, n * k), ("int4", tp.int4, n * k // 2)):
+            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=quant,
+                              weight_quant_dim=0 if mode == "int8" else None)
+            wt = gb.to_tripy(w.contiguous())
+            layer.load_state_dict({"weight": wt} if quant is None else
+                                  tp.llm.quantize.quantize_weight(wt, f"{mode}-weight-only", label))
+            exe = tp.compile(layer, args=[tp.InputInfo((1, k), dtype=tp.bfloat16)])
+            rows = [r for r in kernel_table(lambda: (flush.zero_(), exe(x)), reps) if "at::native" not in r[2]]
+            for t, _, name in rows[:2]:
+                print(f"{label + ' ' + mode + f' ({n}, {k})':<34} {t:8.2f} {nbytes / t / 1e3:7.0f}  {name[:60]}")
+
+    class AddNorm(tp.Module):  # the residual add and RMSNorm between a decode step's products
+        def __init__(self):
+            super().__init__()
+            self.norm = tp.RMSNorm(4096, dtype=tp.bfloat16)
+
+        def __call__(self, h, r):
+            s = h + r
+            return s, self.norm(s)
+
+    m = AddNorm()
+    m.norm.weight = gb.to_tripy(torch.rand(4096, device="cuda", dtype=torch.bfloat16, generator=g) + 0.5)
+    info = tp.InputInfo((1, 1, 4096), dtype=tp.bfloat16)
+    exe = tp.compile(m, args=[info, info])
+    h, r = (gb.to_tripy(torch.randn(1, 1, 4096, device="cuda", dtype=torch.bfloat16, generator=g)) for _ in range(2))
+    for t, _, name in [row for row in kernel_table(lambda: (flush.zero_(), exe(h, r)), reps) if "at::native" not in row[2]]:
+        print(f"{'add + RMSNorm (1, 4096)':<34} {t:8.2f} {'':>7}  {name[:60]}")
+
+
 def main():
+    if "--decode" in sys.argv:
+        return decode_kernels()
     cases = [
         ("LayerNorm+softmax (8192, 4096) f16", gb.ln_softmax_case, (8192, 4096, tp.float16)),
         ("GEGLU d=4096 (8192, 4096) f16", gb.geglu_case, (4096, 4096, 8192, tp.float16)),
