@@ -302,11 +302,7 @@ class Verifier {
     if (a.layout > rt::Layout::kChannelsLast) return fail(&op, "has an invalid layout");
     const size_t nd = x.shape.size() - 2;
     if (x.shape.size() < 3 || nd > rt::kMaxConvSpatialDims) return fail(&op, "the input needs 1 to 3 spatial dims");
-    if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
-      return fail(&op, "window, stride and padding need one entry per spatial dim");
-    for (size_t d = 0; d < nd; ++d)
-      if (a.window[d] < 1 || a.stride[d] < 1 || a.pad_before[d] < 0 || a.pad_after[d] < 0)
-        return fail(&op, "windows and strides must be >= 1, paddings >= 0");
+    if (const std::string e = rt::pool_attrs_error(a, nd); !e.empty()) return fail(&op, e);
     return expect_shape(op, pool_result_shape(x.shape, a), r.shape, "the result");
   }
 
@@ -323,15 +319,14 @@ class Verifier {
     // The rules are stated channels-first: read channels-last operands in that order.
     const Value x{xv.dtype, rt::to_channels_first(a.layout, xv.shape), xv.def};
     const Value w{wv.dtype, rt::to_channels_first(a.layout, wv.shape), wv.def};
-    if (a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd || a.dilation.size() != nd ||
-        a.output_padding.size() != nd)
-      return fail(&op, "stride, padding, dilation and output padding need one entry per spatial dim");
-    if (!is_static(w.shape) || a.groups < 1) return fail(&op, "the weight's shape must be static and groups >= 1");
+    if (const std::string e = rt::conv_attrs_error(a, nd); !e.empty()) return fail(&op, e);
+    if (!is_static(w.shape)) return fail(&op, "the weight's shape must be static");
+    // The weight's dims enter the size rule's products (channels times groups, dilation times
+    // the kernel's size): bounded like the attributes.
+    for (const Dim& d : w.shape)
+      if (d.static_value() > rt::kMaxConvAttr) return fail(&op, "has a weight dim over 2^30");
     if (a.has_bias || a.has_residual || a.activation != rt::Activation::kNone)
       return fail(&op, "epilogues are the fusion planner's, not FlatIR's");
-    for (size_t d = 0; d < nd; ++d)
-      if (a.stride[d] < 1 || a.dilation[d] < 1 || a.pad_before[d] < 0 || a.pad_after[d] < 0 || a.output_padding[d] < 0)
-        return fail(&op, "strides and dilations must be >= 1, paddings >= 0");
     const int64_t w0 = w.shape[0].static_value(), w1 = w.shape[1].static_value();
     const Dim in_c = a.transposed ? Dim(w0) : Dim(w1 * a.groups);
     if (!may_equal(x.shape[1], in_c)) return fail(&op, "the input's channels do not match the weight's");

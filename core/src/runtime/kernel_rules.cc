@@ -259,20 +259,7 @@ class KernelRules {
     if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return "is not a float convolution";
     for (int32_t b : k_.inputs)
       if (dtype_of(b) != dt) return "mixes dtypes";
-    if (c.stride.size() != nd || c.pad_before.size() != nd || c.pad_after.size() != nd || c.dilation.size() != nd ||
-        c.output_padding.size() != nd)
-      return "needs stride, padding, dilation and output padding for each of its " + std::to_string(nd) +
-             " spatial dims";
-    constexpr int64_t kLimit = int64_t{1} << 30;
-    if (c.groups < 1 || c.groups > kLimit) return "has groups out of range";
-    for (size_t d = 0; d < nd; ++d) {
-      const bool ok = c.stride[d] >= 1 && c.stride[d] <= kLimit && c.dilation[d] >= 1 && c.dilation[d] <= kLimit &&
-                      c.pad_before[d] >= 0 && c.pad_before[d] <= kLimit && c.pad_after[d] >= 0 &&
-                      c.pad_after[d] <= kLimit && c.output_padding[d] >= 0 &&
-                      (c.transposed ? c.output_padding[d] < std::max(c.stride[d], c.dilation[d]) : c.output_padding[d] == 0);
-      if (!ok) return "has stride, padding, dilation or output padding out of range in spatial dim " + std::to_string(d);
-    }
-    return "";
+    return conv_attrs_error(c, nd);
   }
 
   // The output's shape follows from the input's, the weight's and the attributes exactly, so a
@@ -341,16 +328,7 @@ class KernelRules {
     const bool floating = dt == DType::kFloat32 || dt == DType::kFloat16 || dt == DType::kBFloat16;
     const bool integer = dt == DType::kInt8 || dt == DType::kInt32 || dt == DType::kInt64;
     if (!floating && !(integer && a.kind == PoolingAttrs::Kind::kMax)) return "pools an unsupported dtype";
-    if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
-      return "needs window, stride and padding for each of its " + std::to_string(nd) + " spatial dims";
-    constexpr int64_t kLimit = int64_t{1} << 30;
-    for (size_t d = 0; d < nd; ++d) {
-      const bool ok = a.window[d] >= 1 && a.window[d] <= kLimit && a.stride[d] >= 1 && a.stride[d] <= kLimit &&
-                      a.pad_before[d] >= 0 && a.pad_before[d] <= kLimit && a.pad_after[d] >= 0 &&
-                      a.pad_after[d] <= kLimit;
-      if (!ok) return "has window, stride or padding out of range in spatial dim " + std::to_string(d);
-    }
-    return "";
+    return pool_attrs_error(a, nd);
   }
 
   std::string run(const PoolingAttrs&) const {

@@ -326,6 +326,35 @@ int64_t conv_output_size(const ConvolutionAttrs& a, size_t d, int64_t n, int64_t
 
 namespace tripy::rt {
 
+std::string conv_attrs_error(const ConvolutionAttrs& c, size_t spatial_dims) {
+  const size_t nd = spatial_dims;
+  if (c.stride.size() != nd || c.pad_before.size() != nd || c.pad_after.size() != nd || c.dilation.size() != nd ||
+      c.output_padding.size() != nd)
+    return "needs stride, padding, dilation and output padding for each of its " + std::to_string(nd) +
+           " spatial dims";
+  if (c.groups < 1 || c.groups > kMaxConvAttr) return "has groups out of range";
+  auto in_range = [](int64_t v, int64_t lo) { return v >= lo && v <= kMaxConvAttr; };
+  for (size_t d = 0; d < nd; ++d) {
+    const bool ok = in_range(c.stride[d], 1) && in_range(c.dilation[d], 1) && in_range(c.pad_before[d], 0) &&
+                    in_range(c.pad_after[d], 0) && c.output_padding[d] >= 0 &&
+                    (c.transposed ? c.output_padding[d] < std::max(c.stride[d], c.dilation[d]) : c.output_padding[d] == 0);
+    if (!ok) return "has stride, padding, dilation or output padding out of range in spatial dim " + std::to_string(d);
+  }
+  return "";
+}
+
+std::string pool_attrs_error(const PoolingAttrs& a, size_t spatial_dims) {
+  const size_t nd = spatial_dims;
+  if (a.window.size() != nd || a.stride.size() != nd || a.pad_before.size() != nd || a.pad_after.size() != nd)
+    return "needs window, stride and padding for each of its " + std::to_string(nd) + " spatial dims";
+  auto in_range = [](int64_t v, int64_t lo) { return v >= lo && v <= kMaxConvAttr; };
+  for (size_t d = 0; d < nd; ++d)
+    if (!in_range(a.window[d], 1) || !in_range(a.stride[d], 1) || !in_range(a.pad_before[d], 0) ||
+        !in_range(a.pad_after[d], 0))
+      return "has window, stride or padding out of range in spatial dim " + std::to_string(d);
+  return "";
+}
+
 int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n) {
   // In 128 bits: a loaded file's attributes are checked for range, not for sums.
   const __int128 room = static_cast<__int128>(n) + a.pad_before[d] + a.pad_after[d] - a.window[d];

@@ -29,6 +29,12 @@ Status check_attrs(const InferCtx& ctx, const rt::ConvolutionAttrs& a, size_t nd
                                           " must be non-negative and smaller than the stride or the dilation in each dim."
                                     : std::string("convolution: output_padding applies to transposed convolutions only."));
   }
+  // What is left of the attributes' rule: the range that keeps the size rule's arithmetic exact.
+  if (!rt::conv_attrs_error(a, nd).empty())
+    return ctx.error("convolution: groups, strides, dilations and paddings must be at most 2^30 (" +
+                     std::to_string(rt::kMaxConvAttr) + "), got groups " + std::to_string(a.groups) + ", stride " +
+                     tuple_str(a.stride) + ", dilation " + tuple_str(a.dilation) + ", padding " +
+                     tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) + ".");
   return ok_status();
 }
 
@@ -47,6 +53,10 @@ Status infer_convolution(InferCtx& ctx) {
   TRIPY_RETURN_IF_ERROR(check_attrs(ctx, a, nd));
   if (!is_static(w)) return ctx.error("convolution: the weight's shape must be static, got " + shape_str(w) + ".");
   const std::vector<int64_t> ws = static_dims(w);
+  for (int64_t d : ws)
+    if (d > rt::kMaxConvAttr)
+      return ctx.error("convolution: the weight's dims must be at most 2^30 (" + std::to_string(rt::kMaxConvAttr) +
+                       "), got " + shape_str(w) + ".");
   const int64_t g = a.groups;
   // Forward: weight (O, C/g, k...). Transposed: weight (C, O/g, k...).
   const int64_t in_c = a.transposed ? ws[0] : ws[1] * g;

@@ -27,6 +27,10 @@ Status infer_pooling(InferCtx& ctx) {
       return ctx.error(std::string(what) + ": kernel sizes and strides must be positive and paddings non-negative, "
                        "but got kernel " + tuple_str(a.window) + ", stride " + tuple_str(a.stride) + ", padding " +
                        tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) + ".");
+  if (!rt::pool_attrs_error(a, nd).empty())
+    return ctx.error(std::string(what) + ": kernel sizes, strides and paddings must be at most 2^30 (" +
+                     std::to_string(rt::kMaxConvAttr) + "), but got kernel " + tuple_str(a.window) + ", stride " +
+                     tuple_str(a.stride) + ", padding " + tuple_str(a.pad_before) + " / " + tuple_str(a.pad_after) + ".");
   if (a.kind == rt::PoolingAttrs::Kind::kAvg && !(dtype_bit(ctx.in()[0]->dtype) & kFloats))
     return ctx.error(std::string("avgpool: expected a float tensor, but got dtype ") +
                      std::string(dtype_name(ctx.in()[0]->dtype)) + ".");

@@ -155,6 +155,32 @@ TEST(FlatVerify, AcceptsNegativeSliceStepsButNotZero) {
   EXPECT_FALSE(verify(*z).ok());
 }
 
+// Attributes past the range the size rule's arithmetic is exact in are rejected before it runs
+// (found by fuzz_flat_ir: a padding of 2^63 - 1 overflowed the output size's sum).
+TEST(FlatVerify, ConvolutionAttributesAndWeightDimsOutOfRangeAreRejected) {
+  auto graph = [](const std::string& weight, const std::string& pad_after, const std::string& dilation,
+                  const std::string& more = "") {
+    return parse_graph("%0 : f32[1, 2, 5, 5] = parameter() {index = 0}\n%1 : f32" + weight +
+                       " = parameter() {index = 1}\n%2 : f32[1, 3, 4, 3] = convolution(%0, %1) {stride = [1, 1], "
+                       "pad_before = [1, 0], pad_after = " + pad_after + ", dilation = " + dilation +
+                       ", output_padding = [0, 0]" + more + "}\nreturn %2\n");
+  };
+  auto good = graph("[3, 2, 3, 3]", "[0, 0]", "[1, 1]");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_TRUE(verify(*good).ok()) << verify(*good).message();
+  for (auto g : {graph("[3, 2, 3, 3]", "[1444444444444444444444, 0]", "[1, 1]"),
+                 graph("[3, 2, 3, 3]", "[0, 0]", "[1, 1073741825]"),
+                 graph("[3, 2, 3, 3]", "[0, 0]", "[1, 1]", ", groups = 4611686018427387904")}) {
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    Status st = verify(*g);
+    EXPECT_FALSE(st.ok()) << g->str();
+    EXPECT_NE(st.message().find("out of range"), std::string::npos) << st.message();
+  }
+  auto wide = graph("[3, 2, 3, 4611686018427387904]", "[0, 0]", "[1, 1]");
+  ASSERT_TRUE(wide.ok()) << wide.status().message();
+  EXPECT_NE(verify(*wide).message().find("weight dim over 2^30"), std::string::npos) << verify(*wide).message();
+}
+
 // A range that runs against its step is empty (Python's x[5:2]), never a negative size.
 TEST(FlatVerify, ReversedSliceRangesAreEmpty) {
   auto g = parse_graph("%0 : f32[10] = parameter() {index = 0}\n"

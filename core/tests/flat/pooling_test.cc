@@ -38,5 +38,16 @@ return %1
   EXPECT_NE(st.message().find("expected (1, 2, 2, 2)"), std::string::npos) << st.message();
 }
 
+TEST(PoolingIr, VerifierRejectsAttributesOutOfRange) {
+  auto g = parse_graph(R"(%0 : f32[1, 2, 5, 5] = parameter() {index = 0}
+%1 : f32[1, 2, 3, 3] = pooling(%0) {window = [2, 2], stride = [2, 2], pad_before = [0, 0], pad_after = [0, 9223372036854775807]}
+return %1
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Status st = verify(*g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("out of range"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace tripy::flat

@@ -81,6 +81,9 @@ TEST(Convolution, RejectsBadConfigurations) {
   bad(data({1, 4, 5}), data({4, 4, 3, 3}), conv_attrs({1}, {0}, {0}, {1}, 1), "the weight has rank 4");
   bad(data({1, 4, 5}), data({4, 4, 3}), conv_attrs({1, 1}, {0, 0}, {0, 0}, {1, 1}, 1), "one entry per spatial dim");
   bad(data({4, 5}), data({4, 5}), conv_attrs({}, {}, {}, {}, 1), "with 1 to 3 spatial dims");
+  // Past 2^30 the shape rule's sums and products would overflow int64.
+  bad(data({1, 4, 5}), data({4, 4, 3}), conv_attrs({1}, {0}, {int64_t{1} << 62}, {1}, 1), "must be at most 2^30");
+  bad(data({1, 4, 5}), data({4, 4, 3}), conv_attrs({1}, {0}, {0}, {1}, int64_t{1} << 62), "must be at most 2^30");
   auto ints = make_node("convolution", {make_data_node(Tensor::empty_host(DType::kInt32, {1, 1, 3}), here(1)),
                                         make_data_node(Tensor::empty_host(DType::kInt32, {1, 1, 1}), here(1))},
                         conv_attrs({1}, {0}, {0}, {1}, 1), here(1));

@@ -209,6 +209,12 @@ def test_conv_rejects_bad_configuration():
     with pytest.raises(tp.TripyException, match="output_padding") as e:
         tp.ConvTranspose(1, 1, (2, 2), stride=2, output_padding=2)(tp.ones((1, 1, 2, 2)))
     assert "test_conv.py" in str(e.value)
+    # Past 2^30 the size rule's arithmetic would overflow: a clear error, not a wrong shape.
+    with pytest.raises(tp.TripyException, match=r"must be at most 2\^30") as e:
+        tp.Conv(1, 1, (1, 1), padding=((0, 2**62), (0, 0)))(tp.ones((1, 1, 2, 2)))
+    assert "test_conv.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"must be at most 2\^30"):
+        tp.Conv(1, 1, (1, 1), dilation=(2**40, 1))(tp.ones((1, 1, 2, 2)))
 
 
 def test_conv_rejects_a_weight_of_the_wrong_rank_or_dtype():

@@ -93,6 +93,9 @@ def test_pooling_rejects_bad_arguments():
         tp.maxpool(tp.ones((1, 1, 4, 4)), (2, 2), stride=(1,))
     with pytest.raises(tp.TripyException, match="expected a float tensor"):
         tp.avgpool(tp.ones((1, 1, 4, 4), dtype=tp.int32), (2, 2))
+    with pytest.raises(tp.TripyException, match=r"must be at most 2\^30") as e:
+        tp.maxpool(tp.ones((1, 1, 4, 4)), (2, 2), padding=((0, 2**63 - 1), (0, 0)))
+    assert "test_pooling.py" in str(e.value)
 
 
 def test_pooling_is_one_kernel_with_dynamic_spatial_dims(device, capsys):
