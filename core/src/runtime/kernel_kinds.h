@@ -197,7 +197,7 @@ inline constexpr size_t kMaxConvSpatialDims = 3;
 inline constexpr int64_t kMaxConvAttr = int64_t{1} << 30;
 // Why `c` breaks the rule above for `spatial_dims` spatial dims (list lengths, ranges, output
 // padding below the stride or dilation of a transposed one, none otherwise), or "" when it does
-// not: the kernel rules and the FlatIR verifier ask it.
+// not: the kernel rules, the FlatIR verifier and the Trace op ask it.
 std::string conv_attrs_error(const ConvolutionAttrs& c, size_t spatial_dims);
 
 // A call of a registered plugin (tp.plugin): its inputs -> one output, whose shape and dtype the
@@ -234,7 +234,8 @@ struct PoolingAttrs {
 // Output size of spatial dim `d` for an input size `n` (< 1 when the window does not fit).
 int64_t pool_output_size(const PoolingAttrs& a, size_t d, int64_t n);
 // Why `a` breaks the rule above for `spatial_dims` spatial dims (list lengths; windows, strides
-// and paddings within kMaxConvAttr), or "": the kernel rules and the FlatIR verifier ask it.
+// and paddings within kMaxConvAttr), or "": the kernel rules, the FlatIR verifier and the Trace
+// op ask it.
 std::string pool_attrs_error(const PoolingAttrs& a, size_t spatial_dims);
 
 // out dim i = in dim perm[i].
