@@ -15,10 +15,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 if "--decode" in sys.argv:
     os.environ["TRIPY_OVERLAP_LAUNCHES"] = "0"  # read at the first launch
-import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile
