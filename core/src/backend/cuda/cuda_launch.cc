@@ -130,23 +130,23 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
     if (aligned && l.vector_fn) fn = l.vector_fn;
   }
   void* params[] = {l.words.data()};
-  if (!l.overlaps || !overlap_launches())
-    return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = l.grid;
-  config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = l.block_x;
-  config.blockDimY = l.block_y;
-  config.blockDimZ = 1;
-  config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  const CUresult r = api().cuLaunchKernelEx(&config, fn, params, nullptr);
-  if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r, "cuLaunchKernelEx");
-  g_overlap_refused = true;
+  if (l.overlaps && overlap_launches()) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = l.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = l.block_x;
+    config.blockDimY = l.block_y;
+    config.blockDimZ = 1;
+    config.hStream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    const CUresult r = api().cuLaunchKernelEx(&config, fn, params, nullptr);
+    if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r, "cuLaunchKernelEx");
+    g_overlap_refused = true;  // this and every later launch go plainly
+  }
   return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
 }
 

@@ -33,6 +33,9 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   return {split, blocks(split)};
 }
 
+// The ring's entry point is its module's function name and this (weight_only_ring_function).
+constexpr char kRingSuffix[] = "_ring";
+
 bool is_row_tile(int tile) {
   return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles);
 }
@@ -73,11 +76,11 @@ std::string weight_only_function(DType t, int bits, int row_tile) {
 }
 
 std::string weight_only_ring_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + "_ring";
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kRingSuffix;
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  const std::string ring = "_ring";
+  const std::string ring = kRingSuffix;
   const bool is_ring =
       function.size() > ring.size() && function.compare(function.size() - ring.size(), ring.size(), ring) == 0;
   return is_ring ? function.substr(0, function.size() - ring.size()) : function;
@@ -181,7 +184,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The ring's entry point, where the module has one (a file saved before it existed has not).
   if (code.row_tile == kWeightOnlyMmaRows) {
-    const std::string ring = function + "_ring";
+    const std::string ring = function + kRingSuffix;
     if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
   }
   return ok_status();
