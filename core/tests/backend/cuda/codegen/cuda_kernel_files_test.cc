@@ -14,6 +14,7 @@
 #include "backend/cuda/codegen/cuda_compile.h"
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
+#include "backend/cuda/cuda_weight_only_dot.h"
 #include "cuda_test_cases.h"
 
 namespace tripy::rt::cuda {
@@ -58,7 +59,8 @@ std::vector<Module> modules_of_every_file() {
       {"sample", kind_module_source(KernelKind::kSample, DType::kBFloat16).source},
       {"one_shot_collective", kind_module_source(KernelKind::kCollective, DType::kBFloat16).source},
       {"gemv", gemv_module_source(DType::kFloat16, 1, 1)},
-      {"weight_only_dot", weight_only_dot_module_source(DType::kBFloat16, 4, 1).source},
+      // The tensor-core tile's module: its entry point and the ring's.
+      {"weight_only_dot", weight_only_dot_module_source(DType::kBFloat16, 4, kWeightOnlyMmaRows).source},
       {"plugin", plugin_module_source(plugin).value()},
       {"attention", generate_attention(attention, attention.kernels[0]).value().source},
   };
