@@ -330,6 +330,31 @@ inline std::vector<GpuCase> pool_cases(Layout layout = Layout::kChannelsFirst) {
   return cs;
 }
 
+// A decoder's residual add and RMSNorm over bfloat16 rows: h = x + y, h * rsqrt(mean(h^2) + eps)
+// * weight, the weight a constant of the program (a row kernel may load it before its wait).
+inline GpuCase residual_rmsnorm(int64_t rows, int64_t len) {
+  const DType B = DType::kBFloat16, F = DType::kFloat32;
+  ProgramBuilder b;
+  const int32_t x = b.input(B, {rows, len}), y = b.input(B, {rows, len});
+  const int32_t w = b.constant(random_tensor(B, {len}, 11));
+  const int32_t h = b.output(B, {rows, len}), n = b.output(B, {rows, len});
+  Kernel& k = b.kernel(KernelKind::kFused, "residual_rmsnorm", {x, y, w}, {h, n});
+  k.fused.domain = b.dims({rows, len});
+  k.fused.reduce_from = 1;
+  k.fused.input_axes = {{0, 1}, {0, 1}, {1}};
+  k.fused.instrs = {ins(EwOp::kLoad, B, 0), ins(EwOp::kLoad, B, 1), ins(EwOp::kAdd, B, 0, 1),
+                    ins(EwOp::kConvert, F, 2), ins(EwOp::kMul, F, 3, 3), ins(EwOp::kReduceSum, F, 4),
+                    ins(EwOp::kConst, F, -1, -1, -1, 1.0 / static_cast<double>(len)), ins(EwOp::kMul, F, 5, 6),
+                    ins(EwOp::kConst, F, -1, -1, -1, 1e-5), ins(EwOp::kAdd, F, 7, 8), ins(EwOp::kRsqrt, F, 9),
+                    ins(EwOp::kMul, F, 3, 10), ins(EwOp::kLoad, B, 2), ins(EwOp::kConvert, F, 12),
+                    ins(EwOp::kMul, F, 11, 13), ins(EwOp::kConvert, B, 14)};
+  k.fused.output_regs = {2, 15};
+  GpuCase c = finish("residual_rmsnorm_" + std::to_string(rows) + "x" + std::to_string(len), b);
+  // Sizes the code generator can read (a compiled program's): it plans the fixed launch.
+  for (int64_t v : c.slots) c.program.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
+  return c;
+}
+
 inline std::vector<GpuCase> all_cases() {
   const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16, I32 = DType::kInt32,
               I64 = DType::kInt64, I8 = DType::kInt8, B = DType::kBool;
@@ -406,6 +431,7 @@ inline std::vector<GpuCase> all_cases() {
   cs.push_back(softmax(H, 16, 256));
   cs.push_back(layernorm(8, 1024));
   cs.push_back(layernorm(4, 4096));
+  for (int64_t rows : {1, 8, 4096}) cs.push_back(residual_rmsnorm(rows, 4096));
   // Dots.
   DotAttrs none;
   cs.push_back(dot("dot_f32", {{33, 17}, {17, 29}, {33, 29}, none}));

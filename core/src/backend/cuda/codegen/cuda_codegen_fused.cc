@@ -16,7 +16,7 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// The prelude's rc<N> and block_allreduce<N> combine by code: 0 sum, 1 prod, 2 max, 3 min.
+// The prelude's rc<N>, warp_allreduce<N> and row_combine<N> combine by code: 0 sum, 1 prod, 2 max, 3 min.
 int reduce_code(EwOp op) {
   switch (ew_info(op).reduce) {
     case ReduceKind::kSum: return 0;
@@ -67,11 +67,15 @@ class Emitter {
     s_ << device_prelude();
     s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
     // Reductions: at least three or four blocks per SM (fewer registers when no row cache), so a
-    // row's barriers overlap other rows' loads.
-    const char* bounds = !L_.has_reduction ? "256" : hands_over_values() ? "256, 3" : "256, 4";
+    // row's barriers overlap other rows' loads; but where no block takes a second row (a decode
+    // step's norm) there are none to overlap, and a cap would only spill.
+    if (L_.has_reduction) fixed_ = fixed_rows();
+    const bool one_row = fixed_ && fixed_->one_row;
+    const char* bounds = !L_.has_reduction || one_row ? "256" : hands_over_values() ? "256, 3" : "256, 4";
     s_ << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") "
        << name << "(const Args a) {\n";
-    s_ << "  enter_after_previous();\n";
+    // Row reductions wait in each row loop, after loading what no kernel writes (row_loop).
+    if (!L_.has_reduction) s_ << "  enter_after_previous();\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "  " << storage_type(out_dtype(o)) << "* out" << o << " = (" << storage_type(out_dtype(o))
          << "*)a.v[" << o << "];\n";
@@ -296,6 +300,12 @@ class Emitter {
     return false;
   }
 
+  // Whether buffer b is a constant of the program (through aliases): no kernel writes it.
+  bool is_constant(int32_t b) const {
+    while (p_.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kAlias) b = p_.buffers[static_cast<size_t>(b)].index;
+    return p_.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kConstant;
+  }
+
   std::string pack_type(DType t) const {
     return "Pack<" + std::string(storage_type(t)) + ", " + std::to_string(L_.vec_width) + ">";
   }
@@ -361,7 +371,17 @@ class Emitter {
     bool vector = false;  // a launch may take the vector path (when the addresses allow)
     bool aligned = false;  // ... and every launch takes it (cuda_launch.h, always_aligned)
     bool exact = false;    // every size is fixed: the one launch there is
+    bool one_row = false;  // ... and it gives each of its block's rows at most one row
   };
+  // The row-cache slots a thread needs (fewer registers than the most it may use): each thread's
+  // share of the row at the smallest block, where the row length is fixed.
+  int cache_slots(const std::optional<FixedRows>& fixed, bool vec) const {
+    const int most = vec ? FusedLayout::kRowCacheVector : FusedLayout::kRowCacheScalar;
+    if (!fixed || fixed->block_lo <= 0 || (vec && (L_.vec_width <= 0 || fixed->row_len % L_.vec_width != 0)))
+      return most;
+    const int64_t units = vec ? fixed->row_len / L_.vec_width : fixed->row_len;
+    return static_cast<int>(std::clamp<int64_t>((units + fixed->block_lo - 1) / fixed->block_lo, 1, most));
+  }
   std::optional<FixedRows> fixed_rows() const {
     FixedRows f;
     f.exact = p_.sizes_fixed();
@@ -378,12 +398,15 @@ class Emitter {
         if (launches->empty()) continue;  // no rows: nothing runs
         const Launch& l = launches->front();
         const int64_t row_len = l.words[L_.misc_word(FusedLayout::kMiscRowLen)];
+        const int64_t rows = l.words[L_.misc_word(FusedLayout::kMiscRows)];
+        const bool one_row = rows <= int64_t{l.grid} * l.block_y;
         const bool vector = l.vector_word >= 0, aligned = vector && always_aligned(p_, l);
         if (first) {
           f.row_len = row_len;
           f.block_lo = f.block_hi = l.block_x;
           f.vector = vector;
           f.aligned = aligned;
+          f.one_row = one_row;
           first = false;
         } else if (row_len != f.row_len) {
           return std::nullopt;
@@ -392,21 +415,22 @@ class Emitter {
         f.block_hi = std::max<int64_t>(f.block_hi, l.block_x);
         f.vector = f.vector || vector;
         f.aligned = f.aligned && aligned;
+        f.one_row = f.one_row && one_row;
       }
     }
     if (first) return std::nullopt;
+    f.one_row = f.one_row && f.exact;
     return f;
   }
 
   void emit_reduction_body() {
-    const std::optional<FixedRows> fixed = fixed_rows();
+    const std::optional<FixedRows>& fixed = fixed_;
+    const int per_vector = cache_slots(fixed, true), per_scalar = cache_slots(fixed, false);
     // Whether a row loop can run, judged as the kernel judges it below.
     auto reachable = [&](RowMode mode) {
       if (!fixed || (mode == RowMode::kPlain && !fixed->exact)) return true;
-      auto vector_fits = [&](int64_t block) { return fixed->row_len <= FusedLayout::kRowCacheVector * L_.vec_width * block; };
-      auto scalar_fits = [&](int64_t block) {
-        return !L_.has_iota && fixed->row_len <= FusedLayout::kRowCacheScalar * block;
-      };
+      auto vector_fits = [&](int64_t block) { return fixed->row_len <= per_vector * L_.vec_width * block; };
+      auto scalar_fits = [&](int64_t block) { return !L_.has_iota && fixed->row_len <= per_scalar * block; };
       switch (mode) {
         case RowMode::kVector: return fixed->vector && vector_fits(fixed->block_hi);
         case RowMode::kVectorStream: return fixed->vector && !vector_fits(fixed->block_lo);
@@ -419,7 +443,8 @@ class Emitter {
     // the run falls through to the loops below it).
     auto row_loop = [&](RowMode mode) {
       if (reachable(mode)) {
-        emit_row_loop(mode);
+        const bool vec = mode == RowMode::kVector || mode == RowMode::kVectorStream;
+        emit_row_loop(mode, vec ? per_vector : per_scalar, mode == RowMode::kVector && fixed && fixed->one_row);
         s_ << "    return;\n";
       } else if (fixed->exact) {
         s_ << "  __trap();\n";
@@ -434,33 +459,56 @@ class Emitter {
        << L_.misc_word(FusedLayout::kMiscRedLo) << "];\n";
     if (L_.vec_width > 0 && (!fixed || fixed->vector)) {
       s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
-      s_ << "  if (L <= " << FusedLayout::kRowCacheVector * L_.vec_width << " * (i64)blockDim.x) {\n";
+      s_ << "  if (L <= " << per_vector * L_.vec_width << " * (i64)blockDim.x) {\n";
       row_loop(RowMode::kVector);
       s_ << "  }\n";
       row_loop(RowMode::kVectorStream);
       s_ << "  }\n";
     }
     if (!L_.has_iota) {
-      s_ << "  if (L <= " << FusedLayout::kRowCacheScalar << " * (i64)blockDim.x) {\n";
+      s_ << "  if (L <= " << per_scalar << " * (i64)blockDim.x) {\n";
       row_loop(RowMode::kCached);
       s_ << "  }\n";
     }
     row_loop(RowMode::kPlain);
   }
 
-  // Every thread of a block runs the same number of row iterations (block_allreduce has
-  // barriers); threads past the last row recompute it and store nothing.
-  void emit_row_loop(RowMode mode) {
+  // Every thread of a block runs the same number of row iterations (a row's reductions have a
+  // barrier); threads past the last row recompute it and store nothing. `per`: the row-cache
+  // slots a thread has. `early`: every block-row takes at most one row, so the inputs no kernel
+  // writes and every row shares (a norm's weight) are loaded into registers once, before the
+  // wait for the previous kernel: off the row's chain of dependent loads.
+  void emit_row_loop(RowMode mode, int per, bool early) {
     const int rf = L_.reduce_from, rank = L_.rank;
     const bool vec = mode == RowMode::kVector || mode == RowMode::kVectorStream;
     const bool cached = mode == RowMode::kVector || mode == RowMode::kCached;
-    const int per = vec ? FusedLayout::kRowCacheVector : FusedLayout::kRowCacheScalar;
     const std::string ind = "    ", in2 = ind + "  ", in3 = in2 + "  ";
     if (vec) {
       s_ << "  const i64 U = L / " << L_.vec_width << ";\n";
       for (int k = 0; k < L_.num_inputs; ++k)
         s_ << "  const bool s" << k << " = a.v[" << L_.stride_word(k, rank - 1) << "] != 0;\n";
     }
+    const std::vector<int32_t> loaded = inputs_loaded(element_closure(f_, an_.row_level, all_element_roots()));
+    // Kept in registers for the whole row: 1 loaded with the row, 2 loaded once early.
+    std::vector<uint8_t> in_regs(L_.num_inputs, 0);
+    for (int32_t k : loaded) in_regs[k] = cached && (!vec || varies_by_row(k));
+    const std::string w = std::to_string(L_.vec_width);
+    auto pack_at = [&](int32_t k, const std::string& base) {
+      std::string ks = std::to_string(k);
+      return "load_pack<" + std::string(storage_type(an_.input_dtype[k])) + ", " + w + ">(in" + ks + base +
+             " + (s" + ks + " ? (i64)u * " + w + " : 0), s" + ks + ")";
+    };
+    if (early && vec) {
+      for (int32_t k : loaded) {
+        if (varies_by_row(k) || !is_constant(k_.inputs[k])) continue;
+        in_regs[k] = 2;
+        s_ << "  " << pack_type(an_.input_dtype[k]) << " c" << k << "[" << per << "];\n";
+        s_ << "#pragma unroll\n  for (int e = 0; e < " << per << "; ++e) {\n";
+        s_ << "    const int u = threadIdx.x + e * (int)blockDim.x;\n";
+        s_ << "    if (u < U) c" << k << "[e] = " << pack_at(k, "") << ";\n  }\n";
+      }
+    }
+    s_ << "  enter_after_previous();\n";
     s_ << "  int it = 0;\n";
     s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y, ++it) {\n";
     s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";
@@ -471,15 +519,6 @@ class Emitter {
     emit_decompose("i64", "row", 0, rf, "rlo", "b", ind + "  ");
     s_ << ind << "}\n";
 
-    std::vector<uint8_t> in_regs(L_.num_inputs, 0);  // kept in registers for the whole row
-    for (int32_t k : inputs_loaded(element_closure(f_, an_.row_level, all_element_roots())))
-      in_regs[k] = cached && (!vec || varies_by_row(k));
-    const std::string w = std::to_string(L_.vec_width);
-    auto pack_at = [&](int32_t k) {
-      std::string ks = std::to_string(k);
-      return "load_pack<" + std::string(storage_type(an_.input_dtype[k])) + ", " + w + ">(in" + ks + " + b" + ks +
-             " + (s" + ks + " ? (i64)u * " + w + " : 0), s" + ks + ")";
-    };
     // One pass over the row's elements: `body(load)` emits the per-element code.
     // Around the wide path's per-element loop, `around(ind, false)` and `around(ind, true)` emit
     // code before and after it (packing the outputs).
@@ -502,7 +541,8 @@ class Emitter {
       }
       if (vec) {
         for (int32_t k : inputs_loaded(regs))
-          if (!in_regs[k]) s_ << in3 << "const " << pack_type(an_.input_dtype[k]) << " p" << k << " = " << pack_at(k) << ";\n";
+          if (!in_regs[k])
+            s_ << in3 << "const " << pack_type(an_.input_dtype[k]) << " p" << k << " = " << pack_at(k, " + b" + std::to_string(k)) << ";\n";
         if (around) around(in3, false);
         s_ << "#pragma unroll\n" << in3 << "for (int w = 0; w < " << w << "; ++w) {\n";
         body(in3 + "  ");
@@ -524,7 +564,7 @@ class Emitter {
     }
     if (cached) {  // load the row once
       for (int k = 0; k < L_.num_inputs; ++k) {
-        if (!in_regs[k]) continue;
+        if (in_regs[k] != 1) continue;
         if (vec) s_ << ind << pack_type(an_.input_dtype[k]) << " c" << k << "[" << per << "];\n";
         else s_ << ind << ctype(compute_kind(an_.input_dtype[k])) << " c" << k << "[" << per << "];\n";
       }
@@ -532,7 +572,7 @@ class Emitter {
       if (vec) {
         s_ << in2 << "const int u = threadIdx.x + e * (int)blockDim.x;\n" << in2 << "if (u < U) {\n";
         for (int k = 0; k < L_.num_inputs; ++k)
-          if (in_regs[k]) s_ << in3 << "c" << k << "[e] = " << pack_at(k) << ";\n";
+          if (in_regs[k] == 1) s_ << in3 << "c" << k << "[e] = " << pack_at(k, " + b" + std::to_string(k)) << ";\n";
       } else {
         s_ << in2 << "const i64 j = threadIdx.x + e * (i64)blockDim.x;\n" << in2 << "if (j < L) {\n";
         declare_offsets("o", "b", in3);
@@ -540,7 +580,7 @@ class Emitter {
         emit_decompose("i64", "j", rf, rank, "elo", "o", in3 + "  ");
         s_ << in3 << "}\n";
         for (int k = 0; k < L_.num_inputs; ++k)
-          if (in_regs[k]) s_ << in3 << "c" << k << "[e] = " << gather_load("o")(k) << ";\n";
+          if (in_regs[k] == 1) s_ << in3 << "c" << k << "[e] = " << gather_load("o")(k) << ";\n";
       }
       s_ << in2 << "}\n" << ind << "}\n";
     }
@@ -577,9 +617,19 @@ class Emitter {
         }
       };
       pass(p.regs, body, p.reds.empty() && vec ? Around(around) : Around());
+      // The phase's reductions share one barrier.
+      auto slots = [&](int32_t r) { return "sm" + std::to_string(r) + " + threadIdx.y * 64 + (it & 1) * 32"; };
+      for (int32_t r : p.reds)
+        s_ << ind << "acc" << r << " = warp_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ");\n";
+      if (!p.reds.empty()) {
+        s_ << ind << "if (blockDim.x > 32) {\n";
+        for (int32_t r : p.reds) s_ << in2 << "row_share(acc" << r << ", " << slots(r) << ");\n";
+        s_ << in2 << "__syncthreads();\n";
+        for (int32_t r : p.reds)
+          s_ << in2 << "acc" << r << " = row_combine<" << reduce_code(f_.instrs[r].op) << ">(" << slots(r) << ");\n";
+        s_ << ind << "}\n";
+      }
       for (int32_t r : p.reds) {
-        s_ << ind << "acc" << r << " = block_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r
-           << ", sm" << r << " + threadIdx.y * 64 + (it & 1) * 32);\n";
         const Instr& in = f_.instrs[r];
         std::string v = an_.kind[r] == CKind::kBool
                             ? "(acc" + std::to_string(r) + " != 0)"
@@ -608,6 +658,7 @@ class Emitter {
     return roots;
   }
 
+  std::optional<FixedRows> fixed_;  // a reduction's rows, where every launch has the same length
   const Program& p_;
   const Kernel& k_;
   const FusedProgram& f_;

@@ -116,14 +116,63 @@ std::vector<std::string> entries_that_do_not_wait(const std::string& source) {
   return bad;
 }
 
+// What a generated fused kernel reads or writes before its first wait, where a kernel may have
+// written it: any output, any input but the program's constants (a row reduction loads the weights
+// every row shares before it waits). Declarations (`T* out0 = (T*)a.v[0];`) are not accesses.
+std::vector<std::string> fused_accesses_before_wait(const Program& p, const Kernel& k, const std::string& source) {
+  const size_t open = source.find('{', source.find("__global__"));
+  const size_t wait = source.find("enter_after_previous();", open);
+  if (open == std::string::npos || wait == std::string::npos) return {"no wait"};
+  std::vector<std::string> bad;
+  const std::string head = source.substr(open, wait - open);
+  auto constant = [&](int32_t b) {
+    while (p.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kAlias) b = p.buffers[static_cast<size_t>(b)].index;
+    return p.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kConstant;
+  };
+  size_t line_start = 0;
+  while (line_start < head.size()) {
+    size_t end = head.find('\n', line_start);
+    if (end == std::string::npos) end = head.size();
+    const std::string line = head.substr(line_start, end - line_start);
+    line_start = end + 1;
+    if (line.find(" = (") != std::string::npos && line.find("a.v[") != std::string::npos) continue;  // a declaration
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      if (line.find("out" + std::to_string(o)) != std::string::npos) bad.push_back(line);
+    for (size_t i = 0; i < k.inputs.size(); ++i) {
+      const std::string name = "(in" + std::to_string(i) + " ";
+      if (line.find(name) != std::string::npos && !constant(k.inputs[i])) bad.push_back(line);
+    }
+  }
+  return bad;
+}
+
 // Launches overlap their predecessor (Launch::overlaps) on the promise that every Tripy kernel
-// first waits for it: each module's entry points, fused kernels included, begin with that wait.
+// waits for it before touching memory it may have written: each module's entry points begin with
+// that wait; a fused kernel waits before each of its loops and reads only constants before.
 // Not the tuner's fill kernels (launched plainly) nor plugins (the user's code).
 TEST(CudaKernelFiles, EveryEntryPointWaitsForThePreviousKernelFirst) {
   std::vector<Module> modules = modules_of_every_file();
+  int fused = 0, early = 0;
+  auto check_fused = [&](const std::string& name, const Program& p, const Kernel& k) {
+    const std::string source = generate_fused(p, k).value().source;
+    ++fused;
+    for (const std::string& line : fused_accesses_before_wait(p, k, source))
+      ADD_FAILURE() << name << ": before its first wait: " << line;
+    size_t waits = 0, loops = 0;
+    for (size_t at = source.find("enter_after_previous();\n"); at != std::string::npos;
+         at = source.find("enter_after_previous();\n", at + 1))
+      ++waits;
+    for (size_t at = source.find("for (i64 row0 ="); at != std::string::npos; at = source.find("for (i64 row0 =", at + 1))
+      ++loops;
+    EXPECT_EQ(waits, std::max<size_t>(loops, 1)) << name << ": a row loop without its wait";
+    const size_t body = source.find("__global__");
+    early += source.find("enter_after_previous();", body) > source.find("load_pack", body);
+  };
   for (const cuda_testing::GpuCase& c : cuda_testing::all_cases())
     for (const Kernel& k : c.program.kernels)
-      if (k.kind == KernelKind::kFused) modules.push_back({c.name, generate_fused(c.program, k).value().source});
+      if (k.kind == KernelKind::kFused) check_fused(c.name, c.program, k);
+  EXPECT_GT(fused, 0);
+  EXPECT_GT(early, 0) << "no case loads a constant before its wait (residual_rmsnorm_1x4096 should)";
   for (const Module& m : modules) {
     if (m.name == "fill" || m.name == "plugin") continue;
     EXPECT_NE(m.source.find("__global__"), std::string::npos) << m.name;

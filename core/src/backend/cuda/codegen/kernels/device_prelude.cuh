@@ -121,19 +121,25 @@ template <int OP> DEVI float rc(float a, float b) {
 template <int OP> DEVI i64 rc(i64 a, i64 b) {
   return OP == 0 ? wadd(a, b) : OP == 1 ? wmul(a, b) : OP == 2 ? (a > b ? a : b) : (a < b ? a : b);
 }
-// All threads of a row get the result. A row is blockDim.x threads: a warp, or a multiple of 32
-// (at most 32 warps) with blockDim.y rows per block; every thread of the block calls it. sm holds
-// 32 slots for this row; callers alternate between two such areas from one row to the next, so
-// one barrier suffices: a slot is rewritten only after the next row's barrier, when every thread
-// has read it.
-template <int OP, class T> DEVI T block_allreduce(T v, T* sm) {
+// A row's reductions, in three steps so that all of a phase's share one barrier (generated
+// kernels: cuda_codegen_fused.cc). A row is blockDim.x threads: a warp, or a multiple of 32 (at
+// most 32 warps) with blockDim.y rows per block; every thread of the block takes part. Each value's
+// warp total (warp_allreduce); where a row spans warps, lane 0 of each warp leaves it in one of the
+// row's 32 slots (row_share), one __syncthreads(), and every thread combines the slots
+// (row_combine). Callers alternate between two slot areas from one row to the next, so one barrier
+// a row suffices: a slot is rewritten only after the next row's barrier, when every thread has
+// read it.
+template <int OP, class T> DEVI T warp_allreduce(T v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
-  if (blockDim.x <= 32) return v;
+  return v;
+}
+template <class T> DEVI void row_share(T v, T* sm) {
   if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
-  __syncthreads();
+}
+template <int OP, class T> DEVI T row_combine(const T* sm) {
   const int nw = blockDim.x >> 5;
-  v = sm[0];
+  T v = sm[0];
   for (int i = 1; i < nw; ++i) v = rc<OP>(v, sm[i]);
   return v;
 }
