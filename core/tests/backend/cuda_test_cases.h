@@ -355,6 +355,24 @@ inline GpuCase residual_rmsnorm(int64_t rows, int64_t len) {
   return c;
 }
 
+// `phases` reductions in a chain over each row (each subtracts the mean of the previous result):
+// one barrier each, more than a kernel's shared memory would hold with slots of their own.
+inline GpuCase reduction_chain(int phases, int64_t rows, int64_t len) {
+  const DType F = DType::kFloat32;
+  std::vector<Instr> instrs = {ins(EwOp::kLoad, F, 0), ins(EwOp::kConst, F, -1, -1, -1, 1.0 / static_cast<double>(len))};
+  int32_t v = 0, mean = -1;
+  for (int i = 0; i < phases; ++i) {
+    const int32_t at = static_cast<int32_t>(instrs.size());
+    instrs.push_back(ins(EwOp::kReduceSum, F, v));
+    instrs.push_back(ins(EwOp::kMul, F, at, 1));
+    instrs.push_back(ins(EwOp::kSub, F, v, at + 1));
+    mean = at + 1;
+    v = at + 2;
+  }
+  return fused({"reduction_chain_" + std::to_string(phases), {rows, len}, 1, {{F, {rows, len}, {0, 1}}}, instrs,
+                {{v, {rows, len}}, {mean, {rows}}}});
+}
+
 inline std::vector<GpuCase> all_cases() {
   const DType F = DType::kFloat32, H = DType::kFloat16, BF = DType::kBFloat16, I32 = DType::kInt32,
               I64 = DType::kInt64, I8 = DType::kInt8, B = DType::kBool;
@@ -432,6 +450,7 @@ inline std::vector<GpuCase> all_cases() {
   cs.push_back(layernorm(8, 1024));
   cs.push_back(layernorm(4, 4096));
   for (int64_t rows : {1, 8, 4096}) cs.push_back(residual_rmsnorm(rows, 4096));
+  cs.push_back(reduction_chain(40, 5, 300));
   // Dots.
   DotAttrs none;
   cs.push_back(dot("dot_f32", {{33, 17}, {17, 29}, {33, 29}, none}));

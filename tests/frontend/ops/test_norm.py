@@ -124,6 +124,33 @@ def test_bfloat16_layer_and_rms_norm_round_once():
         np.testing.assert_allclose(got, want, rtol=2**-8, atol=2**-7)
 
 
+def test_a_chain_of_residual_adds_and_rms_norms_matches_numpy(device):
+    # Nothing between them, so the GPU fuses them into one kernel: 48 reductions in a chain, each
+    # behind a barrier, whose partial sums must share a block's shared memory.
+    norms = []
+    for _ in range(24):
+        norm = tp.RMSNorm(256)
+        w, _ = _params((256,))
+        norm.load_state_dict({"weight": tp.Tensor(w)})
+        norms.append((norm, w))
+
+    def chain(h, r):
+        for norm, _ in norms:
+            h = h + r
+            r = norm(h)
+        return h, r
+
+    exe = tp.compile(chain, args=[tp.InputInfo((3, 256), dtype=tp.float32)] * 2)
+    h, r = (RNG.standard_normal((3, 256)).astype(np.float32) for _ in range(2))
+    got_h, got_r = (np.asarray(t) for t in exe(tp.Tensor(h), tp.Tensor(r)))
+    want_h, want_r = h.astype(np.float64), r.astype(np.float64)
+    for _, w in norms:
+        want_h = want_h + want_r
+        want_r = _rms_ref(want_h, w, 1)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_r, want_r, rtol=1e-4, atol=1e-4)
+
+
 def test_dynamic_channels_that_do_not_match_are_an_error_of_the_call_naming_the_norm():
     norm = tp.GroupNorm(2, 4)
     norm.load_state_dict({"weight": tp.ones((4,)), "bias": tp.zeros((4,))})

@@ -450,9 +450,13 @@ class Emitter {
         s_ << "  __trap();\n";
       }
     };
-    for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r)
-      if (is_reduction(f_.instrs[r].op))
-        s_ << "  __shared__ " << acc_type(r) << " sm" << r << "[" << FusedLayout::kMaxRowsPerBlock * 64 << "];\n";
+    // Two areas of slots, alternating from one barrier to the next, each with room for the
+    // most reductions of one phase (of each accumulator type), 32 slots for each of a block's rows.
+    const Slots most = slots_per_phase();
+    if (most.floats > 0)
+      s_ << "  __shared__ float smf[" << 2 * most.floats * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
+    if (most.ints > 0)
+      s_ << "  __shared__ i64 smi[" << 2 * most.ints * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
     s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
     s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
@@ -585,6 +589,7 @@ class Emitter {
       s_ << in2 << "}\n" << ind << "}\n";
     }
     const std::vector<RowPass> passes = plan_row_passes(cached);
+    const Slots most = slots_per_phase();
     const std::string slot = vec ? "k[e][w]" : "k[e]";
     bool any_cache = false;
     for (const RowPass& p : passes) any_cache |= p.writes >= 0;
@@ -617,8 +622,18 @@ class Emitter {
         }
       };
       pass(p.regs, body, p.reds.empty() && vec ? Around(around) : Around());
-      // The phase's reductions share one barrier.
-      auto slots = [&](int32_t r) { return "sm" + std::to_string(r) + " + threadIdx.y * 64 + (it & 1) * 32"; };
+      // The phase's reductions share one barrier, and their slots alternate with the phases'.
+      Slots taken;
+      std::vector<std::string> slot_of(f_.instrs.size());
+      for (int32_t r : p.reds) {
+        const bool flt = acc_type(r) == "float";
+        const int per_area = flt ? most.floats : most.ints, j = flt ? taken.floats++ : taken.ints++;
+        slot_of[static_cast<size_t>(r)] = std::string(flt ? "smf" : "smi") + " + ((((it * " +
+                                          std::to_string(an_.num_phases) + " + " + std::to_string(an_.phase[r] - 1) +
+                                          ") & 1) * " + std::to_string(per_area) + " + " + std::to_string(j) + ") * " +
+                                          std::to_string(FusedLayout::kMaxRowsPerBlock) + " + threadIdx.y) * 32";
+      }
+      auto slots = [&](int32_t r) { return slot_of[static_cast<size_t>(r)]; };
       for (int32_t r : p.reds)
         s_ << ind << "acc" << r << " = warp_allreduce<" << reduce_code(f_.instrs[r].op) << ">(acc" << r << ");\n";
       if (!p.reds.empty()) {
@@ -648,6 +663,23 @@ class Emitter {
       s_ << ind << "}\n";
     }
     s_ << "  }\n";
+  }
+
+  // The most reductions one phase has, by accumulator type (each needs its own slots).
+  struct Slots {
+    int floats = 0, ints = 0;
+  };
+  Slots slots_per_phase() const {
+    std::vector<Slots> per(static_cast<size_t>(an_.num_phases) + 1);
+    Slots most;
+    for (int32_t r = 0; r < static_cast<int32_t>(f_.instrs.size()); ++r) {
+      if (!is_reduction(f_.instrs[r].op)) continue;
+      Slots& s = per[static_cast<size_t>(an_.phase[r])];
+      (acc_type(r) == "float" ? s.floats : s.ints) += 1;
+      most.floats = std::max(most.floats, s.floats);
+      most.ints = std::max(most.ints, s.ints);
+    }
+    return most;
   }
 
   // Every register an element-level pass may need: reduction operands and element outputs.

@@ -126,9 +126,9 @@ template <int OP> DEVI i64 rc(i64 a, i64 b) {
 // most 32 warps) with blockDim.y rows per block; every thread of the block takes part. Each value's
 // warp total (warp_allreduce); where a row spans warps, lane 0 of each warp leaves it in one of the
 // row's 32 slots (row_share), one __syncthreads(), and every thread combines the slots
-// (row_combine). Callers alternate between two slot areas from one row to the next, so one barrier
-// a row suffices: a slot is rewritten only after the next row's barrier, when every thread has
-// read it.
+// (row_combine). Callers alternate between two slot areas from one barrier to the next, so one
+// barrier suffices: an area is rewritten only after the next barrier, when every thread has read
+// it.
 template <int OP, class T> DEVI T warp_allreduce(T v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = rc<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
