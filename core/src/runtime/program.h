@@ -140,6 +140,9 @@ struct Program {
   // The buffer whose bytes `buffer` is: itself, or the end of its chain of aliases (at most
   // buffers.size() links are followed; validate_program rejects cycles).
   int32_t alias_root(int32_t buffer) const;
+  // Whether `buffer`'s bytes are one of the program's constants, which no kernel writes (a kernel
+  // may read them before waiting for the previous one).
+  bool is_constant(int32_t buffer) const { return buffers[alias_root(buffer)].kind == BufferDesc::Kind::kConstant; }
   std::vector<int64_t> buffer_shape(int32_t buffer, const std::vector<int64_t>& slots) const;
 };
 

@@ -9,7 +9,7 @@ namespace tripy::rt::cuda {
 namespace {
 
 constexpr char kTag[4] = {'G', 'E', 'M', 'V'};
-enum { kWordOut, kWordX, kWordW, kWordBias, kWordM, kWordN, kWordK, kWordAct, kWordSplit, kWordVec, kWords };
+enum { kWordOut, kWordX, kWordW, kWordBias, kWordM, kWordN, kWordK, kWordAct, kWordSplit, kWordVec, kWordEarly, kWords };
 
 int row_tile(int64_t m) {
   for (int t : kGemvRowTiles)
@@ -115,8 +115,9 @@ std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo
 }
 
 Launch plan_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, int32_t out, int32_t x, int32_t w,
-                 int32_t bias) {
+                 int32_t bias, bool w_constant) {
   Launch l = gemv_launch(pr, t, fn);
+  l.words[kWordEarly] = w_constant ? 1 : 0;
   l.ptrs = {{kWordOut, out, 0}, {kWordX, x, 0}, {kWordW, w, 0}};
   if (bias >= 0) l.ptrs.push_back({kWordBias, bias, 0});
   return l;

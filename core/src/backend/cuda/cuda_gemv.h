@@ -62,9 +62,10 @@ std::string gemv_function_for(const DotProblem& problem, GemvTactic tactic);
 std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo, int64_t m_hi, GemvTactic tactic);
 
 // The launch of `fn` for `problem` (gemv_applies): words and grid; addresses in `ptrs` for the
-// buffers out, x (lhs), w (rhs) and bias (< 0: none).
+// buffers out, x (lhs), w (rhs) and bias (< 0: none). `w_constant`: w is a constant of the program,
+// whose first chunks the CUDA-core rows load before waiting for the previous kernel.
 Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, int32_t out, int32_t x, int32_t w,
-                 int32_t bias);
+                 int32_t bias, bool w_constant);
 // One launch on device addresses (the tuner's).
 Status run_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUdeviceptr out, CUdeviceptr x,
                 CUdeviceptr w, CUdeviceptr bias, CUstream stream);

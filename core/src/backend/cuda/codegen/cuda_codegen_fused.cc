@@ -300,12 +300,6 @@ class Emitter {
     return false;
   }
 
-  // Whether buffer b is a constant of the program (through aliases): no kernel writes it.
-  bool is_constant(int32_t b) const {
-    while (p_.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kAlias) b = p_.buffers[static_cast<size_t>(b)].index;
-    return p_.buffers[static_cast<size_t>(b)].kind == BufferDesc::Kind::kConstant;
-  }
-
   std::string pack_type(DType t) const {
     return "Pack<" + std::string(storage_type(t)) + ", " + std::to_string(L_.vec_width) + ">";
   }
@@ -504,7 +498,7 @@ class Emitter {
     };
     if (early && vec) {
       for (int32_t k : loaded) {
-        if (varies_by_row(k) || !is_constant(k_.inputs[k])) continue;
+        if (varies_by_row(k) || !p_.is_constant(k_.inputs[k])) continue;
         in_regs[k] = 2;
         s_ << "  " << pack_type(an_.input_dtype[k]) << " c" << k << "[" << per << "];\n";
         s_ << "#pragma unroll\n  for (int e = 0; e < " << per << "; ++e) {\n";

@@ -1,6 +1,7 @@
 // The GEMV modules of a float16 or bfloat16 dot: kernels/gemv.cuh and one entry point, for a row
 // tile (rows of x it holds) and the rows of the weight a warp group sums, named by gemv_function
-// (cuda_gemv.h). A module an entry point: NVRTC compiles them at once on separate cores (in one
+// (cuda_gemv.h); the CUDA-core rows wait for the previous kernel themselves (gemv_rows). A module
+// an entry point: NVRTC compiles them at once on separate cores (in one
 // module they took 2.8 s on the build machine, the largest alone about a third of that).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -12,8 +13,9 @@ std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
   static const std::string kBody = device_prelude() + kernels::kGemv;
   const char* type = t == DType::kBFloat16 ? "GemvBf16" : "GemvHalf";
   return kBody + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
-         gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { enter_after_previous(); " +
-         (row_tile >= kGemvMmaRows ? "gemv_mma<" : "gemv_rows<") + type + ", " + std::to_string(row_tile) + ", " +
+         gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { " +
+         (row_tile >= kGemvMmaRows ? "enter_after_previous(); gemv_mma<" : "gemv_rows<") + type + ", " +
+         std::to_string(row_tile) + ", " +
          std::to_string(weight_rows) + ">(a); }\n";
 }
 

@@ -125,10 +125,10 @@ TEST(CudaGemv, TensorCoreTilesTakeOneTileOf16RowsABlock) {
   // 3072 rows of W: 8 warp groups of 2 rows a block on CUDA cores (4 rows of x); on tensor cores (8
   // rows of x) one tile of 16 rows a block whatever the tactic, its 8 warps dividing K.
   DotProblem pr = decode_problem(4);
-  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, 3072u / 16);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1, false).grid, 3072u / 16);
   pr.n = 8;
   for (rt::cuda::GemvTactic t : rt::cuda::gemv_tactics()) {
-    const rt::cuda::Launch l = rt::cuda::plan_gemv(pr, t, nullptr, 0, 1, 2, -1);
+    const rt::cuda::Launch l = rt::cuda::plan_gemv(pr, t, nullptr, 0, 1, 2, -1, false);
     EXPECT_EQ(l.grid, 3072u / 16);
     EXPECT_EQ(l.words[8], 8);  // split
     EXPECT_EQ(rt::cuda::gemv_function_for(pr, t), "tripy_gemv_bf16_m8_r1");
@@ -136,7 +136,13 @@ TEST(CudaGemv, TensorCoreTilesTakeOneTileOf16RowsABlock) {
   EXPECT_EQ(rt::cuda::gemv_tactics(pr).size(), 1u);  // the tuner times that launch once
   EXPECT_EQ(rt::cuda::gemv_tactics(decode_problem(4)).size(), rt::cuda::gemv_tactics().size());
   pr.m = 3000;  // a partial last block
-  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1).grid, (3000u + 15) / 16);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1, false).grid, (3000u + 15) / 16);
+}
+
+TEST(CudaGemv, OnlyAConstantWeightMayBeReadBeforeTheWait) {
+  const DotProblem pr = decode_problem(1);
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1, true).words[10], 1);  // GemvArgs::early
+  EXPECT_EQ(rt::cuda::plan_gemv(pr, {2, 1}, nullptr, 0, 1, 2, -1, false).words[10], 0);
 }
 
 }  // namespace

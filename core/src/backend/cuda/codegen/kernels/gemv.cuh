@@ -22,6 +22,8 @@ struct GemvArgs {
   i64 act;    // rt::Activation: 0 none, 1 relu, 2 gelu
   i64 split;  // warps summing one group of rows (1, 2, 4 or 8: divides the block's 8 warps)
   i64 vec;    // 1: every address 16-byte aligned (the launch checks); K % 8 is checked here
+  i64 early;  // 1: w is a constant of the program (no kernel writes it), so it may be read before
+              // the wait for the previous kernel
 };
 
 #define GEMV_BLOCK 256
@@ -73,14 +75,16 @@ template <class T> DEVI float gemv_dot8(float acc, const float (&xf)[8], const V
 }
 
 // U chunks of each of the R rows are loaded before any is used (R * U loads in flight per lane).
-template <class T, int MT, int R, int U>
-DEVI void gemv_chunks(float (&acc)[R][MT], const unsigned short* const (&wr)[R], const unsigned short* x, int M,
-                      i64 K, i64 c, i64 step) {
-  V16 wv[U][R];
+template <int R, int U>
+DEVI void gemv_load(V16 (&wv)[U][R], const unsigned short* const (&wr)[R], i64 c, i64 step) {
 #pragma unroll
   for (int u = 0; u < U; ++u)
 #pragma unroll
     for (int r = 0; r < R; ++r) wv[u][r] = gemv_stream(wr[r] + (c + u * step) * 8);
+}
+template <class T, int MT, int R, int U>
+DEVI void gemv_use(float (&acc)[R][MT], const V16 (&wv)[U][R], const unsigned short* x, int M, i64 K, i64 c,
+                   i64 step) {
 #pragma unroll
   for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -93,6 +97,17 @@ DEVI void gemv_chunks(float (&acc)[R][MT], const unsigned short* const (&wr)[R],
       for (int r = 0; r < R; ++r) acc[r][m] = gemv_dot8<T>(acc[r][m], xf, wv[u][r]);
     }
 }
+template <class T, int MT, int R, int U>
+DEVI void gemv_chunks(float (&acc)[R][MT], const unsigned short* const (&wr)[R], const unsigned short* x, int M,
+                      i64 K, i64 c, i64 step) {
+  V16 wv[U][R];
+  gemv_load<R, U>(wv, wr, c, step);
+  gemv_use<T, MT, R, U>(acc, wv, x, M, K, c, step);
+}
+
+// The CUDA-core rows. Its entry point does not wait for the previous kernel first: this does, once
+// it has asked for its first chunks of w where w is a constant of the program (a.early), so that
+// they arrive while the previous kernel ends (a decode step's weights come from memory, not L2).
 
 template <class T, int MT, int R>
 DEVI void gemv_rows(const GemvArgs& a) {
@@ -114,11 +129,20 @@ DEVI void gemv_rows(const GemvArgs& a) {
 #pragma unroll
     for (int m = 0; m < MT; ++m) acc[r][m] = 0.0f;
   const i64 step = 32 * S;
+  constexpr int U = R >= 4 ? 1 : 4 / R;
+  const bool wide = a.vec && (K & 7) == 0;
+  const i64 chunks = K >> 3;
+  i64 c = ws * 32 + lane;
+  V16 first[U][R];
+  const bool ahead = a.early && n0 < N && wide && c + (U - 1) * step < chunks;
+  if (ahead) gemv_load<R, U>(first, wr, c, step);
+  enter_after_previous();
   if (n0 < N) {
-    if (a.vec && (K & 7) == 0) {
-      constexpr int U = R >= 4 ? 1 : 4 / R;
-      const i64 chunks = K >> 3;
-      i64 c = ws * 32 + lane;
+    if (wide) {
+      if (ahead) {
+        gemv_use<T, MT, R, U>(acc, first, x, M, K, c, step);
+        c += U * step;
+      }
       for (; c + (U - 1) * step < chunks; c += U * step) gemv_chunks<T, MT, R, U>(acc, wr, x, M, K, c, step);
       for (; c < chunks; c += step) gemv_chunks<T, MT, R, 1>(acc, wr, x, M, K, c, step);
     } else {
