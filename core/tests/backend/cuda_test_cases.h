@@ -359,7 +359,8 @@ inline GpuCase residual_rmsnorm(int64_t rows, int64_t len) {
 // one barrier each, more than a kernel's shared memory would hold with slots of their own.
 inline GpuCase reduction_chain(int phases, int64_t rows, int64_t len) {
   const DType F = DType::kFloat32;
-  std::vector<Instr> instrs = {ins(EwOp::kLoad, F, 0), ins(EwOp::kConst, F, -1, -1, -1, 1.0 / static_cast<double>(len))};
+  std::vector<Instr> instrs = {ins(EwOp::kLoad, F, 0),
+                               ins(EwOp::kConst, F, -1, -1, -1, 1.0 / static_cast<double>(len))};
   int32_t v = 0, mean = -1;
   for (int i = 0; i < phases; ++i) {
     const int32_t at = static_cast<int32_t>(instrs.size());

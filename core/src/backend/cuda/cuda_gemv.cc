@@ -9,7 +9,9 @@ namespace tripy::rt::cuda {
 namespace {
 
 constexpr char kTag[4] = {'G', 'E', 'M', 'V'};
-enum { kWordOut, kWordX, kWordW, kWordBias, kWordM, kWordN, kWordK, kWordAct, kWordSplit, kWordVec, kWordEarly, kWords };
+enum {
+  kWordOut, kWordX, kWordW, kWordBias, kWordM, kWordN, kWordK, kWordAct, kWordSplit, kWordVec, kWordEarly, kWords
+};
 
 int row_tile(int64_t m) {
   for (int t : kGemvRowTiles)

@@ -540,7 +540,8 @@ class Emitter {
       if (vec) {
         for (int32_t k : inputs_loaded(regs))
           if (!in_regs[k])
-            s_ << in3 << "const " << pack_type(an_.input_dtype[k]) << " p" << k << " = " << pack_at(k, " + b" + std::to_string(k)) << ";\n";
+            s_ << in3 << "const " << pack_type(an_.input_dtype[k]) << " p" << k << " = "
+               << pack_at(k, " + b" + std::to_string(k)) << ";\n";
         if (around) around(in3, false);
         s_ << "#pragma unroll\n" << in3 << "for (int w = 0; w < " << w << "; ++w) {\n";
         body(in3 + "  ");

@@ -1,8 +1,8 @@
 // The GEMV modules of a float16 or bfloat16 dot: kernels/gemv.cuh and one entry point, for a row
 // tile (rows of x it holds) and the rows of the weight a warp group sums, named by gemv_function
 // (cuda_gemv.h); the CUDA-core rows wait for the previous kernel themselves (gemv_rows). A module
-// an entry point: NVRTC compiles them at once on separate cores (in one
-// module they took 2.8 s on the build machine, the largest alone about a third of that).
+// an entry point: NVRTC compiles them at once on separate cores (in one module they took 2.8 s on
+// the build machine, the largest alone about a third of that).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_gemv.h"
@@ -15,8 +15,7 @@ std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
   return kBody + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
          gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { " +
          (row_tile >= kGemvMmaRows ? "enter_after_previous(); gemv_mma<" : "gemv_rows<") + type + ", " +
-         std::to_string(row_tile) + ", " +
-         std::to_string(weight_rows) + ">(a); }\n";
+         std::to_string(row_tile) + ", " + std::to_string(weight_rows) + ">(a); }\n";
 }
 
 }  // namespace tripy::rt::cuda

@@ -172,8 +172,8 @@ TEST(CudaKernelFiles, EveryEntryPointWaitsForThePreviousKernelFirst) {
     for (size_t at = source.find("enter_after_previous();\n"); at != std::string::npos;
          at = source.find("enter_after_previous();\n", at + 1))
       ++waits;
-    for (size_t at = source.find("for (i64 row0 ="); at != std::string::npos; at = source.find("for (i64 row0 =", at + 1))
-      ++loops;
+    const std::string loop = "for (i64 row0 =";
+    for (size_t at = source.find(loop); at != std::string::npos; at = source.find(loop, at + 1)) ++loops;
     EXPECT_EQ(waits, std::max<size_t>(loops, 1)) << name << ": a row loop without its wait";
     const size_t body = source.find("__global__");
     early += source.find("enter_after_previous();", body) > source.find("load_pack", body);
