@@ -5,9 +5,9 @@ generated fused kernel with nvcc --resource-usage when nvcc exists, to show regi
 Run on the GPU machine after a build: PYTHONPATH=python python3 scripts/gpu_profile.py
 
 --decode instead times the kernels of a Llama-3-8B decode step alone, at one row: its four
-products with bfloat16, int8 and int4 weights, and its residual add + RMSNorm, each call after an
-L2 flush (a decode step streams every weight from memory) and with plain launches (an overlapping
-launch's time would include its wait for the kernel before it).
+products with bfloat16, int8 and int4 weights, and its residual add + RMSNorm (also at 8 and 4096
+rows), each call after an L2 flush (a decode step streams every weight from memory) and with plain
+launches (an overlapping launch's time would include its wait for the kernel before it).
 """
 
 import os
@@ -97,11 +97,15 @@ def decode_kernels(reps=20):
 
     m = AddNorm()
     m.norm.weight = gb.to_tripy(torch.rand(4096, device="cuda", dtype=torch.bfloat16, generator=g) + 0.5)
-    info = tp.InputInfo((1, 1, 4096), dtype=tp.bfloat16)
-    exe = tp.compile(m, args=[info, info])
-    h, r = (gb.to_tripy(torch.randn(1, 1, 4096, device="cuda", dtype=torch.bfloat16, generator=g)) for _ in range(2))
-    for t, _, name in [row for row in kernel_table(lambda: (flush.zero_(), exe(h, r)), reps) if "at::native" not in row[2]]:
-        print(f"{'add + RMSNorm (1, 4096)':<34} {t:8.2f} {'':>7}  {name[:60]}")
+    # A decode step's one row and eight, and a prefill's 4096 (its four tensors' bytes over the time).
+    for rows in (1, 8, 4096):
+        info = tp.InputInfo((rows, 4096), dtype=tp.bfloat16)
+        exe = tp.compile(m, args=[info, info])
+        h, r = (gb.to_tripy(torch.randn(rows, 4096, device="cuda", dtype=torch.bfloat16, generator=g))
+                for _ in range(2))
+        rows_of = kernel_table(lambda: (flush.zero_(), exe(h, r)), reps)
+        for t, _, name in [row for row in rows_of if "at::native" not in row[2]]:
+            print(f"{f'add + RMSNorm ({rows}, 4096)':<34} {t:8.2f} {4 * rows * 4096 * 2 / t / 1e3:7.0f}  {name[:60]}")
 
 
 def main():
