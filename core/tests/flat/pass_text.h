@@ -40,6 +40,15 @@ inline Graph parsed(const std::string& text) {
   return std::move(g.value());
 }
 
+// Why the graph of `text` is rejected: the verifier's message, or "parse error: ..." where it does
+// not parse, or "verifies" where it is accepted (which a test expecting a message then fails on).
+inline std::string verify_error(const std::string& text) {
+  auto g = parse_graph(text);
+  if (!g.ok()) return "parse error: " + g.status().message();
+  Status st = verify(*g);
+  return st.ok() ? std::string("verifies") : st.message();
+}
+
 // A pass's result printed: "unchanged" for nullopt, else the graph once it verifies and its text
 // parses back to itself (what failed otherwise).
 inline std::string result_text(const std::optional<Graph>& out) {

@@ -117,8 +117,6 @@ void conv_direct(const ConvProblem& p, const float* x, const float* w, const flo
 
 std::unique_ptr<KernelState> prepare_conv() { return std::make_unique<ConvState>(); }
 
-bool is_constant_buffer(const rt::Program& program, int32_t id);  // dot.cc
-
 Status run_conv(const KernelArgs& args, KernelState& state) {
   auto& st = static_cast<ConvState&>(state);
   const rt::ConvolutionAttrs& attrs = args.kernel->convolution;
@@ -134,7 +132,7 @@ Status run_conv(const KernelArgs& args, KernelState& state) {
   ConvProblem p;
   p.attrs = attrs;
   p.set_buffers(xv.shape, wv.shape, ov.shape);
-  p.weight_constant = is_constant_buffer(*args.program, args.kernel->inputs[1]);
+  p.weight_constant = args.program->is_constant(args.kernel->inputs[1]);
   if (ov.numel() == 0) return ok_status();
   if (xv.numel() == 0) {  // no input channels or sizes: the sum is empty
     std::vector<float> zero(static_cast<size_t>(ov.numel()), 0.0f);

@@ -63,16 +63,6 @@ void epilogue(T* out, int64_t rows, int64_t N, const T* bias, rt::Activation act
 
 std::unique_ptr<KernelState> prepare_dot() { return std::make_unique<DotState>(); }
 
-// Whether a buffer's bytes are a program constant (directly or through aliases).
-bool is_constant_buffer(const rt::Program& program, int32_t id) {
-  for (int hops = 0; hops <= static_cast<int>(program.buffers.size()); ++hops) {
-    const rt::BufferDesc& b = program.buffers[static_cast<size_t>(id)];
-    if (b.kind != rt::BufferDesc::Kind::kAlias) return b.kind == rt::BufferDesc::Kind::kConstant;
-    id = b.index;
-  }
-  return false;
-}
-
 Status run_dot(const KernelArgs& args, KernelState& state) {
   auto& st = static_cast<DotState&>(state);
   const rt::DotAttrs& attrs = args.kernel->dot;
@@ -118,7 +108,7 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
   s.transpose_rhs = attrs.transpose_rhs;
   s.has_bias = attrs.has_bias;
   s.activation = attrs.activation;
-  s.rhs_constant = rhs.dtype == DType::kFloat32 && is_constant_buffer(*args.program, args.kernel->inputs[1]);
+  s.rhs_constant = rhs.dtype == DType::kFloat32 && args.program->is_constant(args.kernel->inputs[1]);
   const int64_t batches = numel_of(s.batch);
   if (batches * s.M * s.N == 0) return ok_status();
 

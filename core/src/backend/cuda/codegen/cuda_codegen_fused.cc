@@ -446,11 +446,11 @@ class Emitter {
     };
     // Two areas of slots, alternating from one barrier to the next, each with room for the
     // most reductions of one phase (of each accumulator type), 32 slots for each of a block's rows.
-    const Slots most = slots_per_phase();
-    if (most.floats > 0)
-      s_ << "  __shared__ float smf[" << 2 * most.floats * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
-    if (most.ints > 0)
-      s_ << "  __shared__ i64 smi[" << 2 * most.ints * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
+    most_ = slots_per_phase();
+    if (most_.floats > 0)
+      s_ << "  __shared__ float smf[" << 2 * most_.floats * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
+    if (most_.ints > 0)
+      s_ << "  __shared__ i64 smi[" << 2 * most_.ints * FusedLayout::kMaxRowsPerBlock * 32 << "];\n";
     s_ << "  const i64 rows = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], L = a.v["
        << L_.misc_word(FusedLayout::kMiscRowLen) << "];\n";
     s_ << "  const int rlo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "], elo = (int)a.v["
@@ -584,7 +584,6 @@ class Emitter {
       s_ << in2 << "}\n" << ind << "}\n";
     }
     const std::vector<RowPass> passes = plan_row_passes(cached);
-    const Slots most = slots_per_phase();
     const std::string slot = vec ? "k[e][w]" : "k[e]";
     bool any_cache = false;
     for (const RowPass& p : passes) any_cache |= p.writes >= 0;
@@ -622,7 +621,7 @@ class Emitter {
       std::vector<std::string> slot_of(f_.instrs.size());
       for (int32_t r : p.reds) {
         const bool flt = acc_type(r) == "float";
-        const int per_area = flt ? most.floats : most.ints, j = flt ? taken.floats++ : taken.ints++;
+        const int per_area = flt ? most_.floats : most_.ints, j = flt ? taken.floats++ : taken.ints++;
         slot_of[static_cast<size_t>(r)] = std::string(flt ? "smf" : "smi") + " + ((((it * " +
                                           std::to_string(an_.num_phases) + " + " + std::to_string(an_.phase[r] - 1) +
                                           ") & 1) * " + std::to_string(per_area) + " + " + std::to_string(j) + ") * " +
@@ -686,6 +685,7 @@ class Emitter {
   }
 
   std::optional<FixedRows> fixed_;  // a reduction's rows, where every launch has the same length
+  Slots most_;                      // the slots each of the two areas holds (emit_reduction_body)
   const Program& p_;
   const Kernel& k_;
   const FusedProgram& f_;
