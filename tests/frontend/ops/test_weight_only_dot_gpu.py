@@ -107,8 +107,9 @@ def test_tensor_core_tiles_with_lanes_past_the_last_piece(dtype, bits, K, group,
 @pytest.mark.parametrize("bits, group, zero", [(4, 128, False), (4, 64, True), (8, None, False)])
 @pytest.mark.parametrize("rows", [1, 3, 7])
 def test_fewer_than_8_rows_on_either_tile_the_tuner_may_choose(monkeypatch, tmp_path, mma, bits, group, zero, rows):
-    """Below 8 rows the build times the CUDA-core tile against the tensor-core one (its rows past
-    the last dropped); TRIPY_WEIGHT_ONLY_MMA forces each here. A saved executable keeps the choice."""
+    """Below 8 rows the build times the CUDA-core tile against the tensor-core one for int4 weights
+    (its rows past the last dropped; int8 keeps its own tile); TRIPY_WEIGHT_ONLY_MMA forces each
+    here. A saved executable keeps the choice."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", mma)
     lin, w = _case(bits, 1040, 1024, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo((rows, 1024), dtype=tp.bfloat16)])
@@ -116,6 +117,20 @@ def test_fewer_than_8_rows_on_either_tile_the_tuner_may_choose(monkeypatch, tmp_
     _check(exe, w, rows, 1024, "bfloat16")
     exe.save(str(tmp_path / "wo.tpymodel"))
     _check(tp.Executable.load(str(tmp_path / "wo.tpymodel")), w, rows, 1024, "bfloat16")
+
+
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (8, None, False)])
+@pytest.mark.parametrize("N", [1000, 40, 9])
+def test_the_ring_with_weight_rows_off_its_groups_of_32(monkeypatch, bits, group, zero, N):
+    """Up to 8 rows of x, with K and the group whole steps of 4 pieces, the tensor-core tile streams
+    the weight through a ring in shared memory, 32 weight rows a warp group (two tiles of 16): 1000
+    rows leave the last group 8 rows, 40 a second tile of 8, 9 one partial tile."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "1")
+    lin, w = _case(bits, N, 1024, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 8, 8), 1024), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 5, 8):
+        _check(exe, w, rows, 1024, "bfloat16")
 
 
 @pytest.mark.parametrize("bits", [4, 8])

@@ -2,8 +2,8 @@
 // WoArgs the words are). A block of 8 warps takes 8 / split groups of R weight rows and one tile
 // of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until
 // the grid covers the GPU twice. Where the tensor-core tiles apply, the launch's vector form
-// (16-byte aligned addresses) runs them, with groups of 16 weight rows, and its scalar form the
-// CUDA-core rows.
+// (16-byte aligned addresses) runs them, with groups of 16 weight rows (32 in the ring's tile),
+// and its scalar form the CUDA-core rows.
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace {
 
 enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
-  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
+  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWordEarly, kWords
 };
 
 // The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
@@ -104,7 +104,9 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
   std::vector<int> out{own};
-  if (fixed_k && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
+  // int4 only: an int8 value takes more instructions to reach an mma fragment than the CUDA-core
+  // rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B (H200).
+  if (fixed_k && bits == 4 && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
       weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, k.weight_only_dot.group_size))
     out.push_back(kWeightOnlyMmaRows);
   return out;
@@ -138,8 +140,10 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  const bool use_ring = ring && weight_only_ring_applies(pr, row_tile);
   const auto [mma_split, mma_blocks] =
-      mma ? split_for(pr.N, 16, tiles, sm_count, split_choice) : std::pair<int, int64_t>{0, 0};
+      mma ? split_for(pr.N, use_ring ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
+          : std::pair<int, int64_t>{0, 0};
   if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
     return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
   Launch l;
@@ -148,7 +152,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
-  if (ring && weight_only_ring_applies(pr, row_tile)) l.vector_fn = ring;
+  if (use_ring) l.vector_fn = ring;
   l.words.assign(kWords, 0);
   l.words[kWordRows] = pr.rows;
   l.words[kWordN] = pr.N;
@@ -205,6 +209,7 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
+  l->words[kWordEarly] = c.program.is_constant(k.inputs[1]) ? 1 : 0;  // the ring's early copies (weight_only_dot.cuh)
   step.launches = {std::move(l.value())};
   return true;
 }

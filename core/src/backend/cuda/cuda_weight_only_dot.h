@@ -21,6 +21,8 @@ inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : ro
 // WO_MMA_ROWS, wo_mma), 16 weight rows a warp group, where K and the group are multiples of the
 // values a 16-byte piece holds (32 at 4 bits, 16 at 8) and the addresses 16-byte aligned.
 inline constexpr int kWeightOnlyMmaRows = 8;
+// Weight rows a warp group of the ring's tile takes (8 H of weight_only_dot.cuh's wo_mma_ring).
+inline constexpr int kWeightOnlyRingRows = 32;
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 // The tile for kernel `k`: the smallest that holds the most rows its x may have (32 where more).
 int weight_only_row_tile(const Program& p, const Kernel& k);
@@ -33,8 +35,8 @@ std::string weight_only_ring_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
-// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and the tensor-core
-// tile where its own runs on CUDA cores and the tensor-core one applies (a decode step's one row
+// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and for int4 weights
+// the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a decode step's one row
 // of int4 values may dequantize in fewer instructions there than on CUDA cores).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 

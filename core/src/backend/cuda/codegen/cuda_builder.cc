@@ -36,9 +36,21 @@ namespace tripy::rt {
 namespace cuda {
 namespace {
 
-// What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner,
-// TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution), TRIPY_GEMV (the same
-// for a dot's GEMV kernel) and TRIPY_WEIGHT_ONLY_MMA (for a weight-only dot's tensor-core tile).
+// A hash of every kernel file: the tuner times our own kernels (the GEMV, the weight-only tiles)
+// against each other and the libraries, so a change to any of them makes its stored choices stale.
+const std::string& kernel_files_hash() {
+  static const std::string hash = [] {
+    std::string all;
+    for (size_t i = 0; i < kernels::kFileCount; ++i) all += std::string(kernels::kFiles[i].name) + '\n' + kernels::kFiles[i].text;
+    return hash_hex(all);
+  }();
+  return hash;
+}
+
+// What else decides a tuned choice, for the tuning cache's keys: the GPU, the libraries, the tuner
+// and our kernels' code, TRIPY_CONV_GEMM (which forbids or forces the GEMM form of a convolution),
+// TRIPY_GEMV (the same for a dot's GEMV kernel) and TRIPY_WEIGHT_ONLY_MMA (for a weight-only dot's
+// tensor-core tile).
 std::string tuning_context() {
   const StatusOr<const DeviceInfo*> dev = device();
   const char* conv_gemm = std::getenv("TRIPY_CONV_GEMM");
@@ -46,7 +58,7 @@ std::string tuning_context() {
   const char* mma = std::getenv("TRIPY_WEIGHT_ONLY_MMA");
   return (dev.ok() ? dev.value()->name + " sm" + std::to_string(dev.value()->arch) : std::string("no GPU")) +
          ", cuDNN " + cudnn_version() + ", cuBLASLt " + cublaslt_version() + ", tuner " +
-         std::to_string(kTunerVersion) + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") +
+         std::to_string(kTunerVersion) + ", kernels " + kernel_files_hash() + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") +
          ", TRIPY_GEMV=" + (gemv ? gemv : "") + ", TRIPY_WEIGHT_ONLY_MMA=" + (mma ? mma : "");
 }
 

@@ -184,7 +184,8 @@ std::vector<int> tiles_to_time(int64_t most, DType t, int bits, int64_t K, int64
 TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
   using V = std::vector<int>;
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4096, 128), (V{1, 8}));  // a decode step
-  EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 8, 4096, 4096), (V{4, 8}));
+  EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 4, 4096, 128), (V{4, 8}));
+  EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 8, 4096, 4096), (V{4}));  // int8: its own tile only
   EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 128), (V{16}));  // already on tensor cores
   EXPECT_EQ(tiles_to_time(1, DType::kFloat32, 4, 4096, 128), (V{1}));     // no float32 mma
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4112, 16), (V{1}));     // pieces do not fit K

@@ -39,6 +39,8 @@ struct WoArgs {
   // The tensor-core tiles (wo_mma), used where vec is 1: warps summing one group of 16 weight rows
   // (0: the sizes or the dtype do not allow them), and blocks along N.
   i64 mma_split, mma_blocks;
+  i64 early;  // 1: w is a constant of the program (no kernel writes it), so the ring may ask for its
+              // first steps of w before it waits for the previous kernel (wo_mma_ring)
 };
 
 #define WO_BLOCK 256
@@ -310,6 +312,13 @@ DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(q[2 * p], q[2 * p + 1]);
 }
 
+// (v & mask) | bits in one instruction (the compiler makes two of it where both are constants).
+DEVI unsigned wo_mask_or(unsigned v, unsigned mask, unsigned bits) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(v), "r"(mask), "r"(bits));
+  return d;
+}
+
 // Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word, paired as wo_integers8
 // pairs them, without its fma: each nibble u lands in the mantissa under a fixed exponent, one
 // shift and one mask-and-or (lop3) per word, making h = 128 + 8u (bfloat16: u at mantissa bits
@@ -323,13 +332,14 @@ DEVI void wo_raw4(const V16& v, int j, unsigned (&out)[4]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
   const unsigned w = u[j];
   if (BF16) {
-    out[0] = ((w << 3) & 0x00780078u) | 0x43004300u;
-    out[1] = ((w >> 1) & 0x00780078u) | 0x43004300u;
-    out[2] = ((w >> 5) & 0x00780078u) | 0x43004300u;
-    out[3] = ((w >> 9) & 0x00780078u) | 0x43004300u;
+    out[0] = wo_mask_or(w << 3, 0x00780078u, 0x43004300u);
+    out[1] = wo_mask_or(w >> 1, 0x00780078u, 0x43004300u);
+    out[2] = wo_mask_or(w >> 5, 0x00780078u, 0x43004300u);
+    out[3] = wo_mask_or(w >> 9, 0x00780078u, 0x43004300u);
   } else {
+    out[0] = wo_mask_or(w, 0x000f000fu, 0x64006400u);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = ((w >> (4 * i)) & 0x000f000fu) | 0x64006400u;
+    for (int i = 1; i < 4; ++i) out[i] = wo_mask_or(w >> (4 * i), 0x000f000fu, 0x64006400u);
   }
 }
 
@@ -351,13 +361,13 @@ struct WoMmaPlace {
   int lane, g8, t4, split, g, ws, M;
   i64 n0, m0;
 };
-template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a) {
+template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a, int rows = 16) {
   WoMmaPlace p;
   const int warp = threadIdx.x >> 5;
   p.lane = threadIdx.x & 31, p.g8 = p.lane >> 2, p.t4 = p.lane & 3;
   p.split = (int)a.mma_split, p.g = warp / p.split, p.ws = warp % p.split;
   const int groups_per_block = (WO_BLOCK / 32) / p.split;
-  p.n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + p.g) * 16;
+  p.n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + p.g) * rows;
   p.m0 = (i64)blockIdx.x / a.mma_blocks * MT;
   p.M = (int)(a.rows - p.m0 < MT ? a.rows - p.m0 : MT);
   return p;
@@ -496,7 +506,7 @@ DEVI void wo_mma(const WoArgs& a) {
     }
 }
 
-#define WO_RING 4  // steps of the weight in flight per lane ahead of the one multiplied (wo_mma_ring)
+#define WO_RING_SLOTS 12  // 16-byte pieces of the ring a lane holds (48 KiB a block: the most without opt-in)
 
 DEVI void wo_cp16(void* smem, const void* gmem) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -506,32 +516,40 @@ DEVI void wo_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> DEVI void wo_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // The grouped tile of 8 rows of x (a decode step's, B1 to B8) with the weight streamed through a
-// ring in shared memory: each lane copies its own two pieces of a step WO_RING steps ahead with
-// cp.async and reads back only what it copied (no barrier), and loads x and the scales of the next
-// step while multiplying this one. The register tile above waits for its loads every 4 steps; this
-// keeps the weight's loads in flight without registers to hold them (gate_up of Llama-3-8B in int4
-// at one row: 36.3 us -> 33.3 us on an H200). Lanes, fragments and sums as in wo_mma's grouped path;
-// K a multiple of a step (the caller checks), so no lane is past the last piece.
-template <class T, int BITS>
+// ring in shared memory: each lane copies its own pieces of a step P - 1 steps ahead with cp.async
+// and reads back only what it copied (no barrier), and loads x and the scales of the next step
+// while multiplying this one, so the weight's loads stay in flight without registers to hold them.
+// A warp group takes 8 H weight rows, H / 2 tiles of 16: lane (g, t) holds piece t of a step of
+// rows g + 8h (h < H), and every tile meets the same fragments of x (loaded, paired and summed once
+// for all of them). Where the weight is a program constant (a.early) the first steps' copies go out
+// before the entry point waits for the previous kernel. Fragments and sums as in wo_mma's grouped
+// path, int4 values raw (wo_raw4); K a multiple of a step (the caller checks), so no lane is past
+// the last piece. Gate and up of Llama-3-8B in int4 at one row on an H200: 37.9 us on the
+// CUDA-core rows, 30.7 us here (16 rows a warp group, two-instruction masks: 36.5 us).
+template <class T, int BITS, int H>
 DEVI void wo_mma_ring(const WoArgs& a) {
   typedef typename T::S S;
-  constexpr int VALS = BITS == 4 ? 32 : 16, P = WO_RING + 1;
-  __shared__ float part[WO_BLOCK / 32][4 * 32];
-  __shared__ V16 ring[P][2][WO_BLOCK];
-  const WoMmaPlace at = wo_mma_place<WO_MMA_ROWS>(a);
+  constexpr int VALS = BITS == 4 ? 32 : 16, TT = H / 2, P = WO_RING_SLOTS / H, RING = P - 1;
+  __shared__ V16 ring[P][H][WO_BLOCK];
+  // The split's partial sums reuse the ring once every copy has landed and been read.
+  float (*part)[TT * 4 * 32] = reinterpret_cast<float (*)[TT * 4 * 32]>(&ring[0][0][0]);
+  static_assert(sizeof(ring) >= sizeof(float) * TT * 4 * 32 * (WO_BLOCK / 32), "the ring holds the partial sums");
+  const WoMmaPlace at = wo_mma_place<WO_MMA_ROWS>(a, 8 * H);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
   const i64 N = a.N, K = a.K, n0 = at.n0, m0 = at.m0;
   const bool zp = a.zero != 0;
-  // Weight rows past N read row N - 1, rows of x past M row M - 1 (their sums are dropped).
-  const signed char* wr[2];
-  const S* sr[2];
-  const S* zr[2];
+  // Rows past N read row N - 1, rows of x past M row M - 1 (their sums are dropped). Row h's bytes
+  // and scales at 32-bit offsets from row n0's (fewer registers than a pointer a row).
+  const i64 n_first = n0 < N ? n0 : N - 1;
+  const signed char* w0 = (const signed char*)a.w + n_first * a.row_bytes + t4 * 16;
+  const S* s0 = (const S*)a.scale + n_first * a.groups;
+  const S* z0 = zp ? (const S*)a.zero + n_first * a.groups : s0;
+  int wo[H], so[H];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
+  for (int h = 0; h < H; ++h) {
     const i64 n = n0 + h * 8 + g8 < N ? n0 + h * 8 + g8 : N - 1;
-    wr[h] = (const signed char*)a.w + n * a.row_bytes + t4 * 16;
-    sr[h] = (const S*)a.scale + n * a.groups;
-    zr[h] = zp ? (const S*)a.zero + n * a.groups : sr[h];
+    wo[h] = (int)((n - n_first) * a.row_bytes);
+    so[h] = (int)((n - n_first) * a.groups);
   }
   const S* xr = (const S*)a.x + (m0 + (g8 < M ? g8 : M - 1)) * K + t4 * VALS;
   // This warp's steps: every split-th from ws; a step's group by a shift where steps per group
@@ -539,54 +557,76 @@ DEVI void wo_mma_ring(const WoArgs& a) {
   const int steps = (int)(K / (4 * VALS)), gs = (int)(a.group / (4 * VALS));
   const int gshift = (gs & (gs - 1)) == 0 ? __ffs(gs) - 1 : -1;
   const int mine = n0 < N && ws < steps ? (steps - ws + split - 1) / split : 0;
-  auto copy = [&](int i) {  // step i's two pieces into slot i % P; a group per call, empty or not
+  auto copy = [&](int i) {  // step i's pieces into slot i % P; a group per call, empty or not
     if (i < mine) {
-      const i64 at = (i64)(ws + i * split) * 64;
+      const int off = (ws + i * split) * 64;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) wo_cp16(&ring[i % P][h][threadIdx.x], wr[h] + at);
+      for (int h = 0; h < H; ++h) wo_cp16(&ring[i % P][h][threadIdx.x], w0 + wo[h] + off);
     }
     wo_commit();
   };
   V16 xn[VALS / 8];
-  float sn[2], zn[2];
+  float sn[H], zn[H];
   auto fetch = [&](int i) {  // x and the scales of step i
     const int s = ws + i * split, grp = gshift >= 0 ? s >> gshift : s / gs;
 #pragma unroll
-    for (int j = 0; j < VALS / 8; ++j) xn[j] = *(const V16*)(xr + (i64)s * 4 * VALS + j * 8);
+    for (int j = 0; j < VALS / 8; ++j) xn[j] = *(const V16*)(xr + s * 4 * VALS + j * 8);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      sn[h] = T::get(sr[h], grp);
-      zn[h] = zp ? T::get(zr[h], grp) : 0.0f;
+    for (int h = 0; h < H; ++h) {
+      sn[h] = T::get(s0, so[h] + grp);
+      zn[h] = zp ? T::get(z0, so[h] + grp) : 0.0f;
     }
   };
+  // A constant weight's first steps go out before the wait, arriving while the previous kernel ends.
+  if (a.early)
 #pragma unroll
-  for (int i = 0; i < WO_RING; ++i) copy(i);
+    for (int i = 0; i < RING; ++i) copy(i);
+  enter_after_previous();
+  if (!a.early)
+#pragma unroll
+    for (int i = 0; i < RING; ++i) copy(i);
   if (mine > 0) fetch(0);
-  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float c[TT][4];
+#pragma unroll
+  for (int t = 0; t < TT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[t][e] = 0.0f;
   for (int i = 0; i < mine; ++i) {
-    copy(i + WO_RING);
+    copy(i + RING);
     V16 xv[VALS / 8];
 #pragma unroll
     for (int j = 0; j < VALS / 8; ++j) xv[j] = xn[j];
-    const float s[2] = {sn[0], sn[1]}, z[2] = {zn[0], zn[1]};
+    float s[H], z[H];
+#pragma unroll
+    for (int h = 0; h < H; ++h) s[h] = sn[h], z[h] = zn[h];
     if (i + 1 < mine) fetch(i + 1);
-    wo_wait<WO_RING>();  // step i's group has landed
-    const V16 w0 = ring[i % P][0][threadIdx.x], w1 = ring[i % P][1][threadIdx.x];
-    float cq[4] = {0.0f, 0.0f, 0.0f, 0.0f}, cs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    wo_wait<RING>();  // step i's group has landed
+    V16 wv[H];
+#pragma unroll
+    for (int h = 0; h < H; ++h) wv[h] = ring[i % P][h][threadIdx.x];
+    float cq[TT][4], cs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int t = 0; t < TT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) cq[t][e] = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALS / 8; ++j) {
-      unsigned lo[4], hi[4], b[4];  // weight rows g and g + 8; x
-      if constexpr (BITS == 4) {
-        wo_raw4<T::kBf16>(w0, j, lo);
-        wo_raw4<T::kBf16>(w1, j, hi);
-      } else {
-        wo_integers8<BITS, T::kBf16>(w0, j, lo);
-        wo_integers8<BITS, T::kBf16>(w1, j, hi);
-      }
+      unsigned b[4];
       wo_pair_x<BITS>(xv[j], b);
-      mma16816_f32<T::kBf16>(cq, lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
-      mma16816_f32<T::kBf16>(cq, lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-      if (BITS == 4 || zp) {  // sum x: the raw values' offset, and the zero points
+#pragma unroll
+      for (int t = 0; t < TT; ++t) {
+        unsigned lo[4], hi[4];  // weight rows g + 16t and g + 16t + 8
+        if constexpr (BITS == 4) {
+          wo_raw4<T::kBf16>(wv[2 * t], j, lo);
+          wo_raw4<T::kBf16>(wv[2 * t + 1], j, hi);
+        } else {
+          wo_integers8<BITS, T::kBf16>(wv[2 * t], j, lo);
+          wo_integers8<BITS, T::kBf16>(wv[2 * t + 1], j, hi);
+        }
+        mma16816_f32<T::kBf16>(cq[t], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
+        mma16816_f32<T::kBf16>(cq[t], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
+      }
+      if (BITS == 4 || zp) {  // sum x (every row of A ones): the raw values' offset, and the zero points
         const unsigned one = T::kBf16 ? 0x3f803f80u : 0x3c003c00u;
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[0], b[1]);
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[2], b[3]);
@@ -596,17 +636,25 @@ DEVI void wo_mma_ring(const WoArgs& a) {
     constexpr float kInv = BITS == 4 ? 1.0f / WoRaw4<T::kBf16>::kScale : 1.0f;
     constexpr float kOffset = BITS == 4 ? WoRaw4<T::kBf16>::kBase + 8.0f : 0.0f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) c[e] = fmaf(s[e >> 1], fmaf(-(z[e >> 1] + kOffset), cs[e], cq[e] * kInv), c[e]);
+    for (int t = 0; t < TT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = 2 * t + (e >> 1);
+        c[t][e] = fmaf(s[h], fmaf(-(z[h] + kOffset), cs[e], cq[t][e] * kInv), c[t][e]);
+      }
   }
   wo_wait<0>();
-  if (!split_sum_lanes<4>(c, part, split, g, ws)) return;
+  if (split > 1) __syncthreads();  // every lane's copies landed and read: the ring becomes `part`
+  if (!split_sum_lanes<TT * 4>(&c[0][0], part, split, g, ws)) return;
   S* out = (S*)a.out + m0 * N;
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const i64 n = n0 + (e >> 1) * 8 + g8;
-    const int m = 2 * t4 + (e & 1);
-    if (m < M && n < N) T::put(out, m * N + n, c[e]);
-  }
+  for (int t = 0; t < TT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const i64 n = n0 + (2 * t + (e >> 1)) * 8 + g8;
+      const int m = 2 * t4 + (e & 1);
+      if (m < M && n < N) T::put(out, m * N + n, c[t][e]);
+    }
 }
 
 // The entry point's body: from WO_MMA_ROWS rows of x, the tensor-core tiles where the launch chose
