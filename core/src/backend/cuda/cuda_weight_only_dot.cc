@@ -16,7 +16,7 @@ namespace {
 
 enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
-  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWordEarly, kWords
+  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 
 // The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
@@ -209,7 +209,8 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
-  l->words[kWordEarly] = c.program.is_constant(k.inputs[1]) ? 1 : 0;  // the ring's early copies (weight_only_dot.cuh)
+  // The ring's early copies of a constant weight (weight_only_dot.cuh's wo_early).
+  if (l->words[kWordMmaSplit] && c.program.is_constant(k.inputs[1])) l->words[kWordMmaSplit] |= int64_t{1} << 8;
   step.launches = {std::move(l.value())};
   return true;
 }

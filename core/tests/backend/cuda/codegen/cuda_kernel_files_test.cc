@@ -8,6 +8,7 @@
 
 #if TRIPY_WITH_CUDA
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -98,12 +99,14 @@ TEST(CudaKernelFiles, EveryFileIsInAModuleThatCompilesWithNvrtc) {
 }
 
 // Whether the device function `name` of `source` waits for the previous kernel itself, reading
-// before the wait only what its arguments say no kernel writes (`a.early`: gemv_rows' weights).
+// before the wait only what its arguments say no kernel writes (`a.early`: gemv_rows' weights;
+// `wo_early(a)`: the weight-only ring's).
 bool waits_itself(const std::string& source, const std::string& name) {
   const size_t def = source.find("DEVI void " + name + "(");
   if (def == std::string::npos) return false;
   const size_t wait = source.find("enter_after_previous();", def);
-  const size_t next = source.find("\nDEVI ", def + 1), guard = source.find("a.early", def);
+  const size_t next = source.find("\nDEVI ", def + 1);
+  const size_t guard = std::min(source.find("a.early", def), source.find("wo_early(a)", def));
   return wait != std::string::npos && wait < next && guard < wait;
 }
 

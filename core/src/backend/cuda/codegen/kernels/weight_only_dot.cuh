@@ -37,11 +37,14 @@ struct WoArgs {
   i64 n_blocks;  // blocks along N; blockIdx.x / n_blocks is the block's tile of rows of x
   i64 vec;       // 1: every address 16-byte aligned (the launch checks); the sizes are checked here
   // The tensor-core tiles (wo_mma), used where vec is 1: warps summing one group of 16 weight rows
-  // (0: the sizes or the dtype do not allow them), and blocks along N.
+  // (0: the sizes or the dtype do not allow them) in the low byte, and blocks along N. Bit 8 of
+  // mma_split: w is a constant of the program (no kernel writes it), so the ring may ask for its
+  // first steps of w before it waits for the previous kernel (wo_early). A word of its own would
+  // change the CUDA-core rows' code (ptxas: 97 -> 90 registers) and slow them by 10-20%.
   i64 mma_split, mma_blocks;
-  i64 early;  // 1: w is a constant of the program (no kernel writes it), so the ring may ask for its
-              // first steps of w before it waits for the previous kernel (wo_mma_ring)
 };
+
+DEVI bool wo_early(const WoArgs& a) { return (a.mma_split >> 8) & 1; }
 
 #define WO_BLOCK 256
 #define WO_MMA_ROWS 8  // MT from which float16/bfloat16 x runs on tensor cores (kWeightOnlyMmaRows)
@@ -365,7 +368,7 @@ template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a, int rows = 16) {
   WoMmaPlace p;
   const int warp = threadIdx.x >> 5;
   p.lane = threadIdx.x & 31, p.g8 = p.lane >> 2, p.t4 = p.lane & 3;
-  p.split = (int)a.mma_split, p.g = warp / p.split, p.ws = warp % p.split;
+  p.split = (int)(a.mma_split & 0xff), p.g = warp / p.split, p.ws = warp % p.split;
   const int groups_per_block = (WO_BLOCK / 32) / p.split;
   p.n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + p.g) * rows;
   p.m0 = (i64)blockIdx.x / a.mma_blocks * MT;
@@ -521,7 +524,7 @@ template <int N> DEVI void wo_wait() { asm volatile("cp.async.wait_group %0;" ::
 // while multiplying this one, so the weight's loads stay in flight without registers to hold them.
 // A warp group takes 8 H weight rows, H / 2 tiles of 16: lane (g, t) holds piece t of a step of
 // rows g + 8h (h < H), and every tile meets the same fragments of x (loaded, paired and summed once
-// for all of them). Where the weight is a program constant (a.early) the first steps' copies go out
+// for all of them). Where the weight is a program constant (wo_early) the first steps' copies go out
 // before the entry point waits for the previous kernel. Fragments and sums as in wo_mma's grouped
 // path, int4 values raw (wo_raw4); K a multiple of a step (the caller checks), so no lane is past
 // the last piece. Gate and up of Llama-3-8B in int4 at one row on an H200: 37.9 us on the
@@ -578,11 +581,12 @@ DEVI void wo_mma_ring(const WoArgs& a) {
     }
   };
   // A constant weight's first steps go out before the wait, arriving while the previous kernel ends.
-  if (a.early)
+  const bool early = wo_early(a);
+  if (early)
 #pragma unroll
     for (int i = 0; i < RING; ++i) copy(i);
   enter_after_previous();
-  if (!a.early)
+  if (!early)
 #pragma unroll
     for (int i = 0; i < RING; ++i) copy(i);
   if (mine > 0) fetch(0);
