@@ -1,0 +1,147 @@
+// The weight-only products of a Llama-3-8B decode step (one row of x, int4 in groups of 128 with
+// zero points, int8 per output feature) timed alone, outside Tripy: the CUDA-core rows and the
+// tensor-core ring (kernels/weight_only_dot.cuh) at each split of a block's warps, against a kernel
+// that only reads the same bytes, with back-to-back launches over weight copies larger than the L2.
+// A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
+//   K=core/src/backend/cuda/codegen/kernels
+//   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
+// -DWO_FILE='"path.cuh"' times another copy of the kernel file, -DRING_H=2 the ring's 16-row form.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#include "device_prelude.cuh"
+#ifndef WO_FILE
+#define WO_FILE "weight_only_dot.cuh"
+#endif
+#include WO_FILE
+
+#ifndef RING_H
+#define RING_H 4
+#endif
+#define RING_ROWS (8 * RING_H)
+#ifndef RING_MINB
+#define RING_MINB 2
+#endif
+extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring4(const WoArgs a) { wo_mma_ring<WoBf16, 4, RING_H>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const WoArgs a) { wo_mma_ring<WoBf16, 8, RING_H>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
+
+template <int U>
+__global__ void __launch_bounds__(256) read_floor(const V16* p, size_t n16, unsigned* out) {
+  unsigned acc = 0;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16; i += stride * U) {
+    V16 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n16 ? wo_stream((const signed char*)(p + i + u * stride)) : V16{0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x12345678u) out[0] = acc;
+}
+__global__ void fill_bytes(unsigned* p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15; p[i] = h;
+  }
+}
+__global__ void fill_bf16(unsigned short* p, size_t n, float lo, float hi, unsigned seed, bool integer) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
+    float f = lo + (hi - lo) * (h & 0xffffff) / 16777216.0f;
+    if (integer) f = rintf(f);
+    p[i] = (unsigned short)(__float_as_uint(f) >> 16);
+  }
+}
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+
+template <class F> float timeit_read(F fn, std::vector<void*>& ws, int copies, size_t wbytes, int blocks) {
+  static unsigned* sink = nullptr; if (!sink) cudaMalloc(&sink, 4);
+  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
+  for (int i = 0; i < 3; ++i) fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink);
+  cudaEventRecord(e0);
+  for (int i = 0; i < 40; ++i) fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink);
+  cudaEventRecord(e1); cudaEventSynchronize(e1);
+  float ms; cudaEventElapsedTime(&ms, e0, e1); cudaEventDestroy(e0); cudaEventDestroy(e1);
+  return ms * 1000.f / 40;
+}
+static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
+
+int main(int argc, char** argv) {
+  struct S { const char* name; long N, K; } shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  int rows_x = argc > 1 ? atoi(argv[1]) : 1;
+  for (int bits : {4, 8}) {
+    for (auto& s : shapes) {
+      const long N = s.N, K = s.K, row_bytes = K * bits / 8, group = bits == 4 ? 128 : K, groups = K / group;
+      const size_t wbytes = (size_t)N * row_bytes;
+      const int copies = (int)std::max<size_t>(2, (size_t(512) << 20) / wbytes);
+      std::vector<void*> ws(copies);
+      for (auto& p : ws) { CK(cudaMalloc(&p, wbytes)); fill_bytes<<<512, 256>>>((unsigned*)p, wbytes / 4, (unsigned)(size_t)p); }
+      unsigned short *x, *sc, *zp, *out, *out2;
+      CK(cudaMalloc(&x, 8 * K * 2)); CK(cudaMalloc(&sc, N * groups * 2)); CK(cudaMalloc(&zp, N * groups * 2));
+      CK(cudaMalloc(&out, 8 * N * 2)); CK(cudaMalloc(&out2, 8 * N * 2));
+      fill_bf16<<<256, 256>>>(x, 8 * K, -1.f, 1.f, 7, false);
+      fill_bf16<<<256, 256>>>(sc, N * groups, 0.002f, 0.02f, 9, false);
+      fill_bf16<<<256, 256>>>(zp, N * groups, -3.f, 3.f, 11, true);
+      CK(cudaDeviceSynchronize());
+      WoArgs a{};
+      a.out = (i64)out; a.x = (i64)x; a.w = (i64)ws[0]; a.scale = (i64)sc; a.zero = bits == 4 ? (i64)zp : 0;
+      a.rows = rows_x; a.N = N; a.K = K; a.row_bytes = row_bytes; a.groups = groups; a.group = group; a.vec = 1;
+      auto timeit = [&](auto fn, unsigned grid) {
+        for (int i = 0; i < 3; ++i) { a.w = (i64)ws[i % copies]; fn<<<grid, WO_BLOCK>>>(a); }
+        CK(cudaGetLastError());
+        const int reps = 40;
+        CK(cudaEventRecord(e0));
+        for (int i = 0; i < reps; ++i) { a.w = (i64)ws[i % copies]; fn<<<grid, WO_BLOCK>>>(a); }
+        CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
+        return ms * 1000.f / reps;
+      };
+      printf("%-8s b%d (%6ld, %6ld) %6.1f MB:", s.name, bits, N, K, wbytes / 1e6);
+      float best_rows = 1e9, best_ring = 1e9;
+      for (int split : {1, 2, 4, 8}) {
+        a.split = split; a.n_blocks = (N + (8 / split) * 4 - 1) / ((8 / split) * 4); a.mma_split = a.mma_blocks = 0; a.out = (i64)out;
+        float t = timeit(bits == 4 ? k_rows4 : k_rows8, (unsigned)a.n_blocks);
+        best_rows = std::min(best_rows, t);
+      }
+      for (int split : {1, 2, 4, 8}) {
+        a.mma_split = split; a.mma_blocks = (N + (8 / split) * RING_ROWS - 1) / ((8 / split) * RING_ROWS); a.out = (i64)out2;
+        float t = timeit(bits == 4 ? k_ring4 : k_ring8, (unsigned)a.mma_blocks);
+        printf(" s%d %6.2f", split, t);
+        best_ring = std::min(best_ring, t);
+      }
+      // agreement of the ring with the rows kernel on the last weight copy used
+      std::vector<unsigned short> h1(N), h2(N);
+      a.w = (i64)ws[0]; a.split = 8; a.n_blocks = (N + 3) / 4; a.out = (i64)out; (bits == 4 ? k_rows4 : k_rows8)<<<(unsigned)a.n_blocks, WO_BLOCK>>>(a);
+      a.mma_split = 8; a.mma_blocks = (N + RING_ROWS - 1) / RING_ROWS; a.out = (i64)out2; (bits == 4 ? k_ring4 : k_ring8)<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
+      CK(cudaMemcpy(h1.data(), out, N * 2, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+      double md = 0, mx = 0;
+      for (long i = 0; i < N; ++i) { md = std::max(md, (double)fabsf(bf(h1[i]) - bf(h2[i]))); mx = std::max(mx, (double)fabsf(bf(h1[i]))); }
+      float fl = 1e9; int flc = 0;
+      for (int blocks : {sms * 2, sms * 4, sms * 8})
+        for (int u : {1, 4}) {
+          float t = u == 1 ? timeit_read(read_floor<1>, ws, copies, wbytes, blocks) : timeit_read(read_floor<4>, ws, copies, wbytes, blocks);
+          if (t < fl) fl = t, flc = blocks * 10 + u;
+        }
+      printf(" | read floor %6.2f (%d)", fl, flc);
+      printf(" | rows %6.2f ring %6.2f us = %5.0f GB/s  diff %.1e\n", best_rows, best_ring, wbytes / best_ring / 1e3, md / mx);
+      for (auto p : ws) cudaFree(p);
+      cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2);
+    }
+  }
+  {
+    unsigned* sink; cudaMalloc(&sink, 4);
+    std::vector<void*> one(1); cudaMalloc(&one[0], 16);
+    printf("empty launch (264 blocks): %.2f us\n", timeit_read(read_floor<1>, one, 1, 0, sms * 2));
+  }
+  // copy bandwidth
+  size_t n = size_t(1) << 30; void *p, *q; CK(cudaMalloc(&p, n)); CK(cudaMalloc(&q, n));
+  cudaMemcpy(q, p, n, cudaMemcpyDeviceToDevice);
+  CK(cudaEventRecord(e0)); for (int i = 0; i < 5; ++i) cudaMemcpy(q, p, n, cudaMemcpyDeviceToDevice); CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+  float ms; cudaEventElapsedTime(&ms, e0, e1); printf("copy %.0f GB/s (read + write)\n", 2.0 * n * 5 / ms / 1e6);
+}
