@@ -527,8 +527,9 @@ template <int N> DEVI void wo_wait() { asm volatile("cp.async.wait_group %0;" ::
 // for all of them). Where the weight is a program constant (wo_early) the first steps' copies go out
 // before the entry point waits for the previous kernel. Fragments and sums as in wo_mma's grouped
 // path, int4 values raw (wo_raw4); K a multiple of a step (the caller checks), so no lane is past
-// the last piece. Gate and up of Llama-3-8B in int4 at one row on an H200: 37.9 us on the
-// CUDA-core rows, 30.7 us here (16 rows a warp group, two-instruction masks: 36.5 us).
+// the last piece. Gate and up of Llama-3-8B in int4 at one row on an H200, timed alone
+// (scripts/weight_only_bench.cu): 35.4 us on the CUDA-core rows, 36.0 us on this ring with 16 rows
+// a warp group and two-instruction masks, 28.2 us here.
 template <class T, int BITS, int H>
 DEVI void wo_mma_ring(const WoArgs& a) {
   typedef typename T::S S;
