@@ -58,22 +58,31 @@ __global__ void fill_bf16(unsigned short* p, size_t n, float lo, float hi, unsig
 }
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
 
-template <class F> float timeit_read(F fn, std::vector<void*>& ws, int copies, size_t wbytes, int blocks) {
-  static unsigned* sink = nullptr; if (!sink) cudaMalloc(&sink, 4);
-  cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  for (int i = 0; i < 3; ++i) fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink);
-  cudaEventRecord(e0);
-  for (int i = 0; i < 40; ++i) fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink);
-  cudaEventRecord(e1); cudaEventSynchronize(e1);
-  float ms; cudaEventElapsedTime(&ms, e0, e1); cudaEventDestroy(e0); cudaEventDestroy(e1);
-  return ms * 1000.f / 40;
+// Microseconds a call: `launch(i)` issues call i (its weight copy chosen by i), 3 calls to warm up,
+// then 40 back to back between two events.
+template <class L> float time_us(L launch) {
+  static cudaEvent_t e0 = nullptr, e1 = nullptr;
+  if (!e0) {
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+  }
+  for (int i = 0; i < 3; ++i) launch(i);
+  CK(cudaGetLastError());
+  const int reps = 40;
+  CK(cudaEventRecord(e0));
+  for (int i = 0; i < reps; ++i) launch(i);
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  return ms * 1000.f / reps;
 }
 static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
 
 int main(int argc, char** argv) {
   struct S { const char* name; long N, K; } shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  unsigned* sink; CK(cudaMalloc(&sink, 4));  // the read-only kernel's output, never written
   int rows_x = argc > 1 ? atoi(argv[1]) : 1;
   for (int bits : {4, 8}) {
     for (auto& s : shapes) {
@@ -93,14 +102,10 @@ int main(int argc, char** argv) {
       a.out = (i64)out; a.x = (i64)x; a.w = (i64)ws[0]; a.scale = (i64)sc; a.zero = bits == 4 ? (i64)zp : 0;
       a.rows = rows_x; a.N = N; a.K = K; a.row_bytes = row_bytes; a.groups = groups; a.group = group; a.vec = 1;
       auto timeit = [&](auto fn, unsigned grid) {
-        for (int i = 0; i < 3; ++i) { a.w = (i64)ws[i % copies]; fn<<<grid, WO_BLOCK>>>(a); }
-        CK(cudaGetLastError());
-        const int reps = 40;
-        CK(cudaEventRecord(e0));
-        for (int i = 0; i < reps; ++i) { a.w = (i64)ws[i % copies]; fn<<<grid, WO_BLOCK>>>(a); }
-        CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-        float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-        return ms * 1000.f / reps;
+        return time_us([&](int i) { a.w = (i64)ws[i % copies]; fn<<<grid, WO_BLOCK>>>(a); });
+      };
+      auto time_read = [&](auto fn, int blocks) {
+        return time_us([&](int i) { fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink); });
       };
       printf("%-8s b%d (%6ld, %6ld) %6.1f MB:", s.name, bits, N, K, wbytes / 1e6);
       float best_rows = 1e9, best_ring = 1e9;
@@ -115,33 +120,29 @@ int main(int argc, char** argv) {
         printf(" s%d %6.2f", split, t);
         best_ring = std::min(best_ring, t);
       }
-      // agreement of the ring with the rows kernel on the last weight copy used
+      // agreement of the ring with the rows kernel on the first weight copy
       std::vector<unsigned short> h1(N), h2(N);
       a.w = (i64)ws[0]; a.split = 8; a.n_blocks = (N + 3) / 4; a.out = (i64)out; (bits == 4 ? k_rows4 : k_rows8)<<<(unsigned)a.n_blocks, WO_BLOCK>>>(a);
       a.mma_split = 8; a.mma_blocks = (N + RING_ROWS - 1) / RING_ROWS; a.out = (i64)out2; (bits == 4 ? k_ring4 : k_ring8)<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
       CK(cudaMemcpy(h1.data(), out, N * 2, cudaMemcpyDeviceToHost)); CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
       double md = 0, mx = 0;
       for (long i = 0; i < N; ++i) { md = std::max(md, (double)fabsf(bf(h1[i]) - bf(h2[i]))); mx = std::max(mx, (double)fabsf(bf(h1[i]))); }
-      float fl = 1e9; int flc = 0;
+      float fl = 1e9; int fl_blocks = 0, fl_u = 0;
       for (int blocks : {sms * 2, sms * 4, sms * 8})
         for (int u : {1, 4}) {
-          float t = u == 1 ? timeit_read(read_floor<1>, ws, copies, wbytes, blocks) : timeit_read(read_floor<4>, ws, copies, wbytes, blocks);
-          if (t < fl) fl = t, flc = blocks * 10 + u;
+          const float t = u == 1 ? time_read(read_floor<1>, blocks) : time_read(read_floor<4>, blocks);
+          if (t < fl) fl = t, fl_blocks = blocks, fl_u = u;
         }
-      printf(" | read floor %6.2f (%d)", fl, flc);
+      printf(" | read floor %6.2f (%d blocks, %d loads a thread)", fl, fl_blocks, fl_u);
       printf(" | rows %6.2f ring %6.2f us = %5.0f GB/s  diff %.1e\n", best_rows, best_ring, wbytes / best_ring / 1e3, md / mx);
       for (auto p : ws) cudaFree(p);
       cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2);
     }
   }
-  {
-    unsigned* sink; cudaMalloc(&sink, 4);
-    std::vector<void*> one(1); cudaMalloc(&one[0], 16);
-    printf("empty launch (264 blocks): %.2f us\n", timeit_read(read_floor<1>, one, 1, 0, sms * 2));
-  }
+  printf("empty launch (%d blocks): %.2f us\n", sms * 2,
+         time_us([&](int) { read_floor<1><<<sms * 2, 256>>>(nullptr, 0, sink); }));
   // copy bandwidth
   size_t n = size_t(1) << 30; void *p, *q; CK(cudaMalloc(&p, n)); CK(cudaMalloc(&q, n));
-  cudaMemcpy(q, p, n, cudaMemcpyDeviceToDevice);
-  CK(cudaEventRecord(e0)); for (int i = 0; i < 5; ++i) cudaMemcpy(q, p, n, cudaMemcpyDeviceToDevice); CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-  float ms; cudaEventElapsedTime(&ms, e0, e1); printf("copy %.0f GB/s (read + write)\n", 2.0 * n * 5 / ms / 1e6);
+  const float us = time_us([&](int) { cudaMemcpyAsync(q, p, n, cudaMemcpyDeviceToDevice); });
+  printf("copy %.0f GB/s (read + write)\n", 2.0 * n / us / 1e3);
 }

@@ -121,11 +121,10 @@ def test_fewer_than_8_rows_on_either_tile_the_tuner_may_choose(monkeypatch, tmp_
 
 @pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (8, None, False)])
 @pytest.mark.parametrize("N", [1000, 40, 9])
-def test_the_ring_with_weight_rows_off_its_groups_of_32(monkeypatch, bits, group, zero, N):
+def test_the_ring_with_weight_rows_off_its_groups_of_32(bits, group, zero, N):
     """Up to 8 rows of x, with K and the group whole steps of 4 pieces, the tensor-core tile streams
     the weight through a ring in shared memory, 32 weight rows a warp group (two tiles of 16): 1000
     rows leave the last group 8 rows, 40 a second tile of 8, 9 one partial tile."""
-    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "1")
     lin, w = _case(bits, N, 1024, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 8, 8), 1024), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]

@@ -41,7 +41,8 @@ namespace {
 const std::string& kernel_files_hash() {
   static const std::string hash = [] {
     std::string all;
-    for (size_t i = 0; i < kernels::kFileCount; ++i) all += std::string(kernels::kFiles[i].name) + '\n' + kernels::kFiles[i].text;
+    for (size_t i = 0; i < kernels::kFileCount; ++i)
+      all += std::string(kernels::kFiles[i].name) + '\n' + kernels::kFiles[i].text;
     return hash_hex(all);
   }();
   return hash;
@@ -58,8 +59,9 @@ std::string tuning_context() {
   const char* mma = std::getenv("TRIPY_WEIGHT_ONLY_MMA");
   return (dev.ok() ? dev.value()->name + " sm" + std::to_string(dev.value()->arch) : std::string("no GPU")) +
          ", cuDNN " + cudnn_version() + ", cuBLASLt " + cublaslt_version() + ", tuner " +
-         std::to_string(kTunerVersion) + ", kernels " + kernel_files_hash() + ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") +
-         ", TRIPY_GEMV=" + (gemv ? gemv : "") + ", TRIPY_WEIGHT_ONLY_MMA=" + (mma ? mma : "");
+         std::to_string(kTunerVersion) + ", kernels " + kernel_files_hash() +
+         ", TRIPY_CONV_GEMM=" + (conv_gemm ? conv_gemm : "") + ", TRIPY_GEMV=" + (gemv ? gemv : "") +
+         ", TRIPY_WEIGHT_ONLY_MMA=" + (mma ? mma : "");
 }
 
 // cuDNN and cuBLASLt load their engines on first use (~0.3-0.6 s in a fresh process on an H100):
