@@ -187,9 +187,9 @@ def gpu_gb_in_use():
     return tp._C._cuda_bytes_in_use() / 1e9
 
 
-def kernel_profile(step, torch, steps, top):
+def kernel_profile(step, torch, steps, top, what="step"):
     """The `top` kernels of `steps` calls of `step` by GPU time (torch.profiler sees Tripy's
-    kernels too), and kernels per step, as text."""
+    kernels too), and kernels per call, as text (`what` names the call)."""
     from torch.profiler import ProfilerActivity, profile
 
     step()
@@ -205,14 +205,14 @@ def kernel_profile(step, torch, steps, top):
         n, us = per.get(e.name, (0, 0.0))
         per[e.name] = (n + 1, us + e.device_time)
     total = sum(us for _, us in per.values())
-    lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per step"]
+    lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per {what}"]
     if os.environ.get("TRIPY_OVERLAP_LAUNCHES") != "0":
         # A kernel launched while its predecessor runs (sm_90+) is timed from its start, its wait
         # for that kernel included: the small kernels after a large one look slow.
         lines.append("# (launches overlap: each time includes the wait for the kernel before it; "
                      "TRIPY_OVERLAP_LAUNCHES=0 times each kernel alone)")
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
-        lines.append(f"#  {us / steps:8.1f} us/step  {n / steps:5.1f}x  {us / n:7.2f} us  {name[:110]}")
+        lines.append(f"#  {us / steps:8.1f} us/{what}  {n / steps:5.1f}x  {us / n:7.2f} us  {name[:110]}")
     return "\n".join(lines)
 
 
@@ -281,6 +281,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         result["gpu_gb"] = held
     if profile_top and profiler is not None:  # every rank runs the profiled step (its collectives meet)
         note(kernel_profile(lambda: decode_steps(1, False), profiler, 8, profile_top))
+        note(kernel_profile(prefill, profiler, 2, profile_top, what="prefill"))
     return result
 
 
@@ -528,7 +529,7 @@ def main():
     parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print the N kernels of a decode step that take the most GPU time (needs torch; "
+                        help="print the N kernels of a decode step and of a prefill that take the most GPU time (needs torch; "
                              "TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
                         help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")

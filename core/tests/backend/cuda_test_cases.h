@@ -424,6 +424,15 @@ inline std::vector<GpuCase> all_cases() {
                        ins(EwOp::kErf, H, 4), ins(EwOp::kConst, H, -1, -1, -1, 1.0), ins(EwOp::kAdd, H, 5, 6),
                        ins(EwOp::kMul, H, 2, 7), ins(EwOp::kConst, H, -1, -1, -1, 0.5), ins(EwOp::kMul, H, 8, 9)},
                       {{10, {257, 4096}}}}));
+  // The vector path over several axes (broadcasts keep them from merging): a row per outer index,
+  // a row shared by the outer indices and a value per row (inner stride 0); 12 wide is no whole
+  // number of 16-byte loads of float16, so the second case takes the scalar loop.
+  for (int64_t inner : {16, 12})
+    cs.push_back(fused({"vector_rows_f16_" + std::to_string(inner), {5, 3, inner}, 3,
+                        {{H, {5, 1, inner}, {0, 1, 2}}, {H, {3, inner}, {1, 2}}, {H, {5, 3, 1}, {0, 1, 2}}},
+                        {ins(EwOp::kLoad, H, 0), ins(EwOp::kLoad, H, 1), ins(EwOp::kLoad, H, 2),
+                         ins(EwOp::kMul, H, 0, 1), ins(EwOp::kAdd, H, 3, 2)},
+                        {{4, {5, 3, inner}}}}));
   // Reductions.
   for (EwOp op : {EwOp::kReduceSum, EwOp::kReduceProd, EwOp::kReduceMax, EwOp::kReduceMin}) {
     std::string n = std::string("reduce_") + ew_op_name(op);

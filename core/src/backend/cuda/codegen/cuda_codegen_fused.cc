@@ -86,7 +86,7 @@ class Emitter {
     if (L_.has_reduction) {
       emit_reduction_body();
     } else {
-      if (L_.vec_width > 0) emit_vector_path();
+      if (L_.vec_width > 0 && L_.rank > 0) emit_vector_path();
       s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscSmall) << "]) {\n";
       emit_elementwise_loop("unsigned");
       s_ << "  } else {\n";
@@ -214,24 +214,38 @@ class Emitter {
     (void)ind;
   }
 
-  // All operands contiguous (stride 1) or splats (stride 0) over one merged axis, all pointers
-  // 16-byte aligned: each thread moves vec_width elements per input with one wide load.
+  // Each thread moves vec_width elements per input with one wide load along the innermost merged
+  // axis, which every input reads contiguously (stride 1) or as one value (stride 0); the launch
+  // takes this path only where every wide load is 16-byte aligned (cuda_launch.cc,
+  // vector_elementwise). Over one merged axis a scalar tail finishes; over several, the innermost
+  // holds whole wide loads and the vector index is decomposed over the axes like the scalar loop's.
   void emit_vector_path() {
-    const int vw = L_.vec_width;
-    const std::string last = std::to_string(L_.rank - 1);
+    const int vw = L_.vec_width, last = L_.rank - 1;
     s_ << "  if (a.v[" << L_.misc_word(FusedLayout::kMiscVector) << "]) {\n";
     s_ << "    const i64 n = a.v[" << L_.misc_word(FusedLayout::kMiscRows) << "], nv = n / " << vw
        << ", step = (i64)gridDim.x * blockDim.x, t0 = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    s_ << "    const int lo = (int)a.v[" << L_.misc_word(FusedLayout::kMiscRowLo) << "];\n";
+    // Wide loads in the innermost axis: a.v's size there over the width.
+    s_ << "    const unsigned inner = (unsigned)(a.v[" << L_.size_word(last) << "] / " << vw << ");\n";
     for (int k = 0; k < L_.num_inputs; ++k)
-      s_ << "    const bool s" << k << " = a.v[" << L_.stride_word(k, L_.rank - 1) << "] != 0;\n";
+      s_ << "    const bool s" << k << " = a.v[" << L_.stride_word(k, last) << "] != 0;\n";
     s_ << "    for (i64 v = t0; v < nv; v += step) {\n";
-    s_ << "      const i64 base = v * " << vw << ";\n";
+    declare_offsets("o", "", "      ");
+    s_ << "      if (lo == " << last << ") {";
+    for (int k = 0; k < L_.num_inputs; ++k) s_ << " if (s" << k << ") o" << k << " = v * " << vw << ";";
+    s_ << " } else {\n";
+    // Several axes: the launch takes this form only with fewer than 2^31 elements.
+    s_ << "        const unsigned cv = (unsigned)v % inner;\n";
+    for (int k = 0; k < L_.num_inputs; ++k) s_ << "        if (s" << k << ") o" << k << " = (i64)cv * " << vw << ";\n";
+    s_ << "        {\n";
+    emit_decompose("unsigned", "(unsigned)v / inner", 0, last, "lo", "o", "          ");
+    s_ << "        }\n      }\n";
     for (int k = 0; k < L_.num_inputs; ++k) {
       std::string st = storage_type(an_.input_dtype[k]);
       std::string pk = "Pack<" + st + ", " + std::to_string(vw) + ">";
       s_ << "      " << pk << " p" << k << ";\n";
-      s_ << "      if (s" << k << ") p" << k << " = *(const " << pk << "*)(in" << k << " + base);\n";
-      s_ << "      else { const " << st << " x = in" << k << "[0];\n#pragma unroll\n        for (int e = 0; e < "
+      s_ << "      if (s" << k << ") p" << k << " = *(const " << pk << "*)(in" << k << " + o" << k << ");\n";
+      s_ << "      else { const " << st << " x = in" << k << "[o" << k << "];\n#pragma unroll\n        for (int e = 0; e < "
          << vw << "; ++e) p" << k << ".v[e] = x; }\n";
     }
     for (int o = 0; o < L_.num_outputs; ++o)
@@ -246,8 +260,9 @@ class Emitter {
     s_ << "      }\n";
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "      *(Pack<" << storage_type(out_dtype(o)) << ", " << vw << ">*)(out" << o
-         << " + base) = q" << o << ";\n";
+         << " + v * " << vw << ") = q" << o << ";\n";
     s_ << "    }\n";
+    // The tail of one merged axis (with several, nv * width is n).
     s_ << "    for (i64 i = nv * " << vw << " + t0; i < n; i += step) {\n";
     auto tail_load = [this](int32_t k) {
       std::string ks = std::to_string(k);
@@ -257,7 +272,6 @@ class Emitter {
     for (int o = 0; o < L_.num_outputs; ++o)
       s_ << "      out" << o << "[i] = " << store_expr(out_dtype(o), reg(f_.output_regs[o])) << ";\n";
     s_ << "    }\n    return;\n  }\n";
-    (void)last;
   }
 
   std::string acc_type(int32_t r) const { return an_.operand_kind[r] == CKind::kF32 ? "float" : "i64"; }
