@@ -285,6 +285,36 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     return result
 
 
+def greedy_float32(directory, batch, prompt, torch):
+    """CHECK_STEPS greedy tokens of Tripy and of transformers, both computing in float32 from the
+    same checkpoint, and how many steps agree (as `greedy_match`). Random weights give nearly flat
+    logits whose top two often sit closer than bfloat16's rounding, so the bfloat16 rows' tokens
+    part after a few steps for both systems alike; in float32 the same model gives the same tokens."""
+    import transformers
+
+    llm = tp.llm.load(directory, dtype=tp.float32, max_seq_len=prompt + CHECK_STEPS + 8, max_batch_size=batch)
+    gen = llm.generator()
+    ids = np.random.default_rng(1).integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
+    seed, zero = tp.Tensor(np.array([0], np.int64)), tp.Tensor(np.array([0], np.int32))
+    tokens, pos, *caches = gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
+    produced = [tokens]
+    for _ in range(CHECK_STEPS - 1):
+        tokens, pos, *caches = gen.decode(tokens, pos, seed, *caches)
+        produced.append(tokens)
+    tri = np.concatenate([np.asarray(t) for t in produced], axis=1)
+    del llm, gen, caches, tokens, produced
+    model = transformers.LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32,
+                                                          attn_implementation="sdpa").cuda().eval()
+    with torch.no_grad():
+        x = torch.from_numpy(ids.astype(np.int64)).cuda()
+        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=CHECK_STEPS,
+                             min_new_tokens=CHECK_STEPS, do_sample=False, pad_token_id=0)
+    ref = out[:, prompt:].cpu().numpy()
+    del model
+    torch.cuda.empty_cache()
+    return steps_agreeing(ref, tri)
+
+
 def prompt_logits(llm, gen, ids, zero):
     """The model's logits at the prompt's last position, (B, vocab) float32: the prefill without
     the token choice, compiled for these sizes (over the generator's mesh, if any: every rank
@@ -538,6 +568,9 @@ def main():
     parser.add_argument("--one-device-gb", type=float, default=None, metavar="GB",
                         help="with --devices, the weights one device holds: a larger model has no one-device row "
                              "(default: 0.9 of a GPU's memory; on the CPU, any)")
+    parser.add_argument("--float32-check", action="store_true",
+                        help="with the peer, also compare 32 greedy steps of both systems computing in float32 "
+                             "(`greedy_f32`)")
     parser.add_argument("--reference", action="store_true",
                         help="compare each Tripy row's prompt logits with a float32 layer-by-layer reference")
     args = parser.parse_args()
@@ -635,6 +668,8 @@ def main():
                                    greedy_match=steps_agreeing(ref["tokens"], tri["tokens"]))
                         (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
                         row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
+                        if args.float32_check:
+                            row.update(greedy_f32=greedy_float32(directory, batch, prompt, torch))
                     if args.reference and PRINTS:
                         want = reference_logits(directory, c, tri["ids"], ref_torch, ref_device)
                         row.update(zip(("ref_logit_err", "ref_top1"), logit_errors(tri["logits"], want)))
@@ -763,7 +798,7 @@ def print_table(rows):
             ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"), ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("vs_one", "{:.2f}"),
             ("same_tokens", "{}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
-            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"),
+            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("greedy_f32", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}"),
             ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
