@@ -213,9 +213,13 @@ class TorchTransformerBlock(nn.Module if torch else object):
         q = rotate_t(att.wq(h).view(B, T, H, D).transpose(1, 2))
         k = rotate_t(att.wk(h).view(B, T, Hkv, D).transpose(1, 2)).repeat_interleave(H // Hkv, dim=1)
         v = att.wv(h).view(B, T, Hkv, D).transpose(1, 2).repeat_interleave(H // Hkv, dim=1)
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(D)
-        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-        y = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ v
+        sdpa = getattr(nn.functional, "scaled_dot_product_attention", None)  # torch 2.0 on
+        if sdpa is not None:
+            y = sdpa(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(D)
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            y = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ v
         h = x + att.wo(y.transpose(1, 2).reshape(B, T, H * D))
         f = self.ffn_norm(h)
         ff = self.feed_forward
