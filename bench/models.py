@@ -2,11 +2,12 @@
 
 Each model comes from examples/ (one definition, with its torch twin). Torch's random weights are
 copied into Tripy by name (nothing is downloaded); where Hugging Face `transformers` is installed,
-GPT-2's torch side is its GPT2LMHeadModel (SDPA attention) holding the same weights, the model a
-torch user runs (the twins call scaled_dot_product_attention where torch has it). The outputs are
-checked against torch (or, where torch is absent, against the examples' float64 numpy references
-while the size allows), then Tripy's compiled executable is timed against torch eager,
-torch.compile and torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
+the torch side of GPT-2 and of the Llama block is its GPT2LMHeadModel and LlamaDecoderLayer (SDPA
+attention) holding the same weights, the models a torch user runs (the twins call
+scaled_dot_product_attention where torch has it). The outputs are checked against torch (or, where
+torch is absent, against the examples' float64 numpy references while the size allows), then
+Tripy's compiled executable is timed against torch eager, torch.compile and
+torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
 torch.compile's first call, both cold: the run points Tripy's kernel cache, the CUDA driver's cache
 (where NVRTC 12.9+ keeps what it compiled) and torch.compile's (Inductor's, Triton's) at new empty
 directories, and each compile-scaling probe gets its own. --warm-caches keeps the usual ones (what a user's second run sees).
@@ -224,6 +225,47 @@ def gpt2_decode_cases(env):
                note="compiled decode step, KV cache updated in place; compile_s: prefill and decode")
 
 
+# The Llama block twin's parameters -> transformers' LlamaDecoderLayer's.
+_HF_LLAMA = {"attention.wq.weight": "self_attn.q_proj.weight", "attention.wk.weight": "self_attn.k_proj.weight",
+             "attention.wv.weight": "self_attn.v_proj.weight", "attention.wo.weight": "self_attn.o_proj.weight",
+             "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w3.weight": "mlp.up_proj.weight",
+             "feed_forward.w2.weight": "mlp.down_proj.weight", "attention_norm.weight": "input_layernorm.weight",
+             "ffn_norm.weight": "post_attention_layernorm.weight"}
+
+
+def hf_llama_block(env, config, twin):
+    """transformers' LlamaDecoderLayer (SDPA attention) and its rotary embedding holding the twin's
+    weights, as a call on x; None where transformers is not installed (the twin is the peer)."""
+    if twin is None or env.quick:
+        return None
+    try:
+        import transformers
+        from transformers.models.llama import modeling_llama
+    except ImportError:
+        return None
+    try:
+        c = transformers.LlamaConfig(hidden_size=config.dim, intermediate_size=config.hidden_dim,
+                                     num_attention_heads=config.n_heads, num_key_value_heads=config.n_kv_heads,
+                                     rms_norm_eps=config.norm_eps, rope_theta=config.rope_theta)
+        c._attn_implementation = "sdpa"
+        layer = modeling_llama.LlamaDecoderLayer(c, layer_idx=0)
+        layer.load_state_dict({_HF_LLAMA[k]: v for k, v in twin.state_dict().items()})
+        layer, rotary = env.twin(layer), modeling_llama.LlamaRotaryEmbedding(config=c).to(env.torch_device)
+        want = config.rope_theta ** (-torch.arange(0, config.head_dim, 2, dtype=torch.float32) / config.head_dim)
+        if not torch.allclose(rotary.inv_freq.float().cpu(), want, rtol=1e-5):
+            raise ValueError("its rotary frequencies differ from the block's")
+    except Exception as e:  # another release's signatures: say so and keep the twin
+        print(f"# llama-block: transformers' LlamaDecoderLayer not used ({type(e).__name__}: {e}); the twin is the peer")
+        return None
+
+    def forward(x):
+        pos = torch.arange(x.shape[1], device=x.device)[None]
+        out = layer(x, position_ids=pos, position_embeddings=rotary(x, pos))
+        return out[0] if isinstance(out, tuple) else out
+
+    return forward, f"torch: transformers LlamaDecoderLayer ({c._attn_implementation} attention)"
+
+
 def llama_block_cases(env):
     config = llama_block.TINY if env.quick else llama_block.LLAMA3_8B
     block, twin, weights = llama_block.TransformerBlock(config, env.dtype), None, None
@@ -233,13 +275,18 @@ def llama_block_cases(env):
     else:
         weights = llama_block.random_weights(config)
         load_weights(block, weights)
+    peer, note = twin, None
+    hf = hf_llama_block(env, config, twin)
+    if hf is not None:
+        peer, note = hf
     rng = np.random.default_rng(2)
     for B, T in [(1, 16)] if env.quick else env.full_sizes([(1, 128), (1, 1024)]):
         x = rng.standard_normal((B, T, config.dim)).astype(env.np_dtype)
         reference = None
         if weights is not None and env.quick:
             reference = lambda x=x: llama_block.numpy_forward(weights, x, config)  # noqa: E731
-        yield Case("llama-block", f"B{B}x{T}", B, block, [x], twin, (torch_input(env, x),) if twin else (), reference)
+        yield Case("llama-block", f"B{B}x{T}", B, block, [x], peer, (torch_input(env, x),) if twin else (), reference,
+                   note=note)
 
 
 def resnet50_cases(env):
