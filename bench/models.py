@@ -2,15 +2,15 @@
 
 Each model comes from examples/ (one definition, with its torch twin). Torch's random weights are
 copied into Tripy by name (nothing is downloaded); where Hugging Face `transformers` is installed,
-the torch side of GPT-2 and of the Llama block is its GPT2LMHeadModel and LlamaDecoderLayer (SDPA
-attention) holding the same weights, the models a torch user runs (the twins call
-scaled_dot_product_attention where torch has it). The outputs are checked against torch (or, where
-torch is absent, against the examples' float64 numpy references while the size allows), then
-Tripy's compiled executable is timed against torch eager, torch.compile and
-torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
+the Llama block's torch side is its LlamaDecoderLayer (SDPA attention) holding the same weights,
+the layer a torch user runs (the twins call scaled_dot_product_attention where torch has it). The
+outputs are checked against torch (or, where torch is absent, against the examples' float64 numpy
+references while the size allows), then Tripy's compiled executable is timed against torch eager,
+torch.compile and torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
 torch.compile's first call, both cold: the run points Tripy's kernel cache, the CUDA driver's cache
 (where NVRTC 12.9+ keeps what it compiled) and torch.compile's (Inductor's, Triton's) at new empty
-directories, and each compile-scaling probe gets its own. --warm-caches keeps the usual ones (what a user's second run sees).
+directories, and each compile-scaling probe gets its own. --warm-caches keeps the usual ones (what
+a user's second run sees).
 
 Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy's compiled
 decode step over a KV cache updated in place, examples/gpt2_generate.py, against torch's twin with
@@ -151,47 +151,15 @@ def gpt_models(env):
     return _gpt_cache["config"], _gpt_cache["model"], _gpt_cache["twin"], _gpt_cache["weights"]
 
 
-def hf_gpt2(env, config, twin):
-    """Hugging Face's GPT2LMHeadModel (SDPA attention) holding the twin's weights: the torch peer a
-    user would run, where transformers is installed (else None: the twin is the peer)."""
-    if twin is None or env.quick:
-        return None
-    try:
-        import transformers
-    except ImportError:
-        return None
-    hf_config = transformers.GPT2Config(vocab_size=config.vocab_size, n_positions=config.block_size,
-                                        n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head,
-                                        activation_function="gelu")  # the twin's (exact) GELU, not GPT-2's tanh form
-    try:
-        peer = transformers.GPT2LMHeadModel._from_config(hf_config, attn_implementation="sdpa")
-    except (AttributeError, TypeError, ValueError):  # releases without the argument pick SDPA themselves
-        peer = transformers.GPT2LMHeadModel(hf_config)
-    # Its projections are Conv1D layers, (in, out): the twin's Linear weights transposed.
-    conv1d = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
-    state = {k: (v.t() if k.endswith(conv1d) else v) for k, v in twin.state_dict().items() if not k.endswith("attn.bias")}
-    missing, unexpected = peer.load_state_dict(state, strict=False)
-    if unexpected or any(not k.endswith(("attn.bias", "attn.masked_bias")) for k in missing):
-        raise SystemExit(f"GPT-2 weights do not map onto transformers': missing {missing}, unexpected {unexpected}")
-    return env.twin(peer)
-
-
 def gpt2_cases(env):
     config, model, twin, weights = gpt_models(env)
-    peer, note = twin, None
-    hf = hf_gpt2(env, config, twin)
-    if hf is not None:
-        attention = getattr(hf.config, "_attn_implementation", "?")
-        peer = lambda idx: hf(idx, use_cache=False, return_dict=False)[0]  # noqa: E731
-        note = f"torch: transformers GPT2LMHeadModel ({attention} attention)"
     rng = np.random.default_rng(0)
     for B, T in [(1, 16), (2, 64)] if env.quick else env.full_sizes([(1, 128), (8, 1024)]):
         idx = rng.integers(0, config.vocab_size, (B, T)).astype(np.int32)
         reference = None
         if weights is not None and B * T <= 128:  # numpy float64 is too slow beyond that
             reference = lambda idx=idx: gpt2.numpy_forward(weights, idx, config)  # noqa: E731
-        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], peer, (torch_input(env, idx),) if twin else (), reference,
-                   note=note)
+        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], twin, (torch_input(env, idx),) if twin else (), reference)
 
 
 def gpt2_decode_cases(env):
