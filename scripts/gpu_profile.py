@@ -8,6 +8,12 @@ Run on the GPU machine after a build: PYTHONPATH=python python3 scripts/gpu_prof
 products with bfloat16, int8 and int4 weights, and its residual add + RMSNorm (also at 8 and 4096
 rows), each call after an L2 flush (a decode step streams every weight from memory) and with plain
 launches (an overlapping launch's time would include its wait for the kernel before it).
+
+--prefill times, the same way, the elementwise and row kernels of a Llama-3-8B prefill of 2048
+tokens compiled with the prompt length dynamic (residual add + RMSNorm, SwiGLU over the halves of
+the gate/up product, rotary embedding of the q and k heads, a KV-cache write of a head range) and
+GPT-2's LayerNorm over 8192 rows, each with the bytes it must move over its time, beside torch's
+kernels for the same computation.
 """
 
 import os
@@ -17,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-if "--decode" in sys.argv:
+if "--decode" in sys.argv or "--prefill" in sys.argv:
     os.environ["TRIPY_OVERLAP_LAUNCHES"] = "0"  # read at the first launch
 
 import torch
@@ -108,9 +114,90 @@ def decode_kernels(reps=20):
             print(f"{f'add + RMSNorm ({rows}, 4096)':<34} {t:8.2f} {4 * rows * 4096 * 2 / t / 1e3:7.0f}  {name[:60]}")
 
 
+def prefill_kernels(reps=20):
+    """The prefill's elementwise and row kernels alone, Tripy's and torch's: time and GB/s."""
+    from tripy.llm.llama import _rotate
+
+    g = torch.Generator(device="cuda").manual_seed(26)
+    flush = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)
+    T = 2048
+    rows_t = (1, T, T)  # the prompt length: dynamic, as in a prefill executable
+
+    def rand(*shape, dtype=torch.bfloat16):
+        return torch.randn(*shape, device="cuda", dtype=dtype, generator=g)
+
+    def show(label, fn, nbytes, who):
+        kernels = [r for r in kernel_table(lambda: (flush.zero_(), fn()), reps) if "FillFunctor" not in r[2]]
+        for t, n, name in kernels[:3]:  # the flush's fill left out
+            print(f"{label:<30} {who:<6} {t:8.2f} {nbytes / t / 1e3:7.0f}  {n}x {name[:56]}")
+
+    print(f"device: {torch.cuda.get_device_name()}; prefill-sized kernels alone (L2 flushed, plain launches)")
+    print(f"{'kernel':<30} {'who':<6} {'us':>8} {'GB/s':>7}  name")
+
+    class AddNorm(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = tp.RMSNorm(4096, dtype=tp.bfloat16)
+
+        def __call__(self, h, r):
+            s = h + r
+            return s, self.norm(s)
+
+    m, w = AddNorm(), rand(4096) + 1.0
+    m.norm.weight = gb.to_tripy(w)
+    h, r = rand(T, 4096), rand(T, 4096)
+    exe = tp.compile(m, args=[tp.InputInfo((rows_t, 4096), dtype=tp.bfloat16)] * 2)
+    th, tr = gb.to_tripy(h), gb.to_tripy(r)
+
+    def torch_norm():
+        s = h + r
+        return s, (s.float() * torch.rsqrt(s.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(s.dtype) * w
+
+    for who, fn in (("tripy", lambda: exe(th, tr)), ("torch", torch.compile(torch_norm))):
+        show(f"add + RMSNorm ({T}, 4096)", fn, 4 * T * 4096 * 2, who)
+
+    def swiglu(x):
+        gate, up = tp.split(x, 2, dim=-1)
+        return tp.silu(gate) * up
+
+    x = rand(T, 2 * 14336)
+    exe = tp.compile(swiglu, args=[tp.InputInfo((rows_t, 2 * 14336), dtype=tp.bfloat16)])
+    tx = gb.to_tripy(x)
+    halves = lambda: torch.nn.functional.silu(x[:, :14336]) * x[:, 14336:]  # noqa: E731
+    for who, fn in (("tripy", lambda: exe(tx)), ("torch", torch.compile(halves))):
+        show(f"SwiGLU ({T}, 2 x 14336)", fn, 3 * T * 14336 * 2, who)
+
+    qkv, cos, sin = rand(1, T, 48, 128), rand(T, 1, 2, 64), rand(T, 1, 2, 64)
+    exe = tp.compile(lambda q, c, s: _rotate(q, 40, c, s),
+                     args=[tp.InputInfo((1, rows_t, 48, 128), dtype=tp.bfloat16)] +
+                          [tp.InputInfo((rows_t, 1, 2, 64), dtype=tp.bfloat16)] * 2)
+    args = [gb.to_tripy(a) for a in (qkv, cos, sin)]
+    show(f"rotary ({T}, 40 of 48 heads)", lambda: exe(*args), 2 * T * 40 * 128 * 2, "tripy")
+
+    def write(cache, pos, proj):
+        return tp.update_slice(cache, 1, pos, proj[:, :, 40:])
+
+    cache = gb.to_tripy(rand(1, T + 64, 8, 128))
+    exe = tp.compile(write, args=[tp.InputInfo((1, T + 64, 8, 128), dtype=tp.bfloat16, donate=True),
+                                  tp.InputInfo((1,), dtype=tp.int32),
+                                  tp.InputInfo((1, rows_t, 48, 128), dtype=tp.bfloat16)])
+    pos, tq = gb.to_tripy(torch.zeros(1, dtype=torch.int32, device="cuda")), gb.to_tripy(qkv)
+    show(f"KV-cache write ({T}, 8 heads)", lambda: exe(cache, pos, tq), 2 * T * 8 * 128 * 2, "tripy")
+
+    ln = tp.LayerNorm(768, dtype=tp.float16)
+    ln.weight, ln.bias = (gb.to_tripy(rand(768, dtype=torch.float16)) for _ in range(2))
+    y = rand(8, 1024, 768, dtype=torch.float16)
+    exe, ty = tp.compile(ln, args=[tp.InputInfo((8, 1024, 768), dtype=tp.float16)]), gb.to_tripy(y)
+    tln = torch.nn.LayerNorm(768, device="cuda", dtype=torch.float16)
+    for who, fn in (("tripy", lambda: exe(ty)), ("torch", lambda: tln(y))):
+        show("LayerNorm (8192, 768) f16", fn, 2 * 8192 * 768 * 2, who)
+
+
 def main():
     if "--decode" in sys.argv:
         return decode_kernels()
+    if "--prefill" in sys.argv:
+        return prefill_kernels()
     cases = [
         ("LayerNorm+softmax (8192, 4096) f16", gb.ln_softmax_case, (8192, 4096, tp.float16)),
         ("GEGLU d=4096 (8192, 4096) f16", gb.geglu_case, (4096, 4096, 8192, tp.float16)),
