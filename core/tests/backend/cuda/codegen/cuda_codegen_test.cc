@@ -156,7 +156,8 @@ TEST(CudaCodegen, WhereEveryAddressIsTheBackendsOwnTheScalarRowLoopsAreLeftOut) 
   // (16-byte aligned whatever the caller does), so every launch takes the vector loop and the
   // scalar fallback is left out. Its inputs as the caller's tensors, or its output written into a
   // donated input, keep it (the scalar loop that holds the row: 1024 values over 128 threads or more).
-  const std::string vector_cached = "const int u = threadIdx.x + e *", scalar_cached = "const i64 j = threadIdx.x + e *";
+  const std::string vector_cached = "const int u = threadIdx.x + e *",
+                    scalar_cached = "const i64 j = threadIdx.x + e *";
   const GpuCase c = layernorm(8, 1024);
   const rt::Program given = with_shape_program(c);
   rt::Program owned = given, donated;
