@@ -46,9 +46,14 @@ transformers (`ref_logit_err`, `ref_top1`, as `logit_err` and `top1`): the check
 read one decoder layer at a time and computed with torch (on the GPU, else the CPU) or numpy, so it
 runs for a model larger than one GPU. Under torchrun rank 0 computes it.
 
+With --float32-check (and the peer), each row also says how many of 32 greedy steps agree when both
+systems load the checkpoint in float32 (`greedy_f32`): random weights leave the top two logits
+closer than bfloat16's rounding at some step, where both systems' bfloat16 tokens part from
+float32's alike (`greedy_match`); in float32 the same model gives the same tokens.
+
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
-     [--devices N] [--one-device-gb GB] [--reference]
+     [--devices N] [--one-device-gb GB] [--reference] [--float32-check]
 """
 
 import argparse
