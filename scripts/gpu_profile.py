@@ -36,6 +36,18 @@ import tripy as tp  # noqa: E402
 from tripy import _C  # noqa: E402
 
 
+class AddNorm(tp.Module):
+    """The residual add and RMSNorm between the products of a Llama-3-8B layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = tp.RMSNorm(4096, dtype=tp.bfloat16)
+
+    def __call__(self, h, r):
+        s = h + r
+        return s, self.norm(s)
+
+
 def kernel_table(fn, reps=20):
     for _ in range(3):
         fn()
@@ -92,15 +104,6 @@ def decode_kernels(reps=20):
             for t, _, name in rows[:2]:
                 print(f"{label + ' ' + mode + f' ({n}, {k})':<34} {t:8.2f} {nbytes / t / 1e3:7.0f}  {name[:60]}")
 
-    class AddNorm(tp.Module):  # the residual add and RMSNorm between a decode step's products
-        def __init__(self):
-            super().__init__()
-            self.norm = tp.RMSNorm(4096, dtype=tp.bfloat16)
-
-        def __call__(self, h, r):
-            s = h + r
-            return s, self.norm(s)
-
     m = AddNorm()
     m.norm.weight = gb.to_tripy(torch.rand(4096, device="cuda", dtype=torch.bfloat16, generator=g) + 0.5)
     # A decode step's one row and eight, and a prefill's 4096 (its four tensors' bytes over the time).
@@ -133,15 +136,6 @@ def prefill_kernels(reps=20):
 
     print(f"device: {torch.cuda.get_device_name()}; prefill-sized kernels alone (L2 flushed, plain launches)")
     print(f"{'kernel':<30} {'who':<6} {'us':>8} {'GB/s':>7}  name")
-
-    class AddNorm(tp.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm = tp.RMSNorm(4096, dtype=tp.bfloat16)
-
-        def __call__(self, h, r):
-            s = h + r
-            return s, self.norm(s)
 
     m, w = AddNorm(), rand(4096) + 1.0
     m.norm.weight = gb.to_tripy(w)
