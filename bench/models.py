@@ -223,7 +223,8 @@ def hf_llama_block(env, config, twin):
         if not torch.allclose(rotary.inv_freq.float().cpu(), want, rtol=1e-5):
             raise ValueError("its rotary frequencies differ from the block's")
     except Exception as e:  # another release's signatures: say so and keep the twin
-        print(f"# llama-block: transformers' LlamaDecoderLayer not used ({type(e).__name__}: {e}); the twin is the peer")
+        print(f"# llama-block: transformers' LlamaDecoderLayer not used ({type(e).__name__}: {e}); "
+              "the twin is the peer")
         return None
 
     def forward(x):
