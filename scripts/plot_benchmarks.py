@@ -326,9 +326,11 @@ def charts_markdown(made, image_dir):
     return "\n".join(out)
 
 
-def fingerprint(data_dir=DATA):
-    """Changes when the data or this script does: the docs build redraws only then."""
-    digest = hashlib.sha256()
+def fingerprint(data_dir=DATA, image_dir="charts"):
+    """Changes when the data, this script or the charts' directory as the page names them does: the
+    docs build redraws only then (a run by hand, whose pages name the charts from elsewhere, does
+    not leave the docs build pages that point at nothing)."""
+    digest = hashlib.sha256(image_dir.encode())
     for path in sorted(glob.glob(os.path.join(data_dir, "*.json"))) + [os.path.abspath(__file__)]:
         with open(path, "rb") as f:
             digest.update(path.encode() + f.read())
@@ -345,7 +347,7 @@ def write(out_dir, data_dir=DATA, image_dir="charts"):
     """Writes summary.md, measurements.md, charts.md and the charts into out_dir. image_dir is the
     charts' directory as the page that includes charts.md names it."""
     stamp = os.path.join(out_dir, "stamp")
-    key = fingerprint(data_dir)
+    key = fingerprint(data_dir, image_dir)
     outputs = [os.path.join(out_dir, name) for name in ("summary.md", "measurements.md", "charts.md")]
     if os.path.exists(stamp) and open(stamp).read() == key and all(map(os.path.exists, outputs)):
         return

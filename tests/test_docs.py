@@ -218,6 +218,17 @@ def test_benchmark_pages_come_from_the_json():
     assert "matplotlib" in plot_benchmarks.charts_markdown(None, "charts")
 
 
+def test_benchmark_pages_are_rewritten_for_another_charts_directory(tmp_path):
+    # A run by hand names the charts from _generated's own directory; the docs build names them
+    # from the page's: the second must not keep the first's pages.
+    pytest.importorskip("matplotlib")
+    plot_benchmarks.write(str(tmp_path), image_dir="charts")
+    assert "{figure} charts/" in (tmp_path / "charts.md").read_text()
+    plot_benchmarks.write(str(tmp_path), image_dir="benchmarks/_generated/charts")
+    text = (tmp_path / "charts.md").read_text()
+    assert "{figure} charts/" not in text and "{figure} benchmarks/_generated/charts/" in text
+
+
 def test_benchmark_charts_are_drawn_where_matplotlib_is(tmp_path):
     pytest.importorskip("matplotlib")
     made = plot_benchmarks.charts(plot_benchmarks.load(), str(tmp_path))
