@@ -18,6 +18,9 @@ enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
+// Beside the split in kWordMmaSplit's low byte: the weight is a program constant, so the ring may
+// copy its first steps before it waits for the previous kernel (weight_only_dot.cuh's wo_early).
+constexpr int64_t kMmaSplitEarly = int64_t{1} << 8;
 
 // The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
 // one (0: none), else the first whose grid covers the GPU twice; and that grid's blocks along N.
@@ -209,8 +212,7 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
-  // The ring's early copies of a constant weight (weight_only_dot.cuh's wo_early).
-  if (l->words[kWordMmaSplit] && c.program.is_constant(k.inputs[1])) l->words[kWordMmaSplit] |= int64_t{1} << 8;
+  if (l->words[kWordMmaSplit] && c.program.is_constant(k.inputs[1])) l->words[kWordMmaSplit] |= kMmaSplitEarly;
   step.launches = {std::move(l.value())};
   return true;
 }

@@ -36,8 +36,8 @@ std::string weight_only_ring_function(DType t, int bits);
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
 // The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and for int4 weights
-// the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a decode step's one row
-// of int4 values may dequantize in fewer instructions there than on CUDA cores).
+// the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a decode
+// step's one row of int4 values may dequantize in fewer instructions there than on CUDA cores).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
 // One product's sizes, and its launch by an entry point of tile `row_tile` (the words but the

@@ -340,9 +340,8 @@ DEVI void wo_raw4(const V16& v, int j, unsigned (&out)[4]) {
     out[2] = wo_mask_or(w >> 5, 0x00780078u, 0x43004300u);
     out[3] = wo_mask_or(w >> 9, 0x00780078u, 0x43004300u);
   } else {
-    out[0] = wo_mask_or(w, 0x000f000fu, 0x64006400u);
 #pragma unroll
-    for (int i = 1; i < 4; ++i) out[i] = wo_mask_or(w >> (4 * i), 0x000f000fu, 0x64006400u);
+    for (int i = 0; i < 4; ++i) out[i] = wo_mask_or(w >> (4 * i), 0x000f000fu, 0x64006400u);
   }
 }
 
