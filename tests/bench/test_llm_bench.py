@@ -2,8 +2,9 @@
 loads, compiles and times it, and prints one record per run and a table; with --devices 2, the
 run over 2 CPU ranks beside one rank's (or alone, for a model larger than one device), and on GPUs
 outside torchrun an error saying how to start it. A shape takes a layer count (tiny:3), and
---reference compares each run's prompt logits with the float32 layer-by-layer reference, which
-itself matches the float64 numpy Llama of tests/llm/llama_ref.py (llama3 rope scaling included)."""
+--reference compares each run's prompt logits with the float32 layer-by-layer reference
+(bench/llm_reference.py), which itself matches the float64 numpy Llama of tests/llm/llama_ref.py
+(llama3 rope scaling included)."""
 
 import importlib.util
 import json
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))
+sys.path[:0] = [os.path.join(ROOT, "tests", "llm"), os.path.join(ROOT, "bench")]
 
 import llama_ref  # noqa: E402
+import llm_reference  # noqa: E402
 
 
 def run_bench(*args):
@@ -106,11 +108,11 @@ def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path):
     torch = pytest.importorskip("torch") if backend == "torch" else None
     c = bench.write_checkpoint(str(tmp_path), "tiny", dtype, None)
     c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]  # the reference rotates as its config says
-    np.testing.assert_allclose(bench.rope_frequencies(c), llama_ref.inverse_frequencies(c), rtol=1e-12)
+    np.testing.assert_allclose(llm_reference.rope_frequencies(c), llama_ref.inverse_frequencies(c), rtol=1e-12)
     ids = np.random.default_rng(2).integers(0, c["vocab_size"], (2, 12))
     weights = {}
-    for name, a in bench.checkpoint_arrays(str(tmp_path)).items():  # bfloat16 read as its bits
+    for name, a in llm_reference.checkpoint_arrays(str(tmp_path)).items():  # bfloat16 read as its bits
         weights[name] = (a.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else np.array(a)
     want = llama_ref.logits(weights, ids, c)[:, -1]
-    got = bench.reference_logits(str(tmp_path), c, ids, torch)
+    got = llm_reference.reference_logits(str(tmp_path), c, ids, torch)
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
