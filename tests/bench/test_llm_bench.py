@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path[:0] = [os.path.join(ROOT, "tests", "llm"), os.path.join(ROOT, "bench")]
+sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))
 
 import llama_ref  # noqa: E402
-import llm_reference  # noqa: E402
 
 
 def run_bench(*args):
@@ -94,8 +93,9 @@ def test_a_shape_that_is_not_known_is_an_argument_error(shapes):
     assert f"--shapes takes tiny, 1b, 8b, 70b, each optionally with a layer count (70b:48), not {shapes!r}" in out.stderr
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("llm_bench", os.path.join(ROOT, "bench", "llm.py"))
+def load_bench(name="llm"):
+    """bench/<name>.py as a module, without putting bench/ on the path (its onnx.py would shadow onnx)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", os.path.join(ROOT, "bench", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -104,7 +104,7 @@ def load_bench():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path):
-    bench = load_bench()
+    bench, llm_reference = load_bench(), load_bench("llm_reference")
     torch = pytest.importorskip("torch") if backend == "torch" else None
     c = bench.write_checkpoint(str(tmp_path), "tiny", dtype, None)
     c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]  # the reference rotates as its config says
