@@ -67,6 +67,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_peers import static_cache  # noqa: E402
 from llm_reference import reference_logits  # noqa: E402
 from timing import empty_caches  # noqa: E402
 
@@ -347,16 +348,6 @@ def logit_errors(got, want):
     return err, float((got.argmax(-1) == want.argmax(-1)).mean())
 
 
-# safetensors' dtype names; bfloat16, which numpy lacks, is kept as its bits (uint16).
-def static_cache(transformers, model, batch, length, torch):
-    kwargs = dict(config=model.config, max_cache_len=length, device="cuda", dtype=torch.bfloat16)
-    try:
-        return transformers.StaticCache(max_batch_size=batch, **kwargs)
-    except TypeError:  # newer releases size the batch from the first call
-        kwargs.pop("device"), kwargs.pop("dtype")
-        return transformers.StaticCache(**kwargs)
-
-
 def bench_torch(directory, batch, prompt, steps, torch):
     """transformers' LlamaForCausalLM (SDPA attention), a static cache, and the decode step under
     torch.compile(mode="reduce-overhead", fullgraph=True), as its documentation recommends."""
@@ -377,7 +368,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
     compiled = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
 
     def run(n, keep):
-        cache = static_cache(transformers, model, batch, length, torch)
+        cache = static_cache(transformers, model.config, batch, length, "cuda", torch.bfloat16)
         with torch.no_grad():
             logits = model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache,
                            use_cache=True, return_dict=False)[0]
@@ -394,7 +385,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
             return (time.perf_counter() - t0) * 1e3 / max(n, 1), out
 
     def prefill():
-        cache = static_cache(transformers, model, batch, length, torch)
+        cache = static_cache(transformers, model.config, batch, length, "cuda", torch.bfloat16)
         with torch.no_grad():
             model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache, use_cache=True)
 

@@ -2,8 +2,9 @@
 
 Each model comes from examples/ (one definition, with its torch twin). Torch's random weights are
 copied into Tripy by name (nothing is downloaded); where Hugging Face `transformers` is installed,
-the Llama block's torch side is its LlamaDecoderLayer (SDPA attention) holding the same weights,
-the layer a torch user runs (the twins call scaled_dot_product_attention where torch has it). The
+the torch side is its model holding the same weights (bench/hf_peers.py: GPT2LMHeadModel, also for
+the decode step, and LlamaDecoderLayer, SDPA attention), what a torch user runs;
+the twins call scaled_dot_product_attention where torch has it. The
 outputs are checked against torch (or, where torch is absent, against the examples' float64 numpy
 references while the size allows), then Tripy's compiled executable is timed against torch eager,
 torch.compile and torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
@@ -13,8 +14,8 @@ directories, and each compile-scaling probe gets its own. --warm-caches keeps th
 a user's second run sees).
 
 Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tripy's compiled
-decode step over a KV cache updated in place, examples/gpt2_generate.py, against torch's twin with
-its concatenated cache), llama-block (Llama 3 8B's block at B1x128 and B1x1024), resnet50 (B1, B32
+decode step over a KV cache updated in place, examples/gpt2_generate.py, against a step that
+concatenates its cache), llama-block (Llama 3 8B's block at B1x128 and B1x1024), resnet50 (B1, B32
 at 224x224). float16 on the GPU; float32 on the CPU,
 where only the first size of each model runs. --quick: small configs and short timings, for CI.
 compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
@@ -54,6 +55,7 @@ from tripy import _C  # noqa: E402
 
 import gpt2  # noqa: E402
 import gpt2_generate  # noqa: E402
+import hf_peers  # noqa: E402
 import kernel_table  # noqa: E402
 import llama_block  # noqa: E402
 import numpy_ref  # noqa: E402
@@ -153,20 +155,26 @@ def gpt_models(env):
 
 def gpt2_cases(env):
     config, model, twin, weights = gpt_models(env)
+    peer, note = twin, None
+    hf = hf_peers.gpt2(env, config, twin)
+    if hf is not None:
+        peer, note = hf
     rng = np.random.default_rng(0)
     for B, T in [(1, 16), (2, 64)] if env.quick else env.full_sizes([(1, 128), (8, 1024)]):
         idx = rng.integers(0, config.vocab_size, (B, T)).astype(np.int32)
         reference = None
         if weights is not None and B * T <= 128:  # numpy float64 is too slow beyond that
             reference = lambda idx=idx: gpt2.numpy_forward(weights, idx, config)  # noqa: E731
-        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], twin, (torch_input(env, idx),) if twin else (), reference)
+        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], peer, (torch_input(env, idx),) if twin else (), reference,
+                   note=note)
 
 
 def gpt2_decode_cases(env):
     """One greedy decode step at B1 after block_size - 1 cached tokens (GPT-2's positions end at
     1024, so 1023 + 1). Tripy: examples/gpt2_generate.py's compiled prefill fills the caches (donated,
     so updated in place), then the compiled decode step is timed at position 1023 (each call rewrites
-    that row: the same work every call). torch: its twin's KV-cache step (it concatenates the cache)."""
+    that row: the same work every call). torch: transformers' GPT2LMHeadModel over the cached rows,
+    else the twin's KV-cache step (both concatenate the cache)."""
     config, model, twin, weights = gpt_models(env)
     past_len = config.block_size - 1
     idx = np.random.default_rng(1).integers(0, config.vocab_size, (1, past_len + 1)).astype(np.int32)
@@ -181,58 +189,20 @@ def gpt2_decode_cases(env):
         return compile_s, lambda: decode(token, pos, *caches)[0], lambda: decode.profile(token, pos, *caches)
 
     torch_fn, torch_args = None, ()
+    note = "compiled decode step, KV cache updated in place; compile_s: prefill and decode"
     if twin is not None:
         with torch.no_grad():
             _, past = twin(torch_input(env, idx[:, :past_len]), past=[])
         torch_fn = lambda token, cache: twin(token, past=cache)[0]  # noqa: E731
         torch_args = (torch_input(env, idx[:, past_len:]), past)
+        hf = hf_peers.gpt2_decode(env, config, twin, past)
+        if hf is not None:
+            (torch_fn, peer_note), position = hf, torch.tensor([past_len], device=env.torch_device)
+            torch_args, note = (torch_input(env, idx[:, past_len:]), position), f"{note}; {peer_note}"
     reference = None
     if weights is not None and env.quick:
         reference = lambda: gpt2.numpy_forward(weights, idx, config)[:, -1:]  # noqa: E731
-    yield Case("gpt2-decode", shape, 1, None, [], torch_fn, torch_args, reference, tripy_build=build,
-               note="compiled decode step, KV cache updated in place; compile_s: prefill and decode")
-
-
-# The Llama block twin's parameters -> transformers' LlamaDecoderLayer's.
-_HF_LLAMA = {"attention.wq.weight": "self_attn.q_proj.weight", "attention.wk.weight": "self_attn.k_proj.weight",
-             "attention.wv.weight": "self_attn.v_proj.weight", "attention.wo.weight": "self_attn.o_proj.weight",
-             "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w3.weight": "mlp.up_proj.weight",
-             "feed_forward.w2.weight": "mlp.down_proj.weight", "attention_norm.weight": "input_layernorm.weight",
-             "ffn_norm.weight": "post_attention_layernorm.weight"}
-
-
-def hf_llama_block(env, config, twin):
-    """transformers' LlamaDecoderLayer (SDPA attention) and its rotary embedding holding the twin's
-    weights, as a call on x; None where transformers is not installed (the twin is the peer)."""
-    if twin is None or env.quick:
-        return None
-    try:
-        import transformers
-        from transformers.models.llama import modeling_llama
-    except ImportError:
-        return None
-    try:
-        c = transformers.LlamaConfig(hidden_size=config.dim, intermediate_size=config.hidden_dim,
-                                     num_attention_heads=config.n_heads, num_key_value_heads=config.n_kv_heads,
-                                     rms_norm_eps=config.norm_eps, rope_theta=config.rope_theta)
-        c._attn_implementation = "sdpa"
-        layer = modeling_llama.LlamaDecoderLayer(c, layer_idx=0)
-        layer.load_state_dict({_HF_LLAMA[k]: v for k, v in twin.state_dict().items()})
-        layer, rotary = env.twin(layer), modeling_llama.LlamaRotaryEmbedding(config=c).to(env.torch_device)
-        want = config.rope_theta ** (-torch.arange(0, config.head_dim, 2, dtype=torch.float32) / config.head_dim)
-        if not torch.allclose(rotary.inv_freq.float().cpu(), want, rtol=1e-5):
-            raise ValueError("its rotary frequencies differ from the block's")
-    except Exception as e:  # another release's signatures: say so and keep the twin
-        print(f"# llama-block: transformers' LlamaDecoderLayer not used ({type(e).__name__}: {e}); "
-              "the twin is the peer")
-        return None
-
-    def forward(x):
-        pos = torch.arange(x.shape[1], device=x.device)[None]
-        out = layer(x, position_ids=pos, position_embeddings=rotary(x, pos))
-        return out[0] if isinstance(out, tuple) else out
-
-    return forward, f"torch: transformers LlamaDecoderLayer ({c._attn_implementation} attention)"
+    yield Case("gpt2-decode", shape, 1, None, [], torch_fn, torch_args, reference, tripy_build=build, note=note)
 
 
 def llama_block_cases(env):
@@ -245,7 +215,7 @@ def llama_block_cases(env):
         weights = llama_block.random_weights(config)
         load_weights(block, weights)
     peer, note = twin, None
-    hf = hf_llama_block(env, config, twin)
+    hf = hf_peers.llama_block(env, config, twin)
     if hf is not None:
         peer, note = hf
     rng = np.random.default_rng(2)
