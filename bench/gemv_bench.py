@@ -1,24 +1,25 @@
-"""Few-row products (a decode step's x @ W.T, batch 1) on the GPU: the weight bandwidth of Tripy's
+"""Few-row products (a decode step's x @ W.T) on the GPU: the weight bandwidth of Tripy's
 dot with the GEMV kernel forced (TRIPY_GEMV=1), with cuBLASLt only (TRIPY_GEMV=0) and as the tuner
 chooses, against torch.matmul and a device-to-device copy, for Llama-3.2-1B's shapes in bfloat16.
 
 Each executable multiplies one x by several weights of the same shape, inputs whose bytes together
 exceed the L2 cache (as a decode step's weights do), and Tripy's profiler times each dot with CUDA
 events; torch's products are timed the same way, one event pair per call. GB/s counts the weight's
-bytes (x and the output are a few KB). Run: python bench/gemv_bench.py [--quick]
+bytes (x and the output are a few KB). --rows 1,8 runs each shape with 1 and with 8 rows of x
+(a batch-8 step; from 8 rows the GEMV runs on tensor cores). Run: python bench/gemv_bench.py
+[--quick] [--rows 1,8]
 """
 
+import argparse
 import os
 import statistics
-import sys
 
 import torch
 
 import tripy as tp
 
 SHAPES = [(3072, 2048), (16384, 2048), (2048, 8192), (128256, 2048)]  # W (N, K): qkv, gate/up, down, lm_head
-QUICK = "--quick" in sys.argv
-ROWS = 1
+QUICK = False
 
 
 def copies_for(nbytes):
@@ -56,6 +57,7 @@ def torch_seconds(x, ws):
 
 
 def tripy_seconds(x, ws, gemv):
+    rows = x.shape[0]
     if gemv is None:
         os.environ.pop("TRIPY_GEMV", None)
     else:
@@ -65,7 +67,7 @@ def tripy_seconds(x, ws, gemv):
     def f(x, *w):
         return tuple(x @ tp.transpose(wi, 0, 1) for wi in w)
 
-    infos = [tp.InputInfo((ROWS, k), dtype=tp.bfloat16)] + [tp.InputInfo((n, k), dtype=tp.bfloat16)] * len(ws)
+    infos = [tp.InputInfo((rows, k), dtype=tp.bfloat16)] + [tp.InputInfo((n, k), dtype=tp.bfloat16)] * len(ws)
     exe = tp.compile(f, args=infos)
     args = [tp.Tensor(x)] + [tp.Tensor(w) for w in ws]
     outs = exe(*args)
@@ -82,22 +84,29 @@ def tripy_seconds(x, ws, gemv):
 
 
 def main():
+    global QUICK
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes and copies only")
+    parser.add_argument("--rows", default="1", help="rows of x, comma-separated (1 to 16)")
+    args = parser.parse_args()
+    QUICK = args.quick
     print(f"device: {torch.cuda.get_device_name()}")
     copy = copy_gbs()
     print(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
-    print(f"{'W (N, K)':>16} {'MB':>7} | {'tripy':>12} {'GEMV':>12} {'cuBLASLt':>12} {'torch':>12} | GB/s, % of copy")
-    for n, k in SHAPES:
+    print(f"{'rows':>4} {'W (N, K)':>16} {'MB':>7} | {'tripy':>12} {'GEMV':>12} {'cuBLASLt':>12} {'torch':>12} "
+          "| GB/s, % of copy")
+    for rows, (n, k) in [(int(r), s) for r in args.rows.split(",") for s in SHAPES]:
         if QUICK and n * k > 16384 * 2048:
             continue
         nbytes = n * k * 2
         g = torch.Generator(device="cuda").manual_seed(0)
-        x = torch.randn(ROWS, k, device="cuda", dtype=torch.bfloat16, generator=g)
+        x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16, generator=g)
         ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) / k**0.5 for _ in range(copies_for(nbytes))]
         cells = []
         for seconds in (tripy_seconds(x, ws, None), tripy_seconds(x, ws, "1"), tripy_seconds(x, ws, "0"), torch_seconds(x, ws)):
             gbs = nbytes / seconds / 1e9
             cells.append(f"{gbs:6.0f} {100 * gbs / copy:3.0f}%")
-        print(f"{str((n, k)):>16} {nbytes / 1e6:7.1f} | " + " ".join(f"{c:>12}" for c in cells), flush=True)
+        print(f"{rows:>4} {str((n, k)):>16} {nbytes / 1e6:7.1f} | " + " ".join(f"{c:>12}" for c in cells), flush=True)
         del ws
 
 
