@@ -74,8 +74,12 @@ def test_greedy_generation_matches_numpy(device):
     generator = Generator(model, max_batch_size=2)
     got = generator.generate(PROMPT, 12)
     assert got == llama_ref.greedy(weights, PROMPT, 12, config).tolist()
-    # One sequence, and a batch of one through the same executables (the batch is dynamic).
+    # One sequence, and a batch of one through the same executables: a profile of its own, tuned
+    # for one row; batches of 2 up to max_batch_size take the other.
     assert generator.generate(PROMPT[1], 12) == got[1]
+    for step in (generator.prefill, generator.decode):
+        bounds = [p["tokens"].shape_bounds for p in step.optimization_profiles]
+        assert [(b.min[0], b.opt[0], b.max[0]) for b in bounds] == [(1, 1, 1), (2, 2, 2)]
 
 
 def test_generation_stops_at_a_stop_token(device):

@@ -45,6 +45,10 @@ class Generator:
 
     Sequences in a batch share their length: prompts are given as an int array ``(B, T)``.
 
+    With ``max_batch_size`` above 1, each step holds two optimization profiles: one sequence, and
+    2 to ``max_batch_size`` sequences tuned for ``max_batch_size`` (the products of a batch-8 step
+    run other kernels than those of one sequence, which reads each weight for one row).
+
     With ``mesh`` (a ``tp.DeviceMesh``) the steps are compiled sharded over its ranks, each rank
     holding its share of the model's heads and of the KV caches; every rank computes the whole
     logits, and the token rank 0 chooses is the next input of every rank.
@@ -74,10 +78,16 @@ class Generator:
             return (_choose(logits, key, temperature, top_k, top_p), pos + tokens.shape[1], *updated)
 
         prompt_len = (1, min(prefill_opt, S), S)
+        profiles = None
+        if max_batch_size > 1:
+            profiles = [[NamedDimension("batch", 1, 1, 1)],
+                        [NamedDimension("batch", 2, max_batch_size, max_batch_size)]]
         # Both traced, then compiled at once (on a GPU their NVRTC work overlaps).
         self.prefill, self.decode = _compile_together([
-            (step, dict(args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches], mesh=mesh)),
-            (step, dict(args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches], mesh=mesh)),
+            (step, dict(args=[InputInfo((batch, prompt_len), dtypes.int32), pos, seed, *caches], mesh=mesh,
+                        optimization_profiles=profiles)),
+            (step, dict(args=[InputInfo((batch, 1), dtypes.int32), pos, seed, *caches], mesh=mesh,
+                        optimization_profiles=profiles)),
         ])
 
     def stream(self, prompt, max_new_tokens, *, stop_tokens=(), seed=0):
