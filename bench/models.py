@@ -3,8 +3,9 @@
 Each model comes from examples/ (one definition, with its torch twin). Torch's random weights are
 copied into Tripy by name (nothing is downloaded); where Hugging Face `transformers` is installed,
 the torch side is its model holding the same weights (bench/hf_peers.py: GPT2LMHeadModel, also for
-the decode step, and LlamaDecoderLayer, SDPA attention), what a torch user runs;
-the twins call scaled_dot_product_attention where torch has it. The
+the decode step, and LlamaDecoderLayer, SDPA attention), what a torch user runs, and the twin (which
+calls scaled_dot_product_attention where torch has it) is timed beside it under
+torch.compile-ro: `tripy/best` divides by the faster of all. The
 outputs are checked against torch (or, where torch is absent, against the examples' float64 numpy
 references while the size allows), then Tripy's compiled executable is timed against torch eager,
 torch.compile and torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
@@ -117,15 +118,18 @@ class Case:
     """One workload. ``tripy_fn`` is compiled for ``inputs`` (numpy arrays; float ones take the run's
     dtype), unless ``tripy_build()`` is given: it compiles and prepares what it needs and returns
     (compile seconds, a call to time, a call that profiles one call). ``torch_fn(*torch_args)`` is
-    the twin, or None; ``reference()`` a numpy float64 result used where torch is absent. ``pick``
-    selects the compared part of Tripy's output."""
+    the peer (transformers' model, or the twin), or None; ``also`` = (label, fn, args) a second
+    torch implementation timed under torch.compile-ro beside it (the twin where the peer is
+    transformers', which can be the faster of the two): the best ratio takes the faster.
+    ``reference()`` is a numpy float64 result used where torch is absent. ``pick`` selects the
+    compared part of Tripy's output."""
 
     def __init__(self, model, shape, batch, tripy_fn, inputs, torch_fn=None, torch_args=(), reference=None,
-                 pick=None, system="tripy", note=None, tripy_build=None):
+                 pick=None, system="tripy", note=None, tripy_build=None, also=None):
         self.model, self.shape, self.batch = model, shape, batch
         self.tripy_fn, self.inputs, self.torch_fn, self.torch_args = tripy_fn, inputs, torch_fn, torch_args
         self.reference, self.pick, self.system, self.note = reference, pick, system, note
-        self.tripy_build = tripy_build
+        self.tripy_build, self.also = tripy_build, also
 
 
 def torch_input(env, array):
@@ -166,8 +170,9 @@ def gpt2_cases(env):
         reference = None
         if weights is not None and B * T <= 128:  # numpy float64 is too slow beyond that
             reference = lambda idx=idx: gpt2.numpy_forward(weights, idx, config)  # noqa: E731
-        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], peer, (torch_input(env, idx),) if twin else (), reference,
-                   note=note)
+        args = (torch_input(env, idx),) if twin else ()
+        also = ("twin", twin, args) if hf is not None else None
+        yield Case("gpt2", f"B{B}x{T}", B, model, [idx], peer, args, reference, note=note, also=also)
 
 
 def gpt2_decode_cases(env):
@@ -189,7 +194,7 @@ def gpt2_decode_cases(env):
         token, pos = tp.Tensor(idx[:, past_len:]), gpt2_generate.position(past_len)
         return compile_s, lambda: decode(token, pos, *caches)[0], lambda: decode.profile(token, pos, *caches)
 
-    torch_fn, torch_args = None, ()
+    torch_fn, torch_args, also = None, (), None
     note = "compiled decode step, KV cache updated in place; compile_s: prefill and decode"
     if twin is not None:
         with torch.no_grad():
@@ -198,12 +203,14 @@ def gpt2_decode_cases(env):
         torch_args = (torch_input(env, idx[:, past_len:]), past)
         hf = hf_peers.gpt2_decode(env, config, twin, past)
         if hf is not None:
+            also = ("twin", torch_fn, torch_args)
             (torch_fn, peer_note), position = hf, torch.tensor([past_len], device=env.torch_device)
             torch_args, note = (torch_input(env, idx[:, past_len:]), position), f"{note}; {peer_note}"
     reference = None
     if weights is not None and env.quick:
         reference = lambda: gpt2.numpy_forward(weights, idx, config)[:, -1:]  # noqa: E731
-    yield Case("gpt2-decode", shape, 1, None, [], torch_fn, torch_args, reference, tripy_build=build, note=note)
+    yield Case("gpt2-decode", shape, 1, None, [], torch_fn, torch_args, reference, tripy_build=build, note=note,
+               also=also)
 
 
 def llama_block_cases(env):
@@ -225,8 +232,9 @@ def llama_block_cases(env):
         reference = None
         if weights is not None and env.quick:
             reference = lambda x=x: llama_block.numpy_forward(weights, x, config)  # noqa: E731
-        yield Case("llama-block", f"B{B}x{T}", B, block, [x], peer, (torch_input(env, x),) if twin else (), reference,
-                   note=note)
+        args = (torch_input(env, x),) if twin else ()
+        also = ("twin", twin, args) if hf is not None else None
+        yield Case("llama-block", f"B{B}x{T}", B, block, [x], peer, args, reference, note=note, also=also)
 
 
 def resnet50_cases(env):
@@ -336,21 +344,26 @@ def print_profile(profile, label, directory):
 
 
 def run_torch(case, env):
-    systems = [("torch eager", None)]
+    ro = {"mode": "reduce-overhead"}
+    systems = [("torch eager", None, case.torch_fn, case.torch_args)]
     if env.torch_compile:
-        systems += [("torch.compile", {}), ("torch.compile-ro", {"mode": "reduce-overhead"})]
-    for system, options in systems:
+        systems += [("torch.compile", {}, case.torch_fn, case.torch_args),
+                    ("torch.compile-ro", ro, case.torch_fn, case.torch_args)]
+        if case.also is not None:
+            label, fn, args = case.also
+            systems.append((f"{label} torch.compile-ro", ro, fn, args))
+    for system, options, torch_fn, args in systems:
         record = dict(model=case.model, shape=case.shape, batch=case.batch, system=system)
         try:
             with torch.no_grad():
-                fn, compile_s = case.torch_fn, None
+                fn, compile_s = torch_fn, None
                 if options is not None:
                     torch._dynamo.reset()  # each case compiles afresh: no recompile limits, honest times
-                    fn = torch.compile(case.torch_fn, dynamic=False, **options)
-                    compile_s, _ = timing.first_call_seconds(lambda: fn(*case.torch_args), env.sync)
-                ms = timing.median_seconds(lambda: fn(*case.torch_args), env.budget_s, env.sync) * 1e3
+                    fn = torch.compile(torch_fn, dynamic=False, **options)
+                    compile_s, _ = timing.first_call_seconds(lambda: fn(*args), env.sync)
+                ms = timing.median_seconds(lambda: fn(*args), env.budget_s, env.sync) * 1e3
                 if env.kernels and system == "torch.compile-ro":
-                    kernel_table.report(f"{case.model}-{case.shape} {system}", lambda: fn(*case.torch_args), env.sync)
+                    kernel_table.report(f"{case.model}-{case.shape} {system}", lambda: fn(*args), env.sync)
             env.emit(**record, ms=ms, compile_s=compile_s)
         except Exception as e:  # one failing system must not hide the others
             env.emit(**record, ms=None, error=f"{type(e).__name__}: {str(e)[:300]}")
@@ -492,7 +505,7 @@ def print_table(env):
         print("-" * len(head))
     for (model, shape), by in rows.items():
         tripy = by.get("tripy", {})
-        torch_ms = [by[s]["ms"] for s in systems[1:] if s in by and by[s].get("ms")]
+        torch_ms = [r["ms"] for s, r in by.items() if s != "tripy" and r.get("ms")]  # the twin's too
         ratio = f"{tripy['ms'] / min(torch_ms):.2f}" if tripy.get("ms") and torch_ms else "-"
         err = next((r.get("max_rel_err") for r in by.values() if r.get("max_rel_err") is not None), None)
         tc = by.get("torch.compile", {}).get("compile_s")
