@@ -1,7 +1,8 @@
 """Hugging Face `transformers` models holding the weights of the examples' torch twins: the torch
 side of bench/models.py where transformers is installed (the model a torch user runs, SDPA
 attention). Each builder returns (call, note) or None, and None also where a release's signatures
-differ: the run then says why and keeps the twin as the peer."""
+differ: the run then says why and keeps the twin as the peer. Also the static KV cache of
+bench/llm.py's peer."""
 
 try:
     import torch
@@ -9,7 +10,11 @@ except ImportError:
     torch = None
 
 
-def _transformers():
+def _transformers(env, twin):
+    """transformers where a peer is wanted (a twin to take the weights from, not --quick) and
+    installed; else None."""
+    if twin is None or env.quick:
+        return None
     try:
         import transformers
     except ImportError:
@@ -36,10 +41,7 @@ def _fallback(model, error):
 _CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
 
-def _gpt2_model(env, config, twin):
-    transformers = _transformers()
-    if transformers is None:
-        return None
+def _gpt2_model(transformers, env, config, twin):
     hf_config = transformers.GPT2Config(vocab_size=config.vocab_size, n_positions=config.block_size,
                                         n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head,
                                         activation_function="gelu")  # the twin's (exact) GELU
@@ -57,14 +59,13 @@ def _gpt2_model(env, config, twin):
 
 def gpt2(env, config, twin):
     """GPT2LMHeadModel: logits for idx (B, T), no cache."""
-    if twin is None or env.quick:
+    transformers = _transformers(env, twin)
+    if transformers is None:
         return None
     try:
-        model = _gpt2_model(env, config, twin)
+        model = _gpt2_model(transformers, env, config, twin)
     except Exception as e:
         _fallback("gpt2", e)
-        return None
-    if model is None:
         return None
     attention = model.config._attn_implementation
     return (lambda idx: model(idx, use_cache=False, return_dict=False)[0],
@@ -76,13 +77,11 @@ def gpt2_decode(env, config, twin, past):
     a call on (token, position) that returns that token's logits. transformers' GPT-2 does not hand
     cache positions to a static cache (5.x), so the step takes a DynamicCache of the cached rows,
     which it extends by concatenation as a torch user's generate() does."""
-    if twin is None or env.quick:
-        return None
-    transformers = _transformers()
+    transformers = _transformers(env, twin)
     if transformers is None:
         return None
     try:
-        model = _gpt2_model(env, config, twin)
+        model = _gpt2_model(transformers, env, config, twin)
 
         def step(token, position):
             cache = transformers.DynamicCache()
@@ -98,7 +97,8 @@ def gpt2_decode(env, config, twin, past):
     except Exception as e:
         _fallback("gpt2-decode", e)
         return None
-    return step, f"torch: transformers GPT2LMHeadModel, cache of the cached rows ({model.config._attn_implementation} attention)"
+    attention = model.config._attn_implementation
+    return step, f"torch: transformers GPT2LMHeadModel, cache of the cached rows ({attention} attention)"
 
 
 # --- the Llama block ------------------------------------------------------------------------------
@@ -112,9 +112,7 @@ _LLAMA = {"attention.wq.weight": "self_attn.q_proj.weight", "attention.wk.weight
 
 def llama_block(env, config, twin):
     """transformers' LlamaDecoderLayer (SDPA attention) and its rotary embedding: a call on x."""
-    if twin is None or env.quick:
-        return None
-    transformers = _transformers()
+    transformers = _transformers(env, twin)
     if transformers is None:
         return None
     try:
