@@ -4,11 +4,11 @@ Each model comes from examples/ (one definition, with its torch twin). Torch's r
 copied into Tripy by name (nothing is downloaded); where Hugging Face `transformers` is installed,
 the torch side is its model holding the same weights (bench/hf_peers.py: GPT2LMHeadModel, also for
 the decode step, and LlamaDecoderLayer, SDPA attention), what a torch user runs, and the twin (which
-calls scaled_dot_product_attention where torch has it) is timed beside it under
-torch.compile-ro: `tripy/best` divides by the faster of all. The
-outputs are checked against torch (or, where torch is absent, against the examples' float64 numpy
-references while the size allows), then Tripy's compiled executable is timed against torch eager,
-torch.compile and torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
+calls scaled_dot_product_attention where torch has it) is timed beside it under torch.compile-ro:
+`tripy/best` divides by the faster of all. The outputs are checked against torch (or, where torch
+is absent, against the examples' float64 numpy references while the size allows), then Tripy's
+compiled executable is timed against torch eager, torch.compile and
+torch.compile(mode="reduce-overhead"). Compile times: tp.compile against
 torch.compile's first call, both cold: the run points Tripy's kernel cache, the CUDA driver's cache
 (where NVRTC 12.9+ keeps what it compiled) and torch.compile's (Inductor's, Triton's) at new empty
 directories, and each compile-scaling probe gets its own. --warm-caches keeps the usual ones (what
@@ -18,7 +18,8 @@ Models: gpt2 (B1x128, B8x1024), gpt2-decode (B1, one token after 1023 cached: Tr
 decode step over a KV cache updated in place, examples/gpt2_generate.py, against a step that
 concatenates its cache), llama-block (Llama 3 8B's block at B1x128 and B1x1024), resnet50 (B1, B32
 at 224x224; on the GPU torch's side runs channels-last where that is faster in eager). float16 on
-the GPU; float32 on the CPU, where only the first size of each model runs. --quick: small configs and short timings, for CI.
+the GPU; float32 on the CPU, where only the first size of each model runs. --quick: small configs
+and short timings, for CI.
 compile-scaling (only when asked for): GPT-2-width models of 6, 12 and 24 layers, Tripy's compile
 time and peak host memory against their weight bytes, each measured in a fresh process.
 compile-dynamic (only when asked for): GPT-2 (12 layers) at B1 compiled with T fixed at 128 and
