@@ -41,15 +41,18 @@ def _fallback(model, error):
 _CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
 
+def gpt2_state(twin_state):
+    """The twin's state dict as GPT2LMHeadModel's: its Conv1D weights transposed, its causal-mask
+    buffers (".attn.bias", not weights) left out; "attn.c_attn.bias" is a weight and stays."""
+    return {k: (v.t() if k.endswith(_CONV1D) else v) for k, v in twin_state.items() if not k.endswith(".attn.bias")}
+
+
 def _gpt2_model(transformers, env, config, twin):
     hf_config = transformers.GPT2Config(vocab_size=config.vocab_size, n_positions=config.block_size,
                                         n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head,
                                         activation_function="gelu")  # the twin's (exact) GELU
     model = transformers.GPT2LMHeadModel._from_config(hf_config, attn_implementation="sdpa")
-    # The twin's causal-mask buffers (".attn.bias") are not weights; "attn.c_attn.bias" is.
-    state = {k: (v.t() if k.endswith(_CONV1D) else v) for k, v in twin.state_dict().items()
-             if not k.endswith(".attn.bias")}
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing, unexpected = model.load_state_dict(gpt2_state(twin.state_dict()), strict=False)
     parameters = dict(model.named_parameters())
     if unexpected or any(k in parameters for k in missing):
         raise ValueError(f"the twin's weights do not map onto GPT2LMHeadModel's: missing {missing}, "
