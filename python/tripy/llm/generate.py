@@ -46,8 +46,8 @@ class Generator:
     Sequences in a batch share their length: prompts are given as an int array ``(B, T)``.
 
     With ``max_batch_size`` above 1, each step holds two optimization profiles: one sequence, and
-    2 to ``max_batch_size`` sequences tuned for ``max_batch_size`` (the products of a batch-8 step
-    run other kernels than those of one sequence, which reads each weight for one row).
+    2 to ``max_batch_size`` sequences tuned for ``max_batch_size`` (a matrix product's fastest
+    kernels for eight rows are not those for one).
 
     With ``mesh`` (a ``tp.DeviceMesh``) the steps are compiled sharded over its ranks, each rank
     holding its share of the model's heads and of the KV caches; every rank computes the whole
