@@ -2,18 +2,6 @@
 (the benchmark's GPU peer), checked without torch or transformers: a dropped or untransposed
 weight there made the peer compute another model."""
 
-import importlib.util
-import os
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load_hf_peers():
-    spec = importlib.util.spec_from_file_location("hf_peers_bench", os.path.join(ROOT, "bench", "hf_peers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 class Weight:
     """A stand-in for a torch tensor: its name, and whether t() made it."""
@@ -25,7 +13,7 @@ class Weight:
         return Weight(self.name, not self.transposed)
 
 
-def test_gpt2_state_keeps_every_weight_and_transposes_the_conv1d_ones():
+def test_gpt2_state_keeps_every_weight_and_transposes_the_conv1d_ones(load_bench):
     names = ["transformer.wte.weight", "transformer.wpe.weight", "lm_head.weight", "transformer.ln_f.weight",
              "transformer.h.0.ln_1.weight", "transformer.h.0.ln_1.bias",
              "transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_attn.bias",
@@ -34,7 +22,7 @@ def test_gpt2_state_keeps_every_weight_and_transposes_the_conv1d_ones():
              "transformer.h.0.mlp.c_proj.weight", "transformer.h.0.mlp.c_proj.bias"]
     twin = {n: Weight(n) for n in names}
     twin["transformer.h.0.attn.bias"] = Weight("mask")  # the twin's causal-mask buffer
-    state = load_hf_peers().gpt2_state(twin)
+    state = load_bench("hf_peers").gpt2_state(twin)
     assert sorted(state) == sorted(names)
     transposed = {n for n, w in state.items() if w.transposed}
     assert transposed == {"transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_proj.weight",

@@ -6,7 +6,6 @@ outside torchrun an error saying how to start it. A shape takes a layer count (t
 (bench/llm_reference.py), which itself matches the float64 numpy Llama of tests/llm/llama_ref.py
 (llama3 rope scaling included)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -93,18 +92,10 @@ def test_a_shape_that_is_not_known_is_an_argument_error(shapes):
     assert f"--shapes takes tiny, 1b, 8b, 70b, each optionally with a layer count (70b:48), not {shapes!r}" in out.stderr
 
 
-def load_bench(name="llm"):
-    """bench/<name>.py as a module, without putting bench/ on the path (its onnx.py would shadow onnx)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_bench", os.path.join(ROOT, "bench", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
-def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path):
-    bench, llm_reference = load_bench(), load_bench("llm_reference")
+def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path, load_bench):
+    bench, llm_reference = load_bench("llm"), load_bench("llm_reference")
     torch = pytest.importorskip("torch") if backend == "torch" else None
     c = bench.write_checkpoint(str(tmp_path), "tiny", dtype, None)
     c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]  # the reference rotates as its config says

@@ -2,7 +2,6 @@
 checks every model's output and fails loudly when an output is off."""
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -97,17 +96,10 @@ def test_profiles_time_each_shape_on_the_two_profile_executable_and_alone():
     assert all(r["model"] == "profiles" and r["ms"] > 0 and r["alone_ms"] > 0 and r["max_rel_err"] == 0 for r in records)
 
 
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("models_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_an_output_that_disagrees_is_a_failure(monkeypatch, capsys):
+def test_an_output_that_disagrees_is_a_failure(monkeypatch, capsys, load_bench):
     import tripy as tp
 
-    bench = _load_benchmark()
+    bench = load_bench("models")
     monkeypatch.setattr(tp.config, "default_device", tp.config.default_device)  # Env sets it; restore after
     env = bench.Env(argparse.Namespace(device="cpu", quick=True, no_torch_compile=True, profile=None, kernels=False))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
