@@ -62,8 +62,9 @@ bool vector_elementwise(const FusedLayout& L, const Merged& m, int64_t n) {
   for (int i = 0; i < L.num_inputs; ++i) {
     const std::vector<int64_t>& s = m.strides[i];
     if (s.back() != 0 && s.back() != 1) return false;
-    for (size_t a = 0; a + 1 < s.size() && s.back() == 1; ++a)
-      if (s[a] % V != 0) return false;
+    if (s.back() == 1)  // a contiguous input: its other strides keep the wide loads aligned
+      for (size_t a = 0; a + 1 < s.size(); ++a)
+        if (s[a] % V != 0) return false;
   }
   return true;
 }
