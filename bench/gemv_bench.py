@@ -1,6 +1,7 @@
 """Few-row products (a decode step's x @ W.T) on the GPU: the weight bandwidth of Tripy's
-dot with the GEMV kernel forced (TRIPY_GEMV=1), with cuBLASLt only (TRIPY_GEMV=0) and as the tuner
-chooses, against torch.matmul and a device-to-device copy, for Llama-3.2-1B's shapes in bfloat16.
+dot with the GEMV kernel forced (TRIPY_GEMV=1), its TMA form forced where it applies (TRIPY_GEMV=tma:
+8 or more rows on sm_90), with cuBLASLt only (TRIPY_GEMV=0) and as the tuner chooses, against
+torch.matmul and a device-to-device copy, for Llama-3.2-1B's shapes in bfloat16.
 
 Each executable multiplies one x by several weights of the same shape, inputs whose bytes together
 exceed the L2 cache (as a decode step's weights do), and Tripy's profiler times each dot with CUDA
@@ -93,8 +94,8 @@ def main():
     print(f"device: {torch.cuda.get_device_name()}")
     copy = copy_gbs()
     print(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
-    print(f"{'rows':>4} {'W (N, K)':>16} {'MB':>7} | {'tripy':>12} {'GEMV':>12} {'cuBLASLt':>12} {'torch':>12} "
-          "| GB/s, % of copy")
+    print(f"{'rows':>4} {'W (N, K)':>16} {'MB':>7} | {'tripy':>12} {'GEMV':>12} {'GEMV TMA':>12} {'cuBLASLt':>12} "
+          f"{'torch':>12} | GB/s, % of copy")
     for rows, (n, k) in [(int(r), s) for r in args.rows.split(",") for s in SHAPES]:
         if QUICK and n * k > 16384 * 2048:
             continue
@@ -103,7 +104,9 @@ def main():
         x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16, generator=g)
         ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g) / k**0.5 for _ in range(copies_for(nbytes))]
         cells = []
-        for seconds in (tripy_seconds(x, ws, None), tripy_seconds(x, ws, "1"), tripy_seconds(x, ws, "0"), torch_seconds(x, ws)):
+        runs = (tripy_seconds(x, ws, None), tripy_seconds(x, ws, "1"), tripy_seconds(x, ws, "tma"),
+                tripy_seconds(x, ws, "0"), torch_seconds(x, ws))
+        for seconds in runs:
             gbs = nbytes / seconds / 1e9
             cells.append(f"{gbs:6.0f} {100 * gbs / copy:3.0f}%")
         print(f"{rows:>4} {str((n, k)):>16} {nbytes / 1e6:7.1f} | " + " ".join(f"{c:>12}" for c in cells), flush=True)

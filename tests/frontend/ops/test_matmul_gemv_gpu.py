@@ -1,9 +1,10 @@
 """Few-row products on the GPU's GEMV kernel (core/src/backend/cuda/cuda_gemv.h): x (M rows, M <= 16;
 on tensor cores from 8) @ W.T with W a Linear's weight stored [N, K], float16 and bfloat16 summed in
 float32, bias and relu/GELU applied in the kernel, against numpy in float64. TRIPY_GEMV=1 makes the
-tuner take the GEMV wherever it applies (else timing decides, as in test_the_timed_choice_is_right);
-each executable runs three times, so CUDA graph replays are checked too, and dynamic M runs sizes on
-both sides of 16 (above it, cuBLASLt's heuristic runs the same dot)."""
+tuner take the GEMV wherever it applies (else timing decides, as in test_the_timed_choice_is_right),
+TRIPY_GEMV=tma its tensor-core tiles' TMA form where that applies (sm_90, weight rows of 16-byte
+multiples); each executable runs three times, so CUDA graph replays are checked too, and dynamic M
+runs sizes on both sides of 16 (above it, cuBLASLt's heuristic runs the same dot)."""
 
 import numpy as np
 import pytest
@@ -75,6 +76,12 @@ def gpu(monkeypatch):
     monkeypatch.setenv("TRIPY_GEMV", "1")
 
 
+@pytest.fixture
+def gpu_tma(monkeypatch):
+    monkeypatch.setattr(tp.config, "default_device", "gpu")
+    monkeypatch.setenv("TRIPY_GEMV", "tma")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("m", [1, 3, 8, 11, 16])  # 8 and up: the tensor-core kernel
 @pytest.mark.parametrize("k,n", [(2048, 3072), (64, 24), (200, 1001), (40, 7), (19, 33), (8200, 130)])
@@ -126,3 +133,27 @@ def test_a_saved_executable_runs_the_chosen_gemv(gpu, tmp_path):
     exe.save(path)
     loaded = tp.Executable.load(path)
     _check(loaded, w, b, "none", "bfloat16", (2, 512))
+
+
+# The TMA form: K past the last whole box (200, 8200), N past the last 16-row box (1001, 130, 7),
+# rows of x below and at its tiles (5, 8 of the 8-row tile; 11, 16 of the 16-row one); K = 19 has
+# rows of 38 bytes (no tensor map: gemv_mma runs).
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m", [5, 8, 11, 16])
+@pytest.mark.parametrize("k,n", [(2048, 3072), (200, 1001), (8200, 130), (64, 7), (19, 33)])
+def test_tma_gemv_matches_numpy(gpu_tma, dtype, m, k, n):
+    lin, w, b = _linear(k, n, dtype, bias=False)
+    exe = tp.compile(lin, args=[tp.InputInfo((m, k), dtype=getattr(tp, dtype))])
+    _check(exe, w, b, "none", dtype, (m, k))
+
+
+@pytest.mark.parametrize("act", ["none", "gelu"])
+def test_tma_gemv_bias_activation_dynamic_rows_and_a_saved_file(gpu_tma, act, tmp_path):
+    lin, w, b = _linear(384, 520, "bfloat16", bias=True)
+    exe = tp.compile(lambda x: ACTS[act][0](lin(x)), args=[tp.InputInfo(((1, 8, 16), 384), dtype=tp.bfloat16)])
+    for m in (8, 3, 16, 12):  # the TMA tiles, and the CUDA-core rows below them
+        _check(exe, w, b, act, "bfloat16", (m, 384))
+    path = str(tmp_path / "tma.tpy")
+    exe.save(path)
+    loaded = tp.Executable.load(path)
+    _check(loaded, w, b, act, "bfloat16", (9, 384))

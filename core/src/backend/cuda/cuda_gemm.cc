@@ -307,9 +307,10 @@ StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
   if (std::optional<GemvTactic> gemv = gemv_choice(stored); gemv && gemv_applies(pr)) {
     auto fn = c.layout_fns.find(gemv_function_for(pr, *gemv));
-    if (fn != c.layout_fns.end()) {
-      step.launches.push_back(plan_gemv(pr, *gemv, fn->second, k.outputs[0], k.inputs[0], k.inputs[1],
-                                        k.dot.has_bias ? k.inputs[2] : -1, p.is_constant(k.inputs[1])));
+    auto fallback = c.layout_fns.find(gemv_fallback_for(pr, *gemv));
+    if (fn != c.layout_fns.end() && fallback != c.layout_fns.end()) {
+      step.launches.push_back(plan_gemv(pr, *gemv, fn->second, fallback->second, k.outputs[0], k.inputs[0],
+                                        k.inputs[1], k.dot.has_bias ? k.inputs[2] : -1, p.is_constant(k.inputs[1])));
       return true;
     }
   }

@@ -28,20 +28,27 @@ inline constexpr int kGemvBlock = 256;   // threads (kernels/gemv.cuh's GEMV_BLO
 // (kernels/gemv.cuh's GEMV_MMA_ROWS, gemv_mma).
 inline constexpr int kGemvMmaRows = 8;
 
-// One tactic: `rows` (R) rows of W per group of `split` warps, which divide K between them.
+// One tactic: `rows` (R) rows of W per group of `split` warps, which divide K between them; `tma`:
+// the tensor-core tiles with W streamed by the tensor memory accelerator (gemv.cuh's gemv_tma,
+// sm_90; R 1), whose launch falls back to gemv_mma where an address is not 16-byte aligned.
 struct GemvTactic {
   int rows = 1, split = 1;
+  bool tma = false;
 };
+// The GPU architecture (major * 10 + minor) from which the tuner times the TMA tactics.
+inline constexpr int kGemvTmaArch = 90;
 
 // Whether the kernel computes `problem` at these sizes: float16/bfloat16 with float32 sums, W
 // stored [N, K] (transpose_rhs), x's rows dense (no transposed lhs, no strided batches), M <= 16,
 // bias and relu/gelu epilogues, no residual.
 bool gemv_applies(const DotProblem& problem);
-// The tactics: every one, and those the tuner times for `problem` (one on tensor cores, where
-// every tactic runs the same launch).
+// The tactics: every one on CUDA cores, and those the tuner times for `problem` on a GPU of `arch`
+// (on tensor cores: gemv_mma's one launch, and from sm_90 the TMA form at each split where W's
+// rows are 16-byte multiples).
 std::vector<GemvTactic> gemv_tactics();
-std::vector<GemvTactic> gemv_tactics(const DotProblem& problem);
-// A tactic as a stored choice ("GEMV", R, split), and back (nullopt: a cuBLASLt algorithm).
+std::vector<GemvTactic> gemv_tactics(const DotProblem& problem, int arch);
+// A tactic as a stored choice ("GEMV", R, split, and 'T' for the TMA form), and back (nullopt: a
+// cuBLASLt algorithm).
 AlgoBytes gemv_choice_bytes(GemvTactic tactic);
 std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);
 
@@ -52,20 +59,25 @@ int gemv_group_rows(int row_tile, int weight_rows);
 // Whether the module has an entry point for (MT, R): R = gemv_weight_rows(MT, R), and R = 1 alone
 // on tensor cores (their launch takes one tile of 16 rows a block, whatever the tactic).
 bool gemv_entry_exists(int row_tile, int weight_rows);
-// tripy_gemv_<f16|bf16>_m<MT>_r<R>, and every one of a dtype's module (R = gemv_weight_rows).
+// tripy_gemv_<f16|bf16>_m<MT>_r<R>, and every one of a dtype's module (R = gemv_weight_rows); the
+// TMA form's tripy_gemv_<f16|bf16>_m<MT>_tma (MT >= kGemvMmaRows).
 std::string gemv_function(DType t, int row_tile, int weight_rows);
+std::string gemv_tma_function(DType t, int row_tile);
 std::vector<std::string> gemv_functions(DType t);
-// The entry point for `problem`'s M.
+// The entry point for `problem`'s M, and the one a TMA tactic's launch falls back to (the tactic's
+// own where it has none).
 std::string gemv_function_for(const DotProblem& problem, GemvTactic tactic);
+std::string gemv_fallback_for(const DotProblem& problem, GemvTactic tactic);
 // The entry points that runs of `problem`'s dot with M anywhere in [m_lo, m_hi] launch for
 // `tactic` (at the Ms gemv_applies to): what an executable holds for a dot that chose it.
 std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo, int64_t m_hi, GemvTactic tactic);
 
 // The launch of `fn` for `problem` (gemv_applies): words and grid; addresses in `ptrs` for the
 // buffers out, x (lhs), w (rhs) and bias (< 0: none). `w_constant`: w is a constant of the program,
-// whose first chunks the CUDA-core rows load before waiting for the previous kernel.
-Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, int32_t out, int32_t x, int32_t w,
-                 int32_t bias, bool w_constant);
+// whose first chunks (boxes) the kernels load before waiting for the previous kernel. A TMA tactic
+// launches `fn` in the vector form and `fallback` (gemv_fallback_for's) otherwise.
+Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUfunction fallback, int32_t out,
+                 int32_t x, int32_t w, int32_t bias, bool w_constant);
 // One launch on device addresses (the tuner's).
 Status run_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUdeviceptr out, CUdeviceptr x,
                 CUdeviceptr w, CUdeviceptr bias, CUstream stream);

@@ -141,6 +141,21 @@ unsigned grid_for(int64_t n, int block, int sm_count) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(blocks, cap)));
 }
 
+Status encode_tensor_map(Launch& l) {
+  const Launch::TensorMap& t = l.tensor_map;
+  static_assert(sizeof(CUtensorMap) == 16 * sizeof(int64_t), "a tensor map is 16 words");
+  if (t.word < 0 || static_cast<size_t>(t.word) + 16 > l.words.size() || t.word % 8 != 0)
+    return Status(StatusCode::kInternal, "a launch's tensor map has no 64-byte aligned place in its words");
+  cuuint64_t dims[2] = {static_cast<cuuint64_t>(t.row_bytes), static_cast<cuuint64_t>(t.rows)};
+  cuuint64_t strides[1] = {static_cast<cuuint64_t>(t.row_bytes)};
+  cuuint32_t box[2] = {t.box_bytes, t.box_rows}, unit[2] = {1, 1};
+  void* base = reinterpret_cast<void*>(static_cast<uintptr_t>(l.words[static_cast<size_t>(t.address_word)]));
+  return TRIPY_CUDA(cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&l.words[static_cast<size_t>(t.word)]),
+                                           CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, base, dims, strides, box, unit,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
 Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) {
   bool aligned = true;
   for (const PtrWord& p : l.ptrs) {
@@ -154,6 +169,7 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
     l.grid = aligned ? l.vector_grid : l.scalar_grid;
     if (aligned && l.vector_fn) fn = l.vector_fn;
   }
+  if (fn == l.vector_fn && l.tensor_map.word >= 0) TRIPY_RETURN_IF_ERROR(encode_tensor_map(l));
   void* params[] = {l.words.data()};
   if (l.overlaps && overlap_launches()) {
     CUlaunchAttribute attr{};

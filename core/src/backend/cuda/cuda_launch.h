@@ -42,7 +42,19 @@ struct Launch {
   // may launch while the stream's previous kernel still runs (programmatic dependent launch, sm_90):
   // its launch latency then hides behind that kernel's tail.
   bool overlaps = false;
+  // A TMA descriptor (CUtensorMap, 128 bytes) the vector form (vector_fn) reads at words[word..]:
+  // the matrix at words[address_word], `rows` rows of `row_bytes` bytes, in boxes of box_rows x
+  // box_bytes swizzled 128B (rows past the end read as zeros). launch() encodes it once the
+  // addresses are patched; word < 0: none.
+  struct TensorMap {
+    int32_t word = -1, address_word = -1;
+    int64_t rows = 0, row_bytes = 0;
+    uint32_t box_rows = 0, box_bytes = 0;
+  } tensor_map;
 };
+
+// Encodes `l.tensor_map` for the address now in its words (a bad shape or address is an error).
+Status encode_tensor_map(Launch& l);
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.
 Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream);

@@ -154,11 +154,11 @@ std::optional<IndexFunction> update_index_function(const Program& p, const Kerne
 // The GEMV entry points (gemv_functions) a build compiles for dot `k`, by dtype: those the tuner
 // times, where the problem at the opt sizes (which it times) is one the kernel takes; else the
 // choice is cuBLASLt's and no run launches the kernel. (GPT-2's prefill has none: its M is B x T.)
-void gemv_entries_to_time(const Program& p, const Kernel& k, const std::vector<int64_t>& opt_slots,
+void gemv_entries_to_time(const Program& p, const Kernel& k, const std::vector<int64_t>& opt_slots, int arch,
                           std::map<DType, std::set<std::string>>& out) {
   const StatusOr<DotProblem> pr = dot_problem(p, k, opt_slots);
   if (!pr.ok() || !gemv_applies(pr.value())) return;
-  for (GemvTactic t : gemv_tactics(pr.value())) out[pr->dtype].insert(gemv_function_for(pr.value(), t));
+  for (GemvTactic t : gemv_tactics(pr.value(), arch)) out[pr->dtype].insert(gemv_function_for(pr.value(), t));
 }
 
 // And those the executable holds for a dot that chose `tactic`: the entry of every row count from
@@ -349,7 +349,7 @@ class CudaBuilder final : public Builder {
       if (rule.tuning && k.kind != KernelKind::kWeightOnlyDot)
         (k.kind == KernelKind::kConvolution ? tunes.convolutions : tunes.gemms) = true;
       if (k.kind == KernelKind::kDot && options.optimization_level >= 1)
-        gemv_entries_to_time(program, k, opt_slots, gemv_to_time);
+        gemv_entries_to_time(program, k, opt_slots, dev->arch, gemv_to_time);
       art.kernel_module.push_back(module);
       art.kernel_function.push_back(function);
     }
@@ -581,13 +581,17 @@ class CudaBuilder final : public Builder {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<FixedModule> out;
     for (DType t : {DType::kFloat16, DType::kBFloat16})
-      for (int tile : kGemvRowTiles)
+      for (int tile : kGemvRowTiles) {
         for (int rows : kGemvWeightRows) {
           if (!gemv_entry_exists(tile, rows)) continue;
           const std::string name = gemv_function(t, tile, rows);
           if (names.count(name))
             out.push_back(entry_module_locked(arch, name, [&] { return gemv_module_source(t, tile, rows); }));
         }
+        if (tile >= kGemvMmaRows && names.count(gemv_tma_function(t, tile)))
+          out.push_back(entry_module_locked(arch, gemv_tma_function(t, tile),
+                                            [&] { return gemv_tma_module_source(t, tile); }));
+      }
     return out;
   }
 

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "backend/cuda/codegen/cuda_tuning.h"
+#include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_gemv.h"
 
@@ -16,10 +17,12 @@ namespace {
 // More than the L2 of the GPUs we tune on (50 MB on an H100, 60 MB on an H200).
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;
 
-// TRIPY_GEMV: 1 forces the GEMV where it applies, 0 forbids it, unset lets the timing decide.
+// TRIPY_GEMV: 1 forces the GEMV where it applies, "tma" its TMA form where that applies (tests of
+// one path), 0 forbids it, unset lets the timing decide.
 int gemv_override() {
   const char* v = std::getenv("TRIPY_GEMV");
-  return v && std::strcmp(v, "1") == 0 ? 1 : v && std::strcmp(v, "0") == 0 ? 0 : -1;
+  if (!v) return -1;
+  return std::strcmp(v, "1") == 0 ? 1 : std::strcmp(v, "tma") == 0 ? 2 : std::strcmp(v, "0") == 0 ? 0 : -1;
 }
 
 }  // namespace
@@ -28,7 +31,7 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
   const int force = gemv_override();
   const bool gemv = !kernels.gemv.empty() && force != 0 && gemv_applies(pr);
   std::vector<AlgoBytes> cands;
-  if (!(gemv && force == 1)) {
+  if (!(gemv && force >= 1)) {
     TRIPY_ASSIGN_OR_RETURN(cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
   }
   // Unaligned output rows: the row-phase plans compete with the direct ones (tagged 'P').
@@ -42,8 +45,14 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
       }
   }
   const size_t library = cands.size();
-  if (gemv)
-    for (GemvTactic t : gemv_tactics(pr)) cands.push_back(gemv_choice_bytes(t));
+  if (gemv) {
+    const StatusOr<const DeviceInfo*> dev = device();
+    std::vector<GemvTactic> tactics = gemv_tactics(pr, dev.ok() ? dev.value()->arch : 0);
+    const bool any_tma = std::any_of(tactics.begin(), tactics.end(), [](GemvTactic t) { return t.tma; });
+    if (force == 2 && any_tma)
+      tactics.erase(std::remove_if(tactics.begin(), tactics.end(), [](GemvTactic t) { return !t.tma; }), tactics.end());
+    for (GemvTactic t : tactics) cands.push_back(gemv_choice_bytes(t));
+  }
   if (cands.size() == 1) return cands[0];
   const int64_t es = dtype_size(pr.dtype);
   // Operand extents: the last call's offsets plus one strided batch.

@@ -9,13 +9,29 @@
 
 namespace tripy::rt::cuda {
 
-std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
+namespace {
+
+const std::string& gemv_body() {
   static const std::string kBody = device_prelude() + kernels::kGemv;
-  const char* type = t == DType::kBFloat16 ? "GemvBf16" : "GemvHalf";
-  return kBody + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
+  return kBody;
+}
+const char* gemv_type(DType t) { return t == DType::kBFloat16 ? "GemvBf16" : "GemvHalf"; }
+
+}  // namespace
+
+std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
+  return gemv_body() + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
          gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { " +
-         (row_tile >= kGemvMmaRows ? "enter_after_previous(); gemv_mma<" : "gemv_rows<") + type + ", " +
+         (row_tile >= kGemvMmaRows ? "enter_after_previous(); gemv_mma<" : "gemv_rows<") + gemv_type(t) + ", " +
          std::to_string(row_tile) + ", " + std::to_string(weight_rows) + ">(a); }\n";
+}
+
+// The TMA form reads its tensor map where the argument lies (__grid_constant__); it waits for the
+// previous kernel itself, after asking for a constant weight's first boxes. Two blocks an SM.
+std::string gemv_tma_module_source(DType t, int row_tile) {
+  return gemv_body() + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK, 2) " +
+         gemv_tma_function(t, row_tile) + "(const __grid_constant__ GemvTmaArgs a) { gemv_tma<" + gemv_type(t) +
+         ", " + std::to_string(row_tile / 8) + ">(a); }\n";
 }
 
 }  // namespace tripy::rt::cuda

@@ -70,6 +70,8 @@ const char* dtype_suffix(DType t);
 // A GEMV module of a float16 or bfloat16 dot (cuda_gemv_source.cc): one of the entry points that
 // gemv_functions(t) names (cuda_gemv.h), for a (row tile, weight rows) of gemv_entry_exists.
 std::string gemv_module_source(DType t, int row_tile, int weight_rows);
+// The TMA form's entry point of tile `row_tile` (gemv_tma_function), in a module of its own.
+std::string gemv_tma_module_source(DType t, int row_tile);
 
 // A weight-only dot's module (cuda_weight_only_dot_source.cc): kernels/weight_only_dot.cuh and the
 // entry point weight_only_function(t, bits, row_tile) (cuda_weight_only_dot.h); and kernel k's.

@@ -204,6 +204,55 @@ template <bool BF16> DEVI void mma16816_f32(float (&c)[4], unsigned a0, unsigned
 #endif
 }
 
+// Tensor-memory-accelerator copies (sm_90): a TmaMap is the driver's CUtensorMap, encoded on the
+// host (Launch::tensor_map) into a __grid_constant__ kernel argument. A warp's ring slot is armed
+// with the bytes it expects (tma_arm), filled by one tma_load_2d and waited on by parity: the
+// slot's n-th fill completes phase n, so fill i of a ring of S slots waits on parity (i / S) & 1.
+struct alignas(64) TmaMap { u64 bits[16]; };
+DEVI unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+DEVI void tma_barrier_init(u64* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+DEVI void tma_arm(u64* bar, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+#endif
+}
+// The box at (x, y) of `map` (x in elements of its innermost dimension) into shared `dst`.
+DEVI void tma_load_2d(void* dst, const TmaMap* map, int x, int y, u64* bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          smem_u32(dst)),
+      "l"(map), "r"(x), "r"(y), "r"(smem_u32(bar))
+      : "memory");
+#endif
+}
+DEVI void tma_wait(u64* bar, unsigned parity) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n .reg .pred p;\n TMA_WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra TMA_WAIT_%=;\n}" ::"r"(
+          smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+#endif
+}
+// Before a slot is filled again: this thread's (and, after a __syncwarp, its warp's) reads of it
+// are ordered before the copy's writes.
+DEVI void tma_reuse() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+DEVI V16 lds16(const void* p) {
+  V16 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_u32(p)));
+  return v;
+}
+
 // Errors kernels find at run time (cuda_error_record.h: gathers, update_slices, an all-reduce's
 // wait): `claim` is a device word that elects the first error; its winner writes {value, dim,
 // rows} to the host-mapped record `err`, fences to the system and writes its tag last, so the

@@ -286,3 +286,104 @@ DEVI void gemv_mma(const GemvArgs& a) {
         }
       }
 }
+
+// The tensor-core tiles with the weight streamed by the tensor memory accelerator (sm_90, the
+// build's timed choice beside gemv_mma): gemv_mma's lanes read 64 bytes of a row a step, which
+// keep too few bytes in flight for the memory's bandwidth (8 rows of x: 2.5 of 3.8 TB/s on an
+// H200). Here each warp of a group of `split` takes contiguous boxes of 16 rows x 64 elements
+// (2 KB, one copy instruction from lane 0) through a ring of GEMV_TMA_STAGES slots in shared
+// memory; the tensor map's 128-byte swizzle puts 16-byte chunk c of box row r at c ^ (r % 8), and
+// lane (g, t) multiplies box rows rho(g) = g / 2 + 4 (g % 2) and 8 + rho(g) (a quarter warp's
+// reads then meet 8 distinct bank groups), so its accumulator rows are w rows n0 + rho(g) and
+// n0 + 8 + rho(g). Rows past N and elements past K arrive as zeros; x's chunks past K are zeros.
+#define GEMV_TMA_STAGES 2
+
+// The TMA form's arguments: GemvArgs' words, its own split and blocks along N (a fallback entry
+// point reads the same words), and w's tensor map at word 16 (cuda_gemv.cc's kWordMap).
+struct GemvTmaArgs {
+  GemvArgs g;
+  i64 split, n_blocks;
+  i64 unused[3];
+  TmaMap w_map;  // w as N rows of 2K bytes, boxes of 16 rows x 128 bytes, swizzled 128B
+};
+
+template <class T, int NT>
+DEVI void gemv_tma(const GemvTmaArgs& a) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int W = GEMV_BLOCK / 32, S = GEMV_TMA_STAGES, BOX = 2048;
+  __shared__ __align__(1024) unsigned char ring[W][S][BOX];
+  __shared__ float part[W][NT * 4 * 32];
+  __shared__ u64 bars[W][S];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
+  const int split = (int)a.split, wg = warp / split, ws = warp % split;
+  const i64 n0 = ((i64)blockIdx.x * (W / split) + wg) * 16, N = a.g.N, K = a.g.K;
+  const int M = (int)a.g.M, boxes = (int)((K + 63) / 64);
+  const int per = (boxes + split - 1) / split, b0 = ws * per, nb = max(0, min(boxes, b0 + per) - b0);
+  const bool live = n0 < N && nb > 0;
+  if (lane == 0)
+    for (int s = 0; s < S; ++s) tma_barrier_init(&bars[warp][s]);
+  __syncwarp();
+  auto fill = [&](int i) {  // box b0 + i into slot i % S (lane 0)
+    u64* bar = &bars[warp][i % S];
+    tma_arm(bar, BOX);
+    tma_load_2d(&ring[warp][i % S][0], &a.w_map, (b0 + i) * 128, (int)n0, bar);
+  };
+  // A constant weight's first boxes go out before the wait for the previous kernel.
+  if (a.g.early && live && lane == 0)
+    for (int i = 0; i < S && i < nb; ++i) fill(i);
+  enter_after_previous();
+  if (!a.g.early && live && lane == 0)
+    for (int i = 0; i < S && i < nb; ++i) fill(i);
+  const int rho = (g8 >> 1) + 4 * (g8 & 1);
+  const int at0 = rho * 128 + (t4 ^ rho) * 16, at1 = rho * 128 + ((4 + t4) ^ rho) * 16;
+  const unsigned short* xr[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) xr[t] = (const unsigned short*)a.g.x + (t * 8 + g8 < M ? t * 8 + g8 : M - 1) * K + t4 * 8;
+  float c[NT][4];
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[t][e] = 0.0f;
+  if (live)
+    for (int i = 0; i < nb; ++i) {
+      const i64 k0 = (i64)(b0 + i) * 64;
+      V16 xv[2][NT];
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+          xv[j][t] = k0 + j * 32 + t4 * 8 < K ? gemv_cached(xr[t] + k0 + j * 32) : V16{0u, 0u, 0u, 0u};
+      tma_wait(&bars[warp][i % S], (i / S) & 1);
+      const unsigned char* box = &ring[warp][i % S][0];
+      const V16 w[2][2] = {{lds16(box + at0), lds16(box + at0 + 1024)}, {lds16(box + at1), lds16(box + at1 + 1024)}};
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const V16 &lo = w[j][0], &hi = w[j][1], &b = xv[j][t];
+          mma16816_f32<T::kBf16>(c[t], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+          mma16816_f32<T::kBf16>(c[t], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+        }
+      __syncwarp();  // every lane's reads of the slot are done (the mmas used them)
+      if (lane == 0 && i + S < nb) {
+        tma_reuse();
+        fill(i + S);
+      }
+    }
+  if (!split_sum_lanes<NT * 4>(&c[0][0], part, split, wg, ws)) return;
+  unsigned short* out = (unsigned short*)a.g.out;
+  const unsigned short* bias = (const unsigned short*)a.g.bias;
+#pragma unroll
+  for (int t = 0; t < NT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const i64 n = n0 + (e >> 1) * 8 + rho;
+      const int m = t * 8 + 2 * t4 + (e & 1);
+      if (m < M && n < N) {
+        float v = c[t][e];
+        if (bias) v += T::get(bias[n]);
+        out[m * N + n] = T::put(activate(a.g.act, v));
+      }
+    }
+#endif
+}
