@@ -18,10 +18,12 @@ namespace {
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;
 
 // TRIPY_GEMV: 1 forces the GEMV where it applies, "tma" its TMA form where that applies (tests of
-// one path), 0 forbids it, unset lets the timing decide.
+// one path), "notma" leaves the TMA form out (A/B timings), 0 forbids it, unset lets the timing
+// decide.
 int gemv_override() {
   const char* v = std::getenv("TRIPY_GEMV");
   if (!v) return -1;
+  if (std::strcmp(v, "notma") == 0) return 3;
   return std::strcmp(v, "1") == 0 ? 1 : std::strcmp(v, "tma") == 0 ? 2 : std::strcmp(v, "0") == 0 ? 0 : -1;
 }
 
@@ -31,7 +33,7 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
   const int force = gemv_override();
   const bool gemv = !kernels.gemv.empty() && force != 0 && gemv_applies(pr);
   std::vector<AlgoBytes> cands;
-  if (!(gemv && force >= 1)) {
+  if (!(gemv && (force == 1 || force == 2))) {
     TRIPY_ASSIGN_OR_RETURN(cands, DotPlan::candidates(pr, kDotWorkspaceBytes, 8));
   }
   // Unaligned output rows: the row-phase plans compete with the direct ones (tagged 'P').
@@ -51,6 +53,8 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
     const bool any_tma = std::any_of(tactics.begin(), tactics.end(), [](GemvTactic t) { return t.tma; });
     if (force == 2 && any_tma)
       tactics.erase(std::remove_if(tactics.begin(), tactics.end(), [](GemvTactic t) { return !t.tma; }), tactics.end());
+    if (force == 3)
+      tactics.erase(std::remove_if(tactics.begin(), tactics.end(), [](GemvTactic t) { return t.tma; }), tactics.end());
     for (GemvTactic t : tactics) cands.push_back(gemv_choice_bytes(t));
   }
   if (cands.size() == 1) return cands[0];
