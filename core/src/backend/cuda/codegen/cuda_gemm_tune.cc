@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_device.h"
@@ -71,19 +72,25 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
   TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> ptrs,
                          tuning_scratch(pr.dtype, {na, nb, nc, pr.m, int64_t(kDotWorkspaceBytes) / es}, kernels.fill,
                                         stream, keep));
-  // Each call reads its own copy of the right operand, enough copies to overflow the L2 together:
+  // Each call reads its own copy of the larger operand, enough copies to overflow the L2 together:
   // a decode step streams every weight from memory once, and a weight left in the L2 between
-  // timed calls would favour the kernel that is fastest from the L2 instead.
-  std::vector<CUdeviceptr> rhs{ptrs[1]};
-  const int64_t rhs_bytes = std::max<int64_t>(nb * es, 1);
-  const int64_t copies = std::clamp<int64_t>(kL2FlushBytes / rhs_bytes, 1, 16);
+  // timed calls would favour the kernel that is fastest from the L2 instead. (A decode product's
+  // weight is A: x @ W.T is C^T = W x^T to cuBLASLt, W's rows its m.)
+  const bool rotate_a = na >= nb;
+  std::vector<CUdeviceptr> copies_of{ptrs[rotate_a ? 0 : 1]};
+  const int64_t rotated = rotate_a ? na : nb;
+  const int64_t copies = std::clamp<int64_t>(kL2FlushBytes / std::max<int64_t>(rotated * es, 1), 1, 16);
   if (copies > 1) {
     TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> more,
-                           tuning_scratch(pr.dtype, std::vector<int64_t>(copies - 1, nb), kernels.fill, stream, keep));
-    rhs.insert(rhs.end(), more.begin(), more.end());
+                           tuning_scratch(pr.dtype, std::vector<int64_t>(copies - 1, rotated), kernels.fill, stream, keep));
+    copies_of.insert(copies_of.end(), more.begin(), more.end());
   }
+  // The operands of the next call: (a, b), one of them the next copy.
   size_t call = 0;
-  auto next_rhs = [&rhs, &call] { return rhs[call++ % rhs.size()]; };
+  auto next = [&] {
+    const CUdeviceptr c = copies_of[call++ % copies_of.size()];
+    return std::make_pair(rotate_a ? c : ptrs[0], rotate_a ? ptrs[1] : c);
+  };
   CallTimer timer(kernels.spin);
   float best = 1e30f;
   size_t best_i = 0;
@@ -103,8 +110,9 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
       for (CUmodule m : kernels.gemv)
         if (!fn && api().cuModuleGetFunction(&fn, m, name.c_str()) != CUDA_SUCCESS) fn = nullptr;
       if (!fn) continue;
-      run = [&pr, t, fn, &ptrs, &next_rhs, stream] {
-        return run_gemv(pr, t, fn, ptrs[2], next_rhs(), ptrs[0], ptrs[3], stream);
+      run = [&pr, t, fn, &ptrs, &next, stream] {
+        const auto [w, x] = next();
+        return run_gemv(pr, t, fn, ptrs[2], x, w, ptrs[3], stream);
       };
     } else {
       auto plan_or = DotPlan::create(pr, &cands[i], 256, kDotWorkspaceBytes);
@@ -112,8 +120,9 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
       plan = std::move(plan_or.value());
       if (i >= direct && !plan->row_phases()) continue;  // the phases did not apply after all
       const DotPlan* p = plan.get();
-      run = [p, &ptrs, &next_rhs, stream] {
-        return p->run(ptrs[0], next_rhs(), ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream);
+      run = [p, &ptrs, &next, stream] {
+        const auto [a, b] = next();
+        return p->run(a, b, ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream);
       };
     }
     if (!run().ok()) continue;  // this candidate does not run here: skip it
