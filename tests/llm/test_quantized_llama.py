@@ -31,25 +31,32 @@ def _np(t):
     return np.array(tp.cast(t, tp.float32).tolist(), np.float64)
 
 
+def _dequantize(lin):
+    """A quantized Linear's weight as numpy computes it: (q - zero_point) * scale, scales per output
+    feature (int8, float8) or per group of input features (int4)."""
+    q, s = _np(lin.weight), _np(lin.weight_scale)
+    if s.ndim == 1:
+        return q * s[:, None]
+    group = q.shape[1] // s.shape[1]
+    z = _np(lin.weight_zero_point)
+    return (q - np.repeat(z, group, axis=1)) * np.repeat(s, group, axis=1)
+
+
 def dequantized(model, weights, config):
-    """`weights` with each quantized projection replaced by what the model holds, dequantized in
-    numpy: (q - zero_point) * scale, scales per output feature (int8) or per group (int4)."""
+    """`weights` with each quantized projection (and a quantized output head: a tied one as its
+    own `lm_head.weight`) replaced by what the model holds, dequantized in numpy."""
     out = dict(weights)
     for i, layer in enumerate(model.model.layers):
         for merged, parts in PARTS.items():
             lin = layer
             for attr in merged.split("."):
                 lin = getattr(lin, attr)
-            q, s = _np(lin.weight), _np(lin.weight_scale)
-            if s.ndim == 1:
-                w = q * s[:, None]
-            else:
-                group = q.shape[1] // s.shape[1]
-                z = _np(lin.weight_zero_point)
-                w = (q - np.repeat(z, group, axis=1)) * np.repeat(s, group, axis=1)
+            w = _dequantize(lin)
             rows = np.cumsum([weights[f"model.layers.{i}.{p}.weight"].shape[0] for p in parts])[:-1]
             for p, part in zip(parts, np.split(w, rows)):
                 out[f"model.layers.{i}.{p}.weight"] = part
+    if model.lm_head.quant_dtype is not None:
+        out["lm_head.weight"] = _dequantize(model.lm_head)
     return out
 
 
@@ -73,8 +80,12 @@ def test_quantized_weights_stay_within_half_a_step(mode):
             assert deq[name] is not w and err.max() > 0, name
             step = np.abs(w).max() / 127 if mode == "int8-weight-only" else (w.max() - w.min()) / 15
             assert err.max() <= 0.5 * step * 1.01 + 1e-6, name
-    # Embeddings, norms and the output head keep the model's dtype.
-    assert model.lm_head.weight.dtype == tp.float32 and model.model.embed_tokens.weight.dtype == tp.float32
+    # The output head is quantized in the same form, within the same bound; embeddings and norms
+    # keep the model's dtype.
+    assert model.lm_head.weight.dtype == lin.weight.dtype and model.model.embed_tokens.weight.dtype == tp.float32
+    w = weights["lm_head.weight"]
+    step = np.abs(w).max() / 127 if mode == "int8-weight-only" else (w.max() - w.min()) / 15
+    assert 0 < np.abs(deq["lm_head.weight"] - w).max() <= 0.5 * step * 1.01 + 1e-6
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -102,9 +113,9 @@ def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tm
     llm = tp.llm.load(str(tmp_path), max_seq_len=32, max_batch_size=2, quant_mode=mode)
     got = llm.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
     assert got == llama_ref.greedy(dequantized(llm.model, weights, config), PROMPT, 10, config).tolist()
-    # Every projection of the compiled decode step is a weight-only product (the output head is float).
+    # Every projection of the compiled decode step and the output head is a weight-only product.
     kinds = re.findall(r"^b\d+ = (\w+) '", llm.generator().decode._impl.program_text, re.M)
-    assert kinds.count("weight_only_dot") == 4 * config["num_hidden_layers"]
+    assert kinds.count("weight_only_dot") == 4 * config["num_hidden_layers"] + 1
 
 
 def test_an_int4_prefill_past_the_products_rows_dequantizes_each_weight_in_one_kernel(monkeypatch, tmp_path):
@@ -194,3 +205,20 @@ def test_a_float8_model_quantizes_float_weights_per_output_feature(device):
     logits, _ = model(tp.Tensor(PROMPT.astype(np.int32)), tp.Tensor(np.array([0], np.int32)), caches)
     want = llama_ref.logits(deq, PROMPT, config)[:, -1]
     np.testing.assert_allclose(np.asarray(tp.cast(logits, tp.float32)), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_output_head_stays_float_when_asked_and_a_tied_head_gets_its_own_quantized_copy(mode, tmp_path):
+    config = llama_ref.tiny_config(tie_word_embeddings=True)
+    weights = llama_ref.random_weights(config)
+    write_checkpoint(str(tmp_path), config, weights)
+    llm = tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode=mode)
+    model = llm.model
+    assert model.lm_head.weight.dtype == model.model.layers[0].mlp.down_proj.weight.dtype
+    assert model.model.embed_tokens.weight.dtype == tp.float32  # the table the head was tied to, as stored
+    got = llm.generate(PROMPT[:1], max_new_tokens=6, stop_tokens=[])
+    assert got == llama_ref.greedy(dequantized(model, weights, config), PROMPT[:1], 6, config).tolist()
+    kept = tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode=mode, quantize_head=False).model
+    assert kept.lm_head.weight.dtype == tp.float32 and kept.quantize_head is False
+    with pytest.raises(tp.TripyException, match=r"quantize_head=True .* weight-only quant_mode"):
+        tp.llm.load(str(tmp_path), quantize_head=True)

@@ -29,6 +29,7 @@ from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
 from tripy.frontend.tensor import Tensor
 from tripy.llm.quantize import (
     MODEL_QUANT_MODES,
+    QUANT_MODES,
     check_quant_mode,
     packed_int4_weight,
     quant_dtype,
@@ -308,8 +309,23 @@ def _stacked(param, values):
     return concatenate(values, dim=0)
 
 
-# The projections a quant_mode quantizes (each layer's; the output head stays in the model's dtype).
+# The projections a quant_mode quantizes (each layer's; the output head too under the weight-only
+# modes unless the model is told otherwise: _head_quantized).
 _PROJECTIONS = ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
+
+
+def _head_quantized(quant_mode, quantize_head):
+    """Whether the output head is quantized: by default under the weight-only modes, as torchao and
+    gpt-fast quantize every linear layer (it is a small model's largest weight: a fifth of
+    Llama-3.2-1B's bytes), never under float8 (weights and activations) or without a quant_mode."""
+    if quantize_head is None:
+        return quant_mode in QUANT_MODES
+    if quantize_head and quant_mode not in QUANT_MODES:
+        _raise_here(
+            f"quantize_head=True quantizes the output head in a weight-only quant_mode "
+            f"({', '.join(repr(m) for m in QUANT_MODES)}), but this model's quant_mode is {quant_mode!r}."
+        )
+    return bool(quantize_head)
 
 
 def _module_at(layer, dotted):
@@ -353,9 +369,11 @@ class LlamaForCausalLM(Module):
     ``quant_mode`` (``"int8-weight-only"``, ``"int4-weight-only"`` or ``"float8"``,
     tripy/llm/quantize.py) quantizes the decoder layers' projections as ``load_state_dict`` loads
     their float weights, or takes them already quantized (tripy/llm/prequantized.py).
+    ``quantize_head`` quantizes the output head's float weight too (None: under the weight-only
+    modes); the embeddings and norms keep the model's dtype.
     """
 
-    def __init__(self, config, dtype=dtypes.float32, max_seq_len=None, quant_mode=None):
+    def __init__(self, config, dtype=dtypes.float32, max_seq_len=None, quant_mode=None, quantize_head=None):
         super().__init__()
         self.config = config
         self.dtype = dtype
@@ -367,8 +385,11 @@ class LlamaForCausalLM(Module):
                 f"positions, which is not supported; pass max_seq_len <= {config.sliding_window} "
                 f"(within the window every position is seen), not {self.max_seq_len}."
             )
+        self.quantize_head = _head_quantized(self.quant_mode, quantize_head)
         self.model = LlamaModel(config, dtype, self.quant_mode)
+        head_mode = self.quant_mode if self.quantize_head else None
         self.lm_head = Linear(config.hidden_size, config.vocab_size, bias=False, dtype=dtype,
+                              quant_dtype=quant_dtype(head_mode), weight_quant_dim=weight_quant_dim(head_mode),
                               parallel=ColumnParallel(gather_output=True))
         self._inverse_frequencies = config.inverse_frequencies()
 
@@ -423,6 +444,10 @@ class LlamaForCausalLM(Module):
                 if self.quant_mode and w is not None and w.dtype in _FLOATS:
                     for suffix, t in quantize_weight(state_dict.pop(name + ".weight"), self.quant_mode, name + ".weight").items():
                         state_dict[name + "." + suffix] = t
+        head = state_dict.get("lm_head.weight")
+        if self.quantize_head and head is not None and head.dtype in _FLOATS:  # a tied head's copy; the embedding stays
+            for suffix, t in quantize_weight(state_dict.pop("lm_head.weight"), self.quant_mode, "lm_head.weight").items():
+                state_dict["lm_head." + suffix] = t
         return super().load_state_dict(state_dict, strict=strict)
 
     def forward(self, tokens, pos, caches):

@@ -16,7 +16,7 @@ from tripy.frontend.ops.misc import cast
 from tripy.frontend.safetensors import load_safetensors
 from tripy.llm import prequantized
 from tripy.llm.generate import Generator, _check_sampling, check_model_dtype
-from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+from tripy.llm.llama import LlamaConfig, LlamaForCausalLM, _head_quantized
 from tripy.llm.quantize import check_quant_mode
 from tripy.llm.sharded_load import load_shares
 from tripy.llm.tokenizer import Tokenizer
@@ -26,7 +26,8 @@ DEFAULT_MAX_SEQ_LEN = 4096
 _COMPUTED = ("rotary_emb.inv_freq",)
 
 
-def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, quant_mode=None, mesh=None):
+def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, quant_mode=None, mesh=None,
+         quantize_head=None):
     """
     Loads the checkpoint directory ``path`` (``config.json`` and its ``.safetensors`` weights, one
     file or shards listed by ``model.safetensors.index.json``) into an ``LLM``.
@@ -53,6 +54,11 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             the host; tripy/llm/sharded_load.py), so under ``torchrun`` (pass
             ``tp.DeviceMesh.from_environment()`` in every process, one per GPU) a process holds one
             rank's share of the model. None: one device.
+        quantize_head: Whether the output head's weight is quantized too, in ``quant_mode``'s
+            int8 or int4 form. None: yes when ``quant_mode`` quantizes a float checkpoint (as
+            torchao and gpt-fast quantize every linear layer; a tied head gets its own quantized
+            copy, the embedding stays in ``dtype``), no for a checkpoint that is already quantized
+            (its head as it is stored). False keeps the head in ``dtype``.
 
     Returns:
         An ``LLM``.
@@ -60,7 +66,8 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     Raises:
         tp.TripyException: if ``mesh`` is not a ``tp.DeviceMesh`` or its size does not divide the
             model's heads, feed-forward features or vocabulary, or if a rank's share of a
-            row-parallel int4 projection's input features would split a quantization group.
+            row-parallel int4 projection's input features would split a quantization group, or
+            if ``quantize_head`` is True without an int8 or int4 weight-only ``quant_mode``.
     """
     check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)
@@ -71,6 +78,9 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     by_share = mesh is not None
     if scheme is not None:
         quant_mode = _checkpoint_quant_mode(scheme, quant_mode)
+        if quantize_head is None:
+            quantize_head = False  # a pre-quantized checkpoint's head as it is stored
+    quantize_head = _head_quantized(quant_mode, quantize_head)  # before any weight is read
     if by_share or scheme is not None:
         # Mapped, read in place: each rank's share is read from here, and quantized tensors are
         # repacked on the host.
@@ -86,7 +96,8 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
     elif scheme is not None:
         weights = prequantized.read(weights, scheme, config, dtype, _resolve_device(device))
     max_seq_len = max_seq_len or min(config.max_position_embeddings, DEFAULT_MAX_SEQ_LEN)
-    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode)
+    model = LlamaForCausalLM(config, dtype=dtype, max_seq_len=max_seq_len, quant_mode=quant_mode,
+                             quantize_head=quantize_head)
     if by_share:
         load_shares(model, weights, mesh)
         weights = {}

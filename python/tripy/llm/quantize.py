@@ -11,8 +11,9 @@ pre-quantized checkpoint (tripy/llm/prequantized.py):
 - ``"float8"`` (fp8 checkpoints, or float weights loaded into such a model): float8 e4m3 weights
   with one scale per output feature (``max |w| / 448`` when quantized here).
 
-The quantized linears compile to the weight-only product, which reads the weights packed. Embeddings,
-norms and the output head stay in the model's dtype.
+The quantized linears compile to the weight-only product, which reads the weights packed. Under the
+weight-only modes the output head is quantized too unless the model is told otherwise
+(``quantize_head``); embeddings and norms stay in the model's dtype.
 """
 
 from tripy.exception import TripyException
