@@ -17,7 +17,8 @@ with 48 layers (its checkpoint is written with that many), `tiny:3` the tiny one
 
 With --quant int8-weight-only,int4-weight-only, each row is run again with the checkpoint quantized
 at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time over the
-unquantized run's in the same process, and its logit error against the float32 peer.
+unquantized run's in the same process, and its logit error against the float32 peer. A mode with
+`+float-head` (int4-weight-only+float-head) keeps the output head unquantized (quantize_head=False).
 
 With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
@@ -224,11 +225,15 @@ def kernel_profile(step, torch, steps, top, what="step"):
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,
                 want_logits=False, profiler=None):
-    """One Tripy run; `torch` also computes the prompt logits, `profiler` (torch) only profiles."""
+    """One Tripy run; `torch` also computes the prompt logits, `profiler` (torch) only profiles.
+    `quant_mode` may end in FLOAT_HEAD (the output head unquantized)."""
     profiler = profiler or torch
+    quantize_head = None
+    if quant_mode and quant_mode.endswith(FLOAT_HEAD):
+        quant_mode, quantize_head = quant_mode[: -len(FLOAT_HEAD)], False
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
-                      quant_mode=quant_mode, mesh=mesh)
+                      quant_mode=quant_mode, mesh=mesh, quantize_head=quantize_head)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     # With --profile, also where each compile's time goes (the "timing" dump, stage by stage).
@@ -447,6 +452,7 @@ def copy_bandwidth(torch):
 
 
 QUANT_MODES = ("int8-weight-only", "int4-weight-only")  # tp.llm.load's quant_mode for a float checkpoint
+FLOAT_HEAD = "+float-head"  # a --quant mode's suffix: the output head kept unquantized
 
 
 def main():
@@ -495,8 +501,8 @@ def main():
     PRINTS = rank == 0
     modes = list(filter(None, args.quant.split(",")))
     for mode in modes:
-        if mode not in QUANT_MODES:
-            parser.error(f"--quant takes {', '.join(QUANT_MODES)}, not {mode!r}")
+        if mode.removesuffix(FLOAT_HEAD) not in QUANT_MODES:
+            parser.error(f"--quant takes {', '.join(QUANT_MODES)} (each optionally with {FLOAT_HEAD}), not {mode!r}")
     # torch writes the checkpoint and times the GPU with or without --no-torch, which only drops
     # the transformers peer (writing an 8B checkpoint through numpy took 204 s instead of 21).
     torch, peer = None, False
