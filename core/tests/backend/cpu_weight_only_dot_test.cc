@@ -1,7 +1,8 @@
 // kWeightOnlyDot on the CPU (backend/cpu/weight_only_dot.cc) through hand-built programs, against a
 // double-precision reference of the rule in rt::WeightOnlyDotAttrs written here from the packed
 // bytes: int8 and int4 weights, groups that divide K and groups that leave a short last one, zero
-// points, few rows (dot products) and many (the GEMM path), N off the GEMM path's tile, bfloat16.
+// points, few rows (sums on the stored integers, groups ending mid-vector) and many (the GEMM path),
+// N off the GEMM path's tile, bfloat16.
 // The frontend's tests check the same against numpy through tp.Linear (tests/frontend/ops/
 // test_weight_only_dot.py); the GPU's kernel against both there (test_weight_only_dot_gpu.py).
 #include <gtest/gtest.h>
@@ -109,6 +110,10 @@ TEST(CpuWeightOnlyDot, AShortLastGroupAndAnOddK) {
   check({2, 9, 100, 4, 32, true});  // 4 groups, the last of 4 values
   check({7, 9, 99, 4, 64, false});  // odd K: the last byte's high nibble is unused
   check({7, 9, 99, 8, 40, true});
+  // A few rows summed on the stored integers: groups whose bytes end past the last whole 8.
+  check({4, 9, 99, 8, 40, true});
+  check({4, 70, 200, 4, 40, true});
+  check({3, 70, 200, 4, 40, false});
 }
 
 TEST(CpuWeightOnlyDot, ManyRowsAndBfloat16) {

@@ -1,11 +1,19 @@
 // kWeightOnlyDot on the CPU: x [rows, K] times a weight read packed (int8, or two int4 values a
-// byte) with a scale and a zero point per group of K, the rule of rt::WeightOnlyDotAttrs. Weight
-// rows are dequantized into float32 one tile at a time (never the whole weight), then multiplied:
-// by plain dot products for a few rows of x (a decode step: bound by reading the packed weight),
-// by the blocked float32 GEMM (gemm.h) for many. Sums are float32; the result is rounded once.
+// byte) with a scale and a zero point per group of K, the rule of rt::WeightOnlyDotAttrs. For a few
+// rows of x (a decode step: bound by reading the packed weight) each group's products are summed
+// on the stored integers, s (sum x q - (offset + z) sum x), with x's group sums computed once and,
+// for int4, x split into its even and odd elements (a byte's low and high nibble), so the loops
+// over a group's bytes vectorize; where the groups do not start on whole bytes, and for many rows,
+// weight rows are dequantized into float32 one tile at a time (never the whole weight), then
+// multiplied (by the blocked float32 GEMM, gemm.h, for many rows). Sums are float32; the result is
+// rounded once.
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
@@ -71,6 +79,106 @@ struct Weight {
   }
 };
 
+// The sums over one group of the stored integers times x, 8 lanes at a time (AVX2 + FMA where the
+// build targets them, else plain loops the compiler may vectorize), for R rows of x at once so that
+// each byte is widened and converted once; a lane's sums are added once per row. tail[r] takes the
+// bytes past the last whole 8.
+#if defined(__AVX2__) && defined(__FMA__)
+using Lanes = __m256;
+inline Lanes lanes_zero() { return _mm256_setzero_ps(); }
+inline float lane_total(Lanes v) {
+  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+}
+#else
+struct Lanes {
+  float v[8];
+};
+inline Lanes lanes_zero() { return Lanes{}; }
+inline float lane_total(const Lanes& l) {
+  return ((l.v[0] + l.v[4]) + (l.v[1] + l.v[5])) + ((l.v[2] + l.v[6]) + (l.v[3] + l.v[7]));
+}
+#endif
+
+// acc[r] += s * the group's nb bytes, each byte's low nibble (0..15) times even[r] and its high
+// nibble times odd[r].
+template <int R>
+void nibble_sums(const uint8_t* q, const float* const* even, const float* const* odd, int64_t nb, float s,
+                 Lanes (&acc)[R], float (&tail)[R]) {
+  int64_t b = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  Lanes a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
+  const __m256i mask = _mm256_set1_epi32(15);
+  for (; b + 8 <= nb; b += 8) {
+    const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + b)));
+    const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(u, mask)), hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(u, 4));
+    for (int r = 0; r < R; ++r)
+      a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(odd[r] + b), hi, _mm256_fmadd_ps(_mm256_loadu_ps(even[r] + b), lo, a[r]));
+  }
+  const __m256 sv = _mm256_set1_ps(s);
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(sv, a[r], acc[r]);
+#else
+  for (; b + 8 <= nb; b += 8)
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < 8; ++j)
+        acc[r].v[j] += s * (even[r][b + j] * static_cast<float>(q[b + j] & 15) +
+                            odd[r][b + j] * static_cast<float>(q[b + j] >> 4));
+#endif
+  for (int r = 0; r < R; ++r) {
+    float t = 0;
+    for (int64_t i = b; i < nb; ++i) t += even[r][i] * static_cast<float>(q[i] & 15) + odd[r][i] * static_cast<float>(q[i] >> 4);
+    tail[r] += s * t;
+  }
+}
+
+// acc[r] += s * the group's n signed bytes times x[r].
+template <int R>
+void byte_sums(const int8_t* q, const float* const* x, int64_t n, float s, Lanes (&acc)[R], float (&tail)[R]) {
+  int64_t k = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  Lanes a[R];
+  for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
+  for (; k + 8 <= n; k += 8) {
+    const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k))));
+    for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x[r] + k), v, a[r]);
+  }
+  const __m256 sv = _mm256_set1_ps(s);
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(sv, a[r], acc[r]);
+#else
+  for (; k + 8 <= n; k += 8)
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < 8; ++j) acc[r].v[j] += s * x[r][k + j] * static_cast<float>(q[k + j]);
+#endif
+  for (int r = 0; r < R; ++r) {
+    float t = 0;
+    for (int64_t i = k; i < n; ++i) t += x[r][i] * static_cast<float>(q[i]);
+    tail[r] += s * t;
+  }
+}
+
+// One row of x as the integer sums read it: its group sums and, for int4, its even and odd elements.
+struct XRow {
+  const float* x;
+  std::vector<float> even, odd, group_sum;
+};
+
+XRow x_row(const float* x, int64_t K, int64_t group, int bits) {
+  XRow r{x, {}, {}, {}};
+  for (int64_t k0 = 0; k0 < K; k0 += group) {
+    float sum = 0;
+    for (int64_t k = k0; k < std::min(K, k0 + group); ++k) sum += x[k];
+    r.group_sum.push_back(sum);
+  }
+  if (bits == 4) {
+    r.even.resize(static_cast<size_t>(K / 2));
+    r.odd.resize(static_cast<size_t>(K / 2));
+    for (int64_t b = 0; b < K / 2; ++b) r.even[static_cast<size_t>(b)] = x[2 * b], r.odd[static_cast<size_t>(b)] = x[2 * b + 1];
+  }
+  return r;
+}
+
 float dot(const float* x, const float* w, int64_t K) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t k = 0;
@@ -79,6 +187,46 @@ float dot(const float* x, const float* w, int64_t K) {
   float s = 0;
   for (; k < K; ++k) s += x[k] * w[k];
   return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Weight rows [n0, n1) against R rows of x (groups on whole bytes): per group s (sum x q - (offset
+// + z) sum x), the stored value q meaning q - offset (int4: u - 8) less the zero point.
+template <int R>
+void few_rows(const Weight& w, const std::vector<XRow>& xr, float offset, const View& out, int64_t N, int64_t n0,
+              int64_t n1) {
+  const int64_t K = w.K, gs = w.a->group_size;
+  const float* x[R];
+  const float* even[R];
+  const float* odd[R];
+  for (int r = 0; r < R; ++r) {
+    x[r] = xr[static_cast<size_t>(r)].x;
+    even[r] = xr[static_cast<size_t>(r)].even.data();
+    odd[r] = xr[static_cast<size_t>(r)].odd.data();
+  }
+  for (int64_t n = n0; n < n1; ++n) {
+    const int8_t* q = w.bytes + n * w.row_bytes;
+    const float* sc = w.scale + n * w.groups;
+    const float* zp = w.zero ? w.zero + n * w.groups : nullptr;
+    Lanes acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = lanes_zero();
+    float tail[R] = {}, correction[R] = {};
+    for (int64_t g = 0, k0 = 0; k0 < K; ++g, k0 += gs) {
+      const int64_t k1 = std::min(K, k0 + gs);
+      const float s = sc[g], off = s * (offset + (zp ? zp[g] : 0.0f));
+      for (int r = 0; r < R; ++r) correction[r] += off * xr[static_cast<size_t>(r)].group_sum[static_cast<size_t>(g)];
+      if (w.a->bits == 4) {
+        const float* e[R];
+        const float* o[R];
+        for (int r = 0; r < R; ++r) e[r] = even[r] + k0 / 2, o[r] = odd[r] + k0 / 2;
+        nibble_sums<R>(reinterpret_cast<const uint8_t*>(q) + k0 / 2, e, o, (k1 - k0) / 2, s, acc, tail);
+      } else {
+        const float* xs[R];
+        for (int r = 0; r < R; ++r) xs[r] = x[r] + k0;
+        byte_sums<R>(q + k0, xs, k1 - k0, s, acc, tail);
+      }
+    }
+    for (int r = 0; r < R; ++r) store(out, r * N + n, lane_total(acc[r]) + tail[r] - correction[r]);
+  }
 }
 
 Status run_weight_only_dot(const KernelArgs& args) {
@@ -99,6 +247,24 @@ Status run_weight_only_dot(const KernelArgs& args) {
                  K,
                  args.inputs[1]->shape[1],
                  args.inputs[2]->shape[1]};
+  const int64_t gs = a.group_size;
+  // Groups on whole bytes: int8, or int4 with K and the group even.
+  const bool on_bytes = a.bits == 8 || (K % 2 == 0 && gs % 2 == 0);
+  if (rows <= kFewRows && on_bytes) {
+    std::vector<XRow> xr;
+    for (int64_t r = 0; r < rows; ++r) xr.push_back(x_row(x.data() + r * K, K, gs, a.bits));
+    // The stored value u means u - 8 (int4) or itself (int8), less the zero point.
+    const float offset = a.bits == 4 ? 8.0f : 0.0f;
+    parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+      switch (rows) {
+        case 1: few_rows<1>(w, xr, offset, out, N, b, e); break;
+        case 2: few_rows<2>(w, xr, offset, out, N, b, e); break;
+        case 3: few_rows<3>(w, xr, offset, out, N, b, e); break;
+        default: few_rows<4>(w, xr, offset, out, N, b, e); break;
+      }
+    });
+    return ok_status();
+  }
   if (rows <= kFewRows) {
     parallel_for(N, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
       std::vector<float> wr(static_cast<size_t>(K));
