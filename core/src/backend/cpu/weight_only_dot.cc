@@ -67,10 +67,31 @@ struct Weight {
     for (int64_t g = 0, k0 = 0; k0 < K; ++g, k0 += gs) {
       const int64_t k1 = std::min(K, k0 + gs);
       const float sg = s[g], zg = z ? z[g] : 0.0f;
+      int64_t k = k0;
+#if defined(__AVX2__) && defined(__FMA__)
+      // 8 int8 or 16 int4 values a step, as q s - (offset + z) s.
+      const __m256 sv = _mm256_set1_ps(sg), ov = _mm256_set1_ps(-(zg + (a->bits == 4 ? 8.0f : 0.0f)) * sg);
       if (a->bits == 8) {
-        for (int64_t k = k0; k < k1; ++k) w[k] = (static_cast<float>(q[k]) - zg) * sg;
+        for (; k + 8 <= k1; k += 8) {
+          const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
+          _mm256_storeu_ps(w + k, _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sv, ov));
+        }
+      } else if (k0 % 2 == 0) {
+        for (; k + 16 <= k1; k += 16) {
+          const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k / 2)));
+          const __m256 lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(u, _mm256_set1_epi32(15))), sv, ov);
+          const __m256 hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(u, 4)), sv, ov);
+          // Values k, k + 1 are byte 0's nibbles: interleave lo and hi, then put the halves in order.
+          const __m256 a0 = _mm256_unpacklo_ps(lo, hi), a1 = _mm256_unpackhi_ps(lo, hi);
+          _mm256_storeu_ps(w + k, _mm256_permute2f128_ps(a0, a1, 0x20));
+          _mm256_storeu_ps(w + k + 8, _mm256_permute2f128_ps(a0, a1, 0x31));
+        }
+      }
+#endif
+      if (a->bits == 8) {
+        for (; k < k1; ++k) w[k] = (static_cast<float>(q[k]) - zg) * sg;
       } else {
-        for (int64_t k = k0; k < k1; ++k) {
+        for (; k < k1; ++k) {
           const int u = (static_cast<uint8_t>(q[k >> 1]) >> ((k & 1) * 4)) & 15;
           w[k] = (static_cast<float>(u - 8) - zg) * sg;
         }
