@@ -3,7 +3,8 @@ same math, all measured in the same run.
 
 Cases: eager ops on cache hits (`a + b` at 2x3, where per-op overhead is all there is, and at
 1000x1000; LayerNorm + Linear + GELU evaluated as one graph), the seeds' compiled MLP and GEGLU,
-and a larger compiled MLP. The eager cases also run in torch eager where torch is importable
+a larger compiled MLP, and a decode step's weight-only products (one row of x against an int8 or
+int4 weight of 8192 x 2048, numpy multiplying the dequantized float32 weight). The eager cases also run in torch eager where torch is importable
 (on tensors that need no gradient, so autograd records nothing). Each case first checks that Tripy and
 numpy agree, then reports the median over many timed batches (calls: how many Tripy calls were
 timed).
@@ -122,6 +123,32 @@ def geglu_case():
     return (lambda: fast(inp).eval()), reference, None
 
 
+def weight_only_case(mode, in_features, out_features):
+    """A compiled Linear quantized as the LLM loader quantizes (tripy/llm/quantize.py) and numpy's
+    x @ W.T on the weight it holds, dequantized."""
+    from tripy.llm.quantize import quantize_weight
+
+    weight = tp.Tensor(random_init((out_features, in_features)))
+    entries = quantize_weight(weight, mode, "weight")
+    int4 = mode == "int4-weight-only"
+    linear = tp.Linear(in_features, out_features, bias=False, quant_dtype=tp.int4 if int4 else tp.int8,
+                       weight_quant_dim=None if int4 else 0)
+    linear.load_state_dict(entries)
+    q = np.asarray(tp.cast(entries["weight"], tp.float32))
+    scale = np.asarray(entries["weight_scale"])
+    if int4:
+        group = in_features // scale.shape[1]
+        zero = np.repeat(np.asarray(entries["weight_zero_point"]), group, axis=1)
+        w_t = np.ascontiguousarray(((q - zero) * np.repeat(scale, group, axis=1)).T.astype(np.float32))
+    else:
+        w_t = np.ascontiguousarray((q * scale[:, None]).T.astype(np.float32))
+    fast = tp.compile(linear, args=[tp.InputInfo(shape=(1, in_features), dtype=tp.float32)])
+    x = np.linspace(-1.0, 1.0, in_features, dtype=np.float32).reshape(1, in_features)
+    inp = tp.Tensor(x)
+    inp.eval()
+    return (lambda: fast(inp).eval()), (lambda: x @ w_t), None
+
+
 def check(name, run_tripy, run_numpy, run_torch):
     got = np.asarray(run_tripy(), dtype=np.float32)
     expected = run_numpy()
@@ -148,6 +175,9 @@ def main():
         (f"compiled MLP {large[0]}->{large[1]}->{large[0]}, batch {large[2]}",
          mlp_case(large[0], large[1], large[2], random_init)),
     ]
+    wo = (512, 1024) if args.quick else (2048, 8192)
+    for mode in ("int8-weight-only", "int4-weight-only"):
+        cases.append((f"compiled {mode[:4]} Linear {wo[0]}->{wo[1]}, 1 row", weight_only_case(mode, *wo)))
 
     peer = f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch is not None else ", no torch"
     print(f"tripy on {tp.Tensor([0.0]).device}, numpy {np.__version__}{peer}, {os.cpu_count()} CPU cores")
