@@ -101,7 +101,7 @@ TEST(CpuWeightOnlyDot, Int8PerChannelMatchesTheReference) {
 TEST(CpuWeightOnlyDot, Int4GroupsOf32To128WithAndWithoutZeroPoints) {
   for (int64_t group : {32, 64, 128})
     for (bool zero : {false, true}) {
-      check({1, 70, 384, 4, group, zero});   // 3 to 12 groups; N past the 64-row tile
+      check({1, 70, 384, 4, group, zero});   // 3 to 12 groups
       check({20, 70, 384, 4, group, zero});  // the GEMM path
     }
 }
@@ -118,6 +118,8 @@ TEST(CpuWeightOnlyDot, AShortLastGroupAndAnOddK) {
 
 TEST(CpuWeightOnlyDot, ManyRowsAndBfloat16) {
   check({300, 65, 128, 4, 32, true});
+  check({9, 600, 160, 4, 32, true});  // N past two 256-row tiles of dequantized weight
+  check({6, 300, 72, 8, 72, false});
   check({1, 65, 128, 4, 64, false, DType::kBFloat16});
   check({300, 65, 128, 8, 128, true, DType::kBFloat16});
 }

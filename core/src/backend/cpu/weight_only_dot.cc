@@ -25,8 +25,8 @@ namespace {
 
 // Rows of x up to which each output is one dot product (no packing for the GEMM).
 constexpr int64_t kFewRows = 4;
-// Weight rows dequantized at once for the GEMM path.
-constexpr int64_t kTile = 64;
+// Weight rows dequantized at once for the GEMM path (x is packed once a tile).
+constexpr int64_t kTile = 256;
 
 void to_float(const View& v, std::vector<float>& out) {
   const int64_t n = v.numel();
