@@ -3,8 +3,9 @@ same math, all measured in the same run.
 
 Cases: eager ops on cache hits (`a + b` at 2x3, where per-op overhead is all there is, and at
 1000x1000; LayerNorm + Linear + GELU evaluated as one graph), the seeds' compiled MLP and GEGLU,
-a larger compiled MLP, and a decode step's weight-only products (one row of x against an int8 or
-int4 weight of 8192 x 2048, numpy multiplying the dequantized float32 weight). The eager cases also run in torch eager where torch is importable
+a larger compiled MLP, and weight-only products (one row of x against an int8 or int4 weight of
+8192 x 2048, a decode step's, and 128 rows in int4, a prefill's; numpy multiplying the dequantized
+float32 weight). The eager cases also run in torch eager where torch is importable
 (on tensors that need no gradient, so autograd records nothing). Each case first checks that Tripy and
 numpy agree, then reports the median over many timed batches (calls: how many Tripy calls were
 timed).
@@ -123,7 +124,7 @@ def geglu_case():
     return (lambda: fast(inp).eval()), reference, None
 
 
-def weight_only_case(mode, in_features, out_features):
+def weight_only_case(mode, in_features, out_features, rows=1):
     """A compiled Linear quantized as the LLM loader quantizes (tripy/llm/quantize.py) and numpy's
     x @ W.T on the weight it holds, dequantized."""
     from tripy.llm.quantize import quantize_weight
@@ -142,8 +143,8 @@ def weight_only_case(mode, in_features, out_features):
         w_t = np.ascontiguousarray(((q - zero) * np.repeat(scale, group, axis=1)).T.astype(np.float32))
     else:
         w_t = np.ascontiguousarray((q * scale[:, None]).T.astype(np.float32))
-    fast = tp.compile(linear, args=[tp.InputInfo(shape=(1, in_features), dtype=tp.float32)])
-    x = np.linspace(-1.0, 1.0, in_features, dtype=np.float32).reshape(1, in_features)
+    fast = tp.compile(linear, args=[tp.InputInfo(shape=(rows, in_features), dtype=tp.float32)])
+    x = np.linspace(-1.0, 1.0, rows * in_features, dtype=np.float32).reshape(rows, in_features)
     inp = tp.Tensor(x)
     inp.eval()
     return (lambda: fast(inp).eval()), (lambda: x @ w_t), None
@@ -178,6 +179,7 @@ def main():
     wo = (512, 1024) if args.quick else (2048, 8192)
     for mode in ("int8-weight-only", "int4-weight-only"):
         cases.append((f"compiled {mode[:4]} Linear {wo[0]}->{wo[1]}, 1 row", weight_only_case(mode, *wo)))
+    cases.append((f"compiled int4 Linear {wo[0]}->{wo[1]}, 128 rows", weight_only_case("int4-weight-only", *wo, 128)))
 
     peer = f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch is not None else ", no torch"
     print(f"tripy on {tp.Tensor([0.0]).device}, numpy {np.__version__}{peer}, {os.cpu_count()} CPU cores")
