@@ -189,6 +189,7 @@ def main():
     print("-" * len(header))
     for name, (run_tripy, run_numpy, run_torch) in cases:
         check(name, run_tripy, run_numpy, run_torch)
+        time.sleep(0.5)  # OpenBLAS's threads spin for a while after numpy's last call, taking the cores
         tripy_s, tripy_calls = median_seconds(run_tripy, repeats, budget_s)
         numpy_s, _ = median_seconds(run_numpy, repeats, budget_s)
         torch_s = median_seconds(run_torch, repeats, budget_s)[0] if run_torch is not None else None
