@@ -1,13 +1,13 @@
-// The built-in GEMM: packs KC x NC panels of B and MC x KC panels of A so the 4 x 16 micro-kernel
-// streams contiguous memory, accumulating a register tile per step of k (eight AVX2 registers
-// where the build targets AVX2 and FMA, so two FMA units stay busy; plain loops otherwise and for
-// the edge tiles).
+// The built-in GEMM: packs KC x NC panels of B and MC x KC panels of A so the micro-kernel streams
+// contiguous memory, accumulating a register tile per step of k: 4 rows x two vector registers
+// (eight accumulators, so two FMA units stay busy), 32 columns in AVX-512 and 16 in AVX2 as the
+// build targets them; plain loops otherwise and for the edge tiles.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -16,7 +16,11 @@
 namespace tripy::cpu {
 namespace {
 
-constexpr int kMR = 4, kNR = 16;
+#if defined(__AVX512F__)
+constexpr int kMR = 4, kNR = 32;  // two AVX-512 registers a row
+#else
+constexpr int kMR = 4, kNR = 16;  // two AVX registers a row
+#endif
 constexpr int64_t kMC = 128, kKC = 256, kNC = 512;
 
 // B[pc:pc+kc, jc:jc+nc] as panels of kNR columns, each kc x kNR, zero padded.
@@ -52,7 +56,27 @@ void pack_a(const MatRef<float>& a, int64_t ic, int64_t mc, int64_t pc, int64_t 
 // c[0:h, 0:w] += Ap * Bp over kc steps; the accumulator tile lives in registers.
 inline void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc,
                          int64_t h, int64_t w) {
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX512F__)
+  static_assert(kMR == 4 && kNR == 32, "the AVX-512 tile is 4 rows x two registers");
+  if (h == kMR && w == kNR) {
+    __m512 acc[kMR][2];
+    for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; ++k, ap += kMR, bp += kNR) {
+      const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+      for (int r = 0; r < kMR; ++r) {
+        const __m512 a = _mm512_set1_ps(ap[r]);
+        acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+      }
+    }
+    for (int r = 0; r < kMR; ++r) {
+      float* row = c + r * ldc;
+      _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
+      _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
+    }
+    return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
   static_assert(kMR == 4 && kNR == 16, "the AVX2 tile is 4 rows x two registers");
   if (h == kMR && w == kNR) {
     __m256 acc[kMR][2];
