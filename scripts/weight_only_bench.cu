@@ -17,6 +17,7 @@
 #define WO_FILE "weight_only_dot.cuh"
 #endif
 #include WO_FILE
+#include "weight_only_bench_util.cuh"
 
 #ifndef RING_H
 #define RING_H 4
@@ -30,54 +31,6 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
 
-template <int U>
-__global__ void __launch_bounds__(256) read_floor(const V16* p, size_t n16, unsigned* out) {
-  unsigned acc = 0;
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16; i += stride * U) {
-    V16 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n16 ? wo_stream((const signed char*)(p + i + u * stride)) : V16{0u, 0u, 0u, 0u};
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  if (acc == 0x12345678u) out[0] = acc;
-}
-__global__ void fill_bytes(unsigned* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15; p[i] = h;
-  }
-}
-__global__ void fill_bf16(unsigned short* p, size_t n, float lo, float hi, unsigned seed, bool integer) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed; h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    float f = lo + (hi - lo) * (h & 0xffffff) / 16777216.0f;
-    if (integer) f = rintf(f);
-    p[i] = (unsigned short)(__float_as_uint(f) >> 16);
-  }
-}
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
-
-// Microseconds a call: `launch(i)` issues call i (its weight copy chosen by i), 3 calls to warm up,
-// then 40 back to back between two events.
-template <class L> float time_us(L launch) {
-  static cudaEvent_t e0 = nullptr, e1 = nullptr;
-  if (!e0) {
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-  }
-  for (int i = 0; i < 3; ++i) launch(i);
-  CK(cudaGetLastError());
-  const int reps = 40;
-  CK(cudaEventRecord(e0));
-  for (int i = 0; i < reps; ++i) launch(i);
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  return ms * 1000.f / reps;
-}
-static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
 
 int main(int argc, char** argv) {
   struct S { const char* name; long N, K; } shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};

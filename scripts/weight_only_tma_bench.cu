@@ -21,6 +21,7 @@
 
 #include "device_prelude.cuh"
 #include "weight_only_dot.cuh"
+#include "weight_only_bench_util.cuh"
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, 2) k_ring4(const WoArgs a) { wo_mma_ring<WoBf16, 4, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
@@ -147,58 +148,6 @@ __global__ void __launch_bounds__(WARPS * 32, 4) k_tma(const TmaArgs a, const __
     }
 }
 
-template <int U>
-__global__ void __launch_bounds__(256) read_floor(const V16* p, size_t n16, unsigned* out) {
-  unsigned acc = 0;
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16; i += stride * U) {
-    V16 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n16 ? wo_stream((const signed char*)(p + i + u * stride)) : V16{0u, 0u, 0u, 0u};
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  if (acc == 0x12345678u) out[0] = acc;
-}
-__global__ void fill_bytes(unsigned* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    p[i] = h;
-  }
-}
-__global__ void fill_bf16(unsigned short* p, size_t n, float lo, float hi, unsigned seed, bool integer) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13, h *= 0x5bd1e995u, h ^= h >> 15;
-    float f = lo + (hi - lo) * (h & 0xffffff) / 16777216.0f;
-    p[i] = (unsigned short)(__float_as_uint(integer ? rintf(f) : f) >> 16);
-  }
-}
-static void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) printf("%s: %s\n", what, cudaGetErrorString(e)), exit(1);
-}
-#define CK(x) check((x), #x)
-
-template <class L> float time_us(L launch) {  // 3 calls to warm up, then 40 between two events
-  static cudaEvent_t e0 = nullptr, e1 = nullptr;
-  if (!e0) CK(cudaEventCreate(&e0)), CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) launch(i);
-  CK(cudaGetLastError());
-  CK(cudaEventRecord(e0));
-  for (int i = 0; i < 40; ++i) launch(i);
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  return ms * 1000.f / 40;
-}
-static float bf(unsigned short v) {
-  unsigned u = (unsigned)v << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 static TmaMap weight_map(const void* w, int N, long row_bytes, int box_rows) {
   CUtensorMap m;
   cuuint64_t dims[2] = {(cuuint64_t)row_bytes, (cuuint64_t)N}, strides[1] = {(cuuint64_t)row_bytes};
@@ -245,8 +194,11 @@ int main() {
       maps32.push_back(weight_map(ws[i], N, row_bytes, 32));
     }
     unsigned short *x, *sc, *zp, *out, *out2;
-    CK(cudaMalloc(&x, (size_t)K * 2)), CK(cudaMalloc(&sc, (size_t)N * groups * 2)), CK(cudaMalloc(&zp, (size_t)N * groups * 2));
-    CK(cudaMalloc(&out, (size_t)N * 2)), CK(cudaMalloc(&out2, (size_t)N * 2));
+    CK(cudaMalloc(&x, (size_t)K * 2));
+    CK(cudaMalloc(&sc, (size_t)N * groups * 2));
+    CK(cudaMalloc(&zp, (size_t)N * groups * 2));
+    CK(cudaMalloc(&out, (size_t)N * 2));
+    CK(cudaMalloc(&out2, (size_t)N * 2));
     fill_bf16<<<256, 256>>>(x, K, -1.f, 1.f, 7, false);
     fill_bf16<<<256, 256>>>(sc, (size_t)N * groups, 0.002f, 0.02f, 9, false);
     fill_bf16<<<256, 256>>>(zp, (size_t)N * groups, -3.f, 3.f, 11, true);
@@ -273,7 +225,8 @@ int main() {
     ta.split = 2, ta.n_blocks = (N + 63) / 64;
     k_tma<4, 2, 2><<<ta.n_blocks, 128>>>(ta, maps32[0]);
     std::vector<unsigned short> h1(N), h2(N);
-    CK(cudaMemcpy(h1.data(), out, N * 2, cudaMemcpyDeviceToHost)), CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h1.data(), out, N * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
     double diff = 0, top = 0;
     for (int i = 0; i < N; ++i) diff = std::max(diff, (double)fabsf(bf(h1[i]) - bf(h2[i]))), top = std::max(top, (double)fabsf(bf(h1[i])));
     printf("%-8s (%6d, %6d) %6.1f MB | read floor %6.2f | rows %6.2f ring %6.2f | TMA 8 warps %6.2f (split %d), "
