@@ -14,8 +14,8 @@ against build-gpu's libtripy_runtime_static.a and libtripy_backend_cuda_codegen.
 Then the low-precision GEMMs: int8 and float8 (sm89+) quantize/dequantize around a matmul against
 the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096), as time ratios.
 
-Then weight-only decode products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 at
-4096 x 4096 and 14336 x 4096 (and 4096 x 14336), W in bfloat16, int8 per output feature and int4
+Then weight-only products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 (decode)
+at 4096 x 4096 and 14336 x 4096 (and 4096 x 14336), and M = 512 (a prefill), W in bfloat16, int8 per output feature and int4
 in groups of 128 with zero points (the weight_only_dot kernel), with torch's bfloat16 matmul in the
 same run; ratios are time over Tripy's bfloat16 call, and bytes/s the weight's stored bytes per call.
 
@@ -346,12 +346,12 @@ def quantized_gemms(quick, budget_s):
 
 
 def weight_only_gemvs(quick, budget_s):
-    """Decode-sized products with bfloat16, int8 and int4 weights (the weight-only product reads
+    """Decode- and prefill-sized products with bfloat16, int8 and int4 weights (the weight-only product reads
     them packed): per call, the ratio to Tripy's bfloat16 call, the weight bytes read per second,
     torch's bfloat16 matmul on the same shape, and each result's error against float32."""
     shapes = [(1, 1024, 1024), (16, 1024, 1024)] if quick else [
         (m, n, k) for m in (1, 16) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))
-    ]
+    ] + [(512, 14336, 4096), (512, 4096, 14336)]  # a prefill's products
     g = torch.Generator(device="cuda").manual_seed(27)
     print()
     head = (f"{'weight-only (M, N, K)':<30} {'call':>10} {'/bf16':>7} {'GB/s':>7} {'torch bf16':>10} "

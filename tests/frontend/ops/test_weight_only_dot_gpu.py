@@ -1,13 +1,15 @@
 """The GPU's weight-only product (core/src/backend/cuda/codegen/kernels/weight_only_dot.cuh) against
 numpy in float64 of the same quantization and against torch: int8 per output feature and int4 in
 groups of 32, 64 and 128 with and without zero points, float32, float16 and bfloat16 activations,
-rows 1 to 32 (each tile of rows) and, with TRIPY_WEIGHT_ONLY_DOT=1, up to 300 (tiles of 32 rows
-reading the weight again), N off every group of weight rows, K with a short or odd tail (the single-
-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last piece, a
-part-empty group of 16 weight rows) and below 8 where the tuner may take them, dynamic rows, CUDA graph replays (each executable runs three
-times), and an LLM-sized product against torch; int4 weights held packed (unpack_int4): decode
-executables sharing the bytes, a prefill through the GEMM. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
-device-parametrized tests). Times nothing: bench/gpu_bench.py --weight-only does."""
+rows 1 to 32 (each tile of rows), up to 63 (tiles of 32 rows reading the weight again) and from 64
+(the weight dequantized into the workspace for cuBLASLt, 8 values a lane or one where K or the
+group is off 8), N off every group of weight rows, K with a short or odd tail (the single-value
+path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last piece, a part-empty
+group of 16 weight rows) and below 8 where the tuner may take them, dynamic rows across both
+paths, CUDA graph replays (each executable runs three times), and an LLM-sized product against
+torch; int4 weights held packed (unpack_int4): decode and prefill executables sharing the bytes.
+The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized tests).
+Times nothing: bench/gpu_bench.py --weight-only does."""
 
 import re
 
@@ -142,16 +144,26 @@ def test_k_off_the_16_byte_pieces_takes_the_single_value_path(bits):
         _check(exe, w, rows, 200, "bfloat16")
 
 
-def test_many_rows_loop_over_tiles_when_forced(monkeypatch):
-    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "1")
-    lin, w = _case(4, 300, 256, 64, True, "bfloat16")
-    exe = tp.compile(lin, args=[tp.InputInfo(((1, 100, 300), 256), dtype=tp.bfloat16)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("bits, group, zero", [(4, 64, True), (4, 32, False), (8, None, False)])
+def test_many_rows_take_tiles_then_the_dequantized_gemm(dtype, bits, group, zero):
+    lin, w = _case(bits, 300, 256, group, zero, dtype)
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 100, 300), 256), dtype=getattr(tp, dtype))])
     assert _kinds(exe) == ["weight_only_dot"]
-    for rows in (1, 33, 300):
-        _check(exe, w, rows, 256, "bfloat16")
+    for rows in (1, 33, 63, 64, 300):  # the tiles up to 63 rows, cuBLASLt from 64
+        _check(exe, w, rows, 256, dtype)
 
 
-def test_more_than_32_rows_keep_the_tensor_core_gemm_by_default():
+@pytest.mark.parametrize("bits, K, group", [(4, 250, 50), (4, 240, 12), (8, 100, None)])
+def test_the_dequantization_off_8_values_takes_one_value_a_lane(bits, K, group):
+    lin, w = _case(bits, 70, K, group, bits == 4, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo((80, K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    _check(exe, w, 80, K, "bfloat16")
+
+
+def test_without_the_weight_only_product_the_dequantization_precedes_the_gemm(monkeypatch):
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
     lin, w = _case(4, 256, 256, 64, False, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo((64, 256), dtype=tp.bfloat16)])
     assert "weight_only_dot" not in _kinds(exe) and "dot" in _kinds(exe)
@@ -204,11 +216,12 @@ def test_decode_executables_share_packed_int4_weights_on_the_gpu():
     assert not lin.weight._node.is_evaluated
 
 
-def test_a_prefill_sized_product_unpacks_the_bytes_for_the_gemm():
-    """Past the decode sizes the bytes are unpacked and dequantized in one fused kernel for the
-    tensor-core GEMM."""
-    lin, w, _ = _packed_case(384, 512, 128)
+def test_a_prefill_sized_product_reads_the_packed_bytes():
+    """Past the tiles' rows the product still reads the packed bytes in place: it dequantizes them
+    into the workspace for the tensor-core GEMM, no constant of its own."""
+    lin, w, packed = _packed_case(384, 512, 128)
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 200, 300), 512), dtype=tp.bfloat16)])
-    assert "weight_only_dot" not in _kinds(exe) and "dot" in _kinds(exe)
+    assert _kinds(exe) == ["weight_only_dot"]
     for rows in (33, 300):
         _check(exe, w, rows, 512, "bfloat16")
+    assert not lin.weight._node.is_evaluated

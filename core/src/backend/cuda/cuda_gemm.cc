@@ -335,21 +335,26 @@ StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   return true;
 }
 
-Status run_dot_step(Step& step, const Kernel& k, const RunContext& c) {
-  if (!step.dot) return ok_status();
-  const std::vector<CUdeviceptr>& base = c.base;
-  const CUdeviceptr lhs = base[k.inputs[0]], rhs = base[k.inputs[1]], out = base[k.outputs[0]];
-  const CUdeviceptr bias = k.dot.has_bias ? base[k.inputs[2]] : 0;
+Status run_step_dot(Step& step, const RunContext& c, const AlgoBytes* stored, CUdeviceptr a, CUdeviceptr b,
+                    CUdeviceptr bias, CUdeviceptr d, CUdeviceptr workspace, size_t workspace_bytes) {
   // Addresses less aligned than the plan assumed need an algorithm that accepts them (and the
   // workspace the program has).
-  int align = dot_alignment(step.dot->problem(), {lhs, rhs, bias, out});
+  int align = dot_alignment(step.dot->problem(), {a, b, bias, d});
   if (align < step.dot->alignment()) {
-    const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
-    auto plan = DotPlan::create(step.dot->problem(), stored.empty() ? nullptr : &stored, align, c.workspace_bytes);
+    auto plan = DotPlan::create(step.dot->problem(), stored, align, workspace_bytes);
     if (!plan.ok()) return Status(plan.status()).at(kernel_source(c.program, step.kernel));
     step.dot = std::move(plan.value());
   }
-  return step.dot->run(rhs, lhs, bias, out, c.workspace, c.workspace_bytes, c.stream);
+  return step.dot->run(a, b, bias, d, workspace, workspace_bytes, c.stream);
+}
+
+Status run_dot_step(Step& step, const Kernel& k, const RunContext& c) {
+  if (!step.dot) return ok_status();
+  const std::vector<CUdeviceptr>& base = c.base;
+  const CUdeviceptr bias = k.dot.has_bias ? base[k.inputs[2]] : 0;
+  const AlgoBytes& stored = c.code[static_cast<size_t>(step.kernel)].algo;
+  return run_step_dot(step, c, stored.empty() ? nullptr : &stored, base[k.inputs[1]], base[k.inputs[0]], bias,
+                      base[k.outputs[0]], c.workspace, c.workspace_bytes);
 }
 
 }  // namespace tripy::rt::cuda

@@ -126,7 +126,8 @@ constexpr KindRule kKindRules[] = {
     {KernelKind::kPlugin, load_function, StoredAlgo::kNone, plan_plugin_step, nullptr},
     {KernelKind::kPooling, load_function, StoredAlgo::kNone, plan_pool_step, nullptr},
     {KernelKind::kSample, load_function, StoredAlgo::kNone, plan_sample_step, nullptr},
-    {KernelKind::kWeightOnlyDot, load_weight_only_dot, StoredAlgo::kOwn, plan_weight_only_dot_step, nullptr},
+    {KernelKind::kWeightOnlyDot, load_weight_only_dot, StoredAlgo::kOwn, plan_weight_only_dot_step,
+     run_weight_only_dot_step},
     // The one-shot collectives' module where the builder made one; NCCL alone otherwise.
     {KernelKind::kCollective, load_function, StoredAlgo::kNone, plan_collective_step, run_collective_step,
      /*module_optional=*/true},

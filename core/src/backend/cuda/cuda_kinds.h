@@ -34,6 +34,7 @@ struct KernelCode {
   AlgoBytes algo;                // kDot, kConvolution, kWeightOnlyDot: the tuned algorithm, or empty
   int row_tile = 0;              // kWeightOnlyDot: the rows of x its entry point holds
   CUfunction vector_fn = nullptr;  // kWeightOnlyDot: the ring's entry point, where the module has one
+  CUfunction dequantize_fn = nullptr;  // kWeightOnlyDot: the weight's dequantization, where the module has one
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan
@@ -44,6 +45,7 @@ struct Step {
   std::unique_ptr<DotPlan> dot;           // kDot
   std::unique_ptr<ConvPlan> convolution;  // kConvolution through cuDNN (else `launches` holds our kernel)
   Launch conv_direct, conv_epilogue;      // kConvolution: our kernel, and the epilogue cuDNN may leave
+  Launch dequantize;  // kWeightOnlyDot through cuBLASLt (`dot`): the weight into the workspace, first
   // kAttention through cuDNN (`launches` empty), the operands' byte offsets (head windows), and
   // our kernel's launches should cuDNN fail at run time.
   std::unique_ptr<AttentionCudnnPlan> attention;
@@ -113,6 +115,10 @@ SourceRef kernel_source(const Program& p, int32_t kernel);
 // The per-kind functions of the table, defined beside their kind.
 StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step);  // cuda_gemm.cc
 Status run_dot_step(Step& step, const Kernel& k, const RunContext& c);
+// Runs step.dot (cuBLASLt's A, B, bias, D), planned again first where the addresses are less
+// aligned than it assumed (`stored`: the tuned algorithm, or null).
+Status run_step_dot(Step& step, const RunContext& c, const AlgoBytes* stored, CUdeviceptr a, CUdeviceptr b,
+                    CUdeviceptr bias, CUdeviceptr d, CUdeviceptr workspace, size_t workspace_bytes);
 StatusOr<bool> plan_conv_step(PlanContext& c, const Kernel& k, Step& step);  // cuda_conv.cc
 Status run_conv_step(Step& step, const Kernel& k, const RunContext& c);
 Status load_attention(const Program& p, const Kernel& k, CUmodule module, const std::string& function,

@@ -3,13 +3,16 @@
 // of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until
 // the grid covers the GPU twice. Where the tensor-core tiles apply, the launch's vector form
 // (16-byte aligned addresses) runs them, with groups of 16 weight rows (32 in the ring's tile),
-// and its scalar form the CUDA-core rows.
+// and its scalar form the CUDA-core rows. From kWeightOnlyGemmRows rows of x the weight is
+// dequantized into the workspace and cuBLASLt multiplies (a prefill's products).
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
 #include <iterator>
 #include <optional>
 #include <utility>
+
+#include "backend/cuda/cuda_gemm.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -36,8 +39,19 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   return {split, blocks(split)};
 }
 
-// The ring's entry point is its module's function name and this (weight_only_ring_function).
+// The ring's entry point is its module's function name and this (weight_only_ring_function), the
+// dequantization's the largest tile's module's and the other (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
+constexpr char kDequantizeSuffix[] = "_dequantize";
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The dequantized weight's bytes in the workspace, where cuBLASLt's own workspace then starts.
+int64_t dequantized_bytes(const WeightOnlyProblem& pr) {
+  return (pr.N * pr.K * static_cast<int64_t>(dtype_size(pr.dtype)) + 255) / 256 * 256;
+}
 
 bool is_row_tile(int tile) {
   return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles);
@@ -82,11 +96,14 @@ std::string weight_only_ring_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kRingSuffix;
 }
 
+std::string weight_only_dequantize_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyLargestTile) + kDequantizeSuffix;
+}
+
 std::string weight_only_module_function(const std::string& function) {
-  const std::string ring = kRingSuffix;
-  const bool is_ring =
-      function.size() > ring.size() && function.compare(function.size() - ring.size(), ring.size(), ring) == 0;
-  return is_ring ? function.substr(0, function.size() - ring.size()) : function;
+  for (const std::string tail : {kRingSuffix, kDequantizeSuffix})
+    if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
+  return function;
 }
 
 int weight_only_function_tile(const std::string& function) {
@@ -171,6 +188,25 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   return l;
 }
 
+Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn, int sm_count) {
+  Launch l;
+  l.fn = fn;
+  l.block_x = kWeightOnlyBlock;
+  // A block a weight row (grid-stride over rows), at most enough blocks to fill the GPU.
+  l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(std::min<int64_t>(pr.N, int64_t{8} * sm_count));
+  l.words.assign(kWords, 0);
+  l.words[kWordRows] = pr.rows;
+  l.words[kWordN] = pr.N;
+  l.words[kWordK] = pr.K;
+  l.words[kWordRowBytes] = pr.row_bytes;
+  l.words[kWordGroups] = pr.groups;
+  l.words[kWordGroup] = pr.group;
+  l.vector_word = kWordVec;
+  l.workspace_word = kWordOut;
+  l.workspace_bytes = dequantized_bytes(pr);
+  return l;
+}
+
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
   return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split)};
 }
@@ -194,6 +230,11 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     const std::string ring = function + kRingSuffix;
     if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
   }
+  // The dequantization, where the module has it (the largest tile's, saved since it existed).
+  const std::string dequantize = function + kDequantizeSuffix;
+  if (code.row_tile != kWeightOnlyLargestTile ||
+      api().cuModuleGetFunction(&code.dequantize_fn, module, dequantize.c_str()) != CUDA_SUCCESS)
+    code.dequantize_fn = nullptr;
   return ok_status();
 }
 
@@ -205,6 +246,22 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (out_elements == 0) return false;
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  if (pr.rows >= kWeightOnlyGemmRows && code.dequantize_fn) {
+    // x [rows, K] @ W.T with W the dequantized [N, K] (cuBLASLt's A, transposed), as a kDot of a
+    // tp.Linear plans it.
+    DotProblem dot;
+    dot.dtype = dot.operand = pr.dtype;
+    dot.trans_a = true;
+    dot.m = pr.N, dot.n = pr.rows, dot.k = pr.K;
+    auto plan = DotPlan::create(dot, nullptr, 256, kDotWorkspaceBytes);
+    if (!plan.ok()) return Status(plan.status()).at(kernel_source(c.program, step.kernel));
+    step.dot = std::move(plan.value());
+    step.dequantize = weight_only_dequantize_launch(pr, code.dequantize_fn, c.sm_count);
+    step.dequantize.ptrs = {{kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0}};
+    if (pr.zero) step.dequantize.ptrs.push_back({kWordZero, k.inputs[3], 0});
+    c.workspace = std::max(c.workspace, static_cast<size_t>(dequantized_bytes(pr)) + step.dot->workspace_bytes());
+    return true;
+  }
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
   StatusOr<Launch> l =
       weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0, code.vector_fn);
@@ -215,6 +272,19 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (l->words[kWordMmaSplit] && c.program.is_constant(k.inputs[1])) l->words[kWordMmaSplit] |= kMmaSplitEarly;
   step.launches = {std::move(l.value())};
   return true;
+}
+
+Status run_weight_only_dot_step(Step& step, const Kernel& k, const RunContext& c) {
+  if (!step.dot) return ok_status();  // the tiles' launch
+  Launch& l = step.dequantize;
+  const size_t bytes = static_cast<size_t>(l.workspace_bytes);
+  if (c.workspace_bytes < bytes + step.dot->workspace_bytes())
+    return Status(StatusCode::kInternal, "the weight-only dot's workspace is smaller than its plan asked")
+        .at(kernel_source(c.program, step.kernel));
+  l.words[kWordOut] = static_cast<int64_t>(c.workspace);
+  TRIPY_RETURN_IF_ERROR(launch(l, c.base, c.stream));
+  return run_step_dot(step, c, nullptr, c.workspace, c.base[k.inputs[0]], 0, c.base[k.outputs[0]],
+                      c.workspace + bytes, c.workspace_bytes - bytes);
 }
 
 }  // namespace tripy::rt::cuda

@@ -15,6 +15,12 @@ namespace tripy::rt::cuda {
 // Rows of x an entry point holds (MT), and the weight rows a warp group sums for it (R): MT * R
 // sums per lane at most 32.
 inline constexpr int kWeightOnlyRowTiles[] = {1, 2, 4, 8, 16, 32};
+inline constexpr int kWeightOnlyLargestTile = 32;
+// From this many rows of x the launch dequantizes the weight into the program's workspace and
+// multiplies on cuBLASLt's tensor cores (a prefill): the tiles would read the packed weight once a
+// tile of rows, and their sums take more time than the dequantized weight's bytes. Where the
+// largest tile's module has the dequantization (weight_only_dequantize_function).
+inline constexpr int64_t kWeightOnlyGemmRows = 64;
 inline constexpr int kWeightOnlyBlock = 256;  // threads (weight_only_dot.cuh's WO_BLOCK)
 inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : row_tile <= 8 ? 2 : 1; }
 // From this tile on, float16 and bfloat16 x run on tensor cores (kernels/weight_only_dot.cuh's
@@ -32,6 +38,8 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 // tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
 // launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
 std::string weight_only_ring_function(DType t, int bits);
+// The largest tile's module's entry point that writes the dequantized weight [N, K] of x's dtype.
+std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -71,10 +79,15 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored);
 inline constexpr int kWeightOnlyOutWord = 0, kWeightOnlyXWord = 1, kWeightOnlyWWord = 2, kWeightOnlyScaleWord = 3,
                      kWeightOnlyZeroWord = 4, kWeightOnlyVecWord = 13;
 
-// The kind table's load and plan (cuda_kinds.cc): the entry point the artifacts name, whose tile
-// the launch follows; one launch, none for an empty output.
+// The dequantization's launch (the words WoArgs', the output the workspace's first bytes).
+Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn, int sm_count);
+
+// The kind table's load, plan and run (cuda_kinds.cc): the entry point the artifacts name, whose
+// tile the launch follows; one launch, none for an empty output; from kWeightOnlyGemmRows rows
+// the dequantization and a cuBLASLt GEMM (run_weight_only_dot_step) instead.
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code);
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step);
+Status run_weight_only_dot_step(Step& step, const Kernel& k, const RunContext& c);
 
 }  // namespace tripy::rt::cuda

@@ -12,9 +12,10 @@
 // weights, on the GPU or the host, are then held once however many executables read them (a
 // generator's prefill and decode steps). Matched where the scale and zero point are constant over
 // groups of K (per tensor, per output channel, block-wise along K; per element along K is a group
-// of 1) and the rows of x stay within the device's limit (PassRules: the GPU's kernel is for decode
-// sizes, where a larger GEMM keeps cuBLASLt on tensor cores). A dot with more rows keeps the
-// dequantization, computed by groups of K (see Blocked) so that fusion makes it one kernel.
+// of 1) and the rows of x stay within the backend's limit (PassRules; none on the CPU and the GPU,
+// whose kernels dequantize tiles of the weight, or all of it into scratch, for many rows). A dot
+// with more rows keeps the dequantization, computed by groups of K (see Blocked) so that fusion
+// makes it one kernel.
 #include <algorithm>
 #include <array>
 #include <cstring>

@@ -209,8 +209,10 @@ std::optional<TuningJob> weight_only_tuning(const Program& p, const Kernel& k, c
   const std::vector<int64_t> x = p.buffer_shape(k.inputs.at(0), slots), w = p.buffer_shape(k.inputs.at(1), slots);
   const std::vector<int64_t> scale = p.buffer_shape(k.inputs.at(2), slots);
   if (x.empty() || w.size() != 2 || scale.size() != 2) return std::nullopt;
-  const WeightOnlyProblem pr = weight_only_problem(p, k, x, w, scale, numel_of(p.buffer_shape(k.outputs.at(0), slots)));
+  WeightOnlyProblem pr = weight_only_problem(p, k, x, w, scale, numel_of(p.buffer_shape(k.outputs.at(0), slots)));
   if (pr.rows * pr.K == 0) return std::nullopt;
+  // From kWeightOnlyGemmRows rows cuBLASLt multiplies the dequantized weight: the split is for fewer.
+  pr.rows = std::min(pr.rows, kWeightOnlyGemmRows - 1);
   std::string key = std::string(float_suffix(pr.dtype)) + " b" + std::to_string(pr.bits) + " rows " +
                     std::to_string(pr.rows) + " N " + std::to_string(pr.N) + " K " + std::to_string(pr.K) + " group " +
                     std::to_string(pr.group) + (pr.zero ? " zero" : "") + " tiles";
@@ -287,7 +289,6 @@ class CudaBuilder final : public Builder {
       Backend* gpu = backend_for(Device::Kind::kGpu);
       return gpu ? gpu->low_precision_gemms() : LowPrecisionGemms{};
     };
-    rules.weight_only_dot_max_rows = 32;  // decode sizes; larger GEMMs stay on cuBLASLt's tensor cores
     return rules;
   }
 

@@ -34,17 +34,24 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < sources.size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
-    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point; no module more.
-    const bool ring =
-        weight_only_function_tile(names[i]) == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
+    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the largest
+    // tile the weight's dequantization; no module more.
+    const int tile = weight_only_function_tile(names[i]);
+    const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
+    const bool dequantize = tile == kWeightOnlyLargestTile;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, ring ? 2u : 1u) << names[i];
+    EXPECT_EQ(entries, 1u + ring + dequantize) << names[i];
     if (ring) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
     }
+    if (dequantize) {
+      EXPECT_NE(ptx.find(".entry " + names[i] + "_dequantize("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(names[i] + "_dequantize"), names[i]);
+    }
   }
+  EXPECT_EQ(weight_only_dequantize_function(DType::kFloat16, 8), "tripy_weight_only_dot_f16_b8_m32_dequantize");
   EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
@@ -227,6 +234,32 @@ TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
     EXPECT_EQ(tuned->vector_grid, static_cast<unsigned>((4096 + 16 * (8 / split) - 1) / (16 * (8 / split))));
     EXPECT_EQ(weight_only_launch(pr, 1, nullptr, 132, split)->words[11], split);  // WoArgs::split
   }
+}
+
+TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
+  WeightOnlyProblem pr;
+  pr.dtype = DType::kBFloat16;
+  pr.bits = 4;
+  pr.rows = 128;
+  pr.N = 28672;
+  pr.K = 4096;
+  pr.row_bytes = 2048;
+  pr.group = 128;
+  pr.groups = 32;
+  const Launch l = weight_only_dequantize_launch(pr, nullptr, 132);
+  EXPECT_EQ(l.grid, 132u * 8);  // grid-stride over rows: at most 8 blocks a multiprocessor
+  EXPECT_EQ(l.workspace_word, kWeightOnlyOutWord);
+  EXPECT_EQ(l.workspace_bytes, 28672 * 4096 * 2);
+  EXPECT_EQ(l.vector_word, kWeightOnlyVecWord);
+  EXPECT_EQ(l.words[6], 28672);  // WoArgs::N
+  EXPECT_EQ(l.words[10], 128);   // WoArgs::group
+  // Fewer rows than the GPU's blocks: a block each; the bytes round up to the workspace's 256.
+  pr.dtype = DType::kFloat16;
+  pr.N = 10, pr.K = 7, pr.row_bytes = 4, pr.group = 7, pr.groups = 1;
+  const Launch small = weight_only_dequantize_launch(pr, nullptr, 132);
+  EXPECT_EQ(small.grid, 10u);
+  EXPECT_EQ(small.workspace_bytes, 256);
+  EXPECT_LT(kWeightOnlyLargestTile, kWeightOnlyGemmRows);  // the largest tile's rows stay on the tiles
 }
 
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {

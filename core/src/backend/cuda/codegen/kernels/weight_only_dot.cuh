@@ -678,3 +678,56 @@ DEVI void wo_dot(const WoArgs& a) {
   }
   wo_rows<T, BITS, MT, R>(a);
 }
+
+// The weight dequantized into a.out [N, K] of x's dtype ((q - z) s in float32, rounded once, as the
+// CUDA-core rows compute each value), for many rows of x: cuBLASLt's GEMM then reads it from the
+// program's workspace (cuda_weight_only_dot.cc), reading the packed weight once instead of once a
+// tile of rows. A block a weight row at a time; where the addresses are 16-byte aligned (vec) and
+// K and the group are multiples of 8, each lane turns 8 values (4 or 8 bytes) into one 16-byte
+// store (two for float32) with one scale and zero point; else one value a lane.
+template <class T, int BITS>
+DEVI void wo_dequantize(const WoArgs& a) {
+  typedef typename T::S S;
+  const i64 N = a.N, K = a.K;
+  const signed char* w = (const signed char*)a.w;
+  const S* sc = (const S*)a.scale;
+  const S* zp = (const S*)a.zero;
+  const bool eights = a.vec && K % 8 == 0 && a.group % 8 == 0;
+  for (i64 n = blockIdx.x; n < N; n += gridDim.x) {
+    const signed char* wr = w + n * a.row_bytes;
+    const S* sr = sc + n * a.groups;
+    const S* zr = zp ? zp + n * a.groups : sr;
+    S* out = (S*)a.out + n * K;
+    if (eights) {
+      const int chunks = (int)(K / 8), cpg = (int)(a.group / 8);
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+        const int grp = c / cpg;
+        const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
+        float q[8];
+        if (BITS == 4) {
+          const unsigned u = *(const unsigned*)(wr + c * 4);  // nibble e: value 8c + e
+#pragma unroll
+          for (int e = 0; e < 8; ++e) q[e] = (float)((int)((u >> (4 * e)) & 15u) - 8);
+        } else {
+          const unsigned* u = (const unsigned*)(wr + c * 8);
+          const unsigned lo = u[0], hi = u[1];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) q[e] = (float)(signed char)(((e < 4 ? lo : hi) >> (8 * (e & 3))) & 0xffu);
+        }
+        alignas(16) S o[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) T::put(o, e, (q[e] - z) * s);
+#pragma unroll
+        for (int v = 0; v < (int)sizeof(o) / 16; ++v) ((V16*)(out + c * 8))[v] = ((const V16*)o)[v];
+      }
+    } else {
+      for (i64 k = threadIdx.x; k < K; k += blockDim.x) {
+        const int byte = wr[BITS == 4 ? (k >> 1) : k];
+        const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
+        const i64 grp = k / a.group;
+        const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
+        T::put(out, k, ((float)q - z) * s);
+      }
+    }
+  }
+}
