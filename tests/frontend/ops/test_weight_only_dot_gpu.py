@@ -1,9 +1,9 @@
 """The GPU's weight-only product (core/src/backend/cuda/codegen/kernels/weight_only_dot.cuh) against
 numpy in float64 of the same quantization and against torch: int8 per output feature and int4 in
 groups of 32, 64 and 128 with and without zero points, float32, float16 and bfloat16 activations,
-rows 1 to 32 (each tile of rows), up to 63 (tiles of 32 rows reading the weight again) and from 64
-(the weight dequantized into the workspace for cuBLASLt, 8 values a lane or one where K or the
-group is off 8), N off every group of weight rows, K with a short or odd tail (the single-value
+rows 1 to 32 (each tile of rows) and, where x may have more, tiles of 8 rows (each reading the
+weight again) up to 47 and from 48 the weight dequantized into the workspace for cuBLASLt (8 values
+a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or odd tail (the single-value
 path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last piece, a part-empty
 group of 16 weight rows) and below 8 where the tuner may take them, dynamic rows across both
 paths, CUDA graph replays (each executable runs three times), and an LLM-sized product against
@@ -150,7 +150,7 @@ def test_many_rows_take_tiles_then_the_dequantized_gemm(dtype, bits, group, zero
     lin, w = _case(bits, 300, 256, group, zero, dtype)
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 100, 300), 256), dtype=getattr(tp, dtype))])
     assert _kinds(exe) == ["weight_only_dot"]
-    for rows in (1, 33, 63, 64, 300):  # the tiles up to 63 rows, cuBLASLt from 64
+    for rows in (1, 33, 47, 48, 300):  # tiles of 8 rows up to 47, cuBLASLt from 48
         _check(exe, w, rows, 256, dtype)
 
 

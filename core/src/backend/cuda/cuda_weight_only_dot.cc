@@ -40,7 +40,7 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
 }
 
 // The ring's entry point is its module's function name and this (weight_only_ring_function), the
-// dequantization's the largest tile's module's and the other (weight_only_dequantize_function).
+// dequantization's that module's and the other (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
 constexpr char kDequantizeSuffix[] = "_dequantize";
 
@@ -84,7 +84,7 @@ int weight_only_row_tile(const Program& p, const Kernel& k) {
   bound(k.outputs.at(0), w, 0);                                      // over N
   for (int t : kWeightOnlyRowTiles)
     if (rows <= t) return t;
-  return kWeightOnlyRowTiles[std::size(kWeightOnlyRowTiles) - 1];
+  return kWeightOnlyMmaRows;
 }
 
 std::string weight_only_function(DType t, int bits, int row_tile) {
@@ -97,7 +97,7 @@ std::string weight_only_ring_function(DType t, int bits) {
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyLargestTile) + kDequantizeSuffix;
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kDequantizeSuffix;
 }
 
 std::string weight_only_module_function(const std::string& function) {
@@ -230,9 +230,9 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     const std::string ring = function + kRingSuffix;
     if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
   }
-  // The dequantization, where the module has it (the largest tile's, saved since it existed).
+  // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
-  if (code.row_tile != kWeightOnlyLargestTile ||
+  if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.dequantize_fn, module, dequantize.c_str()) != CUDA_SUCCESS)
     code.dequantize_fn = nullptr;
   return ok_status();

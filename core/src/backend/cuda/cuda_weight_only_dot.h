@@ -15,22 +15,23 @@ namespace tripy::rt::cuda {
 // Rows of x an entry point holds (MT), and the weight rows a warp group sums for it (R): MT * R
 // sums per lane at most 32.
 inline constexpr int kWeightOnlyRowTiles[] = {1, 2, 4, 8, 16, 32};
-inline constexpr int kWeightOnlyLargestTile = 32;
-// From this many rows of x the launch dequantizes the weight into the program's workspace and
-// multiplies on cuBLASLt's tensor cores (a prefill): the tiles would read the packed weight once a
-// tile of rows, and their sums take more time than the dequantized weight's bytes. Where the
-// largest tile's module has the dequantization (weight_only_dequantize_function).
-inline constexpr int64_t kWeightOnlyGemmRows = 64;
 inline constexpr int kWeightOnlyBlock = 256;  // threads (weight_only_dot.cuh's WO_BLOCK)
 inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : row_tile <= 8 ? 2 : 1; }
 // From this tile on, float16 and bfloat16 x run on tensor cores (kernels/weight_only_dot.cuh's
 // WO_MMA_ROWS, wo_mma), 16 weight rows a warp group, where K and the group are multiples of the
 // values a 16-byte piece holds (32 at 4 bits, 16 at 8) and the addresses 16-byte aligned.
 inline constexpr int kWeightOnlyMmaRows = 8;
+// A kernel whose x may have more rows than the largest tile (a prefill) runs the tensor-core tile
+// (its module is a decode step's too: no compile of its own), whose module also dequantizes the
+// weight: from this many rows the launch writes the dequantized weight into the program's
+// workspace and cuBLASLt multiplies it, as a tile of rows reads the packed weight once each (about
+// even at 6 tiles: Llama-3-8B's gate/up product in int4 on an H200, 6 x 28 us against 164 us).
+inline constexpr int64_t kWeightOnlyGemmRows = 48;
 // Weight rows a warp group of the ring's tile takes (8 H of weight_only_dot.cuh's wo_mma_ring).
 inline constexpr int kWeightOnlyRingRows = 32;
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
-// The tile for kernel `k`: the smallest that holds the most rows its x may have (32 where more).
+// The tile for kernel `k`: the smallest that holds the most rows its x may have (kWeightOnlyMmaRows
+// where more: tiles below kWeightOnlyGemmRows rows, the dequantized weight's GEMM from there).
 int weight_only_row_tile(const Program& p, const Kernel& k);
 // tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
@@ -38,7 +39,7 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 // tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
 // launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
 std::string weight_only_ring_function(DType t, int bits);
-// The largest tile's module's entry point that writes the dequantized weight [N, K] of x's dtype.
+// The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);

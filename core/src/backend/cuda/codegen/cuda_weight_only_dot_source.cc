@@ -1,8 +1,8 @@
 // The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
 // point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h; from
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
-// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's; the largest
-// tile's module the weight's dequantization for cuBLASLt at many rows).
+// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and a third,
+// the weight's dequantization for cuBLASLt at many rows).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -24,7 +24,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
-  if (row_tile == kWeightOnlyLargestTile)
+  if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) + "(const WoArgs a) { wo_dequantize<" +
               type + ", " + std::to_string(bits) + ">(a); }\n";
   return GeneratedKernel{std::move(source), fn};

@@ -22,7 +22,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
     for (int bits : {4, 8})
       for (int mt : kWeightOnlyRowTiles) {
-        if (t != DType::kBFloat16 && mt != 1 && mt != 32) continue;  // every tile once is enough
+        if (t != DType::kBFloat16 && mt != 1 && mt != 8) continue;  // every tile once is enough
         GeneratedKernel g = weight_only_dot_module_source(t, bits, mt);
         EXPECT_EQ(g.function, weight_only_function(t, bits, mt));
         sources.push_back(g.source);
@@ -34,11 +34,11 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < sources.size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
-    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the largest
-    // tile the weight's dequantization; no module more.
+    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
+    // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization; no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
-    const bool dequantize = tile == kWeightOnlyLargestTile;
+    const bool dequantize = tile == kWeightOnlyMmaRows;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, 1u + ring + dequantize) << names[i];
@@ -51,7 +51,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       EXPECT_EQ(weight_only_module_function(names[i] + "_dequantize"), names[i]);
     }
   }
-  EXPECT_EQ(weight_only_dequantize_function(DType::kFloat16, 8), "tripy_weight_only_dot_f16_b8_m32_dequantize");
+  EXPECT_EQ(weight_only_dequantize_function(DType::kFloat16, 8), "tripy_weight_only_dot_f16_b8_m8_dequantize");
   EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
@@ -172,12 +172,14 @@ int tile_for(int64_t most, bool x_bound = false) {
   return weight_only_row_tile(d.p, d.k);
 }
 
-TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32) {
+TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32ThenIsTheTensorCoreTile) {
   EXPECT_EQ(tile_for(1), 1);
   EXPECT_EQ(tile_for(3), 4);
   EXPECT_EQ(tile_for(16), 16);
   EXPECT_EQ(tile_for(17), 32);
-  EXPECT_EQ(tile_for(2048), 32);  // a prefill: tiles of 32 rows
+  EXPECT_EQ(tile_for(32), 32);
+  EXPECT_EQ(tile_for(33), 8);    // a prefill: its few rows on tensor cores, many through the GEMM
+  EXPECT_EQ(tile_for(2048), 8);
   EXPECT_EQ(tile_for(16, /*x_bound=*/true), 16);
   EXPECT_EQ(tile_for(1, /*x_bound=*/true), 1);
   for (int mt : kWeightOnlyRowTiles) EXPECT_LE(mt * weight_only_weight_rows(mt), 32) << mt;
@@ -259,7 +261,6 @@ TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
   const Launch small = weight_only_dequantize_launch(pr, nullptr, 132);
   EXPECT_EQ(small.grid, 10u);
   EXPECT_EQ(small.workspace_bytes, 256);
-  EXPECT_LT(kWeightOnlyLargestTile, kWeightOnlyGemmRows);  // the largest tile's rows stay on the tiles
 }
 
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
