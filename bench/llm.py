@@ -451,7 +451,7 @@ def copy_bandwidth(torch):
     return 2 * x.numel() * 20 / (time.perf_counter() - t0)
 
 
-QUANT_MODES = ("int8-weight-only", "int4-weight-only")  # tp.llm.load's quant_mode for a float checkpoint
+QUANT_MODES = ("int8-weight-only", "int4-weight-only", "float8")  # tp.llm.load's quant_mode for a float checkpoint
 FLOAT_HEAD = "+float-head"  # a --quant mode's suffix: the output head kept unquantized
 
 
@@ -470,7 +470,7 @@ def main():
                         help="print the N kernels of a decode step and of a prefill that take the most GPU time "
                              "(needs torch; TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
-                        help="also run these quant_modes (int8-weight-only,int4-weight-only) against the unquantized run")
+                        help="also run these quant_modes (int8-weight-only,int4-weight-only,float8) against the unquantized run")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
                         help="also run each row tensor-parallel over N ranks (GPUs: under torchrun, one process per GPU)")
     parser.add_argument("--one-device-gb", type=float, default=None, metavar="GB",

@@ -1,5 +1,5 @@
-"""Weight-only quantized Llama models (tp.llm.load(path, quant_mode=...), LlamaForCausalLM's
-quant_mode): the quantizer's error bound, the quantized model's logits and greedy tokens against the
+"""Quantized Llama models (tp.llm.load(path, quant_mode=...), LlamaForCausalLM's quant_mode:
+int8 and int4 weight-only, float8 weights): the quantizer's error bound, the quantized model's logits and greedy tokens against the
 float64 numpy model run on the same dequantized weights, compiled decode steps reading packed
 weights, and the errors for a bad mode or features no int4 group divides."""
 
@@ -18,6 +18,7 @@ from test_loader import write_checkpoint
 
 PROMPT = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
 MODES = ["int8-weight-only", "int4-weight-only"]
+LOAD_MODES = MODES + ["float8"]  # what tp.llm.load quantizes a float checkpoint in
 # The merged projection -> the checkpoint's parameters it stacks, as LlamaForCausalLM stacks them.
 PARTS = {
     "self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
@@ -88,7 +89,7 @@ def test_quantized_weights_stay_within_half_a_step(mode):
     assert 0 < np.abs(deq["lm_head.weight"] - w).max() <= 0.5 * step * 1.01 + 1e-6
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", LOAD_MODES)
 def test_logits_match_numpy_on_the_dequantized_weights(device, mode):
     config = llama_ref.tiny_config()
     model, weights = build(config, mode)
@@ -97,15 +98,15 @@ def test_logits_match_numpy_on_the_dequantized_weights(device, mode):
     want = llama_ref.logits(dequantized(model, weights, config), PROMPT, config)[:, -1]
     got = np.asarray(tp.cast(logits, tp.float32))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
-    # Quantization moves the logits (these sharpened random weights amplify int4's steps; int8's
-    # stay near the float model's).
+    # Quantization moves the logits (these sharpened random weights amplify int4's and float8's
+    # steps; int8's stay near the float model's).
     float_logits = llama_ref.logits(weights, PROMPT, config)[:, -1]
     assert np.abs(got - float_logits).max() > 0
     if mode == "int8-weight-only":
         assert np.abs(got - float_logits).max() < 0.1 * np.abs(float_logits).max()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", LOAD_MODES)
 def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tmp_path):
     config = llama_ref.tiny_config()
     weights = llama_ref.random_weights(config)
@@ -119,8 +120,7 @@ def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tm
 
 
 def test_an_int4_prefill_past_the_products_rows_dequantizes_each_weight_in_one_kernel(monkeypatch, tmp_path):
-    """The GPU's prefill (more rows than its weight_only_dot takes) as the CPU compiles it with the
-    product off: each projection's weight comes from one fused kernel reading the packed bytes, the
+    """A prefill compiled with the weight-only product off: each projection's weight comes from one fused kernel reading the packed bytes, the
     scales and the zero points, then the GEMM; no int4 or broadcast temporaries, and one weight at
     a time in the arena (not every layer's at once). Greedy tokens still match numpy."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
@@ -207,7 +207,7 @@ def test_a_float8_model_quantizes_float_weights_per_output_feature(device):
     np.testing.assert_allclose(np.asarray(tp.cast(logits, tp.float32)), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", LOAD_MODES)
 def test_the_output_head_stays_float_when_asked_and_a_tied_head_gets_its_own_quantized_copy(mode, tmp_path):
     config = llama_ref.tiny_config(tie_word_embeddings=True)
     weights = llama_ref.random_weights(config)
@@ -220,5 +220,5 @@ def test_the_output_head_stays_float_when_asked_and_a_tied_head_gets_its_own_qua
     assert got == llama_ref.greedy(dequantized(model, weights, config), PROMPT[:1], 6, config).tolist()
     kept = tp.llm.load(str(tmp_path), max_seq_len=32, quant_mode=mode, quantize_head=False).model
     assert kept.lm_head.weight.dtype == tp.float32 and kept.quantize_head is False
-    with pytest.raises(tp.TripyException, match=r"quantize_head=True .* weight-only quant_mode"):
+    with pytest.raises(tp.TripyException, match=r"quantize_head=True .* has no quant_mode"):
         tp.llm.load(str(tmp_path), quantize_head=True)

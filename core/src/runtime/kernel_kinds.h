@@ -300,8 +300,9 @@ inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 //   out[r, n] = sum_k x[r, k] * (q[n, k] - zero[n, k / group_size]) * scale[n, k / group_size]
 // over x [..., K] (its leading dims are the rows r), with float32 sums. Inputs x, w, scale and, with
 // has_zero, zero; x, scale, zero and out share a float dtype (float32, float16, bfloat16); out is
-// [..., N]. w is int8 [N, K] (bits 8) or, with bits 4, int8 [N, ceil(K / 2)] holding two values a
-// byte: k even in the low nibble, k odd in the high one, each nibble u read as q = u - 8 in [-8, 7].
+// [..., N]. w is int8 [N, K] (bits 8), float8 e4m3 [N, K] (bits 8: q the float8 value) or, with
+// bits 4, int8 [N, ceil(K / 2)] holding two values a byte: k even in the low nibble, k odd in the
+// high one, each nibble u read as q = u - 8 in [-8, 7].
 // scale and zero are [N, ceil(K / group_size)] (one group spanning K: a per-channel scale); zero is
 // 0 without has_zero. The weight is read packed and dequantized in registers.
 struct WeightOnlyDotAttrs {

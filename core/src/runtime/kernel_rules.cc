@@ -372,7 +372,9 @@ class KernelRules {
     if (!arity(a.has_zero ? 4 : 3, 1)) return "needs x, the weight, its scales (and zero points) and 1 output";
     const DType t = dtype_of(k_.inputs[0]);
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return "multiplies a non-float x";
-    if (dtype_of(k_.inputs[1]) != DType::kInt8) return "has a weight that is not int8 bytes";
+    const DType w = dtype_of(k_.inputs[1]);
+    if (w != DType::kInt8 && !(w == DType::kFloat8E4M3 && a.bits == 8))
+      return "has a weight that is not int8 bytes (or float8 values of 8 bits)";
     if (dtype_of(k_.inputs[2]) != t || (a.has_zero && dtype_of(k_.inputs[3]) != t) || dtype_of(k_.outputs[0]) != t)
       return "has scales, zero points or an output of another dtype than x";
     if (rank_of(k_.inputs[0]) < 1 || rank_of(k_.outputs[0]) != rank_of(k_.inputs[0]))

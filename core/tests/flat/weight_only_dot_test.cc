@@ -151,6 +151,48 @@ return %3
   EXPECT_EQ(constant_of(*out, k->operands[2]).data(), constant_of(*g, 2).data());
 }
 
+TEST(WeightOnlyDot, Float8WeightsAreReadAsStoredOrTransposedAsFloat8) {
+  // [N, K] under a transpose (a tp.Linear): the constant itself; [K, N] (x @ W): transposed on the host.
+  const std::string tail = R"(%2 : f32[3] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[3, 4] = broadcast(%2) {dims = [0]}
+%4 : f32[3, 4] = convert(%1)
+%5 : f32[3, 4] = mul(%4, %3)
+%6 : f32[4, 3] = transpose(%5) {dims = [1, 0]}
+%7 : f32[2, 3] = dot(%0, %6)
+return %7
+)";
+  StatusOr<Graph> g = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : f8[3, 4] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}
+)" + tail);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = weight_only_dot(*g);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : f8[3, 4] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}
+%2 : f32[3, 1] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[2, 3] = weight_only_dot(%0, %1, %2) {group_size = 4}
+return %3
+)");
+  EXPECT_EQ(constant_of(*out, kernel_of(*out)->operands[1]).data(), constant_of(*g, 1).data());
+
+  StatusOr<Graph> kn = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
+%1 : f8[4, 3] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}
+%2 : f32[3] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[4, 3] = broadcast(%2) {dims = [1]}
+%4 : f32[4, 3] = convert(%1)
+%5 : f32[4, 3] = mul(%4, %3)
+%6 : f32[2, 3] = dot(%0, %5)
+return %6
+)");
+  ASSERT_TRUE(kn.ok()) << kn.status().message();
+  out = weight_only_dot(*kn);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_NE(out->str().find("f8[3, 4] = constant() {value = [1, 448, 3, 6, -2, 0, -4, -7, 0.5, -0.015625, 0.001953125, 8]}"),
+            std::string::npos)
+      << out->str();
+}
+
 TEST(WeightOnlyDot, PackedBytesOfAKByNWeightAreRepackedAlongK) {
   // x [1, 4] @ dequantize(unpack_int4(P [4, 1]) [4, 2]): the bytes pack along N, the kernel wants K.
   StatusOr<Graph> g = parse_graph(R"(%0 : f32[1, 4] = parameter() {index = 0}

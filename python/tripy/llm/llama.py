@@ -28,7 +28,6 @@ from tripy.frontend.ops.attention import scaled_dot_product_attention
 from tripy.frontend.ops.shape_ops import concatenate, split, update_slice
 from tripy.frontend.tensor import Tensor
 from tripy.llm.quantize import (
-    MODEL_QUANT_MODES,
     QUANT_MODES,
     check_quant_mode,
     packed_int4_weight,
@@ -309,21 +308,21 @@ def _stacked(param, values):
     return concatenate(values, dim=0)
 
 
-# The projections a quant_mode quantizes (each layer's; the output head too under the weight-only
-# modes unless the model is told otherwise: _head_quantized).
+# The projections a quant_mode quantizes (each layer's; the output head too unless the model is
+# told otherwise: _head_quantized).
 _PROJECTIONS = ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
 
 
 def _head_quantized(quant_mode, quantize_head):
-    """Whether the output head is quantized: by default under the weight-only modes, as torchao and
+    """Whether the output head is quantized: by default under every quant_mode, as torchao and
     gpt-fast quantize every linear layer (it is a small model's largest weight: a fifth of
-    Llama-3.2-1B's bytes), never under float8 (weights and activations) or without a quant_mode."""
+    Llama-3.2-1B's bytes); never without one."""
     if quantize_head is None:
-        return quant_mode in QUANT_MODES
-    if quantize_head and quant_mode not in QUANT_MODES:
+        return quant_mode is not None
+    if quantize_head and quant_mode is None:
         _raise_here(
-            f"quantize_head=True quantizes the output head in a weight-only quant_mode "
-            f"({', '.join(repr(m) for m in QUANT_MODES)}), but this model's quant_mode is {quant_mode!r}."
+            f"quantize_head=True quantizes the output head in the model's quant_mode "
+            f"({', '.join(repr(m) for m in QUANT_MODES)}), but this model has no quant_mode."
         )
     return bool(quantize_head)
 
@@ -369,15 +368,15 @@ class LlamaForCausalLM(Module):
     ``quant_mode`` (``"int8-weight-only"``, ``"int4-weight-only"`` or ``"float8"``,
     tripy/llm/quantize.py) quantizes the decoder layers' projections as ``load_state_dict`` loads
     their float weights, or takes them already quantized (tripy/llm/prequantized.py).
-    ``quantize_head`` quantizes the output head's float weight too (None: under the weight-only
-    modes); the embeddings and norms keep the model's dtype.
+    ``quantize_head`` quantizes the output head's float weight too (None: under any quant_mode);
+    the embeddings and norms keep the model's dtype.
     """
 
     def __init__(self, config, dtype=dtypes.float32, max_seq_len=None, quant_mode=None, quantize_head=None):
         super().__init__()
         self.config = config
         self.dtype = dtype
-        self.quant_mode = check_quant_mode(quant_mode, MODEL_QUANT_MODES)
+        self.quant_mode = check_quant_mode(quant_mode)
         self.max_seq_len = max_seq_len or config.max_position_embeddings
         if config.sliding_window is not None and self.max_seq_len > config.sliding_window:
             raise TripyException(

@@ -40,10 +40,11 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             length. Defaults to the config's ``max_position_embeddings``, at most 4096.
         max_batch_size: The most sequences one call generates at once.
         device: Where the weights go; the default device when omitted.
-        quant_mode: None, ``"int8-weight-only"`` or ``"int4-weight-only"``: quantizes the decoder
-            layers' projection weights as they load (int8 per output feature; int4 in groups of
-            128 input features with zero points, held two values a byte), so decode steps read
-            packed weights. A checkpoint that is already quantized (its ``config.json`` has a
+        quant_mode: None, ``"int8-weight-only"``, ``"int4-weight-only"`` or ``"float8"``:
+            quantizes the decoder layers' projection weights as they load (int8 per output
+            feature; int4 in groups of 128 input features with zero points, held two values a
+            byte; float8 e4m3 per output feature, the activations staying in ``dtype``), so decode
+            steps read a half or a quarter of the bytes. A checkpoint that is already quantized (its ``config.json`` has a
             ``quantization_config``: GPTQ or AWQ int4, fp8 with ``weight_scale``; see
             tripy/llm/prequantized.py) is read as it is stored; its quant_mode may be left None.
         mesh: A ``tp.DeviceMesh`` to run the model over, tensor-parallel: the LLM's steps compile
@@ -55,7 +56,7 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             ``tp.DeviceMesh.from_environment()`` in every process, one per GPU) a process holds one
             rank's share of the model. None: one device.
         quantize_head: Whether the output head's weight is quantized too, in ``quant_mode``'s
-            int8 or int4 form. None: yes when ``quant_mode`` quantizes a float checkpoint (as
+            form. None: yes when ``quant_mode`` quantizes a float checkpoint (as
             torchao and gpt-fast quantize every linear layer; a tied head gets its own quantized
             copy, the embedding stays in ``dtype``), no for a checkpoint that is already quantized
             (its head as it is stored). False keeps the head in ``dtype``.
@@ -67,7 +68,7 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
         tp.TripyException: if ``mesh`` is not a ``tp.DeviceMesh`` or its size does not divide the
             model's heads, feed-forward features or vocabulary, or if a rank's share of a
             row-parallel int4 projection's input features would split a quantization group, or
-            if ``quantize_head`` is True without an int8 or int4 weight-only ``quant_mode``.
+            if ``quantize_head`` is True without a ``quant_mode``.
     """
     check_quant_mode(quant_mode)
     config = LlamaConfig.from_file(path)

@@ -1,4 +1,4 @@
-"""Quantized projections of a Llama-family model: weight-only quantization at load time
+"""Quantized projections of a Llama-family model: quantization at load time
 (``tp.llm.load(path, quant_mode=...)``), computed with Tripy's own ops on the weights' device, and
 the form every quantized weight takes in the model, whether quantized here or read from a
 pre-quantized checkpoint (tripy/llm/prequantized.py):
@@ -8,12 +8,14 @@ pre-quantized checkpoint (tripy/llm/prequantized.py):
   asymmetric: the group's ``[min, max]`` spans the 16 levels, ``w = (q - zero_point) * scale``.
   The weights are held two values a byte (``pack_int4``) and the model's int4 weight is
   ``unpack_int4`` of those bytes, which every compiled step reads in place;
-- ``"float8"`` (fp8 checkpoints, or float weights loaded into such a model): float8 e4m3 weights
-  with one scale per output feature (``max |w| / 448`` when quantized here).
+- ``"float8"``: float8 e4m3 weights with one scale per output feature (``max |w| / 448`` when
+  quantized here), a byte a value. Activations stay in the model's dtype, except where an fp8
+  checkpoint gives a projection a per-tensor ``input_scale`` (its activation is quantized too and
+  the product is a float8 GEMM).
 
-The quantized linears compile to the weight-only product, which reads the weights packed. Under the
-weight-only modes the output head is quantized too unless the model is told otherwise
-(``quantize_head``); embeddings and norms stay in the model's dtype.
+The quantized linears compile to the weight-only product, which reads the weights as stored. The
+output head is quantized too unless the model is told otherwise (``quantize_head``); embeddings and
+norms stay in the model's dtype.
 """
 
 from tripy.exception import TripyException
@@ -23,9 +25,8 @@ from tripy.frontend.ops.misc import cast
 from tripy.frontend.ops.quantize import pack_int4, quantize, unpack_int4
 from tripy.frontend.ops.reduce import max, min
 
-# The modes tp.llm.load quantizes a float checkpoint in; a model also takes "float8" (fp8 checkpoints).
-QUANT_MODES = ("int8-weight-only", "int4-weight-only")
-MODEL_QUANT_MODES = QUANT_MODES + ("float8",)
+# The modes tp.llm.load quantizes a float checkpoint in (and a pre-quantized checkpoint's modes).
+QUANT_MODES = ("int8-weight-only", "int4-weight-only", "float8")
 INT4_GROUPS = (128, 64, 32)
 FLOAT8_MAX = 448.0
 

@@ -1,9 +1,9 @@
-"""Weight-only quantization: a float activation times a dequantized constant int8 or int4 weight
-compiles to one weight_only_dot kernel that reads the weight packed (flat::weight_only_dot), for
-tp.Linear (x @ W.T) and x @ W alike. Checked against numpy in float64 of the same quantization on
-the default device: int8 per output channel, int4 in groups of 32, 64 and 128 of the input features
-(an odd count of groups), with and without zero points, N off every tile, 1 to 300 rows, float32
-and bfloat16; and the errors for groups that do not divide the features or zero points that do not
+"""Weight-only quantization: a float activation times a dequantized constant int8, int4 or float8
+weight compiles to one weight_only_dot kernel that reads the weight packed (flat::weight_only_dot),
+for tp.Linear (x @ W.T) and x @ W alike. Checked against numpy in float64 of the same quantization
+on the default device: int8 and float8 per output channel, int4 in groups of 32, 64 and 128 of the
+input features (an odd count of groups), with and without zero points, N off every tile, 1 to 300
+rows, float32 and bfloat16; and the errors for groups that do not divide the features or zero points that do not
 fit the scale. int4 weights held two values a byte (pack_int4, unpack_int4) against numpy's
 packing: read in place by the product (the weight stays a view of the bytes), unpacked for the
 GEMM where the product is off, repacked along K for a [K, N] weight. The GPU's kernel past its
@@ -24,11 +24,6 @@ N, K = 70, 384  # N off the CPU's 64-row tile and the GPU's row groups
 
 def _kernels(exe):
     return re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
-
-
-def _reads_packed(rows_max):
-    """Whether the pass fires: the CPU takes any rows, the GPU up to 32 (its decode kernel)."""
-    return default_device().kind == "cpu" or rows_max <= 32
 
 
 def _rounded(values, dtype):
@@ -80,7 +75,7 @@ def _check(got, want, dtype):
 def test_int8_per_channel_linear_reads_the_packed_weight(rows):
     lin, w = _linear(8, None, False, tp.float32)
     exe = tp.compile(lin, args=[tp.InputInfo(shape=(rows, K), dtype=tp.float32)])
-    assert ("weight_only_dot" in _kernels(exe)) == _reads_packed(rows)
+    assert "weight_only_dot" in _kernels(exe)
     x = _x(rows, tp.float32)
     _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
 
@@ -103,7 +98,7 @@ def test_an_odd_count_of_groups_and_many_rows():
     try:
         lin, w = _linear(4, 32, True, tp.float32)
         exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 8, 300), K), dtype=tp.float32)])
-        assert ("weight_only_dot" in _kernels(exe)) == _reads_packed(300)
+        assert "weight_only_dot" in _kernels(exe)
         for rows in (3, 300):
             x = _x(rows, tp.float32)
             _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
@@ -118,6 +113,24 @@ def test_bfloat16_activations(bits):
     assert "weight_only_dot" in _kernels(exe)
     x = _x(3, tp.bfloat16)
     _check(_run(exe, x, tp.bfloat16), x.astype(np.float64) @ w.T, tp.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+def test_float8_per_channel_weights_are_read_as_stored(dtype):
+    """float8 e4m3 values (some below its normal range, some zero) times a scale per output feature."""
+    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
+    w[:, :16] *= 1e-4
+    w[:, 16:20] = 0
+    w8 = tp.cast(tp.Tensor(w, device=default_device()), tp.float8)
+    q = np.array(tp.cast(w8, tp.float32).tolist(), np.float64)
+    scale = _rounded(RNG.uniform(0.002, 0.02, (N,)), dtype)
+    lin = tp.Linear(K, N, bias=False, dtype=dtype, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": tp.cast(tp.Tensor(scale.astype(np.float32)), dtype)})
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 8, 300), K), dtype=dtype)])
+    assert _kernels(exe) == ["weight_only_dot"]
+    for rows in (1, 8, 300):
+        x = _x(rows, dtype)
+        _check(_run(exe, x, dtype), x.astype(np.float64) @ (q * scale[:, None]).T, dtype)
 
 
 def test_a_weight_stored_k_by_n_with_blocks_of_rows():
@@ -199,10 +212,9 @@ def _packed_linear(K_, group, zero, dtype=tp.float32):
 def test_a_packed_int4_weight_is_read_in_place(rows):
     lin, w, packed = _packed_linear(K, 64, True)
     exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, rows, rows), K), dtype=tp.float32)])
-    if _reads_packed(rows):
-        assert "weight_only_dot" in _kernels(exe)
-        # The kernel's weight is the packed bytes, [N, K / 2], and the model's weight a view of them.
-        assert re.search(rf"= constant \d+ i8\[\$\d+, \$\d+\]", exe._impl.program_text)
+    assert "weight_only_dot" in _kernels(exe)
+    # The kernel's weight is the packed bytes, [N, K / 2], and the model's weight a view of them.
+    assert re.search(rf"= constant \d+ i8\[\$\d+, \$\d+\]", exe._impl.program_text)
     assert not lin.weight._node.is_evaluated
     x = _x(rows, tp.float32)
     _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)

@@ -8,7 +8,7 @@ path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past the last 
 group of 16 weight rows) and below 8 where the tuner may take them, dynamic rows across both
 paths, CUDA graph replays (each executable runs three times), and an LLM-sized product against
 torch; int4 weights held packed (unpack_int4): decode and prefill executables sharing the bytes.
-The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized tests).
+float8 e4m3 weights per output feature on each path. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized tests).
 Times nothing: bench/gpu_bench.py --weight-only does."""
 
 import re
@@ -168,6 +168,28 @@ def test_without_the_weight_only_product_the_dequantization_precedes_the_gemm(mo
     exe = tp.compile(lin, args=[tp.InputInfo((64, 256), dtype=tp.bfloat16)])
     assert "weight_only_dot" not in _kinds(exe) and "dot" in _kinds(exe)
     _check(exe, w, 64, 256, "bfloat16")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("K", [512, 250])
+def test_float8_weights_on_every_path(dtype, K):
+    """float8 e4m3 weights per output feature (some below e4m3's normal range, some zero): one row
+    on its own tile, and a prefill's kernel on the tile of 8 rows and through the GEMM; K = 250
+    takes the single-value paths."""
+    w = RNG.standard_normal((300, K)).astype(np.float32) * 50
+    w[:, :16] *= 1e-4
+    w[:, 16:20] = 0
+    w8 = tp.cast(_as(w, "float32"), tp.float8)
+    w8.eval()
+    scale = _as(RNG.uniform(0.002, 0.02, (300,)), dtype)
+    lin = tp.Linear(K, 300, bias=False, dtype=getattr(tp, dtype), quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": scale})
+    want = _numpy(w8) * _numpy(scale)[:, None]
+    for most, rows in ((1, (1,)), (300, (1, 3, 8, 47, 48, 300))):
+        exe = tp.compile(lin, args=[tp.InputInfo(((1, most, most), K), dtype=getattr(tp, dtype))])
+        assert _kinds(exe) == ["weight_only_dot"]
+        for r in rows:
+            _check(exe, want, r, K, dtype)
 
 
 def test_an_llm_sized_product_agrees_with_torch():

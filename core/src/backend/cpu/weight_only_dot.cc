@@ -57,6 +57,7 @@ struct Weight {
   const float* scale;   // [N, groups]
   const float* zero;    // [N, groups], or null
   int64_t K, row_bytes, groups;
+  bool float8;  // the bytes are float8 e4m3 values (8 bits), not integers
 
   // Row n of the weight, dequantized: (q - zero) * scale per element.
   void row(int64_t n, float* w) const {
@@ -68,6 +69,10 @@ struct Weight {
       const int64_t k1 = std::min(K, k0 + gs);
       const float sg = s[g], zg = z ? z[g] : 0.0f;
       int64_t k = k0;
+      if (float8) {
+        for (; k < k1; ++k) w[k] = (float8_to_float(static_cast<uint8_t>(q[k])) - zg) * sg;
+        continue;
+      }
 #if defined(__AVX2__) && defined(__FMA__)
       // 8 int8 or 16 int4 values a step, as q s - (offset + z) s.
       const __m256 sv = _mm256_set1_ps(sg), ov = _mm256_set1_ps(-(zg + (a->bits == 4 ? 8.0f : 0.0f)) * sg);
@@ -267,10 +272,12 @@ Status run_weight_only_dot(const KernelArgs& args) {
                  a.has_zero ? zero.data() : nullptr,
                  K,
                  args.inputs[1]->shape[1],
-                 args.inputs[2]->shape[1]};
+                 args.inputs[2]->shape[1],
+                 args.inputs[1]->dtype == DType::kFloat8E4M3};
   const int64_t gs = a.group_size;
-  // Groups on whole bytes: int8, or int4 with K and the group even.
-  const bool on_bytes = a.bits == 8 || (K % 2 == 0 && gs % 2 == 0);
+  // Groups on whole bytes of integers: int8, or int4 with K and the group even (float8 values are
+  // dequantized a row at a time).
+  const bool on_bytes = !w.float8 && (a.bits == 8 || (K % 2 == 0 && gs % 2 == 0));
   if (rows <= kFewRows && on_bytes) {
     std::vector<XRow> xr;
     for (int64_t r = 0; r < rows; ++r) xr.push_back(x_row(x.data() + r * K, K, gs, a.bits));

@@ -64,7 +64,7 @@ static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kW
 
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
   const int64_t vals = bits == 4 ? 32 : 16;
-  return (t == DType::kFloat16 || t == DType::kBFloat16) && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && bits != kWeightOnlyE4M3 && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
          group % vals == 0;
 }
 
@@ -87,8 +87,14 @@ int weight_only_row_tile(const Program& p, const Kernel& k) {
   return kWeightOnlyMmaRows;
 }
 
+int weight_only_format(const Program& p, const Kernel& k) {
+  const bool float8 = p.buffers[static_cast<size_t>(k.inputs.at(1))].dtype == DType::kFloat8E4M3;
+  return float8 ? kWeightOnlyE4M3 : static_cast<int>(k.weight_only_dot.bits);
+}
+
 std::string weight_only_function(DType t, int bits, int row_tile) {
-  return std::string("tripy_weight_only_dot_") + float_suffix(t) + "_b" + std::to_string(bits) + "_m" +
+  const std::string format = bits == kWeightOnlyE4M3 ? "e4m3" : "b" + std::to_string(bits);
+  return std::string("tripy_weight_only_dot_") + float_suffix(t) + "_" + format + "_m" +
          std::to_string(row_tile);
 }
 
@@ -137,7 +143,7 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
                                       int64_t out_elements) {
   WeightOnlyProblem pr;
   pr.dtype = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-  pr.bits = static_cast<int>(k.weight_only_dot.bits);
+  pr.bits = weight_only_format(p, k);
   pr.N = w.at(0);
   pr.K = x.back();
   pr.rows = pr.N > 0 ? out_elements / pr.N : 0;

@@ -21,6 +21,11 @@ inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : ro
 // WO_MMA_ROWS, wo_mma), 16 weight rows a warp group, where K and the group are multiples of the
 // values a 16-byte piece holds (32 at 4 bits, 16 at 8) and the addresses 16-byte aligned.
 inline constexpr int kWeightOnlyMmaRows = 8;
+// The weight's format where the functions below take `bits`: 4 or 8 (int4, int8), or this code for
+// float8 e4m3 (a byte a value as int8; the kernel's WO_E4M3). Its tiles stay on CUDA cores.
+inline constexpr int kWeightOnlyE4M3 = 9;
+// Kernel `k`'s format: its bits, or kWeightOnlyE4M3 where the weight holds float8 values.
+int weight_only_format(const Program& p, const Kernel& k);
 // A kernel whose x may have more rows than the largest tile (a prefill) runs the tensor-core tile
 // (its module is a decode step's too: no compile of its own), whose module also dequantizes the
 // weight: from this many rows the launch writes the dequantized weight into the program's
@@ -53,7 +58,7 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 // addresses; the grid where the addresses allow the vector form, and where they do not).
 struct WeightOnlyProblem {
   DType dtype = DType::kBFloat16;  // of x, the scales, the zero points and the output
-  int bits = 8;
+  int bits = 8;  // the format (weight_only_format)
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
 };

@@ -1,13 +1,14 @@
-// Weight-only quantized matrix products. tp.dequantize of a constant int8 or int4 weight lowers to
+// Weight-only quantized matrix products. tp.dequantize of a constant int8, int4 or float8 weight
+// lowers to
 //   mul(convert(q -> F), scale)   or, with zero points,   mul(sub(convert(q -> F), zero), scale)
-// where scale and zero are broadcasts (and reshapes) of constants, and q is an int8 or int4
-// constant or unpack_int4's view of packed int4 bytes (trace/ops_quantize.cc). A float activation
-// times such a weight, x @ W.T of a tp.Linear or x @ W of a [K, N] weight, becomes one
+// where scale and zero are broadcasts (and reshapes) of constants, and q is an int8, int4 or
+// float8 e4m3 constant or unpack_int4's view of packed int4 bytes (trace/ops_quantize.cc). A float
+// activation times such a weight, x @ W.T of a tp.Linear or x @ W of a [K, N] weight, becomes one
 // weight_only_dot kernel (rt::WeightOnlyDotAttrs) reading the weight packed: stored [N, K] as
-// int8, or two int4 values a byte, with the scales and zero points gathered per output row and
-// group of K. The dequantized weight then exists only in registers, and a decode step reads a
-// quarter (int4) or half (int8) of the float16 weight's bytes. Constants that already have the
-// kernel's layout (an int8 [N, K] weight, packed int4 bytes [N, ceil(K / 2)], scales [N, groups]
+// int8 or float8, or two int4 values a byte, with the scales and zero points gathered per output
+// row and group of K. The dequantized weight then exists only in registers, and a decode step reads
+// a quarter (int4) or half (int8, float8) of the float16 weight's bytes. Constants that already
+// have the kernel's layout (an int8 or float8 [N, K] weight, packed int4 bytes [N, ceil(K / 2)], scales [N, groups]
 // of the activation's dtype) are its operands as they are, never read or copied: a model's
 // weights, on the GPU or the host, are then held once however many executables read them (a
 // generator's prefill and decode steps). Matched where the scale and zero point are constant over
@@ -268,6 +269,7 @@ struct Match {
   Tensor q_values;        // q's data that the weight reads: all of it, or (packed) a window's bytes
   bool packed = false;    // q holds unpack_int4's bytes
   int bits = 8;
+  bool float8 = false;    // q holds float8 e4m3 values (8 bits), not integers
   bool nk = true;
   int64_t N = 0, K = 0, group = 1;
   std::optional<GroupParam> scale, zero;
@@ -308,7 +310,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
     if (d->kind != OpKind::kElementwise || d->fn != EwOp::kConvert) continue;
     const Op& qc = g.def(d->operands[0]);
     const DType qt = g.values[qc.result].dtype;
-    if (qt != DType::kInt8 && qt != DType::kInt4) continue;
+    if (qt != DType::kInt8 && qt != DType::kInt4 && qt != DType::kFloat8E4M3) continue;
     std::optional<UnpackedInt4> unpacked;
     if (qc.kind == OpKind::kConstant) {
       if (!qc.constant.defined()) return std::nullopt;
@@ -324,6 +326,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
       return std::nullopt;
     }
     m.bits = qt == DType::kInt4 ? 4 : 8;
+    m.float8 = qt == DType::kFloat8E4M3;
     m.scale = group_param(g, mul.operands[1 - side], m.nk, m.N, m.K);
     if (!m.scale) return std::nullopt;
     m.group = m.scale->group;
@@ -338,15 +341,16 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
   return std::nullopt;
 }
 
-// The weight [N, row bytes]: the constant itself where it has that layout (int8 [N, K], or
-// unpack_int4's bytes of an [N, K] weight); else int8 as it is (transposed from [K, N]), int4 two
-// values a byte, made on the host.
+// The weight [N, row bytes]: the constant itself where it has that layout (int8 or float8 [N, K],
+// or unpack_int4's bytes of an [N, K] weight); else int8 or float8 as it is (transposed from
+// [K, N]), int4 two values a byte, made on the host.
 StatusOr<Tensor> packed_weight(const Match& m) {
   const int bits = m.bits;
   const int64_t row_bytes = rt::weight_only_row_bytes(bits, m.K);
   const Tensor& c = m.q_values;
   const std::vector<int64_t> kernel_layout{m.N, row_bytes};
-  if (m.nk && c.dtype() == DType::kInt8 && c.shape() == kernel_layout && (bits == 8 || m.packed)) return c;
+  const DType stored = m.float8 ? DType::kFloat8E4M3 : DType::kInt8;
+  if (m.nk && c.dtype() == stored && c.shape() == kernel_layout && (bits == 8 || m.packed)) return c;
   std::optional<Tensor> host = on_host(c) ? std::optional<Tensor>(c) : std::nullopt;
   if (!host) {
     StatusOr<Tensor> copied = copy_to(c, Device{});
@@ -355,7 +359,7 @@ StatusOr<Tensor> packed_weight(const Match& m) {
   if (!host) return internal_error("weight_only_dot: the weight's constant cannot be read on the host");
   const Tensor q = m.packed ? unpacked_on_host(*host, m.nk ? std::vector<int64_t>{m.N, m.K} : std::vector<int64_t>{m.K, m.N})
                             : *host;
-  Tensor out = Tensor::empty_host(DType::kInt8, kernel_layout);
+  Tensor out = Tensor::empty_host(stored, kernel_layout);
   auto* dst = static_cast<uint8_t*>(out.data());
   const auto* src = static_cast<const int8_t*>(q.data());
   std::memset(dst, 0, static_cast<size_t>(m.N * row_bytes));
@@ -558,8 +562,9 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows) {
     const Op& src = graph.ops[i];
     const Value& val = graph.values[src.result];
     const Match& m = rewrites[i]->m;
-    const OriginRef why = with_reason(src.origin, "the weight-only int" + std::to_string(m.bits) +
-                                                      " product that replaced dequantize -> dot");
+    const std::string format = m.float8 ? "float8" : "int" + std::to_string(m.bits);
+    const OriginRef why =
+        with_reason(src.origin, "the weight-only " + format + " product that replaced dequantize -> dot");
     auto constant = [&](const Tensor& c_tensor) {
       Op c;
       c.kind = OpKind::kConstant;

@@ -334,7 +334,7 @@ class CudaBuilder final : public Builder {
       if (k.kind == KernelKind::kWeightOnlyDot && options.optimization_level >= 1) {
         std::vector<int> tiles = weight_only_tiles_to_time(program, k);
         const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-        for (int tile : tiles) (void)weight_only_entry_module(dev->arch, t, static_cast<int>(k.weight_only_dot.bits), tile);
+        for (int tile : tiles) (void)weight_only_entry_module(dev->arch, t, weight_only_format(program, k), tile);
         weight_only_tiles[static_cast<int32_t>(art.kernel_module.size())] = std::move(tiles);
         art.kernel_module.push_back(-1);  // set once the tuner has chosen
         art.kernel_function.emplace_back();
@@ -427,7 +427,7 @@ class CudaBuilder final : public Builder {
           art.algos.erase(a);
       }
       const DType t = program.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-      const int bits = static_cast<int>(k.weight_only_dot.bits);
+      const int bits = weight_only_format(program, k);
       const std::string name = weight_only_function(t, bits, tile);
       auto [it, fresh] = weight_only_module.emplace(name, static_cast<int32_t>(art.modules.size()));
       if (fresh) {

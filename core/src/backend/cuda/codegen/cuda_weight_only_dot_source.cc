@@ -1,5 +1,5 @@
 // The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
-// point it runs (x's dtype, the weight's bits, the tile of rows of x: cuda_weight_only_dot.h; from
+// point it runs (x's dtype, the weight's format, the tile of rows of x: cuda_weight_only_dot.h; from
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and a third,
 // the weight's dequantization for cuBLASLt at many rows).
@@ -20,7 +20,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                        ">(a); }\n";
   // The tensor-core tile's ring (wo_mma_ring) on its own, at 128 registers or fewer so that two
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
-  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
+  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32 && bits != kWeightOnlyE4M3)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
@@ -32,7 +32,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
 
 StatusOr<GeneratedKernel> weight_only_dot_module(const Program& p, const Kernel& k) {
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-  return weight_only_dot_module_source(t, static_cast<int>(k.weight_only_dot.bits), weight_only_row_tile(p, k));
+  return weight_only_dot_module_source(t, weight_only_format(p, k), weight_only_row_tile(p, k));
 }
 
 }  // namespace tripy::rt::cuda

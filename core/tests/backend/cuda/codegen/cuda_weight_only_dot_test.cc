@@ -20,7 +20,7 @@ namespace {
 TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   std::vector<std::string> sources, names;
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
-    for (int bits : {4, 8})
+    for (int bits : {4, 8, kWeightOnlyE4M3})
       for (int mt : kWeightOnlyRowTiles) {
         if (t != DType::kBFloat16 && mt != 1 && mt != 8) continue;  // every tile once is enough
         GeneratedKernel g = weight_only_dot_module_source(t, bits, mt);
@@ -37,7 +37,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization; no module more.
     const int tile = weight_only_function_tile(names[i]);
-    const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
+    const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos &&
+                      names[i].find("_e4m3_") == std::string::npos;  // float8 stays on CUDA cores
     const bool dequantize = tile == kWeightOnlyMmaRows;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
@@ -52,6 +53,11 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     }
   }
   EXPECT_EQ(weight_only_dequantize_function(DType::kFloat16, 8), "tripy_weight_only_dot_f16_b8_m8_dequantize");
+  EXPECT_EQ(weight_only_function(DType::kBFloat16, kWeightOnlyE4M3, 1), "tripy_weight_only_dot_bf16_e4m3_m1");
+  // Before sm_89 float8 bytes convert without cvt's e4m3x2 form.
+  const GeneratedKernel sm80 = weight_only_dot_module_source(DType::kBFloat16, kWeightOnlyE4M3, kWeightOnlyMmaRows);
+  auto older = compile_modules({sm80.source}, {sm80.function}, 80);
+  ASSERT_TRUE(older.ok()) << older.status().message();
   EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
@@ -131,6 +137,7 @@ TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4112, 16));  // pieces of 32 int4 values
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4096, 48));  // a group inside a piece
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 32, 200, 200));
+  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, kWeightOnlyE4M3, 32, 4096, 4096));  // float8: CUDA cores
 }
 
 // x (rows, K) of `t` times a (1024, K) weight of `bits` in groups of `group`, rows at most `most`.
@@ -202,7 +209,7 @@ TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
 
 TEST(CudaWeightOnlyDot, AnEntryPointsNameGivesItsTile) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
-    for (int bits : {4, 8})
+    for (int bits : {4, 8, kWeightOnlyE4M3})
       for (int mt : kWeightOnlyRowTiles) EXPECT_EQ(weight_only_function_tile(weight_only_function(t, bits, mt)), mt);
   EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m3"), 0);  // no such tile
   EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m"), 0);

@@ -47,6 +47,7 @@ struct WoArgs {
 DEVI bool wo_early(const WoArgs& a) { return (a.mma_split >> 8) & 1; }
 
 #define WO_BLOCK 256
+#define WO_E4M3 9  // BITS of a float8 e4m3 weight: a byte a value, as int8, read as a float (kWeightOnlyE4M3)
 #define WO_MMA_ROWS 8  // MT from which float16/bfloat16 x runs on tensor cores (kWeightOnlyMmaRows)
 
 struct WoHalf {
@@ -102,12 +103,46 @@ DEVI V16 wo_stream(const signed char* p) {
 // Byte b of `u` (0..255) as the float 2^23 + byte.
 DEVI float wo_byte(unsigned u, int b) { return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7440u | b)); }
 
+// A float8 e4m3 byte's value, exactly (sign, 4 exponent bits of bias 7, 3 mantissa bits; no
+// infinities, S.1111.111 is NaN).
+DEVI float wo_e4m3(unsigned b) {
+  const unsigned e = (b >> 3) & 15u, m = b & 7u;
+  float v = e ? __uint_as_float(((e + 120u) << 23) | (m << 20)) : (float)m * 0.001953125f;  // m 2^-9
+  if (e == 15u && m == 7u) v = __int_as_float(0x7fc00000);
+  return b & 0x80u ? -v : v;
+}
+
+// Bytes 2i, 2i + 1 of `u` as float8 e4m3 values (one conversion of the pair from sm_89 on).
+DEVI void wo_e4m3x2(unsigned u, int i, float& lo, float& hi) {
+#if __CUDA_ARCH__ >= 890
+  unsigned h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)(u >> (16 * i))));
+  lo = h2f((unsigned short)(h & 0xffffu)), hi = h2f((unsigned short)(h >> 16));
+#else
+  lo = wo_e4m3((u >> (16 * i)) & 0xffu), hi = wo_e4m3((u >> (16 * i + 8)) & 0xffu);
+#endif
+}
+
+// Weight value k of a row's bytes `w` as a float: BITS 4 (nibbles), 8 (int8) or WO_E4M3.
+template <int BITS>
+DEVI float wo_value(const signed char* w, i64 k) {
+  if (BITS == 4) return (float)((int)((((unsigned)w[k >> 1] & 0xffu) >> ((k & 1) * 4)) & 15u) - 8);
+  if (BITS == WO_E4M3) return wo_e4m3((unsigned)w[k] & 0xffu);
+  return (float)w[k];
+}
+
 // Values 8j .. 8j + 7 of one 16-byte piece as exact floats q: BITS 4 holds 32 values (word j's
-// bytes, the low nibble first; nibble u -> u - 8), BITS 8 holds 16 (signed bytes of words 2j, 2j + 1).
+// bytes, the low nibble first; nibble u -> u - 8), BITS 8 holds 16 (signed bytes of words 2j, 2j + 1),
+// WO_E4M3 16 float8 values (the bytes of words 2j, 2j + 1).
 template <int BITS>
 DEVI void wo_values8(const V16& v, int j, float (&q)[8]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
-  if (BITS == 4) {
+  if (BITS == WO_E4M3) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) wo_e4m3x2(u[(2 * j + h) & 3], i, q[4 * h + 2 * i], q[4 * h + 2 * i + 1]);
+  } else if (BITS == 4) {
     const unsigned lo = u[j] & 0x0f0f0f0fu, hi = (u[j] >> 4) & 0x0f0f0f0fu;
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
@@ -236,10 +271,9 @@ DEVI void wo_rows(const WoArgs& a) {
         float wf[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          const int byte = w[nr[r] * a.row_bytes + (BITS == 4 ? (k >> 1) : k)];
-          const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
+          const float q = wo_value<BITS>(w + nr[r] * a.row_bytes, k);
           const float s = T::get(sc, nr[r] * a.groups + grp), z = zp ? T::get(zp, nr[r] * a.groups + grp) : 0.0f;
-          wf[r] = ((float)q - z) * s;
+          wf[r] = (q - z) * s;
         }
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
@@ -484,10 +518,8 @@ DEVI void wo_mma(const WoArgs& a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const i64 n = nr[i >> 1];
-        const int byte = w[n * a.row_bytes + (BITS == 4 ? (k >> 1) : k)];
-        const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
         const float zf = zp ? T::get(zp, n * a.groups + grp) : 0.0f;
-        const float wf = ((float)q - zf) * T::get(sc, n * a.groups + grp);
+        const float wf = (wo_value<BITS>(w + n * a.row_bytes, k) - zf) * T::get(sc, n * a.groups + grp);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
           const int col = t * 8 + 2 * t4 + (i & 1);
@@ -668,7 +700,7 @@ DEVI void wo_mma_ring(const WoArgs& a) {
 // are whole steps), so that neither's registers and shared memory bound the other's occupancy.
 template <class T, int BITS, int MT, int R>
 DEVI void wo_dot(const WoArgs& a) {
-  if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
+  if constexpr (T::kMma && MT >= WO_MMA_ROWS && BITS != WO_E4M3) {
     if (a.vec && a.mma_split) {
       constexpr i64 kStepValues = 4 * (BITS == 4 ? 32 : 16);
       if (a.group % kStepValues == 0) wo_mma<T, BITS, MT, true>(a);
@@ -712,7 +744,15 @@ DEVI void wo_dequantize(const WoArgs& a) {
           const unsigned* u = (const unsigned*)(wr + c * 8);
           const unsigned lo = u[0], hi = u[1];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) q[e] = (float)(signed char)(((e < 4 ? lo : hi) >> (8 * (e & 3))) & 0xffu);
+          for (int e = 0; e < 8; e += 2) {
+            const unsigned word = e < 4 ? lo : hi;
+            if (BITS == WO_E4M3) {
+              wo_e4m3x2(word, (e >> 1) & 1, q[e], q[e + 1]);
+            } else {
+              q[e] = (float)(signed char)((word >> (8 * (e & 3))) & 0xffu);
+              q[e + 1] = (float)(signed char)((word >> (8 * (e & 3) + 8)) & 0xffu);
+            }
+          }
         }
         alignas(16) S o[8];
 #pragma unroll
@@ -722,11 +762,9 @@ DEVI void wo_dequantize(const WoArgs& a) {
       }
     } else {
       for (i64 k = threadIdx.x; k < K; k += blockDim.x) {
-        const int byte = wr[BITS == 4 ? (k >> 1) : k];
-        const int q = BITS == 4 ? ((((unsigned)byte & 0xffu) >> ((k & 1) * 4)) & 15) - 8 : byte;
         const i64 grp = k / a.group;
         const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
-        T::put(out, k, ((float)q - z) * s);
+        T::put(out, k, (wo_value<BITS>(wr, k) - z) * s);
       }
     }
   }
