@@ -113,12 +113,13 @@ PYBIND11_MODULE(_C, m) {
     tripy::binding::g_eager_dump.store(handle);
   });
   m.def("gpu_available", [] { return tripy::rt::backend_for(tripy::Device::Kind::kGpu) != nullptr; });
-  // (int8, float8): the low-precision GEMMs that quantize/dequantize around a matmul compile to on
-  // `device` (tests ask, since a GPU's architecture decides).
+  // (int8, float8, int8 weight-only rows): the low-precision GEMMs that quantize/dequantize around a
+  // matmul compile to on `device`, and the rows up to which an int8 one with a constant weight is
+  // the weight-only product instead (tests ask, since a GPU's architecture decides).
   m.def("_low_precision_gemms", [](const std::string& device) -> py::tuple {
     tripy::rt::Backend* b = tripy::rt::backend_for(tripy::binding::parse_device(device).kind);
-    if (b == nullptr || !b->available()) return py::make_tuple(false, false);
+    if (b == nullptr || !b->available()) return py::make_tuple(false, false, 0);
     const tripy::rt::LowPrecisionGemms g = b->low_precision_gemms();
-    return py::make_tuple(bool{g.int8}, bool{g.float8});
+    return py::make_tuple(bool{g.int8}, bool{g.float8}, g.int8_weight_only_rows);
   });
 }

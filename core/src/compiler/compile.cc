@@ -95,7 +95,10 @@ StatusOr<std::optional<flat::Graph>> quantized_dot(const flat::Graph& g, PassCon
   if (!flat::converts_low_precision(g)) return std::optional<flat::Graph>();
   const rt::LowPrecisionGemms q = c.rules.low_precision_gemms();
   if (!q.int8 && !q.float8) return std::optional<flat::Graph>();
-  return flat::quantized_dot(g, flat::QuantizedDotRules{q.int8, q.float8, q.weight_nk, q.int8_multiple, q.float8_multiple});
+  // The weight-only product takes the decode-sized int8 dots only where it is on.
+  const int64_t weight_only_rows = c.rules.weight_only_dot_max_rows == 0 ? 0 : q.int8_weight_only_rows;
+  return flat::quantized_dot(
+      g, flat::QuantizedDotRules{q.int8, q.float8, q.weight_nk, q.int8_multiple, q.float8_multiple, weight_only_rows});
 }
 
 // With the product off (max_rows 0) the pass still gives each dequantize its form by groups.

@@ -48,6 +48,24 @@ TEST(QuantizedDot, TheBackendCanDeclineEachDtype) {
   EXPECT_EQ(rewritten(kPerTensor, no_int8), "unchanged");
 }
 
+TEST(QuantizedDot, FewRowsOfInt8WithAConstantWeightAreLeftToTheWeightOnlyProduct) {
+  // kPerTensor with the weight a constant: at most 8 rows (m's bound) against a limit of 8 stays;
+  // a limit of 4 (or none) rewrites it, and a weight that is a parameter is rewritten whatever the rows.
+  const std::string parameter = "%1 : i8[4, 8] = parameter() {index = 1}";
+  std::string constant_weight = kPerTensor;
+  constant_weight.replace(constant_weight.find(parameter), parameter.size(),
+                          "%1 : i8[4, 8] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, "
+                          "1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8]}");
+  QuantizedDotRules rules;
+  rules.int8_weight_only_rows = 8;
+  EXPECT_EQ(rewritten(constant_weight, rules), "unchanged");
+  rules.int8_weight_only_rows = 4;
+  EXPECT_NE(rewritten(constant_weight, rules), "unchanged");
+  EXPECT_NE(rewritten(constant_weight), "unchanged");
+  rules.int8_weight_only_rows = 8;
+  EXPECT_NE(rewritten(kPerTensor, rules), "unchanged");
+}
+
 TEST(QuantizedDot, PerColumnWeightScalesThroughLinearsTranspose) {
   // tp.Linear: x @ transpose(dequantize(W[N, K], s[N], dim = 0)); float8, float32 result.
   EXPECT_EQ(rewritten(R"(%0 : f8[2, 4] = parameter() {index = 0}

@@ -20,6 +20,7 @@ LowPrecisionGemms low_precision_gemms_for(int arch) {
   g.weight_nk = true;
   g.int8_multiple = 4;
   g.float8_multiple = 16;
+  g.int8_weight_only_rows = 32;  // the weight-only product's decode tiles (cuda_weight_only_dot.h)
   return g;
 }
 

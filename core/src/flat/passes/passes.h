@@ -84,6 +84,9 @@ struct QuantizedDotRules {
   // multiples of these; other dots keep the dequantize + GEMM.
   bool weight_nk = false;
   int64_t int8_multiple = 1, float8_multiple = 1;
+  // int8 dots of at most these rows with a constant weight are left as they are, for
+  // weight_only_dot (0: none).
+  int64_t int8_weight_only_rows = 0;
 };
 // dot(dequantize(qa, sa), dequantize(qb, sb)) with int8 (or float8) qa, qb and constant scales (sa
 // per tensor; sb per tensor or per output column) becomes a dot of qa and qb accumulating in
