@@ -290,7 +290,8 @@ def quantized_gemms(quick, budget_s):
     """int8 and float8 GEMMs (quantize/dequantize around a matmul, compiled by flat::quantized_dot)
     against the float16 GEMM of the same M, N, K: x [M, K] float16 @ W.T with W [N, K]. 'call' is
     the whole executable (the activation's quantize, the GEMM, the rescale); 'gemm' the dot kernel
-    alone (from exe.profile). Ratios are time over the float16 GEMM's (< 1: faster)."""
+    alone (from exe.profile; the weight-only product's, 'w-only', where a decode-sized int8 product
+    reads the int8 weight that way). Ratios are time over the float16 GEMM's (< 1: faster)."""
     shapes = [(1024, 1024, 1024), (16, 1024, 1024)] if quick else [(4096, 4096, 4096), (16, 4096, 4096)]
     fp8 = torch.cuda.get_device_capability() >= (8, 9)
     g = torch.Generator(device="cuda").manual_seed(3)
@@ -329,13 +330,14 @@ def quantized_gemms(quick, budget_s):
             text = exe._impl.program_text  # which dtype the dot reads: the rewrite fired or not
             decl = dict(re.findall(r"^(b\d+) = (?:input|temp|constant|output)(?: \d+)? (\w+)\[", text, re.M))
             dot = re.search(r"^b\d+ = dot '[^']*'\((b\d+),", text, re.M)
-            reads = decl.get(dot.group(1), "?") if dot else "no dot"
+            weight_only = re.search(r"^b\d+ = weight_only_dot ", text, re.M)
+            reads = decl.get(dot.group(1), "?") if dot else "w-only" if weight_only else "no dot"
             xt = to_tripy(x)
             got = to_torch(exe(xt))
             err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
             call_s = median_seconds(lambda: exe(xt), budget_s)
             prof = [exe.profile(xt) for _ in range(5)]
-            gemm_ms = sorted(sum(r["ms"] for r in p.rows if r["kind"] == "dot") for p in prof)[2]
+            gemm_ms = sorted(sum(r["ms"] for r in p.rows if r["kind"] in ("dot", "weight_only_dot")) for p in prof)[2]
             if base is None:
                 base = (call_s, gemm_ms)
             tf = 2.0 * m * n * k / (gemm_ms * 1e-3) / 1e12
