@@ -15,9 +15,9 @@ Then the low-precision GEMMs: int8 and float8 (sm89+) quantize/dequantize around
 the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096), as time ratios.
 
 Then weight-only products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 (decode)
-at 4096 x 4096 and 14336 x 4096 (and 4096 x 14336), and M = 512 (a prefill), W in bfloat16, int8 per output feature and int4
-in groups of 128 with zero points (the weight_only_dot kernel), with torch's bfloat16 matmul in the
-same run; ratios are time over Tripy's bfloat16 call, and bytes/s the weight's stored bytes per call.
+at 4096 x 4096 and 14336 x 4096 (and 4096 x 14336), and M = 512 (a prefill), W in bfloat16, int8
+per output feature and int4 in groups of 128 with zero points (the weight_only_dot kernel), with
+torch's bfloat16 matmul in the same run; ratios are time over Tripy's bfloat16 call, and bytes/s the weight's stored bytes per call.
 
 Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native] [--quantized] [--weight-only]
 """
@@ -337,7 +337,8 @@ def quantized_gemms(quick, budget_s):
             err = (torch.linalg.norm(got - want) / torch.linalg.norm(want)).item()
             call_s = median_seconds(lambda: exe(xt), budget_s)
             prof = [exe.profile(xt) for _ in range(5)]
-            gemm_ms = sorted(sum(r["ms"] for r in p.rows if r["kind"] in ("dot", "weight_only_dot")) for p in prof)[2]
+            products = ("dot", "weight_only_dot")
+            gemm_ms = sorted(sum(r["ms"] for r in p.rows if r["kind"] in products) for p in prof)[2]
             if base is None:
                 base = (call_s, gemm_ms)
             tf = 2.0 * m * n * k / (gemm_ms * 1e-3) / 1e12

@@ -25,8 +25,9 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows)
-    source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) + "(const WoArgs a) { wo_dequantize<" +
-              type + ", " + std::to_string(bits) + ">(a); }\n";
+    source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +
+              "(const WoArgs a) { enter_after_previous(); wo_dequantize<" + type + ", " + std::to_string(bits) +
+              ">(a); }\n";
   return GeneratedKernel{std::move(source), fn};
 }
 
