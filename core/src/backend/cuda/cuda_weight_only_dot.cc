@@ -48,6 +48,18 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// A launch's words with the problem's sizes (the addresses and the launch's own words zero).
+std::vector<int64_t> problem_words(const WeightOnlyProblem& pr) {
+  std::vector<int64_t> w(kWords, 0);
+  w[kWordRows] = pr.rows;
+  w[kWordN] = pr.N;
+  w[kWordK] = pr.K;
+  w[kWordRowBytes] = pr.row_bytes;
+  w[kWordGroups] = pr.groups;
+  w[kWordGroup] = pr.group;
+  return w;
+}
+
 // The dequantized weight's bytes in the workspace, where cuBLASLt's own workspace then starts.
 int64_t dequantized_bytes(const WeightOnlyProblem& pr) {
   return (pr.N * pr.K * static_cast<int64_t>(dtype_size(pr.dtype)) + 255) / 256 * 256;
@@ -64,8 +76,8 @@ static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kW
 
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
   const int64_t vals = bits == 4 ? 32 : 16;
-  return (t == DType::kFloat16 || t == DType::kBFloat16) && bits != kWeightOnlyE4M3 && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
-         group % vals == 0;
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && bits != kWeightOnlyE4M3 && row_tile >= kWeightOnlyMmaRows &&
+         K % vals == 0 && group % vals == 0;
 }
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
@@ -179,13 +191,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
   if (use_ring) l.vector_fn = ring;
-  l.words.assign(kWords, 0);
-  l.words[kWordRows] = pr.rows;
-  l.words[kWordN] = pr.N;
-  l.words[kWordK] = pr.K;
-  l.words[kWordRowBytes] = pr.row_bytes;
-  l.words[kWordGroups] = pr.groups;
-  l.words[kWordGroup] = pr.group;
+  l.words = problem_words(pr);
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
   l.words[kWordMmaSplit] = mma_split;
@@ -200,13 +206,7 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
   l.block_x = kWeightOnlyBlock;
   // A block a weight row (grid-stride over rows), at most enough blocks to fill the GPU.
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(std::min<int64_t>(pr.N, int64_t{8} * sm_count));
-  l.words.assign(kWords, 0);
-  l.words[kWordRows] = pr.rows;
-  l.words[kWordN] = pr.N;
-  l.words[kWordK] = pr.K;
-  l.words[kWordRowBytes] = pr.row_bytes;
-  l.words[kWordGroups] = pr.groups;
-  l.words[kWordGroup] = pr.group;
+  l.words = problem_words(pr);
   l.vector_word = kWordVec;
   l.workspace_word = kWordOut;
   l.workspace_bytes = dequantized_bytes(pr);

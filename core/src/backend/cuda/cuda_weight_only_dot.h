@@ -38,7 +38,7 @@ bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t
 // The tile for kernel `k`: the smallest that holds the most rows its x may have (kWeightOnlyMmaRows
 // where more: tiles below kWeightOnlyGemmRows rows, the dequantized weight's GEMM from there).
 int weight_only_row_tile(const Program& p, const Kernel& k);
-// tripy_weight_only_dot_<f32|f16|bf16>_b<bits>_m<MT>, and the MT such a name holds (0: none).
+// tripy_weight_only_dot_<f32|f16|bf16>_<b4|b8|e4m3>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
 // The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x: the
 // tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the

@@ -1,10 +1,12 @@
 // The weight-only dot module (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc,
 // after device_prelude.cuh): kWeightOnlyDot, out[r, n] = sum_k x[r, k] (q[n, k] - z[n, g]) s[n, g]
-// with g = k / group, the weight read packed (int8, or two int4 values a byte: k even in the low
-// nibble, each nibble u meaning u - 8) and dequantized in registers; float32 sums. Bound by reading
-// the packed weight for a few rows of x (a decode step), so every lane streams 16-byte pieces of
-// R weight rows (a warp's load instruction reads 512 contiguous bytes of a row), turns each byte
-// into a float with one byte permute and one subtraction (2^23 + u as a float's bits, minus
+// with g = k / group, the weight read packed (int8 or float8 e4m3 bytes, or two int4 values a
+// byte: k even in the low nibble, each nibble u meaning u - 8) and dequantized in registers;
+// float32 sums. float8 weights take the CUDA-core rows at every tile. For a prefill's many rows
+// an entry point of its own writes the dequantized weight for cuBLASLt instead (wo_dequantize).
+// Bound by reading the packed weight for a few rows of x (a decode step), so every lane streams
+// 16-byte pieces of R weight rows (a warp's load instruction reads 512 contiguous bytes of a row),
+// turns each byte into a float with one byte permute and one subtraction (2^23 + u as a float's bits, minus
 // 2^23 + offset: exact), and multiplies them with x, which stays in the L1. A piece lies inside
 // one group, so its products are summed first and scaled once: s (sum x q - z sum x). `split` warps
 // of a block share R rows, each taking every split-th piece, and add their sums through shared
