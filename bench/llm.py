@@ -15,10 +15,15 @@ Shapes: 1b (Llama-3.2-1B: 16 layers, d 2048, GQA 32/8, vocab 128256, tied), 8b (
 CPU runs and CI smoke tests). A shape takes a layer count after a colon: `70b:48` is the 70B shape
 with 48 layers (its checkpoint is written with that many), `tiny:3` the tiny one with 3.
 
-With --quant int8-weight-only,int4-weight-only, each row is run again with the checkpoint quantized
-at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time over the
-unquantized run's in the same process, and its logit error against the float32 peer. A mode with
-`+float-head` (int4-weight-only+float-head) keeps the output head unquantized (quantize_head=False).
+With --quant int8-weight-only,int4-weight-only,float8, each row is run again with the checkpoint
+quantized at load (tp.llm.load's quant_mode): its rows say the mode and `vs_bf16`, its decode time
+over the unquantized run's in the same process, and its logit error against the float32 peer. A
+mode with `+float-head` (int4-weight-only+float-head) keeps the output head unquantized
+(quantize_head=False). With --accuracy N as well, the unquantized model and each quantized one
+compute the last-position logits of the same N random prompts (of the row's length), and each
+quantized row says how far its logits are from the unquantized model's (`vs_model_err`: relative
+L2 error over the N prompts; `vs_model_top1`: the share of prompts whose most likely token agrees),
+with or without the peer.
 
 With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
@@ -54,7 +59,7 @@ float32's alike (`greedy_match`); in float32 the same model gives the same token
 
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
-     [--devices N] [--one-device-gb GB] [--reference] [--float32-check]
+     [--accuracy N] [--devices N] [--one-device-gb GB] [--reference] [--float32-check]
 """
 
 import argparse
@@ -224,9 +229,10 @@ def kernel_profile(step, torch, steps, top, what="step"):
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,
-                want_logits=False, profiler=None):
+                want_logits=False, profiler=None, accuracy=0):
     """One Tripy run; `torch` also computes the prompt logits, `profiler` (torch) only profiles.
-    `quant_mode` may end in FLOAT_HEAD (the output head unquantized)."""
+    `quant_mode` may end in FLOAT_HEAD (the output head unquantized). `accuracy`: also the logits of
+    that many random prompts (the same ones in every run: accuracy_prompts)."""
     profiler = profiler or torch
     quantize_head = None
     if quant_mode and quant_mode.endswith(FLOAT_HEAD):
@@ -245,6 +251,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     seed = tp.Tensor(np.array([0], np.int64))
     zero = tp.Tensor(np.array([0], np.int32))
     logits = prompt_logits(llm, gen, ids, zero) if torch is not None or want_logits else None
+    accuracy_logits = prompt_logits(llm, gen, accuracy_prompts(accuracy, prompt, llm.config), zero) if accuracy else None
 
     # Under a mesh each cache argument is a list of the ranks' caches (this process's ranks), which
     # every step updates in place; without one, each step returns the updated caches.
@@ -286,7 +293,7 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
     result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
-                  dtype=llm.model.dtype.name, logits=logits, ids=ids)
+                  dtype=llm.model.dtype.name, logits=logits, ids=ids, accuracy_logits=accuracy_logits)
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
         result["gpu_gb"] = held
@@ -337,6 +344,11 @@ def prompt_logits(llm, gen, ids, zero):
     fn = tp.compile(lambda tokens, pos, *caches: tp.cast(model(tokens, pos, list(caches))[0], tp.float32),
                     args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n, mesh=gen.mesh)
     return np.asarray(fn(tp.Tensor(ids), zero, *gen._empty_caches(batch)))
+
+
+def accuracy_prompts(n, prompt, config):
+    """The `n` random prompts of `prompt` tokens that --accuracy compares models on (the same in every run)."""
+    return np.random.default_rng(256).integers(0, config.vocab_size, (n, prompt)).astype(np.int32)
 
 
 def steps_agreeing(a, b):
@@ -471,6 +483,8 @@ def main():
                              "(needs torch; TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
                         help="also run these quant_modes (int8-weight-only,int4-weight-only,float8) against the unquantized run")
+    parser.add_argument("--accuracy", type=int, default=0, metavar="N",
+                        help="with --quant: each quantized model's logits against the unquantized one's on N random prompts")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
                         help="also run each row tensor-parallel over N ranks (GPUs: under torchrun, one process per GPU)")
     parser.add_argument("--one-device-gb", type=float, default=None, metavar="GB",
@@ -551,7 +565,7 @@ def main():
                 tri, want = None, None  # want: the reference's logits (rank 0, --reference), computed once
                 if mesh is None or fits:
                     tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile if PRINTS else 0,
-                                      want_logits=args.reference)
+                                      want_logits=args.reference, accuracy=args.accuracy if modes else 0)
                     ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
                     kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                         c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
@@ -584,7 +598,7 @@ def main():
                     emit(row, rows, args.out)
                     for mode in modes:
                         emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref,
-                                       args.profile if PRINTS else 0), rows, args.out)
+                                       args.profile if PRINTS else 0, args.accuracy), rows, args.out)
                 # Last: under torchrun its collectives wait for every process, so each has read the
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
@@ -614,10 +628,11 @@ def main():
         print_table(rows)
 
 
-def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, profile_top=0):
+def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, profile_top=0, accuracy=0):
     """The row of the checkpoint quantized at load in `mode`, against the unquantized run `tri`
-    (with `profile_top`, its decode step's kernels too)."""
-    q = bench_tripy(directory, batch, prompt, steps, sync, torch, profile_top, quant_mode=mode)
+    (with `profile_top`, its decode step's kernels too; with `accuracy`, its logits against the
+    unquantized model's on that many prompts)."""
+    q = bench_tripy(directory, batch, prompt, steps, sync, torch, profile_top, quant_mode=mode, accuracy=accuracy)
     qrow = dict(shape=os.path.basename(directory), batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
                 tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
                 tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
@@ -627,6 +642,9 @@ def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, prof
     if ref is not None:
         qrow.update(torch_ms=ref["ms"], speedup=ref["ms"] / q["ms"])
         qrow.update(zip(("logit_err", "top1"), logit_errors(q["logits"], ref["reference"])))
+    if accuracy:
+        qrow.update(accuracy_prompts=accuracy)
+        qrow.update(zip(("vs_model_err", "vs_model_top1"), logit_errors(q["accuracy_logits"], tri["accuracy_logits"])))
     return qrow
 
 
@@ -708,7 +726,7 @@ def print_table(rows):
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("greedy_f32", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}"),
-            ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}")]
+            ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}"), ("vs_model_err", "{:.4f}"), ("vs_model_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
     print(" | ".join(k for k, _ in cols))
     for r in rows:

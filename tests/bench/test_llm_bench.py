@@ -40,6 +40,19 @@ def test_tiny_cpu_run_prints_a_record_and_the_table():
     assert out.stdout.splitlines()[-3].startswith("shape | dtype | batch | prompt | tripy_ms")
 
 
+def test_quantized_rows_compare_their_logits_with_the_unquantized_models():
+    out = run_bench("--steps", "4", "--prompts", "16", "--quant", "int8-weight-only,float8", "--accuracy", "24")
+    base, int8, float8 = records(out)
+    assert "quant" not in base and (int8["quant"], float8["quant"]) == ("int8-weight-only", "float8")
+    for q in (int8, float8):
+        assert q["accuracy_prompts"] == 24
+        # Quantization moves the logits a little: int8 by about its step over the weights' range,
+        # float8 by e4m3's relative step (1/16 at most).
+        assert 0 < q["vs_model_err"] < 0.1 and 0 <= q["vs_model_top1"] <= 1
+    assert int8["vs_model_top1"] >= 0.5
+    assert out.stdout.splitlines()[-4].endswith("vs_model_err | vs_model_top1")
+
+
 def test_two_cpu_ranks_print_their_row_beside_one_ranks():
     out = run_bench("--steps", "4", "--prompts", "16", "--devices", "2")
     one, two = records(out)
