@@ -70,6 +70,20 @@ struct Weight {
       const float sg = s[g], zg = z ? z[g] : 0.0f;
       int64_t k = k0;
       if (float8) {
+#if defined(__AVX2__) && defined(__FMA__)
+        // 8 values a step: a byte's exponent and mantissa bits placed under a float's (its value
+        // times 2^-120, subnormals included), times 2^120, the sign or'd in; S.1111.111 is NaN.
+        const __m256 sv = _mm256_set1_ps(sg), ov = _mm256_set1_ps(-zg * sg), up = _mm256_set1_ps(0x1p120f);
+        const __m256i low7 = _mm256_set1_epi32(0x7f), nan = _mm256_set1_epi32(0x7fc00000);
+        for (; k + 8 <= k1; k += 8) {
+          const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
+          const __m256i m = _mm256_and_si256(b, low7);
+          __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(m, 20)), up);
+          v = _mm256_blendv_ps(v, _mm256_castsi256_ps(nan), _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, low7)));
+          v = _mm256_or_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(b, 7), 31)));
+          _mm256_storeu_ps(w + k, _mm256_fmadd_ps(v, sv, ov));
+        }
+#endif
         for (; k < k1; ++k) w[k] = (float8_to_float(static_cast<uint8_t>(q[k])) - zg) * sg;
         continue;
       }
@@ -208,6 +222,14 @@ XRow x_row(const float* x, int64_t K, int64_t group, int bits) {
 float dot(const float* x, const float* w, int64_t K) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t k = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();  // two chains: FMA latency over its throughput
+  for (; k + 16 <= K; k += 16) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), _mm256_loadu_ps(w + k + 8), a1);
+  }
+  _mm256_storeu_ps(acc, _mm256_add_ps(a0, a1));
+#endif
   for (; k + 8 <= K; k += 8)
     for (int j = 0; j < 8; ++j) acc[j] += x[k + j] * w[k + j];
   float s = 0;
