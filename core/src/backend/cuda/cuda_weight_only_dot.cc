@@ -230,6 +230,11 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   code.row_tile = weight_only_function_tile(function);
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
+  // Another dtype's or format's entry point would read the weight's bytes with another row length.
+  const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
+  if (function != weight_only_function(t, weight_only_format(p, k), code.row_tile))
+    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names entry point '" + function +
+                                             "', not one for its x and weight");
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The ring's entry point, where the module has one (a file saved before it existed has not).
   if (code.row_tile == kWeightOnlyMmaRows) {

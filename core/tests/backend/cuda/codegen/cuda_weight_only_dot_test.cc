@@ -207,6 +207,23 @@ TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4112, 16), (V{1}));     // pieces do not fit K
 }
 
+TEST(CudaWeightOnlyDot, AFileNamingAnotherFormatsEntryPointIsRejected) {
+  // int8 bytes read by an int4 entry point (or float8 values as integers) would take other row
+  // lengths: the load refuses before it looks in the module.
+  DotOf d = dot_of(1);
+  KernelCode code;
+  for (const std::string& bad :
+       {weight_only_function(DType::kBFloat16, 4, 1), weight_only_function(DType::kFloat16, 8, 1),
+        weight_only_function(DType::kBFloat16, kWeightOnlyE4M3, 1)}) {
+    const Status st = load_weight_only_dot(d.p, d.k, nullptr, bad, code);
+    EXPECT_EQ(st.code(), StatusCode::kDataLoss) << bad;
+    EXPECT_NE(st.message().find("not one for its x and weight"), std::string::npos) << st.message();
+  }
+  d.p.buffers[1].dtype = DType::kFloat8E4M3;  // a float8 weight: its e4m3 entry points, no int8 one
+  EXPECT_EQ(load_weight_only_dot(d.p, d.k, nullptr, weight_only_function(DType::kBFloat16, 8, 1), code).code(),
+            StatusCode::kDataLoss);
+}
+
 TEST(CudaWeightOnlyDot, AnEntryPointsNameGivesItsTile) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
     for (int bits : {4, 8, kWeightOnlyE4M3})
