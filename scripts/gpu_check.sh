@@ -5,9 +5,11 @@
 #   device tool: run(command="bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
 # TRIPY_GPU_CHECK_STEPS picks steps (default "build ctest pytest bench"; "timings" runs the cold
 # compile and eager benchmarks right after the build, before the tests load the machine; "llm" runs
-# bench/llm.py; "multi", on two GPUs or more, the sharding tests and the collectives and 8B decode
-# benchmarks under torchrun; "nvrtc-options" the model benchmarks with TRIPY_NVRTC_OPTIONS unset
-# and set to --Ofast-compile=mid).
+# bench/llm.py; "quant" the quantized GEMMs and weight-only products against float16 and the 8B
+# model's int4, int8 and float8 decode against bfloat16 (with the logits' error over 256 prompts);
+# "multi", on two GPUs or more, the sharding tests and the collectives and 8B decode benchmarks under
+# torchrun; "nvrtc-options" the model benchmarks with TRIPY_NVRTC_OPTIONS unset and set to
+# --Ofast-compile=mid).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG="${OUT:-/tmp}"
@@ -128,6 +130,12 @@ if step multi; then  # tensor parallelism: one process per GPU, as torchrun star
   run collectives-nccl env PYTHONPATH="$PWD/python" "${TR[@]}" bench/collectives.py --nccl
   run llm-2gpu env PYTHONPATH="$PWD/python" "${TR[@]}" bench/llm.py --device gpu --devices 2 --shapes 8b \
     --batches 1,8 --prompts 128 --profile 16 --out "$LOG/llm-2gpu.jsonl"
+fi
+if step quant; then  # the quantized products as whole calls against float16, and the 8B model's quantized decode
+  run quantized env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py --quantized
+  run weight-only env PYTHONPATH="$PWD/python" "$PY" bench/gpu_bench.py --weight-only
+  run llm-quant env PYTHONPATH="$PWD/python" "$PY" bench/llm.py --device gpu --shapes 8b --batches 1,16 --no-torch \
+    --steps 32 --quant int4-weight-only,int8-weight-only,float8 --accuracy 256 --out "$LOG/llm-quant.jsonl"
 fi
 if step llm; then  # TRIPY_GPU_LLM_ARGS: bench/llm.py's arguments (default: the 1B shape, batch 1)
   # shellcheck disable=SC2086
