@@ -65,9 +65,9 @@ struct LowPrecisionGemms {
   bool int8 = false, float8 = false;
   bool weight_nk = false;  // the weight must be read [N, K] (cuBLASLt's "TN")
   int64_t int8_multiple = 1, float8_multiple = 1;  // K and N must be static multiples of these
-  // An int8 dot of at most this many rows (a decode step) whose weight is a constant is left to
-  // the weight-only product, which reads the int8 weight at close to its bandwidth where the int8
-  // GEMM of so few rows runs no faster than the float one (0: none).
+  // An int8 dot of at most this many rows whose weight is a constant is left to the weight-only
+  // product, which reads the int8 weight as stored where the int8 GEMM runs no faster than the
+  // float one (a GPU's decode sizes; 0: none, -1: any rows).
   int64_t int8_weight_only_rows = 0;
 };
 

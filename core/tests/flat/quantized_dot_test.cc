@@ -49,8 +49,9 @@ TEST(QuantizedDot, TheBackendCanDeclineEachDtype) {
 }
 
 TEST(QuantizedDot, FewRowsOfInt8WithAConstantWeightAreLeftToTheWeightOnlyProduct) {
-  // kPerTensor with the weight a constant: at most 8 rows (m's bound) against a limit of 8 stays;
-  // a limit of 4 (or none) rewrites it, and a weight that is a parameter is rewritten whatever the rows.
+  // kPerTensor with the weight a constant: at most 8 rows (m's bound) against a limit of 8 (or any
+  // rows) stays; a limit of 4 (or none) rewrites it, and a weight that is a parameter is rewritten
+  // whatever the rows.
   const std::string parameter = "%1 : i8[4, 8] = parameter() {index = 1}";
   std::string constant_weight = kPerTensor;
   constant_weight.replace(constant_weight.find(parameter), parameter.size(),
@@ -63,6 +64,9 @@ TEST(QuantizedDot, FewRowsOfInt8WithAConstantWeightAreLeftToTheWeightOnlyProduct
   EXPECT_NE(rewritten(constant_weight, rules), "unchanged");
   EXPECT_NE(rewritten(constant_weight), "unchanged");
   rules.int8_weight_only_rows = 8;
+  EXPECT_NE(rewritten(kPerTensor, rules), "unchanged");
+  rules.int8_weight_only_rows = -1;  // any rows
+  EXPECT_EQ(rewritten(constant_weight, rules), "unchanged");
   EXPECT_NE(rewritten(kPerTensor, rules), "unchanged");
 }
 

@@ -41,9 +41,11 @@ def _fires(device, qdtype):
     return int8 if qdtype == tp.int8 else float8
 
 
-def _weight_only_rows(device, qdtype):
-    """The rows up to which an int8 dot with a constant weight is the weight-only product (0: never)."""
-    return _C._low_precision_gemms(device)[2] if qdtype == tp.int8 else 0
+def _weight_only(device, qdtype, rows):
+    """Whether an int8 dot of at most `rows` rows with a constant weight is the weight-only product
+    on `device` (the rows up to which it is: 0 never, -1 always)."""
+    limit = _C._low_precision_gemms(device)[2] if qdtype == tp.int8 else 0
+    return limit < 0 or rows <= limit
 
 
 def _weight(qdtype, shape):
@@ -90,7 +92,7 @@ def test_quantized_matmul_runs_as_a_low_precision_gemm(qdtype, dtype, layout, pe
     shape = ((1, 4, 8), K) if dynamic else (4, K)
     exe = tp.compile(model, args=[tp.InputInfo(shape, dtype=dtype)])
     want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", "f32")}[qdtype]
-    if _weight_only_rows(device, qdtype) >= 8:  # these few rows read the int8 weight as it is
+    if _weight_only(device, qdtype, 8):  # the int8 weight read as it is stored
         assert _dot_dtypes(exe) == [] and re.search(r"^b\d+ = weight_only_dot ", exe._impl.program_text, re.M)
     elif _fires(device, qdtype):
         assert _dot_dtypes(exe) == [want], exe._impl.program_text
@@ -138,6 +140,23 @@ def test_a_weight_scale_along_the_contracted_axis_keeps_the_float_gemm(device):
     np.testing.assert_allclose(np.asarray(exe(_dev(x))), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
 
 
+def test_an_int8_weight_given_at_run_time_takes_the_int8_gemm(device):
+    """A weight that is an input, not a constant, is no weight-only product's: the int8 GEMM takes it."""
+    wq = _weight(tp.int8, (N, K))
+
+    def model(x, w):
+        xa = tp.dequantize(tp.quantize(x, SX, tp.int8), SX, tp.float32)
+        return xa @ tp.transpose(tp.dequantize(w, 0.25, tp.float32), 0, 1)
+
+    exe = tp.compile(model, args=[tp.InputInfo((4, K), dtype=tp.float32), tp.InputInfo((N, K), dtype=tp.int8)])
+    if _fires(device, tp.int8):
+        assert _dot_dtypes(exe) == [("i8", "i8", "i32")], exe._impl.program_text
+    x = _x(4, tp.int8, np.float32)
+    ref = x.astype(np.float64) @ (wq * 0.25).T
+    out = np.asarray(exe(_dev(x), _dev(wq.astype(np.int8))))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
 def test_weight_only_quantization_reads_the_packed_weight_not_an_int8_gemm(device):
     wq = _weight(tp.int8, (K, N))
     w_q = tp.Tensor(wq.astype(np.int8))
@@ -162,9 +181,11 @@ def test_quantized_linear_saves_and_loads_with_its_int8_gemm(device, tmp_path):
             "input_scale": tp.Tensor(np.float32(SX)),
         }
     )
-    # Up to 128 rows: more than any device leaves to the weight-only product.
+    # Up to 128 rows: past the GPU's decode sizes (the CPU's weight-only product takes any rows).
     exe = tp.compile(layer, args=[tp.InputInfo(((1, 2, 128), K), dtype=tp.float32)])
-    if _fires(device, tp.int8):
+    if _weight_only(device, tp.int8, 128):
+        assert re.search(r"^b\d+ = weight_only_dot ", exe._impl.program_text, re.M), exe._impl.program_text
+    elif _fires(device, tp.int8):
         assert _dot_dtypes(exe) == [("i8", "i8", "i32")], exe._impl.program_text
     path = str(tmp_path / "qlinear.tpy")
     exe.save(path)

@@ -85,7 +85,7 @@ struct QuantizedDotRules {
   bool weight_nk = false;
   int64_t int8_multiple = 1, float8_multiple = 1;
   // int8 dots of at most these rows with a constant weight are left as they are, for
-  // weight_only_dot (0: none).
+  // weight_only_dot (0: none; -1: any rows).
   int64_t int8_weight_only_rows = 0;
 };
 // dot(dequantize(qa, sa), dequantize(qb, sb)) with int8 (or float8) qa, qb and constant scales (sa
