@@ -17,7 +17,8 @@ the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096)
 Then weight-only products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 (decode)
 at 4096 x 4096 and 14336 x 4096 (and 4096 x 14336), and M = 512 (a prefill), W in bfloat16, int8
 per output feature and int4 in groups of 128 with zero points (the weight_only_dot kernel), with
-torch's bfloat16 matmul in the same run; ratios are time over Tripy's bfloat16 call, and bytes/s the weight's stored bytes per call.
+torch's bfloat16 matmul in the same run; ratios are time over Tripy's bfloat16 call, and bytes/s
+the weight's stored bytes per call.
 
 Run: python bench/gpu_bench.py [--quick] [--no-torch-compile] [--native] [--quantized] [--weight-only]
 """

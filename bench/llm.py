@@ -482,9 +482,11 @@ def main():
                         help="print the N kernels of a decode step and of a prefill that take the most GPU time "
                              "(needs torch; TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
-                        help="also run these quant_modes (int8-weight-only,int4-weight-only,float8) against the unquantized run")
+                        help="also run these quant_modes (int8-weight-only,int4-weight-only,float8) against the "
+                             "unquantized run")
     parser.add_argument("--accuracy", type=int, default=0, metavar="N",
-                        help="with --quant: each quantized model's logits against the unquantized one's on N random prompts")
+                        help="with --quant: each quantized model's logits against the unquantized one's on N random "
+                             "prompts")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
                         help="also run each row tensor-parallel over N ranks (GPUs: under torchrun, one process per GPU)")
     parser.add_argument("--one-device-gb", type=float, default=None, metavar="GB",

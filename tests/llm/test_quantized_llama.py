@@ -1,7 +1,8 @@
 """Quantized Llama models (tp.llm.load(path, quant_mode=...), LlamaForCausalLM's quant_mode:
-int8 and int4 weight-only, float8 weights): the quantizer's error bound, the quantized model's logits and greedy tokens against the
-float64 numpy model run on the same dequantized weights, compiled decode steps reading packed
-weights, and the errors for a bad mode or features no int4 group divides."""
+int8 and int4 weight-only, float8 weights): the quantizer's error bound, the quantized model's
+logits and greedy tokens against the float64 numpy model run on the same dequantized weights,
+compiled decode steps reading packed weights, and the errors for a bad mode or features no int4
+group divides."""
 
 import re
 
@@ -120,9 +121,10 @@ def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tm
 
 
 def test_an_int4_prefill_past_the_products_rows_dequantizes_each_weight_in_one_kernel(monkeypatch, tmp_path):
-    """A prefill compiled with the weight-only product off: each projection's weight comes from one fused kernel reading the packed bytes, the
-    scales and the zero points, then the GEMM; no int4 or broadcast temporaries, and one weight at
-    a time in the arena (not every layer's at once). Greedy tokens still match numpy."""
+    """A prefill compiled with the weight-only product off: each projection's weight comes from one
+    fused kernel reading the packed bytes, the scales and the zero points, then the GEMM; no int4 or
+    broadcast temporaries, and one weight at a time in the arena (not every layer's at once). Greedy
+    tokens still match numpy."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_DOT", "0")
     config = llama_ref.tiny_config(num_hidden_layers=4)
     weights = llama_ref.random_weights(config)

@@ -44,9 +44,10 @@ def load(path, *, dtype=None, max_seq_len=None, max_batch_size=1, device=None, q
             quantizes the decoder layers' projection weights as they load (int8 per output
             feature; int4 in groups of 128 input features with zero points, held two values a
             byte; float8 e4m3 per output feature, the activations staying in ``dtype``), so decode
-            steps read a half or a quarter of the bytes. A checkpoint that is already quantized (its ``config.json`` has a
-            ``quantization_config``: GPTQ or AWQ int4, fp8 with ``weight_scale``; see
-            tripy/llm/prequantized.py) is read as it is stored; its quant_mode may be left None.
+            steps read a half or a quarter of the bytes. A checkpoint that is already quantized
+            (its ``config.json`` has a ``quantization_config``: GPTQ or AWQ int4, fp8 with
+            ``weight_scale``; see tripy/llm/prequantized.py) is read as it is stored; its
+            quant_mode may be left None.
         mesh: A ``tp.DeviceMesh`` to run the model over, tensor-parallel: the LLM's steps compile
             sharded over the mesh's ranks, each holding its share of the heads, of the
             feed-forward features and of the vocabulary. The checkpoint is read on the host and
