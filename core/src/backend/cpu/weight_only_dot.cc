@@ -4,9 +4,9 @@
 // on the stored integers, s (sum x q - (offset + z) sum x), with x's group sums computed once and,
 // for int4, x split into its even and odd elements (a byte's low and high nibble), so the loops
 // over a group's bytes vectorize; where the groups do not start on whole bytes, and for many rows,
-// weight rows are dequantized into float32 one tile at a time (never the whole weight), then
-// multiplied (by the blocked float32 GEMM, gemm.h, for many rows). Sums are float32; the result is
-// rounded once.
+// weight rows are dequantized into float32 a chunk at a time (never the whole weight), then
+// multiplied (for many rows by oneDNN's matmul, as a float32 dot runs, or the blocked GEMM of gemm.h
+// without it). Sums are float32; the result is rounded once.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu/dot_dnnl.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
@@ -25,8 +26,17 @@ namespace {
 
 // Rows of x up to which each output is one dot product (no packing for the GEMM).
 constexpr int64_t kFewRows = 4;
-// Weight rows dequantized at once for the GEMM path (x is packed once a tile).
+// Weight rows dequantized at once for the built-in GEMM (x is packed once a tile).
 constexpr int64_t kTile = 256;
+// Weight values dequantized at once for oneDNN's matmul (16 MB of float32: a few chunks a weight).
+constexpr int64_t kChunkValues = int64_t{1} << 22;
+
+// oneDNN's matmul primitives (per chunk shape) and the chunk's buffers, kept across calls.
+class WeightOnlyState final : public KernelState {
+ public:
+  DnnlMatmulCache dnnl;
+  std::vector<float> chunk, product;
+};
 
 void to_float(const View& v, std::vector<float>& out) {
   const int64_t n = v.numel();
@@ -277,7 +287,31 @@ void few_rows(const Weight& w, const std::vector<XRow>& xr, float offset, const 
   }
 }
 
-Status run_weight_only_dot(const KernelArgs& args) {
+// Many rows through oneDNN: chunks of whole weight rows dequantized (in parallel), each multiplied
+// as x [rows, K] @ chunk [n, K]^T; false where oneDNN declines a shape (the caller's tiles run).
+StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x, int64_t rows, int64_t N,
+                                   const View& out, WeightOnlyState& st) {
+  const int64_t K = w.K, step = std::clamp<int64_t>(kChunkValues / std::max<int64_t>(K, 1) / 64 * 64, 64, N);
+  st.chunk.resize(static_cast<size_t>(step * K));
+  st.product.resize(static_cast<size_t>(rows * step));
+  for (int64_t n0 = 0; n0 < N; n0 += step) {
+    const int64_t n = std::min(step, N - n0);
+    parallel_for(n, 16, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) w.row(n0 + j, st.chunk.data() + j * K);
+    });
+    DotShape s;
+    s.M = rows, s.N = n, s.K = K;
+    s.transpose_rhs = true;  // the chunk is [n, K]
+    bool done = false;
+    TRIPY_RETURN_IF_ERROR(st.dnnl.run(s, x.data(), st.chunk.data(), nullptr, st.product.data(), done));
+    if (!done) return false;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) store(out, r * N + n0 + j, st.product[static_cast<size_t>(r * n + j)]);
+  }
+  return true;
+}
+
+Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
   const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
   const View& xv = *args.inputs[0];
   const View& out = *args.outputs[0];
@@ -325,6 +359,8 @@ Status run_weight_only_dot(const KernelArgs& args) {
     });
     return ok_status();
   }
+  TRIPY_ASSIGN_OR_RETURN(bool by_chunks, many_rows_by_chunks(w, x, rows, N, out, st));
+  if (by_chunks) return ok_status();
   const int64_t tiles = (N + kTile - 1) / kTile;
   parallel_for(tiles, 1, [&](int64_t b, int64_t e) {
     std::vector<float> wt(static_cast<size_t>(kTile * K)), c(static_cast<size_t>(rows * kTile));
@@ -342,7 +378,12 @@ Status run_weight_only_dot(const KernelArgs& args) {
 
 }  // namespace
 
-const CpuKernel kWeightOnlyDotKernel = {nullptr,
-                                        [](const KernelArgs& args, KernelState*) { return run_weight_only_dot(args); }};
+const CpuKernel kWeightOnlyDotKernel = {
+    [](const rt::Program&, const rt::Kernel&, SourceRef) -> StatusOr<std::unique_ptr<KernelState>> {
+      return std::unique_ptr<KernelState>(std::make_unique<WeightOnlyState>());
+    },
+    [](const KernelArgs& args, KernelState* state) {
+      return run_weight_only_dot(args, static_cast<WeightOnlyState&>(*state));
+    }};
 
 }  // namespace tripy::cpu
