@@ -115,6 +115,21 @@ def test_bfloat16_activations(bits):
     _check(_run(exe, x, tp.bfloat16), x.astype(np.float64) @ w.T, tp.bfloat16)
 
 
+def test_many_rows_over_several_chunks_of_the_weight():
+    """K = 2048: the CPU dequantizes 2048 weight rows at a time for its float32 matmul, so 4100
+    weight rows make two whole chunks and a last one of 4."""
+    global N, K
+    saved, (N, K) = (N, K), (4100, 2048)
+    try:
+        lin, w = _linear(4, 128, True, tp.float32)
+        exe = tp.compile(lin, args=[tp.InputInfo(shape=(48, K), dtype=tp.float32)])
+        assert _kernels(exe) == ["weight_only_dot"]
+        x = _x(48, tp.float32)
+        _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+    finally:
+        N, K = saved
+
+
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
 def test_float8_per_channel_weights_are_read_as_stored(dtype):
     """float8 e4m3 values (some below its normal range, some zero) times a scale per output feature."""

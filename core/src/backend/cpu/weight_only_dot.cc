@@ -291,7 +291,7 @@ void few_rows(const Weight& w, const std::vector<XRow>& xr, float offset, const 
 // as x [rows, K] @ chunk [n, K]^T; false where oneDNN declines a shape (the caller's tiles run).
 StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x, int64_t rows, int64_t N,
                                    const View& out, WeightOnlyState& st) {
-  const int64_t K = w.K, step = std::clamp<int64_t>(kChunkValues / std::max<int64_t>(K, 1) / 64 * 64, 64, N);
+  const int64_t K = w.K, step = std::min(N, std::max<int64_t>(64, kChunkValues / std::max<int64_t>(K, 1) / 64 * 64));
   st.chunk.resize(static_cast<size_t>(step * K));
   st.product.resize(static_cast<size_t>(rows * step));
   for (int64_t n0 = 0; n0 < N; n0 += step) {
