@@ -287,6 +287,12 @@ void few_rows(const Weight& w, const std::vector<XRow>& xr, float offset, const 
   }
 }
 
+// Columns [n0, n0 + n) of out [rows, N] from the dense product c [rows, n].
+void store_columns(const View& out, int64_t N, int64_t n0, const float* c, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) store(out, r * N + n0 + j, c[r * n + j]);
+}
+
 // Many rows through oneDNN: chunks of whole weight rows dequantized (in parallel), each multiplied
 // as x [rows, K] @ chunk [n, K]^T; false where oneDNN declines a shape (the caller's tiles run).
 StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x, int64_t rows, int64_t N,
@@ -305,8 +311,7 @@ StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x,
     bool done = false;
     TRIPY_RETURN_IF_ERROR(st.dnnl.run(s, x.data(), st.chunk.data(), nullptr, st.product.data(), done));
     if (!done) return false;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < n; ++j) store(out, r * N + n0 + j, st.product[static_cast<size_t>(r * n + j)]);
+    store_columns(out, N, n0, st.product.data(), rows, n);
   }
   return true;
 }
@@ -369,8 +374,7 @@ Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
       for (int64_t j = 0; j < nt; ++j) w.row(n0 + j, wt.data() + j * K);
       // B[k, j] = wt[j * K + k]: the tile read transposed.
       gemm_f32(rows, nt, K, MatRef<float>{x.data(), K, 1}, MatRef<float>{wt.data(), 1, K}, c.data(), 0, rows);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < nt; ++j) store(out, r * N + n0 + j, c[static_cast<size_t>(r * nt + j)]);
+      store_columns(out, N, n0, c.data(), rows, nt);
     }
   });
   return ok_status();

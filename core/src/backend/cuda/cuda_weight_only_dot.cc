@@ -292,7 +292,7 @@ Status run_weight_only_dot_step(Step& step, const Kernel& k, const RunContext& c
   if (c.workspace_bytes < bytes + step.dot->workspace_bytes())
     return Status(StatusCode::kInternal, "the weight-only dot's workspace is smaller than its plan asked")
         .at(kernel_source(c.program, step.kernel));
-  l.words[kWordOut] = static_cast<int64_t>(c.workspace);
+  l.words[l.workspace_word] = static_cast<int64_t>(c.workspace);  // outside step.launches: patched here
   TRIPY_RETURN_IF_ERROR(launch(l, c.base, c.stream));
   return run_step_dot(step, c, nullptr, c.workspace, c.base[k.inputs[0]], 0, c.base[k.outputs[0]],
                       c.workspace + bytes, c.workspace_bytes - bytes);

@@ -234,15 +234,21 @@ TEST(CudaWeightOnlyDot, AnEntryPointsNameGivesItsTile) {
   EXPECT_EQ(weight_only_function_tile("tripy_weight_only_dot_bf16_b4_m99999999999"), 0);
 }
 
-TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
+// `rows` rows of bfloat16 x against an int4 weight [N, 4096] in groups of 128.
+WeightOnlyProblem int4_problem(int64_t rows, int64_t N) {
   WeightOnlyProblem pr;
   pr.bits = 4;
-  pr.rows = 1;
-  pr.N = 4096;
+  pr.rows = rows;
+  pr.N = N;
   pr.K = 4096;
   pr.row_bytes = 2048;
   pr.group = 128;
   pr.groups = 32;
+  return pr;
+}
+
+TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
+  const WeightOnlyProblem pr = int4_problem(1, 4096);
   StatusOr<Launch> own = weight_only_launch(pr, 1, nullptr, 132), mma = weight_only_launch(pr, 8, nullptr, 132);
   ASSERT_TRUE(own.ok() && mma.ok());
   EXPECT_EQ(own->vector_grid, own->scalar_grid);  // CUDA cores either way
@@ -263,15 +269,7 @@ TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
 }
 
 TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
-  WeightOnlyProblem pr;
-  pr.dtype = DType::kBFloat16;
-  pr.bits = 4;
-  pr.rows = 128;
-  pr.N = 28672;
-  pr.K = 4096;
-  pr.row_bytes = 2048;
-  pr.group = 128;
-  pr.groups = 32;
+  WeightOnlyProblem pr = int4_problem(128, 28672);
   const Launch l = weight_only_dequantize_launch(pr, nullptr, 132);
   EXPECT_EQ(l.grid, 132u * 8);  // grid-stride over rows: at most 8 blocks a multiprocessor
   EXPECT_EQ(l.workspace_word, kWeightOnlyOutWord);
