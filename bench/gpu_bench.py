@@ -16,7 +16,7 @@ the float16 GEMM of the same M, N, K (4096^3 and a decode-like 16 x 4096 x 4096)
 
 Then weight-only products (--weight-only alone): x [M, K] bfloat16 @ W.T for M = 1 and 16 (decode)
 at 4096 x 4096 and 14336 x 4096 (and 4096 x 14336), and M = 512 (a prefill), W in bfloat16, int8
-per output feature and int4 in groups of 128 with zero points (the weight_only_dot kernel), with
+and float8 per output feature and int4 in groups of 128 with zero points (the weight_only_dot kernel), with
 torch's bfloat16 matmul in the same run; ratios are time over Tripy's bfloat16 call, and bytes/s
 the weight's stored bytes per call.
 
@@ -350,7 +350,7 @@ def quantized_gemms(quick, budget_s):
 
 
 def weight_only_gemvs(quick, budget_s):
-    """Decode- and prefill-sized products with bfloat16, int8 and int4 weights (the weight-only product reads
+    """Decode- and prefill-sized products with bfloat16, int8, float8 and int4 weights (the weight-only product reads
     them packed): per call, the ratio to Tripy's bfloat16 call, the weight bytes read per second,
     torch's bfloat16 matmul on the same shape, and each result's error against float32."""
     shapes = [(1, 1024, 1024), (16, 1024, 1024)] if quick else [
@@ -368,15 +368,17 @@ def weight_only_gemvs(quick, budget_s):
         want = x.float() @ w.float().T
         torch_s = median_seconds(lambda: x @ w.T, budget_s)
         base = None
-        for qname in ("bfloat16", "int8", "int4"):
-            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=None if qname == "bfloat16" else
-                              (tp.int8 if qname == "int8" else tp.int4), weight_quant_dim=0 if qname == "int8" else None)
+        for qname in ("bfloat16", "int8", "float8", "int4"):
+            per_channel = qname in ("int8", "float8")
+            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=getattr(tp, qname, None)
+                              if qname != "bfloat16" else None, weight_quant_dim=0 if per_channel else None)
             wt = to_tripy(w.contiguous())
             if qname == "bfloat16":
                 state, nbytes = {"weight": wt}, n * k * 2
             else:
-                state = tp.llm.quantize.quantize_weight(wt, f"{qname}-weight-only", "w")  # the loader's quantizer
-                nbytes = n * k // (1 if qname == "int8" else 2)
+                mode = "float8" if qname == "float8" else f"{qname}-weight-only"
+                state = tp.llm.quantize.quantize_weight(wt, mode, "w")  # the loader's quantizer
+                nbytes = n * k // (1 if per_channel else 2)
             layer.load_state_dict(state)
             exe = tp.compile(layer, args=[tp.InputInfo((m, k), dtype=tp.bfloat16)])
             kinds = re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)

@@ -59,8 +59,8 @@ def _case(bits, N, K, group, zero, dtype, device="gpu"):
     return lin, w
 
 
-def _check(exe, lin_w, rows, K, dtype, device="gpu"):
-    x = _as(RNG.standard_normal((rows, K)), dtype, device)
+def _check(exe, lin_w, rows, K, dtype, device="gpu", x_scale=1.0):
+    x = _as(RNG.standard_normal((rows, K)) * x_scale, dtype, device)
     want = _numpy(x) @ lin_w.T
     for _ in range(3):  # the first call, then graph replays
         got = _numpy(exe(x))
@@ -175,8 +175,10 @@ def test_without_the_weight_only_product_the_dequantization_precedes_the_gemm(mo
 @pytest.mark.parametrize("K", [512, 250])
 def test_float8_weights_on_every_path(dtype, K):
     """float8 e4m3 weights per output feature (some below e4m3's normal range, some zero): one row
-    on its own tile, and a prefill's kernel on the tile of 8 rows and through the GEMM; K = 250
-    takes the single-value paths."""
+    on its own tile, 16 rows on theirs (tensor cores for float16 and bfloat16), and a prefill's
+    kernel on the tile of 8 rows and through the GEMM; K = 250 takes the single-value paths. x of
+    1e-15 and 1e15 in bfloat16, whose tensor-core fragments hold the values times 2^-112 and x times
+    2^56."""
     w = RNG.standard_normal((300, K)).astype(np.float32) * 50
     w[:, :16] *= 1e-4
     w[:, 16:20] = 0
@@ -186,11 +188,14 @@ def test_float8_weights_on_every_path(dtype, K):
     lin = tp.Linear(K, 300, bias=False, dtype=getattr(tp, dtype), quant_dtype=tp.float8, weight_quant_dim=0)
     lin.load_state_dict({"weight": w8, "weight_scale": scale})
     want = _numpy(w8) * _numpy(scale)[:, None]
-    for most, rows in ((1, (1,)), (300, (1, 3, 8, 47, 48, 300))):
+    for most, rows in ((1, (1,)), (16, (9, 16)), (300, (1, 3, 8, 47, 48, 300))):
         exe = tp.compile(lin, args=[tp.InputInfo(((1, most, most), K), dtype=getattr(tp, dtype))])
         assert _kinds(exe) == ["weight_only_dot"]
         for r in rows:
             _check(exe, want, r, K, dtype)
+        if dtype == "bfloat16" and most == 16:
+            for x_scale in (1e-15, 1e15):
+                _check(exe, want, 16, K, dtype, x_scale=x_scale)
 
 
 def test_an_llm_sized_product_agrees_with_torch():

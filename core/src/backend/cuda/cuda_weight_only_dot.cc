@@ -76,8 +76,8 @@ static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kW
 
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
   const int64_t vals = bits == 4 ? 32 : 16;
-  return (t == DType::kFloat16 || t == DType::kBFloat16) && bits != kWeightOnlyE4M3 && row_tile >= kWeightOnlyMmaRows &&
-         K % vals == 0 && group % vals == 0;
+  return (t == DType::kFloat16 || t == DType::kBFloat16) && row_tile >= kWeightOnlyMmaRows && K % vals == 0 &&
+         group % vals == 0;
 }
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
@@ -136,15 +136,16 @@ int weight_only_function_tile(const std::string& function) {
 }
 
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
-  const int own = weight_only_row_tile(p, k), bits = static_cast<int>(k.weight_only_dot.bits);
+  const int own = weight_only_row_tile(p, k), bits = weight_only_format(p, k);
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
   std::vector<int> out{own};
-  // int4 only: an int8 value takes more instructions to reach an mma fragment than the CUDA-core
-  // rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B (H200).
-  if (fixed_k && bits == 4 && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
+  // int4 and float8: an int8 value takes more instructions to reach an mma fragment than the
+  // CUDA-core rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B
+  // (H200).
+  if (fixed_k && bits != 8 && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
       weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, k.weight_only_dot.group_size))
     out.push_back(kWeightOnlyMmaRows);
   return out;

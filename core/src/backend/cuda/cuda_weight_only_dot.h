@@ -22,7 +22,7 @@ inline int weight_only_weight_rows(int row_tile) { return row_tile <= 2 ? 4 : ro
 // values a 16-byte piece holds (32 at 4 bits, 16 at 8) and the addresses 16-byte aligned.
 inline constexpr int kWeightOnlyMmaRows = 8;
 // The weight's format where the functions below take `bits`: 4 or 8 (int4, int8), or this code for
-// float8 e4m3 (a byte a value as int8; the kernel's WO_E4M3). Its tiles stay on CUDA cores.
+// float8 e4m3 (a byte a value as int8; the kernel's WO_E4M3).
 inline constexpr int kWeightOnlyE4M3 = 9;
 // Kernel `k`'s format: its bits, or kWeightOnlyE4M3 where the weight holds float8 values.
 int weight_only_format(const Program& p, const Kernel& k);
@@ -49,9 +49,10 @@ std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
-// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and for int4 weights
-// the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a decode
-// step's one row of int4 values may dequantize in fewer instructions there than on CUDA cores).
+// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and for int4 and
+// float8 weights the tensor-core tile where its own runs on CUDA cores and the tensor-core one
+// applies (a decode step's one row of such values may reach an mma in fewer instructions than the
+// CUDA cores dequantize them).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
 // One product's sizes, and its launch by an entry point of tile `row_tile` (the words but the

@@ -20,7 +20,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                        ">(a); }\n";
   // The tensor-core tile's ring (wo_mma_ring) on its own, at 128 registers or fewer so that two
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
-  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32 && bits != kWeightOnlyE4M3)
+  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";

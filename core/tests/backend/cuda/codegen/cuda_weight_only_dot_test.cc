@@ -37,8 +37,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization; no module more.
     const int tile = weight_only_function_tile(names[i]);
-    const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos &&
-                      names[i].find("_e4m3_") == std::string::npos;  // float8 stays on CUDA cores
+    const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
@@ -137,7 +136,8 @@ TEST(CudaWeightOnlyDot, TensorCoreTilesNeedHalfPrecisionXAndWholePieces) {
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4112, 16));  // pieces of 32 int4 values
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 4, 32, 4096, 48));  // a group inside a piece
   EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, 8, 32, 200, 200));
-  EXPECT_FALSE(weight_only_mma_applies(DType::kBFloat16, kWeightOnlyE4M3, 32, 4096, 4096));  // float8: CUDA cores
+  EXPECT_TRUE(weight_only_mma_applies(DType::kBFloat16, kWeightOnlyE4M3, 16, 4096, 4096));
+  EXPECT_FALSE(weight_only_mma_applies(DType::kFloat16, kWeightOnlyE4M3, 16, 4104, 4104));  // 16 values a piece
 }
 
 // x (rows, K) of `t` times a (1024, K) weight of `bits` in groups of `group`, rows at most `most`.
@@ -205,6 +205,9 @@ TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
   EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 128), (V{16}));  // already on tensor cores
   EXPECT_EQ(tiles_to_time(1, DType::kFloat32, 4, 4096, 128), (V{1}));     // no float32 mma
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4112, 16), (V{1}));     // pieces do not fit K
+  DotOf f8 = dot_of(1, false, DType::kBFloat16, 8, 4096, 4096);
+  f8.p.buffers[1].dtype = DType::kFloat8E4M3;  // float8 values, whose fragments are cheaper than int8's
+  EXPECT_EQ(weight_only_tiles_to_time(f8.p, f8.k), (V{1, 8}));
 }
 
 TEST(CudaWeightOnlyDot, AFileNamingAnotherFormatsEntryPointIsRejected) {

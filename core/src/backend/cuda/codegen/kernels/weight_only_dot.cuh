@@ -2,8 +2,8 @@
 // after device_prelude.cuh): kWeightOnlyDot, out[r, n] = sum_k x[r, k] (q[n, k] - z[n, g]) s[n, g]
 // with g = k / group, the weight read packed (int8 or float8 e4m3 bytes, or two int4 values a
 // byte: k even in the low nibble, each nibble u meaning u - 8) and dequantized in registers;
-// float32 sums. float8 weights take the CUDA-core rows at every tile. For a prefill's many rows
-// an entry point of its own writes the dequantized weight for cuBLASLt instead (wo_dequantize).
+// float32 sums. For a prefill's many rows an entry point of its own writes the dequantized weight
+// for cuBLASLt instead (wo_dequantize).
 // Bound by reading the packed weight for a few rows of x (a decode step), so every lane streams
 // 16-byte pieces of R weight rows (a warp's load instruction reads 512 contiguous bytes of a row),
 // turns each byte into a float with one byte permute and one subtraction (2^23 + u as a float's bits, minus
@@ -23,13 +23,14 @@
 // of x (the sum over k is the same in any order: no shuffles, no shared memory). Where a step's 4
 // pieces lie in one group (a group of 128 int4 or 64 int8 values or a multiple), the fragments
 // hold the exact integers q (a byte mask under a float's exponent and one packed fma for two int4
-// values) and each step adds s (sum x q - z sum x); otherwise each value is dequantized in
+// values; float8 values exactly, wo_e4m3_pair) and each step adds s (sum x q - z sum x); otherwise
+// each value is dequantized in
 // registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would).
 // Pieces need K and the group to be multiples of the values a piece holds and 16-byte aligned
 // addresses, the launch's vector form (its grid: 16 weight rows a warp group). Fewer rows of x
 // run on CUDA cores, or on an entry point of 8 rows (the rows past the last dropped) where the
-// build's timing finds that faster (cuda_weight_only_tune.cc; int4 values reach the mma in fewer
-// instructions than the CUDA cores dequantize them).
+// build's timing finds that faster (cuda_weight_only_tune.cc; int4 and float8 values may reach
+// the mma in fewer instructions than the CUDA cores dequantize them).
 
 // Words, in this order (cuda_weight_only_dot.cc fills them).
 struct WoArgs {
@@ -318,12 +319,53 @@ DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out
   for (int p = 0; p < 4; ++p) out[p] = wo_pack2<BF16>(fmaf(q[2 * p], s, nzs), fmaf(q[2 * p + 1], s, nzs));
 }
 
+// Bytes 0 and 1 of `u` (float8 e4m3) as x's dtype, two a word for an mma's fragment: float16
+// holds every e4m3 value (one cvt); bfloat16 gets the float16 bits' exponent and 3 mantissa bits
+// under its own, which makes value x 2^-112 exactly: every e4m3 value, its subnormals included, is
+// then a normal bfloat16, where moving the exponent's bias would make zero 2^-15. x comes times
+// 2^56 (wo_x_words) so that no product falls under float32's normal range, and WoSums multiplies
+// the sums by 2^56. Before sm_89 each byte is decoded (wo_e4m3) and rounded exactly.
+template <bool BF16>
+DEVI unsigned wo_e4m3_pair(unsigned u) {
+#if __CUDA_ARCH__ >= 890
+  unsigned h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"((unsigned short)(u & 0xffffu)));
+  if (!BF16) return h;
+  unsigned d;  // ((h & 0x7fff7fff) >> 3) under 0x7fff7fff, h's signs elsewhere
+  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(d) : "r"((h & 0x7fff7fffu) >> 3), "r"(h), "r"(0x7fff7fffu));
+  return d;
+#else
+  const float k = BF16 ? __uint_as_float(0x07800000u) : 1.0f;  // 2^-112
+  return wo_pack2<BF16>(wo_e4m3(u & 0xffu) * k, wo_e4m3((u >> 8) & 0xffu) * k);
+#endif
+}
+
+// What the grouped tiles multiply a step's sums by: 2^56 where bfloat16 fragments hold float8
+// values times 2^-112 and x times 2^56; else 1 (int4's raw values have their own, WoRaw4).
+template <int BITS, bool BF16> struct WoSums {
+  static constexpr float kScale = BITS == WO_E4M3 && BF16 ? 72057594037927936.0f : 1.0f;  // 2^56
+};
+
+// 8 values of x (one 16-byte load) as B fragment words for float8 fragments: times 2^56 for
+// bfloat16 (exact: a power of two, short of overflow past 2^71), else as they are.
+template <int BITS, bool BF16>
+DEVI void wo_scale_x(unsigned (&b)[4]) {
+#if __CUDA_ARCH__ >= 800
+  if (BITS == WO_E4M3 && BF16)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(b[i]) : "r"(b[i]), "r"(0x5b805b80u), "r"(0x80008000u));
+#endif
+}
+
 // The exact integers q of values 8j .. 8j + 7 of a 16-byte piece, two a word of x's dtype for an
-// mma's A fragment, with no scale (GROUPED tiles scale the sums). 4 bits: nibble pairs {k, k + 4}
+// mma's A fragment, with no scale (GROUPED tiles scale the sums; float8 values as wo_e4m3_pair
+// makes them, which WoSums undoes). 4 bits: nibble pairs {k, k + 4}
 // of word j as (u >> 4i) & 0x000f000f under the exponent of 128 (bfloat16) or 1024 (float16),
 // which makes 128 + u (1024 + u) exactly, then one packed fma subtracts 136 (1032): words
 // {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7} (x is paired the same way, wo_pair_x). 8 bits: the
-// bytes as floats (wo_byte), packed {k0, k1}, {k2, k3} of each of words 2j and 2j + 1.
+// bytes as floats (wo_byte), packed {k0, k1}, {k2, k3} of each of words 2j and 2j + 1; float8
+// bytes in the same order.
 template <int BITS, bool BF16>
 DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
@@ -340,6 +382,11 @@ DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
     return;
   }
 #endif
+  if (BITS == WO_E4M3) {
+#pragma unroll
+    for (int p = 0; p < 4; ++p) out[p] = wo_e4m3_pair<BF16>(u[(2 * j + (p >> 1)) & 3] >> (16 * (p & 1)));
+    return;
+  }
   float q[8];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -491,8 +538,12 @@ DEVI void wo_mma(const WoArgs& a) {
           for (int t = 0; t < NT; ++t) {
             const V16 xv = live ? *(const V16*)(xr[t] + k0 + j * 8) : V16{0u, 0u, 0u, 0u};
             unsigned b[4];
-            if constexpr (GROUPED) wo_pair_x<BITS>(xv, b);
-            else b[0] = xv.x, b[1] = xv.y, b[2] = xv.z, b[3] = xv.w;
+            if constexpr (GROUPED) {
+              wo_pair_x<BITS>(xv, b);
+              wo_scale_x<BITS, T::kBf16>(b);
+            } else {
+              b[0] = xv.x, b[1] = xv.y, b[2] = xv.z, b[3] = xv.w;
+            }
             float (&acc)[4] = GROUPED ? cq[t] : c[t];
             mma16816_f32<T::kBf16>(acc, lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
             mma16816_f32<T::kBf16>(acc, lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
@@ -507,7 +558,10 @@ DEVI void wo_mma(const WoArgs& a) {
 #pragma unroll
           for (int t = 0; t < NT; ++t)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) c[t][i] = fmaf(s[i >> 1], fmaf(-z[i >> 1], cs[t][i], cq[t][i]), c[t][i]);
+            for (int i = 0; i < 4; ++i) {
+              const float sum = fmaf(-z[i >> 1], cs[t][i], cq[t][i]) * WoSums<BITS, T::kBf16>::kScale;
+              c[t][i] = fmaf(s[i >> 1], sum, c[t][i]);
+            }
         }
       }
     }
@@ -651,6 +705,7 @@ DEVI void wo_mma_ring(const WoArgs& a) {
     for (int j = 0; j < VALS / 8; ++j) {
       unsigned b[4];
       wo_pair_x<BITS>(xv[j], b);
+      wo_scale_x<BITS, T::kBf16>(b);
 #pragma unroll
       for (int t = 0; t < TT; ++t) {
         unsigned lo[4], hi[4];  // weight rows g + 16t and g + 16t + 8
@@ -670,15 +725,17 @@ DEVI void wo_mma_ring(const WoArgs& a) {
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[2], b[3]);
       }
     }
-    // s (sum x (q - z)): for raw int4 values sum x q = cq / kScale - (kBase + 8) cs.
-    constexpr float kInv = BITS == 4 ? 1.0f / WoRaw4<T::kBf16>::kScale : 1.0f;
+    // s (sum x (q - z)): for raw int4 values sum x q = cq / kScale - (kBase + 8) cs; float8's
+    // bfloat16 sums (x times 2^56 in cs too) times WoSums' scale.
+    constexpr float kInv = BITS == 4 ? 1.0f / WoRaw4<T::kBf16>::kScale : WoSums<BITS, T::kBf16>::kScale;
     constexpr float kOffset = BITS == 4 ? WoRaw4<T::kBf16>::kBase + 8.0f : 0.0f;
+    constexpr float kCs = BITS == 4 ? 1.0f : kInv;
 #pragma unroll
     for (int t = 0; t < TT; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int h = 2 * t + (e >> 1);
-        c[t][e] = fmaf(s[h], fmaf(-(z[h] + kOffset), cs[e], cq[t][e] * kInv), c[t][e]);
+        c[t][e] = fmaf(s[h], fmaf(-(z[h] + kOffset) * kCs, cs[e], cq[t][e] * kInv), c[t][e]);
       }
   }
   wo_wait<0>();
@@ -702,7 +759,7 @@ DEVI void wo_mma_ring(const WoArgs& a) {
 // are whole steps), so that neither's registers and shared memory bound the other's occupancy.
 template <class T, int BITS, int MT, int R>
 DEVI void wo_dot(const WoArgs& a) {
-  if constexpr (T::kMma && MT >= WO_MMA_ROWS && BITS != WO_E4M3) {
+  if constexpr (T::kMma && MT >= WO_MMA_ROWS) {
     if (a.vec && a.mma_split) {
       constexpr i64 kStepValues = 4 * (BITS == 4 ? 32 : 16);
       if (a.group % kStepValues == 0) wo_mma<T, BITS, MT, true>(a);
