@@ -55,7 +55,9 @@ runs for a model larger than one GPU. Under torchrun rank 0 computes it.
 With --float32-check (and the peer), each row also says how many of 32 greedy steps agree when both
 systems load the checkpoint in float32 (`greedy_f32`): random weights leave the top two logits
 closer than bfloat16's rounding at some step, where both systems' bfloat16 tokens part from
-float32's alike (`greedy_match`); in float32 the same model gives the same tokens.
+float32's alike (`greedy_match`); in float32 the same model gives the same tokens. With the peer,
+`torch_eager_match` says the same of transformers against itself: its compiled steps' greedy tokens
+against its eager ones in bfloat16 (the same weights, other kernels).
 
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
@@ -410,6 +412,16 @@ def bench_torch(directory, batch, prompt, steps, torch):
     _, out = run(CHECK_STEPS - 1, True)
     compile_s = time.perf_counter() - t0
     greedy = torch.cat(out, dim=1).cpu().numpy()
+    # The same greedy steps in eager mode: how far bfloat16 rounding alone (torch.compile's fused
+    # kernels against eager's) moves the tokens of these random weights.
+    cache = static_cache(transformers, model.config, batch, length, "cuda", torch.bfloat16)
+    with torch.no_grad():
+        logits = model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache,
+                       use_cache=True, return_dict=False)[0]
+        eager = [logits[:, -1].argmax(-1, keepdim=True)]
+        for i in range(CHECK_STEPS - 1):
+            eager.append(decode_one(eager[-1], torch.tensor([prompt + i], device="cuda"), cache))
+    eager = torch.cat(eager, dim=1).cpu().numpy()
     run(8, False)
     ms = statistics.median(run(steps, False)[0] for _ in range(REPEATS))
     prefill_ms = median_ms(prefill, sync, 3)
@@ -420,7 +432,8 @@ def bench_torch(directory, batch, prompt, steps, torch):
         reference = model(ids, return_dict=False)[0][:, -1].float().cpu().numpy()
     del model
     torch.cuda.empty_cache()
-    return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy, logits=logits, reference=reference)
+    return dict(ms=ms, prefill_ms=prefill_ms, compile_s=compile_s, tokens=greedy, eager_tokens=eager, logits=logits,
+                reference=reference)
 
 
 def prefill_flops(c, batch, prompt):
@@ -589,7 +602,8 @@ def main():
                         row.update(torch_ms=ref["ms"], torch_tok_s=1e3 * batch / ref["ms"],
                                    torch_prefill_tok_s=1e3 * batch * prompt / ref["prefill_ms"],
                                    torch_compile_s=ref["compile_s"], speedup=ref["ms"] / tri["ms"],
-                                   greedy_match=steps_agreeing(ref["tokens"], tri["tokens"]))
+                                   greedy_match=steps_agreeing(ref["tokens"], tri["tokens"]),
+                                   torch_eager_match=steps_agreeing(ref["tokens"], ref["eager_tokens"]))
                         (err, top1), (torch_err, torch_top1) = (logit_errors(x, ref["reference"]) for x in (tri["logits"], ref["logits"]))
                         row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                         if args.float32_check:
@@ -726,7 +740,7 @@ def print_table(rows):
             ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"), ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("vs_one", "{:.2f}"),
             ("same_tokens", "{}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
-            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("greedy_f32", "{}"),
+            ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("torch_eager_match", "{}"), ("greedy_f32", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}"),
             ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}"), ("vs_model_err", "{:.4f}"), ("vs_model_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]

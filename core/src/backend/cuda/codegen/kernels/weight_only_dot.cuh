@@ -22,10 +22,10 @@
 // fragment slots {2t, 2t + 1, 2t + 8, 2t + 9} of one mma and of a second, beside the same values
 // of x (the sum over k is the same in any order: no shuffles, no shared memory). Where a step's 4
 // pieces lie in one group (a group of 128 int4 or 64 int8 values or a multiple), the fragments
-// hold the exact integers q (a byte mask under a float's exponent and one packed fma for two int4
-// values; float8 values exactly, wo_e4m3_pair) and each step adds s (sum x q - z sum x); otherwise
-// each value is dequantized in
-// registers ((q - z) s in float32, rounded once to x's dtype, as the dequantized GEMM would).
+// hold the values as stored (int4 nibbles under a float's exponent, one shift and one mask-and-or
+// for two, WoRaw4; int8 integers; float8 values, wo_e4m3_pair) and each step adds s (sum x q -
+// z sum x) (WoFragments); otherwise each value is dequantized in registers ((q - z) s in float32,
+// rounded once to x's dtype, as the dequantized GEMM would).
 // Pieces need K and the group to be multiples of the values a piece holds and 16-byte aligned
 // addresses, the launch's vector form (its grid: 16 weight rows a warp group). Fewer rows of x
 // run on CUDA cores, or on an entry point of 8 rows (the rows past the last dropped) where the
@@ -323,8 +323,8 @@ DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out
 // holds every e4m3 value (one cvt); bfloat16 gets the float16 bits' exponent and 3 mantissa bits
 // under its own, which makes value x 2^-112 exactly: every e4m3 value, its subnormals included, is
 // then a normal bfloat16, where moving the exponent's bias would make zero 2^-15. x comes times
-// 2^56 (wo_x_words) so that no product falls under float32's normal range, and WoSums multiplies
-// the sums by 2^56. Before sm_89 each byte is decoded (wo_e4m3) and rounded exactly.
+// 2^56 (wo_scale_x) so that no product falls under float32's normal range, and WoFragments
+// multiplies the sums by 2^56. Before sm_89 each byte is decoded (wo_e4m3) and rounded exactly.
 template <bool BF16>
 DEVI unsigned wo_e4m3_pair(unsigned u) {
 #if __CUDA_ARCH__ >= 890
@@ -340,12 +340,6 @@ DEVI unsigned wo_e4m3_pair(unsigned u) {
 #endif
 }
 
-// What the grouped tiles multiply a step's sums by: 2^56 where bfloat16 fragments hold float8
-// values times 2^-112 and x times 2^56; else 1 (int4's raw values have their own, WoRaw4).
-template <int BITS, bool BF16> struct WoSums {
-  static constexpr float kScale = BITS == WO_E4M3 && BF16 ? 72057594037927936.0f : 1.0f;  // 2^56
-};
-
 // 8 values of x (one 16-byte load) as B fragment words for float8 fragments: times 2^56 for
 // bfloat16 (exact: a power of two, short of overflow past 2^71), else as they are.
 template <int BITS, bool BF16>
@@ -358,30 +352,13 @@ DEVI void wo_scale_x(unsigned (&b)[4]) {
 #endif
 }
 
-// The exact integers q of values 8j .. 8j + 7 of a 16-byte piece, two a word of x's dtype for an
-// mma's A fragment, with no scale (GROUPED tiles scale the sums; float8 values as wo_e4m3_pair
-// makes them, which WoSums undoes). 4 bits: nibble pairs {k, k + 4}
-// of word j as (u >> 4i) & 0x000f000f under the exponent of 128 (bfloat16) or 1024 (float16),
-// which makes 128 + u (1024 + u) exactly, then one packed fma subtracts 136 (1032): words
-// {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7} (x is paired the same way, wo_pair_x). 8 bits: the
-// bytes as floats (wo_byte), packed {k0, k1}, {k2, k3} of each of words 2j and 2j + 1; float8
-// bytes in the same order.
+// Values 8j .. 8j + 7 of a 16-byte piece of bytes (int8 or float8), two a word of x's dtype for an
+// mma's A fragment, with no scale (GROUPED tiles scale the sums): int8 bytes as exact floats
+// (wo_byte), float8 ones as wo_e4m3_pair makes them (WoFragments undoes its scale); packed {k0, k1},
+// {k2, k3} of each of words 2j and 2j + 1.
 template <int BITS, bool BF16>
-DEVI void wo_integers8(const V16& v, int j, unsigned (&out)[4]) {
+DEVI void wo_bytes8(const V16& v, int j, unsigned (&out)[4]) {
   const unsigned u[4] = {v.x, v.y, v.z, v.w};
-#if __CUDA_ARCH__ >= 800
-  if (BITS == 4) {
-    const unsigned magic = BF16 ? 0x43004300u : 0x64006400u, one = BF16 ? 0x3f803f80u : 0x3c003c00u;
-    const unsigned offset = BF16 ? 0xc308c308u : 0xe408e408u;  // -136 (bfloat16), -1032 (float16)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const unsigned h = ((u[j] >> (4 * i)) & 0x000f000fu) | magic;
-      if (BF16) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out[i]) : "r"(h), "r"(one), "r"(offset));
-      else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(out[i]) : "r"(h), "r"(one), "r"(offset));
-    }
-    return;
-  }
-#endif
   if (BITS == WO_E4M3) {
 #pragma unroll
     for (int p = 0; p < 4; ++p) out[p] = wo_e4m3_pair<BF16>(u[(2 * j + (p >> 1)) & 3] >> (16 * (p & 1)));
@@ -405,10 +382,10 @@ DEVI unsigned wo_mask_or(unsigned v, unsigned mask, unsigned bits) {
   return d;
 }
 
-// Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word, paired as wo_integers8
-// pairs them, without its fma: each nibble u lands in the mantissa under a fixed exponent, one
-// shift and one mask-and-or (lop3) per word, making h = 128 + 8u (bfloat16: u at mantissa bits
-// 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kScale
+// Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word: the nibble pairs {k, k + 4}
+// of word j, {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7} (x is paired the same way, wo_pair_x). Each
+// nibble u lands in the mantissa under a fixed exponent, one shift and one mask-and-or (lop3) per
+// word, making h = 128 + 8u (bfloat16: u at mantissa bits 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kScale
 // - (kBase + 8) sum x (WoRaw4; wo_mma_ring's epilogue), exactly as far as float32 sums are.
 template <bool BF16> struct WoRaw4 {
   static constexpr float kScale = BF16 ? 8.0f : 1.0f, kBase = BF16 ? 16.0f : 1024.0f;  // h / kScale = kBase + u
@@ -428,8 +405,19 @@ DEVI void wo_raw4(const V16& v, int j, unsigned (&out)[4]) {
   }
 }
 
-// 8 values of x (one 16-byte load, k0 .. k7) as the B fragment words that meet wo_integers8's
-// words: 4 bits {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7}; 8 bits as they are.
+// A grouped tile's step sums s (sum x q - z sum x) from its mmas' sums cq (x times the fragments)
+// and cs (sum x): sum x q = cq kInv - kOffset kCs cs. int4's raw values (WoRaw4): kInv = 1 / kScale,
+// kOffset = kBase + 8; float8's bfloat16 fragments (values times 2^-112, x times 2^56 in cq and cs
+// alike): kInv = kCs = 2^56; else the exact integers or values.
+template <int BITS, bool BF16> struct WoFragments {
+  static constexpr bool kRaw4 = BITS == 4, kScaled = BITS == WO_E4M3 && BF16;
+  static constexpr float kInv = kRaw4 ? 1.0f / WoRaw4<BF16>::kScale : kScaled ? 72057594037927936.0f : 1.0f;
+  static constexpr float kOffset = kRaw4 ? WoRaw4<BF16>::kBase + 8.0f : 0.0f;
+  static constexpr float kCs = kRaw4 ? 1.0f : kInv;
+};
+
+// 8 values of x (one 16-byte load, k0 .. k7) as the B fragment words that meet wo_raw4's and
+// wo_bytes8's words: 4 bits {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7}; 8 bits as they are.
 template <int BITS>
 DEVI void wo_pair_x(const V16& b, unsigned (&out)[4]) {
   if (BITS == 4) {
@@ -463,10 +451,10 @@ template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a, int rows = 16) {
 // and the same K values of x rows g, g + 8, ...; its values 8j .. 8j + 7 make two mmas. The
 // accumulator c[n] holds out rows (weight rows) g and g + 8, columns (rows of x) 2t and 2t + 1.
 // GROUPED (a step's 4 pieces lie in one group: the group a multiple of 4 pieces' values): the A
-// fragments hold the integers q, fewer instructions a weight byte than dequantized values, the
-// mmas sum x q over the step, and the step adds s (sum x q - z sum x), sum x from an mma with A
-// all ones where there are zero points. Else each value is dequantized ((q - z) s, rounded to x's
-// dtype) before its mma.
+// fragments hold the values as stored, fewer instructions a weight byte than dequantized values,
+// the mmas sum x q over the step, and the step adds s (sum x q - z sum x), sum x from an mma with A
+// all ones where int4's raw values or zero points need it. Else each value is dequantized ((q - z)
+// s, rounded to x's dtype) before its mma.
 template <class T, int BITS, int MT, bool GROUPED>
 DEVI void wo_mma(const WoArgs& a) {
   typedef typename T::S S;
@@ -527,9 +515,12 @@ DEVI void wo_mma(const WoArgs& a) {
 #pragma unroll
         for (int j = 0; j < VALS / 8; ++j) {
           unsigned lo[4], hi[4];  // weight rows g and g + 8
-          if constexpr (GROUPED) {
-            wo_integers8<BITS, T::kBf16>(wv[u][0], j, lo);
-            wo_integers8<BITS, T::kBf16>(wv[u][1], j, hi);
+          if constexpr (GROUPED && BITS == 4) {
+            wo_raw4<T::kBf16>(wv[u][0], j, lo);
+            wo_raw4<T::kBf16>(wv[u][1], j, hi);
+          } else if constexpr (GROUPED) {
+            wo_bytes8<BITS, T::kBf16>(wv[u][0], j, lo);
+            wo_bytes8<BITS, T::kBf16>(wv[u][1], j, hi);
           } else {
             wo_dequantize8<BITS, T::kBf16>(wv[u][0], j, s[0], -z[0] * s[0], lo);
             wo_dequantize8<BITS, T::kBf16>(wv[u][1], j, s[1], -z[1] * s[1], hi);
@@ -547,7 +538,7 @@ DEVI void wo_mma(const WoArgs& a) {
             float (&acc)[4] = GROUPED ? cq[t] : c[t];
             mma16816_f32<T::kBf16>(acc, lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
             mma16816_f32<T::kBf16>(acc, lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-            if (GROUPED && zp) {
+            if (GROUPED && (BITS == 4 || zp)) {  // sum x: raw int4 values' offset, the zero points
               const unsigned one = T::kBf16 ? 0x3f803f80u : 0x3c003c00u;
               mma16816_f32<T::kBf16>(cs[t], one, one, one, one, b[0], b[1]);
               mma16816_f32<T::kBf16>(cs[t], one, one, one, one, b[2], b[3]);
@@ -559,7 +550,8 @@ DEVI void wo_mma(const WoArgs& a) {
           for (int t = 0; t < NT; ++t)
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              const float sum = fmaf(-z[i >> 1], cs[t][i], cq[t][i]) * WoSums<BITS, T::kBf16>::kScale;
+              typedef WoFragments<BITS, T::kBf16> F;
+              const float sum = fmaf(-(z[i >> 1] + F::kOffset) * F::kCs, cs[t][i], cq[t][i] * F::kInv);
               c[t][i] = fmaf(s[i >> 1], sum, c[t][i]);
             }
         }
@@ -713,8 +705,8 @@ DEVI void wo_mma_ring(const WoArgs& a) {
           wo_raw4<T::kBf16>(wv[2 * t], j, lo);
           wo_raw4<T::kBf16>(wv[2 * t + 1], j, hi);
         } else {
-          wo_integers8<BITS, T::kBf16>(wv[2 * t], j, lo);
-          wo_integers8<BITS, T::kBf16>(wv[2 * t + 1], j, hi);
+          wo_bytes8<BITS, T::kBf16>(wv[2 * t], j, lo);
+          wo_bytes8<BITS, T::kBf16>(wv[2 * t + 1], j, hi);
         }
         mma16816_f32<T::kBf16>(cq[t], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
         mma16816_f32<T::kBf16>(cq[t], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
@@ -725,17 +717,13 @@ DEVI void wo_mma_ring(const WoArgs& a) {
         mma16816_f32<T::kBf16>(cs, one, one, one, one, b[2], b[3]);
       }
     }
-    // s (sum x (q - z)): for raw int4 values sum x q = cq / kScale - (kBase + 8) cs; float8's
-    // bfloat16 sums (x times 2^56 in cs too) times WoSums' scale.
-    constexpr float kInv = BITS == 4 ? 1.0f / WoRaw4<T::kBf16>::kScale : WoSums<BITS, T::kBf16>::kScale;
-    constexpr float kOffset = BITS == 4 ? WoRaw4<T::kBf16>::kBase + 8.0f : 0.0f;
-    constexpr float kCs = BITS == 4 ? 1.0f : kInv;
+    typedef WoFragments<BITS, T::kBf16> F;
 #pragma unroll
     for (int t = 0; t < TT; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int h = 2 * t + (e >> 1);
-        c[t][e] = fmaf(s[h], fmaf(-(z[h] + kOffset) * kCs, cs[e], cq[t][e] * kInv), c[t][e]);
+        c[t][e] = fmaf(s[h], fmaf(-(z[h] + F::kOffset) * F::kCs, cs[e], cq[t][e] * F::kInv), c[t][e]);
       }
   }
   wo_wait<0>();
