@@ -135,6 +135,20 @@ def test_the_ring_with_weight_rows_off_its_groups_of_32(bits, group, zero, N):
         _check(exe, w, rows, 1024, "bfloat16")
 
 
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (8, None, False)])
+@pytest.mark.parametrize("most", [16, 32])
+def test_16_or_32_rows_on_the_rings_tiles_of_8(monkeypatch, bits, group, zero, most):
+    """A kernel of up to 16 or 32 rows may take the ring's tile of 8 rows (timed against its own):
+    TRIPY_WEIGHT_ONLY_MMA=1 forces it here, 2 or 4 tiles of rows whose blocks take the same weight
+    rows one after another, the last tile part empty."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "1")
+    lin, w = _case(bits, 1000, 1024, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, most, most), 1024), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 9, most - 3, most):
+        _check(exe, w, rows, 1024, "bfloat16")
+
+
 @pytest.mark.parametrize("bits", [4, 8])
 def test_k_off_the_16_byte_pieces_takes_the_single_value_path(bits):
     # K = 200: not a multiple of 32 (int4) or of a group of 40 (int8's pieces of 16 values).

@@ -142,11 +142,19 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
   std::vector<int> out{own};
+  if (!fixed_k) return out;
+  const int64_t group = k.weight_only_dot.group_size;
   // int4 and float8: an int8 value takes more instructions to reach an mma fragment than the
   // CUDA-core rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B
   // (H200).
-  if (fixed_k && bits != 8 && !weight_only_mma_applies(t, bits, own, kdim.a, k.weight_only_dot.group_size) &&
-      weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, k.weight_only_dot.group_size))
+  if (bits != 8 && !weight_only_mma_applies(t, bits, own, kdim.a, group) &&
+      weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, group))
+    out.push_back(kWeightOnlyMmaRows);
+  // 16 or 32 rows: the ring's tile of 8 rows, two or four tiles reading the weight at once (the
+  // copies after the first from the L2), beside the tile that holds them all.
+  WeightOnlyProblem ring;
+  ring.dtype = t, ring.bits = bits, ring.K = kdim.a, ring.group = group;
+  if (own > kWeightOnlyMmaRows && weight_only_ring_applies(ring, kWeightOnlyMmaRows))
     out.push_back(kWeightOnlyMmaRows);
   return out;
 }

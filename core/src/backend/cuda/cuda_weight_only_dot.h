@@ -49,10 +49,11 @@ std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
-// The tiles the builder times for kernel `k`: its own (weight_only_row_tile), and for int4 and
-// float8 weights the tensor-core tile where its own runs on CUDA cores and the tensor-core one
-// applies (a decode step's one row of such values may reach an mma in fewer instructions than the
-// CUDA cores dequantize them).
+// The tiles the builder times for kernel `k`: its own (weight_only_row_tile); for int4 and float8
+// weights the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a
+// decode step's one row of such values may reach an mma in fewer instructions than the CUDA cores
+// dequantize them); and where its own holds 16 or 32 rows, the ring's tile of 8 where it applies
+// (a tile of rows a group of blocks, the weight read from memory once for them all).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
 // One product's sizes, and its launch by an entry point of tile `row_tile` (the words but the

@@ -1,5 +1,5 @@
 // Weight-only dot tactic timing at build time: the entry points of a kWeightOnlyDot's tiles
-// (weight_only_tiles_to_time: its own, and the tensor-core tile at fewer rows), each with every
+// (weight_only_tiles_to_time: its own, and the tensor-core tile of 8 rows), each with every
 // split of a block's warps, on scratch operands of its opt sizes; the builder keeps the winner's
 // module, and the split as the kernel's stored algorithm.
 #include <algorithm>
@@ -16,8 +16,9 @@ namespace {
 
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of the GPUs we tune on
 
-// TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile where it is a candidate, 0 the kernel's own
-// tile, unset lets the timing decide (tests of one path; the builder's tuning context records it).
+// TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows (the ring's) where
+// it is a candidate, 0 the kernel's own tile, unset lets the timing decide (tests of one path; the
+// builder's tuning context records it).
 int mma_override() {
   const char* v = std::getenv("TRIPY_WEIGHT_ONLY_MMA");
   return v && std::strcmp(v, "1") == 0 ? 1 : v && std::strcmp(v, "0") == 0 ? 0 : -1;

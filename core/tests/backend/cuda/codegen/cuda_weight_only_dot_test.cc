@@ -201,7 +201,9 @@ TEST(CudaWeightOnlyDot, FewRowsAlsoTimeTheTensorCoreTile) {
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4096, 128), (V{1, 8}));  // a decode step
   EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 4, 4096, 128), (V{4, 8}));
   EXPECT_EQ(tiles_to_time(4, DType::kFloat16, 8, 4096, 4096), (V{4}));  // int8: its own tile only
-  EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 128), (V{16}));  // already on tensor cores
+  EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 128), (V{16, 8}));  // and two tiles of the ring
+  EXPECT_EQ(tiles_to_time(32, DType::kFloat16, 8, 4096, 4096), (V{32, 8}));
+  EXPECT_EQ(tiles_to_time(16, DType::kBFloat16, 4, 4096, 32), (V{16}));  // groups inside a ring step
   EXPECT_EQ(tiles_to_time(1, DType::kFloat32, 4, 4096, 128), (V{1}));     // no float32 mma
   EXPECT_EQ(tiles_to_time(1, DType::kBFloat16, 4, 4112, 16), (V{1}));     // pieces do not fit K
   DotOf f8 = dot_of(1, false, DType::kBFloat16, 8, 4096, 4096);

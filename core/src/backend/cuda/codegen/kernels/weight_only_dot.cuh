@@ -430,6 +430,8 @@ DEVI void wo_pair_x(const V16& b, unsigned (&out)[4]) {
 
 // Where a warp of a tensor-core tile works: lane (g8, t4), its group g of 16 weight rows from n0
 // (mma_split warps a group, this one the ws-th) and the tile of MT rows of x from m0 (M of them).
+// Consecutive blocks take the tiles of rows of x over the same weight rows, which they read from
+// memory about at once: the second tile's copy of them comes from the L2.
 struct WoMmaPlace {
   int lane, g8, t4, split, g, ws, M;
   i64 n0, m0;
@@ -440,8 +442,9 @@ template <int MT> DEVI WoMmaPlace wo_mma_place(const WoArgs& a, int rows = 16) {
   p.lane = threadIdx.x & 31, p.g8 = p.lane >> 2, p.t4 = p.lane & 3;
   p.split = (int)(a.mma_split & 0xff), p.g = warp / p.split, p.ws = warp % p.split;
   const int groups_per_block = (WO_BLOCK / 32) / p.split;
-  p.n0 = (((i64)blockIdx.x % a.mma_blocks) * groups_per_block + p.g) * rows;
-  p.m0 = (i64)blockIdx.x / a.mma_blocks * MT;
+  const i64 tiles = (a.rows + MT - 1) / MT;
+  p.n0 = (((i64)blockIdx.x / tiles) * groups_per_block + p.g) * rows;
+  p.m0 = (i64)blockIdx.x % tiles * MT;
   p.M = (int)(a.rows - p.m0 < MT ? a.rows - p.m0 : MT);
   return p;
 }
