@@ -103,16 +103,6 @@ DEVI V16 wo_stream(const signed char* p) {
   return v;
 }
 
-// Asks the L2 for the 128-byte lines of the `bytes` bytes at `p`, lines i, i + n, ... of them (n
-// lanes share the span): a row's scales and zero points, read a group at a time as the weight
-// streams, then come from the L2 instead of memory (they are the kernel's only loads not requested
-// ahead of their use by more than one step).
-DEVI void wo_prefetch_l2(const void* p, i64 bytes, int i, int n) {
-  const char* line = (const char*)((size_t)p & ~(size_t)127) + (i64)i * 128;
-  for (const char* end = (const char*)p + bytes; line < end; line += (i64)n * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
-}
-
 // Byte b of `u` (0..255) as the float 2^23 + byte.
 DEVI float wo_byte(unsigned u, int b) { return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7440u | b)); }
 
@@ -213,8 +203,6 @@ DEVI void wo_rows(const WoArgs& a) {
       for (int r = 0; r < R; ++r) {
         wo[r] = (int)((nr[r] - n0) * a.row_bytes);
         so[r] = (int)((nr[r] - n0) * a.groups);
-        wo_prefetch_l2(s0 + so[r], a.groups * (i64)sizeof(S), ws * 32 + lane, 32 * split);
-        if (zp) wo_prefetch_l2(z0 + so[r], a.groups * (i64)sizeof(S), ws * 32 + lane, 32 * split);
       }
       // The next piece's weight loads go out before this piece's arithmetic: two pieces a row in
       // flight per lane, the weight's bytes arriving while the last ones are multiplied.
@@ -675,13 +663,6 @@ DEVI void wo_mma_ring(const WoArgs& a) {
       zn[h] = zp ? T::get(z0, so[h] + grp) : 0.0f;
     }
   };
-  // The scales' and zero points' lines of the warp's rows (the 4 lanes of a row share them).
-  if (n0 < N)
-#pragma unroll
-    for (int h = 0; h < H; ++h) {
-      wo_prefetch_l2(s0 + so[h], a.groups * (i64)sizeof(S), t4, 4);
-      if (zp) wo_prefetch_l2(z0 + so[h], a.groups * (i64)sizeof(S), t4, 4);
-    }
   // A constant weight's first steps go out before the wait, arriving while the previous kernel ends.
   const bool early = wo_early(a);
   if (early)
