@@ -321,10 +321,11 @@ DEVI void wo_dequantize8(const V16& v, int j, float s, float nzs, unsigned (&out
 
 // Bytes 0 and 1 of `u` (float8 e4m3) as x's dtype, two a word for an mma's fragment: float16
 // holds every e4m3 value (one cvt); bfloat16 gets the float16 bits' exponent and 3 mantissa bits
-// under its own, which makes value x 2^-112 exactly: every e4m3 value, its subnormals included, is
-// then a normal bfloat16, where moving the exponent's bias would make zero 2^-15. x comes times
-// 2^56 (wo_scale_x) so that no product falls under float32's normal range, and WoFragments
-// multiplies the sums by 2^56. Before sm_89 each byte is decoded (wo_e4m3) and rounded exactly.
+// under its own, which makes the value times 2^-112 exactly: every e4m3 value, its subnormals
+// included, is then a normal bfloat16, where moving the exponent's bias would make zero 2^-15. x
+// comes times 2^56 (wo_scale_x) so that no product falls under float32's normal range, and
+// WoFragments multiplies the sums by 2^56. Before sm_89 each byte is decoded (wo_e4m3) and rounded
+// exactly.
 template <bool BF16>
 DEVI unsigned wo_e4m3_pair(unsigned u) {
 #if __CUDA_ARCH__ >= 890
@@ -385,8 +386,9 @@ DEVI unsigned wo_mask_or(unsigned v, unsigned mask, unsigned bits) {
 // Values 8j .. 8j + 7 of a 16-byte int4 piece as x's dtype, two a word: the nibble pairs {k, k + 4}
 // of word j, {k0, k4}, {k1, k5}, {k2, k6}, {k3, k7} (x is paired the same way, wo_pair_x). Each
 // nibble u lands in the mantissa under a fixed exponent, one shift and one mask-and-or (lop3) per
-// word, making h = 128 + 8u (bfloat16: u at mantissa bits 3..6) or 1024 + u (float16). A step's sums over x h then give sum x q = (sum x h) / kScale
-// - (kBase + 8) sum x (WoRaw4; wo_mma_ring's epilogue), exactly as far as float32 sums are.
+// word, making h = 128 + 8u (bfloat16: u at mantissa bits 3..6) or 1024 + u (float16). A step's
+// sums over x h then give sum x q = (sum x h) / kScale - (kBase + 8) sum x (WoFragments), exactly
+// as far as float32 sums are.
 template <bool BF16> struct WoRaw4 {
   static constexpr float kScale = BF16 ? 8.0f : 1.0f, kBase = BF16 ? 16.0f : 1024.0f;  // h / kScale = kBase + u
 };
