@@ -23,7 +23,9 @@ mode with `+float-head` (int4-weight-only+float-head) keeps the output head unqu
 compute the last-position logits of the same N random prompts (of the row's length), and each
 quantized row says how far its logits are from the unquantized model's (`vs_model_err`: relative
 L2 error over the N prompts; `vs_model_top1`: the share of prompts whose most likely token agrees),
-with or without the peer.
+with or without the peer. The same model loaded in float32 computes them too, and the unquantized
+row and each quantized one say how far theirs are from it (`vs_f32_err`, `vs_f32_top1`): the
+unquantized model's own rounding, the scale a quantized model's error is read against.
 
 With --devices N (N > 1), each row is run again with the model tensor-parallel over N ranks
 (tp.llm.load's mesh): its row says `devices` and `vs_one`, the one-device decode time over the
@@ -335,6 +337,18 @@ def greedy_float32(directory, batch, prompt, torch):
     return steps_agreeing(ref, tri)
 
 
+def float32_accuracy_logits(directory, prompt, n):
+    """The last-position logits of --accuracy's `n` prompts from the checkpoint loaded in float32."""
+    llm = tp.llm.load(directory, dtype=tp.float32, max_seq_len=prompt + 8, max_batch_size=n)
+    model = llm.model
+    ids = accuracy_prompts(n, prompt, llm.config)
+    cache = tp.InputInfo(model.cache_shape(n), dtype=model.dtype)
+    fn = tp.compile(lambda tokens, pos, *caches: model(tokens, pos, list(caches))[0],
+                    args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)]
+                    + [cache] * (2 * model.config.num_hidden_layers))
+    return np.asarray(fn(tp.Tensor(ids), tp.Tensor(np.array([0], np.int32)), *model.empty_caches(n)))
+
+
 def prompt_logits(llm, gen, ids, zero):
     """The model's logits at the prompt's last position, (B, vocab) float32: the prefill without
     the token choice, compiled for these sizes (over the generator's mesh, if any: every rank
@@ -611,6 +625,9 @@ def main():
                     if args.reference and PRINTS:
                         want = reference_logits(directory, c, tri["ids"], ref_torch, ref_device)
                         row.update(zip(("ref_logit_err", "ref_top1"), logit_errors(tri["logits"], want)))
+                    if args.accuracy and modes:
+                        tri["f32_logits"] = float32_accuracy_logits(directory, prompt, args.accuracy)
+                        row.update(zip(("vs_f32_err", "vs_f32_top1"), logit_errors(tri["accuracy_logits"], tri["f32_logits"])))
                     emit(row, rows, args.out)
                     for mode in modes:
                         emit(quant_row(directory, batch, prompt, args.steps, sync, torch, mode, tri, ref,
@@ -661,6 +678,7 @@ def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, prof
     if accuracy:
         qrow.update(accuracy_prompts=accuracy)
         qrow.update(zip(("vs_model_err", "vs_model_top1"), logit_errors(q["accuracy_logits"], tri["accuracy_logits"])))
+        qrow.update(zip(("vs_f32_err", "vs_f32_top1"), logit_errors(q["accuracy_logits"], tri["f32_logits"])))
     return qrow
 
 
@@ -742,7 +760,8 @@ def print_table(rows):
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("torch_eager_match", "{}"), ("greedy_f32", "{}"),
             ("logit_err", "{:.4f}"), ("torch_logit_err", "{:.4f}"), ("top1", "{:.2f}"), ("torch_top1", "{:.2f}"),
-            ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}"), ("vs_model_err", "{:.4f}"), ("vs_model_top1", "{:.2f}")]
+            ("ref_logit_err", "{:.2e}"), ("ref_top1", "{:.2f}"), ("vs_model_err", "{:.4f}"), ("vs_model_top1", "{:.2f}"), ("vs_f32_err", "{:.4f}"),
+            ("vs_f32_top1", "{:.2f}")]
     cols = [(k, f) for k, f in cols if any(k in r for r in rows)]
     print(" | ".join(k for k, _ in cols))
     for r in rows:

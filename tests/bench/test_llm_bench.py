@@ -50,7 +50,12 @@ def test_quantized_rows_compare_their_logits_with_the_unquantized_models():
         # float8 by e4m3's relative step (1/16 at most).
         assert 0 < q["vs_model_err"] < 0.1 and 0 <= q["vs_model_top1"] <= 1
     assert int8["vs_model_top1"] >= 0.5
-    assert out.stdout.splitlines()[-4].endswith("vs_model_err | vs_model_top1")
+    # The float32 model's logits: on the CPU the unquantized model computes in float32 too, so it
+    # agrees with them and each quantized row's distance to them is its distance to it.
+    assert base["vs_f32_err"] < 1e-5 and base["vs_f32_top1"] == 1
+    for q in (int8, float8):
+        assert abs(q["vs_f32_err"] - q["vs_model_err"]) < 1e-5
+    assert out.stdout.splitlines()[-4].endswith("vs_model_err | vs_model_top1 | vs_f32_err | vs_f32_top1")
 
 
 def test_two_cpu_ranks_print_their_row_beside_one_ranks():
