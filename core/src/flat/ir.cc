@@ -1,6 +1,7 @@
 // FlatIR graph construction and the op-kind name table shared by the printer and the parser.
 #include "flat/ir.h"
 
+#include <algorithm>
 #include <array>
 
 namespace tripy::flat {
@@ -33,6 +34,13 @@ bool swaps_last_two_dims(const Op& op) {
   for (size_t i = 0; i + 2 < n; ++i)
     if (op.dims[i] != static_cast<int64_t>(i)) return false;
   return op.dims[n - 2] == static_cast<int64_t>(n - 1) && op.dims[n - 1] == static_cast<int64_t>(n - 2);
+}
+
+int64_t most_rows(const Graph& g, ValueId x) {
+  int64_t rows = 1;
+  const Shape& xs = g.values[x].shape;
+  for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= std::max<int64_t>(1, xs[d].upper_bound(g.symbols));
+  return rows;
 }
 
 Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {

@@ -116,6 +116,10 @@ struct Graph {
   std::string str() const;
 };
 
+// The most rows a matrix product's lhs `x` [..., K] may have: its leading dims' largest sizes
+// multiplied (a dim whose largest size is 0 counted as 1).
+int64_t most_rows(const Graph& g, ValueId x);
+
 // The result shape of a convolution of `input` by a weight of static shape `weight`: the one
 // formula that the Trace op, the verifier and (in integers, rt::conv_output_size) the runtime use.
 Shape conv_result_shape(const Shape& input, const Shape& weight, const rt::ConvolutionAttrs& a);

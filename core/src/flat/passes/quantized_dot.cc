@@ -14,7 +14,6 @@
 // quantization (a float activation times a dequantized weight: cuBLASLt has no mixed kernel), and
 // where the rules say so an int8 dot of few rows with a constant weight (weight_only_dot then reads
 // that weight as it is, the activation's quantize and dequantize one elementwise kernel).
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -91,12 +90,9 @@ std::optional<Match> match(const Graph& g, const Op& dot, const QuantizedDotRule
   const DType qt = g.values[a->q].dtype;
   if (g.values[b->q].dtype != qt) return std::nullopt;
   if (qt == DType::kInt8 ? !rules.int8 : !rules.float8) return std::nullopt;
-  if (qt == DType::kInt8 && rules.int8_weight_only_rows != 0 && g.def(b->q).kind == OpKind::kConstant) {
-    int64_t rows = 1;
-    const Shape& xs = g.values[dot.operands[0]].shape;
-    for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= std::max<int64_t>(1, xs[d].upper_bound(g.symbols));
-    if (rules.int8_weight_only_rows < 0 || rows <= rules.int8_weight_only_rows) return std::nullopt;  // weight_only_dot's
-  }
+  if (qt == DType::kInt8 && rules.int8_weight_only_rows != 0 && g.def(b->q).kind == OpKind::kConstant &&
+      (rules.int8_weight_only_rows < 0 || most_rows(g, dot.operands[0]) <= rules.int8_weight_only_rows))
+    return std::nullopt;  // weight_only_dot's
   // The weight's scale may vary along its output columns only (N: the last dim of [.., K, N], the
   // one before it of a transposed [.., N, K]); along K it cannot leave the sum.
   const int64_t rank_b = static_cast<int64_t>(g.values[b_value].shape.size());

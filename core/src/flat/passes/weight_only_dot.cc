@@ -282,12 +282,7 @@ std::optional<Match> match(const Graph& g, const Op& dot, int64_t max_rows) {
   Match m;
   m.x = x;
   m.rows_fit = g.def(x).kind != OpKind::kTranspose;  // x's rows must be dense
-  if (max_rows >= 0) {
-    int64_t rows = 1;
-    const Shape& xs = g.values[x].shape;
-    for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= std::max<int64_t>(1, xs[d].upper_bound(g.symbols));
-    m.rows_fit = m.rows_fit && rows <= max_rows;
-  }
+  if (max_rows >= 0) m.rows_fit = m.rows_fit && most_rows(g, x) <= max_rows;
   ValueId w = dot.operands[1];
   m.nk = swaps_last_two_dims(g.def(w));
   if (m.nk) w = g.def(w).operands[0];
