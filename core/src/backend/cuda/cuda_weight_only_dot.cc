@@ -80,6 +80,12 @@ bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t
          group % vals == 0;
 }
 
+bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
+  const int64_t step = 4 * (bits == 4 ? 32 : 16);  // values of a ring step: 4 pieces of a row
+  return row_tile == kWeightOnlyMmaRows && weight_only_mma_applies(t, bits, row_tile, K, group) && group % step == 0 &&
+         K % step == 0;
+}
+
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
   // no bound of its own: the output's holds) over a constant K or N; unknown: the largest tile.
@@ -152,9 +158,7 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
     out.push_back(kWeightOnlyMmaRows);
   // 16 or 32 rows: the ring's tile of 8 rows, two or four tiles reading the weight at once (the
   // copies after the first from the L2), beside the tile that holds them all.
-  WeightOnlyProblem ring;
-  ring.dtype = t, ring.bits = bits, ring.K = kdim.a, ring.group = group;
-  if (own > kWeightOnlyMmaRows && weight_only_ring_applies(ring, kWeightOnlyMmaRows))
+  if (own > kWeightOnlyMmaRows && weight_only_ring_applies(t, bits, kWeightOnlyMmaRows, kdim.a, group))
     out.push_back(kWeightOnlyMmaRows);
   return out;
 }
@@ -175,19 +179,13 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   return pr;
 }
 
-bool weight_only_ring_applies(const WeightOnlyProblem& pr, int row_tile) {
-  const int64_t step = 4 * (pr.bits == 4 ? 32 : 16);  // values of a ring step: 4 pieces of a row
-  return row_tile == kWeightOnlyMmaRows && weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group) &&
-         pr.group % step == 0 && pr.K % step == 0;
-}
-
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split_choice, CUfunction ring) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const bool use_ring = ring && weight_only_ring_applies(pr, row_tile);
+  const bool use_ring = ring && weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, use_ring ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};

@@ -35,6 +35,9 @@ inline constexpr int64_t kWeightOnlyGemmRows = 48;
 // Weight rows a warp group of the ring's tile takes (8 H of weight_only_dot.cuh's wo_mma_ring).
 inline constexpr int kWeightOnlyRingRows = 32;
 bool weight_only_mma_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
+// Whether the tile of `row_tile` rows is the ring's (wo_mma_ring): the tensor-core tile of
+// kWeightOnlyMmaRows rows, with K and the group whole steps of 4 pieces.
+bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 // The tile for kernel `k`: the smallest that holds the most rows its x may have (kWeightOnlyMmaRows
 // where more: tiles below kWeightOnlyGemmRows rows, the dequantized weight's GEMM from there).
 int weight_only_row_tile(const Program& p, const Kernel& k);
@@ -69,9 +72,8 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
                                       const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
                                       int64_t out_elements);
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
-// own (the first whose grid covers the GPU twice).
-bool weight_only_ring_applies(const WeightOnlyProblem& pr, int row_tile);
-// `ring`: the module's ring entry point (null: none), which the aligned form then runs where it applies.
+// own (the first whose grid covers the GPU twice). `ring`: the module's ring entry point (null:
+// none), which the aligned form then runs where it applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split = 0, CUfunction ring = nullptr);
 
