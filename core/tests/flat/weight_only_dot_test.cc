@@ -125,9 +125,10 @@ TEST(WeightOnlyDot, AWindowStartingInsideAByteIsNotRead) {
   EXPECT_FALSE(weight_only_dot(*g).has_value());
 }
 
-TEST(WeightOnlyDot, PerChannelInt8ScalesAreViewedAsOneGroupPerRow) {
-  StatusOr<Graph> g = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
-%1 : i8[3, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12]}
+// x [2, 4] @ W.T of a tp.Linear whose [3, 4] weight (`weight`: the line of its constant, %1) has
+// one scale a row; and the weight-only product it becomes, the weight read as it is stored.
+std::string per_row_linear(const std::string& weight) {
+  return "%0 : f32[2, 4] = parameter() {index = 0}\n" + weight + R"(
 %2 : f32[3] = constant() {value = [1, 0.5, 0.25]}
 %3 : f32[3, 4] = broadcast(%2) {dims = [0]}
 %4 : f32[3, 4] = convert(%1)
@@ -135,17 +136,24 @@ TEST(WeightOnlyDot, PerChannelInt8ScalesAreViewedAsOneGroupPerRow) {
 %6 : f32[4, 3] = transpose(%5) {dims = [1, 0]}
 %7 : f32[2, 3] = dot(%0, %6)
 return %7
-)");
+)";
+}
+std::string per_row_product(const std::string& weight) {
+  return "%0 : f32[2, 4] = parameter() {index = 0}\n" + weight + R"(
+%2 : f32[3, 1] = constant() {value = [1, 0.5, 0.25]}
+%3 : f32[2, 3] = weight_only_dot(%0, %1, %2) {group_size = 4}
+return %3
+)";
+}
+
+TEST(WeightOnlyDot, PerChannelInt8ScalesAreViewedAsOneGroupPerRow) {
+  const std::string weight = "%1 : i8[3, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12]}";
+  StatusOr<Graph> g = parse_graph(per_row_linear(weight));
   ASSERT_TRUE(g.ok()) << g.status().message();
   std::optional<Graph> out = weight_only_dot(*g);
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
-  EXPECT_EQ(out->str(), R"(%0 : f32[2, 4] = parameter() {index = 0}
-%1 : i8[3, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12]}
-%2 : f32[3, 1] = constant() {value = [1, 0.5, 0.25]}
-%3 : f32[2, 3] = weight_only_dot(%0, %1, %2) {group_size = 4}
-return %3
-)");
+  EXPECT_EQ(out->str(), per_row_product(weight));
   const Op* k = kernel_of(*out);
   EXPECT_EQ(constant_of(*out, k->operands[1]).data(), constant_of(*g, 1).data());
   EXPECT_EQ(constant_of(*out, k->operands[2]).data(), constant_of(*g, 2).data());
@@ -153,27 +161,14 @@ return %3
 
 TEST(WeightOnlyDot, Float8WeightsAreReadAsStoredOrTransposedAsFloat8) {
   // [N, K] under a transpose (a tp.Linear): the constant itself; [K, N] (x @ W): transposed on the host.
-  const std::string tail = R"(%2 : f32[3] = constant() {value = [1, 0.5, 0.25]}
-%3 : f32[3, 4] = broadcast(%2) {dims = [0]}
-%4 : f32[3, 4] = convert(%1)
-%5 : f32[3, 4] = mul(%4, %3)
-%6 : f32[4, 3] = transpose(%5) {dims = [1, 0]}
-%7 : f32[2, 3] = dot(%0, %6)
-return %7
-)";
-  StatusOr<Graph> g = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
-%1 : f8[3, 4] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}
-)" + tail);
+  const std::string weight =
+      "%1 : f8[3, 4] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}";
+  StatusOr<Graph> g = parse_graph(per_row_linear(weight));
   ASSERT_TRUE(g.ok()) << g.status().message();
   std::optional<Graph> out = weight_only_dot(*g);
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
-  EXPECT_EQ(out->str(), R"(%0 : f32[2, 4] = parameter() {index = 0}
-%1 : f8[3, 4] = constant() {value = [1, -2, 0.5, 448, 0, -0.015625, 3, -4, 0.001953125, 6, -7, 8]}
-%2 : f32[3, 1] = constant() {value = [1, 0.5, 0.25]}
-%3 : f32[2, 3] = weight_only_dot(%0, %1, %2) {group_size = 4}
-return %3
-)");
+  EXPECT_EQ(out->str(), per_row_product(weight));
   EXPECT_EQ(constant_of(*out, kernel_of(*out)->operands[1]).data(), constant_of(*g, 1).data());
 
   StatusOr<Graph> kn = parse_graph(R"(%0 : f32[2, 4] = parameter() {index = 0}
