@@ -370,8 +370,8 @@ def weight_only_gemvs(quick, budget_s):
         base = None
         for qname in ("bfloat16", "int8", "float8", "int4"):
             per_channel = qname in ("int8", "float8")
-            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=getattr(tp, qname, None)
-                              if qname != "bfloat16" else None, weight_quant_dim=0 if per_channel else None)
+            layer = tp.Linear(k, n, bias=False, dtype=tp.bfloat16, quant_dtype=None if qname == "bfloat16" else
+                              getattr(tp, qname), weight_quant_dim=0 if per_channel else None)
             wt = to_tripy(w.contiguous())
             if qname == "bfloat16":
                 state, nbytes = {"weight": wt}, n * k * 2

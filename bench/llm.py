@@ -400,7 +400,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
 
     compiled = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
 
-    def run(n, keep):
+    def run(n, keep, step=compiled):
         cache = static_cache(transformers, model.config, batch, length, "cuda", torch.bfloat16)
         with torch.no_grad():
             logits = model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache,
@@ -411,7 +411,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
             t0 = time.perf_counter()
             for i in range(n):
                 torch.compiler.cudagraph_mark_step_begin()
-                cur = compiled(cur.clone(), torch.tensor([prompt + i], device="cuda"), cache)
+                cur = step(cur.clone(), torch.tensor([prompt + i], device="cuda"), cache)
                 if keep:
                     out.append(cur.clone())
             sync()
@@ -428,14 +428,7 @@ def bench_torch(directory, batch, prompt, steps, torch):
     greedy = torch.cat(out, dim=1).cpu().numpy()
     # The same greedy steps in eager mode: how far bfloat16 rounding alone (torch.compile's fused
     # kernels against eager's) moves the tokens of these random weights.
-    cache = static_cache(transformers, model.config, batch, length, "cuda", torch.bfloat16)
-    with torch.no_grad():
-        logits = model(ids, cache_position=torch.arange(prompt, device="cuda"), past_key_values=cache,
-                       use_cache=True, return_dict=False)[0]
-        eager = [logits[:, -1].argmax(-1, keepdim=True)]
-        for i in range(CHECK_STEPS - 1):
-            eager.append(decode_one(eager[-1], torch.tensor([prompt + i], device="cuda"), cache))
-    eager = torch.cat(eager, dim=1).cpu().numpy()
+    eager = torch.cat(run(CHECK_STEPS - 1, True, step=decode_one)[1], dim=1).cpu().numpy()
     run(8, False)
     ms = statistics.median(run(steps, False)[0] for _ in range(REPEATS))
     prefill_ms = median_ms(prefill, sync, 3)
