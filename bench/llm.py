@@ -78,7 +78,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_peers import static_cache  # noqa: E402
-from llm_reference import reference_logits  # noqa: E402
+from llm_reference import head_dim, reference_logits  # noqa: E402
 from timing import empty_caches  # noqa: E402
 
 if __name__ == "__main__" and "--warm-caches" not in sys.argv:
@@ -99,6 +99,13 @@ SHAPES = {
                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    # One rank's share of 8b split over two GPUs by heads and features (vocabulary too), run on one
+    # GPU with no collectives: the floor of the two-GPU step, what its all-reduces add beside.
+    "8b-rank": dict(hidden_size=4096, intermediate_size=7168, num_hidden_layers=32, num_attention_heads=16,
+                    num_key_value_heads=4, head_dim=128, vocab_size=64128, tie_word_embeddings=False,
+                    rope_theta=500000.0,
+                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
     "70b": dict(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
                 num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
                 rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -133,7 +140,7 @@ def checkpoint_shapes(c):
     """The shape of every tensor of a Hugging Face Llama checkpoint of config `c`, by name."""
     C, F, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     H, G = c["num_attention_heads"], c["num_key_value_heads"]
-    D = C // H
+    D = head_dim(c)
     shapes = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -448,7 +455,7 @@ def prefill_flops(c, batch, prompt):
     causal attention's scores and values (half of the T x T products), and the logits of the last
     token only (as both systems compute them)."""
     C, F, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-    D = C // c["num_attention_heads"]
+    D = head_dim(c)
     proj = C * D * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"]) + 3 * C * F
     tokens = batch * prompt
     attention = 2 * batch * prompt * prompt * c["num_attention_heads"] * D  # q k^T and p v, causal half each
@@ -590,7 +597,7 @@ def main():
                                       want_logits=args.reference, accuracy=args.accuracy if modes else 0)
                     ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
                     kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
-                        c["hidden_size"] // c["num_attention_heads"]) * (prompt + args.steps // 2) * 2
+                        head_dim(c)) * (prompt + args.steps // 2) * 2
                     # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
                     row = dict(shape=shape, batch=batch, prompt=prompt, dtype=tri["dtype"], device=device_name,
                                tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],

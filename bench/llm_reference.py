@@ -26,10 +26,15 @@ def checkpoint_arrays(directory):
     return arrays
 
 
+def head_dim(c):
+    """Features per attention head of config `c` (its head_dim, else hidden_size / heads)."""
+    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+
+
 def rope_frequencies(c):
     """The rotary inverse frequencies of config `c`: theta ** (-2i / head_dim), rescaled by llama3
     rope scaling (long wavelengths over `factor`, short ones kept, those between interpolated)."""
-    D = c["hidden_size"] // c["num_attention_heads"]
+    D = head_dim(c)
     inv = c["rope_theta"] ** -(np.arange(0, D, 2) / D)
     s = c.get("rope_scaling")
     if not s:
@@ -51,7 +56,7 @@ def reference_layer(x, w, c, cos, sin, mask, xp):
     after `model.layers.{i}.`; cos, sin: (T, head_dim / 2) of each position's angles."""
     B, T, C = x.shape
     H, G = c["num_attention_heads"], c["num_key_value_heads"]
-    D, eps = C // H, c["rms_norm_eps"]
+    D, eps = head_dim(c), c["rms_norm_eps"]
 
     def heads(h, name, n):  # (B, n, G, T, D): query head g * n + j at [:, j, g]; a KV head broadcasts over j
         return (h @ w[f"self_attn.{name}_proj.weight"].T).reshape(B, T, G, n, D).swapaxes(1, 3)
@@ -64,7 +69,7 @@ def reference_layer(x, w, c, cos, sin, mask, xp):
     q, k, v = rotate(heads(h, "q", H // G)), rotate(heads(h, "k", 1)), heads(h, "v", 1)
     scores = q @ k.swapaxes(-1, -2) / math.sqrt(D) + mask
     e = xp.exp(scores - xp.amax(scores, -1, keepdims=True))
-    y = ((e / e.sum(-1, keepdims=True)) @ v).swapaxes(1, 3).reshape(B, T, C)
+    y = ((e / e.sum(-1, keepdims=True)) @ v).swapaxes(1, 3).reshape(B, T, H * D)
     x = x + y @ w["self_attn.o_proj.weight"].T
     h = rms_norm(x, w["post_attention_layernorm.weight"], eps, xp)
     gate = h @ w["mlp.gate_proj.weight"].T

@@ -103,11 +103,21 @@ def test_a_model_larger_than_one_device_runs_sharded_alone():
     assert r["ref_logit_err"] < 1e-4
 
 
+def test_the_8b_rank_shape_holds_one_rank_of_8b_split_over_two(load_bench):
+    bench = load_bench("llm")
+    whole, rank = (bench.checkpoint_shapes(bench.config_dict(s, "bfloat16")) for s in ("8b", "8b-rank"))
+    assert rank.keys() == whole.keys()
+    for name, shape in whole.items():  # every matrix halved along one axis, the norms' weights whole
+        halved = [i for i, (w, r) in enumerate(zip(shape, rank[name])) if w != r]
+        assert halved == ([] if name.endswith("norm.weight") else [halved[0]]), name
+        assert all(rank[name][i] * 2 == shape[i] for i in halved), name
+
+
 @pytest.mark.parametrize("shapes", ["8b:0", "8b:x", "nope", "tiny:"])
 def test_a_shape_that_is_not_known_is_an_argument_error(shapes):
     out = run_bench("--shapes", shapes)
     assert out.returncode == 2 and out.stdout == ""
-    assert f"--shapes takes tiny, 1b, 8b, 70b, each optionally with a layer count (70b:48), not {shapes!r}" in out.stderr
+    assert f"--shapes takes tiny, 1b, 8b, 8b-rank, 70b, each optionally with a layer count (70b:48), not {shapes!r}" in out.stderr
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -1,7 +1,7 @@
 """Tensor parallelism on two GPUs through NCCL, one process per GPU as torchrun starts them
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
 MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces and
-all-gathers on both sides of the one-shot kernel's size limit, the tiny Llama's prefill and decode steps (replayed as
+all-gathers on both sides of the one-shot kernel's size limits, the tiny Llama's prefill and decode steps (replayed as
 CUDA graphs) against numpy; a rank that never reaches an all-reduce makes the other's fail with
 an error naming it. Skipped without two GPUs."""
 
@@ -68,10 +68,11 @@ WORKER = textwrap.dedent(
         np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
                                       np.concatenate(parts, axis=1))
 
-    # The one-shot all-reduce (up to 1 MiB per rank) and NCCL's (past it): odd counts, both float
-    # widths and int32, against numpy; then many calls in a row (graph replays: the kernel's epochs
-    # and alternating staging buffers) with other values each time.
-    for n, dtype in [(4097, tp.float32), (262144, tp.bfloat16), (300001, tp.float32), (1000, tp.int32), (5, tp.float16)]:
+    # The one-shot all-reduce (sent with its epoch up to 64 KiB per rank, staged up to 1 MiB) and
+    # NCCL's (past it): odd counts, each float width, int32 and int64, against numpy; then many calls
+    # in a row (graph replays: the kernel's epochs and alternating buffers) with other values each time.
+    for n, dtype in [(4097, tp.float32), (262144, tp.bfloat16), (300001, tp.float32), (1000, tp.int32), (5, tp.float16),
+                     (32768, tp.bfloat16), (16385, tp.float32), (33, tp.int64)]:
         f = tp.compile(lambda t: tp.all_reduce(t), args=[tp.InputInfo((n,), dtype=dtype)], mesh=mesh)
         for call in range(3 if n > 5000 else 40):
             mine = ((np.arange(n) % 61) * (rank + 1) + call).astype(np.float32)
@@ -80,9 +81,19 @@ WORKER = textwrap.dedent(
             got = np.asarray(tp.copy(tp.cast(got, tp.float32) if dtype != tp.int32 else got, tp.device("cpu")))
             np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=f"{n} {dtype} call {call}")
 
+    # Both one-shot forms in one program, in turns: each advances the epochs the other reads.
+    both = tp.compile(lambda t, u: (tp.all_reduce(t), tp.all_reduce(u), tp.all_reduce(t * 2.0)),
+                      args=[tp.InputInfo((300,), dtype=tp.float32), tp.InputInfo((70000,), dtype=tp.float32)], mesh=mesh)
+    for call in range(7):
+        t, u = (((np.arange(n) % 31) * (rank + 1) + call).astype(np.float32) for n in (300, 70000))
+        got = [np.asarray(tp.copy(g, tp.device("cpu"))) for g in both(tp.Tensor(t), tp.Tensor(u))]
+        sums = [sum(((np.arange(n) % 31) * (r + 1) + call).astype(np.float32) for r in range(2)) for n in (300, 70000)]
+        for g, w in zip(got, [sums[0], sums[1], 2 * sums[0]]):
+            np.testing.assert_array_equal(g, w, err_msg=f"call {call}")
+
     # All-gathers on both sides of the same limit, along the first and an inner dim.
     for shape, dim, dtype in [((3, 4097), 1, tp.bfloat16), ((2, 1024), 0, tp.float32), ((300001,), 0, tp.float32),
-                              ((4, 6, 16), 2, tp.float16)]:
+                              ((4, 6, 16), 2, tp.float16), ((8, 2048), 0, tp.float32), ((2, 40000), 1, tp.bfloat16)]:
         g = tp.compile(lambda t: tp.all_gather(t, dim=dim), args=[tp.InputInfo(shape, dtype=dtype)], mesh=mesh)
         for call in range(5):
             parts = [((np.arange(np.prod(shape)) % 53) * (r + 1) + call).reshape(shape).astype(np.float32) for r in range(2)]

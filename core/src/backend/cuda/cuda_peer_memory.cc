@@ -1,6 +1,7 @@
 // The ranks' shared staging memory for the one-shot collectives (see cuda_peer_memory.h).
 #include "backend/cuda/cuda_peer_memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -12,16 +13,28 @@ namespace tripy::rt::cuda {
 namespace {
 
 // A rank's region: flags (u32 [kBlocks][kMaxRanks]), counters (u32 [kBlocks]), then at
-// kStagingOffset the two staging buffers.
+// kStagingOffset the two staging buffers, then the epoch words: two buffers of a slot per sending
+// rank, each 8 bytes of input taking 16.
 constexpr int64_t kFlagsBytes = PeerMemory::kBlocks * PeerMemory::kMaxRanks * 4;
 constexpr int64_t kCountersOffset = kFlagsBytes;
 constexpr int64_t kStagingOffset = 4096;
-constexpr int64_t kRegionBytes = kStagingOffset + 2 * PeerMemory::kCapacity;
+constexpr int64_t kRegionBytes =
+    kStagingOffset + 2 * PeerMemory::kCapacity + 2 * PeerMemory::kMaxRanks * 2 * PeerMemory::kEpochBytes;
 static_assert(kCountersOffset + PeerMemory::kBlocks * 4 <= kStagingOffset, "flags and counters fit before the staging");
+static_assert(PeerMemory::kWords == PeerMemory::kFirstWord + 5 + 2 * PeerMemory::kMaxRanks, "the words fill() writes");
 
 bool turned_off() {
   const char* v = std::getenv("TRIPY_ONESHOT_COLLECTIVES");
   return v != nullptr && std::string(v) == "0";
+}
+
+// TRIPY_ONESHOT_EPOCH_BYTES, within [0, kEpochBytes] (the default where unset or not a number).
+int64_t epoch_bytes() {
+  const char* v = std::getenv("TRIPY_ONESHOT_EPOCH_BYTES");
+  char* end = nullptr;
+  const long long n = v != nullptr ? std::strtoll(v, &end, 10) : -1;
+  if (v == nullptr || end == v || *end != '\0' || n < 0) return PeerMemory::kEpochBytes;
+  return std::min<int64_t>(n, PeerMemory::kEpochBytes);
 }
 
 // Runs an NCCL call on its own stream and waits for it (setup only, never inside a capture).
@@ -41,6 +54,7 @@ StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int ra
   if (world < 2 || world > kMaxRanks || turned_off()) return std::unique_ptr<PeerMemory>();
   TRIPY_RETURN_IF_ERROR(make_current());
   std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world));
+  m->epoch_bytes_ = epoch_bytes();
   m->bases_.assign(static_cast<size_t>(world), 0);
   // Every rank answers whether it mapped every other's region; NCCL's min is the ranks' verdict.
   CUdeviceptr scratch = 0;
@@ -97,10 +111,11 @@ void PeerMemory::fill(std::vector<int64_t>& w) const {
   w[kFirstWord + 1] = world_;
   w[kFirstWord + 2] = static_cast<int64_t>(own_ + kCountersOffset);
   w[kFirstWord + 3] = kCapacity;
+  w[kFirstWord + 4] = epoch_bytes_;
   for (int r = 0; r < kMaxRanks; ++r) {
     const CUdeviceptr base = r < world_ ? bases_[static_cast<size_t>(r)] : 0;
-    w[kFirstWord + 4 + r] = static_cast<int64_t>(base);
-    w[kFirstWord + 4 + kMaxRanks + r] = base ? static_cast<int64_t>(base + kStagingOffset) : 0;
+    w[kFirstWord + 5 + r] = static_cast<int64_t>(base);
+    w[kFirstWord + 5 + kMaxRanks + r] = base ? static_cast<int64_t>(base + kStagingOffset) : 0;
   }
 }
 

@@ -24,10 +24,13 @@ class PeerMemory {
   static constexpr int kBlocks = 32, kThreads = 512;  // the kernel's grid, fixed (see its flags)
   static constexpr int kMaxRanks = 8;                 // TRIPY_AR_RANKS of the kernel
   static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: a rank's largest input
+  // A rank's largest input sent with its epoch (the form without a barrier), unless
+  // TRIPY_ONESHOT_EPOCH_BYTES says less (0: every one-shot collective staged).
+  static constexpr int64_t kEpochBytes = 64 << 10;
   // The kernel's OneShotArgs as launch words: in and out (addresses), then those the plan sets
   // (cuda_collective.cc), then from kFirstWord those fill() sets.
   enum Word : int { kCount = 2, kErr, kTag, kClaim, kTimeout, kGatherBlock, kFirstWord };
-  static constexpr int kWords = 28;
+  static constexpr int kWords = 29;
 
   // nullptr (and ok) where the one-shot cannot serve: one rank, more than kMaxRanks, turned off, or
   // a rank that could not map another's memory.
@@ -36,12 +39,13 @@ class PeerMemory {
   PeerMemory(const PeerMemory&) = delete;
   PeerMemory& operator=(const PeerMemory&) = delete;
 
-  // Writes rank, world, counters, capacity, flags[] and data[] into a launch's words.
+  // Writes rank, world, counters, capacity, ll_bytes, flags[] and data[] into a launch's words.
   void fill(std::vector<int64_t>& words) const;
 
  private:
   PeerMemory(int rank, int world) : rank_(rank), world_(world) {}
   int rank_, world_;
+  int64_t epoch_bytes_ = kEpochBytes;
   CUdeviceptr own_ = 0;
   std::vector<CUdeviceptr> bases_;  // every rank's region in this process (own_ at rank_)
 };

@@ -1,19 +1,26 @@
 // The one-shot collectives (the collective row of codegen/cuda_builder.cc, after
-// device_prelude.cuh): every rank's GPU maps the other ranks' staging buffers (cuda_peer_memory.h),
-// so a small all-reduce or all-gather is one kernel on each rank instead of NCCL's. Each block
-// copies its slice of this rank's input into this rank's staging buffer, signals every rank that
-// its slice is there, waits for every rank's signal, then reads the slice of every rank straight
-// from their staging buffers: an all-reduce sums it in rank order (every rank computes the same
-// bits), an all-gather writes each rank's part to its place in the output.
+// device_prelude.cuh): every rank's GPU maps the other ranks' memory (cuda_peer_memory.h), so a
+// small all-reduce or all-gather is one kernel on each rank instead of NCCL's. Two forms:
 //
-// Flags: block b of rank r writes epoch e into slot [b][r] of every rank's flags (its own too) and
-// waits until its own slots [b][p] reach e. Each block counts its own epochs (counters[b]), so the
-// launch needs no host-side state and replays in CUDA graphs. Two staging buffers alternate by
-// epoch: a rank writes buffer e & 1 again only at epoch e + 2, after every rank arrived at e + 1,
-// which they do only after reading buffer e & 1 at epoch e. The grid is always PeerMemory::kBlocks
-// blocks, so a slice is always read by the block of the same index. A rank that waits past
-// timeout_ns records an error naming the rank it waited for (cuda_error_record.h) and gives up;
-// once the program has recorded an error, later waits give up at once.
+// Messages of up to ll_bytes a rank travel with their epoch: each 8 bytes of this rank's input go
+// to every other rank as two 8-byte words {4 bytes, epoch} (an aligned 8-byte store lands whole),
+// and a rank reads the others' words from its own memory once their epochs show. No barrier, one
+// trip over the link. A rank's area holds two buffers (by epoch & 1) of a slot per sending rank.
+//
+// Larger ones are staged: each block copies its slice of this rank's input into this rank's
+// staging buffer, signals every rank that its slice is there, waits for every rank's signal, then
+// reads the slice of every rank straight from their staging buffers. Flags: block b of rank r
+// writes epoch e into slot [b][r] of every rank's flags (its own too) and waits until its own
+// slots [b][p] reach e. Two staging buffers alternate by epoch.
+//
+// Either way an all-reduce sums in rank order (every rank computes the same bits) and an
+// all-gather writes each rank's part to its place in the output. Each block counts its own epochs
+// (counters[b]; every launch advances all of them), so the launch needs no host-side state and
+// replays in CUDA graphs. A buffer of epoch e is written again only at epoch e + 2, after every rank
+// arrived at e + 1, which they do only after reading it at epoch e. The grid is always
+// PeerMemory::kBlocks blocks, so a slice is always read by the block of the same index. A rank that
+// waits past timeout_ns records an error naming the rank it waited for (cuda_error_record.h) and
+// gives up; once the program has recorded an error, later waits give up at once.
 
 #define TRIPY_AR_RANKS 8
 
@@ -26,6 +33,8 @@ struct OneShotArgs {
   i64 rank, world;
   i64 counters;                 // this rank's epoch per block (u32)
   i64 capacity;                 // bytes of each staging buffer (a multiple of 16)
+  i64 ll_bytes;                 // the largest input (bytes) sent with its epoch; the epoch words follow
+                                // the staging buffers: [2][TRIPY_AR_RANKS] slots of 2 * ll_bytes
   i64 flags[TRIPY_AR_RANKS];    // each rank's flags: u32 [blocks][TRIPY_AR_RANKS]
   i64 data[TRIPY_AR_RANKS];     // each rank's two staging buffers, `capacity` bytes apart
 };
@@ -57,6 +66,86 @@ struct ArBf16 { typedef unsigned short T; typedef float A; static DEVI A in(T v)
 struct ArI32 { typedef int T; typedef int A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
 struct ArI64 { typedef i64 T; typedef i64 A; static DEVI A in(T v) { return v; } static DEVI T out(A v) { return v; } };
 
+DEVI void ar_store_pair(void* p, u64 a, u64 b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+DEVI void ar_load_pair(const void* p, u64& a, u64& b) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+
+// The form without a barrier: thread t of the grid carries the input's 8-byte units t, t + grid...
+template <class R>
+DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
+  typedef typename R::T T;
+  typedef typename R::A A;
+  const int kPer = 8 / (int)sizeof(T);  // elements per 8-byte unit
+  union Unit {
+    u64 u;
+    unsigned w[2];
+    T t[8 / sizeof(T)];
+  };
+  const i64 units = (a.count + kPer - 1) / kPer, slot = 2 * a.ll_bytes;
+  const i64 buffer = (i64)(epoch & 1u) * TRIPY_AR_RANKS * slot;
+  const u64 tag = (u64)epoch << 32;
+  const T* in = (const T*)a.in;
+  T* out = (T*)a.out;
+  const bool aligned = (a.in & 7) == 0 && (a.out & 7) == 0;
+  const char* own = (const char*)(a.data[a.rank] + 2 * a.capacity) + buffer;
+  for (i64 u = (i64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += (i64)gridDim.x * blockDim.x) {
+    const bool full = aligned && (u + 1) * kPer <= a.count;
+    Unit mine;
+    if (full) {
+      mine.u = *(const u64*)(in + u * kPer);
+    } else {
+      for (int j = 0; j < kPer; ++j) mine.t[j] = u * kPer + j < a.count ? in[u * kPer + j] : T(0);
+    }
+    for (int p = 0; p < a.world; ++p) {
+      if (p == a.rank) continue;
+      char* to = (char*)(a.data[p] + 2 * a.capacity) + buffer + a.rank * slot + u * 16;
+      ar_store_pair(to, tag | mine.w[0], tag | mine.w[1]);
+    }
+    A acc[8 / sizeof(T)];
+    for (int r = 0; r < a.world; ++r) {
+      Unit v = mine;
+      if (r != a.rank) {
+        const char* from = own + r * slot + u * 16;
+        u64 lo, hi;
+        ar_load_pair(from, lo, hi);
+        if ((lo >> 32) != epoch || (hi >> 32) != epoch) {
+          const u64 start = ar_now();
+          do {
+            if (*(volatile u64*)a.claim != 0) break;  // the program failed already
+            if (ar_now() - start > (u64)a.timeout_ns) {
+              record_error(a.err, a.claim, a.tag, r, a.rank, 0);
+              break;
+            }
+            ar_load_pair(from, lo, hi);
+          } while ((lo >> 32) != epoch || (hi >> 32) != epoch);
+        }
+        v.w[0] = (unsigned)lo;
+        v.w[1] = (unsigned)hi;
+      }
+      if (a.gather_block > 0) {  // rank r's element i lands at out[(i / block * world + r) * block + i % block]
+        const i64 blk = a.gather_block;
+        for (int j = 0; j < kPer && u * kPer + j < a.count; ++j) {
+          const i64 e = u * kPer + j;
+          out[(e / blk * a.world + r) * blk + e % blk] = v.t[j];
+        }
+      } else {
+        for (int j = 0; j < kPer; ++j) acc[j] = r == 0 ? R::in(v.t[j]) : acc[j] + R::in(v.t[j]);
+      }
+    }
+    if (a.gather_block > 0) continue;
+    Unit o;
+    for (int j = 0; j < kPer; ++j) o.t[j] = R::out(acc[j]);
+    if (full) {
+      *(u64*)(out + u * kPer) = o.u;
+    } else {
+      for (int j = 0; j < kPer && u * kPer + j < a.count; ++j) out[u * kPer + j] = o.t[j];
+    }
+  }
+}
+
 template <class R>
 DEVI void one_shot_body(const OneShotArgs& a) {
   typedef typename R::T T;
@@ -67,6 +156,12 @@ DEVI void one_shot_body(const OneShotArgs& a) {
   const i64 c0 = (i64)blockIdx.x * per_block, c1 = c0 + per_block < chunks ? c0 + per_block : chunks;
   unsigned* counters = (unsigned*)a.counters;
   const unsigned epoch = counters[blockIdx.x] + 1;
+  if (a.count * (i64)sizeof(T) <= a.ll_bytes) {
+    one_shot_epoch_words<R>(a, epoch);
+    __syncthreads();  // every thread has read this block's counter
+    if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
+    return;
+  }
   const i64 staged = (i64)(epoch & 1u) * a.capacity;
   const T* in = (const T*)a.in;
   T* mine = (T*)(a.data[a.rank] + staged);
