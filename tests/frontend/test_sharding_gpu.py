@@ -91,6 +91,43 @@ WORKER = textwrap.dedent(
         for g, w in zip(got, [sums[0], sums[1], 2 * sums[0]]):
             np.testing.assert_array_equal(g, w, err_msg=f"call {call}")
 
+    # A decode step's residual add and RMSNorm after each all-reduce: the all-reduce runs inside
+    # the norm's kernel (one block; cuda_fold.h), twice in a chain, beside a one-shot all-reduce
+    # and an all-gather; many calls (the fold's own epochs).
+    norm1, norm2 = tp.RMSNorm(4096, dtype=tp.bfloat16), tp.RMSNorm(4096, dtype=tp.bfloat16)
+    g1, g2 = (rng.uniform(0.5, 1.5, 4096).astype(np.float32) for _ in range(2))
+    norm1.load_state_dict({"weight": tp.cast(tp.Tensor(g1), tp.bfloat16)})
+    norm2.load_state_dict({"weight": tp.cast(tp.Tensor(g2), tp.bfloat16)})
+
+    def layer(x, p, q):
+        h = x + tp.all_reduce(p)
+        n = norm1(h)
+        h2 = h + tp.all_reduce(n * 0.5)
+        return norm2(h2), tp.all_reduce(q), tp.all_gather(n, dim=1)
+
+    bf16 = tp.InputInfo((1, 4096), dtype=tp.bfloat16)
+    folded = tp.compile(layer, args=[bf16, bf16, tp.InputInfo((1, 100), dtype=tp.float32)], mesh=mesh)
+
+    def as_bf16(a):  # float32 rounded to bfloat16 (to nearest even), as float32
+        bits = a.astype(np.float32).view(np.uint32)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+
+    def rms(h, g):
+        return as_bf16(h / np.sqrt(np.mean(h * h, -1, keepdims=True) + 1e-5) * as_bf16(g))
+
+    for call in range(12):
+        xs, ps = (np.random.default_rng(seed + call).standard_normal((2, 1, 4096)).astype(np.float32) for seed in (100, 300))
+        qs = np.random.default_rng(200 + call).standard_normal((2, 1, 100)).astype(np.float32)
+        ins = [tp.cast(tp.Tensor(a[rank]), tp.bfloat16) for a in (xs, ps)] + [tp.Tensor(qs[rank])]
+        out, total, gathered = (np.asarray(tp.copy(tp.cast(o, tp.float32), tp.device("cpu"))) for o in folded(*ins))
+        p = as_bf16(as_bf16(ps[0]) + as_bf16(ps[1]))
+        hs = [as_bf16(as_bf16(xs[r]) + p) for r in range(2)]
+        ns = [rms(h, g1) for h in hs]
+        h2 = as_bf16(hs[rank] + as_bf16(sum(as_bf16(n * 0.5) for n in ns)))
+        np.testing.assert_allclose(out, rms(h2, g2), rtol=2e-2, atol=2e-2, err_msg=f"call {call}")
+        np.testing.assert_allclose(gathered, np.concatenate(ns, axis=1), rtol=2e-2, atol=2e-2, err_msg=f"call {call}")
+        np.testing.assert_array_equal(total, qs[0] + qs[1], err_msg=f"call {call}")
+
     # All-gathers on both sides of the same limit, along the first and an inner dim.
     for shape, dim, dtype in [((3, 4097), 1, tp.bfloat16), ((2, 1024), 0, tp.float32), ((300001,), 0, tp.float32),
                               ((4, 6, 16), 2, tp.float16), ((8, 2048), 0, tp.float32), ((2, 40000), 1, tp.bfloat16)]:
