@@ -99,19 +99,27 @@ DEVI void epoch_words(const EpochExchange& x, const typename R::T* in, typename 
   const i64 buffer = (i64)(x.epoch & 1u) * TRIPY_AR_RANKS * x.slot;
   const u64 tag = (u64)x.epoch << 32;
   const char* own = (const char*)(x.areas[x.rank] + x.offset) + buffer;
-  for (i64 u = first; u < units; u += stride) {
-    const bool full = aligned && (u + 1) * kPer <= count;
+  auto load = [&](i64 u, bool full) {
     Unit mine;
     if (full) {
       mine.u = *(const u64*)(in + u * kPer);
     } else {
       for (int j = 0; j < kPer; ++j) mine.t[j] = u * kPer + j < count ? in[u * kPer + j] : T(0);
     }
+    return mine;
+  };
+  // Every unit goes out before this thread waits for any: the others' words travel meanwhile.
+  for (i64 u = first; u < units; u += stride) {
+    const Unit mine = load(u, aligned && (u + 1) * kPer <= count);
     for (int p = 0; p < x.world; ++p) {
       if (p == x.rank) continue;
       char* to = (char*)(x.areas[p] + x.offset) + buffer + x.rank * x.slot + u * 16;
       ar_store_pair(to, tag | mine.w[0], tag | mine.w[1]);
     }
+  }
+  for (i64 u = first; u < units; u += stride) {
+    const bool full = aligned && (u + 1) * kPer <= count;
+    const Unit mine = load(u, full);  // a unit is read and written by its one thread: in may be out
     A acc[8 / sizeof(T)];
     for (int r = 0; r < x.world; ++r) {
       Unit v = mine;
