@@ -543,8 +543,7 @@ class Emitter {
         s_ << "    if (u < U) c" << k << "[e] = " << pack_at(k, "") << ";\n  }\n";
       }
     }
-    s_ << "  enter_after_previous();\n";
-    if (folding_) s_ << fold_call_;
+    s_ << (folding_ ? "  wait_for_previous();\n" + fold_call_ : std::string("  enter_after_previous();\n"));
     s_ << "  int it = 0;\n";
     s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y, ++it) {\n";
     s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";

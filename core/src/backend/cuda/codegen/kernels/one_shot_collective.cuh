@@ -164,7 +164,8 @@ DEVI void epoch_words(const EpochExchange& x, const typename R::T* in, typename 
 // An all-reduce folded into the fused kernel that reads its sum (cuda_fold.h): that kernel's one
 // block exchanges the whole input, sums it in rank order into the all-reduce's own output (which
 // the kernel then reads, as it would have), and counts the epoch. Its own areas and counter: its
-// epochs run apart from the one-shot kernel's. Words, in this order (cuda_fold.cc fills them):
+// epochs run apart from the one-shot kernel's. The kernel calls it right after wait_for_previous().
+// Words, in this order (cuda_fold.cc fills them):
 struct FoldArgs {
   i64 in, out, count;                  // this rank's input, the sum, elements
   i64 err, tag, claim, timeout_ns;     // as OneShotArgs
@@ -181,6 +182,8 @@ DEVI void fold_all_reduce(const FoldArgs& f) {
                  t, (i64)blockDim.x * blockDim.y);
   __syncthreads();  // the sum is whole, and every thread has read the counter
   if (t == 0) *(unsigned*)f.counter = x.epoch;
+  // Only now may the next kernel start: its early weight reads would slow this exchange's trips.
+  let_next_start();
 }
 
 template <class R>
