@@ -91,9 +91,8 @@ WORKER = textwrap.dedent(
         for g, w in zip(got, [sums[0], sums[1], 2 * sums[0]]):
             np.testing.assert_array_equal(g, w, err_msg=f"call {call}")
 
-    # A decode step's residual add and RMSNorm after each all-reduce: the all-reduce runs inside
-    # the norm's kernel (one block; cuda_fold.h), twice in a chain, beside a one-shot all-reduce
-    # and an all-gather; many calls (the fold's own epochs).
+    # A decode step's residual add and RMSNorm after each all-reduce, twice in a chain, beside a
+    # one-shot all-reduce of float32 and an all-gather; many calls, other values each time.
     norm1, norm2 = tp.RMSNorm(4096, dtype=tp.bfloat16), tp.RMSNorm(4096, dtype=tp.bfloat16)
     g1, g2 = (rng.uniform(0.5, 1.5, 4096).astype(np.float32) for _ in range(2))
     norm1.load_state_dict({"weight": tp.cast(tp.Tensor(g1), tp.bfloat16)})

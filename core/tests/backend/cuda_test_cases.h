@@ -355,36 +355,6 @@ inline GpuCase residual_rmsnorm(int64_t rows, int64_t len) {
   return c;
 }
 
-// A row-parallel layer's end on one of two ranks: the all-reduce of this rank's partial sums `p`
-// into a temp, then the residual add and RMSNorm of residual_rmsnorm reading it (the pattern
-// cuda_fold.h folds). Not a case of all_cases(): its collective needs the other rank.
-inline GpuCase all_reduce_residual_rmsnorm(int64_t rows, int64_t len) {
-  GpuCase c = residual_rmsnorm(rows, len);
-  Program& p = c.program;
-  Kernel norm = p.kernels[0];
-  BufferDesc sum = p.buffers[static_cast<size_t>(norm.inputs[1])];  // y becomes the all-reduce's temp
-  sum.kind = BufferDesc::Kind::kTemp;
-  sum.index = 0;
-  sum.offset = 0;
-  BufferDesc partial = p.buffers[static_cast<size_t>(norm.inputs[1])];
-  partial.index = 1;
-  p.buffers[static_cast<size_t>(norm.inputs[1])] = partial;
-  p.buffers.push_back(sum);
-  const int32_t s = static_cast<int32_t>(p.buffers.size() - 1);
-  p.arena_bytes = rows * len * 2;
-  Kernel all_reduce;
-  all_reduce.kind = KernelKind::kCollective;
-  all_reduce.name = "all_reduce";
-  all_reduce.inputs = {norm.inputs[1]};
-  all_reduce.outputs = {s};
-  all_reduce.collective.op = CollectiveAttrs::Op::kAllReduce;
-  all_reduce.collective.world_size = 2;
-  norm.inputs[1] = s;
-  p.kernels = {all_reduce, norm};
-  c.name = "all_reduce_" + c.name;
-  return c;
-}
-
 // `phases` reductions in a chain over each row (each subtracts the mean of the previous result):
 // one barrier each, more than a kernel's shared memory would hold with slots of their own.
 inline GpuCase reduction_chain(int phases, int64_t rows, int64_t len) {

@@ -80,7 +80,6 @@ Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
     return Status(StatusCode::kUnavailable,
                   "kernel '" + k.name + "': this rank has no NCCL communicator (a GPU program's collectives run through NCCL)",
                   where);
-  if (step.folded) return ok_status();  // the next kernel's launch does it (cuda_fold.h)
   auto* send = reinterpret_cast<const void*>(in);
   auto* recv = reinterpret_cast<void*>(out);
   const DType dtype = c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cuda/cuda_fold.h"
 #include "backend/cuda/cuda_plugin.h"
 #include "backend/cuda/cuda_pool.h"
 #include "backend/cuda/cuda_weight_only_dot.h"
@@ -22,23 +21,15 @@ Status load_function(const Program& p, const Kernel& k, CUmodule module, const s
   return ok_status();
 }
 
-// A fused kernel's function and the layout of its argument words (and its fold's entry point,
-// where the module has one: cuda_fold.h).
+// A fused kernel's function and the layout of its argument words.
 Status load_fused(const Program& p, const Kernel& k, CUmodule module, const std::string& function, KernelCode& code) {
   TRIPY_ASSIGN_OR_RETURN(code.layout, analyze_fused(p, k));
-  if (api().cuModuleGetFunction(&code.fold_fn, module, (function + "_fold").c_str()) != CUDA_SUCCESS)
-    code.fold_fn = nullptr;
   return load_function(p, k, module, function, code);
 }
 
 StatusOr<bool> plan_fused_step(PlanContext& c, const Kernel& k, Step& step) {
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
   TRIPY_ASSIGN_OR_RETURN(step.launches, plan_fused(c.program, k, code.layout, code.fn, c.slots, c.sm_count));
-  TRIPY_ASSIGN_OR_RETURN(std::optional<Launch> fold, plan_fold(c, k, step, code.fold_fn));
-  if (fold) {
-    step.launches = {std::move(*fold)};
-    step.folds = step.kernel - 1;
-  }
   return true;
 }
 

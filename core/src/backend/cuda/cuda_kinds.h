@@ -35,7 +35,6 @@ struct KernelCode {
   int row_tile = 0;              // kWeightOnlyDot: the rows of x its entry point holds
   CUfunction vector_fn = nullptr;  // kWeightOnlyDot: the ring's entry point, where the module has one
   CUfunction dequantize_fn = nullptr;  // kWeightOnlyDot: the weight's dequantization, where the module has one
-  CUfunction fold_fn = nullptr;        // kFused: the entry point that does the all-reduce before it (cuda_fold.h)
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan
@@ -56,10 +55,6 @@ struct Step {
   // block of each rank's input (blocks > 1: gathered in the workspace, then interleaved).
   int64_t collective_count = 0, collective_block_bytes = 0;
   Launch one_shot;  // the one-shot kernel (fn null: its module was not built)
-  // kCollective: its all-reduce runs in the next kernel's launch (cuda_fold.h); the step only
-  // checks the communicator. kFused: the collective kernel whose all-reduce its launch runs, or -1.
-  bool folded = false;
-  int32_t folds = -1;
 };
 
 // What planning one signature's steps reads, and the program-wide scratch they ask for.

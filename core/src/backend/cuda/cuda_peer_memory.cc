@@ -12,27 +12,24 @@
 namespace tripy::rt::cuda {
 namespace {
 
-// A rank's region: flags (u32 [kBlocks][kMaxRanks]), counters (u32 [kBlocks]), the folds' counter
-// (u32), then at kStagingOffset the two staging buffers, then the one-shot kernel's epoch words and
-// the folds': each two buffers of a slot per sending rank, each 8 bytes of input taking 16.
+// A rank's region: flags (u32 [kBlocks][kMaxRanks]), counters (u32 [kBlocks]), then at
+// kStagingOffset the two staging buffers, then the epoch words: two buffers of a slot per sending
+// rank, each 8 bytes of input taking 16.
 constexpr int64_t kFlagsBytes = PeerMemory::kBlocks * PeerMemory::kMaxRanks * 4;
 constexpr int64_t kCountersOffset = kFlagsBytes;
 constexpr int64_t kStagingOffset = 4096;
-constexpr int64_t kFoldCounterOffset = kCountersOffset + PeerMemory::kBlocks * 4;
-constexpr int64_t kEpochAreaBytes = 2 * PeerMemory::kMaxRanks * 2 * PeerMemory::kEpochBytes;
-constexpr int64_t kFoldAreaOffset = kStagingOffset + 2 * PeerMemory::kCapacity + kEpochAreaBytes;
-constexpr int64_t kRegionBytes = kFoldAreaOffset + kEpochAreaBytes;
-static_assert(kFoldCounterOffset + 4 <= kStagingOffset, "flags and counters fit before the staging");
+constexpr int64_t kRegionBytes =
+    kStagingOffset + 2 * PeerMemory::kCapacity + 2 * PeerMemory::kMaxRanks * 2 * PeerMemory::kEpochBytes;
+static_assert(kCountersOffset + PeerMemory::kBlocks * 4 <= kStagingOffset, "flags and counters fit before the staging");
 static_assert(PeerMemory::kWords == PeerMemory::kFirstWord + 5 + 2 * PeerMemory::kMaxRanks, "the words fill() writes");
-static_assert(PeerMemory::kFoldWords == PeerMemory::kFoldFirstWord + 4 + PeerMemory::kMaxRanks, "the words fill_fold() writes");
 
-bool turned_off(const char* variable) {
-  const char* v = std::getenv(variable);
+bool turned_off() {
+  const char* v = std::getenv("TRIPY_ONESHOT_COLLECTIVES");
   return v != nullptr && std::string(v) == "0";
 }
 
 // TRIPY_ONESHOT_EPOCH_BYTES, within [0, kEpochBytes] (the default where unset or not a number).
-int64_t epoch_bytes_from_environment() {
+int64_t epoch_bytes() {
   const char* v = std::getenv("TRIPY_ONESHOT_EPOCH_BYTES");
   char* end = nullptr;
   const long long n = v != nullptr ? std::strtoll(v, &end, 10) : -1;
@@ -54,11 +51,10 @@ Status run_and_wait(F&& call) {
 }  // namespace
 
 StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int rank, int world) {
-  if (world < 2 || world > kMaxRanks || turned_off("TRIPY_ONESHOT_COLLECTIVES")) return std::unique_ptr<PeerMemory>();
+  if (world < 2 || world > kMaxRanks || turned_off()) return std::unique_ptr<PeerMemory>();
   TRIPY_RETURN_IF_ERROR(make_current());
   std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world));
-  m->epoch_bytes_ = epoch_bytes_from_environment();
-  m->folds_ = !turned_off("TRIPY_ONESHOT_FOLD");
+  m->epoch_bytes_ = epoch_bytes();
   m->bases_.assign(static_cast<size_t>(world), 0);
   // Every rank answers whether it mapped every other's region; NCCL's min is the ranks' verdict.
   CUdeviceptr scratch = 0;
@@ -120,17 +116,6 @@ void PeerMemory::fill(std::vector<int64_t>& w) const {
     const CUdeviceptr base = r < world_ ? bases_[static_cast<size_t>(r)] : 0;
     w[kFirstWord + 5 + r] = static_cast<int64_t>(base);
     w[kFirstWord + 5 + kMaxRanks + r] = base ? static_cast<int64_t>(base + kStagingOffset) : 0;
-  }
-}
-
-void PeerMemory::fill_fold(std::vector<int64_t>& w, size_t at) const {
-  w[at] = rank_;
-  w[at + 1] = world_;
-  w[at + 2] = static_cast<int64_t>(own_ + kFoldCounterOffset);
-  w[at + 3] = 2 * epoch_bytes_;
-  for (int r = 0; r < kMaxRanks; ++r) {
-    const CUdeviceptr base = r < world_ ? bases_[static_cast<size_t>(r)] : 0;
-    w[at + 4 + static_cast<size_t>(r)] = base ? static_cast<int64_t>(base + kFoldAreaOffset) : 0;
   }
 }
 

@@ -1,6 +1,5 @@
 // Memory that every rank of an NCCL communicator maps (CUDA IPC, one process per GPU): each rank's
-// flags, epoch counters, staging buffers and epoch words for the one-shot all-reduce and all-gather
-// and the all-reduces folded into the kernel after them
+// flags, epoch counters and two staging buffers for the one-shot all-reduce and all-gather
 // (codegen/kernels/one_shot_collective.cuh), which read the other ranks' staging buffers directly
 // instead of running NCCL's: one kernel of a few microseconds for a decode step's activations.
 //
@@ -43,20 +42,10 @@ class PeerMemory {
   // Writes rank, world, counters, capacity, ll_bytes, flags[] and data[] into a launch's words.
   void fill(std::vector<int64_t>& words) const;
 
-  // An all-reduce folded into the fused kernel after it (cuda_fold.h) has its own epoch counter
-  // and areas: FoldArgs of kernels/one_shot_collective.cuh, whose words from `at` on (rank, world,
-  // counter, slot, areas[]) this writes. TRIPY_ONESHOT_FOLD=0 turns folding off.
-  static constexpr int kFoldWords = 19, kFoldFirstWord = 7;
-  void fill_fold(std::vector<int64_t>& words, size_t at) const;
-  // The largest input (bytes) sent with its epoch, by the one-shot kernel or a fold; 0: none.
-  int64_t epoch_bytes() const { return epoch_bytes_; }
-  bool folds() const { return folds_; }
-
  private:
   PeerMemory(int rank, int world) : rank_(rank), world_(world) {}
   int rank_, world_;
   int64_t epoch_bytes_ = kEpochBytes;
-  bool folds_ = true;
   CUdeviceptr own_ = 0;
   std::vector<CUdeviceptr> bases_;  // every rank's region in this process (own_ at rank_)
 };

@@ -111,9 +111,6 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     TRIPY_ASSIGN_OR_RETURN(const bool keep, kind_rule(k.kind).plan(c, k, step));
     if (keep) sig->steps.push_back(std::move(step));
   }
-  // A fused kernel's launch that does the all-reduce before it (cuda_fold.h): that step only checks.
-  for (size_t i = 1; i < sig->steps.size(); ++i)
-    if (sig->steps[i].folds >= 0 && sig->steps[i - 1].kernel == sig->steps[i].folds) sig->steps[i - 1].folded = true;
   sig->workspace_bytes = static_cast<int64_t>(c.workspace);
   TRIPY_RETURN_IF_ERROR(ensure_counters(c.counters, stream));
   Signature* raw = sig.get();

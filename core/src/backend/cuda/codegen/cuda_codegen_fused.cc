@@ -9,11 +9,8 @@
 #include <string>
 #include <type_traits>
 
-#include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
-#include "backend/cuda/cuda_fold.h"
 #include "backend/cuda/cuda_launch.h"
-#include "backend/cuda/cuda_peer_memory.h"
 #include "runtime/fused_analysis.h"
 
 namespace tripy::rt::cuda {
@@ -66,31 +63,9 @@ class Emitter {
       : p_(p), k_(k), f_(k.fused), an_(an), L_(an.layout) {}
 
   GeneratedKernel emit() {
-    const std::string name = kernel_name();
+    std::string name = kernel_name();
     s_ << device_prelude();
-    const int32_t index = static_cast<int32_t>(&k_ - p_.kernels.data());
-    const std::optional<FoldedAllReduce> fold =
-        index >= 0 && static_cast<size_t>(index) < p_.kernels.size() ? folded_all_reduce(p_, index) : std::nullopt;
-    if (fold) {  // the one-shot file's device functions, without its entry points
-      s_ << "#define TRIPY_FOR_DTYPE(dtype, ...)\n" << kernels::kOneShotCollective << "\n";
-      s_ << "struct FoldedArgs { i64 v[" << L_.word_count() + PeerMemory::kFoldWords << "]; };\n";
-      const DType t = p_.buffers[static_cast<size_t>(k_.inputs[static_cast<size_t>(fold->input)])].dtype;
-      fold_call_ = std::string("  fold_all_reduce<") +
-                   (t == DType::kFloat32 ? "ArF32" : t == DType::kFloat16 ? "ArF16" : "ArBf16") +
-                   ">(*(const FoldArgs*)(a.v + " + std::to_string(L_.word_count()) + "));\n";
-    }
     s_ << "struct Args { i64 v[" << L_.word_count() << "]; };\n";
-    emit_kernel(name, "Args");
-    if (fold) {
-      folding_ = true;
-      emit_kernel(name + "_fold", "FoldedArgs");
-    }
-    return GeneratedKernel{s_.str(), name};
-  }
-
- private:
-  // One entry point: `args` is its parameter struct (the fold's has the FoldArgs words after).
-  void emit_kernel(const std::string& name, const char* args) {
     // Reductions: at least three or four blocks per SM (fewer registers when no row cache), so a
     // row's barriers overlap other rows' loads; but where no block takes a second row (a decode
     // step's norm) there are none to overlap, and a cap would only spill.
@@ -98,7 +73,7 @@ class Emitter {
     const bool one_row = fixed_ && fixed_->one_row;
     const char* bounds = !L_.has_reduction || one_row ? "256" : hands_over_values() ? "256, 3" : "256, 4";
     s_ << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") "
-       << name << "(const " << args << " a) {\n";
+       << name << "(const Args a) {\n";
     // Row reductions wait in each row loop, after loading what no kernel writes (row_loop).
     if (!L_.has_reduction) s_ << "  enter_after_previous();\n";
     for (int o = 0; o < L_.num_outputs; ++o)
@@ -119,8 +94,10 @@ class Emitter {
       s_ << "  }\n";
     }
     s_ << "}\n";
+    return GeneratedKernel{s_.str(), name};
   }
 
+ private:
   DType out_dtype(int o) const { return p_.buffers[k_.outputs[o]].dtype; }
   std::string reg(int32_t r) const { return "r" + std::to_string(r); }
   const char* rtype(int32_t r) const { return ctype(an_.kind[r]); }
@@ -543,7 +520,7 @@ class Emitter {
         s_ << "    if (u < U) c" << k << "[e] = " << pack_at(k, "") << ";\n  }\n";
       }
     }
-    s_ << (folding_ ? "  wait_for_previous();\n" + fold_call_ : std::string("  enter_after_previous();\n"));
+    s_ << "  enter_after_previous();\n";
     s_ << "  int it = 0;\n";
     s_ << "  for (i64 row0 = (i64)blockIdx.x * blockDim.y; row0 < rows; row0 += (i64)gridDim.x * blockDim.y, ++it) {\n";
     s_ << ind << "const bool live = row0 + threadIdx.y < rows;\n";
@@ -721,8 +698,6 @@ class Emitter {
     return roots;
   }
 
-  bool folding_ = false;            // emitting the fold's entry point: its exchange after each wait
-  std::string fold_call_;
   std::optional<FixedRows> fixed_;  // a reduction's rows, where every launch has the same length
   Slots most_;                      // the slots each of the two areas holds (emit_reduction_body)
   const Program& p_;

@@ -194,33 +194,6 @@ TEST(CudaKernelFiles, EveryEntryPointWaitsForThePreviousKernelFirst) {
   }
 }
 
-// A fused kernel that folds the all-reduce before it (cuda_fold.h) has a second entry point,
-// <name>_fold, whose every row loop runs the exchange right after its wait (and lets the next
-// kernel start only after it); both compile.
-TEST(CudaKernelFiles, AFoldedAllReduceIsASecondEntryPointOfTheFusedModule) {
-  const cuda_testing::GpuCase c = cuda_testing::all_reduce_residual_rmsnorm(1, 4096);
-  const GeneratedKernel g = generate_fused(c.program, c.program.kernels[1]).value();
-  const size_t fold = g.source.find(" " + g.function + "_fold(");
-  ASSERT_NE(fold, std::string::npos);
-  const std::string wait = "wait_for_previous();\n", call = "  fold_all_reduce<ArBf16>(";
-  size_t waits = 0;
-  for (size_t at = g.source.find(wait, fold); at != std::string::npos; at = g.source.find(wait, at + 1), ++waits)
-    EXPECT_EQ(g.source.compare(at + wait.size(), call.size(), call), 0) << "a wait without the exchange after it";
-  EXPECT_GT(waits, 0u);
-  EXPECT_EQ(g.source.find("enter_after_previous();", fold), std::string::npos);
-  EXPECT_EQ(g.source.find(call), g.source.find(call, fold)) << "the plain entry point exchanges too";
-  for (const std::string& line : fused_accesses_before_wait(c.program, c.program.kernels[1], g.source))
-    ADD_FAILURE() << "before its first wait: " << line;
-  // Without the all-reduce before it, the same kernel has no fold.
-  const cuda_testing::GpuCase plain = cuda_testing::residual_rmsnorm(1, 4096);
-  EXPECT_EQ(generate_fused(plain.program, plain.program.kernels[0]).value().source.find("_fold("), std::string::npos);
-  if (!nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
-  auto compiled = compile_modules({g.source}, {g.function}, 90);
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  EXPECT_NE((*compiled)[0].ptx.find(".entry " + g.function + "("), std::string::npos);
-  EXPECT_NE((*compiled)[0].ptx.find(".entry " + g.function + "_fold("), std::string::npos);
-}
-
 // Each kind whose module is one file of kernels/ (the builder's rows): for every dtype the file
 // has an entry point for (its TRIPY_FOR_DTYPE rows), the module compiles and holds that dtype's
 // function and no other.

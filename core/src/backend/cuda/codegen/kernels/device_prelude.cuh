@@ -13,19 +13,11 @@ typedef unsigned long long u64;
 // may start while the stream's previous kernel still runs. It calls this before touching global
 // memory: the wait returns once that kernel has finished and its writes are visible, then the
 // next kernel may start its own launch. Elsewhere (or launched plainly) both are no-ops.
-DEVI void wait_for_previous() {
+DEVI void enter_after_previous() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-DEVI void let_next_start() {
-#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-DEVI void enter_after_previous() {
-  wait_for_previous();
-  let_next_start();
 }
 
 // float16 via the hardware conversions; bfloat16 and float8 e4m3fn bit-exact with the CPU backend.

@@ -73,20 +73,9 @@ DEVI void ar_load_pair(const void* p, u64& a, u64& b) {
   asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
 }
 
-// Where the epoch words of one exchange live and who waits: rank r's area, at areas[r] + offset,
-// holds two buffers (by epoch & 1) of a slot of `slot` bytes per sending rank.
-struct EpochExchange {
-  const i64* areas;
-  i64 offset, slot;
-  int rank, world;
-  unsigned epoch;
-  i64 err, tag, claim, timeout_ns;  // the error record (a wait past timeout_ns names the rank)
-};
-
-// The form without a barrier: the caller's thread t carries the input's 8-byte units t, t + stride...
+// The form without a barrier: thread t of the grid carries the input's 8-byte units t, t + grid...
 template <class R>
-DEVI void epoch_words(const EpochExchange& x, const typename R::T* in, typename R::T* out, i64 count,
-                      i64 gather_block, bool aligned, i64 first, i64 stride) {
+DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
   typedef typename R::T T;
   typedef typename R::A A;
   const int kPer = 8 / (int)sizeof(T);  // elements per 8-byte unit
@@ -95,95 +84,66 @@ DEVI void epoch_words(const EpochExchange& x, const typename R::T* in, typename 
     unsigned w[2];
     T t[8 / sizeof(T)];
   };
-  const i64 units = (count + kPer - 1) / kPer;
-  const i64 buffer = (i64)(x.epoch & 1u) * TRIPY_AR_RANKS * x.slot;
-  const u64 tag = (u64)x.epoch << 32;
-  const char* own = (const char*)(x.areas[x.rank] + x.offset) + buffer;
-  auto load = [&](i64 u, bool full) {
+  const i64 units = (a.count + kPer - 1) / kPer, slot = 2 * a.ll_bytes;
+  const i64 buffer = (i64)(epoch & 1u) * TRIPY_AR_RANKS * slot;
+  const u64 tag = (u64)epoch << 32;
+  const T* in = (const T*)a.in;
+  T* out = (T*)a.out;
+  const bool aligned = (a.in & 7) == 0 && (a.out & 7) == 0;
+  const char* own = (const char*)(a.data[a.rank] + 2 * a.capacity) + buffer;
+  for (i64 u = (i64)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += (i64)gridDim.x * blockDim.x) {
+    const bool full = aligned && (u + 1) * kPer <= a.count;
     Unit mine;
     if (full) {
       mine.u = *(const u64*)(in + u * kPer);
     } else {
-      for (int j = 0; j < kPer; ++j) mine.t[j] = u * kPer + j < count ? in[u * kPer + j] : T(0);
+      for (int j = 0; j < kPer; ++j) mine.t[j] = u * kPer + j < a.count ? in[u * kPer + j] : T(0);
     }
-    return mine;
-  };
-  // Every unit goes out before this thread waits for any: the others' words travel meanwhile.
-  for (i64 u = first; u < units; u += stride) {
-    const Unit mine = load(u, aligned && (u + 1) * kPer <= count);
-    for (int p = 0; p < x.world; ++p) {
-      if (p == x.rank) continue;
-      char* to = (char*)(x.areas[p] + x.offset) + buffer + x.rank * x.slot + u * 16;
+    for (int p = 0; p < a.world; ++p) {
+      if (p == a.rank) continue;
+      char* to = (char*)(a.data[p] + 2 * a.capacity) + buffer + a.rank * slot + u * 16;
       ar_store_pair(to, tag | mine.w[0], tag | mine.w[1]);
     }
-  }
-  for (i64 u = first; u < units; u += stride) {
-    const bool full = aligned && (u + 1) * kPer <= count;
-    const Unit mine = load(u, full);  // a unit is read and written by its one thread: in may be out
     A acc[8 / sizeof(T)];
-    for (int r = 0; r < x.world; ++r) {
+    for (int r = 0; r < a.world; ++r) {
       Unit v = mine;
-      if (r != x.rank) {
-        const char* from = own + r * x.slot + u * 16;
+      if (r != a.rank) {
+        const char* from = own + r * slot + u * 16;
         u64 lo, hi;
         ar_load_pair(from, lo, hi);
-        if ((lo >> 32) != x.epoch || (hi >> 32) != x.epoch) {
+        if ((lo >> 32) != epoch || (hi >> 32) != epoch) {
           const u64 start = ar_now();
           do {
-            if (*(volatile u64*)x.claim != 0) break;  // the program failed already
-            if (ar_now() - start > (u64)x.timeout_ns) {
-              record_error(x.err, x.claim, x.tag, r, x.rank, 0);
+            if (*(volatile u64*)a.claim != 0) break;  // the program failed already
+            if (ar_now() - start > (u64)a.timeout_ns) {
+              record_error(a.err, a.claim, a.tag, r, a.rank, 0);
               break;
             }
             ar_load_pair(from, lo, hi);
-          } while ((lo >> 32) != x.epoch || (hi >> 32) != x.epoch);
+          } while ((lo >> 32) != epoch || (hi >> 32) != epoch);
         }
         v.w[0] = (unsigned)lo;
         v.w[1] = (unsigned)hi;
       }
-      if (gather_block > 0) {  // rank r's element i lands at out[(i / block * world + r) * block + i % block]
-        for (int j = 0; j < kPer && u * kPer + j < count; ++j) {
+      if (a.gather_block > 0) {  // rank r's element i lands at out[(i / block * world + r) * block + i % block]
+        const i64 blk = a.gather_block;
+        for (int j = 0; j < kPer && u * kPer + j < a.count; ++j) {
           const i64 e = u * kPer + j;
-          out[(e / gather_block * x.world + r) * gather_block + e % gather_block] = v.t[j];
+          out[(e / blk * a.world + r) * blk + e % blk] = v.t[j];
         }
       } else {
         for (int j = 0; j < kPer; ++j) acc[j] = r == 0 ? R::in(v.t[j]) : acc[j] + R::in(v.t[j]);
       }
     }
-    if (gather_block > 0) continue;
+    if (a.gather_block > 0) continue;
     Unit o;
     for (int j = 0; j < kPer; ++j) o.t[j] = R::out(acc[j]);
     if (full) {
       *(u64*)(out + u * kPer) = o.u;
     } else {
-      for (int j = 0; j < kPer && u * kPer + j < count; ++j) out[u * kPer + j] = o.t[j];
+      for (int j = 0; j < kPer && u * kPer + j < a.count; ++j) out[u * kPer + j] = o.t[j];
     }
   }
-}
-
-// An all-reduce folded into the fused kernel that reads its sum (cuda_fold.h): that kernel's one
-// block exchanges the whole input, sums it in rank order into the all-reduce's own output (which
-// the kernel then reads, as it would have), and counts the epoch. Its own areas and counter: its
-// epochs run apart from the one-shot kernel's. The kernel calls it right after wait_for_previous().
-// Words, in this order (cuda_fold.cc fills them):
-struct FoldArgs {
-  i64 in, out, count;                  // this rank's input, the sum, elements
-  i64 err, tag, claim, timeout_ns;     // as OneShotArgs
-  i64 rank, world, counter, slot;      // counter: u32, this rank's; slot: bytes per sending rank
-  i64 areas[TRIPY_AR_RANKS];           // each rank's fold area
-};
-
-template <class R>
-DEVI void fold_all_reduce(const FoldArgs& f) {
-  const EpochExchange x{f.areas, 0, f.slot, (int)f.rank, (int)f.world, *(volatile unsigned*)f.counter + 1u,
-                        f.err, f.tag, f.claim, f.timeout_ns};
-  const int t = threadIdx.y * blockDim.x + threadIdx.x;
-  epoch_words<R>(x, (const typename R::T*)f.in, (typename R::T*)f.out, f.count, 0, (f.in & 7) == 0 && (f.out & 7) == 0,
-                 t, (i64)blockDim.x * blockDim.y);
-  __syncthreads();  // the sum is whole, and every thread has read the counter
-  if (t == 0) *(unsigned*)f.counter = x.epoch;
-  // Only now may the next kernel start: its early weight reads would slow this exchange's trips.
-  let_next_start();
 }
 
 template <class R>
@@ -197,9 +157,7 @@ DEVI void one_shot_body(const OneShotArgs& a) {
   unsigned* counters = (unsigned*)a.counters;
   const unsigned epoch = counters[blockIdx.x] + 1;
   if (a.count * (i64)sizeof(T) <= a.ll_bytes) {
-    const EpochExchange x{a.data, 2 * a.capacity, 2 * a.ll_bytes, (int)a.rank, (int)a.world, epoch, a.err, a.tag, a.claim, a.timeout_ns};
-    epoch_words<R>(x, (const T*)a.in, (T*)a.out, a.count, a.gather_block, (a.in & 7) == 0 && (a.out & 7) == 0,
-                   (i64)blockIdx.x * blockDim.x + threadIdx.x, (i64)gridDim.x * blockDim.x);
+    one_shot_epoch_words<R>(a, epoch);
     __syncthreads();  // every thread has read this block's counter
     if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
     return;
