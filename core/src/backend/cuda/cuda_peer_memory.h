@@ -39,7 +39,7 @@ class PeerMemory {
   PeerMemory(const PeerMemory&) = delete;
   PeerMemory& operator=(const PeerMemory&) = delete;
 
-  // Writes rank, world, counters, capacity, ll_bytes, flags[] and data[] into a launch's words.
+  // Writes rank, world, counters, capacity, epoch_bytes, flags[] and data[] into a launch's words.
   void fill(std::vector<int64_t>& words) const;
 
  private:

@@ -2,8 +2,8 @@
 // device_prelude.cuh): every rank's GPU maps the other ranks' memory (cuda_peer_memory.h), so a
 // small all-reduce or all-gather is one kernel on each rank instead of NCCL's. Two forms:
 //
-// Messages of up to ll_bytes a rank travel with their epoch: each 8 bytes of this rank's input go
-// to every other rank as two 8-byte words {4 bytes, epoch} (an aligned 8-byte store lands whole),
+// Messages of up to epoch_bytes a rank travel with their epoch: each 8 bytes of this rank's input
+// go to every other rank as two 8-byte words {4 bytes, epoch} (an aligned 8-byte store lands whole),
 // and a rank reads the others' words from its own memory once their epochs show. No barrier, one
 // trip over the link. A rank's area holds two buffers (by epoch & 1) of a slot per sending rank.
 //
@@ -33,8 +33,8 @@ struct OneShotArgs {
   i64 rank, world;
   i64 counters;                 // this rank's epoch per block (u32)
   i64 capacity;                 // bytes of each staging buffer (a multiple of 16)
-  i64 ll_bytes;                 // the largest input (bytes) sent with its epoch; the epoch words follow
-                                // the staging buffers: [2][TRIPY_AR_RANKS] slots of 2 * ll_bytes
+  i64 epoch_bytes;              // the largest input (bytes) sent with its epoch; the epoch words follow
+                                // the staging buffers: [2][TRIPY_AR_RANKS] slots of 2 * epoch_bytes
   i64 flags[TRIPY_AR_RANKS];    // each rank's flags: u32 [blocks][TRIPY_AR_RANKS]
   i64 data[TRIPY_AR_RANKS];     // each rank's two staging buffers, `capacity` bytes apart
 };
@@ -84,7 +84,7 @@ DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
     unsigned w[2];
     T t[8 / sizeof(T)];
   };
-  const i64 units = (a.count + kPer - 1) / kPer, slot = 2 * a.ll_bytes;
+  const i64 units = (a.count + kPer - 1) / kPer, slot = 2 * a.epoch_bytes;
   const i64 buffer = (i64)(epoch & 1u) * TRIPY_AR_RANKS * slot;
   const u64 tag = (u64)epoch << 32;
   const T* in = (const T*)a.in;
@@ -156,7 +156,7 @@ DEVI void one_shot_body(const OneShotArgs& a) {
   const i64 c0 = (i64)blockIdx.x * per_block, c1 = c0 + per_block < chunks ? c0 + per_block : chunks;
   unsigned* counters = (unsigned*)a.counters;
   const unsigned epoch = counters[blockIdx.x] + 1;
-  if (a.count * (i64)sizeof(T) <= a.ll_bytes) {
+  if (a.count * (i64)sizeof(T) <= a.epoch_bytes) {
     one_shot_epoch_words<R>(a, epoch);
     __syncthreads();  // every thread has read this block's counter
     if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
