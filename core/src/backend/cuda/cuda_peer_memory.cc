@@ -29,7 +29,7 @@ bool turned_off() {
 }
 
 // TRIPY_ONESHOT_EPOCH_BYTES, within [0, kEpochBytes] (the default where unset or not a number).
-int64_t epoch_bytes() {
+int64_t epoch_bytes_from_environment() {
   const char* v = std::getenv("TRIPY_ONESHOT_EPOCH_BYTES");
   char* end = nullptr;
   const long long n = v != nullptr ? std::strtoll(v, &end, 10) : -1;
@@ -54,11 +54,11 @@ StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int ra
   if (world < 2 || world > kMaxRanks || turned_off()) return std::unique_ptr<PeerMemory>();
   TRIPY_RETURN_IF_ERROR(make_current());
   std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world));
-  m->epoch_bytes_ = epoch_bytes();
+  m->epoch_bytes_ = epoch_bytes_from_environment();
   m->bases_.assign(static_cast<size_t>(world), 0);
   // Every rank answers whether it mapped every other's region; NCCL's min is the ranks' verdict.
   CUdeviceptr scratch = 0;
-  TRIPY_CUDA_TRY(cuMemAlloc(&scratch, sizeof(CUipcMemHandle) * static_cast<size_t>(world + 1) + 8));
+  TRIPY_CUDA_TRY(cuMemAlloc(&scratch, sizeof(CUipcMemHandle) * static_cast<size_t>(world + 1) + 2 * sizeof(int32_t)));
   struct Scratch {
     CUdeviceptr p;
     ~Scratch() { api().cuMemFree(p); }
@@ -85,17 +85,19 @@ StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int ra
     mapped = api().cuIpcOpenMemHandle(&m->bases_[static_cast<size_t>(r)], all[static_cast<size_t>(r)],
                                       CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == CUDA_SUCCESS;
   }
-  int32_t verdict = mapped ? 1 : 0;
-  const CUdeviceptr word = handles + sizeof(CUipcMemHandle) * static_cast<size_t>(world);
-  TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(word, &verdict, sizeof(verdict), nullptr));
+  // With the verdict, the ranks' smallest epoch-word limit: every rank picks each collective's form alike.
+  int32_t verdict[2] = {mapped ? 1 : 0, static_cast<int32_t>(m->epoch_bytes_)};
+  const CUdeviceptr words = handles + sizeof(CUipcMemHandle) * static_cast<size_t>(world);
+  TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(words, verdict, sizeof(verdict), nullptr));
   TRIPY_CUDA_TRY(cuCtxSynchronize());
   TRIPY_RETURN_IF_ERROR(run_and_wait([&](CUstream s) {
-    return TRIPY_NCCL(ncclAllReduce(reinterpret_cast<const void*>(word), reinterpret_cast<void*>(word), 1, ncclInt32,
+    return TRIPY_NCCL(ncclAllReduce(reinterpret_cast<const void*>(words), reinterpret_cast<void*>(words), 2, ncclInt32,
                                     ncclMin, comm, reinterpret_cast<cudaStream_t>(s)));
   }));
-  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(&verdict, word, sizeof(verdict), nullptr));
+  TRIPY_CUDA_TRY(cuMemcpyDtoHAsync(verdict, words, sizeof(verdict), nullptr));
   TRIPY_CUDA_TRY(cuCtxSynchronize());
-  if (verdict != 1) return std::unique_ptr<PeerMemory>();  // the destructor unmaps what was mapped
+  if (verdict[0] != 1) return std::unique_ptr<PeerMemory>();  // the destructor unmaps what was mapped
+  m->epoch_bytes_ = verdict[1];
   return m;
 }
 

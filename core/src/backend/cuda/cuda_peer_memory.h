@@ -25,7 +25,7 @@ class PeerMemory {
   static constexpr int kMaxRanks = 8;                 // TRIPY_AR_RANKS of the kernel
   static constexpr int64_t kCapacity = 1 << 20;       // bytes per staging buffer: a rank's largest input
   // A rank's largest input sent with its epoch (the form without a barrier), unless
-  // TRIPY_ONESHOT_EPOCH_BYTES says less (0: every one-shot collective staged).
+  // TRIPY_ONESHOT_EPOCH_BYTES says less on any rank (0: every one-shot collective staged).
   static constexpr int64_t kEpochBytes = 64 << 10;
   // The kernel's OneShotArgs as launch words: in and out (addresses), then those the plan sets
   // (cuda_collective.cc), then from kFirstWord those fill() sets.
