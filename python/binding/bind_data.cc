@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/backend.h"
+#include "runtime/gpu_scope.h"
 #include "common/half.h"
 #include "compiler/eager.h"
 #include "binding.h"
@@ -123,6 +124,7 @@ Tensor place(Tensor host, const Device& device) {
   if (device.kind == Device::Kind::kCpu) return host;
   rt::Backend* b = rt::backend_for(device.kind);
   if (!b) raise(Status(StatusCode::kUnavailable, "No GPU is available for device " + device.str() + "."));
+  rt::GpuScope on(device.index);
   return unwrap(b->copy_from_host(host));
 }
 
@@ -211,7 +213,16 @@ NodeRef from_dlpack(py::object obj, py::object frames) {
   auto dt = from_dl(t.dtype);
   if (!dt) raise(invalid_argument(unsupported_dl_message(t.dtype), src));
   Device dev;
-  if (t.device.device_type == dlpack::kDLCUDA) dev = Device{Device::Kind::kGpu, t.device.device_id};
+  if (t.device.device_type == dlpack::kDLCUDA) {  // device_id is CUDA's number, not always Tripy's
+    rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
+    const int index = gpu ? gpu->gpu_index(t.device.device_id) : t.device.device_id;
+    if (index < 0)
+      raise(invalid_argument("The tensor is on CUDA device " + std::to_string(t.device.device_id) +
+                                 ", but this process drives CUDA device " + std::to_string(gpu->cuda_ordinal(0)) +
+                                 " alone (TRIPY_CUDA_DEVICE or LOCAL_RANK pins it): move the tensor there first.",
+                             src));
+    dev = Device{Device::Kind::kGpu, index};
+  }
   else if (t.device.device_type != dlpack::kDLCPU && t.device.device_type != dlpack::kDLCUDAHost)
     raise(invalid_argument("Unsupported DLPack device type " + std::to_string(t.device.device_type) + ".", src));
   void* data = static_cast<char*>(t.data) + t.byte_offset;
@@ -258,8 +269,7 @@ py::capsule to_dlpack(const NodeRef& n) {
     py::gil_scoped_release nogil;  // see evaluated_on_host
     st = compiler::evaluate(n, eager_options(n->device));
     // The consumer may read on any stream: finish our work on the default stream first.
-    if (st.ok() && n->device.kind == Device::Kind::kGpu)
-      if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+    if (st.ok()) st = synchronize_device(n->device);
   }
   check(st);
   auto* e = new Exported();
@@ -267,7 +277,13 @@ py::capsule to_dlpack(const NodeRef& n) {
   e->shape = n->value.shape();
   dlpack::DLTensor& t = e->managed.dl_tensor;
   t.data = e->tensor.data();
-  t.device = {e->tensor.device().kind == Device::Kind::kGpu ? dlpack::kDLCUDA : dlpack::kDLCPU, e->tensor.device().index};
+  if (e->tensor.device().kind == Device::Kind::kGpu) {
+    rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
+    const int index = e->tensor.device().index;
+    t.device = {dlpack::kDLCUDA, gpu ? gpu->cuda_ordinal(index) : index};
+  } else {
+    t.device = {dlpack::kDLCPU, 0};
+  }
   t.ndim = static_cast<int32_t>(e->shape.size());
   t.dtype = to_dl(e->tensor.dtype());
   t.shape = e->shape.data();

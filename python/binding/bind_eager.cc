@@ -237,8 +237,7 @@ PyObject* evaluate_eager(PyObject*, PyObject* node) {
     {
       py::gil_scoped_release nogil;
       st = compiler::evaluate(n, eager_options(n->device));
-      if (st.ok() && n->device.kind == Device::Kind::kGpu)
-        if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+      if (st.ok()) st = synchronize_device(n->device);
     }
     check(st);
     return py::bool_(true);

@@ -96,9 +96,23 @@ static void bind_collectives(py::module_& m) {
         for (const auto& r : c.ranks) out.emplace_back(r->rank(), r->world_size());
         return out;
       });
-  // `world_size` ranks of this process on `device`'s kind (the CPU: shared memory; GPUs: NCCL).
-  m.def("create_communicators", [](const std::string& device, int world_size) {
-    return Communicators{unwrap(collective_backend(device)->create_communicators(world_size))};
+  // A rank of this process on each of `devices` (one kind: the CPU's meet in shared memory, GPUs
+  // through NCCL).
+  m.def("create_communicators", [](const std::vector<std::string>& devices) {
+    std::vector<Device> ranks;
+    for (const std::string& d : devices) ranks.push_back(parse_device(d));
+    if (ranks.empty()) raise(invalid_argument("a mesh has at least one rank"));
+    std::vector<std::shared_ptr<rt::Communicator>> made;
+    {
+      py::gil_scoped_release nogil;  // NCCL's setup may take a while
+      auto c = collective_backend(devices.front())->create_communicators(ranks);
+      if (!c.ok()) {
+        py::gil_scoped_acquire gil;
+        raise(c.status());
+      }
+      made = std::move(c).value();
+    }
+    return Communicators{std::move(made)};
   });
   // Several processes: rank 0's unique id (bytes), and one rank joining with it.
   m.def("communicator_unique_id", [](const std::string& device) {

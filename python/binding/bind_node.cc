@@ -246,8 +246,7 @@ void bind_node(py::module_& m) {
     py::gil_scoped_release nogil;
     Status st = parameter ? compiler::evaluate_parameter(n, eager_options(n->device))
                           : compiler::evaluate(n, eager_options(n->device));
-    if (st.ok() && n->device.kind == Device::Kind::kGpu)
-      if (rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu)) st = gpu->synchronize(gpu->default_stream());
+    if (st.ok()) st = synchronize_device(n->device);
     py::gil_scoped_acquire gil;
     check(st);
   }, py::arg("node"), py::arg("parameter") = false);

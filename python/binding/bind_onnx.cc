@@ -6,6 +6,7 @@
 #include "binding.h"
 #include "onnx/onnx_model.h"
 #include "runtime/backend.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::binding {
 namespace {
@@ -140,6 +141,7 @@ void bind_onnx(py::module_& m) {
         model = std::move(read).value();
         if (to.kind != Device::Kind::kCpu) {
           rt::Backend* b = rt::backend_for(to.kind);
+          rt::GpuScope on(to.index);
           st = b == nullptr ? Status(StatusCode::kUnavailable, "No GPU is available for device " + to.str() + ".")
                             : place(model.graph, b);
         }

@@ -7,6 +7,7 @@
 #include "binding.h"
 #include "compiler/eager.h"
 #include "runtime/backend.h"
+#include "runtime/gpu_scope.h"
 #include "runtime/safetensors.h"
 
 namespace tripy::binding {
@@ -19,6 +20,7 @@ Status place_all(std::vector<rt::NamedTensor>& tensors, const Device& to) {
   if (to.kind == Device::Kind::kCpu) return ok_status();
   rt::Backend* b = rt::backend_for(to.kind);
   if (b == nullptr) return Status(StatusCode::kUnavailable, "No GPU is available for device " + to.str() + ".");
+  rt::GpuScope on(to.index);
   for (rt::NamedTensor& t : tensors) {
     TRIPY_ASSIGN_OR_RETURN(t.tensor, b->copy_from_host(t.tensor));
   }

@@ -54,6 +54,9 @@ SourceRef to_source(const py::handle& frames);
 Device parse_device(const std::string& s);
 DType parse_dtype(const std::string& s);
 CompileOptions eager_options(const Device& device);
+// Waits for the work on `device`'s default stream (a GPU's; nothing for the CPU) and raises what
+// that work recorded.
+Status synchronize_device(const Device& device);
 // Builds the Trace op `op` (tripy.frontend.trace_call.make): attributes by name, checked against
 // the op's declaration; `device` places a creation op. Errors name `src`.
 trace::NodeRef make_op(const std::string& op, std::vector<trace::NodeRef> inputs, const py::dict& attrs,

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "runtime/backend.h"
+#include "runtime/gpu_scope.h"
 #include "binding.h"
 
 namespace tripy::binding {
@@ -53,6 +54,14 @@ std::atomic<PyObject*> g_eager_dump{nullptr};
 std::shared_ptr<const std::set<std::string>> g_eager_stages;
 std::mutex g_eager_stages_mu;
 }  // namespace
+
+Status synchronize_device(const Device& device) {
+  if (device.kind != Device::Kind::kGpu) return ok_status();
+  rt::Backend* gpu = rt::backend_for(Device::Kind::kGpu);
+  if (gpu == nullptr) return ok_status();
+  rt::GpuScope on(device.index);
+  return gpu->synchronize(gpu->default_stream());
+}
 
 CompileOptions eager_options(const Device& device) {
   CompileOptions o;

@@ -335,6 +335,8 @@ def test_mesh_and_argument_errors_name_the_users_line():
         tp.DeviceMesh([])
     with pytest.raises(tp.TripyException, match=r"devices must be of one kind"):
         tp.DeviceMesh(["cpu", "gpu:0"])
+    with pytest.raises(tp.TripyException, match=r"names each GPU once, but got: gpu:0, gpu:1, gpu:0"):
+        tp.DeviceMesh(["gpu", "gpu:1", "gpu:0"])
     with pytest.raises(tp.TripyException, match=r"mesh must be a tp.DeviceMesh"):
         tp.compile(tp.all_reduce, args=[tp.InputInfo((2,), dtype=tp.float32)], mesh="cpu")
     with pytest.raises(tp.TripyException, match=r"parts \(4, 4\) add up to 8, not 12"):

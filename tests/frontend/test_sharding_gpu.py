@@ -1,4 +1,5 @@
-"""Tensor parallelism on two GPUs through NCCL, one process per GPU as torchrun starts them
+"""Tensor parallelism on two GPUs through NCCL: one process driving both (a thread each), and one
+process per GPU as torchrun starts them
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
 MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces and
 all-gathers on both sides of the one-shot kernel's size limits, the tiny Llama's prefill and decode steps (replayed as
@@ -157,6 +158,98 @@ WORKER = textwrap.dedent(
     print("RANK OK")
     """
 )
+
+
+# One process driving both GPUs, a thread each (tp.DeviceMesh(["gpu:0", "gpu:1"])): tensors on
+# gpu:1, copies between the GPUs, an eager op there, then the sharded MLP and collectives (NCCL
+# within the process) and the tiny Llama's steps against numpy, the unsharded model on gpu:0 beside.
+IN_PROCESS = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tripy as tp
+    sys.path.insert(0, sys.argv[1])
+    import llama_ref
+    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    on1 = tp.Tensor(x, device="gpu:1")
+    assert str(on1.device) == "gpu:1", on1.device
+    doubled = on1 * 2.0  # an eager op on gpu:1
+    assert str(doubled.device) == "gpu:1"
+    np.testing.assert_array_equal(np.asarray(tp.copy(doubled, tp.device("cpu"))), x * 2)
+    on0 = tp.copy(doubled, tp.device("gpu:0"))
+    assert str(on0.device) == "gpu:0"
+    np.testing.assert_array_equal(np.asarray(tp.copy(on0, tp.device("cpu"))), x * 2)
+    try:
+        tp.compile(lambda t: t + 1.0, args=[tp.InputInfo((4, 16), dtype=tp.float32)])(on1)
+        raise AssertionError("a gpu:0 executable took a gpu:1 tensor")
+    except tp.TripyException as e:
+        assert "is on gpu:1, but this executable runs on gpu:0" in str(e), str(e)
+
+    mesh = tp.DeviceMesh(["gpu:0", "gpu:1"])
+    w1, b1, w2, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((64, 16), (64,), (16, 64), (16,)))
+
+    class MLP(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = tp.Linear(16, 64, parallel=tp.ColumnParallel())
+            self.down = tp.Linear(64, 16, parallel=tp.RowParallel())
+
+        def forward(self, x):
+            return self.down(tp.relu(self.up(x)))
+
+    mlp = MLP()
+    mlp.up.load_state_dict({"weight": tp.Tensor(w1), "bias": tp.Tensor(b1)})
+    mlp.down.load_state_dict({"weight": tp.Tensor(w2), "bias": tp.Tensor(b2)})
+    exe = tp.compile(mlp, args=[tp.InputInfo(((1, 4, 8), 16), dtype=tp.float32)], mesh=mesh)
+    want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    for _ in range(3):  # the second call on replays each GPU's CUDA graph
+        out = exe(tp.Tensor(x))  # one gpu:0 tensor: rank 1 gets its copy
+        assert str(out.device) == "gpu:0"
+        np.testing.assert_allclose(np.asarray(tp.copy(out, tp.device("cpu"))), want, rtol=1e-4, atol=1e-4)
+
+    f = tp.compile(lambda t: (tp.all_reduce(t), tp.all_gather(t, dim=1)), args=[tp.InputInfo((2, 3, 4), dtype=tp.bfloat16)],
+                   mesh=mesh)
+    parts = [np.arange(24).reshape(2, 3, 4) * (r + 1) for r in range(2)]
+    ins = [tp.cast(tp.Tensor(p.astype(np.float32), device=f"gpu:{r}"), tp.bfloat16) for r, p in enumerate(parts)]
+    total, gathered = f(ins)
+    np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(total, tp.float32), tp.device("cpu"))), sum(parts))
+    np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
+                                  np.concatenate(parts, axis=1))
+
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    weights = llama_ref.random_weights(config, seed=1)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+
+    def step(tokens, pos, *caches):
+        return model(tokens, pos, list(caches))[0]
+
+    cache = tp.InputInfo(model.cache_shape(2, 2), dtype=tp.float32, donate=True)
+    args = [tp.InputInfo((2, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
+    llm = tp.compile(step, args=args, mesh=mesh)
+    caches = [[tp.copy(c, tp.device(f"gpu:{r}")) for r in range(2)] for c in model.empty_caches(2, 2)]
+    prompt = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+    for pos, T in [(0, 4), (4, 1), (5, 1)]:
+        got = llm(tp.Tensor(prompt[:, pos : pos + T].astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches)
+        got = np.asarray(tp.copy(got, tp.device("cpu")))
+        want = llama_ref.logits(weights, prompt[:, : pos + T], config)[:, -1]
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    print("PROCESS OK")
+    """
+)
+
+
+def test_one_process_drives_both_gpus_a_thread_each(tmp_path):
+    script = tmp_path / "in_process.py"
+    script.write_text(IN_PROCESS)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TRIPY_CUDA_DEVICE")}
+    env["NCCL_NVLS_ENABLE"] = "0"
+    out = subprocess.run([sys.executable, str(script), os.path.join(ROOT, "tests", "llm")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "PROCESS OK" in out.stdout, (out.stdout + out.stderr)[-4000:]
 
 
 def _free_port():

@@ -9,6 +9,7 @@
 #include "compiler/eager_cache.h"
 #include "runtime/backend.h"
 #include "runtime/executable_impl.h"
+#include "runtime/gpu_scope.h"
 #include "trace/lower.h"
 #include "trace/op_def.h"
 
@@ -158,7 +159,10 @@ Status evaluate_parameter_locked(const NodeRef& node, const CompileOptions& opti
   host.device = Device{};
   // Not on the CPU (a plugin with GPU code only): the device reports what it makes of it.
   if (!evaluate_locked(node, host).ok()) return evaluate_locked(node, options);
-  StatusOr<Tensor> placed = device->copy_from_host(node->value);
+  StatusOr<Tensor> placed = [&] {
+    rt::GpuScope on(node->device.index);
+    return device->copy_from_host(node->value);
+  }();
   if (!placed.ok()) {
     Status st = placed.status();
     return st.at(node->source);

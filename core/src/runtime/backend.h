@@ -103,11 +103,15 @@ class Backend {
   virtual Status synchronize(void* stream) { return ok_status(); }
   virtual void* default_stream() { return nullptr; }
   virtual void set_default_stream(void* stream) {}
+  // GPUs: gpu:N's CUDA device number (DLPack's device_id) and back (-1: a device this process
+  // does not drive); the same but in a process pinned to one GPU (cuda_device.h).
+  virtual int cuda_ordinal(int gpu_index) const { return gpu_index; }
+  virtual int gpu_index(int cuda_ordinal) const { return cuda_ordinal; }
   // How often the host has waited for the device so far (tests: a steady-state call never waits).
   virtual int64_t host_waits() const { return 0; }
-  // Communicators for the ranks of a sharded program (runtime/collectives.h). `world_size` ranks
-  // of this process: the CPU's meet in host memory; the GPU's are NCCL's over GPUs 0 .. n - 1.
-  virtual StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(int world_size) {
+  // Communicators for the ranks of a sharded program (runtime/collectives.h), one per device of
+  // `ranks` (rank r's), all of this process: the CPU's meet in host memory; the GPU's are NCCL's.
+  virtual StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(const std::vector<Device>& ranks) {
     return Status(StatusCode::kUnavailable, "this device has no collectives");
   }
   // Ranks in several processes (torchrun): rank 0 makes a unique id, which reaches every rank by

@@ -8,6 +8,7 @@
 #include "runtime/backend.h"
 #include "runtime/executable_impl.h"
 #include "runtime/file_format.h"
+#include "runtime/gpu_scope.h"
 #include "runtime/run_checks.h"
 
 namespace tripy {
@@ -260,6 +261,7 @@ StatusOr<std::shared_ptr<const rt::Program>> with_shared_constants(const Executa
 StatusOr<rt::LoadedProgram*> loaded_profile(const Executable::Impl& impl, size_t index) {
   const Executable::Impl::Profile& profile = impl.profiles[index];
   if (!profile.loaded) {
+    rt::GpuScope on(impl.device.index);  // loaded on the executable's GPU
     rt::Backend* backend = rt::backend_for(impl.device.kind);
     if (backend == nullptr)
       return Status(StatusCode::kUnavailable, "This executable runs on " + impl.device.str() +
@@ -333,6 +335,7 @@ StatusOr<size_t> Executable::select_profile(const std::vector<Tensor>& inputs) c
 
 StatusOr<Tensor> copy_to(const Tensor& tensor, Device device) {
   if (tensor.device() == device) return tensor;
+  rt::GpuScope on(device.index);  // a copy to gpu:N is made there (one from it, the backend places)
   const bool to_host = device.kind == Device::Kind::kCpu;
   rt::Backend* backend = rt::backend_for(to_host ? tensor.device().kind : device.kind);
   if (backend == nullptr)
@@ -398,6 +401,7 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
   profile.shapes_checked = profile.static_inputs;
 
   TRIPY_ASSIGN_OR_RETURN(rt::LoadedProgram* const loaded, loaded_profile(impl, chosen));
+  rt::GpuScope on(impl.device.index);  // what the run makes (its outputs) is on its GPU
   if (!kernel_ms) return loaded->run(inputs, slots);
   loaded->set_profile(kernel_ms);
   StatusOr<std::vector<Tensor>> out = loaded->run(inputs, slots);

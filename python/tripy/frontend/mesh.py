@@ -92,14 +92,14 @@ class DeviceMesh:
 
     ``tp.DeviceMesh(["cpu"] * 4)`` is four CPU ranks in this process (the CPU's collectives run in
     shared memory, so a sharded model can be checked on any machine).
+    ``tp.DeviceMesh(["gpu:0", "gpu:1"])`` is two GPUs driven by this process, a thread each.
     ``tp.DeviceMesh.from_environment()`` is one rank per process on GPUs, as ``torchrun`` starts
     them (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``): each process
     compiles and runs its own rank on GPU ``LOCAL_RANK``.
 
     Args:
         devices (Sequence[str | tp.device]): One device per rank, all of one kind. The CPU may
-            appear several times; GPUs are not yet driven by several threads of one process (use
-            ``from_environment``, one process per GPU).
+            appear several times, a GPU once.
 
     Raises:
         tp.TripyException: if ``devices`` is empty, mixes kinds, names a GPU twice or holds more
@@ -137,14 +137,8 @@ class DeviceMesh:
         kinds = {d.kind for d in devices}
         if len(kinds) > 1:
             _raise_here(f"A tp.DeviceMesh's devices must be of one kind, but got: {', '.join(str(d) for d in devices)}.")
-        if devices[0].kind == "gpu":
-            if len(set(devices)) != len(devices):
-                _raise_here(f"A tp.DeviceMesh names each GPU once, but got: {', '.join(str(d) for d in devices)}.")
-            if len(devices) > 1:
-                _raise_here(
-                    "One process drives one GPU: run one process per GPU (torchrun --nproc-per-node N) and use "
-                    "tp.DeviceMesh.from_environment()."
-                )
+        if devices[0].kind == "gpu" and len(set(devices)) != len(devices):
+            _raise_here(f"A tp.DeviceMesh names each GPU once, but got: {', '.join(str(d) for d in devices)}.")
         self.devices = devices
         self._rank = None  # this process's only rank (from_environment), or None: every rank is here
         self._communicators = None
@@ -208,7 +202,7 @@ class DeviceMesh:
             if self._kind() == "gpu" and "TRIPY_NCCL_LIBRARY" not in os.environ and _local_nccl():
                 os.environ["TRIPY_NCCL_LIBRARY"] = _local_nccl()
             if self._rank is None:
-                self._communicators = _C.create_communicators(self._kind(), self.size)
+                self._communicators = _C.create_communicators([str(d) for d in self.devices])
             else:
                 unique_id = _exchange_unique_id(self._rank, self.size)
                 self._communicators = _C.join_communicator(self._kind(), unique_id, self._rank, self.size)

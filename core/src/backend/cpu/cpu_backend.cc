@@ -296,7 +296,8 @@ class CpuBackend final : public rt::Backend {
   }
   std::string device_description() const override { return "CPU"; }
   // The ranks of one process, meeting in host memory (runtime/collectives.h).
-  StatusOr<std::vector<std::shared_ptr<rt::Communicator>>> create_communicators(int world_size) override {
+  StatusOr<std::vector<std::shared_ptr<rt::Communicator>>> create_communicators(const std::vector<Device>& ranks) override {
+    const int world_size = static_cast<int>(ranks.size());
     if (world_size < 1 || world_size > rt::kMaxWorldSize)
       return invalid_argument("a mesh has 1 to " + std::to_string(rt::kMaxWorldSize) + " ranks, not " + std::to_string(world_size));
     return rt::make_host_communicators(world_size);

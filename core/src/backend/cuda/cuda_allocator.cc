@@ -1,6 +1,8 @@
 // Caching device allocator: size classes, per-stream free lists, release-and-retry on OOM.
 #include "backend/cuda/cuda_allocator.h"
 
+#include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -110,30 +112,59 @@ class Cache {
   size_t in_use_ = 0, cached_ = 0, device_allocs_ = 0;
 };
 
-// Never destroyed: tensors released by static destructors at exit may still return blocks.
-Cache& cache() {
-  static Cache* c = new Cache();
+// One cache per GPU, made on first use. Never destroyed: tensors released by static destructors
+// at exit may still return blocks.
+constexpr int kMaxCaches = 64;
+std::array<std::atomic<Cache*>, kMaxCaches>& caches() {
+  static auto* c = new std::array<std::atomic<Cache*>, kMaxCaches>();
+  return *c;
+}
+Cache& cache(int index) {
+  std::atomic<Cache*>& slot = caches()[static_cast<size_t>(index)];
+  Cache* c = slot.load();
+  if (c == nullptr) {
+    Cache* made = new Cache();
+    if (slot.compare_exchange_strong(c, made)) return *made;
+    delete made;  // another thread made it first
+  }
   return *c;
 }
 
 }  // namespace
 
 StatusOr<CUdeviceptr> device_alloc(size_t bytes, CUstream stream) {
-  return cache().alloc(bytes, stream);
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  return cache(dev->index).alloc(bytes, stream);
 }
 
-void device_free(CUdeviceptr ptr) { cache().free(ptr); }
+void device_free(CUdeviceptr ptr, int index) { cache(index).free(ptr); }
 
 StatusOr<Tensor> empty_device(DType dtype, std::vector<int64_t> shape, CUstream stream) {
   size_t bytes = static_cast<size_t>(numel_of(shape)) * dtype_size(dtype);
-  TRIPY_ASSIGN_OR_RETURN(CUdeviceptr p, device_alloc(bytes, stream));
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  const int index = dev->index;
+  TRIPY_ASSIGN_OR_RETURN(CUdeviceptr p, cache(index).alloc(bytes, stream));
   void* ptr = reinterpret_cast<void*>(p);
-  std::shared_ptr<void> keep(ptr, [](void* q) { device_free(reinterpret_cast<CUdeviceptr>(q)); });
-  return Tensor::borrow(ptr, dtype, std::move(shape), Device{Device::Kind::kGpu, 0}, std::move(keep));
+  std::shared_ptr<void> keep(ptr, [index](void* q) { device_free(reinterpret_cast<CUdeviceptr>(q), index); });
+  return Tensor::borrow(ptr, dtype, std::move(shape), Device{Device::Kind::kGpu, index}, std::move(keep));
 }
 
-Status release_cached_blocks() { return cache().release_all(); }
+Status release_cached_blocks() {
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  TRIPY_RETURN_IF_ERROR(make_current());
+  return cache(dev->index).release_all();
+}
 
-AllocatorStats allocator_stats() { return cache().stats(); }
+AllocatorStats allocator_stats() {
+  AllocatorStats all{0, 0, 0};
+  for (std::atomic<Cache*>& slot : caches())
+    if (Cache* c = slot.load()) {
+      const AllocatorStats s = c->stats();
+      all.in_use_bytes += s.in_use_bytes;
+      all.cached_bytes += s.cached_bytes;
+      all.device_allocs += s.device_allocs;
+    }
+  return all;
+}
 
 }  // namespace tripy::rt::cuda

@@ -12,20 +12,22 @@
 
 namespace tripy::rt::cuda {
 
-// Allocates `bytes` (at least 256-byte aligned) for use on `stream`. A block is only reused by
-// later allocations on the same stream, so stream order makes reuse safe without events.
+// One cache per GPU. Allocates `bytes` (at least 256-byte aligned) on the calling thread's GPU for
+// use on `stream`, and gives them back to gpu:`index`'s cache. A block is only reused by later
+// allocations on the same stream, so stream order makes reuse safe without events.
 StatusOr<CUdeviceptr> device_alloc(size_t bytes, CUstream stream);
-void device_free(CUdeviceptr ptr);
+void device_free(CUdeviceptr ptr, int index);
 
-// A GPU tensor whose memory returns to the cache when the last Tensor referring to it goes.
+// A tensor on the calling thread's GPU whose memory returns to the cache when the last Tensor
+// referring to it goes.
 StatusOr<Tensor> empty_device(DType dtype, std::vector<int64_t> shape, CUstream stream);
 
-// Returns every cached (unused) block to the driver.
+// Returns every cached (unused) block of the calling thread's GPU to the driver.
 Status release_cached_blocks();
 
 struct AllocatorStats {
   size_t in_use_bytes = 0, cached_bytes = 0, device_allocs = 0;
 };
-AllocatorStats allocator_stats();
+AllocatorStats allocator_stats();  // every GPU's
 
 }  // namespace tripy::rt::cuda

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cuda/cuda_device.h"
+
 namespace tripy::rt::cuda {
 namespace {
 
@@ -74,7 +76,9 @@ Status build_graph(const AttentionCudnnProblem& pr, AttentionCudnnPlan::Compiled
 StatusOr<std::unique_ptr<AttentionCudnnPlan>> AttentionCudnnPlan::create(const AttentionCudnnProblem& pr) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const Compiled>> cache;
-  const std::string key = problem_key(pr);
+  // Plans are made with a GPU's cuDNN handle: one set per GPU.
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  const std::string key = "gpu:" + std::to_string(dev->index) + " " + problem_key(pr);
   std::shared_ptr<const Compiled> compiled;
   {
     std::lock_guard<std::mutex> lock(mu);

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_nccl.h"
 #include "backend/cuda/cuda_program.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::rt {
 namespace cuda {
@@ -144,6 +145,7 @@ class CudaBackend final : public Backend {
 
   StatusOr<Tensor> duplicate(const Tensor& t) override {
     if (t.device().kind != Device::Kind::kGpu) return internal_error("duplicate: not a GPU tensor");
+    GpuScope on(t.device().index);
     TRIPY_RETURN_IF_ERROR(make_current());
     CUstream s = cuda::default_stream();
     TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(t.dtype(), t.shape(), s));
@@ -157,6 +159,7 @@ class CudaBackend final : public Backend {
 
   StatusOr<Tensor> copy_to_host(const Tensor& t) override {
     if (t.device().kind == Device::Kind::kCpu) return t;
+    GpuScope on(t.device().index);
     TRIPY_RETURN_IF_ERROR(make_current());
     CUstream s = cuda::default_stream();
     TRIPY_ASSIGN_OR_RETURN(Tensor h, Tensor::try_empty_host(t.dtype(), t.shape(), "a copy from the GPU"));
@@ -198,10 +201,14 @@ class CudaBackend final : public Backend {
 
   void set_default_stream(void* stream) override { cuda::set_default_stream(static_cast<CUstream>(stream)); }
 
+  int cuda_ordinal(int gpu_index) const override { return cuda::cuda_ordinal(gpu_index); }
+  int gpu_index(int cuda_ordinal) const override { return cuda::gpu_index(cuda_ordinal); }
   int64_t host_waits() const override { return api().driver_ok ? cuda::host_waits() : 0; }
-  // NCCL (cuda_nccl.h): GPUs 0 .. n - 1 of this process, or one rank of several processes.
-  StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(int world_size) override {
-    return nccl_communicators(world_size);
+  // NCCL (cuda_nccl.h): GPUs of this process, or one rank of several processes.
+  StatusOr<std::vector<std::shared_ptr<Communicator>>> create_communicators(const std::vector<Device>& ranks) override {
+    std::vector<int> gpus;
+    for (const Device& d : ranks) gpus.push_back(d.index);
+    return nccl_communicators(gpus);
   }
   StatusOr<std::string> communicator_unique_id() override { return nccl_unique_id(); }
   StatusOr<std::shared_ptr<Communicator>> join_communicator(const std::string& id, int rank, int world_size) override {

@@ -1,39 +1,60 @@
-// Device discovery and the primary context, initialised once per process.
+// Device discovery and the primary contexts, each GPU initialised once per process.
 #include "backend/cuda/cuda_device.h"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 
+#include "runtime/gpu_scope.h"
+
 namespace tripy::rt::cuda {
 namespace {
 
+constexpr int kMaxDevices = 64;
+
 struct DeviceState {
+  std::once_flag once;
   DeviceInfo info;
   Status status;  // why the device is unusable, if it is
+  std::atomic<CUstream> stream{nullptr};
+  std::once_flag stream_once;
 };
 
-// The GPU this process drives: TRIPY_CUDA_DEVICE, else LOCAL_RANK (one process per GPU under
-// torchrun: a sharded executable's rank), else 0; an ordinal past the visible GPUs is 0 (a launcher
-// that gives each process one visible GPU).
-int device_ordinal() {
+int visible_count() {
   int count = 0;
-  if (api().cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) return 0;
+  if (api().cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  return count;
+}
+
+// The ordinal a pinned process drives (TRIPY_CUDA_DEVICE, else LOCAL_RANK: one process per GPU
+// under torchrun; one past the visible GPUs is 0: a launcher that gives each process one visible
+// GPU), or -1 where neither is set.
+int pinned_ordinal() {
   for (const char* name : {"TRIPY_CUDA_DEVICE", "LOCAL_RANK"}) {
     const char* text = std::getenv(name);
     if (text == nullptr || *text == 0) continue;
     char* end = nullptr;
     const long v = std::strtol(text, &end, 10);
-    if (*end == 0 && v >= 0 && v < count) return static_cast<int>(v);
-    return 0;
+    return *end == 0 && v >= 0 && v < visible_count() ? static_cast<int>(v) : 0;
   }
-  return 0;
+  return -1;
 }
 
-Status init_device(DeviceInfo& info) {
+Status init_device(int index, DeviceInfo& info) {
   const Api& a = api();
   if (!a.driver_ok) return Status(StatusCode::kUnavailable, "CUDA is unavailable: " + a.why_unavailable);
-  TRIPY_CUDA_TRY(cuDeviceGet(&info.device, device_ordinal()));
+  const int count = visible_count(), pinned = pinned_ordinal();
+  if (count < 1) return Status(StatusCode::kUnavailable, "CUDA sees no GPU");
+  if (pinned >= 0 && index != 0)
+    return Status(StatusCode::kUnavailable,
+                  "gpu:" + std::to_string(index) + " is not available: this process drives one GPU (CUDA device " +
+                      std::to_string(pinned) + ", as TRIPY_CUDA_DEVICE or LOCAL_RANK says), which is gpu:0");
+  if (index < 0 || index >= count)
+    return Status(StatusCode::kUnavailable, "gpu:" + std::to_string(index) + " does not exist: CUDA sees " +
+                                                std::to_string(count) + " GPU" + (count == 1 ? "" : "s"));
+  info.index = index;
+  TRIPY_CUDA_TRY(cuDeviceGet(&info.device, pinned >= 0 ? pinned : index));
   TRIPY_CUDA_TRY(cuDevicePrimaryCtxRetain(&info.context, info.device));
   TRIPY_CUDA_TRY(cuCtxSetCurrent(info.context));
   int major = 0, minor = 0;
@@ -50,27 +71,41 @@ Status init_device(DeviceInfo& info) {
   return ok_status();
 }
 
-DeviceState& state() {
-  static DeviceState* s = [] {
-    auto* st = new DeviceState();
-    st->status = init_device(st->info);
-    return st;
-  }();
+// Never destroyed: tensors and programs released at exit may still ask.
+std::array<DeviceState, kMaxDevices>& states() {
+  static auto* s = new std::array<DeviceState, kMaxDevices>();
   return *s;
 }
 
-std::atomic<CUstream> g_stream{nullptr};
-std::once_flag g_stream_once;
+StatusOr<DeviceState*> state(int index) {
+  if (index < 0 || index >= kMaxDevices)
+    return Status(StatusCode::kUnavailable, "gpu:" + std::to_string(index) + " does not exist");
+  DeviceState& s = states()[static_cast<size_t>(index)];
+  std::call_once(s.once, [&] { s.status = init_device(index, s.info); });
+  if (!s.status.ok()) return s.status;
+  return &s;
+}
 
 }  // namespace
 
-StatusOr<const DeviceInfo*> device() {
-  DeviceState& s = state();
-  if (!s.status.ok()) return s.status;
-  return &s.info;
+StatusOr<const DeviceInfo*> device(int index) {
+  TRIPY_ASSIGN_OR_RETURN(DeviceState * s, state(index));
+  return &s->info;
 }
 
-bool device_available() { return state().status.ok(); }
+StatusOr<const DeviceInfo*> device() { return device(current_gpu()); }
+
+bool device_available() { return device(0).ok(); }
+
+int cuda_ordinal(int index) {
+  const int pinned = pinned_ordinal();
+  return pinned >= 0 && index == 0 ? pinned : index;
+}
+
+int gpu_index(int ordinal) {
+  const int pinned = pinned_ordinal();
+  return pinned < 0 ? ordinal : ordinal == pinned ? 0 : -1;
+}
 
 Status make_current() {
   TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* d, device());
@@ -81,19 +116,22 @@ Status make_current() {
 }
 
 CUstream default_stream() {
-  std::call_once(g_stream_once, [] {
+  StatusOr<DeviceState*> s = state(current_gpu());
+  if (!s.ok()) return nullptr;
+  DeviceState& st = *s.value();
+  std::call_once(st.stream_once, [&] {
     if (!make_current().ok()) return;
-    CUstream s = nullptr;
-    if (TRIPY_CUDA(cuStreamCreate(&s, CU_STREAM_DEFAULT)).ok() && g_stream.load() == nullptr) {
-      g_stream.store(s);
-    }
+    CUstream created = nullptr;
+    if (TRIPY_CUDA(cuStreamCreate(&created, CU_STREAM_DEFAULT)).ok() && st.stream.load() == nullptr)
+      st.stream.store(created);
   });
-  return g_stream.load();
+  return st.stream.load();
 }
 
 void set_default_stream(CUstream stream) {
   default_stream();  // create ours first, so a later call cannot overwrite the user's choice
-  g_stream.store(stream);
+  StatusOr<DeviceState*> s = state(current_gpu());
+  if (s.ok()) s.value()->stream.store(stream);
 }
 
 }  // namespace tripy::rt::cuda

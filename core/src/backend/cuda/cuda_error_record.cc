@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_nccl.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -29,6 +30,7 @@ std::set<ErrorRecord*>& registry() {
 StatusOr<std::unique_ptr<ErrorRecord>> ErrorRecord::create(Explain explain, CUstream stream) {
   std::unique_ptr<ErrorRecord> r(new ErrorRecord());
   r->explain_ = std::move(explain);
+  r->device_index_ = current_gpu();
   void* host = nullptr;
   TRIPY_CUDA_TRY(cuMemHostAlloc(&host, 4 * sizeof(int64_t), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   r->host_ = static_cast<volatile int64_t*>(host);
@@ -47,6 +49,7 @@ ErrorRecord::~ErrorRecord() {
     registry().erase(this);
   }
   // Kernels of this program may still be queued: they must finish before the memory goes.
+  GpuScope on(device_index_);
   if (host_ && make_current().ok()) {
     (void)TRIPY_CUDA(cuCtxSynchronize());
     (void)TRIPY_CUDA(cuMemFreeHost(const_cast<int64_t*>(host_)));
@@ -66,6 +69,7 @@ Status ErrorRecord::take() {
 
 Status ErrorRecord::take_locked() {
   if (!pending()) return ok_status();  // another thread took it
+  GpuScope on(device_index_);
   TRIPY_RETURN_IF_ERROR(make_current());
   TRIPY_CUDA_TRY(cuCtxSynchronize());
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -78,7 +82,8 @@ Status ErrorRecord::take_locked() {
 
 Status check_device_errors() {
   std::lock_guard<std::mutex> lock(registry_mutex());  // records cannot go while we read them
-  for (ErrorRecord* r : registry()) TRIPY_RETURN_IF_ERROR(r->take_locked());
+  for (ErrorRecord* r : registry())
+    if (r->device_index_ == current_gpu()) TRIPY_RETURN_IF_ERROR(r->take_locked());
   return take_watchdog_error();  // a collective the NCCL watchdog aborted (cuda_nccl.h)
 }
 

@@ -50,12 +50,14 @@ class ErrorRecord {
   ErrorRecord() = default;
   Status take_locked();  // take() with the registry's mutex held
   volatile int64_t* host_ = nullptr;
+  int device_index_ = 0;  // the GPU whose program it serves (gpu:index)
   CUdeviceptr record_dev_ = 0;
   Tensor claim_;
   Explain explain_;
 };
 
-// Takes the error of every live record (see above); called after each host synchronisation.
+// Takes the error of every live record of the calling thread's GPU (see above); called after each
+// host synchronisation.
 Status check_device_errors();
 
 }  // namespace tripy::rt::cuda

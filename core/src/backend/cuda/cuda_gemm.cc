@@ -40,16 +40,26 @@ int pow2_alignment(uint64_t v) {
 }  // namespace
 
 StatusOr<cublasLtHandle_t> lt_handle() {
-  // A function-local static rather than std::call_once, as cudnn_handle.
-  static const StatusOr<cublasLtHandle_t> handle = []() -> StatusOr<cublasLtHandle_t> {
-    if (!cublaslt_loaded())
-      return Status(StatusCode::kUnavailable,
-                    "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
-    cublasLtHandle_t h = nullptr;
-    TRIPY_CUDA_TRY(cublasLtCreate(&h));
-    return h;
-  }();
-  return handle;
+  // One per GPU (the calling thread's), made with its context current; a mutex rather than
+  // std::call_once, as cudnn_handle.
+  static std::mutex mutex;
+  static auto* handles = new std::map<int, StatusOr<cublasLtHandle_t>>();
+  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = handles->find(dev->index);
+  if (it == handles->end()) {
+    StatusOr<cublasLtHandle_t> made = [&]() -> StatusOr<cublasLtHandle_t> {
+      if (!cublaslt_loaded())
+        return Status(StatusCode::kUnavailable,
+                      "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
+      TRIPY_RETURN_IF_ERROR(make_current());
+      cublasLtHandle_t h = nullptr;
+      TRIPY_CUDA_TRY(cublasLtCreate(&h));
+      return h;
+    }();
+    it = handles->emplace(dev->index, std::move(made)).first;
+  }
+  return it->second;
 }
 
 bool lt_runs_quantized(DType operand) {

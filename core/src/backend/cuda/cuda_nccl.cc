@@ -79,12 +79,16 @@ void NcclCommunicator::abort(const std::string&) {
   if (c != nullptr) nccl().ncclCommAbort(c);
 }
 
-StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world) {
+StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(const std::vector<int>& gpus) {
   if (!nccl().ok) return Status(StatusCode::kUnavailable, nccl().why_unavailable);
-  TRIPY_RETURN_IF_ERROR(make_current());
+  const int world = static_cast<int>(gpus.size());
   std::vector<ncclComm_t> comms(static_cast<size_t>(world));
-  std::vector<int> devices(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) devices[static_cast<size_t>(r)] = r;
+  std::vector<int> devices;  // CUDA ordinals
+  for (int g : gpus) {
+    TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* d, device(g));  // every one usable (and initialised)
+    devices.push_back(static_cast<int>(d->device));
+  }
+  TRIPY_RETURN_IF_ERROR(make_current());
   TRIPY_NCCL_TRY(ncclCommInitAll(comms.data(), world, devices.data()));
   std::vector<std::shared_ptr<Communicator>> out;
   for (int r = 0; r < world; ++r) out.push_back(std::make_shared<NcclCommunicator>(comms[static_cast<size_t>(r)], r, world));

@@ -64,8 +64,9 @@ void watch_communicator(NcclCommunicator* c, bool live);
 Status watch_run(CUstream stream);
 Status take_watchdog_error();
 
-// One process, `world` GPUs (0 .. world - 1): ncclCommInitAll.
-StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(int world);
+// One process, rank r on gpu:`gpus[r]` (distinct): ncclCommInitAll. No peer memory: a process cannot
+// open its own CUDA IPC handles, so NCCL serves every collective.
+StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(const std::vector<int>& gpus);
 // NCCL's bootstrap across processes: rank 0 makes the id, every rank joins with it.
 StatusOr<std::string> nccl_unique_id();
 StatusOr<std::shared_ptr<Communicator>> nccl_join(const std::string& unique_id, int rank, int world);

@@ -7,6 +7,7 @@
 // then return, the waiting host wakes, and its next check of device errors raises the reason.
 #include <chrono>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_nccl.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -23,12 +25,13 @@ using Clock = std::chrono::steady_clock;
 struct Mark {
   CUevent event;
   Clock::time_point start;
+  int gpu;  // the GPU whose stream it was recorded on (gpu:index)
 };
 
 struct Watchdog {
   std::mutex mutex;
-  std::deque<Mark> marks;            // oldest first
-  std::vector<CUevent> spare;        // events whose marks finished, for reuse
+  std::deque<Mark> marks;                   // oldest first
+  std::map<int, std::vector<CUevent>> spare;  // per GPU, events whose marks finished, for reuse
   std::set<NcclCommunicator*> live;  // every communicator of the process
   std::string error;                 // why the watchdog aborted, until a host check takes it
   bool started = false;
@@ -46,13 +49,16 @@ Clock::duration limit() {
 
 void watch_loop() {
   Watchdog& w = watchdog();
-  const bool current = make_current().ok();
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(w.mutex);
-    if (!current) w.marks.clear();  // no device to ask: nothing to watch
     while (!w.marks.empty()) {
       const Mark m = w.marks.front();
+      GpuScope on(m.gpu);
+      if (!make_current().ok()) {  // no device to ask: nothing to watch
+        w.marks.clear();
+        break;
+      }
       const CUresult r = api().cuEventQuery(m.event);
       if (r == CUDA_ERROR_NOT_READY) {
         if (Clock::now() - m.start < limit()) break;
@@ -65,7 +71,7 @@ void watch_loop() {
         break;
       }
       w.marks.pop_front();
-      w.spare.push_back(m.event);
+      w.spare[m.gpu].push_back(m.event);
     }
   }
 }
@@ -83,15 +89,17 @@ Status watch_run(CUstream stream) {
   if (dynamic_cast<NcclCommunicator*>(current_communicator()) == nullptr) return ok_status();
   Watchdog& w = watchdog();
   std::lock_guard<std::mutex> lock(w.mutex);
+  const int gpu = current_gpu();
+  std::vector<CUevent>& spare = w.spare[gpu];
   CUevent e = nullptr;
-  if (!w.spare.empty()) {
-    e = w.spare.back();
-    w.spare.pop_back();
+  if (!spare.empty()) {
+    e = spare.back();
+    spare.pop_back();
   } else {
     TRIPY_CUDA_TRY(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
   }
   TRIPY_CUDA_TRY(cuEventRecord(e, stream));
-  w.marks.push_back(Mark{e, Clock::now()});
+  w.marks.push_back(Mark{e, Clock::now(), gpu});
   if (!w.started) {
     w.started = true;
     std::thread(watch_loop).detach();

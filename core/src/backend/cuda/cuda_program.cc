@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_nccl.h"
 #include "runtime/collectives.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::rt::cuda {
 
@@ -30,6 +31,7 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
   TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
   TRIPY_RETURN_IF_ERROR(make_current());
   std::unique_ptr<CudaLoadedProgram> lp(new CudaLoadedProgram());
+  lp->device_index_ = dev->index;
   lp->program_ = std::move(program);
   lp->modules_ = std::move(modules);
   lp->kernels_ = std::move(kernels);
@@ -42,15 +44,22 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
   for (const Tensor& c : lp->program_->constants) {
     // A constant already in this GPU's memory (a weight the user's tensor holds) is shared, not
     // copied: the program keeps it alive, and every executable of one model reads one copy.
-    if (c.device().kind == Device::Kind::kGpu) {
+    if (c.device() == Device{Device::Kind::kGpu, dev->index}) {
       lp->constants_.push_back(c);
       shares = true;
       continue;
     }
     TRIPY_ASSIGN_OR_RETURN(Tensor d, empty_device(c.dtype(), c.shape(), s));
-    if (c.nbytes() > 0)
+    if (c.nbytes() > 0 && c.device().kind == Device::Kind::kGpu) {  // another GPU's
+      TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* from, device(c.device().index));
+      TRIPY_CUDA_TRY(cuMemcpyPeerAsync(reinterpret_cast<CUdeviceptr>(d.data()), dev->context,
+                                       reinterpret_cast<CUdeviceptr>(c.data()), from->context,
+                                       static_cast<size_t>(c.nbytes()), s));
+      shares = true;  // it too may still be being written
+    } else if (c.nbytes() > 0) {
       TRIPY_CUDA_TRY(cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(d.data()), c.data(),
                                        static_cast<size_t>(c.nbytes()), s));
+    }
     lp->constants_.push_back(std::move(d));
   }
   TRIPY_CUDA_TRY(cuStreamSynchronize(s));
@@ -61,6 +70,7 @@ StatusOr<std::unique_ptr<CudaLoadedProgram>> CudaLoadedProgram::create(std::shar
 }
 
 CudaLoadedProgram::~CudaLoadedProgram() {
+  GpuScope on(device_index_);  // whichever thread lets the program go
   if (make_current().ok() && last_stream_) (void)TRIPY_CUDA(cuStreamSynchronize(last_stream_));
   if (ready_event_) (void)TRIPY_CUDA(cuEventDestroy(ready_event_));
   if (done_event_) (void)TRIPY_CUDA(cuEventDestroy(done_event_));
@@ -68,6 +78,7 @@ CudaLoadedProgram::~CudaLoadedProgram() {
 }
 
 Status CudaLoadedProgram::set_stream(void* stream) {
+  GpuScope on(device_index_);
   std::lock_guard<std::mutex> lock(mutex_);
   // Finish on the old stream now: the caller may destroy it once we stop using it.
   if (last_stream_ && last_stream_ != static_cast<CUstream>(stream)) {
@@ -130,6 +141,7 @@ StatusOr<ErrorRecord*> CudaLoadedProgram::error_record(CUstream stream) {
 }
 
 void CudaLoadedProgram::release_scratch(int64_t min_bytes) {
+  GpuScope on(device_index_);
   std::lock_guard<std::mutex> lock(mutex_);
   if (arena_capacity_ + workspace_capacity_ < min_bytes || arena_capacity_ + workspace_capacity_ == 0) return;
   invalidate_graphs();
@@ -260,6 +272,7 @@ Status CudaLoadedProgram::make_default_stream_wait(CUstream stream) {
 
 StatusOr<std::vector<Tensor>> CudaLoadedProgram::run(const std::vector<Tensor>& inputs,
                                                      const std::vector<int64_t>& slots) {
+  GpuScope on(device_index_);
   auto out = run_locked(inputs, slots);
   std::lock_guard<std::mutex> lock(mutex_);
   CUstream stream = stream_ ? static_cast<CUstream>(stream_) : default_stream();
@@ -282,11 +295,12 @@ StatusOr<std::vector<Tensor>> CudaLoadedProgram::run_locked(const std::vector<Te
   if (inputs.size() != p.inputs.size())
     return invalid_argument("expected " + std::to_string(p.inputs.size()) + " inputs, got " +
                             std::to_string(inputs.size()));
+  const Device here{Device::Kind::kGpu, device_index_};
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].device().kind != Device::Kind::kGpu && inputs[i].numel() > 0 &&
+    if (inputs[i].device() != here && inputs[i].numel() > 0 &&
         p.inputs[i].kind == InputSpec::Kind::kTensor)  // shape values stay on the host
       return invalid_argument("input '" + p.inputs[i].name + "' is on " + inputs[i].device().str() +
-                              ", but this executable runs on gpu:0 (use tp.copy to move it)");
+                              ", but this executable runs on " + here.str() + " (use tp.copy to move it)");
 
   // An error an earlier call's kernels recorded (and that has reached the host by now) is this
   // call's error: no call runs on after one that failed. Checking waits for nothing.

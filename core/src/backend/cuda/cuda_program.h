@@ -84,6 +84,7 @@ class CudaLoadedProgram final : public LoadedProgram {
   std::vector<KernelCode> kernels_;
   LayoutFunctions layout_fns_;
   int sm_count_ = 1;
+  int device_index_ = 0;  // gpu:index, where it was loaded: every entry point works there
   bool has_collectives_ = false;  // the NCCL watchdog marks the end of each run (cuda_nccl.h)
   std::vector<Tensor> constants_;  // on the device
   Tensor arena_, workspace_;
