@@ -73,3 +73,22 @@ def test_a_module_attribute_set_from_a_runtime_input_is_not_evaluated(device):
 
     exe = tp.compile(Remember(), args=[tp.InputInfo((1,), dtype=tp.float32)])
     assert exe(tp.Tensor([3.0])).tolist() == [7.0]
+
+
+_GLOBAL_MODEL = tp.Linear(2, 2)
+
+
+def _step_over_the_global_model(x):
+    return _GLOBAL_MODEL(x)
+
+
+def test_the_modules_a_function_computes_with_are_found_through_closures_bound_methods_and_globals():
+    # A sharded compile copies these modules' parameters to each rank's device.
+    from tripy.frontend.compile import _modules_reached
+
+    inner, outer = tp.Linear(2, 2), tp.Linear(2, 2)
+    assert _modules_reached(outer) == [outer]
+    assert _modules_reached(lambda x: outer(inner(x))) in ([inner, outer], [outer, inner])
+    assert _modules_reached(outer.forward) == [outer]
+    assert _modules_reached(_step_over_the_global_model) == [_GLOBAL_MODEL]
+    assert _modules_reached(lambda x: x + 1.0) == []

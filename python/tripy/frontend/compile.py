@@ -300,12 +300,35 @@ def _compile_together(calls):
         return [f.result() for f in futures]
 
 
+def _modules_reached(func):
+    """The modules ``func`` computes with: itself, or those it closes over, is bound to or names as
+    globals (a step function over a model)."""
+    if isinstance(func, Module):
+        return [func]
+    found = []
+
+    def add(value):
+        if isinstance(value, Module) and all(value is not m for m in found):
+            found.append(value)
+
+    add(getattr(func, "__self__", None))
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            add(cell.cell_contents)
+        except ValueError:  # a cell not yet filled
+            pass
+    code, names = getattr(func, "__code__", None), getattr(func, "__globals__", {})
+    for name in code.co_names if code is not None else ():
+        add(names.get(name))
+    return found
+
+
 class _ParametersOn:
-    """While a mesh rank is traced, a module's parameters that live on another device than the rank's
-    (a model made or loaded on the GPU, compiled for a mesh of CPU ranks) are read as copies on the
-    rank's device, each rank's program taking its share from them; the module gets its own tensors
-    back afterwards. A sharded load's layers hold no whole parameters (``load_share``), so nothing
-    of theirs is copied."""
+    """While a mesh rank is traced, the parameters of the modules it computes with that live on
+    another device than the rank's (a model made or loaded on the GPU, compiled for a mesh of CPU
+    ranks or for another GPU) are read as copies on the rank's device, each rank's program taking
+    its share from them; the modules get their own tensors back afterwards. A sharded load's layers
+    hold no whole parameters (``load_share``), so nothing of theirs is copied."""
 
     def __init__(self, func, device):
         self.func, self.device, self.swapped = func, device, []
@@ -318,11 +341,12 @@ class _ParametersOn:
             object.__setattr__(holder, key, value)
 
     def __enter__(self):
-        if not isinstance(self.func, Module):
-            return self
-        for holder, key, value in _parameter_slots(self.func).values():
-            if isinstance(holder, tuple) or str(value.device) == self.device:
+        seen = set()
+        slots = [slot for module in _modules_reached(self.func) for slot in _parameter_slots(module).values()]
+        for holder, key, value in slots:
+            if isinstance(holder, tuple) or str(value.device) == self.device or (id(holder), key) in seen:
                 continue
+            seen.add((id(holder), key))
             value.eval()  # a placeholder: the compile would freeze it as a constant anyway
             moved = copy(value, _device(self.device))
             moved.eval()
