@@ -75,6 +75,7 @@ class CudaBackend final : public Backend {
     }
     TRIPY_ASSIGN_OR_RETURN(CudaArtifacts art, parse_artifacts(*use, program->kernels.size()));
     auto modules = std::make_shared<ModuleSet>();
+    modules->device_index = dev->index;
     for (const CompiledModule& m : art.modules) {
       TRIPY_ASSIGN_OR_RETURN(CUmodule mod, load_module(m, art.arch, dev->arch));
       modules->modules.push_back(mod);

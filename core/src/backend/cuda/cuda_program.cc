@@ -21,6 +21,8 @@ bool CudaLoadedProgram::in_caller_memory(const BufferDesc& d) const {
 }
 
 ModuleSet::~ModuleSet() {
+  GpuScope on(device_index);
+  if (!modules.empty() && !make_current().ok()) return;
   for (CUmodule m : modules) (void)TRIPY_CUDA(cuModuleUnload(m));
 }
 

@@ -21,6 +21,7 @@ namespace tripy::rt::cuda {
 // Loaded modules, unloaded when the last program using them goes.
 struct ModuleSet {
   std::vector<CUmodule> modules;
+  int device_index = 0;  // the GPU they were loaded on (gpu:index): unloaded there, from any thread
   ~ModuleSet();
 };
 
