@@ -27,18 +27,10 @@ def _gpu_count():
 
 pytestmark = pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
 
-WORKER = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import tripy as tp
-    sys.path.insert(0, sys.argv[1])
-    import llama_ref
-    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
-
-    mesh = tp.DeviceMesh.from_environment()
-    assert mesh.size == 2
-    rng = np.random.default_rng(0)  # the same weights and inputs on every rank
+# The parts both scripts run over their `mesh` (rank weights from `rng`): the sharded MLP, compiled
+# as `exe` (with `want`, its output for `x`), and the tiny Llama's steps, `llm`, checked against
+# numpy by check_llm(caches).
+SHARDED_MLP = """
     w1, b1, w2, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((64, 16), (64,), (16, 64), (16,)))
 
     class MLP(tp.Module):
@@ -54,8 +46,46 @@ WORKER = textwrap.dedent(
     mlp.up.load_state_dict({"weight": tp.Tensor(w1), "bias": tp.Tensor(b1)})
     mlp.down.load_state_dict({"weight": tp.Tensor(w2), "bias": tp.Tensor(b2)})
     exe = tp.compile(mlp, args=[tp.InputInfo(((1, 4, 8), 16), dtype=tp.float32)], mesh=mesh)
-    x = rng.standard_normal((4, 16)).astype(np.float32)
     want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+"""
+TINY_LLAMA = """
+    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
+    weights = llama_ref.random_weights(config, seed=1)
+    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
+    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
+
+    def step(tokens, pos, *caches):
+        return model(tokens, pos, list(caches))[0]
+
+    cache = tp.InputInfo(model.cache_shape(2, 2), dtype=tp.float32, donate=True)
+    args = [tp.InputInfo((2, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
+    llm = tp.compile(step, args=args, mesh=mesh)
+    prompt = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
+
+    def check_llm(caches):
+        for pos, T in [(0, 4), (4, 1), (5, 1)]:
+            got = llm(tp.Tensor(prompt[:, pos : pos + T].astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches)
+            got = np.asarray(tp.copy(got, tp.device("cpu")))
+            want = llama_ref.logits(weights, prompt[:, : pos + T], config)[:, -1]
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+"""
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tripy as tp
+    sys.path.insert(0, sys.argv[1])
+    import llama_ref
+    from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
+
+    mesh = tp.DeviceMesh.from_environment()
+    assert mesh.size == 2
+    rng = np.random.default_rng(0)  # the same weights and inputs on every rank
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    """
+    + SHARDED_MLP
+    + """
     for _ in range(3):  # the second call on replays the CUDA graph, NCCL's kernels in it
         np.testing.assert_allclose(np.asarray(tp.copy(exe(tp.Tensor(x)), tp.device("cpu"))), want, rtol=1e-4, atol=1e-4)
 
@@ -137,24 +167,10 @@ WORKER = textwrap.dedent(
             got = np.asarray(tp.copy(tp.cast(g(tp.cast(tp.Tensor(parts[rank]), dtype)), tp.float32), tp.device("cpu")))
             np.testing.assert_array_equal(got, np.concatenate(parts, axis=dim), err_msg=f"{shape} {dim} call {call}")
 
-    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
-    weights = llama_ref.random_weights(config, seed=1)
-    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
-    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
-
-    def step(tokens, pos, *caches):
-        return model(tokens, pos, list(caches))[0]
-
-    cache = tp.InputInfo(model.cache_shape(2, 2), dtype=tp.float32, donate=True)
-    args = [tp.InputInfo((2, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
-    llm = tp.compile(step, args=args, mesh=mesh)
-    caches = model.empty_caches(2, 2)
-    prompt = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
-    for pos, T in [(0, 4), (4, 1), (5, 1)]:
-        got = llm(tp.Tensor(prompt[:, pos : pos + T].astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches)
-        got = np.asarray(tp.copy(got, tp.device("cpu")))
-        want = llama_ref.logits(weights, prompt[:, : pos + T], config)[:, -1]
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    """
+    + TINY_LLAMA
+    + """
+    check_llm(model.empty_caches(2, 2))
     print("RANK OK")
     """
 )
@@ -189,22 +205,9 @@ IN_PROCESS = textwrap.dedent(
         assert "is on gpu:1, but this executable runs on gpu:0" in str(e), str(e)
 
     mesh = tp.DeviceMesh(["gpu:0", "gpu:1"])
-    w1, b1, w2, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((64, 16), (64,), (16, 64), (16,)))
-
-    class MLP(tp.Module):
-        def __init__(self):
-            super().__init__()
-            self.up = tp.Linear(16, 64, parallel=tp.ColumnParallel())
-            self.down = tp.Linear(64, 16, parallel=tp.RowParallel())
-
-        def forward(self, x):
-            return self.down(tp.relu(self.up(x)))
-
-    mlp = MLP()
-    mlp.up.load_state_dict({"weight": tp.Tensor(w1), "bias": tp.Tensor(b1)})
-    mlp.down.load_state_dict({"weight": tp.Tensor(w2), "bias": tp.Tensor(b2)})
-    exe = tp.compile(mlp, args=[tp.InputInfo(((1, 4, 8), 16), dtype=tp.float32)], mesh=mesh)
-    want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    """
+    + SHARDED_MLP
+    + """
     for _ in range(3):  # the second call on replays each GPU's CUDA graph
         out = exe(tp.Tensor(x))  # one gpu:0 tensor: rank 1 gets its copy
         assert str(out.device) == "gpu:0"
@@ -219,24 +222,10 @@ IN_PROCESS = textwrap.dedent(
     np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
                                   np.concatenate(parts, axis=1))
 
-    config = llama_ref.tiny_config(num_key_value_heads=4, vocab_size=96)
-    weights = llama_ref.random_weights(config, seed=1)
-    model = LlamaForCausalLM(LlamaConfig.from_dict(config), max_seq_len=16)
-    model.load_state_dict({k: tp.Tensor(v) for k, v in weights.items()})
-
-    def step(tokens, pos, *caches):
-        return model(tokens, pos, list(caches))[0]
-
-    cache = tp.InputInfo(model.cache_shape(2, 2), dtype=tp.float32, donate=True)
-    args = [tp.InputInfo((2, (1, 4, 8)), dtype=tp.int32), tp.InputInfo((1,), dtype=tp.int32)] + [cache] * 4
-    llm = tp.compile(step, args=args, mesh=mesh)
-    caches = [[tp.copy(c, tp.device(f"gpu:{r}")) for r in range(2)] for c in model.empty_caches(2, 2)]
-    prompt = np.array([[3, 17, 42, 5, 9, 61], [8, 1, 2, 3, 4, 5]])
-    for pos, T in [(0, 4), (4, 1), (5, 1)]:
-        got = llm(tp.Tensor(prompt[:, pos : pos + T].astype(np.int32)), tp.Tensor(np.array([pos], np.int32)), *caches)
-        got = np.asarray(tp.copy(got, tp.device("cpu")))
-        want = llama_ref.logits(weights, prompt[:, : pos + T], config)[:, -1]
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    """
+    + TINY_LLAMA
+    + """
+    check_llm([[tp.copy(c, tp.device(f"gpu:{r}")) for r in range(2)] for c in model.empty_caches(2, 2)])
     print("PROCESS OK")
     """
 )
