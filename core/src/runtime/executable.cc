@@ -401,7 +401,6 @@ StatusOr<std::vector<Tensor>> Executable::run_with(const std::vector<Tensor>& in
   profile.shapes_checked = profile.static_inputs;
 
   TRIPY_ASSIGN_OR_RETURN(rt::LoadedProgram* const loaded, loaded_profile(impl, chosen));
-  rt::GpuScope on(impl.device.index);  // what the run makes (its outputs) is on its GPU
   if (!kernel_ms) return loaded->run(inputs, slots);
   loaded->set_profile(kernel_ms);
   StatusOr<std::vector<Tensor>> out = loaded->run(inputs, slots);

@@ -1,38 +1,24 @@
 // cuDNN graph API plumbing (see cuda_cudnn_graph.h).
 #include "backend/cuda/cuda_cudnn_graph.h"
 
-#include "backend/cuda/cuda_device.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <utility>
+
+#include "backend/cuda/cuda_device.h"
 
 namespace tripy::rt::cuda {
 
 StatusOr<cudnnHandle_t> cudnn_handle() {
-  // One per GPU (the calling thread's), made with its context current. A mutex rather than
-  // std::call_once: cuDNN's first cudnnCreate runs a call_once of its own, and one nested in
-  // another is where libstdc++ copies can disagree (see python/CMakeLists.txt: a hang on the GPU
-  // machine).
-  static std::mutex mutex;
-  static auto* handles = new std::map<int, StatusOr<cudnnHandle_t>>();
-  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = handles->find(dev->index);
-  if (it == handles->end()) {
-    StatusOr<cudnnHandle_t> made = [&]() -> StatusOr<cudnnHandle_t> {
-      if (!cudnn_loaded()) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
-      TRIPY_RETURN_IF_ERROR(make_current());
-      cudnnHandle_t h = nullptr;
-      TRIPY_CUDA_TRY(cudnnCreate(&h));
-      return h;
-    }();
-    it = handles->emplace(dev->index, std::move(made)).first;
-  }
-  return it->second;
+  static auto* handles = new PerGpu<cudnnHandle_t>();  // never destroyed: used until exit
+  return handles->get([]() -> StatusOr<cudnnHandle_t> {
+    if (!cudnn_loaded()) return Status(StatusCode::kUnavailable, "cuDNN 9 (libcudnn.so.9) could not be loaded");
+    cudnnHandle_t h = nullptr;
+    TRIPY_CUDA_TRY(cudnnCreate(&h));
+    return h;
+  });
 }
 
 std::mutex& cudnn_call_mutex() {

@@ -4,6 +4,8 @@
 // that one alone, as gpu:0. The calling thread's GPU is runtime/gpu_scope.h's current_gpu().
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "backend/cuda/cuda_api.h"
@@ -41,5 +43,29 @@ Status make_current();
 // that other libraries use.
 CUstream default_stream();
 void set_default_stream(CUstream stream);
+
+// A value made once per GPU, by `make` with that GPU's context current, and kept for the process
+// (a library's handle): get() gives the calling thread's GPU's. A mutex rather than
+// std::call_once: cuDNN's first cudnnCreate runs a call_once of its own, and one nested in another
+// is where libstdc++ copies can disagree (see python/CMakeLists.txt: a hang on the GPU machine).
+template <class T>
+class PerGpu {
+ public:
+  template <class Make>
+  StatusOr<T> get(Make make) {
+    TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = made_.find(dev->index);
+    if (it == made_.end()) {
+      TRIPY_RETURN_IF_ERROR(make_current());
+      it = made_.emplace(dev->index, make()).first;
+    }
+    return it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, StatusOr<T>> made_;
+};
 
 }  // namespace tripy::rt::cuda

@@ -40,26 +40,15 @@ int pow2_alignment(uint64_t v) {
 }  // namespace
 
 StatusOr<cublasLtHandle_t> lt_handle() {
-  // One per GPU (the calling thread's), made with its context current; a mutex rather than
-  // std::call_once, as cudnn_handle.
-  static std::mutex mutex;
-  static auto* handles = new std::map<int, StatusOr<cublasLtHandle_t>>();
-  TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* dev, device());
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = handles->find(dev->index);
-  if (it == handles->end()) {
-    StatusOr<cublasLtHandle_t> made = [&]() -> StatusOr<cublasLtHandle_t> {
-      if (!cublaslt_loaded())
-        return Status(StatusCode::kUnavailable,
-                      "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
-      TRIPY_RETURN_IF_ERROR(make_current());
-      cublasLtHandle_t h = nullptr;
-      TRIPY_CUDA_TRY(cublasLtCreate(&h));
-      return h;
-    }();
-    it = handles->emplace(dev->index, std::move(made)).first;
-  }
-  return it->second;
+  static auto* handles = new PerGpu<cublasLtHandle_t>();  // never destroyed: used until exit
+  return handles->get([]() -> StatusOr<cublasLtHandle_t> {
+    if (!cublaslt_loaded())
+      return Status(StatusCode::kUnavailable,
+                    "cuBLASLt (libcublasLt.so.13) could not be loaded; matrix products need it on the GPU");
+    cublasLtHandle_t h = nullptr;
+    TRIPY_CUDA_TRY(cublasLtCreate(&h));
+    return h;
+  });
 }
 
 bool lt_runs_quantized(DType operand) {

@@ -30,10 +30,10 @@ struct Mark {
 
 struct Watchdog {
   std::mutex mutex;
-  std::deque<Mark> marks;                   // oldest first
+  std::deque<Mark> marks;                     // oldest first
   std::map<int, std::vector<CUevent>> spare;  // per GPU, events whose marks finished, for reuse
-  std::set<NcclCommunicator*> live;  // every communicator of the process
-  std::string error;                 // why the watchdog aborted, until a host check takes it
+  std::set<NcclCommunicator*> live;           // every communicator of the process
+  std::string error;                          // why the watchdog aborted, until a host check takes it
   bool started = false;
 };
 
