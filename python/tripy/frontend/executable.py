@@ -43,10 +43,11 @@ class Executable:
     program per rank of this process and runs each on its own thread, the ranks meeting at their
     collectives. Each argument is a tensor that every rank gets (a GPU tensor copied to each rank's
     GPU), or a list of ``world_size`` tensors, one per rank (its shard: a KV cache split by heads,
-    each on its rank's device); a call returns the first rank's outputs (under tensor parallelism every rank's outputs are whole, and equal). A rank that
-    fails stops the others: the call raises that rank's error, naming it. Calls over one mesh from
-    several threads run one at a time. ``save`` writes each rank of this process to a file of its
-    own, and ``load(path, mesh=...)`` reads them back.
+    each on its rank's device); a call returns the first rank's outputs (under tensor parallelism
+    every rank's outputs are whole, and equal). A rank that fails stops the others: the call raises
+    that rank's error, naming it. Calls over one mesh from several threads run one at a time.
+    ``save`` writes each rank of this process to a file of its own, and ``load(path, mesh=...)``
+    reads them back.
 
     Example::
 
@@ -191,11 +192,10 @@ class Executable:
                         frames,
                     )
                 return value[local[i]]
-            # One GPU tensor for every rank of this process: each rank's GPU gets its copy.
+            # One GPU tensor for every rank: a rank on another GPU gets its copy.
             there = self._mesh.devices[local[i]]
-            if isinstance(value, Tensor) and there.kind == "gpu" and self._mesh._rank is None:
-                if value.device.kind == "gpu" and value.device != there:
-                    return copy(value, there)
+            if isinstance(value, Tensor) and value.device.kind == there.kind == "gpu" and value.device != there:
+                return copy(value, there)
             return value
 
         per_rank = []
