@@ -43,10 +43,13 @@ one process per GPU, every process running the same command; rank 0 prints:
 Every process also runs the one-GPU row on its own GPU (at the same time) where the model fits one
 GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
 named for the job's port) and the others wait for it, so the processes must share a file system
-(one host). The transformers peer is not run with --devices on GPUs. A model larger than one 80 GB
-GPU but not two (86 GB of bfloat16 weights, written from the host's memory):
+(one host). The transformers peer is not run with --devices on GPUs. A model larger than one GPU
+but not two (169 GB of bfloat16 weights, more than a 141 GB H200 holds; 70b:48, 86 GB, exceeds an
+80 GB H100), its checkpoint written a tensor at a time:
 
-    torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 70b:48 --reference
+    torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 70b:96 --reference --dir DIR
+
+A checkpoint written whole stays in --dir, and a later run of the same shape reads it again.
 
 With --reference, each Tripy row (one device or sharded, not the quantized ones) also says how far
 its last-prompt-position logits are from a float32 reference that owes nothing to Tripy or
@@ -160,16 +163,23 @@ def weight_bytes(c, itemsize):
 
 def write_checkpoint(directory, shape, dtype, torch, on_gpu=True):
     """config.json + safetensors with random N(0, 0.02) weights (norms 1), written by transformers
-    where it is installed (the model made on the GPU when `on_gpu`, else on the host), else by Tripy
-    from numpy."""
+    where it is installed (the model made on the GPU), a tensor at a time when the model is larger
+    than the GPU (not `on_gpu`), else by Tripy from numpy. A directory that already holds this
+    shape's complete checkpoint (a --dir of an earlier run) is kept as it is."""
     c = config_dict(shape, dtype)
+    complete = os.path.join(directory, COMPLETE)
+    if os.path.exists(complete):
+        with open(complete) as f:
+            if json.load(f) == c:
+                return c
+        os.remove(complete)
     os.makedirs(directory, exist_ok=True)
-    if torch is not None:
+    if torch is not None and on_gpu:
         import transformers
 
         torch_dtype = getattr(torch, dtype)
         config = transformers.LlamaConfig(**c)
-        with torch.device("cuda" if on_gpu and torch.cuda.is_available() else "cpu"):
+        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
             torch.manual_seed(0)
             previous = torch.get_default_dtype()
             torch.set_default_dtype(torch_dtype)
@@ -179,16 +189,61 @@ def write_checkpoint(directory, shape, dtype, torch, on_gpu=True):
                 torch.set_default_dtype(previous)
         model.save_pretrained(directory, safe_serialization=True)
         del model
-        return c
-    rng = np.random.default_rng(0)
-    weights = {}
-    for name, shape in checkpoint_shapes(c).items():
-        value = np.ones(shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, shape).astype(np.float32)
-        weights[name] = tp.cast(tp.Tensor(value), getattr(tp, dtype))
-    tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
-    with open(os.path.join(directory, "config.json"), "w") as f:
+    elif torch is not None:
+        write_shards(directory, c, dtype, torch)
+    else:
+        rng = np.random.default_rng(0)
+        weights = {}
+        for name, shape in checkpoint_shapes(c).items():
+            value = np.ones(shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, shape).astype(np.float32)
+            weights[name] = tp.cast(tp.Tensor(value), getattr(tp, dtype))
+        tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump(c, f)
+    with open(complete, "w") as f:
         json.dump(c, f)
     return c
+
+
+COMPLETE = "bench-complete.json"  # the config of a checkpoint written whole (the last file written)
+
+
+def write_shards(directory, c, dtype, torch, shard_bytes=5e9):
+    """The checkpoint of config `c` as safetensors shards of about `shard_bytes` and their index,
+    each tensor made (on the GPU where there is one) and written before the next: the host holds
+    one tensor, however large the model."""
+    itemsize, code = {"bfloat16": (2, "BF16"), "float16": (2, "F16"), "float32": (4, "F32")}[dtype]
+    shards, size = [[]], 0
+    for name, shape in checkpoint_shapes(c).items():
+        if size and size + math.prod(shape) * itemsize > shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append((name, shape))
+        size += math.prod(shape) * itemsize
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    generator = torch.Generator(device).manual_seed(0)
+    weight_map, total = {}, 0
+    for i, shard in enumerate(shards):
+        file = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        header, offset = {"__metadata__": {"format": "pt"}}, 0
+        for name, shape in shard:
+            end = offset + math.prod(shape) * itemsize
+            header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, end]}
+            offset = end
+            weight_map[name] = file
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+        with open(os.path.join(directory, file), "wb") as f:
+            f.write(len(text).to_bytes(8, "little") + text)
+            for name, shape in shard:
+                t = torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+                t.fill_(1) if name.endswith("norm.weight") else t.normal_(0, 0.02, generator=generator)
+                f.write(t.view(torch.uint8).cpu().numpy().data)
+        total += offset
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(c, f)
 
 
 def median_ms(run, sync, repeats):
@@ -580,7 +635,7 @@ def main():
         directory = os.path.join(root, shape)
         wbytes = weight_bytes(config_dict(shape, dtype), 2 if dtype != "float32" else 4)
         # The one-device row runs unless a mesh is given and the weights exceed one device (KV caches
-        # and workspace beside them); such a checkpoint is made on the host.
+        # and workspace beside them); such a checkpoint is written a tensor at a time.
         fits = one_device_bytes is None or wbytes <= one_device_bytes
         t0 = time.perf_counter()
         if one_process:

@@ -135,3 +135,32 @@ def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path, load
     want = llama_ref.logits(weights, ids, c)[:, -1]
     got = llm_reference.reference_logits(str(tmp_path), c, ids, torch)
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+
+
+def test_a_checkpoint_written_a_tensor_at_a_time_is_sharded_and_kept(tmp_path, load_bench):
+    torch = pytest.importorskip("torch")
+    import tripy as tp
+
+    bench, llm_reference = load_bench("llm"), load_bench("llm_reference")
+    c = bench.config_dict("tiny:3", "float32")
+    bench.write_shards(str(tmp_path), c, "float32", torch, shard_bytes=300_000)
+    with open(tmp_path / "model.safetensors.index.json") as f:
+        weight_map = json.load(f)["weight_map"]
+    files = sorted(p.name for p in tmp_path.glob("*.safetensors"))
+    assert len(files) > 2 and sorted(set(weight_map.values())) == files
+    arrays = llm_reference.checkpoint_arrays(str(tmp_path))
+    assert {n: a.shape for n, a in arrays.items()} == bench.checkpoint_shapes(c)
+    assert np.all(arrays["model.norm.weight"] == 1)
+    w = np.asarray(arrays["model.layers.2.mlp.down_proj.weight"])
+    assert abs(w.std() - 0.02) < 0.002 and abs(w.mean()) < 0.002
+    llm = tp.llm.load(str(tmp_path))  # the index and its shards, as any Hugging Face checkpoint
+    name = "model.layers.1.mlp.down_proj.weight"
+    assert np.array_equal(np.asarray(llm.model.state_dict()[name]), arrays[name])
+
+    # write_checkpoint keeps a complete checkpoint of the same shape, and rewrites one of another
+    (tmp_path / bench.COMPLETE).write_text(json.dumps(c))
+    before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    assert bench.write_checkpoint(str(tmp_path), "tiny:3", "float32", torch, on_gpu=False) == c
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
+    bench.write_checkpoint(str(tmp_path), "tiny:2", "float32", torch, on_gpu=False)
+    assert json.loads((tmp_path / "config.json").read_text())["num_hidden_layers"] == 2
