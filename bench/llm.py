@@ -56,6 +56,8 @@ its last-prompt-position logits are from a float32 reference that owes nothing t
 transformers (`ref_logit_err`, `ref_top1`, as `logit_err` and `top1`): the checkpoint's safetensors
 read one decoder layer at a time and computed with torch (on the GPU, else the CPU) or numpy, so it
 runs for a model larger than one GPU. Under torchrun rank 0 computes it.
+--load-dtype float32 loads the bfloat16 checkpoint in float32, so that the comparison is free of
+bfloat16's rounding (whose error grows with the layers).
 
 With --float32-check (and the peer), each row also says how many of 32 greedy steps agree when both
 systems load the checkpoint in float32 (`greedy_f32`): random weights leave the top two logits
@@ -66,7 +68,7 @@ against its eager ones in bfloat16 (the same weights, other kernels).
 
 Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--prompts 128,2048]
      [--steps 64] [--no-torch] [--dir DIR] [--out FILE.jsonl] [--warm-caches] [--quant MODES]
-     [--accuracy N] [--devices N] [--one-device-gb GB] [--reference] [--float32-check]
+     [--accuracy N] [--devices N] [--one-device-gb GB] [--reference] [--load-dtype float32] [--float32-check]
 """
 
 import argparse
@@ -295,8 +297,9 @@ def kernel_profile(step, torch, steps, top, what="step"):
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,
-                want_logits=False, profiler=None, accuracy=0):
-    """One Tripy run; `torch` also computes the prompt logits, `profiler` (torch) only profiles.
+                want_logits=False, profiler=None, accuracy=0, dtype=None):
+    """One Tripy run (the model loaded in `dtype`, a name, else as stored); `torch` also computes
+    the prompt logits, `profiler` (torch) only profiles.
     `quant_mode` may end in FLOAT_HEAD (the output head unquantized). `accuracy`: also the logits of
     that many random prompts (the same ones in every run: accuracy_prompts)."""
     profiler = profiler or torch
@@ -305,7 +308,8 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
         quant_mode, quantize_head = quant_mode[: -len(FLOAT_HEAD)], False
     t0 = time.perf_counter()
     llm = tp.llm.load(directory, max_seq_len=prompt + max(steps, CHECK_STEPS) + 8, max_batch_size=batch,
-                      quant_mode=quant_mode, mesh=mesh, quantize_head=quantize_head)
+                      quant_mode=quant_mode, mesh=mesh, quantize_head=quantize_head,
+                      dtype=getattr(tp, dtype) if dtype else None)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     # With --profile, also where each compile's time goes (the "timing" dump, stage by stage).
@@ -577,6 +581,9 @@ def main():
     parser.add_argument("--float32-check", action="store_true",
                         help="with the peer, also compare 32 greedy steps of both systems computing in float32 "
                              "(`greedy_f32`)")
+    parser.add_argument("--load-dtype", choices=["float32", "bfloat16"], default=None,
+                        help="load every unquantized row in this dtype (default: the checkpoint's, bfloat16 on a "
+                             "GPU): float32 compares with --reference without bfloat16's rounding")
     parser.add_argument("--reference", action="store_true",
                         help="compare each Tripy row's prompt logits with a float32 layer-by-layer reference")
     args = parser.parse_args()
@@ -633,7 +640,7 @@ def main():
     rows = []
     for shape in shapes:
         directory = os.path.join(root, shape)
-        wbytes = weight_bytes(config_dict(shape, dtype), 2 if dtype != "float32" else 4)
+        wbytes = weight_bytes(config_dict(shape, dtype), 4 if (args.load_dtype or dtype) == "float32" else 2)
         # The one-device row runs unless a mesh is given and the weights exceed one device (KV caches
         # and workspace beside them); such a checkpoint is written a tensor at a time.
         fits = one_device_bytes is None or wbytes <= one_device_bytes
@@ -649,7 +656,8 @@ def main():
                 tri, want = None, None  # want: the reference's logits (rank 0, --reference), computed once
                 if mesh is None or fits:
                     tri = bench_tripy(directory, batch, prompt, args.steps, sync, torch, args.profile if PRINTS else 0,
-                                      want_logits=args.reference, accuracy=args.accuracy if modes else 0)
+                                      want_logits=args.reference, accuracy=args.accuracy if modes else 0,
+                                      dtype=args.load_dtype)
                     ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
                     kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                         head_dim(c)) * (prompt + args.steps // 2) * 2
@@ -691,7 +699,8 @@ def main():
                 # checkpoint for every row once it returns (rank 0 then removes it).
                 if mesh is not None:
                     sharded = bench_tripy(directory, batch, prompt, args.steps, sync, mesh=mesh,
-                                          want_logits=args.reference, profile_top=args.profile, profiler=torch)
+                                          want_logits=args.reference, profile_top=args.profile, profiler=torch,
+                                          dtype=args.load_dtype)
                     srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
                                 device=device_name, tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
                                 tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],

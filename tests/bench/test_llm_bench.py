@@ -95,6 +95,14 @@ def test_reference_logits_agree_with_every_run(devices):
         assert r["ref_logit_err"] < 1e-4 and r["ref_top1"] == 1.0
 
 
+def test_the_load_dtype_sets_what_every_unquantized_row_computes_in():
+    rows = records(run_bench("--steps", "4", "--prompts", "16", "--devices", "2", "--reference", "--load-dtype",
+                             "bfloat16"))
+    assert [r["dtype"] for r in rows] == ["bfloat16", "bfloat16"]
+    for r in rows:  # bfloat16's rounding against the float32 reference, not float32's
+        assert 1e-4 < r["ref_logit_err"] < 0.05
+
+
 def test_a_model_larger_than_one_device_runs_sharded_alone():
     (r,) = records(run_bench("--steps", "4", "--prompts", "16", "--devices", "2", "--one-device-gb", "0.001",
                              "--reference"))
