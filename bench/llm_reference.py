@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+HEAD_ROWS = 8192  # the output head's rows computed at a time
 
 
 def checkpoint_arrays(directory):
@@ -101,7 +102,11 @@ def reference_logits(directory, c, ids, torch, device="cpu"):
         x = reference_layer(x, w, c, cos, sin, mask, xp)
         del w  # freed before the next layer's weights are read
     last = rms_norm(x[:, -1], f32(arrays["model.norm.weight"]), c["rms_norm_eps"], xp)
-    logits = last @ f32(arrays.get("lm_head.weight", arrays["model.embed_tokens.weight"])).T
+    # The head a slice of rows at a time: whole, in float32 (4.2 GB for a 128256 x 8192 head), it can
+    # outgrow what a GPU that also holds the model being checked has left.
+    head = arrays.get("lm_head.weight", arrays["model.embed_tokens.weight"])
+    cat = np.concatenate if torch is None else torch.cat
+    logits = cat([last @ f32(head[i : i + HEAD_ROWS]).T for i in range(0, head.shape[0], HEAD_ROWS)], -1)
     if torch is None:
         return logits
     torch.cuda.empty_cache()  # the layers' memory back to the GPU for Tripy's next run (a no-op without CUDA)
