@@ -191,6 +191,7 @@ def write_checkpoint(directory, shape, dtype, torch, on_gpu=True):
                 torch.set_default_dtype(previous)
         model.save_pretrained(directory, safe_serialization=True)
         del model
+        torch.cuda.empty_cache()  # torch's cache back to the GPU before Tripy loads the model there
     elif torch is not None:
         write_shards(directory, c, dtype, torch)
     else:
