@@ -40,8 +40,10 @@ one process per GPU, every process running the same command; rank 0 prints:
 
     torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 8b
 
-Every process also runs the one-GPU row on its own GPU (at the same time) where the model fits one
-GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
+Outside torchrun one process drives GPUs 0 to N - 1, a thread each, its collectives through NCCL
+(a process per GPU also sends small messages over peer memory: the faster for decoding). Under
+torchrun every process also runs the one-GPU row on its own GPU (at the same time) where the model
+fits one GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
 named for the job's port) and the others wait for it, so the processes must share a file system
 (one host). The transformers peer is not run with --devices on GPUs. A model larger than one GPU
 but not two (169 GB of bfloat16 weights, more than a 141 GB H200 holds; 70b:48, 86 GB, exceeds an
@@ -602,6 +604,8 @@ def main():
         except ValueError as e:
             parser.error(str(e))
     mesh = make_mesh(parser, device, args.devices)
+    if device == "gpu" and not _C.gpu_available():
+        parser.error("--device gpu, but this machine has no GPU that Tripy can use")
     rank = 0 if mesh is None or mesh._rank is None else mesh._rank
     global PRINTS
     PRINTS = rank == 0
@@ -614,7 +618,7 @@ def main():
     torch, peer = None, False
     if device == "gpu":
         torch = optional_torch()
-        if torch is not None and mesh is not None:
+        if torch is not None and mesh is not None and mesh._rank is not None:
             # torch's timing and checkpoint on this process's GPU (the one Tripy's CUDA backend drives)
             torch.cuda.set_device(int(os.environ.get("TRIPY_CUDA_DEVICE", mesh.local_rank)))
         try:
@@ -764,15 +768,20 @@ def note(text):
 
 
 def make_mesh(parser, device, n):
-    """None for one device; N CPU ranks of this process; or, on GPUs, the torchrun job's mesh."""
+    """None for one device; N CPU ranks of this process; on GPUs, the torchrun job's mesh, or
+    outside torchrun GPUs 0 to N - 1 driven by this process."""
     if n == 1:
         return None
     if device == "cpu":
         return tp.DeviceMesh(["cpu"] * n)
-    missing = [v for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
+    names = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    missing = [v for v in names if v not in os.environ]
+    if len(missing) == len(names):
+        return tp.DeviceMesh([f"gpu:{i}" for i in range(n)])
     if missing:
-        parser.error(f"--devices {n} on GPUs runs one process per GPU: start it with torchrun --nproc-per-node {n} "
-                     f"bench/llm.py --devices {n} ... ({', '.join(missing)} not set)")
+        parser.error(f"--devices {n}: torchrun's {', '.join(missing)} not set: start one process per GPU with "
+                     f"torchrun --nproc-per-node {n} bench/llm.py --devices {n} ..., or none of them for one "
+                     f"process driving {n} GPUs")
     mesh = tp.DeviceMesh.from_environment()
     if mesh.size != n:
         parser.error(f"--devices {n}, but this torchrun job has {mesh.size} processes (WORLD_SIZE)")

@@ -1,6 +1,7 @@
 """Shared test fixtures: the devices to run on (the GPU only where one is present)."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -21,6 +22,21 @@ def device(request, monkeypatch):
 
     monkeypatch.setattr(tp.config, "default_device", request.param)
     return request.param
+
+
+def _gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+@pytest.fixture
+def two_gpus():
+    """Skips the test unless this machine has two GPUs or more."""
+    if _gpu_count() < 2:
+        pytest.skip("needs two GPUs")
 
 
 @pytest.fixture

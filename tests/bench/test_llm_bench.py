@@ -70,13 +70,25 @@ def test_two_cpu_ranks_print_their_row_beside_one_ranks():
     assert table[1].split(" | ")[2] == "-" and table[2].split(" | ")[2] == "2"
 
 
-def test_devices_on_gpus_outside_torchrun_says_how_to_start_it():
+def test_devices_on_gpus_with_part_of_torchruns_variables_says_how_to_start_it():
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), RANK="0", WORLD_SIZE="2")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llm.py"), "--device", "gpu", "--devices", "2"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 2 and out.stdout == ""
-    assert "--devices 2 on GPUs runs one process per GPU: start it with torchrun --nproc-per-node 2 bench/llm.py" in out.stderr
+    assert ("--devices 2: torchrun's LOCAL_RANK, MASTER_ADDR, MASTER_PORT not set: start one process per GPU with "
+            "torchrun --nproc-per-node 2 bench/llm.py --devices 2") in out.stderr
+
+
+@pytest.mark.skipif(bool(subprocess.run([sys.executable, "-c", "import tripy._C as c; print(c.gpu_available())"],
+                                        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")),
+                                        capture_output=True, text=True).stdout.strip() == "True"),
+                    reason="this machine has a GPU")
+def test_the_gpu_device_without_a_gpu_is_an_argument_error():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "llm.py"), "--device", "gpu"], cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 2 and "--device gpu, but this machine has no GPU that Tripy can use" in out.stderr
 
 
 def test_a_layer_count_after_the_shape_sets_the_checkpoints_layers():

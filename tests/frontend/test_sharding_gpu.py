@@ -15,17 +15,8 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.usefixtures("two_gpus")
 
-
-def _gpu_count():
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
-
-
-pytestmark = pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
 
 # The parts both scripts run over their `mesh` (rank weights from `rng`): the sharded MLP, compiled
 # as `exe` (with `want`, its output for `x`), and the tiny Llama's steps, `llm`, checked against

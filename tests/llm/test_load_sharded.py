@@ -2,7 +2,8 @@
 whole and generated from over 2 CPU ranks, against the same checkpoint loaded unsharded and the
 float64 numpy model (on the dequantized weights for a quantized mode: int8, int4, float8); meshes
 that cannot split the model are refused at the user's line. python -m tripy.llm --devices N: CPU
-ranks, and on GPUs the errors outside torchrun."""
+ranks, on GPUs outside torchrun the first N of this process (generating on two where there are
+two), and the errors of a partial torchrun environment."""
 
 import re
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import tripy as tp
-from tripy.llm.__main__ import main
+from tripy.llm.__main__ import main, make_mesh
 from tripy.llm import sharded_load
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
 
@@ -157,19 +158,40 @@ def test_the_command_generates_over_cpu_ranks(checkpoint, capsys):
     assert "6 tokens over 2 ranks" in err
 
 
-def test_the_command_on_gpus_outside_torchrun_says_how_to_start_it(checkpoint, capsys, monkeypatch):
+def test_the_command_on_gpus_drives_the_first_n_outside_torchrun(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(tp.config, "default_device", "gpu")
+    assert make_mesh(3).devices == [tp.device("gpu:0"), tp.device("gpu:1"), tp.device("gpu:2")]
+
+
+def test_the_command_with_part_of_torchruns_variables_says_how_to_start_it(checkpoint, capsys, monkeypatch):
     path, _ = checkpoint
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    assert main([path, "--ids", "5,9", "--device", "gpu", "--devices", "2"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("error: --devices 2 on GPUs runs one process per GPU, but RANK, WORLD_SIZE, LOCAL_RANK are "
-                          "not set: start it with torchrun --nproc-per-node 2 -m tripy.llm") and "Traceback" not in err
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "0")
     assert main([path, "--ids", "5,9", "--device", "gpu", "--devices", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --devices 2: LOCAL_RANK is set but RANK, WORLD_SIZE are not: start one process per "
+                          "GPU with torchrun --nproc-per-node 2 -m tripy.llm ..., or unset them for one process "
+                          "driving 2 GPUs.") and "Traceback" not in err
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert main([path, "--ids", "5,9", "--device", "gpu", "--devices", "2"]) == 1
     assert capsys.readouterr().err.startswith("error: --devices 2 does not match the 4 processes of this job (WORLD_SIZE).")
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_the_command_generates_over_two_gpus_of_this_process(checkpoint, capsys, monkeypatch):
+    path, weights = checkpoint
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TRIPY_CUDA_DEVICE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    assert main([path, "--ids", "5,9,14", "--max-new-tokens", "6", "--device", "gpu", "--devices", "2",
+                 "--dtype", "float32"]) == 0
+    out, err = capsys.readouterr()
+    assert [int(line) for line in out.split()] == llama_ref.greedy(weights, np.array([[5, 9, 14]]), 6, CONFIG)[0].tolist()
+    assert "6 tokens over 2 ranks" in err
 
 
 def test_the_command_refuses_a_mesh_that_cannot_split_the_model(checkpoint, capsys):

@@ -4,10 +4,13 @@ Text is printed as it completes (a token that ends inside a UTF-8 character wait
 with --ids, or without a tokenizer.json, token ids are printed one per line.
 
 --devices N runs the model tensor-parallel over N ranks (tp.llm.load's mesh). On the CPU they are N
-threads of this process. On GPUs it is one process per GPU, started by torchrun, every process
-running this same command (rank 0 prints):
+threads of this process. On GPUs this process drives gpu:0 to gpu:N-1, a thread each, or, under
+torchrun, each process drives one GPU, every process running this same command (rank 0 prints):
 
     torchrun --nproc-per-node 2 -m tripy.llm CHECKPOINT --prompt "..." --devices 2
+
+A process per GPU exchanges a decode step's small messages over the GPUs' peer memory (the faster
+for decoding); one process driving several exchanges them through NCCL.
 """
 
 import argparse
@@ -46,7 +49,7 @@ def main(argv=None):
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
     parser.add_argument("--device", default=None, help="cpu or gpu (default: the GPU where present)")
     parser.add_argument("--devices", type=int, default=1, metavar="N",
-                        help="ranks to shard the model over (GPUs: one process each, under torchrun)")
+                        help="ranks to shard the model over (GPUs: this process's first N, or one each under torchrun)")
     args = parser.parse_args(argv)
     if args.devices < 1:
         parser.error(f"--devices must be at least 1, got {args.devices}")
@@ -94,17 +97,21 @@ def main(argv=None):
 
 def make_mesh(n):
     """None for one device; else the tp.DeviceMesh of ``n`` ranks on the default device: CPU
-    threads of this process, or GPUs one process each as torchrun starts them."""
+    threads of this process, GPUs 0 to n - 1 driven by this process, or, under torchrun, one GPU
+    a process."""
     if n == 1:
         return None
     if default_device().kind == "cpu":
         return tp.DeviceMesh(["cpu"] * n)
-    missing = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name not in os.environ]
-    if missing:
+    torchrun = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name in os.environ]
+    if not torchrun:
+        return tp.DeviceMesh([f"gpu:{i}" for i in range(n)])
+    if len(torchrun) < 3:
+        missing = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name not in os.environ]
         raise tp.TripyException(
-            f"--devices {n} on GPUs runs one process per GPU, but {', '.join(missing)} "
-            f"{'is' if len(missing) == 1 else 'are'} not set: start it with torchrun --nproc-per-node {n} -m "
-            f"tripy.llm ... (or use --device cpu for {n} CPU ranks)."
+            f"--devices {n}: {', '.join(torchrun)} {'is' if len(torchrun) == 1 else 'are'} set but "
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start one process per GPU with "
+            f"torchrun --nproc-per-node {n} -m tripy.llm ..., or unset them for one process driving {n} GPUs."
         )
     mesh = tp.DeviceMesh.from_environment()
     if mesh.size != n:

@@ -145,11 +145,14 @@ class Generator:
 
     def _empty_caches(self, B):
         """The steps' cache arguments: a tensor each, or under a mesh a list per cache of each rank's
-        share (made for the ranks of this process only: a process of torchrun holds one)."""
+        share on that rank's device (made for the ranks of this process only: a process of torchrun
+        holds one)."""
         if self.mesh is None:
             return self.model.empty_caches(B)
-        local = self.mesh._local_ranks()
-        per_rank = {r: self.model.empty_caches(B, self._world) for r in local}
+        per_rank = {}
+        for r in self.mesh._local_ranks():
+            with placing_on(_device(self.mesh.devices[r])):
+                per_rank[r] = self.model.empty_caches(B, self._world)
         return [[per_rank[r][i] if r in per_rank else None for r in range(self._world)]
                 for i in range(2 * self.model.config.num_hidden_layers)]
 
