@@ -35,17 +35,16 @@ order, bfloat16 near-ties may part a sequence). A model whose weights exceed wha
 (0.9 of its memory, or --one-device-gb) has no one-device row: its sharded row runs alone, without
 `vs_one`, and says so in `note` (on the CPU the one-device row runs unless --one-device-gb says
 otherwise). On the CPU the ranks are N threads of this process (the tiny shape checks the path in
-CI; CPU ranks share the host's cores, so their timings say little). On GPUs it runs under torchrun,
-one process per GPU, every process running the same command; rank 0 prints:
+CI; CPU ranks share the host's cores, so their timings say little). On GPUs one process drives
+GPUs 0 to N - 1, a thread each, or under torchrun each process one GPU, every process running the
+same command (rank 0 prints):
 
     torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 8b
 
-Outside torchrun one process drives GPUs 0 to N - 1, a thread each, its collectives through NCCL
-(a process per GPU also sends small messages over peer memory: the faster for decoding). Under
-torchrun every process also runs the one-GPU row on its own GPU (at the same time) where the model
-fits one GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's temporary one
-named for the job's port) and the others wait for it, so the processes must share a file system
-(one host). The transformers peer is not run with --devices on GPUs. A model larger than one GPU
+Under torchrun every process also runs the one-GPU row on its own GPU (at the same time) where the
+model fits one GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's
+temporary one named for the job's port) and the others wait for it, so the processes must share a
+file system (one host). The transformers peer is not run with --devices on GPUs. A model larger than one GPU
 but not two (169 GB of bfloat16 weights, more than a 141 GB H200 holds; 70b:48, 86 GB, exceeds an
 80 GB H100), its checkpoint written a tensor at a time:
 

@@ -8,9 +8,6 @@ threads of this process. On GPUs this process drives gpu:0 to gpu:N-1, a thread 
 torchrun, each process drives one GPU, every process running this same command (rank 0 prints):
 
     torchrun --nproc-per-node 2 -m tripy.llm CHECKPOINT --prompt "..." --devices 2
-
-A process per GPU exchanges a decode step's small messages over the GPUs' peer memory (the faster
-for decoding); one process driving several exchanges them through NCCL.
 """
 
 import argparse

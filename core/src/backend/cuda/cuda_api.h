@@ -29,7 +29,8 @@ namespace tripy::rt::cuda {
   X(cuGraphAddKernelNode) X(cuGraphAddChildGraphNode) X(cuGraphInstantiateWithFlags)           \
   X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy)                    \
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuIpcGetMemHandle)           \
-  X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuTensorMapEncodeTiled)
+  X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuTensorMapEncodeTiled) X(cuDeviceCanAccessPeer)    \
+  X(cuCtxEnablePeerAccess)
 
 #define TRIPY_NVRTC_FUNCS(X)                                                                   \
   X(nvrtcGetErrorString) X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)          \

@@ -92,6 +92,8 @@ StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(const st
   TRIPY_NCCL_TRY(ncclCommInitAll(comms.data(), world, devices.data()));
   std::vector<std::shared_ptr<Communicator>> out;
   for (int r = 0; r < world; ++r) out.push_back(std::make_shared<NcclCommunicator>(comms[static_cast<size_t>(r)], r, world));
+  TRIPY_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<PeerMemory>> peers, PeerMemory::create_in_process(gpus));
+  for (size_t r = 0; r < peers.size(); ++r) static_cast<NcclCommunicator&>(*out[r]).set_peers(std::move(peers[r]));
   return out;
 }
 

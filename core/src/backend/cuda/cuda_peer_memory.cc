@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_nccl.h"
+#include "runtime/gpu_scope.h"
 
 namespace tripy::rt::cuda {
 namespace {
@@ -53,7 +54,7 @@ Status run_and_wait(F&& call) {
 StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int rank, int world) {
   if (world < 2 || world > kMaxRanks || turned_off()) return std::unique_ptr<PeerMemory>();
   TRIPY_RETURN_IF_ERROR(make_current());
-  std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world));
+  std::unique_ptr<PeerMemory> m(new PeerMemory(rank, world, current_gpu()));
   m->epoch_bytes_ = epoch_bytes_from_environment();
   m->bases_.assign(static_cast<size_t>(world), 0);
   // Every rank answers whether it mapped every other's region; NCCL's min is the ranks' verdict.
@@ -101,9 +102,51 @@ StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int ra
   return m;
 }
 
+StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process(const std::vector<int>& gpus) {
+  std::vector<std::unique_ptr<PeerMemory>> out;
+  const int world = static_cast<int>(gpus.size());
+  if (world < 2 || world > kMaxRanks || turned_off()) return out;
+  std::vector<const DeviceInfo*> devices;
+  for (int g : gpus) {
+    TRIPY_ASSIGN_OR_RETURN(const DeviceInfo* d, device(g));
+    devices.push_back(d);
+  }
+  for (const DeviceInfo* a : devices)
+    for (const DeviceInfo* b : devices) {
+      int reach = 0;
+      if (a != b && (api().cuDeviceCanAccessPeer(&reach, a->device, b->device) != CUDA_SUCCESS || !reach)) return out;
+    }
+  std::vector<CUdeviceptr> bases;
+  for (int r = 0; r < world; ++r) {
+    GpuScope scope(gpus[static_cast<size_t>(r)]);
+    TRIPY_RETURN_IF_ERROR(make_current());
+    out.emplace_back(new PeerMemory(r, world, gpus[static_cast<size_t>(r)]));
+    PeerMemory& m = *out.back();
+    m.ipc_ = false;
+    m.epoch_bytes_ = epoch_bytes_from_environment();  // one environment: every rank's alike
+    TRIPY_CUDA_TRY(cuMemAlloc(&m.own_, kRegionBytes));
+    TRIPY_CUDA_TRY(cuMemsetD8Async(m.own_, 0, kRegionBytes, nullptr));
+    TRIPY_CUDA_TRY(cuCtxSynchronize());
+    bases.push_back(m.own_);
+    // This GPU reaches every other's memory (an address of any GPU is one address in this process).
+    for (const DeviceInfo* other : devices) {
+      if (other == devices[static_cast<size_t>(r)]) continue;
+      const CUresult e = api().cuCtxEnablePeerAccess(other->context, 0);
+      if (e != CUDA_SUCCESS && e != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        out.clear();  // NCCL's collectives, then
+        return out;
+      }
+    }
+  }
+  for (auto& m : out) m->bases_ = bases;
+  return out;
+}
+
 PeerMemory::~PeerMemory() {
   if (!api().driver_ok) return;
-  for (int r = 0; r < world_; ++r)
+  GpuScope scope(gpu_);
+  if (!make_current().ok()) return;
+  for (int r = 0; r < world_ && ipc_; ++r)
     if (r != rank_ && bases_[static_cast<size_t>(r)] != 0) api().cuIpcCloseMemHandle(bases_[static_cast<size_t>(r)]);
   if (own_ != 0) api().cuMemFree(own_);
 }

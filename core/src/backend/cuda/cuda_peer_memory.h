@@ -1,11 +1,14 @@
-// Memory that every rank of an NCCL communicator maps (CUDA IPC, one process per GPU): each rank's
-// flags, epoch counters and two staging buffers for the one-shot all-reduce and all-gather
-// (codegen/kernels/one_shot_collective.cuh), which read the other ranks' staging buffers directly
-// instead of running NCCL's: one kernel of a few microseconds for a decode step's activations.
+// Memory that every rank of an NCCL communicator maps: each rank's flags, epoch counters and two
+// staging buffers for the one-shot all-reduce and all-gather (codegen/kernels/one_shot_collective.cuh),
+// which read the other ranks' staging buffers directly instead of running NCCL's: one kernel of a
+// few microseconds for a decode step's activations.
 //
-// Made when a rank joins its communicator, through NCCL itself (an all-gather of the IPC handles),
-// and used only if every rank mapped every other's (an all-reduce of that answer), so the ranks
-// always agree on which algorithm a collective takes. TRIPY_ONESHOT_COLLECTIVES=0 turns it off.
+// One process per GPU: made when a rank joins its communicator, through NCCL itself (an all-gather
+// of the CUDA IPC handles), and used only if every rank mapped every other's (an all-reduce of that
+// answer), so the ranks always agree on which algorithm a collective takes. One process driving
+// several GPUs: every rank's region made on its GPU and reached by the others through peer access
+// (one address space), or none where a pair of the GPUs cannot reach each other.
+// TRIPY_ONESHOT_COLLECTIVES=0 turns it off.
 #pragma once
 
 #include <nccl.h>
@@ -35,6 +38,8 @@ class PeerMemory {
   // nullptr (and ok) where the one-shot cannot serve: one rank, more than kMaxRanks, turned off, or
   // a rank that could not map another's memory.
   static StatusOr<std::unique_ptr<PeerMemory>> create(ncclComm_t comm, int rank, int world);
+  // Each rank's, for ranks on gpu:gpus[rank] of this process (empty where the one-shot cannot serve).
+  static StatusOr<std::vector<std::unique_ptr<PeerMemory>>> create_in_process(const std::vector<int>& gpus);
   ~PeerMemory();
   PeerMemory(const PeerMemory&) = delete;
   PeerMemory& operator=(const PeerMemory&) = delete;
@@ -43,8 +48,10 @@ class PeerMemory {
   void fill(std::vector<int64_t>& words) const;
 
  private:
-  PeerMemory(int rank, int world) : rank_(rank), world_(world) {}
+  PeerMemory(int rank, int world, int gpu) : rank_(rank), world_(world), gpu_(gpu) {}
   int rank_, world_;
+  int gpu_;             // the GPU own_ is on
+  bool ipc_ = true;     // the other ranks' regions are IPC mappings (else this process's own)
   int64_t epoch_bytes_ = kEpochBytes;
   CUdeviceptr own_ = 0;
   std::vector<CUdeviceptr> bases_;  // every rank's region in this process (own_ at rank_)
