@@ -168,8 +168,9 @@ WORKER = textwrap.dedent(
 
 
 # One process driving both GPUs, a thread each (tp.DeviceMesh(["gpu:0", "gpu:1"])): tensors on
-# gpu:1, copies between the GPUs, an eager op there, then the sharded MLP and collectives (NCCL
-# within the process) and the tiny Llama's steps against numpy, the unsharded model on gpu:0 beside.
+# gpu:1, copies between the GPUs, an eager op there, then the sharded MLP and collectives (one-shot
+# through peer access, NCCL's past 1 MiB) and the tiny Llama's steps against numpy, the unsharded
+# model on gpu:0 beside.
 IN_PROCESS = textwrap.dedent(
     """
     import sys
@@ -212,6 +213,16 @@ IN_PROCESS = textwrap.dedent(
     np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(total, tp.float32), tp.device("cpu"))), sum(parts))
     np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
                                   np.concatenate(parts, axis=1))
+
+    # Between this process's GPUs the one-shot all-reduce reaches the other's memory by peer access:
+    # sent with its epoch, staged and NCCL's (past 1 MiB a rank), many calls, other values each time.
+    for n, dtype in [(4097, tp.float32), (262144, tp.bfloat16), (300001, tp.float32), (33, tp.int64)]:
+        f = tp.compile(lambda t: tp.all_reduce(t), args=[tp.InputInfo((n,), dtype=dtype)], mesh=mesh)
+        for call in range(3 if n > 5000 else 40):
+            parts = [((np.arange(n) % 61) * (r + 1) + call).astype(np.float32) for r in range(2)]
+            got = f([tp.cast(tp.Tensor(p, device=f"gpu:{r}"), dtype) for r, p in enumerate(parts)])
+            got = np.asarray(tp.copy(tp.cast(got, tp.float32), tp.device("cpu")))
+            np.testing.assert_array_equal(got, parts[0] + parts[1], err_msg=f"{n} {dtype} call {call}")
 
     """
     + TINY_LLAMA

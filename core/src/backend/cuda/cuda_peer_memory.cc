@@ -49,6 +49,13 @@ Status run_and_wait(F&& call) {
   return st;
 }
 
+// The calling thread's CUDA context, set again when this goes (work on another GPU in between).
+struct KeepContext {
+  CUcontext context = nullptr;
+  KeepContext() { api().cuCtxGetCurrent(&context); }
+  ~KeepContext() { api().cuCtxSetCurrent(context); }
+};
+
 }  // namespace
 
 StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int rank, int world) {
@@ -116,6 +123,7 @@ StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process
       int reach = 0;
       if (a != b && (api().cuDeviceCanAccessPeer(&reach, a->device, b->device) != CUDA_SUCCESS || !reach)) return out;
     }
+  KeepContext keep;
   std::vector<CUdeviceptr> bases;
   for (int r = 0; r < world; ++r) {
     GpuScope scope(gpus[static_cast<size_t>(r)]);
@@ -124,19 +132,20 @@ StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process
     PeerMemory& m = *out.back();
     m.ipc_ = false;
     m.epoch_bytes_ = epoch_bytes_from_environment();  // one environment: every rank's alike
-    TRIPY_CUDA_TRY(cuMemAlloc(&m.own_, kRegionBytes));
-    TRIPY_CUDA_TRY(cuMemsetD8Async(m.own_, 0, kRegionBytes, nullptr));
-    TRIPY_CUDA_TRY(cuCtxSynchronize());
-    bases.push_back(m.own_);
+    bool ready = api().cuMemAlloc(&m.own_, kRegionBytes) == CUDA_SUCCESS &&
+                 api().cuMemsetD8Async(m.own_, 0, kRegionBytes, nullptr) == CUDA_SUCCESS &&
+                 api().cuCtxSynchronize() == CUDA_SUCCESS;
     // This GPU reaches every other's memory (an address of any GPU is one address in this process).
     for (const DeviceInfo* other : devices) {
-      if (other == devices[static_cast<size_t>(r)]) continue;
+      if (!ready || other == devices[static_cast<size_t>(r)]) continue;
       const CUresult e = api().cuCtxEnablePeerAccess(other->context, 0);
-      if (e != CUDA_SUCCESS && e != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-        out.clear();  // NCCL's collectives, then
-        return out;
-      }
+      ready = e == CUDA_SUCCESS || e == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
     }
+    if (!ready) {
+      out.clear();  // NCCL's collectives, then (each region freed on its GPU)
+      return out;
+    }
+    bases.push_back(m.own_);
   }
   for (auto& m : out) m->bases_ = bases;
   return out;
@@ -144,6 +153,7 @@ StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process
 
 PeerMemory::~PeerMemory() {
   if (!api().driver_ok) return;
+  KeepContext keep;
   GpuScope scope(gpu_);
   if (!make_current().ok()) return;
   for (int r = 0; r < world_ && ipc_; ++r)
