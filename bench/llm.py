@@ -44,9 +44,9 @@ same command (rank 0 prints):
 Under torchrun every process also runs the one-GPU row on its own GPU (at the same time) where the
 model fits one GPU; rank 0 writes the checkpoint (under --dir, default a directory of the system's
 temporary one named for the job's port) and the others wait for it, so the processes must share a
-file system (one host). The transformers peer is not run with --devices on GPUs. A model larger than one GPU
-but not two (169 GB of bfloat16 weights, more than a 141 GB H200 holds; 70b:48, 86 GB, exceeds an
-80 GB H100), its checkpoint written a tensor at a time:
+file system (one host). The transformers peer is not run with --devices on GPUs. A model larger
+than one GPU but not two (169 GB of bfloat16 weights, more than a 141 GB H200 holds; 70b:48, 86 GB,
+exceeds an 80 GB H100), its checkpoint written a tensor at a time:
 
     torchrun --nproc-per-node 2 bench/llm.py --devices 2 --shapes 70b:96 --reference --dir DIR
 
@@ -199,7 +199,8 @@ def write_checkpoint(directory, shape, dtype, torch, on_gpu=True):
         rng = np.random.default_rng(0)
         weights = {}
         for name, shape in checkpoint_shapes(c).items():
-            value = np.ones(shape, np.float32) if name.endswith("norm.weight") else rng.normal(0, 0.02, shape).astype(np.float32)
+            value = (np.ones(shape, np.float32) if name.endswith("norm.weight")
+                     else rng.normal(0, 0.02, shape).astype(np.float32))
             weights[name] = tp.cast(tp.Tensor(value), getattr(tp, dtype))
         tp.save_safetensors(weights, os.path.join(directory, "model.safetensors"))
         with open(os.path.join(directory, "config.json"), "w") as f:
