@@ -1,4 +1,4 @@
-"""Shared test fixtures: the devices to run on (the GPU only where one is present)."""
+"""Shared test fixtures: the devices to run on (the GPU only where one is present), two GPUs, tripy-run."""
 
 import os
 import subprocess
