@@ -12,8 +12,9 @@
 // diagnostic; run on a machine with two GPUs from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/arf scripts/allreduce_norm_fold_bench.cu && /tmp/arf
-// Prints µs a layer-half for all-reduce + norm and for the folded kernel, and the largest
-// difference of the final rows (relative to the largest value).
+// Prints µs a layer-half for all-reduce + norm and for the folded kernel on 32 blocks (and on
+// fewer: one block is close to the form tried before), and the largest difference of the final rows
+// (relative to the largest value).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) allreduce_norm(const FoldArgs f) {
     }
   }
   const float rs = rsqrtf(block_sum(ss, red) / kK + kEps);  // its barriers also make `row` whole
-  const int per = kK / kBlocks;
+  const int per = kK / gridDim.x;
   for (int k = blockIdx.x * per + threadIdx.x; k < (blockIdx.x + 1) * per; k += blockDim.x) {
     f.h[k] = row[k];
     f.n[k] = f2b(b2f(row[k]) * rs * b2f(f.gamma[k]));
@@ -217,10 +218,12 @@ int main() {
     for (int p = 0; p < 2; ++p) a.data[p] = (i64)rk[p].area;
     return a;
   };
-  // form 0: one-shot all-reduce + norm; form 1: folded. Each a graph per GPU; the time of one replay.
-  float us[2];
-  std::vector<unsigned short> result[2];
-  for (int form = 0; form < 2; ++form) {
+  // form 0: one-shot all-reduce + norm; then folded on 32, 8, 2 and 1 blocks. Each a graph per GPU.
+  const int grids[] = {0, kBlocks, 8, 2, 1};
+  const int forms = 5;
+  float us[forms];
+  std::vector<unsigned short> result[forms];
+  for (int form = 0; form < forms; ++form) {
     reset();
     cudaGraphExec_t exec[2];
     for (int g = 0; g < 2; ++g) {
@@ -241,7 +244,7 @@ int main() {
         } else {
           const FoldArgs fa{a, h_in, r.gamma, h_out, n_out};
           void* p0[] = {(void*)&fa};
-          launch((const void*)allreduce_norm, kBlocks, kThreads, &p0, r.stream);
+          launch((const void*)allreduce_norm, grids[form], kThreads, &p0, r.stream);
         }
       }
       CK(cudaStreamEndCapture(r.stream, &graph));
@@ -287,12 +290,15 @@ int main() {
       if (err[0] != 0) printf("rank %d recorded a wait past the timeout (form %d)\n", g, form);
     }
   }
-  float diff = 0.0f, top = 0.0f;
-  for (int i = 0; i < kK; ++i) {
-    diff = std::max(diff, std::fabs(bf(result[0][i]) - bf(result[1][i])));
-    top = std::max(top, std::fabs(bf(result[0][i])));
+  printf("all-reduce + norm: %.2f us a layer-half\n", us[0]);
+  for (int form = 1; form < forms; ++form) {
+    float diff = 0.0f, top = 0.0f;
+    for (int i = 0; i < kK; ++i) {
+      diff = std::max(diff, std::fabs(bf(result[0][i]) - bf(result[form][i])));
+      top = std::max(top, std::fabs(bf(result[0][i])));
+    }
+    printf("folded, %2d blocks: %.2f us (saved %.2f us; x %d, an 8B step: %.3f ms); max diff %.2e\n", grids[form],
+           us[form], us[0] - us[form], kLayers, (us[0] - us[form]) * kLayers / 1000.f, diff / top);
   }
-  printf("all-reduce + norm %.2f us, folded %.2f us a layer-half (saved %.2f us; x %d a 8B step: %.3f ms); max diff %.2e\n",
-         us[0], us[1], us[0] - us[1], kLayers, (us[0] - us[1]) * kLayers / 1000.f, diff / top);
   return 0;
 }
