@@ -1,5 +1,7 @@
 """The LLM benchmark: Llama-family models generated from a checkpoint on disk, Tripy against Hugging
-Face `transformers` with a static KV cache under torch.compile(mode="reduce-overhead"), in one run.
+Face `transformers` with a static KV cache under torch.compile(mode="reduce-overhead") on a GPU, and
+against a Llama decoder in plain torch (eager, float32, a preallocated cache: bench/llama_torch.py)
+on the CPU, in one run.
 
 Random weights are written once as a Hugging Face checkpoint (config.json + safetensors, nothing is
 downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
@@ -84,6 +86,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_peers import static_cache  # noqa: E402
+from llama_torch import bench_torch_cpu  # noqa: E402
 from llm_reference import head_dim, reference_logits  # noqa: E402
 from timing import empty_caches  # noqa: E402
 
@@ -563,7 +566,8 @@ def main():
     parser.add_argument("--batches", default="1")
     parser.add_argument("--prompts", default="128")
     parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--no-torch", action="store_true",
+                        help="no torch peer (transformers on a GPU, plain torch on the CPU)")
     parser.add_argument("--dir", default=None, help="where checkpoints are written (default: a temporary directory)")
     parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
@@ -627,6 +631,8 @@ def main():
             peer = torch is not None and not args.no_torch and mesh is None
         except ImportError:
             peer = False
+    # On the CPU the peer is bench/llama_torch.py (transformers is not needed; Debian's torch has none).
+    cpu_torch = optional_torch() if device == "cpu" and not args.no_torch else None
     dtype = "bfloat16" if device == "gpu" else "float32"
     one_process = mesh is None or mesh._rank is None
     if args.dir:
@@ -664,6 +670,8 @@ def main():
                                       want_logits=args.reference, accuracy=args.accuracy if modes else 0,
                                       dtype=args.load_dtype)
                     ref = bench_torch(directory, batch, prompt, args.steps, torch) if peer else None
+                    cpu_ref = (bench_torch_cpu(directory, c, tri["ids"], args.steps, CHECK_STEPS, REPEATS, cpu_torch)
+                               if cpu_torch is not None else None)
                     kv_bytes = 2 * c["num_hidden_layers"] * batch * c["num_key_value_heads"] * (
                         head_dim(c)) * (prompt + args.steps // 2) * 2
                     # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
@@ -690,6 +698,11 @@ def main():
                         row.update(logit_err=err, top1=top1, torch_logit_err=torch_err, torch_top1=torch_top1)
                         if args.float32_check:
                             row.update(greedy_f32=greedy_float32(directory, batch, prompt, torch))
+                    if cpu_ref is not None:
+                        row.update(torch_ms=cpu_ref["ms"], torch_tok_s=1e3 * batch / cpu_ref["ms"],
+                                   torch_prefill_tok_s=1e3 * batch * prompt / cpu_ref["prefill_ms"],
+                                   speedup=cpu_ref["ms"] / tri["ms"],
+                                   greedy_match=steps_agreeing(cpu_ref["tokens"], tri["tokens"]))
                     if args.reference and PRINTS:
                         want = reference_logits(directory, c, tri["ids"], ref_torch, ref_device)
                         row.update(zip(("ref_logit_err", "ref_top1"), logit_errors(tri["logits"], want)))

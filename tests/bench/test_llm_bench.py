@@ -185,3 +185,35 @@ def test_a_checkpoint_written_a_tensor_at_a_time_is_sharded_and_kept(tmp_path, l
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
     bench.write_checkpoint(str(tmp_path), "tiny:2", "float32", torch, on_gpu=False)
     assert json.loads((tmp_path / "config.json").read_text())["num_hidden_layers"] == 2
+
+
+def test_the_cpu_peer_decodes_as_the_float64_numpy_llama(tmp_path, load_bench):
+    torch = pytest.importorskip("torch")
+    bench = load_bench("llm")  # puts bench/ on the path, where llama_torch finds llm_reference
+    llama_torch, llm_reference = load_bench("llama_torch"), load_bench("llm_reference")
+    c = bench.write_checkpoint(str(tmp_path), "tiny:3", "float32", None)
+    c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]
+    weights = {n: np.array(a) for n, a in llm_reference.checkpoint_arrays(str(tmp_path)).items()}
+    ids = np.random.default_rng(5).integers(0, c["vocab_size"], (2, 7))
+    model = llama_torch.TorchLlama(str(tmp_path), c, 2, 16, torch)
+    seen, start = ids, 0
+    with torch.inference_mode():
+        step = torch.from_numpy(ids)
+        for _ in range(4):  # the prefill, then three decode steps reading the cache
+            token, logits = model(step, start)
+            want = llama_ref.logits(weights, seen, c)[:, -1]
+            assert np.linalg.norm(logits.numpy() - want) / np.linalg.norm(want) < 1e-5
+            np.testing.assert_array_equal(token.numpy()[:, 0], want.argmax(-1))
+            start += step.shape[1]
+            step = token
+            seen = np.concatenate([seen, token.numpy()], axis=1)
+
+
+def test_the_cpu_run_times_the_torch_peer_and_compares_tokens():
+    (r,) = records(run_bench("--steps", "4", "--prompts", "16"))
+    if "torch_ms" not in r:
+        pytest.skip("torch is not installed")
+    assert r["torch_ms"] > 0 and r["speedup"] == pytest.approx(r["torch_ms"] / r["tripy_ms"])
+    assert r["greedy_match"].startswith("32/32")
+    (r,) = records(run_bench("--steps", "4", "--prompts", "16", "--no-torch"))
+    assert "torch_ms" not in r
