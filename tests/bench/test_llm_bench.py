@@ -59,7 +59,7 @@ def test_quantized_rows_compare_their_logits_with_the_unquantized_models():
 
 
 def test_two_cpu_ranks_print_their_row_beside_one_ranks():
-    out = run_bench("--steps", "4", "--prompts", "16", "--devices", "2")
+    out = run_bench("--steps", "4", "--prompts", "16", "--devices", "2", "--no-torch")
     one, two = records(out)
     assert "devices" not in one and two["devices"] == 2
     assert two["tripy_ms"] > 0 and two["vs_one"] == one["tripy_ms"] / two["tripy_ms"]
