@@ -16,8 +16,6 @@
 // fewer: one block is close to the form tried before; and with only the first block reading the row,
 // the others sending, which a generated one-block norm could take as it is), and the largest
 // difference of the final rows (relative to the largest value).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,8 +26,7 @@
 #include "device_prelude.cuh"
 #define TRIPY_FOR_DTYPE(dtype, ...) __VA_ARGS__
 #include "one_shot_collective.cuh"
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "overlap_bench_util.cuh"
 
 constexpr int kK = 4096, kBlocks = 32, kThreads = 512, kLayers = 64;
 constexpr float kEps = 1e-5f;
@@ -140,29 +137,6 @@ __global__ void __launch_bounds__(kThreads) allreduce_norm(const FoldArgs f) {
   if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
 }
 
-template <class P> void launch(const void* kernel, int grid, int block, P* args, cudaStream_t s) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(block);
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  CK(cudaLaunchKernelExC(&cfg, kernel, (void**)args));
-}
-
-__global__ void fill(unsigned short* p, int n, float scale, unsigned seed, float offset) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = f2b(offset + scale * ((h & 0xffffff) / 16777216.0f - 0.5f));
-  }
-}
-
-static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
-
 struct Rank {
   cudaStream_t stream;
   unsigned short *x[2], *h[2], *sum, *gamma;
@@ -202,9 +176,9 @@ int main() {
       CK(cudaSetDevice(g));
       CK(cudaMemset(rk[g].area, 0, area));
       CK(cudaMemset(rk[g].counters, 0, kBlocks * 4));
-      fill<<<8, 256>>>(rk[g].x[0], kK, 1.0f, 10 + g, 0.0f);
-      fill<<<8, 256>>>(rk[g].h[0], kK, 4.0f, 20, 0.0f);  // the residual is the same on every rank
-      fill<<<8, 256>>>(rk[g].gamma, kK, 0.5f, 30, 1.0f);
+      fill_bf16_hash<<<8, 256>>>(rk[g].x[0], kK, 1.0f, 10 + g, 0.0f);
+      fill_bf16_hash<<<8, 256>>>(rk[g].h[0], kK, 4.0f, 20, 0.0f);  // the residual is the same on every rank
+      fill_bf16_hash<<<8, 256>>>(rk[g].gamma, kK, 0.5f, 30, 1.0f);
       CK(cudaDeviceSynchronize());
     }
   };
@@ -244,15 +218,15 @@ int main() {
         unsigned short *h_in = r.h[l & 1], *h_out = r.h[(l + 1) & 1], *n_out = r.x[(l + 1) & 1];
         if (form == 0) {
           void* p0[] = {(void*)&a};
-          launch((const void*)tripy_one_shot_bf16, kBlocks, kThreads, &p0, r.stream);
+          launch_overlapping((const void*)tripy_one_shot_bf16, kBlocks, kThreads, p0, r.stream);
           const unsigned short* s = r.sum;
           const unsigned short* gm = r.gamma;
           void* p1[] = {&h_in, &s, &gm, &h_out, &n_out};
-          launch((const void*)add_rmsnorm, 1, 256, &p1, r.stream);
+          launch_overlapping((const void*)add_rmsnorm, 1, 256, p1, r.stream);
         } else {
           const FoldArgs fa{a, h_in, r.gamma, h_out, n_out, solo[form]};
           void* p0[] = {(void*)&fa};
-          launch((const void*)allreduce_norm, grids[form], kThreads, &p0, r.stream);
+          launch_overlapping((const void*)allreduce_norm, grids[form], kThreads, p0, r.stream);
         }
       }
       CK(cudaStreamEndCapture(r.stream, &graph));
@@ -302,8 +276,8 @@ int main() {
   for (int form = 1; form < forms; ++form) {
     float diff = 0.0f, top = 0.0f;
     for (int i = 0; i < kK; ++i) {
-      diff = std::max(diff, std::fabs(bf(result[0][i]) - bf(result[form][i])));
-      top = std::max(top, std::fabs(bf(result[0][i])));
+      diff = std::max(diff, std::fabs(bf16_value(result[0][i]) - bf16_value(result[form][i])));
+      top = std::max(top, std::fabs(bf16_value(result[0][i])));
     }
     printf("folded, %2d blocks%s: %.2f us (saved %.2f us; x %d, an 8B step: %.3f ms); max diff %.2e\n", grids[form],
            solo[form] ? " (the first alone reads)" : "", us[form], us[0] - us[form], kLayers,

@@ -12,8 +12,6 @@
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/gnf scripts/gemv_norm_fold_bench.cu && /tmp/gnf
 // Prints, per shape, µs a layer for norm + GEMV and for the folded GEMV (the best of each over R and
 // split), and the largest difference of the folded outputs from the pair's, relative to the largest.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,8 +21,7 @@
 
 #include "device_prelude.cuh"
 #include "gemv.cuh"
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "overlap_bench_util.cuh"
 
 constexpr float kEps = 1e-5f;
 
@@ -151,30 +148,6 @@ __global__ void __launch_bounds__(GEMV_BLOCK) gemv_folded(const FoldArgs f) {
     if ((r & 31) == lane && n0 + r < N) out[n0 + r] = GemvBf16::put(acc[r] * rs);
 }
 
-template <class F> void launch_overlapping(F* kernel, int grid, int block, const void* args, cudaStream_t s) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(block);
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  void* params[] = {const_cast<void*>(args)};
-  CK(cudaLaunchKernelExC(&cfg, (const void*)kernel, params));
-}
-
-__global__ void fill(unsigned short* p, size_t n, float scale, unsigned seed, float offset) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = f2b(offset + scale * ((h & 0xffffff) / 16777216.0f - 0.5f));
-  }
-}
-
-static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
-
 // µs a layer: `record(layer)` issues one layer's launches; `layers` of them captured in a graph,
 // replayed after a warm-up, 20 times between two events.
 template <class L> float graph_us(int layers, L record) {
@@ -215,16 +188,16 @@ int main() {
   CK(cudaMalloc(&gamma, K * 2));
   CK(cudaMalloc(&h, K * 2));
   CK(cudaMalloc(&n, K * 2));
-  fill<<<16, 256>>>(a, K, 4.0f, 1, 0.0f);
-  fill<<<16, 256>>>(b, K, 1.0f, 2, 0.0f);
-  fill<<<16, 256>>>(gamma, K, 0.5f, 3, 1.0f);
+  fill_bf16_hash<<<16, 256>>>(a, K, 4.0f, 1, 0.0f);
+  fill_bf16_hash<<<16, 256>>>(b, K, 1.0f, 2, 0.0f);
+  fill_bf16_hash<<<16, 256>>>(gamma, K, 0.5f, 3, 1.0f);
   printf("%-28s %14s %14s %8s %10s\n", "shape (K, N)", "norm + GEMV", "folded GEMV", "saved", "max diff");
   for (const Shape& sh : shapes) {
     const size_t wn = (size_t)sh.N * sh.K;
     std::vector<unsigned short*> w(layers);
     for (auto& p : w) {
       CK(cudaMalloc(&p, wn * 2));
-      fill<<<1024, 256>>>(p, wn, 0.04f, (unsigned)(size_t)p, 0.0f);
+      fill_bf16_hash<<<1024, 256>>>(p, wn, 0.04f, (unsigned)(size_t)p, 0.0f);
     }
     unsigned short *out0, *out1;
     CK(cudaMalloc(&out0, sh.N * 2));
@@ -239,23 +212,16 @@ int main() {
           const V16 *va = (const V16*)a, *vb = (const V16*)b, *vg = (const V16*)gamma;
           V16 *vh = (V16*)h, *vn = (V16*)n;
           int k = K;
-          void* args[] = {&va, &vb, &vg, &vh, &vn, &k};
-          cudaLaunchConfig_t cfg{};
-          cfg.gridDim = dim3(1);
-          cfg.blockDim = dim3(256);
-          cfg.stream = s;
-          cudaLaunchAttribute attr{};
-          attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-          attr.val.programmaticStreamSerializationAllowed = 1;
-          cfg.attrs = &attr;
-          cfg.numAttrs = 1;
-          CK(cudaLaunchKernelExC(&cfg, (const void*)add_rmsnorm, args));
-          const GemvArgs ga{(i64)out0, (i64)n, (i64)w[l], 0, 1, sh.N, sh.K, 0, split, 1, 1};
-          launch_overlapping(gemv, grid, GEMV_BLOCK, &ga, s);
+          void* norm_args[] = {&va, &vb, &vg, &vh, &vn, &k};
+          launch_overlapping((const void*)add_rmsnorm, 1, 256, norm_args, s);
+          GemvArgs ga{(i64)out0, (i64)n, (i64)w[l], 0, 1, sh.N, sh.K, 0, split, 1, 1};
+          void* gemv_args[] = {&ga};
+          launch_overlapping((const void*)gemv, grid, GEMV_BLOCK, gemv_args, s);
         }));
         best_fold = std::min(best_fold, graph_us(layers, [&](int l, cudaStream_t s) {
-          const FoldArgs fa{{(i64)out1, 0, (i64)w[l], 0, 1, sh.N, sh.K, 0, split, 1, 1}, a, b, gamma, h};
-          launch_overlapping(folded, grid, GEMV_BLOCK, &fa, s);
+          FoldArgs fa{{(i64)out1, 0, (i64)w[l], 0, 1, sh.N, sh.K, 0, split, 1, 1}, a, b, gamma, h};
+          void* fold_args[] = {&fa};
+          launch_overlapping((const void*)folded, grid, GEMV_BLOCK, fold_args, s);
         }));
       }
     CK(cudaDeviceSynchronize());
@@ -264,8 +230,8 @@ int main() {
     CK(cudaMemcpy(o1.data(), out1, sh.N * 2, cudaMemcpyDeviceToHost));
     float diff = 0.0f, top = 0.0f;
     for (int i = 0; i < sh.N; ++i) {
-      diff = std::max(diff, std::fabs(bf(o0[i]) - bf(o1[i])));
-      top = std::max(top, std::fabs(bf(o0[i])));
+      diff = std::max(diff, std::fabs(bf16_value(o0[i]) - bf16_value(o1[i])));
+      top = std::max(top, std::fabs(bf16_value(o0[i])));
     }
     char name[64];
     snprintf(name, sizeof(name), "%s (%d, %d)", sh.name, sh.K, sh.N);
