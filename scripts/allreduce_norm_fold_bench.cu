@@ -106,17 +106,8 @@ __global__ void __launch_bounds__(kThreads) allreduce_norm(const FoldArgs f) {
     for (int r = 0; r < a.world; ++r) {
       Unit v = mine;
       if (r != a.rank) {
-        const char* from = own + r * slot + u * 16;
         u64 lo, hi;
-        ar_load_pair(from, lo, hi);
-        const u64 start = ar_now();
-        while ((lo >> 32) != epoch || (hi >> 32) != epoch) {
-          if (ar_now() - start > (u64)a.timeout_ns) {
-            record_error(a.err, a.claim, a.tag, r, a.rank, 0);
-            break;
-          }
-          ar_load_pair(from, lo, hi);
-        }
+        ar_wait_pair(a, own + r * slot + u * 16, epoch, r, lo, hi);
         v.w[0] = (unsigned)lo;
         v.w[1] = (unsigned)hi;
       }

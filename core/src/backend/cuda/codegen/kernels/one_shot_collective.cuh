@@ -73,6 +73,22 @@ DEVI void ar_load_pair(const void* p, u64& a, u64& b) {
   asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
 }
 
+// The two words at `from` once both carry `epoch` (sent by rank r); a wait past a.timeout_ns records
+// an error naming r and gives up, as does any wait once the program has failed.
+DEVI void ar_wait_pair(const OneShotArgs& a, const char* from, unsigned epoch, int r, u64& lo, u64& hi) {
+  ar_load_pair(from, lo, hi);
+  if ((lo >> 32) == epoch && (hi >> 32) == epoch) return;
+  const u64 start = ar_now();
+  do {
+    if (*(volatile u64*)a.claim != 0) return;  // the program failed already
+    if (ar_now() - start > (u64)a.timeout_ns) {
+      record_error(a.err, a.claim, a.tag, r, a.rank, 0);
+      return;
+    }
+    ar_load_pair(from, lo, hi);
+  } while ((lo >> 32) != epoch || (hi >> 32) != epoch);
+}
+
 // The form without a barrier: thread t of the grid carries the input's 8-byte units t, t + grid...
 template <class R>
 DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
@@ -108,20 +124,8 @@ DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
     for (int r = 0; r < a.world; ++r) {
       Unit v = mine;
       if (r != a.rank) {
-        const char* from = own + r * slot + u * 16;
         u64 lo, hi;
-        ar_load_pair(from, lo, hi);
-        if ((lo >> 32) != epoch || (hi >> 32) != epoch) {
-          const u64 start = ar_now();
-          do {
-            if (*(volatile u64*)a.claim != 0) break;  // the program failed already
-            if (ar_now() - start > (u64)a.timeout_ns) {
-              record_error(a.err, a.claim, a.tag, r, a.rank, 0);
-              break;
-            }
-            ar_load_pair(from, lo, hi);
-          } while ((lo >> 32) != epoch || (hi >> 32) != epoch);
-        }
+        ar_wait_pair(a, own + r * slot + u * 16, epoch, r, lo, hi);
         v.w[0] = (unsigned)lo;
         v.w[1] = (unsigned)hi;
       }
