@@ -49,13 +49,6 @@ Status run_and_wait(F&& call) {
   return st;
 }
 
-// The calling thread's CUDA context, set again when this goes (work on another GPU in between).
-struct KeepContext {
-  CUcontext context = nullptr;
-  KeepContext() { api().cuCtxGetCurrent(&context); }
-  ~KeepContext() { api().cuCtxSetCurrent(context); }
-};
-
 }  // namespace
 
 StatusOr<std::unique_ptr<PeerMemory>> PeerMemory::create(ncclComm_t comm, int rank, int world) {
@@ -123,7 +116,6 @@ StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process
       int reach = 0;
       if (a != b && (api().cuDeviceCanAccessPeer(&reach, a->device, b->device) != CUDA_SUCCESS || !reach)) return out;
     }
-  KeepContext keep;
   std::vector<CUdeviceptr> bases;
   for (int r = 0; r < world; ++r) {
     GpuScope scope(gpus[static_cast<size_t>(r)]);
@@ -153,7 +145,6 @@ StatusOr<std::vector<std::unique_ptr<PeerMemory>>> PeerMemory::create_in_process
 
 PeerMemory::~PeerMemory() {
   if (!api().driver_ok) return;
-  KeepContext keep;
   GpuScope scope(gpu_);
   if (!make_current().ok()) return;
   for (int r = 0; r < world_ && ipc_; ++r)
