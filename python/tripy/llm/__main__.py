@@ -100,11 +100,12 @@ def make_mesh(n):
         return None
     if default_device().kind == "cpu":
         return tp.DeviceMesh(["cpu"] * n)
-    torchrun = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name in os.environ]
+    names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+    torchrun = [name for name in names if name in os.environ]
+    missing = [name for name in names if name not in os.environ]
     if not torchrun:
         return tp.DeviceMesh([f"gpu:{i}" for i in range(n)])
-    if len(torchrun) < 3:
-        missing = [name for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if name not in os.environ]
+    if missing:
         raise tp.TripyException(
             f"--devices {n}: {', '.join(torchrun)} {'is' if len(torchrun) == 1 else 'are'} set but "
             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: start one process per GPU with "

@@ -114,9 +114,8 @@ class Cache {
 
 // One cache per GPU, made on first use. Never destroyed: tensors released by static destructors
 // at exit may still return blocks.
-constexpr int kMaxCaches = 64;
-std::array<std::atomic<Cache*>, kMaxCaches>& caches() {
-  static auto* c = new std::array<std::atomic<Cache*>, kMaxCaches>();
+std::array<std::atomic<Cache*>, kMaxGpus>& caches() {
+  static auto* c = new std::array<std::atomic<Cache*>, kMaxGpus>();
   return *c;
 }
 Cache& cache(int index) {

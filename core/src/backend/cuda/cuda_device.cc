@@ -11,8 +11,6 @@
 namespace tripy::rt::cuda {
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 struct DeviceState {
   std::once_flag once;
   DeviceInfo info;
@@ -72,13 +70,13 @@ Status init_device(int index, DeviceInfo& info) {
 }
 
 // Never destroyed: tensors and programs released at exit may still ask.
-std::array<DeviceState, kMaxDevices>& states() {
-  static auto* s = new std::array<DeviceState, kMaxDevices>();
+std::array<DeviceState, kMaxGpus>& states() {
+  static auto* s = new std::array<DeviceState, kMaxGpus>();
   return *s;
 }
 
 StatusOr<DeviceState*> state(int index) {
-  if (index < 0 || index >= kMaxDevices)
+  if (index < 0 || index >= kMaxGpus)
     return Status(StatusCode::kUnavailable, "gpu:" + std::to_string(index) + " does not exist");
   DeviceState& s = states()[static_cast<size_t>(index)];
   std::call_once(s.once, [&] { s.status = init_device(index, s.info); });

@@ -12,6 +12,9 @@
 
 namespace tripy::rt::cuda {
 
+// The most GPUs one process drives (gpu:0 .. gpu:kMaxGpus - 1): per-GPU state is a table this long.
+inline constexpr int kMaxGpus = 64;
+
 struct DeviceInfo {
   int index = 0;  // gpu:index
   CUdevice device = 0;

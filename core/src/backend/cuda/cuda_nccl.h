@@ -64,8 +64,8 @@ void watch_communicator(NcclCommunicator* c, bool live);
 Status watch_run(CUstream stream);
 Status take_watchdog_error();
 
-// One process, rank r on gpu:`gpus[r]` (distinct): ncclCommInitAll. No peer memory: a process cannot
-// open its own CUDA IPC handles, so NCCL serves every collective.
+// One process, rank r on gpu:`gpus[r]` (distinct): ncclCommInitAll, and the ranks' peer memory
+// through peer access (PeerMemory::create_in_process; none where the GPUs cannot reach each other).
 StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(const std::vector<int>& gpus);
 // NCCL's bootstrap across processes: rank 0 makes the id, every rank joins with it.
 StatusOr<std::string> nccl_unique_id();
