@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from llm_reference import checkpoint_arrays, head_dim, rope_frequencies
+from llm_reference import checkpoint_arrays, float32, head_dim, rms_norm, rope_frequencies, rotate
 
 
 class TorchLlama:
@@ -23,9 +23,7 @@ class TorchLlama:
         arrays = checkpoint_arrays(directory)
 
         def f32(name):
-            a = arrays[name]
-            a = (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a.astype(np.float32)
-            return torch.from_numpy(np.ascontiguousarray(a))
+            return float32(arrays[name], torch)
 
         self.H, self.G, self.D = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c)
         self.eps = c["rms_norm_eps"]
@@ -49,12 +47,7 @@ class TorchLlama:
         self.v = [torch.zeros(shape) for _ in self.layers]
 
     def rms(self, x, w):
-        return x * self.torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps) * w
-
-    def rotate(self, a, cos, sin):  # (B, n, T, D): the pairs (i, i + D/2) turn by each position's angle
-        half = self.D // 2
-        a1, a2 = a[..., :half], a[..., half:]
-        return self.torch.cat([a1 * cos - a2 * sin, a2 * cos + a1 * sin], dim=-1)
+        return rms_norm(x, w, self.eps, self.torch)
 
     def __call__(self, tokens, start):
         """The next token of each sequence after `tokens` (B, T) at positions start .. start + T - 1,
@@ -70,8 +63,8 @@ class TorchLlama:
         for layer, kc, vc in zip(self.layers, self.k, self.v):
             h = self.rms(x, layer["ln1"]) @ layer["qkv"]
             q, k, v = h.split([H * D, G * D, G * D], dim=-1)
-            q = self.rotate(q.view(B, T, H, D).transpose(1, 2), cos, sin)
-            kc[:, :, start:end] = self.rotate(k.view(B, T, G, D).transpose(1, 2), cos, sin)
+            q = rotate(q.view(B, T, H, D).transpose(1, 2), cos, sin, torch)
+            kc[:, :, start:end] = rotate(k.view(B, T, G, D).transpose(1, 2), cos, sin, torch)
             vc[:, :, start:end] = v.view(B, T, G, D).transpose(1, 2)
             # Grouped-query attention: each KV head serves H / G query heads.
             q = q.reshape(B, G, H // G * T, D)

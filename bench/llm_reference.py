@@ -47,8 +47,25 @@ def rope_frequencies(c):
                     np.where(wavelength < original / s["high_freq_factor"], inv, between))
 
 
+def float32(a, torch=None, device="cpu"):
+    """A mapped (or gathered) checkpoint array (bfloat16 read as its bits) as float32: a numpy
+    array, or with torch a tensor on `device`."""
+    bf16 = a.dtype == np.uint16
+    if torch is None:
+        return (a.astype(np.uint32) << 16).view(np.float32) if bf16 else a.astype(np.float32)
+    t = torch.from_numpy(a.view(np.int16) if bf16 else a).to(device)
+    return (t.view(torch.bfloat16) if bf16 else t).float()
+
+
 def rms_norm(x, weight, eps, xp):
     return x / xp.sqrt((x * x).mean(-1, keepdims=True) + eps) * weight
+
+
+def rotate(a, cos, sin, xp):
+    """The pairs (i, i + D/2) of a's last dim (D) turned by each position's angle (cos, sin: D/2 each)."""
+    half = a.shape[-1] // 2
+    a1, a2 = a[..., :half], a[..., half:]
+    return xp.concatenate([a1 * cos - a2 * sin, a2 * cos + a1 * sin], axis=-1)
 
 
 def reference_layer(x, w, c, cos, sin, mask, xp):
@@ -62,12 +79,8 @@ def reference_layer(x, w, c, cos, sin, mask, xp):
     def heads(h, name, n):  # (B, n, G, T, D): query head g * n + j at [:, j, g]; a KV head broadcasts over j
         return (h @ w[f"self_attn.{name}_proj.weight"].T).reshape(B, T, G, n, D).swapaxes(1, 3)
 
-    def rotate(a):  # the pairs (i, i + D/2) turn by the position's angle
-        a1, a2 = a[..., : D // 2], a[..., D // 2 :]
-        return xp.concatenate([a1 * cos - a2 * sin, a2 * cos + a1 * sin], axis=-1)
-
     h = rms_norm(x, w["input_layernorm.weight"], eps, xp)
-    q, k, v = rotate(heads(h, "q", H // G)), rotate(heads(h, "k", 1)), heads(h, "v", 1)
+    q, k, v = rotate(heads(h, "q", H // G), cos, sin, xp), rotate(heads(h, "k", 1), cos, sin, xp), heads(h, "v", 1)
     scores = q @ k.swapaxes(-1, -2) / math.sqrt(D) + mask
     e = xp.exp(scores - xp.amax(scores, -1, keepdims=True))
     y = ((e / e.sum(-1, keepdims=True)) @ v).swapaxes(1, 3).reshape(B, T, H * D)
@@ -84,12 +97,8 @@ def reference_logits(directory, c, ids, torch, device="cpu"):
     arrays = checkpoint_arrays(directory)
     xp = np if torch is None else torch
 
-    def f32(a):  # a mapped (or gathered) tensor, as float32 on the reference's device
-        bf16 = a.dtype == np.uint16
-        if torch is None:
-            return (a.astype(np.uint32) << 16).view(np.float32) if bf16 else a.astype(np.float32)
-        t = torch.from_numpy(a.view(np.int16) if bf16 else a).to(device)
-        return (t.view(torch.bfloat16) if bf16 else t).float()
+    def f32(a):  # on the reference's device
+        return float32(a, torch, device)
 
     T = ids.shape[1]
     angles = np.arange(T)[:, None] * rope_frequencies(c)[None, :]
@@ -105,8 +114,8 @@ def reference_logits(directory, c, ids, torch, device="cpu"):
     # The head a slice of rows at a time: whole, in float32 (4.2 GB for a 128256 x 8192 head), it can
     # outgrow what a GPU that also holds the model being checked has left.
     head = arrays.get("lm_head.weight", arrays["model.embed_tokens.weight"])
-    cat = np.concatenate if torch is None else torch.cat
-    logits = cat([last @ f32(head[i : i + HEAD_ROWS]).T for i in range(0, head.shape[0], HEAD_ROWS)], -1)
+    logits = xp.concatenate([last @ f32(head[i : i + HEAD_ROWS]).T for i in range(0, head.shape[0], HEAD_ROWS)],
+                            axis=-1)
     if torch is None:
         return logits
     torch.cuda.empty_cache()  # the layers' memory back to the GPU for Tripy's next run (a no-op without CUDA)
