@@ -26,6 +26,12 @@ def run_bench(*args):
                           env=env, capture_output=True, text=True, timeout=600)
 
 
+def checkpoint_module(load_bench):
+    """bench/llm_checkpoint.py (after bench/llm.py, which puts bench/ on the path for its imports)."""
+    load_bench("llm")
+    return load_bench("llm_checkpoint")
+
+
 def records(out):
     assert out.returncode == 0, out.stderr[-3000:]
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -124,7 +130,7 @@ def test_a_model_larger_than_one_device_runs_sharded_alone():
 
 
 def test_the_8b_rank_shape_holds_one_rank_of_8b_split_over_two(load_bench):
-    bench = load_bench("llm")
+    bench = checkpoint_module(load_bench)
     whole, rank = (bench.checkpoint_shapes(bench.config_dict(s, "bfloat16")) for s in ("8b", "8b-rank"))
     assert rank.keys() == whole.keys()
     for name, shape in whole.items():  # every matrix halved along one axis, the norms' weights whole
@@ -143,7 +149,7 @@ def test_a_shape_that_is_not_known_is_an_argument_error(shapes):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_the_reference_is_the_float64_numpy_llama(backend, dtype, tmp_path, load_bench, monkeypatch):
-    bench, llm_reference = load_bench("llm"), load_bench("llm_reference")
+    bench, llm_reference = checkpoint_module(load_bench), load_bench("llm_reference")
     monkeypatch.setattr(llm_reference, "HEAD_ROWS", 1000)  # the head in slices, the last one shorter
     torch = pytest.importorskip("torch") if backend == "torch" else None
     c = bench.write_checkpoint(str(tmp_path), "tiny", dtype, None)
@@ -162,7 +168,7 @@ def test_a_checkpoint_written_a_tensor_at_a_time_is_sharded_and_kept(tmp_path, l
     torch = pytest.importorskip("torch")
     import tripy as tp
 
-    bench, llm_reference = load_bench("llm"), load_bench("llm_reference")
+    bench, llm_reference = checkpoint_module(load_bench), load_bench("llm_reference")
     c = bench.config_dict("tiny:3", "float32")
     bench.write_shards(str(tmp_path), c, "float32", torch, shard_bytes=300_000)
     with open(tmp_path / "model.safetensors.index.json") as f:
@@ -189,7 +195,7 @@ def test_a_checkpoint_written_a_tensor_at_a_time_is_sharded_and_kept(tmp_path, l
 
 def test_the_cpu_peer_decodes_as_the_float64_numpy_llama(tmp_path, load_bench):
     torch = pytest.importorskip("torch")
-    bench = load_bench("llm")  # puts bench/ on the path, where llama_torch finds llm_reference
+    bench = checkpoint_module(load_bench)
     llama_torch, llm_reference = load_bench("llama_torch"), load_bench("llm_reference")
     c = bench.write_checkpoint(str(tmp_path), "tiny:3", "float32", None)
     c["rope_scaling"] = bench.SHAPES["8b"]["rope_scaling"]
