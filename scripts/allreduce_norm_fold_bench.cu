@@ -104,13 +104,8 @@ __global__ void __launch_bounds__(kThreads) allreduce_norm(const FoldArgs f) {
     mine.u = *(const u64*)(in + u * 4);
     float acc[4];
     for (int r = 0; r < a.world; ++r) {
-      Unit v = mine;
-      if (r != a.rank) {
-        u64 lo, hi;
-        ar_wait_pair(a, own + r * slot + u * 16, epoch, r, lo, hi);
-        v.w[0] = (unsigned)lo;
-        v.w[1] = (unsigned)hi;
-      }
+      Unit v;
+      v.u = ar_rank_unit(a, own, slot, u, epoch, r, mine.u);
       for (int j = 0; j < 4; ++j) acc[j] = r == 0 ? b2f(v.t[j]) : acc[j] + b2f(v.t[j]);
     }
     for (int j = 0; j < 4; ++j) {

@@ -89,6 +89,15 @@ DEVI void ar_wait_pair(const OneShotArgs& a, const char* from, unsigned epoch, i
   } while ((lo >> 32) != epoch || (hi >> 32) != epoch);
 }
 
+// Rank r's 8 bytes of unit u: this rank's own (`mine`), or another's from its epoch words in this
+// rank's area `own` (`slot` bytes a sending rank), once they arrive.
+DEVI u64 ar_rank_unit(const OneShotArgs& a, const char* own, i64 slot, i64 u, unsigned epoch, int r, u64 mine) {
+  if (r == a.rank) return mine;
+  u64 lo, hi;
+  ar_wait_pair(a, own + r * slot + u * 16, epoch, r, lo, hi);
+  return (lo & 0xffffffffull) | (hi << 32);
+}
+
 // The form without a barrier: thread t of the grid carries the input's 8-byte units t, t + grid...
 template <class R>
 DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
@@ -122,13 +131,8 @@ DEVI void one_shot_epoch_words(const OneShotArgs& a, unsigned epoch) {
     }
     A acc[8 / sizeof(T)];
     for (int r = 0; r < a.world; ++r) {
-      Unit v = mine;
-      if (r != a.rank) {
-        u64 lo, hi;
-        ar_wait_pair(a, own + r * slot + u * 16, epoch, r, lo, hi);
-        v.w[0] = (unsigned)lo;
-        v.w[1] = (unsigned)hi;
-      }
+      Unit v;
+      v.u = ar_rank_unit(a, own, slot, u, epoch, r, mine.u);
       if (a.gather_block > 0) {  // rank r's element i lands at out[(i / block * world + r) * block + i % block]
         const i64 blk = a.gather_block;
         for (int j = 0; j < kPer && u * kPer + j < a.count; ++j) {
