@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,6 +26,13 @@ void* open_nccl(std::string& tried) {
     tried += (tried.empty() ? "" : ", ") + p;
   }
   return nullptr;
+}
+
+// TRIPY_DEBUG=1 says which all-reduce a rank's small messages take.
+void report_peers(bool one_shot, int rank, int world) {
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "tripy: rank %d of %d: small collectives %s\n", rank, world,
+                 one_shot ? "one-shot through peer memory" : "NCCL's (no peer memory)");
 }
 
 }  // namespace
@@ -94,6 +102,7 @@ StatusOr<std::vector<std::shared_ptr<Communicator>>> nccl_communicators(const st
   for (int r = 0; r < world; ++r) out.push_back(std::make_shared<NcclCommunicator>(comms[static_cast<size_t>(r)], r, world));
   TRIPY_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<PeerMemory>> peers, PeerMemory::create_in_process(gpus));
   for (size_t r = 0; r < peers.size(); ++r) static_cast<NcclCommunicator&>(*out[r]).set_peers(std::move(peers[r]));
+  for (int r = 0; r < world; ++r) report_peers(!peers.empty(), r, world);
   return out;
 }
 
@@ -116,6 +125,7 @@ StatusOr<std::shared_ptr<Communicator>> nccl_join(const std::string& unique_id, 
   TRIPY_NCCL_TRY(ncclCommInitRank(&comm, world, id, rank));
   auto joined = std::make_shared<NcclCommunicator>(comm, rank, world);
   TRIPY_ASSIGN_OR_RETURN(std::unique_ptr<PeerMemory> peers, PeerMemory::create(comm, rank, world));
+  report_peers(peers != nullptr, rank, world);
   joined->set_peers(std::move(peers));
   return std::shared_ptr<Communicator>(std::move(joined));
 }
