@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tripy as tp
+from tripy.frontend import executable
 from tripy.llm.__main__ import main, make_mesh
 from tripy.llm import sharded_load
 from tripy.llm.llama import LlamaConfig, LlamaForCausalLM
@@ -187,11 +188,15 @@ def test_the_command_generates_over_two_gpus_of_this_process(checkpoint, capsys,
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TRIPY_CUDA_DEVICE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    # Each rank's steps take their arguments on their own GPU: no copy between GPUs (through the host).
+    copies = []
+    monkeypatch.setattr(executable, "copy", lambda value, device: copies.append(device))
     assert main([path, "--ids", "5,9,14", "--max-new-tokens", "6", "--device", "gpu", "--devices", "2",
                  "--dtype", "float32"]) == 0
     out, err = capsys.readouterr()
     assert [int(line) for line in out.split()] == llama_ref.greedy(weights, np.array([[5, 9, 14]]), 6, CONFIG)[0].tolist()
     assert "6 tokens over 2 ranks" in err
+    assert copies == []
 
 
 def test_the_command_refuses_a_mesh_that_cannot_split_the_model(checkpoint, capsys):

@@ -44,7 +44,8 @@ class Executable:
     collectives. Each argument is a tensor that every rank gets (a GPU tensor copied to each rank's
     GPU), or a list of ``world_size`` tensors, one per rank (its shard: a KV cache split by heads,
     each on its rank's device); a call returns the first rank's outputs (under tensor parallelism
-    every rank's outputs are whole, and equal). A rank that fails stops the others: the call raises
+    every rank's outputs are whole, and equal). An output passed back to a sharded call gives each
+    rank of this process its own output of that call, on its GPU, without a copy. A rank that fails stops the others: the call raises
     that rank's error, naming it. Calls over one mesh from several threads run one at a time.
     ``save`` writes each rank of this process to a file of its own, and ``load(path, mesh=...)``
     reads them back.
@@ -192,10 +193,12 @@ class Executable:
                         frames,
                     )
                 return value[local[i]]
-            # One GPU tensor for every rank: a rank on another GPU gets its copy.
+            # One GPU tensor for every rank: a rank on another GPU gets its twin from the sharded call
+            # that returned it (equal values, already there), or else a copy (through the host).
             there = self._mesh.devices[local[i]]
             if isinstance(value, Tensor) and value.device.kind == there.kind == "gpu" and value.device != there:
-                return copy(value, there)
+                twin = (getattr(value, "_twins", None) or {}).get(str(there))
+                return twin if twin is not None else copy(value, there)
             return value
 
         per_rank = []
@@ -208,7 +211,11 @@ class Executable:
         # The mesh's communicators serve one call at a time (calls from several threads wait here).
         with self._mesh._run_lock:
             outs = _C.run_ranks(self._ranks, self._mesh._communicators_of_process(), per_rank, frames)
-        return self._wrap_outputs(outs[0])
+        result = self._wrap_outputs(outs[0])
+        # Each returned tensor keeps the other local ranks' outputs in its place (see of_rank).
+        for j, t in enumerate(result if isinstance(result, tuple) else (result,)):
+            t._twins = {str(self._mesh.devices[local[i]]): Tensor._wrap(outs[i][j]) for i in range(1, len(outs))}
+        return result
 
     def _profile(self, nodes, frames):
         outs, kernel_ms, kernels = self._impl.profile(nodes, frames)

@@ -95,7 +95,9 @@ class Tensor:
         assert float(t[1, 0]) == 3.0
     """
 
-    __slots__ = ("_node", "name", "__weakref__")
+    # _twins: where a sharded call returned this tensor (its first rank's), the other local ranks'
+    # outputs in its place, by device: a later sharded call passes each rank its own, not a copy.
+    __slots__ = ("_node", "name", "_twins", "__weakref__")
 
     def __init__(self, data, dtype=None, device=None, name=None):
         frames = capture_user_frames()

@@ -62,8 +62,7 @@ class Generator:
         self.max_batch_size = max_batch_size
         self.mesh = mesh
         self._world = 1 if mesh is None else mesh.size
-        # Where the steps' arguments are made: the ranks' device under a mesh.
-        self._device = default_device() if mesh is None else _device(mesh.devices[0])
+        self._device = default_device()  # where the steps' arguments are made without a mesh
         n, S = model.config.num_hidden_layers, model.max_seq_len
         batch = NamedDimension("batch", 1, 1, max_batch_size)
         c = model.cache_shape(1, self._world)
@@ -125,10 +124,9 @@ class Generator:
         if max_new_tokens == 0:
             return
         stop = np.array(sorted(set(int(t) for t in stop_tokens)), np.int64)
-        with placing_on(self._device):
-            seed_t = Tensor(np.array([seed], np.int64))
-            prompt_t, start = Tensor(prompt.astype(np.int32)), Tensor(np.array([0], np.int32))
-            caches = self._empty_caches(B)
+        seed_t, prompt_t, start, *caches = self._arguments(lambda: [
+            Tensor(np.array([seed], np.int64)), Tensor(prompt.astype(np.int32)), Tensor(np.array([0], np.int32)),
+            *self.model.empty_caches(B, self._world)])
         tokens, pos, *updated = self.prefill(prompt_t, start, seed_t, *caches)
         done = np.zeros(B, bool)
         for i in range(max_new_tokens):
@@ -143,18 +141,19 @@ class Generator:
             if done.all():
                 return
 
-    def _empty_caches(self, B):
-        """The steps' cache arguments: a tensor each, or under a mesh a list per cache of each rank's
-        share on that rank's device (made for the ranks of this process only: a process of torchrun
-        holds one)."""
+    def _arguments(self, make):
+        """The tensors ``make()`` returns, made on the steps' device; under a mesh, a list per tensor of
+        each rank's, made on that rank's device (for the ranks of this process only: a process of
+        torchrun holds one), so that no step copies an argument from one GPU to another."""
         if self.mesh is None:
-            return self.model.empty_caches(B)
+            with placing_on(self._device):
+                return make()
         per_rank = {}
         for r in self.mesh._local_ranks():
             with placing_on(_device(self.mesh.devices[r])):
-                per_rank[r] = self.model.empty_caches(B, self._world)
-        return [[per_rank[r][i] if r in per_rank else None for r in range(self._world)]
-                for i in range(2 * self.model.config.num_hidden_layers)]
+                per_rank[r] = make()
+        count = len(next(iter(per_rank.values())))
+        return [[per_rank[r][i] if r in per_rank else None for r in range(self._world)] for i in range(count)]
 
     def generate(self, prompt, max_new_tokens, *, stop_tokens=(), seed=0):
         """The generated tokens of every sequence, each list ending at its first stop token."""
