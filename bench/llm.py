@@ -171,22 +171,17 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(1)
     ids = rng.integers(0, llm.config.vocab_size, (batch, prompt)).astype(np.int32)
-    seed = tp.Tensor(np.array([0], np.int64))
-    zero = tp.Tensor(np.array([0], np.int32))
-    logits = prompt_logits(llm, gen, ids, zero) if torch is not None or want_logits else None
-    accuracy_logits = prompt_logits(llm, gen, accuracy_prompts(accuracy, prompt, llm.config), zero) if accuracy else None
+    logits = prompt_logits(llm, gen, ids) if torch is not None or want_logits else None
+    accuracy_logits = prompt_logits(llm, gen, accuracy_prompts(accuracy, prompt, llm.config)) if accuracy else None
+    # Under a mesh, each argument is a list of this process's ranks' tensors, each on its rank's GPU.
+    ids_t, zero, seed = gen._arguments(lambda: [tp.Tensor(ids), tp.Tensor(np.array([0], np.int32)),
+                                                tp.Tensor(np.array([0], np.int64))])
 
-    # Under a mesh each cache argument is a list of the ranks' caches (this process's ranks), which
-    # every step updates in place; without one, each step returns the updated caches.
-    rank_caches = None
-
+    # Under a mesh the steps update each rank's caches in place; without one, each step returns them.
     def prefill():
-        nonlocal rank_caches
-        if mesh is None:
-            return gen.prefill(tp.Tensor(ids), zero, seed, *llm.model.empty_caches(batch))
-        rank_caches = gen._empty_caches(batch)
-        tokens, pos, *_ = gen.prefill(tp.Tensor(ids), zero, seed, *rank_caches)
-        return (tokens, pos, *rank_caches)
+        caches = gen._arguments(lambda: llm.model.empty_caches(batch, gen._world))
+        tokens, pos, *updated = gen.prefill(ids_t, zero, seed, *caches)
+        return (tokens, pos, *(updated if mesh is None else caches))
 
     prefill_ms = median_ms(lambda: np.asarray(prefill()[0]), sync, 3)
     tokens, pos, *caches = prefill()
@@ -268,7 +263,7 @@ def float32_accuracy_logits(directory, prompt, n):
     return np.asarray(fn(tp.Tensor(ids), tp.Tensor(np.array([0], np.int32)), *model.empty_caches(n)))
 
 
-def prompt_logits(llm, gen, ids, zero):
+def prompt_logits(llm, gen, ids):
     """The model's logits at the prompt's last position, (B, vocab) float32: the prefill without
     the token choice, compiled for these sizes (over the generator's mesh, if any: every rank
     computes the whole logits)."""
@@ -278,7 +273,9 @@ def prompt_logits(llm, gen, ids, zero):
     cache = tp.InputInfo(model.cache_shape(batch, gen._world), dtype=model.dtype)
     fn = tp.compile(lambda tokens, pos, *caches: tp.cast(model(tokens, pos, list(caches))[0], tp.float32),
                     args=[tp.InputInfo(ids.shape, tp.int32), tp.InputInfo((1,), tp.int32)] + [cache] * n, mesh=gen.mesh)
-    return np.asarray(fn(tp.Tensor(ids), zero, *gen._empty_caches(batch)))
+    args = gen._arguments(lambda: [tp.Tensor(ids), tp.Tensor(np.array([0], np.int32)),
+                                   *model.empty_caches(batch, gen._world)])
+    return np.asarray(fn(*args))
 
 
 def accuracy_prompts(n, prompt, config):
