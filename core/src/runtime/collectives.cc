@@ -1,7 +1,9 @@
 // The ranks' communicators: the calling thread's (CommunicatorScope), the host communicator that
-// the CPU's collective kernels use, and run_ranks, which runs one program per rank on its own thread.
+// the CPU's collective kernels use, and run_ranks, which runs one program per rank on its own thread
+// (threads kept between calls).
 #include "runtime/collectives.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,94 @@ void sum_ranks(const std::vector<const void*>& ins, void* out, int64_t count, Lo
     o[i] = store(acc);
   }
 }
+
+// Spins (yielding the core) until ready() or for 50 us, whichever is first: the ranks' threads hand
+// over to each other many times a call, and a wake-up through a condition variable costs tens of
+// microseconds, as long as a small program's whole run.
+template <class Ready>
+void spin_briefly(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (!ready() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
+// Counts down the tasks of one run_ranks call; the caller waits for zero.
+class Latch {
+ public:
+  explicit Latch(size_t n) : left_(n) {}
+  void count_down() {
+    std::lock_guard<std::mutex> lock(mu_);  // notified under the lock: the waiter may destroy this after
+    if (left_.fetch_sub(1) == 1) cv_.notify_all();
+  }
+  void wait() {
+    spin_briefly([&] { return left_.load() == 0; });
+    std::unique_lock<std::mutex> lock(mu_);  // taken even after the spin: count_down may still hold it
+    cv_.wait(lock, [&] { return left_.load() == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<size_t> left_;
+};
+
+// The threads that run the ranks after the first of run_ranks' calls, kept between calls (a
+// sharded decode step calls once a token). A task goes to an idle thread, or to a new one when
+// none is idle, so the ranks of concurrent calls (other meshes) always run at once: they wait for
+// each other at their collectives. The threads live as long as the process.
+class RankThreads {
+ public:
+  static void run(std::function<void()> task, Latch& done) {
+    static RankThreads* pool = new RankThreads();  // never destroyed: its threads may outlive main
+    Worker* w = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(pool->mu_);
+      if (!pool->idle_.empty()) {
+        w = pool->idle_.back();
+        pool->idle_.pop_back();
+      }
+    }
+    if (w == nullptr) {
+      w = new Worker();
+      std::thread([w] { pool->loop(w); }).detach();
+    }
+    std::lock_guard<std::mutex> lock(w->mu);
+    w->task = std::move(task);
+    w->done.store(&done);
+    w->cv.notify_one();
+  }
+
+ private:
+  struct Worker {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::function<void()> task;
+    std::atomic<Latch*> done{nullptr};
+  };
+
+  void loop(Worker* w) {
+    for (;;) {
+      std::function<void()> task;
+      Latch* done = nullptr;
+      spin_briefly([&] { return w->done.load() != nullptr; });
+      {
+        std::unique_lock<std::mutex> lock(w->mu);
+        w->cv.wait(lock, [&] { return w->done.load() != nullptr; });
+        task = std::move(w->task);
+        done = w->done.exchange(nullptr);
+      }
+      task();
+      task = nullptr;  // the caller's captures released before it resumes
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle_.push_back(w);
+      }
+      done->count_down();
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<Worker*> idle_;
+};
 
 }  // namespace
 
@@ -60,7 +150,7 @@ std::string communicator_mismatch(const Communicator* c, const CollectiveAttrs& 
 // and a barrier that counts arrivals by generation.
 class HostCommunicatorGroup {
  public:
-  explicit HostCommunicatorGroup(int world) : world_(world), ins_(world), sizes_(world) {}
+  explicit HostCommunicatorGroup(int world) : ins_(world), sizes_(world), world_(world) {}
   int world() const { return world_; }
 
   // Waits until every rank has arrived (or the group is aborted, a rank has returned without
@@ -74,6 +164,9 @@ class HostCommunicatorGroup {
       cv_.notify_all();
       return ok_status();
     }
+    lock.unlock();
+    spin_briefly([&] { return generation_.load() != gen; });
+    lock.lock();
     const double timeout = collective_timeout_seconds();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     while (generation_ == gen && aborted_.empty() && finished_ < 0) {
@@ -124,7 +217,7 @@ class HostCommunicatorGroup {
   std::mutex mu_;
   std::condition_variable cv_;
   int arrived_ = 0;
-  int64_t generation_ = 0;
+  std::atomic<int64_t> generation_{0};  // read without the lock while a rank spins
   std::string aborted_;
   int finished_ = -1;  // the first rank whose program returned in this run, or -1
 };
@@ -228,10 +321,10 @@ StatusOr<std::vector<std::vector<Tensor>>> run_ranks(const std::vector<const Exe
     }
     communicators[r]->abort("rank " + std::to_string(communicators[r]->rank()) + " failed: " + results[r].status().message());
   };
-  std::vector<std::thread> threads;
-  for (size_t r = 1; r < n; ++r) threads.emplace_back(run_one, r);
-  run_one(0);
-  for (auto& t : threads) t.join();
+  Latch others(n > 0 ? n - 1 : 0);
+  for (size_t r = 1; r < n; ++r) RankThreads::run([&run_one, r] { run_one(r); }, others);
+  if (n > 0) run_one(0);
+  others.wait();
   if (first_failure >= 0) {
     // The rank that failed first is the cause; the others were aborted by it (or, after a timeout,
     // every rank failed at once and the first to notice names the others).
