@@ -324,6 +324,32 @@ def test_calls_from_several_threads_on_one_mesh_each_get_their_own_sums(monkeypa
     assert not failures, failures[0]
 
 
+def test_calls_on_several_meshes_at_once_each_run_all_their_ranks(monkeypatch):
+    # Calls over different meshes run at the same time: each needs all its ranks on threads of their
+    # own at once (the ranks' threads are kept between calls; a call never waits for another's).
+    monkeypatch.setenv("TRIPY_COLLECTIVE_TIMEOUT", "60")
+    meshes = [tp.DeviceMesh(["cpu"] * world) for world in (2, 3, 4)]
+    exes = [tp.compile(lambda x: tp.all_reduce(x + 1.0), args=[tp.InputInfo((64,), dtype=tp.float32)], mesh=m)
+            for m in meshes]
+    failures = []
+
+    def worker(exe, world):
+        parts = [np.full(64, float(r), np.float32) for r in range(world)]
+        try:
+            for _ in range(40):
+                got = np.asarray(exe([tp.Tensor(p) for p in parts]))
+                np.testing.assert_array_equal(got, sum(parts) + world)
+        except Exception as e:  # reported below, from the test's thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=worker, args=(exe, m.size)) for exe, m in zip(exes, meshes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
+
+
 def test_ranks_whose_sizes_differ_are_refused(monkeypatch):
     exe = tp.compile(tp.all_reduce, args=[tp.InputInfo(((1, 2, 4),), dtype=tp.float32)], mesh=tp.DeviceMesh(["cpu"] * 2))
     with pytest.raises(tp.TripyException, match=r"all_reduce: rank \d sums \d elements but rank \d sums \d"):
