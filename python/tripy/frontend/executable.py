@@ -45,8 +45,9 @@ class Executable:
     GPU), or a list of ``world_size`` tensors, one per rank (its shard: a KV cache split by heads,
     each on its rank's device); a call returns the first rank's outputs (under tensor parallelism
     every rank's outputs are whole, and equal). An output passed back to a sharded call gives each
-    rank of this process its own output of that call, on its GPU, without a copy. A rank that fails stops the others: the call raises
-    that rank's error, naming it. Calls over one mesh from several threads run one at a time.
+    rank of this process its own output of that call, on its GPU, without a copy. A rank that fails
+    stops the others: the call raises that rank's error, naming it. Calls over one mesh from several
+    threads run one at a time.
     ``save`` writes each rank of this process to a file of its own, and ``load(path, mesh=...)``
     reads them back.
 
@@ -193,8 +194,8 @@ class Executable:
                         frames,
                     )
                 return value[local[i]]
-            # One GPU tensor for every rank: a rank on another GPU gets its twin from the sharded call
-            # that returned it (equal values, already there), or else a copy (through the host).
+            # One GPU tensor for every rank: a rank on another GPU gets its own output of the sharded
+            # call that returned the tensor (already there), or else a copy (through the host).
             there = self._mesh.devices[local[i]]
             if isinstance(value, Tensor) and value.device.kind == there.kind == "gpu" and value.device != there:
                 twin = (getattr(value, "_twins", None) or {}).get(str(there))
