@@ -1,6 +1,7 @@
 """Threads sharing Tripy objects: 8 threads evaluating one shared lazy tensor, one executable
 called from 8 threads, 8 threads building and evaluating graphs of their own, 8 threads compiling
-at once (their own functions, and one module). `make test-tsan` runs this file through a
+at once (their own functions, and one module), sharded executables over CPU meshes called from 8
+threads (each rank on a thread the calls share). `make test-tsan` runs this file through a
 TSan-instrumented module."""
 
 import threading
@@ -109,3 +110,18 @@ def test_eight_threads_compile_one_module_at_once():
     want = np.asarray(model(tp.Tensor(a)))
     for g in got:
         np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+
+def test_sharded_executables_called_from_eight_threads():
+    # Two threads a mesh: calls over one mesh take turns, calls over different meshes run at once,
+    # and every call's ranks run on threads kept between calls.
+    meshes = [tp.DeviceMesh(["cpu"] * world) for world in (2, 3, 4, 2)]
+    exes = [tp.compile(lambda x: tp.all_reduce(x * 2.0), args=[tp.InputInfo((32,), tp.float32)], mesh=m) for m in meshes]
+
+    def work(i):
+        exe, world = exes[i % len(exes)], meshes[i % len(meshes)].size
+        for k in range(20):
+            parts = [np.full(32, float(i + k + r), np.float32) for r in range(world)]
+            np.testing.assert_array_equal(np.asarray(exe([tp.Tensor(p) for p in parts])), 2 * sum(parts))
+
+    _in_threads(work)
