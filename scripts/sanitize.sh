@@ -25,7 +25,7 @@ case $kind in
     runtime=$(gcc -print-file-name=libtsan.so)
     py_options=""
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp"
-    ctest_filter=(-R 'Concurren|Threaded') pytest_args=(tests/test_concurrency.py) ;;
+    ctest_filter=(-R 'Concurren|Threaded|HostCommunicator') pytest_args=(tests/test_concurrency.py) ;;
   *) echo "sanitize.sh: unknown kind '$kind'" >&2; exit 2 ;;
 esac
 if [ "$what" = ctest ]; then
