@@ -80,7 +80,7 @@ from tripy.frontend.ops.sampling import sample
 from tripy.frontend.ops.misc import allclose, cast, copy, equal
 from tripy.frontend.ops.quantize import dequantize, quantize
 from tripy.frontend.ops.plugin import plugin, register_plugin
-from tripy.frontend.ops.collectives import all_gather, all_reduce
+from tripy.frontend.ops.collectives import all_gather, all_reduce, reduce_scatter
 from tripy.frontend.mesh import ColumnParallel, DeviceMesh, RowParallel, current_rank, world_size
 from tripy.frontend.input_info import Bounds, DimensionInputInfo, InputInfo, NamedDimension
 from tripy.frontend.executable import Executable

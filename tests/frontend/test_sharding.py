@@ -206,6 +206,50 @@ def test_all_reduce_and_all_gather_of_per_rank_arguments(dtype):
     np.testing.assert_array_equal(np.asarray(tp.cast(gathered, tp.float32)), np.concatenate(parts, axis=1))
 
 
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16, tp.int32])
+def test_reduce_scatter_gives_each_rank_its_share_of_the_sum(world, dim, dtype):
+    shape = [4, 8, 12]
+    shape[dim] = 2 * world
+
+    def f(x):
+        share = tp.reduce_scatter(x, dim)
+        return share, tp.all_gather(share, dim)  # every rank's share, in rank order
+
+    exe = tp.compile(f, args=[tp.InputInfo(tuple(shape), dtype=dtype)], mesh=tp.DeviceMesh(["cpu"] * world))
+    rng = np.random.default_rng(world)
+    parts = [rng.integers(-8, 8, shape).astype(np.float32) for _ in range(world)]
+    first, gathered = exe([tp.cast(tp.Tensor(p), dtype) for p in parts])
+    total = sum(parts)
+    np.testing.assert_array_equal(np.asarray(tp.cast(gathered, tp.float32)), total)
+    np.testing.assert_array_equal(np.asarray(tp.cast(first, tp.float32)), np.split(total, world, axis=dim)[0])
+
+
+def test_reduce_scatter_of_a_dynamic_dim_checks_it_splits_when_the_rank_runs():
+    exe = tp.compile(lambda x: tp.all_gather(tp.reduce_scatter(x, 0), 0), args=[tp.InputInfo(((1, 4, 8), 3), dtype=tp.float32)],
+                     mesh=tp.DeviceMesh(["cpu"] * 2))
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(np.asarray(exe([tp.Tensor(a), tp.Tensor(-2 * a)])), -a)
+    with pytest.raises(tp.TripyException, match=r"splits dim 0 of \(3, 3\) into 2 equal parts, but its size is not a multiple of 2"):
+        exe([tp.Tensor(a[:3]), tp.Tensor(a[:3])])
+
+
+def test_reduce_scatter_errors_name_the_users_line():
+    mesh = tp.DeviceMesh(["cpu"] * 2)
+    with pytest.raises(tp.TripyException, match=r"reduce_scatter: dim 1 has size 3, which does not split into 2 equal parts") as e:
+        tp.compile(lambda x: tp.reduce_scatter(x, 1), args=[tp.InputInfo((4, 3), dtype=tp.float32)], mesh=mesh)
+    assert "test_sharding.py" in str(e.value)
+    with pytest.raises(tp.TripyException, match=r"reduce_scatter: dim 2 is out of range for a tensor of rank 2"):
+        tp.compile(lambda x: tp.reduce_scatter(x, 2), args=[tp.InputInfo((4, 4), dtype=tp.float32)], mesh=mesh)
+    with pytest.raises(tp.TripyException, match=r"reduce_scatter"):
+        tp.compile(lambda x: tp.reduce_scatter(x, 0), args=[tp.InputInfo((4,), dtype=tp.bool)], mesh=mesh)
+    with pytest.raises(tp.TripyException, match=r"reduce_scatter: dim must be an int"):
+        tp.reduce_scatter(tp.ones((2,)), "0")
+    x = tp.ones((2, 3))
+    assert tp.reduce_scatter(x, 1) is x  # one rank outside a sharded compile
+
+
 def test_a_rank_that_fails_gives_the_call_its_error_not_a_hang():
     table = rand(4, 2)
 

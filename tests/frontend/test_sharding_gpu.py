@@ -1,7 +1,7 @@
 """Tensor parallelism on two GPUs through NCCL: one process driving both (a thread each), and one
 process per GPU as torchrun starts them
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; tp.DeviceMesh.from_environment): a sharded
-MLP, all-reduce and all-gather (an inner dim too) in float32 and bfloat16, all-reduces and
+MLP, all-reduce, all-gather (an inner dim too) and reduce-scatter in float32 and bfloat16, all-reduces and
 all-gathers on both sides of the one-shot kernel's size limits, the tiny Llama's prefill and decode steps (replayed as
 CUDA graphs) against numpy; a rank that never reaches an all-reduce makes the other's fail with
 an error naming it. Skipped without two GPUs."""
@@ -89,6 +89,15 @@ WORKER = textwrap.dedent(
         np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(total, tp.float32), tp.device("cpu"))), sum(parts))
         np.testing.assert_array_equal(np.asarray(tp.copy(tp.cast(gathered, tp.float32), tp.device("cpu"))),
                                       np.concatenate(parts, axis=1))
+        # NCCL's reduce-scatter: each rank's share of the sum, split along dim 0 (one block) and dim 1
+        # (two blocks, regrouped before NCCL's split).
+        for dim in (0, 1):
+            g = tp.compile(lambda t: tp.reduce_scatter(t, dim), args=[tp.InputInfo((2, 4, 6), dtype=dtype)], mesh=mesh)
+            mine = (np.arange(48).reshape(2, 4, 6) * (rank + 1) - 7).astype(np.float32)
+            for _ in range(3):  # graph replays too
+                share = np.asarray(tp.copy(tp.cast(g(tp.cast(tp.Tensor(mine), dtype)), tp.float32), tp.device("cpu")))
+                total = sum((np.arange(48).reshape(2, 4, 6) * (r + 1) - 7) for r in range(2))
+                np.testing.assert_array_equal(share, np.split(total, 2, axis=dim)[rank])
 
     # The one-shot all-reduce (sent with its epoch up to 64 KiB per rank, staged up to 1 MiB) and
     # NCCL's (past it): odd counts, each float width, int32 and int64, against numpy; then many calls

@@ -30,6 +30,32 @@ void sum_ranks(const std::vector<const void*>& ins, void* out, int64_t count, Lo
   }
 }
 
+// out = the sum of `count` elements of dtype at each of ins (rank order).
+Status sum_into(const std::vector<const void*>& ins, void* out, int64_t count, DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      sum_ranks<float, float>(ins, out, count, [](float v) { return v; }, [](float v) { return v; });
+      break;
+    case DType::kFloat16:
+      sum_ranks<uint16_t, float>(ins, out, count, cpu::half_to_float, cpu::float_to_half);
+      break;
+    case DType::kBFloat16:
+      sum_ranks<uint16_t, float>(ins, out, count, cpu::bfloat16_to_float, cpu::float_to_bfloat16);
+      break;
+    case DType::kInt32:  // wrapping sums, as the GPU's
+      sum_ranks<int32_t, uint32_t>(ins, out, count, [](int32_t v) { return static_cast<uint32_t>(v); },
+                                   [](uint32_t v) { return static_cast<int32_t>(v); });
+      break;
+    case DType::kInt64:
+      sum_ranks<int64_t, uint64_t>(ins, out, count, [](int64_t v) { return static_cast<uint64_t>(v); },
+                                   [](uint64_t v) { return static_cast<int64_t>(v); });
+      break;
+    default:
+      return internal_error("a sum of an unsupported dtype");
+  }
+  return ok_status();
+}
+
 // Spins (yielding the core) until ready() or for 50 us, whichever is first: the ranks' threads hand
 // over to each other many times a call, and a wake-up through a condition variable costs tens of
 // microseconds, as long as a small program's whole run.
@@ -230,52 +256,46 @@ void HostCommunicator::abort(const std::string& why) { group_->abort(why); }
 void HostCommunicator::reset() { group_->reset(); }
 void HostCommunicator::finish() { group_->finish(rank_); }
 
-Status HostCommunicator::all_reduce(const void* in, void* out, int64_t count, DType dtype) {
+
+// Every rank publishes its input and its size, then checks that every rank's is the same ("what:
+// rank 0 sums 4 elements but rank 1 sums 8").
+Status HostCommunicator::publish(const char* what, const char* verb, const void* in, int64_t size, const char* unit) {
   HostCommunicatorGroup& g = *group_;
   g.ins_[static_cast<size_t>(rank_)] = in;
-  g.sizes_[static_cast<size_t>(rank_)] = count;
+  g.sizes_[static_cast<size_t>(rank_)] = size;
   TRIPY_RETURN_IF_ERROR(g.barrier(rank_));  // every rank's input is published
   for (int r = 0; r < g.world(); ++r)
-    if (g.sizes_[static_cast<size_t>(r)] != count)
-      return invalid_argument("all_reduce: rank " + std::to_string(rank_) + " sums " + std::to_string(count) +
-                              " elements but rank " + std::to_string(r) + " sums " +
+    if (g.sizes_[static_cast<size_t>(r)] != size)
+      return invalid_argument(std::string(what) + ": rank " + std::to_string(rank_) + " " + verb + " " +
+                              std::to_string(size) + " " + unit + " but rank " + std::to_string(r) + " " + verb + " " +
                               std::to_string(g.sizes_[static_cast<size_t>(r)]));
-  const std::vector<const void*> ins = g.ins_;
-  switch (dtype) {
-    case DType::kFloat32:
-      sum_ranks<float, float>(ins, out, count, [](float v) { return v; }, [](float v) { return v; });
-      break;
-    case DType::kFloat16:
-      sum_ranks<uint16_t, float>(ins, out, count, cpu::half_to_float, cpu::float_to_half);
-      break;
-    case DType::kBFloat16:
-      sum_ranks<uint16_t, float>(ins, out, count, cpu::bfloat16_to_float, cpu::float_to_bfloat16);
-      break;
-    case DType::kInt32:  // wrapping sums, as the GPU's
-      sum_ranks<int32_t, uint32_t>(ins, out, count, [](int32_t v) { return static_cast<uint32_t>(v); },
-                                   [](uint32_t v) { return static_cast<int32_t>(v); });
-      break;
-    case DType::kInt64:
-      sum_ranks<int64_t, uint64_t>(ins, out, count, [](int64_t v) { return static_cast<uint64_t>(v); },
-                                   [](uint64_t v) { return static_cast<int64_t>(v); });
-      break;
-    default:
-      return internal_error("all_reduce of an unsupported dtype");
+  return ok_status();
+}
+
+Status HostCommunicator::all_reduce(const void* in, void* out, int64_t count, DType dtype) {
+  TRIPY_RETURN_IF_ERROR(publish("all_reduce", "sums", in, count, "elements"));
+  TRIPY_RETURN_IF_ERROR(sum_into(group_->ins_, out, count, dtype));
+  return group_->barrier(rank_);  // no rank reuses its input before every rank has read it
+}
+
+Status HostCommunicator::reduce_scatter(const void* in, void* out, int64_t outer, int64_t part, DType dtype) {
+  const int world = group_->world();
+  TRIPY_RETURN_IF_ERROR(publish("reduce_scatter", "sums", in, outer * part * world, "elements"));
+  const int64_t bytes = dtype_size(dtype);
+  std::vector<const void*> ins(static_cast<size_t>(world));
+  for (int64_t o = 0; o < outer; ++o) {  // this rank's part of block o of every rank's input
+    for (int r = 0; r < world; ++r)
+      ins[static_cast<size_t>(r)] =
+          static_cast<const uint8_t*>(group_->ins_[static_cast<size_t>(r)]) + ((o * world + rank_) * part) * bytes;
+    TRIPY_RETURN_IF_ERROR(sum_into(ins, static_cast<uint8_t*>(out) + o * part * bytes, part, dtype));
   }
-  return g.barrier(rank_);  // no rank reuses its input before every rank has read it
+  return group_->barrier(rank_);
 }
 
 Status HostCommunicator::all_gather(const void* in, void* out, int64_t outer, int64_t chunk_bytes) {
   HostCommunicatorGroup& g = *group_;
   const int world = g.world();
-  g.ins_[static_cast<size_t>(rank_)] = in;
-  g.sizes_[static_cast<size_t>(rank_)] = outer * chunk_bytes;
-  TRIPY_RETURN_IF_ERROR(g.barrier(rank_));
-  for (int r = 0; r < world; ++r)
-    if (g.sizes_[static_cast<size_t>(r)] != outer * chunk_bytes)
-      return invalid_argument("all_gather: rank " + std::to_string(rank_) + " gathers " +
-                              std::to_string(outer * chunk_bytes) + " bytes but rank " + std::to_string(r) + " " +
-                              std::to_string(g.sizes_[static_cast<size_t>(r)]));
+  TRIPY_RETURN_IF_ERROR(publish("all_gather", "gathers", in, outer * chunk_bytes, "bytes"));
   auto* o = static_cast<uint8_t*>(out);
   for (int64_t b = 0; b < outer; ++b)
     for (int r = 0; r < world; ++r)

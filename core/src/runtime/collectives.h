@@ -79,13 +79,17 @@ class HostCommunicator final : public Communicator {
   void reset() override;
   void finish() override;
   // out = sum over ranks of in (count elements of dtype each), or the ranks' `in` joined: `outer`
-  // blocks of `chunk_bytes` per rank, rank j's block o landing at out + (o * world + j) * chunk_bytes.
-  // kUnavailable when a rank failed or the wait timed out, kInvalidArgument when the ranks' sizes
-  // differ (every rank sees the same sizes, so every rank fails alike).
+  // blocks of `chunk_bytes` per rank, rank j's block o landing at out + (o * world + j) * chunk_bytes,
+  // or this rank's share of the sum: of `outer` blocks of world * `part` elements, part number
+  // `rank` of each. kUnavailable when a rank failed or the wait timed out, kInvalidArgument when
+  // the ranks' sizes differ (every rank sees the same sizes, so every rank fails alike).
   Status all_reduce(const void* in, void* out, int64_t count, DType dtype);
   Status all_gather(const void* in, void* out, int64_t outer, int64_t chunk_bytes);
+  Status reduce_scatter(const void* in, void* out, int64_t outer, int64_t part, DType dtype);
 
  private:
+  Status publish(const char* what, const char* verb, const void* in, int64_t size, const char* unit);
+
   std::shared_ptr<HostCommunicatorGroup> group_;
   int rank_;
 };

@@ -318,14 +318,15 @@ inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4
 // running its own program on its own thread or process. kAllReduce: out = the elementwise sum of
 // every rank's input (same shape; float16/bfloat16 summed in float32, rank 0's term first, so
 // every rank holds the same bits); kAllGather: out = the ranks' inputs joined along `axis` in rank
-// order (dim `axis` of out is world_size times the input's). `world_size` is the mesh's size the
+// order (dim `axis` of out is world_size times the input's); kReduceScatter: out = rank r's share
+// of the sum, the r-th of world_size equal parts along `axis`. `world_size` is the mesh's size the
 // program was compiled for: a rank whose communicator has another size refuses to run.
-inline constexpr const char* kCollectiveOpNames[] = {"all_reduce", "all_gather"};
+inline constexpr const char* kCollectiveOpNames[] = {"all_reduce", "all_gather", "reduce_scatter"};
 struct CollectiveAttrs {
-  enum class Op : uint8_t { kAllReduce, kAllGather };
+  enum class Op : uint8_t { kAllReduce, kAllGather, kReduceScatter };  // file order: append only
   friend constexpr EnumNames enum_names(Op) { return enum_names_of(kCollectiveOpNames); }
   Op op = Op::kAllReduce;
-  int64_t axis = 0;  // kAllGather
+  int64_t axis = 0;  // kAllGather, kReduceScatter
   int64_t world_size = 1;
   TRIPY_FIELDS(op, axis, world_size)
 };

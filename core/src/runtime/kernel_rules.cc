@@ -407,12 +407,12 @@ class KernelRules {
     if (!arity(1, 1)) return "needs 1 input and 1 output";
     if (!same_dtype()) return "changes the dtype";
     const DType t = dtype_of(k_.inputs[0]);
-    if (a.op == CollectiveAttrs::Op::kAllReduce && !(t == DType::kFloat32 || t == DType::kFloat16 ||
+    if (a.op != CollectiveAttrs::Op::kAllGather && !(t == DType::kFloat32 || t == DType::kFloat16 ||
                                                      t == DType::kBFloat16 || t == DType::kInt32 || t == DType::kInt64))
       return "sums a dtype other than float32, float16, bfloat16, int32 or int64";
     if (rank_of(k_.inputs[0]) != rank_of(k_.outputs[0])) return "needs input and output of one rank";
-    if (a.op == CollectiveAttrs::Op::kAllGather && (a.axis < 0 || a.axis >= static_cast<int64_t>(rank_of(k_.inputs[0]))))
-      return "gathers along an axis outside its rank";
+    if (a.op != CollectiveAttrs::Op::kAllReduce && (a.axis < 0 || a.axis >= static_cast<int64_t>(rank_of(k_.inputs[0]))))
+      return "splits or joins along an axis outside its rank";
     return "";
   }
 
@@ -421,7 +421,15 @@ class KernelRules {
     const auto& out = shape(k_.outputs[0]);
     std::vector<int64_t> want = x;
     if (a.op == CollectiveAttrs::Op::kAllGather) want[static_cast<size_t>(a.axis)] *= a.world_size;
-    if (out != want) return (a.op == CollectiveAttrs::Op::kAllReduce ? "sums " : "gathers ") + dims_str(x) + " into " + dims_str(out);
+    if (a.op == CollectiveAttrs::Op::kReduceScatter) {
+      const int64_t d = x[static_cast<size_t>(a.axis)];
+      if (d % a.world_size != 0)
+        return "splits dim " + std::to_string(a.axis) + " of " + dims_str(x) + " into " + std::to_string(a.world_size) +
+               " equal parts, but its size is not a multiple of " + std::to_string(a.world_size);
+      want[static_cast<size_t>(a.axis)] = d / a.world_size;
+    }
+    if (out != want)
+      return std::string(a.op == CollectiveAttrs::Op::kAllGather ? "gathers " : "sums ") + dims_str(x) + " into " + dims_str(out);
     return "";
   }
 

@@ -1,6 +1,6 @@
 // The collective Trace ops (tp.all_reduce, tp.all_gather: what sharded layers insert between the
-// ranks of a tp.DeviceMesh): their checks, shape rules and lowering to one FlatIR kernel op of kind
-// collective (rt::CollectiveAttrs). The mesh's size is an attribute, so each rank's program is
+// ranks of a tp.DeviceMesh; and tp.reduce_scatter): their checks, shape rules and lowering to one
+// FlatIR kernel op of kind collective (rt::CollectiveAttrs). The mesh's size is an attribute, so each rank's program is
 // checked against the communicator it runs with.
 #include <string>
 
@@ -26,19 +26,43 @@ Status infer_all_reduce(InferCtx& ctx) {
   return ok_status();
 }
 
+// all_gather's and reduce_scatter's axis: in range, made non-negative.
+Status check_axis(InferCtx& ctx, const std::string& what) {
+  rt::CollectiveAttrs& a = ctx.node.attrs.collective;
+  const int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
+  if (rank == 0) return ctx.error(what + ": the input must have rank >= 1, but it is a scalar.");
+  if (a.axis < -rank || a.axis >= rank)
+    return ctx.error(what + ": dim " + std::to_string(a.axis) + " is out of range for a tensor of rank " +
+                     std::to_string(rank) + ".");
+  if (a.axis < 0) a.axis += rank;
+  return ok_status();
+}
+
 Status infer_all_gather(InferCtx& ctx) {
   TRIPY_RETURN_IF_ERROR(check_world(ctx, "all_gather"));
   rt::CollectiveAttrs& a = ctx.node.attrs.collective;
   a.op = rt::CollectiveAttrs::Op::kAllGather;
+  TRIPY_RETURN_IF_ERROR(check_axis(ctx, "all_gather"));
   const Shape& x = ctx.shape(0);
-  const int64_t rank = static_cast<int64_t>(x.size());
-  if (rank == 0) return ctx.error("all_gather: the input must have rank >= 1, but it is a scalar.");
-  if (a.axis < -rank || a.axis >= rank)
-    return ctx.error("all_gather: dim " + std::to_string(a.axis) + " is out of range for a tensor of rank " +
-                     std::to_string(rank) + ".");
-  if (a.axis < 0) a.axis += rank;
   ctx.node.shape = x;
   ctx.node.shape[static_cast<size_t>(a.axis)] = x[static_cast<size_t>(a.axis)] * Dim(a.world_size);
+  ctx.node.dtype = ctx.in()[0]->dtype;
+  return ok_status();
+}
+
+// A dynamic dim that is not a multiple of the world size fails when the rank runs (kernel_rules).
+Status infer_reduce_scatter(InferCtx& ctx) {
+  TRIPY_RETURN_IF_ERROR(check_world(ctx, "reduce_scatter"));
+  rt::CollectiveAttrs& a = ctx.node.attrs.collective;
+  a.op = rt::CollectiveAttrs::Op::kReduceScatter;
+  TRIPY_RETURN_IF_ERROR(check_axis(ctx, "reduce_scatter"));
+  const Shape& x = ctx.shape(0);
+  const Dim& d = x[static_cast<size_t>(a.axis)];
+  if (d.is_static() && d.static_value() % a.world_size != 0)
+    return ctx.error("reduce_scatter: dim " + std::to_string(a.axis) + " has size " + std::to_string(d.static_value()) +
+                     ", which does not split into " + std::to_string(a.world_size) + " equal parts, one per rank.");
+  ctx.node.shape = x;
+  ctx.node.shape[static_cast<size_t>(a.axis)] = Dim::make(DimOp::kFloorDiv, d, Dim(a.world_size));
   ctx.node.dtype = ctx.in()[0]->dtype;
   return ok_status();
 }
@@ -58,6 +82,7 @@ void register_collective_ops() {
   const DTypeSet sums = kFloats | dtype_bit(DType::kInt32) | dtype_bit(DType::kInt64);
   register_op({"all_reduce", "all_reduce", 1, 1, {sums}, true, infer_all_reduce, lower_collective, attr::collective, 0});
   register_op({"all_gather", "all_gather", 1, 1, {kAny}, true, infer_all_gather, lower_collective, attr::collective, 0});
+  register_op({"reduce_scatter", "reduce_scatter", 1, 1, {sums}, true, infer_reduce_scatter, lower_collective, attr::collective, 0});
 }
 
 }  // namespace tripy::trace

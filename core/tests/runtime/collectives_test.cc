@@ -1,5 +1,5 @@
-// The host communicator that the CPU's collective kernels use (runtime/collectives.h): sums and
-// gathers among threads against a serial reference, every rank holding the same bits, an abort that
+// The host communicator that the CPU's collective kernels use (runtime/collectives.h): sums,
+// gathers and reduce-scatters among threads against a serial reference, every rank holding the same bits, an abort that
 // wakes the ranks waiting, a timeout, sizes that differ, and run_ranks naming the rank that failed.
 #include <gtest/gtest.h>
 
@@ -64,6 +64,26 @@ TEST(HostCommunicator, AllGatherInterleavesTheRanksBlocks) {
   const std::vector<int32_t> want = {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15};
   EXPECT_EQ(out[0], want);
   EXPECT_EQ(out[1], want);
+}
+
+TEST(HostCommunicator, ReduceScatterGivesEachRankItsPartOfEveryBlockOfTheSum) {
+  const int world = 3;
+  const int64_t outer = 2, part = 4;  // each rank's input: 2 blocks of 3 parts of 4
+  std::vector<std::vector<int64_t>> in(world, std::vector<int64_t>(outer * world * part));
+  std::vector<std::vector<int64_t>> out(world, std::vector<int64_t>(outer * part, -1));
+  for (int r = 0; r < world; ++r)
+    for (size_t i = 0; i < in[r].size(); ++i) in[r][i] = static_cast<int64_t>(i) * (r + 1) + 100 * r;
+  auto st = on_ranks(world, [&](int r, HostCommunicator& c) {
+    return c.reduce_scatter(in[r].data(), out[r].data(), outer, part, DType::kInt64);
+  });
+  for (const Status& s : st) ASSERT_TRUE(s.ok()) << s.message();
+  for (int r = 0; r < world; ++r)
+    for (int64_t b = 0; b < outer; ++b)
+      for (int64_t i = 0; i < part; ++i) {
+        int64_t want = 0;
+        for (int q = 0; q < world; ++q) want += in[q][(b * world + r) * part + i];
+        EXPECT_EQ(out[r][b * part + i], want) << "rank " << r << " block " << b << " element " << i;
+      }
 }
 
 TEST(HostCommunicator, SizesThatDifferFailEveryRank) {

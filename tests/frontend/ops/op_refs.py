@@ -182,6 +182,7 @@ ELSEWHERE = {
     "plugin": "test_plugin.py",
     "pooling": "test_pooling.py",
     "quantize": "test_quantize.py",
+    "reduce_scatter": "test_sharding.py (between the ranks of a tp.DeviceMesh)",
     "reshape": "test_ops_conformance.py",
     "resize": "test_resize.py",
     "rmsnorm": "test_norm.py",

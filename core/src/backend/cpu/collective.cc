@@ -1,4 +1,4 @@
-// kCollective on the CPU: all_reduce and all_gather among the ranks of one process, through the
+// kCollective on the CPU: all_reduce, all_gather and reduce_scatter among the ranks of one process, through the
 // calling thread's host communicator (runtime/collectives.h): each rank's thread runs its program,
 // and the kernel meets the other ranks' kernels in shared memory.
 #include <cstring>
@@ -30,14 +30,15 @@ Status run_collective(const KernelArgs& args) {
   const int64_t out_bytes = out.numel() * dtype_size(out.dtype);
   if (bytes > 0 && out_bytes > 0 && lo < olo + out_bytes && olo < lo + bytes)
     return kernel_error(args, "the collective's input and output overlap", StatusCode::kInternal);
+  int64_t outer = 1;  // the blocks before the axis that all_gather joins or reduce_scatter splits
+  for (int64_t d = 0; d < a.axis; ++d) outer *= in.shape[static_cast<size_t>(d)];
   Status st;
   if (a.op == rt::CollectiveAttrs::Op::kAllReduce) {
     st = host->all_reduce(in.data, out.data, in.numel(), in.dtype);
+  } else if (a.op == rt::CollectiveAttrs::Op::kAllGather) {
+    st = host->all_gather(in.data, out.data, outer, outer == 0 ? 0 : bytes / outer);
   } else {
-    int64_t outer = 1;
-    for (int64_t d = 0; d < a.axis; ++d) outer *= in.shape[static_cast<size_t>(d)];
-    const int64_t chunk = outer == 0 ? 0 : bytes / outer;
-    st = host->all_gather(in.data, out.data, outer, chunk);
+    st = host->reduce_scatter(in.data, out.data, outer, outer == 0 ? 0 : out.numel() / outer, in.dtype);
   }
   if (!st.ok()) return kernel_error(args, st.message(), st.code());
   return ok_status();

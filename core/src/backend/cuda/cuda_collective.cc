@@ -1,6 +1,6 @@
-// kCollective on the GPU: NCCL's all-reduce and all-gather on the program's stream, so a CUDA
-// graph captures them with the rest of the step; a collective whose input fits the ranks' mapped
-// staging memory is instead our one-shot kernel (cuda_peer_memory.h,
+// kCollective on the GPU: NCCL's all-reduce, all-gather and reduce-scatter on the program's stream,
+// so a CUDA graph captures them with the rest of the step; an all-reduce or all-gather whose input
+// fits the ranks' mapped staging memory is instead our one-shot kernel (cuda_peer_memory.h,
 // kernels/one_shot_collective.cuh). The communicator is the calling thread's (the rank's:
 // runtime/collectives.h); a graph replays on the rank that captured it.
 #include "backend/cuda/cuda_kinds.h"
@@ -54,11 +54,47 @@ StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step)
   }
   const int64_t bytes = elements * dtype_size(c.program.buffers[static_cast<size_t>(k.inputs[0])].dtype);
   step.collective_count = blocks;
-  step.collective_block_bytes = bytes / blocks;
-  // Gathered rank-major (NCCL's order), then interleaved into the output by blocks.
-  if (blocks > 1) c.workspace = std::max(c.workspace, static_cast<size_t>(bytes * a.world_size));
+  step.collective_block_bytes = bytes / blocks;  // the input's bytes per block
+  // all_gather: gathered rank-major (NCCL's order), then interleaved into the output by blocks;
+  // reduce_scatter: the input's blocks regrouped rank-major (each rank's parts together) first.
+  const int64_t staged = a.op == CollectiveAttrs::Op::kAllGather ? bytes * a.world_size : bytes;
+  if (blocks > 1) c.workspace = std::max(c.workspace, static_cast<size_t>(staged));
   return true;
 }
+
+namespace {
+
+// This rank's share of the ranks' sum: NCCL's reduce-scatter splits a buffer into world_size
+// consecutive parts, so an input of several blocks (dims before the axis) is regrouped first.
+Status reduce_scatter(const Step& step, const CollectiveAttrs& a, CUdeviceptr in, CUdeviceptr out, DType dtype,
+                      NcclCommunicator& rank, const RunContext& c, const SourceRef& where) {
+  TRIPY_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_sum_dtype(dtype));
+  const int64_t blocks = step.collective_count, n = a.world_size;
+  const int64_t part = step.collective_block_bytes / n;  // bytes of one rank's part of a block
+  const auto count = static_cast<size_t>(blocks * part / dtype_size(dtype));
+  CUdeviceptr send = in;
+  if (blocks > 1) {  // rank j's part of block b goes to workspace + (j * blocks + b) * part
+    if (c.workspace_bytes < static_cast<size_t>(blocks * part * n))
+      return internal_error("reduce_scatter's workspace is smaller than its plan asked", where);
+    for (int64_t j = 0; j < n; ++j) {
+      CUDA_MEMCPY2D m{};
+      m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      m.srcDevice = in + static_cast<CUdeviceptr>(j * part);
+      m.srcPitch = static_cast<size_t>(part * n);
+      m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      m.dstDevice = c.workspace + static_cast<CUdeviceptr>(j * blocks * part);
+      m.dstPitch = static_cast<size_t>(part);
+      m.WidthInBytes = static_cast<size_t>(part);
+      m.Height = static_cast<size_t>(blocks);
+      TRIPY_CUDA_TRY(cuMemcpy2DAsync(&m, c.stream));
+    }
+    send = c.workspace;
+  }
+  return TRIPY_NCCL(ncclReduceScatter(reinterpret_cast<const void*>(send), reinterpret_cast<void*>(out), count, t, ncclSum,
+                                      rank.comm(), reinterpret_cast<cudaStream_t>(c.stream)));
+}
+
+}  // namespace
 
 Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
   const CollectiveAttrs& a = k.collective;
@@ -89,6 +125,7 @@ Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
     peers->fill(step.one_shot.words);
     return launch(step.one_shot, c.base, c.stream);
   }
+  if (a.op == CollectiveAttrs::Op::kReduceScatter) return reduce_scatter(step, a, in, out, dtype, *rank, c, where);
   if (a.op == CollectiveAttrs::Op::kAllReduce) {
     TRIPY_ASSIGN_OR_RETURN(ncclDataType_t t, nccl_sum_dtype(dtype));
     return TRIPY_NCCL(ncclAllReduce(send, recv, static_cast<size_t>(step.collective_count), t, ncclSum, rank->comm(),

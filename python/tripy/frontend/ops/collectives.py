@@ -16,6 +16,17 @@ def _tensor(x, op):
         _raise_here(f"{op} expects a tripy.Tensor, but got an object of type '{type(x).__name__}'.")
 
 
+def _dim(x, dim, op):
+    _tensor(x, op)
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        _raise_here(f"{op}: dim must be an int, but got {dim!r}.")
+    if not -x.rank <= dim < x.rank:
+        _raise_here(f"{op}: dim {dim} is out of range for a tensor of rank {x.rank}.")
+    return dim
+
+
 def all_reduce(x):
     """
     The sum of ``x`` over every rank of the sharded compile in progress: each rank gets the whole
@@ -67,14 +78,42 @@ def all_gather(x, dim):
 
         assert tp.all_gather(tp.Tensor([[1.0, 2.0]]), dim=-1).shape == (1, 2)  # one rank
     """
-    _tensor(x, "all_gather")
-    try:
-        dim = operator.index(dim)
-    except TypeError:
-        _raise_here(f"all_gather: dim must be an int, but got {dim!r}.")
-    if not -x.rank <= dim < x.rank:
-        _raise_here(f"all_gather: dim {dim} is out of range for a tensor of rank {x.rank}.")
+    dim = _dim(x, dim, "all_gather")
     world = world_size()
     if world == 1:
         return x
     return make("all_gather", [x], collective={"axis": dim, "world_size": world})
+
+
+def reduce_scatter(x, dim):
+    """
+    This rank's share of the sum of ``x`` over every rank of the sharded compile in progress: the
+    sum split along ``dim`` into ``tp.world_size()`` equal parts, rank ``r`` getting the ``r``-th
+    (float16 and bfloat16 summed in float32 on the CPU). It is ``tp.all_reduce`` followed by each
+    rank's slice, in one collective that moves a ``world_size``-th of the data to each rank: a
+    row-parallel layer's partial products, for example, summed straight into shares of a
+    sequence (``tp.all_gather`` joins them again). Outside a sharded compile, ``x`` itself.
+
+    Args:
+        x (tp.Tensor): float32, float16, bfloat16, int32 or int64; the same shape on every rank.
+        dim (int): The dim to split (negative counts from the end); its size must be a multiple of
+            the world size.
+
+    Returns:
+        tp.Tensor: of ``x``'s dtype; dim ``dim`` is ``tp.world_size()`` times smaller.
+
+    Raises:
+        tp.TripyException: if ``x`` is not a tensor or has another dtype, ``dim`` is out of range,
+            or its size is not a multiple of the world size.
+
+    Example::
+
+        import tripy as tp
+
+        assert tp.reduce_scatter(tp.Tensor([[1.0, 2.0]]), dim=-1).shape == (1, 2)  # one rank
+    """
+    dim = _dim(x, dim, "reduce_scatter")
+    world = world_size()
+    if world == 1:
+        return x
+    return make("reduce_scatter", [x], collective={"axis": dim, "world_size": world})

@@ -222,10 +222,12 @@ std::optional<TuningJob> weight_only_tuning(const Program& p, const Kernel& k, c
                    /*required=*/false};
 }
 
-// A collective over ranks of a dtype the one-shot kernel has an entry point for.
+// An all-reduce or all-gather over ranks of a dtype the one-shot kernel has an entry point for
+// (a reduce-scatter is NCCL's).
 bool one_shot_collective(const Program& p, const Kernel& k) {
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-  return k.collective.world_size > 1 && (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+  return k.collective.world_size > 1 && k.collective.op != CollectiveAttrs::Op::kReduceScatter &&
+         (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
                                          t == DType::kInt32 || t == DType::kInt64);
 }
 
