@@ -1,14 +1,15 @@
 """Few-row products (a decode step's x @ W.T) on the GPU: the weight bandwidth of Tripy's
 dot with the GEMV kernel forced (TRIPY_GEMV=1), its TMA form forced where it applies (TRIPY_GEMV=tma:
 8 or more rows on sm_90), with cuBLASLt only (TRIPY_GEMV=0) and as the tuner chooses, against
-torch.matmul and a device-to-device copy, for Llama-3.2-1B's shapes in bfloat16.
+torch.matmul and a device-to-device copy, for Llama-3.2-1B's shapes in bfloat16 (--shapes: also
+Llama-3-8B's, and one rank's share of them over two GPUs).
 
 Each executable multiplies one x by several weights of the same shape, inputs whose bytes together
 exceed the L2 cache (as a decode step's weights do), and Tripy's profiler times each dot with CUDA
 events; torch's products are timed the same way, one event pair per call. GB/s counts the weight's
 bytes (x and the output are a few KB). --rows 1,8 runs each shape with 1 and with 8 rows of x
 (a batch-8 step; from 8 rows the GEMV runs on tensor cores). Run: python bench/gemv_bench.py
-[--quick] [--rows 1,8]
+[--quick] [--rows 1,8] [--shapes 1b,8b,8b-rank]
 """
 
 import argparse
@@ -19,7 +20,13 @@ import torch
 
 import tripy as tp
 
-SHAPES = [(3072, 2048), (16384, 2048), (2048, 8192), (128256, 2048)]  # W (N, K): qkv, gate/up, down, lm_head
+# W (N, K) of each model's products: qkv, o_proj, gate/up, down, and the 1B's lm_head; "8b-rank"
+# is one rank's share of the 8B's over two GPUs (qkv and gate/up split by rows, o and down by K).
+SHAPES = {
+    "1b": [(3072, 2048), (16384, 2048), (2048, 8192), (128256, 2048)],
+    "8b": [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)],
+    "8b-rank": [(3072, 4096), (4096, 2048), (14336, 4096), (4096, 7168)],
+}
 QUICK = False
 
 
@@ -89,14 +96,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes and copies only")
     parser.add_argument("--rows", default="1", help="rows of x, comma-separated (1 to 16)")
+    parser.add_argument("--shapes", default="1b", help=f"comma-separated, of: {', '.join(SHAPES)}")
     args = parser.parse_args()
+    shapes = []
+    for name in args.shapes.split(","):
+        if name not in SHAPES:
+            parser.error(f"--shapes: unknown '{name}' (choose from {', '.join(SHAPES)})")
+        shapes += SHAPES[name]
     QUICK = args.quick
     print(f"device: {torch.cuda.get_device_name()}")
     copy = copy_gbs()
     print(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
     print(f"{'rows':>4} {'W (N, K)':>16} {'MB':>7} | {'tripy':>12} {'GEMV':>12} {'GEMV TMA':>12} {'cuBLASLt':>12} "
           f"{'torch':>12} | GB/s, % of copy")
-    for rows, (n, k) in [(int(r), s) for r in args.rows.split(",") for s in SHAPES]:
+    for rows, (n, k) in [(int(r), s) for r in args.rows.split(",") for s in shapes]:
         if QUICK and n * k > 16384 * 2048:
             continue
         nbytes = n * k * 2
