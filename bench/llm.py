@@ -5,7 +5,8 @@ on the CPU, in one run.
 
 Random weights are written once as a Hugging Face checkpoint (config.json + safetensors, nothing is
 downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
-decode ms per token step and tokens/s, the share of the measured copy bandwidth that the step's
+decode ms per token step (and `tripy_host_ms`, the time Python took to queue a step: near the
+step's time, the step waits on the host) and tokens/s, the share of the measured copy bandwidth that the step's
 bytes (weights plus the KV rows read) represent, prefill tokens/s (and, on a GPU, the prefill's
 share of the measured bfloat16 GEMM peak), Tripy's load and compile seconds, whether the greedy
 tokens agree (the first 32 steps), and, with the peer, how far each system's last-prompt-position
@@ -201,16 +202,18 @@ def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0
     greedy = np.concatenate([np.asarray(t) for t in produced], axis=1)
     # Timed from a fresh prefill so the decode steps read the same KV rows as torch's; the
     # median of REPEATS runs.
-    samples = []
+    # host_ms: the time to queue a step; near ms, the step waits on the host, not on the device.
+    samples, queued = [], []
     for _ in range(REPEATS):
         tokens, pos, *caches = prefill()
         np.asarray(tokens)
         t0 = time.perf_counter()
         decode_steps(steps, False)
+        queued.append((time.perf_counter() - t0) * 1e3 / steps)
         np.asarray(tokens)
         samples.append((time.perf_counter() - t0) * 1e3 / steps)
     ms = statistics.median(samples)
-    result = dict(ms=ms, prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
+    result = dict(ms=ms, host_ms=statistics.median(queued), prefill_ms=prefill_ms, load_s=load_s, compile_s=compile_s, tokens=greedy,
                   dtype=llm.model.dtype.name, logits=logits, ids=ids, accuracy_logits=accuracy_logits)
     held = gpu_gb_in_use()  # weights, KV caches, the executables' memory
     if held is not None:
@@ -520,7 +523,7 @@ def main():
                         head_dim(c)) * (prompt + args.steps // 2) * 2
                     # The dtype Tripy computes in, as config.json says: it must be the peer's (bfloat16 on a GPU).
                     row = dict(shape=shape, batch=batch, prompt=prompt, dtype=tri["dtype"], device=device_name,
-                               tripy_ms=tri["ms"], tripy_tok_s=1e3 * batch / tri["ms"],
+                               tripy_ms=tri["ms"], tripy_host_ms=tri["host_ms"], tripy_tok_s=1e3 * batch / tri["ms"],
                                tripy_prefill_tok_s=1e3 * batch * prompt / tri["prefill_ms"],
                                load_s=tri["load_s"], compile_s=tri["compile_s"], weight_gb=wbytes / 1e9)
                     if "gpu_gb" in tri:
@@ -564,7 +567,8 @@ def main():
                                           want_logits=args.reference, profile_top=args.profile, profiler=torch,
                                           dtype=args.load_dtype)
                     srow = dict(shape=shape, batch=batch, prompt=prompt, dtype=sharded["dtype"], devices=mesh.size,
-                                device=device_name, tripy_ms=sharded["ms"], tripy_tok_s=1e3 * batch / sharded["ms"],
+                                device=device_name, tripy_ms=sharded["ms"], tripy_host_ms=sharded["host_ms"],
+                                tripy_tok_s=1e3 * batch / sharded["ms"],
                                 tripy_prefill_tok_s=1e3 * batch * prompt / sharded["prefill_ms"],
                                 load_s=sharded["load_s"], compile_s=sharded["compile_s"], weight_gb=wbytes / 1e9)
                     if tri is not None:
@@ -593,7 +597,7 @@ def quant_row(directory, batch, prompt, steps, sync, torch, mode, tri, ref, prof
     unquantized model's on that many prompts)."""
     q = bench_tripy(directory, batch, prompt, steps, sync, torch, profile_top, quant_mode=mode, accuracy=accuracy)
     qrow = dict(shape=os.path.basename(directory), batch=batch, prompt=prompt, dtype=q["dtype"], quant=mode,
-                tripy_ms=q["ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
+                tripy_ms=q["ms"], tripy_host_ms=q["host_ms"], tripy_tok_s=1e3 * batch / q["ms"], vs_bf16=q["ms"] / tri["ms"],
                 tripy_prefill_tok_s=1e3 * batch * prompt / q["prefill_ms"],
                 load_s=q["load_s"], compile_s=q["compile_s"])
     if "gpu_gb" in q:
@@ -660,7 +664,7 @@ def emit(row, rows, out):
 
 def print_table(rows):
     cols = [("shape", "{}"), ("dtype", "{}"), ("quant", "{}"), ("devices", "{}"), ("batch", "{}"), ("prompt", "{}"),
-            ("tripy_ms", "{:.3f}"), ("torch_ms", "{:.3f}"), ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("vs_one", "{:.2f}"),
+            ("tripy_ms", "{:.3f}"), ("tripy_host_ms", "{:.3f}"), ("torch_ms", "{:.3f}"), ("speedup", "{:.2f}"), ("vs_bf16", "{:.2f}"), ("vs_one", "{:.2f}"),
             ("same_tokens", "{}"), ("tripy_tok_s", "{:.0f}"), ("tripy_bw_share", "{:.0%}"),
             ("tripy_prefill_tok_s", "{:.0f}"), ("torch_prefill_tok_s", "{:.0f}"), ("prefill_peak_share", "{:.0%}"), ("compile_s", "{:.2f}"),
             ("load_s", "{:.2f}"), ("tripy_gpu_gb", "{:.2f}"), ("weight_gb", "{:.2f}"), ("greedy_match", "{}"), ("torch_eager_match", "{}"), ("greedy_f32", "{}"),

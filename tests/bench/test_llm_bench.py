@@ -72,7 +72,9 @@ def test_two_cpu_ranks_print_their_row_beside_one_ranks():
     # The sharded greedy tokens are the one rank's (32 steps of the tiny model).
     assert two["same_tokens"].startswith("32/32 ")
     table = out.stdout.splitlines()[-3:]
-    assert table[0].startswith("shape | dtype | devices | batch | prompt | tripy_ms | vs_one | same_tokens")
+    assert table[0].startswith("shape | dtype | devices | batch | prompt | tripy_ms | tripy_host_ms | vs_one | same_tokens")
+    for row in (one, two):  # the time to queue a step, within the step's
+        assert 0 < row["tripy_host_ms"] <= row["tripy_ms"]
     assert table[1].split(" | ")[2] == "-" and table[2].split(" | ")[2] == "2"
 
 
