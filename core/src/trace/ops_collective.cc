@@ -50,7 +50,7 @@ Status infer_all_gather(InferCtx& ctx) {
   return ok_status();
 }
 
-// A dynamic dim that is not a multiple of the world size fails when the rank runs (kernel_rules).
+// A dynamic dim that is not a multiple of the world size fails when the rank runs (lower_collective).
 Status infer_reduce_scatter(InferCtx& ctx) {
   TRIPY_RETURN_IF_ERROR(check_world(ctx, "reduce_scatter"));
   rt::CollectiveAttrs& a = ctx.node.attrs.collective;
@@ -68,6 +68,14 @@ Status infer_reduce_scatter(InferCtx& ctx) {
 }
 
 StatusOr<flat::ValueId> lower_collective(LowerCtx& c) {
+  const rt::CollectiveAttrs& a = c.node().attrs.collective;
+  if (a.op == rt::CollectiveAttrs::Op::kReduceScatter) {  // a dynamic dim's split, checked when the rank runs
+    const Dim& d = c.node().inputs[0]->shape[static_cast<size_t>(a.axis)];
+    c.check_equal(Dim::make(DimOp::kFloorDiv, d, Dim(a.world_size)) * Dim(a.world_size), d,
+                  "reduce_scatter: dim " + std::to_string(a.axis) + " does not split into " +
+                      std::to_string(a.world_size) + " equal parts, one per rank: its size (the second below) is not a multiple of " +
+                      std::to_string(a.world_size) + ".");
+  }
   flat::Op op;
   op.kind = flat::OpKind::kKernel;
   op.kernel.kind = rt::KernelKind::kCollective;
