@@ -26,9 +26,11 @@ Status infer_all_reduce(InferCtx& ctx) {
   return ok_status();
 }
 
-// all_gather's and reduce_scatter's axis: in range, made non-negative.
-Status check_axis(InferCtx& ctx, const std::string& what) {
+// all_gather's and reduce_scatter's op, world and axis (in range, made non-negative).
+Status check_axis(InferCtx& ctx, rt::CollectiveAttrs::Op op, const std::string& what) {
+  TRIPY_RETURN_IF_ERROR(check_world(ctx, what.c_str()));
   rt::CollectiveAttrs& a = ctx.node.attrs.collective;
+  a.op = op;
   const int64_t rank = static_cast<int64_t>(ctx.shape(0).size());
   if (rank == 0) return ctx.error(what + ": the input must have rank >= 1, but it is a scalar.");
   if (a.axis < -rank || a.axis >= rank)
@@ -39,10 +41,8 @@ Status check_axis(InferCtx& ctx, const std::string& what) {
 }
 
 Status infer_all_gather(InferCtx& ctx) {
-  TRIPY_RETURN_IF_ERROR(check_world(ctx, "all_gather"));
-  rt::CollectiveAttrs& a = ctx.node.attrs.collective;
-  a.op = rt::CollectiveAttrs::Op::kAllGather;
-  TRIPY_RETURN_IF_ERROR(check_axis(ctx, "all_gather"));
+  TRIPY_RETURN_IF_ERROR(check_axis(ctx, rt::CollectiveAttrs::Op::kAllGather, "all_gather"));
+  const rt::CollectiveAttrs& a = ctx.node.attrs.collective;
   const Shape& x = ctx.shape(0);
   ctx.node.shape = x;
   ctx.node.shape[static_cast<size_t>(a.axis)] = x[static_cast<size_t>(a.axis)] * Dim(a.world_size);
@@ -52,10 +52,8 @@ Status infer_all_gather(InferCtx& ctx) {
 
 // A dynamic dim that is not a multiple of the world size fails when the rank runs (lower_collective).
 Status infer_reduce_scatter(InferCtx& ctx) {
-  TRIPY_RETURN_IF_ERROR(check_world(ctx, "reduce_scatter"));
-  rt::CollectiveAttrs& a = ctx.node.attrs.collective;
-  a.op = rt::CollectiveAttrs::Op::kReduceScatter;
-  TRIPY_RETURN_IF_ERROR(check_axis(ctx, "reduce_scatter"));
+  TRIPY_RETURN_IF_ERROR(check_axis(ctx, rt::CollectiveAttrs::Op::kReduceScatter, "reduce_scatter"));
+  const rt::CollectiveAttrs& a = ctx.node.attrs.collective;
   const Shape& x = ctx.shape(0);
   const Dim& d = x[static_cast<size_t>(a.axis)];
   if (d.is_static() && d.static_value() % a.world_size != 0)
