@@ -20,6 +20,22 @@ StatusOr<ncclDataType_t> nccl_sum_dtype(DType t) {
   }
 }
 
+// `rows` rows of `width` bytes from src (a row every src_pitch bytes) to dst (every dst_pitch), on
+// the stream: the collectives' blocks between their order and NCCL's.
+Status copy_rows(CUdeviceptr dst, int64_t dst_pitch, CUdeviceptr src, int64_t src_pitch, int64_t width, int64_t rows,
+                 CUstream stream) {
+  CUDA_MEMCPY2D m{};
+  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.srcDevice = src;
+  m.srcPitch = static_cast<size_t>(src_pitch);
+  m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.dstDevice = dst;
+  m.dstPitch = static_cast<size_t>(dst_pitch);
+  m.WidthInBytes = static_cast<size_t>(width);
+  m.Height = static_cast<size_t>(rows);
+  return TRIPY_CUDA(cuMemcpy2DAsync(&m, stream));
+}
+
 }  // namespace
 
 StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step) {
@@ -76,18 +92,9 @@ Status reduce_scatter(const Step& step, const CollectiveAttrs& a, CUdeviceptr in
   if (blocks > 1) {  // rank j's part of block b goes to workspace + (j * blocks + b) * part
     if (c.workspace_bytes < static_cast<size_t>(blocks * part * n))
       return internal_error("reduce_scatter's workspace is smaller than its plan asked", where);
-    for (int64_t j = 0; j < n; ++j) {
-      CUDA_MEMCPY2D m{};
-      m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      m.srcDevice = in + static_cast<CUdeviceptr>(j * part);
-      m.srcPitch = static_cast<size_t>(part * n);
-      m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      m.dstDevice = c.workspace + static_cast<CUdeviceptr>(j * blocks * part);
-      m.dstPitch = static_cast<size_t>(part);
-      m.WidthInBytes = static_cast<size_t>(part);
-      m.Height = static_cast<size_t>(blocks);
-      TRIPY_CUDA_TRY(cuMemcpy2DAsync(&m, c.stream));
-    }
+    for (int64_t j = 0; j < n; ++j)
+      TRIPY_RETURN_IF_ERROR(copy_rows(c.workspace + static_cast<CUdeviceptr>(j * blocks * part), part,
+                                      in + static_cast<CUdeviceptr>(j * part), part * n, part, blocks, c.stream));
     send = c.workspace;
   }
   return TRIPY_NCCL(ncclReduceScatter(reinterpret_cast<const void*>(send), reinterpret_cast<void*>(out), count, t, ncclSum,
@@ -141,18 +148,10 @@ Status run_collective_step(Step& step, const Kernel& k, const RunContext& c) {
     return internal_error("all_gather's workspace is smaller than its plan asked", where);
   TRIPY_NCCL_TRY(ncclAllGather(send, reinterpret_cast<void*>(c.workspace), static_cast<size_t>(blocks * block), ncclInt8,
                                rank->comm(), reinterpret_cast<cudaStream_t>(c.stream)));
-  for (int64_t j = 0; j < n; ++j) {
-    CUDA_MEMCPY2D m{};
-    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    m.srcDevice = c.workspace + static_cast<CUdeviceptr>(j * blocks * block);
-    m.srcPitch = static_cast<size_t>(block);
-    m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    m.dstDevice = out + static_cast<CUdeviceptr>(j * block);
-    m.dstPitch = static_cast<size_t>(block * n);
-    m.WidthInBytes = static_cast<size_t>(block);
-    m.Height = static_cast<size_t>(blocks);
-    TRIPY_CUDA_TRY(cuMemcpy2DAsync(&m, c.stream));
-  }
+  for (int64_t j = 0; j < n; ++j)
+    TRIPY_RETURN_IF_ERROR(copy_rows(out + static_cast<CUdeviceptr>(j * block), block * n,
+                                    c.workspace + static_cast<CUdeviceptr>(j * blocks * block), block, block, blocks,
+                                    c.stream));
   return ok_status();
 }
 
