@@ -14,28 +14,29 @@ import tripy as tp
 from llm_reference import head_dim
 
 
+def llama3_rope(factor):
+    """Llama 3's rope_scaling entry of config.json, with its frequency `factor`."""
+    return {"rope_type": "llama3", "factor": factor, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192}
+
+
 SHAPES = {
     "tiny": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
                  num_key_value_heads=2, vocab_size=4096, tie_word_embeddings=True, rope_theta=500000.0),
     "1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True, rope_theta=500000.0,
-               rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+               rope_scaling=llama3_rope(32.0)),
     "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
-               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+               rope_scaling=llama3_rope(8.0)),
     # One rank's share of 8b split over two GPUs by heads and features (vocabulary too), run on one
     # GPU with no collectives: the floor of the two-GPU step, what its all-reduces add beside.
     "8b-rank": dict(hidden_size=4096, intermediate_size=7168, num_hidden_layers=32, num_attention_heads=16,
                     num_key_value_heads=4, head_dim=128, vocab_size=64128, tie_word_embeddings=False,
-                    rope_theta=500000.0,
-                    rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+                    rope_theta=500000.0, rope_scaling=llama3_rope(8.0)),
     "70b": dict(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
                 num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False, rope_theta=500000.0,
-                rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+                rope_scaling=llama3_rope(8.0)),
 }
 
 
