@@ -39,9 +39,11 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   return {split, blocks(split)};
 }
 
-// The ring's entry point is its module's function name and this (weight_only_ring_function), the
-// dequantization's that module's and the other (weight_only_dequantize_function).
+// The aligned form's entry point is its module's function name and one of these
+// (weight_only_vector_function: the ring's, or the register-fed int4 tile's), the dequantization's
+// that module's and the last (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
+constexpr char kFragSuffix[] = "_frag";
 constexpr char kDequantizeSuffix[] = "_dequantize";
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -86,6 +88,8 @@ bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_
          K % step == 0;
 }
 
+bool weight_only_frag_module(DType t, int bits) { return t == DType::kBFloat16 && bits == 4; }
+
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
   // no bound of its own: the output's holds) over a constant K or N; unknown: the largest tile.
@@ -116,8 +120,8 @@ std::string weight_only_function(DType t, int bits, int row_tile) {
          std::to_string(row_tile);
 }
 
-std::string weight_only_ring_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kRingSuffix;
+std::string weight_only_vector_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + (weight_only_frag_module(t, bits) ? kFragSuffix : kRingSuffix);
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -125,7 +129,7 @@ std::string weight_only_dequantize_function(DType t, int bits) {
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  for (const std::string tail : {kRingSuffix, kDequantizeSuffix})
+  for (const std::string tail : {kRingSuffix, kFragSuffix, kDequantizeSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
   return function;
 }
@@ -186,8 +190,10 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   const bool use_ring = ring && weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  // The ring's warp groups take 32 weight rows; the register-fed int4 tile's 16, as wo_mma's.
+  const bool ring_rows = use_ring && !weight_only_frag_module(pr.dtype, pr.bits);
   const auto [mma_split, mma_blocks] =
-      mma ? split_for(pr.N, use_ring ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
+      mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
   if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
     return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
@@ -243,10 +249,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names entry point '" + function +
                                              "', not one for its x and weight");
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
-  // The ring's entry point, where the module has one (a file saved before it existed has not).
+  // The aligned form's entry point, where the module has one (a file saved before it existed has
+  // not; one saved before the int4 tile's has the ring, which the launch would give 32 rows a
+  // warp group: without it, the tensor-core tile runs).
   if (code.row_tile == kWeightOnlyMmaRows) {
-    const std::string ring = function + kRingSuffix;
-    if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
+    const std::string vec = weight_only_vector_function(t, weight_only_format(p, k));
+    if (api().cuModuleGetFunction(&code.vector_fn, module, vec.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
   }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;

@@ -43,10 +43,13 @@ bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_
 int weight_only_row_tile(const Program& p, const Kernel& k);
 // tripy_weight_only_dot_<f32|f16|bf16>_<b4|b8|e4m3>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
-// The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x: the
-// tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
-// launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
-std::string weight_only_ring_function(DType t, int bits);
+// The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x, which the
+// launch's aligned form runs where K and the group are whole steps of a ring
+// (weight_only_ring_applies): the tensor-core tile through a shared-memory ring (weight_only_dot.cuh's
+// wo_mma_ring), or for int4 weights and bfloat16 x (weight_only_frag_module) the tile fed from
+// registers (wo_frag4, 16 weight rows a warp group).
+std::string weight_only_vector_function(DType t, int bits);
+bool weight_only_frag_module(DType t, int bits);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.

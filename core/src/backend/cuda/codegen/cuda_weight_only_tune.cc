@@ -58,7 +58,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
     const CUfunction ring =
-        tile == kWeightOnlyMmaRows ? kernels.entry(weight_only_ring_function(pr.dtype, pr.bits)) : nullptr;
+        tile == kWeightOnlyMmaRows ? kernels.entry(weight_only_vector_function(pr.dtype, pr.bits)) : nullptr;
     for (int split : {1, 2, 4, 8}) {
       StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, ring);
       if (!l.ok()) continue;
