@@ -1,7 +1,8 @@
 // The weight-only products of a Llama-3-8B decode step (one row of x, int4 in groups of 128 with
-// zero points, int8 per output feature) timed alone, outside Tripy: the CUDA-core rows and the
-// tensor-core ring (kernels/weight_only_dot.cuh) at each split of a block's warps, against a kernel
-// that only reads the same bytes, with back-to-back launches over weight copies larger than the L2.
+// zero points, int8 per output feature) timed alone, outside Tripy: the CUDA-core rows, the
+// tensor-core ring and for int4 the register-fed tile (kernels/weight_only_dot.cuh) at each split
+// of a block's warps, against a kernel that only reads the same bytes, with back-to-back launches
+// over weight copies larger than the L2.
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
@@ -30,6 +31,7 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring4(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const WoArgs a) { wo_mma_ring<WoBf16, 8, RING_H>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1>(a); }
 
 
 int main(int argc, char** argv) {
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
         return time_us([&](int i) { fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink); });
       };
       printf("%-8s b%d (%6ld, %6ld) %6.1f MB:", s.name, bits, N, K, wbytes / 1e6);
-      float best_rows = 1e9, best_ring = 1e9;
+      float best_rows = 1e9, best_ring = 1e9, best_frag = 1e9;
       for (int split : {1, 2, 4, 8}) {
         a.split = split; a.n_blocks = (N + (8 / split) * 4 - 1) / ((8 / split) * 4); a.mma_split = a.mma_blocks = 0; a.out = (i64)out;
         float t = timeit(bits == 4 ? k_rows4 : k_rows8, (unsigned)a.n_blocks);
@@ -72,6 +74,11 @@ int main(int argc, char** argv) {
         float t = timeit(bits == 4 ? k_ring4 : k_ring8, (unsigned)a.mma_blocks);
         printf(" s%d %6.2f", split, t);
         best_ring = std::min(best_ring, t);
+      }
+      for (int split : {1, 2, 4, 8}) {
+        if (bits != 4) break;
+        a.mma_split = split; a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16); a.out = (i64)out2;
+        best_frag = std::min(best_frag, timeit(k_frag4, (unsigned)a.mma_blocks));
       }
       // agreement of the ring with the rows kernel on the first weight copy
       std::vector<unsigned short> h1(N), h2(N);
@@ -87,7 +94,15 @@ int main(int argc, char** argv) {
           if (t < fl) fl = t, fl_blocks = blocks, fl_u = u;
         }
       printf(" | read floor %6.2f (%d blocks, %d loads a thread)", fl, fl_blocks, fl_u);
-      printf(" | rows %6.2f ring %6.2f us = %5.0f GB/s  diff %.1e\n", best_rows, best_ring, wbytes / best_ring / 1e3, md / mx);
+      printf(" | rows %6.2f ring %6.2f us = %5.0f GB/s  diff %.1e", best_rows, best_ring, wbytes / best_ring / 1e3, md / mx);
+      if (bits == 4) {  // the register-fed tile, and its agreement with the rows kernel
+        a.mma_split = 4; a.mma_blocks = (N + 31) / 32; a.out = (i64)out2; k_frag4<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
+        CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+        double fd = 0;
+        for (long i = 0; i < N; ++i) fd = std::max(fd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
+        printf(" | frag %6.2f us = %5.0f GB/s  diff %.1e", best_frag, wbytes / best_frag / 1e3, fd / mx);
+      }
+      printf("\n");
       for (auto p : ws) cudaFree(p);
       cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2);
     }

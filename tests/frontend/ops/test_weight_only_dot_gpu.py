@@ -122,12 +122,18 @@ def test_fewer_than_8_rows_on_either_tile_the_tuner_may_choose(monkeypatch, tmp_
     _check(tp.Executable.load(str(tmp_path / "wo.tpymodel")), w, rows, 1024, "bfloat16")
 
 
-@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (8, None, False)])
+@pytest.mark.parametrize("vec", ["ring", "frag"])
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (4, 256, False), (8, None, False)])
 @pytest.mark.parametrize("N", [1000, 40, 9])
-def test_the_ring_with_weight_rows_off_its_groups_of_32(bits, group, zero, N):
+def test_the_ring_with_weight_rows_off_its_groups_of_32(monkeypatch, vec, bits, group, zero, N):
     """Up to 8 rows of x, with K and the group whole steps of 4 pieces, the tensor-core tile streams
     the weight through a ring in shared memory, 32 weight rows a warp group (two tiles of 16): 1000
-    rows leave the last group 8 rows, 40 a second tile of 8, 9 one partial tile."""
+    rows leave the last group 8 rows, 40 a second tile of 8, 9 one partial tile. For int4 weights
+    the register-fed tile may run instead (16 rows a warp group; groups of one or more chunks of
+    128): TRIPY_WEIGHT_ONLY_MMA picks each."""
+    if vec == "frag" and bits != 4:
+        pytest.skip("the register-fed tile takes int4 weights")
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", vec)
     lin, w = _case(bits, N, 1024, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 8, 8), 1024), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
@@ -135,13 +141,16 @@ def test_the_ring_with_weight_rows_off_its_groups_of_32(bits, group, zero, N):
         _check(exe, w, rows, 1024, "bfloat16")
 
 
+@pytest.mark.parametrize("vec", ["ring", "frag"])
 @pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (8, None, False)])
 @pytest.mark.parametrize("most", [16, 32])
-def test_16_or_32_rows_on_the_rings_tiles_of_8(monkeypatch, bits, group, zero, most):
+def test_16_or_32_rows_on_the_rings_tiles_of_8(monkeypatch, vec, bits, group, zero, most):
     """A kernel of up to 16 or 32 rows may take the ring's tile of 8 rows (timed against its own):
-    TRIPY_WEIGHT_ONLY_MMA=1 forces it here, 2 or 4 tiles of rows whose blocks take the same weight
-    rows one after another, the last tile part empty."""
-    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "1")
+    TRIPY_WEIGHT_ONLY_MMA forces it here (the ring, or for int4 the register-fed tile), 2 or 4 tiles
+    of rows whose blocks take the same weight rows one after another, the last tile part empty."""
+    if vec == "frag" and bits != 4:
+        pytest.skip("the register-fed tile takes int4 weights")
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", vec)
     lin, w = _case(bits, 1000, 1024, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, most, most), 1024), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]

@@ -39,9 +39,9 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
   return {split, blocks(split)};
 }
 
-// The aligned form's entry point is its module's function name and one of these
-// (weight_only_vector_function: the ring's, or the register-fed int4 tile's), the dequantization's
-// that module's and the last (weight_only_dequantize_function).
+// The aligned form's entry points are their module's function name and one of these (the ring's,
+// weight_only_ring_function, and the register-fed int4 tile's, weight_only_frag_function), the
+// dequantization's that module's and the last (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
 constexpr char kFragSuffix[] = "_frag";
 constexpr char kDequantizeSuffix[] = "_dequantize";
@@ -120,8 +120,12 @@ std::string weight_only_function(DType t, int bits, int row_tile) {
          std::to_string(row_tile);
 }
 
-std::string weight_only_vector_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + (weight_only_frag_module(t, bits) ? kFragSuffix : kRingSuffix);
+std::string weight_only_ring_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kRingSuffix;
+}
+
+std::string weight_only_frag_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kFragSuffix;
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -184,14 +188,14 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 }
 
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
-                                    int split_choice, CUfunction ring) {
+                                    int split_choice, CUfunction ring, bool frag) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   const bool use_ring = ring && weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   // The ring's warp groups take 32 weight rows; the register-fed int4 tile's 16, as wo_mma's.
-  const bool ring_rows = use_ring && !weight_only_frag_module(pr.dtype, pr.bits);
+  const bool ring_rows = use_ring && !(frag && weight_only_frag_module(pr.dtype, pr.bits));
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
@@ -227,12 +231,14 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
 }
 
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
-  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split)};
+  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split), static_cast<uint8_t>(c.frag)};
 }
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
-  if (stored.size() != 3 || stored[0] != 'W') return std::nullopt;
-  WeightOnlyChoice c{stored[1], stored[2]};
+  // Three bytes: saved before the register-fed tile existed (the ring's place then the ring's).
+  if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
+  if (stored.size() == 4 && stored[3] > 1) return std::nullopt;
+  WeightOnlyChoice c{stored[1], stored[2], stored.size() == 4 && stored[3] == 1};
   const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
@@ -249,12 +255,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names entry point '" + function +
                                              "', not one for its x and weight");
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
-  // The aligned form's entry point, where the module has one (a file saved before it existed has
-  // not; one saved before the int4 tile's has the ring, which the launch would give 32 rows a
-  // warp group: without it, the tensor-core tile runs).
+  // The aligned form's entry points, where the module has them (a file saved before they existed
+  // has not).
   if (code.row_tile == kWeightOnlyMmaRows) {
-    const std::string vec = weight_only_vector_function(t, weight_only_format(p, k));
-    if (api().cuModuleGetFunction(&code.vector_fn, module, vec.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
+    const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
+    if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
+    if (api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS) code.frag_fn = nullptr;
   }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
@@ -289,8 +295,10 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
     return true;
   }
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  StatusOr<Launch> l =
-      weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0, code.vector_fn);
+  // The register-fed tile where the timing chose it (and the module holds it), else the ring.
+  const bool frag = tuned && tuned->frag && code.frag_fn;
+  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
+                                          frag ? code.frag_fn : code.vector_fn, frag);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};

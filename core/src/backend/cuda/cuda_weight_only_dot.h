@@ -43,13 +43,15 @@ bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_
 int weight_only_row_tile(const Program& p, const Kernel& k);
 // tripy_weight_only_dot_<f32|f16|bf16>_<b4|b8|e4m3>_m<MT>, and the MT such a name holds (0: none).
 std::string weight_only_function(DType t, int bits, int row_tile);
-// The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x, which the
-// launch's aligned form runs where K and the group are whole steps of a ring
-// (weight_only_ring_applies): the tensor-core tile through a shared-memory ring (weight_only_dot.cuh's
-// wo_mma_ring), or for int4 weights and bfloat16 x (weight_only_frag_module) the tile fed from
-// registers (wo_frag4, 16 weight rows a warp group).
-std::string weight_only_vector_function(DType t, int bits);
+// The second entry point of the kWeightOnlyMmaRows module of float16 and bfloat16 x: the
+// tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
+// launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
+std::string weight_only_ring_function(DType t, int bits);
+// For int4 weights and bfloat16 x (weight_only_frag_module), a third: the tensor-core tile fed from
+// registers (wo_frag4, 16 weight rows a warp group), which the aligned form runs instead of the
+// ring where the build's timing chose it (WeightOnlyChoice::frag), in the ring's places.
 bool weight_only_frag_module(DType t, int bits);
+std::string weight_only_frag_function(DType t, int bits);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
@@ -76,15 +78,17 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
                                       int64_t out_elements);
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
 // own (the first whose grid covers the GPU twice). `ring`: the module's ring entry point (null:
-// none), which the aligned form then runs where it applies.
+// none), which the aligned form then runs where it applies; `frag`: it is the register-fed tile's
+// instead (16 weight rows a warp group, not the ring's 32).
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
-                                    int split = 0, CUfunction ring = nullptr);
+                                    int split = 0, CUfunction ring = nullptr, bool frag = false);
 
 // The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:
 // the tile (its entry point's too) and the split; nullopt for other bytes (an older or damaged
 // file: the launch then splits as it would untimed).
 struct WeightOnlyChoice {
   int tile = 0, split = 0;
+  bool frag = false;  // the register-fed int4 tile in the ring's place
 };
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice choice);
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored);

@@ -1,9 +1,9 @@
 // The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
 // point it runs (x's dtype, the weight's format, the tile of rows of x: cuda_weight_only_dot.h; from
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
-// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's (the
-// register-fed tile's for int4 weights and bfloat16 x), and a third, the weight's dequantization
-// for cuBLASLt at many rows).
+// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's (and for int4
+// weights and bfloat16 x the register-fed tile's), and the weight's dequantization for cuBLASLt
+// at many rows).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -21,12 +21,12 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                        ">(a); }\n";
   // The tensor-core tile's ring (wo_mma_ring) on its own, at 128 registers or fewer so that two
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
-  // For int4 weights and bfloat16 x, the register-fed tile (wo_frag4) in the ring's place.
-  if (row_tile == kWeightOnlyMmaRows && t == DType::kBFloat16 && bits == 4)
-    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_vector_function(t, bits) +
-              "(const WoArgs a) { wo_frag4<2>(a); }\n";
-  else if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
-    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_vector_function(t, bits) +
+  // For int4 weights and bfloat16 x, also the register-fed tile (wo_frag4).
+  if (row_tile == kWeightOnlyMmaRows && weight_only_frag_module(t, bits))
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits) +
+              "(const WoArgs a) { wo_frag4<1>(a); }\n";
+  if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows)

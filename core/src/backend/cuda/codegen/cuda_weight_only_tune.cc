@@ -1,7 +1,8 @@
 // Weight-only dot tactic timing at build time: the entry points of a kWeightOnlyDot's tiles
 // (weight_only_tiles_to_time: its own, and the tensor-core tile of 8 rows), each with every
 // split of a block's warps, on scratch operands of its opt sizes; the builder keeps the winner's
-// module, and the split as the kernel's stored algorithm.
+// module, and the split (and whether the register-fed int4 tile ran) as the kernel's stored
+// algorithm.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -16,13 +17,12 @@ namespace {
 
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of the GPUs we tune on
 
-// TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows (the ring's) where
-// it is a candidate, 0 the kernel's own tile, unset lets the timing decide (tests of one path; the
-// builder's tuning context records it).
-int mma_override() {
-  const char* v = std::getenv("TRIPY_WEIGHT_ONLY_MMA");
-  return v && std::strcmp(v, "1") == 0 ? 1 : v && std::strcmp(v, "0") == 0 ? 0 : -1;
-}
+// TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows where it is a
+// candidate ("ring" or "frag": with that entry point alone in its aligned form), 0 the kernel's own
+// tile, unset lets the timing decide (tests of one path; the builder's tuning context records it).
+const char* mma_env() { return std::getenv("TRIPY_WEIGHT_ONLY_MMA"); }
+bool env_is(const char* v) { return mma_env() && std::strcmp(mma_env(), v) == 0; }
+int mma_override() { return env_is("1") || env_is("ring") || env_is("frag") ? 1 : env_is("0") ? 0 : -1; }
 
 }  // namespace
 
@@ -53,14 +53,21 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   float best = 1e30f;
   std::optional<WeightOnlyChoice> chosen;
   // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
-  // timing one costs no compile).
+  // timing one costs no compile); the tile of 8 rows with the ring's entry point, then with the
+  // register-fed int4 tile's where its module has one.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
-    const CUfunction ring =
-        tile == kWeightOnlyMmaRows ? kernels.entry(weight_only_vector_function(pr.dtype, pr.bits)) : nullptr;
-    for (int split : {1, 2, 4, 8}) {
-      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, ring);
+    const bool mma = tile == kWeightOnlyMmaRows;
+    const CUfunction ring = mma ? kernels.entry(weight_only_ring_function(pr.dtype, pr.bits)) : nullptr;
+    const CUfunction frag = mma && weight_only_frag_module(pr.dtype, pr.bits)
+                                ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits))
+                                : nullptr;
+    for (int candidate = 0; candidate < (frag ? 8 : 4); ++candidate) {
+      const int split = 1 << (candidate % 4);
+      const bool use_frag = candidate >= 4;  // the register-fed tile in the ring's place
+      if ((use_frag && env_is("ring")) || (!use_frag && frag && env_is("frag"))) continue;
+      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, use_frag ? frag : ring, use_frag);
       if (!l.ok()) continue;
       Launch& launch = l.value();
       launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
@@ -79,7 +86,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
       if (ms < best) {
         best = ms;
-        chosen = WeightOnlyChoice{tile, split};
+        chosen = WeightOnlyChoice{tile, split, use_frag};
       }
     }
   }

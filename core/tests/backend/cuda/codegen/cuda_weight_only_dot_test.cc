@@ -34,19 +34,23 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < sources.size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
-    // The tensor-core tile of float16/bfloat16 x also holds the aligned form's entry point (the
-    // ring's, or for int4 and bfloat16 x the register-fed tile's), the tile of kWeightOnlyMmaRows
-    // rows (any dtype) the weight's dequantization; no module more.
+    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point (and for int4
+    // weights and bfloat16 x the register-fed tile's), the tile of kWeightOnlyMmaRows rows (any
+    // dtype) the weight's dequantization; no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
+    const bool frag = ring && names[i].find("_bf16_b4_") != std::string::npos;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + dequantize) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + dequantize) << names[i];
     if (ring) {
-      const std::string tail = names[i].find("_bf16_b4_") != std::string::npos ? "_frag" : "_ring";
-      EXPECT_NE(ptx.find(".entry " + names[i] + tail + "("), std::string::npos) << names[i];
-      EXPECT_EQ(weight_only_module_function(names[i] + tail), names[i]);
+      EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
+    }
+    if (frag) {
+      EXPECT_NE(ptx.find(".entry " + names[i] + "_frag("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(names[i] + "_frag"), names[i]);
     }
     if (dequantize) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_dequantize("), std::string::npos) << names[i];
@@ -59,9 +63,11 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   const GeneratedKernel sm80 = weight_only_dot_module_source(DType::kBFloat16, kWeightOnlyE4M3, kWeightOnlyMmaRows);
   auto older = compile_modules({sm80.source}, {sm80.function}, 80);
   ASSERT_TRUE(older.ok()) << older.status().message();
-  EXPECT_EQ(weight_only_vector_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_frag");
-  EXPECT_EQ(weight_only_vector_function(DType::kFloat16, 4), "tripy_weight_only_dot_f16_b4_m8_ring");
-  EXPECT_EQ(weight_only_vector_function(DType::kBFloat16, 8), "tripy_weight_only_dot_bf16_b8_m8_ring");
+  EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
+  EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_frag");
+  EXPECT_TRUE(weight_only_frag_module(DType::kBFloat16, 4));
+  EXPECT_FALSE(weight_only_frag_module(DType::kFloat16, 4));
+  EXPECT_FALSE(weight_only_frag_module(DType::kBFloat16, 8));
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 
@@ -88,16 +94,17 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   WeightOnlyProblem i8 = pr;
   i8.bits = 8, i8.row_bytes = 4096, i8.groups = 1, i8.group = 4096, i8.zero = false;
   EXPECT_EQ(vector_fn(i8, kWeightOnlyMmaRows, ring), ring);
-  // Warp groups of 32 weight rows on the ring, 16 on the int4 tile of bfloat16 x (split 2: 4 groups
-  // a block).
-  auto blocks = [&](const WeightOnlyProblem& p) {
-    StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring);
+  // Warp groups of 32 weight rows on the ring, 16 on the register-fed int4 tile of bfloat16 x
+  // (split 2: 4 groups a block); float16 x has no such tile: the ring's rows.
+  auto blocks = [&](const WeightOnlyProblem& p, bool frag) {
+    StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring, frag);
     return l.ok() ? l->vector_grid : 0u;
   };
-  EXPECT_EQ(blocks(pr), 4096u / 64);
+  EXPECT_EQ(blocks(pr, false), 4096u / 128);
+  EXPECT_EQ(blocks(pr, true), 4096u / 64);
   WeightOnlyProblem f16 = pr;
   f16.dtype = DType::kFloat16;
-  EXPECT_EQ(blocks(f16), 4096u / 128);
+  EXPECT_EQ(blocks(f16, true), 4096u / 128);
 }
 
 TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {
@@ -305,18 +312,25 @@ TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
 
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   for (int tile : kWeightOnlyRowTiles)
-    for (int split : {1, 2, 4, 8}) {
-      const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split}));
-      ASSERT_TRUE(c.has_value());
-      EXPECT_EQ(c->tile, tile);
-      EXPECT_EQ(c->split, split);
-    }
+    for (int split : {1, 2, 4, 8})
+      for (bool frag : {false, true}) {
+        const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split, frag}));
+        ASSERT_TRUE(c.has_value());
+        EXPECT_EQ(c->tile, tile);
+        EXPECT_EQ(c->split, split);
+        EXPECT_EQ(c->frag, frag);
+      }
+  // Saved before the register-fed tile: three bytes, the ring.
+  const std::optional<WeightOnlyChoice> old = weight_only_choice({'W', 8, 4});
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->frag);
   EXPECT_FALSE(weight_only_choice({}).has_value());
   EXPECT_FALSE(weight_only_choice({'W', 1}).has_value());
   EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps
   EXPECT_FALSE(weight_only_choice({'W', 3, 2}).has_value());   // no such tile
   EXPECT_FALSE(weight_only_choice({'X', 1, 2}).has_value());
-  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0}).has_value());
+  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 2}).has_value());  // neither the ring nor the int4 tile
+  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0, 0}).has_value());
 }
 
 }  // namespace

@@ -745,6 +745,13 @@ DEVI void wo_mma_ring(const WoArgs& a) {
     }
 }
 
+// 16 bytes of x through the read-only path (x stays in the L1 for every warp of the multiprocessor).
+DEVI V16 wo_load_x(const unsigned short* p) {
+  V16 v;
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // mma16816_f32 (bfloat16) without `volatile`: the compiler may move independent mmas among the
 // next word's fragments.
 DEVI void wo_mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
@@ -764,24 +771,25 @@ DEVI void wo_mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsi
 // with one shift and one lop3 each (nibble j at mantissa bits 0..3), beside x paired alike
 // (wo_pair_x). Each chunk's sums (two accumulators a chain, so that an mma need not wait for the
 // one before) add s (sum x (128 + u) - (136 + z) sum x), sum x from an mma with A all ones.
-// Llama-3-8B's shapes at one row on an H200, timed alone: gate/up 28.3 -> 26.2 us, qkv 12.0 ->
-// 9.7, o 8.9 -> 7.0, down 19.5 -> 16.9 against the ring or the rows, whichever was faster.
+// Llama-3-8B's shapes at one row on an H200, timed alone with U = 1 (80 registers; U = 2 took
+// 128 and ran no faster): qkv 11.9 -> 9.4 us, o 8.9 -> 8.1, gate/up 28.7 -> 30.0, down 19.4 ->
+// 18.1 against the ring or the CUDA-core rows, whichever was faster (build-diag's wq_bench).
 template <int U>
 DEVI void wo_frag4(const WoArgs& a) {
   typedef unsigned short S;
   __shared__ float part[WO_BLOCK / 32][4 * 32];
   const WoMmaPlace at = wo_mma_place<WO_MMA_ROWS>(a);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
-  const i64 N = a.N, K = a.K, n0 = at.n0, m0 = at.m0;
-  const i64 ra = n0 + g8 < N ? n0 + g8 : N - 1, rb = n0 + g8 + 8 < N ? n0 + g8 + 8 : N - 1;
-  const signed char* wa = (const signed char*)a.w + ra * a.row_bytes + t4 * 16;
-  const signed char* wb = (const signed char*)a.w + rb * a.row_bytes + t4 * 16;
-  const S* sa = (const S*)a.scale + ra * a.groups;
-  const S* sb = (const S*)a.scale + rb * a.groups;
-  const S* za = a.zero ? (const S*)a.zero + ra * a.groups : nullptr;
-  const S* zb = a.zero ? (const S*)a.zero + rb * a.groups : nullptr;
-  const S* x = (const S*)a.x + (m0 + (g8 < M ? g8 : M - 1)) * K + t4 * 32;
-  const int chunks = n0 < N ? (int)(K / 128) : 0, cpg = (int)(a.group / 128);
+  // 32-bit sizes and offsets from row g's bytes and scales (fewer registers: more warps resident).
+  const int N = (int)a.N, n0 = (int)at.n0;
+  const int ra = min(n0 + g8, N - 1), rb = min(n0 + g8 + 8, N - 1);
+  const signed char* wa = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
+  const int wd = (rb - ra) * (int)a.row_bytes, sd = (rb - ra) * (int)a.groups;
+  const S* sa = (const S*)a.scale + (i64)ra * a.groups;
+  const S* za = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;  // read, times 0, where none
+  const float zf = a.zero ? 1.0f : 0.0f;
+  const S* x = (const S*)a.x + (at.m0 + (g8 < M ? g8 : M - 1)) * a.K + t4 * 32;
+  const int chunks = n0 < N ? (int)(a.K / 128) : 0, cpg = (int)(a.group / 128);
   const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
   V16 qa[U], qb[U];
   float s_a[U], s_b[U], o_a[U], o_b[U];
@@ -790,15 +798,15 @@ DEVI void wo_frag4(const WoArgs& a) {
     for (int u = 0; u < U; ++u) {
       const int c = c0 + u < chunks ? c0 + u : chunks - 1;
       qa[u] = wo_stream(wa + c * 64);
-      qb[u] = wo_stream(wb + c * 64);
+      qb[u] = wo_stream(wa + wd + c * 64);
     }
   };
   auto fetch_s = [&](int c0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int c = c0 + u < chunks ? c0 + u : chunks - 1, grp = gshift >= 0 ? c >> gshift : c / cpg;
-      s_a[u] = b2f(sa[grp]), s_b[u] = b2f(sb[grp]);
-      o_a[u] = 136.0f + (za ? b2f(za[grp]) : 0.0f), o_b[u] = 136.0f + (zb ? b2f(zb[grp]) : 0.0f);
+      s_a[u] = b2f(sa[grp]), s_b[u] = b2f(sa[sd + grp]);
+      o_a[u] = fmaf(zf, b2f(za[grp]), 136.0f), o_b[u] = fmaf(zf, b2f(za[sd + grp]), 136.0f);
     }
   };
   int c0 = ws * U;
@@ -828,7 +836,7 @@ DEVI void wo_frag4(const WoArgs& a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         unsigned b[4], lo[4], hi[4];  // weight rows g and g + 8: nibbles {j, j + 4}
-        wo_pair_x<4>(*(const V16*)(xc + 8 * i), b);
+        wo_pair_x<4>(wo_load_x(xc + 8 * i), b);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           lo[j] = wo_mask_or(wu[i] >> (4 * j), 0x000f000fu, 0x43004300u);
@@ -848,12 +856,12 @@ DEVI void wo_frag4(const WoArgs& a) {
     }
   }
   if (!split_sum_lanes<4>(acc, part, split, g, ws)) return;
-  S* out = (S*)a.out + m0 * N;
+  S* out = (S*)a.out + at.m0 * a.N;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    const i64 n = n0 + (e >> 1) * 8 + g8;
+    const int n = n0 + (e >> 1) * 8 + g8;
     const int m = 2 * t4 + (e & 1);
-    if (m < M && n < N) out[m * N + n] = f2b(acc[e]);
+    if (m < M && n < N) out[m * a.N + n] = f2b(acc[e]);
   }
 }
 
