@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring4(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const WoArgs a) { wo_mma_ring<WoBf16, 8, RING_H>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1, 1>(a); }
 
 
 int main(int argc, char** argv) {

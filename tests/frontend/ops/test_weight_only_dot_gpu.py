@@ -5,7 +5,8 @@ rows 1 to 32 (each tile of rows) and, where x may have more, tiles of 8 rows (ea
 weight again) up to 47 and from 48 the weight dequantized into the workspace for cuBLASLt (8 values
 a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
-the last piece, a part-empty group of 16 weight rows) and below 8 where the tuner may take them,
+the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
+the register-fed tile, at 8 and 16 rows) and below 8 where the tuner may take them,
 dynamic rows across both paths, CUDA graph replays (each executable runs three times), and an
 LLM-sized product against torch; int4 weights held packed (unpack_int4): decode and prefill
 executables sharing the bytes; float8 e4m3 weights per output feature on each path. The quantized
@@ -155,6 +156,20 @@ def test_16_or_32_rows_on_the_rings_tiles_of_8(monkeypatch, vec, bits, group, ze
     exe = tp.compile(lin, args=[tp.InputInfo(((1, most, most), 1024), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 9, most - 3, most):
+        _check(exe, w, rows, 1024, "bfloat16")
+
+
+@pytest.mark.parametrize("group, zero", [(128, True), (256, False)])
+@pytest.mark.parametrize("N", [1000, 40])
+def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
+    """A kernel of up to 16 rows of int4 weights and bfloat16 x may run the register-fed tile on its
+    own tile of 16 rows (two tiles of 8 rows of x meeting the same weight fragments):
+    TRIPY_WEIGHT_ONLY_MMA=frag forces it here; rows past the last are computed and dropped."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "frag")
+    lin, w = _case(4, N, 1024, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 16, 16), 1024), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 8, 9, 13, 16):
         _check(exe, w, rows, 1024, "bfloat16")
 
 

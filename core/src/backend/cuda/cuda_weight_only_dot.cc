@@ -88,7 +88,13 @@ bool weight_only_ring_applies(DType t, int bits, int row_tile, int64_t K, int64_
          K % step == 0;
 }
 
-bool weight_only_frag_module(DType t, int bits) { return t == DType::kBFloat16 && bits == 4; }
+bool weight_only_frag_tile(DType t, int bits, int row_tile) {
+  return t == DType::kBFloat16 && bits == 4 && (row_tile == kWeightOnlyMmaRows || row_tile == 2 * kWeightOnlyMmaRows);
+}
+
+bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
+  return weight_only_frag_tile(t, bits, row_tile) && K % 128 == 0 && group % 128 == 0;  // whole chunks
+}
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
@@ -124,8 +130,8 @@ std::string weight_only_ring_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kRingSuffix;
 }
 
-std::string weight_only_frag_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kFragSuffix;
+std::string weight_only_frag_function(DType t, int bits, int row_tile) {
+  return weight_only_function(t, bits, row_tile) + kFragSuffix;
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -193,9 +199,10 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const bool use_ring = ring && weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  const bool use_ring = ring && (frag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
+                                     : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group));
   // The ring's warp groups take 32 weight rows; the register-fed int4 tile's 16, as wo_mma's.
-  const bool ring_rows = use_ring && !(frag && weight_only_frag_module(pr.dtype, pr.bits));
+  const bool ring_rows = use_ring && !frag;
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
@@ -257,11 +264,13 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The aligned form's entry points, where the module has them (a file saved before they existed
   // has not).
-  if (code.row_tile == kWeightOnlyMmaRows) {
-    const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
-    if (api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS) code.vector_fn = nullptr;
-    if (api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS) code.frag_fn = nullptr;
-  }
+  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
+  if (code.row_tile != kWeightOnlyMmaRows ||
+      api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)
+    code.vector_fn = nullptr;
+  if (!weight_only_frag_tile(t, weight_only_format(p, k), code.row_tile) ||
+      api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS)
+    code.frag_fn = nullptr;
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||

@@ -47,11 +47,14 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 // tensor-core tile through a shared-memory ring (weight_only_dot.cuh's wo_mma_ring), which the
 // launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
 std::string weight_only_ring_function(DType t, int bits);
-// For int4 weights and bfloat16 x (weight_only_frag_module), a third: the tensor-core tile fed from
-// registers (wo_frag4, 16 weight rows a warp group), which the aligned form runs instead of the
-// ring where the build's timing chose it (WeightOnlyChoice::frag), in the ring's places.
-bool weight_only_frag_module(DType t, int bits);
-std::string weight_only_frag_function(DType t, int bits);
+// For int4 weights and bfloat16 x, the modules of the tiles of 8 and 16 rows (weight_only_frag_tile)
+// hold one more: the tensor-core tile fed from registers (wo_frag4, 16 weight rows a warp group,
+// one or two tiles of 8 rows of x), which the aligned form runs instead of the ring (8 rows) or of
+// the module's own tensor-core tile (16) where the build's timing chose it (WeightOnlyChoice::frag)
+// and K and the group are multiples of 128 values (weight_only_frag_applies).
+bool weight_only_frag_tile(DType t, int bits, int row_tile);
+bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
+std::string weight_only_frag_function(DType t, int bits, int row_tile);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
@@ -79,7 +82,7 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
 // own (the first whose grid covers the GPU twice). `ring`: the module's ring entry point (null:
 // none), which the aligned form then runs where it applies; `frag`: it is the register-fed tile's
-// instead (16 weight rows a warp group, not the ring's 32).
+// instead (16 weight rows a warp group, not the ring's 32; weight_only_frag_applies).
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split = 0, CUfunction ring = nullptr, bool frag = false);
 

@@ -1,9 +1,9 @@
 // The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
 // point it runs (x's dtype, the weight's format, the tile of rows of x: cuda_weight_only_dot.h; from
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
-// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's (and for int4
-// weights and bfloat16 x the register-fed tile's), and the weight's dequantization for cuBLASLt
-// at many rows).
+// the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
+// weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
+// 8 and 16 rows also the register-fed tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -21,10 +21,10 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                        ">(a); }\n";
   // The tensor-core tile's ring (wo_mma_ring) on its own, at 128 registers or fewer so that two
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
-  // For int4 weights and bfloat16 x, also the register-fed tile (wo_frag4).
-  if (row_tile == kWeightOnlyMmaRows && weight_only_frag_module(t, bits))
-    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits) +
-              "(const WoArgs a) { wo_frag4<1>(a); }\n";
+  // For int4 weights and bfloat16 x, also the register-fed tile (wo_frag4) at 8 or 16 rows.
+  if (weight_only_frag_tile(t, bits, row_tile))
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
+              "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +

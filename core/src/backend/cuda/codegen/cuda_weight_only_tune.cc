@@ -18,8 +18,9 @@ namespace {
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of the GPUs we tune on
 
 // TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows where it is a
-// candidate ("ring" or "frag": with that entry point alone in its aligned form), 0 the kernel's own
-// tile, unset lets the timing decide (tests of one path; the builder's tuning context records it).
+// candidate ("ring": with the ring alone in its aligned form; "frag": the register-fed tile alone,
+// on the kernel's own tile of 16 rows where it has one), 0 the kernel's own tile, unset lets the
+// timing decide (tests of one path; the builder's tuning context records it).
 const char* mma_env() { return std::getenv("TRIPY_WEIGHT_ONLY_MMA"); }
 bool env_is(const char* v) { return mma_env() && std::strcmp(mma_env(), v) == 0; }
 int mma_override() { return env_is("1") || env_is("ring") || env_is("frag") ? 1 : env_is("0") ? 0 : -1; }
@@ -32,7 +33,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const int force = mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
-    tried = {mma ? kWeightOnlyMmaRows : tiles.at(0)};
+    const bool own_frag = env_is("frag") && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
+    tried = {mma && !own_frag ? kWeightOnlyMmaRows : tiles.at(0)};
   }
   if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");
   const int64_t es = dtype_size(pr.dtype), w_bytes = pr.N * pr.row_bytes;
@@ -53,15 +55,15 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   float best = 1e30f;
   std::optional<WeightOnlyChoice> chosen;
   // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
-  // timing one costs no compile); the tile of 8 rows with the ring's entry point, then with the
-  // register-fed int4 tile's where its module has one.
+  // timing one costs no compile); the tile of 8 rows with the ring's entry point, then (8 or 16
+  // rows) with the register-fed int4 tile's where it applies.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
     const bool mma = tile == kWeightOnlyMmaRows;
     const CUfunction ring = mma ? kernels.entry(weight_only_ring_function(pr.dtype, pr.bits)) : nullptr;
-    const CUfunction frag = mma && weight_only_frag_module(pr.dtype, pr.bits)
-                                ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits))
+    const CUfunction frag = weight_only_frag_applies(pr.dtype, pr.bits, tile, pr.K, pr.group)
+                                ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits, tile))
                                 : nullptr;
     for (int candidate = 0; candidate < (frag ? 8 : 4); ++candidate) {
       const int split = 1 << (candidate % 4);

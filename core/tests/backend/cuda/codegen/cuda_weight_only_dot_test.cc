@@ -34,13 +34,13 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   for (size_t i = 0; i < sources.size(); ++i) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
-    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point (and for int4
-    // weights and bfloat16 x the register-fed tile's), the tile of kWeightOnlyMmaRows rows (any
-    // dtype) the weight's dequantization; no module more.
+    // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
+    // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, and the tiles of 8 and 16 rows
+    // of int4 weights and bfloat16 x the register-fed tile's; no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
-    const bool frag = ring && names[i].find("_bf16_b4_") != std::string::npos;
+    const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, 1u + ring + frag + dequantize) << names[i];
@@ -64,10 +64,15 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   auto older = compile_modules({sm80.source}, {sm80.function}, 80);
   ASSERT_TRUE(older.ok()) << older.status().message();
   EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
-  EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_frag");
-  EXPECT_TRUE(weight_only_frag_module(DType::kBFloat16, 4));
-  EXPECT_FALSE(weight_only_frag_module(DType::kFloat16, 4));
-  EXPECT_FALSE(weight_only_frag_module(DType::kBFloat16, 8));
+  EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4, 16), "tripy_weight_only_dot_bf16_b4_m16_frag");
+  EXPECT_TRUE(weight_only_frag_tile(DType::kBFloat16, 4, 8));
+  EXPECT_TRUE(weight_only_frag_tile(DType::kBFloat16, 4, 16));
+  EXPECT_FALSE(weight_only_frag_tile(DType::kBFloat16, 4, 32));
+  EXPECT_FALSE(weight_only_frag_tile(DType::kFloat16, 4, 8));
+  EXPECT_FALSE(weight_only_frag_tile(DType::kBFloat16, 8, 8));
+  EXPECT_TRUE(weight_only_frag_applies(DType::kBFloat16, 4, 16, 4096, 128));
+  EXPECT_FALSE(weight_only_frag_applies(DType::kBFloat16, 4, 16, 4096, 64));   // half a chunk
+  EXPECT_FALSE(weight_only_frag_applies(DType::kBFloat16, 4, 8, 4160, 4160));  // K off the chunks
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 
@@ -95,7 +100,8 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   i8.bits = 8, i8.row_bytes = 4096, i8.groups = 1, i8.group = 4096, i8.zero = false;
   EXPECT_EQ(vector_fn(i8, kWeightOnlyMmaRows, ring), ring);
   // Warp groups of 32 weight rows on the ring, 16 on the register-fed int4 tile of bfloat16 x
-  // (split 2: 4 groups a block); float16 x has no such tile: the ring's rows.
+  // (split 2: 4 groups a block); float16 x has no such tile: asked for it, the launch runs the
+  // tensor-core tile without either.
   auto blocks = [&](const WeightOnlyProblem& p, bool frag) {
     StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring, frag);
     return l.ok() ? l->vector_grid : 0u;
@@ -104,7 +110,20 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   EXPECT_EQ(blocks(pr, true), 4096u / 64);
   WeightOnlyProblem f16 = pr;
   f16.dtype = DType::kFloat16;
-  EXPECT_EQ(blocks(f16, true), 4096u / 128);
+  EXPECT_EQ(vector_fn(f16, kWeightOnlyMmaRows, ring), ring);
+  StatusOr<Launch> f16_frag = weight_only_launch(f16, kWeightOnlyMmaRows, fn, 132, 2, ring, true);
+  ASSERT_TRUE(f16_frag.ok());
+  EXPECT_EQ(f16_frag->vector_fn, nullptr);
+  EXPECT_EQ(f16_frag->vector_grid, 4096u / 64);
+  // The tile of 16 rows: no ring; the register-fed tile where asked, two tiles of 16 rows of x.
+  WeightOnlyProblem r32 = pr;
+  r32.rows = 32;
+  StatusOr<Launch> own16 = weight_only_launch(r32, 16, fn, 132, 2, ring, false);
+  StatusOr<Launch> frag16 = weight_only_launch(r32, 16, fn, 132, 2, ring, true);
+  ASSERT_TRUE(own16.ok() && frag16.ok());
+  EXPECT_EQ(own16->vector_fn, nullptr);
+  EXPECT_EQ(frag16->vector_fn, ring);
+  EXPECT_EQ(frag16->vector_grid, 4096u / 64 * 2);
 }
 
 TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {

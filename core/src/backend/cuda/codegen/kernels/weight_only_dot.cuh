@@ -771,14 +771,16 @@ DEVI void wo_mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsi
 // with one shift and one lop3 each (nibble j at mantissa bits 0..3), beside x paired alike
 // (wo_pair_x). Each chunk's sums (two accumulators a chain, so that an mma need not wait for the
 // one before) add s (sum x (128 + u) - (136 + z) sum x), sum x from an mma with A all ones.
-// Llama-3-8B's shapes at one row on an H200, timed alone with U = 1 (80 registers; U = 2 took
-// 128 and ran no faster): qkv 11.9 -> 9.4 us, o 8.9 -> 8.1, gate/up 28.7 -> 30.0, down 19.4 ->
-// 18.1 against the ring or the CUDA-core rows, whichever was faster (build-diag's wq_bench).
-template <int U>
+// NT tiles of 8 rows of x (a kernel's tile of 8 or 16 rows) meet the same A fragments. Llama-3-8B's
+// int4 shapes at one row on an H200, timed alone with U = 1 (80 registers; U = 2 took 128 and ran
+// no faster; scripts/weight_only_bench.cu), against the faster of the CUDA-core rows and the ring:
+// qkv 12.1 -> 9.5 us, o 9.0 -> 8.1, down 19.5 -> 18.2; gate/up 28.4 on the ring, 30.1 here (the
+// build times both).
+template <int U, int NT>
 DEVI void wo_frag4(const WoArgs& a) {
   typedef unsigned short S;
-  __shared__ float part[WO_BLOCK / 32][4 * 32];
-  const WoMmaPlace at = wo_mma_place<WO_MMA_ROWS>(a);
+  __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
+  const WoMmaPlace at = wo_mma_place<8 * NT>(a);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
   // 32-bit sizes and offsets from row g's bytes and scales (fewer registers: more warps resident).
   const int N = (int)a.N, n0 = (int)at.n0;
@@ -788,7 +790,11 @@ DEVI void wo_frag4(const WoArgs& a) {
   const S* sa = (const S*)a.scale + (i64)ra * a.groups;
   const S* za = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;  // read, times 0, where none
   const float zf = a.zero ? 1.0f : 0.0f;
-  const S* x = (const S*)a.x + (at.m0 + (g8 < M ? g8 : M - 1)) * a.K + t4 * 32;
+  // Row g of each tile of 8 rows of x (rows past M read row M - 1; their sums are dropped).
+  const S* x = (const S*)a.x + at.m0 * a.K + t4 * 32;
+  int xo[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) xo[nt] = (8 * nt + g8 < M ? 8 * nt + g8 : M - 1) * (int)a.K;
   const int chunks = n0 < N ? (int)(a.K / 128) : 0, cpg = (int)(a.group / 128);
   const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
   V16 qa[U], qb[U];
@@ -817,7 +823,7 @@ DEVI void wo_frag4(const WoArgs& a) {
     if (!early) fetch_w(c0);
     fetch_s(c0);
   }
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float acc[NT][4] = {};
   for (; c0 < chunks; c0 += split * U) {
     V16 ca[U], cb[U];
     float cs_a[U], cs_b[U], co_a[U], co_b[U];
@@ -831,38 +837,46 @@ DEVI void wo_frag4(const WoArgs& a) {
     for (int u = 0; u < U; ++u) {
       if (c0 + u >= chunks) break;
       const S* xc = x + (c0 + u) * 128;
-      float cq[2][4] = {}, cs[2][4] = {};
+      float cq[NT][2][4] = {}, cs[NT][2][4] = {};
       const unsigned wu[4] = {ca[u].x, ca[u].y, ca[u].z, ca[u].w}, wl[4] = {cb[u].x, cb[u].y, cb[u].z, cb[u].w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        unsigned b[4], lo[4], hi[4];  // weight rows g and g + 8: nibbles {j, j + 4}
-        wo_pair_x<4>(wo_load_x(xc + 8 * i), b);
+        unsigned lo[4], hi[4];  // weight rows g and g + 8: nibbles {j, j + 4}
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           lo[j] = wo_mask_or(wu[i] >> (4 * j), 0x000f000fu, 0x43004300u);
           hi[j] = wo_mask_or(wl[i] >> (4 * j), 0x000f000fu, 0x43004300u);
         }
-        const unsigned one = 0x3f803f80u;
-        wo_mma_bf16(cq[0], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
-        wo_mma_bf16(cq[1], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-        wo_mma_bf16(cs[0], one, one, one, one, b[0], b[1]);
-        wo_mma_bf16(cs[1], one, one, one, one, b[2], b[3]);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {  // each tile of 8 rows of x meets the same A fragments
+          unsigned b[4];
+          wo_pair_x<4>(wo_load_x(xc + xo[nt] + 8 * i), b);
+          const unsigned one = 0x3f803f80u;
+          wo_mma_bf16(cq[nt][0], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
+          wo_mma_bf16(cq[nt][1], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
+          wo_mma_bf16(cs[nt][0], one, one, one, one, b[0], b[1]);
+          wo_mma_bf16(cs[nt][1], one, one, one, one, b[2], b[3]);
+        }
       }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float s = e < 2 ? cs_a[u] : cs_b[u], o = e < 2 ? co_a[u] : co_b[u];
-        acc[e] = fmaf(s, fmaf(-o, cs[0][e] + cs[1][e], cq[0][e] + cq[1][e]), acc[e]);
-      }
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float s = e < 2 ? cs_a[u] : cs_b[u], o = e < 2 ? co_a[u] : co_b[u];
+          acc[nt][e] = fmaf(s, fmaf(-o, cs[nt][0][e] + cs[nt][1][e], cq[nt][0][e] + cq[nt][1][e]), acc[nt][e]);
+        }
     }
   }
-  if (!split_sum_lanes<4>(acc, part, split, g, ws)) return;
+  if (!split_sum_lanes<NT * 4>(&acc[0][0], part, split, g, ws)) return;
   S* out = (S*)a.out + at.m0 * a.N;
 #pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const int n = n0 + (e >> 1) * 8 + g8;
-    const int m = 2 * t4 + (e & 1);
-    if (m < M && n < N) out[m * a.N + n] = f2b(acc[e]);
-  }
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int n = n0 + (e >> 1) * 8 + g8;
+      const int m = 8 * nt + 2 * t4 + (e & 1);
+      if (m < M && n < N) out[m * a.N + n] = f2b(acc[nt][e]);
+    }
 }
 
 // The entry point's body: from WO_MMA_ROWS rows of x, the tensor-core tiles where the launch chose
