@@ -242,7 +242,7 @@ AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
 }
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
-  // Three bytes: saved before the register-fed tile existed (the ring's place then the ring's).
+  // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied).
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
   if (stored.size() == 4 && stored[3] > 1) return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2], stored.size() == 4 && stored[3] == 1};

@@ -21,14 +21,14 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                        ">(a); }\n";
   // The tensor-core tile's ring (wo_mma_ring) on its own, at 128 registers or fewer so that two
   // blocks share a multiprocessor (its weight in flight is in shared memory, not registers).
-  // For int4 weights and bfloat16 x, also the register-fed tile (wo_frag4) at 8 or 16 rows.
-  if (weight_only_frag_tile(t, bits, row_tile))
-    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
-              "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows && t != DType::kFloat32)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
+  // For int4 weights and bfloat16 x, the register-fed tile (wo_frag4) at 8 or 16 rows.
+  if (weight_only_frag_tile(t, bits, row_tile))
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
+              "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +
               "(const WoArgs a) { enter_after_previous(); wo_dequantize<" + type + ", " + std::to_string(bits) +

@@ -763,8 +763,8 @@ DEVI void wo_mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsi
 #endif
 }
 
-// The int4 tile of WO_MMA_ROWS rows of bfloat16 x where K and the group are multiples of 128 (the
-// launch's aligned form, in place of the ring): a group of `split` warps takes 16 weight rows, its
+// The int4 tile of 8 or 16 rows of bfloat16 x where K and the group are multiples of 128 (the
+// launch's aligned form, where the build's timing chose it over the ring or the own tile): a group of `split` warps takes 16 weight rows, its
 // warps taking chunks of 128 values in turn, U at a time, the next U chunks' loads out before this
 // U's arithmetic (weight bytes in registers: no ring, more blocks resident). Lane (g, t) holds 16
 // bytes of rows g and g + 8 a chunk, 4 words whose nibble pairs {j, j + 4} become bfloat16 128 + u
