@@ -147,8 +147,9 @@ def test_the_ring_with_weight_rows_off_its_groups_of_32(monkeypatch, vec, bits, 
 @pytest.mark.parametrize("most", [16, 32])
 def test_16_or_32_rows_on_the_rings_tiles_of_8(monkeypatch, vec, bits, group, zero, most):
     """A kernel of up to 16 or 32 rows may take the ring's tile of 8 rows (timed against its own):
-    TRIPY_WEIGHT_ONLY_MMA forces it here (the ring, or for int4 the register-fed tile), 2 or 4 tiles
-    of rows whose blocks take the same weight rows one after another, the last tile part empty."""
+    TRIPY_WEIGHT_ONLY_MMA forces it here (the ring; or for int4 the register-fed tile, which at up to
+    16 rows runs on the kernel's own tile of 16), 2 or 4 tiles of rows whose blocks take the same
+    weight rows one after another, the last tile part empty."""
     if vec == "frag" and bits != 4:
         pytest.skip("the register-fed tile takes int4 weights")
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", vec)
