@@ -18,6 +18,7 @@
 #define WO_FILE "weight_only_dot.cuh"
 #endif
 #include WO_FILE
+#include "weight_only_frag.cuh"
 #include "weight_only_bench_util.cuh"
 
 #ifndef RING_H

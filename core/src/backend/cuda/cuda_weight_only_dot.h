@@ -48,7 +48,8 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 // launch's aligned form runs where K and the group are whole steps of it (weight_only_ring_applies).
 std::string weight_only_ring_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the modules of the tiles of 8 and 16 rows (weight_only_frag_tile)
-// hold one more: the tensor-core tile fed from registers (wo_frag4, 16 weight rows a warp group,
+// hold one more: the tensor-core tile fed from registers (kernels/weight_only_frag.cuh's wo_frag4,
+// 16 weight rows a warp group,
 // one or two tiles of 8 rows of x), which the aligned form runs instead of the ring (8 rows) or of
 // the module's own tensor-core tile (16) where the build's timing chose it (WeightOnlyChoice::frag)
 // and K and the group are multiples of 128 values (weight_only_frag_applies).

@@ -1,5 +1,6 @@
-// The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh and the entry
-// point it runs (x's dtype, the weight's format, the tile of rows of x: cuda_weight_only_dot.h; from
+// The module of a kWeightOnlyDot kernel: the prelude, kernels/weight_only_dot.cuh (and
+// weight_only_frag.cuh where its register-fed tile applies) and the entry point it runs (x's
+// dtype, the weight's format, the tile of rows of x: cuda_weight_only_dot.h; from
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
@@ -13,9 +14,10 @@ namespace tripy::rt::cuda {
 
 GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
+  const bool frag = weight_only_frag_tile(t, bits, row_tile);
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
-  std::string source = kBody + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
+  std::string source = kBody + (frag ? kernels::kWeightOnlyFrag : "") + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
                        "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) +
                        ", " + std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
                        ">(a); }\n";
@@ -25,8 +27,9 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " + weight_only_ring_function(t, bits) +
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
-  // For int4 weights and bfloat16 x, the register-fed tile (wo_frag4) at 8 or 16 rows.
-  if (weight_only_frag_tile(t, bits, row_tile))
+  // For int4 weights and bfloat16 x, the register-fed tile (weight_only_frag.cuh's wo_frag4) at 8
+  // or 16 rows.
+  if (frag)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
               "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows)
