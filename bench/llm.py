@@ -6,8 +6,8 @@ on the CPU, in one run.
 Random weights are written once as a Hugging Face checkpoint (config.json + safetensors, nothing is
 downloaded) and both systems load that same directory. Per shape, batch and prompt length it prints:
 decode ms per token step (and `tripy_host_ms`, the time Python took to queue a step: near the
-step's time, the step waits on the host) and tokens/s, the share of the measured copy bandwidth that the step's
-bytes (weights plus the KV rows read) represent, prefill tokens/s (and, on a GPU, the prefill's
+step's time, the step waits on the host) and tokens/s, the share of the measured copy bandwidth
+that the step's bytes (weights plus the KV rows read) represent, prefill tokens/s (and, on a GPU, the prefill's
 share of the measured bfloat16 GEMM peak), Tripy's load and compile seconds, whether the greedy
 tokens agree (the first 32 steps), and, with the peer, how far each system's last-prompt-position
 logits are from the same model computed in float32 by transformers (`logit_err`: relative L2

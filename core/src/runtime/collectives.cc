@@ -256,7 +256,6 @@ void HostCommunicator::abort(const std::string& why) { group_->abort(why); }
 void HostCommunicator::reset() { group_->reset(); }
 void HostCommunicator::finish() { group_->finish(rank_); }
 
-
 // Every rank publishes its input and its size, then checks that every rank's is the same ("what:
 // rank 0 sums 4 elements but rank 1 sums 8").
 Status HostCommunicator::publish(const char* what, const char* verb, const void* in, int64_t size, const char* unit) {

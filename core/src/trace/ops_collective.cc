@@ -1,7 +1,7 @@
 // The collective Trace ops (tp.all_reduce, tp.all_gather: what sharded layers insert between the
 // ranks of a tp.DeviceMesh; and tp.reduce_scatter): their checks, shape rules and lowering to one
-// FlatIR kernel op of kind collective (rt::CollectiveAttrs). The mesh's size is an attribute, so each rank's program is
-// checked against the communicator it runs with.
+// FlatIR kernel op of kind collective (rt::CollectiveAttrs). The mesh's size is an attribute, so
+// each rank's program is checked against the communicator it runs with.
 #include <string>
 
 #include "trace/op_def.h"

@@ -213,9 +213,11 @@ class Executable:
         with self._mesh._run_lock:
             outs = _C.run_ranks(self._ranks, self._mesh._communicators_of_process(), per_rank, frames)
         result = self._wrap_outputs(outs[0])
-        # Each returned tensor keeps the other local ranks' outputs in its place (see of_rank).
-        for j, t in enumerate(result if isinstance(result, tuple) else (result,)):
-            t._twins = {str(self._mesh.devices[local[i]]): Tensor._wrap(outs[i][j]) for i in range(1, len(outs))}
+        # Where this process runs several ranks, each returned tensor keeps the other ranks' outputs
+        # in its place (see of_rank).
+        if len(outs) > 1:
+            for j, t in enumerate(result if isinstance(result, tuple) else (result,)):
+                t._twins = {str(self._mesh.devices[local[i]]): Tensor._wrap(outs[i][j]) for i in range(1, len(outs))}
         return result
 
     def _profile(self, nodes, frames):

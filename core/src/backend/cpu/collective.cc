@@ -1,6 +1,6 @@
-// kCollective on the CPU: all_reduce, all_gather and reduce_scatter among the ranks of one process, through the
-// calling thread's host communicator (runtime/collectives.h): each rank's thread runs its program,
-// and the kernel meets the other ranks' kernels in shared memory.
+// kCollective on the CPU: all_reduce, all_gather and reduce_scatter among the ranks of one process,
+// through the calling thread's host communicator (runtime/collectives.h): each rank's thread runs
+// its program, and the kernel meets the other ranks' kernels in shared memory.
 #include <cstring>
 
 #include "backend/cpu/kernels.h"

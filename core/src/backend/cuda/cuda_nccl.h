@@ -19,8 +19,8 @@ namespace tripy::rt::cuda {
 
 #define TRIPY_NCCL_FUNCS(X)                                                                      \
   X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommDestroy) \
-  X(ncclCommAbort) X(ncclGetErrorString) X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclAllGather) \
-  X(ncclReduceScatter)
+  X(ncclCommAbort) X(ncclGetErrorString) X(ncclCommGetAsyncError) X(ncclAllReduce)                \
+  X(ncclAllGather) X(ncclReduceScatter)
 
 struct NcclApi {
 #define TRIPY_NCCL_DECLARE_FN(name) decltype(&::name) name = nullptr;

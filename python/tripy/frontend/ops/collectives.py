@@ -16,7 +16,8 @@ def _tensor(x, op):
         _raise_here(f"{op} expects a tripy.Tensor, but got an object of type '{type(x).__name__}'.")
 
 
-def _dim(x, dim, op):
+def _along(op, x, dim):
+    """all_gather's and reduce_scatter's op over ``dim`` (checked), or ``x`` itself on one rank."""
     _tensor(x, op)
     try:
         dim = operator.index(dim)
@@ -24,7 +25,10 @@ def _dim(x, dim, op):
         _raise_here(f"{op}: dim must be an int, but got {dim!r}.")
     if not -x.rank <= dim < x.rank:
         _raise_here(f"{op}: dim {dim} is out of range for a tensor of rank {x.rank}.")
-    return dim
+    world = world_size()
+    if world == 1:
+        return x
+    return make(op, [x], collective={"axis": dim, "world_size": world})
 
 
 def all_reduce(x):
@@ -78,11 +82,7 @@ def all_gather(x, dim):
 
         assert tp.all_gather(tp.Tensor([[1.0, 2.0]]), dim=-1).shape == (1, 2)  # one rank
     """
-    dim = _dim(x, dim, "all_gather")
-    world = world_size()
-    if world == 1:
-        return x
-    return make("all_gather", [x], collective={"axis": dim, "world_size": world})
+    return _along("all_gather", x, dim)
 
 
 def reduce_scatter(x, dim):
@@ -112,8 +112,4 @@ def reduce_scatter(x, dim):
 
         assert tp.reduce_scatter(tp.Tensor([[1.0, 2.0]]), dim=-1).shape == (1, 2)  # one rank
     """
-    dim = _dim(x, dim, "reduce_scatter")
-    world = world_size()
-    if world == 1:
-        return x
-    return make("reduce_scatter", [x], collective={"axis": dim, "world_size": world})
+    return _along("reduce_scatter", x, dim)

@@ -227,8 +227,8 @@ std::optional<TuningJob> weight_only_tuning(const Program& p, const Kernel& k, c
 bool one_shot_collective(const Program& p, const Kernel& k) {
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
   return k.collective.world_size > 1 && k.collective.op != CollectiveAttrs::Op::kReduceScatter &&
-         (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
-                                         t == DType::kInt32 || t == DType::kInt64);
+         (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kInt32 ||
+          t == DType::kInt64);
 }
 
 // One row per kind, in kernel_kinds.h's order. (Which kinds the GPU runs at all is the
