@@ -6,7 +6,8 @@ weight again) up to 47 and from 48 the weight dequantized into the workspace for
 a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
-the register-fed tile, at 8 and 16 rows) and below 8 where the tuner may take them,
+the register-fed tile, at 8 and 16 rows, and the one-row tile) and below 8 where the tuner may take
+them,
 dynamic rows across both paths, CUDA graph replays (each executable runs three times), and an
 LLM-sized product against torch; int4 weights held packed (unpack_int4): decode and prefill
 executables sharing the bytes; float8 e4m3 weights per output feature on each path. The quantized
@@ -172,6 +173,46 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 8, 9, 13, 16):
         _check(exe, w, rows, 1024, "bfloat16")
+
+
+@pytest.mark.parametrize("group, zero", [(128, True), (256, False), (4096, True)])
+@pytest.mark.parametrize("N", [1000, 40, 9])
+def test_one_row_on_the_one_row_tile(monkeypatch, capfd, group, zero, N):
+    """One row of bfloat16 x against int4 weights may run the one-row tile (x in shared memory as
+    float16, scaled by a power of two a chunk of 128 values; the nibbles as float16 subnormals):
+    TRIPY_WEIGHT_ONLY_MMA=row forces it where the kernel is built for one row, and TRIPY_DEBUG=1
+    says which form each launch takes. x from 1e-4 to 1e4, and a chunk of zeros; at more rows of
+    the dynamic x the register-fed tile runs (the same grid)."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    K = 4096
+    lin, w = _case(4, N, K, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for x_scale in (1.0, 1e4, 1e-4):
+        _check(exe, w, 1, K, "bfloat16", x_scale=x_scale)
+    x = RNG.standard_normal((1, K))
+    x[0, 128:256] = 0.0  # a chunk whose largest value is 0
+    x[0, 1024:1152] *= 3e3
+    xb = _as(x, "bfloat16")
+    want = _numpy(xb) @ w.T
+    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
+    _check(exe, w, 5, K, "bfloat16")
+    err = capfd.readouterr().err
+    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
+    assert re.search(r"weight-only dot '[^']*' at 5 rows: the register-fed tile", err), err
+
+
+@pytest.mark.parametrize("K, form", [(14336, "the one-row tile"), (14464, "the register-fed tile")])
+def test_one_row_up_to_the_tiles_largest_k(monkeypatch, capfd, K, form):
+    """The one-row tile holds x's row of up to 14336 values in shared memory; past it the
+    register-fed tile runs."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    lin, w = _case(4, 40, K, 128, True, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo((1, K), dtype=tp.bfloat16)])
+    _check(exe, w, 1, K, "bfloat16")
+    assert f"at 1 rows: {form}" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("bits", [4, 8])

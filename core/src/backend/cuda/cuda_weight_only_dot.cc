@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -40,10 +41,12 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
 }
 
 // The aligned form's entry points are their module's function name and one of these (the ring's,
-// weight_only_ring_function, and the register-fed int4 tile's, weight_only_frag_function), the
-// dequantization's that module's and the last (weight_only_dequantize_function).
+// weight_only_ring_function, the register-fed int4 tile's, weight_only_frag_function, and the
+// one-row tile's, weight_only_one_row_function), the dequantization's that module's and the last
+// (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
 constexpr char kFragSuffix[] = "_frag";
+constexpr char kOneRowSuffix[] = "_row1";
 constexpr char kDequantizeSuffix[] = "_dequantize";
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -96,6 +99,11 @@ bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_
   return weight_only_frag_tile(t, bits, row_tile) && K % 128 == 0 && group % 128 == 0;  // whole chunks
 }
 
+bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
+  return row_tile == kWeightOnlyMmaRows && rows == 1 && K <= kWeightOnlyOneRowMaxK &&
+         weight_only_frag_applies(t, bits, row_tile, K, group) && ((group / 128) & (group / 128 - 1)) == 0;
+}
+
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
   // no bound of its own: the output's holds) over a constant K or N; unknown: the largest tile.
@@ -134,12 +142,16 @@ std::string weight_only_frag_function(DType t, int bits, int row_tile) {
   return weight_only_function(t, bits, row_tile) + kFragSuffix;
 }
 
+std::string weight_only_one_row_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kOneRowSuffix;
+}
+
 std::string weight_only_dequantize_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kDequantizeSuffix;
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  for (const std::string tail : {kRingSuffix, kFragSuffix, kDequantizeSuffix})
+  for (const std::string tail : {kRingSuffix, kFragSuffix, kOneRowSuffix, kDequantizeSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
   return function;
 }
@@ -238,14 +250,17 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
 }
 
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
-  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split), static_cast<uint8_t>(c.frag)};
+  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split),
+          static_cast<uint8_t>(c.one_row ? 2 : c.frag ? 1 : 0)};
 }
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
-  // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied).
+  // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied);
+  // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile.
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
-  if (stored.size() == 4 && stored[3] > 1) return std::nullopt;
-  WeightOnlyChoice c{stored[1], stored[2], stored.size() == 4 && stored[3] == 1};
+  if (stored.size() == 4 && stored[3] > 2) return std::nullopt;
+  const int form = stored.size() == 4 ? stored[3] : 0;
+  WeightOnlyChoice c{stored[1], stored[2], form >= 1, form == 2};
   const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
@@ -264,13 +279,16 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The aligned form's entry points, where the module has them (a file saved before they existed
   // has not).
-  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
+  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix, one_row = function + kOneRowSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)
     code.vector_fn = nullptr;
   if (!weight_only_frag_tile(t, weight_only_format(p, k), code.row_tile) ||
       api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS)
     code.frag_fn = nullptr;
+  if (!code.frag_fn || code.row_tile != kWeightOnlyMmaRows ||
+      api().cuModuleGetFunction(&code.one_row_fn, module, one_row.c_str()) != CUDA_SUCCESS)
+    code.one_row_fn = nullptr;
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
@@ -304,11 +322,20 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
     return true;
   }
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  // The register-fed tile where the timing chose it (and the module holds it), else the ring.
+  // The register-fed tile where the timing chose it (and the module holds it), else the ring; the
+  // one-row tile, chosen, at one row of x (at more rows of a dynamic x, the register-fed tile: the
+  // same grid).
   const bool frag = tuned && tuned->frag && code.frag_fn;
+  const bool one_row = frag && tuned->one_row && code.one_row_fn &&
+                       weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
   StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
-                                          frag ? code.frag_fn : code.vector_fn, frag);
+                                          one_row ? code.one_row_fn : frag ? code.frag_fn : code.vector_fn, frag);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
+  if (debug_level() >= 1 && l->vector_fn)  // which form the aligned launch takes (tests read it)
+    std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: %s, %lld warps a group\n", k.name.c_str(),
+                 static_cast<long long>(pr.rows),
+                 one_row ? "the one-row tile" : frag ? "the register-fed tile" : "the ring",
+                 static_cast<long long>(l->words[kWordMmaSplit]));
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});

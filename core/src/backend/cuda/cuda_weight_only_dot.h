@@ -56,6 +56,13 @@ std::string weight_only_ring_function(DType t, int bits);
 bool weight_only_frag_tile(DType t, int bits, int row_tile);
 bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 std::string weight_only_frag_function(DType t, int bits, int row_tile);
+// The module of 8 rows of those holds one more: the one-row tile (weight_only_frag.cuh's
+// wo_frag4_row: x in shared memory as float16, the nibbles as float16 subnormals), which the
+// aligned form runs instead where the build's timing chose it (WeightOnlyChoice::one_row), x has
+// one row and K is at most kWeightOnlyOneRowMaxK (its shared memory; weight_only_one_row_applies).
+inline constexpr int64_t kWeightOnlyOneRowMaxK = 14336;  // WO_ROW_MAX_K
+bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
+std::string weight_only_one_row_function(DType t, int bits);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
@@ -92,7 +99,8 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // file: the launch then splits as it would untimed).
 struct WeightOnlyChoice {
   int tile = 0, split = 0;
-  bool frag = false;  // the register-fed int4 tile in the ring's place
+  bool frag = false;     // the register-fed int4 tile in the ring's place
+  bool one_row = false;  // the one-row tile in the ring's place (at one row of x; else the register-fed tile)
 };
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice choice);
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored);

@@ -19,11 +19,14 @@ constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of th
 
 // TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows where it is a
 // candidate ("ring": with the ring alone in its aligned form; "frag": the register-fed tile alone,
-// on the kernel's own tile of 16 rows where it has one), 0 the kernel's own tile, unset lets the
-// timing decide (tests of one path; the builder's tuning context records it).
+// on the kernel's own tile of 16 rows where it has one; "row": the one-row tile alone where it
+// applies, else as "frag"), 0 the kernel's own tile, unset lets the timing decide (tests of one
+// path; the builder's tuning context records it).
 const char* mma_env() { return std::getenv("TRIPY_WEIGHT_ONLY_MMA"); }
 bool env_is(const char* v) { return mma_env() && std::strcmp(mma_env(), v) == 0; }
-int mma_override() { return env_is("1") || env_is("ring") || env_is("frag") ? 1 : env_is("0") ? 0 : -1; }
+int mma_override() {
+  return env_is("1") || env_is("ring") || env_is("frag") || env_is("row") ? 1 : env_is("0") ? 0 : -1;
+}
 
 }  // namespace
 
@@ -33,7 +36,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const int force = mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
-    const bool own_frag = env_is("frag") && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
+    const bool own_frag = (env_is("frag") || env_is("row")) && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
     tried = {mma && !own_frag ? kWeightOnlyMmaRows : tiles.at(0)};
   }
   if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");
@@ -56,7 +59,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   std::optional<WeightOnlyChoice> chosen;
   // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
   // timing one costs no compile); the tile of 8 rows with the ring's entry point, then (8 or 16
-  // rows) with the register-fed int4 tile's where it applies.
+  // rows) with the register-fed int4 tile's where it applies, then (8 rows, x of one row) the
+  // one-row tile's.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
@@ -65,11 +69,18 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     const CUfunction frag = weight_only_frag_applies(pr.dtype, pr.bits, tile, pr.K, pr.group)
                                 ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits, tile))
                                 : nullptr;
-    for (int candidate = 0; candidate < (frag ? 8 : 4); ++candidate) {
+    const CUfunction one_row =
+        frag && weight_only_one_row_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group)
+            ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits))
+            : nullptr;
+    for (int candidate = 0; candidate < (one_row ? 12 : frag ? 8 : 4); ++candidate) {
       const int split = 1 << (candidate % 4);
-      const bool use_frag = candidate >= 4;  // the register-fed tile in the ring's place
-      if ((use_frag && env_is("ring")) || (!use_frag && frag && env_is("frag"))) continue;
-      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, use_frag ? frag : ring, use_frag);
+      const bool use_frag = candidate >= 4, use_row = candidate >= 8;  // in the ring's place
+      if ((use_frag && env_is("ring")) || (!use_frag && frag && (env_is("frag") || env_is("row"))) ||
+          (!use_row && one_row && env_is("row")))
+        continue;
+      StatusOr<Launch> l =
+          weight_only_launch(pr, tile, fn, sms, split, use_row ? one_row : use_frag ? frag : ring, use_frag);
       if (!l.ok()) continue;
       Launch& launch = l.value();
       launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
@@ -88,7 +99,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
       if (ms < best) {
         best = ms;
-        chosen = WeightOnlyChoice{tile, split, use_frag};
+        chosen = WeightOnlyChoice{tile, split, use_frag, use_row};
       }
     }
   }

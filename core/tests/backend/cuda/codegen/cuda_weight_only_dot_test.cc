@@ -35,15 +35,17 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const std::string& ptx = (*compiled)[i].ptx;
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
-    // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, and the tiles of 8 and 16 rows
-    // of int4 weights and bfloat16 x the register-fed tile's; no module more.
+    // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
+    // of int4 weights and bfloat16 x the register-fed tile's and that of 8 the one-row tile's; no
+    // module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
+    const bool one_row = frag && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + dequantize) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + dequantize) << names[i];
     if (ring) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
@@ -51,6 +53,11 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     if (frag) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_frag("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_frag"), names[i]);
+    }
+    if (one_row) {
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, 4), names[i] + "_row1");
+      EXPECT_NE(ptx.find(".entry " + names[i] + "_row1("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(names[i] + "_row1"), names[i]);
     }
     if (dequantize) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_dequantize("), std::string::npos) << names[i];
@@ -73,6 +80,15 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_TRUE(weight_only_frag_applies(DType::kBFloat16, 4, 16, 4096, 128));
   EXPECT_FALSE(weight_only_frag_applies(DType::kBFloat16, 4, 16, 4096, 64));   // half a chunk
   EXPECT_FALSE(weight_only_frag_applies(DType::kBFloat16, 4, 8, 4160, 4160));  // K off the chunks
+  // The one-row tile: 8-row module, one row of x, K within its shared memory, chunks a group a
+  // power of two.
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14336, 128));
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 4096, 4096));
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 2, 4096, 128));      // two rows
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 16, 1, 4096, 128));     // the 16-row module
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14464, 128));     // K past its memory
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 3840, 384));      // 3 chunks a group
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4096, 4096));     // int8
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 
@@ -332,12 +348,14 @@ TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   for (int tile : kWeightOnlyRowTiles)
     for (int split : {1, 2, 4, 8})
-      for (bool frag : {false, true}) {
-        const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split, frag}));
+      for (int form : {0, 1, 2}) {  // the ring, the register-fed tile, the one-row tile
+        const std::optional<WeightOnlyChoice> c =
+            weight_only_choice(weight_only_choice_bytes({tile, split, form >= 1, form == 2}));
         ASSERT_TRUE(c.has_value());
         EXPECT_EQ(c->tile, tile);
         EXPECT_EQ(c->split, split);
-        EXPECT_EQ(c->frag, frag);
+        EXPECT_EQ(c->frag, form >= 1);
+        EXPECT_EQ(c->one_row, form == 2);
       }
   // Saved before the register-fed tile: three bytes, the ring.
   const std::optional<WeightOnlyChoice> old = weight_only_choice({'W', 8, 4});
@@ -348,7 +366,7 @@ TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps
   EXPECT_FALSE(weight_only_choice({'W', 3, 2}).has_value());   // no such tile
   EXPECT_FALSE(weight_only_choice({'X', 1, 2}).has_value());
-  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 2}).has_value());  // neither the ring nor the int4 tile
+  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 3}).has_value());  // no such form
   EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0, 0}).has_value());
 }
 

@@ -136,3 +136,144 @@ DEVI void wo_frag4(const WoArgs& a) {
       if (m < M && n < N) out[m * a.N + n] = f2b(acc[nt][e]);
     }
 }
+
+// The one-row tile (the launch's aligned form where the build's timing chose it and x has one row,
+// K at most WO_ROW_MAX_K): x goes once a block into shared memory as float16, scaled by a power of
+// two a chunk of 128 values (its largest value to [2^14, 2^15): nothing overflows, nothing rounds),
+// its pairs in the order of the weight's nibble pairs and each chunk's sum beside it. Each nibble u
+// then reaches the mma as the float16 subnormal u 2^-24 (or 16 u 2^-24) by a mask alone: one shift
+// and four masks a word of 8 nibbles, no offset to subtract (the sums stay exact), the nibbles at
+// bits 4..7 of a byte summed apart and divided by 16. A warp's chunk adds s 2^24 / scale
+// (sum x q - (8 + z) sum x) for its rows. The weight streams through a per-lane cp.async ring of
+// WO_ROW_SLOTS slots. 16 weight rows a warp group, every split-th chunk a warp, as wo_frag4.
+// Llama-3-8B's int4 shapes at one row, on an H200 alone (µs): gate/up 28.5 on the ring -> 25.8,
+// the output head 100.2 -> 88.8, qkv and o as the register-fed tile (9.4, 8.1).
+#define WO_ROW_MAX_K 14336
+#define WO_ROW_SLOTS 2
+
+DEVI void wo_mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+#if __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+DEVI unsigned wo_half2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// x's row (K values) into `xs` (a piece of 8 values k0..k7 as the float16 pairs {k0 k4, k2 k6,
+// k1 k5, k3 k7}: the B fragments of the masks' mmas) and `sums` (a chunk's {sum x 2^-24, 2^24 /
+// scale}), 16 threads a chunk.
+DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
+  for (int p0 = 0; p0 < K / 8; p0 += WO_BLOCK) {
+    const int p = p0 + threadIdx.x;
+    const bool live = p < K / 8;
+    const V16 v = live ? wo_load_x(x + p * 8) : V16{0u, 0u, 0u, 0u};
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+    float f[8], m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
+#pragma unroll
+    for (int o = 1; o < 16; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    // max |x| in [2^e, 2^(e + 1)): times 2^(14 - e), e within [-100, 117] so that the scale and
+    // 2^24 over it stay floats (a larger x overflows here as its products would in float32).
+    const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+    const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
+    if (live) xs[p] = make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]));
+#pragma unroll
+    for (int o = 1; o < 16; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (live && (p & 15) == 0)
+      sums[p >> 4] = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+  }
+}
+
+DEVI void wo_frag4_row(const WoArgs& a) {
+  typedef unsigned short S;
+  constexpr int P = WO_ROW_SLOTS;
+  __shared__ uint4 xs[WO_ROW_MAX_K / 8];
+  __shared__ float2 sums[WO_ROW_MAX_K / 128];
+  __shared__ V16 ring[P][2][WO_BLOCK];
+  float (*part)[4 * 32] = reinterpret_cast<float (*)[4 * 32]>(&ring[0][0][0]);
+  const WoMmaPlace at = wo_mma_place<8>(a);
+  const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws;
+  const int N = static_cast<int>(a.N), n0 = static_cast<int>(at.n0), K = static_cast<int>(a.K);
+  const int chunks = n0 < N ? K / 128 : 0;
+  const int gshift = __ffs(static_cast<int>(a.group / 128)) - 1;  // chunks a group: a power of two
+  const int ra = min(n0 + g8, N - 1), rb = min(n0 + g8 + 8, N - 1);
+  const signed char* wp = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16 + ws * 64;
+  const int wd = (rb - ra) * static_cast<int>(a.row_bytes), sd = (rb - ra) * static_cast<int>(a.groups);
+  const i64 wstep = split * 64;
+  int grp = ws >> gshift;
+  const S* sp = (const S*)a.scale + (i64)ra * a.groups + grp;
+  const S* zp = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups + grp;  // read, times 0, where none
+  const float zf = a.zero ? 1.0f : 0.0f;
+  const int mine = ws < chunks ? (chunks - ws + split - 1) / split : 0;
+  auto copy = [&](int i) {  // this warp's i-th chunk into slot i % P (a group of copies a call, empty or not)
+    if (i < mine) {
+      wo_cp16(&ring[i % P][0][threadIdx.x], wp);
+      wo_cp16(&ring[i % P][1][threadIdx.x], wp + wd);
+      wp += wstep;
+    }
+    wo_commit();
+  };
+  S sv[2], zv[2];
+  auto fetch = [&](int c) {  // chunk c's scales and zero points, then the pointers to the next chunk's group
+    sv[0] = sp[0], sv[1] = sp[sd], zv[0] = zp[0], zv[1] = zp[sd];
+    const int next = (c + split) >> gshift;
+    sp += next - grp, zp += next - grp, grp = next;
+  };
+  const bool early = wo_early(a);
+  if (early)
+#pragma unroll
+    for (int i = 0; i < P - 1; ++i) copy(i);
+  enter_after_previous();
+  if (!early)
+#pragma unroll
+    for (int i = 0; i < P - 1; ++i) copy(i);
+  if (mine > 0) fetch(ws);
+  wo_row_x((const S*)a.x + at.m0 * a.K, K, xs, sums);
+  __syncthreads();
+  float acc[4] = {};
+  const uint4* xc = xs + ws * 16 + t4 * 4;
+  int c = ws;
+#pragma unroll 1
+  for (int i = 0; c < chunks; c += split, ++i) {
+    copy(i + P - 1);
+    const float2 sm = sums[c];
+    const float s_a = b2f(sv[0]) * sm.y, s_b = b2f(sv[1]) * sm.y;
+    const float o_a = fmaf(zf, b2f(zv[0]), 8.0f), o_b = fmaf(zf, b2f(zv[1]), 8.0f);
+    if (c + split < chunks) fetch(c + split);
+    wo_wait<P - 1>();
+    const V16 va = ring[i % P][0][threadIdx.x], vb = ring[i % P][1][threadIdx.x];
+    const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
+    float lo[4] = {}, hi[4] = {};  // sums over the nibbles at bits 0..3 and 4..7 of each byte
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint4 b = xc[k];
+      const unsigned ua = wa[k], ub = wb[k], ua8 = ua >> 8, ub8 = ub >> 8;
+      wo_mma_f16(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
+      wo_mma_f16(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
+    }
+    xc += split * 16;
+    // Column 0 of the tile (x's row): entries 0 and 2 (weight rows g and g + 8) of lanes t4 = 0.
+    acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0])), acc[0]);
+    acc[2] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2])), acc[2]);
+  }
+  wo_wait<0>();
+  if (split > 1) __syncthreads();  // every lane's copies landed and read: the ring becomes `part`
+  if (!split_sum_lanes<4>(acc, part, split, g, ws)) return;
+  S* out = (S*)a.out + at.m0 * a.N;
+  if (t4 == 0) {
+    if (n0 + g8 < N) out[n0 + g8] = f2b(acc[0]);
+    if (n0 + g8 + 8 < N) out[n0 + g8 + 8] = f2b(acc[2]);
+  }
+}
