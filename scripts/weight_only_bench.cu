@@ -1,8 +1,9 @@
-// The weight-only products of a Llama-3-8B decode step (one row of x, int4 in groups of 128 with
-// zero points, int8 per output feature) timed alone, outside Tripy: the CUDA-core rows, the
-// tensor-core ring and for int4 the register-fed tile (kernels/weight_only_dot.cuh) at each split
-// of a block's warps, against a kernel that only reads the same bytes, with back-to-back launches
-// over weight copies larger than the L2.
+// The weight-only products of a Llama-3-8B decode step and its output head (one row of x, int4 in
+// groups of 128 with zero points, int8 per output feature) timed alone, outside Tripy: the
+// CUDA-core rows, the tensor-core ring and for int4 the register-fed tile and at one row the
+// one-row tile (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's
+// warps, against a kernel that only reads the same bytes, with back-to-back launches over weight
+// copies larger than the L2.
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
@@ -33,10 +34,11 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1, 1>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag4_row(a); }
 
 
 int main(int argc, char** argv) {
-  struct S { const char* name; long N, K; } shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  struct S { const char* name; long N, K; } shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
   int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   unsigned* sink; CK(cudaMalloc(&sink, 4));  // the read-only kernel's output, never written
   int rows_x = argc > 1 ? atoi(argv[1]) : 1;
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
         return time_us([&](int i) { fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink); });
       };
       printf("%-8s b%d (%6ld, %6ld) %6.1f MB:", s.name, bits, N, K, wbytes / 1e6);
-      float best_rows = 1e9, best_ring = 1e9, best_frag = 1e9;
+      float best_rows = 1e9, best_ring = 1e9, best_frag = 1e9, best_row = 1e9;
       for (int split : {1, 2, 4, 8}) {
         a.split = split; a.n_blocks = (N + (8 / split) * 4 - 1) / ((8 / split) * 4); a.mma_split = a.mma_blocks = 0; a.out = (i64)out;
         float t = timeit(bits == 4 ? k_rows4 : k_rows8, (unsigned)a.n_blocks);
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
         if (bits != 4) break;
         a.mma_split = split; a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16); a.out = (i64)out2;
         best_frag = std::min(best_frag, timeit(k_frag4, (unsigned)a.mma_blocks));
+        if (rows_x == 1 && K <= WO_ROW_MAX_K) best_row = std::min(best_row, timeit(k_row4, (unsigned)a.mma_blocks));
       }
       // agreement of the ring with the rows kernel on the first weight copy
       std::vector<unsigned short> h1(N), h2(N);
@@ -102,6 +105,13 @@ int main(int argc, char** argv) {
         double fd = 0;
         for (long i = 0; i < N; ++i) fd = std::max(fd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
         printf(" | frag %6.2f us = %5.0f GB/s  diff %.1e", best_frag, wbytes / best_frag / 1e3, fd / mx);
+        if (best_row < 1e9) {
+          k_row4<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
+          CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+          double rd = 0;
+          for (long i = 0; i < N; ++i) rd = std::max(rd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
+          printf(" | one-row %6.2f us = %5.0f GB/s  diff %.1e", best_row, wbytes / best_row / 1e3, rd / mx);
+        }
       }
       printf("\n");
       for (auto p : ws) cudaFree(p);

@@ -1,7 +1,7 @@
-// The register-fed tensor-core tile of weight-only int4 products (weight_only_dot_module_source()
-// in cuda_weight_only_dot_source.cc appends it after weight_only_dot.cuh, whose helpers it uses, in
-// the modules of 8 and 16 rows of bfloat16 x): an entry point beside the ring's that the build
-// times against it (cuda_weight_only_tune.cc).
+// The register-fed tensor-core tile of weight-only int4 products, and the one-row tile
+// (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc appends this file after
+// weight_only_dot.cuh, whose helpers it uses, in the modules of 8 and 16 rows of bfloat16 x): entry
+// points beside the ring's that the build times against it (cuda_weight_only_tune.cc).
 
 // 16 bytes of x through the read-only path (x stays in the L1 for every warp of the multiprocessor).
 DEVI V16 wo_load_x(const unsigned short* p) {
@@ -146,8 +146,12 @@ DEVI void wo_frag4(const WoArgs& a) {
 // bits 4..7 of a byte summed apart and divided by 16. A warp's chunk adds s 2^24 / scale
 // (sum x q - (8 + z) sum x) for its rows. The weight streams through a per-lane cp.async ring of
 // WO_ROW_SLOTS slots. 16 weight rows a warp group, every split-th chunk a warp, as wo_frag4.
-// Llama-3-8B's int4 shapes at one row, on an H200 alone (µs): gate/up 28.5 on the ring -> 25.8,
-// the output head 100.2 -> 88.8, qkv and o as the register-fed tile (9.4, 8.1).
+// Llama-3-8B's int4 products at one row on an H200, timed alone (scripts/weight_only_bench.cu),
+// against the fastest other form: gate/up 28.4 -> 25.4 us (the ring), down 18.4 -> 17.2 (the
+// register-fed tile), the output head 100.1 -> 87.7 (the ring), o 8.2 -> 8.1, qkv 9.4 against
+// 9.6 (the build times them all); its sums are also nearer float64's (no offset of 128 to take
+// back out of each). Three slots do not fit beside x's 28 KiB in 48 KiB; runs of chunks a warp
+// over a persistent grid (sums by float32 atomics, a group's last warp writing it) were no faster.
 #define WO_ROW_MAX_K 14336
 #define WO_ROW_SLOTS 2
 
