@@ -34,7 +34,8 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1, 1>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag4_row(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag_row<4>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
 
 
 int main(int argc, char** argv) {
@@ -78,11 +79,11 @@ int main(int argc, char** argv) {
         printf(" s%d %6.2f", split, t);
         best_ring = std::min(best_ring, t);
       }
+      const auto k_row = bits == 4 ? k_row4 : k_row8;
       for (int split : {1, 2, 4, 8}) {
-        if (bits != 4) break;
         a.mma_split = split; a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16); a.out = (i64)out2;
-        best_frag = std::min(best_frag, timeit(k_frag4, (unsigned)a.mma_blocks));
-        if (rows_x == 1 && K <= WO_ROW_MAX_K) best_row = std::min(best_row, timeit(k_row4, (unsigned)a.mma_blocks));
+        if (bits == 4) best_frag = std::min(best_frag, timeit(k_frag4, (unsigned)a.mma_blocks));
+        if (rows_x == 1 && K <= WO_ROW_MAX_K) best_row = std::min(best_row, timeit(k_row, (unsigned)a.mma_blocks));
       }
       // agreement of the ring with the rows kernel on the first weight copy
       std::vector<unsigned short> h1(N), h2(N);
@@ -105,13 +106,13 @@ int main(int argc, char** argv) {
         double fd = 0;
         for (long i = 0; i < N; ++i) fd = std::max(fd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
         printf(" | frag %6.2f us = %5.0f GB/s  diff %.1e", best_frag, wbytes / best_frag / 1e3, fd / mx);
-        if (best_row < 1e9) {
-          k_row4<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
-          CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
-          double rd = 0;
-          for (long i = 0; i < N; ++i) rd = std::max(rd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
-          printf(" | one-row %6.2f us = %5.0f GB/s  diff %.1e", best_row, wbytes / best_row / 1e3, rd / mx);
-        }
+      }
+      if (best_row < 1e9) {  // the one-row tile, and its agreement with the rows kernel
+        a.mma_split = 4; a.mma_blocks = (N + 31) / 32; a.out = (i64)out2; k_row<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
+        CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+        double rd = 0;
+        for (long i = 0; i < N; ++i) rd = std::max(rd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
+        printf(" | one-row %6.2f us = %5.0f GB/s  diff %.1e", best_row, wbytes / best_row / 1e3, rd / mx);
       }
       printf("\n");
       for (auto p : ws) cudaFree(p);

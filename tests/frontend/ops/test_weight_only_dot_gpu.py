@@ -175,18 +175,18 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
         _check(exe, w, rows, 1024, "bfloat16")
 
 
-@pytest.mark.parametrize("group, zero", [(128, True), (256, False), (4096, True)])
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (4, 256, False), (4, 4096, True), (8, None, False)])
 @pytest.mark.parametrize("N", [1000, 40, 9])
-def test_one_row_on_the_one_row_tile(monkeypatch, capfd, group, zero, N):
-    """One row of bfloat16 x against int4 weights may run the one-row tile (x in shared memory as
-    float16, scaled by a power of two a chunk of 128 values; the nibbles as float16 subnormals):
-    TRIPY_WEIGHT_ONLY_MMA=row forces it where the kernel is built for one row, and TRIPY_DEBUG=1
-    says which form each launch takes. x from 1e-4 to 1e4, and a chunk of zeros; at more rows of
-    the dynamic x the register-fed tile runs (the same grid)."""
+def test_one_row_on_the_one_row_tile(monkeypatch, capfd, bits, group, zero, N):
+    """One row of bfloat16 x against int4 or int8 weights may run the one-row tile (x in shared
+    memory as float16, scaled by a power of two a chunk; the weight's values as float16
+    subnormals): TRIPY_WEIGHT_ONLY_MMA=row forces it where the kernel is built for one row, and
+    TRIPY_DEBUG=1 says which form each launch takes. x from 1e-4 to 1e4, and a chunk of zeros; at
+    more rows of the dynamic x the register-fed tile runs (int4; the same grid), or the ring (int8)."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
     K = 4096
-    lin, w = _case(4, N, K, group, zero, "bfloat16")
+    lin, w = _case(bits, N, K, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     for x_scale in (1.0, 1e4, 1e-4):
@@ -199,20 +199,22 @@ def test_one_row_on_the_one_row_tile(monkeypatch, capfd, group, zero, N):
     np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
     _check(exe, w, 5, K, "bfloat16")
     err = capfd.readouterr().err
+    more = "the register-fed tile" if bits == 4 else "the ring"
     assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
-    assert re.search(r"weight-only dot '[^']*' at 5 rows: the register-fed tile", err), err
+    assert re.search(rf"weight-only dot '[^']*' at 5 rows: {more}", err), err
 
 
-@pytest.mark.parametrize("K, form", [(14336, "the one-row tile"), (14464, "the register-fed tile")])
-def test_one_row_up_to_the_tiles_largest_k(monkeypatch, capfd, K, form):
-    """The one-row tile holds x's row of up to 14336 values in shared memory; past it the
-    register-fed tile runs."""
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("K, one_row", [(14336, True), (14464, False)])
+def test_one_row_up_to_the_tiles_largest_k(monkeypatch, capfd, bits, K, one_row):
+    """The one-row tile holds x's row of up to 14336 values in shared memory; past it another
+    form runs."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
-    lin, w = _case(4, 40, K, 128, True, "bfloat16")
+    lin, w = _case(bits, 40, K, 128 if bits == 4 else None, bits == 4, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo((1, K), dtype=tp.bfloat16)])
     _check(exe, w, 1, K, "bfloat16")
-    assert f"at 1 rows: {form}" in capfd.readouterr().err
+    assert ("at 1 rows: the one-row tile" in capfd.readouterr().err) == one_row
 
 
 @pytest.mark.parametrize("bits", [4, 8])

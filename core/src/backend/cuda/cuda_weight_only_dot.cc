@@ -99,9 +99,14 @@ bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_
   return weight_only_frag_tile(t, bits, row_tile) && K % 128 == 0 && group % 128 == 0;  // whole chunks
 }
 
+bool weight_only_one_row_tile(DType t, int bits, int row_tile) {
+  return t == DType::kBFloat16 && (bits == 4 || bits == 8) && row_tile == kWeightOnlyMmaRows;
+}
+
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
-  return row_tile == kWeightOnlyMmaRows && rows == 1 && K <= kWeightOnlyOneRowMaxK &&
-         weight_only_frag_applies(t, bits, row_tile, K, group) && ((group / 128) & (group / 128 - 1)) == 0;
+  const int64_t chunk = bits == 4 ? 128 : 64, chunks_a_group = group / chunk;  // WoRowChunk
+  return weight_only_one_row_tile(t, bits, row_tile) && rows == 1 && K <= kWeightOnlyOneRowMaxK && K % chunk == 0 &&
+         group % chunk == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
@@ -179,7 +184,9 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   // int4 and float8: an int8 value takes more instructions to reach an mma fragment than the
   // CUDA-core rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B
   // (H200).
-  if (bits != 8 && !weight_only_mma_applies(t, bits, own, kdim.a, group) &&
+  // The one-row tile (int4 and int8) reaches them in fewer still, where x may have one row.
+  const bool one_row = weight_only_one_row_applies(t, bits, kWeightOnlyMmaRows, 1, kdim.a, group);
+  if ((bits != 8 || one_row) && !weight_only_mma_applies(t, bits, own, kdim.a, group) &&
       weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, group))
     out.push_back(kWeightOnlyMmaRows);
   // 16 or 32 rows: the ring's tile of 8 rows, two or four tiles reading the weight at once (the
@@ -206,15 +213,18 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 }
 
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
-                                    int split_choice, CUfunction ring, bool frag) {
+                                    int split_choice, CUfunction vector, WeightOnlyForm form) {
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const bool use_ring = ring && (frag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
-                                     : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group));
-  // The ring's warp groups take 32 weight rows; the register-fed int4 tile's 16, as wo_mma's.
-  const bool ring_rows = use_ring && !frag;
+  const bool applies =
+      form == WeightOnlyForm::kOneRow ? weight_only_one_row_applies(pr.dtype, pr.bits, row_tile, pr.rows, pr.K, pr.group)
+      : form == WeightOnlyForm::kFrag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
+                                      : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  const bool use_ring = vector && mma && applies;
+  // The ring's warp groups take 32 weight rows; the other forms' 16, as wo_mma's.
+  const bool ring_rows = use_ring && form == WeightOnlyForm::kRing;
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
@@ -226,7 +236,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
-  if (use_ring) l.vector_fn = ring;
+  if (use_ring) l.vector_fn = vector;
   l.words = problem_words(pr);
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
@@ -250,8 +260,7 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
 }
 
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
-  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split),
-          static_cast<uint8_t>(c.one_row ? 2 : c.frag ? 1 : 0)};
+  return {'W', static_cast<uint8_t>(c.tile), static_cast<uint8_t>(c.split), static_cast<uint8_t>(c.form)};
 }
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
@@ -259,8 +268,7 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile.
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
   if (stored.size() == 4 && stored[3] > 2) return std::nullopt;
-  const int form = stored.size() == 4 ? stored[3] : 0;
-  WeightOnlyChoice c{stored[1], stored[2], form >= 1, form == 2};
+  WeightOnlyChoice c{stored[1], stored[2], static_cast<WeightOnlyForm>(stored.size() == 4 ? stored[3] : 0)};
   const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
@@ -286,7 +294,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (!weight_only_frag_tile(t, weight_only_format(p, k), code.row_tile) ||
       api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS)
     code.frag_fn = nullptr;
-  if (!code.frag_fn || code.row_tile != kWeightOnlyMmaRows ||
+  if (!weight_only_one_row_tile(t, weight_only_format(p, k), code.row_tile) ||
       api().cuModuleGetFunction(&code.one_row_fn, module, one_row.c_str()) != CUDA_SUCCESS)
     code.one_row_fn = nullptr;
   // The dequantization, where the module has it (saved since it existed).
@@ -322,14 +330,16 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
     return true;
   }
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  // The register-fed tile where the timing chose it (and the module holds it), else the ring; the
-  // one-row tile, chosen, at one row of x (at more rows of a dynamic x, the register-fed tile: the
-  // same grid).
-  const bool frag = tuned && tuned->frag && code.frag_fn;
-  const bool one_row = frag && tuned->one_row && code.one_row_fn &&
+  // The form the timing chose where the module holds it and it applies at these rows: the one-row
+  // tile at one row of x; at more, the register-fed tile where the module has one; else the ring.
+  using F = WeightOnlyForm;
+  const F chosen = tuned ? tuned->form : F::kRing;
+  const bool one_row = chosen == F::kOneRow && code.one_row_fn &&
                        weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
+  const bool frag = !one_row && chosen != F::kRing && code.frag_fn;
+  const F form = one_row ? F::kOneRow : frag ? F::kFrag : F::kRing;
   StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
-                                          one_row ? code.one_row_fn : frag ? code.frag_fn : code.vector_fn, frag);
+                                          one_row ? code.one_row_fn : frag ? code.frag_fn : code.vector_fn, form);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   if (debug_level() >= 1 && l->vector_fn)  // which form the aligned launch takes (tests read it)
     std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: %s, %lld warps a group\n", k.name.c_str(),

@@ -56,11 +56,14 @@ std::string weight_only_ring_function(DType t, int bits);
 bool weight_only_frag_tile(DType t, int bits, int row_tile);
 bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 std::string weight_only_frag_function(DType t, int bits, int row_tile);
-// The module of 8 rows of those holds one more: the one-row tile (weight_only_frag.cuh's
-// wo_frag4_row: x in shared memory as float16, the nibbles as float16 subnormals), which the
-// aligned form runs instead where the build's timing chose it (WeightOnlyChoice::one_row), x has
-// one row and K is at most kWeightOnlyOneRowMaxK (its shared memory; weight_only_one_row_applies).
+// For int4 and int8 weights and bfloat16 x, the module of 8 rows (weight_only_one_row_tile) holds
+// the one-row tile too (weight_only_frag.cuh's wo_frag_row: x in shared memory as float16, the
+// weight's values as float16 subnormals), which the aligned form runs instead where the build's
+// timing chose it, x has one row, K is at most kWeightOnlyOneRowMaxK (its shared memory) and a
+// group is a power-of-two number of its chunks (128 int4 values, 64 int8) or the whole row
+// (weight_only_one_row_applies).
 inline constexpr int64_t kWeightOnlyOneRowMaxK = 14336;  // WO_ROW_MAX_K
+bool weight_only_one_row_tile(DType t, int bits, int row_tile);
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 std::string weight_only_one_row_function(DType t, int bits);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
@@ -69,9 +72,9 @@ std::string weight_only_dequantize_function(DType t, int bits);
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
 // The tiles the builder times for kernel `k`: its own (weight_only_row_tile); for int4 and float8
-// weights the tensor-core tile where its own runs on CUDA cores and the tensor-core one applies (a
-// decode step's one row of such values may reach an mma in fewer instructions than the CUDA cores
-// dequantize them); and where its own holds 16 or 32 rows, the ring's tile of 8 where it applies
+// weights, and int8 where the one-row tile applies, the tensor-core tile where its own runs on CUDA
+// cores and the tensor-core one applies (a decode step's one row of such values may reach an mma
+// in fewer instructions than the CUDA cores dequantize them); and where its own holds 16 or 32 rows, the ring's tile of 8 where it applies
 // (a tile of rows a group of blocks, the weight read from memory once for them all).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
@@ -87,20 +90,24 @@ struct WeightOnlyProblem {
 WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,
                                       const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
                                       int64_t out_elements);
+// The aligned form's entry point in the tile of 8 rows: the ring's, the register-fed int4 tile's
+// or the one-row tile's (the last two: 16 weight rows a warp group, not the ring's 32).
+enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2 };
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
-// own (the first whose grid covers the GPU twice). `ring`: the module's ring entry point (null:
-// none), which the aligned form then runs where it applies; `frag`: it is the register-fed tile's
-// instead (16 weight rows a warp group, not the ring's 32; weight_only_frag_applies).
+// own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
+// (null: none), which the aligned form then runs where that form applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
-                                    int split = 0, CUfunction ring = nullptr, bool frag = false);
+                                    int split = 0, CUfunction vector = nullptr,
+                                    WeightOnlyForm form = WeightOnlyForm::kRing);
 
 // The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:
-// the tile (its entry point's too) and the split; nullopt for other bytes (an older or damaged
-// file: the launch then splits as it would untimed).
+// the tile (its entry point's too), the split and the form; nullopt for other bytes (an older or
+// damaged file: the launch then splits as it would untimed).
 struct WeightOnlyChoice {
   int tile = 0, split = 0;
-  bool frag = false;     // the register-fed int4 tile in the ring's place
-  bool one_row = false;  // the one-row tile in the ring's place (at one row of x; else the register-fed tile)
+  // The one-row tile's applies at one row of x only: at more rows of a dynamic x the register-fed
+  // tile runs where the module has it, else the ring.
+  WeightOnlyForm form = WeightOnlyForm::kRing;
 };
 AlgoBytes weight_only_choice_bytes(WeightOnlyChoice choice);
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored);

@@ -4,7 +4,8 @@
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
-// 8 and 16 rows also the register-fed tile's, and of 8 rows the one-row tile's).
+// 8 and 16 rows also the register-fed tile's, and for int4 and int8 weights and bfloat16 x the tile
+// of 8 rows the one-row tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -14,10 +15,10 @@ namespace tripy::rt::cuda {
 
 GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
-  const bool frag = weight_only_frag_tile(t, bits, row_tile);
+  const bool frag = weight_only_frag_tile(t, bits, row_tile), one_row = weight_only_one_row_tile(t, bits, row_tile);
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
-  std::string source = kBody + (frag ? kernels::kWeightOnlyFrag : "") + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
+  std::string source = kBody + (frag || one_row ? kernels::kWeightOnlyFrag : "") + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
                        "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) +
                        ", " + std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
                        ">(a); }\n";
@@ -32,10 +33,10 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   if (frag)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
               "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
-  // ... and at 8 rows the one-row tile (wo_frag4_row).
-  if (frag && row_tile == kWeightOnlyMmaRows)
+  // For int4 and int8 weights and bfloat16 x, at 8 rows the one-row tile (wo_frag_row).
+  if (one_row)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_one_row_function(t, bits) +
-              "(const WoArgs a) { wo_frag4_row(a); }\n";
+              "(const WoArgs a) { wo_frag_row<" + std::to_string(bits) + ">(a); }\n";
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +
               "(const WoArgs a) { enter_after_previous(); wo_dequantize<" + type + ", " + std::to_string(bits) +

@@ -69,18 +69,21 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     const CUfunction frag = weight_only_frag_applies(pr.dtype, pr.bits, tile, pr.K, pr.group)
                                 ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits, tile))
                                 : nullptr;
-    const CUfunction one_row =
-        frag && weight_only_one_row_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group)
-            ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits))
-            : nullptr;
-    for (int candidate = 0; candidate < (one_row ? 12 : frag ? 8 : 4); ++candidate) {
+    const CUfunction one_row = weight_only_one_row_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group)
+                                   ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits))
+                                   : nullptr;
+    using F = WeightOnlyForm;
+    for (int candidate = 0; candidate < 12; ++candidate) {
       const int split = 1 << (candidate % 4);
-      const bool use_frag = candidate >= 4, use_row = candidate >= 8;  // in the ring's place
-      if ((use_frag && env_is("ring")) || (!use_frag && frag && (env_is("frag") || env_is("row"))) ||
-          (!use_row && one_row && env_is("row")))
-        continue;
-      StatusOr<Launch> l =
-          weight_only_launch(pr, tile, fn, sms, split, use_row ? one_row : use_frag ? frag : ring, use_frag);
+      const F form = static_cast<F>(candidate / 4);
+      const CUfunction vector = form == F::kOneRow ? one_row : form == F::kFrag ? frag : ring;
+      if (form != F::kRing && !vector) continue;
+      // A forced form alone where the module has it: "row", else "frag", else the ring.
+      const F forced = env_is("row") && one_row ? F::kOneRow
+                       : (env_is("row") || env_is("frag")) && frag ? F::kFrag
+                                                                  : F::kRing;
+      if ((env_is("ring") || env_is("frag") || env_is("row")) && form != forced) continue;
+      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, vector, form);
       if (!l.ok()) continue;
       Launch& launch = l.value();
       launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
@@ -99,7 +102,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));
       if (ms < best) {
         best = ms;
-        chosen = WeightOnlyChoice{tile, split, use_frag, use_row};
+        chosen = WeightOnlyChoice{tile, split, form};
       }
     }
   }

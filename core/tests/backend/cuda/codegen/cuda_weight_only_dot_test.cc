@@ -36,13 +36,14 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
-    // of int4 weights and bfloat16 x the register-fed tile's and that of 8 the one-row tile's; no
-    // module more.
+    // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4 and int8 weights
+    // and bfloat16 x the one-row tile's; no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
-    const bool one_row = frag && tile == 8;
+    const bool int8 = names[i].find("_bf16_b8_") != std::string::npos;
+    const bool one_row = (frag || int8) && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + dequantize) << names[i];
@@ -55,7 +56,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       EXPECT_EQ(weight_only_module_function(names[i] + "_frag"), names[i]);
     }
     if (one_row) {
-      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, 4), names[i] + "_row1");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, int8 ? 8 : 4), names[i] + "_row1");
       EXPECT_NE(ptx.find(".entry " + names[i] + "_row1("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_row1"), names[i]);
     }
@@ -84,11 +85,16 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   // power of two.
   EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14336, 128));
   EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 4096, 4096));
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14336, 14336));    // a group a row: 112 chunks
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 14336, 14336));    // int8 per output feature
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4096, 64));        // int8 chunks of 64
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 2, 4096, 128));      // two rows
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 16, 1, 4096, 128));     // the 16-row module
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14464, 128));     // K past its memory
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 3840, 384));      // 3 chunks a group
-  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4096, 4096));     // int8
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4128, 4128));     // K off int8's chunks
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, 8, 8, 1, 4096, 4096));      // float16 x
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 
@@ -118,24 +124,36 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   // Warp groups of 32 weight rows on the ring, 16 on the register-fed int4 tile of bfloat16 x
   // (split 2: 4 groups a block); float16 x has no such tile: asked for it, the launch runs the
   // tensor-core tile without either.
-  auto blocks = [&](const WeightOnlyProblem& p, bool frag) {
-    StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring, frag);
+  using F = WeightOnlyForm;
+  auto blocks = [&](const WeightOnlyProblem& p, F form) {
+    StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring, form);
     return l.ok() ? l->vector_grid : 0u;
   };
-  EXPECT_EQ(blocks(pr, false), 4096u / 128);
-  EXPECT_EQ(blocks(pr, true), 4096u / 64);
+  EXPECT_EQ(blocks(pr, F::kRing), 4096u / 128);
+  EXPECT_EQ(blocks(pr, F::kFrag), 4096u / 64);
+  EXPECT_EQ(blocks(pr, F::kOneRow), 4096u / 64);
+  // The one-row tile at one row of int4 or int8 weights, and not at two.
+  auto one_row = [&](const WeightOnlyProblem& p) {
+    StatusOr<Launch> l = weight_only_launch(p, kWeightOnlyMmaRows, fn, 132, 2, ring, F::kOneRow);
+    return l.ok() ? l->vector_fn : fn;
+  };
+  EXPECT_EQ(one_row(pr), ring);
+  EXPECT_EQ(one_row(i8), ring);
+  WeightOnlyProblem two = pr;
+  two.rows = 2;
+  EXPECT_EQ(one_row(two), nullptr);
   WeightOnlyProblem f16 = pr;
   f16.dtype = DType::kFloat16;
   EXPECT_EQ(vector_fn(f16, kWeightOnlyMmaRows, ring), ring);
-  StatusOr<Launch> f16_frag = weight_only_launch(f16, kWeightOnlyMmaRows, fn, 132, 2, ring, true);
+  StatusOr<Launch> f16_frag = weight_only_launch(f16, kWeightOnlyMmaRows, fn, 132, 2, ring, F::kFrag);
   ASSERT_TRUE(f16_frag.ok());
   EXPECT_EQ(f16_frag->vector_fn, nullptr);
   EXPECT_EQ(f16_frag->vector_grid, 4096u / 64);
   // The tile of 16 rows: no ring; the register-fed tile where asked, two tiles of 16 rows of x.
   WeightOnlyProblem r32 = pr;
   r32.rows = 32;
-  StatusOr<Launch> own16 = weight_only_launch(r32, 16, fn, 132, 2, ring, false);
-  StatusOr<Launch> frag16 = weight_only_launch(r32, 16, fn, 132, 2, ring, true);
+  StatusOr<Launch> own16 = weight_only_launch(r32, 16, fn, 132, 2, ring, F::kRing);
+  StatusOr<Launch> frag16 = weight_only_launch(r32, 16, fn, 132, 2, ring, F::kFrag);
   ASSERT_TRUE(own16.ok() && frag16.ok());
   EXPECT_EQ(own16->vector_fn, nullptr);
   EXPECT_EQ(frag16->vector_fn, ring);
@@ -348,19 +366,17 @@ TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   for (int tile : kWeightOnlyRowTiles)
     for (int split : {1, 2, 4, 8})
-      for (int form : {0, 1, 2}) {  // the ring, the register-fed tile, the one-row tile
-        const std::optional<WeightOnlyChoice> c =
-            weight_only_choice(weight_only_choice_bytes({tile, split, form >= 1, form == 2}));
+      for (WeightOnlyForm form : {WeightOnlyForm::kRing, WeightOnlyForm::kFrag, WeightOnlyForm::kOneRow}) {
+        const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split, form}));
         ASSERT_TRUE(c.has_value());
         EXPECT_EQ(c->tile, tile);
         EXPECT_EQ(c->split, split);
-        EXPECT_EQ(c->frag, form >= 1);
-        EXPECT_EQ(c->one_row, form == 2);
+        EXPECT_EQ(c->form, form);
       }
   // Saved before the register-fed tile: three bytes, the ring.
   const std::optional<WeightOnlyChoice> old = weight_only_choice({'W', 8, 4});
   ASSERT_TRUE(old.has_value());
-  EXPECT_FALSE(old->frag);
+  EXPECT_EQ(old->form, WeightOnlyForm::kRing);
   EXPECT_FALSE(weight_only_choice({}).has_value());
   EXPECT_FALSE(weight_only_choice({'W', 1}).has_value());
   EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps

@@ -1,7 +1,8 @@
-// The register-fed tensor-core tile of weight-only int4 products, and the one-row tile
-// (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc appends this file after
-// weight_only_dot.cuh, whose helpers it uses, in the modules of 8 and 16 rows of bfloat16 x): entry
-// points beside the ring's that the build times against it (cuda_weight_only_tune.cc).
+// The register-fed tensor-core tile of weight-only int4 products, and the one-row tile of int4
+// and int8 products (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc appends
+// this file after weight_only_dot.cuh, whose helpers it uses, in the modules of 8 and 16 rows of
+// bfloat16 x): entry points beside the ring's that the build times against it
+// (cuda_weight_only_tune.cc).
 
 // 16 bytes of x through the read-only path (x stays in the L1 for every warp of the multiprocessor).
 DEVI V16 wo_load_x(const unsigned short* p) {
@@ -139,18 +140,21 @@ DEVI void wo_frag4(const WoArgs& a) {
 
 // The one-row tile (the launch's aligned form where the build's timing chose it and x has one row,
 // K at most WO_ROW_MAX_K): x goes once a block into shared memory as float16, scaled by a power of
-// two a chunk of 128 values (its largest value to [2^14, 2^15): nothing overflows, nothing rounds),
-// its pairs in the order of the weight's nibble pairs and each chunk's sum beside it. Each nibble u
-// then reaches the mma as the float16 subnormal u 2^-24 (or 16 u 2^-24) by a mask alone: one shift
-// and four masks a word of 8 nibbles, no offset to subtract (the sums stay exact), the nibbles at
-// bits 4..7 of a byte summed apart and divided by 16. A warp's chunk adds s 2^24 / scale
-// (sum x q - (8 + z) sum x) for its rows. The weight streams through a per-lane cp.async ring of
-// WO_ROW_SLOTS slots. 16 weight rows a warp group, every split-th chunk a warp, as wo_frag4.
-// Llama-3-8B's int4 products at one row on an H200, timed alone (scripts/weight_only_bench.cu),
-// against the fastest other form: gate/up 28.4 -> 25.4 us (the ring), down 18.4 -> 17.2 (the
-// register-fed tile), the output head 100.1 -> 87.7 (the ring), o 8.2 -> 8.1, qkv 9.4 against
-// 9.6 (the build times them all); its sums are also nearer float64's (no offset of 128 to take
-// back out of each). Three slots do not fit beside x's 28 KiB in 48 KiB; runs of chunks a warp
+// two a chunk (its largest value to [2^14, 2^15): nothing overflows, nothing rounds), its pairs in
+// the order of the weight's pairs and each chunk's sum beside it. A chunk is 64 bytes of a weight
+// row: 128 int4 or 64 int8 values. Each nibble u then reaches the mma as the float16 subnormal
+// u 2^-24 (or 16 u 2^-24) by a mask alone: one shift and four masks a word of 8 nibbles, the
+// nibbles at bits 4..7 of a byte summed apart and divided by 16; each byte, its sign bit flipped
+// (q + 128), by a mask and xor: one shift and two a word of 4 bytes. No offset is taken back out
+// of the mma's sums, which stay exact. A warp's chunk adds s 2^24 / scale (sum x u - (o + z) sum x)
+// for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for int8). The weight streams through a per-lane cp.async ring of WO_ROW_SLOTS slots.
+// 16 weight rows a warp group, every split-th chunk a warp, as wo_frag4.
+// Llama-3-8B's products at one row on an H200, timed alone (scripts/weight_only_bench.cu), against
+// the fastest other form: int4 gate/up 28.4 -> 25.4 us (the ring), down 18.4 -> 17.2 (the
+// register-fed tile), the output head 100.1 -> 87.7 (the ring), o 8.2 -> 8.1, qkv 9.4 against 9.6;
+// int8 qkv 12.4 -> 11.8, gate/up 40.4 -> 37.0, the head 148.2 -> 136.6 (the CUDA-core rows), o 9.4
+// against 9.9 and down 20.5 against 24.5 (the build times them all). Its int4 outputs are also nearer
+// the CUDA-core rows' float32 sums than the register-fed tile's (no offset of 128 to take back out). Three slots do not fit beside x's 28 KiB in 48 KiB; runs of chunks a warp
 // over a persistent grid (sums by float32 atomics, a group's last warp writing it) were no faster.
 #define WO_ROW_MAX_K 14336
 #define WO_ROW_SLOTS 2
@@ -169,10 +173,17 @@ DEVI unsigned wo_half2(float lo, float hi) {
   return r;
 }
 
-// x's row (K values) into `xs` (a piece of 8 values k0..k7 as the float16 pairs {k0 k4, k2 k6,
-// k1 k5, k3 k7}: the B fragments of the masks' mmas) and `sums` (a chunk's {sum x 2^-24, 2^24 /
-// scale}), 16 threads a chunk.
+// Values a chunk of the one-row tile: 64 bytes of a weight row either way.
+template <int BITS> struct WoRowChunk {
+  static constexpr int kValues = BITS == 4 ? 128 : 64, kPieces = kValues / 8;  // pieces of 8 values
+};
+
+// x's row (K values) into `xs`, a piece of 8 values k0..k7 as float16 pairs in the order of the
+// weight's pairs (the masks' mmas' B fragments: int4 {k0 k4, k2 k6, k1 k5, k3 k7}, int8 {k0 k2,
+// k1 k3, k4 k6, k5 k7}), and `sums` (a chunk's {sum x 2^-24, 2^24 / scale}), a thread a piece.
+template <int BITS>
 DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
+  constexpr int PC = WoRowChunk<BITS>::kPieces;
   for (int p0 = 0; p0 < K / 8; p0 += WO_BLOCK) {
     const int p = p0 + threadIdx.x;
     const bool live = p < K / 8;
@@ -184,7 +195,7 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
-    for (int o = 1; o < 16; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int o = 1; o < PC; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     // max |x| in [2^e, 2^(e + 1)): times 2^(14 - e), e within [-100, 117] so that the scale and
     // 2^24 over it stay floats (a larger x overflows here as its products would in float32).
     const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
@@ -192,26 +203,46 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
-    if (live) xs[p] = make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]));
+    if (live)
+      xs[p] = BITS == 4 ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
+                        : make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]));
 #pragma unroll
-    for (int o = 1; o < 16; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (live && (p & 15) == 0)
-      sums[p >> 4] = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+    for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (live && p % PC == 0)
+      sums[p / PC] = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
   }
 }
 
-DEVI void wo_frag4_row(const WoArgs& a) {
+// int4: a word's 8 nibbles; int8: a word's 4 bytes, as unsigned q + 128 (the sign bit flipped by
+// the mask's xor), the bytes 0, 2 and 1, 3 paired.
+template <int BITS>
+DEVI void wo_row_mmas(float (&lo)[4], float (&hi)[4], unsigned ua, unsigned ub, const uint4& b, int k) {
+  if (BITS == 4) {
+    const unsigned ua8 = ua >> 8, ub8 = ub >> 8;
+    wo_mma_f16(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
+    wo_mma_f16(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
+  } else {
+    const unsigned m = 0x00ff00ffu, f = 0x00800080u;
+    wo_mma_f16(lo, (ua & m) ^ f, (ub & m) ^ f, ((ua >> 8) & m) ^ f, ((ub >> 8) & m) ^ f, k & 1 ? b.z : b.x,
+               k & 1 ? b.w : b.y);
+  }
+}
+
+template <int BITS>
+DEVI void wo_frag_row(const WoArgs& a) {
   typedef unsigned short S;
+  typedef WoRowChunk<BITS> C;
   constexpr int P = WO_ROW_SLOTS;
   __shared__ uint4 xs[WO_ROW_MAX_K / 8];
-  __shared__ float2 sums[WO_ROW_MAX_K / 128];
+  __shared__ float2 sums[WO_ROW_MAX_K / C::kValues];
   __shared__ V16 ring[P][2][WO_BLOCK];
   float (*part)[4 * 32] = reinterpret_cast<float (*)[4 * 32]>(&ring[0][0][0]);
   const WoMmaPlace at = wo_mma_place<8>(a);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws;
   const int N = static_cast<int>(a.N), n0 = static_cast<int>(at.n0), K = static_cast<int>(a.K);
-  const int chunks = n0 < N ? K / 128 : 0;
-  const int gshift = __ffs(static_cast<int>(a.group / 128)) - 1;  // chunks a group: a power of two
+  const int chunks = n0 < N ? K / C::kValues : 0;
+  // The chunks of a group: a power of two, or every chunk (one group a row: the shift leaves 0).
+  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / C::kValues)) - 1;
   const int ra = min(n0 + g8, N - 1), rb = min(n0 + g8 + 8, N - 1);
   const signed char* wp = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16 + ws * 64;
   const int wd = (rb - ra) * static_cast<int>(a.row_bytes), sd = (rb - ra) * static_cast<int>(a.groups);
@@ -219,7 +250,7 @@ DEVI void wo_frag4_row(const WoArgs& a) {
   int grp = ws >> gshift;
   const S* sp = (const S*)a.scale + (i64)ra * a.groups + grp;
   const S* zp = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups + grp;  // read, times 0, where none
-  const float zf = a.zero ? 1.0f : 0.0f;
+  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : 128.0f;
   const int mine = ws < chunks ? (chunks - ws + split - 1) / split : 0;
   auto copy = [&](int i) {  // this warp's i-th chunk into slot i % P (a group of copies a call, empty or not)
     if (i < mine) {
@@ -244,30 +275,25 @@ DEVI void wo_frag4_row(const WoArgs& a) {
 #pragma unroll
     for (int i = 0; i < P - 1; ++i) copy(i);
   if (mine > 0) fetch(ws);
-  wo_row_x((const S*)a.x + at.m0 * a.K, K, xs, sums);
+  wo_row_x<BITS>((const S*)a.x + at.m0 * a.K, K, xs, sums);
   __syncthreads();
   float acc[4] = {};
-  const uint4* xc = xs + ws * 16 + t4 * 4;
+  const uint4* xc = xs + ws * C::kPieces + t4 * (C::kPieces / 4);
   int c = ws;
 #pragma unroll 1
   for (int i = 0; c < chunks; c += split, ++i) {
     copy(i + P - 1);
     const float2 sm = sums[c];
     const float s_a = b2f(sv[0]) * sm.y, s_b = b2f(sv[1]) * sm.y;
-    const float o_a = fmaf(zf, b2f(zv[0]), 8.0f), o_b = fmaf(zf, b2f(zv[1]), 8.0f);
+    const float o_a = fmaf(zf, b2f(zv[0]), offset), o_b = fmaf(zf, b2f(zv[1]), offset);
     if (c + split < chunks) fetch(c + split);
     wo_wait<P - 1>();
     const V16 va = ring[i % P][0][threadIdx.x], vb = ring[i % P][1][threadIdx.x];
     const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
-    float lo[4] = {}, hi[4] = {};  // sums over the nibbles at bits 0..3 and 4..7 of each byte
+    float lo[4] = {}, hi[4] = {};  // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint4 b = xc[k];
-      const unsigned ua = wa[k], ub = wb[k], ua8 = ua >> 8, ub8 = ub >> 8;
-      wo_mma_f16(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
-      wo_mma_f16(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
-    }
-    xc += split * 16;
+    for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xc[BITS == 4 ? k : k >> 1], k);
+    xc += split * C::kPieces;
     // Column 0 of the tile (x's row): entries 0 and 2 (weight rows g and g + 8) of lanes t4 = 0.
     acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0])), acc[0]);
     acc[2] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2])), acc[2]);
