@@ -15,19 +15,30 @@
 #include "weight_only_dot.cuh"
 #include "weight_only_bench_util.cuh"
 
+// Where a lane reads: its warp's first chunk (ws), the chunks a group has, the bytes of its two
+// rows' first chunk (pa, pb) and from one chunk to the next (step); false past the last row.
+struct Lane {
+  int ws, chunks, step;
+  const signed char *pa, *pb;
+};
+template <int MODE>
+__device__ bool lane_of(const signed char* w, int N, int K, int split, Lane& l) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g8 = lane >> 2, t4 = lane & 3;
+  const int n0 = (blockIdx.x * (8 / split) + warp / split) * 16, rb = K / 2;
+  l.ws = warp % split, l.chunks = K / 128;
+  if (MODE == 0) l.pa = w + (size_t)(n0 + g8) * rb + t4 * 16, l.pb = l.pa + 8 * rb, l.step = 64;
+  else l.pa = w + (size_t)n0 * rb + lane * 16, l.pb = l.pa + 512, l.step = 1024;
+  return n0 < N;
+}
+
 // MODE 0: the row-major pattern; 1: a group's chunk of 16 rows 1 KiB in a row (lane l: bytes 16 l
 // and 512 + 16 l), the group's chunks one after another. D chunks in registers ahead.
 template <int D, int MODE>
 __global__ void __launch_bounds__(256) wreg(const signed char* w, int N, int K, int split, unsigned* out) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g8 = lane >> 2, t4 = lane & 3;
-  const int g = warp / split, ws = warp % split, gpb = 8 / split;
-  const int n0 = (blockIdx.x * gpb + g) * 16;
-  if (n0 >= N) return;
-  const int chunks = K / 128, rb = K / 2;
-  const signed char *pa, *pb;
-  int step;
-  if (MODE == 0) { pa = w + (size_t)(n0 + g8) * rb + t4 * 16; pb = pa + 8 * rb; step = 64; }
-  else { pa = w + (size_t)n0 * rb + lane * 16; pb = pa + 512; step = 1024; }
+  Lane l;
+  if (!lane_of<MODE>(w, N, K, split, l)) return;
+  const int ws = l.ws, chunks = l.chunks, step = l.step;
+  const signed char *pa = l.pa, *pb = l.pb;
   unsigned acc = 0;
   V16 qa[D], qb[D];
 #pragma unroll
@@ -52,15 +63,10 @@ __global__ void __launch_bounds__(256) wreg(const signed char* w, int N, int K, 
 template <int P, int MODE>
 __global__ void __launch_bounds__(256) wcp(const signed char* w, int N, int K, int split, unsigned* out) {
   __shared__ V16 ring[P][2][256];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g8 = lane >> 2, t4 = lane & 3;
-  const int g = warp / split, ws = warp % split, gpb = 8 / split;
-  const int n0 = (blockIdx.x * gpb + g) * 16;
-  if (n0 >= N) return;
-  const int chunks = K / 128, rb = K / 2;
-  const signed char *pa, *pb;
-  int step;
-  if (MODE == 0) { pa = w + (size_t)(n0 + g8) * rb + t4 * 16; pb = pa + 8 * rb; step = 64; }
-  else { pa = w + (size_t)n0 * rb + lane * 16; pb = pa + 512; step = 1024; }
+  Lane l;
+  if (!lane_of<MODE>(w, N, K, split, l)) return;
+  const int ws = l.ws, chunks = l.chunks, step = l.step;
+  const signed char *pa = l.pa, *pb = l.pb;
   const int mine = ws < chunks ? (chunks - ws + split - 1) / split : 0;
   auto copy = [&](int i) {
     if (i < mine) {

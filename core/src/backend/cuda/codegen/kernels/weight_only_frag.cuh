@@ -11,14 +11,20 @@ DEVI V16 wo_load_x(const unsigned short* p) {
   return v;
 }
 
-// mma16816_f32 (bfloat16) without `volatile`: the compiler may move independent mmas among the
-// next word's fragments.
-DEVI void wo_mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+// mma16816_f32 without `volatile`: the compiler may move independent mmas among the next word's
+// fragments. bfloat16 operands (the register-fed tile) or float16 (the one-row tile).
+#define WO_MMA_NV(T)                                                                                            \
+  asm("mma.sync.aligned.m16n8k16.row.col.f32." T "." T ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, " \
+      "{%0, %1, %2, %3};"                                                                                      \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                                         \
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+template <bool BF16>
+DEVI void wo_mma_nv(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
 #if __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  if constexpr (BF16)
+    WO_MMA_NV("bf16");
+  else
+    WO_MMA_NV("f16");
 #endif
 }
 
@@ -111,10 +117,10 @@ DEVI void wo_frag4(const WoArgs& a) {
           unsigned b[4];
           wo_pair_x<4>(wo_load_x(xc + xo[nt] + 8 * i), b);
           const unsigned one = 0x3f803f80u;
-          wo_mma_bf16(cq[nt][0], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
-          wo_mma_bf16(cq[nt][1], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-          wo_mma_bf16(cs[nt][0], one, one, one, one, b[0], b[1]);
-          wo_mma_bf16(cs[nt][1], one, one, one, one, b[2], b[3]);
+          wo_mma_nv<true>(cq[nt][0], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
+          wo_mma_nv<true>(cq[nt][1], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
+          wo_mma_nv<true>(cs[nt][0], one, one, one, one, b[0], b[1]);
+          wo_mma_nv<true>(cs[nt][1], one, one, one, one, b[2], b[3]);
         }
       }
 #pragma unroll
@@ -159,14 +165,6 @@ DEVI void wo_frag4(const WoArgs& a) {
 #define WO_ROW_MAX_K 14336
 #define WO_ROW_SLOTS 2
 
-DEVI void wo_mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-#if __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-}
 DEVI unsigned wo_half2(float lo, float hi) {
   unsigned r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
@@ -219,11 +217,11 @@ template <int BITS>
 DEVI void wo_row_mmas(float (&lo)[4], float (&hi)[4], unsigned ua, unsigned ub, const uint4& b, int k) {
   if (BITS == 4) {
     const unsigned ua8 = ua >> 8, ub8 = ub >> 8;
-    wo_mma_f16(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
-    wo_mma_f16(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
+    wo_mma_nv<false>(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
+    wo_mma_nv<false>(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
   } else {
     const unsigned m = 0x00ff00ffu, f = 0x00800080u;
-    wo_mma_f16(lo, (ua & m) ^ f, (ub & m) ^ f, ((ua >> 8) & m) ^ f, ((ub >> 8) & m) ^ f, k & 1 ? b.z : b.x,
+    wo_mma_nv<false>(lo, (ua & m) ^ f, (ub & m) ^ f, ((ua >> 8) & m) ^ f, ((ub >> 8) & m) ^ f, k & 1 ? b.z : b.x,
                k & 1 ? b.w : b.y);
   }
 }
