@@ -218,13 +218,13 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
   const bool mma = weight_only_mma_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const bool applies =
-      form == WeightOnlyForm::kOneRow ? weight_only_one_row_applies(pr.dtype, pr.bits, row_tile, pr.rows, pr.K, pr.group)
-      : form == WeightOnlyForm::kFrag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
-                                      : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
+  using F = WeightOnlyForm;
+  const bool applies = form == F::kOneRow ? weight_only_one_row_applies(pr.dtype, pr.bits, row_tile, pr.rows, pr.K, pr.group)
+                       : form == F::kFrag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
+                                          : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   const bool use_ring = vector && mma && applies;
   // The ring's warp groups take 32 weight rows; the other forms' 16, as wo_mma's.
-  const bool ring_rows = use_ring && form == WeightOnlyForm::kRing;
+  const bool ring_rows = use_ring && form == F::kRing;
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
@@ -287,7 +287,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The aligned form's entry points, where the module has them (a file saved before they existed
   // has not).
-  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix, one_row = function + kOneRowSuffix;
+  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
+  const std::string one_row = function + kOneRowSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)
     code.vector_fn = nullptr;

@@ -95,6 +95,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4128, 4128));     // K off int8's chunks
   EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, 8, 8, 1, 4096, 4096));      // float16 x
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));
+  // The kernel's shared memory holds the K the launch allows.
+  const std::string source = weight_only_dot_module_source(DType::kBFloat16, 8, kWeightOnlyMmaRows).source;
+  EXPECT_NE(source.find("#define WO_ROW_MAX_K " + std::to_string(kWeightOnlyOneRowMaxK) + "\n"), std::string::npos);
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 

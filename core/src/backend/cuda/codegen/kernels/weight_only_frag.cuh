@@ -153,15 +153,17 @@ DEVI void wo_frag4(const WoArgs& a) {
 // nibbles at bits 4..7 of a byte summed apart and divided by 16; each byte, its sign bit flipped
 // (q + 128), by a mask and xor: one shift and two a word of 4 bytes. No offset is taken back out
 // of the mma's sums, which stay exact. A warp's chunk adds s 2^24 / scale (sum x u - (o + z) sum x)
-// for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for int8). The weight streams through a per-lane cp.async ring of WO_ROW_SLOTS slots.
-// 16 weight rows a warp group, every split-th chunk a warp, as wo_frag4.
+// for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for int8). The weight
+// streams through a per-lane cp.async ring of WO_ROW_SLOTS slots; 16 weight rows a warp group,
+// every split-th chunk a warp, as wo_frag4.
 // Llama-3-8B's products at one row on an H200, timed alone (scripts/weight_only_bench.cu), against
 // the fastest other form: int4 gate/up 28.4 -> 25.4 us (the ring), down 18.4 -> 17.2 (the
 // register-fed tile), the output head 100.1 -> 87.7 (the ring), o 8.2 -> 8.1, qkv 9.4 against 9.6;
 // int8 qkv 12.4 -> 11.8, gate/up 40.4 -> 37.0, the head 148.2 -> 136.6 (the CUDA-core rows), o 9.4
-// against 9.9 and down 20.5 against 24.5 (the build times them all). Its int4 outputs are also nearer
-// the CUDA-core rows' float32 sums than the register-fed tile's (no offset of 128 to take back out). Three slots do not fit beside x's 28 KiB in 48 KiB; runs of chunks a warp
-// over a persistent grid (sums by float32 atomics, a group's last warp writing it) were no faster.
+// against 9.9 and down 20.5 against 24.5 (the build times them all). Its int4 outputs are also
+// nearer the CUDA-core rows' float32 sums than the register-fed tile's (no offset of 128 to take
+// back out). Three slots do not fit beside x's 28 KiB in 48 KiB; runs of chunks a warp over a
+// persistent grid (sums by float32 atomics, a group's last warp writing it) were no faster.
 #define WO_ROW_MAX_K 14336
 #define WO_ROW_SLOTS 2
 
@@ -189,7 +191,8 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
     float f[8], m = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    for (int i = 0; i < 4; ++i)
+      f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 #pragma unroll
     for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
@@ -202,8 +205,9 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
     if (live)
-      xs[p] = BITS == 4 ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
-                        : make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]));
+      xs[p] = BITS == 4
+                  ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
+                  : make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]));
 #pragma unroll
     for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (live && p % PC == 0)
