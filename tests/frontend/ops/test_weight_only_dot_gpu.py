@@ -6,13 +6,12 @@ weight again) up to 47 and from 48 the weight dequantized into the workspace for
 a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
-the register-fed tile, at 8 and 16 rows, and the one-row tile) and below 8 where the tuner may take
-them,
-dynamic rows across both paths, CUDA graph replays (each executable runs three times), and an
-LLM-sized product against torch; int4 weights held packed (unpack_int4): decode and prefill
-executables sharing the bytes; float8 e4m3 weights per output feature on each path. The quantized
-Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized tests). Times
-nothing: bench/gpu_bench.py --weight-only does."""
+the register-fed tile, at 8 and 16 rows; for int4 and int8 weights the one-row tile) and below 8
+where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each executable
+runs three times), and an LLM-sized product against torch; int4 weights held packed (unpack_int4):
+decode and prefill executables sharing the bytes; float8 e4m3 weights per output feature on each
+path. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized
+tests). Times nothing: bench/gpu_bench.py --weight-only does."""
 
 import re
 
