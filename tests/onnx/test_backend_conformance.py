@@ -19,7 +19,9 @@ import unittest
 import numpy as np
 import pytest
 
-if not hasattr(np, "object"):  # onnx 1.12's runner still spells it np.object, which numpy removed
+# onnx 1.12's runner still spells it np.object, which numpy removed (looked up in the module's own
+# names: hasattr would reach numpy's __getattr__, which warns about the name's future meaning).
+if "object" not in vars(np):
     np.object = object
 
 onnx = pytest.importorskip("onnx")
