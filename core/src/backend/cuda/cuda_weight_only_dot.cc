@@ -184,7 +184,7 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   // int4 and float8: an int8 value takes more instructions to reach an mma fragment than the
   // CUDA-core rows spend on it, and the tensor-core tile lost at every decode shape of Llama-3-8B
   // (H200).
-  // The one-row tile (int4 and int8) reaches them in fewer still, where x may have one row.
+  // The one-row tile takes int8 values (and int4) in fewer still, where x may have one row.
   const bool one_row = weight_only_one_row_applies(t, bits, kWeightOnlyMmaRows, 1, kdim.a, group);
   if ((bits != 8 || one_row) && !weight_only_mma_applies(t, bits, own, kdim.a, group) &&
       weight_only_mma_applies(t, bits, kWeightOnlyMmaRows, kdim.a, group))
@@ -222,9 +222,9 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   const bool applies = form == F::kOneRow ? weight_only_one_row_applies(pr.dtype, pr.bits, row_tile, pr.rows, pr.K, pr.group)
                        : form == F::kFrag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
                                           : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
-  const bool use_ring = vector && mma && applies;
+  const bool use_vector = vector && mma && applies;
   // The ring's warp groups take 32 weight rows; the other forms' 16, as wo_mma's.
-  const bool ring_rows = use_ring && form == F::kRing;
+  const bool ring_rows = use_vector && form == F::kRing;
   const auto [mma_split, mma_blocks] =
       mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
           : std::pair<int, int64_t>{0, 0};
@@ -236,7 +236,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.block_x = kWeightOnlyBlock;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
-  if (use_ring) l.vector_fn = vector;
+  if (use_vector) l.vector_fn = vector;
   l.words = problem_words(pr);
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;

@@ -49,10 +49,10 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 std::string weight_only_ring_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the modules of the tiles of 8 and 16 rows (weight_only_frag_tile)
 // hold one more: the tensor-core tile fed from registers (kernels/weight_only_frag.cuh's wo_frag4,
-// 16 weight rows a warp group,
-// one or two tiles of 8 rows of x), which the aligned form runs instead of the ring (8 rows) or of
-// the module's own tensor-core tile (16) where the build's timing chose it (WeightOnlyChoice::frag)
-// and K and the group are multiples of 128 values (weight_only_frag_applies).
+// 16 weight rows a warp group, one or two tiles of 8 rows of x), which the aligned form runs
+// instead of the ring (8 rows) or of the module's own tensor-core tile (16) where the build's
+// timing chose it (WeightOnlyForm::kFrag) and K and the group are multiples of 128 values
+// (weight_only_frag_applies).
 bool weight_only_frag_tile(DType t, int bits, int row_tile);
 bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 std::string weight_only_frag_function(DType t, int bits, int row_tile);
@@ -74,8 +74,9 @@ int weight_only_function_tile(const std::string& function);
 // The tiles the builder times for kernel `k`: its own (weight_only_row_tile); for int4 and float8
 // weights, and int8 where the one-row tile applies, the tensor-core tile where its own runs on CUDA
 // cores and the tensor-core one applies (a decode step's one row of such values may reach an mma
-// in fewer instructions than the CUDA cores dequantize them); and where its own holds 16 or 32 rows, the ring's tile of 8 where it applies
-// (a tile of rows a group of blocks, the weight read from memory once for them all).
+// in fewer instructions than the CUDA cores dequantize them); and where its own holds 16 or 32
+// rows, the ring's tile of 8 where it applies (a tile of rows a group of blocks, the weight read
+// from memory once for them all).
 std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k);
 
 // One product's sizes, and its launch by an entry point of tile `row_tile` (the words but the

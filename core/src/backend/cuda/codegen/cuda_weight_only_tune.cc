@@ -1,7 +1,7 @@
 // Weight-only dot tactic timing at build time: the entry points of a kWeightOnlyDot's tiles
 // (weight_only_tiles_to_time: its own, and the tensor-core tile of 8 rows), each with every
 // split of a block's warps, on scratch operands of its opt sizes; the builder keeps the winner's
-// module, and the split (and whether the register-fed int4 tile ran) as the kernel's stored
+// module, and the split and the aligned form that ran (WeightOnlyForm) as the kernel's stored
 // algorithm.
 #include <algorithm>
 #include <cstdlib>
@@ -73,16 +73,16 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
                                    ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits))
                                    : nullptr;
     using F = WeightOnlyForm;
+    // A forced form alone where the module has it: "row", else "frag", else the ring.
+    const bool force_form = env_is("ring") || env_is("frag") || env_is("row");
+    const F forced = env_is("row") && one_row                     ? F::kOneRow
+                     : (env_is("row") || env_is("frag")) && frag ? F::kFrag
+                                                                  : F::kRing;
     for (int candidate = 0; candidate < 12; ++candidate) {
       const int split = 1 << (candidate % 4);
       const F form = static_cast<F>(candidate / 4);
       const CUfunction vector = form == F::kOneRow ? one_row : form == F::kFrag ? frag : ring;
-      if (form != F::kRing && !vector) continue;
-      // A forced form alone where the module has it: "row", else "frag", else the ring.
-      const F forced = env_is("row") && one_row ? F::kOneRow
-                       : (env_is("row") || env_is("frag")) && frag ? F::kFrag
-                                                                  : F::kRing;
-      if ((env_is("ring") || env_is("frag") || env_is("row")) && form != forced) continue;
+      if ((form != F::kRing && !vector) || (force_form && form != forced)) continue;
       StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, vector, form);
       if (!l.ok()) continue;
       Launch& launch = l.value();

@@ -29,12 +29,12 @@ DEVI void wo_mma_nv(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsign
 }
 
 // The int4 tile of 8 or 16 rows of bfloat16 x where K and the group are multiples of 128 (the
-// launch's aligned form, where the build's timing chose it over the ring or the own tile): a group of `split` warps takes 16 weight rows, its
-// warps taking chunks of 128 values in turn, U at a time, the next U chunks' loads out before this
-// U's arithmetic (weight bytes in registers: no ring, more blocks resident). Lane (g, t) holds 16
-// bytes of rows g and g + 8 a chunk, 4 words whose nibble pairs {j, j + 4} become bfloat16 128 + u
-// with one shift and one lop3 each (nibble j at mantissa bits 0..3), beside x paired alike
-// (wo_pair_x). Each chunk's sums (two accumulators a chain, so that an mma need not wait for the
+// launch's aligned form, where the build's timing chose it over the ring or the own tile): a group
+// of `split` warps takes 16 weight rows, its warps taking chunks of 128 values in turn, U at a
+// time, the next U chunks' loads out before this U's arithmetic (weight bytes in registers: no
+// ring, more blocks resident). Lane (g, t) holds 16 bytes of rows g and g + 8 a chunk, 4 words
+// whose nibble pairs {j, j + 4} become bfloat16 128 + u with one shift and one lop3 each (nibble j
+// at mantissa bits 0..3), beside x paired alike (wo_pair_x). Each chunk's sums (two accumulators a chain, so that an mma need not wait for the
 // one before) add s (sum x (128 + u) - (136 + z) sum x), sum x from an mma with A all ones.
 // NT tiles of 8 rows of x (a kernel's tile of 8 or 16 rows) meet the same A fragments. Llama-3-8B's
 // int4 shapes at one row on an H200, timed alone with U = 1 (80 registers; U = 2 took 128 and ran
