@@ -4,6 +4,7 @@
 // one-row tile (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's
 // warps, against a kernel that only reads the same bytes, with back-to-back launches over weight
 // copies larger than the L2.
+// Past 8 rows of x the register-fed tile is the 16-row module's (two tiles of 16 weight rows a group).
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
@@ -34,6 +35,7 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1, 1>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag16(const WoArgs a) { wo_frag4<2, 2>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag_row<4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
 
@@ -80,9 +82,13 @@ int main(int argc, char** argv) {
         best_ring = std::min(best_ring, t);
       }
       const auto k_row = bits == 4 ? k_row4 : k_row8;
+      // More than 8 rows: the register-fed tile of 16 rows of x (32 weight rows a warp group).
+      const int frag_rows = rows_x > 8 ? 32 : 16;
+      const auto k_frag = rows_x > 8 ? k_frag16 : k_frag4;
       for (int split : {1, 2, 4, 8}) {
-        a.mma_split = split; a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16); a.out = (i64)out2;
-        if (bits == 4) best_frag = std::min(best_frag, timeit(k_frag4, (unsigned)a.mma_blocks));
+        a.mma_split = split; a.mma_blocks = (N + (8 / split) * frag_rows - 1) / ((8 / split) * frag_rows); a.out = (i64)out2;
+        if (bits == 4) best_frag = std::min(best_frag, timeit(k_frag, (unsigned)a.mma_blocks));
+        a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16);
         if (rows_x == 1 && K <= WO_ROW_MAX_K) best_row = std::min(best_row, timeit(k_row, (unsigned)a.mma_blocks));
       }
       // agreement of the ring with the rows kernel on the first weight copy
@@ -101,7 +107,7 @@ int main(int argc, char** argv) {
       printf(" | read floor %6.2f (%d blocks, %d loads a thread)", fl, fl_blocks, fl_u);
       printf(" | rows %6.2f ring %6.2f us = %5.0f GB/s  diff %.1e", best_rows, best_ring, wbytes / best_ring / 1e3, md / mx);
       if (bits == 4) {  // the register-fed tile, and its agreement with the rows kernel
-        a.mma_split = 4; a.mma_blocks = (N + 31) / 32; a.out = (i64)out2; k_frag4<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
+        a.mma_split = 4; a.mma_blocks = (N + 2 * frag_rows - 1) / (2 * frag_rows); a.out = (i64)out2; k_frag<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
         CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
         double fd = 0;
         for (long i = 0; i < N; ++i) fd = std::max(fd, (double)fabsf(bf(h1[i]) - bf(h2[i])));

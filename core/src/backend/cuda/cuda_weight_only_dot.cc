@@ -46,6 +46,7 @@ std::pair<int, int64_t> split_for(int64_t N, int64_t rows, int64_t tiles, int sm
 // (weight_only_dequantize_function).
 constexpr char kRingSuffix[] = "_ring";
 constexpr char kFragSuffix[] = "_frag";
+constexpr char kFrag32Suffix[] = "_frag32";  // 32 weight rows a warp group (weight_only_frag_rows)
 constexpr char kOneRowSuffix[] = "_row1";
 constexpr char kDequantizeSuffix[] = "_dequantize";
 
@@ -144,7 +145,7 @@ std::string weight_only_ring_function(DType t, int bits) {
 }
 
 std::string weight_only_frag_function(DType t, int bits, int row_tile) {
-  return weight_only_function(t, bits, row_tile) + kFragSuffix;
+  return weight_only_function(t, bits, row_tile) + (weight_only_frag_rows(row_tile) == 32 ? kFrag32Suffix : kFragSuffix);
 }
 
 std::string weight_only_one_row_function(DType t, int bits) {
@@ -156,7 +157,7 @@ std::string weight_only_dequantize_function(DType t, int bits) {
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  for (const std::string tail : {kRingSuffix, kFragSuffix, kOneRowSuffix, kDequantizeSuffix})
+  for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kDequantizeSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
   return function;
 }
@@ -223,11 +224,14 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
                        : form == F::kFrag ? weight_only_frag_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group)
                                           : weight_only_ring_applies(pr.dtype, pr.bits, row_tile, pr.K, pr.group);
   const bool use_vector = vector && mma && applies;
-  // The ring's warp groups take 32 weight rows; the other forms' 16, as wo_mma's.
-  const bool ring_rows = use_vector && form == F::kRing;
+  // The ring's warp groups take 32 weight rows, the register-fed tile's weight_only_frag_rows, the
+  // others 16, as wo_mma's.
+  const int group_rows = !use_vector           ? 16
+                         : form == F::kRing ? kWeightOnlyRingRows
+                         : form == F::kFrag ? weight_only_frag_rows(row_tile)
+                                            : 16;
   const auto [mma_split, mma_blocks] =
-      mma ? split_for(pr.N, ring_rows ? kWeightOnlyRingRows : 16, tiles, sm_count, split_choice)
-          : std::pair<int, int64_t>{0, 0};
+      mma ? split_for(pr.N, group_rows, tiles, sm_count, split_choice) : std::pair<int, int64_t>{0, 0};
   if (std::max(n_blocks, mma_blocks) * tiles > 0x7fffffff)
     return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
   Launch l;
@@ -287,7 +291,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The aligned form's entry points, where the module has them (a file saved before they existed
   // has not).
-  const std::string ring = function + kRingSuffix, frag = function + kFragSuffix;
+  const std::string ring = function + kRingSuffix;
+  const std::string frag = weight_only_frag_function(t, weight_only_format(p, k), code.row_tile);
   const std::string one_row = function + kOneRowSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)

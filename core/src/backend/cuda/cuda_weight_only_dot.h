@@ -49,12 +49,14 @@ std::string weight_only_function(DType t, int bits, int row_tile);
 std::string weight_only_ring_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the modules of the tiles of 8 and 16 rows (weight_only_frag_tile)
 // hold one more: the tensor-core tile fed from registers (kernels/weight_only_frag.cuh's wo_frag4,
-// 16 weight rows a warp group, one or two tiles of 8 rows of x), which the aligned form runs
-// instead of the ring (8 rows) or of the module's own tensor-core tile (16) where the build's
-// timing chose it (WeightOnlyForm::kFrag) and K and the group are multiples of 128 values
-// (weight_only_frag_applies).
+// one or two tiles of 8 rows of x), which the aligned form runs instead of the ring (8 rows) or of
+// the module's own tensor-core tile (16) where the build's timing chose it (WeightOnlyForm::kFrag)
+// and K and the group are multiples of 128 values (weight_only_frag_applies). Its warp groups take
+// weight_only_frag_rows weight rows: at 16 rows of x two tiles of 16 meet each of x's fragments
+// (its entry point named _frag32: a file saved with the 16-row groups before keeps its own tile).
 bool weight_only_frag_tile(DType t, int bits, int row_tile);
 bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
+inline int weight_only_frag_rows(int row_tile) { return row_tile == 2 * kWeightOnlyMmaRows ? 32 : 16; }
 std::string weight_only_frag_function(DType t, int bits, int row_tile);
 // For int4 and int8 weights and bfloat16 x, the module of 8 rows (weight_only_one_row_tile) holds
 // the one-row tile too (weight_only_frag.cuh's wo_frag_row: x in shared memory as float16, the

@@ -29,10 +29,11 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               "(const WoArgs a) { wo_mma_ring<" + type + ", " + std::to_string(bits) + ", " +
               std::to_string(kWeightOnlyRingRows / 8) + ">(a); }\n";
   // For int4 weights and bfloat16 x, the register-fed tile (weight_only_frag.cuh's wo_frag4) at 8
-  // or 16 rows.
+  // or 16 rows, its warp groups' weight rows weight_only_frag_rows.
   if (frag)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
-              "(const WoArgs a) { wo_frag4<1, " + std::to_string(row_tile / 8) + ">(a); }\n";
+              "(const WoArgs a) { wo_frag4<" + std::to_string(row_tile / 8) + ", " +
+              std::to_string(weight_only_frag_rows(row_tile) / 16) + ">(a); }\n";
   // For int4 and int8 weights and bfloat16 x, at 8 rows the one-row tile (wo_frag_row).
   if (one_row)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_one_row_function(t, bits) +

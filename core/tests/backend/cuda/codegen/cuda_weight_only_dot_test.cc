@@ -51,9 +51,11 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
     }
-    if (frag) {
-      EXPECT_NE(ptx.find(".entry " + names[i] + "_frag("), std::string::npos) << names[i];
-      EXPECT_EQ(weight_only_module_function(names[i] + "_frag"), names[i]);
+    if (frag) {  // 32 weight rows a warp group at 16 rows of x: an entry point of another name
+      const std::string entry = names[i] + (tile == 16 ? "_frag32" : "_frag");
+      EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4, tile), entry);
+      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << names[i];
+      EXPECT_EQ(weight_only_module_function(entry), names[i]);
     }
     if (one_row) {
       EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, int8 ? 8 : 4), names[i] + "_row1");
@@ -72,7 +74,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   auto older = compile_modules({sm80.source}, {sm80.function}, 80);
   ASSERT_TRUE(older.ok()) << older.status().message();
   EXPECT_EQ(weight_only_ring_function(DType::kBFloat16, 4), "tripy_weight_only_dot_bf16_b4_m8_ring");
-  EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4, 16), "tripy_weight_only_dot_bf16_b4_m16_frag");
+  EXPECT_EQ(weight_only_frag_function(DType::kBFloat16, 4, 16), "tripy_weight_only_dot_bf16_b4_m16_frag32");
+  EXPECT_EQ(weight_only_frag_rows(8), 16);
+  EXPECT_EQ(weight_only_frag_rows(16), 32);
   EXPECT_TRUE(weight_only_frag_tile(DType::kBFloat16, 4, 8));
   EXPECT_TRUE(weight_only_frag_tile(DType::kBFloat16, 4, 16));
   EXPECT_FALSE(weight_only_frag_tile(DType::kBFloat16, 4, 32));
@@ -152,7 +156,8 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   ASSERT_TRUE(f16_frag.ok());
   EXPECT_EQ(f16_frag->vector_fn, nullptr);
   EXPECT_EQ(f16_frag->vector_grid, 4096u / 64);
-  // The tile of 16 rows: no ring; the register-fed tile where asked, two tiles of 16 rows of x.
+  // The tile of 16 rows: no ring; the register-fed tile where asked, two tiles of 16 rows of x, its
+  // warp groups of 32 weight rows (split 2: 4 groups, 128 rows a block).
   WeightOnlyProblem r32 = pr;
   r32.rows = 32;
   StatusOr<Launch> own16 = weight_only_launch(r32, 16, fn, 132, 2, ring, F::kRing);
@@ -160,7 +165,8 @@ TEST(CudaWeightOnlyDot, TheRingRunsTheAlignedFormWhereKAndTheGroupAreWholeSteps)
   ASSERT_TRUE(own16.ok() && frag16.ok());
   EXPECT_EQ(own16->vector_fn, nullptr);
   EXPECT_EQ(frag16->vector_fn, ring);
-  EXPECT_EQ(frag16->vector_grid, 4096u / 64 * 2);
+  EXPECT_EQ(frag16->vector_grid, 4096u / 128 * 2);
+  EXPECT_EQ(own16->vector_grid, 4096u / 64 * 2);
 }
 
 TEST(CudaWeightOnlyDot, TilesFrom8RowsOfHalfPrecisionXHoldTensorCoreProducts) {

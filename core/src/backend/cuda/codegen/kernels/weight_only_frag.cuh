@@ -30,30 +30,38 @@ DEVI void wo_mma_nv(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsign
 
 // The int4 tile of 8 or 16 rows of bfloat16 x where K and the group are multiples of 128 (the
 // launch's aligned form, where the build's timing chose it over the ring or the own tile): a group
-// of `split` warps takes 16 weight rows, its warps taking chunks of 128 values in turn, U at a
-// time, the next U chunks' loads out before this U's arithmetic (weight bytes in registers: no
-// ring, more blocks resident). Lane (g, t) holds 16 bytes of rows g and g + 8 a chunk, 4 words
-// whose nibble pairs {j, j + 4} become bfloat16 128 + u with one shift and one lop3 each (nibble j
-// at mantissa bits 0..3), beside x paired alike (wo_pair_x). Each chunk's sums (two accumulators a chain, so that an mma need not wait for the
-// one before) add s (sum x (128 + u) - (136 + z) sum x), sum x from an mma with A all ones.
-// NT tiles of 8 rows of x (a kernel's tile of 8 or 16 rows) meet the same A fragments. Llama-3-8B's
-// int4 shapes at one row on an H200, timed alone with U = 1 (80 registers; U = 2 took 128 and ran
-// no faster; scripts/weight_only_bench.cu), against the faster of the CUDA-core rows and the ring:
-// qkv 12.1 -> 9.5 us, o 9.0 -> 8.1, down 19.5 -> 18.2; gate/up 28.4 on the ring, 30.1 here (the
-// build times both).
-template <int U, int NT>
+// of `split` warps takes 16 WT weight rows (WT tiles of 16), its warps taking chunks of 128 values
+// in turn, the next chunk's loads out before this one's arithmetic (weight bytes in registers: no
+// ring, more blocks resident). Lane (g, t) holds 16 bytes of rows g and g + 8 of each tile a chunk,
+// 4 words whose nibble pairs {j, j + 4} become bfloat16 128 + u with one shift and one lop3 each
+// (nibble j at mantissa bits 0..3), beside x paired alike (wo_pair_x). Each chunk adds s (sum x
+// (128 + u) - (136 + z) sum x), sum x from an mma with A all ones. NT tiles of 8 rows of x meet the
+// same A fragments, and the WT tiles of weight rows the same x: its loads, pairs and sums' mmas
+// once for them all.
+// Llama-3-8B's int4 shapes on an H200, timed alone (scripts/weight_only_bench.cu): one row (WT =
+// 1, 80 registers), against the faster of the CUDA-core rows and the ring: qkv 12.1 -> 9.5 us, o
+// 9.0 -> 8.1, down 19.5 -> 18.2; 16 rows, WT = 1 -> 2 (130 -> 168 registers: one block a
+// multiprocessor either way): qkv 20.4 -> 16.8, o 13.6 -> 12.4, gate/up 62.6 -> 42.1, down 34.8 ->
+// 26.0, the output head 233 -> 153.
+template <int NT, int WT>
 DEVI void wo_frag4(const WoArgs& a) {
   typedef unsigned short S;
-  __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
-  const WoMmaPlace at = wo_mma_place<8 * NT>(a);
+  __shared__ float part[WO_BLOCK / 32][WT * NT * 4 * 32];
+  const WoMmaPlace at = wo_mma_place<8 * NT>(a, 16 * WT);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
   // 32-bit sizes and offsets from row g's bytes and scales (fewer registers: more warps resident).
   const int N = (int)a.N, n0 = (int)at.n0;
-  const int ra = min(n0 + g8, N - 1), rb = min(n0 + g8 + 8, N - 1);
-  const signed char* wa = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
-  const int wd = (rb - ra) * (int)a.row_bytes, sd = (rb - ra) * (int)a.groups;
-  const S* sa = (const S*)a.scale + (i64)ra * a.groups;
-  const S* za = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;  // read, times 0, where none
+  const signed char* wa[WT];
+  const S *sa[WT], *za[WT];
+  int wd[WT], sd[WT];
+#pragma unroll
+  for (int wt = 0; wt < WT; ++wt) {
+    const int ra = min(n0 + 16 * wt + g8, N - 1), rb = min(n0 + 16 * wt + g8 + 8, N - 1);
+    wa[wt] = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
+    wd[wt] = (rb - ra) * (int)a.row_bytes, sd[wt] = (rb - ra) * (int)a.groups;
+    sa[wt] = (const S*)a.scale + (i64)ra * a.groups;
+    za[wt] = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;  // read, times 0, where none
+  }
   const float zf = a.zero ? 1.0f : 0.0f;
   // Row g of each tile of 8 rows of x (rows past M read row M - 1; their sums are dropped).
   const S* x = (const S*)a.x + at.m0 * a.K + t4 * 32;
@@ -62,86 +70,93 @@ DEVI void wo_frag4(const WoArgs& a) {
   for (int nt = 0; nt < NT; ++nt) xo[nt] = (8 * nt + g8 < M ? 8 * nt + g8 : M - 1) * (int)a.K;
   const int chunks = n0 < N ? (int)(a.K / 128) : 0, cpg = (int)(a.group / 128);
   const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
-  V16 qa[U], qb[U];
-  float s_a[U], s_b[U], o_a[U], o_b[U];
-  auto fetch_w = [&](int c0) {
+  V16 qa[WT], qb[WT];
+  float s_a[WT], s_b[WT], o_a[WT], o_b[WT];
+  auto fetch_w = [&](int c) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + u < chunks ? c0 + u : chunks - 1;
-      qa[u] = wo_stream(wa + c * 64);
-      qb[u] = wo_stream(wa + wd + c * 64);
+    for (int wt = 0; wt < WT; ++wt) qa[wt] = wo_stream(wa[wt] + c * 64), qb[wt] = wo_stream(wa[wt] + wd[wt] + c * 64);
+  };
+  auto fetch_s = [&](int c) {
+    const int grp = gshift >= 0 ? c >> gshift : c / cpg;
+#pragma unroll
+    for (int wt = 0; wt < WT; ++wt) {
+      s_a[wt] = b2f(sa[wt][grp]), s_b[wt] = b2f(sa[wt][sd[wt] + grp]);
+      o_a[wt] = fmaf(zf, b2f(za[wt][grp]), 136.0f), o_b[wt] = fmaf(zf, b2f(za[wt][sd[wt] + grp]), 136.0f);
     }
   };
-  auto fetch_s = [&](int c0) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int c = c0 + u < chunks ? c0 + u : chunks - 1, grp = gshift >= 0 ? c >> gshift : c / cpg;
-      s_a[u] = b2f(sa[grp]), s_b[u] = b2f(sa[sd + grp]);
-      o_a[u] = fmaf(zf, b2f(za[grp]), 136.0f), o_b[u] = fmaf(zf, b2f(za[sd + grp]), 136.0f);
-    }
-  };
-  int c0 = ws * U;
+  int c = ws;
   const bool early = wo_early(a);
-  if (early && c0 < chunks) fetch_w(c0);
+  if (early && c < chunks) fetch_w(c);
   enter_after_previous();
-  if (c0 < chunks) {
-    if (!early) fetch_w(c0);
-    fetch_s(c0);
+  if (c < chunks) {
+    if (!early) fetch_w(c);
+    fetch_s(c);
   }
-  float acc[NT][4] = {};
-  for (; c0 < chunks; c0 += split * U) {
-    V16 ca[U], cb[U];
-    float cs_a[U], cs_b[U], co_a[U], co_b[U];
+  float acc[WT][NT][4] = {};
+  for (; c < chunks; c += split) {
+    V16 ca[WT], cb[WT];
+    float cs_a[WT], cs_b[WT], co_a[WT], co_b[WT];
 #pragma unroll
-    for (int u = 0; u < U; ++u) ca[u] = qa[u], cb[u] = qb[u], cs_a[u] = s_a[u], cs_b[u] = s_b[u], co_a[u] = o_a[u], co_b[u] = o_b[u];
-    if (c0 + split * U < chunks) {
-      fetch_w(c0 + split * U);
-      fetch_s(c0 + split * U);
+    for (int wt = 0; wt < WT; ++wt)
+      ca[wt] = qa[wt], cb[wt] = qb[wt], cs_a[wt] = s_a[wt], cs_b[wt] = s_b[wt], co_a[wt] = o_a[wt], co_b[wt] = o_b[wt];
+    if (c + split < chunks) {
+      fetch_w(c + split);
+      fetch_s(c + split);
     }
+    const S* xc = x + c * 128;
+    // Two chains of sums a tile where one tile of weight rows would wait on its own mmas.
+    constexpr int CH = WT == 1 ? 2 : 1;
+    float cq[WT][NT][CH][4] = {}, cs[NT][CH][4] = {};
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (c0 + u >= chunks) break;
-      const S* xc = x + (c0 + u) * 128;
-      float cq[NT][2][4] = {}, cs[NT][2][4] = {};
-      const unsigned wu[4] = {ca[u].x, ca[u].y, ca[u].z, ca[u].w}, wl[4] = {cb[u].x, cb[u].y, cb[u].z, cb[u].w};
+    for (int i = 0; i < 4; ++i) {
+      unsigned b[NT][4];  // x's pairs, loaded once for every tile of weight rows
+      const unsigned one = 0x3f803f80u;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int nt = 0; nt < NT; ++nt) {
+        wo_pair_x<4>(wo_load_x(xc + xo[nt] + 8 * i), b[nt]);
+        wo_mma_nv<true>(cs[nt][0], one, one, one, one, b[nt][0], b[nt][1]);
+        wo_mma_nv<true>(cs[nt][CH - 1], one, one, one, one, b[nt][2], b[nt][3]);
+      }
+#pragma unroll
+      for (int wt = 0; wt < WT; ++wt) {
+        const unsigned wu = (&ca[wt].x)[i], wl = (&cb[wt].x)[i];
         unsigned lo[4], hi[4];  // weight rows g and g + 8: nibbles {j, j + 4}
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          lo[j] = wo_mask_or(wu[i] >> (4 * j), 0x000f000fu, 0x43004300u);
-          hi[j] = wo_mask_or(wl[i] >> (4 * j), 0x000f000fu, 0x43004300u);
+          lo[j] = wo_mask_or(wu >> (4 * j), 0x000f000fu, 0x43004300u);
+          hi[j] = wo_mask_or(wl >> (4 * j), 0x000f000fu, 0x43004300u);
         }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {  // each tile of 8 rows of x meets the same A fragments
-          unsigned b[4];
-          wo_pair_x<4>(wo_load_x(xc + xo[nt] + 8 * i), b);
-          const unsigned one = 0x3f803f80u;
-          wo_mma_nv<true>(cq[nt][0], lo[0], hi[0], lo[1], hi[1], b[0], b[1]);
-          wo_mma_nv<true>(cq[nt][1], lo[2], hi[2], lo[3], hi[3], b[2], b[3]);
-          wo_mma_nv<true>(cs[nt][0], one, one, one, one, b[0], b[1]);
-          wo_mma_nv<true>(cs[nt][1], one, one, one, one, b[2], b[3]);
+          wo_mma_nv<true>(cq[wt][nt][0], lo[0], hi[0], lo[1], hi[1], b[nt][0], b[nt][1]);
+          wo_mma_nv<true>(cq[wt][nt][CH - 1], lo[2], hi[2], lo[3], hi[3], b[nt][2], b[nt][3]);
         }
       }
+    }
+#pragma unroll
+    for (int wt = 0; wt < WT; ++wt)
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float s = e < 2 ? cs_a[u] : cs_b[u], o = e < 2 ? co_a[u] : co_b[u];
-          acc[nt][e] = fmaf(s, fmaf(-o, cs[nt][0][e] + cs[nt][1][e], cq[nt][0][e] + cq[nt][1][e]), acc[nt][e]);
+          const float s = e < 2 ? cs_a[wt] : cs_b[wt], o = e < 2 ? co_a[wt] : co_b[wt];
+          const float q = CH == 2 ? cq[wt][nt][0][e] + cq[wt][nt][CH - 1][e] : cq[wt][nt][0][e];
+          const float sx = CH == 2 ? cs[nt][0][e] + cs[nt][CH - 1][e] : cs[nt][0][e];
+          acc[wt][nt][e] = fmaf(s, fmaf(-o, sx, q), acc[wt][nt][e]);
         }
-    }
   }
-  if (!split_sum_lanes<NT * 4>(&acc[0][0], part, split, g, ws)) return;
+  if (!split_sum_lanes<WT * NT * 4>(&acc[0][0][0], part, split, g, ws)) return;
   S* out = (S*)a.out + at.m0 * a.N;
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+  for (int wt = 0; wt < WT; ++wt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int n = n0 + (e >> 1) * 8 + g8;
-      const int m = 8 * nt + 2 * t4 + (e & 1);
-      if (m < M && n < N) out[m * a.N + n] = f2b(acc[nt][e]);
-    }
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int n = n0 + 16 * wt + (e >> 1) * 8 + g8;
+        const int m = 8 * nt + 2 * t4 + (e & 1);
+        if (m < M && n < N) out[m * a.N + n] = f2b(acc[wt][nt][e]);
+      }
 }
 
 // The one-row tile (the launch's aligned form where the build's timing chose it and x has one row,
