@@ -145,7 +145,8 @@ std::string weight_only_ring_function(DType t, int bits) {
 }
 
 std::string weight_only_frag_function(DType t, int bits, int row_tile) {
-  return weight_only_function(t, bits, row_tile) + (weight_only_frag_rows(row_tile) == 32 ? kFrag32Suffix : kFragSuffix);
+  const char* suffix = weight_only_frag_rows(row_tile) == 32 ? kFrag32Suffix : kFragSuffix;
+  return weight_only_function(t, bits, row_tile) + suffix;
 }
 
 std::string weight_only_one_row_function(DType t, int bits) {

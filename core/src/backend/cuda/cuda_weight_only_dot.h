@@ -93,8 +93,8 @@ struct WeightOnlyProblem {
 WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,
                                       const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
                                       int64_t out_elements);
-// The aligned form's entry point in the tile of 8 rows: the ring's, the register-fed int4 tile's
-// or the one-row tile's (the last two: 16 weight rows a warp group, not the ring's 32).
+// The aligned form's entry point in the tile of 8 rows: the ring's (32 weight rows a warp group),
+// the register-fed int4 tile's (weight_only_frag_rows; also at 16 rows) or the one-row tile's (16).
 enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2 };
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
 // own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
