@@ -6,12 +6,12 @@ weight again) up to 47 and from 48 the weight dequantized into the workspace for
 a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
-the register-fed tile, at 8 and 16 rows; for int4 and int8 weights the one-row tile) and below 8
-where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each executable
-runs three times), and an LLM-sized product against torch; int4 weights held packed (unpack_int4):
-decode and prefill executables sharing the bytes; float8 e4m3 weights per output feature on each
-path. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its device-parametrized
-tests). Times nothing: bench/gpu_bench.py --weight-only does."""
+the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights the one-row tile) and
+below 8 where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each
+executable runs three times), and an LLM-sized product against torch; int4 weights held packed
+(unpack_int4): decode and prefill executables sharing the bytes; float8 e4m3 weights per output
+feature on each path. The quantized Llama on the GPU: tests/llm/test_quantized_llama.py (its
+device-parametrized tests). Times nothing: bench/gpu_bench.py --weight-only does."""
 
 import re
 
@@ -277,6 +277,39 @@ def test_float8_weights_on_every_path(dtype, K):
         if dtype == "bfloat16" and most == 16:
             for x_scale in (1e-15, 1e15):
                 _check(exe, want, 16, K, dtype, x_scale=x_scale)
+
+
+@pytest.mark.parametrize("K", [4096, 14336])
+def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
+    """float8 e4m3 weights per output feature at one row of bfloat16 x may run the one-row tile too
+    (each two bytes a float16 pair by cvt, exact): forced, against numpy, x from 1e-4 to 1e4 and a
+    chunk of zeros, weights below e4m3's normal range and zeros; at more rows the ring runs."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    N = 300
+    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
+    w[:, :16] *= 1e-4
+    w[:, 16:20] = 0
+    w8 = tp.cast(_as(w, "float32"), tp.float8)
+    w8.eval()
+    scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
+    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": scale})
+    want = _numpy(w8) * _numpy(scale)[:, None]
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for x_scale in (1.0, 1e4, 1e-4):
+        _check(exe, want, 1, K, "bfloat16", x_scale=x_scale)
+    x = RNG.standard_normal((1, K))
+    x[0, 64:128] = 0.0  # a chunk (64 values) whose largest value is 0
+    x[0, 1024:1088] *= 3e3
+    xb = _as(x, "bfloat16")
+    np.testing.assert_allclose(_numpy(exe(xb)), _numpy(xb) @ want.T, rtol=0,
+                               atol=TOL["bfloat16"] * np.abs(_numpy(xb) @ want.T).max())
+    _check(exe, want, 5, K, "bfloat16")
+    err = capfd.readouterr().err
+    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
+    assert re.search(r"weight-only dot '[^']*' at 5 rows: the ring", err), err
 
 
 def test_an_llm_sized_product_agrees_with_torch():

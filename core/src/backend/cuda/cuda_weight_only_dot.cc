@@ -101,11 +101,11 @@ bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_
 }
 
 bool weight_only_one_row_tile(DType t, int bits, int row_tile) {
-  return t == DType::kBFloat16 && (bits == 4 || bits == 8) && row_tile == kWeightOnlyMmaRows;
+  return t == DType::kBFloat16 && (bits == 4 || bits == 8 || bits == kWeightOnlyE4M3) && row_tile == kWeightOnlyMmaRows;
 }
 
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
-  const int64_t chunk = bits == 4 ? 128 : 64, chunks_a_group = group / chunk;  // WoRowChunk
+  const int64_t chunk = bits == 4 ? 128 : 64, chunks_a_group = group / chunk;  // WoRowChunk: 64 bytes
   return weight_only_one_row_tile(t, bits, row_tile) && rows == 1 && K <= kWeightOnlyOneRowMaxK && K % chunk == 0 &&
          group % chunk == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }

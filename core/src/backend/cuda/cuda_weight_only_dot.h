@@ -58,12 +58,12 @@ bool weight_only_frag_tile(DType t, int bits, int row_tile);
 bool weight_only_frag_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 inline int weight_only_frag_rows(int row_tile) { return row_tile == 2 * kWeightOnlyMmaRows ? 32 : 16; }
 std::string weight_only_frag_function(DType t, int bits, int row_tile);
-// For int4 and int8 weights and bfloat16 x, the module of 8 rows (weight_only_one_row_tile) holds
-// the one-row tile too (weight_only_frag.cuh's wo_frag_row: x in shared memory as float16, the
-// weight's values as float16 subnormals), which the aligned form runs instead where the build's
-// timing chose it, x has one row, K is at most kWeightOnlyOneRowMaxK (its shared memory) and a
-// group is a power-of-two number of its chunks (128 int4 values, 64 int8) or the whole row
-// (weight_only_one_row_applies).
+// For int4, int8 and float8 weights and bfloat16 x, the module of 8 rows (weight_only_one_row_tile)
+// holds the one-row tile too (weight_only_frag.cuh's wo_frag_row: x in shared memory as float16,
+// the weight's values as float16 subnormals, or float8's as float16 normals), which the aligned
+// form runs instead where the build's timing chose it, x has one row, K is at most
+// kWeightOnlyOneRowMaxK (its shared memory) and a group is a power-of-two number of its chunks
+// (128 int4 values, 64 of a byte) or the whole row (weight_only_one_row_applies).
 inline constexpr int64_t kWeightOnlyOneRowMaxK = 14336;  // WO_ROW_MAX_K
 bool weight_only_one_row_tile(DType t, int bits, int row_tile);
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);

@@ -4,8 +4,8 @@
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
-// 8 and 16 rows also the register-fed tile's, and for int4 and int8 weights and bfloat16 x the tile
-// of 8 rows the one-row tile's).
+// 8 and 16 rows also the register-fed tile's, and for int4, int8 and float8 weights and bfloat16 x
+// the tile of 8 rows the one-row tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -34,7 +34,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_frag_function(t, bits, row_tile) +
               "(const WoArgs a) { wo_frag4<" + std::to_string(row_tile / 8) + ", " +
               std::to_string(weight_only_frag_rows(row_tile) / 16) + ">(a); }\n";
-  // For int4 and int8 weights and bfloat16 x, at 8 rows the one-row tile (wo_frag_row).
+  // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the one-row tile (wo_frag_row).
   if (one_row)
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + weight_only_one_row_function(t, bits) +
               "(const WoArgs a) { wo_frag_row<" + std::to_string(bits) + ">(a); }\n";

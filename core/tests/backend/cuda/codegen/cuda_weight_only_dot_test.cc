@@ -36,14 +36,15 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     EXPECT_NE(ptx.find(".entry " + names[i] + "("), std::string::npos) << names[i];
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
-    // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4 and int8 weights
-    // and bfloat16 x the one-row tile's; no module more.
+    // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
+    // float8 weights and bfloat16 x the one-row tile's; no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
     const bool int8 = names[i].find("_bf16_b8_") != std::string::npos;
-    const bool one_row = (frag || int8) && tile == 8;
+    const bool float8 = names[i].find("_bf16_e4m3_") != std::string::npos;
+    const bool one_row = (frag || int8 || float8) && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + dequantize) << names[i];
@@ -58,7 +59,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       EXPECT_EQ(weight_only_module_function(entry), names[i]);
     }
     if (one_row) {
-      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, int8 ? 8 : 4), names[i] + "_row1");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, int8 ? 8 : float8 ? kWeightOnlyE4M3 : 4), names[i] + "_row1");
       EXPECT_NE(ptx.find(".entry " + names[i] + "_row1("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_row1"), names[i]);
     }
@@ -97,8 +98,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 14464, 128));     // K past its memory
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 4, 8, 1, 3840, 384));      // 3 chunks a group
   EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, 8, 8, 1, 4128, 4128));     // K off int8's chunks
+  EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));  // float8
+  EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));  // float16 x
   EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, 8, 8, 1, 4096, 4096));      // float16 x
-  EXPECT_FALSE(weight_only_one_row_applies(DType::kBFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));
   // The kernel's shared memory holds the K the launch allows.
   const std::string source = weight_only_dot_module_source(DType::kBFloat16, 8, kWeightOnlyMmaRows).source;
   EXPECT_NE(source.find("#define WO_ROW_MAX_K " + std::to_string(kWeightOnlyOneRowMaxK) + "\n"), std::string::npos);

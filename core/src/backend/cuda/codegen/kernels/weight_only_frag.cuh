@@ -166,9 +166,11 @@ DEVI void wo_frag4(const WoArgs& a) {
 // row: 128 int4 or 64 int8 values. Each nibble u then reaches the mma as the float16 subnormal
 // u 2^-24 (or 16 u 2^-24) by a mask alone: one shift and four masks a word of 8 nibbles, the
 // nibbles at bits 4..7 of a byte summed apart and divided by 16; each byte, its sign bit flipped
-// (q + 128), by a mask and xor: one shift and two a word of 4 bytes. No offset is taken back out
-// of the mma's sums, which stay exact. A warp's chunk adds s 2^24 / scale (sum x u - (o + z) sum x)
-// for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for int8). The weight
+// (q + 128), by a mask and xor: one shift and two a word of 4 bytes; float8 e4m3 bytes, two at a
+// time, by cvt.rn.f16x2.e4m3x2 (exact float16 normals, 2^24 times the subnormals' scale). No offset
+// is taken back out of the mma's sums, which stay exact. A warp's chunk adds s 2^24 / scale (sum x u
+// - (o + z) sum x) for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for
+// int8, 0 for float8, whose sums come 2^24 times larger and are scaled back). The weight
 // streams through a per-lane cp.async ring of WO_ROW_SLOTS slots; 16 weight rows a warp group,
 // every split-th chunk a warp, as wo_frag4.
 // Llama-3-8B's products at one row on an H200, timed alone (scripts/weight_only_bench.cu), against
@@ -188,14 +190,15 @@ DEVI unsigned wo_half2(float lo, float hi) {
   return r;
 }
 
-// Values a chunk of the one-row tile: 64 bytes of a weight row either way.
+// Values a chunk of the one-row tile: 64 bytes of a weight row (int4, int8 or float8 e4m3).
 template <int BITS> struct WoRowChunk {
   static constexpr int kValues = BITS == 4 ? 128 : 64, kPieces = kValues / 8;  // pieces of 8 values
 };
 
 // x's row (K values) into `xs`, a piece of 8 values k0..k7 as float16 pairs in the order of the
 // weight's pairs (the masks' mmas' B fragments: int4 {k0 k4, k2 k6, k1 k5, k3 k7}, int8 {k0 k2,
-// k1 k3, k4 k6, k5 k7}), and `sums` (a chunk's {sum x 2^-24, 2^24 / scale}), a thread a piece.
+// k1 k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}), and `sums` (a chunk's {sum x 2^-24,
+// 2^24 / scale}), a thread a piece.
 template <int BITS>
 DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
   constexpr int PC = WoRowChunk<BITS>::kPieces;
@@ -220,9 +223,9 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
     if (live)
-      xs[p] = BITS == 4
-                  ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
-                  : make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]));
+      xs[p] = BITS == 4   ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
+              : BITS == 8 ? make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]))
+                          : make_uint4(wo_half2(f[0], f[1]), wo_half2(f[2], f[3]), wo_half2(f[4], f[5]), wo_half2(f[6], f[7]));
 #pragma unroll
     for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (live && p % PC == 0)
@@ -231,13 +234,17 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
 }
 
 // int4: a word's 8 nibbles; int8: a word's 4 bytes, as unsigned q + 128 (the sign bit flipped by
-// the mask's xor), the bytes 0, 2 and 1, 3 paired.
+// the mask's xor), the bytes 0, 2 and 1, 3 paired; float8: a word's 4 bytes as float16 values,
+// the bytes 0, 1 and 2, 3 paired.
 template <int BITS>
 DEVI void wo_row_mmas(float (&lo)[4], float (&hi)[4], unsigned ua, unsigned ub, const uint4& b, int k) {
   if (BITS == 4) {
     const unsigned ua8 = ua >> 8, ub8 = ub >> 8;
     wo_mma_nv<false>(lo, ua & 0x000f000fu, ub & 0x000f000fu, ua8 & 0x000f000fu, ub8 & 0x000f000fu, b.x, b.y);
     wo_mma_nv<false>(hi, ua & 0x00f000f0u, ub & 0x00f000f0u, ua8 & 0x00f000f0u, ub8 & 0x00f000f0u, b.z, b.w);
+  } else if (BITS == WO_E4M3) {
+    wo_mma_nv<false>(lo, wo_e4m3_pair<false>(ua), wo_e4m3_pair<false>(ub), wo_e4m3_pair<false>(ua >> 16),
+                     wo_e4m3_pair<false>(ub >> 16), k & 1 ? b.z : b.x, k & 1 ? b.w : b.y);
   } else {
     const unsigned m = 0x00ff00ffu, f = 0x00800080u;
     wo_mma_nv<false>(lo, (ua & m) ^ f, (ub & m) ^ f, ((ua >> 8) & m) ^ f, ((ub >> 8) & m) ^ f, k & 1 ? b.z : b.x,
@@ -267,7 +274,8 @@ DEVI void wo_frag_row(const WoArgs& a) {
   int grp = ws >> gshift;
   const S* sp = (const S*)a.scale + (i64)ra * a.groups + grp;
   const S* zp = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups + grp;  // read, times 0, where none
-  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : 128.0f;
+  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
+  const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const int mine = ws < chunks ? (chunks - ws + split - 1) / split : 0;
   auto copy = [&](int i) {  // this warp's i-th chunk into slot i % P (a group of copies a call, empty or not)
     if (i < mine) {
@@ -312,8 +320,8 @@ DEVI void wo_frag_row(const WoArgs& a) {
     for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xc[BITS == 4 ? k : k >> 1], k);
     xc += split * C::kPieces;
     // Column 0 of the tile (x's row): entries 0 and 2 (weight rows g and g + 8) of lanes t4 = 0.
-    acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0])), acc[0]);
-    acc[2] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2])), acc[2]);
+    acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0]) * unit), acc[0]);
+    acc[2] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2]) * unit), acc[2]);
   }
   wo_wait<0>();
   if (split > 1) __syncthreads();  // every lane's copies landed and read: the ring becomes `part`
