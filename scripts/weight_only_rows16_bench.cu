@@ -1,11 +1,11 @@
 // Sixteen rows of x (a decode step of 16 sequences) against Llama-3-8B's int4 products (groups of
 // 128 with zero points): the register-fed tile of 16 rows of kernels/weight_only_frag.cuh
-// (wo_frag4<2, 2>: 32 weight rows a warp group, each lane's next chunk in registers; 168
-// registers, so one block a multiprocessor) against the same arithmetic with the weight fed by a
-// cp.async ring in shared memory (no registers hold the next chunk: with two slots 128 registers
-// without a bound, so two blocks a multiprocessor; with three 134; bounded to two blocks, ptxas
-// spills 44 bytes instead), each against the CUDA-core rows' outputs for all 16 rows. A diagnostic for the
-// next form of the batch-16 products; run on the GPU machine from the repository root:
+// (wo_frag4<2, 2>: 32 weight rows a warp group, each lane's next chunk in registers; 168 registers,
+// so one block a multiprocessor) against the same arithmetic with the weight fed by a cp.async ring
+// in shared memory (no registers hold the next chunk: with two slots 128 registers without a bound,
+// so two blocks a multiprocessor; with three 134; bounded to two blocks, ptxas spills 44 bytes
+// instead), each against the CUDA-core rows' outputs for all 16 rows. A diagnostic for the next
+// form of the batch-16 products; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wo16 scripts/weight_only_rows16_bench.cu && /tmp/wo16
 // Prints, per shape, each kernel's best time over the splits (µs), its GB/s and the largest
