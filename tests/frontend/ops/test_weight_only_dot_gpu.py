@@ -174,6 +174,24 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
         _check(exe, w, rows, 1024, "bfloat16")
 
 
+def _check_one_row(exe, w, K, chunk, capfd, more):
+    """One row of bfloat16 x on the one-row tile (TRIPY_DEBUG says so) against numpy: x from 1e-4
+    to 1e4, then a chunk of zeros (its largest value 0) beside one 3e3 times larger; then 5 rows,
+    which run `more`."""
+    for x_scale in (1.0, 1e4, 1e-4):
+        _check(exe, w, 1, K, "bfloat16", x_scale=x_scale)
+    x = RNG.standard_normal((1, K))
+    x[0, chunk:2 * chunk] = 0.0
+    x[0, 8 * chunk:9 * chunk] *= 3e3
+    xb = _as(x, "bfloat16")
+    want = _numpy(xb) @ w.T
+    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
+    _check(exe, w, 5, K, "bfloat16")
+    err = capfd.readouterr().err
+    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
+    assert re.search(rf"weight-only dot '[^']*' at 5 rows: {more}", err), err
+
+
 @pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (4, 256, False), (4, 4096, True), (8, None, False)])
 @pytest.mark.parametrize("N", [1000, 40, 9])
 def test_one_row_on_the_one_row_tile(monkeypatch, capfd, bits, group, zero, N):
@@ -188,19 +206,7 @@ def test_one_row_on_the_one_row_tile(monkeypatch, capfd, bits, group, zero, N):
     lin, w = _case(bits, N, K, group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
-    for x_scale in (1.0, 1e4, 1e-4):
-        _check(exe, w, 1, K, "bfloat16", x_scale=x_scale)
-    x = RNG.standard_normal((1, K))
-    x[0, 128:256] = 0.0  # a chunk whose largest value is 0
-    x[0, 1024:1152] *= 3e3
-    xb = _as(x, "bfloat16")
-    want = _numpy(xb) @ w.T
-    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
-    _check(exe, w, 5, K, "bfloat16")
-    err = capfd.readouterr().err
-    more = "the register-fed tile" if bits == 4 else "the ring"
-    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
-    assert re.search(rf"weight-only dot '[^']*' at 5 rows: {more}", err), err
+    _check_one_row(exe, w, K, 128 if bits == 4 else 64, capfd, "the register-fed tile" if bits == 4 else "the ring")
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -298,18 +304,7 @@ def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
     want = _numpy(w8) * _numpy(scale)[:, None]
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
-    for x_scale in (1.0, 1e4, 1e-4):
-        _check(exe, want, 1, K, "bfloat16", x_scale=x_scale)
-    x = RNG.standard_normal((1, K))
-    x[0, 64:128] = 0.0  # a chunk (64 values) whose largest value is 0
-    x[0, 1024:1088] *= 3e3
-    xb = _as(x, "bfloat16")
-    ref = _numpy(xb) @ want.T
-    np.testing.assert_allclose(_numpy(exe(xb)), ref, rtol=0, atol=TOL["bfloat16"] * np.abs(ref).max())
-    _check(exe, want, 5, K, "bfloat16")
-    err = capfd.readouterr().err
-    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
-    assert re.search(r"weight-only dot '[^']*' at 5 rows: the ring", err), err
+    _check_one_row(exe, want, K, 64, capfd, "the ring")
 
 
 def test_an_llm_sized_product_agrees_with_torch():
