@@ -286,22 +286,23 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
   // Another dtype's or format's entry point would read the weight's bytes with another row length.
   const DType t = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
-  if (function != weight_only_function(t, weight_only_format(p, k), code.row_tile))
+  const int bits = weight_only_format(p, k);
+  if (function != weight_only_function(t, bits, code.row_tile))
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names entry point '" + function +
                                              "', not one for its x and weight");
   TRIPY_CUDA_TRY(cuModuleGetFunction(&code.fn, module, function.c_str()));
   // The aligned form's entry points, where the module has them (a file saved before they existed
   // has not).
   const std::string ring = function + kRingSuffix;
-  const std::string frag = weight_only_frag_function(t, weight_only_format(p, k), code.row_tile);
+  const std::string frag = weight_only_frag_function(t, bits, code.row_tile);
   const std::string one_row = function + kOneRowSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)
     code.vector_fn = nullptr;
-  if (!weight_only_frag_tile(t, weight_only_format(p, k), code.row_tile) ||
+  if (!weight_only_frag_tile(t, bits, code.row_tile) ||
       api().cuModuleGetFunction(&code.frag_fn, module, frag.c_str()) != CUDA_SUCCESS)
     code.frag_fn = nullptr;
-  if (!weight_only_one_row_tile(t, weight_only_format(p, k), code.row_tile) ||
+  if (!weight_only_one_row_tile(t, bits, code.row_tile) ||
       api().cuModuleGetFunction(&code.one_row_fn, module, one_row.c_str()) != CUDA_SUCCESS)
     code.one_row_fn = nullptr;
   // The dequantization, where the module has it (saved since it existed).

@@ -1,5 +1,5 @@
-// The register-fed tensor-core tile of weight-only int4 products, and the one-row tile of int4
-// and int8 products (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc appends
+// The register-fed tensor-core tile of weight-only int4 products, and the one-row tile of int4,
+// int8 and float8 products (weight_only_dot_module_source() in cuda_weight_only_dot_source.cc appends
 // this file after weight_only_dot.cuh, whose helpers it uses, in the modules of 8 and 16 rows of
 // bfloat16 x): entry points beside the ring's that the build times against it
 // (cuda_weight_only_tune.cc).
