@@ -302,7 +302,7 @@ DEVI void wo_frag_row(const WoArgs& a) {
   if (mine > 0) fetch(ws);
   wo_row_x<BITS>((const S*)a.x + at.m0 * a.K, K, xs, sums);
   __syncthreads();
-  float acc[4] = {};
+  float acc[2] = {};  // column 0 of the tile (x's row): weight rows g and g + 8
   const uint4* xc = xs + ws * C::kPieces + t4 * (C::kPieces / 4);
   int c = ws;
 #pragma unroll 1
@@ -319,16 +319,16 @@ DEVI void wo_frag_row(const WoArgs& a) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xc[BITS == 4 ? k : k >> 1], k);
     xc += split * C::kPieces;
-    // Column 0 of the tile (x's row): entries 0 and 2 (weight rows g and g + 8) of lanes t4 = 0.
+    // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t4 = 0.
     acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0]) * unit), acc[0]);
-    acc[2] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2]) * unit), acc[2]);
+    acc[1] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2]) * unit), acc[1]);
   }
   wo_wait<0>();
   if (split > 1) __syncthreads();  // every lane's copies landed and read: the ring becomes `part`
-  if (!split_sum_lanes<4>(acc, part, split, g, ws)) return;
+  if (!split_sum_lanes<2>(acc, part, split, g, ws)) return;
   S* out = (S*)a.out + at.m0 * a.N;
   if (t4 == 0) {
     if (n0 + g8 < N) out[n0 + g8] = f2b(acc[0]);
-    if (n0 + g8 + 8 < N) out[n0 + g8 + 8] = f2b(acc[2]);
+    if (n0 + g8 + 8 < N) out[n0 + g8 + 8] = f2b(acc[1]);
   }
 }
