@@ -133,11 +133,11 @@ def kernel_profile(step, torch, steps, top, what="step"):
             step()
         torch.cuda.synchronize()
     per = {}
-    for e in prof.events():
-        if e.device_type.name != "CUDA":
-            continue
+    kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    for e in kernels:
         n, us = per.get(e.name, (0, 0.0))
         per[e.name] = (n + 1, us + e.device_time)
+    added = critical_path_shares(kernels)
     total = sum(us for _, us in per.values())
     lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per {what}"]
     if os.environ.get("TRIPY_OVERLAP_LAUNCHES") != "0":
@@ -145,9 +145,38 @@ def kernel_profile(step, torch, steps, top, what="step"):
         # for that kernel included: the small kernels after a large one look slow.
         lines.append("# (launches overlap: each time includes the wait for the kernel before it; "
                      "TRIPY_OVERLAP_LAUNCHES=0 times each kernel alone)")
+    lines.append(f"# 'adds': what each kernel adds to the {what}'s span on its GPU (its end after the end of every "
+                 f"kernel that started before it); the span {sum(added.values()) / steps:.1f} us/{what}, "
+                 f"idle {added.get(IDLE, 0.0) / steps:.1f} of it")
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
-        lines.append(f"#  {us / steps:8.1f} us/{what}  {n / steps:5.1f}x  {us / n:7.2f} us  {name[:110]}")
+        lines.append(f"#  {us / steps:8.1f} us/{what}  adds {added.get(name, 0.0) / steps:8.1f}  {n / steps:5.1f}x  "
+                     f"{us / n:7.2f} us  {name[:100]}")
     return "\n".join(lines)
+
+
+IDLE = "(idle)"
+
+
+def critical_path_shares(kernels):
+    """{kernel name: microseconds it adds to the span of the GPU's work} over the profiled kernels
+    of the first GPU seen (a rank's): in start order, each kernel adds the time from the later of its
+    start and the previous ends to its own end, and a gap before it (the GPU waiting on the host)
+    goes to IDLE. The shares sum to the span, so with overlapped launches (each kernel waiting
+    inside for the one before) they say what each kernel costs the step where its time alone
+    does not."""
+    if not kernels:
+        return {}
+    device = min(e.device_index for e in kernels)
+    mine = sorted((e for e in kernels if e.device_index == device), key=lambda e: e.time_range.start)
+    added, last_end = {}, mine[0].time_range.start
+    for e in mine:
+        start, end = e.time_range.start, e.time_range.end
+        if start > last_end:
+            added[IDLE] = added.get(IDLE, 0.0) + (start - last_end)
+        if end > max(start, last_end):
+            added[e.name] = added.get(e.name, 0.0) + end - max(start, last_end)
+        last_end = max(last_end, end)
+    return added
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,

@@ -225,3 +225,25 @@ def test_the_cpu_run_times_the_torch_peer_and_compares_tokens():
     assert r["greedy_match"].startswith("32/32")
     (r,) = records(run_bench("--steps", "4", "--prompts", "16", "--no-torch"))
     assert "torch_ms" not in r
+
+
+def test_critical_path_shares_split_the_span_between_kernels_and_idle(load_bench):
+    """Overlapped launches: a kernel that starts while the one before it runs adds only the time
+    past that one's end; a gap before a kernel is idle; a second GPU's kernels are left out."""
+    from types import SimpleNamespace as NS
+
+    llm = load_bench("llm")
+
+    def kernel(name, start, end, device=0):
+        return NS(name=name, device_index=device, time_range=NS(start=start, end=end))
+
+    shares = llm.critical_path_shares([
+        kernel("b", 5.0, 12.0),  # started early, waited inside for "a": adds 10 -> 12
+        kernel("a", 0.0, 10.0),
+        kernel("c", 15.0, 16.0),  # 3 us after "b" ended: idle, then its own 1 us
+        kernel("d", 15.5, 15.9),  # inside "c": adds nothing
+        kernel("a", 0.0, 99.0, device=1),
+    ])
+    assert shares == {"a": 10.0, "b": 2.0, llm.IDLE: 3.0, "c": 1.0}
+    assert sum(shares.values()) == 16.0  # the span
+    assert llm.critical_path_shares([]) == {}
