@@ -151,6 +151,13 @@ def kernel_profile(step, torch, steps, top, what="step"):
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
         lines.append(f"#  {us / steps:8.1f} us/{what}  adds {added.get(name, 0.0) / steps:8.1f}  {n / steps:5.1f}x  "
                      f"{us / n:7.2f} us  {name[:100]}")
+    # The kernels that share a name (a layer's products) apart: a window from the middle of the
+    # first call, in order (a layer or two of a model).
+    sequence = critical_path_sequence(kernels)
+    middle = len(sequence) // steps // 2
+    lines.append(f"# kernels {middle} to {middle + top - 1} of the first {what}: idle before, adds, own us")
+    for name, idle, adds, own in sequence[middle:middle + top]:
+        lines.append(f"#  {idle:6.2f} {adds:7.2f} {own:7.2f}  {name[:100]}")
     return "\n".join(lines)
 
 
@@ -159,24 +166,32 @@ IDLE = "(idle)"
 
 def critical_path_shares(kernels):
     """{kernel name: microseconds it adds to the span of the GPU's work} over the profiled kernels
-    of the first GPU seen (a rank's): in start order, each kernel adds the time from the later of its
-    start and the previous ends to its own end, and a gap before it (the GPU waiting on the host)
-    goes to IDLE. The shares sum to the span, so with overlapped launches (each kernel waiting
-    inside for the one before) they say what each kernel costs the step where its time alone
-    does not."""
+    of the first GPU seen (a rank's), summed from critical_path_sequence."""
+    added = {}
+    for name, idle, adds, _ in critical_path_sequence(kernels):
+        if idle:
+            added[IDLE] = added.get(IDLE, 0.0) + idle
+        if adds:
+            added[name] = added.get(name, 0.0) + adds
+    return added
+
+
+def critical_path_sequence(kernels):
+    """[(name, idle before it, what it adds, its own time)] in start order, microseconds, for the
+    kernels of the first GPU seen: each kernel adds the time from the later of its start and the
+    previous ends to its own end, and a gap before it (the GPU waiting on the host or on a launch)
+    is idle. Idle and adds sum to the span, so with overlapped launches (each kernel waiting inside
+    for the one before) they say what each kernel costs the step where its time alone does not."""
     if not kernels:
-        return {}
+        return []
     device = min(e.device_index for e in kernels)
     mine = sorted((e for e in kernels if e.device_index == device), key=lambda e: e.time_range.start)
-    added, last_end = {}, mine[0].time_range.start
+    sequence, last_end = [], mine[0].time_range.start
     for e in mine:
         start, end = e.time_range.start, e.time_range.end
-        if start > last_end:
-            added[IDLE] = added.get(IDLE, 0.0) + (start - last_end)
-        if end > max(start, last_end):
-            added[e.name] = added.get(e.name, 0.0) + end - max(start, last_end)
+        sequence.append((e.name, max(start - last_end, 0.0), max(end - max(start, last_end), 0.0), end - start))
         last_end = max(last_end, end)
-    return added
+    return sequence
 
 
 def bench_tripy(directory, batch, prompt, steps, sync, torch=None, profile_top=0, quant_mode=None, mesh=None,

@@ -247,3 +247,6 @@ def test_critical_path_shares_split_the_span_between_kernels_and_idle(load_bench
     assert shares == {"a": 10.0, "b": 2.0, llm.IDLE: 3.0, "c": 1.0}
     assert sum(shares.values()) == 16.0  # the span
     assert llm.critical_path_shares([]) == {}
+    # In order, each with its own time: what a layer's products with one name cost apart.
+    assert llm.critical_path_sequence([kernel("b", 5.0, 12.0), kernel("a", 0.0, 10.0), kernel("c", 15.0, 16.0)]) == [
+        ("a", 0.0, 10.0, 10.0), ("b", 0.0, 2.0, 7.0), ("c", 3.0, 1.0, 1.0)]
