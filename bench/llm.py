@@ -151,9 +151,15 @@ def kernel_profile(step, torch, steps, top, what="step"):
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
         lines.append(f"#  {us / steps:8.1f} us/{what}  adds {added.get(name, 0.0) / steps:8.1f}  {n / steps:5.1f}x  "
                      f"{us / n:7.2f} us  {name[:100]}")
+    # Where the GPU waits: the kernels that start after a gap, by the gaps' sum.
+    sequence = critical_path_sequence(kernels)
+    gaps = {}
+    for name, idle, _, _ in sequence:
+        gaps[name] = gaps.get(name, 0.0) + idle
+    waits = sorted(((us, name) for name, us in gaps.items() if us > 0), reverse=True)[:5]
+    lines.append(f"# idle before (us/{what}): " + ", ".join(f"{name[:60]} {us / steps:.1f}" for us, name in waits))
     # The kernels that share a name (a layer's products) apart: a window from the middle of the
     # first call, in order (a layer or two of a model).
-    sequence = critical_path_sequence(kernels)
     middle = len(sequence) // steps // 2
     lines.append(f"# kernels {middle} to {middle + top - 1} of the first {what}: idle before, adds, own us")
     for name, idle, adds, own in sequence[middle:middle + top]:
