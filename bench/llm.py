@@ -469,8 +469,10 @@ def main():
     parser.add_argument("--warm-caches", action="store_true", help="keep the usual compile caches")
     parser.add_argument("--out", default=None, help="also append the JSON lines here")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print the N kernels of a decode step and of a prefill that take the most GPU time "
-                             "(needs torch; TRIPY_OVERLAP_LAUNCHES=0 for each kernel's own time)")
+                        help="print the N kernels of a decode step and of a prefill that take the most GPU time, "
+                             "what each adds to the step as it runs (launches overlap), the gaps the GPU waits in, "
+                             "and N kernels of the step in order (needs torch; TRIPY_OVERLAP_LAUNCHES=0 for each "
+                             "kernel's own time)")
     parser.add_argument("--quant", default="", metavar="MODES",
                         help="also run these quant_modes (int8-weight-only,int4-weight-only,float8) against the "
                              "unquantized run")
