@@ -137,7 +137,8 @@ def kernel_profile(step, torch, steps, top, what="step"):
     for e in kernels:
         n, us = per.get(e.name, (0, 0.0))
         per[e.name] = (n + 1, us + e.device_time)
-    added = critical_path_shares(kernels)
+    sequence = critical_path_sequence(kernels)
+    added = critical_path_shares(sequence)
     total = sum(us for _, us in per.values())
     lines = [f"# {sum(n for n, _ in per.values()) / steps:.0f} kernels and {total / steps:.1f} us of GPU time per {what}"]
     if os.environ.get("TRIPY_OVERLAP_LAUNCHES") != "0":
@@ -152,7 +153,6 @@ def kernel_profile(step, torch, steps, top, what="step"):
         lines.append(f"#  {us / steps:8.1f} us/{what}  adds {added.get(name, 0.0) / steps:8.1f}  {n / steps:5.1f}x  "
                      f"{us / n:7.2f} us  {name[:100]}")
     # Where the GPU waits: the kernels that start after a gap, by the gaps' sum.
-    sequence = critical_path_sequence(kernels)
     gaps = {}
     for name, idle, _, _ in sequence:
         gaps[name] = gaps.get(name, 0.0) + idle
@@ -170,11 +170,11 @@ def kernel_profile(step, torch, steps, top, what="step"):
 IDLE = "(idle)"
 
 
-def critical_path_shares(kernels):
-    """{kernel name: microseconds it adds to the span of the GPU's work} over the profiled kernels
-    of the first GPU seen (a rank's), summed from critical_path_sequence."""
+def critical_path_shares(sequence):
+    """{kernel name: microseconds it adds to the span of the GPU's work}, and IDLE: the gaps, from
+    critical_path_sequence's list."""
     added = {}
-    for name, idle, adds, _ in critical_path_sequence(kernels):
+    for name, idle, adds, _ in sequence:
         if idle:
             added[IDLE] = added.get(IDLE, 0.0) + idle
         if adds:

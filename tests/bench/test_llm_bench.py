@@ -237,16 +237,16 @@ def test_critical_path_shares_split_the_span_between_kernels_and_idle(load_bench
     def kernel(name, start, end, device=0):
         return NS(name=name, device_index=device, time_range=NS(start=start, end=end))
 
-    shares = llm.critical_path_shares([
+    shares = llm.critical_path_shares(llm.critical_path_sequence([
         kernel("b", 5.0, 12.0),  # started early, waited inside for "a": adds 10 -> 12
         kernel("a", 0.0, 10.0),
         kernel("c", 15.0, 16.0),  # 3 us after "b" ended: idle, then its own 1 us
         kernel("d", 15.5, 15.9),  # inside "c": adds nothing
         kernel("a", 0.0, 99.0, device=1),
-    ])
+    ]))
     assert shares == {"a": 10.0, "b": 2.0, llm.IDLE: 3.0, "c": 1.0}
     assert sum(shares.values()) == 16.0  # the span
-    assert llm.critical_path_shares([]) == {}
+    assert llm.critical_path_shares(llm.critical_path_sequence([])) == {}
     # In order, each with its own time: what a layer's products with one name cost apart.
     assert llm.critical_path_sequence([kernel("b", 5.0, 12.0), kernel("a", 0.0, 10.0), kernel("c", 15.0, 16.0)]) == [
         ("a", 0.0, 10.0, 10.0), ("b", 0.0, 2.0, 7.0), ("c", 3.0, 1.0, 1.0)]

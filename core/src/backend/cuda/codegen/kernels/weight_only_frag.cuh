@@ -248,7 +248,7 @@ DEVI void wo_row_mmas(float (&lo)[4], float (&hi)[4], unsigned ua, unsigned ub, 
   } else {
     const unsigned m = 0x00ff00ffu, f = 0x00800080u;
     wo_mma_nv<false>(lo, (ua & m) ^ f, (ub & m) ^ f, ((ua >> 8) & m) ^ f, ((ub >> 8) & m) ^ f, k & 1 ? b.z : b.x,
-               k & 1 ? b.w : b.y);
+                     k & 1 ? b.w : b.y);
   }
 }
 
