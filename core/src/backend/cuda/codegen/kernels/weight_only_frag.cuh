@@ -199,13 +199,23 @@ template <int BITS> struct WoRowChunk {
 // weight's pairs (the masks' mmas' B fragments: int4 {k0 k4, k2 k6, k1 k5, k3 k7}, int8 {k0 k2,
 // k1 k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}), and `sums` (a chunk's {sum x 2^-24,
 // 2^24 / scale}), a thread a piece.
+// Every load is issued before the first is used: x was just written, so each is an L2 round trip,
+// and a row of 14336 values would otherwise wait on 7 of them in turn.
 template <int BITS>
 DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
-  constexpr int PC = WoRowChunk<BITS>::kPieces;
-  for (int p0 = 0; p0 < K / 8; p0 += WO_BLOCK) {
-    const int p = p0 + threadIdx.x;
+  constexpr int PC = WoRowChunk<BITS>::kPieces, R = (WO_ROW_MAX_K / 8 + WO_BLOCK - 1) / WO_BLOCK;
+  V16 vs[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int p = r * WO_BLOCK + threadIdx.x;
+    vs[r] = p < K / 8 ? wo_load_x(x + p * 8) : V16{0u, 0u, 0u, 0u};
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r * WO_BLOCK >= K / 8) break;  // the same for the whole block: the shuffles below stay whole
+    const int p = r * WO_BLOCK + threadIdx.x;
     const bool live = p < K / 8;
-    const V16 v = live ? wo_load_x(x + p * 8) : V16{0u, 0u, 0u, 0u};
+    const V16 v = vs[r];
     const unsigned w[4] = {v.x, v.y, v.z, v.w};
     float f[8], m = 0.0f;
 #pragma unroll
