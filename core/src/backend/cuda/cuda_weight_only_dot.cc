@@ -48,6 +48,7 @@ constexpr char kRingSuffix[] = "_ring";
 constexpr char kFragSuffix[] = "_frag";
 constexpr char kFrag32Suffix[] = "_frag32";  // 32 weight rows a warp group (weight_only_frag_rows)
 constexpr char kOneRowSuffix[] = "_row1";
+constexpr char kOneRowShortSuffix[] = "_row1_short";  // rows of up to kWeightOnlyOneRowShortK values
 constexpr char kDequantizeSuffix[] = "_dequantize";
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -149,8 +150,9 @@ std::string weight_only_frag_function(DType t, int bits, int row_tile) {
   return weight_only_function(t, bits, row_tile) + suffix;
 }
 
-std::string weight_only_one_row_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kOneRowSuffix;
+std::string weight_only_one_row_function(DType t, int bits, int64_t K) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) +
+         (K <= kWeightOnlyOneRowShortK ? kOneRowShortSuffix : kOneRowSuffix);
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -158,7 +160,7 @@ std::string weight_only_dequantize_function(DType t, int bits) {
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kDequantizeSuffix})
+  for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix, kDequantizeSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
   return function;
 }
@@ -295,7 +297,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   // has not).
   const std::string ring = function + kRingSuffix;
   const std::string frag = weight_only_frag_function(t, bits, code.row_tile);
-  const std::string one_row = function + kOneRowSuffix;
+  const std::string one_row = function + kOneRowSuffix, one_row_short = function + kOneRowShortSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.vector_fn, module, ring.c_str()) != CUDA_SUCCESS)
     code.vector_fn = nullptr;
@@ -305,6 +307,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (!weight_only_one_row_tile(t, bits, code.row_tile) ||
       api().cuModuleGetFunction(&code.one_row_fn, module, one_row.c_str()) != CUDA_SUCCESS)
     code.one_row_fn = nullptr;
+  if (!code.one_row_fn || api().cuModuleGetFunction(&code.one_row_short_fn, module, one_row_short.c_str()) != CUDA_SUCCESS)
+    code.one_row_short_fn = nullptr;  // a file saved before the short rows' entry point existed
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
@@ -346,8 +350,9 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
                        weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
   const bool frag = !one_row && chosen != F::kRing && code.frag_fn;
   const F form = one_row ? F::kOneRow : frag ? F::kFrag : F::kRing;
+  const CUfunction row_fn = pr.K <= kWeightOnlyOneRowShortK && code.one_row_short_fn ? code.one_row_short_fn : code.one_row_fn;
   StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
-                                          one_row ? code.one_row_fn : frag ? code.frag_fn : code.vector_fn, form);
+                                          one_row ? row_fn : frag ? code.frag_fn : code.vector_fn, form);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   if (debug_level() >= 1 && l->vector_fn)  // which form the aligned launch takes (tests read it)
     std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: %s, %lld warps a group\n", k.name.c_str(),

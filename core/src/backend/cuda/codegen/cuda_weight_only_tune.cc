@@ -70,7 +70,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
                                 ? kernels.entry(weight_only_frag_function(pr.dtype, pr.bits, tile))
                                 : nullptr;
     const CUfunction one_row = weight_only_one_row_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group)
-                                   ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits))
+                                   ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits, pr.K))
                                    : nullptr;
     using F = WeightOnlyForm;
     // A forced form alone where the module has it: "row", else "frag", else the ring.

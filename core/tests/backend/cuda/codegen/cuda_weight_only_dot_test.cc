@@ -37,7 +37,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
-    // float8 weights and bfloat16 x the one-row tile's; no module more.
+    // float8 weights and bfloat16 x the one-row tile's two (long and short rows); no module more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -47,7 +47,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const bool one_row = (frag || int8 || float8) && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + one_row + dequantize) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + 2 * one_row + dequantize) << names[i];
     if (ring) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
@@ -59,9 +59,15 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       EXPECT_EQ(weight_only_module_function(entry), names[i]);
     }
     if (one_row) {
-      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, int8 ? 8 : float8 ? kWeightOnlyE4M3 : 4), names[i] + "_row1");
-      EXPECT_NE(ptx.find(".entry " + names[i] + "_row1("), std::string::npos) << names[i];
-      EXPECT_EQ(weight_only_module_function(names[i] + "_row1"), names[i]);
+      const int bits = int8 ? 8 : float8 ? kWeightOnlyE4M3 : 4;
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowMaxK), names[i] + "_row1");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowShortK + 64), names[i] + "_row1");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowShortK), names[i] + "_row1_short");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, 128), names[i] + "_row1_short");
+      for (const std::string entry : {names[i] + "_row1", names[i] + "_row1_short"}) {
+        EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+        EXPECT_EQ(weight_only_module_function(entry), names[i]);
+      }
     }
     if (dequantize) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_dequantize("), std::string::npos) << names[i];
@@ -104,6 +110,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   // The kernel's shared memory holds the K the launch allows.
   const std::string source = weight_only_dot_module_source(DType::kBFloat16, 8, kWeightOnlyMmaRows).source;
   EXPECT_NE(source.find("#define WO_ROW_MAX_K " + std::to_string(kWeightOnlyOneRowMaxK) + "\n"), std::string::npos);
+  EXPECT_NE(source.find("#define WO_ROW_SHORT_K " + std::to_string(kWeightOnlyOneRowShortK) + "\n"), std::string::npos);
   EXPECT_EQ(weight_only_module_function("tripy_weight_only_dot_bf16_b4_m8"), "tripy_weight_only_dot_bf16_b4_m8");
 }
 

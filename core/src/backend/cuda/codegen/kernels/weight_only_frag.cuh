@@ -171,8 +171,11 @@ DEVI void wo_frag4(const WoArgs& a) {
 // is taken back out of the mma's sums, which stay exact. A warp's chunk adds s 2^24 / scale (sum x u
 // - (o + z) sum x) for its rows, u = q + o the value as the mma sees it (o: 8 for int4, 128 for
 // int8, 0 for float8, whose sums come 2^24 times larger and are scaled back). The weight
-// streams through a per-lane cp.async ring of WO_ROW_SLOTS slots; 16 weight rows a warp group,
-// every split-th chunk a warp, as wo_frag4.
+// streams through a per-lane cp.async ring of P slots; 16 weight rows a warp group, every split-th
+// chunk a warp, as wo_frag4. Where the weight is a program constant the first P - 1 chunks of each
+// warp are asked for before the wait for the previous kernel, so a second entry point for rows of
+// up to WO_ROW_SHORT_K values (x's 8 KiB) takes the room of the longer rows' x for a deeper ring
+// (WO_ROW_SHORT_SLOTS): a product of 4 chunks a warp then has 3 of them in flight before it waits.
 // Llama-3-8B's products at one row on an H200, timed alone (scripts/weight_only_bench.cu), against
 // the fastest other form: int4 gate/up 28.4 -> 25.4 us (the ring), down 18.4 -> 17.2 (the
 // register-fed tile), the output head 100.1 -> 87.7 (the ring), o 8.2 -> 8.1, qkv 9.4 against 9.6;
@@ -183,6 +186,8 @@ DEVI void wo_frag4(const WoArgs& a) {
 // persistent grid (sums by float32 atomics, a group's last warp writing it) were no faster.
 #define WO_ROW_MAX_K 14336
 #define WO_ROW_SLOTS 2
+#define WO_ROW_SHORT_K 4096
+#define WO_ROW_SHORT_SLOTS 4
 
 DEVI unsigned wo_half2(float lo, float hi) {
   unsigned r;
@@ -201,9 +206,9 @@ template <int BITS> struct WoRowChunk {
 // 2^24 / scale}), a thread a piece.
 // Every load is issued before the first is used: x was just written, so each is an L2 round trip,
 // and a row of 14336 values would otherwise wait on 7 of them in turn.
-template <int BITS>
+template <int BITS, int MAXK>
 DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
-  constexpr int PC = WoRowChunk<BITS>::kPieces, R = (WO_ROW_MAX_K / 8 + WO_BLOCK - 1) / WO_BLOCK;
+  constexpr int PC = WoRowChunk<BITS>::kPieces, R = (MAXK / 8 + WO_BLOCK - 1) / WO_BLOCK;
   V16 vs[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -262,13 +267,12 @@ DEVI void wo_row_mmas(float (&lo)[4], float (&hi)[4], unsigned ua, unsigned ub, 
   }
 }
 
-template <int BITS>
+template <int BITS, int MAXK = WO_ROW_MAX_K, int P = WO_ROW_SLOTS>
 DEVI void wo_frag_row(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
-  constexpr int P = WO_ROW_SLOTS;
-  __shared__ uint4 xs[WO_ROW_MAX_K / 8];
-  __shared__ float2 sums[WO_ROW_MAX_K / C::kValues];
+  __shared__ uint4 xs[MAXK / 8];
+  __shared__ float2 sums[MAXK / C::kValues];
   __shared__ V16 ring[P][2][WO_BLOCK];
   float (*part)[4 * 32] = reinterpret_cast<float (*)[4 * 32]>(&ring[0][0][0]);
   const WoMmaPlace at = wo_mma_place<8>(a);
@@ -310,7 +314,7 @@ DEVI void wo_frag_row(const WoArgs& a) {
 #pragma unroll
     for (int i = 0; i < P - 1; ++i) copy(i);
   if (mine > 0) fetch(ws);
-  wo_row_x<BITS>((const S*)a.x + at.m0 * a.K, K, xs, sums);
+  wo_row_x<BITS, MAXK>((const S*)a.x + at.m0 * a.K, K, xs, sums);
   __syncthreads();
   float acc[2] = {};  // column 0 of the tile (x's row): weight rows g and g + 8
   const uint4* xc = xs + ws * C::kPieces + t4 * (C::kPieces / 4);
