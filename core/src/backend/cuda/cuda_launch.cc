@@ -118,11 +118,12 @@ Status kernel_failure(const Program& p, const Kernel& k, const std::string& mess
 }
 
 namespace {
+std::atomic<bool> g_overlap_refused{false};
+}  // namespace
 
 // Whether Launch::overlaps takes effect: on sm_90 and later (programmatic dependent launch),
 // unless TRIPY_OVERLAP_LAUNCHES=0 launches every kernel plainly (for comparison) or the driver
 // refused such a launch once (a configuration without it: every launch is then plain).
-std::atomic<bool> g_overlap_refused{false};
 bool overlap_launches() {
   static const bool on = [] {
     const char* v = std::getenv("TRIPY_OVERLAP_LAUNCHES");
@@ -132,8 +133,6 @@ bool overlap_launches() {
   }();
   return on && !g_overlap_refused.load(std::memory_order_relaxed);
 }
-
-}  // namespace
 
 unsigned grid_for(int64_t n, int block, int sm_count) {
   int64_t blocks = (n + block - 1) / block;

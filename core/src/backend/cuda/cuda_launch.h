@@ -58,6 +58,8 @@ Status encode_tensor_map(Launch& l);
 
 // Patches addresses (base[b] is buffer b's device address) and launches on `stream`.
 Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream);
+// Whether Launch::overlaps takes effect here (sm_90 and later, TRIPY_OVERLAP_LAUNCHES not 0).
+bool overlap_launches();
 // Whether every launch's `l.ptrs` are 16-byte aligned whatever the caller passes: each buffer is
 // one this backend allocates (256-byte aligned: the arena and its offsets, constants, fresh
 // outputs; aliases of them), not the caller's memory (inputs, donated outputs), at a 16-byte

@@ -213,6 +213,7 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   pr.groups = scale.at(1);
   pr.group = k.weight_only_dot.group_size;
   pr.zero = k.weight_only_dot.has_zero;
+  pr.constant_weight = p.is_constant(k.inputs.at(1));
   return pr;
 }
 
@@ -247,7 +248,7 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.words = problem_words(pr);
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
-  l.words[kWordMmaSplit] = mma_split;
+  l.words[kWordMmaSplit] = mma_split | (mma_split && pr.constant_weight ? kMmaSplitEarly : 0);
   l.words[kWordMmaBlocks] = mma_blocks;
   l.vector_word = kWordVec;
   return l;
@@ -358,11 +359,10 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
     std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: %s, %lld warps a group\n", k.name.c_str(),
                  static_cast<long long>(pr.rows),
                  one_row ? "the one-row tile" : frag ? "the register-fed tile" : "the ring",
-                 static_cast<long long>(l->words[kWordMmaSplit]));
+                 static_cast<long long>(l->words[kWordMmaSplit] & (kMmaSplitEarly - 1)));
   l->ptrs = {{kWordOut, k.outputs[0], 0}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
              {kWordScale, k.inputs[2], 0}};
   if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0});
-  if (l->words[kWordMmaSplit] && c.program.is_constant(k.inputs[1])) l->words[kWordMmaSplit] |= kMmaSplitEarly;
   step.launches = {std::move(l.value())};
   return true;
 }

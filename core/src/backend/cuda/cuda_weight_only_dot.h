@@ -92,6 +92,9 @@ struct WeightOnlyProblem {
   int bits = 8;  // the format (weight_only_format)
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
+  // No kernel of the program writes the weight: the tiles' first reads of it may go before their
+  // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
+  bool constant_weight = false;
 };
 // Kernel `k`'s problem at the shapes of x, the weight and the scales and its output's elements.
 WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const std::vector<int64_t>& x,

@@ -22,6 +22,7 @@ inline constexpr int kTunerVersion = 4;  // 4: the weight-only ring is an entry 
 // (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
 struct TuningKernels {
   CUfunction fill = nullptr, spin = nullptr;
+  CUfunction lead = nullptr;  // tripy_lead: the kernel before a timed call that may overlap it
   // The loaded GEMV modules of the problem's dtype (codegen/kernels/gemv.cuh, one per entry
   // point), where the build has them: their tactics then compete with cuBLASLt's for problems
   // gemv_applies to (cuda_gemv.h).

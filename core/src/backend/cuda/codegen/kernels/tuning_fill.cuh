@@ -31,3 +31,16 @@ extern "C" __global__ void tripy_spin(const i64 ns) {
   do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   while ((i64)(now - start) < ns);
 }
+// One block that lets the next kernel launch at once (sm_90 and later) and then holds its
+// multiprocessor for `ns` nanoseconds: the kernel before a decode step's product as the product
+// sees it (a norm or attention on a few multiprocessors, the product's launch and its reads before
+// its wait overlapping it), so that a tactic is timed as it runs in the step.
+extern "C" __global__ void tripy_lead(const i64 ns) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  u64 start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while ((i64)(now - start) < ns);
+}
