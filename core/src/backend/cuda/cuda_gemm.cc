@@ -309,7 +309,7 @@ StatusOr<bool> plan_dot_step(PlanContext& c, const Kernel& k, Step& step) {
     auto fallback = c.layout_fns.find(gemv_fallback_for(pr, *gemv));
     if (fn != c.layout_fns.end() && fallback != c.layout_fns.end()) {
       step.launches.push_back(plan_gemv(pr, *gemv, fn->second, fallback->second, k.outputs[0], k.inputs[0],
-                                        k.inputs[1], k.dot.has_bias ? k.inputs[2] : -1, p.is_constant(k.inputs[1])));
+                                        k.inputs[1], k.dot.has_bias ? k.inputs[2] : -1, pr.constant_weight));
       return true;
     }
   }

@@ -9,7 +9,7 @@ std::string DotProblem::key() const {
                   std::to_string(trans_b) + ":" + std::to_string(m) + "x" + std::to_string(n) + "x" +
                   std::to_string(k) + ":" + std::to_string(batch) + "," + std::to_string(stride_a) + "," +
                   std::to_string(stride_b) + ":" + std::to_string(bias) + std::to_string(static_cast<int>(activation)) +
-                  std::to_string(residual);
+                  std::to_string(residual) + (constant_weight ? ":c" : "");
   return s;
 }
 
@@ -105,6 +105,7 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
   pr.k = K;
   pr.bias = k.dot.has_bias;
   pr.activation = k.dot.activation;
+  pr.constant_weight = p.is_constant(k.inputs[1]);
   if (!ms.empty() && ms.size() == 1 && mst[1][0] == 0 && !tl && mst[0][0] == M * K) {
     pr.n = M * ms[0];  // rhs shared by every batch: one GEMM with the batch folded into M
     return pr;

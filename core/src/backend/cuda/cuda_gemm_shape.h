@@ -27,6 +27,9 @@ struct DotProblem {
   // C is a separate input (a convolution's residual) added before the epilogue: beta = 1.
   bool residual = false;
   Activation activation = Activation::kNone;
+  // No kernel of the program writes W (the kernel's inputs[1]): the GEMV reads its first chunks
+  // before its wait for the previous kernel (its early word), hidden behind that kernel.
+  bool constant_weight = false;
   std::string key() const;  // identical problems are tuned once
 };
 

@@ -181,13 +181,14 @@ Status run_gemv(const DotProblem& pr, GemvTactic t, CUfunction fn, CUdeviceptr o
   l.words[kWordW] = static_cast<int64_t>(w);
   l.words[kWordBias] = pr.bias ? static_cast<int64_t>(bias) : 0;
   l.words[kWordVec] = ((out | x | w | (pr.bias ? bias : 0)) & 15) == 0 ? 1 : 0;
+  l.words[kWordEarly] = pr.constant_weight ? 1 : 0;
   if (tma_tile(pr, t)) {
     if (!l.words[kWordVec]) return Status(StatusCode::kInvalidArgument, "the TMA form needs 16-byte aligned operands");
     TRIPY_RETURN_IF_ERROR(encode_tensor_map(l));
     l.grid = l.vector_grid;
   }
   void* params[] = {l.words.data()};
-  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, 1, 1, 0, stream, params, nullptr));
+  return launch_overlapping(fn, l.grid, l.block_x, 1, params, stream);
 }
 
 }  // namespace tripy::rt::cuda

@@ -78,7 +78,9 @@ std::set<std::string> gemv_functions_for(const DotProblem& problem, int64_t m_lo
 // launches `fn` in the vector form and `fallback` (gemv_fallback_for's) otherwise.
 Launch plan_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUfunction fallback, int32_t out,
                  int32_t x, int32_t w, int32_t bias, bool w_constant);
-// One launch on device addresses (the tuner's).
+// One launch on device addresses (the tuner's), as a step launches it: overlapping the kernel
+// before it where launches overlap, its first chunks of w before its wait where the problem's w
+// is a constant.
 Status run_gemv(const DotProblem& problem, GemvTactic tactic, CUfunction fn, CUdeviceptr out, CUdeviceptr x,
                 CUdeviceptr w, CUdeviceptr bias, CUstream stream);
 

@@ -170,15 +170,28 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   }
   if (fn == l.vector_fn && l.tensor_map.word >= 0) TRIPY_RETURN_IF_ERROR(encode_tensor_map(l));
   void* params[] = {l.words.data()};
-  if (l.overlaps && overlap_launches()) {
+  if (l.overlaps) return launch_overlapping(fn, l.grid, l.block_x, l.block_y, params, stream);
+  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+}
+
+Status launch_lead(CUfunction lead, CUstream stream) {
+  if (!lead || !overlap_launches()) return ok_status();
+  int64_t ns = 4000;  // about a decode step's norm or attention
+  void* params[] = {&ns};
+  return TRIPY_CUDA(cuLaunchKernel(lead, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+}
+
+Status launch_overlapping(CUfunction fn, unsigned grid, unsigned block_x, unsigned block_y, void** params,
+                          CUstream stream) {
+  if (overlap_launches()) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;
     CUlaunchConfig config{};
-    config.gridDimX = l.grid;
+    config.gridDimX = grid;
     config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = l.block_x;
-    config.blockDimY = l.block_y;
+    config.blockDimX = block_x;
+    config.blockDimY = block_y;
     config.blockDimZ = 1;
     config.hStream = stream;
     config.attrs = &attr;
@@ -187,7 +200,7 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
     if (r != CUDA_ERROR_NOT_SUPPORTED) return check(r, "cuLaunchKernelEx");
     g_overlap_refused = true;  // this and every later launch go plainly
   }
-  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+  return TRIPY_CUDA(cuLaunchKernel(fn, grid, 1, 1, block_x, block_y, 1, 0, stream, params, nullptr));
 }
 
 bool always_aligned(const Program& p, const Launch& l) {

@@ -60,6 +60,13 @@ Status encode_tensor_map(Launch& l);
 Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream);
 // Whether Launch::overlaps takes effect here (sm_90 and later, TRIPY_OVERLAP_LAUNCHES not 0).
 bool overlap_launches();
+// `fn` launched so that it may start while the stream's previous kernel runs, where launches
+// overlap; else plainly.
+Status launch_overlapping(CUfunction fn, unsigned grid, unsigned block_x, unsigned block_y, void** params,
+                          CUstream stream);
+// The tuner's stand-in for the kernel before a timed call (tuning_fill.cuh's tripy_lead, `lead`;
+// none where launches do not overlap): one block that lets the call launch at once.
+Status launch_lead(CUfunction lead, CUstream stream);
 // Whether every launch's `l.ptrs` are 16-byte aligned whatever the caller passes: each buffer is
 // one this backend allocates (256-byte aligned: the arena and its offsets, constants, fresh
 // outputs; aliases of them), not the caller's memory (inputs, donated outputs), at a 16-byte

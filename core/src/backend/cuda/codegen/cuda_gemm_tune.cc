@@ -1,6 +1,8 @@
 // GEMM tactic timing at build time: cuBLASLt's top candidates (and the row-phase plans where
 // output rows are unaligned), and our GEMV kernel's tactics for few-row products, timed on scratch
-// operands; the runtime replays the stored choice.
+// operands, each call behind a short kernel it may overlap as in a step (launch_lead; the GEMV's
+// early reads of a constant weight overlap it, cuBLASLt's kernels wait for it); the runtime
+// replays the stored choice.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,7 @@
 
 #include "backend/cuda/codegen/cuda_tuning.h"
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_gemv.h"
 
@@ -110,7 +113,8 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
       for (CUmodule m : kernels.gemv)
         if (!fn && api().cuModuleGetFunction(&fn, m, name.c_str()) != CUDA_SUCCESS) fn = nullptr;
       if (!fn) continue;
-      run = [&pr, t, fn, &ptrs, &next, stream] {
+      run = [&pr, t, fn, &ptrs, &next, &kernels, stream] {
+        TRIPY_RETURN_IF_ERROR(launch_lead(kernels.lead, stream));
         const auto [w, x] = next();
         return run_gemv(pr, t, fn, ptrs[2], x, w, ptrs[3], stream);
       };
@@ -120,7 +124,8 @@ StatusOr<AlgoBytes> tune_dot(const DotProblem& pr, const TuningKernels& kernels,
       plan = std::move(plan_or.value());
       if (i >= direct && !plan->row_phases()) continue;  // the phases did not apply after all
       const DotPlan* p = plan.get();
-      run = [p, &ptrs, &next, stream] {
+      run = [p, &ptrs, &next, &kernels, stream] {
+        TRIPY_RETURN_IF_ERROR(launch_lead(kernels.lead, stream));
         const auto [a, b] = next();
         return p->run(a, b, ptrs[3], ptrs[2], ptrs[4], kDotWorkspaceBytes, stream);
       };

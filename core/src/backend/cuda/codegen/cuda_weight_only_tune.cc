@@ -21,8 +21,6 @@ namespace tripy::rt::cuda {
 namespace {
 
 constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of the GPUs we tune on
-// How long the kernel before each timed call runs: about a decode step's norm or attention.
-constexpr int64_t kLeadNs = 4000;
 
 // TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows where it is a
 // candidate ("ring": with the ring alone in its aligned form; "frag": the register-fed tile alone,
@@ -62,7 +60,6 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const double seconds = std::max(double(w_bytes) / 3e12, 1e-6);
   const int reps = static_cast<int>(std::clamp(2e-3 / seconds, 3.0, 50.0));
   CallTimer timer(kernels.spin);
-  const CUfunction lead = overlap_launches() ? kernels.lead : nullptr;
   float best = 1e30f;
   std::optional<WeightOnlyChoice> chosen;
   // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
@@ -100,11 +97,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       launch.words[kWeightOnlyZeroWord] = pr.zero ? static_cast<int64_t>(ptrs[3]) : 0;
       size_t call = 0;
       auto run = [&] {
-        if (lead) {
-          int64_t ns = kLeadNs;
-          void* lead_params[] = {&ns};
-          TRIPY_CUDA_TRY(cuLaunchKernel(lead, 1, 1, 1, 32, 1, 1, 0, stream, lead_params, nullptr));
-        }
+        TRIPY_RETURN_IF_ERROR(launch_lead(kernels.lead, stream));
         launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[4 + call++ % copies]);
         // No addresses to patch (fresh allocations: 256-byte aligned, so the aligned form runs),
         // overlapping the lead where launches overlap.
