@@ -480,7 +480,7 @@ class CudaBuilder final : public Builder {
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_f16, fills, fill_function(DType::kFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&fill_bf16, fills, fill_function(DType::kBFloat16).c_str()));
     if (st.ok()) st = TRIPY_CUDA(cuModuleGetFunction(&spin, fills, "tripy_spin"));
-    CUfunction lead = nullptr;  // a module cached before it existed has none: calls are timed alone
+    CUfunction lead = nullptr;  // where the module lacks it, calls are timed alone
     if (st.ok() && api().cuModuleGetFunction(&lead, fills, "tripy_lead") != CUDA_SUCCESS) lead = nullptr;
     // The GEMV modules the tuner times, loaded on first use (compiled once per process).
     std::map<DType, std::vector<CUmodule>> gemv;

@@ -16,10 +16,10 @@ namespace tripy::rt::cuda {
 
 // The tuner's version: part of every tuning-cache key (cuda_tuning_cache.h). Raise it when the
 // candidates or the timing change, so choices made the old way are timed again.
-inline constexpr int kTunerVersion = 4;  // 4: the weight-only ring is an entry point of its own
+inline constexpr int kTunerVersion = 5;  // 5: calls timed behind a lead kernel (launch_lead)
 
 // The build-only fill module's functions that tuning launches: `fill` for the problem's dtype
-// (pseudo-random scratch operands) and `spin` (CallTimer's hold on the stream).
+// (pseudo-random scratch operands), `spin` (CallTimer's hold on the stream) and `lead`.
 struct TuningKernels {
   CUfunction fill = nullptr, spin = nullptr;
   CUfunction lead = nullptr;  // tripy_lead: the kernel before a timed call that may overlap it
