@@ -152,7 +152,7 @@ std::string weight_only_frag_function(DType t, int bits, int row_tile) {
 
 std::string weight_only_one_row_function(DType t, int bits, int64_t K) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) +
-         (K <= kWeightOnlyOneRowShortK ? kOneRowShortSuffix : kOneRowSuffix);
+         (weight_only_one_row_short(bits, K) ? kOneRowShortSuffix : kOneRowSuffix);
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -308,7 +308,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (!weight_only_one_row_tile(t, bits, code.row_tile) ||
       api().cuModuleGetFunction(&code.one_row_fn, module, one_row.c_str()) != CUDA_SUCCESS)
     code.one_row_fn = nullptr;
-  if (!code.one_row_fn || api().cuModuleGetFunction(&code.one_row_short_fn, module, one_row_short.c_str()) != CUDA_SUCCESS)
+  if (!code.one_row_fn || !weight_only_one_row_short(bits, kWeightOnlyOneRowShortK) ||
+      api().cuModuleGetFunction(&code.one_row_short_fn, module, one_row_short.c_str()) != CUDA_SUCCESS)
     code.one_row_short_fn = nullptr;  // a file saved before the short rows' entry point existed
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
@@ -351,7 +352,8 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
                        weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
   const bool frag = !one_row && chosen != F::kRing && code.frag_fn;
   const F form = one_row ? F::kOneRow : frag ? F::kFrag : F::kRing;
-  const CUfunction row_fn = pr.K <= kWeightOnlyOneRowShortK && code.one_row_short_fn ? code.one_row_short_fn : code.one_row_fn;
+  const CUfunction row_fn =
+      weight_only_one_row_short(pr.bits, pr.K) && code.one_row_short_fn ? code.one_row_short_fn : code.one_row_fn;
   StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
                                           one_row ? row_fn : frag ? code.frag_fn : code.vector_fn, form);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());

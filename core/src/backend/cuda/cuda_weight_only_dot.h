@@ -64,13 +64,15 @@ std::string weight_only_frag_function(DType t, int bits, int row_tile);
 // form runs instead where the build's timing chose it, x has one row, K is at most
 // kWeightOnlyOneRowMaxK (its shared memory) and a group is a power-of-two number of its chunks
 // (128 int4 values, 64 of a byte) or the whole row (weight_only_one_row_applies). Rows of up to
-// kWeightOnlyOneRowShortK values have an entry point of their own, with a deeper weight ring in the
-// room of the longer rows' x; weight_only_one_row_function(t, bits, K) names the one a row of K
-// values runs.
+// kWeightOnlyOneRowShortK int8 values have an entry point of their own, with a deeper weight ring in
+// the room of the longer rows' x (weight_only_one_row_short; in the 8B decode step it made int8
+// faster and int4 slower); weight_only_one_row_function(t, bits, K) names the one a row of K values
+// runs.
 inline constexpr int64_t kWeightOnlyOneRowMaxK = 14336;   // WO_ROW_MAX_K
 inline constexpr int64_t kWeightOnlyOneRowShortK = 4096;  // WO_ROW_SHORT_K
 bool weight_only_one_row_tile(DType t, int bits, int row_tile);
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
+inline bool weight_only_one_row_short(int bits, int64_t K) { return bits == 8 && K <= kWeightOnlyOneRowShortK; }
 std::string weight_only_one_row_function(DType t, int bits, int64_t K);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);

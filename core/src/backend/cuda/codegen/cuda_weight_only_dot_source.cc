@@ -35,11 +35,13 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               "(const WoArgs a) { wo_frag4<" + std::to_string(row_tile / 8) + ", " +
               std::to_string(weight_only_frag_rows(row_tile) / 16) + ">(a); }\n";
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the one-row tile (wo_frag_row), and
-  // its entry point for rows of up to WO_ROW_SHORT_K values with the deeper ring.
+  // for int8 its entry point for rows of up to WO_ROW_SHORT_K values with the deeper ring.
   if (one_row) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " +
               weight_only_one_row_function(t, bits, kWeightOnlyOneRowMaxK) + "(const WoArgs a) { wo_frag_row<" +
               std::to_string(bits) + ">(a); }\n";
+  }
+  if (one_row && weight_only_one_row_short(bits, kWeightOnlyOneRowShortK)) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " +
               weight_only_one_row_function(t, bits, kWeightOnlyOneRowShortK) + "(const WoArgs a) { wo_frag_row<" +
               std::to_string(bits) + ", WO_ROW_SHORT_K, WO_ROW_SHORT_SLOTS>(a); }\n";

@@ -37,7 +37,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
-    // float8 weights and bfloat16 x the one-row tile's two (long and short rows); no module more.
+    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows); no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -47,7 +47,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const bool one_row = (frag || int8 || float8) && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + 2 * one_row + dequantize) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize) << names[i];
     if (ring) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
@@ -62,9 +62,12 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       const int bits = int8 ? 8 : float8 ? kWeightOnlyE4M3 : 4;
       EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowMaxK), names[i] + "_row1");
       EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowShortK + 64), names[i] + "_row1");
-      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowShortK), names[i] + "_row1_short");
-      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, 128), names[i] + "_row1_short");
-      for (const std::string entry : {names[i] + "_row1", names[i] + "_row1_short"}) {
+      // Short rows have an entry point of their own for int8 only.
+      const std::string shorter = names[i] + (int8 ? "_row1_short" : "_row1");
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, kWeightOnlyOneRowShortK), shorter);
+      EXPECT_EQ(weight_only_one_row_function(DType::kBFloat16, bits, 128), shorter);
+      EXPECT_EQ(ptx.find(".entry " + names[i] + "_row1_short("), int8 ? ptx.find(".entry " + shorter + "(") : std::string::npos);
+      for (const std::string entry : {names[i] + "_row1", shorter}) {
         EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
         EXPECT_EQ(weight_only_module_function(entry), names[i]);
       }
