@@ -2,11 +2,13 @@
 // signature are replayed as one graph (about 7 us a call from C++ on an H200 for the seeds' MLP).
 //
 // Graphs bake in addresses. Inputs and outputs change address every call, so the graph reads its
-// inputs from staging buffers and writes its outputs to staging buffers: one byte-copy node per
-// input (the caller's tensor -> staging), the captured launches as a child graph, one byte-copy
-// node per output (staging -> the fresh output). A replay patches those copy nodes' two addresses
-// (cuGraphExecKernelNodeSetParams) and launches once. The copies cost bandwidth, so programs whose
-// inputs and outputs are large (where launches are cheap next to the work) run without a graph.
+// inputs from staging buffers and writes its outputs to staging buffers. A replay launches one
+// byte copy per input (the caller's tensor -> staging) on the stream, the graph, then one byte
+// copy per output (staging -> the fresh output): the graph itself never changes, so no launch
+// waits for an updated graph to reach the GPU (patched copy nodes inside the graph left the GPU
+// idle 40-110 us between the 8B decode steps on an H200). The copies cost bandwidth, so programs
+// whose inputs and outputs are large (where launches are cheap next to the work) run without a
+// graph.
 //
 // Donated inputs (a KV cache updated in place) are the exception: staging them would copy the
 // whole cache twice per call. The graph uses their own addresses instead, and is captured again
@@ -41,7 +43,7 @@ class SignatureGraph {
 
   // Counts a call of the signature and says whether it goes through the graph: from the second
   // call on a stream, unless capture failed before or TRIPY_CUDA_GRAPHS=0; and, unless
-  // TRIPY_CUDA_GRAPHS=1, only for two steps or more whose staged inputs and outputs (a copy node
+  // TRIPY_CUDA_GRAPHS=1, only for two steps or more whose staged inputs and outputs (a copy
   // each) are at most two a step (`io_count`) and whose bytes (`io_bytes`) are small next to the
   // launches that `steps` saves.
   bool wanted(CUstream stream, int64_t io_bytes, size_t io_count, size_t steps);
@@ -56,33 +58,33 @@ class SignatureGraph {
   // Enqueues the program's launches on the stream being captured, reading the inputs and writing
   // the outputs at these addresses.
   using Body = std::function<Status(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs)>;
-  // Allocates the staging buffers, captures `body` on `stream` between the copy nodes and
+  // Allocates the staging buffers, captures `body` on `stream` reading and writing them and
   // instantiates the graph. `inputs`/`outputs`: this call's addresses (donated ones enter the
   // graph); `copy_fn`: the layout module's tripy_copy_bytes. Capture is an optimisation: on
   // failure the signature launches directly from then on (wanted() is false).
   Status capture(const std::vector<GraphIo>& io, const std::vector<CUdeviceptr>& inputs,
                  const std::vector<CUdeviceptr>& outputs, CUfunction copy_fn, int sm_count, CUstream stream,
                  const Body& body);
-  // Launches the graph on `stream` with its copy nodes patched to this call's addresses.
+  // Copies this call's inputs into the staging buffers, launches the graph and copies the
+  // staged outputs to this call's outputs, all on `stream`.
   Status replay(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs, CUstream stream);
 
  private:
   Status build(const std::vector<GraphIo>& io, const std::vector<CUdeviceptr>& inputs,
                const std::vector<CUdeviceptr>& outputs, CUstream stream, const Body& body);
-  Status patch(size_t node, CUdeviceptr dst, CUdeviceptr src);
+  Status copy(std::vector<int64_t>& words, CUstream stream) const;
 
   int calls_ = 0;
   bool failed_ = false;
-  CUgraph graph_ = nullptr;  // kept: the copy nodes' handles belong to it
   CUgraphExec exec_ = nullptr;
   CUfunction copy_fn_ = nullptr;
   int sm_count_ = 1;
   std::vector<Tensor> staging_;  // per staged input, then per staged output
-  // Per copy node: the input or output it copies, its node and its words {dst, src, bytes}.
+  // Per staged input or output: which one it is and its copy's words {dst, src, bytes} (the
+  // staging side fixed, the caller's side set each call).
   struct Copy {
     bool input = false;
     int32_t index = 0;
-    CUgraphNode node = nullptr;
     std::vector<int64_t> words;
   };
   std::vector<Copy> copies_;

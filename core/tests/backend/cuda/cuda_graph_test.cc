@@ -1,5 +1,5 @@
 // When a signature's calls go through its CUDA graph (SignatureGraph::wanted), without a GPU: from
-// the second call, for two steps or more, and not where the graph's copy nodes (one per staged
+// the second call, for two steps or more, and not where the copies around the graph (one per staged
 // input and output) would outnumber two a step or its staged bytes dwarf the launches saved.
 #include <gtest/gtest.h>
 
