@@ -74,13 +74,11 @@ Status SignatureGraph::build(const std::vector<GraphIo>& io, const std::vector<C
   }
 
   copies_.clear();
-  for (const GraphIo& b : io) {  // inputs first (copied before the graph), then outputs
-    if (b.in_caller_memory || !b.input) continue;
-    copies_.push_back({true, b.index, {static_cast<int64_t>(in_ptrs[b.index]), 0, numel_of(b.shape) * dtype_size(b.dtype)}});
-  }
-  for (const GraphIo& b : io) {
-    if (b.in_caller_memory || b.input) continue;
-    copies_.push_back({false, b.index, {0, static_cast<int64_t>(out_ptrs[b.index]), numel_of(b.shape) * dtype_size(b.dtype)}});
+  for (const GraphIo& b : io) {  // the staging side of each copy; the caller's is set per call
+    if (b.in_caller_memory) continue;
+    const int64_t bytes = numel_of(b.shape) * dtype_size(b.dtype);
+    const auto staged = static_cast<int64_t>((b.input ? in_ptrs : out_ptrs)[b.index]);
+    copies_.push_back({b.input, b.index, {b.input ? staged : 0, b.input ? 0 : staged, bytes}});
   }
 
   CUgraph graph = nullptr;
