@@ -36,7 +36,7 @@ struct KernelCode {
   CUfunction vector_fn = nullptr;  // kWeightOnlyDot: the ring's entry point, where the module has one
   CUfunction frag_fn = nullptr;    // kWeightOnlyDot: the register-fed int4 tile's, where the module has one
   CUfunction one_row_fn = nullptr;  // kWeightOnlyDot: the one-row tile's (int4, int8, float8), where the module has one
-  CUfunction one_row_short_fn = nullptr;  // ... and its entry point for short rows, where the module has one
+  CUfunction one_row_short_fn = nullptr;  // ... and its entry point for short int8 rows, where the module has one
   CUfunction dequantize_fn = nullptr;  // kWeightOnlyDot: the weight's dequantization, where the module has one
 };
 
