@@ -4,11 +4,13 @@
 // one-row tile (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's
 // warps, against a kernel that only reads the same bytes, with back-to-back launches over weight
 // copies larger than the L2.
-// Past 8 rows of x the register-fed tile is the 16-row module's (two tiles of 16 weight rows a group).
+// Past 8 rows of x the register-fed tile is the 16-row module's (FRAG16_WT tiles of 16 weight rows a group).
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
-// -DWO_FILE='"path.cuh"' times another copy of the kernel file, -DRING_H=2 the ring's 16-row form.
+// -DWO_FILE='"path.cuh"' times another copy of the kernel file, -DRING_H=2 the ring's 16-row form,
+// -DFRAG16_WT=1 -DFRAG16_MINB=2 the 16-row register-fed tile with 16 weight rows a group held to
+// two blocks a multiprocessor (126 registers against 168: ptxas -v).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +37,13 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, RING_MINB) k_ring8(const 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows4(const WoArgs a) { wo_dot<WoBf16, 4, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_rows8(const WoArgs a) { wo_dot<WoBf16, 8, 1, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) { wo_frag4<1, 1>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag16(const WoArgs a) { wo_frag4<2, 2>(a); }
+#ifndef FRAG16_WT
+#define FRAG16_WT 2
+#endif
+#ifndef FRAG16_MINB
+#define FRAG16_MINB 1
+#endif
+extern "C" __global__ void __launch_bounds__(WO_BLOCK, FRAG16_MINB) k_frag16(const WoArgs a) { wo_frag4<2, FRAG16_WT>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag_row<4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
 
@@ -82,8 +90,8 @@ int main(int argc, char** argv) {
         best_ring = std::min(best_ring, t);
       }
       const auto k_row = bits == 4 ? k_row4 : k_row8;
-      // More than 8 rows: the register-fed tile of 16 rows of x (32 weight rows a warp group).
-      const int frag_rows = rows_x > 8 ? 32 : 16;
+      // More than 8 rows: the register-fed tile of 16 rows of x (16 FRAG16_WT weight rows a warp group).
+      const int frag_rows = rows_x > 8 ? 16 * FRAG16_WT : 16;
       const auto k_frag = rows_x > 8 ? k_frag16 : k_frag4;
       for (int split : {1, 2, 4, 8}) {
         a.mma_split = split; a.mma_blocks = (N + (8 / split) * frag_rows - 1) / ((8 / split) * frag_rows); a.out = (i64)out2;
