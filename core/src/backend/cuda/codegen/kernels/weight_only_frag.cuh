@@ -274,7 +274,7 @@ DEVI void wo_frag_row(const WoArgs& a) {
   __shared__ uint4 xs[MAXK / 8];
   __shared__ float2 sums[MAXK / C::kValues];
   __shared__ V16 ring[P][2][WO_BLOCK];
-  float (*part)[4 * 32] = reinterpret_cast<float (*)[4 * 32]>(&ring[0][0][0]);
+  float (*part)[2 * 32] = reinterpret_cast<float (*)[2 * 32]>(&ring[0][0][0]);  // the two sums a lane
   const WoMmaPlace at = wo_mma_place<8>(a);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws;
   const int N = static_cast<int>(a.N), n0 = static_cast<int>(at.n0), K = static_cast<int>(a.K);
