@@ -258,7 +258,8 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
   Launch l;
   l.fn = fn;
   l.block_x = kWeightOnlyBlock;
-  // A block a weight row (grid-stride over rows), at most enough blocks to fill the GPU.
+  // A block per weight row, at most enough blocks to fill the GPU (the aligned form's lanes then
+  // stride over every row's chunks together, the other form's blocks over the rows).
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(std::min<int64_t>(pr.N, int64_t{8} * sm_count));
   l.words = problem_words(pr);
   l.vector_word = kWordVec;

@@ -766,9 +766,14 @@ DEVI void wo_dot(const WoArgs& a) {
 // The weight dequantized into a.out [N, K] of x's dtype ((q - z) s in float32, rounded once, as the
 // CUDA-core rows compute each value), for many rows of x: cuBLASLt's GEMM then reads it from the
 // program's workspace (cuda_weight_only_dot.cc), reading the packed weight once instead of once a
-// tile of rows. A block a weight row at a time; where the addresses are 16-byte aligned (vec) and
-// K and the group are multiples of 8, each lane turns 8 values (4 or 8 bytes) into one 16-byte
-// store (two for float32) with one scale and zero point; else one value a lane.
+// tile of rows. Where the addresses are 16-byte aligned (vec) and K and the group are multiples of
+// 8, the weight is one run of 8-value chunks over every lane of the grid (a block a row left half
+// its lanes idle at K = 4096): a lane turns each of WO_DQ_CHUNKS chunks a grid's width apart (4 or
+// 8 bytes, a warp's loads and 16-byte stores contiguous) into one 16-byte store (two for float32)
+// with its group's scale and zero point, every chunk's loads issued before the first is used, in
+// 32-bit index math (64-bit divisions a chunk made a flat run slower than the rows). Else a block a
+// weight row, one value a lane.
+#define WO_DQ_CHUNKS 4
 template <class T, int BITS>
 DEVI void wo_dequantize(const WoArgs& a) {
   typedef typename T::S S;
@@ -776,28 +781,34 @@ DEVI void wo_dequantize(const WoArgs& a) {
   const signed char* w = (const signed char*)a.w;
   const S* sc = (const S*)a.scale;
   const S* zp = (const S*)a.zero;
-  const bool eights = a.vec && K % 8 == 0 && a.group % 8 == 0;
-  for (i64 n = blockIdx.x; n < N; n += gridDim.x) {
-    const signed char* wr = w + n * a.row_bytes;
-    const S* sr = sc + n * a.groups;
-    const S* zr = zp ? zp + n * a.groups : sr;
-    S* out = (S*)a.out + n * K;
-    if (eights) {
-      const int chunks = (int)(K / 8), cpg = (int)(a.group / 8);
-      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-        const int grp = c / cpg;
-        const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
+  if (a.vec && K % 8 == 0 && a.group % 8 == 0 && N * (K / 8) < (i64{1} << 31)) {
+    constexpr int U = WO_DQ_CHUNKS, CB = BITS == 4 ? 4 : 8;  // CB: a chunk's bytes
+    const unsigned cpr = (unsigned)(K / 8), total = (unsigned)(N * cpr), cpg = (unsigned)(a.group / 8);
+    const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
+    const unsigned row_bytes = (unsigned)a.row_bytes, groups = (unsigned)a.groups, width = gridDim.x * blockDim.x;
+    for (unsigned c0 = blockIdx.x * blockDim.x + threadIdx.x; c0 < total; c0 += U * width) {
+      uint2 raw[U];
+      float s[U], z[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const unsigned c = c0 + u * width, n = c < total ? c / cpr : 0, kc = c < total ? c - n * cpr : 0;
+        const unsigned grp = n * groups + (gshift >= 0 ? kc >> gshift : kc / cpg);
+        const signed char* p = w + (i64)n * row_bytes + kc * CB;  // chunk 0 where past the end: read, unused
+        raw[u] = BITS == 4 ? make_uint2(*(const unsigned*)p, 0u) : *(const uint2*)p;
+        s[u] = T::get(sc, grp), z[u] = zp ? T::get(zp, grp) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const unsigned c = c0 + u * width;
+        if (c >= total) break;
         float q[8];
         if (BITS == 4) {
-          const unsigned u = *(const unsigned*)(wr + c * 4);  // nibble e: value 8c + e
 #pragma unroll
-          for (int e = 0; e < 8; ++e) q[e] = (float)((int)((u >> (4 * e)) & 15u) - 8);
+          for (int e = 0; e < 8; ++e) q[e] = (float)((int)((raw[u].x >> (4 * e)) & 15u) - 8);  // nibble e: value e
         } else {
-          const unsigned* u = (const unsigned*)(wr + c * 8);
-          const unsigned lo = u[0], hi = u[1];
 #pragma unroll
           for (int e = 0; e < 8; e += 2) {
-            const unsigned word = e < 4 ? lo : hi;
+            const unsigned word = e < 4 ? raw[u].x : raw[u].y;
             if (BITS == WO_E4M3) {
               wo_e4m3x2(word, (e >> 1) & 1, q[e], q[e + 1]);
             } else {
@@ -808,16 +819,23 @@ DEVI void wo_dequantize(const WoArgs& a) {
         }
         alignas(16) S o[8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) T::put(o, e, (q[e] - z) * s);
+        for (int e = 0; e < 8; ++e) T::put(o, e, (q[e] - z[u]) * s[u]);
+        S* out = (S*)a.out + (i64)c * 8;  // row n's chunk kc of [N, K]: 8 (n cpr + kc) = 8 c
 #pragma unroll
-        for (int v = 0; v < (int)sizeof(o) / 16; ++v) ((V16*)(out + c * 8))[v] = ((const V16*)o)[v];
+        for (int v = 0; v < (int)sizeof(o) / 16; ++v) ((V16*)out)[v] = ((const V16*)o)[v];
       }
-    } else {
-      for (i64 k = threadIdx.x; k < K; k += blockDim.x) {
-        const i64 grp = k / a.group;
-        const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
-        T::put(out, k, (wo_value<BITS>(wr, k) - z) * s);
-      }
+    }
+    return;
+  }
+  for (i64 n = blockIdx.x; n < N; n += gridDim.x) {
+    const signed char* wr = w + n * a.row_bytes;
+    const S* sr = sc + n * a.groups;
+    const S* zr = zp ? zp + n * a.groups : sr;
+    S* out = (S*)a.out + n * K;
+    for (i64 k = threadIdx.x; k < K; k += blockDim.x) {
+      const i64 grp = k / a.group;
+      const float s = T::get(sr, grp), z = zp ? T::get(zr, grp) : 0.0f;
+      T::put(out, k, (wo_value<BITS>(wr, k) - z) * s);
     }
   }
 }
