@@ -3,7 +3,8 @@ numpy in float64 of the same quantization and against torch: int8 per output fea
 groups of 32, 64 and 128 with and without zero points, float32, float16 and bfloat16 activations,
 rows 1 to 32 (each tile of rows) and, where x may have more, tiles of 8 rows (each reading the
 weight again) up to 47 and from 48 the weight dequantized into the workspace for cuBLASLt (8 values
-a lane, or one where K or the group is off 8), N off every group of weight rows, K with a short or
+a lane, or one where K or the group is off 8) or, for int4 weights and bfloat16 x up to 128 rows,
+the many-rows tile, N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
 the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights the one-row tile) and
@@ -240,6 +241,25 @@ def test_many_rows_take_tiles_then_the_dequantized_gemm(dtype, bits, group, zero
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 33, 47, 48, 300):  # tiles of 8 rows up to 47, cuBLASLt from 48
         _check(exe, w, rows, 256, dtype)
+
+
+@pytest.mark.parametrize("N, K, group, zero, block_rows", [(12288, 256, 128, True, 64), (12288, 256, 256, False, 64),
+                                                         (1000, 1024, 128, False, 32), (40, 384, 384, True, 32)])
+def test_48_to_128_rows_on_the_many_rows_tile(monkeypatch, capfd, N, K, group, zero, block_rows):
+    """From 48 to 128 rows of bfloat16 x, int4 weights in whole chunks of 128 values run the many-rows
+    tile (x laid out in the workspace, the weight's values dequantized in registers): 64 rows of x a
+    block where that grid covers most of the GPU, else 32 (TRIPY_DEBUG says which); past 128 rows
+    the dequantized weight's GEMM."""
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    lin, w = _case(4, N, K, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 100, 300), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (48, 77, 128, 129, 300):
+        _check(exe, w, rows, K, "bfloat16")
+    err = capfd.readouterr().err
+    assert re.search(rf"at 128 rows: the many-rows tile, {block_rows} rows of x a block", err), err
+    assert re.search(r"at 48 rows: the many-rows tile", err) and re.search(r"at 77 rows: the many-rows tile", err), err
+    assert not re.search(r"at (129|300) rows: the many-rows tile", err), err
 
 
 @pytest.mark.parametrize("bits, K, group", [(4, 250, 50), (4, 240, 12), (8, 100, None)])

@@ -38,6 +38,9 @@ struct KernelCode {
   CUfunction one_row_fn = nullptr;  // kWeightOnlyDot: the one-row tile's (int4, int8, float8), where the module has one
   CUfunction one_row_short_fn = nullptr;  // ... and its entry point for short int8 rows, where the module has one
   CUfunction dequantize_fn = nullptr;  // kWeightOnlyDot: the weight's dequantization, where the module has one
+  // kWeightOnlyDot: the many-rows tile at 64 and 32 rows of x a block and their layouts of x, where
+  // the module has them.
+  CUfunction many_rows_fn[2] = {}, many_rows_x_fn[2] = {};
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

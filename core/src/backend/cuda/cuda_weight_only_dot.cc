@@ -3,8 +3,9 @@
 // of MT rows of x; split is the build's timed choice, else it grows (more warps to a row) until
 // the grid covers the GPU twice. Where the tensor-core tiles apply, the launch's vector form
 // (16-byte aligned addresses) runs them, with groups of 16 weight rows (32 in the ring's tile),
-// and its scalar form the CUDA-core rows. From kWeightOnlyGemmRows rows of x the weight is
-// dequantized into the workspace and cuBLASLt multiplies (a prefill's products).
+// and its scalar form the CUDA-core rows. From kWeightOnlyGemmRows rows of x the many-rows tile
+// runs after its layout of x in the workspace, where it applies, up to kWeightOnlyTileGemmRows;
+// else the weight is dequantized into the workspace and cuBLASLt multiplies (a prefill's products).
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
@@ -50,6 +51,7 @@ constexpr char kFrag32Suffix[] = "_frag32";  // 32 weight rows a warp group (wei
 constexpr char kOneRowSuffix[] = "_row1";
 constexpr char kOneRowShortSuffix[] = "_row1_short";  // rows of up to kWeightOnlyOneRowShortK values
 constexpr char kDequantizeSuffix[] = "_dequantize";
+constexpr char kManyRowsSuffix[] = "_rows";  // and the rows of x a block: _rows64, _rows32 (+ _x: the layout)
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -159,9 +161,21 @@ std::string weight_only_dequantize_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kDequantizeSuffix;
 }
 
+bool weight_only_many_rows_applies(DType t, int bits, int64_t rows, int64_t K, int64_t group) {
+  return weight_only_frag_applies(t, bits, kWeightOnlyMmaRows, K, group) && rows >= kWeightOnlyGemmRows &&
+         rows <= kWeightOnlyTileGemmRows;
+}
+
+std::string weight_only_many_rows_function(DType t, int bits, int x_rows, bool layout) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kManyRowsSuffix + std::to_string(x_rows) +
+         (layout ? "_x" : "");
+}
+
 std::string weight_only_module_function(const std::string& function) {
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix, kDequantizeSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
+  const size_t rows = function.rfind(kManyRowsSuffix);
+  if (rows != std::string::npos && function.rfind("_m") < rows) return function.substr(0, rows);
   return function;
 }
 
@@ -317,8 +331,61 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (code.row_tile != kWeightOnlyMmaRows ||
       api().cuModuleGetFunction(&code.dequantize_fn, module, dequantize.c_str()) != CUDA_SUCCESS)
     code.dequantize_fn = nullptr;
+  // The many-rows tile's, where the module has them all (saved since they existed).
+  for (int i = 0; i < 2; ++i)
+    for (const bool layout : {false, true}) {
+      CUfunction& f = layout ? code.many_rows_x_fn[i] : code.many_rows_fn[i];
+      const std::string name = weight_only_many_rows_function(t, bits, i == 0 ? 64 : 32, layout);
+      if (code.row_tile != kWeightOnlyMmaRows || !weight_only_frag_tile(t, bits, code.row_tile) ||
+          api().cuModuleGetFunction(&f, module, name.c_str()) != CUDA_SUCCESS)
+        f = nullptr;
+    }
+  if (!code.many_rows_fn[0] || !code.many_rows_fn[1] || !code.many_rows_x_fn[0] || !code.many_rows_x_fn[1])
+    code.many_rows_fn[0] = code.many_rows_fn[1] = code.many_rows_x_fn[0] = code.many_rows_x_fn[1] = nullptr;
   return ok_status();
 }
+
+namespace {
+
+// The many-rows tile's two launches (x's layout into the workspace, then the tile reading it), or
+// none where an address may be off 16 bytes (the dequantized weight's GEMM then runs). 64 rows of
+// x a block where that grid covers most of the GPU (Llama-3-8B's qkv and gate/up products at 128
+// rows), else 32 with the warps a group that cover it twice (o and down, N 4096).
+std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c, const Kernel& k,
+                                                                  const WeightOnlyProblem& pr, const KernelCode& code) {
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int shape = ceil_div(pr.N, 128) * ceil_div(pr.rows, 64) * 10 >= int64_t{7} * c.sm_count ? 0 : 1;
+  const int64_t x_rows = shape == 0 ? 64 : 32, tiles = ceil_div(pr.rows, x_rows);
+  const int split = shape == 0 ? 1 : std::min(2, split_for(pr.N, 16, tiles, c.sm_count, 0).first);
+  const int64_t layout_bytes = (tiles * x_rows * pr.K * 2 + 255) / 256 * 256;
+  Launch x;
+  x.fn = code.many_rows_x_fn[shape];
+  x.overlaps = true;
+  x.block_x = kWeightOnlyBlock;
+  x.grid = grid_for(tiles * x_rows * pr.K / 8, kWeightOnlyBlock, c.sm_count);
+  x.words = problem_words(pr);
+  x.ptrs = {{kWordX, k.inputs[0], 0}};
+  x.workspace_word = kWordOut;
+  x.workspace_bytes = layout_bytes;
+  Launch t;
+  t.fn = code.many_rows_fn[shape];
+  t.overlaps = true;
+  t.block_x = kWeightOnlyBlock;
+  t.grid = static_cast<unsigned>(ceil_div(pr.N, (8 / split) * 16) * tiles);
+  t.words = problem_words(pr);
+  t.words[kWordMmaSplit] = split | (pr.constant_weight ? kMmaSplitEarly : 0);
+  t.ptrs = {{kWordOut, k.outputs[0], 0}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0}};
+  if (pr.zero) t.ptrs.push_back({kWordZero, k.inputs[3], 0});
+  t.workspace_word = kWordX;
+  if (!always_aligned(c.program, x) || !always_aligned(c.program, t)) return std::nullopt;
+  if (debug_level() >= 1)
+    std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the many-rows tile, %lld rows of x a block\n",
+                 k.name.c_str(), static_cast<long long>(pr.rows), static_cast<long long>(x_rows));
+  c.workspace = std::max(c.workspace, static_cast<size_t>(layout_bytes));
+  return std::vector<Launch>{std::move(x), std::move(t)};
+}
+
+}  // namespace
 
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
@@ -328,6 +395,13 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (out_elements == 0) return false;
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  if (code.many_rows_fn[0] && weight_only_many_rows_applies(pr.dtype, pr.bits, pr.rows, pr.K, pr.group)) {
+    std::optional<std::vector<Launch>> l = weight_only_many_rows_launches(c, k, pr, code);
+    if (l) {
+      step.launches = std::move(*l);
+      return true;
+    }
+  }
   if (pr.rows >= kWeightOnlyGemmRows && code.dequantize_fn) {
     // x [rows, K] @ W.T with W the dequantized [N, K] (cuBLASLt's A, transposed), as a kDot of a
     // tp.Linear plans it.

@@ -76,6 +76,21 @@ inline bool weight_only_one_row_short(int bits, int64_t K) { return bits == 8 &&
 std::string weight_only_one_row_function(DType t, int bits, int64_t K);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
+// For int4 weights and bfloat16 x, the module of 8 rows (weight_only_frag_tile) also holds the
+// many-rows tile (weight_only_frag.cuh's wo_gemm4: the packed weight's values dequantized in
+// registers into tensor-core products), in two shapes, 64 rows of x a block (8 warps of 16 weight
+// rows) and 32 (and up to 2 warps a group of 16 weight rows: more blocks where N is small), each
+// after its layout of x in the workspace (wo_gemm4_x). From kWeightOnlyGemmRows to
+// kWeightOnlyTileGemmRows rows, K and the group multiples of 128 and the addresses 16-byte aligned
+// (weight_only_many_rows_applies), it runs instead of the dequantized weight's GEMM, which reads
+// and writes the weight in bfloat16 once more than the packed bytes; past them that GEMM's
+// tensor cores win (Llama-3-8B's int4 products on an H200, timed alone: at 128 rows qkv 42.6 us
+// against 44.0, o 32.3 against 32.7, gate/up 122 against 179, down 93.5 against 96.2; at 256 rows
+// every one slower).
+inline constexpr int64_t kWeightOnlyTileGemmRows = 128;
+bool weight_only_many_rows_applies(DType t, int bits, int64_t rows, int64_t K, int64_t group);
+// The many-rows tile's entry point of `x_rows` rows of x a block (32 or 64), or its layout of x's.
+std::string weight_only_many_rows_function(DType t, int bits, int x_rows, bool layout);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -132,7 +147,8 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
 
 // The kind table's load, plan and run (cuda_kinds.cc): the entry point the artifacts name, whose
 // tile the launch follows; one launch, none for an empty output; from kWeightOnlyGemmRows rows
-// the dequantization and a cuBLASLt GEMM (run_weight_only_dot_step) instead.
+// the many-rows tile after its layout of x, or the dequantization and a cuBLASLt GEMM
+// (run_weight_only_dot_step).
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code);
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step);

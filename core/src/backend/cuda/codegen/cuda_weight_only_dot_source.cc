@@ -4,8 +4,8 @@
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
-// 8 and 16 rows also the register-fed tile's, and for int4, int8 and float8 weights and bfloat16 x
-// the tile of 8 rows the one-row tile's).
+// 8 and 16 rows also the register-fed tile's and at 8 the many-rows tile's, and for int4, int8 and
+// float8 weights and bfloat16 x the tile of 8 rows the one-row tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -45,6 +45,17 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " +
               weight_only_one_row_function(t, bits, kWeightOnlyOneRowShortK) + "(const WoArgs a) { wo_frag_row<" +
               std::to_string(bits) + ", WO_ROW_SHORT_K, WO_ROW_SHORT_SLOTS>(a); }\n";
+  }
+  // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
+  // a block (two blocks a multiprocessor), each with its layout of x.
+  if (frag && row_tile == kWeightOnlyMmaRows) {
+    for (const auto& [x_rows, shape] : {std::pair<int, const char*>{64, "8, 1, 1, 3"}, {32, "4, 1, 2, 2"}}) {
+      source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK, 2) " +
+                weight_only_many_rows_function(t, bits, x_rows, false) + "(const WoArgs a) { wo_gemm4<" + shape +
+                ">(a); }\n";
+      source += "extern \"C\" __global__ void " + weight_only_many_rows_function(t, bits, x_rows, true) +
+                "(const WoArgs a) { enter_after_previous(); wo_gemm4_x<" + std::to_string(x_rows / 8) + ">(a); }\n";
+    }
   }
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +

@@ -37,17 +37,26 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
-    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows); no more.
+    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows), and that of
+    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts; no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
     const bool int8 = names[i].find("_bf16_b8_") != std::string::npos;
     const bool float8 = names[i].find("_bf16_e4m3_") != std::string::npos;
-    const bool one_row = (frag || int8 || float8) && tile == 8;
+    const bool one_row = (frag || int8 || float8) && tile == 8, many_rows = frag && tile == 8;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows) << names[i];
+    if (many_rows)
+      for (int x_rows : {64, 32})
+        for (bool layout : {false, true}) {
+          const std::string entry = weight_only_many_rows_function(DType::kBFloat16, 4, x_rows, layout);
+          EXPECT_EQ(entry, names[i] + "_rows" + std::to_string(x_rows) + (layout ? "_x" : ""));
+          EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+          EXPECT_EQ(weight_only_module_function(entry), names[i]);
+        }
     if (ring) {
       EXPECT_NE(ptx.find(".entry " + names[i] + "_ring("), std::string::npos) << names[i];
       EXPECT_EQ(weight_only_module_function(names[i] + "_ring"), names[i]);
@@ -110,6 +119,15 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_TRUE(weight_only_one_row_applies(DType::kBFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));  // float8
   EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, kWeightOnlyE4M3, 8, 1, 4096, 4096));  // float16 x
   EXPECT_FALSE(weight_only_one_row_applies(DType::kFloat16, 8, 8, 1, 4096, 4096));      // float16 x
+  // The many-rows tile: int4 weights, bfloat16 x, whole chunks, kWeightOnlyGemmRows to
+  // kWeightOnlyTileGemmRows rows (past them the dequantized weight's GEMM).
+  EXPECT_TRUE(weight_only_many_rows_applies(DType::kBFloat16, 4, kWeightOnlyGemmRows, 4096, 128));
+  EXPECT_TRUE(weight_only_many_rows_applies(DType::kBFloat16, 4, kWeightOnlyTileGemmRows, 384, 384));
+  EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, kWeightOnlyGemmRows - 1, 4096, 128));
+  EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, kWeightOnlyTileGemmRows + 1, 4096, 128));
+  EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, 64, 4096, 64));  // half a chunk a group
+  EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 8, 64, 4096, 4096));
+  EXPECT_FALSE(weight_only_many_rows_applies(DType::kFloat16, 4, 64, 4096, 128));
   // The kernel's shared memory holds the K the launch allows.
   const std::string source = weight_only_dot_module_source(DType::kBFloat16, 8, kWeightOnlyMmaRows).source;
   EXPECT_NE(source.find("#define WO_ROW_MAX_K " + std::to_string(kWeightOnlyOneRowMaxK) + "\n"), std::string::npos);

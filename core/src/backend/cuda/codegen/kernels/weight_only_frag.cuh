@@ -346,3 +346,173 @@ DEVI void wo_frag_row(const WoArgs& a) {
     if (n0 + g8 + 8 < N) out[n0 + g8 + 8] = f2b(acc[1]);
   }
 }
+
+// a d = a b + c on bfloat16 pairs.
+DEVI unsigned wo_bf16x2_fma(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+DEVI unsigned wo_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// The int4 tile of many rows of x (a prefill's products: from kWeightOnlyGemmRows rows of bfloat16
+// x, K and the group multiples of 128), on tensor cores with no dequantized weight in memory: each
+// value becomes the bfloat16 (q - z) s in registers, rounded once, as the dequantization for
+// cuBLASLt rounds it, and the float32 sums run over all of K. wo_gemm4_x first lays x out in the
+// workspace as the mma's B fragments, paired as wo_pair_x pairs them, a tile of 8 NT rows and a
+// chunk of 128 values one contiguous run (a lane's 16 bytes of a tile of 8 rows and a piece i next
+// to its neighbours'); wo_gemm4 then copies a block's run a chunk through an ST-stage cp.async ring
+// with no index arithmetic, and each of its warps reads B fragments from there as they are. A
+// block takes 8 NT rows of x and 8 / split groups of 16 WT weight rows; the `split` warps of a
+// group (at most KS) take every split-th chunk. Each warp reads its weight rows' chunks from
+// memory, the next one's loads out before this one's arithmetic, as wo_frag4 (whose layout of a
+// chunk's values across lanes and whose nibble pairs this tile shares). Symmetric weights reach
+// their value by two bfloat16 pair fmas a word ((128 + u) - 136 exact, then times s); zero points
+// by float32 arithmetic.
+template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
+  typedef unsigned short S;
+  constexpr int RUN = NT * 4 * 32;  // 16-byte pieces of a tile and chunk
+  const int chunks = (int)(a.K / 128);
+  const i64 total = (a.rows + 8 * NT - 1) / (8 * NT) * chunks * RUN;
+  V16* out = (V16*)a.out;
+  for (i64 d = blockIdx.x * (i64)blockDim.x + threadIdx.x; d < total; d += (i64)gridDim.x * blockDim.x) {
+    const int lane = (int)(d & 31), i = (int)(d >> 5) & 3, nt = (int)(d >> 7) % NT;
+    const i64 run = d / RUN, tile = run / chunks;
+    const int c = (int)(run - tile * chunks);
+    const i64 row = min(tile * 8 * NT + nt * 8 + (lane >> 2), a.rows - 1);
+    unsigned b[4];
+    wo_pair_x<4>(wo_load_x((const S*)a.x + row * a.K + c * 128 + (lane & 3) * 32 + i * 8), b);
+    out[d] = V16{b[0], b[1], b[2], b[3]};
+  }
+}
+// [stage][chunk of a step][tile of 8 rows of x][piece i of a lane's 4][lane]
+template <int NT, int KS, int ST> using WoGemmRing = V16[ST][KS][NT][4][32];
+template <int NT, int WT, int KS, int ST, bool ZERO>
+DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
+  typedef unsigned short S;
+  constexpr int BM = 8 * NT, RUN = NT * 4 * 32;  // 16-byte pieces of x a chunk
+  constexpr int PART = WT * NT * 4 * 32;         // split_sum_lanes' row of a warp, over the ring once it drains
+  static_assert(KS == 1 || sizeof(xs) >= sizeof(float) * PART * (WO_BLOCK / 32), "the ring holds the warps' sums");
+  static_assert(RUN % WO_BLOCK == 0, "every thread copies as many pieces");
+  float (*part)[PART] = reinterpret_cast<float (*)[PART]>(&xs[0][0][0][0][0]);
+  const WoMmaPlace at = wo_mma_place<BM>(a, 16 * WT);
+  const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M, lane = at.lane;
+  const int N = (int)a.N, K = (int)a.K, n0 = (int)at.n0;
+  const signed char* wa[WT];
+  const S *sa[WT], *za[WT];
+  int wd[WT], sd[WT];
+#pragma unroll
+  for (int wt = 0; wt < WT; ++wt) {
+    const int ra = min(n0 + 16 * wt + g8, N - 1), rb = min(n0 + 16 * wt + g8 + 8, N - 1);
+    wa[wt] = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
+    wd[wt] = (rb - ra) * (int)a.row_bytes, sd[wt] = (rb - ra) * (int)a.groups;
+    sa[wt] = (const S*)a.scale + (i64)ra * a.groups;
+    za[wt] = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;
+  }
+  const int chunks = K / 128, cpg = (int)(a.group / 128), steps = (chunks + split - 1) / split;
+  const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
+  // This block's tile of x in wo_gemm4_x's layout: a run of RUN pieces a chunk.
+  const V16* xf = (const V16*)a.x + at.m0 / BM * chunks * RUN + threadIdx.x;
+  auto stage = [&](int buf, int step) {  // the step's chunks, each thread RUN / WO_BLOCK pieces of each
+    for (int kk = 0; kk < split; ++kk) {
+      const int c = step * split + kk;
+      if (c < chunks)
+#pragma unroll
+        for (int j = 0; j < RUN / WO_BLOCK; ++j)
+          wo_cp16(&xs[buf][kk][0][0][threadIdx.x + j * WO_BLOCK], xf + c * RUN + j * WO_BLOCK);
+    }
+    wo_commit();
+  };
+  V16 qa[WT], qb[WT];
+  S sv[WT][2], zv[WT][2];
+  auto fetch = [&](int c) {  // chunk c's weight words, scales and zero points
+    const int grp = gshift >= 0 ? c >> gshift : c / cpg;
+#pragma unroll
+    for (int wt = 0; wt < WT; ++wt) {
+      qa[wt] = wo_stream(wa[wt] + c * 64), qb[wt] = wo_stream(wa[wt] + wd[wt] + c * 64);
+      sv[wt][0] = sa[wt][grp], sv[wt][1] = sa[wt][sd[wt] + grp];
+      if (ZERO) zv[wt][0] = za[wt][grp], zv[wt][1] = za[wt][sd[wt] + grp];
+    }
+  };
+  int c = ws;
+  const bool early = wo_early(a);
+  if (early && c < chunks) fetch(c);
+  enter_after_previous();
+  if (!early && c < chunks) fetch(c);
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) stage(s, s);
+  float acc[WT][NT][4] = {};
+  for (int s = 0; s < steps; ++s, c += split) {
+    wo_wait<ST - 2>();
+    __syncthreads();  // step s's stage landed for every warp; step s - 1's stage is free
+    stage((s + ST - 1) % ST, s + ST - 1);
+    if (c >= chunks) continue;
+    V16 ca[WT], cb[WT];
+    unsigned sc[WT][2];               // symmetric: the scale as a bfloat16 pair
+    float fs[WT][2], fo[WT][2] = {};  // zero points: the scale and 136 + z
+#pragma unroll
+    for (int wt = 0; wt < WT; ++wt) {
+      ca[wt] = qa[wt], cb[wt] = qb[wt];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        sc[wt][h] = sv[wt][h] | (unsigned)sv[wt][h] << 16, fs[wt][h] = b2f(sv[wt][h]);
+        if (ZERO) fo[wt][h] = 136.0f + b2f(zv[wt][h]);
+      }
+    }
+    if (c + split < chunks) fetch(c + split);
+    const V16(*xb)[4][32] = xs[s % ST][KS == 1 ? 0 : ws];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      unsigned v[WT][2][4];  // weight rows g and g + 8 of each tile: nibbles {j, j + 4} as bfloat16 values
+#pragma unroll
+      for (int wt = 0; wt < WT; ++wt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const unsigned raw = wo_mask_or((&(h ? cb : ca)[wt].x)[i] >> (4 * j), 0x000f000fu, 0x43004300u);  // 128 + u
+            if (!ZERO) {
+              v[wt][h][j] = wo_bf16x2_fma(wo_bf16x2_fma(raw, 0x3f803f80u, 0xc308c308u), sc[wt][h], 0x80008000u);
+            } else {
+              const float lo = __uint_as_float(raw << 16), hi = __uint_as_float(raw & 0xffff0000u);
+              v[wt][h][j] = wo_bf16x2((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
+            }
+          }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const V16 b = xb[nt][i][lane];
+#pragma unroll
+        for (int wt = 0; wt < WT; ++wt) {
+          wo_mma_nv<true>(acc[wt][nt], v[wt][0][0], v[wt][1][0], v[wt][0][1], v[wt][1][1], b.x, b.y);
+          wo_mma_nv<true>(acc[wt][nt], v[wt][0][2], v[wt][1][2], v[wt][0][3], v[wt][1][3], b.z, b.w);
+        }
+      }
+    }
+  }
+  wo_wait<0>();
+  __syncthreads();  // every warp's last reads of the ring done: it becomes `part`
+  if (!split_sum_lanes<WT * NT * 4>(&acc[0][0][0], part, split, g, ws)) return;
+  S* out = (S*)a.out + at.m0 * a.N;
+#pragma unroll
+  for (int wt = 0; wt < WT; ++wt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int n = n0 + 16 * wt + (e >> 1) * 8 + g8;
+        const int m = 8 * nt + 2 * t4 + (e & 1);
+        if (m < M && n < N) out[(i64)m * a.N + n] = f2b(acc[wt][nt][e]);
+      }
+}
+template <int NT, int WT, int KS, int ST>
+DEVI void wo_gemm4(const WoArgs& a) {
+  __shared__ WoGemmRing<NT, KS, ST> xs;
+  if (a.zero)
+    wo_gemm4_body<NT, WT, KS, ST, true>(a, xs);
+  else
+    wo_gemm4_body<NT, WT, KS, ST, false>(a, xs);
+}
