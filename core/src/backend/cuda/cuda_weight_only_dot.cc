@@ -348,7 +348,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
 namespace {
 
 // The many-rows tile's two launches (x's layout into the workspace, then the tile reading it), or
-// none where an address may be off 16 bytes (the dequantized weight's GEMM then runs). 64 rows of
+// none where the weight's address may be off 16 bytes (the dequantized weight's GEMM then runs; x
+// may be: its layout then reads it a value at a time, the launch's scalar form). 64 rows of
 // x a block where that grid covers most of the GPU (Llama-3-8B's qkv and gate/up products at 128
 // rows), else 32 with the warps a group that cover it twice (o and down, N 4096).
 std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c, const Kernel& k,
@@ -365,6 +366,8 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
   x.grid = grid_for(tiles * x_rows * pr.K / 8, kWeightOnlyBlock, c.sm_count);
   x.words = problem_words(pr);
   x.ptrs = {{kWordX, k.inputs[0], 0}};
+  x.vector_word = kWordVec;
+  x.vector_grid = x.scalar_grid = x.grid;
   x.workspace_word = kWordOut;
   x.workspace_bytes = layout_bytes;
   Launch t;
@@ -374,10 +377,11 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
   t.grid = static_cast<unsigned>(ceil_div(pr.N, (8 / split) * 16) * tiles);
   t.words = problem_words(pr);
   t.words[kWordMmaSplit] = split | (pr.constant_weight ? kMmaSplitEarly : 0);
-  t.ptrs = {{kWordOut, k.outputs[0], 0}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0}};
-  if (pr.zero) t.ptrs.push_back({kWordZero, k.inputs[3], 0});
+  // Only the weight is read in 16-byte pieces (the output, scales and zero points a value at a time).
+  t.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0, true}};
+  if (pr.zero) t.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
   t.workspace_word = kWordX;
-  if (!always_aligned(c.program, x) || !always_aligned(c.program, t)) return std::nullopt;
+  if (!always_aligned(c.program, t)) return std::nullopt;
   if (debug_level() >= 1)
     std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the many-rows tile, %lld rows of x a block\n",
                  k.name.c_str(), static_cast<long long>(pr.rows), static_cast<long long>(x_rows));

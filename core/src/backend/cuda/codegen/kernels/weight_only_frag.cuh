@@ -363,7 +363,7 @@ DEVI unsigned wo_bf16x2(float lo, float hi) {
 // x, K and the group multiples of 128), on tensor cores with no dequantized weight in memory: each
 // value becomes the bfloat16 (q - z) s in registers, rounded once, as the dequantization for
 // cuBLASLt rounds it, and the float32 sums run over all of K. wo_gemm4_x first lays x out in the
-// workspace as the mma's B fragments, paired as wo_pair_x pairs them, a tile of 8 NT rows and a
+// workspace (16-byte aligned whatever x's address) as the mma's B fragments, paired as wo_pair_x pairs them, a tile of 8 NT rows and a
 // chunk of 128 values one contiguous run (a lane's 16 bytes of a tile of 8 rows and a piece i next
 // to its neighbours'); wo_gemm4 then copies a block's run a chunk through an ST-stage cp.async ring
 // with no index arithmetic, and each of its warps reads B fragments from there as they are. A
@@ -384,8 +384,18 @@ template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
     const i64 run = d / RUN, tile = run / chunks;
     const int c = (int)(run - tile * chunks);
     const i64 row = min(tile * 8 * NT + nt * 8 + (lane >> 2), a.rows - 1);
+    const S* p = (const S*)a.x + row * a.K + c * 128 + (lane & 3) * 32 + i * 8;
+    V16 v;
+    if (a.vec) {
+      v = wo_load_x(p);
+    } else {  // x off 16 bytes (the caller's buffer): a value at a time
+      unsigned w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[e] = p[2 * e] | (unsigned)p[2 * e + 1] << 16;
+      v = V16{w[0], w[1], w[2], w[3]};
+    }
     unsigned b[4];
-    wo_pair_x<4>(wo_load_x((const S*)a.x + row * a.K + c * 128 + (lane & 3) * 32 + i * 8), b);
+    wo_pair_x<4>(v, b);
     out[d] = V16{b[0], b[1], b[2], b[3]};
   }
 }
