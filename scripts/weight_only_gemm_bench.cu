@@ -22,8 +22,9 @@
 #include "weight_only_bench_util.cuh"
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_dequant(const WoArgs a) { wo_dequantize<WoBf16, 4>(a); }
-// NT tiles of 8 rows of x, WT of 16 weight rows, at most KS warps a group, ST stages, MB blocks a multiprocessor.
-#define GEMM_VARIANTS(X) X(4, 2, 2, 3, 1) X(8, 2, 1, 2, 1) X(8, 2, 1, 3, 1) X(8, 1, 1, 3, 2) X(4, 1, 2, 2, 2) X(4, 2, 1, 3, 1) X(2, 2, 2, 3, 2)
+// NT tiles of 8 rows of x, WT of 16 weight rows, at most KS warps a group, ST stages, MB blocks a
+// multiprocessor. The module's two (cuda_weight_only_dot_source.cc) come first.
+#define GEMM_VARIANTS(X) X(8, 1, 1, 3, 2) X(4, 1, 2, 2, 2) X(8, 2, 1, 3, 1) X(4, 2, 2, 3, 1) X(2, 2, 2, 3, 2)
 #define GEMM_KERNEL(NT, WT, KS, ST, MB)                                                                       \
   extern "C" __global__ void __launch_bounds__(WO_BLOCK, MB) k_gemm_##NT##_##WT##_##KS##_##ST##_##MB(const WoArgs a) { \
     wo_gemm4<NT, WT, KS, ST>(a);                                                                               \

@@ -347,12 +347,6 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
-// a d = a b + c on bfloat16 pairs.
-DEVI unsigned wo_bf16x2_fma(unsigned a, unsigned b, unsigned c) {
-  unsigned d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
 DEVI unsigned wo_bf16x2(float lo, float hi) {
   unsigned r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
@@ -370,9 +364,11 @@ DEVI unsigned wo_bf16x2(float lo, float hi) {
 // block takes 8 NT rows of x and 8 / split groups of 16 WT weight rows; the `split` warps of a
 // group (at most KS) take every split-th chunk. Each warp reads its weight rows' chunks from
 // memory, the next one's loads out before this one's arithmetic, as wo_frag4 (whose layout of a
-// chunk's values across lanes and whose nibble pairs this tile shares). Symmetric weights reach
-// their value by two bfloat16 pair fmas a word ((128 + u) - 136 exact, then times s); zero points
-// by float32 arithmetic.
+// chunk's values across lanes and whose nibble pairs this tile shares). A value is ((128 + u) -
+// (136 + z)) s in float32, the nibble u reaching it as bfloat16 128 + u by one mask (z = 0 where
+// there are no zero points): one code path for both keeps the module's compile short (a path of
+// its own for symmetric weights, two bfloat16 pair fmas a word, was 5 to 14% faster alone and
+// doubled the tile's code).
 template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
   typedef unsigned short S;
   constexpr int RUN = NT * 4 * 32;  // 16-byte pieces of a tile and chunk
@@ -401,8 +397,9 @@ template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
 }
 // [stage][chunk of a step][tile of 8 rows of x][piece i of a lane's 4][lane]
 template <int NT, int KS, int ST> using WoGemmRing = V16[ST][KS][NT][4][32];
-template <int NT, int WT, int KS, int ST, bool ZERO>
-DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
+template <int NT, int WT, int KS, int ST>
+DEVI void wo_gemm4(const WoArgs& a) {
+  __shared__ WoGemmRing<NT, KS, ST> xs;
   typedef unsigned short S;
   constexpr int BM = 8 * NT, RUN = NT * 4 * 32;  // 16-byte pieces of x a chunk
   constexpr int PART = WT * NT * 4 * 32;         // split_sum_lanes' row of a warp, over the ring once it drains
@@ -425,6 +422,7 @@ DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
   }
   const int chunks = K / 128, cpg = (int)(a.group / 128), steps = (chunks + split - 1) / split;
   const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
+  const bool zero = a.zero != 0;
   // This block's tile of x in wo_gemm4_x's layout: a run of RUN pieces a chunk.
   const V16* xf = (const V16*)a.x + at.m0 / BM * chunks * RUN + threadIdx.x;
   auto stage = [&](int buf, int step) {  // the step's chunks, each thread RUN / WO_BLOCK pieces of each
@@ -445,7 +443,7 @@ DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
     for (int wt = 0; wt < WT; ++wt) {
       qa[wt] = wo_stream(wa[wt] + c * 64), qb[wt] = wo_stream(wa[wt] + wd[wt] + c * 64);
       sv[wt][0] = sa[wt][grp], sv[wt][1] = sa[wt][sd[wt] + grp];
-      if (ZERO) zv[wt][0] = za[wt][grp], zv[wt][1] = za[wt][sd[wt] + grp];
+      if (zero) zv[wt][0] = za[wt][grp], zv[wt][1] = za[wt][sd[wt] + grp];
     }
   };
   int c = ws;
@@ -462,16 +460,12 @@ DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
     stage((s + ST - 1) % ST, s + ST - 1);
     if (c >= chunks) continue;
     V16 ca[WT], cb[WT];
-    unsigned sc[WT][2];               // symmetric: the scale as a bfloat16 pair
-    float fs[WT][2], fo[WT][2] = {};  // zero points: the scale and 136 + z
+    float fs[WT][2], fo[WT][2];  // the scale and 136 + z
 #pragma unroll
     for (int wt = 0; wt < WT; ++wt) {
       ca[wt] = qa[wt], cb[wt] = qb[wt];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        sc[wt][h] = sv[wt][h] | (unsigned)sv[wt][h] << 16, fs[wt][h] = b2f(sv[wt][h]);
-        if (ZERO) fo[wt][h] = 136.0f + b2f(zv[wt][h]);
-      }
+      for (int h = 0; h < 2; ++h) fs[wt][h] = b2f(sv[wt][h]), fo[wt][h] = zero ? 136.0f + b2f(zv[wt][h]) : 136.0f;
     }
     if (c + split < chunks) fetch(c + split);
     const V16(*xb)[4][32] = xs[s % ST][KS == 1 ? 0 : ws];
@@ -485,12 +479,8 @@ DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const unsigned raw = wo_mask_or((&(h ? cb : ca)[wt].x)[i] >> (4 * j), 0x000f000fu, 0x43004300u);  // 128 + u
-            if (!ZERO) {
-              v[wt][h][j] = wo_bf16x2_fma(wo_bf16x2_fma(raw, 0x3f803f80u, 0xc308c308u), sc[wt][h], 0x80008000u);
-            } else {
-              const float lo = __uint_as_float(raw << 16), hi = __uint_as_float(raw & 0xffff0000u);
-              v[wt][h][j] = wo_bf16x2((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
-            }
+            const float lo = __uint_as_float(raw << 16), hi = __uint_as_float(raw & 0xffff0000u);
+            v[wt][h][j] = wo_bf16x2((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
           }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -517,12 +507,4 @@ DEVI void wo_gemm4_body(const WoArgs& a, WoGemmRing<NT, KS, ST>& xs) {
         const int m = 8 * nt + 2 * t4 + (e & 1);
         if (m < M && n < N) out[(i64)m * a.N + n] = f2b(acc[wt][nt][e]);
       }
-}
-template <int NT, int WT, int KS, int ST>
-DEVI void wo_gemm4(const WoArgs& a) {
-  __shared__ WoGemmRing<NT, KS, ST> xs;
-  if (a.zero)
-    wo_gemm4_body<NT, WT, KS, ST, true>(a, xs);
-  else
-    wo_gemm4_body<NT, WT, KS, ST, false>(a, xs);
 }
