@@ -345,19 +345,28 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   return ok_status();
 }
 
+WeightOnlyManyRows weight_only_many_rows_shape(int64_t N, int64_t rows, int sm_count) {
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  WeightOnlyManyRows m;
+  if (ceil_div(N, 128) * ceil_div(rows, 64) * 10 >= int64_t{7} * sm_count) {
+    m.x_rows = 64, m.split = 1;
+  } else {
+    m.x_rows = 32, m.split = std::min(2, split_for(N, 16, ceil_div(rows, 32), sm_count, 0).first);
+  }
+  m.blocks = ceil_div(N, (8 / m.split) * 16) * ceil_div(rows, m.x_rows);
+  return m;
+}
+
 namespace {
 
 // The many-rows tile's two launches (x's layout into the workspace, then the tile reading it), or
 // none where the weight's address may be off 16 bytes (the dequantized weight's GEMM then runs; x
-// may be: its layout then reads it a value at a time, the launch's scalar form). 64 rows of
-// x a block where that grid covers most of the GPU (Llama-3-8B's qkv and gate/up products at 128
-// rows), else 32 with the warps a group that cover it twice (o and down, N 4096).
+// may be: its layout then reads it a value at a time, the launch's scalar form).
 std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c, const Kernel& k,
                                                                   const WeightOnlyProblem& pr, const KernelCode& code) {
-  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int shape = ceil_div(pr.N, 128) * ceil_div(pr.rows, 64) * 10 >= int64_t{7} * c.sm_count ? 0 : 1;
-  const int64_t x_rows = shape == 0 ? 64 : 32, tiles = ceil_div(pr.rows, x_rows);
-  const int split = shape == 0 ? 1 : std::min(2, split_for(pr.N, 16, tiles, c.sm_count, 0).first);
+  const WeightOnlyManyRows m = weight_only_many_rows_shape(pr.N, pr.rows, c.sm_count);
+  const int shape = m.x_rows == 64 ? 0 : 1;
+  const int64_t x_rows = m.x_rows, tiles = (pr.rows + x_rows - 1) / x_rows;
   const int64_t layout_bytes = (tiles * x_rows * pr.K * 2 + 255) / 256 * 256;
   Launch x;
   x.fn = code.many_rows_x_fn[shape];
@@ -374,9 +383,9 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
   t.fn = code.many_rows_fn[shape];
   t.overlaps = true;
   t.block_x = kWeightOnlyBlock;
-  t.grid = static_cast<unsigned>(ceil_div(pr.N, (8 / split) * 16) * tiles);
+  t.grid = static_cast<unsigned>(m.blocks);
   t.words = problem_words(pr);
-  t.words[kWordMmaSplit] = split | (pr.constant_weight ? kMmaSplitEarly : 0);
+  t.words[kWordMmaSplit] = m.split | (pr.constant_weight ? kMmaSplitEarly : 0);
   // Only the weight is read in 16-byte pieces (the output, scales and zero points a value at a time).
   t.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0, true}};
   if (pr.zero) t.ptrs.push_back({kWordZero, k.inputs[3], 0, true});

@@ -91,6 +91,15 @@ inline constexpr int64_t kWeightOnlyTileGemmRows = 128;
 bool weight_only_many_rows_applies(DType t, int bits, int64_t rows, int64_t K, int64_t group);
 // The many-rows tile's entry point of `x_rows` rows of x a block (32 or 64), or its layout of x's.
 std::string weight_only_many_rows_function(DType t, int bits, int x_rows, bool layout);
+// The many-rows tile's shape for N weight rows and `rows` rows of x: 64 rows of x a block (8 warps
+// of 16 weight rows) where that grid covers most of the GPU (Llama-3-8B's qkv and gate/up at 128
+// rows on an H200), else 32 with the warps a group (1 or 2) that cover it twice where they can (o
+// and down, N 4096); and the grid's blocks.
+struct WeightOnlyManyRows {
+  int x_rows = 64, split = 1;
+  int64_t blocks = 0;
+};
+WeightOnlyManyRows weight_only_many_rows_shape(int64_t N, int64_t rows, int sm_count);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);

@@ -128,6 +128,18 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, 64, 4096, 64));  // half a chunk a group
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 8, 64, 4096, 4096));
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kFloat16, 4, 64, 4096, 128));
+  // Its shape on an H200 (132 multiprocessors) for Llama-3-8B's products: 64 rows of x a block for
+  // qkv and gate/up at 128 rows, 32 (two warps a group of weight rows) for o and down, and qkv at 64.
+  const auto shape = [](int64_t N, int64_t rows) {
+    const WeightOnlyManyRows m = weight_only_many_rows_shape(N, rows, 132);
+    return std::vector<int64_t>{m.x_rows, m.split, m.blocks};
+  };
+  EXPECT_EQ(shape(6144, 128), (std::vector<int64_t>{64, 1, 48 * 2}));
+  EXPECT_EQ(shape(28672, 128), (std::vector<int64_t>{64, 1, 224 * 2}));
+  EXPECT_EQ(shape(28672, 48), (std::vector<int64_t>{64, 1, 224}));
+  EXPECT_EQ(shape(4096, 128), (std::vector<int64_t>{32, 2, 64 * 4}));
+  EXPECT_EQ(shape(6144, 64), (std::vector<int64_t>{32, 2, 96 * 2}));
+  EXPECT_EQ(shape(40, 100), (std::vector<int64_t>{32, 2, 1 * 4}));  // N under one block's weight rows
   // The kernel's shared memory holds the K the launch allows.
   const std::string source = weight_only_dot_module_source(DType::kBFloat16, 8, kWeightOnlyMmaRows).source;
   EXPECT_NE(source.find("#define WO_ROW_MAX_K " + std::to_string(kWeightOnlyOneRowMaxK) + "\n"), std::string::npos);
