@@ -28,6 +28,45 @@ DEVI void wo_mma_nv(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsign
 #endif
 }
 
+// The weight rows a lane of an int4 tensor-core tile reads (wo_frag4, wo_gemm4): rows g and g + 8
+// of each of its WT tiles of 16 from n0 (past N: row N - 1, its sums dropped), from byte 16 t of a
+// chunk, with their scales and zero points (the scales' where there are none: read, unused), and
+// the offsets from row g's to row g + 8's, in 32-bit (fewer registers: more warps resident).
+template <int WT> struct WoWeightRows {
+  const signed char* w[WT];
+  const unsigned short *s[WT], *z[WT];
+  int wd[WT], sd[WT];
+};
+template <int WT> DEVI WoWeightRows<WT> wo_weight_rows(const WoArgs& a, int n0, int g8, int t4) {
+  WoWeightRows<WT> r;
+  const int N = (int)a.N;
+#pragma unroll
+  for (int wt = 0; wt < WT; ++wt) {
+    const int ra = min(n0 + 16 * wt + g8, N - 1), rb = min(n0 + 16 * wt + g8 + 8, N - 1);
+    r.w[wt] = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
+    r.wd[wt] = (rb - ra) * (int)a.row_bytes, r.sd[wt] = (rb - ra) * (int)a.groups;
+    r.s[wt] = (const unsigned short*)a.scale + (i64)ra * a.groups;
+    r.z[wt] = (const unsigned short*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;
+  }
+  return r;
+}
+
+// A tile's sums into out [M, N] as bfloat16: acc[wt][nt] holds weight rows n0 + 16 wt + g and + 8
+// (entries 0, 1 and 2, 3), rows of x 8 nt + 2 t and + 1 (entries 0, 2 and 1, 3).
+template <int WT, int NT>
+DEVI void wo_store_tiles(const float (&acc)[WT][NT][4], unsigned short* out, i64 ld, int n0, int g8, int t4, int M, int N) {
+#pragma unroll
+  for (int wt = 0; wt < WT; ++wt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int n = n0 + 16 * wt + (e >> 1) * 8 + g8;
+        const int m = 8 * nt + 2 * t4 + (e & 1);
+        if (m < M && n < N) out[m * ld + n] = f2b(acc[wt][nt][e]);
+      }
+}
+
 // The int4 tile of 8 or 16 rows of bfloat16 x where K and the group are multiples of 128 (the
 // launch's aligned form, where the build's timing chose it over the ring or the own tile): a group
 // of `split` warps takes 16 WT weight rows (WT tiles of 16), its warps taking chunks of 128 values
@@ -49,19 +88,13 @@ DEVI void wo_frag4(const WoArgs& a) {
   __shared__ float part[WO_BLOCK / 32][WT * NT * 4 * 32];
   const WoMmaPlace at = wo_mma_place<8 * NT>(a, 16 * WT);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
-  // 32-bit sizes and offsets from row g's bytes and scales (fewer registers: more warps resident).
   const int N = (int)a.N, n0 = (int)at.n0;
-  const signed char* wa[WT];
-  const S *sa[WT], *za[WT];
-  int wd[WT], sd[WT];
-#pragma unroll
-  for (int wt = 0; wt < WT; ++wt) {
-    const int ra = min(n0 + 16 * wt + g8, N - 1), rb = min(n0 + 16 * wt + g8 + 8, N - 1);
-    wa[wt] = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
-    wd[wt] = (rb - ra) * (int)a.row_bytes, sd[wt] = (rb - ra) * (int)a.groups;
-    sa[wt] = (const S*)a.scale + (i64)ra * a.groups;
-    za[wt] = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;  // read, times 0, where none
-  }
+  const WoWeightRows<WT> rows = wo_weight_rows<WT>(a, n0, g8, t4);
+  const signed char* const(&wa)[WT] = rows.w;
+  const S* const(&sa)[WT] = rows.s;
+  const S* const(&za)[WT] = rows.z;
+  const int(&wd)[WT] = rows.wd;
+  const int(&sd)[WT] = rows.sd;
   const float zf = a.zero ? 1.0f : 0.0f;
   // Row g of each tile of 8 rows of x (rows past M read row M - 1; their sums are dropped).
   const S* x = (const S*)a.x + at.m0 * a.K + t4 * 32;
@@ -146,17 +179,7 @@ DEVI void wo_frag4(const WoArgs& a) {
         }
   }
   if (!split_sum_lanes<WT * NT * 4>(&acc[0][0][0], part, split, g, ws)) return;
-  S* out = (S*)a.out + at.m0 * a.N;
-#pragma unroll
-  for (int wt = 0; wt < WT; ++wt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + 16 * wt + (e >> 1) * 8 + g8;
-        const int m = 8 * nt + 2 * t4 + (e & 1);
-        if (m < M && n < N) out[m * a.N + n] = f2b(acc[wt][nt][e]);
-      }
+  wo_store_tiles<WT, NT>(acc, (S*)a.out + at.m0 * a.N, a.N, n0, g8, t4, M, N);
 }
 
 // The one-row tile (the launch's aligned form where the build's timing chose it and x has one row,
@@ -409,17 +432,12 @@ DEVI void wo_gemm4(const WoArgs& a) {
   const WoMmaPlace at = wo_mma_place<BM>(a, 16 * WT);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M, lane = at.lane;
   const int N = (int)a.N, K = (int)a.K, n0 = (int)at.n0;
-  const signed char* wa[WT];
-  const S *sa[WT], *za[WT];
-  int wd[WT], sd[WT];
-#pragma unroll
-  for (int wt = 0; wt < WT; ++wt) {
-    const int ra = min(n0 + 16 * wt + g8, N - 1), rb = min(n0 + 16 * wt + g8 + 8, N - 1);
-    wa[wt] = (const signed char*)a.w + (i64)ra * a.row_bytes + t4 * 16;
-    wd[wt] = (rb - ra) * (int)a.row_bytes, sd[wt] = (rb - ra) * (int)a.groups;
-    sa[wt] = (const S*)a.scale + (i64)ra * a.groups;
-    za[wt] = (const S*)(a.zero ? a.zero : a.scale) + (i64)ra * a.groups;
-  }
+  const WoWeightRows<WT> rows = wo_weight_rows<WT>(a, n0, g8, t4);
+  const signed char* const(&wa)[WT] = rows.w;
+  const S* const(&sa)[WT] = rows.s;
+  const S* const(&za)[WT] = rows.z;
+  const int(&wd)[WT] = rows.wd;
+  const int(&sd)[WT] = rows.sd;
   const int chunks = K / 128, cpg = (int)(a.group / 128), steps = (chunks + split - 1) / split;
   const int gshift = (cpg & (cpg - 1)) == 0 ? __ffs(cpg) - 1 : -1;
   const bool zero = a.zero != 0;
@@ -496,15 +514,5 @@ DEVI void wo_gemm4(const WoArgs& a) {
   wo_wait<0>();
   __syncthreads();  // every warp's last reads of the ring done: it becomes `part`
   if (!split_sum_lanes<WT * NT * 4>(&acc[0][0][0], part, split, g, ws)) return;
-  S* out = (S*)a.out + at.m0 * a.N;
-#pragma unroll
-  for (int wt = 0; wt < WT; ++wt)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int n = n0 + 16 * wt + (e >> 1) * 8 + g8;
-        const int m = 8 * nt + 2 * t4 + (e & 1);
-        if (m < M && n < N) out[(i64)m * a.N + n] = f2b(acc[wt][nt][e]);
-      }
+  wo_store_tiles<WT, NT>(acc, (S*)a.out + at.m0 * a.N, a.N, n0, g8, t4, M, N);
 }
