@@ -46,7 +46,9 @@ def _case(bits, N, K, group, zero, dtype, device="gpu"):
     q = RNG.integers(-hi - 1, hi + 1, (N, K))
     groups = 1 if group is None else K // group
     scale = _as(RNG.uniform(0.002, 0.02, (N, groups)), dtype, device)
-    zp = _as(RNG.integers(-3, 4, (N, groups)).astype(np.float32), dtype, device) if zero else None
+    # zero == "fractional": zero points off the integers (steps of 1/8), which no kernel may round.
+    z = RNG.integers(-24, 25, (N, groups)) / 8.0 if zero == "fractional" else RNG.integers(-3, 4, (N, groups))
+    zp = _as(z.astype(np.float32), dtype, device) if zero else None
     qdtype = tp.int8 if bits == 8 else tp.int4
     lin = tp.Linear(K, N, bias=False, dtype=getattr(tp, dtype), quant_dtype=qdtype,
                     weight_quant_dim=0 if group is None else None)
@@ -244,7 +246,8 @@ def test_many_rows_take_tiles_then_the_dequantized_gemm(dtype, bits, group, zero
 
 
 @pytest.mark.parametrize("N, K, group, zero, block_rows", [(12288, 256, 128, True, 64), (12288, 256, 256, False, 64),
-                                                         (1000, 1024, 128, False, 32), (40, 384, 384, True, 32)])
+                                                         (1000, 1024, 128, False, 32), (40, 384, 384, True, 32),
+                                                         (1000, 512, 128, "fractional", 32)])
 def test_48_to_128_rows_on_the_many_rows_tile(monkeypatch, capfd, N, K, group, zero, block_rows):
     """From 48 to 128 rows of bfloat16 x, int4 weights in whole chunks of 128 values run the many-rows
     tile (x laid out in the workspace, the weight's values dequantized in registers): 64 rows of x a
