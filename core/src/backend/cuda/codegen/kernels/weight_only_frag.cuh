@@ -380,18 +380,18 @@ DEVI unsigned wo_bf16x2(float lo, float hi) {
 // x, K and the group multiples of 128), on tensor cores with no dequantized weight in memory: each
 // value becomes the bfloat16 (q - z) s in registers, rounded once, as the dequantization for
 // cuBLASLt rounds it, and the float32 sums run over all of K. wo_gemm4_x first lays x out in the
-// workspace (16-byte aligned whatever x's address) as the mma's B fragments, paired as wo_pair_x pairs them, a tile of 8 NT rows and a
-// chunk of 128 values one contiguous run (a lane's 16 bytes of a tile of 8 rows and a piece i next
-// to its neighbours'); wo_gemm4 then copies a block's run a chunk through an ST-stage cp.async ring
-// with no index arithmetic, and each of its warps reads B fragments from there as they are. A
-// block takes 8 NT rows of x and 8 / split groups of 16 WT weight rows; the `split` warps of a
-// group (at most KS) take every split-th chunk. Each warp reads its weight rows' chunks from
-// memory, the next one's loads out before this one's arithmetic, as wo_frag4 (whose layout of a
-// chunk's values across lanes and whose nibble pairs this tile shares). A value is ((128 + u) -
-// (136 + z)) s in float32, the nibble u reaching it as bfloat16 128 + u by one mask (z = 0 where
-// there are no zero points): one code path for both keeps the module's compile short (a path of
-// its own for symmetric weights, two bfloat16 pair fmas a word, was 5 to 14% faster alone and
-// doubled the tile's code).
+// workspace (16-byte aligned whatever x's address) as the mma's B fragments, paired as wo_pair_x
+// pairs them, a tile of 8 NT rows and a chunk of 128 values one contiguous run (a lane's 16 bytes
+// of a tile of 8 rows and a piece i next to its neighbours'); wo_gemm4 then copies a block's run a
+// chunk through an ST-stage cp.async ring with no index arithmetic, and each of its warps reads B
+// fragments from there as they are. A block takes 8 NT rows of x and 8 / split groups of 16 WT
+// weight rows; the `split` warps of a group (at most KS) take every split-th chunk. Each warp
+// reads its weight rows' chunks from memory, the next one's loads out before this one's
+// arithmetic, as wo_frag4 (whose layout of a chunk's values across lanes and whose nibble pairs
+// this tile shares). A value is ((128 + u) - (136 + z)) s in float32, the nibble u reaching it as
+// bfloat16 128 + u by one mask (z = 0 where there are no zero points): one code path for both
+// keeps the module's compile short (a path of its own for symmetric weights, two bfloat16 pair
+// fmas a word, was 5 to 14% faster alone and doubled the tile's code).
 template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
   typedef unsigned short S;
   constexpr int RUN = NT * 4 * 32;  // 16-byte pieces of a tile and chunk
