@@ -370,12 +370,6 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
-DEVI unsigned wo_bf16x2(float lo, float hi) {
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // The int4 tile of many rows of x (a prefill's products: from kWeightOnlyGemmRows rows of bfloat16
 // x, K and the group multiples of 128), on tensor cores with no dequantized weight in memory: each
 // value becomes the bfloat16 (q - z) s in registers, rounded once, as the dequantization for
@@ -498,7 +492,7 @@ DEVI void wo_gemm4(const WoArgs& a) {
           for (int j = 0; j < 4; ++j) {
             const unsigned raw = wo_mask_or((&(h ? cb : ca)[wt].x)[i] >> (4 * j), 0x000f000fu, 0x43004300u);  // 128 + u
             const float lo = __uint_as_float(raw << 16), hi = __uint_as_float(raw & 0xffff0000u);
-            v[wt][h][j] = wo_bf16x2((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
+            v[wt][h][j] = wo_pack2<true>((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
           }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
