@@ -23,14 +23,16 @@ extern "C" __global__ void tripy_fill_bf16(const FillArgs a) {
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step)
     ((unsigned short*)a.ptr)[i] = f2b(hash_unit((u64)(i + a.seed * 0x9e3779b97f4a7c15LL)));
 }
-// Holds the stream for `ns` nanoseconds, so the timed calls queued behind it run back to back:
-// the timing then measures the GPU's work, not how fast the host enqueues it.
-extern "C" __global__ void tripy_spin(const i64 ns) {
+// Spins for `ns` nanoseconds of the GPU's clock.
+DEVI void spin_for(const i64 ns) {
   u64 start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   while ((i64)(now - start) < ns);
 }
+// Holds the stream for `ns` nanoseconds, so the timed calls queued behind it run back to back:
+// the timing then measures the GPU's work, not how fast the host enqueues it.
+extern "C" __global__ void tripy_spin(const i64 ns) { spin_for(ns); }
 // One block that lets the next kernel launch at once (sm_90 and later) and then holds its
 // multiprocessor for `ns` nanoseconds: the kernel before a decode step's product as the product
 // sees it (a norm or attention on a few multiprocessors, the product's launch and its reads before
@@ -39,8 +41,5 @@ extern "C" __global__ void tripy_lead(const i64 ns) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-  u64 start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  while ((i64)(now - start) < ns);
+  spin_for(ns);
 }
