@@ -382,10 +382,10 @@ DEVI void wo_frag_row(const WoArgs& a) {
 // weight rows; the `split` warps of a group (at most KS) take every split-th chunk. Each warp
 // reads its weight rows' chunks from memory, the next one's loads out before this one's
 // arithmetic, as wo_frag4 (whose layout of a chunk's values across lanes and whose nibble pairs
-// this tile shares). A value is ((128 + u) - (136 + z)) s in float32, the nibble u reaching it as
-// bfloat16 128 + u by one mask (z = 0 where there are no zero points): one code path for both
-// keeps the module's compile short (a path of its own for symmetric weights, two bfloat16 pair
-// fmas a word, was 5 to 14% faster alone and doubled the tile's code).
+// this tile shares). A value is (128 + u) s - (136 + z) s in one float32 fma, the nibble u reaching
+// it as bfloat16 128 + u by one mask (z = 0 where there are no zero points): one code path for
+// both keeps the module's compile short (a path of its own for symmetric weights, two bfloat16
+// pair fmas a word, was 5 to 14% faster alone and doubled the tile's code).
 template <int NT> DEVI void wo_gemm4_x(const WoArgs& a) {
   typedef unsigned short S;
   constexpr int RUN = NT * 4 * 32;  // 16-byte pieces of a tile and chunk
@@ -472,12 +472,17 @@ DEVI void wo_gemm4(const WoArgs& a) {
     stage((s + ST - 1) % ST, s + ST - 1);
     if (c >= chunks) continue;
     V16 ca[WT], cb[WT];
-    float fs[WT][2], fo[WT][2];  // the scale and 136 + z
+    // The scale s and -(136 + z) s: (128 + u) s - (136 + z) s in one fma, exact where z is an
+    // integer (both products exact in float32), so the value rounds once as before.
+    float fs[WT][2], fo[WT][2];
 #pragma unroll
     for (int wt = 0; wt < WT; ++wt) {
       ca[wt] = qa[wt], cb[wt] = qb[wt];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) fs[wt][h] = b2f(sv[wt][h]), fo[wt][h] = zero ? 136.0f + b2f(zv[wt][h]) : 136.0f;
+      for (int h = 0; h < 2; ++h) {
+        fs[wt][h] = b2f(sv[wt][h]);
+        fo[wt][h] = -(zero ? 136.0f + b2f(zv[wt][h]) : 136.0f) * fs[wt][h];
+      }
     }
     if (c + split < chunks) fetch(c + split);
     const V16(*xb)[4][32] = xs[s % ST][KS == 1 ? 0 : ws];
@@ -492,7 +497,7 @@ DEVI void wo_gemm4(const WoArgs& a) {
           for (int j = 0; j < 4; ++j) {
             const unsigned raw = wo_mask_or((&(h ? cb : ca)[wt].x)[i] >> (4 * j), 0x000f000fu, 0x43004300u);  // 128 + u
             const float lo = __uint_as_float(raw << 16), hi = __uint_as_float(raw & 0xffff0000u);
-            v[wt][h][j] = wo_pack2<true>((lo - fo[wt][h]) * fs[wt][h], (hi - fo[wt][h]) * fs[wt][h]);
+            v[wt][h][j] = wo_pack2<true>(fmaf(lo, fs[wt][h], fo[wt][h]), fmaf(hi, fs[wt][h], fo[wt][h]));
           }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
