@@ -7,7 +7,8 @@ a lane, or one where K or the group is off 8) or, for int4 weights and bfloat16 
 the many-rows tile, N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
-the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights the one-row tile) and
+the register-fed tile, at 8 and 16 rows, and up to 16 the few-rows tile; for int4, int8 and float8
+weights the one-row tile) and
 below 8 where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each
 executable runs three times), and an LLM-sized product against torch; int4 weights held packed
 (unpack_int4): decode and prefill executables sharing the bytes; float8 e4m3 weights per output
@@ -175,6 +176,35 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 8, 9, 13, 16):
         _check(exe, w, rows, 1024, "bfloat16")
+
+
+@pytest.mark.parametrize("N, K, group, zero", [(1000, 1024, 128, True), (40, 1024, 256, False), (300, 4096, 4096, True),
+                                           (1000, 512, 128, "fractional"), (77, 1536, 384, True)])
+def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, N, K, group, zero):
+    """Up to 16 rows of bfloat16 x against int4 weights may run the few-rows tile (x laid out in the
+    workspace as float16, scaled by a power of two a row and chunk; the weight's values as float16
+    subnormals): TRIPY_WEIGHT_ONLY_MMA=few forces it where a group is a power-of-two number of
+    chunks of 128 or the whole row (else the register-fed tile runs), at every row count of the
+    dynamic x. x from 1e-4 to 1e4, and a row with a chunk of zeros beside one 3e3 times larger."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    lin, w = _case(4, N, K, group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 16, 16), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 5, 9, 13, 16):
+        _check(exe, w, rows, K, "bfloat16")
+    for x_scale in (1e4, 1e-4):
+        _check(exe, w, 16, K, "bfloat16", x_scale=x_scale)
+    x = RNG.standard_normal((11, K))
+    x[3, 128:256] = 0.0
+    x[3, :128] *= 3e3
+    xb = _as(x, "bfloat16")
+    want = _numpy(xb) @ w.T
+    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
+    form = "the register-fed tile" if group == 384 else "the few-rows tile"
+    err = capfd.readouterr().err
+    for rows in (1, 9, 16):
+        assert re.search(rf"weight-only dot '[^']*' at {rows} rows: {form}", err), err
 
 
 def _check_one_row(exe, w, K, chunk, capfd, more):

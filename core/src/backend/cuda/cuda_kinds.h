@@ -41,6 +41,8 @@ struct KernelCode {
   // kWeightOnlyDot: the many-rows tile at 64 and 32 rows of x a block and their layouts of x, where
   // the module has them.
   CUfunction many_rows_fn[2] = {}, many_rows_x_fn[2] = {};
+  // kWeightOnlyDot: the few-rows tile and its layout of x, where the module has both.
+  CUfunction few_rows_fn = nullptr, few_rows_x_fn = nullptr;
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

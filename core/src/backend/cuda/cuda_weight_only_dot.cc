@@ -52,6 +52,7 @@ constexpr char kOneRowSuffix[] = "_row1";
 constexpr char kOneRowShortSuffix[] = "_row1_short";  // rows of up to kWeightOnlyOneRowShortK values
 constexpr char kDequantizeSuffix[] = "_dequantize";
 constexpr char kManyRowsSuffix[] = "_rows";  // and the rows of x a block: _rows64, _rows32 (+ _x: the layout)
+constexpr char kFewRowsSuffix[] = "_few", kFewRowsLayoutSuffix[] = "_few_x";
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -171,8 +172,53 @@ std::string weight_only_many_rows_function(DType t, int bits, int x_rows, bool l
          (layout ? "_x" : "");
 }
 
+bool weight_only_few_rows_tile(DType t, int bits, int row_tile) {
+  return weight_only_frag_tile(t, bits, row_tile) && row_tile == 2 * kWeightOnlyMmaRows;
+}
+
+bool weight_only_few_rows_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
+  const int64_t chunks_a_group = group / 128;  // wo_few's group index is a shift
+  return weight_only_few_rows_tile(t, bits, row_tile) && K > 0 && K % 128 == 0 && group % 128 == 0 &&
+         (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
+}
+
+std::string weight_only_few_rows_function(DType t, int bits, bool layout) {
+  return weight_only_function(t, bits, 2 * kWeightOnlyMmaRows) + (layout ? kFewRowsLayoutSuffix : kFewRowsSuffix);
+}
+
+int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr) {
+  // 16 rows of x as float16 B fragments, and a {sum, scale} pair of floats a row and chunk.
+  const int64_t rows = 2 * kWeightOnlyMmaRows;
+  return (rows * pr.K * 2 + pr.K / 128 * rows * 8 + 255) / 256 * 256;
+}
+
+std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
+                                                  int sm_count, int split) {
+  Launch x;
+  x.fn = layout;
+  x.overlaps = true;
+  x.block_x = kWeightOnlyBlock;
+  x.grid = x.vector_grid = x.scalar_grid = grid_for(2 * kWeightOnlyMmaRows * pr.K / 8, kWeightOnlyBlock, sm_count);
+  x.words = problem_words(pr);
+  x.vector_word = kWordVec;
+  x.workspace_word = kWordOut;
+  x.workspace_bytes = weight_only_few_rows_workspace(pr);
+  const auto [mma_split, blocks] = split_for(pr.N, 16, 1, sm_count, split);
+  Launch t;
+  t.fn = tile;
+  t.overlaps = true;
+  t.block_x = kWeightOnlyBlock;
+  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>(blocks);
+  t.words = problem_words(pr);
+  t.words[kWordMmaSplit] = mma_split | (pr.constant_weight ? kMmaSplitEarly : 0);
+  t.words[kWordMmaBlocks] = blocks;
+  t.workspace_word = kWordX;
+  return {std::move(x), std::move(t)};
+}
+
 std::string weight_only_module_function(const std::string& function) {
-  for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix, kDequantizeSuffix})
+  for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
+                                 kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
   const size_t rows = function.rfind(kManyRowsSuffix);
   if (rows != std::string::npos && function.rfind("_m") < rows) return function.substr(0, rows);
@@ -288,9 +334,9 @@ AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied);
-  // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile.
+  // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile, 3 the few-rows tile.
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
-  if (stored.size() == 4 && stored[3] > 2) return std::nullopt;
+  if (stored.size() == 4 && stored[3] > static_cast<uint8_t>(WeightOnlyForm::kFewRows)) return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2], static_cast<WeightOnlyForm>(stored.size() == 4 ? stored[3] : 0)};
   const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
@@ -342,6 +388,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     }
   if (!code.many_rows_fn[0] || !code.many_rows_fn[1] || !code.many_rows_x_fn[0] || !code.many_rows_x_fn[1])
     code.many_rows_fn[0] = code.many_rows_fn[1] = code.many_rows_x_fn[0] = code.many_rows_x_fn[1] = nullptr;
+  // The few-rows tile's and its layout's, where the module has both (saved since they existed).
+  const std::string few = weight_only_few_rows_function(t, bits, false), few_x = weight_only_few_rows_function(t, bits, true);
+  if (!weight_only_few_rows_tile(t, bits, code.row_tile) ||
+      api().cuModuleGetFunction(&code.few_rows_fn, module, few.c_str()) != CUDA_SUCCESS ||
+      api().cuModuleGetFunction(&code.few_rows_x_fn, module, few_x.c_str()) != CUDA_SUCCESS)
+    code.few_rows_fn = code.few_rows_x_fn = nullptr;
   return ok_status();
 }
 
@@ -433,9 +485,28 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   }
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
   // The form the timing chose where the module holds it and it applies at these rows: the one-row
-  // tile at one row of x; at more, the register-fed tile where the module has one; else the ring.
+  // tile at one row of x, the few-rows tile where the weight is aligned; else the register-fed
+  // tile where the module has one; else the ring.
   using F = WeightOnlyForm;
   const F chosen = tuned ? tuned->form : F::kRing;
+  if (chosen == F::kFewRows && code.few_rows_fn && pr.rows <= code.row_tile &&
+      weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group)) {
+    std::vector<Launch> l =
+        weight_only_few_rows_launches(pr, code.few_rows_fn, code.few_rows_x_fn, c.sm_count, tuned->split);
+    l[0].ptrs = {{kWordX, k.inputs[0], 0}};
+    // Only the weight is read in 16-byte pieces (the output, scales and zero points a value at a time).
+    l[1].ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0, true}};
+    if (pr.zero) l[1].ptrs.push_back({kWordZero, k.inputs[3], 0, true});
+    if (always_aligned(c.program, l[1])) {
+      if (debug_level() >= 1)
+        std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the few-rows tile, %lld warps a group\n",
+                     k.name.c_str(), static_cast<long long>(pr.rows),
+                     static_cast<long long>(l[1].words[kWordMmaSplit] & (kMmaSplitEarly - 1)));
+      c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
+      step.launches = std::move(l);
+      return true;
+    }
+  }
   const bool one_row = chosen == F::kOneRow && code.one_row_fn &&
                        weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
   const bool frag = !one_row && chosen != F::kRing && code.frag_fn;

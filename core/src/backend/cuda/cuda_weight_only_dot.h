@@ -100,6 +100,15 @@ struct WeightOnlyManyRows {
   int64_t blocks = 0;
 };
 WeightOnlyManyRows weight_only_many_rows_shape(int64_t N, int64_t rows, int sm_count);
+// For int4 weights and bfloat16 x, the module of 16 rows (weight_only_frag_tile) also holds the
+// few-rows tile (weight_only_frag.cuh's wo_few: the one-row tile's float16 arithmetic with x's 16
+// rows as the mma's columns), after its layout of x in the workspace (wo_few_x), which the build
+// times as a form of its own (WeightOnlyForm::kFewRows) where K and the group are multiples of 128
+// values, a group a power-of-two number of them or the whole row (weight_only_few_rows_applies);
+// it runs where the weight's address is 16-byte aligned.
+bool weight_only_few_rows_tile(DType t, int bits, int row_tile);
+bool weight_only_few_rows_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
+std::string weight_only_few_rows_function(DType t, int bits, bool layout);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -127,14 +136,21 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
                                       const std::vector<int64_t>& w, const std::vector<int64_t>& scale,
                                       int64_t out_elements);
 // The aligned form's entry point in the tile of 8 rows: the ring's (32 weight rows a warp group),
-// the register-fed int4 tile's (weight_only_frag_rows; also at 16 rows) or the one-row tile's (16).
-enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2 };
+// the register-fed int4 tile's (weight_only_frag_rows; also at 16 rows) or the one-row tile's (16);
+// at 16 rows also the few-rows tile's (16), two launches (weight_only_few_rows_launches).
+enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2, kFewRows = 3 };
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
 // own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
 // (null: none), which the aligned form then runs where that form applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split = 0, CUfunction vector = nullptr,
                                     WeightOnlyForm form = WeightOnlyForm::kRing);
+
+// The few-rows tile's two launches at `split` (the layout of x into the workspace, then the tile
+// reading it there), their words but the addresses; the workspace bytes they share.
+std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
+                                                  int sm_count, int split);
+int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr);
 
 // The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:
 // the tile (its entry point's too), the split and the form; nullopt for other bytes (an older or

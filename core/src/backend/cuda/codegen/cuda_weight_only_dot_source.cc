@@ -4,8 +4,9 @@
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
-// 8 and 16 rows also the register-fed tile's and at 8 the many-rows tile's, and for int4, int8 and
-// float8 weights and bfloat16 x the tile of 8 rows the one-row tile's).
+// 8 and 16 rows also the register-fed tile's, at 8 the many-rows tile's and at 16 the few-rows
+// tile's, and for int4, int8 and float8 weights and bfloat16 x the tile of 8 rows the one-row
+// tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -56,6 +57,13 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
       source += "extern \"C\" __global__ void " + weight_only_many_rows_function(t, bits, x_rows, true) +
                 "(const WoArgs a) { enter_after_previous(); wo_gemm4_x<" + std::to_string(x_rows / 8) + ">(a); }\n";
     }
+  }
+  // For int4 weights and bfloat16 x, at 16 rows the few-rows tile (wo_few), with its layout of x.
+  if (weight_only_few_rows_tile(t, bits, row_tile)) {
+    source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " +
+              weight_only_few_rows_function(t, bits, false) + "(const WoArgs a) { wo_few<2>(a); }\n";
+    source += "extern \"C\" __global__ void " + weight_only_few_rows_function(t, bits, true) +
+              "(const WoArgs a) { enter_after_previous(); wo_few_x<2>(a); }\n";
   }
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +

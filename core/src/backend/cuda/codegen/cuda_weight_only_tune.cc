@@ -25,13 +25,13 @@ constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of th
 // TRIPY_WEIGHT_ONLY_MMA: 1 takes the tensor-core tile of kWeightOnlyMmaRows rows where it is a
 // candidate ("ring": with the ring alone in its aligned form; "frag": the register-fed tile alone,
 // on the kernel's own tile of 16 rows where it has one; "row": the one-row tile alone where it
-// applies, else as "frag"), 0 the kernel's own tile, unset lets the timing decide (tests of one
-// path; the builder's tuning context records it).
+// applies, else as "frag"; "few": the few-rows tile alone where it applies, else as "frag"), 0 the
+// kernel's own tile, unset lets the timing decide (tests of one path; the builder's tuning context
+// records it).
 const char* mma_env() { return std::getenv("TRIPY_WEIGHT_ONLY_MMA"); }
 bool env_is(const char* v) { return mma_env() && std::strcmp(mma_env(), v) == 0; }
-int mma_override() {
-  return env_is("1") || env_is("ring") || env_is("frag") || env_is("row") ? 1 : env_is("0") ? 0 : -1;
-}
+bool env_form() { return env_is("frag") || env_is("row") || env_is("few"); }
+int mma_override() { return env_is("1") || env_is("ring") || env_form() ? 1 : env_is("0") ? 0 : -1; }
 
 }  // namespace
 
@@ -41,18 +41,19 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const int force = mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
-    const bool own_frag = (env_is("frag") || env_is("row")) && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
+    const bool own_frag = env_form() && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
     tried = {mma && !own_frag ? kWeightOnlyMmaRows : tiles.at(0)};
   }
   if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");
   const int64_t es = dtype_size(pr.dtype), w_bytes = pr.N * pr.row_bytes;
   const int64_t w_elements = (w_bytes + es - 1) / es;
   std::vector<Tensor> keep;
-  // x, the output, the scales and zero points; then copies of the packed weight (its bytes are
-  // the fill's values of x's dtype: any bytes are valid int8 or int4 values), enough to overflow
-  // the L2 together, as a decode step streams every weight from memory.
+  // x, the output, the scales and zero points, the few-rows tile's workspace; then copies of the
+  // packed weight (its bytes are the fill's values of x's dtype: any bytes are valid int8 or int4
+  // values), enough to overflow the L2 together, as a decode step streams every weight from memory.
   const int64_t copies = std::clamp<int64_t>((kL2FlushBytes + w_bytes - 1) / std::max<int64_t>(w_bytes, 1), 1, 64);
-  std::vector<int64_t> sizes{pr.rows * pr.K, pr.rows * pr.N, pr.N * pr.groups, pr.N * pr.groups};
+  const int64_t few_elements = (weight_only_few_rows_workspace(pr) + es - 1) / es;
+  std::vector<int64_t> sizes{pr.rows * pr.K, pr.rows * pr.N, pr.N * pr.groups, pr.N * pr.groups, few_elements};
   sizes.insert(sizes.end(), copies, w_elements);
   TRIPY_ASSIGN_OR_RETURN(std::vector<CUdeviceptr> ptrs, tuning_scratch(pr.dtype, sizes, kernels.fill, stream, keep));
   const StatusOr<const DeviceInfo*> dev = device();
@@ -65,7 +66,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   // Each tile with each split of a block's 8 warps over a group of weight rows (a launch word:
   // timing one costs no compile); the tile of 8 rows with the ring's entry point, then (8 or 16
   // rows) with the register-fed int4 tile's where it applies, then (8 rows, x of one row) the
-  // one-row tile's.
+  // one-row tile's, then (16 rows) the few-rows tile's after its layout of x.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
@@ -77,31 +78,45 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     const CUfunction one_row = weight_only_one_row_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group)
                                    ? kernels.entry(weight_only_one_row_function(pr.dtype, pr.bits, pr.K))
                                    : nullptr;
+    const bool few_applies = weight_only_few_rows_applies(pr.dtype, pr.bits, tile, pr.K, pr.group) && pr.rows <= tile;
+    const CUfunction few = few_applies ? kernels.entry(weight_only_few_rows_function(pr.dtype, pr.bits, false)) : nullptr;
+    const CUfunction few_x = few ? kernels.entry(weight_only_few_rows_function(pr.dtype, pr.bits, true)) : nullptr;
     using F = WeightOnlyForm;
-    // A forced form alone where the module has it: "row", else "frag", else the ring.
-    const bool force_form = env_is("ring") || env_is("frag") || env_is("row");
-    const F forced = env_is("row") && one_row                     ? F::kOneRow
-                     : (env_is("row") || env_is("frag")) && frag ? F::kFrag
-                                                                  : F::kRing;
-    for (int candidate = 0; candidate < 12; ++candidate) {
+    // A forced form alone where the module has it: "row" or "few", else "frag", else the ring.
+    const bool force_form = env_is("ring") || env_form();
+    const F forced = env_is("row") && one_row            ? F::kOneRow
+                     : env_is("few") && few && few_x    ? F::kFewRows
+                     : env_form() && frag               ? F::kFrag
+                                                        : F::kRing;
+    for (int candidate = 0; candidate < 16; ++candidate) {
       const int split = 1 << (candidate % 4);
       const F form = static_cast<F>(candidate / 4);
-      const CUfunction vector = form == F::kOneRow ? one_row : form == F::kFrag ? frag : ring;
-      if ((form != F::kRing && !vector) || (force_form && form != forced)) continue;
-      StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, vector, form);
-      if (!l.ok()) continue;
-      Launch& launch = l.value();
+      const CUfunction vector = form == F::kOneRow ? one_row : form == F::kFrag ? frag : form == F::kFewRows ? few : ring;
+      if ((form != F::kRing && !vector) || (form == F::kFewRows && !few_x) || (force_form && form != forced)) continue;
+      // The launches: the form's one, or the few-rows tile's layout of x and then the tile.
+      std::vector<Launch> launches;
+      if (form == F::kFewRows) {
+        launches = weight_only_few_rows_launches(pr, few, few_x, sms, split);
+        launches[0].words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
+        launches[0].words[kWeightOnlyOutWord] = launches[1].words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[4]);
+      } else {
+        StatusOr<Launch> l = weight_only_launch(pr, tile, fn, sms, split, vector, form);
+        if (!l.ok()) continue;
+        launches.push_back(std::move(l.value()));
+        launches.back().words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
+      }
+      Launch& launch = launches.back();
       launch.words[kWeightOnlyOutWord] = static_cast<int64_t>(ptrs[1]);
-      launch.words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
       launch.words[kWeightOnlyScaleWord] = static_cast<int64_t>(ptrs[2]);
       launch.words[kWeightOnlyZeroWord] = pr.zero ? static_cast<int64_t>(ptrs[3]) : 0;
       size_t call = 0;
       auto run = [&] {
         TRIPY_RETURN_IF_ERROR(launch_lead(kernels.lead, stream));
-        launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[4 + call++ % copies]);
+        launch.words[kWeightOnlyWWord] = static_cast<int64_t>(ptrs[5 + call++ % copies]);
         // No addresses to patch (fresh allocations: 256-byte aligned, so the aligned form runs),
         // overlapping the lead where launches overlap.
-        return rt::cuda::launch(launch, {}, stream);
+        for (Launch& l : launches) TRIPY_RETURN_IF_ERROR(rt::cuda::launch(l, {}, stream));
+        return ok_status();
       };
       if (!run().ok()) continue;  // this entry point does not run here: skip it
       TRIPY_ASSIGN_OR_RETURN(float ms, timer.time(run, reps, stream));

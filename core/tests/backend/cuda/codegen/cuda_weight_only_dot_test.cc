@@ -37,18 +37,27 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
-    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows), and that of
-    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts; no more.
+    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows), that of
+    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts, and that
+    // of 16 the few-rows tile's and its layout; no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
     const bool int8 = names[i].find("_bf16_b8_") != std::string::npos;
     const bool float8 = names[i].find("_bf16_e4m3_") != std::string::npos;
-    const bool one_row = (frag || int8 || float8) && tile == 8, many_rows = frag && tile == 8;
+    const bool one_row = (frag || int8 || float8) && tile == 8, many_rows = frag && tile == 8, few_rows = frag && tile == 16;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows) << names[i];
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows)
+        << names[i];
+    if (few_rows)
+      for (bool layout : {false, true}) {
+        const std::string entry = weight_only_few_rows_function(DType::kBFloat16, 4, layout);
+        EXPECT_EQ(entry, names[i] + (layout ? "_few_x" : "_few"));
+        EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+        EXPECT_EQ(weight_only_module_function(entry), names[i]);
+      }
     if (many_rows)
       for (int x_rows : {64, 32})
         for (bool layout : {false, true}) {
@@ -128,6 +137,16 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, 64, 4096, 64));  // half a chunk a group
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 8, 64, 4096, 4096));
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kFloat16, 4, 64, 4096, 128));
+  // The few-rows tile: int4 weights, bfloat16 x, the 16-row module, whole chunks, a group a
+  // power-of-two number of them or the whole row.
+  EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 4096, 128));
+  EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 14336, 512));
+  EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 14336, 14336));  // 112 chunks: the row
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 3840, 384));    // 3 chunks a group
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 4096, 64));     // half a chunk
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 8, 4096, 128));     // the 8-row module
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 8, 16, 4096, 4096));   // int8
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kFloat16, 4, 16, 4096, 128));     // float16 x
   // Its shape on an H200 (132 multiprocessors) for Llama-3-8B's products: 64 rows of x a block for
   // qkv and gate/up at 128 rows, 32 (two warps a group of weight rows) for o and down, and qkv at 64.
   const auto shape = [](int64_t N, int64_t rows) {
@@ -397,6 +416,29 @@ TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
   }
 }
 
+TEST(CudaWeightOnlyDot, TheFewRowsTileLaysXOutThenReadsItFromTheWorkspace) {
+  WeightOnlyProblem pr = int4_problem(16, 28672);
+  pr.constant_weight = true;
+  const std::vector<Launch> l = weight_only_few_rows_launches(pr, nullptr, nullptr, 132, 2);
+  ASSERT_EQ(l.size(), 2u);
+  // The layout: a thread a piece of 8 values of 16 rows, into the workspace (16 rows of x as
+  // float16, then a pair of floats a row and chunk of 128), x read whole where aligned.
+  EXPECT_EQ(l[0].workspace_word, kWeightOnlyOutWord);
+  EXPECT_EQ(l[0].workspace_bytes, 16 * 4096 * 2 + 32 * 16 * 8);
+  EXPECT_EQ(l[0].vector_word, kWeightOnlyVecWord);
+  EXPECT_EQ(l[0].grid, grid_for(16 * 4096 / 8, 256, 132));
+  // The tile reads x from there: 16 weight rows a group of 2 warps, 4 groups a block, and may read
+  // the constant weight before its wait.
+  EXPECT_EQ(l[1].workspace_word, kWeightOnlyXWord);
+  EXPECT_EQ(l[1].grid, 28672u / 64);
+  EXPECT_EQ(l[1].words[14], 2 | 256);  // WoArgs::mma_split with the early flag
+  EXPECT_EQ(l[1].words[5], 16);        // rows
+  EXPECT_TRUE(l[0].overlaps && l[1].overlaps);
+  // The workspace rounds up to 256 bytes.
+  pr.K = 128, pr.row_bytes = 64, pr.groups = 1, pr.group = 128;
+  EXPECT_EQ(weight_only_few_rows_workspace(pr), 4352);  // 16 * 128 * 2 + 16 * 8 = 4224
+}
+
 TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
   WeightOnlyProblem pr = int4_problem(128, 28672);
   const Launch l = weight_only_dequantize_launch(pr, nullptr, 132);
@@ -417,7 +459,8 @@ TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {
 TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   for (int tile : kWeightOnlyRowTiles)
     for (int split : {1, 2, 4, 8})
-      for (WeightOnlyForm form : {WeightOnlyForm::kRing, WeightOnlyForm::kFrag, WeightOnlyForm::kOneRow}) {
+      for (WeightOnlyForm form :
+           {WeightOnlyForm::kRing, WeightOnlyForm::kFrag, WeightOnlyForm::kOneRow, WeightOnlyForm::kFewRows}) {
         const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({tile, split, form}));
         ASSERT_TRUE(c.has_value());
         EXPECT_EQ(c->tile, tile);
@@ -433,7 +476,7 @@ TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps
   EXPECT_FALSE(weight_only_choice({'W', 3, 2}).has_value());   // no such tile
   EXPECT_FALSE(weight_only_choice({'X', 1, 2}).has_value());
-  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 3}).has_value());  // no such form
+  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 4}).has_value());  // no such form
   EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0, 0}).has_value());
 }
 

@@ -223,10 +223,39 @@ template <int BITS> struct WoRowChunk {
   static constexpr int kValues = BITS == 4 ? 128 : 64, kPieces = kValues / 8;  // pieces of 8 values
 };
 
-// x's row (K values) into `xs`, a piece of 8 values k0..k7 as float16 pairs in the order of the
-// weight's pairs (the masks' mmas' B fragments: int4 {k0 k4, k2 k6, k1 k5, k3 k7}, int8 {k0 k2,
-// k1 k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}), and `sums` (a chunk's {sum x 2^-24,
-// 2^24 / scale}), a thread a piece.
+// A piece of 8 values of x, k0..k7 (lanes of a warp's PC neighbours holding a chunk's PC pieces),
+// as float16 pairs in the order of the weight's pairs (the masks' mmas' B fragments: int4 {k0 k4,
+// k2 k6, k1 k5, k3 k7}, int8 {k0 k2, k1 k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}),
+// the chunk scaled by a power of two (its largest value to [2^14, 2^15): nothing overflows,
+// nothing rounds), stored at `dst` where `live`; returns the chunk's {sum x 2^-24, 2^24 /
+// scale} on each of its lanes. Every lane of the warp takes part (shuffles).
+template <int BITS, int PC>
+DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+  float f[8], m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
+#pragma unroll
+  for (int o = 1; o < PC; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  // max |x| in [2^e, 2^(e + 1)): times 2^(14 - e), e within [-100, 117] so that the scale and
+  // 2^24 over it stay floats (a larger x overflows here as its products would in float32).
+  const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+  const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
+  if (live)
+    *dst = BITS == 4   ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
+           : BITS == 8 ? make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]))
+                       : make_uint4(wo_half2(f[0], f[1]), wo_half2(f[2], f[3]), wo_half2(f[4], f[5]), wo_half2(f[6], f[7]));
+#pragma unroll
+  for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+}
+
+// x's row (K values) into `xs` as wo_half_piece pairs it, and `sums` (a chunk's), a thread a piece.
 // Every load is issued before the first is used: x was just written, so each is an L2 round trip,
 // and a row of 14336 values would otherwise wait on 7 of them in turn.
 template <int BITS, int MAXK>
@@ -240,34 +269,11 @@ DEVI void wo_row_x(const unsigned short* x, int K, uint4* xs, float2* sums) {
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    if (r * WO_BLOCK >= K / 8) break;  // the same for the whole block: the shuffles below stay whole
+    if (r * WO_BLOCK >= K / 8) break;  // the same for the whole block: the shuffles stay whole
     const int p = r * WO_BLOCK + threadIdx.x;
     const bool live = p < K / 8;
-    const V16 v = vs[r];
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-    float f[8], m = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
-#pragma unroll
-    for (int o = 1; o < PC; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    // max |x| in [2^e, 2^(e + 1)): times 2^(14 - e), e within [-100, 117] so that the scale and
-    // 2^24 over it stay floats (a larger x overflows here as its products would in float32).
-    const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
-    const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
-    if (live)
-      xs[p] = BITS == 4   ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
-              : BITS == 8 ? make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]))
-                          : make_uint4(wo_half2(f[0], f[1]), wo_half2(f[2], f[3]), wo_half2(f[4], f[5]), wo_half2(f[6], f[7]));
-#pragma unroll
-    for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (live && p % PC == 0)
-      sums[p / PC] = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+    const float2 sum = wo_half_piece<BITS, PC>(vs[r], live, xs + p);
+    if (live && p % PC == 0) sums[p / PC] = sum;
   }
 }
 
@@ -368,6 +374,107 @@ DEVI void wo_frag_row(const WoArgs& a) {
     if (n0 + g8 < N) out[n0 + g8] = f2b(acc[0]);
     if (n0 + g8 + 8 < N) out[n0 + g8 + 8] = f2b(acc[1]);
   }
+}
+
+// The few-rows tile (9 to 16 rows of bfloat16 x against int4 weights, K and the group multiples
+// of 128, a group a power-of-two number of chunks or the whole row), the one-row tile's arithmetic
+// with its 8 columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs
+// it, each of 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k 0..3][lane]:
+// lane (g, t) holds piece 4 t + k of row g, a warp's load 512 contiguous bytes), then each
+// (chunk, row)'s {sum x 2^-24, 2^24 / scale} ([chunk][tile][row]: lane t's rows 2 t and 2 t + 1
+// one 16-byte load). wo_few then reads the packed weight as wo_frag4 does (16 bytes of rows g and
+// g + 8 a chunk, the next chunk's loads out before this one's arithmetic), turns its nibbles into
+// float16 subnormals by masks alone (wo_row_mmas: one shift and four masks a word, NT mmas a
+// fragment) and adds each chunk as the one-row tile does, its column's scale and sum its own.
+// No shared memory: x's fragments come through the L1, which a block's warp groups share.
+// Llama-3-8B's products at 16 rows on an H200, timed alone with the layout (a build-time
+// diagnostic), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 -> 11.0, gate/up 47.2 ->
+// 39.7, down 26.2 -> 22.1, the output head 166 -> 140; at 8 rows it lost on all but down.
+template <int NT> DEVI void wo_few_x(const WoArgs& a) {
+  typedef unsigned short S;
+  const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
+  const int total = 8 * NT * P;  // whole warps: P is a multiple of 16, a chunk's pieces
+  uint4* frags = reinterpret_cast<uint4*>(a.out);
+  float2* sums = reinterpret_cast<float2*>(frags + NT * K);
+  for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < total; d += gridDim.x * blockDim.x) {
+    const int r = d / P, p = d - r * P;
+    const S* x = (const S*)a.x + (i64)r * K + p * 8;
+    V16 v{0u, 0u, 0u, 0u};
+    if (r < M && a.vec) {
+      v = wo_load_x(x);
+    } else if (r < M) {  // x off 16 bytes (the caller's buffer): a value at a time
+      unsigned w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[e] = x[2 * e] | (unsigned)x[2 * e + 1] << 16;
+      v = V16{w[0], w[1], w[2], w[3]};
+    }
+    const int c = p >> 4, q = p & 15, nt = r >> 3, g = r & 7;
+    const float2 sum = wo_half_piece<4, 16>(v, true, frags + ((c * NT + nt) * 4 + (q & 3)) * 32 + g * 4 + (q >> 2));
+    if (q == 0) sums[(c * NT + nt) * 8 + g] = sum;
+  }
+}
+template <int NT> DEVI void wo_few(const WoArgs& a) {
+  typedef unsigned short S;
+  __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
+  const WoMmaPlace at = wo_mma_place<8 * NT>(a);
+  const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
+  const int N = static_cast<int>(a.N), n0 = static_cast<int>(at.n0), K = static_cast<int>(a.K);
+  const WoWeightRows<1> rows = wo_weight_rows<1>(a, n0, g8, t4);
+  const int chunks = n0 < N ? K / 128 : 0;
+  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / 128)) - 1;
+  const float zf = a.zero ? 1.0f : 0.0f;
+  const uint4* frags = reinterpret_cast<const uint4*>(a.x) + at.lane;
+  const float4* sums = reinterpret_cast<const float4*>(reinterpret_cast<const uint4*>(a.x) + NT * K) + t4;
+  V16 qa, qb;
+  S sv[2], zv[2];
+  auto fetch_w = [&](int c) { qa = wo_stream(rows.w[0] + c * 64), qb = wo_stream(rows.w[0] + rows.wd[0] + c * 64); };
+  auto fetch_s = [&](int c) {
+    const int grp = c >> gshift;
+    sv[0] = rows.s[0][grp], sv[1] = rows.s[0][rows.sd[0] + grp], zv[0] = rows.z[0][grp], zv[1] = rows.z[0][rows.sd[0] + grp];
+  };
+  int c = ws;
+  const bool early = wo_early(a);
+  if (early && c < chunks) fetch_w(c);
+  enter_after_previous();
+  if (c < chunks) {
+    if (!early) fetch_w(c);
+    fetch_s(c);
+  }
+  float acc[1][NT][4] = {};
+  for (; c < chunks; c += split) {
+    const V16 ca = qa, cb = qb;
+    float s_[2], o_[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) s_[h] = b2f(sv[h]), o_[h] = fmaf(zf, b2f(zv[h]), 8.0f);
+    if (c + split < chunks) {
+      fetch_w(c + split);
+      fetch_s(c + split);
+    }
+    const uint4* bc = frags + c * NT * 128;
+    float lo[NT][4] = {}, hi[NT][4] = {};  // the sums over the nibbles at bits 0..3 and 4..7 of each byte
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned ua = (&ca.x)[k], ub = (&cb.x)[k];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const V16 b = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * 4 + k) * 32));
+        wo_row_mmas<4>(lo[nt], hi[nt], ua, ub, make_uint4(b.x, b.y, b.z, b.w), k);
+      }
+    }
+    // Entry e: weight row g (e < 2) or g + 8, x's row 8 nt + 2 t + (e & 1).
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const float4 sx = __ldg(sums + (c * NT + nt) * 4);  // rows 2 t and 2 t + 1: {sum 2^-24, 2^24 / scale} each
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float xs = e & 1 ? sx.z : sx.x, xi = e & 1 ? sx.w : sx.y;
+        const float q = fmaf(hi[nt][e], 0.0625f, lo[nt][e]);
+        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, q), acc[0][nt][e]);
+      }
+    }
+  }
+  if (!split_sum_lanes<NT * 4>(&acc[0][0][0], part, split, g, ws)) return;
+  wo_store_tiles<1, NT>(acc, (S*)a.out + at.m0 * a.N, a.N, n0, g8, t4, M, N);
 }
 
 // The int4 tile of many rows of x (a prefill's products: from kWeightOnlyGemmRows rows of bfloat16
