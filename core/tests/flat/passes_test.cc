@@ -217,6 +217,26 @@ return %2
 )");
 }
 
+// A reshape of a constant folds to a view of the same bytes (a quantized model's scales, reshaped
+// for each product's groups, are not copied at compile time); a reshape of a broadcast evaluates.
+TEST(ConstantFold, AReshapedConstantIsAViewOfItsBytes) {
+  Graph g = parsed(R"(%0 : f32[2, 3] = constant() {value = [1, 2, 3, 4, 5, 6]}
+%1 : f32[3, 2] = reshape(%0)
+%2 : f32[2] = constant() {value = [7, 8]}
+%3 : f32[2, 2] = broadcast(%2) {dims = [1]}
+%4 : f32[4] = reshape(%3)
+return %1, %4
+)");
+  auto folded = constant_fold(g, evaluate_constant_graph);
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  EXPECT_EQ(checked(*folded), R"(%0 : f32[3, 2] = constant() {value = [1, 2, 3, 4, 5, 6]}
+%1 : f32[4] = constant() {value = [7, 8, 7, 8]}
+return %0, %1
+)");
+  EXPECT_EQ(folded->def(folded->outputs[0]).constant.data(), g.ops[0].constant.data());
+  EXPECT_EQ(folded->def(folded->outputs[0]).constant.shape(), (std::vector<int64_t>{3, 2}));
+}
+
 // x @ W.T of a constant W: the dot reads W transposed in place, so folding would only copy the
 // weight at compile time (and keep both layouts). A transpose read otherwise still folds.
 TEST(ConstantFold, KeepsTransposesThatDotsReadInPlace) {

@@ -80,8 +80,16 @@ ValueId copy_constant(const Graph& g, ValueId v, Graph& mini) {
   return mini.add(std::move(c), g.values[v].dtype, g.values[v].shape);
 }
 
-// Runs `op` over its constant operands: a graph of the op and copies of its operands.
+// Runs `op` over its constant operands: a graph of the op and copies of its operands. A reshape
+// of a constant is a view of its bytes (dense, row-major): no evaluation, no copy, and a constant
+// on a device stays there (a quantized model's scales, reshaped for each product's groups).
 StatusOr<Tensor> evaluate(const Graph& g, const Op& op, const ConstantEvaluator& evaluator) {
+  if (op.kind == OpKind::kReshape) {
+    const Op& c = g.def(op.operands[0]);
+    const std::vector<int64_t> shape = static_dims(g.values[op.result].shape);
+    if (c.kind == OpKind::kConstant && c.constant.defined() && numel_of(shape) == c.constant.numel())
+      return Tensor::borrow(c.constant.data(), c.constant.dtype(), shape, c.constant.device(), c.constant.owner());
+  }
   Graph mini;
   Op copy = op;
   copy.operands.clear();
