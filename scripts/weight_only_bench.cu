@@ -4,7 +4,8 @@
 // one-row tile (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's
 // warps, against a kernel that only reads the same bytes, with back-to-back launches over weight
 // copies larger than the L2.
-// Past 8 rows of x the register-fed tile is the 16-row module's (FRAG16_WT tiles of 16 weight rows a group).
+// Past 8 rows of x the register-fed tile is the 16-row module's (FRAG16_WT tiles of 16 weight rows a
+// group), and the few-rows tile (wo_few after its layout of x, wo_few_x) is timed too, with its layout.
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -o /tmp/wob scripts/weight_only_bench.cu && /tmp/wob [rows]
@@ -45,6 +46,8 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) {
 #endif
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, FRAG16_MINB) k_frag16(const WoArgs a) { wo_frag4<2, FRAG16_WT>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag_row<4>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2>(a); }
+extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
 
 
@@ -61,9 +64,11 @@ int main(int argc, char** argv) {
       std::vector<void*> ws(copies);
       for (auto& p : ws) { CK(cudaMalloc(&p, wbytes)); fill_bytes<<<512, 256>>>((unsigned*)p, wbytes / 4, (unsigned)(size_t)p); }
       unsigned short *x, *sc, *zp, *out, *out2;
-      CK(cudaMalloc(&x, 8 * K * 2)); CK(cudaMalloc(&sc, N * groups * 2)); CK(cudaMalloc(&zp, N * groups * 2));
-      CK(cudaMalloc(&out, 8 * N * 2)); CK(cudaMalloc(&out2, 8 * N * 2));
-      fill_bf16<<<256, 256>>>(x, 8 * K, -1.f, 1.f, 7, false);
+      const long R = std::max(8, rows_x);  // rows of x and of the outputs held
+      void* few_ws;  // the few-rows tile's layout of 16 rows of x, and its sums
+      CK(cudaMalloc(&x, R * K * 2)); CK(cudaMalloc(&sc, N * groups * 2)); CK(cudaMalloc(&zp, N * groups * 2));
+      CK(cudaMalloc(&out, R * N * 2)); CK(cudaMalloc(&out2, R * N * 2)); CK(cudaMalloc(&few_ws, 16 * K * 2 + K / 128 * 16 * 8));
+      fill_bf16<<<256, 256>>>(x, R * K, -1.f, 1.f, 7, false);
       fill_bf16<<<256, 256>>>(sc, N * groups, 0.002f, 0.02f, 9, false);
       fill_bf16<<<256, 256>>>(zp, N * groups, -3.f, 3.f, 11, true);
       CK(cudaDeviceSynchronize());
@@ -121,6 +126,25 @@ int main(int argc, char** argv) {
         for (long i = 0; i < N; ++i) fd = std::max(fd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
         printf(" | frag %6.2f us = %5.0f GB/s  diff %.1e", best_frag, wbytes / best_frag / 1e3, fd / mx);
       }
+      if (bits == 4 && rows_x > 8 && rows_x <= 16) {  // the few-rows tile with its layout, and its agreement
+        WoArgs lx = a, lt = a;
+        lx.out = (i64)few_ws, lt.x = (i64)few_ws, lt.out = (i64)out2;
+        const unsigned xg = (unsigned)((16 * K / 8 + 255) / 256);
+        float best_few = 1e9;
+        int fs = 1;
+        for (int split : {1, 2, 4, 8}) {
+          lt.mma_split = split; lt.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16);
+          const float t = time_us([&](int i) { lt.w = (i64)ws[i % copies]; k_few_x<<<xg, 256>>>(lx); k_few<<<(unsigned)lt.mma_blocks, WO_BLOCK>>>(lt); });
+          if (t < best_few) best_few = t, fs = split;
+        }
+        lt.w = (i64)ws[0]; lt.mma_split = fs; lt.mma_blocks = (N + (8 / fs) * 16 - 1) / ((8 / fs) * 16);
+        k_few_x<<<xg, 256>>>(lx);
+        k_few<<<(unsigned)lt.mma_blocks, WO_BLOCK>>>(lt);
+        CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
+        double wd = 0;
+        for (long i = 0; i < N; ++i) wd = std::max(wd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
+        printf(" | few (with its layout) %6.2f us  diff %.1e", best_few, wd / mx);
+      }
       if (best_row < 1e9) {  // the one-row tile, and its agreement with the rows kernel
         a.mma_split = 4; a.mma_blocks = (N + 31) / 32; a.out = (i64)out2; k_row<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
         CK(cudaMemcpy(h2.data(), out2, N * 2, cudaMemcpyDeviceToHost));
@@ -130,7 +154,7 @@ int main(int argc, char** argv) {
       }
       printf("\n");
       for (auto p : ws) cudaFree(p);
-      cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2);
+      cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2); cudaFree(few_ws);
     }
   }
   printf("empty launch (%d blocks): %.2f us\n", sms * 2,
