@@ -387,9 +387,10 @@ DEVI void wo_frag_row(const WoArgs& a) {
 // float16 subnormals by masks alone (wo_row_mmas: one shift and four masks a word, NT mmas a
 // fragment) and adds each chunk as the one-row tile does, its column's scale and sum its own.
 // No shared memory: x's fragments come through the L1, which a block's warp groups share.
-// Llama-3-8B's products at 16 rows on an H200, timed alone with the layout (a build-time
-// diagnostic), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 -> 11.0, gate/up 47.2 ->
-// 39.7, down 26.2 -> 22.1, the output head 166 -> 140; at 8 rows it lost on all but down.
+// Llama-3-8B's int4 products at 16 rows on an H200, timed alone with the layout
+// (scripts/weight_only_bench.cu 16), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 ->
+// 11.0, gate/up 47.2 -> 39.7, down 26.2 -> 22.1, the output head 166 -> 140 (at 8 rows, one tile
+// of rows, it lost on all but down); the batch-16 int4 decode step 4.54 -> 3.72 ms.
 template <int NT> DEVI void wo_few_x(const WoArgs& a) {
   typedef unsigned short S;
   const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
@@ -454,8 +455,8 @@ template <int NT> DEVI void wo_few(const WoArgs& a) {
     float lo[NT][4] = {}, hi[NT][4] = {};  // the sums over the nibbles at bits 0..3 and 4..7 of each byte
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      // Each piece's fragments of every tile of rows of x loaded before its mmas (held apart, the
-      // compiler issues them one tile at a time: gate/up 39 -> 54 us alone).
+      // Every tile's fragments of the piece loaded before its mmas (a tile's load beside its own
+      // mmas took gate/up from 39 to 54 us alone, though not the step).
       V16 b[NT];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) b[nt] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * 4 + k) * 32));
@@ -582,7 +583,7 @@ DEVI void wo_gemm4(const WoArgs& a) {
     if (c >= chunks) continue;
     V16 ca[WT], cb[WT];
     // The scale s and -(136 + z) s: (128 + u) s - (136 + z) s in one fma, exact where z is an
-    // integer (both products exact in float32), so the value rounds once as before.
+    // integer (both products exact in float32), so the value rounds once, as the dequantization's.
     float fs[WT][2], fo[WT][2];
 #pragma unroll
     for (int wt = 0; wt < WT; ++wt) {
