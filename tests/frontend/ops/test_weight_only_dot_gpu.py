@@ -180,7 +180,7 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
 
 @pytest.mark.parametrize("N, K, group, zero", [(1000, 1024, 128, True), (40, 1024, 256, False), (300, 4096, 4096, True),
                                            (1000, 512, 128, "fractional"), (77, 1536, 384, True)])
-def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, N, K, group, zero):
+def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, N, K, group, zero):
     """Up to 16 rows of bfloat16 x against int4 weights may run the few-rows tile (x laid out in the
     workspace as float16, scaled by a power of two a row and chunk; the weight's values as float16
     subnormals): TRIPY_WEIGHT_ONLY_MMA=few forces it where a group is a power-of-two number of
@@ -205,6 +205,10 @@ def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, N, K, group, zero
     err = capfd.readouterr().err
     for rows in (1, 9, 16):
         assert re.search(rf"weight-only dot '[^']*' at {rows} rows: {form}", err), err
+    # Saved and loaded, the executable keeps the form the build chose.
+    exe.save(str(tmp_path / "few.tpymodel"))
+    _check(tp.Executable.load(str(tmp_path / "few.tpymodel")), w, 12, K, "bfloat16")
+    assert re.search(rf"weight-only dot '[^']*' at 12 rows: {form}", capfd.readouterr().err)
 
 
 def _check_one_row(exe, w, K, chunk, capfd, more):
