@@ -28,19 +28,6 @@ DEVI void wo_mma_nv(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsign
 #endif
 }
 
-// A tile's first chunk: its weight read before the wait for the previous kernel where the weight
-// is a program constant (wo_early: hidden behind that kernel), its scales after (`any`: the warp
-// has a chunk).
-template <class W, class S> DEVI void wo_first_chunk(const WoArgs& a, bool any, W&& fetch_w, S&& fetch_s) {
-  const bool early = wo_early(a);
-  if (early && any) fetch_w();
-  enter_after_previous();
-  if (any) {
-    if (!early) fetch_w();
-    fetch_s();
-  }
-}
-
 // The weight rows a lane of an int4 tensor-core tile reads (wo_frag4, wo_gemm4): rows g and g + 8
 // of each of its WT tiles of 16 from n0 (past N: row N - 1, its sums dropped), from byte 16 t of a
 // chunk, with their scales and zero points (the scales' where there are none: read, unused), and
@@ -131,7 +118,13 @@ DEVI void wo_frag4(const WoArgs& a) {
     }
   };
   int c = ws;
-  wo_first_chunk(a, c < chunks, [&] { fetch_w(c); }, [&] { fetch_s(c); });
+  const bool early = wo_early(a);
+  if (early && c < chunks) fetch_w(c);
+  enter_after_previous();
+  if (c < chunks) {
+    if (!early) fetch_w(c);
+    fetch_s(c);
+  }
   float acc[WT][NT][4] = {};
   for (; c < chunks; c += split) {
     V16 ca[WT], cb[WT];
@@ -441,7 +434,13 @@ template <int NT> DEVI void wo_few(const WoArgs& a) {
     sv[0] = rows.s[0][grp], sv[1] = rows.s[0][rows.sd[0] + grp], zv[0] = rows.z[0][grp], zv[1] = rows.z[0][rows.sd[0] + grp];
   };
   int c = ws;
-  wo_first_chunk(a, c < chunks, [&] { fetch_w(c); }, [&] { fetch_s(c); });
+  const bool early = wo_early(a);
+  if (early && c < chunks) fetch_w(c);
+  enter_after_previous();
+  if (c < chunks) {
+    if (!early) fetch_w(c);
+    fetch_s(c);
+  }
   float acc[1][NT][4] = {};
   for (; c < chunks; c += split) {
     const V16 ca = qa, cb = qb;
