@@ -78,6 +78,7 @@ Run: python bench/llm.py [--device gpu|cpu] [--shapes 1b,8b] [--batches 1,8] [--
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -156,6 +157,8 @@ def kernel_profile(step, torch, steps, top, what="step"):
     for name, (n, us) in sorted(per.items(), key=lambda kv: -kv[1][1])[:top]:
         lines.append(f"#  {us / steps:8.1f} us/{what}  adds {added.get(name, 0.0) / steps:8.1f}  {n / steps:5.1f}x  "
                      f"{us / n:7.2f} us  {name[:100]}")
+    kinds = kind_shares(added)
+    lines.append(f"# adds by kind (us/{what}): " + ", ".join(f"{kind} {us / steps:.1f}" for kind, us in kinds))
     # Where the GPU waits: the kernels that start after a gap, by the gaps' sum.
     gaps = {}
     for name, idle, _, _ in sequence:
@@ -172,6 +175,30 @@ def kernel_profile(step, torch, steps, top, what="step"):
 
 
 IDLE = "(idle)"
+# What a kernel of a decode step or prefill computes, from its name (Tripy's names its fused
+# kernels by their ops; cuBLASLt's and NCCL's by their own): the first pattern that matches.
+KERNEL_KINDS = (
+    ("products", re.compile(r"gemv|weight_only_dot|nvjet|gemm|cutlass|splitKreduce|sm90_xmma|_dot_")),
+    ("attention", re.compile(r"attention")),
+    ("collectives", re.compile(r"all_reduce|all_gather|reduce_scatter|one_shot|nccl", re.I)),
+    ("add + RMSNorm", re.compile(r"reduce_sum_div")),
+    ("SiLU x up", re.compile(r"silu")),
+    ("rotary", re.compile(r"sin|select_mul_mul_add")),
+    ("cache writes", re.compile(r"update")),
+    ("sampling", re.compile(r"sample")),
+)
+
+
+def kind_shares(added):
+    """[(kind, microseconds)] of critical_path_shares' totals by KERNEL_KINDS (then "other" and
+    idle), largest first: where a step's span goes."""
+    totals = {}
+    for name, us in added.items():
+        kind = IDLE if name == IDLE else next((k for k, pattern in KERNEL_KINDS if pattern.search(name)), "other")
+        totals[kind] = totals.get(kind, 0.0) + us
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
 SLEEP_CYCLES_PER_CALL = 2e7  # 10 ms at 2 GHz: more than the profiler's host time for a call
 
 

@@ -250,3 +250,21 @@ def test_critical_path_shares_split_the_span_between_kernels_and_idle(load_bench
     # In order, each with its own time: what a layer's products with one name cost apart.
     assert llm.critical_path_sequence([kernel("b", 5.0, 12.0), kernel("a", 0.0, 10.0), kernel("c", 15.0, 16.0)]) == [
         ("a", 0.0, 10.0, 10.0), ("b", 0.0, 2.0, 7.0), ("c", 3.0, 1.0, 1.0)]
+
+
+def test_kind_shares_total_a_steps_kernels_by_what_they_compute(load_bench):
+    """The profile's summary by kind, from names as a decode step's kernels have them."""
+    llm = load_bench("llm")
+    added = {"tripy_weight_only_dot_bf16_b4_m8_row1": 1674.0, "nvjet_sm90_tst_128x16_64x11_2x1_v_bz_TNT": 10.0,
+             "tripy_add_convert_mul_reduce_sum_div": 208.7, "tripy_attention_split16": 283.0,
+             "tripy_silu_mul": 96.3, "tripy_select_mul_mul_add": 91.2, "tripy_add_mul_sin_neg_select": 2.6,
+             "tripy_update_2_i32": 83.4, "tripy_sample_bf16": 8.4, "ncclDevKernel_AllReduce_Sum_bf16": 5.0,
+             "tripy_copy_bytes": 5.8, llm.IDLE: 10.7}
+    shares = llm.kind_shares(added)
+    assert shares[0] == ("products", 1684.0)
+    got = dict(shares)
+    assert got["add + RMSNorm"] == 208.7 and got["attention"] == 283.0 and got["SiLU x up"] == 96.3
+    assert got["rotary"] == 91.2 + 2.6 and got["cache writes"] == 83.4 and got["sampling"] == 8.4
+    assert got["collectives"] == 5.0 and got["other"] == 5.8 and got[llm.IDLE] == 10.7
+    assert abs(sum(got.values()) - sum(added.values())) < 1e-9
+
