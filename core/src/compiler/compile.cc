@@ -106,6 +106,10 @@ StatusOr<std::optional<flat::Graph>> weight_only_dot(const flat::Graph& g, PassC
   return flat::weight_only_dot(g, c.rules.weight_only_dot_max_rows);
 }
 
+StatusOr<std::optional<flat::Graph>> gated_weight_only_dot(const flat::Graph& g, PassContext& c) {
+  return flat::gated_weight_only_dot(g, c.rules.weight_only_gated_rows);
+}
+
 // The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing
 // dump and the verifier's notes; where a pass applies is its own function's business.
 struct PassRow {
@@ -131,6 +135,7 @@ const PassRow kPasses[] = {
     // Last: nothing after it may fold the weight transpose it adds for cuBLASLt back into a constant.
     {"quantized_dot", quantized_dot},
     {"weight_only_dot", weight_only_dot},
+    {"gated_weight_only_dot", gated_weight_only_dot},
 };
 
 // The "kernels" dump: each kernel in launch order with the user line it came from, then the

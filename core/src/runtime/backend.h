@@ -147,6 +147,8 @@ struct PassRules {
   // float8 values (the GPU's answer loads cuBLASLt).
   std::function<LowPrecisionGemms()> low_precision_gemms = [] { return LowPrecisionGemms{}; };
   int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
+  // Rows of x up to which a weight-only dot takes SiLU(gate) * up in place of x (-1: any, 0: none).
+  int64_t weight_only_gated_rows = -1;
 };
 
 // Compile-time preparation of a program for one device kind: what is saved with the executable.

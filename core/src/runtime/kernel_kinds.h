@@ -304,15 +304,20 @@ inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 // bits 4, int8 [N, ceil(K / 2)] holding two values a byte: k even in the low nibble, k odd in the
 // high one, each nibble u read as q = u - 8 in [-8, 7].
 // scale and zero are [N, ceil(K / group_size)] (one group spanning K: a per-channel scale); zero is
-// 0 without has_zero. The weight is read packed and dequantized in registers.
+// 0 without has_zero. The weight is read packed and dequantized in registers. With `gated`, x is
+// [..., 2K] and the product's x is SiLU(x[..., :K]) * x[..., K:] (a SwiGLU's gate and up halves),
+// rounded to x's dtype as a kernel of its own would store it.
 struct WeightOnlyDotAttrs {
   int64_t bits = 8;
   int64_t group_size = 1;
   bool has_zero = false;
-  TRIPY_FIELDS(bits, group_size, has_zero)
+  bool gated = false;
+  TRIPY_FIELDS(bits, group_size, has_zero, gated)
 };
 // The packed bytes per weight row of K values.
 inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }
+// K of a weight-only product whose x's last dim is `x_last`.
+inline int64_t weight_only_k(const WeightOnlyDotAttrs& a, int64_t x_last) { return a.gated ? x_last / 2 : x_last; }
 
 // A collective over the ranks of a sharded program (tp.compile with a tp.DeviceMesh), each rank
 // running its own program on its own thread or process. kAllReduce: out = the elementwise sum of

@@ -388,7 +388,8 @@ class KernelRules {
     const auto& x = shape(k_.inputs[0]);
     const auto& w = shape(k_.inputs[1]);
     const auto& out = shape(k_.outputs[0]);
-    const int64_t K = x.back(), N = w[0];
+    if (a.gated && x.back() % 2 != 0) return "gates an x of odd width " + std::to_string(x.back());
+    const int64_t K = weight_only_k(a, x.back()), N = w[0];
     const int64_t groups = K / a.group_size + (K % a.group_size != 0);
     std::vector<int64_t> want(x.begin(), x.end() - 1);
     want.push_back(N);

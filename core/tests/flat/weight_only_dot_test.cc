@@ -308,5 +308,52 @@ return %10
             "%10 = dot(%0, %9)\n");
 }
 
+// A SwiGLU's down projection: x = silu(y[:, :16]) * y[:, 16:] of one [rows, 32] value y. The
+// product reads y itself (gated) where x's rows are within the rule, and the SiLU, the product and
+// the slices are gone; past the rows, with other halves or another function, x stays.
+std::string swiglu(const std::string& rows, const std::string& gate, const std::string& up, const char* fn = "silu") {
+  return "%0 : f32[" + rows + ", 32] = parameter() {index = 0}\n"
+         "%1 : f32[" + rows + ", 16] = slice(%0) {starts = [0, " + gate + "], limits = [" + rows + ", " +
+         std::to_string(std::stoi(gate) + 16) + "], steps = [1, 1]}\n"
+         "%2 : f32[" + rows + ", 16] = slice(%0) {starts = [0, " + up + "], limits = [" + rows + ", " +
+         std::to_string(std::stoi(up) + 16) + "], steps = [1, 1]}\n"
+         "%3 : f32[" + rows + ", 16] = " + fn + "(%1)\n"
+         "%4 : f32[" + rows + ", 16] = mul(%3, %2)\n"
+         "%5 : i8[2, 8] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38, 48, -106, -4, 82, -72, 30, 116, -38]}\n"
+         "%6 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}\n"
+         "%7 : f32[" + rows + ", 2] = weight_only_dot(%4, %5, %6) {bits = 4, group_size = 8}\n"
+         "return %7\n";
+}
+
+TEST(GatedWeightOnlyDot, ASwigluDownProductReadsTheGateAndUpHalves) {
+  StatusOr<Graph> g = parse_graph(swiglu("3", "0", "16"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(verify(*g).ok());
+  std::optional<Graph> out = gated_weight_only_dot(*g, 47);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[3, 32] = parameter() {index = 0}
+%1 : i8[2, 8] = constant() {value = [48, -106, -4, 82, -72, 30, 116, -38, 48, -106, -4, 82, -72, 30, 116, -38]}
+%2 : f32[2, 2] = constant() {value = [0.5, 0.25, 1, 2]}
+%3 : f32[3, 2] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 8, gated = true}
+return %3
+)");
+  EXPECT_TRUE(gated_weight_only_dot(*g, -1).has_value());  // any rows
+}
+
+TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
+  for (const std::string& text : {swiglu("3", "16", "0"),              // up first: not silu(first half)
+                                  swiglu("3", "0", "16", "gelu")}) {   // not SiLU
+    StatusOr<Graph> g = parse_graph(text);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_FALSE(gated_weight_only_dot(*g, -1).has_value()) << text;
+  }
+  StatusOr<Graph> many = parse_graph(swiglu("48", "0", "16"));
+  ASSERT_TRUE(many.ok());
+  EXPECT_FALSE(gated_weight_only_dot(*many, 47).has_value());  // past the rule's rows
+  EXPECT_FALSE(gated_weight_only_dot(*many, 0).has_value());   // the rule off
+  EXPECT_TRUE(gated_weight_only_dot(*many, 48).has_value());
+}
+
 }  // namespace
 }  // namespace tripy::flat

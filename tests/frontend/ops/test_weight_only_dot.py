@@ -333,3 +333,31 @@ def test_unpack_int4_checks_its_bytes():
         unpack_int4(tp.zeros((2, 4), dtype=tp.int32), 8)
     with pytest.raises(tp.TripyException, match="pack_int4 takes an int4 tensor"):
         pack_int4(tp.zeros((2, 4), dtype=tp.int8))
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3, 300])
+def test_a_swiglus_down_product_reads_the_gate_and_up_halves_itself(dtype, rows):
+    """down(silu(gate) * up) with gate and up the two halves of one value (a Llama MLP's gate_up
+    product): the weight-only product reads that value and forms its x as it reads it where the
+    backend's kernels do (the CPU's, at any rows; the GPU's read x as it is), the SiLU's own kernel
+    gone, and computes what the separate kernels would (x rounded to its dtype before the product)."""
+    down, w = _linear(4, 64, True, dtype)
+
+    class Mlp(tp.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = down
+
+        def forward(self, y):
+            gate, up = tp.split(y, 2, dim=-1)
+            return self.down(tp.silu(gate) * up)
+
+    y = _rounded(RNG.standard_normal((rows, 2 * K)), dtype).astype(np.float32)
+    exe = tp.compile(Mlp(), args=[tp.InputInfo((rows, 2 * K), dtype=dtype)])
+    gated = default_device().kind == "cpu"
+    assert _kernels(exe) == (["weight_only_dot"] if gated else ["fused", "weight_only_dot"]), exe._impl.program_text
+    assert ("gated = true" in exe._impl.program_text) == gated
+    g, u = y[:, :K].astype(np.float64), y[:, K:].astype(np.float64)
+    x = _rounded(g / (1.0 + np.exp(-g)) * u, dtype)
+    _check(_run(exe, y, dtype), x @ w.T, dtype)

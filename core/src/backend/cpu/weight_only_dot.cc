@@ -16,13 +16,28 @@
 #endif
 
 #include "backend/cpu/dot_dnnl.h"
+#include "backend/cpu/fused_ops.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vec_math.h"
 #include "common/half.h"
 
 namespace tripy::cpu {
 namespace {
+
+// A gated product's x from its [rows, 2K] input: SiLU of the first half times the second, rounded
+// to x's dtype as the elementwise kernel that would otherwise write it rounds it.
+std::vector<float> gated_x(const std::vector<float>& y, int64_t rows, int64_t K, DType dtype) {
+  std::vector<float> x(static_cast<size_t>(rows * K));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* g = y.data() + r * 2 * K;
+    float* o = x.data() + r * K;
+    for (int64_t k = 0; k < K; ++k) o[k] = silu_f32(g[k]) * g[K + k];
+    narrow_span(dtype, static_cast<int>(K), o);
+  }
+  return x;
+}
 
 // Rows of x up to which each output is one dot product (no packing for the GEMM).
 constexpr int64_t kFewRows = 4;
@@ -320,11 +335,12 @@ Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
   const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
   const View& xv = *args.inputs[0];
   const View& out = *args.outputs[0];
-  const int64_t K = xv.shape.back(), N = args.inputs[1]->shape[0];
+  const int64_t K = rt::weight_only_k(a, xv.shape.back()), N = args.inputs[1]->shape[0];
   if (out.numel() == 0) return ok_status();
   const int64_t rows = out.numel() / N;
   std::vector<float> x, scale, zero;
   to_float(xv, x);
+  if (a.gated) x = gated_x(x, rows, K, xv.dtype);
   to_float(*args.inputs[2], scale);
   if (a.has_zero) to_float(*args.inputs[3], zero);
   const Weight w{&a,

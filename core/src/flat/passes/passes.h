@@ -2,7 +2,8 @@
 // constant_fold -> sink_unit_reshapes -> simplify -> cse -> match_attention -> fold_attention_layouts
 // -> fold_update_windows -> split_dot_slices -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either
 // changed the graph) -> fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again
-// when it changed the graph) -> quantized_dot -> weight_only_dot -> dce -> sink_elementwise, then
+// when it changed the graph) -> quantized_dot -> weight_only_dot -> gated_weight_only_dot -> dce ->
+// sink_elementwise, then
 // canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/. The passes rebuild
 // graphs through rebuild.h's rewrite_ops.
@@ -101,6 +102,10 @@ bool converts_low_precision(const Graph& graph);
 // more, the dequantization stays for the GEMM, rewritten by groups of K for one fused kernel that
 // writes the float weight. nullopt when nothing matched.
 std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
+// weight_only_dot(mul(silu(y[..., :K]), y[..., K:]), ...) reads y itself (a SwiGLU's down
+// projection, rt::WeightOnlyDotAttrs::gated), where x has at most `max_rows` rows (-1: any; 0:
+// none). nullopt when nothing matched.
+std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows = -1);
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only

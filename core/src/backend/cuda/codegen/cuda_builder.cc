@@ -288,6 +288,7 @@ class CudaBuilder final : public Builder {
     rules.pad_dot_columns = true;
     rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16};
     rules.channels_last_min_chain = 1;
+    rules.weight_only_gated_rows = 0;  // the weight-only kernels read x as it is
     rules.low_precision_gemms = [] {
       Backend* gpu = backend_for(Device::Kind::kGpu);
       return gpu ? gpu->low_precision_gemms() : LowPrecisionGemms{};

@@ -1,0 +1,82 @@
+// A SwiGLU's down projection reads its gate and up halves itself: where a weight-only product's x
+// is SiLU(y[..., :K]) * y[..., K:] (split of one [..., 2K] value, a Llama MLP's gate_up product),
+//
+//   weight_only_dot(mul(silu(slice(y, ..:K)), slice(y, K:2K)), w, scale...)
+//     ->  weight_only_dot(y, w, scale...) {gated}
+//
+// and the kernel forms x as it reads it (rt::WeightOnlyDotAttrs::gated), so that the elementwise
+// kernel that wrote x, a launch of its own in every layer of a decode step, is gone. Only where x
+// has at most `max_rows` rows (the backend's rule: the forms that take a gated x).
+#include "flat/passes/passes.h"
+#include "flat/passes/rebuild.h"
+
+namespace tripy::flat {
+namespace {
+
+// Whether `s` is slice(y, [..., lo:hi]) of the last dim with every other dim whole, steps of 1;
+// its operand y in `y`.
+bool last_dim_slice(const Graph& g, const Op& s, int64_t lo, int64_t hi, ValueId* y) {
+  if (s.kind != OpKind::kSlice || s.operands.size() != 1) return false;
+  const Shape& in = g.values[s.operands[0]].shape;
+  const size_t rank = in.size();
+  if (rank == 0 || s.starts.size() != rank || s.limits.size() != rank || s.steps.size() != rank) return false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (!s.steps[d].is_static() || s.steps[d].static_value() != 1) return false;
+    const bool last = d + 1 == rank;
+    if (!s.starts[d].is_static() || s.starts[d].static_value() != (last ? lo : 0)) return false;
+    if (last ? !(s.limits[d].is_static() && s.limits[d].static_value() == hi) : !s.limits[d].same_as(in[d]))
+      return false;
+  }
+  *y = s.operands[0];
+  return true;
+}
+
+// The [..., 2K] value y whose halves make x = silu(y[..., :K]) * y[..., K:], or -1.
+ValueId gate_source(const Graph& g, ValueId x) {
+  const Shape& xs = g.values[x].shape;
+  if (xs.empty() || !xs.back().is_static()) return -1;
+  const int64_t K = xs.back().static_value();
+  const Op& mul = g.def(x);
+  if (mul.kind != OpKind::kElementwise || mul.fn != EwOp::kMul || mul.operands.size() != 2) return -1;
+  for (int side = 0; side < 2; ++side) {
+    const Op& silu = g.def(mul.operands[side]);
+    if (silu.kind != OpKind::kElementwise || silu.fn != EwOp::kSilu || silu.operands.size() != 1) continue;
+    ValueId gate = -1, up = -1;
+    if (!last_dim_slice(g, g.def(silu.operands[0]), 0, K, &gate) ||
+        !last_dim_slice(g, g.def(mul.operands[1 - side]), K, 2 * K, &up) || gate != up)
+      continue;
+    const Value& y = g.values[gate];
+    if (y.dtype != g.values[x].dtype || !y.shape.back().is_static() || y.shape.back().static_value() != 2 * K) continue;
+    return gate;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows) {
+  if (max_rows == 0) return std::nullopt;
+  bool changed = false;
+  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    const Op& src = graph.ops[i];
+    if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
+        src.kernel.weight_only_dot.gated || src.operands.empty())
+      return false;
+    const ValueId x = src.operands[0];
+    if (max_rows > 0 && most_rows(graph, x) > max_rows) return false;
+    const ValueId y = gate_source(graph, x);
+    if (y < 0) return false;
+    Op op = src;
+    op.operands[0] = rw[y];
+    for (size_t j = 1; j < op.operands.size(); ++j) op.operands[j] = rw[src.operands[j]];
+    op.kernel.weight_only_dot.gated = true;
+    const Value& r = graph.values[src.result];
+    rw.set(src.result, rw.add(std::move(op), r.dtype, r.shape));
+    changed = true;
+    return true;
+  });
+  if (!changed) return std::nullopt;
+  return dce(out);
+}
+
+}  // namespace tripy::flat
