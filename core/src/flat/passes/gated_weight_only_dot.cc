@@ -67,11 +67,9 @@ std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows)
     const ValueId y = gate_source(graph, x);
     if (y < 0) return false;
     Op op = src;
-    op.operands[0] = rw[y];
-    for (size_t j = 1; j < op.operands.size(); ++j) op.operands[j] = rw[src.operands[j]];
+    op.operands[0] = y;  // a source value, mapped by copy with the others
     op.kernel.weight_only_dot.gated = true;
-    const Value& r = graph.values[src.result];
-    rw.set(src.result, rw.add(std::move(op), r.dtype, r.shape));
+    rw.copy(op);
     changed = true;
     return true;
   });

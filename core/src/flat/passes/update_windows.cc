@@ -64,10 +64,9 @@ std::optional<Graph> fold_update_windows(const Graph& graph) {
     const int64_t offset = window_offset(graph, up, src.dims[0]);
     if (offset < 0) return false;
     Op op = src;
-    op.operands = {rw[src.operands[0]], rw[up.operands[0]], rw[src.operands[2]]};
+    op.operands = {src.operands[0], up.operands[0], src.operands[2]};  // source values, mapped by copy
     op.dims = {src.dims[0], offset};
-    const Value& r = graph.values[src.result];
-    rw.set(src.result, rw.add(std::move(op), r.dtype, r.shape));
+    rw.copy(op);
     changed = true;
     return true;
   });
