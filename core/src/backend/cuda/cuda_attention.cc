@@ -194,6 +194,9 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     bool vvec = v.stride[3] == 1 && Dv % ve == 0 && v.offset % ve == 0;
     for (int d = 0; d < 3; ++d) vvec = vvec && v.stride[d] % ve == 0;
     l.words[kSplitVecV] = vvec ? 1 : 0;
+    // The tensor-core form where K and V rows allow it and the module has it (its head, 16-bit).
+    if (vec && vvec && D == Dv && (D == 64 || D == 128))
+      l.split_tc_fn = split_fn == fns.split1 ? fns.split1_tc : fns.split16_tc;
   } else {
     // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
     // every other stride (and a head window's start) a multiple of 8 elements.
@@ -271,6 +274,10 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
   if (k.attention.mask != MaskKind::kNone)
     l.ptrs.push_back({kPtrMask, k.inputs[3], off[AttentionAttrs::kMask], k.attention.mask == MaskKind::kCausalOffset});
   l.block_x = 128;
+  if (a.split_tc_fn != nullptr) {
+    l.vector_fn = a.split_tc_fn;
+    l.vector_block_x = kAttentionSplitTcThreads;
+  }
   l.vector_word = a.vec_word;
   l.grid = l.scalar_grid = l.vector_grid = a.grid;
   return std::vector<Launch>{std::move(l)};
@@ -289,6 +296,8 @@ Status load_attention(const Program& p, const Kernel& k, CUmodule module, const 
   optional(&f.flash, kAttentionFlash);
   optional(&f.split1, kAttentionSplit1);
   optional(&f.split16, kAttentionSplit16);
+  optional(&f.split1_tc, kAttentionSplit1Tc);
+  optional(&f.split16_tc, kAttentionSplit16Tc);
   return ok_status();
 }
 

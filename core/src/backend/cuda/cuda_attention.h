@@ -25,6 +25,11 @@ inline const char* kAttentionFlash = "tripy_attention_flash";
 // Split-KV for up to 1 and up to kAttentionSplitRows rows per (batch, kv head).
 inline const char* kAttentionSplit1 = "tripy_attention_split1";
 inline const char* kAttentionSplit16 = "tripy_attention_split16";
+// Their tensor-core forms (heads of 64 or 128, 16-byte rows: the launch's aligned form), 8 warps a
+// block; a module has them where its dtype and head allow.
+inline const char* kAttentionSplit1Tc = "tripy_attention_split1_tc";
+inline const char* kAttentionSplit16Tc = "tripy_attention_split16_tc";
+inline constexpr unsigned kAttentionSplitTcThreads = 256;
 inline constexpr int64_t kAttentionSplitRows = 16;
 // The rows tripy_attention_split16 of this kernel's module serves: the smallest power of two from
 // 2 to kAttentionSplitRows that holds the most rows per kv head its sizes give. Its row loops are
@@ -82,6 +87,8 @@ struct AttentionFunctions {
   CUfunc_st* flash = nullptr;
   CUfunc_st* split1 = nullptr;
   CUfunc_st* split16 = nullptr;
+  CUfunc_st* split1_tc = nullptr;
+  CUfunc_st* split16_tc = nullptr;
 };
 
 // The launch for these sizes and its grid (128 threads a block) and argument words (addresses
@@ -99,6 +106,7 @@ struct AttentionLaunch {
   // program's workspace) and int32 counters (kept at zero between launches) it needs.
   int64_t split_rows = 0, splits = 0, workspace_bytes = 0, counters = 0;
   CUfunc_st* split_fn = nullptr;
+  CUfunc_st* split_tc_fn = nullptr;  // the aligned form's function, where the tensor-core form serves
   std::array<int64_t, AttentionAttrs::kNumOperands> byte_offsets{};  // of q, k, v, mask, out (head windows)
   // Flash or generic: the problem as cuDNN would take it, where attention_cudnn_wanted says so
   // (the program then tries cuDNN's plan first).

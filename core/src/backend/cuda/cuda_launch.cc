@@ -170,8 +170,9 @@ Status launch(Launch& l, const std::vector<CUdeviceptr>& base, CUstream stream) 
   }
   if (fn == l.vector_fn && l.tensor_map.word >= 0) TRIPY_RETURN_IF_ERROR(encode_tensor_map(l));
   void* params[] = {l.words.data()};
-  if (l.overlaps) return launch_overlapping(fn, l.grid, l.block_x, l.block_y, params, stream);
-  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, l.block_x, l.block_y, 1, 0, stream, params, nullptr));
+  const unsigned block_x = fn == l.vector_fn && l.vector_block_x != 0 ? l.vector_block_x : l.block_x;
+  if (l.overlaps) return launch_overlapping(fn, l.grid, block_x, l.block_y, params, stream);
+  return TRIPY_CUDA(cuLaunchKernel(fn, l.grid, 1, 1, block_x, l.block_y, 1, 0, stream, params, nullptr));
 }
 
 Status launch_lead(CUfunction lead, CUstream stream) {

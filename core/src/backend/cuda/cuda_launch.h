@@ -32,6 +32,7 @@ struct Launch {
   unsigned vector_grid = 1;
   unsigned scalar_grid = 1;
   CUfunction vector_fn = nullptr;  // where set, the vector form runs this function instead of fn
+  unsigned vector_block_x = 0;     // where set, vector_fn's own block (threads)
   // Program-owned scratch (kAttention's split path): `workspace_bytes` of the program's workspace
   // at words[workspace_word] and `counters` int32 counters, zero between launches, at
   // words[counters_word]. The program writes both addresses before each launch (the workspace

@@ -52,7 +52,8 @@ DEVI void split_merge(const AttnArgs& a, int grp, int nsplit, int R, const i64* 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, ns = (int)a.nsplit, Dv = (int)a.Dv;
   const float* part_o = (const float*)a.ws;
   const float* ml = part_o + a.B * a.Hkv * ns * R * Dv + (i64)grp * ns * R * 2;
-  for (int r = warp; r < R; r += 4) {
+  const int warps = (int)(blockDim.x >> 5);
+  for (int r = warp; r < R; r += warps) {
     float M = NEG_INF;
     for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(ml + (s * R + r) * 2));
 #pragma unroll
@@ -72,7 +73,7 @@ DEVI void split_merge(const AttnArgs& a, int grp, int nsplit, int R, const i64* 
   __syncthreads();
   const float* pg = part_o + (i64)grp * ns * R * Dv;
   for (int r = 0; r < R; ++r)
-    for (int col = tid; col < Dv; col += 128) {
+    for (int col = tid; col < Dv; col += (int)blockDim.x) {
       const float* pr = pg + r * Dv + col;
       float o = 0.0f;
       for (int s = 0; s < nsplit; s += 4) {  // four chunks' partials loaded at once
@@ -376,24 +377,26 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
 // ---------------------------------------------------------------------------------------------
 // The same blocks, chunks, partials and merge on tensor cores, for float16/bfloat16 with a head
-// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each warp takes tiles of 16 keys in
-// turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the block's rows as the 16 rows of
+// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each of the block's TW warps takes
+// tiles of 16 keys in turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the block's rows as the 16 rows of
 // A (zero past R) and 8 keys as B's columns: a lane's 16 contiguous bytes of a K row (loaded
 // straight from global memory) take its fragment slots, Q's likewise, since the sum over the head
 // is the same in any order. The online softmax runs on the accumulators (rows g and g + 8 of lane
 // (g, t)); the probabilities, packed to 16 bits, are the A fragments of O += P V (the scores' C
 // layout is that A layout), and V passes through the warp's shared tile for ldmatrix.trans. The
-// four warps' (m, l, o) combine through shared memory at the end. On CUDA cores the same work was
-// thousands of dependent instructions a warp.
+// warps' (m, l, o) combine through shared memory at the end. On CUDA cores the same work was
+// thousands of dependent instructions a warp; here a tile is about 420 (Nsight Compute, H200), so
+// a decode step's short cache is a chain of tiles a warp: 8 warps, not 4, halve it (129 keys: 2
+// tiles a warp, not 3).
 #define TC_VROW (SPLIT_TC_HD + 8)  // a staged V row, padded so that ldmatrix's 8 rows hit distinct banks
 
-template <int RM>
+template <int RM, int TW>
 DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   constexpr int TD = SPLIT_TC_HD, KS = TD / 32, NT = TD / 8;
   constexpr int VP = 16 * TD / 8 / 32;  // 16-byte pieces of a 16-key V tile per lane
-  constexpr int SM_V = 4 * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
+  constexpr int SM_V = TW * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
-  __shared__ float wm[4][16], wl[4][16], sM[16], sL[16], sInv[16];
+  __shared__ float wm[TW][16], wl[TW][16], sM[16], sL[16], sInv[16];
   __shared__ i64 sQo[16], sOo[16];
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -456,7 +459,7 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   float o[NT][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int d = 0; d < NT; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  for (i64 kt = k0 + warp * 16; kt < k1; kt += 64) {
+  for (i64 kt = k0 + warp * 16; kt < k1; kt += 16 * TW) {
     // The tile's K and V rows, every load in flight at once (rows past k1 read row k1 - 1).
     V16 kv[2][KS], vv[VP];
 #pragma unroll
@@ -540,8 +543,9 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
     }
   }
   // Each warp's row sums over its lanes t; the block's rows combine through shared memory:
-  // M = max m_w, o = sum_w 2^(m_w - M) o_w, warps 0 and 1 storing, then 2 and 3 adding (plain
-  // stores, no atomics, one copy of the code: it runs once a step, cold in the instruction cache).
+  // M = max m_w, o = sum_w 2^(m_w - M) o_w, warps 0 and 1 storing, then each next pair adding
+  // (plain stores, no atomics, one copy of the code: it runs once a step, cold in the instruction
+  // cache).
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     l[hr] += __shfl_xor_sync(0xffffffffu, l[hr], 1);
@@ -557,12 +561,14 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const int r = g + hr * 8 < RM ? g + hr * 8 : 0;
-    const float M = fmaxf(fmaxf(wm[0][r], wm[1][r]), fmaxf(wm[2][r], wm[3][r]));
+    float M = wm[0][r];
+#pragma unroll
+    for (int w = 1; w < TW; ++w) M = fmaxf(M, wm[w][r]);
     f[hr] = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
   }
   float* wo = (float*)smem;  // [2][RM][TD]
 #pragma unroll 1
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < TW / 2; ++round) {
     if (warp >> 1 == round)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -582,9 +588,10 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
     __syncthreads();
   }
   if (tid < R) {
-    const float M = fmaxf(fmaxf(wm[0][tid], wm[1][tid]), fmaxf(wm[2][tid], wm[3][tid]));
+    float M = wm[0][tid];
+    for (int w = 1; w < TW; ++w) M = fmaxf(M, wm[w][tid]);
     float Lsum = 0.0f;
-    for (int w = 0; w < 4; ++w)
+    for (int w = 0; w < TW; ++w)
       if (wm[w][tid] != NEG_INF) Lsum += fexp2(wm[w][tid] - M) * wl[w][tid];
     sM[tid] = M;
     sL[tid] = Lsum;
@@ -609,18 +616,13 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
 }
 #endif  // SPLIT_TC_HD
 
-// Where the tensor-core path is compiled, the CUDA-core body only serves unaligned addresses.
+// Where the tensor-core path is compiled, the CUDA-core body only serves what it cannot: the
+// launch's aligned form runs the tensor-core entry points below where they exist.
 #define SPLIT_LEAN (SPLIT_TC_HD && __CUDA_ARCH__ >= 800)
-// A split entry point's body: the tensor-core path where it serves the launch, else the CUDA-core
-// one, then the finish both share.
+// A split entry point's body: the CUDA-core path, then the finish.
 template <int RM>
 DEVI void attention_split_entry(const AttnArgs& a) {
-  SplitEnd e;
-#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
-  if (a.vec && a.vvec && a.D == SPLIT_TC_HD && a.Dv == SPLIT_TC_HD) e = attention_split_tc<RM>(a);
-  else
-#endif
-    e = attention_split<RM, SPLIT_LEAN>(a);
+  const SplitEnd e = attention_split<RM, SPLIT_LEAN>(a);
   if (e.merge) split_finish<RM>(a, e);
 }
 #if HAS_SPLIT1
@@ -632,4 +634,27 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const 
   enter_after_previous();
   attention_split_entry<SPLIT_RM>(a);
 }
+#endif
+
+#if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
+// The tensor-core form's entry points (the launch's aligned form where q, k and v have the head
+// SPLIT_TC_HD and 16-byte rows): SPLIT_TC_WARPS warps a block.
+#define SPLIT_TC_WARPS 8
+template <int RM>
+DEVI void attention_split_tc_entry(const AttnArgs& a) {
+  const SplitEnd e = attention_split_tc<RM, SPLIT_TC_WARPS>(a);
+  if (e.merge) split_finish<RM>(a, e);
+}
+#if HAS_SPLIT1
+extern "C" __global__ void __launch_bounds__(32 * SPLIT_TC_WARPS) tripy_attention_split1_tc(const AttnArgs a) {
+  enter_after_previous();
+  attention_split_tc_entry<1>(a);
+}
+#endif
+#if HAS_SPLIT16
+extern "C" __global__ void __launch_bounds__(32 * SPLIT_TC_WARPS) tripy_attention_split16_tc(const AttnArgs a) {
+  enter_after_previous();
+  attention_split_tc_entry<SPLIT_RM>(a);
+}
+#endif
 #endif
