@@ -59,6 +59,8 @@ int64_t split_min_keys() {
   return n >= 32 && n % 32 == 0 ? n : kMinKeys;
 }
 
+unsigned attention_split_tc_threads(int64_t groups, int sm_count) { return 4 * groups <= sm_count ? 256 : 128; }
+
 bool split_enabled() {
   const char* v = std::getenv("TRIPY_ATTENTION_SPLIT");
   return v == nullptr || std::atoi(v) != 0;
@@ -197,6 +199,7 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     // The tensor-core form where K and V rows allow it and the module has it (its head, 16-bit).
     if (vec && vvec && D == Dv && (D == 64 || D == 128))
       l.split_tc_fn = split_fn == fns.split1 ? fns.split1_tc : fns.split16_tc;
+    l.split_tc_threads = attention_split_tc_threads(groups, sm_count);
   } else {
     // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and
     // every other stride (and a head window's start) a multiple of 8 elements.
@@ -276,7 +279,7 @@ StatusOr<std::vector<Launch>> attention_launches(const Program& p, const Kernel&
   l.block_x = 128;
   if (a.split_tc_fn != nullptr) {
     l.vector_fn = a.split_tc_fn;
-    l.vector_block_x = kAttentionSplitTcThreads;
+    l.vector_block_x = a.split_tc_threads;
   }
   l.vector_word = a.vec_word;
   l.grid = l.scalar_grid = l.vector_grid = a.grid;

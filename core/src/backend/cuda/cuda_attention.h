@@ -25,11 +25,14 @@ inline const char* kAttentionFlash = "tripy_attention_flash";
 // Split-KV for up to 1 and up to kAttentionSplitRows rows per (batch, kv head).
 inline const char* kAttentionSplit1 = "tripy_attention_split1";
 inline const char* kAttentionSplit16 = "tripy_attention_split16";
-// Their tensor-core forms (heads of 64 or 128, 16-byte rows: the launch's aligned form), 8 warps a
-// block; a module has them where its dtype and head allow.
+// Their tensor-core forms (heads of 64 or 128, 16-byte rows: the launch's aligned form); a module
+// has them where its dtype and head allow. 256 threads a block where the (batch, kv head) groups
+// are at most a quarter of the SMs (a warp's chain of 16-key tiles halves: 8.70 against 9.55 us
+// for an 8B decode step's attention over 128 keys on an H200), else 128 (two blocks an SM: at
+// batch 8 and 1024 keys, 256 threads took 35.7 us against 30.9).
 inline const char* kAttentionSplit1Tc = "tripy_attention_split1_tc";
 inline const char* kAttentionSplit16Tc = "tripy_attention_split16_tc";
-inline constexpr unsigned kAttentionSplitTcThreads = 256;
+unsigned attention_split_tc_threads(int64_t groups, int sm_count);
 inline constexpr int64_t kAttentionSplitRows = 16;
 // The rows tripy_attention_split16 of this kernel's module serves: the smallest power of two from
 // 2 to kAttentionSplitRows that holds the most rows per kv head its sizes give. Its row loops are
@@ -107,6 +110,7 @@ struct AttentionLaunch {
   int64_t split_rows = 0, splits = 0, workspace_bytes = 0, counters = 0;
   CUfunc_st* split_fn = nullptr;
   CUfunc_st* split_tc_fn = nullptr;  // the aligned form's function, where the tensor-core form serves
+  unsigned split_tc_threads = 128;    // and its block (attention_split_tc_threads)
   std::array<int64_t, AttentionAttrs::kNumOperands> byte_offsets{};  // of q, k, v, mask, out (head windows)
   // Flash or generic: the problem as cuDNN would take it, where attention_cudnn_wanted says so
   // (the program then tries cuDNN's plan first).

@@ -377,7 +377,7 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
 // ---------------------------------------------------------------------------------------------
 // The same blocks, chunks, partials and merge on tensor cores, for float16/bfloat16 with a head
-// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each of the block's TW warps takes
+// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each of the block's warps (up to TW) takes
 // tiles of 16 keys in turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the block's rows as the 16 rows of
 // A (zero past R) and 8 keys as B's columns: a lane's 16 contiguous bytes of a K row (loaded
 // straight from global memory) take its fragment slots, Q's likewise, since the sum over the head
@@ -397,6 +397,7 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   constexpr int SM_V = TW * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
   __shared__ float wm[TW][16], wl[TW][16], sM[16], sL[16], sInv[16];
+  const int warps = (int)(blockDim.x >> 5);  // the launch's: TW, or fewer where blocks are many
   __shared__ i64 sQo[16], sOo[16];
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -459,7 +460,7 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   float o[NT][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int d = 0; d < NT; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
-  for (i64 kt = k0 + warp * 16; kt < k1; kt += 16 * TW) {
+  for (i64 kt = k0 + warp * 16; kt < k1; kt += 16 * warps) {
     // The tile's K and V rows, every load in flight at once (rows past k1 read row k1 - 1).
     V16 kv[2][KS], vv[VP];
 #pragma unroll
@@ -562,13 +563,12 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   for (int hr = 0; hr < 2; ++hr) {
     const int r = g + hr * 8 < RM ? g + hr * 8 : 0;
     float M = wm[0][r];
-#pragma unroll
-    for (int w = 1; w < TW; ++w) M = fmaxf(M, wm[w][r]);
+    for (int w = 1; w < warps; ++w) M = fmaxf(M, wm[w][r]);
     f[hr] = m[hr] == NEG_INF ? 0.0f : fexp2(m[hr] - M);
   }
   float* wo = (float*)smem;  // [2][RM][TD]
 #pragma unroll 1
-  for (int round = 0; round < TW / 2; ++round) {
+  for (int round = 0; round < warps / 2; ++round) {
     if (warp >> 1 == round)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -589,9 +589,9 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   }
   if (tid < R) {
     float M = wm[0][tid];
-    for (int w = 1; w < TW; ++w) M = fmaxf(M, wm[w][tid]);
+    for (int w = 1; w < warps; ++w) M = fmaxf(M, wm[w][tid]);
     float Lsum = 0.0f;
-    for (int w = 0; w < TW; ++w)
+    for (int w = 0; w < warps; ++w)
       if (wm[w][tid] != NEG_INF) Lsum += fexp2(wm[w][tid] - M) * wl[w][tid];
     sM[tid] = M;
     sL[tid] = Lsum;
@@ -638,7 +638,9 @@ extern "C" __global__ void __launch_bounds__(128) tripy_attention_split16(const 
 
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
 // The tensor-core form's entry points (the launch's aligned form where q, k and v have the head
-// SPLIT_TC_HD and 16-byte rows): SPLIT_TC_WARPS warps a block.
+// SPLIT_TC_HD and 16-byte rows): up to SPLIT_TC_WARPS warps a block, as the launch says (8 where
+// the blocks leave most SMs idle, a decode step's few heads: shorter chains a warp; else 4, two
+// blocks an SM).
 #define SPLIT_TC_WARPS 8
 template <int RM>
 DEVI void attention_split_tc_entry(const AttnArgs& a) {
