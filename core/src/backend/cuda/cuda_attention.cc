@@ -166,7 +166,8 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
   for (int x = 0; x < 5; ++x)
     l.byte_offsets[static_cast<size_t>(x)] = ops[static_cast<size_t>(x)].offset * (x == 3 ? mask_size : esize);
   int64_t blocks;
-  CUfunc_st* split_fn = rows <= 1 && fns.split1                                     ? fns.split1
+  const bool one_row = rows <= 1 && fns.split1;
+  CUfunc_st* split_fn = one_row                                                 ? fns.split1
                         : fns.split16 && rows <= attention_split_capacity(p, k) ? fns.split16
                                                                                 : nullptr;
   if (split_fn && split_enabled() && S > 0 && D <= kSplitHeadMax && Dv <= kSplitHeadMax) {
@@ -198,7 +199,7 @@ StatusOr<AttentionLaunch> plan_attention_words(const Program& p, const Kernel& k
     l.words[kSplitVecV] = vvec ? 1 : 0;
     // The tensor-core form where K and V rows allow it and the module has it (its head, 16-bit).
     if (vec && vvec && D == Dv && (D == 64 || D == 128))
-      l.split_tc_fn = split_fn == fns.split1 ? fns.split1_tc : fns.split16_tc;
+      l.split_tc_fn = one_row ? fns.split1_tc : fns.split16_tc;
     l.split_tc_threads = attention_split_tc_threads(groups, sm_count);
   } else {
     // The flash kernel reads rows of 8-element (16-byte) chunks: unit stride along the head and

@@ -120,6 +120,11 @@ TEST(CudaAttention, EveryVariantCompilesWithNvrtc) {
     EXPECT_EQ(ptx.find(".entry tripy_attention_flash") != std::string::npos, flash[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split1(") != std::string::npos, split1[i]) << names[i];
     EXPECT_EQ(ptx.find(".entry tripy_attention_split16(") != std::string::npos, split16[i]) << names[i];
+    // The tensor-core form's own entry points, beside the ones they serve.
+    EXPECT_EQ(ptx.find(".entry tripy_attention_split1_tc(") != std::string::npos, split1[i] && tensor_split[i])
+        << names[i];
+    EXPECT_EQ(ptx.find(".entry tripy_attention_split16_tc(") != std::string::npos, split16[i] && tensor_split[i])
+        << names[i];
     // The last block of each group merges, found with a counter that wraps back to zero.
     if (split1[i] || split16[i]) EXPECT_NE(ptx.find("atom.global.inc.u32"), std::string::npos) << names[i];
     // Split-KV's tensor-core path (float16/bfloat16, heads of 64 and 128) likewise.
@@ -290,6 +295,34 @@ TEST(CudaAttention, DecodeSplitsTheKeysToFillTheGpu) {
   l = plan_attention_words(p, p.kernels[0], kAll, slots_of(64, batch), 132);
   EXPECT_EQ(l->path, AttentionLaunch::Path::kSplit);
   EXPECT_EQ(l->splits, 1);
+}
+
+TEST(CudaAttention, TheAlignedFormTakesTheTensorCoreKernelWithMoreWarpsWhereGroupsAreFew) {
+  CUfunc_st* const tc1 = reinterpret_cast<CUfunc_st*>(uintptr_t{32});
+  CUfunc_st* const tc16 = reinterpret_cast<CUfunc_st*>(uintptr_t{48});
+  const AttentionFunctions fns{kSome, kSome, kSome, kSome, tc1, tc16};
+  // Llama-3-8B's decode step: 32 q heads over 8 kv heads (4 rows a group), head 128, bfloat16.
+  Sizes step{1, 32, 1, 8, 1024};
+  Program p = program(DType::kBFloat16, 128, false, MaskKind::kCausalOffset, step);
+  auto l = plan_attention_words(p, p.kernels[0], fns, slots_of(128, step), 132);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->split_tc_fn, tc16);
+  EXPECT_EQ(l->split_tc_threads, 256u);  // 8 groups on 132 SMs
+  auto launches = attention_launches(p, p.kernels[0], fns, *l);
+  ASSERT_TRUE(launches.ok()) << launches.status().message();
+  EXPECT_EQ((*launches)[0].block_x, 128u);  // the unaligned form's CUDA-core kernel
+  EXPECT_EQ((*launches)[0].vector_fn, tc16);
+  EXPECT_EQ((*launches)[0].vector_block_x, 256u);
+  // A batch of 8: 64 groups keep two blocks of 4 warps an SM.
+  step.b = 8;
+  l = plan_attention_words(p, p.kernels[0], fns, slots_of(128, step), 132);
+  EXPECT_EQ(l->split_tc_threads, 128u);
+  // One query a kv head takes split1's form; a head of 80 has none (nor has float32).
+  const Sizes mha{1, 12, 1, 12, 1024};
+  p = program(DType::kFloat16, 64, false, MaskKind::kCausalOffset, mha);
+  EXPECT_EQ(plan_attention_words(p, p.kernels[0], fns, slots_of(64, mha), 132)->split_tc_fn, tc1);
+  p = program(DType::kFloat16, 80, false, MaskKind::kCausalOffset, mha);
+  EXPECT_EQ(plan_attention_words(p, p.kernels[0], fns, slots_of(80, mha), 132)->split_tc_fn, nullptr);
 }
 
 TEST(CudaAttention, SplitServesGroupsOfUpTo16RowsAndAnyLayout) {
