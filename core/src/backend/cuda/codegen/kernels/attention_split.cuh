@@ -25,7 +25,8 @@
 // tripy_attention_split1 serves one row per kv head (multi-head decode), tripy_attention_split16
 // up to 16 (GQA groups, a few query rows: as many as the module's sizes need, since each row
 // unrolls its loops once more); a module holds those its sizes can use and the host picks one per
-// launch (cuda_attention.cc).
+// launch (cuda_attention.cc). Each has a tensor-core form (_tc) where the dtype and head allow it,
+// the launch's aligned form.
 
 #define SPLIT_T 128     // keys per tile: one per thread in the score phase
 #define SPLIT_DMAX 256  // head sizes up to this (the host checks)
