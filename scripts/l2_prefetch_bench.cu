@@ -1,0 +1,152 @@
+// Whether a product's constant weight, asked of the L2 before the product waits for the kernel
+// before it, arrives while that kernel runs and is then read from the L2. In a decode step the
+// kernels between two products (attention, a norm, rotary) are chains of latencies that leave the
+// memory idle for 3-10 µs each; a product launched to overlap them (programmatic dependent launch)
+// runs only its wait-free part meanwhile. Here a one-block kernel that spins for a set time stands
+// for them, and a weight-streaming kernel (every block reads its rows with 16-byte loads that skip
+// the L1, as kernels/gemv.cuh's rows do, and sums them) for the product; `layers` pairs, each with
+// its own weight (so weights come from memory, as in a step), captured in a CUDA graph. Before its
+// wait the stream kernel's blocks ask the L2 for up to `budget` bytes of their rows: with
+// cp.async.bulk.prefetch.L2 (a thread a 4 KB piece and more) or prefetch.global.L2 (a line a
+// thread at a time). A diagnostic; run on the GPU machine from the repository root:
+//   K=core/src/backend/cuda/codegen/kernels
+//   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -Iscripts -o /tmp/l2p scripts/l2_prefetch_bench.cu && /tmp/l2p
+// Prints µs a layer (spin + stream) for each weight size, spin time, budget and form, beside the
+// stream alone and the spin alone.
+#include <cstdio>
+#include <vector>
+
+#include "device_prelude.cuh"
+#include "overlap_bench_util.cuh"
+
+DEVI u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// [lo, hi) of base, clipped to [0, limit), asked of the L2 by the block's threads, a bulk prefetch
+// of at least 4 KB each.
+DEVI void ask_l2(const char* base, long long lo, long long hi, long long limit) {
+  if (hi > limit) hi = limit;
+  if (lo >= hi) return;
+  long long piece = ((hi - lo + blockDim.x - 1) / blockDim.x + 15) & ~15LL;
+  if (piece < 4096) piece = 4096;
+  const long long at = lo + threadIdx.x * piece;
+  if (at < hi) {
+    const unsigned n = (unsigned)(hi - at < piece ? hi - at : piece);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + at), "r"(n) : "memory");
+  }
+}
+
+// One block that waits for the kernel before it, lets the next launch, and spins `ns`.
+__global__ void spin(long long ns, unsigned* sink) {
+  enter_after_previous();
+  const u64 t0 = globaltimer();
+  while (globaltimer() - t0 < (u64)ns) {
+  }
+  if (threadIdx.x == 0) sink[0] += 1;
+}
+
+// form 0: no prefetch; 1: bulk prefetch of the block's rows (up to budget bytes of w); 2: a
+// prefetch.global.L2 per 128-byte line of them.
+__global__ void __launch_bounds__(256) stream(const V16* w, long long bytes_per_block, long long budget, int form,
+                                              float* out) {
+  const char* base = (const char*)w;
+  const long long lo = (long long)blockIdx.x * bytes_per_block, hi = lo + bytes_per_block;
+  if (form == 1) {
+    ask_l2(base, lo, hi, budget);
+  } else if (form == 2) {
+    const long long end = hi < budget ? hi : budget;
+    for (long long at = lo + threadIdx.x * 128; at < end; at += 256 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(base + at));
+  }
+  enter_after_previous();
+  const V16* p = (const V16*)(base + lo);
+  const int n = (int)(bytes_per_block / 16);
+  float acc = 0.0f;
+  for (int i = threadIdx.x; i < n; i += 4 * 256) {
+    V16 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * 256 < n)
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
+                     : "l"(p + i + u * 256));
+      else
+        v[u] = V16{0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w) * 0.0f + 1.0f;
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+template <class L> float graph_us(int layers, L record) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < layers; ++l) record(l, s);
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventRecord(e0, s));
+  const int reps = 20;
+  for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
+  CK(cudaEventRecord(e1, s));
+  CK(cudaEventSynchronize(e1));
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamDestroy(s));
+  return ms * 1000.f / reps / layers;
+}
+
+int main() {
+  const int layers = 16, blocks = 512;
+  unsigned* sink;
+  float* out;
+  CK(cudaMalloc(&sink, 64));
+  CK(cudaMalloc(&out, blocks * sizeof(float)));
+  printf("%-8s %-7s %-9s %10s %10s %10s %10s\n", "weight", "spin", "budget", "spin only", "none", "bulk", "lines");
+  for (long long mb : {16, 32, 64}) {
+    const long long bytes = mb << 20, per_block = bytes / blocks;
+    std::vector<V16*> w(layers);
+    for (auto& p : w) {
+      CK(cudaMalloc(&p, bytes));
+      CK(cudaMemset(p, 1, bytes));
+    }
+    for (long long spin_ns : {3000LL, 9000LL}) {
+      const float spin_only = graph_us(layers, [&](int, cudaStream_t s) {
+        void* sp[] = {(void*)&spin_ns, (void*)&sink};
+        launch_overlapping((const void*)spin, 1, 128, sp, s);
+      });
+      for (long long budget_mb : {0LL, 8LL, 16LL, 24LL, 32LL}) {
+        if (budget_mb > mb) continue;
+        float t[3];
+        for (int form = 0; form < 3; ++form) {
+          const long long budget = budget_mb << 20;
+          const int f = budget ? form : 0;
+          t[form] = graph_us(layers, [&](int l, cudaStream_t s) {
+            void* sp[] = {(void*)&spin_ns, (void*)&sink};
+            launch_overlapping((const void*)spin, 1, 128, sp, s);
+            const V16* wl = w[l];
+            long long pb = per_block, bg = budget;
+            int fm = f;
+            void* st[] = {(void*)&wl, (void*)&pb, (void*)&bg, (void*)&fm, (void*)&out};
+            launch_overlapping((const void*)stream, blocks, 256, st, s);
+          });
+        }
+        printf("%-8lld %-7.1f %-9lld %10.2f %10.2f %10.2f %10.2f\n", mb, spin_ns / 1000.0, budget_mb, spin_only, t[0],
+               t[1], t[2]);
+      }
+    }
+    for (auto& p : w) CK(cudaFree(p));
+  }
+  return 0;
+}
