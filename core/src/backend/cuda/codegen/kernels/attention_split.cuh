@@ -378,17 +378,17 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
 #if SPLIT_TC_HD && __CUDA_ARCH__ >= 800
 // ---------------------------------------------------------------------------------------------
 // The same blocks, chunks, partials and merge on tensor cores, for float16/bfloat16 with a head
-// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each of the block's warps (up to TW) takes
-// tiles of 16 keys in turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the block's rows as the 16 rows of
-// A (zero past R) and 8 keys as B's columns: a lane's 16 contiguous bytes of a K row (loaded
-// straight from global memory) take its fragment slots, Q's likewise, since the sum over the head
-// is the same in any order. The online softmax runs on the accumulators (rows g and g + 8 of lane
-// (g, t)); the probabilities, packed to 16 bits, are the A fragments of O += P V (the scores' C
-// layout is that A layout), and V passes through the warp's shared tile for ldmatrix.trans. The
-// warps' (m, l, o) combine through shared memory at the end. On CUDA cores the same work was
-// thousands of dependent instructions a warp; here a tile is about 420 (Nsight Compute, H200), so
-// a decode step's short cache is a chain of tiles a warp: 8 warps, not 4, halve it (129 keys: 2
-// tiles a warp, not 3).
+// of SPLIT_TC_HD (64 or 128) for q, k and v and 16-byte rows: each of the block's warps (up to
+// TW) takes tiles of 16 keys in turn. Scores S = Q K^T per tile come from mma.m16n8k16 with the
+// block's rows as the 16 rows of A (zero past R) and 8 keys as B's columns: a lane's 16 contiguous
+// bytes of a K row (loaded straight from global memory) take its fragment slots, Q's likewise,
+// since the sum over the head is the same in any order. The online softmax runs on the accumulators
+// (rows g and g + 8 of lane (g, t)); the probabilities, packed to 16 bits, are the A fragments of
+// O += P V (the scores' C layout is that A layout), and V passes through the warp's shared tile for
+// ldmatrix.trans. The warps' (m, l, o) combine through shared memory at the end. On CUDA cores the
+// same work was thousands of dependent instructions a warp; here a tile is about 420 (Nsight
+// Compute, H200), so a decode step's short cache is a chain of tiles a warp: 8 warps, not 4, halve
+// it (129 keys: 2 tiles a warp, not 3).
 #define TC_VROW (SPLIT_TC_HD + 8)  // a staged V row, padded so that ldmatrix's 8 rows hit distinct banks
 
 template <int RM, int TW>
@@ -398,8 +398,8 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   constexpr int SM_V = TW * 16 * TC_VROW * 2, SM_O = 2 * RM * TD * 4;
   __shared__ __align__(16) unsigned char smem[SM_V > SM_O ? SM_V : SM_O];
   __shared__ float wm[TW][16], wl[TW][16], sM[16], sL[16], sInv[16];
-  const int warps = (int)(blockDim.x >> 5);  // the launch's: TW, or fewer where blocks are many
   __shared__ i64 sQo[16], sOo[16];
+  const int warps = (int)(blockDim.x >> 5);  // the launch's: TW, or fewer where groups are many
   const float NEG_INF = -__int_as_float(0x7f800000);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int ns = (int)a.nsplit, Hkv = (int)a.Hkv, G = (int)(a.Hq / a.Hkv), L = (int)a.L, R = G * L;
