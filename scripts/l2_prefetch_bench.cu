@@ -12,7 +12,7 @@
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -Iscripts -o /tmp/l2p scripts/l2_prefetch_bench.cu && /tmp/l2p
 // Prints µs a layer (spin + stream) for each weight size, spin time, budget and form, beside the
-// stream alone and the spin alone.
+// spin alone; then the stream with its first pieces loaded into registers before the wait instead.
 #include <cstdio>
 #include <vector>
 
@@ -66,6 +66,41 @@ __global__ void __launch_bounds__(256) stream(const V16* w, long long bytes_per_
   const int n = (int)(bytes_per_block / 16);
   float acc = 0.0f;
   for (int i = threadIdx.x; i < n; i += 4 * 256) {
+    V16 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * 256 < n)
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
+                     : "l"(p + i + u * 256));
+      else
+        v[u] = V16{0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w) * 0.0f + 1.0f;
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+// The same stream, its first PRE 16-byte pieces a thread loaded into registers before the wait
+// (what kernels/gemv.cuh's rows do with their first chunks where the weight is constant).
+template <int PRE>
+__global__ void __launch_bounds__(256) stream_ahead(const V16* w, long long bytes_per_block, float* out) {
+  const V16* p = (const V16*)((const char*)w + (long long)blockIdx.x * bytes_per_block);
+  const int n = (int)(bytes_per_block / 16);
+  V16 first[PRE];
+#pragma unroll
+  for (int u = 0; u < PRE; ++u)
+    if (threadIdx.x + u * 256 < n)
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(first[u].x), "=r"(first[u].y), "=r"(first[u].z), "=r"(first[u].w)
+                   : "l"(p + threadIdx.x + u * 256));
+    else
+      first[u] = V16{0u, 0u, 0u, 0u};
+  enter_after_previous();
+  float acc = 0.0f;
+#pragma unroll
+  for (int u = 0; u < PRE; ++u) acc += __uint_as_float(first[u].x ^ first[u].y ^ first[u].z ^ first[u].w) * 0.0f + 1.0f;
+  for (int i = threadIdx.x + PRE * 256; i < n; i += 4 * 256) {
     V16 v[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u)
@@ -144,6 +179,19 @@ int main() {
         }
         printf("%-8lld %-7.1f %-9lld %10.2f %10.2f %10.2f %10.2f\n", mb, spin_ns / 1000.0, budget_mb, spin_only, t[0],
                t[1], t[2]);
+      }
+      // Registers instead: the first 4, 8 or 16 pieces a thread (16 KB to 64 KB a block) before the wait.
+      const void* ahead[] = {(const void*)stream_ahead<4>, (const void*)stream_ahead<8>, (const void*)stream_ahead<16>};
+      for (int k = 0; k < 3; ++k) {
+        const float us = graph_us(layers, [&](int l, cudaStream_t s) {
+          void* sp[] = {(void*)&spin_ns, (void*)&sink};
+          launch_overlapping((const void*)spin, 1, 128, sp, s);
+          const V16* wl = w[l];
+          long long pb = per_block;
+          void* st[] = {(void*)&wl, (void*)&pb, (void*)&out};
+          launch_overlapping(ahead[k], blocks, 256, st, s);
+        });
+        printf("%-8lld %-7.1f registers: %d pieces a thread before the wait: %.2f us\n", mb, spin_ns / 1000.0, 4 << k, us);
       }
     }
     for (auto& p : w) CK(cudaFree(p));
