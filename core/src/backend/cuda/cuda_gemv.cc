@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_gemv.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace tripy::rt::cuda {
@@ -115,6 +116,15 @@ int gemv_weight_rows(int row_tile, int rows) {
 
 bool gemv_entry_exists(int row_tile, int weight_rows) {
   return gemv_weight_rows(row_tile, weight_rows) == weight_rows && (row_tile < kGemvMmaRows || weight_rows == 1);
+}
+
+int gemv_ahead_steps() {
+  static const int steps = [] {
+    const char* v = std::getenv("TRIPY_GEMV_AHEAD");
+    const int n = v != nullptr ? std::atoi(v) : 1;
+    return n >= 1 && n <= 8 ? n : 1;
+  }();
+  return steps;
 }
 
 int gemv_group_rows(int row_tile, int weight_rows) { return row_tile >= kGemvMmaRows ? 16 * weight_rows : weight_rows; }

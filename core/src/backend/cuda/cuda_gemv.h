@@ -56,6 +56,9 @@ std::optional<GemvTactic> gemv_choice(const AlgoBytes& stored);
 int gemv_weight_rows(int row_tile, int rows);
 // The rows of W one warp group covers at tile MT with R = gemv_weight_rows: R, or 16 R on tensor cores.
 int gemv_group_rows(int row_tile, int weight_rows);
+// Steps of chunks the CUDA-core rows read before they wait for the previous kernel where the
+// weight is a constant: 1, or TRIPY_GEMV_AHEAD (1 to 8) to compare deeper ones.
+int gemv_ahead_steps();
 // Whether the module has an entry point for (MT, R): R = gemv_weight_rows(MT, R), and R = 1 alone
 // on tensor cores (their launch takes one tile of 16 rows a block, whatever the tactic).
 bool gemv_entry_exists(int row_tile, int weight_rows);

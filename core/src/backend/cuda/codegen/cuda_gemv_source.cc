@@ -19,11 +19,13 @@ const char* gemv_type(DType t) { return t == DType::kBFloat16 ? "GemvBf16" : "Ge
 
 }  // namespace
 
-std::string gemv_module_source(DType t, int row_tile, int weight_rows) {
+std::string gemv_module_source(DType t, int row_tile, int weight_rows, int ahead_steps) {
+  const int steps = ahead_steps > 0 ? ahead_steps : gemv_ahead_steps();
+  const std::string ahead = row_tile >= kGemvMmaRows ? "" : ", " + std::to_string(steps);
   return gemv_body() + "extern \"C\" __global__ void __launch_bounds__(GEMV_BLOCK) " +
          gemv_function(t, row_tile, weight_rows) + "(const GemvArgs a) { " +
          (row_tile >= kGemvMmaRows ? "enter_after_previous(); gemv_mma<" : "gemv_rows<") + gemv_type(t) + ", " +
-         std::to_string(row_tile) + ", " + std::to_string(weight_rows) + ">(a); }\n";
+         std::to_string(row_tile) + ", " + std::to_string(weight_rows) + ahead + ">(a); }\n";
 }
 
 // The TMA form reads its tensor map where the argument lies (__grid_constant__); it waits for the

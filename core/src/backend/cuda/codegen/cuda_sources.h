@@ -69,7 +69,8 @@ const char* dtype_suffix(DType t);
 
 // A GEMV module of a float16 or bfloat16 dot (cuda_gemv_source.cc): one of the entry points that
 // gemv_functions(t) names (cuda_gemv.h), for a (row tile, weight rows) of gemv_entry_exists.
-std::string gemv_module_source(DType t, int row_tile, int weight_rows);
+// `ahead`: the CUDA-core rows' steps read before the wait (gemv_ahead_steps unless given).
+std::string gemv_module_source(DType t, int row_tile, int weight_rows, int ahead = 0);
 // The TMA form's entry point of tile `row_tile` (gemv_tma_function), in a module of its own.
 std::string gemv_tma_module_source(DType t, int row_tile);
 

@@ -53,6 +53,21 @@ TEST(CudaGemv, EveryVariantCompilesWithNvrtc) {
   }
 }
 
+// The rows read further ahead before the wait (TRIPY_GEMV_AHEAD) compile too, one row of x and
+// two rows of w a group, where the register arrays grow most.
+TEST(CudaGemv, DeeperEarlyReadsCompile) {
+  if (!rt::cuda::nvrtc_available()) GTEST_SKIP() << "NVRTC is not available here";
+  std::vector<std::string> sources, names;
+  for (int ahead : {2, 4, 8}) {
+    sources.push_back(rt::cuda::gemv_module_source(DType::kBFloat16, 1, 2, ahead));
+    names.push_back(rt::cuda::gemv_function(DType::kBFloat16, 1, 2));
+    EXPECT_NE(sources.back().find(", " + std::to_string(ahead) + ">(a)"), std::string::npos) << ahead;
+  }
+  auto compiled = rt::cuda::compile_modules(sources, names, 90);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  for (const auto& c : *compiled) EXPECT_FALSE(c.cubin.empty());
+}
+
 DotProblem decode_problem(int64_t rows);
 
 TEST(CudaGemv, AStoredChoiceRoundTripsAndIsNoCublasLtAlgorithm) {

@@ -106,10 +106,11 @@ DEVI void gemv_chunks(float (&acc)[R][MT], const unsigned short* const (&wr)[R],
 }
 
 // The CUDA-core rows. Its entry point does not wait for the previous kernel first: this does, once
-// it has asked for its first chunks of w where w is a constant of the program (a.early), so that
-// they arrive while the previous kernel ends (a decode step's weights come from memory, not L2).
+// it has asked for its first A steps of U chunks of w where w is a constant of the program
+// (a.early), so that they arrive while the previous kernel ends (a decode step's weights come from
+// memory, not L2). A is 1 unless the module says otherwise (TRIPY_GEMV_AHEAD, to compare).
 
-template <class T, int MT, int R>
+template <class T, int MT, int R, int A = 1>
 DEVI void gemv_rows(const GemvArgs& a) {
   __shared__ float part[GEMV_BLOCK / 32][R * MT];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -133,16 +134,20 @@ DEVI void gemv_rows(const GemvArgs& a) {
   const bool wide = a.vec && (K & 7) == 0;
   const i64 chunks = K >> 3;
   i64 c = ws * 32 + lane;
-  V16 first[U][R];
-  const bool ahead = a.early && n0 < N && wide && c + (U - 1) * step < chunks;
-  if (ahead) gemv_load<R, U>(first, wr, c, step);
+  V16 first[A][U][R];
+  const bool ahead = a.early && n0 < N && wide && c + (A * U - 1) * step < chunks;
+  if (ahead)
+#pragma unroll
+    for (int s = 0; s < A; ++s) gemv_load<R, U>(first[s], wr, c + s * U * step, step);
   enter_after_previous();
   if (n0 < N) {
     if (wide) {
-      if (ahead) {
-        gemv_use<T, MT, R, U>(acc, first, x, M, K, c, step);
-        c += U * step;
-      }
+      if (ahead)
+#pragma unroll
+        for (int s = 0; s < A; ++s) {
+          gemv_use<T, MT, R, U>(acc, first[s], x, M, K, c, step);
+          c += U * step;
+        }
       for (; c + (U - 1) * step < chunks; c += U * step) gemv_chunks<T, MT, R, U>(acc, wr, x, M, K, c, step);
       for (; c < chunks; c += step) gemv_chunks<T, MT, R, 1>(acc, wr, x, M, K, c, step);
     } else {
