@@ -94,9 +94,10 @@ struct AttentionFunctions {
   CUfunc_st* split16_tc = nullptr;
 };
 
-// The launch for these sizes and its grid (128 threads a block) and argument words (addresses
-// left 0): split-KV when the module has the split kernel for the number of query rows per kv head
-// (chunks sized for `sm_count` SMs), else the flash kernel when the module has it and the operands
+// The launch for these sizes and its grid (128 threads a block, but the split tensor-core form's
+// attention_split_tc_threads) and argument words (addresses left 0): split-KV when the module has
+// the split kernel for the number of query rows per kv head (chunks sized for `sm_count` SMs), and
+// its tensor-core form for aligned operands where it has that, else the flash kernel when the module has it and the operands
 // fit it, else the generic one. (The non-null entries of `fns` say what the module has.)
 // TRIPY_ATTENTION_SPLIT=0, at compile and run time, leaves split-KV out (to compare).
 struct AttentionLaunch {
