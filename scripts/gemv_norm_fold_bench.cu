@@ -148,34 +148,6 @@ __global__ void __launch_bounds__(GEMV_BLOCK) gemv_folded(const FoldArgs f) {
     if ((r & 31) == lane && n0 + r < N) out[n0 + r] = GemvBf16::put(acc[r] * rs);
 }
 
-// µs a layer: `record(layer)` issues one layer's launches; `layers` of them captured in a graph,
-// replayed after a warm-up, 20 times between two events.
-template <class L> float graph_us(int layers, L record) {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < layers; ++l) record(l, s);
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventRecord(e0, s));
-  const int reps = 20;
-  for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
-  CK(cudaEventRecord(e1, s));
-  CK(cudaEventSynchronize(e1));
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
-  CK(cudaStreamDestroy(s));
-  return ms * 1000.f / reps / layers;
-}
-
 int main() {
   const int layers = 32;
   struct Shape { const char* name; int K, N; };

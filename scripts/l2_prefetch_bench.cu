@@ -48,6 +48,28 @@ __global__ void spin(long long ns, unsigned* sink) {
   if (threadIdx.x == 0) sink[0] += 1;
 }
 
+// A piece of the weight, read once: 16 bytes that skip the L1.
+DEVI V16 piece(const V16* p) {
+  V16 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+DEVI float count(float acc, const V16& v) { return acc + __uint_as_float(v.x ^ v.y ^ v.z ^ v.w) * 0.0f + 1.0f; }
+
+// The thread's pieces of p[0, n) from `from`, four loads in flight at a time, counted into acc.
+DEVI float stream_from(const V16* p, int from, int n, float acc) {
+  for (int i = from; i < n; i += 4 * 256) {
+    V16 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = i + u * 256 < n ? piece(p + i + u * 256) : V16{0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc = count(acc, v[u]);
+  }
+  return acc;
+}
+
 // form 0: no prefetch; 1: bulk prefetch of the block's rows (up to budget bytes of w); 2: a
 // prefetch.global.L2 per 128-byte line of them.
 __global__ void __launch_bounds__(256) stream(const V16* w, long long bytes_per_block, long long budget, int form,
@@ -64,20 +86,7 @@ __global__ void __launch_bounds__(256) stream(const V16* w, long long bytes_per_
   enter_after_previous();
   const V16* p = (const V16*)(base + lo);
   const int n = (int)(bytes_per_block / 16);
-  float acc = 0.0f;
-  for (int i = threadIdx.x; i < n; i += 4 * 256) {
-    V16 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (i + u * 256 < n)
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
-                     : "l"(p + i + u * 256));
-      else
-        v[u] = V16{0u, 0u, 0u, 0u};
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w) * 0.0f + 1.0f;
-  }
+  const float acc = stream_from(p, threadIdx.x, n, 0.0f);
   if (threadIdx.x == 0) out[blockIdx.x] = acc;
 }
 
@@ -90,56 +99,13 @@ __global__ void __launch_bounds__(256) stream_ahead(const V16* w, long long byte
   V16 first[PRE];
 #pragma unroll
   for (int u = 0; u < PRE; ++u)
-    if (threadIdx.x + u * 256 < n)
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(first[u].x), "=r"(first[u].y), "=r"(first[u].z), "=r"(first[u].w)
-                   : "l"(p + threadIdx.x + u * 256));
-    else
-      first[u] = V16{0u, 0u, 0u, 0u};
+    first[u] = threadIdx.x + u * 256 < n ? piece(p + threadIdx.x + u * 256) : V16{0u, 0u, 0u, 0u};
   enter_after_previous();
   float acc = 0.0f;
 #pragma unroll
-  for (int u = 0; u < PRE; ++u) acc += __uint_as_float(first[u].x ^ first[u].y ^ first[u].z ^ first[u].w) * 0.0f + 1.0f;
-  for (int i = threadIdx.x + PRE * 256; i < n; i += 4 * 256) {
-    V16 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      if (i + u * 256 < n)
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
-                     : "l"(p + i + u * 256));
-      else
-        v[u] = V16{0u, 0u, 0u, 0u};
-#pragma unroll
-    for (int u = 0; u < 4; ++u) acc += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w) * 0.0f + 1.0f;
-  }
+  for (int u = 0; u < PRE; ++u) acc = count(acc, first[u]);
+  acc = stream_from(p, threadIdx.x + PRE * 256, n, acc);
   if (threadIdx.x == 0) out[blockIdx.x] = acc;
-}
-
-template <class L> float graph_us(int layers, L record) {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int l = 0; l < layers; ++l) record(l, s);
-  CK(cudaStreamEndCapture(s, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventRecord(e0, s));
-  const int reps = 20;
-  for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
-  CK(cudaEventRecord(e1, s));
-  CK(cudaEventSynchronize(e1));
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(graph));
-  CK(cudaStreamDestroy(s));
-  return ms * 1000.f / reps / layers;
 }
 
 int main() {

@@ -1,7 +1,8 @@
 // What the standalone diagnostics that time chains of kernels in CUDA graphs share
-// (scripts/gemv_norm_fold_bench.cu, allreduce_norm_fold_bench.cu; after kernels/device_prelude.cuh):
-// a checked CUDA call, a launch that may overlap the kernel before it (programmatic dependent
-// launch, as Tripy's launches are), a deterministic bfloat16 fill and its host-side reading.
+// (scripts/gemv_norm_fold_bench.cu, allreduce_norm_fold_bench.cu, l2_prefetch_bench.cu; after
+// kernels/device_prelude.cuh): a checked CUDA call, a launch that may overlap the kernel before it
+// (programmatic dependent launch, as Tripy's launches are), a layer's time in a replayed graph, a
+// deterministic bfloat16 fill and its host-side reading.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,3 +37,31 @@ __global__ void fill_bf16_hash(unsigned short* p, size_t n, float scale, unsigne
 }
 
 inline float bf16_value(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
+
+// µs a layer: `record(layer)` issues one layer's launches; `layers` of them captured in a graph,
+// replayed after a warm-up, 20 times between two events.
+template <class L> float graph_us(int layers, L record) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int l = 0; l < layers; ++l) record(l, s);
+  CK(cudaStreamEndCapture(s, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventRecord(e0, s));
+  const int reps = 20;
+  for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
+  CK(cudaEventRecord(e1, s));
+  CK(cudaEventSynchronize(e1));
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  CK(cudaGraphExecDestroy(exec));
+  CK(cudaGraphDestroy(graph));
+  CK(cudaStreamDestroy(s));
+  return ms * 1000.f / reps / layers;
+}
