@@ -15,7 +15,10 @@
 // Prints µs a layer-half for all-reduce + norm and for the folded kernel on 32 blocks (and on
 // fewer: one block is close to the form tried before; and with only the first block reading the row,
 // the others sending, which a generated one-block norm could take as it is), and the largest
-// difference of the final rows (relative to the largest value).
+// difference of the final rows (relative to the largest value). `arf gemv` puts a rank's two
+// products of the 8B MLP (kernels/gemv.cuh's rows: 4096 -> 7168 from the norm's output, 7168 ->
+// 4096 into the all-reduce, each layer-half its own weights) around each pair, as in a step, where
+// each kernel's start overlaps the one before: the fold's saving in the chain it would run in.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +29,7 @@
 #include "device_prelude.cuh"
 #define TRIPY_FOR_DTYPE(dtype, ...) __VA_ARGS__
 #include "one_shot_collective.cuh"
+#include "gemv.cuh"
 #include "overlap_bench_util.cuh"
 
 constexpr int kK = 4096, kBlocks = 32, kThreads = 512, kLayers = 64;
@@ -123,15 +127,22 @@ __global__ void __launch_bounds__(kThreads) allreduce_norm(const FoldArgs f) {
   if (threadIdx.x == 0) counters[blockIdx.x] = epoch;
 }
 
+// A product of the chain: one row of x, two weight rows a warp group, as the tuned 8B GEMVs.
+__global__ void __launch_bounds__(GEMV_BLOCK) product(const GemvArgs a) { gemv_rows<GemvBf16, 1, 2>(a); }
+constexpr int kMid = 7168;  // a rank's half of the 8B MLP's 14336 features
+
 struct Rank {
   cudaStream_t stream;
   unsigned short *x[2], *h[2], *sum, *gamma;
   char* area;          // the epoch words (two buffers of a slot per sending rank)
   unsigned* counters;  // this rank's epoch per block
   i64* err;            // an error record, and the claim word after it
+  unsigned short* mid;  // the first product's output
+  std::vector<unsigned short*> up, down;  // each layer-half's two weights (with `gemv`)
 };
 
-int main() {
+int main(int argc, char** argv) {
+  const bool chain = argc > 1 && std::strcmp(argv[1], "gemv") == 0;
   int count = 0;
   CK(cudaGetDeviceCount(&count));
   if (count < 2) {
@@ -156,6 +167,17 @@ int main() {
     CK(cudaMalloc(&r.counters, kBlocks * 4));
     CK(cudaMalloc(&r.err, 8 * 8));
     CK(cudaMemset(r.err, 0, 8 * 8));
+    CK(cudaMalloc(&r.mid, kMid * 2));
+    if (chain)
+      for (int l = 0; l < kLayers; ++l) {
+        unsigned short *u, *d;
+        CK(cudaMalloc(&u, (size_t)kMid * kK * 2));
+        CK(cudaMalloc(&d, (size_t)kK * kMid * 2));
+        fill_bf16_hash<<<1024, 256>>>(u, (size_t)kMid * kK, 0.03f, 100 + l, 0.0f);
+        fill_bf16_hash<<<1024, 256>>>(d, (size_t)kK * kMid, 0.03f, 300 + l, 0.0f);
+        r.up.push_back(u);
+        r.down.push_back(d);
+      }
   }
   auto reset = [&]() {  // the same inputs for both forms, and no words of an earlier epoch 1, 2, ...
     for (int g = 0; g < 2; ++g) {
@@ -202,6 +224,15 @@ int main() {
       for (int l = 0; l < kLayers; ++l) {
         const OneShotArgs a = args_for(g, l);
         unsigned short *h_in = r.h[l & 1], *h_out = r.h[(l + 1) & 1], *n_out = r.x[(l + 1) & 1];
+        if (chain) {  // the previous norm's output -> mid -> this all-reduce's input (in place)
+          unsigned short* x = r.x[l & 1];
+          const GemvArgs g1{(i64)r.mid, (i64)x, (i64)r.up[l], 0, 1, kMid, kK, 0, 1, 1, 1};
+          const GemvArgs g2{(i64)x, (i64)r.mid, (i64)r.down[l], 0, 1, kK, kMid, 0, 1, 1, 1};
+          void* q1[] = {(void*)&g1};
+          void* q2[] = {(void*)&g2};
+          launch_overlapping((const void*)product, kMid / 16, GEMV_BLOCK, q1, r.stream);
+          launch_overlapping((const void*)product, kK / 16, GEMV_BLOCK, q2, r.stream);
+        }
         if (form == 0) {
           void* p0[] = {(void*)&a};
           launch_overlapping((const void*)tripy_one_shot_bf16, kBlocks, kThreads, p0, r.stream);
