@@ -42,6 +42,8 @@ enum Word : int {
   kScaleLog2 = kStrides + 20,
   kBlocks, kChunks, kVec,
   kSplits, kSplitChunk, kPtrWork, kPtrCounters, kSplitVecV, kSplitMinKeys,
+  kPtrAppK, kPtrAppV, kPtrAppStart, kApp64, kAppRows, kAppKs, kAppVs = kAppKs + 4,
+  kAppErr = kAppVs + 4, kAppTag, kAppClaim,
   kWords
 };
 
@@ -353,6 +355,90 @@ Status run_attention_step(Step& step, const Kernel& k, const RunContext& c) {
   step.attention.reset();
   step.launches = std::move(step.attention_fallback);
   return ok_status();
+}
+
+}  // namespace tripy::rt::cuda
+
+namespace tripy::rt::cuda {
+
+bool append_enabled() {
+  const char* v = std::getenv("TRIPY_ATTENTION_APPEND");
+  return v == nullptr || std::atoi(v) != 0;
+}
+
+namespace {
+
+// Words of an update_slice launch (layout_index.cuh's UpdateArgs).
+enum UpdateWord : int { kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim, kUpSrcRow = 10, kUpRowOffset, kUpWords };
+
+// Whether update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or
+// v: logical (B, Hkv, S, D) at the launch's strides), each logical (head, d) inside a row of the
+// cache (the dims past the update's axis), so that the row's source element is its offset in the
+// update's source row. `es`: the element size; `vec`: the attention reads 16-byte rows.
+bool writes_operand_rows(const Launch& u, const Launch& l, int x, int64_t depth, bool vec, int64_t ve) {
+  const int64_t* st = &l.words[kStrides + x * 4];
+  const int64_t outer = u.words[kUpOuter], inner = u.words[kUpInner], dim = u.words[kUpDim];
+  if (outer != l.words[kB] || dim != l.words[kS] || st[0] != dim * inner || st[2] != inner) return false;
+  if (st[1] < 0 || st[3] < 0 || (l.words[kHkv] - 1) * st[1] + (depth - 1) * st[3] >= inner) return false;
+  return !vec || u.words[kUpSrcRow] % ve == 0;
+}
+
+}  // namespace
+
+void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, std::vector<Step>& steps) {
+  if (!append_enabled()) return;
+  auto root = [&](int32_t b) { return p.alias_root(b); };
+  for (size_t i = 0; i + 2 < steps.size(); ++i) {
+    Step& at = steps[i + 2];
+    const Kernel& ka = p.kernels[static_cast<size_t>(at.kernel)];
+    if (ka.kind != KernelKind::kAttention || at.attention || at.launches.size() != 1) continue;
+    Launch& l = at.launches[0];
+    const AttentionFunctions& f = code[static_cast<size_t>(at.kernel)].attention;
+    if (l.fn == nullptr || (l.fn != f.split1 && l.fn != f.split16) || l.words.size() != kWords) continue;
+    // The two writes, in either order: k's cache's, then v's.
+    const Launch* w[2] = {nullptr, nullptr};
+    Step* ws[2] = {nullptr, nullptr};
+    for (size_t j : {i, i + 1}) {
+      const Kernel& ku = p.kernels[static_cast<size_t>(steps[j].kernel)];
+      if (ku.kind != KernelKind::kUpdateSlice || steps[j].launches.size() != 1 || !update_in_place(p, ku)) break;
+      const Launch& u = steps[j].launches[0];
+      if (u.words.size() != kUpWords || u.ptrs.size() != 3 || u.ptrs[0].byte_offset != 0) break;
+      const int32_t out = root(ku.outputs[0]);
+      const int x = out == root(ka.inputs[1]) ? 0 : out == root(ka.inputs[2]) ? 1 : -1;
+      if (x < 0 || w[x]) break;
+      w[x] = &u;
+      ws[x] = &steps[j];
+    }
+    if (!w[0] || !w[1] || root(ka.inputs[1]) == root(ka.inputs[2])) continue;
+    const Launch &uk = *w[0], &uv = *w[1];
+    // One start and one count of rows for both (one check of the start, as each write's own).
+    if (uk.words[kUpRows] != uv.words[kUpRows] || uk.words[kUpRows] < 1 || root(uk.ptrs[2].buffer) != root(uv.ptrs[2].buffer) ||
+        uk.ptrs[2].byte_offset != uv.ptrs[2].byte_offset)
+      continue;
+    if (l.ptrs[kPtrK].byte_offset != 0 || l.ptrs[kPtrV].byte_offset != 0) continue;  // head windows of a cache
+    const int64_t es = dtype_size(p.buffers[static_cast<size_t>(ka.inputs[1])].dtype), ve = 16 / es;
+    const bool vec = l.vector_word >= 0;
+    if (!writes_operand_rows(uk, l, 1, l.words[kD], vec, ve) || !writes_operand_rows(uv, l, 2, l.words[kDv], vec, ve))
+      continue;
+    const int64_t rows = uk.words[kUpRows];
+    l.words[kAppRows] = rows;
+    l.words[kApp64] = p.buffers[static_cast<size_t>(uk.ptrs[2].buffer)].dtype == DType::kInt64 ? 1 : 0;
+    for (int x = 0; x < 2; ++x) {
+      const Launch& u = *w[x];
+      const int64_t* st = &l.words[kStrides + (x + 1) * 4];
+      int64_t* as = &l.words[x == 0 ? kAppKs : kAppVs];
+      as[0] = rows * u.words[kUpSrcRow], as[1] = st[1], as[2] = u.words[kUpSrcRow], as[3] = st[3];
+      l.ptrs.push_back({x == 0 ? kPtrAppK : kPtrAppV, u.ptrs[1].buffer, u.ptrs[1].byte_offset + u.words[kUpRowOffset] * es});
+    }
+    l.ptrs.push_back({kPtrAppStart, uk.ptrs[2].buffer, uk.ptrs[2].byte_offset, /*any_alignment=*/true});
+    for (int d = 0; d < 3; ++d) l.words[kAppErr + d] = uk.words[kGatherErrorWord + d];
+    ws[0]->launches.clear();
+    ws[1]->launches.clear();
+    if (debug_level() >= 1)
+      std::fprintf(stderr, "tripy: %s: writes '%s' and '%s' folded in\n", ka.name.c_str(),
+                   p.kernels[static_cast<size_t>(ws[0]->kernel)].name.c_str(),
+                   p.kernels[static_cast<size_t>(ws[1]->kernel)].name.c_str());
+  }
 }
 
 }  // namespace tripy::rt::cuda

@@ -133,6 +133,13 @@ Status load_attention(const Program& p, const Kernel& k, CUmodule module, const 
                       KernelCode& code);  // cuda_attention.cc
 StatusOr<bool> plan_attention_step(PlanContext& c, const Kernel& k, Step& step);
 Status run_attention_step(Step& step, const Kernel& k, const RunContext& c);
+// A decode step's KV cache writes folded into its attention: where the two steps before a
+// split-KV attention write its k and v caches in place (update_slice, one start and count of rows
+// for both), the attention's launch reads those keys from the writes' sources and writes them into
+// the caches itself (split_append, attention_split.cuh), and the writes' launches go: two kernels
+// fewer a layer. TRIPY_ATTENTION_APPEND=0 keeps them (to compare).
+void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, std::vector<Step>& steps);
+bool append_enabled();
 StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step);  // cuda_collective.cc
 Status run_collective_step(Step& step, const Kernel& k, const RunContext& c);
 

@@ -124,6 +124,7 @@ StatusOr<CudaLoadedProgram::Signature*> CudaLoadedProgram::signature(const std::
     TRIPY_ASSIGN_OR_RETURN(const bool keep, kind_rule(k.kind).plan(c, k, step));
     if (keep) sig->steps.push_back(std::move(step));
   }
+  fold_cache_writes(p, kernels_, sig->steps);
   sig->workspace_bytes = static_cast<int64_t>(c.workspace);
   TRIPY_RETURN_IF_ERROR(ensure_counters(c.counters, stream));
   Signature* raw = sig.get();

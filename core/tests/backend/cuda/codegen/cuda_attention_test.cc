@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_kinds.h"
 #include "backend/cuda/cuda_launch.h"
 #include "backend/cuda/codegen/cuda_compile.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -403,6 +404,118 @@ TEST(CudaAttention, ACausalOffsetNeverGoesToCudnnAndKeepsItsSplitPlan) {
   // The offset must be one element.
   p.buffers[4].shape = {5, 5, 2, 5};
   EXPECT_FALSE(plan_attention_words(p, p.kernels[0], kAll, slots_of(64, prefill), 132).ok());
+}
+
+
+// Llama-3-8B's decode step as the compiler leaves it: the caches (B, S, Hkv, D) written in place at
+// `pos` from windows of the rotated q/k heads and of the qkv projection, then split-KV attention
+// reading them through a transpose. Steps as the program plans them (fake functions).
+struct DecodeLayer {
+  Program p;
+  std::vector<Step> steps;
+  std::vector<KernelCode> code;
+};
+DecodeLayer decode_layer(bool in_place = true, bool one_start = true, int64_t queries = 1) {
+  DecodeLayer d;
+  Program& p = d.p;
+  // slots: 0 B, 1 Hq, 2 L, 3 D, 4 S, 5 one, 6 Hkv, 7 q and k heads (40), 8 qkv heads (48).
+  for (int64_t v : {int64_t{1}, int64_t{32}, queries, int64_t{128}, int64_t{1024}, int64_t{1}, int64_t{8},
+                    int64_t{40}, int64_t{48}})
+    p.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
+  const DType t = DType::kBFloat16;
+  p.inputs.resize(2);
+  p.buffers = {{BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}},      // 0 q
+               {BufferDesc::Kind::kInput, 0, t, {0, 4, 6, 3}},     // 1 k cache
+               {BufferDesc::Kind::kInput, 1, t, {0, 4, 6, 3}},     // 2 v cache
+               {BufferDesc::Kind::kTemp, 0, t, {0, 2, 7, 3}},      // 3 rotated q and k heads
+               {BufferDesc::Kind::kTemp, 0, t, {0, 2, 8, 3}},      // 4 qkv
+               {BufferDesc::Kind::kTemp, 0, DType::kInt32, {5}},   // 5 pos
+               {BufferDesc::Kind::kAlias, 1, t, {0, 4, 6, 3}},     // 6 k cache written
+               {BufferDesc::Kind::kAlias, 2, t, {0, 4, 6, 3}},     // 7 v cache written
+               {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}},      // 8 out
+               {BufferDesc::Kind::kTemp, 0, DType::kInt32, {5}},   // 9 another start
+               {BufferDesc::Kind::kTemp, 0, DType::kInt32, {5, 5, 5, 5}}};  // 10 the causal offset
+  if (!in_place) p.buffers[7] = {BufferDesc::Kind::kTemp, 0, t, {0, 4, 6, 3}};
+  auto update = [&](int32_t cache, int32_t src, int64_t offset, int32_t out, int32_t start) {
+    Kernel k;
+    k.kind = KernelKind::kUpdateSlice;
+    k.name = "update";
+    k.inputs = {cache, src, start};
+    k.outputs = {out};
+    k.update_slice.axis = 1;
+    k.update_slice.row_offset = offset;
+    return k;
+  };
+  Kernel a;
+  a.kind = KernelKind::kAttention;
+  a.name = "attention";
+  a.inputs = {0, 6, 7, 10};
+  a.outputs = {8};
+  a.attention.mask = MaskKind::kCausalOffset;
+  a.attention.perms[AttentionAttrs::kK] = a.attention.perms[AttentionAttrs::kV] = {0, 2, 1, 3};
+  p.kernels = {update(1, 3, 32 * 128, 6, 5), update(2, 4, 40 * 128, 7, one_start ? 5 : 9), a};
+  const std::vector<int64_t> slots = {1, 32, queries, 128, 1024, 1, 8, 40, 48};
+  const LayoutFunctions layout{{update_function(2, DType::kInt32), reinterpret_cast<CUfunction>(uintptr_t{64})},
+                               {"tripy_copy_bytes", reinterpret_cast<CUfunction>(uintptr_t{80})}};
+  CUfunc_st* const tc16 = reinterpret_cast<CUfunc_st*>(uintptr_t{48});
+  d.code.resize(3);
+  auto fn = [](uintptr_t i) { return reinterpret_cast<CUfunc_st*>(i); };
+  d.code[2].attention = AttentionFunctions{fn(96), fn(112), fn(128), fn(144), nullptr, tc16};
+  for (int32_t i = 0; i < 3; ++i) {
+    Step s;
+    s.kernel = i;
+    auto l = i < 2 ? plan_update_slice(p, p.kernels[static_cast<size_t>(i)], layout, slots, 132)
+                   : plan_attention(p, p.kernels[2], d.code[2].attention, slots, 132);
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    s.launches = std::move(l).value();
+    // What the program writes into a write's error words (its record, tag and election word).
+    if (i < 2)
+      for (int w = 0; w < 3; ++w) s.launches.back().words[kGatherErrorWord + w] = 100 * (i + 1) + w;
+    d.steps.push_back(std::move(s));
+  }
+  return d;
+}
+
+TEST(CudaAttention, ADecodeStepsCacheWritesFoldIntoItsSplitAttention) {
+  DecodeLayer d = decode_layer();
+  ASSERT_EQ(d.steps[2].launches.size(), 1u);
+  const size_t words = d.steps[2].launches[0].words.size(), ptrs = d.steps[2].launches[0].ptrs.size();
+  fold_cache_writes(d.p, d.code, d.steps);
+  EXPECT_TRUE(d.steps[0].launches.empty());
+  EXPECT_TRUE(d.steps[1].launches.empty());
+  const Launch& l = d.steps[2].launches[0];
+  ASSERT_EQ(l.words.size(), words);
+  // The writes' sources (at their windows: k's heads after the 32 q heads, v's after those 40),
+  // and the start, read alone (any alignment).
+  ASSERT_EQ(l.ptrs.size(), ptrs + 3);
+  EXPECT_EQ(l.ptrs[ptrs].buffer, 3);
+  EXPECT_EQ(l.ptrs[ptrs].byte_offset, 32 * 128 * 2);
+  EXPECT_EQ(l.ptrs[ptrs + 1].buffer, 4);
+  EXPECT_EQ(l.ptrs[ptrs + 1].byte_offset, 40 * 128 * 2);
+  EXPECT_EQ(l.ptrs[ptrs + 2].buffer, 5);
+  EXPECT_TRUE(l.ptrs[ptrs + 2].any_alignment);
+  EXPECT_FALSE(l.ptrs[ptrs].any_alignment);
+  // The launch's last words: the source strides (batch, head, row, element) of k and v, then the
+  // k write's error words.
+  const std::vector<int64_t> tail(l.words.end() - 11, l.words.end());
+  EXPECT_EQ(tail, (std::vector<int64_t>{40 * 128, 128, 40 * 128, 1, 48 * 128, 128, 48 * 128, 1, 100, 101, 102}));
+  EXPECT_EQ(l.words[l.words.size() - 12], 1);  // one row appended
+  EXPECT_EQ(l.words[l.words.size() - 13], 0);  // an int32 start
+}
+
+TEST(CudaAttention, CacheWritesStayWhereTheAttentionCannotTakeThem) {
+  // Not in place (the old cache is read elsewhere), two starts, TRIPY_ATTENTION_APPEND=0, and a
+  // prefill's 200 queries (flash, not split-KV): the writes keep their launches.
+  for (int c = 0; c < 4; ++c) {
+    if (c == 2) setenv("TRIPY_ATTENTION_APPEND", "0", 1);
+    DecodeLayer d = decode_layer(c != 0, c != 1, c == 3 ? 200 : 1);
+    const size_t ptrs = d.steps[2].launches.at(0).ptrs.size();
+    fold_cache_writes(d.p, d.code, d.steps);
+    unsetenv("TRIPY_ATTENTION_APPEND");
+    EXPECT_EQ(d.steps[0].launches.size(), 1u) << c;
+    EXPECT_EQ(d.steps[1].launches.size(), c == 0 ? 2u : 1u) << c;  // not in place: a copy first
+    EXPECT_EQ(d.steps[2].launches.at(0).ptrs.size(), ptrs) << c;
+  }
 }
 
 }  // namespace

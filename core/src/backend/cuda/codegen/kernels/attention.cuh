@@ -32,6 +32,13 @@ struct AttnArgs {
   i64 ws, ctr;                     // split: float32 partials, per (batch, kv head) counters at zero
   i64 vvec;                        // split: 1 when V rows can be read in 16-byte pieces (strides)
   i64 min_keys;                    // split under a causal offset: keys per block at least
+  // split: a step's KV cache writes folded in (cuda_attention_append.cc). Keys [start, start +
+  // arows) of k and v are read from ak and av (the writes' sources: element (b, h, row, d) at
+  // aks[] / avs[] strides) and written into k and v by each (batch, kv head)'s first block;
+  // start is one int32 (a64 0) or int64 element read when the kernel runs. A start outside
+  // [0, S - arows] writes nothing and records an error (err, tag, claim: record_error), as the
+  // update_slice kernel would have. arows 0: none.
+  i64 ak, av, astart, a64, arows, aks[4], avs[4], err, tag, claim;
 };
 
 #define LOG2E 1.4426950408889634f

@@ -43,6 +43,45 @@ DEVI void split_row_offsets(const AttnArgs& a, int b, int hk, int G, int R, i64*
   }
 }
 
+// A step's KV cache writes folded into the launch (AttnArgs::ak ... claim): keys [start, start +
+// rows) of the (batch, kv head) come from the writes' sources, which every block reads instead
+// of the caches, so the (batch, kv head)'s first block may write them into the caches at any
+// time. A start out of range writes nothing and records the error (rows 0: the caches' rows are
+// read, as they would have been).
+struct SplitAppend {
+  i64 start = 0, rows = 0;
+};
+DEVI SplitAppend split_append(const AttnArgs& a, int b, int hk, int split) {
+  SplitAppend ap;
+  if (a.arows == 0) return ap;
+  const i64 s = a.a64 ? (i64)*(const long long*)a.astart : (i64)*(const int*)a.astart;
+  if (s < 0 || s > a.S - a.arows) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) record_error(a.err, a.claim, a.tag, s, a.S, a.arows);
+    return ap;
+  }
+  ap.start = s, ap.rows = a.arows;
+  if (split != 0) return ap;
+  const ST* ksrc = (const ST*)a.ak + b * a.aks[0] + hk * a.aks[1];
+  const ST* vsrc = (const ST*)a.av + b * a.avs[0] + hk * a.avs[1];
+  ST* kc = (ST*)a.k + b * a.ks[0] + hk * a.ks[1];
+  ST* vc = (ST*)a.v + b * a.vs[0] + hk * a.vs[1];
+  for (i64 i = threadIdx.x; i < a.arows * a.D; i += blockDim.x) {
+    const i64 r = i / a.D, d = i - r * a.D;
+    kc[(s + r) * a.ks[2] + d * a.ks[3]] = ksrc[r * a.aks[2] + d * a.aks[3]];
+  }
+  for (i64 i = threadIdx.x; i < a.arows * a.Dv; i += blockDim.x) {
+    const i64 r = i / a.Dv, d = i - r * a.Dv;
+    vc[(s + r) * a.vs[2] + d * a.vs[3]] = vsrc[r * a.avs[2] + d * a.avs[3]];
+  }
+  return ap;
+}
+// Key `key`'s row: the source's where the launch appends it, else the cache's (`cache`, `src`:
+// the (batch, kv head)'s rows 0; `cs`, `ss`: their row strides).
+DEVI const ST* kv_row(const ST* cache, i64 cs, const ST* src, i64 ss, const SplitAppend& ap, i64 key) {
+  const i64 i = key - ap.start;
+  return (unsigned long long)i < (unsigned long long)ap.rows ? src + i * ss : cache + key * cs;
+}
+
 // The last block of a (batch, kv head) merges every block's partials (m, l, o) into the output:
 // M = max m_s, out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s. `w` holds nsplit * RM floats
 // of shared memory, `inv` RM; `ooff` the rows' output offsets (split_row_offsets). 32-bit index
@@ -145,6 +184,7 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
+  const SplitAppend ap = split_append(a, b, hk, (int)split);
   // The causal offset's load goes out with the queries'.
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
   split_row_offsets(a, b, hk, (int)G, (int)R, sQo, sOo);
@@ -180,6 +220,8 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
   if (CAUSAL && k1 > a.L) k1 = a.L;  // key j is visible to query rows >= j only
   const ST* kb = (const ST*)a.k + b * a.ks[0] + hk * a.ks[1];
   const ST* vb = (const ST*)a.v + b * a.vs[0] + hk * a.vs[1];
+  const ST* akb = (const ST*)a.ak + b * a.aks[0] + hk * a.aks[1];
+  const ST* avb = (const ST*)a.av + b * a.avs[0] + hk * a.avs[1];
   constexpr int VE = 16 / sizeof(ST);
   // Up to SPLIT_VROWS rows with V rows readable in 16-byte pieces (the host checks the strides,
   // a.vec the addresses): thread t owns piece t % P of keys t / P, t / P + RP, ... of each tile (P
@@ -203,17 +245,16 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
     const int n = (int)(k1 - t0 < SPLIT_T ? k1 - t0 : SPLIT_T);
     if constexpr (VROWS) {
       if (vv) {
-        const ST* vt = vb + t0 * a.vs[2] + pc * VE;
 #pragma unroll
         for (int i = 0; i < VK; ++i) {
           const int j = rs + i * RP;
-          if (i < P && j < n) vreg[i] = *(const uint4*)(vt + j * a.vs[2]);
+          if (i < P && j < n) vreg[i] = *(const uint4*)(kv_row(vb, a.vs[2], avb, a.avs[2], ap, t0 + j) + pc * VE);
         }
       }
     }
     if (tid < n) {
       const i64 col = t0 + tid;
-      const ST* kr = kb + col * a.ks[2];
+      const ST* kr = kv_row(kb, a.ks[2], akb, a.aks[2], ap, col);
       float s[RM];
 #pragma unroll
       for (int r = 0; r < RM; ++r) s[r] = 0.0f;
@@ -310,11 +351,10 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
         acc[r][0] *= sC[r];
         acc[r][1] *= sC[r];
       }
-    const ST* vt = vb + t0 * a.vs[2];
     const bool c0 = c < a.Dv, c1 = c + CW < a.Dv;
 #pragma unroll(LEAN ? 1 : 4)
     for (int j = kg; j < n; j += NKG) {
-      const ST* vr = vt + j * a.vs[2];
+      const ST* vr = kv_row(vb, a.vs[2], avb, a.avs[2], ap, t0 + j);
       const float v0 = c0 ? LOAD_T(vr[c * a.vs[3]]) : 0.0f, v1 = c1 ? LOAD_T(vr[(c + CW) * a.vs[3]]) : 0.0f;
 #pragma unroll
       for (int r = 0; r < RM; ++r)
@@ -405,6 +445,7 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   const int ns = (int)a.nsplit, Hkv = (int)a.Hkv, G = (int)(a.Hq / a.Hkv), L = (int)a.L, R = G * L;
   const int split = (int)blockIdx.x % ns, grp = (int)blockIdx.x / ns, b = grp / Hkv, hk = grp - b * Hkv;
   const float sl2 = as_float(a.scale_log2);
+  const SplitAppend ap = split_append(a, b, hk, split);
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
   split_row_offsets(a, b, hk, G, R, sQo, sOo);
   int nsplit = ns;
@@ -457,6 +498,8 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   if (CAUSAL && k1 > a.L) k1 = a.L;
   const ST* kb = (const ST*)a.k + b * a.ks[0] + hk * a.ks[1];
   const ST* vb = (const ST*)a.v + b * a.vs[0] + hk * a.vs[1];
+  const ST* akb = (const ST*)a.ak + b * a.aks[0] + hk * a.aks[1];
+  const ST* avb = (const ST*)a.av + b * a.avs[0] + hk * a.avs[1];
   unsigned short* vs = (unsigned short*)smem + warp * 16 * TC_VROW;
   float o[NT][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -467,14 +510,14 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       const i64 key = kt + nt * 8 + g;
-      const ST* kr = kb + (key < k1 ? key : k1 - 1) * a.ks[2] + 8 * t;
+      const ST* kr = kv_row(kb, a.ks[2], akb, a.aks[2], ap, key < k1 ? key : k1 - 1) + 8 * t;
 #pragma unroll
       for (int s = 0; s < KS; ++s) kv[nt][s] = *(const V16*)(kr + 32 * s);
     }
 #pragma unroll
     for (int i = 0; i < VP; ++i) {
       const int piece = lane + 32 * i, j = piece / (TD / 8), col = piece % (TD / 8) * 8;
-      vv[i] = *(const V16*)(vb + (kt + j < k1 ? kt + j : k1 - 1) * a.vs[2] + col);
+      vv[i] = *(const V16*)(kv_row(vb, a.vs[2], avb, a.avs[2], ap, kt + j < k1 ? kt + j : k1 - 1) + col);
     }
     float c[2][4];
 #pragma unroll
