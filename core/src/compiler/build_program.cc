@@ -447,6 +447,19 @@ class ProgramBuilder {
       for (int32_t b : p_.kernels[k].outputs) touch(b, true);
       for (int32_t b : p_.kernels[k].inputs) touch(b, false);
     }
+    // An update_slice's rows stay readable while what it wrote is read: a backend may write them
+    // as late as that reader runs (the CUDA backend folds a decode step's cache writes into its
+    // attention, which then reads the rows from here).
+    std::map<int32_t, int32_t> last_read;  // per root: the last kernel reading it
+    for (size_t k = 0; k < p_.kernels.size(); ++k)
+      for (int32_t b : p_.kernels[k].inputs) last_read[root_of(b)] = static_cast<int32_t>(k);
+    for (const rt::Kernel& k : p_.kernels) {
+      if (k.kind != rt::KernelKind::kUpdateSlice || k.inputs.size() < 2) continue;
+      auto src = index.find(root_of(k.inputs[1]));
+      auto reader = last_read.find(root_of(k.outputs[0]));
+      if (src != index.end() && reader != last_read.end())
+        lives[src->second].last = std::max(lives[src->second].last, reader->second);
+    }
     for (BufferLife& life : lives) {
       if (life.first < 0) life.first = 0;
       life.last = std::max(life.last, life.first);

@@ -294,5 +294,39 @@ return %4, %0
   EXPECT_EQ(q.buffers[q.outputs[0]].donor, -1);
 }
 
+
+TEST(BuildProgram, AnUpdatesRowsStayReadableWhileWhatItWroteIsRead) {
+  // A cache write from a temporary (%3), then kernels writing temporaries (the transposes) before
+  // the last reader of the cache (%8): the row keeps its bytes until that reader has run, so a
+  // backend may write it as late as then (the CUDA backend folds a decode step's cache writes into
+  // the attention that reads them). Without the rule the transposes would take its bytes, its
+  // last reader being the write.
+  rt::Program p = built_with(R"(%0 : f32[4, 8] = parameter() {index = 0, name = "cache"}
+%1 : f32[1, 8] = parameter() {index = 1}
+%2 : i32[] = parameter() {index = 2}
+%3 : f32[1, 8] = exp(%1)
+%4 : f32[4, 8] = update_slice(%0, %3, %2) {dims = [0]}
+%5 : f32[8, 4] = transpose(%4) {dims = [1, 0]}
+%6 : f32[8, 4] = neg(%5)
+%7 : f32[4, 8] = transpose(%6) {dims = [1, 0]}
+%8 : f32[4, 8] = add(%4, %7)
+return %8, %4
+)", {0});
+  int32_t row = -1;
+  std::vector<int32_t> later;
+  for (const rt::Kernel& k : p.kernels) {
+    if (k.kind == rt::KernelKind::kUpdateSlice) row = root_of(p, k.inputs[1]);
+    if (k.kind == rt::KernelKind::kTranspose) later.push_back(root_of(p, k.outputs[0]));
+  }
+  ASSERT_GE(row, 0) << program_str(p);
+  ASSERT_EQ(later.size(), 2u) << program_str(p);
+  const rt::BufferDesc& x = p.buffers[row];
+  ASSERT_EQ(x.kind, rt::BufferDesc::Kind::kTemp);
+  for (int32_t b : later) {
+    const rt::BufferDesc& y = p.buffers[b];
+    EXPECT_TRUE(x.offset + x.max_bytes <= y.offset || y.offset + y.max_bytes <= x.offset) << program_str(p);
+  }
+}
+
 }  // namespace
 }  // namespace tripy::compiler

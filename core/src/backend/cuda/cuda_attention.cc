@@ -371,16 +371,33 @@ namespace {
 // Words of an update_slice launch (layout_index.cuh's UpdateArgs).
 enum UpdateWord : int { kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim, kUpSrcRow = 10, kUpRowOffset, kUpWords };
 
-// Whether update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or
-// v: logical (B, Hkv, S, D) at the launch's strides), each logical (head, d) inside a row of the
-// cache (the dims past the update's axis), so that the row's source element is its offset in the
-// update's source row. `es`: the element size; `vec`: the attention reads 16-byte rows.
-bool writes_operand_rows(const Launch& u, const Launch& l, int x, int64_t depth, bool vec, int64_t ve) {
+// Where update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or v:
+// logical (B, Hkv, S, D) at the launch's strides) of a cache whose heads lie inside its rows (a
+// Llama cache (B, S, Hkv, D) written along S), the element strides of those rows in the update's
+// source, whose row element is its offset in the cache's row (false where it does not). `vec`:
+// the attention reads 16-byte rows, so the source's must be too (`ve` elements).
+bool source_strides(const Launch& u, const Launch& l, int x, int64_t depth, bool vec, int64_t ve, int64_t* src) {
   const int64_t* st = &l.words[kStrides + x * 4];
-  const int64_t outer = u.words[kUpOuter], inner = u.words[kUpInner], dim = u.words[kUpDim];
-  if (outer != l.words[kB] || dim != l.words[kS] || st[0] != dim * inner || st[2] != inner) return false;
-  if (st[1] < 0 || st[3] < 0 || (l.words[kHkv] - 1) * st[1] + (depth - 1) * st[3] >= inner) return false;
-  return !vec || u.words[kUpSrcRow] % ve == 0;
+  const int64_t inner = u.words[kUpInner], dim = u.words[kUpDim], row = u.words[kUpSrcRow];
+  if (u.words[kUpOuter] != l.words[kB] || dim != l.words[kS] || st[0] != dim * inner || st[2] != inner ||
+      st[1] < 0 || st[3] < 0 || (l.words[kHkv] - 1) * st[1] + (depth - 1) * st[3] >= inner || (vec && row % ve != 0))
+    return false;
+  src[0] = u.words[kUpRows] * row, src[1] = st[1], src[2] = row, src[3] = st[3];
+  return true;
+}
+
+// Whether buffers `a` and `b` may be the same memory: one root, an output in place of its donated
+// input, or temporaries whose ranges of the arena meet (a source whose last reader was its write
+// may share the attention's output's).
+bool may_share_memory(const Program& p, int32_t a, int32_t b) {
+  const BufferDesc &x = p.buffers[static_cast<size_t>(p.alias_root(a))], &y = p.buffers[static_cast<size_t>(p.alias_root(b))];
+  using K = BufferDesc::Kind;
+  if (&x == &y) return true;
+  if (x.kind == K::kTemp && y.kind == K::kTemp) return x.offset < y.offset + y.max_bytes && y.offset < x.offset + x.max_bytes;
+  auto donated = [](const BufferDesc& in, const BufferDesc& out) {
+    return in.kind == K::kInput && out.kind == K::kOutput && out.donor == in.index;
+  };
+  return donated(x, y) || donated(y, x);
 }
 
 }  // namespace
@@ -412,22 +429,24 @@ void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, st
     if (!w[0] || !w[1] || root(ka.inputs[1]) == root(ka.inputs[2])) continue;
     const Launch &uk = *w[0], &uv = *w[1];
     // One start and one count of rows for both (one check of the start, as each write's own).
-    if (uk.words[kUpRows] != uv.words[kUpRows] || uk.words[kUpRows] < 1 || root(uk.ptrs[2].buffer) != root(uv.ptrs[2].buffer) ||
-        uk.ptrs[2].byte_offset != uv.ptrs[2].byte_offset)
+    if (uk.words[kUpRows] != uv.words[kUpRows] || uk.words[kUpRows] < 1 ||
+        root(uk.ptrs[2].buffer) != root(uv.ptrs[2].buffer) || uk.ptrs[2].byte_offset != uv.ptrs[2].byte_offset)
+      continue;
+    // The sources are read until the attention ends: none may be memory its output takes.
+    if (may_share_memory(p, uk.ptrs[1].buffer, ka.outputs[0]) || may_share_memory(p, uv.ptrs[1].buffer, ka.outputs[0]))
       continue;
     if (l.ptrs[kPtrK].byte_offset != 0 || l.ptrs[kPtrV].byte_offset != 0) continue;  // head windows of a cache
     const int64_t es = dtype_size(p.buffers[static_cast<size_t>(ka.inputs[1])].dtype), ve = 16 / es;
     const bool vec = l.vector_word >= 0;
-    if (!writes_operand_rows(uk, l, 1, l.words[kD], vec, ve) || !writes_operand_rows(uv, l, 2, l.words[kDv], vec, ve))
+    int64_t ks[4], vs[4];
+    if (!source_strides(uk, l, 1, l.words[kD], vec, ve, ks) || !source_strides(uv, l, 2, l.words[kDv], vec, ve, vs))
       continue;
-    const int64_t rows = uk.words[kUpRows];
-    l.words[kAppRows] = rows;
+    l.words[kAppRows] = uk.words[kUpRows];
     l.words[kApp64] = p.buffers[static_cast<size_t>(uk.ptrs[2].buffer)].dtype == DType::kInt64 ? 1 : 0;
+    std::copy(ks, ks + 4, &l.words[kAppKs]);
+    std::copy(vs, vs + 4, &l.words[kAppVs]);
     for (int x = 0; x < 2; ++x) {
       const Launch& u = *w[x];
-      const int64_t* st = &l.words[kStrides + (x + 1) * 4];
-      int64_t* as = &l.words[x == 0 ? kAppKs : kAppVs];
-      as[0] = rows * u.words[kUpSrcRow], as[1] = st[1], as[2] = u.words[kUpSrcRow], as[3] = st[3];
       l.ptrs.push_back({x == 0 ? kPtrAppK : kPtrAppV, u.ptrs[1].buffer, u.ptrs[1].byte_offset + u.words[kUpRowOffset] * es});
     }
     l.ptrs.push_back({kPtrAppStart, uk.ptrs[2].buffer, uk.ptrs[2].byte_offset, /*any_alignment=*/true});

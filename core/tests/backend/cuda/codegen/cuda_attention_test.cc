@@ -504,11 +504,17 @@ TEST(CudaAttention, ADecodeStepsCacheWritesFoldIntoItsSplitAttention) {
 }
 
 TEST(CudaAttention, CacheWritesStayWhereTheAttentionCannotTakeThem) {
-  // Not in place (the old cache is read elsewhere), two starts, TRIPY_ATTENTION_APPEND=0, and a
-  // prefill's 200 queries (flash, not split-KV): the writes keep their launches.
-  for (int c = 0; c < 4; ++c) {
+  // Not in place (the old cache is read elsewhere), two starts, TRIPY_ATTENTION_APPEND=0, a
+  // prefill's 200 queries (flash, not split-KV), and a source in bytes of the arena that the
+  // attention's output takes (a program planned without keeping the sources until the attention
+  // reads them): the writes keep their launches.
+  for (int c = 0; c < 5; ++c) {
     if (c == 2) setenv("TRIPY_ATTENTION_APPEND", "0", 1);
     DecodeLayer d = decode_layer(c != 0, c != 1, c == 3 ? 200 : 1);
+    if (c == 4) {
+      d.p.buffers[4].offset = 0, d.p.buffers[4].max_bytes = 4096;  // qkv
+      d.p.buffers[8].offset = 3072, d.p.buffers[8].max_bytes = 2048;  // out
+    }
     const size_t ptrs = d.steps[2].launches.at(0).ptrs.size();
     fold_cache_writes(d.p, d.code, d.steps);
     unsetenv("TRIPY_ATTENTION_APPEND");
