@@ -357,10 +357,6 @@ Status run_attention_step(Step& step, const Kernel& k, const RunContext& c) {
   return ok_status();
 }
 
-}  // namespace tripy::rt::cuda
-
-namespace tripy::rt::cuda {
-
 bool append_enabled() {
   const char* v = std::getenv("TRIPY_ATTENTION_APPEND");
   return v == nullptr || std::atoi(v) != 0;
@@ -369,7 +365,10 @@ bool append_enabled() {
 namespace {
 
 // Words of an update_slice launch (layout_index.cuh's UpdateArgs).
-enum UpdateWord : int { kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim, kUpSrcRow = 10, kUpRowOffset, kUpWords };
+enum UpdateWord : int {
+  kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim,
+  kUpSrcRow = 10, kUpRowOffset, kUpWords
+};
 
 // Where update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or v:
 // logical (B, Hkv, S, D) at the launch's strides) of a cache whose heads lie inside its rows (a
@@ -390,10 +389,12 @@ bool source_strides(const Launch& u, const Launch& l, int x, int64_t depth, bool
 // input, or temporaries whose ranges of the arena meet (a source whose last reader was its write
 // may share the attention's output's).
 bool may_share_memory(const Program& p, int32_t a, int32_t b) {
-  const BufferDesc &x = p.buffers[static_cast<size_t>(p.alias_root(a))], &y = p.buffers[static_cast<size_t>(p.alias_root(b))];
+  const BufferDesc& x = p.buffers[static_cast<size_t>(p.alias_root(a))];
+  const BufferDesc& y = p.buffers[static_cast<size_t>(p.alias_root(b))];
   using K = BufferDesc::Kind;
   if (&x == &y) return true;
-  if (x.kind == K::kTemp && y.kind == K::kTemp) return x.offset < y.offset + y.max_bytes && y.offset < x.offset + x.max_bytes;
+  if (x.kind == K::kTemp && y.kind == K::kTemp)
+    return x.offset < y.offset + y.max_bytes && y.offset < x.offset + x.max_bytes;
   auto donated = [](const BufferDesc& in, const BufferDesc& out) {
     return in.kind == K::kInput && out.kind == K::kOutput && out.donor == in.index;
   };
@@ -447,7 +448,8 @@ void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, st
     std::copy(vs, vs + 4, &l.words[kAppVs]);
     for (int x = 0; x < 2; ++x) {
       const Launch& u = *w[x];
-      l.ptrs.push_back({x == 0 ? kPtrAppK : kPtrAppV, u.ptrs[1].buffer, u.ptrs[1].byte_offset + u.words[kUpRowOffset] * es});
+      const int64_t at = u.ptrs[1].byte_offset + u.words[kUpRowOffset] * es;
+      l.ptrs.push_back({x == 0 ? kPtrAppK : kPtrAppV, u.ptrs[1].buffer, at});
     }
     l.ptrs.push_back({kPtrAppStart, uk.ptrs[2].buffer, uk.ptrs[2].byte_offset, /*any_alignment=*/true});
     for (int d = 0; d < 3; ++d) l.words[kAppErr + d] = uk.words[kGatherErrorWord + d];

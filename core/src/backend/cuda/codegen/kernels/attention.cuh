@@ -32,7 +32,7 @@ struct AttnArgs {
   i64 ws, ctr;                     // split: float32 partials, per (batch, kv head) counters at zero
   i64 vvec;                        // split: 1 when V rows can be read in 16-byte pieces (strides)
   i64 min_keys;                    // split under a causal offset: keys per block at least
-  // split: a step's KV cache writes folded in (cuda_attention_append.cc). Keys [start, start +
+  // split: a step's KV cache writes folded in (fold_cache_writes, cuda_attention.cc). Keys [start, start +
   // arows) of k and v are read from ak and av (the writes' sources: element (b, h, row, d) at
   // aks[] / avs[] strides) and written into k and v by each (batch, kv head)'s first block;
   // start is one int32 (a64 0) or int64 element read when the kernel runs. A start outside

@@ -184,9 +184,9 @@ DEVI SplitEnd attention_split(const AttnArgs& a) {
   const i64 split = (i64)blockIdx.x % a.nsplit, grp = (i64)blockIdx.x / a.nsplit;
   const int b = (int)(grp / a.Hkv), hk = (int)(grp % a.Hkv);
   const float sl2 = as_float(a.scale_log2);
-  const SplitAppend ap = split_append(a, b, hk, (int)split);
-  // The causal offset's load goes out with the queries'.
+  // The causal offset's load goes out with the queries' (and the appended rows' start).
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  const SplitAppend ap = split_append(a, b, hk, (int)split);
   split_row_offsets(a, b, hk, (int)G, (int)R, sQo, sOo);
   // Row r of the block is query row r % L of q head hk * G + r / L.
 #pragma unroll(LEAN ? 1 : 4)
@@ -445,8 +445,8 @@ DEVI SplitEnd attention_split_tc(const AttnArgs& a) {
   const int ns = (int)a.nsplit, Hkv = (int)a.Hkv, G = (int)(a.Hq / a.Hkv), L = (int)a.L, R = G * L;
   const int split = (int)blockIdx.x % ns, grp = (int)blockIdx.x / ns, b = grp / Hkv, hk = grp - b * Hkv;
   const float sl2 = as_float(a.scale_log2);
-  const SplitAppend ap = split_append(a, b, hk, split);
   const i64 off = MASK_KIND == 3 ? load_offset(a) : 0;
+  const SplitAppend ap = split_append(a, b, hk, split);
   split_row_offsets(a, b, hk, G, R, sQo, sOo);
   int nsplit = ns;
   i64 keys = a.S, chunk = a.chunk;
