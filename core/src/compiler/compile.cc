@@ -125,6 +125,7 @@ const PassRow kPasses[] = {
     // which split_dot_slices would otherwise turn into one GEMM per slice.
     {"match_attention", when_changed<flat::match_attention>},
     {"fold_attention_layouts", when_changed<flat::fold_attention_layouts>},
+    {"unit_transposes", when_changed<flat::unit_transposes_to_reshapes>},
     {"fold_update_windows", when_changed<flat::fold_update_windows>},
     {"split_dot_slices", dot_rewrite<flat::split_dot_slices>},
     {"pad_dot_columns", pad_dot_columns_where_asked},

@@ -185,6 +185,44 @@ return %6
   EXPECT_EQ(checked(simplify(parsed(text))), text);
 }
 
+TEST(UnitTransposes, BecomeReshapesWhereOnlyUnitDimsMove) {
+  // A token's head split on its way into a (B, H, S, D) cache, and one under a dynamic length
+  // (T is not a static 1, but only a unit dim moves past it), become reshapes. Transposes that
+  // move other dims stay, as does a swap of the last two dims (a dot reads it as a flag) even
+  // of a unit dim.
+  Graph g = parsed(R"(sym T [1, 8, 64]
+%0 : f32[2, 1, 4, 8] = parameter() {index = 0}
+%1 : f32[2, 4, 1, 8] = transpose(%0) {dims = [0, 2, 1, 3]}
+%2 : f32[T, 1, 4] = parameter() {index = 1}
+%3 : f32[1, T, 4] = transpose(%2) {dims = [1, 0, 2]}
+%4 : f32[2, 3, 4] = parameter() {index = 2}
+%5 : f32[3, 2, 4] = transpose(%4) {dims = [1, 0, 2]}
+%6 : f32[4, 1] = parameter() {index = 3}
+%7 : f32[1, 4] = transpose(%6) {dims = [1, 0]}
+%8 : f32[T, 1, 4] = transpose(%3) {dims = [1, 0, 2]}
+return %1, %3, %5, %7, %8
+)");
+  auto out = unit_transposes_to_reshapes(g);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(checked(*out), R"(sym T [1, 8, 64]
+%0 : f32[2, 1, 4, 8] = parameter() {index = 0}
+%1 : f32[2, 4, 1, 8] = reshape(%0)
+%2 : f32[T, 1, 4] = parameter() {index = 1}
+%3 : f32[1, T, 4] = reshape(%2)
+%4 : f32[2, 3, 4] = parameter() {index = 2}
+%5 : f32[3, 2, 4] = transpose(%4) {dims = [1, 0, 2]}
+%6 : f32[4, 1] = parameter() {index = 3}
+%7 : f32[1, 4] = transpose(%6) {dims = [1, 0]}
+%8 : f32[T, 1, 4] = reshape(%3)
+return %1, %3, %5, %7, %8
+)");
+  // Nothing to do: no graph.
+  EXPECT_FALSE(unit_transposes_to_reshapes(parsed(R"(%0 : f32[2, 3] = parameter() {index = 0}
+%1 : f32[3, 2] = transpose(%0) {dims = [1, 0]}
+return %1
+)")).has_value());
+}
+
 TEST(CanonicalizeReductions, MovesReducedDimsLast) {
   Graph g = parsed(R"(%0 : f32[2, 3, 4] = parameter() {index = 0}
 %1 : f32[3] = reduce_max(%0) {dims = [0, 2]}

@@ -1,6 +1,6 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> sink_unit_reshapes -> simplify -> cse -> match_attention -> fold_attention_layouts
-// -> fold_update_windows -> split_dot_slices -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either
+// -> unit_transposes_to_reshapes -> fold_update_windows -> split_dot_slices -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either
 // changed the graph) -> fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again
 // when it changed the graph) -> quantized_dot -> weight_only_dot -> gated_weight_only_dot -> dce ->
 // sink_elementwise, then
@@ -66,6 +66,9 @@ std::optional<Graph> match_attention(const Graph& graph);
 // unrepeated (grouped-query attention); a head split of a static slice of the last axis becomes a
 // head window of the unsliced value. nullopt when nothing changed.
 std::optional<Graph> fold_attention_layouts(const Graph& graph);
+// A transpose that moves only dims of static size 1 (the operands of dots read as a flag, the last
+// two dims swapped, excepted) becomes a reshape: no copy kernel. nullopt when none did.
+std::optional<Graph> unit_transposes_to_reshapes(const Graph& graph);
 // An update_slice whose update is a slice leaving each written row one contiguous run of the
 // slice's operand (a KV-cache write of a head range of a projection) reads that operand directly:
 // dims = [axis, offset of the rows in the operand's]. nullopt when nothing matched.
