@@ -56,8 +56,7 @@ ValueId gate_source(const Graph& g, ValueId x) {
 
 std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows) {
   if (max_rows == 0) return std::nullopt;
-  bool changed = false;
-  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+  std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
         src.kernel.weight_only_dot.gated || src.operands.empty())
@@ -70,11 +69,10 @@ std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows)
     op.operands[0] = y;  // a source value, mapped by copy with the others
     op.kernel.weight_only_dot.gated = true;
     rw.copy(op);
-    changed = true;
     return true;
   });
-  if (!changed) return std::nullopt;
-  return dce(out);
+  if (!out) return out;
+  return dce(*out);
 }
 
 }  // namespace tripy::flat

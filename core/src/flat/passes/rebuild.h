@@ -3,6 +3,7 @@
 // written once; a pass supplies only what it emits for the ops it matched.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,20 @@ Graph rewrite_ops(const Graph& graph, Emit&& emit) {
   for (size_t i = 0; i < graph.ops.size(); ++i)
     if (!emit(i, rw)) rw.copy(graph.ops[i]);
   return std::move(rw).finish();
+}
+
+// rewrite_ops for a pass that may find nothing to rewrite: nullopt when emit returned false for
+// every op.
+template <class Emit>
+std::optional<Graph> rewrite_some_ops(const Graph& graph, Emit&& emit) {
+  bool changed = false;
+  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+    const bool rewritten = emit(i, rw);
+    changed = changed || rewritten;
+    return rewritten;
+  });
+  if (!changed) return std::nullopt;
+  return out;
 }
 
 // Rebuilds `graph` keeping the ops for which keep[op] is true and mapping operands through

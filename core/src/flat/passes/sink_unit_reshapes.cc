@@ -66,15 +66,12 @@ bool sink(GraphRewrite& rw, const Op& src, const Value& val) {
 }  // namespace
 
 std::optional<Graph> sink_unit_reshapes(const Graph& graph) {
-  bool changed = false;
-  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+  std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
-    const bool sunk = src.kind == OpKind::kElementwise && sink(rw, src, graph.values[src.result]);
-    changed = changed || sunk;
-    return sunk;
+    return src.kind == OpKind::kElementwise && sink(rw, src, graph.values[src.result]);
   });
-  if (!changed) return std::nullopt;
-  return dce(out);
+  if (!out) return out;
+  return dce(*out);
 }
 
 }  // namespace tripy::flat

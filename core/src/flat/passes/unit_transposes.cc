@@ -27,8 +27,7 @@ bool moves_only_unit_dims(const Graph& g, const Op& op) {
 }  // namespace
 
 std::optional<Graph> unit_transposes_to_reshapes(const Graph& graph) {
-  bool changed = false;
-  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+  return rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kTranspose || src.operands.size() != 1 || swaps_last_two_dims(src) ||
         !moves_only_unit_dims(graph, src))
@@ -37,11 +36,8 @@ std::optional<Graph> unit_transposes_to_reshapes(const Graph& graph) {
     op.kind = OpKind::kReshape;
     op.dims.clear();
     rw.copy(op);
-    changed = true;
     return true;
   });
-  if (!changed) return std::nullopt;
-  return out;
 }
 
 }  // namespace tripy::flat

@@ -55,8 +55,7 @@ int64_t window_offset(const Graph& g, const Op& slice, int64_t axis) {
 }  // namespace
 
 std::optional<Graph> fold_update_windows(const Graph& graph) {
-  bool changed = false;
-  Graph out = rewrite_ops(graph, [&](size_t i, GraphRewrite& rw) {
+  std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kUpdateSlice || src.dims.size() != 1 || src.operands.size() != 3) return false;
     const Op& up = graph.def(src.operands[1]);
@@ -67,11 +66,10 @@ std::optional<Graph> fold_update_windows(const Graph& graph) {
     op.operands = {src.operands[0], up.operands[0], src.operands[2]};  // source values, mapped by copy
     op.dims = {src.dims[0], offset};
     rw.copy(op);
-    changed = true;
     return true;
   });
-  if (!changed) return std::nullopt;
-  return dce(out);
+  if (!out) return out;
+  return dce(*out);
 }
 
 }  // namespace tripy::flat
