@@ -365,12 +365,6 @@ bool append_enabled() {
   return v == nullptr || std::atoi(v) != 0;
 }
 
-// Words of an update_slice launch (layout_index.cuh's UpdateArgs).
-enum UpdateWord : int {
-  kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim,
-  kUpSrcRow = 10, kUpRowOffset, kUpWords
-};
-
 // Where update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or v:
 // logical (B, Hkv, S, D) at the launch's strides) of a cache whose heads lie inside its rows (a
 // Llama cache (B, S, Hkv, D) written along S), the element strides of those rows in the update's

@@ -536,9 +536,10 @@ StatusOr<std::vector<Launch>> plan_update_slice(const Program& p, const Kernel& 
   const int64_t src_row = product(std::vector<int64_t>(us.begin() + axis + 1, us.end()));
   const std::string misfit = update_slice_shape_error(k.update_slice, oshape, us);
   if (!misfit.empty()) return kernel_failure(p, k, "update_slice " + misfit);
-  // the program sets err, tag, claim (words 7 to 9)
-  l.words = {0, 0, 0, outer, us[axis], inner, oshape[axis], 0, 0, 0, src_row, k.update_slice.row_offset};
-  l.ptrs = {{0, o.buffer, 0}, {1, k.inputs[1], 0}, {2, k.inputs[2], 0}};
+  l.words.assign(kUpWords, 0);  // the program sets err, tag, claim
+  l.words[kUpOuter] = outer, l.words[kUpRows] = us[axis], l.words[kUpInner] = inner, l.words[kUpDim] = oshape[axis];
+  l.words[kUpSrcRow] = src_row, l.words[kUpRowOffset] = k.update_slice.row_offset;
+  l.ptrs = {{kUpDst, o.buffer, 0}, {kUpSrc, k.inputs[1], 0}, {kUpStart, k.inputs[2], 0}};
   l.grid = grid_for(std::max<int64_t>(1, outer * us[axis] * inner), 256, sm_count);
   out.push_back(std::move(l));
   return out;

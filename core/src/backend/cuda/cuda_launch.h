@@ -87,6 +87,11 @@ StatusOr<std::vector<Launch>> plan_fused(const Program& p, const Kernel& k, cons
 // Words of a gather or update_slice launch that the program fills: its error record's address, its
 // tag, and the record's election word (cuda_error_record.h).
 inline constexpr int kGatherErrorWord = 7, kGatherTagWord = 8, kGatherClaimWord = 9;
+// The words of an update_slice launch (layout_index.cuh's UpdateArgs); 7 to 9 are the above.
+enum UpdateWord : int {
+  kUpDst, kUpSrc, kUpStart, kUpOuter, kUpRows, kUpInner, kUpDim,
+  kUpSrcRow = 10, kUpRowOffset, kUpWords
+};
 // The layout kinds -> launches of the layout module (none when the output is empty), one function
 // per kind (the kind table, cuda_kinds.cc, names them).
 using LayoutPlanner = StatusOr<std::vector<Launch>> (*)(const Program& p, const Kernel& k, const LayoutFunctions& fns,
