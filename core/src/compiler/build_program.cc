@@ -436,8 +436,10 @@ class ProgramBuilder {
       temps.push_back(static_cast<int32_t>(b));
       lives.push_back(BufferLife{p_.buffers[b].max_bytes, -1, -1});
     }
+    std::map<int32_t, int32_t> last_read;  // per root of any kind: the last kernel reading it
     for (size_t k = 0; k < p_.kernels.size(); ++k) {
       auto touch = [&](int32_t b, bool write) {
+        if (!write) last_read[root_of(b)] = static_cast<int32_t>(k);
         auto it = index.find(root_of(b));
         if (it == index.end()) return;
         BufferLife& life = lives[it->second];
@@ -450,9 +452,6 @@ class ProgramBuilder {
     // An update_slice's rows stay readable while what it wrote is read: a backend may write them
     // as late as that reader runs (the CUDA backend folds a decode step's cache writes into its
     // attention, which then reads the rows from here).
-    std::map<int32_t, int32_t> last_read;  // per root: the last kernel reading it
-    for (size_t k = 0; k < p_.kernels.size(); ++k)
-      for (int32_t b : p_.kernels[k].inputs) last_read[root_of(b)] = static_cast<int32_t>(k);
     for (const rt::Kernel& k : p_.kernels) {
       if (k.kind != rt::KernelKind::kUpdateSlice || k.inputs.size() < 2) continue;
       auto src = index.find(root_of(k.inputs[1]));
