@@ -1,5 +1,6 @@
 """What the GPU attention tests share: random torch operands on the GPU, torch's SDPA in float32 as
-the reference (grouped-query k/v repeated per q head), and the relative-error check. Import it after
+the reference (grouped-query k/v repeated per q head), the relative-error check, and a tensor's
+values moved off a 16-byte boundary. Import it after
 `pytest.importorskip("torch")`."""
 
 import torch
@@ -26,3 +27,12 @@ def ref(q, k, v, mask=None, causal=False):
 def check(got, want, dtype):
     err = (torch.linalg.norm(torch.from_dlpack(got).float() - want) / torch.linalg.norm(want)).item()
     assert err < TOL[dtype], err
+
+
+def off_by_one_element(t):
+    """`t`'s values at an address 2 bytes past a 16-byte boundary (a view into a larger buffer)."""
+    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    view = buf[1:].view(t.shape)
+    view.copy_(t)
+    assert view.data_ptr() % 16 == 2
+    return view

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not _C.gpu_available() or not torch.cuda.is_available(), reason="needs a GPU and torch")
 
 from attention_torch_ref import check as _check  # noqa: E402
+from attention_torch_ref import off_by_one_element as _off_by_one_element  # noqa: E402
 from attention_torch_ref import rand as _rand  # noqa: E402
 from attention_torch_ref import ref as _ref  # noqa: E402
 
@@ -56,13 +57,6 @@ def _run(exe, qkv, pos, k, v, fold):
             os.environ["TRIPY_ATTENTION_APPEND"] = old
 
 
-def _unaligned(t):
-    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
-    view = buf[1:].view(t.shape)
-    view.copy_(t)
-    return view
-
-
 @pytest.mark.parametrize("dtype, head, aligned", [("bfloat16", 128, True), ("float16", 128, False),
                                                   ("float16", 80, True), ("float32", 64, True)])
 def test_the_steps_output_and_caches_match_torch_with_and_without_the_fold(dtype, head, aligned, monkeypatch, capfd):
@@ -78,7 +72,7 @@ def test_the_steps_output_and_caches_match_torch_with_and_without_the_fold(dtype
         for fold, exe in exes.items():
             k, v = k0.clone(), v0.clone()
             if not aligned:
-                k, v = _unaligned(k), _unaligned(v)
+                k, v = _off_by_one_element(k), _off_by_one_element(v)
             y, k_out, v_out = _run(exe, qkv, pos, k, v, fold)
             _check(y, want, dtype)
             # Every row of both caches: the new one written, the others as they were.

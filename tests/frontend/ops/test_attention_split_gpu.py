@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not _C.gpu_available() or not torch.cuda.is_available(), reason="needs a GPU and torch")
 
 from attention_torch_ref import check as _check  # noqa: E402
+from attention_torch_ref import off_by_one_element as _off_by_one_element  # noqa: E402
 from attention_torch_ref import rand as _rand  # noqa: E402
 from attention_torch_ref import ref as _ref  # noqa: E402
 
@@ -105,15 +106,6 @@ def test_one_executable_serves_every_cache_length_and_many_calls():
             for _ in range(4):
                 _check(exe(tp.Tensor(q), tp.Tensor(k), tp.Tensor(v)), want, "float16")
             _check(plain(tp.Tensor(q), tp.Tensor(k), tp.Tensor(v)), want, "float16")
-
-
-def _off_by_one_element(t):
-    """`t`'s values at an address 2 bytes past a 16-byte boundary (a view into a larger buffer)."""
-    buf = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
-    view = buf[1:].view(t.shape)
-    view.copy_(t)
-    assert view.data_ptr() % 16 == 2
-    return view
 
 
 def test_keys_and_values_off_16_byte_alignment_match_torch():
