@@ -357,12 +357,13 @@ Status run_attention_step(Step& step, const Kernel& k, const RunContext& c) {
   return ok_status();
 }
 
+namespace {
+
+// TRIPY_ATTENTION_APPEND=0 keeps a step's cache writes as launches of their own (to compare).
 bool append_enabled() {
   const char* v = std::getenv("TRIPY_ATTENTION_APPEND");
   return v == nullptr || std::atoi(v) != 0;
 }
-
-namespace {
 
 // How many steps before an attention its cache writes may be (GPT-2's: the k write, v's slice,
 // the v write).

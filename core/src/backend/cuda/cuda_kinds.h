@@ -139,7 +139,6 @@ Status run_attention_step(Step& step, const Kernel& k, const RunContext& c);
 // the caches itself (split_append, attention_split.cuh), and the writes' launches go: two kernels
 // fewer a layer. TRIPY_ATTENTION_APPEND=0 keeps them (to compare).
 void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, std::vector<Step>& steps);
-bool append_enabled();
 StatusOr<bool> plan_collective_step(PlanContext& c, const Kernel& k, Step& step);  // cuda_collective.cc
 Status run_collective_step(Step& step, const Kernel& k, const RunContext& c);
 

@@ -1,9 +1,9 @@
 // FlatIR passes, each a function from graph to graph, run in this order by compile_graph:
 // constant_fold -> sink_unit_reshapes -> simplify -> cse -> match_attention -> fold_attention_layouts
-// -> unit_transposes_to_reshapes -> fold_update_windows -> split_dot_slices -> pad_dot_columns (GPU; constant_fold, simplify and cse again when either
-// changed the graph) -> fold_conv_affine -> merge_conv_biases -> channels_last (GPU; simplify again
-// when it changed the graph) -> quantized_dot -> weight_only_dot -> gated_weight_only_dot -> dce ->
-// sink_elementwise, then
+// -> unit_transposes_to_reshapes -> fold_update_windows -> split_dot_slices -> pad_dot_columns
+// (GPU; constant_fold, simplify and cse again when either changed the graph) -> fold_conv_affine
+// -> merge_conv_biases -> channels_last (GPU; simplify again when it changed the graph) ->
+// quantized_dot -> weight_only_dot -> gated_weight_only_dot -> dce -> sink_elementwise, then
 // canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/. The passes rebuild
 // graphs through rebuild.h's rewrite_ops.
