@@ -3,7 +3,8 @@ the two update_slice launches and the attention reads the new rows from the proj
 them into the caches itself): the output and both caches after every step against torch, and the
 same executable planned with TRIPY_ATTENTION_APPEND=0 (the writes as launches of their own), over
 the tensor-core kernel (heads of 128), the CUDA-core one (heads of 80, float32) and unaligned
-caches; a position past the cache is the same error either way. Skipped without a GPU or torch."""
+caches, for Llama's cache layout and GPT-2's (the v slice between the two writes); a position past
+the cache is the same error either way. Skipped without a GPU or torch."""
 
 import os
 import time
@@ -43,6 +44,28 @@ def _compile(dtype, head):
     return tp.compile(step, args=[tp.InputInfo((B, 1, H + 2 * HKV, head), t), tp.InputInfo((1,), tp.int32), cache, cache])
 
 
+def _compile_gpt2(dtype, head):
+    """GPT-2's decode step: one projection (B, 1, 3 H head), caches (B, H, S, head) donated, k and v
+    slices of the projection split into heads and written along S, the v slice between the two
+    writes."""
+    C = H * head
+
+    def step(qkv, pos, k_cache, v_cache):
+        def heads(x):
+            return x.reshape((B, 1, H, head)).transpose(1, 2)
+
+        q = heads(qkv[:, :, :C])
+        k_cache = tp.update_slice(k_cache, 2, pos, heads(qkv[:, :, C : 2 * C]))
+        v_cache = tp.update_slice(v_cache, 2, pos, heads(qkv[:, :, 2 * C :]))
+        visible = tp.iota((1, S), dim=1, dtype=tp.int32) <= tp.iota((1, S), dim=0, dtype=tp.int32) + pos
+        y = tp.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible.reshape((1, 1, 1, S)))
+        return y, k_cache, v_cache
+
+    t = getattr(tp, dtype)
+    cache = tp.InputInfo((B, H, S, head), t, donate=True)
+    return tp.compile(step, args=[tp.InputInfo((B, 1, 3 * C), t), tp.InputInfo((1,), tp.int32), cache, cache])
+
+
 def _run(exe, qkv, pos, k, v, fold):
     """One call (the first call of a signature plans its launches: the environment then decides)."""
     old = os.environ.pop("TRIPY_ATTENTION_APPEND", None)
@@ -79,6 +102,26 @@ def test_the_steps_output_and_caches_match_torch_with_and_without_the_fold(dtype
             assert torch.equal(k_out, k_want), (fold, pos)
             assert torch.equal(v_out, v_want), (fold, pos)
             if step == 0:  # the first call plans: TRIPY_DEBUG says whether the writes were folded
+                assert ("folded in" in capfd.readouterr().err) == fold
+
+
+@pytest.mark.parametrize("dtype, head", [("float16", 64), ("float32", 64)])
+def test_gpt2s_layout_folds_its_writes_across_the_slice_between_them(dtype, head, monkeypatch, capfd):
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    exes = {fold: _compile_gpt2(dtype, head) for fold in (True, False)}
+    C = H * head
+    k0, v0 = _rand(B, H, S, head, dtype=dtype, seed=1), _rand(B, H, S, head, dtype=dtype, seed=2)
+    for step, pos in enumerate((0, 9, S - 1)):
+        qkv = _rand(B, 1, 3 * C, dtype=dtype, seed=20 + step)
+        heads = [qkv[:, 0, i * C : (i + 1) * C].reshape(B, H, head) for i in range(3)]
+        k_want, v_want = k0.clone(), v0.clone()
+        k_want[:, :, pos], v_want[:, :, pos] = heads[1], heads[2]
+        want = _ref(heads[0].unsqueeze(2), k_want[:, :, : pos + 1], v_want[:, :, : pos + 1])
+        for fold, exe in exes.items():
+            y, k_out, v_out = _run(exe, qkv, pos, k0.clone(), v0.clone(), fold)
+            _check(y, want, dtype)
+            assert torch.equal(k_out, k_want) and torch.equal(v_out, v_want), (fold, pos)
+            if step == 0:
                 assert ("folded in" in capfd.readouterr().err) == fold
 
 

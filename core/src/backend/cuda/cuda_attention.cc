@@ -365,18 +365,29 @@ bool append_enabled() {
   return v == nullptr || std::atoi(v) != 0;
 }
 
+// How many steps before an attention its cache writes may be (GPT-2's: the k write, v's slice,
+// the v write).
+constexpr size_t kFoldReach = 4;
+
 // Where update launch `u` writes the rows [start, start + rows) of attention operand `x` (k or v:
-// logical (B, Hkv, S, D) at the launch's strides) of a cache whose heads lie inside its rows (a
-// Llama cache (B, S, Hkv, D) written along S), the element strides of those rows in the update's
-// source, whose row element is its offset in the cache's row (false where it does not). `vec`:
-// the attention reads 16-byte rows, so the source's must be too (`ve` elements).
+// logical (B, Hkv, S, D) at the launch's strides), the element strides of those rows in the
+// update's source (false where it does not): the cache's heads lie inside its rows (a Llama cache
+// (B, S, Hkv, D) written along S: a row element's offset in the source's row is its offset in the
+// cache's) or before its axis (GPT-2's (B, H, S, D): the update's outer rows are (batch, head)
+// pairs). `vec`: the attention reads 16-byte rows, so the source's must be too (`ve` elements).
 bool source_strides(const Launch& u, const Launch& l, int x, int64_t depth, bool vec, int64_t ve, int64_t* src) {
   const int64_t* st = &l.words[kStrides + x * 4];
-  const int64_t inner = u.words[kUpInner], dim = u.words[kUpDim], row = u.words[kUpSrcRow];
-  if (u.words[kUpOuter] != l.words[kB] || dim != l.words[kS] || st[0] != dim * inner || st[2] != inner ||
-      st[1] < 0 || st[3] < 0 || (l.words[kHkv] - 1) * st[1] + (depth - 1) * st[3] >= inner || (vec && row % ve != 0))
+  const int64_t outer = u.words[kUpOuter], inner = u.words[kUpInner], dim = u.words[kUpDim];
+  const int64_t rows = u.words[kUpRows], row = u.words[kUpSrcRow], B = l.words[kB], Hkv = l.words[kHkv];
+  if (dim != l.words[kS] || st[2] != inner || st[3] < 0 || (vec && row % ve != 0)) return false;
+  if (outer == B && st[0] == dim * inner && st[1] >= 0 && (Hkv - 1) * st[1] + (depth - 1) * st[3] < inner) {
+    src[0] = rows * row, src[1] = st[1];
+  } else if (outer == B * Hkv && st[0] == Hkv * dim * inner && st[1] == dim * inner && (depth - 1) * st[3] < inner) {
+    src[0] = Hkv * rows * row, src[1] = rows * row;
+  } else {
     return false;
-  src[0] = u.words[kUpRows] * row, src[1] = st[1], src[2] = row, src[3] = st[3];
+  }
+  src[2] = row, src[3] = st[3];
   return true;
 }
 
@@ -401,36 +412,55 @@ bool may_share_memory(const Program& p, int32_t a, int32_t b) {
 void fold_cache_writes(const Program& p, const std::vector<KernelCode>& code, std::vector<Step>& steps) {
   if (!append_enabled()) return;
   auto root = [&](int32_t b) { return p.alias_root(b); };
-  for (size_t i = 0; i + 2 < steps.size(); ++i) {
-    Step& at = steps[i + 2];
+  for (size_t ia = 0; ia < steps.size(); ++ia) {
+    Step& at = steps[ia];
     const Kernel& ka = p.kernels[static_cast<size_t>(at.kernel)];
     if (ka.kind != KernelKind::kAttention || at.attention || at.launches.size() != 1) continue;
     Launch& l = at.launches[0];
     const AttentionFunctions& f = code[static_cast<size_t>(at.kernel)].attention;
     if (l.fn == nullptr || (l.fn != f.split1 && l.fn != f.split16) || l.words.size() != kWords) continue;
-    // The two writes, in either order: k's cache's, then v's.
+    const int32_t caches[2] = {root(ka.inputs[1]), root(ka.inputs[2])};
+    if (caches[0] == caches[1]) continue;
+    // The two writes, in either order, among the few steps before: k's cache's and v's. The steps
+    // between a write and the attention (GPT-2's slice of v) are checked below.
     const Launch* w[2] = {nullptr, nullptr};
     Step* ws[2] = {nullptr, nullptr};
-    for (size_t j : {i, i + 1}) {
-      const Kernel& ku = p.kernels[static_cast<size_t>(steps[j].kernel)];
-      if (ku.kind != KernelKind::kUpdateSlice || steps[j].launches.size() != 1 || !update_in_place(p, ku)) break;
-      const Launch& u = steps[j].launches[0];
+    size_t at_step[2] = {0, 0};
+    for (size_t back = 1; back <= kFoldReach && back <= ia && !(w[0] && w[1]); ++back) {
+      Step& s = steps[ia - back];
+      const Kernel& ku = p.kernels[static_cast<size_t>(s.kernel)];
+      const int32_t out = ku.outputs.empty() ? -1 : root(ku.outputs[0]);
+      const int x = out == caches[0] ? 0 : out == caches[1] ? 1 : -1;
+      if (ku.kind != KernelKind::kUpdateSlice || x < 0) continue;
+      if (w[x] || s.launches.size() != 1 || !update_in_place(p, ku)) break;
+      const Launch& u = s.launches[0];
       if (u.words.size() != kUpWords || u.ptrs.size() != 3 || u.ptrs[0].byte_offset != 0) break;
-      const int32_t out = root(ku.outputs[0]);
-      const int x = out == root(ka.inputs[1]) ? 0 : out == root(ka.inputs[2]) ? 1 : -1;
-      if (x < 0 || w[x]) break;
       w[x] = &u;
-      ws[x] = &steps[j];
+      ws[x] = &s;
+      at_step[x] = ia - back;
     }
-    if (!w[0] || !w[1] || root(ka.inputs[1]) == root(ka.inputs[2])) continue;
+    if (!w[0] || !w[1]) continue;
     const Launch &uk = *w[0], &uv = *w[1];
     // One start and one count of rows for both (one check of the start, as each write's own).
     if (uk.words[kUpRows] != uv.words[kUpRows] || uk.words[kUpRows] < 1 ||
         root(uk.ptrs[2].buffer) != root(uv.ptrs[2].buffer) || uk.ptrs[2].byte_offset != uv.ptrs[2].byte_offset)
       continue;
-    // The sources are read until the attention ends: none may be memory its output takes.
-    if (may_share_memory(p, uk.ptrs[1].buffer, ka.outputs[0]) || may_share_memory(p, uv.ptrs[1].buffer, ka.outputs[0]))
-      continue;
+    // A write's source is read until the attention ends: no step after the write, the attention's
+    // output included, may write its memory (or the start's); and no step between the first write
+    // and the attention may touch the caches (it would see rows not yet written).
+    bool clear = !may_share_memory(p, uk.ptrs[1].buffer, ka.outputs[0]) &&
+                 !may_share_memory(p, uv.ptrs[1].buffer, ka.outputs[0]);
+    for (size_t j = std::min(at_step[0], at_step[1]) + 1; clear && j < ia; ++j) {
+      if (j == at_step[0] || j == at_step[1]) continue;
+      const Kernel& k = p.kernels[static_cast<size_t>(steps[j].kernel)];
+      for (int32_t b : k.inputs) clear = clear && root(b) != caches[0] && root(b) != caches[1];
+      for (int32_t b : k.outputs) {
+        clear = clear && root(b) != caches[0] && root(b) != caches[1] && !may_share_memory(p, uk.ptrs[2].buffer, b);
+        for (int x = 0; x < 2; ++x)
+          clear = clear && !(j > at_step[x] && may_share_memory(p, w[x]->ptrs[1].buffer, b));
+      }
+    }
+    if (!clear) continue;
     if (l.ptrs[kPtrK].byte_offset != 0 || l.ptrs[kPtrV].byte_offset != 0) continue;  // head windows of a cache
     const int64_t es = dtype_size(p.buffers[static_cast<size_t>(ka.inputs[1])].dtype), ve = 16 / es;
     const bool vec = l.vector_word >= 0;

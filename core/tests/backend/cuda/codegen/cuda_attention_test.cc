@@ -524,6 +524,90 @@ TEST(CudaAttention, CacheWritesStayWhereTheAttentionCannotTakeThem) {
   }
 }
 
+
+TEST(CudaAttention, GptTwosCacheWritesFoldAcrossTheSliceBetweenThem) {
+  // GPT-2's decode layer: caches (B, H, S, D) written along S from one token's (B, H, 1, D) k and
+  // v (each a slice copy of the qkv projection), the v slice between the k write and the v write.
+  // slots: 0 B, 1 H, 2 one, 3 D, 4 S.
+  Program p;
+  for (int64_t v : {int64_t{2}, int64_t{12}, int64_t{1}, int64_t{64}, int64_t{1024}})
+    p.shape_program.push_back({ShapeInstr::Op::kConst, v, 0});
+  const DType t = DType::kFloat16;
+  p.inputs.resize(2);
+  p.buffers = {{BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}, 0, 4096},         // 0 q
+               {BufferDesc::Kind::kInput, 0, t, {0, 1, 4, 3}},                  // 1 k cache
+               {BufferDesc::Kind::kInput, 1, t, {0, 1, 4, 3}},                  // 2 v cache
+               {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}, 4096, 4096},       // 3 k rows
+               {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}, 8192, 4096},       // 4 v rows
+               {BufferDesc::Kind::kTemp, 0, DType::kInt32, {2}, 12288, 256},    // 5 pos
+               {BufferDesc::Kind::kAlias, 1, t, {0, 1, 4, 3}},                  // 6 k cache written
+               {BufferDesc::Kind::kAlias, 2, t, {0, 1, 4, 3}},                  // 7 v cache written
+               {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}, 12544, 4096},      // 8 out
+               {BufferDesc::Kind::kTemp, 0, DType::kInt32, {2, 2, 2, 2}, 16640, 256},   // 9 offset
+               {BufferDesc::Kind::kTemp, 0, t, {0, 1, 4, 3}, 1 << 20, 1 << 22}};     // 10 a cache's copy
+  auto update = [&](int32_t cache, int32_t src, int32_t out) {
+    Kernel k;
+    k.kind = KernelKind::kUpdateSlice;
+    k.name = "update";
+    k.inputs = {cache, src, 5};
+    k.outputs = {out};
+    k.update_slice.axis = 2;
+    return k;
+  };
+  Kernel slice;  // v's slice (its input is immaterial here: the q buffer)
+  slice.kind = KernelKind::kCopy;
+  slice.name = "slice";
+  slice.inputs = {0};
+  slice.outputs = {4};
+  Kernel a;
+  a.kind = KernelKind::kAttention;
+  a.name = "attention";
+  a.inputs = {0, 6, 7, 9};
+  a.outputs = {8};
+  a.attention.mask = MaskKind::kCausalOffset;
+  p.kernels = {update(1, 3, 6), slice, update(2, 4, 7), a};
+  const std::vector<int64_t> slots = {2, 12, 1, 64, 1024};
+  const LayoutFunctions layout{{update_function(2, DType::kInt32), reinterpret_cast<CUfunction>(uintptr_t{64})},
+                               {"tripy_copy_bytes", reinterpret_cast<CUfunction>(uintptr_t{80})}};
+  auto fn = [](uintptr_t i) { return reinterpret_cast<CUfunc_st*>(i); };
+  std::vector<KernelCode> code(4);
+  code[3].attention = AttentionFunctions{fn(96), fn(112), fn(128), fn(144), fn(160), nullptr};
+  auto plan = [&](const Program& prog) {
+    std::vector<Step> steps;
+    for (int32_t i = 0; i < 4; ++i) {
+      Step s;
+      s.kernel = i;
+      const Kernel& k = prog.kernels[static_cast<size_t>(i)];
+      auto l = k.kind == KernelKind::kUpdateSlice ? plan_update_slice(prog, k, layout, slots, 132)
+               : k.kind == KernelKind::kAttention  ? plan_attention(prog, k, code[3].attention, slots, 132)
+                                                   : plan_copy(prog, k, layout, slots, 132);
+      EXPECT_TRUE(l.ok()) << l.status().message();
+      s.launches = std::move(l).value();
+      steps.push_back(std::move(s));
+    }
+    return steps;
+  };
+  std::vector<Step> steps = plan(p);
+  fold_cache_writes(p, code, steps);
+  EXPECT_TRUE(steps[0].launches.empty());
+  EXPECT_EQ(steps[1].launches.size(), 1u);  // the slice between stays
+  EXPECT_TRUE(steps[2].launches.empty());
+  const Launch& l = steps[3].launches.at(0);
+  // Rows of (batch, head) pairs: the source's batch stride is H rows, its head stride one row.
+  const std::vector<int64_t> strides(l.words.end() - 11, l.words.end() - 3);
+  EXPECT_EQ(strides, (std::vector<int64_t>{12 * 64, 64, 64, 1, 12 * 64, 64, 64, 1}));
+  // A step between that reads the k cache, or writes the bytes of k's rows: no fold.
+  for (int c = 0; c < 2; ++c) {
+    Program q = p;
+    if (c == 0) q.kernels[1].inputs = {6}, q.kernels[1].outputs = {10};
+    else q.buffers[4].offset = 4096;
+    steps = plan(q);
+    fold_cache_writes(q, code, steps);
+    EXPECT_EQ(steps[0].launches.size(), 1u) << c;
+    EXPECT_EQ(steps[2].launches.size(), 1u) << c;
+  }
+}
+
 }  // namespace
 }  // namespace tripy::rt::cuda
 
