@@ -116,12 +116,13 @@ def test_sharded_executables_called_from_eight_threads():
     # Two threads a mesh: calls over one mesh take turns, calls over different meshes run at once,
     # and every call's ranks run on threads kept between calls.
     meshes = [tp.DeviceMesh(["cpu"] * world) for world in (2, 3, 4, 2)]
+    cpu = tp.device("cpu")  # the meshes' device, also where a GPU is the default
     exes = [tp.compile(lambda x: tp.all_reduce(x * 2.0), args=[tp.InputInfo((32,), tp.float32)], mesh=m) for m in meshes]
 
     def work(i):
         exe, world = exes[i % len(exes)], meshes[i % len(meshes)].size
         for k in range(20):
             parts = [np.full(32, float(i + k + r), np.float32) for r in range(world)]
-            np.testing.assert_array_equal(np.asarray(exe([tp.Tensor(p) for p in parts])), 2 * sum(parts))
+            np.testing.assert_array_equal(np.asarray(exe([tp.Tensor(p, device=cpu) for p in parts])), 2 * sum(parts))
 
     _in_threads(work)
