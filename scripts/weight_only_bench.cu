@@ -60,9 +60,8 @@ int main(int argc, char** argv) {
     for (auto& s : shapes) {
       const long N = s.N, K = s.K, row_bytes = K * bits / 8, group = bits == 4 ? 128 : K, groups = K / group;
       const size_t wbytes = (size_t)N * row_bytes;
-      const int copies = (int)std::max<size_t>(2, (size_t(512) << 20) / wbytes);
-      std::vector<void*> ws(copies);
-      for (auto& p : ws) { CK(cudaMalloc(&p, wbytes)); fill_bytes<<<512, 256>>>((unsigned*)p, wbytes / 4, (unsigned)(size_t)p); }
+      std::vector<void*> ws = weight_copies(wbytes);
+      const int copies = (int)ws.size();
       unsigned short *x, *sc, *zp, *out, *out2;
       const long R = std::max(8, rows_x);  // rows of x and of the outputs held
       void* few_ws;  // the few-rows tile's layout of 16 rows of x, and its sums

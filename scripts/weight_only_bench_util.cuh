@@ -1,9 +1,12 @@
-// What the standalone weight-only diagnostics share (scripts/weight_only_bench.cu and
-// weight_only_tma_bench.cu, after kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that
-// only reads a buffer (the read floor), deterministic fills, a checked CUDA call and the timer.
+// What the standalone weight-only diagnostics share (scripts/weight_only_*bench.cu, after
+// kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that only reads a buffer (the read
+// floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
@@ -57,3 +60,14 @@ template <class L> float time_us(L launch) {
   return ms * 1000.f / reps;
 }
 static float bf(unsigned short v) { unsigned u = (unsigned)v << 16; float f; memcpy(&f, &u, 4); return f; }
+
+// Copies of a weight of `bytes` (hashed bytes: any are valid int8 or int4 values), enough of them,
+// at least two, to pass the L2 together: calls that take them in turn read their weight from memory.
+inline std::vector<void*> weight_copies(size_t bytes) {
+  std::vector<void*> ws(std::max<size_t>(2, (size_t(512) << 20) / bytes));
+  for (void*& p : ws) {
+    CK(cudaMalloc(&p, bytes));
+    fill_bytes<<<512, 256>>>((unsigned*)p, bytes / 4, (unsigned)(size_t)p);
+  }
+  return ws;
+}

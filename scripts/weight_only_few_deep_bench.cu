@@ -133,12 +133,8 @@ int main() {
   for (auto& s : shapes) {
     const long N = s.N, K = s.K, row_bytes = K / 2, group = 128, groups = K / group;
     const size_t wbytes = (size_t)N * row_bytes;
-    const int copies = (int)std::max<size_t>(2, (size_t(512) << 20) / wbytes);
-    std::vector<void*> ws(copies);
-    for (auto& p : ws) {
-      CK(cudaMalloc(&p, wbytes));
-      fill_bytes<<<512, 256>>>((unsigned*)p, wbytes / 4, (unsigned)(size_t)p);
-    }
+    std::vector<void*> ws = weight_copies(wbytes);
+    const int copies = (int)ws.size();
     unsigned short *x, *sc, *zp, *ref, *out;
     void* lay;
     CK(cudaMalloc(&x, rows * K * 2));

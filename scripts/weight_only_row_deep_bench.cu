@@ -240,12 +240,8 @@ int main(int argc, char** argv) {
     if (only && strcmp(only, s.name) != 0) continue;
     const long N = s.N, K = s.K, row_bytes = K / 2, group = 128, groups = K / group;
     const size_t wbytes = (size_t)N * row_bytes;
-    const int copies = (int)std::max<size_t>(2, (size_t(512) << 20) / wbytes);
-    std::vector<void*> ws(copies);
-    for (auto& p : ws) {
-      CK(cudaMalloc(&p, wbytes));
-      fill_bytes<<<512, 256>>>((unsigned*)p, wbytes / 4, (unsigned)(size_t)p);
-    }
+    std::vector<void*> ws = weight_copies(wbytes);
+    const int copies = (int)ws.size();
     unsigned short *x, *sc, *zp, *ref, *out;
     CK(cudaMalloc(&x, K * 2));
     CK(cudaMalloc(&sc, N * groups * 2));
