@@ -106,6 +106,23 @@ def test_an_odd_count_of_groups_and_many_rows():
         K = saved
 
 
+@pytest.mark.parametrize("bits, group, k", [(8, None, 1003), (4, 200, 1000), (4, 40, 1000)])
+def test_one_to_four_rows_over_every_loop_of_the_integer_sums(bits, group, k):
+    """One to four rows of x take the sums over the stored integers, 16 bytes a step into several
+    chains (AVX-512), then 8 (AVX2), then one at a time: K and the groups leave bytes for each."""
+    global K
+    saved, K = K, k
+    try:
+        lin, w = _linear(bits, group, bits == 4, tp.float32)
+        exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 2, 4), K), dtype=tp.float32)])
+        assert "weight_only_dot" in _kernels(exe)
+        for rows in (1, 2, 3, 4):
+            x = _x(rows, tp.float32)
+            _check(_run(exe, x, tp.float32), x.astype(np.float64) @ w.T, tp.float32)
+    finally:
+        K = saved
+
+
 @pytest.mark.parametrize("bits", [4, 8])
 def test_bfloat16_activations(bits):
     lin, w = _linear(bits, 64 if bits == 4 else None, bits == 4, tp.bfloat16)

@@ -14,6 +14,11 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics pass a self-initialized _mm512_undefined_* value as their masks'
+// unused source, which -Wmaybe-uninitialized reports wherever they inline.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "backend/cpu/dot_dnnl.h"
 #include "backend/cpu/fused_ops.h"
@@ -144,11 +149,19 @@ struct Weight {
   }
 };
 
-// The sums over one group of the stored integers times x, 8 lanes at a time (AVX2 + FMA where the
-// build targets them, else plain loops the compiler may vectorize), for R rows of x at once so that
-// each byte is widened and converted once; a lane's sums are added once per row. tail[r] takes the
-// bytes past the last whole 8.
-#if defined(__AVX2__) && defined(__FMA__)
+// The sums over one group of the stored integers times x (AVX-512, else AVX2 + FMA where the
+// build targets them, else plain loops the compiler may vectorize), for R rows of x at once so
+// that each byte is widened and converted once; a row's lanes (acc) are added once per row.
+// tail[r] takes the bytes past the last whole 8. With AVX-512 the bytes go 16 at a time into four
+// chains of sums for all R rows together (a chain alone waits on its FMA's latency: one row of x
+// then ran at a third of the memory's speed), the last few 8 at a time on AVX2, and each group's
+// sums scale into the row's 16 lanes.
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#define TRIPY_WO_AVX512 1
+using Lanes = __m512;
+inline Lanes lanes_zero() { return _mm512_setzero_ps(); }
+inline float lane_total(Lanes v) { return _mm512_reduce_add_ps(v); }
+#elif defined(__AVX2__) && defined(__FMA__)
 using Lanes = __m256;
 inline Lanes lanes_zero() { return _mm256_setzero_ps(); }
 inline float lane_total(Lanes v) {
@@ -166,6 +179,25 @@ inline float lane_total(const Lanes& l) {
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// acc[r] += s (the AVX-512 chains c[r] + the AVX2 chain a[r]), on the build's lanes.
+template <int R, int CH>
+void add_scaled(const Lanes* c, const __m256* a, float s, Lanes (&acc)[R]) {
+#ifdef TRIPY_WO_AVX512
+  const __m512 sv = _mm512_set1_ps(s);
+  for (int r = 0; r < R; ++r) {
+    __m512 sum = _mm512_zextps256_ps512(a[r]);
+    for (int j = 0; j < CH; ++j) sum = _mm512_add_ps(sum, c[r * CH + j]);
+    acc[r] = _mm512_fmadd_ps(sv, sum, acc[r]);
+  }
+#else
+  (void)c;
+  const __m256 sv = _mm256_set1_ps(s);
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(sv, a[r], acc[r]);
+#endif
+}
+#endif
+
 // acc[r] += s * the group's nb bytes, each byte's low nibble (0..15) times even[r] and its high
 // nibble times odd[r].
 template <int R>
@@ -173,7 +205,24 @@ void nibble_sums(const uint8_t* q, const float* const* even, const float* const*
                  Lanes (&acc)[R], float (&tail)[R]) {
   int64_t b = 0;
 #if defined(__AVX2__) && defined(__FMA__)
-  Lanes a[R];
+  // H 16-byte halves a step: each byte's two nibbles make two chains a row (four for one row).
+  constexpr int H = R == 1 ? 2 : 1, CH = 2 * H;
+  Lanes c[R * CH];
+#ifdef TRIPY_WO_AVX512
+  for (int j = 0; j < R * CH; ++j) c[j] = _mm512_setzero_ps();
+  const __m512i mask16 = _mm512_set1_epi32(15);
+  for (; b + 16 * H <= nb; b += 16 * H)
+    for (int h = 0; h < H; ++h) {
+      const __m512i u = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b + 16 * h)));
+      const __m512 lo = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_and_si512(u, mask16));
+      const __m512 hi = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_srli_epi32(u, 4));
+      for (int r = 0; r < R; ++r) {
+        c[r * CH + 2 * h] = _mm512_fmadd_ps(_mm512_loadu_ps(even[r] + b + 16 * h), lo, c[r * CH + 2 * h]);
+        c[r * CH + 2 * h + 1] = _mm512_fmadd_ps(_mm512_loadu_ps(odd[r] + b + 16 * h), hi, c[r * CH + 2 * h + 1]);
+      }
+    }
+#endif
+  __m256 a[R];
   for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi32(15);
   for (; b + 8 <= nb; b += 8) {
@@ -182,8 +231,7 @@ void nibble_sums(const uint8_t* q, const float* const* even, const float* const*
     for (int r = 0; r < R; ++r)
       a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(odd[r] + b), hi, _mm256_fmadd_ps(_mm256_loadu_ps(even[r] + b), lo, a[r]));
   }
-  const __m256 sv = _mm256_set1_ps(s);
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(sv, a[r], acc[r]);
+  add_scaled<R, CH>(c, a, s, acc);
 #else
   for (; b + 8 <= nb; b += 8)
     for (int r = 0; r < R; ++r)
@@ -203,14 +251,25 @@ template <int R>
 void byte_sums(const int8_t* q, const float* const* x, int64_t n, float s, Lanes (&acc)[R], float (&tail)[R]) {
   int64_t k = 0;
 #if defined(__AVX2__) && defined(__FMA__)
-  Lanes a[R];
+  // CH 16-byte pieces a step, a chain each: four chains in all for one or two rows.
+  constexpr int CH = R == 1 ? 4 : R == 2 ? 2 : 1;
+  Lanes c[R * CH];
+#ifdef TRIPY_WO_AVX512
+  for (int j = 0; j < R * CH; ++j) c[j] = _mm512_setzero_ps();
+  for (; k + 16 * CH <= n; k += 16 * CH)
+    for (int j = 0; j < CH; ++j) {
+      const __m512 v = _mm512_maskz_cvtepi32_ps(
+          0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k + 16 * j))));
+      for (int r = 0; r < R; ++r) c[r * CH + j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + k + 16 * j), v, c[r * CH + j]);
+    }
+#endif
+  __m256 a[R];
   for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
   for (; k + 8 <= n; k += 8) {
     const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k))));
     for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x[r] + k), v, a[r]);
   }
-  const __m256 sv = _mm256_set1_ps(s);
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(sv, a[r], acc[r]);
+  add_scaled<R, CH>(c, a, s, acc);
 #else
   for (; k + 8 <= n; k += 8)
     for (int r = 0; r < R; ++r)
