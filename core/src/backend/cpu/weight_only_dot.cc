@@ -180,7 +180,8 @@ inline float lane_total(const Lanes& l) {
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
-// acc[r] += s (the AVX-512 chains c[r] + the AVX2 chain a[r]), on the build's lanes.
+// acc[r] += s (the AVX-512 chains c[r] + the AVX2 chain a[r]), on the build's lanes (c: null
+// without AVX-512).
 template <int R, int CH>
 void add_scaled(const Lanes* c, const __m256* a, float s, Lanes (&acc)[R]) {
 #ifdef TRIPY_WO_AVX512
@@ -207,20 +208,21 @@ void nibble_sums(const uint8_t* q, const float* const* even, const float* const*
 #if defined(__AVX2__) && defined(__FMA__)
   // H 16-byte halves a step: each byte's two nibbles make two chains a row (four for one row).
   constexpr int H = R == 1 ? 2 : 1, CH = 2 * H;
-  Lanes c[R * CH];
 #ifdef TRIPY_WO_AVX512
+  Lanes c[R * CH];
   for (int j = 0; j < R * CH; ++j) c[j] = _mm512_setzero_ps();
   const __m512i mask16 = _mm512_set1_epi32(15);
   for (; b + 16 * H <= nb; b += 16 * H)
     for (int h = 0; h < H; ++h) {
-      const __m512i u = _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b + 16 * h)));
-      const __m512 lo = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_and_si512(u, mask16));
-      const __m512 hi = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_srli_epi32(u, 4));
+      const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b + 16 * h)));
+      const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(u, mask16)), hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(u, 4));
       for (int r = 0; r < R; ++r) {
         c[r * CH + 2 * h] = _mm512_fmadd_ps(_mm512_loadu_ps(even[r] + b + 16 * h), lo, c[r * CH + 2 * h]);
         c[r * CH + 2 * h + 1] = _mm512_fmadd_ps(_mm512_loadu_ps(odd[r] + b + 16 * h), hi, c[r * CH + 2 * h + 1]);
       }
     }
+#else
+  const Lanes* c = nullptr;  // no AVX-512 chains
 #endif
   __m256 a[R];
   for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
@@ -253,15 +255,16 @@ void byte_sums(const int8_t* q, const float* const* x, int64_t n, float s, Lanes
 #if defined(__AVX2__) && defined(__FMA__)
   // CH 16-byte pieces a step, a chain each: four chains in all for one or two rows.
   constexpr int CH = R == 1 ? 4 : R == 2 ? 2 : 1;
-  Lanes c[R * CH];
 #ifdef TRIPY_WO_AVX512
+  Lanes c[R * CH];
   for (int j = 0; j < R * CH; ++j) c[j] = _mm512_setzero_ps();
   for (; k + 16 * CH <= n; k += 16 * CH)
     for (int j = 0; j < CH; ++j) {
-      const __m512 v = _mm512_maskz_cvtepi32_ps(
-          0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k + 16 * j))));
+      const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k + 16 * j))));
       for (int r = 0; r < R; ++r) c[r * CH + j] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + k + 16 * j), v, c[r * CH + j]);
     }
+#else
+  const Lanes* c = nullptr;  // no AVX-512 chains
 #endif
   __m256 a[R];
   for (int r = 0; r < R; ++r) a[r] = _mm256_setzero_ps();
