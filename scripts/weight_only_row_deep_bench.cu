@@ -207,27 +207,19 @@ DEVI void row_multi(const WoArgs& a) {
 }
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_base(const WoArgs a) { wo_frag_row<4>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_ring3(const WoArgs a) { row_deep<4096, 3, true>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_ring4(const WoArgs a) { row_deep<4096, 4, true>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_ring2(const WoArgs a) { row_deep<14336, 2, true>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_reg2(const WoArgs a) { row_deep<14336, 2, false>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_reg3(const WoArgs a) { row_deep<14336, 3, false>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_reg4(const WoArgs a) { row_deep<14336, 4, false>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK, 2) k_reg4b2(const WoArgs a) { row_deep<14336, 4, false>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_reg6(const WoArgs a) { row_deep<14336, 6, false>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m2t2(const WoArgs a) { row_multi<14336, 2, 2>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m2t4(const WoArgs a) { row_multi<14336, 2, 4>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m3t2(const WoArgs a) { row_multi<4096, 3, 2>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m3t4(const WoArgs a) { row_multi<4096, 3, 4>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m2t1(const WoArgs a) { row_multi<14336, 2, 1>(a); }
 
 int main(int argc, char** argv) {
   struct Shape { const char* name; long N, K; } shapes[] = {
       {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
   struct Form { const char* name; void (*fn)(WoArgs); long max_k; int tiles; } forms[] = {
       {"base", k_base, 14336}, {"ring4", k_ring4, 4096}, {"reg2", k_reg2, 14336}, {"reg3", k_reg3, 14336},
-      {"m2t1", k_m2t1, 14336, 1}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4},
-      {"m3t2", k_m3t2, 4096, 2}, {"m3t4", k_m3t4, 4096, 4}};
+      {"reg4", k_reg4, 14336}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4}};
   for (auto& f : forms) {
     cudaFuncAttributes at;
     CK(cudaFuncGetAttributes(&at, f.fn));
