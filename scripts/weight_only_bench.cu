@@ -46,8 +46,8 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_frag4(const WoArgs a) {
 #endif
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, FRAG16_MINB) k_frag16(const WoArgs a) { wo_frag4<2, FRAG16_WT>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { wo_frag_row<4>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2>(a); }
-extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2, 4>(a); }
+extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
 
 

@@ -109,9 +109,9 @@ DEVI void few_var(const WoArgs& a) {
   wo_store_tiles<1, NT>(acc, (S*)a.out, a.N, n0, g8, t4, M, N);
 }
 
-extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2>(a); }
-extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2>(a); }
-extern "C" __global__ void __launch_bounds__(WO_BLOCK, 3) k_few3(const WoArgs a) { wo_few<2>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2, 4>(a); }
+extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2, 4>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK, 3) k_few3(const WoArgs a) { wo_few<2, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_fewh(const WoArgs a) { few_var<2, true, 0>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, 3) k_fewh3(const WoArgs a) { few_var<2, true, 0>(a); }
 extern "C" __global__ void __launch_bounds__(128) k_fewr2(const WoArgs a) { few_var<2, false, 2>(a); }

@@ -7,8 +7,8 @@ a lane, or one where K or the group is off 8) or, for int4 weights and bfloat16 
 the many-rows tile, N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
-the register-fed tile, at 8 and 16 rows, and up to 16 the few-rows tile; for int4, int8 and float8
-weights the one-row tile) and
+the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights up to 16 rows the
+few-rows tile and at one row the one-row tile) and
 below 8 where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each
 executable runs three times), and an LLM-sized product against torch; int4 weights held packed
 (unpack_int4): decode and prefill executables sharing the bytes; float8 e4m3 weights per output
@@ -362,6 +362,44 @@ def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     _check_one_row(exe, want, K, 64, capfd, "the ring")
+
+
+@pytest.mark.parametrize("fmt", ["int8", "float8"])
+@pytest.mark.parametrize("N, K", [(1000, 1024), (77, 4160), (300, 4096)])
+def test_9_to_16_rows_of_8_bit_weights_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, fmt, N, K):
+    """int8 and float8 weights per output feature at 9 to 16 rows of bfloat16 x may run the few-rows
+    tile too (chunks of 64 values: int8 bytes as q + 128, float8 pairs by cvt, both float16): forced,
+    against numpy at every row count of the dynamic x (K = 4160: an odd count of chunks), x from
+    1e-4 to 1e4 and a row with a chunk of zeros beside one 3e3 times larger; saved and loaded."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    if fmt == "int8":
+        lin, w = _case(8, N, K, None, False, "bfloat16")
+    else:
+        w8 = tp.cast(_as(RNG.standard_normal((N, K)).astype(np.float32) * 50, "float32"), tp.float8)
+        w8.eval()
+        scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
+        lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
+        lin.load_state_dict({"weight": w8, "weight_scale": scale})
+        w = _numpy(w8) * _numpy(scale)[:, None]
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 16, 16), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    for rows in (1, 5, 9, 13, 16):
+        _check(exe, w, rows, K, "bfloat16")
+    for x_scale in (1e4, 1e-4):
+        _check(exe, w, 16, K, "bfloat16", x_scale=x_scale)
+    x = RNG.standard_normal((11, K))
+    x[3, 64:128] = 0.0
+    x[3, :64] *= 3e3
+    xb = _as(x, "bfloat16")
+    want = _numpy(xb) @ w.T
+    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
+    err = capfd.readouterr().err
+    for rows in (1, 9, 16):
+        assert re.search(rf"weight-only dot '[^']*' at {rows} rows: the few-rows tile", err), err
+    exe.save(str(tmp_path / "few8.tpymodel"))
+    _check(tp.Executable.load(str(tmp_path / "few8.tpymodel")), w, 12, K, "bfloat16")
+    assert re.search(r"weight-only dot '[^']*' at 12 rows: the few-rows tile", capfd.readouterr().err)
 
 
 def test_an_llm_sized_product_agrees_with_torch():

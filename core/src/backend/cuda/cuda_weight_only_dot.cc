@@ -23,6 +23,9 @@ enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
+// The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
+int64_t row_chunk_values(int bits) { return bits == 4 ? 128 : 64; }
+
 // Beside the split in kWordMmaSplit's low byte: the weight is a program constant, so the ring may
 // copy its first steps before it waits for the previous kernel (weight_only_dot.cuh's wo_early).
 constexpr int64_t kMmaSplitEarly = int64_t{1} << 8;
@@ -109,7 +112,7 @@ bool weight_only_one_row_tile(DType t, int bits, int row_tile) {
 }
 
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
-  const int64_t chunk = bits == 4 ? 128 : 64, chunks_a_group = group / chunk;  // WoRowChunk: 64 bytes
+  const int64_t chunk = row_chunk_values(bits), chunks_a_group = group / chunk;
   return weight_only_one_row_tile(t, bits, row_tile) && rows == 1 && K <= kWeightOnlyOneRowMaxK && K % chunk == 0 &&
          group % chunk == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }
@@ -173,12 +176,13 @@ std::string weight_only_many_rows_function(DType t, int bits, int x_rows, bool l
 }
 
 bool weight_only_few_rows_tile(DType t, int bits, int row_tile) {
-  return weight_only_frag_tile(t, bits, row_tile) && row_tile == 2 * kWeightOnlyMmaRows;
+  return t == DType::kBFloat16 && (bits == 4 || bits == 8 || bits == kWeightOnlyE4M3) &&
+         row_tile == 2 * kWeightOnlyMmaRows;
 }
 
 bool weight_only_few_rows_applies(DType t, int bits, int row_tile, int64_t K, int64_t group) {
-  const int64_t chunks_a_group = group / 128;  // wo_few's group index is a shift
-  return weight_only_few_rows_tile(t, bits, row_tile) && K > 0 && K % 128 == 0 && group % 128 == 0 &&
+  const int64_t chunk = row_chunk_values(bits), chunks_a_group = group / chunk;  // wo_few's group index is a shift
+  return weight_only_few_rows_tile(t, bits, row_tile) && K > 0 && K % chunk == 0 && group % chunk == 0 &&
          (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }
 
@@ -189,7 +193,7 @@ std::string weight_only_few_rows_function(DType t, int bits, bool layout) {
 int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr) {
   // 16 rows of x as float16 B fragments, and a {sum, scale} pair of floats a row and chunk.
   const int64_t rows = 2 * kWeightOnlyMmaRows;
-  return (rows * pr.K * 2 + pr.K / 128 * rows * 8 + 255) / 256 * 256;
+  return (rows * pr.K * 2 + pr.K / row_chunk_values(pr.bits) * rows * 8 + 255) / 256 * 256;
 }
 
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,

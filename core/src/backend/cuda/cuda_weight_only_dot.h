@@ -100,12 +100,12 @@ struct WeightOnlyManyRows {
   int64_t blocks = 0;
 };
 WeightOnlyManyRows weight_only_many_rows_shape(int64_t N, int64_t rows, int sm_count);
-// For int4 weights and bfloat16 x, the module of 16 rows (weight_only_frag_tile) also holds the
-// few-rows tile (weight_only_frag.cuh's wo_few: the one-row tile's float16 arithmetic with x's 16
-// rows as the mma's columns), after its layout of x in the workspace (wo_few_x), which the build
-// times as a form of its own (WeightOnlyForm::kFewRows) where K and the group are multiples of 128
-// values, a group a power-of-two number of them or the whole row (weight_only_few_rows_applies);
-// it runs where the weight's address is 16-byte aligned.
+// For int4, int8 and float8 weights and bfloat16 x, the module of 16 rows also holds the few-rows
+// tile (weight_only_frag.cuh's wo_few: the one-row tile's float16 arithmetic with x's 16 rows as
+// the mma's columns), after its layout of x in the workspace (wo_few_x), which the build times as
+// a form of its own (WeightOnlyForm::kFewRows) where K and the group are multiples of a chunk (128
+// int4 or 64 8-bit values), a group a power-of-two number of them or the whole row
+// (weight_only_few_rows_applies); it runs where the weight's address is 16-byte aligned.
 bool weight_only_few_rows_tile(DType t, int bits, int row_tile);
 bool weight_only_few_rows_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 std::string weight_only_few_rows_function(DType t, int bits, bool layout);

@@ -4,9 +4,9 @@
 // kWeightOnlyMmaRows rows of float16 or bfloat16 x its body also holds the tensor-core tiles, and
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
-// 8 and 16 rows also the register-fed tile's, at 8 the many-rows tile's and at 16 the few-rows
-// tile's, and for int4, int8 and float8 weights and bfloat16 x the tile of 8 rows the one-row
-// tile's).
+// 8 and 16 rows also the register-fed tile's and at 8 the many-rows tile's, and for int4, int8
+// and float8 weights and bfloat16 x the tile of 8 rows the one-row tile's and that of 16 the
+// few-rows tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -17,9 +17,10 @@ namespace tripy::rt::cuda {
 GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   static const std::string kBody = device_prelude() + kernels::kWeightOnlyDot;
   const bool frag = weight_only_frag_tile(t, bits, row_tile), one_row = weight_only_one_row_tile(t, bits, row_tile);
+  const bool few = weight_only_few_rows_tile(t, bits, row_tile);
   const char* type = t == DType::kBFloat16 ? "WoBf16" : t == DType::kFloat16 ? "WoHalf" : "WoF32";
   const std::string fn = weight_only_function(t, bits, row_tile);
-  std::string source = kBody + (frag || one_row ? kernels::kWeightOnlyFrag : "") + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
+  std::string source = kBody + (frag || one_row || few ? kernels::kWeightOnlyFrag : "") + "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " + fn +
                        "(const WoArgs a) { enter_after_previous(); wo_dot<" + type + ", " + std::to_string(bits) +
                        ", " + std::to_string(row_tile) + ", " + std::to_string(weight_only_weight_rows(row_tile)) +
                        ">(a); }\n";
@@ -58,12 +59,14 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
                 "(const WoArgs a) { enter_after_previous(); wo_gemm4_x<" + std::to_string(x_rows / 8) + ">(a); }\n";
     }
   }
-  // For int4 weights and bfloat16 x, at 16 rows the few-rows tile (wo_few), with its layout of x.
-  if (weight_only_few_rows_tile(t, bits, row_tile)) {
+  // For int4, int8 and float8 weights and bfloat16 x, at 16 rows the few-rows tile (wo_few), with
+  // its layout of x.
+  if (few) {
+    const std::string format = std::to_string(bits);
     source += "extern \"C\" __global__ void __launch_bounds__(WO_BLOCK) " +
-              weight_only_few_rows_function(t, bits, false) + "(const WoArgs a) { wo_few<2>(a); }\n";
+              weight_only_few_rows_function(t, bits, false) + "(const WoArgs a) { wo_few<2, " + format + ">(a); }\n";
     source += "extern \"C\" __global__ void " + weight_only_few_rows_function(t, bits, true) +
-              "(const WoArgs a) { enter_after_previous(); wo_few_x<2>(a); }\n";
+              "(const WoArgs a) { enter_after_previous(); wo_few_x<2, " + format + ">(a); }\n";
   }
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +

@@ -41,7 +41,10 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   const int force = mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
-    const bool own_frag = env_form() && weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0));
+    // The kernel's own tile where it holds the forced form (the register-fed tile, or the few-rows
+    // tile of 8-bit weights, which have no register-fed tile).
+    const bool own_frag = env_form() && (weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0)) ||
+                                         (env_is("few") && weight_only_few_rows_tile(pr.dtype, pr.bits, tiles.at(0))));
     tried = {mma && !own_frag ? kWeightOnlyMmaRows : tiles.at(0)};
   }
   if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");

@@ -46,14 +46,16 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const bool frag = names[i].find("_bf16_b4_") != std::string::npos && (tile == 8 || tile == 16);
     const bool int8 = names[i].find("_bf16_b8_") != std::string::npos;
     const bool float8 = names[i].find("_bf16_e4m3_") != std::string::npos;
-    const bool one_row = (frag || int8 || float8) && tile == 8, many_rows = frag && tile == 8, few_rows = frag && tile == 16;
+    const bool one_row = (frag || int8 || float8) && tile == 8, many_rows = frag && tile == 8;
+    const bool few_rows = (frag || int8 || float8) && tile == 16;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows)
         << names[i];
     if (few_rows)
       for (bool layout : {false, true}) {
-        const std::string entry = weight_only_few_rows_function(DType::kBFloat16, 4, layout);
+        const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
+        const std::string entry = weight_only_few_rows_function(DType::kBFloat16, bits, layout);
         EXPECT_EQ(entry, names[i] + (layout ? "_few_x" : "_few"));
         EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
         EXPECT_EQ(weight_only_module_function(entry), names[i]);
@@ -137,16 +139,20 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 4, 64, 4096, 64));  // half a chunk a group
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kBFloat16, 8, 64, 4096, 4096));
   EXPECT_FALSE(weight_only_many_rows_applies(DType::kFloat16, 4, 64, 4096, 128));
-  // The few-rows tile: int4 weights, bfloat16 x, the 16-row module, whole chunks, a group a
-  // power-of-two number of them or the whole row.
+  // The few-rows tile: int4, int8 or float8 weights, bfloat16 x, the 16-row module, whole chunks
+  // (128 int4 or 64 8-bit values), a group a power-of-two number of them or the whole row.
   EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 4096, 128));
   EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 14336, 512));
   EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 14336, 14336));  // 112 chunks: the row
   EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 3840, 384));    // 3 chunks a group
   EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 16, 4096, 64));     // half a chunk
   EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 4, 8, 4096, 128));     // the 8-row module
-  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 8, 16, 4096, 4096));   // int8
+  EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, 8, 16, 4096, 4096));    // int8 per output feature
+  EXPECT_TRUE(weight_only_few_rows_applies(DType::kBFloat16, kWeightOnlyE4M3, 16, 4160, 4160));  // 65 chunks of 64
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 8, 16, 4096, 32));     // half a chunk a group
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kBFloat16, 8, 16, 4100, 4100));   // K off the chunks
   EXPECT_FALSE(weight_only_few_rows_applies(DType::kFloat16, 4, 16, 4096, 128));     // float16 x
+  EXPECT_FALSE(weight_only_few_rows_applies(DType::kFloat16, 8, 16, 4096, 4096));
   // Its shape on an H200 (132 multiprocessors) for Llama-3-8B's products: 64 rows of x a block for
   // qkv and gate/up at 128 rows, 32 (two warps a group of weight rows) for o and down, and qkv at 64.
   const auto shape = [](int64_t N, int64_t rows) {
@@ -437,6 +443,8 @@ TEST(CudaWeightOnlyDot, TheFewRowsTileLaysXOutThenReadsItFromTheWorkspace) {
   // The workspace rounds up to 256 bytes.
   pr.K = 128, pr.row_bytes = 64, pr.groups = 1, pr.group = 128;
   EXPECT_EQ(weight_only_few_rows_workspace(pr), 4352);  // 16 * 128 * 2 + 16 * 8 = 4224
+  pr.bits = 8, pr.row_bytes = 128;                       // two chunks of 64 int8 values
+  EXPECT_EQ(weight_only_few_rows_workspace(pr), 4352);   // 16 * 128 * 2 + 2 * 16 * 8 = 4352
 }
 
 TEST(CudaWeightOnlyDot, TheDequantizationWritesTheWorkspaceABlockAWeightRow) {

@@ -376,25 +376,28 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
-// The few-rows tile (9 to 16 rows of bfloat16 x against int4 weights, K and the group multiples
-// of 128, a group a power-of-two number of chunks or the whole row), the one-row tile's arithmetic
-// with its 8 columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs
-// it, each of 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k 0..3][lane]:
-// lane (g, t) holds piece 4 t + k of row g, a warp's load 512 contiguous bytes), then each
-// (chunk, row)'s {sum x 2^-24, 2^24 / scale} ([chunk][tile][row]: lane t's rows 2 t and 2 t + 1
-// one 16-byte load). wo_few then reads the packed weight as wo_frag4 does (16 bytes of rows g and
-// g + 8 a chunk, the next chunk's loads out before this one's arithmetic), turns its nibbles into
-// float16 subnormals by masks alone (wo_row_mmas: one shift and four masks a word, NT mmas a
+// The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
+// group multiples of a chunk (64 bytes of a weight row: 128 int4 or 64 8-bit values), a group a
+// power-of-two number of chunks or the whole row), the one-row tile's arithmetic with its 8
+// columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs it, each of
+// 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k][lane]: lane (g, t) holds
+// piece PL t + k of row g, PL = 4 pieces a lane for int4 and 2 for 8-bit values, a warp's load 512
+// contiguous bytes), then each (chunk, row)'s {sum x 2^-24, 2^24 / scale} ([chunk][tile][row]:
+// lane t's rows 2 t and 2 t + 1 one 16-byte load). wo_few then reads the packed weight as wo_frag4
+// does (16 bytes of rows g and g + 8 a chunk, the next chunk's loads out before this one's
+// arithmetic), turns its values into float16 by masks alone (wo_row_mmas: int4 one shift and four
+// masks a word, int8 one shift and two mask-and-xors, float8 a conversion a pair; NT mmas a
 // fragment) and adds each chunk as the one-row tile does, its column's scale and sum its own.
 // No shared memory: x's fragments come through the L1, which a block's warp groups share.
 // Llama-3-8B's int4 products at 16 rows on an H200, timed alone with the layout
 // (scripts/weight_only_bench.cu 16), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 ->
 // 11.0, gate/up 47.2 -> 39.7, down 26.2 -> 22.1, the output head 166 -> 140 (at 8 rows, one tile
 // of rows, it lost on all but down); the batch-16 int4 decode step 4.54 -> 3.72 ms.
-template <int NT> DEVI void wo_few_x(const WoArgs& a) {
+template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
   typedef unsigned short S;
+  constexpr int PC = WoRowChunk<BITS>::kPieces, PL = PC / 4;  // a chunk's pieces, a lane's of them
   const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
-  const int total = 8 * NT * P;  // whole warps: P is a multiple of 16, a chunk's pieces
+  const int total = 8 * NT * P;  // whole warps: P is a multiple of 8, a chunk's pieces
   uint4* frags = reinterpret_cast<uint4*>(a.out);
   float2* sums = reinterpret_cast<float2*>(frags + NT * K);
   for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < total; d += gridDim.x * blockDim.x) {
@@ -409,21 +412,27 @@ template <int NT> DEVI void wo_few_x(const WoArgs& a) {
       for (int e = 0; e < 4; ++e) w[e] = x[2 * e] | (unsigned)x[2 * e + 1] << 16;
       v = V16{w[0], w[1], w[2], w[3]};
     }
-    const int c = p >> 4, q = p & 15, nt = r >> 3, g = r & 7;
-    const float2 sum = wo_half_piece<4, 16>(v, true, frags + ((c * NT + nt) * 4 + (q & 3)) * 32 + g * 4 + (q >> 2));
+    // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
+    const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
+    const float2 sum =
+        wo_half_piece<BITS, PC>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
     if (q == 0) sums[(c * NT + nt) * 8 + g] = sum;
   }
 }
-template <int NT> DEVI void wo_few(const WoArgs& a) {
+template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
   typedef unsigned short S;
+  typedef WoRowChunk<BITS> C;
+  constexpr int PL = C::kPieces / 4;  // x's pieces a lane holds a chunk
   __shared__ float part[WO_BLOCK / 32][NT * 4 * 32];
   const WoMmaPlace at = wo_mma_place<8 * NT>(a);
   const int g8 = at.g8, t4 = at.t4, split = at.split, g = at.g, ws = at.ws, M = at.M;
   const int N = static_cast<int>(a.N), n0 = static_cast<int>(at.n0), K = static_cast<int>(a.K);
   const WoWeightRows<1> rows = wo_weight_rows<1>(a, n0, g8, t4);
-  const int chunks = n0 < N ? K / 128 : 0;
-  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / 128)) - 1;
-  const float zf = a.zero ? 1.0f : 0.0f;
+  const int chunks = n0 < N ? K / C::kValues : 0;
+  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / C::kValues)) - 1;
+  // The values as the mma sees them are q + offset (float8: 2^24 times the subnormals' scale).
+  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
+  const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;
   const uint4* frags = reinterpret_cast<const uint4*>(a.x) + at.lane;
   const float4* sums = reinterpret_cast<const float4*>(reinterpret_cast<const uint4*>(a.x) + NT * K) + t4;
   V16 qa, qb;
@@ -446,23 +455,26 @@ template <int NT> DEVI void wo_few(const WoArgs& a) {
     const V16 ca = qa, cb = qb;
     float s_[2], o_[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) s_[h] = b2f(sv[h]), o_[h] = fmaf(zf, b2f(zv[h]), 8.0f);
+    for (int h = 0; h < 2; ++h) s_[h] = b2f(sv[h]), o_[h] = fmaf(zf, b2f(zv[h]), offset);
     if (c + split < chunks) {
       fetch_w(c + split);
       fetch_s(c + split);
     }
-    const uint4* bc = frags + c * NT * 128;
-    float lo[NT][4] = {}, hi[NT][4] = {};  // the sums over the nibbles at bits 0..3 and 4..7 of each byte
+    const uint4* bc = frags + c * NT * PL * 32;
+    float lo[NT][4] = {}, hi[NT][4] = {};  // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       // Every tile's fragments of the piece loaded before its mmas (a tile's load beside its own
-      // mmas took gate/up from 39 to 54 us alone, though not the step).
+      // mmas took int4's gate/up from 39 to 54 us alone, though not the step). A piece of 8-bit
+      // values serves two words.
+      const int piece = BITS == 4 ? k : k >> 1;
       V16 b[NT];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) b[nt] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * 4 + k) * 32));
+      for (int nt = 0; nt < NT; ++nt)
+        b[nt] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * PL + piece) * 32));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        wo_row_mmas<4>(lo[nt], hi[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
+        wo_row_mmas<BITS>(lo[nt], hi[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
     }
     // Entry e: weight row g (e < 2) or g + 8, x's row 8 nt + 2 t + (e & 1).
 #pragma unroll
@@ -471,7 +483,7 @@ template <int NT> DEVI void wo_few(const WoArgs& a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float xs = e & 1 ? sx.z : sx.x, xi = e & 1 ? sx.w : sx.y;
-        const float q = fmaf(hi[nt][e], 0.0625f, lo[nt][e]);
+        const float q = fmaf(hi[nt][e], 0.0625f, lo[nt][e]) * unit;
         acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, q), acc[0][nt][e]);
       }
     }
