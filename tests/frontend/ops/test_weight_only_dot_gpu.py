@@ -8,7 +8,7 @@ the many-rows tile, N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
 the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights up to 16 rows the
-few-rows tile and at one row the one-row tile) and
+few-rows tile and at one row the one-row tile, and for int4 the K-sliced one-row tile) and
 below 8 where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each
 executable runs three times), and an LLM-sized product against torch; int4 weights held packed
 (unpack_int4): decode and prefill executables sharing the bytes; float8 e4m3 weights per output
@@ -211,10 +211,10 @@ def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, N, K, g
     assert re.search(rf"weight-only dot '[^']*' at 12 rows: {form}", capfd.readouterr().err)
 
 
-def _check_one_row(exe, w, K, chunk, capfd, more):
-    """One row of bfloat16 x on the one-row tile (TRIPY_DEBUG says so) against numpy: x from 1e-4
-    to 1e4, then a chunk of zeros (its largest value 0) beside one 3e3 times larger; then 5 rows,
-    which run `more`."""
+def _check_one_row(exe, w, K, chunk, capfd, more, form="the one-row tile"):
+    """One row of bfloat16 x on `form` (TRIPY_DEBUG says so) against numpy: x from 1e-4 to 1e4,
+    then a chunk of zeros (its largest value 0) beside one 3e3 times larger; then 5 rows, which run
+    `more`."""
     for x_scale in (1.0, 1e4, 1e-4):
         _check(exe, w, 1, K, "bfloat16", x_scale=x_scale)
     x = RNG.standard_normal((1, K))
@@ -225,7 +225,7 @@ def _check_one_row(exe, w, K, chunk, capfd, more):
     np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
     _check(exe, w, 5, K, "bfloat16")
     err = capfd.readouterr().err
-    assert re.search(r"weight-only dot '[^']*' at 1 rows: the one-row tile", err), err
+    assert re.search(rf"weight-only dot '[^']*' at 1 rows: {form}", err), err
     assert re.search(rf"weight-only dot '[^']*' at 5 rows: {more}", err), err
 
 
@@ -244,6 +244,27 @@ def test_one_row_on_the_one_row_tile(monkeypatch, capfd, bits, group, zero, N):
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     _check_one_row(exe, w, K, 128 if bits == 4 else 64, capfd, "the register-fed tile" if bits == 4 else "the ring")
+
+
+@pytest.mark.parametrize("group, zero", [(128, True), (256, "fractional"), (None, False)])
+@pytest.mark.parametrize("N, K", [(1000, 4096), (40, 14592), (9, 512)])
+def test_one_row_on_the_k_sliced_tile(monkeypatch, capfd, tmp_path, group, zero, N, K):
+    """One row of bfloat16 x against int4 weights may run the K-sliced one-row tile (each warp a
+    share of K's chunks, its x in registers, against 1, 2 or 4 tiles of 16 weight rows):
+    TRIPY_WEIGHT_ONLY_MMA=slice times its shapes alone; any K of whole chunks (past the one-row
+    tile's 14336), N off its tiles, a group of the whole row, zero points off the integers. The
+    choice survives a save and load; at 5 rows of the dynamic x the register-fed tile runs."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "slice")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    lin, w = _case(4, N, K, K if group is None else group, zero, "bfloat16")
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
+    assert _kinds(exe) == ["weight_only_dot"]
+    form = r"the K-sliced tile, [124] tiles of 16 rows and (4|8|16) warps a block"
+    _check_one_row(exe, w, K, 128, capfd, "the register-fed tile", form)
+    exe.save(str(tmp_path / "sliced.tpymodel"))
+    monkeypatch.delenv("TRIPY_WEIGHT_ONLY_MMA")
+    _check(tp.Executable.load(str(tmp_path / "sliced.tpymodel")), w, 1, K, "bfloat16")
+    assert re.search(rf"weight-only dot '[^']*' at 1 rows: {form}", capfd.readouterr().err)
 
 
 @pytest.mark.parametrize("bits", [4, 8])

@@ -43,6 +43,8 @@ struct KernelCode {
   CUfunction many_rows_fn[2] = {}, many_rows_x_fn[2] = {};
   // kWeightOnlyDot: the few-rows tile and its layout of x, where the module has both.
   CUfunction few_rows_fn = nullptr, few_rows_x_fn = nullptr;
+  // kWeightOnlyDot: the K-sliced one-row tile's shapes (kWeightOnlySliced), where the module has them.
+  CUfunction sliced_fn[3] = {};
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -117,6 +118,12 @@ bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, 
          group % chunk == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }
 
+bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
+  const int64_t chunks_a_group = group / 128;
+  return weight_only_one_row_tile(t, bits, row_tile) && bits == 4 && rows == 1 && K > 0 && K % 128 == 0 &&
+         group % 128 == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
+}
+
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
   // no bound of its own: the output's holds) over a constant K or N; unknown: the largest tile.
@@ -159,6 +166,10 @@ std::string weight_only_frag_function(DType t, int bits, int row_tile) {
 std::string weight_only_one_row_function(DType t, int bits, int64_t K) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) +
          (weight_only_one_row_short(bits, K) ? kOneRowShortSuffix : kOneRowSuffix);
+}
+
+std::string weight_only_sliced_function(DType t, int bits, int i) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kWeightOnlySliced[i].suffix;
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -224,6 +235,8 @@ std::string weight_only_module_function(const std::string& function) {
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
                                  kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
+  for (const WeightOnlySliced& sl : kWeightOnlySliced)
+    if (ends_with(function, sl.suffix)) return function.substr(0, function.size() - std::strlen(sl.suffix));
   const size_t rows = function.rfind(kManyRowsSuffix);
   if (rows != std::string::npos && function.rfind("_m") < rows) return function.substr(0, rows);
   return function;
@@ -283,6 +296,23 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split_choice, CUfunction vector, WeightOnlyForm form) {
+  const int sliced = weight_only_sliced_index(form);
+  if (sliced >= 0) {
+    // The K-sliced tile: split_choice warps a block (the launch's own: 4), RT tiles of 16 weight
+    // rows a block; the CUDA-core rows where the addresses are off 16 bytes or it does not apply.
+    const bool applies = vector && weight_only_sliced_applies(pr.dtype, pr.bits, row_tile, pr.rows, pr.K, pr.group);
+    TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, row_tile, fn, sm_count, 0, nullptr, WeightOnlyForm::kRing));
+    if (!applies) return l;
+    const int warps = split_choice ? split_choice : kWeightOnlySlicedWarps[0];
+    const int64_t rows_a_block = int64_t{16} * kWeightOnlySliced[sliced].tiles;
+    const int64_t blocks = (pr.N + rows_a_block - 1) / rows_a_block;
+    if (blocks > 0x7fffffff) return Status(StatusCode::kInvalidArgument, "multiplies more rows than a grid holds");
+    l.vector_fn = vector;
+    l.vector_block_x = static_cast<unsigned>(32 * warps);
+    l.vector_grid = static_cast<unsigned>(blocks);
+    l.words[kWordMmaSplit] = pr.constant_weight ? kMmaSplitEarly : 0;
+    return l;
+  }
   const int r = weight_only_weight_rows(row_tile);
   const int64_t tiles = (pr.rows + row_tile - 1) / row_tile;
   const auto [split, n_blocks] = split_for(pr.N, r, tiles, sm_count, split_choice);
@@ -338,11 +368,16 @@ AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
 
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied);
-  // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile, 3 the few-rows tile.
+  // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile, 3 the few-rows tile, and
+  // from 4 the K-sliced tile's shapes.
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
-  if (stored.size() == 4 && stored[3] > static_cast<uint8_t>(WeightOnlyForm::kFewRows)) return std::nullopt;
+  // From 4 on the K-sliced tile's shapes, whose split is the warps a block (4, 8 or 16).
+  if (stored.size() == 4 && stored[3] >= kWeightOnlyForms) return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2], static_cast<WeightOnlyForm>(stored.size() == 4 ? stored[3] : 0)};
-  const bool split_ok = c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
+  const bool split_ok = weight_only_sliced_index(c.form) >= 0
+                            ? std::find(std::begin(kWeightOnlySlicedWarps), std::end(kWeightOnlySlicedWarps), c.split) !=
+                                  std::end(kWeightOnlySlicedWarps)
+                            : c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
 }
@@ -380,6 +415,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
   if (!code.one_row_fn || !weight_only_one_row_short(bits, kWeightOnlyOneRowShortK) ||
       api().cuModuleGetFunction(&code.one_row_short_fn, module, one_row_short.c_str()) != CUDA_SUCCESS)
     code.one_row_short_fn = nullptr;  // a file saved before the short rows' entry point existed
+  // The K-sliced tile's shapes, where the module has them (saved since they existed).
+  for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
+    if (!weight_only_one_row_tile(t, bits, code.row_tile) || bits != 4 ||
+        api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
+            CUDA_SUCCESS)
+      code.sliced_fn[i] = nullptr;
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
@@ -515,16 +556,29 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
       return true;
     }
   }
+  const int sliced_index = weight_only_sliced_index(chosen);
+  const bool sliced = sliced_index >= 0 && code.sliced_fn[sliced_index] &&
+                      weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
   const bool one_row = chosen == F::kOneRow && code.one_row_fn &&
                        weight_only_one_row_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group);
-  const bool frag = !one_row && chosen != F::kRing && code.frag_fn;
-  const F form = one_row ? F::kOneRow : frag ? F::kFrag : F::kRing;
+  const bool frag = !one_row && !sliced && chosen != F::kRing && code.frag_fn;
+  const F form = sliced ? chosen : one_row ? F::kOneRow : frag ? F::kFrag : F::kRing;
   const CUfunction row_fn =
       weight_only_one_row_short(pr.bits, pr.K) && code.one_row_short_fn ? code.one_row_short_fn : code.one_row_fn;
-  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, tuned ? tuned->split : 0,
-                                          one_row ? row_fn : frag ? code.frag_fn : code.vector_fn, form);
+  // A sliced choice's split is its warps a block: another form runs with its own split.
+  const int split = tuned && (sliced || sliced_index < 0) ? tuned->split : 0;
+  StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, split,
+                                          sliced    ? code.sliced_fn[sliced_index]
+                                          : one_row ? row_fn
+                                          : frag    ? code.frag_fn
+                                                    : code.vector_fn,
+                                          form);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
-  if (debug_level() >= 1 && l->vector_fn)  // which form the aligned launch takes (tests read it)
+  if (debug_level() >= 1 && l->vector_fn && sliced)  // which form the aligned launch takes (tests read it)
+    std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the K-sliced tile, %d tiles of 16 rows and %u warps a block\n",
+                 k.name.c_str(), static_cast<long long>(pr.rows), kWeightOnlySliced[sliced_index].tiles,
+                 l->vector_block_x / 32);
+  else if (debug_level() >= 1 && l->vector_fn)
     std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: %s, %lld warps a group\n", k.name.c_str(),
                  static_cast<long long>(pr.rows),
                  one_row ? "the one-row tile" : frag ? "the register-fed tile" : "the ring",

@@ -4,6 +4,7 @@
 // launch at one signature's sizes.
 #pragma once
 
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,22 @@ bool weight_only_one_row_tile(DType t, int bits, int row_tile);
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 inline bool weight_only_one_row_short(int bits, int64_t K) { return bits == 8 && K <= kWeightOnlyOneRowShortK; }
 std::string weight_only_one_row_function(DType t, int bits, int64_t K);
+// For int4 weights and bfloat16 x, the module of 8 rows also holds the K-sliced one-row tile
+// (weight_only_frag.cuh's wo_row_sliced: each warp of a block takes every W-th chunk of K and
+// meets its x, held in registers, with RT tiles of 16 weight rows), in three shapes, each a form
+// of its own that the build times with 4, 8 and 16 warps a block (the choice's split); it runs
+// where x has one row, K and the group are multiples of 128 values and a group a power-of-two
+// number of them or the whole row (weight_only_sliced_applies; any K).
+struct WeightOnlySliced {
+  int tiles;  // RT: tiles of 16 weight rows a block
+  bool coop;  // x's chunk converted by the warp together (else by each lane for its own values)
+  const char* suffix;
+};
+inline constexpr WeightOnlySliced kWeightOnlySliced[] = {{4, true, "_slice4"}, {1, true, "_slice1"}, {2, false, "_slice2"}};
+inline constexpr int kWeightOnlySlicedWarps[] = {4, 8, 16};
+bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
+// Shape i's entry point (kWeightOnlySliced[i]).
+std::string weight_only_sliced_function(DType t, int bits, int i);
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the module of 8 rows (weight_only_frag_tile) also holds the
@@ -138,9 +155,15 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 // The aligned form's entry point in the tile of 8 rows: the ring's (32 weight rows a warp group),
 // the register-fed int4 tile's (weight_only_frag_rows; also at 16 rows) or the one-row tile's (16);
 // at 16 rows also the few-rows tile's (16), two launches (weight_only_few_rows_launches).
-enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2, kFewRows = 3 };
-// `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice), 0: the launch's
-// own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
+// kSliced + i: the K-sliced one-row tile's shape i (kWeightOnlySliced), its split the warps a block.
+enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2, kFewRows = 3, kSliced = 4 };
+inline constexpr int kWeightOnlyForms = 4 + static_cast<int>(std::size(kWeightOnlySliced));
+inline int weight_only_sliced_index(WeightOnlyForm f) {
+  const int i = static_cast<int>(f) - static_cast<int>(WeightOnlyForm::kSliced);
+  return i >= 0 && i < static_cast<int>(std::size(kWeightOnlySliced)) ? i : -1;
+}
+// `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice; for the K-sliced
+// tile the warps a block), 0: the launch's own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
 // (null: none), which the aligned form then runs where that form applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split = 0, CUfunction vector = nullptr,

@@ -6,6 +6,8 @@
 // dequantized into x's dtype) and the others none, and a kernel's tile follows the most rows its x
 // may have. GPU runs against numpy and torch:
 // tests/frontend/ops/test_weight_only_dot_gpu.py.
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #if TRIPY_WITH_CUDA
@@ -38,8 +40,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows), that of
-    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts, and that
-    // of 16 the few-rows tile's and its layout; no more.
+    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts and the
+    // K-sliced tile's shapes, and that of 16 the few-rows tile's and its layout; no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -50,8 +52,14 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const bool few_rows = (frag || int8 || float8) && tile == 16;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows)
+    const size_t sliced = many_rows ? std::size(kWeightOnlySliced) : 0;
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows + sliced)
         << names[i];
+    for (size_t s = 0; s < sliced; ++s) {
+      const std::string entry = weight_only_sliced_function(DType::kBFloat16, 4, static_cast<int>(s));
+      EXPECT_EQ(weight_only_module_function(entry), names[i]);
+      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+    }
     if (few_rows)
       for (bool layout : {false, true}) {
         const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
@@ -422,6 +430,36 @@ TEST(CudaWeightOnlyDot, OneRowOnTheTensorCoreTileRunsOneTileOfBlocks) {
   }
 }
 
+TEST(CudaWeightOnlyDot, TheKSlicedTileTakesItsShapesTilesABlockAndItsWarps) {
+  WeightOnlyProblem pr = int4_problem(1, 28672);
+  pr.constant_weight = true;
+  const CUfunction tile = reinterpret_cast<CUfunction>(&pr);  // a stand-in: the launch only holds it
+  for (size_t i = 0; i < std::size(kWeightOnlySliced); ++i)
+    for (int warps : kWeightOnlySlicedWarps) {
+      const auto form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
+      StatusOr<Launch> l = weight_only_launch(pr, 8, nullptr, 132, warps, tile, form);
+      ASSERT_TRUE(l.ok());
+      EXPECT_EQ(l->vector_fn, tile);
+      EXPECT_EQ(l->vector_block_x, 32u * warps);
+      EXPECT_EQ(l->vector_grid, 28672u / (16 * kWeightOnlySliced[i].tiles));
+      EXPECT_EQ(l->words[14], 256);  // WoArgs::mma_split: only the early flag
+      EXPECT_EQ(l->block_x, 256u);   // the CUDA-core rows where the addresses are off 16 bytes
+    }
+  // Where it does not apply (two rows of x, K off 128 values, groups of 64), the CUDA-core rows.
+  const auto first = WeightOnlyForm::kSliced;
+  for (auto [rows, K, group] : {std::tuple<int64_t, int64_t, int64_t>{2, 4096, 128}, {1, 4160, 4160}, {1, 4096, 64}}) {
+    WeightOnlyProblem other = int4_problem(rows, 4096);
+    other.K = K, other.group = group, other.groups = K / group, other.row_bytes = K / 2;
+    StatusOr<Launch> l = weight_only_launch(other, 8, nullptr, 132, 8, tile, first);
+    ASSERT_TRUE(l.ok());
+    EXPECT_EQ(l->vector_fn, nullptr);
+  }
+  EXPECT_TRUE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 14464, 14464));  // any K of whole chunks
+  EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 8, 8, 1, 4096, 4096));   // int4 only
+  EXPECT_FALSE(weight_only_sliced_applies(DType::kFloat16, 4, 8, 1, 4096, 128));     // bfloat16 x only
+  EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4096, 384));    // 3 chunks a group
+}
+
 TEST(CudaWeightOnlyDot, TheFewRowsTileLaysXOutThenReadsItFromTheWorkspace) {
   WeightOnlyProblem pr = int4_problem(16, 28672);
   pr.constant_weight = true;
@@ -475,6 +513,18 @@ TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
         EXPECT_EQ(c->split, split);
         EXPECT_EQ(c->form, form);
       }
+  // The K-sliced tile's shapes store the warps a block (4, 8 or 16) as their split.
+  for (size_t i = 0; i < std::size(kWeightOnlySliced); ++i)
+    for (int warps : kWeightOnlySlicedWarps) {
+      const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
+      const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({8, warps, form}));
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->split, warps);
+      EXPECT_EQ(weight_only_sliced_index(c->form), static_cast<int>(i));
+      EXPECT_FALSE(weight_only_choice({'W', 8, 2, static_cast<uint8_t>(form)}).has_value());  // not 4, 8 or 16 warps
+    }
+  EXPECT_FALSE(weight_only_choice({'W', 8, 16, 2}).has_value());  // 16: the sliced tile's warps, not a split
+  EXPECT_FALSE(weight_only_choice({'W', 8, 4, static_cast<uint8_t>(kWeightOnlyForms)}).has_value());
   // Saved before the register-fed tile: three bytes, the ring.
   const std::optional<WeightOnlyChoice> old = weight_only_choice({'W', 8, 4});
   ASSERT_TRUE(old.has_value());
@@ -484,7 +534,6 @@ TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
   EXPECT_FALSE(weight_only_choice({'W', 1, 3}).has_value());   // not a split of 8 warps
   EXPECT_FALSE(weight_only_choice({'W', 3, 2}).has_value());   // no such tile
   EXPECT_FALSE(weight_only_choice({'X', 1, 2}).has_value());
-  EXPECT_FALSE(weight_only_choice({'W', 1, 2, 4}).has_value());  // no such form
   EXPECT_FALSE(weight_only_choice({'W', 1, 2, 0, 0}).has_value());
 }
 

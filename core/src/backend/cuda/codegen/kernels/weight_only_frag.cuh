@@ -376,6 +376,152 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
+// The K-sliced one-row tile (int4, one row of bfloat16 x, K and the group multiples of 128 values,
+// a group a power-of-two number of them or the whole row; any K): the one-row tile's arithmetic
+// with the loops swapped. A block of W warps (blockDim.x / 32, up to 16) takes RT tiles of 16 weight
+// rows; warp w takes chunks w, w + W, ... and meets each chunk's x fragments, held in registers,
+// with all RT tiles, so a chunk's loop reads no shared memory for x and the block needs no x
+// prologue; the warps sum their rows once at the end. Each chunk's weight words are asked for
+// first (the first chunk's before the wait where the weight is a constant), and x's chunk is
+// converted while they come: COOP, by the warp together (a lane 4 values; one shuffle pairs them
+// in the masks' order, a warp's 256 bytes of shared memory hand them over), else by each lane for
+// its own 32 values (the 4 lanes of a row group reduce; fewer dependent steps where a warp's
+// chunks are few). Llama-3-8B's int4 products at one row on an H200, timed alone
+// (scripts/weight_only_kslice_bench.cu), against the one-row tile: qkv 9.24 -> 8.14 us (RT 1,
+// COOP, 8 warps), o 7.73 -> 6.01 (RT 2, by lanes, 16), gate/up 24.9 -> 21.5 (RT 4, COOP, 4),
+// down 16.3 -> 12.9 (RT 2, by lanes, 16), the output head 86.6 -> 74.7 (RT 4, COOP, 4).
+#define WO_SLICE_MAX_WARPS 16
+template <int RT, bool COOP>
+DEVI void wo_row_sliced(const WoArgs& a) {
+  typedef unsigned short S;
+  __shared__ float red[WO_SLICE_MAX_WARPS][RT * 16];
+  __shared__ uint4 scratch[COOP ? WO_SLICE_MAX_WARPS : 1][2][16];
+  const int W = static_cast<int>(blockDim.x) / 32;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / 128;
+  const int n0 = blockIdx.x * RT * 16;
+  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / 128)) - 1;
+  const signed char* wbase = (const signed char*)a.w + t * 16;
+  i64 roff[RT][2];
+  int soff[RT][2];  // a tile's rows g and g + 8 (past N: N - 1): byte and scale offsets
+#pragma unroll
+  for (int r = 0; r < RT; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = min(n0 + r * 16 + g + 8 * h, N - 1);
+      roff[r][h] = (i64)row * a.row_bytes, soff[r][h] = row * static_cast<int>(a.groups);
+    }
+  const S* sp = (const S*)a.scale;
+  const S* zp = (const S*)(a.zero ? a.zero : a.scale);  // read, times 0, where none
+  const float zf = a.zero ? 1.0f : 0.0f;
+  const S* x = (const S*)a.x;
+  float acc[RT][2] = {};
+  V16 q[RT][2];
+  auto ask = [&](int c) {
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) q[r][h] = wo_stream(wbase + roff[r][h] + c * 64);
+  };
+  const bool early = wo_early(a) && w < chunks;
+  if (early) ask(w);
+  enter_after_previous();
+  int par = 0;
+#pragma unroll 1
+  for (int c = w; c < chunks; c += W, par ^= 1) {
+    if (c != w || !early) ask(c);
+    const int grp = c >> gshift;
+    S sv[RT][2], zv[RT][2];
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
+    // x's chunk c: xf as lane t of a row group meets it (pieces 4 t .. 4 t + 3 in the masks' pair
+    // order {k0 k4, k2 k6, k1 k5, k3 k7}), scaled by the chunk's power of two (its largest value
+    // to [2^14, 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
+    uint4 xf[4];
+    float2 sm;
+    if (COOP) {
+      const uint2 v = *reinterpret_cast<const uint2*>(x + c * 128 + lane * 4);
+      float f[4] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u), __uint_as_float(v.y << 16),
+                    __uint_as_float(v.y & 0xffff0000u)};
+      float m = fmaxf(fmaxf(fabsf(f[0]), fabsf(f[1])), fmaxf(fabsf(f[2]), fabsf(f[3])));
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+      float s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f[i] *= scale, s += f[i];
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+      // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7.
+      float o4[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o4[i] = __shfl_xor_sync(0xffffffffu, f[i], 1);
+      uint2* dst = reinterpret_cast<uint2*>(&scratch[COOP ? w : 0][par][lane / 2]) + (lane & 1);
+      *dst = lane & 1 ? make_uint2(wo_half2(o4[1], f[1]), wo_half2(o4[3], f[3]))
+                      : make_uint2(wo_half2(f[0], o4[0]), wo_half2(f[2], o4[2]));
+      __syncwarp();
+#pragma unroll
+      for (int k = 0; k < 4; ++k) xf[k] = scratch[COOP ? w : 0][par][t * 4 + k];
+    } else {
+      V16 v[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = wo_load_x(x + c * 128 + (t * 4 + k) * 8);
+      float f[4][8], m = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const unsigned u[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) f[k][2 * i] = __uint_as_float(u[i] << 16), f[k][2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[k][i]));
+      }
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+      float s = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) f[k][i] *= scale, s += f[k][i];
+        xf[k] = make_uint4(wo_half2(f[k][0], f[k][4]), wo_half2(f[k][2], f[k][6]), wo_half2(f[k][1], f[k][5]),
+                           wo_half2(f[k][3], f[k][7]));
+      }
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+    }
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      const unsigned wa[4] = {q[r][0].x, q[r][0].y, q[r][0].z, q[r][0].w};
+      const unsigned wb[4] = {q[r][1].x, q[r][1].y, q[r][1].z, q[r][1].w};
+      float lo[4] = {}, hi[4] = {};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) wo_row_mmas<4>(lo, hi, wa[k], wb[k], xf[k], k);
+      // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), 8.0f);
+        acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h])), acc[r][h]);
+      }
+    }
+  }
+  if (t == 0)
+#pragma unroll
+    for (int r = 0; r < RT; ++r) red[w][r * 16 + g] = acc[r][0], red[w][r * 16 + g + 8] = acc[r][1];
+  __syncthreads();
+  S* out = (S*)a.out;
+  for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
+    float sum = 0.0f;
+    for (int v = 0; v < W; ++v) sum += red[v][i];
+    if (n0 + i < N) out[n0 + i] = f2b(sum);
+  }
+}
+
 // The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
 // group multiples of a chunk (64 bytes of a weight row: 128 int4 or 64 8-bit values), a group a
 // power-of-two number of chunks or the whole row), the one-row tile's arithmetic with its 8
