@@ -1,9 +1,9 @@
 // The one-row int4 tile (kernels/weight_only_frag.cuh, wo_frag_row) against the K-sliced one
 // (wo_row_sliced: a block's warps each take every W-th 128-value chunk of K and meet its x, held
-// in registers, with RT tiles of 16 weight rows), each shape (RT; x converted by the warp
-// together, c, or by each lane, l) with 4, 8 and 16 warps a block. Llama-3-8B's int4 products at one row
-// (groups of 128 with zero points), weight copies past the L2, back-to-back launches; each form's
-// best placement, its outputs against the kernel file's tile. A diagnostic; on the GPU machine,
+// in registers, with RT tiles of 16 weight rows), each of its shapes (RT 4, 1, 2) with 4, 8 and 16
+// warps a block. Llama-3-8B's int4 products at one row (groups of 128 with zero points), weight
+// copies past the L2, back-to-back launches; each form's best placement, its outputs against the
+// one-row tile's. A diagnostic; on the GPU machine,
 // from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -Iscripts -o /tmp/wok scripts/weight_only_kslice_bench.cu && /tmp/wok
@@ -21,20 +21,17 @@
 #include "weight_only_bench_util.cuh"
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_base(const WoArgs a) { wo_frag_row<4>(a); }
-#define KS(RT, COOP) \
-  extern "C" __global__ void __launch_bounds__(512) k_s##RT##_##COOP(const WoArgs a) { wo_row_sliced<RT, COOP>(a); }
-KS(4, 1) KS(1, 1) KS(2, 0) KS(2, 1) KS(1, 0)
+#define KS(RT) extern "C" __global__ void __launch_bounds__(512) k_s##RT(const WoArgs a) { wo_row_sliced<RT>(a); }
+KS(4) KS(1) KS(2)
 
 int main(int argc, char** argv) {
   struct Shape { const char* name; long N, K; } shapes[] = {
       {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
   struct Form { const char* name; void (*fn)(WoArgs); int rt, w; } forms[] = {
-      {"base", k_base, 0, 0}, {"r4cw4", k_s4_1, 4, 4}, {"r4cw8", k_s4_1, 4, 8},
-      {"r4cw16", k_s4_1, 4, 16}, {"r1cw4", k_s1_1, 1, 4}, {"r1cw8", k_s1_1, 1, 8},
-      {"r1cw16", k_s1_1, 1, 16}, {"r2lw4", k_s2_0, 2, 4}, {"r2lw8", k_s2_0, 2, 8},
-      {"r2lw16", k_s2_0, 2, 16}, {"r2cw4", k_s2_1, 2, 4}, {"r2cw8", k_s2_1, 2, 8},
-      {"r2cw16", k_s2_1, 2, 16}, {"r1lw4", k_s1_0, 1, 4}, {"r1lw8", k_s1_0, 1, 8},
-      {"r1lw16", k_s1_0, 1, 16}};
+      {"base", k_base, 0, 0}, {"r4w4", k_s4, 4, 4}, {"r4w8", k_s4, 4, 8},
+      {"r4w16", k_s4, 4, 16}, {"r1w4", k_s1, 1, 4}, {"r1w8", k_s1, 1, 8},
+      {"r1w16", k_s1, 1, 16}, {"r2w4", k_s2, 2, 4}, {"r2w8", k_s2, 2, 8},
+      {"r2w16", k_s2, 2, 16}};
   for (auto& f : forms) {
     cudaFuncAttributes at;
     CK(cudaFuncGetAttributes(&at, f.fn));

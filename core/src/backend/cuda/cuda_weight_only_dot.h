@@ -83,10 +83,9 @@ std::string weight_only_one_row_function(DType t, int bits, int64_t K);
 // number of them or the whole row (weight_only_sliced_applies; any K).
 struct WeightOnlySliced {
   int tiles;  // RT: tiles of 16 weight rows a block
-  bool coop;  // x's chunk converted by the warp together (else by each lane for its own values)
   const char* suffix;
 };
-inline constexpr WeightOnlySliced kWeightOnlySliced[] = {{4, true, "_slice4"}, {1, true, "_slice1"}, {2, false, "_slice2"}};
+inline constexpr WeightOnlySliced kWeightOnlySliced[] = {{4, "_slice4"}, {1, "_slice1"}, {2, "_slice2"}};
 inline constexpr int kWeightOnlySlicedWarps[] = {4, 8, 16};
 bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 // Shape i's entry point (kWeightOnlySliced[i]).

@@ -53,8 +53,7 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   if (one_row && bits == 4)
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
-                "(const WoArgs a) { wo_row_sliced<" + std::to_string(kWeightOnlySliced[i].tiles) + ", " +
-                (kWeightOnlySliced[i].coop ? "true" : "false") + ">(a); }\n";
+                "(const WoArgs a) { wo_row_sliced<" + std::to_string(kWeightOnlySliced[i].tiles) + ">(a); }\n";
   // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
   // a block (two blocks a multiprocessor), each with its layout of x.
   if (frag && row_tile == kWeightOnlyMmaRows) {

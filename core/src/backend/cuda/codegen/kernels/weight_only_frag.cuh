@@ -382,20 +382,20 @@ DEVI void wo_frag_row(const WoArgs& a) {
 // rows; warp w takes chunks w, w + W, ... and meets each chunk's x fragments, held in registers,
 // with all RT tiles, so a chunk's loop reads no shared memory for x and the block needs no x
 // prologue; the warps sum their rows once at the end. Each chunk's weight words are asked for
-// first (the first chunk's before the wait where the weight is a constant), and x's chunk is
-// converted while they come: COOP, by the warp together (a lane 4 values; one shuffle pairs them
-// in the masks' order, a warp's 256 bytes of shared memory hand them over), else by each lane for
-// its own 32 values (the 4 lanes of a row group reduce; fewer dependent steps where a warp's
-// chunks are few). Llama-3-8B's int4 products at one row on an H200, timed alone
-// (scripts/weight_only_kslice_bench.cu), against the one-row tile: qkv 9.24 -> 8.14 us (RT 1,
-// COOP, 8 warps), o 7.73 -> 6.01 (RT 2, by lanes, 16), gate/up 24.9 -> 21.5 (RT 4, COOP, 4),
-// down 16.3 -> 12.9 (RT 2, by lanes, 16), the output head 86.6 -> 74.7 (RT 4, COOP, 4).
+// first (the first chunk's before the wait where the weight is a constant), and the warp converts
+// x's chunk together while they come (a lane 4 values, one shuffle pairing them in the masks'
+// order, the warp's 256 bytes of shared memory handing them over: each value converted once,
+// where a lane converting its own 32 would repeat the work of the warp's 8 row groups).
+// Llama-3-8B's int4 products at one row on an H200, timed alone
+// (scripts/weight_only_kslice_bench.cu), against the one-row tile: qkv 9.24 -> 8.14-8.32 us (RT
+// 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
+// 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-template <int RT, bool COOP>
+template <int RT>
 DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
   __shared__ float red[WO_SLICE_MAX_WARPS][RT * 16];
-  __shared__ uint4 scratch[COOP ? WO_SLICE_MAX_WARPS : 1][2][16];
+  __shared__ uint4 scratch[WO_SLICE_MAX_WARPS][2][16];
   const int W = static_cast<int>(blockDim.x) / 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / 128;
@@ -439,62 +439,31 @@ DEVI void wo_row_sliced(const WoArgs& a) {
     // x's chunk c: xf as lane t of a row group meets it (pieces 4 t .. 4 t + 3 in the masks' pair
     // order {k0 k4, k2 k6, k1 k5, k3 k7}), scaled by the chunk's power of two (its largest value
     // to [2^14, 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
+    const uint2 v = *reinterpret_cast<const uint2*>(x + c * 128 + lane * 4);
+    float f[4] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u), __uint_as_float(v.y << 16),
+                  __uint_as_float(v.y & 0xffff0000u)};
+    float m = fmaxf(fmaxf(fabsf(f[0]), fabsf(f[1])), fmaxf(fabsf(f[2]), fabsf(f[3])));
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+    const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[i] *= scale, s += f[i];
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+    // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7.
+    float o4[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o4[i] = __shfl_xor_sync(0xffffffffu, f[i], 1);
+    uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
+    *dst = lane & 1 ? make_uint2(wo_half2(o4[1], f[1]), wo_half2(o4[3], f[3]))
+                    : make_uint2(wo_half2(f[0], o4[0]), wo_half2(f[2], o4[2]));
+    __syncwarp();
     uint4 xf[4];
-    float2 sm;
-    if (COOP) {
-      const uint2 v = *reinterpret_cast<const uint2*>(x + c * 128 + lane * 4);
-      float f[4] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u), __uint_as_float(v.y << 16),
-                    __uint_as_float(v.y & 0xffff0000u)};
-      float m = fmaxf(fmaxf(fabsf(f[0]), fabsf(f[1])), fmaxf(fabsf(f[2]), fabsf(f[3])));
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
-      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
-      float s = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) f[i] *= scale, s += f[i];
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
-      // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7.
-      float o4[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) o4[i] = __shfl_xor_sync(0xffffffffu, f[i], 1);
-      uint2* dst = reinterpret_cast<uint2*>(&scratch[COOP ? w : 0][par][lane / 2]) + (lane & 1);
-      *dst = lane & 1 ? make_uint2(wo_half2(o4[1], f[1]), wo_half2(o4[3], f[3]))
-                      : make_uint2(wo_half2(f[0], o4[0]), wo_half2(f[2], o4[2]));
-      __syncwarp();
-#pragma unroll
-      for (int k = 0; k < 4; ++k) xf[k] = scratch[COOP ? w : 0][par][t * 4 + k];
-    } else {
-      V16 v[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) v[k] = wo_load_x(x + c * 128 + (t * 4 + k) * 8);
-      float f[4][8], m = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const unsigned u[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) f[k][2 * i] = __uint_as_float(u[i] << 16), f[k][2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[k][i]));
-      }
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
-      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
-      float s = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) f[k][i] *= scale, s += f[k][i];
-        xf[k] = make_uint4(wo_half2(f[k][0], f[k][4]), wo_half2(f[k][2], f[k][6]), wo_half2(f[k][1], f[k][5]),
-                           wo_half2(f[k][3], f[k][7]));
-      }
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-      s += __shfl_xor_sync(0xffffffffu, s, 2);
-      sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
-    }
+    for (int k = 0; k < 4; ++k) xf[k] = scratch[w][par][t * 4 + k];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       const unsigned wa[4] = {q[r][0].x, q[r][0].y, q[r][0].z, q[r][0].w};
