@@ -215,8 +215,6 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m2t2(const WoArgs a)
 extern "C" __global__ void __launch_bounds__(WO_BLOCK, 4) k_m2t4(const WoArgs a) { row_multi<14336, 2, 4>(a); }
 
 int main(int argc, char** argv) {
-  struct Shape { const char* name; long N, K; } shapes[] = {
-      {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
   struct Form { const char* name; void (*fn)(WoArgs); long max_k; int tiles; } forms[] = {
       {"base", k_base, 14336}, {"ring4", k_ring4, 4096}, {"reg2", k_reg2, 14336}, {"reg3", k_reg3, 14336},
       {"reg4", k_reg4, 14336}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4}};
@@ -228,34 +226,18 @@ int main(int argc, char** argv) {
   unsigned* sink;
   CK(cudaMalloc(&sink, 4));
   const char* only = getenv("ONLY");  // one shape by name (for a profiler's run)
-  for (auto& s : shapes) {
+  for (const LlamaShape& s : kLlamaShapes) {
     if (only && strcmp(only, s.name) != 0) continue;
-    const long N = s.N, K = s.K, row_bytes = K / 2, group = 128, groups = K / group;
-    const size_t wbytes = (size_t)N * row_bytes;
-    std::vector<void*> ws = weight_copies(wbytes);
-    const int copies = (int)ws.size();
-    unsigned short *x, *sc, *zp, *ref, *out;
-    CK(cudaMalloc(&x, K * 2));
-    CK(cudaMalloc(&sc, N * groups * 2));
-    CK(cudaMalloc(&zp, N * groups * 2));
-    CK(cudaMalloc(&ref, N * 2));
-    CK(cudaMalloc(&out, N * 2));
-    fill_bf16<<<256, 256>>>(x, K, -1.f, 1.f, 7, false);
-    fill_bf16<<<256, 256>>>(sc, N * groups, 0.002f, 0.02f, 9, false);
-    fill_bf16<<<256, 256>>>(zp, N * groups, -3.f, 3.f, 11, true);
-    CK(cudaDeviceSynchronize());
-    WoArgs a{};
-    a.x = (i64)x, a.scale = (i64)sc, a.zero = (i64)zp, a.rows = 1, a.N = N, a.K = K, a.row_bytes = row_bytes;
-    a.groups = groups, a.group = group, a.vec = 1;
+    Int4OneRow p(s.N, s.K);
+    WoArgs& a = p.a;
     int tiles = 1;  // tiles of 16 weight rows a warp group (row_multi)
     auto place = [&](int split) {
       a.mma_split = split | 0x100;  // the weight a constant: the first chunks asked for before the wait
-      a.mma_blocks = (N + (8 / split) * 16 * tiles - 1) / ((8 / split) * 16 * tiles);
+      a.mma_blocks = (p.N + (8 / split) * 16 * tiles - 1) / ((8 / split) * 16 * tiles);
     };
-    printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, N, K, wbytes / 1e6);
-    std::vector<unsigned short> h_ref(N), h(N);
+    printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, p.N, p.K, p.wbytes / 1e6);
     for (auto& f : forms) {
-      if (K > f.max_k) {
+      if (p.K > f.max_k) {
         printf(" %s -", f.name);
         continue;
       }
@@ -264,27 +246,19 @@ int main(int argc, char** argv) {
       int best_split = 0;
       for (int split : {1, 2, 4, 8}) {
         place(split);
-        a.out = (i64)out;
+        a.out = (i64)p.out;
         const float t = time_us([&](int i) {
-          a.w = (i64)ws[i % copies];
+          a.w = (i64)p.copy(i);
           f.fn<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
         });
         if (t < best) best = t, best_split = split;
       }
       place(4);
-      a.w = (i64)ws[0], a.out = (i64)(f.fn == k_base ? ref : out);
+      a.w = (i64)p.copy(0), a.out = (i64)(f.fn == k_base ? p.ref : p.out);
       f.fn<<<(unsigned)a.mma_blocks, WO_BLOCK>>>(a);
-      CK(cudaMemcpy((f.fn == k_base ? h_ref : h).data(), (void*)a.out, N * 2, cudaMemcpyDeviceToHost));
-      double d = 0, m = 0;
-      if (f.fn != k_base)
-        for (long i = 0; i < N; ++i) d = std::max(d, (double)fabsf(bf(h[i]) - bf(h_ref[i]))), m = std::max(m, (double)fabsf(bf(h_ref[i])));
-      printf(" %s %6.2f (s%d%s)", f.name, best, best_split, d > 1e-2 * m ? " WRONG" : "");
+      CK(cudaDeviceSynchronize());
+      printf(" %s %6.2f (s%d%s)", f.name, best, best_split, f.fn != k_base && p.wrong() ? " WRONG" : "");
     }
-    float fl = 1e9;
-    for (int blocks : {132 * 2, 132 * 4, 132 * 8})
-      fl = std::min(fl, time_us([&](int i) { read_floor<4><<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink); }));
-    printf(" | read floor %6.2f\n", fl);
-    for (auto p : ws) cudaFree(p);
-    cudaFree(x), cudaFree(sc), cudaFree(zp), cudaFree(ref), cudaFree(out);
+    printf(" | read floor %6.2f\n", p.read_floor_us(sink));
   }
 }
