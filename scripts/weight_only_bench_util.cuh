@@ -120,3 +120,12 @@ struct Int4OneRow {
     return fl;
   }
 };
+
+// Each form's registers and shared memory (forms: {name, fn, ...}).
+template <class Form, size_t N> void print_forms(const Form (&forms)[N]) {
+  for (const Form& f : forms) {
+    cudaFuncAttributes at;
+    CK(cudaFuncGetAttributes(&at, f.fn));
+    printf("%-7s %3d registers, %6zu bytes shared\n", f.name, at.numRegs, at.sharedSizeBytes);
+  }
+}

@@ -30,11 +30,7 @@ int main(int argc, char** argv) {
       {"r4w16", k_s4, 4, 16}, {"r1w4", k_s1, 1, 4}, {"r1w8", k_s1, 1, 8},
       {"r1w16", k_s1, 1, 16}, {"r2w4", k_s2, 2, 4}, {"r2w8", k_s2, 2, 8},
       {"r2w16", k_s2, 2, 16}};
-  for (auto& f : forms) {
-    cudaFuncAttributes at;
-    CK(cudaFuncGetAttributes(&at, f.fn));
-    printf("%-6s %3d registers, %6zu bytes shared\n", f.name, at.numRegs, at.sharedSizeBytes);
-  }
+  print_forms(forms);
   unsigned* sink;
   CK(cudaMalloc(&sink, 4));
   const char* only = getenv("ONLY");  // one shape by name (for a profiler's run)

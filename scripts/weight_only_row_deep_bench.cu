@@ -218,11 +218,7 @@ int main(int argc, char** argv) {
   struct Form { const char* name; void (*fn)(WoArgs); long max_k; int tiles; } forms[] = {
       {"base", k_base, 14336}, {"ring4", k_ring4, 4096}, {"reg2", k_reg2, 14336}, {"reg3", k_reg3, 14336},
       {"reg4", k_reg4, 14336}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4}};
-  for (auto& f : forms) {
-    cudaFuncAttributes at;
-    CK(cudaFuncGetAttributes(&at, f.fn));
-    printf("%-7s %3d registers, %6zu bytes shared\n", f.name, at.numRegs, at.sharedSizeBytes);
-  }
+  print_forms(forms);
   unsigned* sink;
   CK(cudaMalloc(&sink, 4));
   const char* only = getenv("ONLY");  // one shape by name (for a profiler's run)
