@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "backend/cuda/cuda_gemm.h"
@@ -83,6 +84,7 @@ bool is_row_tile(int tile) {
   return std::find(std::begin(kWeightOnlyRowTiles), std::end(kWeightOnlyRowTiles), tile) != std::end(kWeightOnlyRowTiles);
 }
 
+static_assert(std::extent_v<decltype(KernelCode::sliced_fn)> == std::size(kWeightOnlySliced));
 static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kWordW == kWeightOnlyWWord &&
               kWordScale == kWeightOnlyScaleWord && kWordZero == kWeightOnlyZeroWord && kWordVec == kWeightOnlyVecWord);
 
@@ -374,9 +376,9 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   // From 4 on the K-sliced tile's shapes, whose split is the warps a block (4, 8 or 16).
   if (stored.size() == 4 && stored[3] >= kWeightOnlyForms) return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2], static_cast<WeightOnlyForm>(stored.size() == 4 ? stored[3] : 0)};
+  const auto& warps = kWeightOnlySlicedWarps;
   const bool split_ok = weight_only_sliced_index(c.form) >= 0
-                            ? std::find(std::begin(kWeightOnlySlicedWarps), std::end(kWeightOnlySlicedWarps), c.split) !=
-                                  std::end(kWeightOnlySlicedWarps)
+                            ? std::find(std::begin(warps), std::end(warps), c.split) != std::end(warps)
                             : c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
   return c;
@@ -575,7 +577,9 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
                                           form);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
   if (debug_level() >= 1 && l->vector_fn && sliced)  // which form the aligned launch takes (tests read it)
-    std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the K-sliced tile, %d tiles of 16 rows and %u warps a block\n",
+    std::fprintf(stderr,
+                 "tripy: weight-only dot '%s' at %lld rows: the K-sliced tile, %d tiles of 16 rows and %u warps a "
+                 "block\n",
                  k.name.c_str(), static_cast<long long>(pr.rows), kWeightOnlySliced[sliced_index].tiles,
                  l->vector_block_x / 32);
   else if (debug_level() >= 1 && l->vector_fn)

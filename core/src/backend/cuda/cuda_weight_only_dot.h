@@ -162,8 +162,9 @@ inline int weight_only_sliced_index(WeightOnlyForm f) {
   return i >= 0 && i < static_cast<int>(std::size(kWeightOnlySliced)) ? i : -1;
 }
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice; for the K-sliced
-// tile the warps a block), 0: the launch's own (the first whose grid covers the GPU twice). `vector`: the module's entry point of `form`
-// (null: none), which the aligned form then runs where that form applies.
+// tile the warps a block), 0: the launch's own (the first whose grid covers the GPU twice).
+// `vector`: the module's entry point of `form` (null: none), which the aligned form then runs
+// where that form applies.
 StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, CUfunction fn, int sm_count,
                                     int split = 0, CUfunction vector = nullptr,
                                     WeightOnlyForm form = WeightOnlyForm::kRing);

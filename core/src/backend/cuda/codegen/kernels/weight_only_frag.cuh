@@ -378,10 +378,10 @@ DEVI void wo_frag_row(const WoArgs& a) {
 
 // The K-sliced one-row tile (int4, one row of bfloat16 x, K and the group multiples of 128 values,
 // a group a power-of-two number of them or the whole row; any K): the one-row tile's arithmetic
-// with the loops swapped. A block of W warps (blockDim.x / 32, up to 16) takes RT tiles of 16 weight
-// rows; warp w takes chunks w, w + W, ... and meets each chunk's x fragments, held in registers,
-// with all RT tiles, so a chunk's loop reads no shared memory for x and the block needs no x
-// prologue; the warps sum their rows once at the end. Each chunk's weight words are asked for
+// with the loops swapped. A block of W warps (blockDim.x / 32, up to 16) takes RT tiles of 16
+// weight rows; warp w takes chunks w, w + W, ... and meets each chunk's x fragments, held in
+// registers, with all RT tiles, so a chunk's loop reads no shared memory for x and the block needs
+// no x prologue; the warps sum their rows once at the end. Each chunk's weight words are asked for
 // first (the first chunk's before the wait where the weight is a constant), and the warp converts
 // x's chunk together while they come (a lane 4 values, one shuffle pairing them in the masks'
 // order, the warp's 256 bytes of shared memory handing them over: each value converted once,
