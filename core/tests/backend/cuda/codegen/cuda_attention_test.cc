@@ -407,6 +407,41 @@ TEST(CudaAttention, ACausalOffsetNeverGoesToCudnnAndKeepsItsSplitPlan) {
 }
 
 
+// A cache write (kUpdateSlice) of `src` into `cache` from `start` along `axis`, `row_offset`
+// elements into each of src's rows; `out` the cache written.
+Kernel cache_write(int32_t cache, int32_t src, int32_t start, int32_t out, int64_t axis, int64_t row_offset = 0) {
+  Kernel k;
+  k.kind = KernelKind::kUpdateSlice;
+  k.name = "update";
+  k.inputs = {cache, src, start};
+  k.outputs = {out};
+  k.update_slice.axis = axis;
+  k.update_slice.row_offset = row_offset;
+  return k;
+}
+
+// Attention of q (buffer 0) over the caches k and v with a causal offset, into `out`.
+Kernel offset_attention(int32_t k, int32_t v, int32_t offset, int32_t out) {
+  Kernel a;
+  a.kind = KernelKind::kAttention;
+  a.name = "attention";
+  a.inputs = {0, k, v, offset};
+  a.outputs = {out};
+  a.attention.mask = MaskKind::kCausalOffset;
+  return a;
+}
+
+// A cache write's, a copy's or an attention's launches (fake functions) at `slots`.
+StatusOr<std::vector<Launch>> plan_fake(const Program& p, const Kernel& k, const AttentionFunctions& attention,
+                                        const std::vector<int64_t>& slots) {
+  static const LayoutFunctions layout{
+      {update_function(2, DType::kInt32), reinterpret_cast<CUfunction>(uintptr_t{64})},
+      {"tripy_copy_bytes", reinterpret_cast<CUfunction>(uintptr_t{80})}};
+  return k.kind == KernelKind::kUpdateSlice ? plan_update_slice(p, k, layout, slots, 132)
+         : k.kind == KernelKind::kAttention  ? plan_attention(p, k, attention, slots, 132)
+                                             : plan_copy(p, k, layout, slots, 132);
+}
+
 // Llama-3-8B's decode step as the compiler leaves it: the caches (B, S, Hkv, D) written in place at
 // `pos` from windows of the rotated q/k heads and of the qkv projection, then split-KV attention
 // reading them through a transpose. Steps as the program plans them (fake functions).
@@ -436,27 +471,10 @@ DecodeLayer decode_layer(bool in_place = true, bool one_start = true, int64_t qu
                {BufferDesc::Kind::kTemp, 0, DType::kInt32, {5}},   // 9 another start
                {BufferDesc::Kind::kTemp, 0, DType::kInt32, {5, 5, 5, 5}}};  // 10 the causal offset
   if (!in_place) p.buffers[7] = {BufferDesc::Kind::kTemp, 0, t, {0, 4, 6, 3}};
-  auto update = [&](int32_t cache, int32_t src, int64_t offset, int32_t out, int32_t start) {
-    Kernel k;
-    k.kind = KernelKind::kUpdateSlice;
-    k.name = "update";
-    k.inputs = {cache, src, start};
-    k.outputs = {out};
-    k.update_slice.axis = 1;
-    k.update_slice.row_offset = offset;
-    return k;
-  };
-  Kernel a;
-  a.kind = KernelKind::kAttention;
-  a.name = "attention";
-  a.inputs = {0, 6, 7, 10};
-  a.outputs = {8};
-  a.attention.mask = MaskKind::kCausalOffset;
+  Kernel a = offset_attention(6, 7, 10, 8);
   a.attention.perms[AttentionAttrs::kK] = a.attention.perms[AttentionAttrs::kV] = {0, 2, 1, 3};
-  p.kernels = {update(1, 3, 32 * 128, 6, 5), update(2, 4, 40 * 128, 7, one_start ? 5 : 9), a};
+  p.kernels = {cache_write(1, 3, 5, 6, 1, 32 * 128), cache_write(2, 4, one_start ? 5 : 9, 7, 1, 40 * 128), a};
   const std::vector<int64_t> slots = {1, 32, queries, 128, 1024, 1, 8, 40, 48};
-  const LayoutFunctions layout{{update_function(2, DType::kInt32), reinterpret_cast<CUfunction>(uintptr_t{64})},
-                               {"tripy_copy_bytes", reinterpret_cast<CUfunction>(uintptr_t{80})}};
   CUfunc_st* const tc16 = reinterpret_cast<CUfunc_st*>(uintptr_t{48});
   d.code.resize(3);
   auto fn = [](uintptr_t i) { return reinterpret_cast<CUfunc_st*>(i); };
@@ -464,8 +482,7 @@ DecodeLayer decode_layer(bool in_place = true, bool one_start = true, int64_t qu
   for (int32_t i = 0; i < 3; ++i) {
     Step s;
     s.kernel = i;
-    auto l = i < 2 ? plan_update_slice(p, p.kernels[static_cast<size_t>(i)], layout, slots, 132)
-                   : plan_attention(p, p.kernels[2], d.code[2].attention, slots, 132);
+    auto l = plan_fake(p, p.kernels[static_cast<size_t>(i)], d.code[2].attention, slots);
     EXPECT_TRUE(l.ok()) << l.status().message();
     s.launches = std::move(l).value();
     // What the program writes into a write's error words (its record, tag and election word).
@@ -524,7 +541,6 @@ TEST(CudaAttention, CacheWritesStayWhereTheAttentionCannotTakeThem) {
   }
 }
 
-
 TEST(CudaAttention, GptTwosCacheWritesFoldAcrossTheSliceBetweenThem) {
   // GPT-2's decode layer: caches (B, H, S, D) written along S from one token's (B, H, 1, D) k and
   // v (each a slice copy of the qkv projection), the v slice between the k write and the v write.
@@ -545,30 +561,13 @@ TEST(CudaAttention, GptTwosCacheWritesFoldAcrossTheSliceBetweenThem) {
                {BufferDesc::Kind::kTemp, 0, t, {0, 1, 2, 3}, 12544, 4096},      // 8 out
                {BufferDesc::Kind::kTemp, 0, DType::kInt32, {2, 2, 2, 2}, 16640, 256},   // 9 offset
                {BufferDesc::Kind::kTemp, 0, t, {0, 1, 4, 3}, 1 << 20, 1 << 22}};     // 10 a cache's copy
-  auto update = [&](int32_t cache, int32_t src, int32_t out) {
-    Kernel k;
-    k.kind = KernelKind::kUpdateSlice;
-    k.name = "update";
-    k.inputs = {cache, src, 5};
-    k.outputs = {out};
-    k.update_slice.axis = 2;
-    return k;
-  };
   Kernel slice;  // v's slice (its input is immaterial here: the q buffer)
   slice.kind = KernelKind::kCopy;
   slice.name = "slice";
   slice.inputs = {0};
   slice.outputs = {4};
-  Kernel a;
-  a.kind = KernelKind::kAttention;
-  a.name = "attention";
-  a.inputs = {0, 6, 7, 9};
-  a.outputs = {8};
-  a.attention.mask = MaskKind::kCausalOffset;
-  p.kernels = {update(1, 3, 6), slice, update(2, 4, 7), a};
+  p.kernels = {cache_write(1, 3, 5, 6, 2), slice, cache_write(2, 4, 5, 7, 2), offset_attention(6, 7, 9, 8)};
   const std::vector<int64_t> slots = {2, 12, 1, 64, 1024};
-  const LayoutFunctions layout{{update_function(2, DType::kInt32), reinterpret_cast<CUfunction>(uintptr_t{64})},
-                               {"tripy_copy_bytes", reinterpret_cast<CUfunction>(uintptr_t{80})}};
   auto fn = [](uintptr_t i) { return reinterpret_cast<CUfunc_st*>(i); };
   std::vector<KernelCode> code(4);
   code[3].attention = AttentionFunctions{fn(96), fn(112), fn(128), fn(144), fn(160), nullptr};
@@ -577,10 +576,7 @@ TEST(CudaAttention, GptTwosCacheWritesFoldAcrossTheSliceBetweenThem) {
     for (int32_t i = 0; i < 4; ++i) {
       Step s;
       s.kernel = i;
-      const Kernel& k = prog.kernels[static_cast<size_t>(i)];
-      auto l = k.kind == KernelKind::kUpdateSlice ? plan_update_slice(prog, k, layout, slots, 132)
-               : k.kind == KernelKind::kAttention  ? plan_attention(prog, k, code[3].attention, slots, 132)
-                                                   : plan_copy(prog, k, layout, slots, 132);
+      auto l = plan_fake(prog, prog.kernels[static_cast<size_t>(i)], code[3].attention, slots);
       EXPECT_TRUE(l.ok()) << l.status().message();
       s.launches = std::move(l).value();
       steps.push_back(std::move(s));
