@@ -189,6 +189,14 @@ def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, N, K, g
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
     lin, w = _case(4, N, K, group, zero, "bfloat16")
+    form = "the register-fed tile" if group == 384 else "the few-rows tile"
+    _check_few_rows(lin, w, K, 128, form, capfd, tmp_path / "few.tpymodel")
+
+
+def _check_few_rows(lin, w, K, chunk, form, capfd, path):
+    """`lin` compiled for up to 16 rows of bfloat16 x, on `form` (TRIPY_DEBUG says so) against numpy
+    at every row count of the dynamic x: x from 1e-4 to 1e4, and a row with a chunk of zeros beside
+    one 3e3 times larger. Saved to `path` and loaded, the executable keeps the form the build chose."""
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 16, 16), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     for rows in (1, 5, 9, 13, 16):
@@ -196,18 +204,16 @@ def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, N, K, g
     for x_scale in (1e4, 1e-4):
         _check(exe, w, 16, K, "bfloat16", x_scale=x_scale)
     x = RNG.standard_normal((11, K))
-    x[3, 128:256] = 0.0
-    x[3, :128] *= 3e3
+    x[3, chunk:2 * chunk] = 0.0
+    x[3, :chunk] *= 3e3
     xb = _as(x, "bfloat16")
     want = _numpy(xb) @ w.T
     np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
-    form = "the register-fed tile" if group == 384 else "the few-rows tile"
     err = capfd.readouterr().err
     for rows in (1, 9, 16):
         assert re.search(rf"weight-only dot '[^']*' at {rows} rows: {form}", err), err
-    # Saved and loaded, the executable keeps the form the build chose.
-    exe.save(str(tmp_path / "few.tpymodel"))
-    _check(tp.Executable.load(str(tmp_path / "few.tpymodel")), w, 12, K, "bfloat16")
+    exe.save(str(path))
+    _check(tp.Executable.load(str(path)), w, 12, K, "bfloat16")
     assert re.search(rf"weight-only dot '[^']*' at 12 rows: {form}", capfd.readouterr().err)
 
 
@@ -363,6 +369,21 @@ def test_float8_weights_on_every_path(dtype, K):
                 _check(exe, want, 16, K, dtype, x_scale=x_scale)
 
 
+def _float8_case(N, K, edges=True):
+    """A float8 e4m3 Linear per output feature (with `edges`, weights below e4m3's normal range and
+    zeros among them) and its dequantized weight in float64."""
+    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
+    if edges:
+        w[:, :16] *= 1e-4
+        w[:, 16:20] = 0
+    w8 = tp.cast(_as(w, "float32"), tp.float8)
+    w8.eval()
+    scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
+    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": scale})
+    return lin, _numpy(w8) * _numpy(scale)[:, None]
+
+
 @pytest.mark.parametrize("K", [4096, 14336])
 def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
     """float8 e4m3 weights per output feature at one row of bfloat16 x may run the one-row tile too
@@ -370,16 +391,7 @@ def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
     chunk of zeros, weights below e4m3's normal range and zeros; at more rows the ring runs."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "row")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
-    N = 300
-    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
-    w[:, :16] *= 1e-4
-    w[:, 16:20] = 0
-    w8 = tp.cast(_as(w, "float32"), tp.float8)
-    w8.eval()
-    scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
-    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
-    lin.load_state_dict({"weight": w8, "weight_scale": scale})
-    want = _numpy(w8) * _numpy(scale)[:, None]
+    lin, want = _float8_case(300, K)
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     _check_one_row(exe, want, K, 64, capfd, "the ring")
@@ -394,33 +406,8 @@ def test_9_to_16_rows_of_8_bit_weights_on_the_few_rows_tile(monkeypatch, capfd, 
     1e-4 to 1e4 and a row with a chunk of zeros beside one 3e3 times larger; saved and loaded."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
-    if fmt == "int8":
-        lin, w = _case(8, N, K, None, False, "bfloat16")
-    else:
-        w8 = tp.cast(_as(RNG.standard_normal((N, K)).astype(np.float32) * 50, "float32"), tp.float8)
-        w8.eval()
-        scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
-        lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
-        lin.load_state_dict({"weight": w8, "weight_scale": scale})
-        w = _numpy(w8) * _numpy(scale)[:, None]
-    exe = tp.compile(lin, args=[tp.InputInfo(((1, 16, 16), K), dtype=tp.bfloat16)])
-    assert _kinds(exe) == ["weight_only_dot"]
-    for rows in (1, 5, 9, 13, 16):
-        _check(exe, w, rows, K, "bfloat16")
-    for x_scale in (1e4, 1e-4):
-        _check(exe, w, 16, K, "bfloat16", x_scale=x_scale)
-    x = RNG.standard_normal((11, K))
-    x[3, 64:128] = 0.0
-    x[3, :64] *= 3e3
-    xb = _as(x, "bfloat16")
-    want = _numpy(xb) @ w.T
-    np.testing.assert_allclose(_numpy(exe(xb)), want, rtol=0, atol=TOL["bfloat16"] * np.abs(want).max())
-    err = capfd.readouterr().err
-    for rows in (1, 9, 16):
-        assert re.search(rf"weight-only dot '[^']*' at {rows} rows: the few-rows tile", err), err
-    exe.save(str(tmp_path / "few8.tpymodel"))
-    _check(tp.Executable.load(str(tmp_path / "few8.tpymodel")), w, 12, K, "bfloat16")
-    assert re.search(r"weight-only dot '[^']*' at 12 rows: the few-rows tile", capfd.readouterr().err)
+    lin, w = _case(8, N, K, None, False, "bfloat16") if fmt == "int8" else _float8_case(N, K, edges=False)
+    _check_few_rows(lin, w, K, 64, "the few-rows tile", capfd, tmp_path / "few8.tpymodel")
 
 
 def test_an_llm_sized_product_agrees_with_torch():
