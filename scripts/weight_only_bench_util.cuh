@@ -1,6 +1,7 @@
 // What the standalone weight-only diagnostics share (scripts/weight_only_*bench.cu, after
 // kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that only reads a buffer (the read
-// floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer.
+// floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer; and
+// Llama-3-8B's product shapes with int4 operands for them (Int4Rows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -78,6 +79,14 @@ inline std::vector<void*> weight_copies(size_t bytes) {
 struct LlamaShape { const char* name; long N, K; };
 inline constexpr LlamaShape kLlamaShapes[] = {
     {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
+// The shapes a run takes: all, or the one the environment's ONLY names (a profiler's run).
+inline std::vector<LlamaShape> llama_shapes_to_run() {
+  const char* only = getenv("ONLY");
+  std::vector<LlamaShape> out;
+  for (const LlamaShape& s : kLlamaShapes)
+    if (!only || strcmp(only, s.name) == 0) out.push_back(s);
+  return out;
+}
 struct Int4OneRow {
   long N, K, row_bytes, groups;
   size_t wbytes;
@@ -113,7 +122,12 @@ struct Int4OneRow {
     return d > 1e-2 * m;
   }
   // The fastest read of the weight's copies alone, us.
-  float read_floor_us(unsigned* sink) const {
+  float read_floor_us() const {
+    static unsigned* sink = [] {
+      unsigned* p;
+      CK(cudaMalloc(&p, 4));
+      return p;
+    }();
     float fl = 1e9;
     for (int blocks : {132 * 2, 132 * 4, 132 * 8})
       fl = std::min(fl, time_us([&](int i) { read_floor<4><<<blocks, 256>>>((const V16*)copy(i), wbytes / 16, sink); }));

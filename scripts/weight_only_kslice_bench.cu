@@ -31,11 +31,7 @@ int main(int argc, char** argv) {
       {"r1w16", k_s1, 1, 16}, {"r2w4", k_s2, 2, 4}, {"r2w8", k_s2, 2, 8},
       {"r2w16", k_s2, 2, 16}};
   print_forms(forms);
-  unsigned* sink;
-  CK(cudaMalloc(&sink, 4));
-  const char* only = getenv("ONLY");  // one shape by name (for a profiler's run)
-  for (const LlamaShape& s : kLlamaShapes) {
-    if (only && strcmp(only, s.name) != 0) continue;
+  for (const LlamaShape& s : llama_shapes_to_run()) {
     Int4OneRow p(s.N, s.K);
     WoArgs& a = p.a;
     printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, p.N, p.K, p.wbytes / 1e6);
@@ -74,6 +70,6 @@ int main(int argc, char** argv) {
         if (best < best_ks) best_ks = best, best_name = f.name;
       }
     }
-    printf(" | best %s %6.2f | read floor %6.2f\n", best_name, best_ks, p.read_floor_us(sink));
+    printf(" | best %s %6.2f | read floor %6.2f\n", best_name, best_ks, p.read_floor_us());
   }
 }

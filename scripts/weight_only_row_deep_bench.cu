@@ -20,6 +20,22 @@
 #include "weight_only_frag.cuh"
 #include "weight_only_bench_util.cuh"
 
+// One chunk of the one-row tile's arithmetic, as wo_frag_row does it: rows g and g + 8's weight
+// words, their {scale, zero point} pairs (bfloat16 each), the chunk's x (its pieces at xc) and
+// {sum x 2^-24, 2^24 / scale}, added into acc.
+DEVI void deep_chunk(const V16& va, const V16& vb, const unsigned (&sz)[2], float2 sm, float zf, const uint4* xc,
+                     float (&acc)[2]) {
+  const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
+  float lo[4] = {}, hi[4] = {};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) wo_row_mmas<4>(lo, hi, wa[k], wb[k], xc[k], k);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float s = __uint_as_float(sz[h] << 16) * sm.y, o = fmaf(zf, __uint_as_float(sz[h] & 0xffff0000u), 8.0f);
+    acc[h] = fmaf(s, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h])), acc[h]);
+  }
+}
+
 // DEEP_RING: the weight through a ring of P slots in shared memory (x's room cut to MAXK values);
 // else P - 1 chunks ahead in registers (x's room for WO_ROW_MAX_K values). Either way chunk i's
 // scales and zero points are loaded when its weight is asked for, P - 1 chunks ahead.
@@ -81,10 +97,6 @@ DEVI void row_deep(const WoArgs& a) {
       if (i >= mine) break;
       ask(i + P - 1, (u + P - 1) % P);
       const int c = ws + i * split;
-      const float2 sm = sums[c];
-      const float s_a = __uint_as_float(sz[u][0] << 16) * sm.y, s_b = __uint_as_float(sz[u][1] << 16) * sm.y;
-      const float o_a = fmaf(zf, __uint_as_float(sz[u][0] & 0xffff0000u), 8.0f);
-      const float o_b = fmaf(zf, __uint_as_float(sz[u][1] & 0xffff0000u), 8.0f);
       V16 va, vb;
       if (DEEP_RING) {
         wo_wait<P - 1>();
@@ -92,13 +104,7 @@ DEVI void row_deep(const WoArgs& a) {
       } else {
         va = qa[u], vb = qb[u];
       }
-      const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
-      const uint4* xc = xs + c * C::kPieces + t4 * (C::kPieces / 4);
-      float lo[4] = {}, hi[4] = {};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) wo_row_mmas<4>(lo, hi, wa[k], wb[k], xc[k], k);
-      acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0])), acc[0]);
-      acc[1] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2])), acc[1]);
+      deep_chunk(va, vb, sz[u], sums[c], zf, xs + c * C::kPieces + t4 * (C::kPieces / 4), acc);
     }
   }
   if (DEEP_RING) wo_wait<0>();
@@ -173,19 +179,9 @@ DEVI void row_multi(const WoArgs& a) {
       if (j >= units) break;
       ask((u + P - 1) % P);
       const int c = ws + i * split;
-      const float2 sm = sums[c];
-      const float s_a = __uint_as_float(sz[u][0] << 16) * sm.y, s_b = __uint_as_float(sz[u][1] << 16) * sm.y;
-      const float o_a = fmaf(zf, __uint_as_float(sz[u][0] & 0xffff0000u), 8.0f);
-      const float o_b = fmaf(zf, __uint_as_float(sz[u][1] & 0xffff0000u), 8.0f);
       wo_wait<P - 1>();
-      const V16 va = ring[u][0][threadIdx.x], vb = ring[u][1][threadIdx.x];
-      const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
-      const uint4* xc = xs + c * C::kPieces + t4 * (C::kPieces / 4);
-      float lo[4] = {}, hi[4] = {};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) wo_row_mmas<4>(lo, hi, wa[k], wb[k], xc[k], k);
-      acc[0] = fmaf(s_a, fmaf(-o_a, sm.x, fmaf(hi[0], 0.0625f, lo[0])), acc[0]);
-      acc[1] = fmaf(s_b, fmaf(-o_b, sm.x, fmaf(hi[2], 0.0625f, lo[2])), acc[1]);
+      deep_chunk(ring[u][0][threadIdx.x], ring[u][1][threadIdx.x], sz[u], sums[c], zf,
+                 xs + c * C::kPieces + t4 * (C::kPieces / 4), acc);
       if (++i == mine) {  // the tile's last chunk: its sums over the split, written
         const int n0 = n0_of(tile);
         float (*pp)[64] = part;
@@ -219,11 +215,7 @@ int main(int argc, char** argv) {
       {"base", k_base, 14336}, {"ring4", k_ring4, 4096}, {"reg2", k_reg2, 14336}, {"reg3", k_reg3, 14336},
       {"reg4", k_reg4, 14336}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4}};
   print_forms(forms);
-  unsigned* sink;
-  CK(cudaMalloc(&sink, 4));
-  const char* only = getenv("ONLY");  // one shape by name (for a profiler's run)
-  for (const LlamaShape& s : kLlamaShapes) {
-    if (only && strcmp(only, s.name) != 0) continue;
+  for (const LlamaShape& s : llama_shapes_to_run()) {
     Int4OneRow p(s.N, s.K);
     WoArgs& a = p.a;
     int tiles = 1;  // tiles of 16 weight rows a warp group (row_multi)
@@ -255,6 +247,6 @@ int main(int argc, char** argv) {
       CK(cudaDeviceSynchronize());
       printf(" %s %6.2f (s%d%s)", f.name, best, best_split, f.fn != k_base && p.wrong() ? " WRONG" : "");
     }
-    printf(" | read floor %6.2f\n", p.read_floor_us(sink));
+    printf(" | read floor %6.2f\n", p.read_floor_us());
   }
 }
