@@ -1,7 +1,7 @@
 // What the standalone weight-only diagnostics share (scripts/weight_only_*bench.cu, after
 // kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that only reads a buffer (the read
 // floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer; and
-// Llama-3-8B's product shapes with int4 operands for them (Int4Rows).
+// Llama-3-8B's product shapes with int4 operands for them at one row (Int4OneRow).
 #pragma once
 
 #include <cuda_runtime.h>
