@@ -21,7 +21,7 @@
 #include "weight_only_bench_util.cuh"
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_base(const WoArgs a) { wo_frag_row<4>(a); }
-#define KS(RT) extern "C" __global__ void __launch_bounds__(512) k_s##RT(const WoArgs a) { wo_row_sliced<RT>(a); }
+#define KS(RT) extern "C" __global__ void __launch_bounds__(512) k_s##RT(const WoArgs a) { wo_row_sliced<4, RT>(a); }
 KS(4) KS(1) KS(2)
 
 int main(int argc, char** argv) {

@@ -8,7 +8,7 @@ the many-rows tile, N off every group of weight rows, K with a short or
 odd tail (the single-value path), the tensor-core tiles from 8 rows (float16/bfloat16; lanes past
 the last piece, a part-empty group of 16 weight rows; for int4 weights and bfloat16 x the ring or
 the register-fed tile, at 8 and 16 rows; for int4, int8 and float8 weights up to 16 rows the
-few-rows tile and at one row the one-row tile, and for int4 the K-sliced one-row tile) and
+few-rows tile and at one row the one-row tile and the K-sliced one-row tile) and
 below 8 where the tuner may take them, dynamic rows across both paths, CUDA graph replays (each
 executable runs three times), and an LLM-sized product against torch; int4 weights held packed
 (unpack_int4): decode and prefill executables sharing the bytes; float8 e4m3 weights per output
@@ -252,21 +252,24 @@ def test_one_row_on_the_one_row_tile(monkeypatch, capfd, bits, group, zero, N):
     _check_one_row(exe, w, K, 128 if bits == 4 else 64, capfd, "the register-fed tile" if bits == 4 else "the ring")
 
 
-@pytest.mark.parametrize("group, zero", [(128, True), (256, "fractional"), (None, False)])
+@pytest.mark.parametrize("bits, group, zero", [(4, 128, True), (4, 256, "fractional"), (4, "row", False),
+                                              (8, None, False)])
 @pytest.mark.parametrize("N, K", [(1000, 4096), (40, 14592), (9, 512)])
-def test_one_row_on_the_k_sliced_tile(monkeypatch, capfd, tmp_path, group, zero, N, K):
-    """One row of bfloat16 x against int4 weights may run the K-sliced one-row tile (each warp a
-    share of K's chunks, its x in registers, against 1, 2 or 4 tiles of 16 weight rows):
+def test_one_row_on_the_k_sliced_tile(monkeypatch, capfd, tmp_path, bits, group, zero, N, K):
+    """One row of bfloat16 x against int4 or int8 weights may run the K-sliced one-row tile (each
+    warp a share of K's chunks, its x in registers, against 1, 2 or 4 tiles of 16 weight rows):
     TRIPY_WEIGHT_ONLY_MMA=slice times its shapes alone; any K of whole chunks (past the one-row
     tile's 14336), N off its tiles, a group of the whole row, zero points off the integers. The
-    choice survives a save and load; at 5 rows of the dynamic x the register-fed tile runs."""
+    choice survives a save and load; at 5 rows of the dynamic x the register-fed tile runs (int4),
+    or the ring (int8)."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "slice")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
-    lin, w = _case(4, N, K, K if group is None else group, zero, "bfloat16")
+    lin, w = _case(bits, N, K, K if group == "row" else group, zero, "bfloat16")
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     form = r"the K-sliced tile, [124] tiles of 16 rows and (4|8|16) warps a block"
-    _check_one_row(exe, w, K, 128, capfd, "the register-fed tile", form)
+    more = "the register-fed tile" if bits == 4 else "the ring"
+    _check_one_row(exe, w, K, 128 if bits == 4 else 64, capfd, more, form)
     exe.save(str(tmp_path / "sliced.tpymodel"))
     monkeypatch.delenv("TRIPY_WEIGHT_ONLY_MMA")
     _check(tp.Executable.load(str(tmp_path / "sliced.tpymodel")), w, 1, K, "bfloat16")
@@ -395,6 +398,28 @@ def test_float8_one_row_on_the_one_row_tile(monkeypatch, capfd, K):
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     assert _kinds(exe) == ["weight_only_dot"]
     _check_one_row(exe, want, K, 64, capfd, "the ring")
+
+
+@pytest.mark.parametrize("K", [4096, 14400])
+def test_float8_one_row_on_the_k_sliced_tile(monkeypatch, capfd, K):
+    """float8 e4m3 weights per output feature at one row of bfloat16 x on the K-sliced tile (a lane
+    2 values of x's chunk of 64, each weight pair a float16 pair by cvt): forced, against numpy, x
+    from 1e-4 to 1e4 and a chunk of zeros, weights below e4m3's normal range and zeros, K past the
+    one-row tile's; at more rows the ring runs."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "slice")
+    monkeypatch.setenv("TRIPY_DEBUG", "1")
+    N = 300
+    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
+    w[:, :16] *= 1e-4
+    w[:, 16:20] = 0
+    w8 = tp.cast(_as(w, "float32"), tp.float8)
+    w8.eval()
+    scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
+    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": scale})
+    want = _numpy(w8) * _numpy(scale)[:, None]
+    exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
+    _check_one_row(exe, want, K, 64, capfd, "the ring", r"the K-sliced tile, [124] tiles of 16 rows")
 
 
 @pytest.mark.parametrize("fmt", ["int8", "float8"])

@@ -121,9 +121,9 @@ bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, 
 }
 
 bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group) {
-  const int64_t chunks_a_group = group / 128;
-  return weight_only_one_row_tile(t, bits, row_tile) && bits == 4 && rows == 1 && K > 0 && K % 128 == 0 &&
-         group % 128 == 0 && (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
+  const int64_t chunk = row_chunk_values(bits), chunks_a_group = group / chunk;
+  return weight_only_one_row_tile(t, bits, row_tile) && rows == 1 && K > 0 && K % chunk == 0 && group % chunk == 0 &&
+         (group == K || (chunks_a_group & (chunks_a_group - 1)) == 0);
 }
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
@@ -419,7 +419,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     code.one_row_short_fn = nullptr;  // a file saved before the short rows' entry point existed
   // The K-sliced tile's shapes, where the module has them (saved since they existed).
   for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
-    if (!weight_only_one_row_tile(t, bits, code.row_tile) || bits != 4 ||
+    if (!weight_only_one_row_tile(t, bits, code.row_tile) ||
         api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;

@@ -75,12 +75,13 @@ bool weight_only_one_row_tile(DType t, int bits, int row_tile);
 bool weight_only_one_row_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 inline bool weight_only_one_row_short(int bits, int64_t K) { return bits == 8 && K <= kWeightOnlyOneRowShortK; }
 std::string weight_only_one_row_function(DType t, int bits, int64_t K);
-// For int4 weights and bfloat16 x, the module of 8 rows also holds the K-sliced one-row tile
-// (weight_only_frag.cuh's wo_row_sliced: each warp of a block takes every W-th chunk of K and
-// meets its x, held in registers, with RT tiles of 16 weight rows), in three shapes, each a form
-// of its own that the build times with 4, 8 and 16 warps a block (the choice's split); it runs
-// where x has one row, K and the group are multiples of 128 values and a group a power-of-two
-// number of them or the whole row (weight_only_sliced_applies; any K).
+// For int4, int8 and float8 weights and bfloat16 x, the module of 8 rows also holds the K-sliced
+// one-row tile (weight_only_frag.cuh's wo_row_sliced: each warp of a block takes every W-th chunk
+// of K and meets its x, held in registers, with RT tiles of 16 weight rows), in three shapes, each
+// a form of its own that the build times with 4, 8 and 16 warps a block (the choice's split); it
+// runs where x has one row, K and the group are multiples of a chunk (128 int4 values, 64 of a
+// byte) and a group a power-of-two number of them or the whole row (weight_only_sliced_applies;
+// any K).
 struct WeightOnlySliced {
   int tiles;  // RT: tiles of 16 weight rows a block
   const char* suffix;

@@ -5,8 +5,8 @@
 // the tile of kWeightOnlyMmaRows rows a second entry point, the shared-memory ring's, and the
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
 // 8 and 16 rows also the register-fed tile's and at 8 the many-rows tile's, and for int4, int8
-// and float8 weights and bfloat16 x the tile of 8 rows the one-row tile's (int4's also the
-// K-sliced one-row tile's) and that of 16 the few-rows tile's).
+// and float8 weights and bfloat16 x the tile of 8 rows the one-row tile's and the K-sliced one's
+// and that of 16 the few-rows tile's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -48,12 +48,13 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               weight_only_one_row_function(t, bits, kWeightOnlyOneRowShortK) + "(const WoArgs a) { wo_frag_row<" +
               std::to_string(bits) + ", WO_ROW_SHORT_K, WO_ROW_SHORT_SLOTS>(a); }\n";
   }
-  // For int4 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes (wo_row_sliced),
-  // up to WO_SLICE_MAX_WARPS warps a block.
-  if (one_row && bits == 4)
+  // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
+  // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
+  if (one_row)
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
-                "(const WoArgs a) { wo_row_sliced<" + std::to_string(kWeightOnlySliced[i].tiles) + ">(a); }\n";
+                "(const WoArgs a) { wo_row_sliced<" + std::to_string(bits) + ", " +
+                std::to_string(kWeightOnlySliced[i].tiles) + ">(a); }\n";
   // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
   // a block (two blocks a multiprocessor), each with its layout of x.
   if (frag && row_tile == kWeightOnlyMmaRows) {

@@ -72,7 +72,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   // timing one costs no compile); the tile of 8 rows with the ring's entry point, then (8 or 16
   // rows) with the register-fed int4 tile's where it applies, then (8 rows, x of one row) the
   // one-row tile's, then (16 rows) the few-rows tile's after its layout of x, then (8 rows, x of
-  // one row, int4) the K-sliced tile's shapes with each number of warps a block.
+  // one row) the K-sliced tile's shapes with each number of warps a block.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;

@@ -39,9 +39,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // The tensor-core tile of float16/bfloat16 x also holds the ring's entry point, the tile of
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
-    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows), that of
-    // 8 of int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts and the
-    // K-sliced tile's shapes, and that of 16 the few-rows tile's and its layout; no more.
+    // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
+    // K-sliced tile's shapes, that of 8 of int4 weights and bfloat16 x the many-rows tile's two
+    // shapes and their layouts, and that of 16 the few-rows tile's and its layout; no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -52,11 +52,12 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const bool few_rows = (frag || int8 || float8) && tile == 16;
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
-    const size_t sliced = many_rows ? std::size(kWeightOnlySliced) : 0;
+    const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows + sliced)
         << names[i];
     for (size_t s = 0; s < sliced; ++s) {
-      const std::string entry = weight_only_sliced_function(DType::kBFloat16, 4, static_cast<int>(s));
+      const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
+      const std::string entry = weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
       EXPECT_EQ(weight_only_module_function(entry), names[i]);
       EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
     }
@@ -455,7 +456,8 @@ TEST(CudaWeightOnlyDot, TheKSlicedTileTakesItsShapesTilesABlockAndItsWarps) {
     EXPECT_EQ(l->vector_fn, nullptr);
   }
   EXPECT_TRUE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 14464, 14464));  // any K of whole chunks
-  EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 8, 8, 1, 4096, 4096));   // int4 only
+  EXPECT_TRUE(weight_only_sliced_applies(DType::kBFloat16, 8, 8, 1, 4160, 4160));     // 65 chunks of 64 bytes
+  EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4160, 4160));    // 32.5 of 128 int4 values
   EXPECT_FALSE(weight_only_sliced_applies(DType::kFloat16, 4, 8, 1, 4096, 128));     // bfloat16 x only
   EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4096, 384));    // 3 chunks a group
 }

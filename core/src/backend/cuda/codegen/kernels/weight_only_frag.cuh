@@ -376,31 +376,33 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
-// The K-sliced one-row tile (int4, one row of bfloat16 x, K and the group multiples of 128 values,
-// a group a power-of-two number of them or the whole row; any K): the one-row tile's arithmetic
-// with the loops swapped. A block of W warps (blockDim.x / 32, up to 16) takes RT tiles of 16
-// weight rows; warp w takes chunks w, w + W, ... and meets each chunk's x fragments, held in
-// registers, with all RT tiles, so a chunk's loop reads no shared memory for x and the block needs
-// no x prologue; the warps sum their rows once at the end. Each chunk's weight words are asked for
-// first (the first chunk's before the wait where the weight is a constant), and the warp converts
-// x's chunk together while they come (a lane 4 values, one shuffle pairing them in the masks'
-// order, the warp's 256 bytes of shared memory handing them over: each value converted once,
-// where a lane converting its own 32 would repeat the work of the warp's 8 row groups).
-// Llama-3-8B's int4 products at one row on an H200, timed alone
+// The K-sliced one-row tile (int4, int8 or float8 weights, one row of bfloat16 x, K and the group
+// multiples of a chunk, a group a power-of-two number of them or the whole row; any K): the
+// one-row tile's arithmetic with the loops swapped. A block of W warps (blockDim.x / 32, up to
+// 16) takes RT tiles of 16 weight rows; warp w takes chunks w, w + W, ... and meets each chunk's
+// x fragments, held in registers, with all RT tiles, so a chunk's loop reads no shared memory for
+// x and the block needs no x prologue; the warps sum their rows once at the end. Each chunk's
+// weight words are asked for first (the first chunk's before the wait where the weight is a
+// constant), and the warp converts x's chunk together while they come (a lane 4 int4 values or 2
+// of a byte, one shuffle pairing them as the weight's values pair, the warp's shared memory
+// handing them over: each value converted once, where a lane converting its own would repeat the
+// work of the warp's 8 row groups). Llama-3-8B's int4 products at one row on an H200, timed alone
 // (scripts/weight_only_kslice_bench.cu), against the one-row tile: qkv 9.24 -> 8.14-8.32 us (RT
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-template <int RT>
+template <int BITS, int RT>
 DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
+  typedef WoRowChunk<BITS> C;
+  constexpr int V = C::kValues;
   __shared__ float red[WO_SLICE_MAX_WARPS][RT * 16];
-  __shared__ uint4 scratch[WO_SLICE_MAX_WARPS][2][16];
+  __shared__ uint4 scratch[WO_SLICE_MAX_WARPS][2][C::kPieces];
   const int W = static_cast<int>(blockDim.x) / 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / 128;
+  const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / V;
   const int n0 = blockIdx.x * RT * 16;
-  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / 128)) - 1;
+  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / V)) - 1;
   const signed char* wbase = (const signed char*)a.w + t * 16;
   i64 roff[RT][2];
   int soff[RT][2];  // a tile's rows g and g + 8 (past N: N - 1): byte and scale offsets
@@ -413,7 +415,8 @@ DEVI void wo_row_sliced(const WoArgs& a) {
     }
   const S* sp = (const S*)a.scale;
   const S* zp = (const S*)(a.zero ? a.zero : a.scale);  // read, times 0, where none
-  const float zf = a.zero ? 1.0f : 0.0f;
+  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
+  const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
   V16 q[RT][2];
@@ -436,46 +439,64 @@ DEVI void wo_row_sliced(const WoArgs& a) {
     for (int r = 0; r < RT; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
-    // x's chunk c: xf as lane t of a row group meets it (pieces 4 t .. 4 t + 3 in the masks' pair
-    // order {k0 k4, k2 k6, k1 k5, k3 k7}), scaled by the chunk's power of two (its largest value
-    // to [2^14, 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
-    const uint2 v = *reinterpret_cast<const uint2*>(x + c * 128 + lane * 4);
-    float f[4] = {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u), __uint_as_float(v.y << 16),
-                  __uint_as_float(v.y & 0xffff0000u)};
-    float m = fmaxf(fmaxf(fabsf(f[0]), fabsf(f[1])), fmaxf(fabsf(f[2]), fabsf(f[3])));
+    // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
+    // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
+    // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
+    constexpr int LV = V / 32;  // values a lane converts
+    float f[LV];
+    if (BITS == 4) {
+      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
+      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+    } else {
+      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
+      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+    }
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
     const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
     float s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) f[i] *= scale, s += f[i];
+    for (int i = 0; i < LV; ++i) f[i] *= scale, s += f[i];
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
-    // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7.
-    float o4[4];
+    float o2[LV];  // the neighbour's (lane ^ 1) values
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o4[i] = __shfl_xor_sync(0xffffffffu, f[i], 1);
-    uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
-    *dst = lane & 1 ? make_uint2(wo_half2(o4[1], f[1]), wo_half2(o4[3], f[3]))
-                    : make_uint2(wo_half2(f[0], o4[0]), wo_half2(f[2], o4[2]));
+    for (int i = 0; i < LV; ++i) o2[i] = BITS == WO_E4M3 ? 0.0f : __shfl_xor_sync(0xffffffffu, f[i], 1);
+    if (BITS == 4) {
+      // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
+      uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
+      *dst = lane & 1 ? make_uint2(wo_half2(o2[1], f[1]), wo_half2(o2[LV - 1], f[LV - 1]))
+                      : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
+    } else {
+      // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
+      // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
+      reinterpret_cast<unsigned*>(&scratch[w][par][0])[lane] = BITS == WO_E4M3 ? wo_half2(f[0], f[1])
+                                                               : lane & 1     ? wo_half2(o2[1], f[1])
+                                                                              : wo_half2(f[0], o2[0]);
+    }
     __syncwarp();
-    uint4 xf[4];
+    constexpr int LP = C::kPieces / 4;  // pieces a lane meets a chunk
+    uint4 xf[LP];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) xf[k] = scratch[w][par][t * 4 + k];
+    for (int k = 0; k < LP; ++k) xf[k] = scratch[w][par][t * LP + k];
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
       const unsigned wa[4] = {q[r][0].x, q[r][0].y, q[r][0].z, q[r][0].w};
       const unsigned wb[4] = {q[r][1].x, q[r][1].y, q[r][1].z, q[r][1].w};
       float lo[4] = {}, hi[4] = {};
 #pragma unroll
-      for (int k = 0; k < 4; ++k) wo_row_mmas<4>(lo, hi, wa[k], wb[k], xf[k], k);
+      for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
       // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), 8.0f);
-        acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h])), acc[r][h]);
+        const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
+        acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h]) * unit), acc[r][h]);
       }
     }
   }
