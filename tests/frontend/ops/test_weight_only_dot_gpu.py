@@ -408,16 +408,7 @@ def test_float8_one_row_on_the_k_sliced_tile(monkeypatch, capfd, K):
     one-row tile's; at more rows the ring runs."""
     monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "slice")
     monkeypatch.setenv("TRIPY_DEBUG", "1")
-    N = 300
-    w = RNG.standard_normal((N, K)).astype(np.float32) * 50
-    w[:, :16] *= 1e-4
-    w[:, 16:20] = 0
-    w8 = tp.cast(_as(w, "float32"), tp.float8)
-    w8.eval()
-    scale = _as(RNG.uniform(0.002, 0.02, (N,)), "bfloat16")
-    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
-    lin.load_state_dict({"weight": w8, "weight_scale": scale})
-    want = _numpy(w8) * _numpy(scale)[:, None]
+    lin, want = _float8_case(300, K)
     exe = tp.compile(lin, args=[tp.InputInfo(((1, 1, 8), K), dtype=tp.bfloat16)])
     _check_one_row(exe, want, K, 64, capfd, "the ring", r"the K-sliced tile, [124] tiles of 16 rows")
 
