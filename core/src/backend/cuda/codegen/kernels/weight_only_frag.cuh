@@ -391,7 +391,8 @@ DEVI void wo_frag_row(const WoArgs& a) {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-template <int BITS, int RT>
+// D: chunks a warp asks for together (their weight words all in flight before the first is used).
+template <int BITS, int RT, int D = 1>
 DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
@@ -419,84 +420,94 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
-  V16 q[RT][2];
-  auto ask = [&](int c) {
+  V16 q[D][RT][2];
+  auto ask = [&](int c, int d) {
 #pragma unroll
     for (int r = 0; r < RT; ++r)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) q[r][h] = wo_stream(wbase + roff[r][h] + c * 64);
+      for (int h = 0; h < 2; ++h) q[d][r][h] = wo_stream(wbase + roff[r][h] + c * 64);
+  };
+  auto ask_all = [&](int c0) {
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+      if (c0 + d * W < chunks) ask(c0 + d * W, d);
   };
   const bool early = wo_early(a) && w < chunks;
-  if (early) ask(w);
+  if (early) ask_all(w);
   enter_after_previous();
   int par = 0;
 #pragma unroll 1
-  for (int c = w; c < chunks; c += W, par ^= 1) {
-    if (c != w || !early) ask(c);
-    const int grp = c >> gshift;
-    S sv[RT][2], zv[RT][2];
+  for (int c0 = w; c0 < chunks; c0 += D * W) {
+    if (c0 != w || !early) ask_all(c0);
 #pragma unroll
-    for (int r = 0; r < RT; ++r)
+    for (int d = 0; d < D; ++d, par ^= 1) {
+      const int c = c0 + d * W;
+      if (c >= chunks) break;
+      const int grp = c >> gshift;
+      S sv[RT][2], zv[RT][2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
-    // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
-    // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
-    // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
-    constexpr int LV = V / 32;  // values a lane converts
-    float f[LV];
-    if (BITS == 4) {
-      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
-      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
-      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-    } else {
-      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
-      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
-    }
-    float m = 0.0f;
+      for (int r = 0; r < RT; ++r)
 #pragma unroll
-    for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
+        for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
+      // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
+      // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
+      // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
+      constexpr int LV = V / 32;  // values a lane converts
+      float f[LV];
+      if (BITS == 4) {
+        const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
+        f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+        f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+      } else {
+        const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
+        f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+      }
+      float m = 0.0f;
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
-    const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
-    float s = 0.0f;
+      for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
-    for (int i = 0; i < LV; ++i) f[i] *= scale, s += f[i];
+      for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+      float s = 0.0f;
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
-    float o2[LV];  // the neighbour's (lane ^ 1) values
+      for (int i = 0; i < LV; ++i) f[i] *= scale, s += f[i];
 #pragma unroll
-    for (int i = 0; i < LV; ++i) o2[i] = BITS == WO_E4M3 ? 0.0f : __shfl_xor_sync(0xffffffffu, f[i], 1);
-    if (BITS == 4) {
-      // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
-      uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
-      *dst = lane & 1 ? make_uint2(wo_half2(o2[1], f[1]), wo_half2(o2[LV - 1], f[LV - 1]))
-                      : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
-    } else {
-      // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
-      // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
-      reinterpret_cast<unsigned*>(&scratch[w][par][0])[lane] = BITS == WO_E4M3 ? wo_half2(f[0], f[1])
-                                                               : lane & 1     ? wo_half2(o2[1], f[1])
-                                                                              : wo_half2(f[0], o2[0]);
-    }
-    __syncwarp();
-    constexpr int LP = C::kPieces / 4;  // pieces a lane meets a chunk
-    uint4 xf[LP];
+      for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+      float o2[LV];  // the neighbour's (lane ^ 1) values
 #pragma unroll
-    for (int k = 0; k < LP; ++k) xf[k] = scratch[w][par][t * LP + k];
+      for (int i = 0; i < LV; ++i) o2[i] = BITS == WO_E4M3 ? 0.0f : __shfl_xor_sync(0xffffffffu, f[i], 1);
+      if (BITS == 4) {
+        // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
+        uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
+        *dst = lane & 1 ? make_uint2(wo_half2(o2[1], f[1]), wo_half2(o2[LV - 1], f[LV - 1]))
+                        : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
+      } else {
+        // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
+        // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
+        reinterpret_cast<unsigned*>(&scratch[w][par][0])[lane] = BITS == WO_E4M3 ? wo_half2(f[0], f[1])
+                                                                 : lane & 1     ? wo_half2(o2[1], f[1])
+                                                                                : wo_half2(f[0], o2[0]);
+      }
+      __syncwarp();
+      constexpr int LP = C::kPieces / 4;  // pieces a lane meets a chunk
+      uint4 xf[LP];
 #pragma unroll
-    for (int r = 0; r < RT; ++r) {
-      const unsigned wa[4] = {q[r][0].x, q[r][0].y, q[r][0].z, q[r][0].w};
-      const unsigned wb[4] = {q[r][1].x, q[r][1].y, q[r][1].z, q[r][1].w};
-      float lo[4] = {}, hi[4] = {};
+      for (int k = 0; k < LP; ++k) xf[k] = scratch[w][par][t * LP + k];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
-      // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
+      for (int r = 0; r < RT; ++r) {
+        const unsigned wa[4] = {q[d][r][0].x, q[d][r][0].y, q[d][r][0].z, q[d][r][0].w};
+        const unsigned wb[4] = {q[d][r][1].x, q[d][r][1].y, q[d][r][1].z, q[d][r][1].w};
+        float lo[4] = {}, hi[4] = {};
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
-        acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h]) * unit), acc[r][h]);
+        for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
+        // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
+          acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h]) * unit), acc[r][h]);
+        }
       }
     }
   }
