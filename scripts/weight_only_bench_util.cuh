@@ -1,7 +1,7 @@
 // What the standalone weight-only diagnostics share (scripts/weight_only_*bench.cu, after
 // kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that only reads a buffer (the read
 // floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer; and
-// Llama-3-8B's product shapes with int4 operands for them at one row (Int4OneRow).
+// Llama-3-8B's product shapes with int4 operands for them at M rows of x (Int4Rows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -73,9 +73,10 @@ inline std::vector<void*> weight_copies(size_t bytes) {
   return ws;
 }
 
-// Llama-3-8B's products at one row, and each one's operands: bfloat16 x [K], an int4 weight
-// [N, K] in groups of 128 with zero points (copies past the L2), the scales and zero points, a
-// reference output and an output; `a` holds every address but the weight's and the output's.
+// Llama-3-8B's products, and each one's operands at M rows of x: bfloat16 x [M, K], an int4
+// weight [N, K] in groups of 128 with zero points (copies past the L2), the scales and zero
+// points, a reference output and an output [M, N]; `a` holds every address but the weight's and
+// the output's.
 struct LlamaShape { const char* name; long N, K; };
 inline constexpr LlamaShape kLlamaShapes[] = {
     {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
@@ -87,38 +88,39 @@ inline std::vector<LlamaShape> llama_shapes_to_run() {
     if (!only || strcmp(only, s.name) == 0) out.push_back(s);
   return out;
 }
-struct Int4OneRow {
-  long N, K, row_bytes, groups;
+struct Int4Rows {
+  long N, K, M, row_bytes, groups;
   size_t wbytes;
   std::vector<void*> ws;
   unsigned short *x, *sc, *zp, *ref, *out;
   WoArgs a{};
-  Int4OneRow(long n, long k) : N(n), K(k), row_bytes(k / 2), groups(k / 128), wbytes((size_t)n * (k / 2)) {
+  Int4Rows(long n, long k, long m = 1)
+      : N(n), K(k), M(m), row_bytes(k / 2), groups(k / 128), wbytes((size_t)n * (k / 2)) {
     ws = weight_copies(wbytes);
-    CK(cudaMalloc(&x, K * 2));
+    CK(cudaMalloc(&x, M * K * 2));
     CK(cudaMalloc(&sc, N * groups * 2));
     CK(cudaMalloc(&zp, N * groups * 2));
-    CK(cudaMalloc(&ref, N * 2));
-    CK(cudaMalloc(&out, N * 2));
-    fill_bf16<<<256, 256>>>(x, K, -1.f, 1.f, 7, false);
+    CK(cudaMalloc(&ref, M * N * 2));
+    CK(cudaMalloc(&out, M * N * 2));
+    fill_bf16<<<256, 256>>>(x, M * K, -1.f, 1.f, 7, false);
     fill_bf16<<<256, 256>>>(sc, N * groups, 0.002f, 0.02f, 9, false);
     fill_bf16<<<256, 256>>>(zp, N * groups, -3.f, 3.f, 11, true);
     CK(cudaDeviceSynchronize());
-    a.x = (i64)x, a.scale = (i64)sc, a.zero = (i64)zp, a.rows = 1, a.N = N, a.K = K, a.row_bytes = row_bytes;
+    a.x = (i64)x, a.scale = (i64)sc, a.zero = (i64)zp, a.rows = M, a.N = N, a.K = K, a.row_bytes = row_bytes;
     a.groups = groups, a.group = 128, a.vec = 1;
   }
-  ~Int4OneRow() {
+  ~Int4Rows() {
     for (auto p : ws) cudaFree(p);
     cudaFree(x), cudaFree(sc), cudaFree(zp), cudaFree(ref), cudaFree(out);
   }
   void* copy(int i) const { return ws[i % ws.size()]; }
   // Whether `out` is off `ref` by more than 1% of ref's largest value.
   bool wrong() const {
-    std::vector<unsigned short> h(N), r(N);
-    CK(cudaMemcpy(h.data(), out, N * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(r.data(), ref, N * 2, cudaMemcpyDeviceToHost));
+    std::vector<unsigned short> h(M * N), r(M * N);
+    CK(cudaMemcpy(h.data(), out, M * N * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(r.data(), ref, M * N * 2, cudaMemcpyDeviceToHost));
     double d = 0, m = 0;
-    for (long i = 0; i < N; ++i) d = std::max(d, (double)fabsf(bf(h[i]) - bf(r[i]))), m = std::max(m, (double)fabsf(bf(r[i])));
+    for (long i = 0; i < M * N; ++i) d = std::max(d, (double)fabsf(bf(h[i]) - bf(r[i]))), m = std::max(m, (double)fabsf(bf(r[i])));
     return d > 1e-2 * m;
   }
   // The fastest read of the weight's copies alone, us.
