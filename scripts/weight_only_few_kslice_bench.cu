@@ -33,43 +33,21 @@ DEVI void few_sliced(const WoArgs& a) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int N = static_cast<int>(a.N), M = static_cast<int>(a.rows), chunks = static_cast<int>(a.K) / C::kValues;
   const int n0 = blockIdx.x * RT * 16;
-  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / C::kValues)) - 1;
-  const signed char* wbase = (const signed char*)a.w + t * 16;
-  i64 roff[RT][2];
-  int soff[RT][2];
-#pragma unroll
-  for (int r = 0; r < RT; ++r)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = min(n0 + r * 16 + g + 8 * h, N - 1);
-      roff[r][h] = (i64)row * a.row_bytes, soff[r][h] = row * static_cast<int>(a.groups);
-    }
-  const S* sp = (const S*)a.scale;
-  const S* zp = (const S*)(a.zero ? a.zero : a.scale);
+  const WoSlicedRows<RT, C::kValues> rows(a, n0, g, t);
   const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;
   const uint4* frags = reinterpret_cast<const uint4*>(a.x) + lane;
   const float4* sums = reinterpret_cast<const float4*>(reinterpret_cast<const uint4*>(a.x) + NT * a.K) + t;
   float acc[RT][NT][4] = {};
   V16 q[RT][2];
-  auto ask = [&](int c) {
-#pragma unroll
-    for (int r = 0; r < RT; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) q[r][h] = wo_stream(wbase + roff[r][h] + c * 64);
-  };
   const bool early = wo_early(a) && w < chunks;
-  if (early) ask(w);
+  if (early) rows.ask(q, w);
   enter_after_previous();
 #pragma unroll 1
   for (int c = w; c < chunks; c += W) {
-    if (c != w || !early) ask(c);
-    const int grp = c >> gshift;
+    if (c != w || !early) rows.ask(q, c);
     S sv[RT][2], zv[RT][2];
-#pragma unroll
-    for (int r = 0; r < RT; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
+    rows.scales(sv, zv, c);
     V16 b[NT][PL];
     float4 sx[NT];  // rows 2 t and 2 t + 1 of each tile of x: {sum 2^-24, 2^24 / scale} each
 #pragma unroll

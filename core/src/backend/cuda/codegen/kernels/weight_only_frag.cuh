@@ -376,6 +376,47 @@ DEVI void wo_frag_row(const WoArgs& a) {
   }
 }
 
+// The weight rows a lane of the K-sliced tiles reads (wo_row_sliced; the few-rows diagnostic's):
+// rows g and g + 8 of each of RT tiles of 16 from n0 (past N: row N - 1, its sums dropped), from
+// byte 16 t of a chunk of V values (64 bytes), and their scales and zero points (the scales'
+// where there are none: read, times 0) at chunk c's group.
+// A chunk's group as a shift of its index: chunks of `values` a group, a power of two (30: one
+// group a row).
+DEVI int wo_group_shift(const WoArgs& a, int values) {
+  return a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / values)) - 1;
+}
+template <int RT, int V> struct WoSlicedRows {
+  const signed char* w;
+  const unsigned short *s, *z;
+  i64 roff[RT][2];
+  int soff[RT][2], gshift;
+  DEVI WoSlicedRows(const WoArgs& a, int n0, int g, int t)
+      : w((const signed char*)a.w + t * 16), s((const unsigned short*)a.scale),
+        z((const unsigned short*)(a.zero ? a.zero : a.scale)), gshift(wo_group_shift(a, V)) {
+    const int N = static_cast<int>(a.N);
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = min(n0 + r * 16 + g + 8 * h, N - 1);
+        roff[r][h] = (i64)row * a.row_bytes, soff[r][h] = row * static_cast<int>(a.groups);
+      }
+  }
+  DEVI void ask(V16 (&q)[RT][2], int c) const {
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) q[r][h] = wo_stream(w + roff[r][h] + c * 64);
+  }
+  DEVI void scales(unsigned short (&sv)[RT][2], unsigned short (&zv)[RT][2], int c) const {
+    const int grp = c >> gshift;
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sv[r][h] = s[soff[r][h] + grp], zv[r][h] = z[soff[r][h] + grp];
+  }
+};
+
 // The K-sliced one-row tile (int4, int8 or float8 weights, one row of bfloat16 x, K and the group
 // multiples of a chunk, a group a power-of-two number of them or the whole row; any K): the
 // one-row tile's arithmetic with the loops swapped. A block of W warps (blockDim.x / 32, up to
@@ -403,34 +444,16 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / V;
   const int n0 = blockIdx.x * RT * 16;
-  const int gshift = a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / V)) - 1;
-  const signed char* wbase = (const signed char*)a.w + t * 16;
-  i64 roff[RT][2];
-  int soff[RT][2];  // a tile's rows g and g + 8 (past N: N - 1): byte and scale offsets
-#pragma unroll
-  for (int r = 0; r < RT; ++r)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = min(n0 + r * 16 + g + 8 * h, N - 1);
-      roff[r][h] = (i64)row * a.row_bytes, soff[r][h] = row * static_cast<int>(a.groups);
-    }
-  const S* sp = (const S*)a.scale;
-  const S* zp = (const S*)(a.zero ? a.zero : a.scale);  // read, times 0, where none
+  const WoSlicedRows<RT, V> rows(a, n0, g, t);
   const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
   V16 q[D][RT][2];
-  auto ask = [&](int c, int d) {
-#pragma unroll
-    for (int r = 0; r < RT; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) q[d][r][h] = wo_stream(wbase + roff[r][h] + c * 64);
-  };
   auto ask_all = [&](int c0) {
 #pragma unroll
     for (int d = 0; d < D; ++d)
-      if (c0 + d * W < chunks) ask(c0 + d * W, d);
+      if (c0 + d * W < chunks) rows.ask(q[d], c0 + d * W);
   };
   const bool early = wo_early(a) && w < chunks;
   if (early) ask_all(w);
@@ -443,12 +466,8 @@ DEVI void wo_row_sliced(const WoArgs& a) {
     for (int d = 0; d < D; ++d, par ^= 1) {
       const int c = c0 + d * W;
       if (c >= chunks) break;
-      const int grp = c >> gshift;
       S sv[RT][2], zv[RT][2];
-#pragma unroll
-      for (int r = 0; r < RT; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) sv[r][h] = sp[soff[r][h] + grp], zv[r][h] = zp[soff[r][h] + grp];
+      rows.scales(sv, zv, c);
       // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
       // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
       // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
