@@ -4,7 +4,8 @@
 // chunk's x fragments (both tiles of 8 rows of x) and sums once, and meets them with RT tiles of
 // 16 weight rows; the warps sum their rows once at the end. Llama-3-8B's int4 products at 16 rows
 // (groups of 128 with zero points), weight copies past the L2, back-to-back launches of the tile
-// alone (the layout once), best split or warps; each form's outputs against wo_few's. A
+// alone (the layout once), best split or warps; each form's outputs against wo_few's; with x's
+// high-nibble pairs laid out a sixteenth (h), the mmas over both nibbles add into one sum. A
 // diagnostic; on the GPU machine, from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -Iscripts -o /tmp/wofk scripts/weight_only_few_kslice_bench.cu && /tmp/wofk
@@ -22,8 +23,10 @@
 #include "weight_only_bench_util.cuh"
 
 // NT tiles of 8 rows of x (wo_few_x's layout at a.x), RT tiles of 16 weight rows a block of
-// blockDim.x / 32 warps (at most MAXW).
-template <int NT, int BITS, int RT>
+// blockDim.x / 32 warps (at most MAXW). HI16 (int4; x laid out by wo_few_x<.., true>): the mmas
+// over high and low nibbles add into one sum (one chain of mmas a tile of x, one fixup less an
+// entry).
+template <int NT, int BITS, int RT, bool HI16 = false>
 DEVI void few_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
@@ -64,7 +67,8 @@ DEVI void few_sliced(const WoArgs& a) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const V16& bp = b[nt][BITS == 4 ? k : k >> 1];
-          wo_row_mmas<BITS>(lo[nt], hi[nt], (&q[r][0].x)[k], (&q[r][1].x)[k], make_uint4(bp.x, bp.y, bp.z, bp.w), k);
+          wo_row_mmas<BITS>(lo[nt], HI16 ? lo[nt] : hi[nt], (&q[r][0].x)[k], (&q[r][1].x)[k],
+                            make_uint4(bp.x, bp.y, bp.z, bp.w), k);
         }
       float s_[2], o_[2];
 #pragma unroll
@@ -75,7 +79,7 @@ DEVI void few_sliced(const WoArgs& a) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float xs = e & 1 ? sx[nt].z : sx[nt].x, xi = e & 1 ? sx[nt].w : sx[nt].y;
-          const float qv = fmaf(hi[nt][e], 0.0625f, lo[nt][e]) * unit;
+          const float qv = (HI16 ? lo[nt][e] : fmaf(hi[nt][e], 0.0625f, lo[nt][e])) * unit;
           acc[r][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, qv), acc[r][nt][e]);
         }
     }
@@ -98,31 +102,42 @@ DEVI void few_sliced(const WoArgs& a) {
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2, 4>(a); }
 extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2, 4>(a); }
-#define KS(RT, THREADS) \
-  extern "C" __global__ void __launch_bounds__(THREADS) k_ks##RT(const WoArgs a) { few_sliced<2, 4, RT>(a); }
-KS(1, 512) KS(2, 512) KS(4, 256)  // 4 tiles: at most 8 warps (more registers, no spills)
+extern "C" __global__ void k_few_x16(const WoArgs a) { wo_few_x<2, 4, true>(a); }
+#define KS(RT, THREADS, HI16, NAME) \
+  extern "C" __global__ void __launch_bounds__(THREADS) NAME(const WoArgs a) { few_sliced<2, 4, RT, HI16>(a); }
+// 4 tiles: at most 8 warps (more registers, no spills).
+KS(1, 512, false, k_ks1) KS(2, 512, false, k_ks2) KS(4, 256, false, k_ks4)
+KS(1, 512, true, k_ks1h) KS(2, 512, true, k_ks2h) KS(4, 256, true, k_ks4h)
 
 int main() {
-  struct Form { const char* name; void (*fn)(WoArgs); int rt, warps; } forms[] = {
-      {"few", k_few, 0, 8},      {"r1w4", k_ks1, 1, 4},   {"r1w8", k_ks1, 1, 8},  {"r1w16", k_ks1, 1, 16},
-      {"r2w4", k_ks2, 2, 4},     {"r2w8", k_ks2, 2, 8},   {"r2w16", k_ks2, 2, 16}, {"r4w4", k_ks4, 4, 4},
-      {"r4w8", k_ks4, 4, 8}};
+  // h: x's high-nibble pairs laid out a sixteenth (k_few_x16), one chain of sums a tile of x.
+  struct Form { const char* name; void (*fn)(WoArgs); int rt, warps; bool hi16; } forms[] = {
+      {"few", k_few, 0, 8, false},      {"r1w4", k_ks1, 1, 4, false},    {"r1w8", k_ks1, 1, 8, false},
+      {"r1w16", k_ks1, 1, 16, false},   {"r2w4", k_ks2, 2, 4, false},    {"r2w8", k_ks2, 2, 8, false},
+      {"r2w16", k_ks2, 2, 16, false},   {"r4w4", k_ks4, 4, 4, false},    {"r4w8", k_ks4, 4, 8, false},
+      {"r1w8h", k_ks1h, 1, 8, true},    {"r1w16h", k_ks1h, 1, 16, true}, {"r2w4h", k_ks2h, 2, 4, true},
+      {"r2w8h", k_ks2h, 2, 8, true},    {"r2w16h", k_ks2h, 2, 16, true}, {"r4w4h", k_ks4h, 4, 4, true},
+      {"r4w8h", k_ks4h, 4, 8, true}};
   print_forms(forms);
   const int rows = 16;
   for (const LlamaShape& s : llama_shapes_to_run()) {
     Int4Rows p(s.N, s.K, rows);
     WoArgs& a = p.a;
-    void* lay;
-    CK(cudaMalloc(&lay, 16 * p.K * 2 + p.K / 128 * 16 * 8));
-    a.out = (i64)lay;
-    k_few_x<<<(unsigned)((16 * p.K / 8 + 255) / 256), 256>>>(a);
+    // x laid out twice: as wo_few_x lays it out, and with its high-nibble pairs a sixteenth.
+    void* lay[2];
+    const unsigned grid = (unsigned)((16 * p.K / 8 + 255) / 256);
+    for (int h = 0; h < 2; ++h) {
+      CK(cudaMalloc(&lay[h], 16 * p.K * 2 + p.K / 128 * 16 * 8));
+      a.out = (i64)lay[h];
+      (h ? k_few_x16 : k_few_x)<<<grid, 256>>>(a);
+    }
     CK(cudaDeviceSynchronize());
-    a.x = (i64)lay;
     printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, p.N, p.K, p.wbytes / 1e6);
     float best_ks = 1e9;
     const char* best_name = "";
     for (auto& f : forms) {
       const bool base = f.fn == k_few;
+      a.x = (i64)lay[f.hi16];
       unsigned blocks = base ? 0 : (unsigned)((p.N + f.rt * 16 - 1) / (f.rt * 16)), threads = f.warps * 32;
       auto place = [&](int split) {  // wo_few's: 8 / split groups of 16 weight rows a block
         a.mma_split = split | 0x100;  // the weight a constant: the first chunks asked for before the wait
@@ -152,6 +167,6 @@ int main() {
       }
     }
     printf(" | best %s %6.2f | read floor %6.2f\n", best_name, best_ks, p.read_floor_us());
-    cudaFree(lay);
+    cudaFree(lay[0]), cudaFree(lay[1]);
   }
 }

@@ -229,7 +229,9 @@ template <int BITS> struct WoRowChunk {
 // the chunk scaled by a power of two (its largest value to [2^14, 2^15): nothing overflows,
 // nothing rounds), stored at `dst` where `live`; returns the chunk's {sum x 2^-24, 2^24 /
 // scale} on each of its lanes. Every lane of the warp takes part (shuffles).
-template <int BITS, int PC>
+// HI16 (int4): the pairs that meet high nibbles ({k1 k5, k3 k7}) a sixteenth of the others, so
+// that the mma's sums over high nibbles (16 u a value) add into the low nibbles' as they are.
+template <int BITS, int PC, bool HI16 = false>
 DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
   const unsigned w[4] = {v.x, v.y, v.z, v.w};
   float f[8], m = 0.0f;
@@ -246,8 +248,10 @@ DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
   float s = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) f[i] *= scale, s += f[i];
+  const float h = HI16 ? 0.0625f : 1.0f;
   if (live)
-    *dst = BITS == 4   ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1], f[5]), wo_half2(f[3], f[7]))
+    *dst = BITS == 4   ? make_uint4(wo_half2(f[0], f[4]), wo_half2(f[2], f[6]), wo_half2(f[1] * h, f[5] * h),
+                                    wo_half2(f[3] * h, f[7] * h))
            : BITS == 8 ? make_uint4(wo_half2(f[0], f[2]), wo_half2(f[1], f[3]), wo_half2(f[4], f[6]), wo_half2(f[5], f[7]))
                        : make_uint4(wo_half2(f[0], f[1]), wo_half2(f[2], f[3]), wo_half2(f[4], f[5]), wo_half2(f[6], f[7]));
 #pragma unroll
@@ -559,7 +563,7 @@ DEVI void wo_row_sliced(const WoArgs& a) {
 // (scripts/weight_only_bench.cu 16), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 ->
 // 11.0, gate/up 47.2 -> 39.7, down 26.2 -> 22.1, the output head 166 -> 140 (at 8 rows, one tile
 // of rows, it lost on all but down); the batch-16 int4 decode step 4.54 -> 3.72 ms.
-template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
+template <int NT, int BITS, bool HI16 = false> DEVI void wo_few_x(const WoArgs& a) {
   typedef unsigned short S;
   constexpr int PC = WoRowChunk<BITS>::kPieces, PL = PC / 4;  // a chunk's pieces, a lane's of them
   const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
@@ -581,7 +585,7 @@ template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
     // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
     const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
     const float2 sum =
-        wo_half_piece<BITS, PC>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
+        wo_half_piece<BITS, PC, HI16>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
     if (q == 0) sums[(c * NT + nt) * 8 + g] = sum;
   }
 }
