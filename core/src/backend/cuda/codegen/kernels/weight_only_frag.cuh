@@ -437,7 +437,9 @@ template <int RT, int V> struct WoSlicedRows {
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
 // D: chunks a warp asks for together (their weight words all in flight before the first is used).
-template <int BITS, int RT, int D = 1>
+// HI16 (int4): x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add
+// into one sum.
+template <int BITS, int RT, int D = 1, bool HI16 = false>
 DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
@@ -504,8 +506,10 @@ DEVI void wo_row_sliced(const WoArgs& a) {
       if (BITS == 4) {
         // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
         uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
-        *dst = lane & 1 ? make_uint2(wo_half2(o2[1], f[1]), wo_half2(o2[LV - 1], f[LV - 1]))
-                        : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
+        const float h16 = HI16 ? 0.0625f : 1.0f;
+        *dst = lane & 1
+                   ? make_uint2(wo_half2(o2[1] * h16, f[1] * h16), wo_half2(o2[LV - 1] * h16, f[LV - 1] * h16))
+                   : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
       } else {
         // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
         // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
@@ -524,12 +528,14 @@ DEVI void wo_row_sliced(const WoArgs& a) {
         const unsigned wb[4] = {q[d][r][1].x, q[d][r][1].y, q[d][r][1].z, q[d][r][1].w};
         float lo[4] = {}, hi[4] = {};
 #pragma unroll
-        for (int k = 0; k < 4; ++k) wo_row_mmas<BITS>(lo, hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
+        for (int k = 0; k < 4; ++k)
+          wo_row_mmas<BITS>(lo, HI16 ? lo : hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
         // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
-          acc[r][h] = fmaf(sc, fmaf(-o, sm.x, fmaf(hi[2 * h], 0.0625f, lo[2 * h]) * unit), acc[r][h]);
+          const float q = HI16 ? lo[2 * h] : fmaf(hi[2 * h], 0.0625f, lo[2 * h]);
+          acc[r][h] = fmaf(sc, fmaf(-o, sm.x, q * unit), acc[r][h]);
         }
       }
     }
