@@ -178,18 +178,24 @@ def test_16_rows_on_the_register_fed_tile(monkeypatch, group, zero, N):
         _check(exe, w, rows, 1024, "bfloat16")
 
 
+# TRIPY_WEIGHT_ONLY_MMA's value for the few-rows tile or its K-sliced form, and what TRIPY_DEBUG says.
+FEW_FORMS = {"few": "the few-rows tile", "fewslice": r"the few-rows K-sliced tile, [12] tiles of 16 rows"}
+
+
+@pytest.mark.parametrize("mode", ["few", "fewslice"])
 @pytest.mark.parametrize("N, K, group, zero", [(1000, 1024, 128, True), (40, 1024, 256, False), (300, 4096, 4096, True),
                                            (1000, 512, 128, "fractional"), (77, 1536, 384, True)])
-def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, N, K, group, zero):
+def test_9_to_16_rows_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, mode, N, K, group, zero):
     """Up to 16 rows of bfloat16 x against int4 weights may run the few-rows tile (x laid out in the
     workspace as float16, scaled by a power of two a row and chunk; the weight's values as float16
-    subnormals): TRIPY_WEIGHT_ONLY_MMA=few forces it where a group is a power-of-two number of
-    chunks of 128 or the whole row (else the register-fed tile runs), at every row count of the
-    dynamic x. x from 1e-4 to 1e4, and a row with a chunk of zeros beside one 3e3 times larger."""
-    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
+    subnormals) or its K-sliced form: TRIPY_WEIGHT_ONLY_MMA=few (fewslice) forces it where a group
+    is a power-of-two number of chunks of 128 or the whole row (else the register-fed tile runs), at
+    every row count of the dynamic x. x from 1e-4 to 1e4, and a row with a chunk of zeros beside one
+    3e3 times larger."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", mode)
     monkeypatch.setenv("TRIPY_DEBUG", "1")
     lin, w = _case(4, N, K, group, zero, "bfloat16")
-    form = "the register-fed tile" if group == 384 else "the few-rows tile"
+    form = "the register-fed tile" if group == 384 else FEW_FORMS[mode]
     _check_few_rows(lin, w, K, 128, form, capfd, tmp_path / "few.tpymodel")
 
 
@@ -413,17 +419,19 @@ def test_float8_one_row_on_the_k_sliced_tile(monkeypatch, capfd, K):
     _check_one_row(exe, want, K, 64, capfd, "the ring", r"the K-sliced tile, [124] tiles of 16 rows")
 
 
+@pytest.mark.parametrize("mode", ["few", "fewslice"])
 @pytest.mark.parametrize("fmt", ["int8", "float8"])
 @pytest.mark.parametrize("N, K", [(1000, 1024), (77, 4160), (300, 4096)])
-def test_9_to_16_rows_of_8_bit_weights_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, fmt, N, K):
+def test_9_to_16_rows_of_8_bit_weights_on_the_few_rows_tile(monkeypatch, capfd, tmp_path, mode, fmt, N, K):
     """int8 and float8 weights per output feature at 9 to 16 rows of bfloat16 x may run the few-rows
-    tile too (chunks of 64 values: int8 bytes as q + 128, float8 pairs by cvt, both float16): forced,
-    against numpy at every row count of the dynamic x (K = 4160: an odd count of chunks), x from
-    1e-4 to 1e4 and a row with a chunk of zeros beside one 3e3 times larger; saved and loaded."""
-    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", "few")
+    tile too, or its K-sliced form (chunks of 64 values: int8 bytes as q + 128, float8 pairs by cvt,
+    both float16): forced, against numpy at every row count of the dynamic x (K = 4160: an odd count
+    of chunks), x from 1e-4 to 1e4 and a row with a chunk of zeros beside one 3e3 times larger; saved
+    and loaded."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_MMA", mode)
     monkeypatch.setenv("TRIPY_DEBUG", "1")
     lin, w = _case(8, N, K, None, False, "bfloat16") if fmt == "int8" else _float8_case(N, K, edges=False)
-    _check_few_rows(lin, w, K, 64, "the few-rows tile", capfd, tmp_path / "few8.tpymodel")
+    _check_few_rows(lin, w, K, 64, FEW_FORMS[mode], capfd, tmp_path / "few8.tpymodel")
 
 
 def test_an_llm_sized_product_agrees_with_torch():

@@ -45,6 +45,8 @@ struct KernelCode {
   CUfunction few_rows_fn = nullptr, few_rows_x_fn = nullptr;
   // kWeightOnlyDot: the K-sliced one-row tile's shapes (kWeightOnlySliced), where the module has them.
   CUfunction sliced_fn[3] = {};
+  // kWeightOnlyDot: the few-rows tile's K-sliced shapes (kWeightOnlyFewSliced), where the module has them.
+  CUfunction few_sliced_fn[2] = {};
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

@@ -85,6 +85,7 @@ bool is_row_tile(int tile) {
 }
 
 static_assert(std::extent_v<decltype(KernelCode::sliced_fn)> == std::size(kWeightOnlySliced));
+static_assert(std::extent_v<decltype(KernelCode::few_sliced_fn)> == std::size(kWeightOnlyFewSliced));
 static_assert(kWordOut == kWeightOnlyOutWord && kWordX == kWeightOnlyXWord && kWordW == kWeightOnlyWWord &&
               kWordScale == kWeightOnlyScaleWord && kWordZero == kWeightOnlyZeroWord && kWordVec == kWeightOnlyVecWord);
 
@@ -203,6 +204,10 @@ std::string weight_only_few_rows_function(DType t, int bits, bool layout) {
   return weight_only_function(t, bits, 2 * kWeightOnlyMmaRows) + (layout ? kFewRowsLayoutSuffix : kFewRowsSuffix);
 }
 
+std::string weight_only_few_sliced_function(DType t, int bits, int i) {
+  return weight_only_function(t, bits, 2 * kWeightOnlyMmaRows) + kWeightOnlyFewSliced[i].suffix;
+}
+
 int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr) {
   // 16 rows of x as float16 B fragments, and a {sum, scale} pair of floats a row and chunk.
   const int64_t rows = 2 * kWeightOnlyMmaRows;
@@ -233,10 +238,25 @@ std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, C
   return {std::move(x), std::move(t)};
 }
 
+std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
+                                                    int sm_count, int i, int warps) {
+  std::vector<Launch> l = weight_only_few_rows_launches(pr, tile, layout, sm_count, 1);
+  const int64_t rows_a_block = int64_t{16} * kWeightOnlyFewSliced[i].tiles;
+  Launch& t = l[1];
+  t.block_x = static_cast<unsigned>(32 * warps);
+  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>((pr.N + rows_a_block - 1) / rows_a_block);
+  t.words[kWordMmaSplit] = pr.constant_weight ? kMmaSplitEarly : 0;
+  t.words[kWordMmaBlocks] = 0;
+  return l;
+}
+
 std::string weight_only_module_function(const std::string& function) {
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
                                  kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
+  // The few-rows shapes first: their suffixes end as the one-row shapes' do.
+  for (const WeightOnlySliced& sl : kWeightOnlyFewSliced)
+    if (ends_with(function, sl.suffix)) return function.substr(0, function.size() - std::strlen(sl.suffix));
   for (const WeightOnlySliced& sl : kWeightOnlySliced)
     if (ends_with(function, sl.suffix)) return function.substr(0, function.size() - std::strlen(sl.suffix));
   const size_t rows = function.rfind(kManyRowsSuffix);
@@ -371,13 +391,13 @@ AlgoBytes weight_only_choice_bytes(WeightOnlyChoice c) {
 std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
   // Three bytes: a choice stored before the register-fed tile existed (the ring, where it applied);
   // the fourth: 0 the ring, 1 the register-fed tile, 2 the one-row tile, 3 the few-rows tile, and
-  // from 4 the K-sliced tile's shapes.
+  // from 4 the K-sliced one-row tile's shapes, then the few-rows tile's.
   if ((stored.size() != 3 && stored.size() != 4) || stored[0] != 'W') return std::nullopt;
-  // From 4 on the K-sliced tile's shapes, whose split is the warps a block (4, 8 or 16).
+  // The K-sliced shapes' split is the warps a block (4, 8 or 16).
   if (stored.size() == 4 && stored[3] >= kWeightOnlyForms) return std::nullopt;
   WeightOnlyChoice c{stored[1], stored[2], static_cast<WeightOnlyForm>(stored.size() == 4 ? stored[3] : 0)};
   const auto& warps = kWeightOnlySlicedWarps;
-  const bool split_ok = weight_only_sliced_index(c.form) >= 0
+  const bool split_ok = weight_only_split_is_warps(c.form)
                             ? std::find(std::begin(warps), std::end(warps), c.split) != std::end(warps)
                             : c.split == 1 || c.split == 2 || c.split == 4 || c.split == 8;
   if (!is_row_tile(c.tile) || !split_ok) return std::nullopt;  // a damaged file: the launch's own choice
@@ -439,6 +459,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     }
   if (!code.many_rows_fn[0] || !code.many_rows_fn[1] || !code.many_rows_x_fn[0] || !code.many_rows_x_fn[1])
     code.many_rows_fn[0] = code.many_rows_fn[1] = code.many_rows_x_fn[0] = code.many_rows_x_fn[1] = nullptr;
+  // The few-rows tile's K-sliced shapes, where the module has them (saved since they existed).
+  for (int i = 0; i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
+    if (!weight_only_few_rows_tile(t, bits, code.row_tile) ||
+        api().cuModuleGetFunction(&code.few_sliced_fn[i], module, weight_only_few_sliced_function(t, bits, i).c_str()) !=
+            CUDA_SUCCESS)
+      code.few_sliced_fn[i] = nullptr;
   // The few-rows tile's and its layout's, where the module has both (saved since they existed).
   const std::string few = weight_only_few_rows_function(t, bits, false), few_x = weight_only_few_rows_function(t, bits, true);
   if (!weight_only_few_rows_tile(t, bits, code.row_tile) ||
@@ -540,16 +566,28 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   // tile where the module has one; else the ring.
   using F = WeightOnlyForm;
   const F chosen = tuned ? tuned->form : F::kRing;
-  if (chosen == F::kFewRows && code.few_rows_fn && pr.rows <= code.row_tile &&
+  const int few_sliced_index = weight_only_sliced_index(chosen, F::kFewSliced);
+  const bool few_chosen = (chosen == F::kFewRows && code.few_rows_fn) ||
+                          (few_sliced_index >= 0 && code.few_sliced_fn[few_sliced_index] && code.few_rows_x_fn);
+  if (few_chosen && pr.rows <= code.row_tile &&
       weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group)) {
     std::vector<Launch> l =
-        weight_only_few_rows_launches(pr, code.few_rows_fn, code.few_rows_x_fn, c.sm_count, tuned->split);
+        few_sliced_index >= 0
+            ? weight_only_few_sliced_launches(pr, code.few_sliced_fn[few_sliced_index], code.few_rows_x_fn,
+                                              c.sm_count, few_sliced_index, tuned->split)
+            : weight_only_few_rows_launches(pr, code.few_rows_fn, code.few_rows_x_fn, c.sm_count, tuned->split);
     l[0].ptrs = {{kWordX, k.inputs[0], 0}};
     // Only the weight is read in 16-byte pieces (the output, scales and zero points a value at a time).
     l[1].ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0, true}};
     if (pr.zero) l[1].ptrs.push_back({kWordZero, k.inputs[3], 0, true});
     if (always_aligned(c.program, l[1])) {
-      if (debug_level() >= 1)
+      if (debug_level() >= 1 && few_sliced_index >= 0)
+        std::fprintf(stderr,
+                     "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile, %d tiles of 16 rows and "
+                     "%u warps a block\n",
+                     k.name.c_str(), static_cast<long long>(pr.rows), kWeightOnlyFewSliced[few_sliced_index].tiles,
+                     l[1].block_x / 32);
+      else if (debug_level() >= 1)
         std::fprintf(stderr, "tripy: weight-only dot '%s' at %lld rows: the few-rows tile, %lld warps a group\n",
                      k.name.c_str(), static_cast<long long>(pr.rows),
                      static_cast<long long>(l[1].words[kWordMmaSplit] & (kMmaSplitEarly - 1)));
@@ -568,7 +606,7 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   const CUfunction row_fn =
       weight_only_one_row_short(pr.bits, pr.K) && code.one_row_short_fn ? code.one_row_short_fn : code.one_row_fn;
   // A sliced choice's split is its warps a block: another form runs with its own split.
-  const int split = tuned && (sliced || sliced_index < 0) ? tuned->split : 0;
+  const int split = tuned && (sliced || !weight_only_split_is_warps(chosen)) ? tuned->split : 0;
   StatusOr<Launch> l = weight_only_launch(pr, code.row_tile, code.fn, c.sm_count, split,
                                           sliced    ? code.sliced_fn[sliced_index]
                                           : one_row ? row_fn

@@ -126,6 +126,13 @@ WeightOnlyManyRows weight_only_many_rows_shape(int64_t N, int64_t rows, int sm_c
 bool weight_only_few_rows_tile(DType t, int bits, int row_tile);
 bool weight_only_few_rows_applies(DType t, int bits, int row_tile, int64_t K, int64_t group);
 std::string weight_only_few_rows_function(DType t, int bits, bool layout);
+// The module of 16 rows also holds the few-rows tile's K-sliced form (weight_only_frag.cuh's
+// wo_few_sliced: each warp of a block takes every W-th chunk of K, loads its x fragments once and
+// meets them with RT tiles of 16 weight rows), in two shapes, each a form of its own that the
+// build times with 4, 8 and 16 warps a block, after the few-rows tile's layout of x; it runs where
+// the few-rows tile would.
+inline constexpr WeightOnlySliced kWeightOnlyFewSliced[] = {{1, "_few_slice1"}, {2, "_few_slice2"}};
+std::string weight_only_few_sliced_function(DType t, int bits, int i);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -155,12 +162,22 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
 // The aligned form's entry point in the tile of 8 rows: the ring's (32 weight rows a warp group),
 // the register-fed int4 tile's (weight_only_frag_rows; also at 16 rows) or the one-row tile's (16);
 // at 16 rows also the few-rows tile's (16), two launches (weight_only_few_rows_launches).
-// kSliced + i: the K-sliced one-row tile's shape i (kWeightOnlySliced), its split the warps a block.
-enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2, kFewRows = 3, kSliced = 4 };
-inline constexpr int kWeightOnlyForms = 4 + static_cast<int>(std::size(kWeightOnlySliced));
-inline int weight_only_sliced_index(WeightOnlyForm f) {
-  const int i = static_cast<int>(f) - static_cast<int>(WeightOnlyForm::kSliced);
-  return i >= 0 && i < static_cast<int>(std::size(kWeightOnlySliced)) ? i : -1;
+// kSliced + i: the K-sliced one-row tile's shape i (kWeightOnlySliced), kFewSliced + i the
+// few-rows tile's (kWeightOnlyFewSliced); their split is the warps a block.
+enum class WeightOnlyForm : uint8_t { kRing = 0, kFrag = 1, kOneRow = 2, kFewRows = 3, kSliced = 4, kFewSliced = 7 };
+static_assert(static_cast<size_t>(WeightOnlyForm::kFewSliced) ==
+              static_cast<size_t>(WeightOnlyForm::kSliced) + std::size(kWeightOnlySliced));
+inline constexpr int kWeightOnlyForms = static_cast<int>(WeightOnlyForm::kFewSliced) +
+                                        static_cast<int>(std::size(kWeightOnlyFewSliced));
+// Form f's shape in its table (kSliced: kWeightOnlySliced, kFewSliced: kWeightOnlyFewSliced), or -1.
+inline int weight_only_sliced_index(WeightOnlyForm f, WeightOnlyForm first = WeightOnlyForm::kSliced) {
+  const int i = static_cast<int>(f) - static_cast<int>(first);
+  const size_t n = first == WeightOnlyForm::kSliced ? std::size(kWeightOnlySliced) : std::size(kWeightOnlyFewSliced);
+  return i >= 0 && static_cast<size_t>(i) < n ? i : -1;
+}
+// Whether form f's split is the warps a block (a K-sliced shape's).
+inline bool weight_only_split_is_warps(WeightOnlyForm f) {
+  return weight_only_sliced_index(f) >= 0 || weight_only_sliced_index(f, WeightOnlyForm::kFewSliced) >= 0;
 }
 // `split`: 1, 2, 4 or 8 warps to a group of weight rows (the build's timed choice; for the K-sliced
 // tile the warps a block), 0: the launch's own (the first whose grid covers the GPU twice).
@@ -174,6 +191,9 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // reading it there), their words but the addresses; the workspace bytes they share.
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
+// The same for the few-rows tile's K-sliced shape i (kWeightOnlyFewSliced) with `warps` warps a block.
+std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
+                                                    int sm_count, int i, int warps);
 int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr);
 
 // The build's timed choice (codegen/cuda_weight_only_tune.cc), stored as the kernel's algorithm:

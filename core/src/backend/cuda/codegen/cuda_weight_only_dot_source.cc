@@ -6,7 +6,7 @@
 // weight's dequantization for cuBLASLt at many rows; for int4 weights and bfloat16 x the tiles of
 // 8 and 16 rows also the register-fed tile's and at 8 the many-rows tile's, and for int4, int8
 // and float8 weights and bfloat16 x the tile of 8 rows the one-row tile's and the K-sliced one's
-// and that of 16 the few-rows tile's).
+// and that of 16 the few-rows tile's and its K-sliced form's).
 // Kernels of the same variant share the module (the builder compiles each source once).
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
@@ -74,6 +74,11 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               weight_only_few_rows_function(t, bits, false) + "(const WoArgs a) { wo_few<2, " + format + ">(a); }\n";
     source += "extern \"C\" __global__ void " + weight_only_few_rows_function(t, bits, true) +
               "(const WoArgs a) { enter_after_previous(); wo_few_x<2, " + format + ">(a); }\n";
+    // Its K-sliced shapes, up to 16 warps a block.
+    for (int i = 0; i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
+      source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_function(t, bits, i) +
+                "(const WoArgs a) { wo_few_sliced<2, " + format + ", " +
+                std::to_string(kWeightOnlyFewSliced[i].tiles) + ">(a); }\n";
   }
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +

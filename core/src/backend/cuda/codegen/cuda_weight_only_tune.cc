@@ -27,12 +27,13 @@ constexpr int64_t kL2FlushBytes = int64_t{192} << 20;  // more than the L2 of th
 // candidate ("ring": with the ring alone in its aligned form; "frag": the register-fed tile alone,
 // on the kernel's own tile of 16 rows where it has one; "row": the one-row tile alone where it
 // applies, else as "frag"; "slice": the K-sliced one-row tile's shapes alone where they apply,
-// else as "frag"; "few": the few-rows tile alone where it applies, else as "frag"), 0 the
+// else as "frag"; "few": the few-rows tile alone where it applies, else as "frag"; "fewslice":
+// the few-rows tile's K-sliced shapes alone where they apply, else as "frag"), 0 the
 // kernel's own tile, unset lets the timing decide (tests of one path; the builder's tuning context
 // records it).
 const char* mma_env() { return std::getenv("TRIPY_WEIGHT_ONLY_MMA"); }
 bool env_is(const char* v) { return mma_env() && std::strcmp(mma_env(), v) == 0; }
-bool env_form() { return env_is("frag") || env_is("row") || env_is("few") || env_is("slice"); }
+bool env_form() { return env_is("frag") || env_is("row") || env_is("few") || env_is("slice") || env_is("fewslice"); }
 int mma_override() { return env_is("1") || env_is("ring") || env_form() ? 1 : env_is("0") ? 0 : -1; }
 
 }  // namespace
@@ -46,7 +47,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     // The kernel's own tile where it holds the forced form (the register-fed tile, or the few-rows
     // tile of 8-bit weights, which have no register-fed tile).
     const bool own_frag = env_form() && (weight_only_frag_tile(pr.dtype, pr.bits, tiles.at(0)) ||
-                                         (env_is("few") && weight_only_few_rows_tile(pr.dtype, pr.bits, tiles.at(0))));
+                                         ((env_is("few") || env_is("fewslice")) &&
+                                          weight_only_few_rows_tile(pr.dtype, pr.bits, tiles.at(0))));
     tried = {mma && !own_frag ? kWeightOnlyMmaRows : tiles.at(0)};
   }
   if (!kernels.entry) return Status(StatusCode::kUnavailable, "no weight-only entry points to time");
@@ -72,7 +74,8 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
   // timing one costs no compile); the tile of 8 rows with the ring's entry point, then (8 or 16
   // rows) with the register-fed int4 tile's where it applies, then (8 rows, x of one row) the
   // one-row tile's, then (16 rows) the few-rows tile's after its layout of x, then (8 rows, x of
-  // one row) the K-sliced tile's shapes with each number of warps a block.
+  // one row) the K-sliced tile's shapes with each number of warps a block, then (16 rows) the
+  // few-rows tile's K-sliced shapes.
   for (int tile : tried) {
     const CUfunction fn = kernels.entry(weight_only_function(pr.dtype, pr.bits, tile));
     if (!fn) continue;
@@ -87,38 +90,49 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     const bool few_applies = weight_only_few_rows_applies(pr.dtype, pr.bits, tile, pr.K, pr.group) && pr.rows <= tile;
     const CUfunction few = few_applies ? kernels.entry(weight_only_few_rows_function(pr.dtype, pr.bits, false)) : nullptr;
     const CUfunction few_x = few ? kernels.entry(weight_only_few_rows_function(pr.dtype, pr.bits, true)) : nullptr;
-    CUfunction sliced[std::size(kWeightOnlySliced)] = {};
+    CUfunction sliced[std::size(kWeightOnlySliced)] = {}, few_sliced[std::size(kWeightOnlyFewSliced)] = {};
     if (weight_only_sliced_applies(pr.dtype, pr.bits, tile, pr.rows, pr.K, pr.group))
       for (size_t i = 0; i < std::size(kWeightOnlySliced); ++i)
         sliced[i] = kernels.entry(weight_only_sliced_function(pr.dtype, pr.bits, static_cast<int>(i)));
+    if (few_x)
+      for (size_t i = 0; i < std::size(kWeightOnlyFewSliced); ++i)
+        few_sliced[i] = kernels.entry(weight_only_few_sliced_function(pr.dtype, pr.bits, static_cast<int>(i)));
     using F = WeightOnlyForm;
-    // A forced form alone where the module has it: "row", "slice" (its shapes) or "few", else
-    // "frag", else the ring.
+    // A forced form alone where the module has it: "row", "slice" or "fewslice" (their shapes) or
+    // "few", else "frag", else the ring.
     const bool force_form = env_is("ring") || env_form();
-    const F forced = env_is("row") && one_row            ? F::kOneRow
-                     : env_is("slice") && sliced[0]     ? F::kSliced
-                     : env_is("few") && few && few_x    ? F::kFewRows
-                     : env_form() && frag               ? F::kFrag
-                                                        : F::kRing;
-    // 16 candidates of the four forms' splits, then the K-sliced shapes with 4, 8 and 16 warps.
+    const F forced = env_is("row") && one_row              ? F::kOneRow
+                     : env_is("slice") && sliced[0]       ? F::kSliced
+                     : env_is("few") && few && few_x      ? F::kFewRows
+                     : env_is("fewslice") && few_sliced[0] ? F::kFewSliced
+                     : env_form() && frag                 ? F::kFrag
+                                                          : F::kRing;
+    // 16 candidates of the four forms' splits, then the one-row and the few-rows K-sliced shapes
+    // with 4, 8 and 16 warps.
     constexpr int kWarpCounts = static_cast<int>(std::size(kWeightOnlySlicedWarps));
-    constexpr int kSlicedCandidates = static_cast<int>(std::size(kWeightOnlySliced)) * kWarpCounts;
-    for (int candidate = 0; candidate < 16 + kSlicedCandidates; ++candidate) {
+    constexpr int kShapes = static_cast<int>(std::size(kWeightOnlySliced) + std::size(kWeightOnlyFewSliced));
+    for (int candidate = 0; candidate < 16 + kShapes * kWarpCounts; ++candidate) {
       const bool is_sliced = candidate >= 16;
-      const int s_i = is_sliced ? (candidate - 16) / kWarpCounts : 0;
+      const int shape = is_sliced ? (candidate - 16) / kWarpCounts : 0;  // kSliced + shape: both tables in turn
       const int split = is_sliced ? kWeightOnlySlicedWarps[(candidate - 16) % kWarpCounts] : 1 << (candidate % 4);
-      const F form = is_sliced ? static_cast<F>(static_cast<int>(F::kSliced) + s_i) : static_cast<F>(candidate / 4);
-      const CUfunction vector = is_sliced             ? sliced[s_i]
+      const F form = is_sliced ? static_cast<F>(static_cast<int>(F::kSliced) + shape) : static_cast<F>(candidate / 4);
+      const int few_i = weight_only_sliced_index(form, F::kFewSliced);
+      const CUfunction vector = few_i >= 0            ? few_sliced[few_i]
+                                : is_sliced           ? sliced[shape]
                                 : form == F::kOneRow  ? one_row
                                 : form == F::kFrag    ? frag
                                 : form == F::kFewRows ? few
                                                       : ring;
-      const bool form_forced = is_sliced ? forced == F::kSliced : form == forced;
-      if ((form != F::kRing && !vector) || (form == F::kFewRows && !few_x) || (force_form && !form_forced)) continue;
-      // The launches: the form's one, or the few-rows tile's layout of x and then the tile.
+      const bool form_forced = few_i >= 0 ? forced == F::kFewSliced : is_sliced ? forced == F::kSliced : form == forced;
+      if ((form != F::kRing && !vector) || ((form == F::kFewRows || few_i >= 0) && !few_x) ||
+          (force_form && !form_forced))
+        continue;
+      // The launches: the form's one, or the few-rows tile's (or its K-sliced form's) layout of x
+      // and then the tile.
       std::vector<Launch> launches;
-      if (form == F::kFewRows) {
-        launches = weight_only_few_rows_launches(pr, few, few_x, sms, split);
+      if (form == F::kFewRows || few_i >= 0) {
+        launches = few_i >= 0 ? weight_only_few_sliced_launches(pr, vector, few_x, sms, few_i, split)
+                              : weight_only_few_rows_launches(pr, few, few_x, sms, split);
         launches[0].words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[0]);
         launches[0].words[kWeightOnlyOutWord] = launches[1].words[kWeightOnlyXWord] = static_cast<int64_t>(ptrs[4]);
       } else {

@@ -41,7 +41,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
     // K-sliced tile's shapes, that of 8 of int4 weights and bfloat16 x the many-rows tile's two
-    // shapes and their layouts, and that of 16 the few-rows tile's and its layout; no more.
+    // shapes and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced
+    // shapes; no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -53,8 +54,16 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     size_t entries = 0;
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
-    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows + sliced)
+    const size_t few_sliced = few_rows ? std::size(kWeightOnlyFewSliced) : 0;
+    EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows +
+                           sliced + few_sliced)
         << names[i];
+    for (size_t s = 0; s < few_sliced; ++s) {
+      const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
+      const std::string entry = weight_only_few_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
+      EXPECT_EQ(weight_only_module_function(entry), names[i]);
+      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+    }
     for (size_t s = 0; s < sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
       const std::string entry = weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
@@ -462,6 +471,23 @@ TEST(CudaWeightOnlyDot, TheKSlicedTileTakesItsShapesTilesABlockAndItsWarps) {
   EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4096, 384));    // 3 chunks a group
 }
 
+TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndItsWarps) {
+  WeightOnlyProblem pr = int4_problem(16, 28672);
+  pr.constant_weight = true;
+  for (size_t i = 0; i < std::size(kWeightOnlyFewSliced); ++i)
+    for (int warps : kWeightOnlySlicedWarps) {
+      const std::vector<Launch> l = weight_only_few_sliced_launches(pr, nullptr, nullptr, 132, static_cast<int>(i), warps);
+      ASSERT_EQ(l.size(), 2u);
+      // The layout as the few-rows tile's; the tile RT tiles of 16 weight rows a block of `warps`.
+      EXPECT_EQ(l[0].workspace_bytes, weight_only_few_rows_workspace(pr));
+      EXPECT_EQ(l[1].workspace_word, kWeightOnlyXWord);
+      EXPECT_EQ(l[1].block_x, 32u * warps);
+      EXPECT_EQ(l[1].grid, 28672u / (16 * kWeightOnlyFewSliced[i].tiles));
+      EXPECT_EQ(l[1].words[14], 256);  // WoArgs::mma_split: only the early flag
+      EXPECT_TRUE(l[0].overlaps && l[1].overlaps);
+    }
+}
+
 TEST(CudaWeightOnlyDot, TheFewRowsTileLaysXOutThenReadsItFromTheWorkspace) {
   WeightOnlyProblem pr = int4_problem(16, 28672);
   pr.constant_weight = true;
@@ -515,14 +541,19 @@ TEST(CudaWeightOnlyDot, TheStoredChoiceIsReadBackAndADamagedOneIsIgnored) {
         EXPECT_EQ(c->split, split);
         EXPECT_EQ(c->form, form);
       }
-  // The K-sliced tile's shapes store the warps a block (4, 8 or 16) as their split.
-  for (size_t i = 0; i < std::size(kWeightOnlySliced); ++i)
+  // The K-sliced tiles' shapes (one row, then few rows) store the warps a block (4, 8 or 16) as
+  // their split.
+  for (size_t i = 0; i < std::size(kWeightOnlySliced) + std::size(kWeightOnlyFewSliced); ++i)
     for (int warps : kWeightOnlySlicedWarps) {
       const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
+      EXPECT_TRUE(weight_only_split_is_warps(form));
       const std::optional<WeightOnlyChoice> c = weight_only_choice(weight_only_choice_bytes({8, warps, form}));
       ASSERT_TRUE(c.has_value());
       EXPECT_EQ(c->split, warps);
-      EXPECT_EQ(weight_only_sliced_index(c->form), static_cast<int>(i));
+      const bool few = i >= std::size(kWeightOnlySliced);
+      EXPECT_EQ(weight_only_sliced_index(c->form), few ? -1 : static_cast<int>(i));
+      EXPECT_EQ(weight_only_sliced_index(c->form, WeightOnlyForm::kFewSliced),
+                few ? static_cast<int>(i - std::size(kWeightOnlySliced)) : -1);
       EXPECT_FALSE(weight_only_choice({'W', 8, 2, static_cast<uint8_t>(form)}).has_value());  // not 4, 8 or 16 warps
     }
   EXPECT_FALSE(weight_only_choice({'W', 8, 16, 2}).has_value());  // 16: the sliced tile's warps, not a split

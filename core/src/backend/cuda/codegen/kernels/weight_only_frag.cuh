@@ -668,6 +668,86 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
   wo_store_tiles<1, NT>(acc, (S*)a.out + at.m0 * a.N, a.N, n0, g8, t4, M, N);
 }
 
+// The few-rows tile's K-sliced form (9 to 16 rows of bfloat16 x, where the few-rows tile applies):
+// x laid out by wo_few_x (NT tiles of 8 rows at a.x); each warp of a block of W warps
+// (blockDim.x / 32, at most MAXW) takes every W-th chunk of K, loads that chunk's x fragments and
+// sums once, and meets them with RT tiles of 16 weight rows; the warps sum their rows once at the
+// end. HI16 (int4; x laid out by wo_few_x<.., true>): the mmas over high and low nibbles add into
+// one sum (one chain of mmas a tile of x, one fixup less an entry).
+template <int NT, int BITS, int RT, bool HI16 = false>
+DEVI void wo_few_sliced(const WoArgs& a) {
+  typedef unsigned short S;
+  typedef WoRowChunk<BITS> C;
+  constexpr int PL = C::kPieces / 4, MAXW = RT >= 4 ? 8 : 16;  // x's pieces a lane holds a chunk
+  __shared__ float red[MAXW][RT * 16][NT * 8];
+  const int W = static_cast<int>(blockDim.x) / 32;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int N = static_cast<int>(a.N), M = static_cast<int>(a.rows), chunks = static_cast<int>(a.K) / C::kValues;
+  const int n0 = blockIdx.x * RT * 16;
+  const WoSlicedRows<RT, C::kValues> rows(a, n0, g, t);
+  const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
+  const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;
+  const uint4* frags = reinterpret_cast<const uint4*>(a.x) + lane;
+  const float4* sums = reinterpret_cast<const float4*>(reinterpret_cast<const uint4*>(a.x) + NT * a.K) + t;
+  float acc[RT][NT][4] = {};
+  V16 q[RT][2];
+  const bool early = wo_early(a) && w < chunks;
+  if (early) rows.ask(q, w);
+  enter_after_previous();
+#pragma unroll 1
+  for (int c = w; c < chunks; c += W) {
+    if (c != w || !early) rows.ask(q, c);
+    S sv[RT][2], zv[RT][2];
+    rows.scales(sv, zv, c);
+    V16 b[NT][PL];
+    float4 sx[NT];  // rows 2 t and 2 t + 1 of each tile of x: {sum 2^-24, 2^24 / scale} each
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int p = 0; p < PL; ++p) b[nt][p] = wo_load_x(reinterpret_cast<const S*>(frags + ((c * NT + nt) * PL + p) * 32));
+      sx[nt] = __ldg(sums + (c * NT + nt) * 4);
+    }
+#pragma unroll
+    for (int r = 0; r < RT; ++r) {
+      float lo[NT][4] = {}, hi[NT][4] = {};
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const V16& bp = b[nt][BITS == 4 ? k : k >> 1];
+          wo_row_mmas<BITS>(lo[nt], HI16 ? lo[nt] : hi[nt], (&q[r][0].x)[k], (&q[r][1].x)[k],
+                            make_uint4(bp.x, bp.y, bp.z, bp.w), k);
+        }
+      float s_[2], o_[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) s_[h] = b2f(sv[r][h]), o_[h] = fmaf(zf, b2f(zv[r][h]), offset);
+      // Entry e: weight row g (e < 2) or g + 8, x's row 8 nt + 2 t + (e & 1).
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float xs = e & 1 ? sx[nt].z : sx[nt].x, xi = e & 1 ? sx[nt].w : sx[nt].y;
+          const float qv = (HI16 ? lo[nt][e] : fmaf(hi[nt][e], 0.0625f, lo[nt][e])) * unit;
+          acc[r][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, qv), acc[r][nt][e]);
+        }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < RT; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[w][r * 16 + g + 8 * (e >> 1)][nt * 8 + 2 * t + (e & 1)] = acc[r][nt][e];
+  __syncthreads();
+  S* out = (S*)a.out;
+  for (int i = threadIdx.x; i < RT * 16 * NT * 8; i += W * 32) {
+    const int row = i / (NT * 8), col = i % (NT * 8);
+    float sum = 0.0f;
+    for (int v = 0; v < W; ++v) sum += red[v][row][col];
+    if (n0 + row < N && col < M) out[(i64)col * N + n0 + row] = f2b(sum);
+  }
+}
+
 // The int4 tile of many rows of x (a prefill's products: from kWeightOnlyGemmRows rows of bfloat16
 // x, K and the group multiples of 128), on tensor cores with no dequantized weight in memory: each
 // value becomes the bfloat16 (q - z) s in registers, rounded once, as the dequantization for
