@@ -80,7 +80,7 @@ DEVI void few_var(const WoArgs& a) {
     if (HOIST)
 #pragma unroll
       for (int p = 0; p < NT * 4; ++p) all[HOIST ? p : 0] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + p * 32));
-    float lo[NT][4] = {}, hi[NT][4] = {};
+    float lo[NT][4] = {};  // both nibbles' sums in one, as wo_few_x lays x out
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       V16 b[NT];
@@ -91,7 +91,7 @@ DEVI void few_var(const WoArgs& a) {
                         : wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * 4 + k) * 32));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        wo_row_mmas<4>(lo[nt], hi[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
+        wo_row_mmas<4>(lo[nt], lo[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
     }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -99,8 +99,7 @@ DEVI void few_var(const WoArgs& a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float xs = e & 1 ? sx.z : sx.x, xi = e & 1 ? sx.w : sx.y;
-        const float q = fmaf(hi[nt][e], 0.0625f, lo[nt][e]);
-        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, q), acc[0][nt][e]);
+        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, lo[nt][e]), acc[0][nt][e]);
       }
     }
   }

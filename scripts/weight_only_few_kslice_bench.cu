@@ -4,8 +4,7 @@
 // chunk's x fragments (both tiles of 8 rows of x) and sums once, and meets them with RT tiles of
 // 16 weight rows; the warps sum their rows once at the end. Llama-3-8B's int4 products at 16 rows
 // (groups of 128 with zero points), weight copies past the L2, back-to-back launches of the tile
-// alone (the layout once), best split or warps; each form's outputs against wo_few's; with x's
-// high-nibble pairs laid out a sixteenth (h), the mmas over both nibbles add into one sum. A
+// alone (the layout once), best split or warps; each form's outputs against wo_few's. A
 // diagnostic; on the GPU machine, from the repository root:
 //   K=core/src/backend/cuda/codegen/kernels
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I$K -Iscripts -o /tmp/wofk scripts/weight_only_few_kslice_bench.cu && /tmp/wofk
@@ -24,42 +23,32 @@
 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2, 4>(a); }
 extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2, 4>(a); }
-extern "C" __global__ void k_few_x16(const WoArgs a) { wo_few_x<2, 4, true>(a); }
-#define KS(RT, THREADS, HI16, NAME) \
-  extern "C" __global__ void __launch_bounds__(THREADS) NAME(const WoArgs a) { wo_few_sliced<2, 4, RT, HI16>(a); }
+#define KS(RT, THREADS, NAME) \
+  extern "C" __global__ void __launch_bounds__(THREADS) NAME(const WoArgs a) { wo_few_sliced<2, 4, RT>(a); }
 // 4 tiles: at most 8 warps (more registers, no spills).
-KS(1, 512, false, k_ks1) KS(2, 512, false, k_ks2) KS(4, 256, false, k_ks4)
-KS(1, 512, true, k_ks1h) KS(2, 512, true, k_ks2h) KS(4, 256, true, k_ks4h)
+KS(1, 512, k_ks1) KS(2, 512, k_ks2) KS(4, 256, k_ks4)
 
 int main() {
-  // h: x's high-nibble pairs laid out a sixteenth (k_few_x16), one chain of sums a tile of x.
-  struct Form { const char* name; void (*fn)(WoArgs); int rt, warps; bool hi16; } forms[] = {
-      {"few", k_few, 0, 8, false},      {"r1w4", k_ks1, 1, 4, false},    {"r1w8", k_ks1, 1, 8, false},
-      {"r1w16", k_ks1, 1, 16, false},   {"r2w4", k_ks2, 2, 4, false},    {"r2w8", k_ks2, 2, 8, false},
-      {"r2w16", k_ks2, 2, 16, false},   {"r4w4", k_ks4, 4, 4, false},    {"r4w8", k_ks4, 4, 8, false},
-      {"r1w8h", k_ks1h, 1, 8, true},    {"r1w16h", k_ks1h, 1, 16, true}, {"r2w4h", k_ks2h, 2, 4, true},
-      {"r2w8h", k_ks2h, 2, 8, true},    {"r2w16h", k_ks2h, 2, 16, true}, {"r4w4h", k_ks4h, 4, 4, true},
-      {"r4w8h", k_ks4h, 4, 8, true}};
+  struct Form { const char* name; void (*fn)(WoArgs); int rt, warps; } forms[] = {
+      {"few", k_few, 0, 8},     {"r1w4", k_ks1, 1, 4}, {"r1w8", k_ks1, 1, 8}, {"r1w16", k_ks1, 1, 16},
+      {"r2w4", k_ks2, 2, 4},    {"r2w8", k_ks2, 2, 8}, {"r2w16", k_ks2, 2, 16}, {"r4w4", k_ks4, 4, 4},
+      {"r4w8", k_ks4, 4, 8}};
   print_forms(forms);
   const int rows = 16;
   for (const LlamaShape& s : llama_shapes_to_run()) {
     Int4Rows p(s.N, s.K, rows);
     WoArgs& a = p.a;
-    // x laid out twice: as wo_few_x lays it out, and with its high-nibble pairs a sixteenth.
-    void* lay[2];
-    const unsigned grid = (unsigned)((16 * p.K / 8 + 255) / 256);
-    for (int h = 0; h < 2; ++h) {
-      CK(cudaMalloc(&lay[h], 16 * p.K * 2 + p.K / 128 * 16 * 8));
-      a.out = (i64)lay[h];
-      (h ? k_few_x16 : k_few_x)<<<grid, 256>>>(a);
-    }
+    void* lay;  // x as wo_few_x lays it out
+    CK(cudaMalloc(&lay, 16 * p.K * 2 + p.K / 128 * 16 * 8));
+    a.out = (i64)lay;
+    k_few_x<<<(unsigned)((16 * p.K / 8 + 255) / 256), 256>>>(a);
     CK(cudaDeviceSynchronize());
+    a.x = (i64)lay;
     printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, p.N, p.K, p.wbytes / 1e6);
     float best_ks = 1e9;
     const char* best_name = "";
     for (auto& f : forms) {
       const bool base = f.fn == k_few;
-      a.x = (i64)lay[f.hi16];
       unsigned blocks = base ? 0 : (unsigned)((p.N + f.rt * 16 - 1) / (f.rt * 16)), threads = f.warps * 32;
       auto place = [&](int split) {  // wo_few's: 8 / split groups of 16 weight rows a block
         a.mma_split = split | 0x100;  // the weight a constant: the first chunks asked for before the wait
@@ -89,6 +78,6 @@ int main() {
       }
     }
     printf(" | best %s %6.2f | read floor %6.2f\n", best_name, best_ks, p.read_floor_us());
-    cudaFree(lay[0]), cudaFree(lay[1]);
+    cudaFree(lay);
   }
 }

@@ -436,10 +436,10 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-// D: chunks a warp asks for together (their weight words all in flight before the first is used).
-// HI16 (int4): x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add
-// into one sum.
-template <int BITS, int RT, int D = 1, bool HI16 = false>
+// int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
+// one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
+// 75.0, the others within 1%).
+template <int BITS, int RT>
 DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
@@ -455,88 +455,77 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
-  V16 q[D][RT][2];
-  auto ask_all = [&](int c0) {
-#pragma unroll
-    for (int d = 0; d < D; ++d)
-      if (c0 + d * W < chunks) rows.ask(q[d], c0 + d * W);
-  };
+  V16 q[RT][2];
   const bool early = wo_early(a) && w < chunks;
-  if (early) ask_all(w);
+  if (early) rows.ask(q, w);
   enter_after_previous();
   int par = 0;
 #pragma unroll 1
-  for (int c0 = w; c0 < chunks; c0 += D * W) {
-    if (c0 != w || !early) ask_all(c0);
+  for (int c = w; c < chunks; c += W, par ^= 1) {
+    if (c != w || !early) rows.ask(q, c);
+    S sv[RT][2], zv[RT][2];
+    rows.scales(sv, zv, c);
+    // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
+    // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
+    // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
+    constexpr int LV = V / 32;  // values a lane converts
+    float f[LV];
+    if (BITS == 4) {
+      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
+      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+    } else {
+      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
+      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+    }
+    float m = 0.0f;
 #pragma unroll
-    for (int d = 0; d < D; ++d, par ^= 1) {
-      const int c = c0 + d * W;
-      if (c >= chunks) break;
-      S sv[RT][2], zv[RT][2];
-      rows.scales(sv, zv, c);
-      // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
-      // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
-      // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
-      constexpr int LV = V / 32;  // values a lane converts
-      float f[LV];
-      if (BITS == 4) {
-        const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
-        f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
-        f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-      } else {
-        const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
-        f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
-      }
-      float m = 0.0f;
+    for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
-      for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
+    for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
+    const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
+    float s = 0.0f;
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int e = m > 0.0f ? min(max(static_cast<int>((__float_as_uint(m) >> 23) & 0xff) - 127, -100), 117) : 0;
-      const float scale = __uint_as_float(static_cast<unsigned>(127 + 14 - e) << 23);
-      float s = 0.0f;
+    for (int i = 0; i < LV; ++i) f[i] *= scale, s += f[i];
 #pragma unroll
-      for (int i = 0; i < LV; ++i) f[i] *= scale, s += f[i];
+    for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+    float o2[LV];  // the neighbour's (lane ^ 1) values
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      const float2 sm = make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
-      float o2[LV];  // the neighbour's (lane ^ 1) values
+    for (int i = 0; i < LV; ++i) o2[i] = BITS == WO_E4M3 ? 0.0f : __shfl_xor_sync(0xffffffffu, f[i], 1);
+    if (BITS == 4) {
+      // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
+      uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
+      const float h16 = 0.0625f;  // the high-nibble pairs
+      *dst = lane & 1
+                 ? make_uint2(wo_half2(o2[1] * h16, f[1] * h16), wo_half2(o2[LV - 1] * h16, f[LV - 1] * h16))
+                 : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
+    } else {
+      // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
+      // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
+      reinterpret_cast<unsigned*>(&scratch[w][par][0])[lane] = BITS == WO_E4M3 ? wo_half2(f[0], f[1])
+                                                               : lane & 1     ? wo_half2(o2[1], f[1])
+                                                                              : wo_half2(f[0], o2[0]);
+    }
+    __syncwarp();
+    constexpr int LP = C::kPieces / 4;  // pieces a lane meets a chunk
+    uint4 xf[LP];
 #pragma unroll
-      for (int i = 0; i < LV; ++i) o2[i] = BITS == WO_E4M3 ? 0.0f : __shfl_xor_sync(0xffffffffu, f[i], 1);
-      if (BITS == 4) {
-        // Lane 2 p holds k0..k3 of piece p, lane 2 p + 1 its k4..k7: {k0 k4, k2 k6} and {k1 k5, k3 k7}.
-        uint2* dst = reinterpret_cast<uint2*>(&scratch[w][par][lane / 2]) + (lane & 1);
-        const float h16 = HI16 ? 0.0625f : 1.0f;
-        *dst = lane & 1
-                   ? make_uint2(wo_half2(o2[1] * h16, f[1] * h16), wo_half2(o2[LV - 1] * h16, f[LV - 1] * h16))
-                   : make_uint2(wo_half2(f[0], o2[0]), wo_half2(f[LV - 2], o2[LV - 2]));
-      } else {
-        // Lane 4 p + j holds k(2 j), k(2 j + 1) of piece p, whose word j it writes: int8 {k0 k2, k1
-        // k3, k4 k6, k5 k7}, float8 {k0 k1, k2 k3, k4 k5, k6 k7}.
-        reinterpret_cast<unsigned*>(&scratch[w][par][0])[lane] = BITS == WO_E4M3 ? wo_half2(f[0], f[1])
-                                                                 : lane & 1     ? wo_half2(o2[1], f[1])
-                                                                                : wo_half2(f[0], o2[0]);
-      }
-      __syncwarp();
-      constexpr int LP = C::kPieces / 4;  // pieces a lane meets a chunk
-      uint4 xf[LP];
+    for (int k = 0; k < LP; ++k) xf[k] = scratch[w][par][t * LP + k];
 #pragma unroll
-      for (int k = 0; k < LP; ++k) xf[k] = scratch[w][par][t * LP + k];
+    for (int r = 0; r < RT; ++r) {
+      const unsigned wa[4] = {q[r][0].x, q[r][0].y, q[r][0].z, q[r][0].w};
+      const unsigned wb[4] = {q[r][1].x, q[r][1].y, q[r][1].z, q[r][1].w};
+      float lo[4] = {};  // int4: low and high nibbles in one sum
 #pragma unroll
-      for (int r = 0; r < RT; ++r) {
-        const unsigned wa[4] = {q[d][r][0].x, q[d][r][0].y, q[d][r][0].z, q[d][r][0].w};
-        const unsigned wb[4] = {q[d][r][1].x, q[d][r][1].y, q[d][r][1].z, q[d][r][1].w};
-        float lo[4] = {}, hi[4] = {};
+      for (int k = 0; k < 4; ++k)
+        wo_row_mmas<BITS>(lo, lo, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
+      // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
 #pragma unroll
-        for (int k = 0; k < 4; ++k)
-          wo_row_mmas<BITS>(lo, HI16 ? lo : hi, wa[k], wb[k], xf[BITS == 4 ? k : k >> 1], k);
-        // Column 0 of the tile: the mma's entries 0 and 2 (rows g and g + 8), used on lanes t = 0.
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
-          const float q = HI16 ? lo[2 * h] : fmaf(hi[2 * h], 0.0625f, lo[2 * h]);
-          acc[r][h] = fmaf(sc, fmaf(-o, sm.x, q * unit), acc[r][h]);
-        }
+      for (int h = 0; h < 2; ++h) {
+        const float sc = b2f(sv[r][h]) * sm.y, o = fmaf(zf, b2f(zv[r][h]), offset);
+        acc[r][h] = fmaf(sc, fmaf(-o, sm.x, lo[2 * h] * unit), acc[r][h]);
       }
     }
   }
@@ -555,8 +544,8 @@ DEVI void wo_row_sliced(const WoArgs& a) {
 // The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
 // group multiples of a chunk (64 bytes of a weight row: 128 int4 or 64 8-bit values), a group a
 // power-of-two number of chunks or the whole row), the one-row tile's arithmetic with its 8
-// columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs it, each of
-// 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k][lane]: lane (g, t) holds
+// columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs it (int4's
+// high-nibble pairs a sixteenth, so the mmas over both nibbles add into one sum), each of 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k][lane]: lane (g, t) holds
 // piece PL t + k of row g, PL = 4 pieces a lane for int4 and 2 for 8-bit values, a warp's load 512
 // contiguous bytes), then each (chunk, row)'s {sum x 2^-24, 2^24 / scale} ([chunk][tile][row]:
 // lane t's rows 2 t and 2 t + 1 one 16-byte load). wo_few then reads the packed weight as wo_frag4
@@ -569,7 +558,7 @@ DEVI void wo_row_sliced(const WoArgs& a) {
 // (scripts/weight_only_bench.cu 16), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 ->
 // 11.0, gate/up 47.2 -> 39.7, down 26.2 -> 22.1, the output head 166 -> 140 (at 8 rows, one tile
 // of rows, it lost on all but down); the batch-16 int4 decode step 4.54 -> 3.72 ms.
-template <int NT, int BITS, bool HI16 = false> DEVI void wo_few_x(const WoArgs& a) {
+template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
   typedef unsigned short S;
   constexpr int PC = WoRowChunk<BITS>::kPieces, PL = PC / 4;  // a chunk's pieces, a lane's of them
   const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
@@ -591,7 +580,7 @@ template <int NT, int BITS, bool HI16 = false> DEVI void wo_few_x(const WoArgs& 
     // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
     const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
     const float2 sum =
-        wo_half_piece<BITS, PC, HI16>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
+        wo_half_piece<BITS, PC, BITS == 4>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
     if (q == 0) sums[(c * NT + nt) * 8 + g] = sum;
   }
 }
@@ -637,7 +626,7 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
       fetch_s(c + split);
     }
     const uint4* bc = frags + c * NT * PL * 32;
-    float lo[NT][4] = {}, hi[NT][4] = {};  // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte
+    float lo[NT][4] = {};  // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte, as one
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       // Every tile's fragments of the piece loaded before its mmas (a tile's load beside its own
@@ -650,7 +639,7 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
         b[nt] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * PL + piece) * 32));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        wo_row_mmas<BITS>(lo[nt], hi[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
+        wo_row_mmas<BITS>(lo[nt], lo[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
     }
     // Entry e: weight row g (e < 2) or g + 8, x's row 8 nt + 2 t + (e & 1).
 #pragma unroll
@@ -659,8 +648,7 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float xs = e & 1 ? sx.z : sx.x, xi = e & 1 ? sx.w : sx.y;
-        const float q = fmaf(hi[nt][e], 0.0625f, lo[nt][e]) * unit;
-        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, q), acc[0][nt][e]);
+        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, lo[nt][e] * unit), acc[0][nt][e]);
       }
     }
   }
@@ -672,9 +660,8 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
 // x laid out by wo_few_x (NT tiles of 8 rows at a.x); each warp of a block of W warps
 // (blockDim.x / 32, at most MAXW) takes every W-th chunk of K, loads that chunk's x fragments and
 // sums once, and meets them with RT tiles of 16 weight rows; the warps sum their rows once at the
-// end. HI16 (int4; x laid out by wo_few_x<.., true>): the mmas over high and low nibbles add into
-// one sum (one chain of mmas a tile of x, one fixup less an entry).
-template <int NT, int BITS, int RT, bool HI16 = false>
+// end.
+template <int NT, int BITS, int RT>
 DEVI void wo_few_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
@@ -709,13 +696,13 @@ DEVI void wo_few_sliced(const WoArgs& a) {
     }
 #pragma unroll
     for (int r = 0; r < RT; ++r) {
-      float lo[NT][4] = {}, hi[NT][4] = {};
+      float lo[NT][4] = {};  // int4: both nibbles' sums in one
 #pragma unroll
       for (int k = 0; k < 4; ++k)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const V16& bp = b[nt][BITS == 4 ? k : k >> 1];
-          wo_row_mmas<BITS>(lo[nt], HI16 ? lo[nt] : hi[nt], (&q[r][0].x)[k], (&q[r][1].x)[k],
+          wo_row_mmas<BITS>(lo[nt], lo[nt], (&q[r][0].x)[k], (&q[r][1].x)[k],
                             make_uint4(bp.x, bp.y, bp.z, bp.w), k);
         }
       float s_[2], o_[2];
@@ -727,8 +714,7 @@ DEVI void wo_few_sliced(const WoArgs& a) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float xs = e & 1 ? sx[nt].z : sx[nt].x, xi = e & 1 ? sx[nt].w : sx[nt].y;
-          const float qv = (HI16 ? lo[nt][e] : fmaf(hi[nt][e], 0.0625f, lo[nt][e])) * unit;
-          acc[r][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, qv), acc[r][nt][e]);
+          acc[r][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, lo[nt][e] * unit), acc[r][nt][e]);
         }
     }
   }
