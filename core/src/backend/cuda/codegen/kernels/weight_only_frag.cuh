@@ -545,7 +545,7 @@ DEVI void wo_row_sliced(const WoArgs& a) {
 // group multiples of a chunk (64 bytes of a weight row: 128 int4 or 64 8-bit values), a group a
 // power-of-two number of chunks or the whole row), the one-row tile's arithmetic with its 8
 // columns all in use: wo_few_x first lays x out in the workspace as wo_half_piece pairs it (int4's
-// high-nibble pairs a sixteenth, so the mmas over both nibbles add into one sum), each of 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k][lane]: lane (g, t) holds
+// high-nibble pairs a sixteenth, so the sums over both nibbles add as they are), each of 8 NT rows a column of the mma's B fragments ([chunk][tile of 8 rows][k][lane]: lane (g, t) holds
 // piece PL t + k of row g, PL = 4 pieces a lane for int4 and 2 for 8-bit values, a warp's load 512
 // contiguous bytes), then each (chunk, row)'s {sum x 2^-24, 2^24 / scale} ([chunk][tile][row]:
 // lane t's rows 2 t and 2 t + 1 one 16-byte load). wo_few then reads the packed weight as wo_frag4
@@ -626,7 +626,9 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
       fetch_s(c + split);
     }
     const uint4* bc = frags + c * NT * PL * 32;
-    float lo[NT][4] = {};  // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte, as one
+    // int4: the sums over the nibbles at bits 0..3 and 4..7 of each byte, two chains of mmas (one
+    // chain, as the K-sliced tiles run, took gate/up from 36.0 to 46.1 us alone on an H200).
+    float lo[NT][4] = {}, hi[NT][4] = {};
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       // Every tile's fragments of the piece loaded before its mmas (a tile's load beside its own
@@ -639,7 +641,7 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
         b[nt] = wo_load_x(reinterpret_cast<const unsigned short*>(bc + (nt * PL + piece) * 32));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
-        wo_row_mmas<BITS>(lo[nt], lo[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
+        wo_row_mmas<BITS>(lo[nt], hi[nt], (&ca.x)[k], (&cb.x)[k], make_uint4(b[nt].x, b[nt].y, b[nt].z, b[nt].w), k);
     }
     // Entry e: weight row g (e < 2) or g + 8, x's row 8 nt + 2 t + (e & 1).
 #pragma unroll
@@ -648,7 +650,7 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float xs = e & 1 ? sx.z : sx.x, xi = e & 1 ? sx.w : sx.y;
-        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, lo[nt][e] * unit), acc[0][nt][e]);
+        acc[0][nt][e] = fmaf(s_[e >> 1] * xi, fmaf(-o_[e >> 1], xs, (lo[nt][e] + hi[nt][e]) * unit), acc[0][nt][e]);
       }
     }
   }
