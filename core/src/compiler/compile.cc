@@ -110,6 +110,14 @@ StatusOr<std::optional<flat::Graph>> gated_weight_only_dot(const flat::Graph& g,
   return flat::gated_weight_only_dot(g, c.rules.weight_only_gated_rows);
 }
 
+StatusOr<std::optional<flat::Graph>> normed_weight_only_dot(const flat::Graph& g, PassContext& c) {
+  return flat::normed_weight_only_dot(g, c.rules.weight_only_norm_rows);
+}
+
+StatusOr<std::optional<flat::Graph>> residual_weight_only_dot(const flat::Graph& g, PassContext& c) {
+  return flat::residual_weight_only_dot(g, c.rules.weight_only_residual_rows);
+}
+
 // The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing
 // dump and the verifier's notes; where a pass applies is its own function's business.
 struct PassRow {
@@ -137,6 +145,10 @@ const PassRow kPasses[] = {
     {"quantized_dot", quantized_dot},
     {"weight_only_dot", weight_only_dot},
     {"gated_weight_only_dot", gated_weight_only_dot},
+    // A Llama layer's add + RMSNorm kernels leave: the norm into the next product, the add into
+    // the product before it.
+    {"normed_weight_only_dot", normed_weight_only_dot},
+    {"residual_weight_only_dot", residual_weight_only_dot},
 };
 
 // The "kernels" dump: each kernel in launch order with the user line it came from, then the

@@ -149,6 +149,10 @@ struct PassRules {
   int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
   // Rows of x up to which a weight-only dot takes SiLU(gate) * up in place of x (-1: any, 0: none).
   int64_t weight_only_gated_rows = -1;
+  // Rows of x up to which a weight-only dot normalizes its x itself (RMSNorm), and adds the
+  // residual after it (-1: any, 0: none).
+  int64_t weight_only_norm_rows = -1;
+  int64_t weight_only_residual_rows = -1;
 };
 
 // Compile-time preparation of a program for one device kind: what is saved with the executable.

@@ -307,13 +307,26 @@ inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 // 0 without has_zero. The weight is read packed and dequantized in registers. With `gated`, x is
 // [..., 2K] and the product's x is SiLU(x[..., :K]) * x[..., K:] (a SwiGLU's gate and up halves),
 // rounded to x's dtype as a kernel of its own would store it.
+// With `norm` (not with `gated`), the product's x is RMSNorm's of x's rows with the weight gamma
+// [K] (x's dtype or float32, the input after zero): each row times 1 / sqrt(mean(x^2) + norm_eps), computed
+// with no overflow or underflow, and times gamma, in float32, not rounded. With `residual`, a last
+// input R of out's shape and dtype is added: out = round(round(product) + R), as an add after the
+// product would compute it.
 struct WeightOnlyDotAttrs {
   int64_t bits = 8;
   int64_t group_size = 1;
   bool has_zero = false;
   bool gated = false;
-  TRIPY_FIELDS(bits, group_size, has_zero, gated)
+  bool norm = false;
+  double norm_eps = 0.0;
+  bool residual = false;
+  TRIPY_FIELDS(bits, group_size, has_zero, gated, norm, norm_eps, residual)
 };
+// The inputs of a weight-only product: x, w, scale, then zero (has_zero), gamma (norm) and R
+// (residual), in that order.
+inline size_t weight_only_inputs(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero + a.norm + a.residual; }
+inline size_t weight_only_gamma_input(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero; }
+inline size_t weight_only_residual_input(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero + a.norm; }
 // The packed bytes per weight row of K values.
 inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }
 // K of a weight-only product whose x's last dim is `x_last`.

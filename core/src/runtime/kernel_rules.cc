@@ -369,17 +369,22 @@ class KernelRules {
   std::string load(const WeightOnlyDotAttrs& a) const {
     if (a.bits != 4 && a.bits != 8) return "has " + std::to_string(a.bits) + " bits a weight (4 or 8)";
     if (a.group_size < 1 || a.group_size > (int64_t{1} << 40)) return "has a group size out of range";
-    if (!arity(a.has_zero ? 4 : 3, 1)) return "needs x, the weight, its scales (and zero points) and 1 output";
+    if (!arity(weight_only_inputs(a), 1))
+      return "needs x, the weight, its scales (and zero points, the norm's weight, the residual) and 1 output";
+    if (a.norm && a.gated) return "normalizes a gated x";
+    if (a.norm && !(a.norm_eps >= 0.0 && a.norm_eps < 1e30)) return "has a norm's epsilon out of range";
     const DType t = dtype_of(k_.inputs[0]);
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return "multiplies a non-float x";
     const DType w = dtype_of(k_.inputs[1]);
     if (w != DType::kInt8 && !(w == DType::kFloat8E4M3 && a.bits == 8))
       return "has a weight that is not int8 bytes (or float8 values of 8 bits)";
-    if (dtype_of(k_.inputs[2]) != t || (a.has_zero && dtype_of(k_.inputs[3]) != t) || dtype_of(k_.outputs[0]) != t)
-      return "has scales, zero points or an output of another dtype than x";
+    for (size_t i = 2; i < k_.inputs.size(); ++i)
+      if (dtype_of(k_.inputs[i]) != t && !(a.norm && i == weight_only_gamma_input(a) && dtype_of(k_.inputs[i]) == DType::kFloat32))
+        return "has scales, zero points, a norm's weight or a residual of another dtype than x";
+    if (dtype_of(k_.outputs[0]) != t) return "has an output of another dtype than x";
     if (rank_of(k_.inputs[0]) < 1 || rank_of(k_.outputs[0]) != rank_of(k_.inputs[0]))
       return "needs x and the output of one rank (at least 1)";
-    for (size_t i = 1; i < k_.inputs.size(); ++i)
+    for (size_t i = 1; i < 3 + static_cast<size_t>(a.has_zero); ++i)
       if (rank_of(k_.inputs[i]) != 2) return "has a weight, scales or zero points that are not 2-D";
     return "";
   }
@@ -396,10 +401,14 @@ class KernelRules {
     if (w[1] != weight_only_row_bytes(a.bits, K) || out != want)
       return "multiplies " + dims_str(x) + " by a " + std::to_string(a.bits) + "-bit weight " + dims_str(w) +
              " into " + dims_str(out);
-    for (size_t i = 2; i < k_.inputs.size(); ++i)
+    for (size_t i = 2; i < 3 + static_cast<size_t>(a.has_zero); ++i)
       if (shape(k_.inputs[i]) != std::vector<int64_t>{N, groups})
         return "has scales or zero points " + dims_str(shape(k_.inputs[i])) + " for " + std::to_string(N) +
                " rows of " + std::to_string(groups) + " groups";
+    if (a.norm && shape(k_.inputs[weight_only_gamma_input(a)]) != std::vector<int64_t>{K})
+      return "normalizes rows of " + std::to_string(K) + " with a weight " + dims_str(shape(k_.inputs[weight_only_gamma_input(a)]));
+    if (a.residual && shape(k_.inputs[weight_only_residual_input(a)]) != out)
+      return "adds a residual " + dims_str(shape(k_.inputs[weight_only_residual_input(a)])) + " to " + dims_str(out);
     return "";
   }
 

@@ -8,6 +8,7 @@
 // multiplied (for many rows by oneDNN's matmul, as a float32 dot runs, or the blocked GEMM of gemm.h
 // without it). Sums are float32; the result is rounded once.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -42,6 +43,18 @@ std::vector<float> gated_x(const std::vector<float>& y, int64_t rows, int64_t K,
     narrow_span(dtype, static_cast<int>(K), o);
   }
   return x;
+}
+
+// A normalizing product's x (rt::WeightOnlyDotAttrs::norm): each row's mean of squares in double,
+// which no float32 row overflows or underflows, then each value times the row's factor and gamma.
+void normalize_rows(std::vector<float>& x, int64_t rows, int64_t K, const std::vector<float>& gamma, double eps) {
+  for (int64_t r = 0; r < rows && K > 0; ++r) {
+    float* v = x.data() + r * K;
+    double squares = 0.0;
+    for (int64_t k = 0; k < K; ++k) squares += static_cast<double>(v[k]) * v[k];
+    const double factor = 1.0 / std::sqrt(squares / static_cast<double>(K) + eps);
+    for (int64_t k = 0; k < K; ++k) v[k] = static_cast<float>(v[k] * factor) * gamma[static_cast<size_t>(k)];
+  }
 }
 
 // Rows of x up to which each output is one dot product (no packing for the GEMM).
@@ -393,7 +406,8 @@ StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x,
   return true;
 }
 
-Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
+// The product alone, into `out`.
+Status run_product(const KernelArgs& args, WeightOnlyState& st) {
   const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
   const View& xv = *args.inputs[0];
   const View& out = *args.outputs[0];
@@ -403,6 +417,11 @@ Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
   std::vector<float> x, scale, zero;
   to_float(xv, x);
   if (a.gated) x = gated_x(x, rows, K, xv.dtype);
+  if (a.norm) {
+    std::vector<float> gamma;
+    to_float(*args.inputs[rt::weight_only_gamma_input(a)], gamma);
+    normalize_rows(x, rows, K, gamma, a.norm_eps);
+  }
   to_float(*args.inputs[2], scale);
   if (a.has_zero) to_float(*args.inputs[3], zero);
   const Weight w{&a,
@@ -455,6 +474,19 @@ Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
       store_columns(out, N, n0, c.data(), rows, nt);
     }
   });
+  return ok_status();
+}
+
+Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
+  TRIPY_RETURN_IF_ERROR(run_product(args, st));
+  const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
+  if (!a.residual) return ok_status();
+  // The residual added to the rounded product, and the sum rounded, as an add kernel would.
+  const View& out = *args.outputs[0];
+  std::vector<float> product, residual;
+  to_float(out, product);
+  to_float(*args.inputs[rt::weight_only_residual_input(a)], residual);
+  for (int64_t i = 0; i < out.numel(); ++i) store(out, i, product[static_cast<size_t>(i)] + residual[static_cast<size_t>(i)]);
   return ok_status();
 }
 

@@ -406,10 +406,11 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
 
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code) {
-  // The GPU's builder gates no product (PassRules::weight_only_gated_rows): a file that says
-  // otherwise was not written by it.
-  if (k.weight_only_dot.gated)
-    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' gates its x, which the GPU's kernels do not");
+  // The GPU's builder gates, normalizes and adds to no product (PassRules::weight_only_gated_rows,
+  // weight_only_norm_rows, weight_only_residual_rows): a file that says otherwise was not written by it.
+  if (k.weight_only_dot.gated || k.weight_only_dot.norm || k.weight_only_dot.residual)
+    return Status(StatusCode::kDataLoss, "kernel '" + k.name +
+                                             "' gates or normalizes its x or adds a residual, which the GPU's kernels do not");
   code.row_tile = weight_only_function_tile(function);
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
