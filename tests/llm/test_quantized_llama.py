@@ -116,8 +116,15 @@ def test_greedy_decoding_reads_packed_weights_and_matches_numpy(device, mode, tm
     got = llm.generate(PROMPT, max_new_tokens=10, stop_tokens=[])
     assert got == llama_ref.greedy(dequantized(llm.model, weights, config), PROMPT, 10, config).tolist()
     # Every projection of the compiled decode step and the output head is a weight-only product.
-    kinds = re.findall(r"^b\d+ = (\w+) '", llm.generator().decode._impl.program_text, re.M)
-    assert kinds.count("weight_only_dot") == 4 * config["num_hidden_layers"] + 1
+    text = llm.generator().decode._impl.program_text
+    kinds = re.findall(r"^b\d+ = (\w+) '", text, re.M)
+    layers = config["num_hidden_layers"]
+    assert kinds.count("weight_only_dot") == 4 * layers + 1
+    # On the CPU the products before the norms (qkv, gate/up, the head) normalize their x, and o and
+    # down add the residual: no kernel of the step is a norm's or a residual's.
+    folds = device == "cpu"
+    assert text.count("norm = true") == (2 * layers + 1 if folds else 0)
+    assert text.count("residual = true") == (2 * layers if folds else 0)
 
 
 def test_an_int4_prefill_past_the_products_rows_dequantizes_each_weight_in_one_kernel(monkeypatch, tmp_path):

@@ -23,6 +23,7 @@ struct Case {
   int64_t group;
   bool zero;
   DType dtype = DType::kFloat32;
+  bool norm = false, residual = false;  // x RMS-normalized first (eps 1e-5), R added after
 };
 
 // Tensors in `dtype` (float32 values rounded to it), and their values as rounded.
@@ -65,32 +66,49 @@ void check(const Case& c) {
   const int32_t sb = b.input(c.dtype, {c.N, groups});
   std::vector<int32_t> ins = {xb, wb, sb};
   if (c.zero) ins.push_back(b.input(c.dtype, {c.N, groups}));
+  if (c.norm) ins.push_back(b.input(DType::kFloat32, {c.K}));  // gamma
+  if (c.residual) ins.push_back(b.input(c.dtype, {c.rows, c.N}));
   const int32_t out = b.output(c.dtype, {c.rows, c.N});
   WeightOnlyDotAttrs& a = b.kernel(KernelKind::kWeightOnlyDot, "weight_only_dot", ins, {out}).weight_only_dot;
   a.bits = c.bits;
   a.group_size = c.group;
   a.has_zero = c.zero;
+  a.norm = c.norm;
+  a.norm_eps = 1e-5;
+  a.residual = c.residual;
+  std::vector<float> gamma = random_floats(static_cast<size_t>(c.K), 0.5f, 1.5f, 11);
+  std::vector<float> res = random_floats(static_cast<size_t>(c.rows * c.N), -2, 2, 13);
   std::vector<Tensor> args = {floats(c.dtype, {c.rows, c.K}, x), make_tensor(DType::kInt8, {c.N, row_bytes}, packed),
                               floats(c.dtype, {c.N, groups}, scale)};
   if (c.zero) args.push_back(floats(c.dtype, {c.N, groups}, zero));
+  if (c.norm) args.push_back(f32({c.K}, gamma));
+  if (c.residual) args.push_back(floats(c.dtype, {c.rows, c.N}, res));
   auto got = b.run(args);
   ASSERT_TRUE(got.ok()) << got.status().message();
   const Tensor& o = (*got)[0];
-  for (int64_t r = 0; r < c.rows; ++r)
+  for (int64_t r = 0; r < c.rows; ++r) {
+    // The row as the product takes it: RMS-normalized and times gamma where asked.
+    std::vector<double> xr(static_cast<size_t>(c.K));
+    double squares = 0;
+    for (int64_t k = 0; k < c.K; ++k) squares += double{x[static_cast<size_t>(r * c.K + k)]} * x[static_cast<size_t>(r * c.K + k)];
+    const double factor = c.norm ? 1.0 / std::sqrt(squares / static_cast<double>(c.K) + 1e-5) : 1.0;
+    for (int64_t k = 0; k < c.K; ++k)
+      xr[static_cast<size_t>(k)] = x[static_cast<size_t>(r * c.K + k)] * factor * (c.norm ? gamma[static_cast<size_t>(k)] : 1.0f);
     for (int64_t n = 0; n < c.N; ++n) {
-      double want = 0, mag = 0;
+      const int64_t i = r * c.N + n;
+      double want = c.residual ? res[static_cast<size_t>(i)] : 0.0, mag = std::fabs(want);
       for (int64_t k = 0; k < c.K; ++k) {
         const size_t g = static_cast<size_t>(n * groups + k / c.group);
         const double w = (q[static_cast<size_t>(n * c.K + k)] - (c.zero ? zero[g] : 0.0)) * scale[g];
-        want += x[static_cast<size_t>(r * c.K + k)] * w;
-        mag += std::fabs(x[static_cast<size_t>(r * c.K + k)] * w);
+        want += xr[static_cast<size_t>(k)] * w;
+        mag += std::fabs(xr[static_cast<size_t>(k)] * w);
       }
-      const int64_t i = r * c.N + n;
       const double v = c.dtype == DType::kFloat32 ? static_cast<const float*>(o.data())[i]
                                                   : bfloat16_to_float(static_cast<const uint16_t*>(o.data())[i]);
       const double tol = c.dtype == DType::kFloat32 ? 1e-5 * mag + 1e-6 : 1e-2 * mag + 1e-3;
       ASSERT_NEAR(v, want, tol) << "row " << r << " column " << n;
     }
+  }
 }
 
 TEST(CpuWeightOnlyDot, Int8PerChannelMatchesTheReference) {
@@ -122,6 +140,36 @@ TEST(CpuWeightOnlyDot, ManyRowsAndBfloat16) {
   check({6, 300, 72, 8, 72, false});
   check({1, 65, 128, 4, 64, false, DType::kBFloat16});
   check({300, 65, 128, 8, 128, true, DType::kBFloat16});
+}
+
+TEST(CpuWeightOnlyDot, RmsNormalizedRowsAndAResidualAdded) {
+  for (int64_t rows : {1, 3, 37}) {
+    check({rows, 70, 384, 4, 64, true, DType::kFloat32, true, false});
+    check({rows, 70, 384, 8, 384, false, DType::kFloat32, false, true});
+    check({rows, 33, 128, 4, 32, true, DType::kBFloat16, true, true});
+  }
+}
+
+TEST(CpuWeightOnlyDot, TheRulesRefuseANormsWeightOrAResidualOfAnotherShape) {
+  ProgramBuilder b;
+  const int32_t x = b.input(DType::kFloat32, {1, 64}), w = b.input(DType::kInt8, {8, 64});
+  const int32_t s = b.input(DType::kFloat32, {8, 1}), gamma = b.input(DType::kFloat32, {32});
+  const int32_t r = b.input(DType::kFloat32, {1, 8}), out = b.output(DType::kFloat32, {1, 8});
+  Kernel& k = b.kernel(KernelKind::kWeightOnlyDot, "weight_only_dot", {x, w, s, gamma, r}, {out});
+  k.weight_only_dot.group_size = 64;
+  k.weight_only_dot.norm = k.weight_only_dot.residual = true;
+  EXPECT_EQ(kernel_load_error(b.program(), k), "");
+  std::vector<std::vector<int64_t>> shapes = {{1, 64}, {8, 64}, {8, 1}, {32}, {1, 8}, {1, 8}};
+  EXPECT_NE(kernel_run_error(b.program(), k, shapes, b.slots()).find("rows of 64 with a weight (32,)"), std::string::npos);
+  shapes[3] = {64};
+  EXPECT_EQ(kernel_run_error(b.program(), k, shapes, b.slots()), "");
+  shapes[4] = {1, 9};
+  EXPECT_NE(kernel_run_error(b.program(), k, shapes, b.slots()).find("adds a residual (1, 9)"), std::string::npos);
+  k.weight_only_dot.gated = true;
+  EXPECT_NE(kernel_load_error(b.program(), k).find("normalizes a gated x"), std::string::npos);
+  k.weight_only_dot.gated = false;
+  k.weight_only_dot.residual = false;  // one input too many
+  EXPECT_NE(kernel_load_error(b.program(), k).find("needs x"), std::string::npos);
 }
 
 TEST(CpuWeightOnlyDot, TheRulesRefuseAWeightOfTheWrongPackedWidthOrScales) {

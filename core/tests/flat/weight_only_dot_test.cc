@@ -355,5 +355,108 @@ TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
   EXPECT_TRUE(gated_weight_only_dot(*many, 48).has_value());
 }
 
+// x [1, 4] -> RMSNorm (eps 1e-5, weight g) as tp.RMSNorm lowers it after the passes before the
+// product's (the overflow guard's rows at 2^-96; `eps_line` the plain root's add), then the
+// weight-only product of a [2, 4] int8 weight.
+std::string rms_product(const std::string& eps_line = "%16 : f32[1] = add(%12, %15)\n", const char* root = "%16") {
+  return std::string("%0 : f32[1, 4] = parameter() {index = 0}\n"
+                     "%1 : f32[4] = constant() {value = [1, 0.5, 2, 1.5]}\n"
+                     "%2 : f32[1, 4] = mul(%0, %0)\n"
+                     "%3 : f32[1] = reduce_sum(%2) {dims = [1]}\n"
+                     "%4 : f32[] = constant() {value = [4]}\n"
+                     "%5 : f32[1] = broadcast(%4) {dims = []}\n"
+                     "%12 : f32[1] = div(%3, %5)\n"
+                     "%13 : f32[] = constant() {value = [1]}\n"
+                     "%14 : f32[1] = broadcast(%13) {dims = []}\n"
+                     "%6 : f32[] = constant() {value = [9.99999975e-06]}\n"
+                     "%15 : f32[1] = broadcast(%6) {dims = []}\n") +
+         eps_line +
+         "%17 : f32[] = constant() {value = [inf]}\n"
+         "%18 : f32[1] = broadcast(%17) {dims = []}\n"
+         "%19 : i1[1] = ge(%12, %18)\n"
+         "%20 : f32[] = constant() {value = [3.55271368e-15]}\n"
+         "%21 : f32[1] = broadcast(%20) {dims = []}\n"
+         "%22 : f32[1] = select(%19, %21, %14)\n"
+         "%23 : f32[] = constant() {value = [1.26217745e-29]}\n"
+         "%24 : f32[1, 4] = broadcast(%23) {dims = []}\n"
+         "%25 : f32[1, 4] = mul(%0, %24)\n"
+         "%26 : f32[1, 4] = mul(%25, %25)\n"
+         "%27 : f32[1] = reduce_sum(%26) {dims = [1]}\n"
+         "%28 : f32[1] = div(%27, %5)\n"
+         "%29 : f32[1] = rsqrt(%28)\n"
+         "%30 : f32[1] = mul(%29, %21)\n"
+         "%31 : f32[1] = rsqrt(" + root + ")\n"
+         "%32 : f32[1] = select(%19, %30, %31)\n"
+         "%33 : f32[1, 4] = broadcast(%22) {dims = [0]}\n"
+         "%34 : f32[1, 4] = mul(%0, %33)\n"
+         "%35 : f32[1, 4] = broadcast(%32) {dims = [0]}\n"
+         "%36 : f32[1, 4] = mul(%34, %35)\n"
+         "%37 : f32[1, 4] = broadcast(%1) {dims = [1]}\n"
+         "%38 : f32[1, 4] = mul(%36, %37)\n"
+         "%39 : i8[2, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8]}\n"
+         "%40 : f32[2, 1] = constant() {value = [0.5, 0.25]}\n"
+         "%41 : f32[1, 2] = weight_only_dot(%38, %39, %40) {group_size = 4}\n"
+         "return %41\n";
+}
+
+TEST(NormedWeightOnlyDot, AnRmsNormBeforeTheProductIsItsOwn) {
+  StatusOr<Graph> g = parse_graph(rms_product());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(verify(*g).ok());
+  std::optional<Graph> out = normed_weight_only_dot(*g, 1);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[1, 4] = parameter() {index = 0}
+%1 : f32[4] = constant() {value = [1, 0.5, 2, 1.5]}
+%2 : i8[2, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8]}
+%3 : f32[2, 1] = constant() {value = [0.5, 0.25]}
+%4 : f32[1, 2] = weight_only_dot(%0, %2, %3, %1) {group_size = 4, norm = true, norm_eps = 9.999999747378752e-06}
+return %4
+)");
+  EXPECT_FALSE(normed_weight_only_dot(*g, 0).has_value());  // the rule off
+}
+
+TEST(NormedWeightOnlyDot, ARootOfAnotherValueOrAMissingGuardKeepsX) {
+  // The plain root of another row value than the mean square.
+  StatusOr<Graph> g = parse_graph(rms_product("%16 : f32[1] = add(%14, %15)\n"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(normed_weight_only_dot(*g, -1).has_value());
+  // eps 0 without the underflow guard lower_rmsnorm adds for it.
+  g = parse_graph(rms_product("", "%12"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(normed_weight_only_dot(*g, -1).has_value());
+}
+
+// x [rows, 4] times a [2, 4] int8 weight, plus r; the product read by the add alone, or also
+// returned.
+std::string product_plus(const std::string& rows, bool returned) {
+  return "%0 : f32[" + rows + ", 4] = parameter() {index = 0}\n"
+         "%1 : f32[" + rows + ", 2] = parameter() {index = 1}\n"
+         "%2 : i8[2, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8]}\n"
+         "%3 : f32[2, 1] = constant() {value = [0.5, 0.25]}\n"
+         "%4 : f32[" + rows + ", 2] = weight_only_dot(%0, %2, %3) {group_size = 4}\n"
+         "%5 : f32[" + rows + ", 2] = add(%1, %4)\n"
+         "return %5" + (returned ? ", %4" : "") + "\n";
+}
+
+TEST(ResidualWeightOnlyDot, AnAddAfterTheProductIsItsOwn) {
+  StatusOr<Graph> g = parse_graph(product_plus("3", false));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::optional<Graph> out = residual_weight_only_dot(*g, 3);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[3, 4] = parameter() {index = 0}
+%1 : f32[3, 2] = parameter() {index = 1}
+%2 : i8[2, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8]}
+%3 : f32[2, 1] = constant() {value = [0.5, 0.25]}
+%4 : f32[3, 2] = weight_only_dot(%0, %2, %3, %1) {group_size = 4, residual = true}
+return %4
+)");
+  EXPECT_FALSE(residual_weight_only_dot(*g, 2).has_value());  // past the rule's rows
+  StatusOr<Graph> both = parse_graph(product_plus("3", true));
+  ASSERT_TRUE(both.ok());
+  EXPECT_FALSE(residual_weight_only_dot(*both, -1).has_value());  // the product is also an output
+}
+
 }  // namespace
 }  // namespace tripy::flat

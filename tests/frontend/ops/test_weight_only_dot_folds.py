@@ -1,0 +1,111 @@
+"""A weight-only product computes the RMSNorm before it and the residual add after it, where the
+backend's kernels do (the CPU's; the GPU's builder asks for neither): tp.RMSNorm's result as x
+(flat::normed_weight_only_dot) and add(product, r) of a product read by that add alone
+(flat::residual_weight_only_dot) each become the product's own work, their kernels gone. Checked
+against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to 300 rows,
+rows whose squares overflow or underflow float32, and the forms that only look alike, which keep
+their kernels."""
+
+import numpy as np
+import pytest
+
+import tripy as tp
+from tripy.frontend.device import default_device
+
+from test_weight_only_dot import K, RNG, _check, _kernels, _linear, _rounded, _run
+
+FOLDS = default_device().kind == "cpu"
+
+
+def _norm(dtype, eps=1e-5):
+    """A tp.RMSNorm over K features with a weight rounded to `dtype`, and that weight in float64."""
+    norm = tp.RMSNorm(K, dtype=dtype, eps=eps)
+    gamma = _rounded(RNG.uniform(0.5, 1.5, K), dtype)
+    norm.load_state_dict({"weight": tp.cast(tp.Tensor(gamma.astype(np.float32)), dtype)})
+    return norm, gamma
+
+
+def _rms(x, gamma, eps):
+    x = x.astype(np.float64)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * gamma
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16, tp.float16])
+@pytest.mark.parametrize("rows", [1, 3, 300])
+def test_the_rmsnorm_before_a_product_is_computed_by_it(dtype, rows):
+    """lin(norm(x)): the product normalizes x's rows itself, in float32 (the normalized x is not
+    rounded to the dtype first), and the norm's kernel is gone."""
+    lin, w = _linear(4, 64, True, dtype)
+    norm, gamma = _norm(dtype)
+    exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((rows, K), dtype=dtype)])
+    assert _kernels(exe) == (["weight_only_dot"] if FOLDS else ["fused", "weight_only_dot"]), exe._impl.program_text
+    assert ("norm = true" in exe._impl.program_text) == FOLDS
+    x = _rounded(RNG.standard_normal((rows, K)) * 3, dtype).astype(np.float32)
+    _check(_run(exe, x, dtype), _rms(x, gamma, 1e-5) @ w.T, dtype)
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+def test_the_residual_after_a_product_is_added_by_it(dtype):
+    """r + lin(x) of (B, T, K) values: the product adds r to its rounded result, as the add kernel
+    would, and that kernel is gone."""
+    lin, w = _linear(8, None, False, dtype)
+    exe = tp.compile(lambda x, r: r + lin(x), args=[tp.InputInfo((2, 3, K), dtype=dtype), tp.InputInfo((2, 3, w.shape[0]), dtype=dtype)])
+    assert _kernels(exe) == (["weight_only_dot"] if FOLDS else ["weight_only_dot", "fused"]), exe._impl.program_text
+    x = _rounded(RNG.standard_normal((2, 3, K)), dtype).astype(np.float32)
+    r = _rounded(RNG.standard_normal((2, 3, w.shape[0])), dtype).astype(np.float32)
+    out = exe(*(tp.cast(tp.Tensor(v, device=default_device()), dtype) for v in (x, r)))
+    got = np.array(tp.cast(out, tp.float32).tolist(), np.float64)
+    _check(got, _rounded(x.astype(np.float64) @ w.T, dtype) + r, dtype)
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.0])
+def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(eps):
+    """Rows of 1e25 (their squares past float32) and of 1e-25 (below it; with eps = 0 the norm's
+    underflow guard is part of what the product computes) normalize as numpy does in float64."""
+    lin, w = _linear(4, 64, True, tp.float32)
+    norm, gamma = _norm(tp.float32, eps=eps)
+    exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((3, K), dtype=tp.float32)])
+    assert ("norm = true" in exe._impl.program_text) == FOLDS, exe._impl.program_text
+    x = (RNG.standard_normal((3, K)) * np.array([[1e25], [1e-25], [1.0]])).astype(np.float32)
+    want = _rms(x, gamma, eps) @ w.T
+    got = _run(exe, x, tp.float32)
+    for row in range(3):  # each row against its own scale
+        _check(got[row], want[row], tp.float32)
+
+
+def _written_out_rms(x, gamma):
+    return x * tp.rsqrt(tp.mean(x * x, dim=-1, keepdim=True) + 1e-5) * gamma
+
+
+def test_forms_that_only_look_alike_keep_their_kernels():
+    """An RMSNorm written out by hand (no guards), a LayerNorm, an RMSNorm over two trailing dims,
+    and a product also returned on its own: each product keeps its x or its result, and the
+    answers are right."""
+    lin, w = _linear(4, 64, True, tp.float32)
+    norm, gamma = _norm(tp.float32)
+    g = tp.Tensor(gamma.astype(np.float32), device=default_device())
+    layer_norm = tp.LayerNorm(K)
+    layer_norm.load_state_dict({"weight": g, "bias": tp.zeros((K,))})
+    two_dims = tp.RMSNorm((2, K // 2))
+    two_dims.load_state_dict({"weight": tp.reshape(g, (2, K // 2))})
+    x = RNG.standard_normal((2, K)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(-1, keepdims=True)
+    cases = {
+        "written out": (lambda v: lin(_written_out_rms(v, g)), _rms(x, gamma, 1e-5) @ w.T),
+        "LayerNorm": (lambda v: lin(layer_norm(v)), _rms(centered, gamma, 1e-5) @ w.T),
+        "two dims": (lambda v: lin(tp.reshape(two_dims(tp.reshape(v, (2, 2, K // 2))), (2, K))),
+                     _rms(x, gamma, 1e-5) @ w.T),
+    }
+    for name, (model, want) in cases.items():
+        exe = tp.compile(model, args=[tp.InputInfo((2, K), dtype=tp.float32)])
+        assert "norm = true" not in exe._impl.program_text, name
+        _check(_run(exe, x, tp.float32), want, tp.float32)
+
+    # The product is an output too: the add cannot take its place.
+    def both(v, r):
+        p = lin(v)
+        return p + r, p
+
+    exe = tp.compile(both, args=[tp.InputInfo((2, K), dtype=tp.float32), tp.InputInfo((2, w.shape[0]), dtype=tp.float32)])
+    assert "residual = true" not in exe._impl.program_text
