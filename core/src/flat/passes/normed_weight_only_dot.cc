@@ -28,18 +28,18 @@ struct RmsNorm {
   double eps = 0.0;
 };
 
+// One match: of() fills the members as it goes (x's row dims, x, K, eps).
 class RmsNormMatch {
  public:
   explicit RmsNormMatch(const Graph& g) : g_(g) {}
 
   // The RMSNorm whose (narrowed) result is `n`, or nullopt.
-  std::optional<RmsNorm> of(ValueId n) const {
+  std::optional<RmsNorm> of(ValueId n) {
     ValueId y = n;
     if (const Op* c = ew(n, EwOp::kConvert)) y = c->operands[0];
     const Value& yv = g_.values[y];
     if (yv.dtype != kStats || yv.shape.empty() || !yv.shape.back().is_static()) return std::nullopt;
     const int64_t rank = static_cast<int64_t>(yv.shape.size()), K = yv.shape.back().static_value();
-    rows_dims_.clear();
     for (int64_t d = 0; d + 1 < rank; ++d) rows_dims_.push_back(d);
     RmsNorm out;
     ValueId scaled = -1, factor = -1, pre = -1;
@@ -150,7 +150,7 @@ class RmsNormMatch {
   }
   // pre and factor as lower_rmsnorm makes them: the overflow guard (e = -96), inside the
   // underflow guard (e = 100) where eps is below 2^-100; eps read from the plain root.
-  bool guarded(ValueId pre, ValueId factor, double* eps) const {
+  bool guarded(ValueId pre, ValueId factor, double* eps) {
     const Op* sp = ew(pre, EwOp::kSelect);
     const Op* sf = ew(factor, EwOp::kSelect);
     if (!sp || !sf) return false;
@@ -170,17 +170,16 @@ class RmsNormMatch {
   }
 
   const Graph& g_;
-  mutable std::vector<int64_t> rows_dims_;
-  mutable ValueId x_ = -1;
-  mutable int64_t K_ = 0;
-  mutable double eps_ = 0.0;
+  std::vector<int64_t> rows_dims_;
+  ValueId x_ = -1;
+  int64_t K_ = 0;
+  double eps_ = 0.0;
 };
 
 }  // namespace
 
 std::optional<Graph> normed_weight_only_dot(const Graph& graph, int64_t max_rows) {
   if (max_rows == 0) return std::nullopt;
-  const RmsNormMatch match(graph);
   std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
@@ -188,7 +187,7 @@ std::optional<Graph> normed_weight_only_dot(const Graph& graph, int64_t max_rows
       return false;
     const ValueId x = src.operands[0];
     if (max_rows > 0 && most_rows(graph, x) > max_rows) return false;
-    const std::optional<RmsNorm> norm = match.of(x);
+    const std::optional<RmsNorm> norm = RmsNormMatch(graph).of(x);
     const DType t = graph.values[x].dtype;
     // gamma float32 where constant folding widened it.
     const DType gt = norm ? graph.values[norm->gamma].dtype : t;
