@@ -198,7 +198,8 @@ bool register_builder(Device::Kind kind, BuilderFactory factory);
 // every float one on every device (so tests run those kernels on the CPU); TRIPY_QUANTIZED_DOT=0
 // keeps dequantize -> dot as written, for comparison; TRIPY_WEIGHT_ONLY_DOT=0 does too for
 // weight-only quantization, and =1 reads packed weights at any number of rows (tests of the GPU's
-// kernel past its decode sizes).
+// kernel past its decode sizes); TRIPY_WEIGHT_ONLY_FOLD=0 leaves the norms and residual adds around
+// weight-only products to kernels of their own.
 PassRules pass_rules_for(Device::Kind kind);
 
 }  // namespace tripy::rt

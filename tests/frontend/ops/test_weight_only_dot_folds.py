@@ -73,6 +73,20 @@ def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(eps):
         _check(got[row], want[row], tp.float32)
 
 
+def test_the_switch_leaves_the_norm_and_the_add_to_kernels_of_their_own(monkeypatch):
+    """TRIPY_WEIGHT_ONLY_FOLD=0: the norm and the residual add keep their kernels, for comparison."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_FOLD", "0")
+    lin, w = _linear(4, 128, True, tp.float32)
+    norm, gamma = _norm(tp.float32)
+    exe = tp.compile(lambda x, r: r + lin(norm(x)), args=[tp.InputInfo((1, K), dtype=tp.float32), tp.InputInfo((1, w.shape[0]), dtype=tp.float32)])
+    text = exe._impl.program_text
+    assert "norm = true" not in text and "residual = true" not in text
+    x = RNG.standard_normal((1, K)).astype(np.float32)
+    r = RNG.standard_normal((1, w.shape[0])).astype(np.float32)
+    out = exe(tp.Tensor(x, device=default_device()), tp.Tensor(r, device=default_device()))
+    _check(np.array(out.tolist(), np.float64), _rms(x, gamma, 1e-5) @ w.T + r, tp.float32)
+
+
 def _written_out_rms(x, gamma):
     return x * tp.rsqrt(tp.mean(x * x, dim=-1, keepdim=True) + 1e-5) * gamma
 
