@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "flat/constant_data.h"
+
 namespace tripy::flat {
 namespace {
 
@@ -41,6 +43,14 @@ int64_t most_rows(const Graph& g, ValueId x) {
   const Shape& xs = g.values[x].shape;
   for (size_t d = 0; d + 1 < xs.size(); ++d) rows *= std::max<int64_t>(1, xs[d].upper_bound(g.symbols));
   return rows;
+}
+
+std::optional<double> splat_value(const Graph& g, ValueId v) {
+  const Op* op = &g.def(v);
+  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
+  if (op->kind != OpKind::kConstant || !op->constant.defined() || op->constant.numel() != 1 || !on_host(op->constant))
+    return std::nullopt;
+  return read_element(op->constant, 0);
 }
 
 Shape conv_result_shape(const Shape& stored_input, const Shape& stored_weight, const rt::ConvolutionAttrs& a) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +120,10 @@ struct Graph {
 // The most rows a matrix product's lhs `x` [..., K] may have: its leading dims' largest sizes
 // multiplied (a dim whose largest size is 0 counted as 1).
 int64_t most_rows(const Graph& g, ValueId x);
+
+// The value of `v` where it is a host constant of one element, or a broadcast of one (a splat);
+// nullopt otherwise.
+std::optional<double> splat_value(const Graph& g, ValueId v);
 
 // The result shape of a convolution of `input` by a weight of static shape `weight`: the one
 // formula that the Trace op, the verifier and (in integers, rt::conv_output_size) the runtime use.

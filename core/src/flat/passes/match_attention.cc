@@ -209,13 +209,9 @@ class Matcher {
     return r.kind == OpKind::kReduce && r.fn == fn && r.dims == std::vector<int64_t>{3};
   }
   bool splat_value(ValueId v, double* out) const {
-    const Op* op = &g_.def(v);
-    while (op->kind == OpKind::kBroadcast) op = &g_.def(op->operands[0]);
-    if (op->kind != OpKind::kConstant || !op->constant.defined() || op->constant.numel() != 1 ||
-        !on_host(op->constant))
-      return false;
-    *out = read_element(op->constant, 0);
-    return true;
+    const std::optional<double> value = flat::splat_value(g_, v);
+    if (value) *out = *value;
+    return value.has_value();
   }
   bool splat(ValueId v, double want) const {
     double x;

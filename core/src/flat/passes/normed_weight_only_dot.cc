@@ -12,10 +12,8 @@
 // included: a product of anything else keeps its x.
 #include <cmath>
 
-#include "flat/constant_data.h"
 #include "flat/passes/passes.h"
 #include "flat/passes/rebuild.h"
-#include "tripy/executable.h"
 
 namespace tripy::flat {
 namespace {
@@ -62,18 +60,7 @@ class RmsNormMatch {
     const Op& d = g_.def(v);
     return d.kind == OpKind::kElementwise && d.fn == fn ? &d : nullptr;
   }
-  bool splat_value(ValueId v, double* out) const {
-    const Op* op = &g_.def(v);
-    while (op->kind == OpKind::kBroadcast) op = &g_.def(op->operands[0]);
-    if (op->kind != OpKind::kConstant || !op->constant.defined() || op->constant.numel() != 1 || !on_host(op->constant))
-      return false;
-    *out = read_element(op->constant, 0);
-    return true;
-  }
-  bool splat(ValueId v, double want) const {
-    double x;
-    return splat_value(v, &x) && x == want;
-  }
+  bool splat(ValueId v, double want) const { return splat_value(g_, v) == want; }
   // v = a * b with match(b) for one order of the operands; the other operand in `rest`.
   template <class Match>
   bool product_with(ValueId v, Match&& match, ValueId* rest) const {
@@ -125,7 +112,8 @@ class RmsNormMatch {
     *eps = 0.0;
     if (const Op* add = ew(r->operands[0], EwOp::kAdd))
       for (int side = 0; side < 2; ++side)
-        if (splat_value(add->operands[1 - side], eps)) {
+        if (const std::optional<double> e = splat_value(g_, add->operands[1 - side])) {
+          *eps = *e;
           *square = add->operands[side];
           return true;
         }

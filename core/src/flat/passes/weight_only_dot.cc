@@ -143,12 +143,7 @@ std::optional<GroupParam> group_param(const Graph& g, ValueId v, bool nk, int64_
 constexpr int64_t kMinGroup = 8;
 
 // Whether `v` is a host constant of one element equal to `want`, or a broadcast of one.
-bool splat_int(const Graph& g, ValueId v, double want) {
-  const Op* op = &g.def(v);
-  while (op->kind == OpKind::kBroadcast) op = &g.def(op->operands[0]);
-  return op->kind == OpKind::kConstant && op->constant.defined() && on_host(op->constant) &&
-         op->constant.numel() == 1 && read_element(op->constant, 0) == want;
-}
+bool splat_int(const Graph& g, ValueId v, double want) { return splat_value(g, v) == want; }
 
 // A window [starts, limits) of unpack_int4's view [..., K] of constant bytes: the whole view, the
 // [..., :K] slice of an odd K, or a tensor-parallel rank's share (rows of a column-parallel weight,
