@@ -111,11 +111,11 @@ StatusOr<std::optional<flat::Graph>> gated_weight_only_dot(const flat::Graph& g,
 }
 
 StatusOr<std::optional<flat::Graph>> normed_weight_only_dot(const flat::Graph& g, PassContext& c) {
-  return flat::normed_weight_only_dot(g, c.rules.weight_only_norm_rows);
+  return flat::normed_weight_only_dot(g, c.rules.weight_only_fold);
 }
 
 StatusOr<std::optional<flat::Graph>> residual_weight_only_dot(const flat::Graph& g, PassContext& c) {
-  return flat::residual_weight_only_dot(g, c.rules.weight_only_residual_rows);
+  return flat::residual_weight_only_dot(g, c.rules.weight_only_fold);
 }
 
 // The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing

@@ -149,10 +149,9 @@ struct PassRules {
   int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
   // Rows of x up to which a weight-only dot takes SiLU(gate) * up in place of x (-1: any, 0: none).
   int64_t weight_only_gated_rows = -1;
-  // Rows of x up to which a weight-only dot normalizes its x itself (RMSNorm), and adds the
-  // residual after it (-1: any, 0: none).
-  int64_t weight_only_norm_rows = -1;
-  int64_t weight_only_residual_rows = -1;
+  // Where a weight-only dot may normalize its x itself (RMSNorm) and add the residual after it
+  // (flat::normed_weight_only_dot, residual_weight_only_dot); empty: everywhere.
+  std::function<bool(const WeightOnlyFold&)> weight_only_fold;
 };
 
 // Compile-time preparation of a program for one device kind: what is saved with the executable.

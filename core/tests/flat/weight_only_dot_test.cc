@@ -355,6 +355,17 @@ TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
   EXPECT_TRUE(gated_weight_only_dot(*many, 48).has_value());
 }
 
+// A backend's rule: products of x with at most `rows` rows, of float32 x, 4 features, one group.
+WeightOnlyFoldRule up_to_rows(int64_t rows) {
+  return [rows](const rt::WeightOnlyFold& f) {
+    EXPECT_EQ(f.dtype, DType::kFloat32);
+    EXPECT_EQ(f.K, 4);
+    EXPECT_EQ(f.group, 4);
+    EXPECT_EQ(f.bits, 8);
+    return f.rows <= rows;
+  };
+}
+
 // x [1, 4] -> RMSNorm (eps 1e-5, weight g) as tp.RMSNorm lowers it after the passes before the
 // product's (the overflow guard's rows at 2^-96; `eps_line` the plain root's add), then the
 // weight-only product of a [2, 4] int8 weight.
@@ -403,7 +414,7 @@ TEST(NormedWeightOnlyDot, AnRmsNormBeforeTheProductIsItsOwn) {
   StatusOr<Graph> g = parse_graph(rms_product());
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_TRUE(verify(*g).ok());
-  std::optional<Graph> out = normed_weight_only_dot(*g, 1);
+  std::optional<Graph> out = normed_weight_only_dot(*g, up_to_rows(1));
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
   EXPECT_EQ(out->str(), R"(%0 : f32[1, 4] = parameter() {index = 0}
@@ -413,18 +424,18 @@ TEST(NormedWeightOnlyDot, AnRmsNormBeforeTheProductIsItsOwn) {
 %4 : f32[1, 2] = weight_only_dot(%0, %2, %3, %1) {group_size = 4, norm = true, norm_eps = 9.999999747378752e-06}
 return %4
 )");
-  EXPECT_FALSE(normed_weight_only_dot(*g, 0).has_value());  // the rule off
+  EXPECT_FALSE(normed_weight_only_dot(*g, up_to_rows(0)).has_value());  // the rule off
 }
 
 TEST(NormedWeightOnlyDot, ARootOfAnotherValueOrAMissingGuardKeepsX) {
   // The plain root of another row value than the mean square.
   StatusOr<Graph> g = parse_graph(rms_product("%16 : f32[1] = add(%14, %15)\n"));
   ASSERT_TRUE(g.ok()) << g.status().message();
-  EXPECT_FALSE(normed_weight_only_dot(*g, -1).has_value());
+  EXPECT_FALSE(normed_weight_only_dot(*g).has_value());
   // eps 0 without the underflow guard lower_rmsnorm adds for it.
   g = parse_graph(rms_product("", "%12"));
   ASSERT_TRUE(g.ok()) << g.status().message();
-  EXPECT_FALSE(normed_weight_only_dot(*g, -1).has_value());
+  EXPECT_FALSE(normed_weight_only_dot(*g).has_value());
 }
 
 // x [rows, 4] times a [2, 4] int8 weight, plus r; the product read by the add alone, or also
@@ -442,7 +453,7 @@ std::string product_plus(const std::string& rows, bool returned) {
 TEST(ResidualWeightOnlyDot, AnAddAfterTheProductIsItsOwn) {
   StatusOr<Graph> g = parse_graph(product_plus("3", false));
   ASSERT_TRUE(g.ok()) << g.status().message();
-  std::optional<Graph> out = residual_weight_only_dot(*g, 3);
+  std::optional<Graph> out = residual_weight_only_dot(*g, up_to_rows(3));
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
   EXPECT_EQ(out->str(), R"(%0 : f32[3, 4] = parameter() {index = 0}
@@ -452,10 +463,10 @@ TEST(ResidualWeightOnlyDot, AnAddAfterTheProductIsItsOwn) {
 %4 : f32[3, 2] = weight_only_dot(%0, %2, %3, %1) {group_size = 4, residual = true}
 return %4
 )");
-  EXPECT_FALSE(residual_weight_only_dot(*g, 2).has_value());  // past the rule's rows
+  EXPECT_FALSE(residual_weight_only_dot(*g, up_to_rows(2)).has_value());  // past the rule's rows
   StatusOr<Graph> both = parse_graph(product_plus("3", true));
   ASSERT_TRUE(both.ok());
-  EXPECT_FALSE(residual_weight_only_dot(*both, -1).has_value());  // the product is also an output
+  EXPECT_FALSE(residual_weight_only_dot(*both).has_value());  // the product is also an output
 }
 
 }  // namespace

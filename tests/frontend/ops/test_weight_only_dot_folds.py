@@ -1,5 +1,6 @@
 """A weight-only product computes the RMSNorm before it and the residual add after it, where the
-backend's kernels do (the CPU's; the GPU's builder asks for neither): tp.RMSNorm's result as x
+backend's kernels do (the CPU's everywhere; the GPU's K-sliced one-row tile at one row of bfloat16
+x, K and the group whole chunks): tp.RMSNorm's result as x
 (flat::normed_weight_only_dot) and add(product, r) of a product read by that add alone
 (flat::residual_weight_only_dot) each become the product's own work, their kernels gone. Checked
 against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to 300 rows,
@@ -14,7 +15,16 @@ from tripy.frontend.device import default_device
 
 from test_weight_only_dot import K, RNG, _check, _kernels, _linear, _rounded, _run
 
-FOLDS = default_device().kind == "cpu"
+
+
+def _folds(dtype, rows, bits, group):
+    """Whether the default device's products take the norm and the residual at this product."""
+    if default_device().kind == "cpu":
+        return True
+    chunk = 128 if bits == 4 else 64  # the K-sliced tile's chunk of a weight row: 64 bytes
+    chunks = (group or K) // chunk
+    return (dtype == tp.bfloat16 and rows == 1 and K % chunk == 0 and (group or K) % chunk == 0
+            and (group is None or chunks & (chunks - 1) == 0))
 
 
 def _norm(dtype, eps=1e-5):
@@ -32,45 +42,48 @@ def _rms(x, gamma, eps):
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16, tp.float16])
 @pytest.mark.parametrize("rows", [1, 3, 300])
-def test_the_rmsnorm_before_a_product_is_computed_by_it(dtype, rows):
+@pytest.mark.parametrize("bits, group", [(4, 64), (4, 128), (8, None)])
+def test_the_rmsnorm_before_a_product_is_computed_by_it(dtype, rows, bits, group):
     """lin(norm(x)): the product normalizes x's rows itself, in float32 (the normalized x is not
     rounded to the dtype first), and the norm's kernel is gone."""
-    lin, w = _linear(4, 64, True, dtype)
+    lin, w = _linear(bits, group, bits == 4, dtype)
     norm, gamma = _norm(dtype)
     exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((rows, K), dtype=dtype)])
-    assert _kernels(exe) == (["weight_only_dot"] if FOLDS else ["fused", "weight_only_dot"]), exe._impl.program_text
-    assert ("norm = true" in exe._impl.program_text) == FOLDS
+    folds = _folds(dtype, rows, bits, group)
+    assert _kernels(exe) == (["weight_only_dot"] if folds else ["fused", "weight_only_dot"]), exe._impl.program_text
+    assert ("norm = true" in exe._impl.program_text) == folds
     x = _rounded(RNG.standard_normal((rows, K)) * 3, dtype).astype(np.float32)
     _check(_run(exe, x, dtype), _rms(x, gamma, 1e-5) @ w.T, dtype)
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
-def test_the_residual_after_a_product_is_added_by_it(dtype):
+@pytest.mark.parametrize("batch", [(2, 3), (1, 1)])
+def test_the_residual_after_a_product_is_added_by_it(dtype, batch):
     """r + lin(x) of (B, T, K) values: the product adds r to its rounded result, as the add kernel
     would, and that kernel is gone."""
     lin, w = _linear(8, None, False, dtype)
-    exe = tp.compile(lambda x, r: r + lin(x), args=[tp.InputInfo((2, 3, K), dtype=dtype), tp.InputInfo((2, 3, w.shape[0]), dtype=dtype)])
-    assert _kernels(exe) == (["weight_only_dot"] if FOLDS else ["weight_only_dot", "fused"]), exe._impl.program_text
-    x = _rounded(RNG.standard_normal((2, 3, K)), dtype).astype(np.float32)
-    r = _rounded(RNG.standard_normal((2, 3, w.shape[0])), dtype).astype(np.float32)
+    exe = tp.compile(lambda x, r: r + lin(x), args=[tp.InputInfo(batch + (K,), dtype=dtype), tp.InputInfo(batch + (w.shape[0],), dtype=dtype)])
+    folds = _folds(dtype, batch[0] * batch[1], 8, None)
+    assert _kernels(exe) == (["weight_only_dot"] if folds else ["weight_only_dot", "fused"]), exe._impl.program_text
+    x = _rounded(RNG.standard_normal(batch + (K,)), dtype).astype(np.float32)
+    r = _rounded(RNG.standard_normal(batch + (w.shape[0],)), dtype).astype(np.float32)
     out = exe(*(tp.cast(tp.Tensor(v, device=default_device()), dtype) for v in (x, r)))
     got = np.array(tp.cast(out, tp.float32).tolist(), np.float64)
     _check(got, _rounded(x.astype(np.float64) @ w.T, dtype) + r, dtype)
 
 
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
 @pytest.mark.parametrize("eps", [1e-6, 0.0])
-def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(eps):
+def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(dtype, eps):
     """Rows of 1e25 (their squares past float32) and of 1e-25 (below it; with eps = 0 the norm's
     underflow guard is part of what the product computes) normalize as numpy does in float64."""
-    lin, w = _linear(4, 64, True, tp.float32)
-    norm, gamma = _norm(tp.float32, eps=eps)
-    exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((3, K), dtype=tp.float32)])
-    assert ("norm = true" in exe._impl.program_text) == FOLDS, exe._impl.program_text
-    x = (RNG.standard_normal((3, K)) * np.array([[1e25], [1e-25], [1.0]])).astype(np.float32)
-    want = _rms(x, gamma, eps) @ w.T
-    got = _run(exe, x, tp.float32)
-    for row in range(3):  # each row against its own scale
-        _check(got[row], want[row], tp.float32)
+    lin, w = _linear(4, 128, True, dtype)
+    norm, gamma = _norm(dtype, eps=eps)
+    exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((1, K), dtype=dtype)])
+    assert ("norm = true" in exe._impl.program_text) == _folds(dtype, 1, 4, 128), exe._impl.program_text
+    for magnitude in (1e25, 1e-25, 1.0):
+        x = _rounded(RNG.standard_normal((1, K)) * magnitude, dtype).astype(np.float32)
+        _check(_run(exe, x, dtype), _rms(x, gamma, eps) @ w.T, dtype)
 
 
 def test_the_switch_leaves_the_norm_and_the_add_to_kernels_of_their_own(monkeypatch):

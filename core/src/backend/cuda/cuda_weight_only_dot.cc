@@ -25,6 +25,10 @@ enum {
   kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
+// A folded product's words after the problem's (weight_only_frag.cuh's WoFold).
+enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kFoldWords };
+constexpr const char* kFoldSuffix = "_fold";
+constexpr const char* kFoldRowsSuffix = "_fold_rows";
 // The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
 int64_t row_chunk_values(int bits) { return bits == 4 ? 128 : 64; }
 
@@ -175,6 +179,14 @@ std::string weight_only_sliced_function(DType t, int bits, int i) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kWeightOnlySliced[i].suffix;
 }
 
+std::string weight_only_sliced_fold_function(DType t, int bits, int i) {
+  return weight_only_sliced_function(t, bits, i) + kFoldSuffix;
+}
+
+std::string weight_only_fold_rows_function(DType t, int bits) {
+  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kFoldRowsSuffix;
+}
+
 std::string weight_only_dequantize_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kDequantizeSuffix;
 }
@@ -251,6 +263,8 @@ std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr,
 }
 
 std::string weight_only_module_function(const std::string& function) {
+  for (const char* fold : {kFoldRowsSuffix, kFoldSuffix})  // a folded product's entry points: the shape's, then its own
+    if (ends_with(function, fold)) return weight_only_module_function(function.substr(0, function.size() - std::strlen(fold)));
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
                                  kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
     if (ends_with(function, tail)) return function.substr(0, function.size() - tail.size());
@@ -312,6 +326,7 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   pr.groups = scale.at(1);
   pr.group = k.weight_only_dot.group_size;
   pr.zero = k.weight_only_dot.has_zero;
+  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.residual;
   pr.constant_weight = p.is_constant(k.inputs.at(1));
   return pr;
 }
@@ -370,6 +385,18 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   return l;
 }
 
+StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
+                                         int sm_count, int i, int warps) {
+  const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
+  TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, kWeightOnlyMmaRows, rows_fn, sm_count, warps, sliced_fn, form));
+  if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
+  // The CUDA-core form: a warp an output, 8 a block.
+  l.block_x = kWeightOnlyBlock;
+  l.grid = l.scalar_grid = static_cast<unsigned>((pr.N + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
+  l.words.resize(kFoldWords, 0);
+  return l;
+}
+
 Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn, int sm_count) {
   Launch l;
   l.fn = fn;
@@ -406,11 +433,10 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
 
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code) {
-  // The GPU's builder gates, normalizes and adds to no product (PassRules::weight_only_gated_rows,
-  // weight_only_norm_rows, weight_only_residual_rows): a file that says otherwise was not written by it.
-  if (k.weight_only_dot.gated || k.weight_only_dot.norm || k.weight_only_dot.residual)
-    return Status(StatusCode::kDataLoss, "kernel '" + k.name +
-                                             "' gates or normalizes its x or adds a residual, which the GPU's kernels do not");
+  // The GPU's builder gates no product (PassRules::weight_only_gated_rows): a file that says
+  // otherwise was not written by it.
+  if (k.weight_only_dot.gated)
+    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' gates its x, which the GPU's kernels do not");
   code.row_tile = weight_only_function_tile(function);
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
@@ -444,6 +470,19 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
         api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
+  // A folded product's entry points, which it runs alone.
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual) {
+    bool all = weight_only_one_row_tile(t, bits, code.row_tile) &&
+               api().cuModuleGetFunction(&code.fold_rows_fn, module, weight_only_fold_rows_function(t, bits).c_str()) ==
+                   CUDA_SUCCESS;
+    for (int i = 0; all && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
+      all = api().cuModuleGetFunction(&code.sliced_fold_fn[i], module,
+                                      weight_only_sliced_fold_function(t, bits, i).c_str()) == CUDA_SUCCESS;
+    if (!all)
+      return Status(StatusCode::kDataLoss, "kernel '" + k.name +
+                                               "' normalizes its x or adds a residual, and its module has no entry "
+                                               "point for that");
+  }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
   if (code.row_tile != kWeightOnlyMmaRows ||
@@ -530,6 +569,46 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
 
 }  // namespace
 
+namespace {
+
+// A folded product (normalizing x, adding a residual): the K-sliced tile's fold entry point of the
+// timed shape, which the compiler's rule (PassRules::weight_only_fold) made sure applies.
+StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
+                              const KernelCode& code) {
+  const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
+  const int timed = tuned ? weight_only_sliced_index(tuned->form) : -1, i = timed >= 0 ? timed : 0;
+  if (pr.rows != 1 || !weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group))
+    return kernel_failure(c.program, k,
+                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
+                              " rows, where the K-sliced one-row tile does not run",
+                          StatusCode::kInternal);
+  StatusOr<Launch> l = weight_only_fold_launch(pr, code.fold_rows_fn, code.sliced_fold_fn[i], c.sm_count, i,
+                                               timed >= 0 ? tuned->split : 0);
+  if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
+  const WeightOnlyDotAttrs& a = k.weight_only_dot;
+  // The scales, zero points, gamma and the residual are read a value at a time.
+  l->ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
+             {kWordScale, k.inputs[2], 0, true}};
+  if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0, true});
+  if (a.norm) {
+    const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
+    l->ptrs.push_back({kWordGamma, gamma, 0, true});
+    l->words[kWordGammaF32] = c.program.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
+    std::memcpy(&l->words[kWordEps], &a.norm_eps, sizeof(double));
+  }
+  if (a.residual) l->ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
+  if (debug_level() >= 1)
+    std::fprintf(stderr,
+                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s%s), %d tiles of 16 rows and %u "
+                 "warps a block\n",
+                 k.name.c_str(), a.norm ? "RMSNorm" : "", a.norm && a.residual ? ", residual" : a.residual ? "residual" : "",
+                 kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
+  step.launches = {std::move(l.value())};
+  return true;
+}
+
+}  // namespace
+
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
   const std::vector<int64_t>& w = c.shapes[static_cast<size_t>(k.inputs[1])];
@@ -538,6 +617,7 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (out_elements == 0) return false;
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
+  if (pr.fold) return plan_fold_step(c, k, step, pr, code);
   if (code.many_rows_fn[0] && weight_only_many_rows_applies(pr.dtype, pr.bits, pr.rows, pr.K, pr.group)) {
     std::optional<std::vector<Launch>> l = weight_only_many_rows_launches(c, k, pr, code);
     if (l) {

@@ -91,6 +91,11 @@ inline constexpr int kWeightOnlySlicedWarps[] = {4, 8, 16};
 bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 // Shape i's entry point (kWeightOnlySliced[i]).
 std::string weight_only_sliced_function(DType t, int bits, int i);
+// A folded product's entry points in the same module (wo_row_sliced's FOLD form, taking WoFoldArgs):
+// shape i's, and the CUDA-core form (wo_fold_rows) where an address is off the vector alignment.
+std::string weight_only_sliced_fold_function(DType t, int bits, int i);
+std::string weight_only_fold_rows_function(DType t, int bits);
+
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the module of 8 rows (weight_only_frag_tile) also holds the
@@ -151,6 +156,9 @@ struct WeightOnlyProblem {
   int bits = 8;  // the format (weight_only_format)
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
+  // The product normalizes x or adds a residual (rt::WeightOnlyDotAttrs norm, residual): it runs on
+  // the K-sliced one-row tile's fold entry points alone.
+  bool fold = false;
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
   bool constant_weight = false;
@@ -191,6 +199,11 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // reading it there), their words but the addresses; the workspace bytes they share.
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
+// The launch of a folded product (WeightOnlyProblem::fold): shape i of the K-sliced tile with
+// `warps` warps a block (0: the launch's own), the fold's words after the problem's (their
+// addresses set by the caller's pointer words).
+StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
+                                         int sm_count, int i, int warps);
 // The same for the few-rows tile's K-sliced shape i (kWeightOnlyFewSliced) with `warps` warps a block.
 std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                     int sm_count, int i, int warps);

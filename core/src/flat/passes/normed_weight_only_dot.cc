@@ -6,8 +6,8 @@
 //
 // and the kernel normalizes each row of h as it reads it (rt::WeightOnlyDotAttrs::norm), so that
 // the row kernel that wrote the normalized x, a launch of its own before a Llama layer's qkv and
-// gate/up products and the output head, is gone. Only where h has at most `max_rows` rows (the
-// backend's rule) and h and the product share a dtype (gamma that one or float32). The match
+// gate/up products and the output head, is gone. Only where the backend's rule allows and h and
+// the product share a dtype (gamma that one or float32). The match
 // checks every op of the lowering, its guards for rows whose squares overflow or underflow
 // included: a product of anything else keeps its x.
 #include <cmath>
@@ -166,15 +166,26 @@ class RmsNormMatch {
 
 }  // namespace
 
-std::optional<Graph> normed_weight_only_dot(const Graph& graph, int64_t max_rows) {
-  if (max_rows == 0) return std::nullopt;
+rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op) {
+  const rt::WeightOnlyDotAttrs& a = op.kernel.weight_only_dot;
+  const Value& x = graph.values[op.operands[0]];
+  rt::WeightOnlyFold c;
+  c.dtype = x.dtype;
+  c.rows = most_rows(graph, op.operands[0]);
+  c.K = !x.shape.empty() && x.shape.back().is_static() ? rt::weight_only_k(a, x.shape.back().static_value()) : -1;
+  c.group = a.group_size;
+  c.bits = op.operands.size() > 1 && graph.values[op.operands[1]].dtype == DType::kFloat8E4M3 ? 9 : static_cast<int>(a.bits);
+  return c;
+}
+
+std::optional<Graph> normed_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies) {
   std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
         src.kernel.weight_only_dot.gated || src.kernel.weight_only_dot.norm || src.operands.empty())
       return false;
     const ValueId x = src.operands[0];
-    if (max_rows > 0 && most_rows(graph, x) > max_rows) return false;
+    if (applies && !applies(weight_only_fold_case(graph, src))) return false;
     const std::optional<RmsNorm> norm = RmsNormMatch(graph).of(x);
     const DType t = graph.values[x].dtype;
     // gamma float32 where constant folding widened it.

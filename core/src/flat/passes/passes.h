@@ -109,14 +109,18 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
 // projection, rt::WeightOnlyDotAttrs::gated), where x has at most `max_rows` rows (-1: any; 0:
 // none). nullopt when nothing matched.
 std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows = -1);
+// Where a backend's weight-only kernels normalize x and add a residual (rt::PassRules::
+// weight_only_fold; empty: everywhere).
+using WeightOnlyFoldRule = std::function<bool(const rt::WeightOnlyFold&)>;
+// The product `op` (a weight-only dot kernel of `graph`) as the rule sees it.
+rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op);
 // weight_only_dot(rmsnorm(h, gamma, eps), ...) over h's last dim (tp.RMSNorm's lowering) reads h
-// and gamma itself (rt::WeightOnlyDotAttrs::norm), where h has at most `max_rows` rows (-1: any;
-// 0: none). nullopt when nothing matched.
-std::optional<Graph> normed_weight_only_dot(const Graph& graph, int64_t max_rows = -1);
+// and gamma itself (rt::WeightOnlyDotAttrs::norm), where the rule allows. nullopt when nothing
+// matched.
+std::optional<Graph> normed_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});
 // add(weight_only_dot(...), r) of a product read by that add alone becomes the product with r
-// added (rt::WeightOnlyDotAttrs::residual), where x has at most `max_rows` rows (-1: any; 0:
-// none). nullopt when nothing matched.
-std::optional<Graph> residual_weight_only_dot(const Graph& graph, int64_t max_rows = -1);
+// added (rt::WeightOnlyDotAttrs::residual), where the rule allows. nullopt when nothing matched.
+std::optional<Graph> residual_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only

@@ -4,15 +4,14 @@
 //   add(weight_only_dot(x, w, scale...), r)  ->  weight_only_dot(x, w, scale..., r) {residual}
 //
 // so that the kernel that added them (in a Llama layer, the add a residual's RMSNorm starts with)
-// is left to the norm, which normed_weight_only_dot folds into the next product. Only where x has
-// at most `max_rows` rows (the backend's rule).
+// is left to the norm, which normed_weight_only_dot folds into the next product. Only where the
+// backend's rule allows.
 #include "flat/passes/passes.h"
 #include "flat/passes/rebuild.h"
 
 namespace tripy::flat {
 
-std::optional<Graph> residual_weight_only_dot(const Graph& graph, int64_t max_rows) {
-  if (max_rows == 0) return std::nullopt;
+std::optional<Graph> residual_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies) {
   const std::vector<int32_t> uses = graph.use_counts();
   std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& add = graph.ops[i];
@@ -23,7 +22,7 @@ std::optional<Graph> residual_weight_only_dot(const Graph& graph, int64_t max_ro
       if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
           src.kernel.weight_only_dot.residual || uses[product] != 1 || r == product)
         continue;
-      if (max_rows > 0 && most_rows(graph, src.operands[0]) > max_rows) continue;
+      if (applies && !applies(weight_only_fold_case(graph, src))) continue;
       Op op = src;
       op.operands.push_back(r);
       op.kernel.weight_only_dot.residual = true;

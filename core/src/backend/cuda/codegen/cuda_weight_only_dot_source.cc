@@ -50,11 +50,19 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   }
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
   // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
-  if (one_row)
-    for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
+  // Each also in its fold form (a product that normalizes x or adds a residual), with the CUDA-core
+  // fold for addresses off the vector alignment.
+  if (one_row) {
+    for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i) {
+      const std::string shape = std::to_string(bits) + ", " + std::to_string(kWeightOnlySliced[i].tiles);
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
-                "(const WoArgs a) { wo_row_sliced<" + std::to_string(bits) + ", " +
-                std::to_string(kWeightOnlySliced[i].tiles) + ">(a); }\n";
+                "(const WoArgs a) { wo_row_sliced<" + shape + ">(a); }\n";
+      source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_fold_function(t, bits, i) +
+                "(const WoFoldArgs p) { wo_row_sliced<" + shape + ", true>(p.a, p.f); }\n";
+    }
+    source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits) +
+              "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + std::to_string(bits) + ">(p.a, p.f); }\n";
+  }
   // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
   // a block (two blocks a multiprocessor), each with its layout of x.
   if (frag && row_tile == kWeightOnlyMmaRows) {

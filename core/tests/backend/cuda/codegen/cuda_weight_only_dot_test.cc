@@ -40,7 +40,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
-    // K-sliced tile's shapes, that of 8 of int4 weights and bfloat16 x the many-rows tile's two
+    // K-sliced tile's shapes (each also in its fold form, with the CUDA-core fold), that of 8 of
+    // int4 weights and bfloat16 x the many-rows tile's two
     // shapes and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced
     // shapes; no more.
     const int tile = weight_only_function_tile(names[i]);
@@ -56,7 +57,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
     const size_t few_sliced = few_rows ? std::size(kWeightOnlyFewSliced) : 0;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows +
-                           sliced + few_sliced)
+                           2 * sliced + (sliced > 0) + few_sliced)
         << names[i];
     for (size_t s = 0; s < few_sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
@@ -66,9 +67,12 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     }
     for (size_t s = 0; s < sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
-      const std::string entry = weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
-      EXPECT_EQ(weight_only_module_function(entry), names[i]);
-      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      for (const std::string& entry : {weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s)),
+                                       weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s)),
+                                       weight_only_fold_rows_function(DType::kBFloat16, bits)}) {
+        EXPECT_EQ(weight_only_module_function(entry), names[i]);
+        EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      }
     }
     if (few_rows)
       for (bool layout : {false, true}) {
@@ -469,6 +473,25 @@ TEST(CudaWeightOnlyDot, TheKSlicedTileTakesItsShapesTilesABlockAndItsWarps) {
   EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4160, 4160));    // 32.5 of 128 int4 values
   EXPECT_FALSE(weight_only_sliced_applies(DType::kFloat16, 4, 8, 1, 4096, 128));     // bfloat16 x only
   EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4096, 384));    // 3 chunks a group
+}
+
+TEST(CudaWeightOnlyDot, AFoldedProductRunsTheKSlicedFoldOrAWarpAnOutputWithTheFoldsWords) {
+  WeightOnlyProblem pr = int4_problem(1, 4096);
+  pr.fold = true;
+  int stand_ins[2];  // the launch only holds the functions
+  const CUfunction tile = reinterpret_cast<CUfunction>(&stand_ins[0]), rows = reinterpret_cast<CUfunction>(&stand_ins[1]);
+  StatusOr<Launch> l = weight_only_fold_launch(pr, rows, tile, 132, 2, 16);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->vector_fn, tile);
+  EXPECT_EQ(l->vector_block_x, 512u);
+  EXPECT_EQ(l->vector_grid, 4096u / 32);  // 2 tiles of 16 weight rows a block
+  EXPECT_EQ(l->fn, rows);                 // where an address is off the vector alignment: a warp an output
+  EXPECT_EQ(l->block_x, 256u);
+  EXPECT_EQ(l->scalar_grid, 4096u / 8);
+  EXPECT_EQ(l->words.size(), 20u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps
+  // Off the tile (K of half a chunk): no launch.
+  pr.K = 4160, pr.group = 4160, pr.groups = 1, pr.row_bytes = 2080;
+  EXPECT_FALSE(weight_only_fold_launch(pr, rows, tile, 132, 0, 0).ok());
 }
 
 TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndItsWarps) {

@@ -436,11 +436,35 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
+// The words after WoArgs of the K-sliced tile's fold entry points (rt::WeightOnlyDotAttrs norm and
+// residual, one row of bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm),
+// the residual [N] (bfloat16; 0: none) and the norm's epsilon.
+struct WoFold {
+  i64 gamma, residual, gamma_f32;
+  double eps;
+};
+struct WoFoldArgs {
+  WoArgs a;
+  WoFold f;
+};
+DEVI float wo_gamma(const WoFold& f, i64 k) {
+  return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
+}
+// Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
+// double: a row of huge values has a factor below float's normal range), rounded; then plus the
+// residual, rounded again, as an add kernel after the product would compute it.
+DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
+  const float p = f.gamma ? (float)(product * factor) : product;
+  return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
+}
+// The norm's factor of a row whose squares sum to `squares` over K values.
+DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
-// 75.0, the others within 1%).
-template <int BITS, int RT>
-DEVI void wo_row_sliced(const WoArgs& a) {
+// 75.0, the others within 1%). FOLD (the fold entry points, WoFold): x times gamma as it is
+// converted, each lane's sum of x's squares in double, and the outputs through wo_fold_out.
+template <int BITS, int RT, bool FOLD = false>
+DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int V = C::kValues;
@@ -455,6 +479,7 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
+  double squares = 0.0;  // FOLD: this lane's share of the row's sum of squares
   V16 q[RT][2];
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
@@ -478,6 +503,12 @@ DEVI void wo_row_sliced(const WoArgs& a) {
       const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
       f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
     }
+    if (FOLD && fo.gamma)
+#pragma unroll
+      for (int i = 0; i < LV; ++i) {
+        squares = fma((double)f[i], (double)f[i], squares);
+        f[i] *= wo_gamma(fo, (i64)c * V + lane * LV + i);
+      }
     float m = 0.0f;
 #pragma unroll
     for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
@@ -532,13 +563,56 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   if (t == 0)
 #pragma unroll
     for (int r = 0; r < RT; ++r) red[w][r * 16 + g] = acc[r][0], red[w][r * 16 + g + 8] = acc[r][1];
+  __shared__ double warp_squares[FOLD ? WO_SLICE_MAX_WARPS : 1];
+  if (FOLD && fo.gamma) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    if (lane == 0) warp_squares[w] = squares;
+  }
   __syncthreads();
+  double factor = 1.0;
+  if (FOLD && fo.gamma) {
+    double all = 0.0;
+    for (int v = 0; v < W; ++v) all += warp_squares[v];
+    factor = wo_norm_factor(fo, all, a.K);
+  }
   S* out = (S*)a.out;
   for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
     float sum = 0.0f;
     for (int v = 0; v < W; ++v) sum += red[v][i];
-    if (n0 + i < N) out[n0 + i] = f2b(sum);
+    if (n0 + i < N) out[n0 + i] = FOLD ? wo_fold_out(fo, sum, factor, n0 + i) : f2b(sum);
   }
+}
+
+// A folded product at one row of bfloat16 x on the CUDA cores, element by element: where the
+// K-sliced tile's fold entry point cannot run (an address off its vector alignment). A warp an
+// output; each first sums the row's squares, then x times gamma times the dequantized weight row.
+// Its entry point waits for the previous kernel first.
+template <int BITS>
+DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
+  typedef unsigned short S;
+  const int lane = threadIdx.x & 31;
+  const i64 n = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
+  if (n >= a.N) return;
+  const S* x = (const S*)a.x;
+  const S* sc = (const S*)a.scale + n * a.groups;
+  const S* zp = a.zero ? (const S*)a.zero + n * a.groups : nullptr;
+  const signed char* w = (const signed char*)a.w + n * a.row_bytes;
+  double squares = 0.0;
+  float sum = 0.0f;
+  for (i64 k = lane; k < a.K; k += 32) {
+    const float v = b2f(x[k]);
+    squares = fma((double)v, (double)v, squares);
+    const i64 grp = k / a.group;
+    const float z = zp ? b2f(zp[grp]) : 0.0f;
+    sum = fmaf(fo.gamma ? v * wo_gamma(fo, k) : v, (wo_value<BITS>(w, k) - z) * b2f(sc[grp]), sum);
+  }
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  }
+  if (lane == 0) ((S*)a.out)[n] = wo_fold_out(fo, sum, fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0, n);
 }
 
 // The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
