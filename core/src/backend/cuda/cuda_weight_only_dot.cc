@@ -295,6 +295,8 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
+  // A folded product (normalizing x, adding a residual) runs on the K-sliced tile of the module of 8 rows alone.
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual) return {kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
   const int64_t group = k.weight_only_dot.group_size;

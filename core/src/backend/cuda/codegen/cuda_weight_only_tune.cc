@@ -41,7 +41,8 @@ int mma_override() { return env_is("1") || env_is("ring") || env_form() ? 1 : en
 StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vector<int>& tiles,
                                      const TuningKernels& kernels, CUstream stream) {
   std::vector<int> tried = tiles;
-  const int force = mma_override();
+  // A folded product has the K-sliced shapes alone: no form to force.
+  const int force = pr.fold ? -1 : mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
     // The kernel's own tile where it holds the forced form (the register-fed tile, or the few-rows
@@ -100,7 +101,7 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
     using F = WeightOnlyForm;
     // A forced form alone where the module has it: "row", "slice" or "fewslice" (their shapes) or
     // "few", else "frag", else the ring.
-    const bool force_form = env_is("ring") || env_form();
+    const bool force_form = !pr.fold && (env_is("ring") || env_form());
     const F forced = env_is("row") && one_row              ? F::kOneRow
                      : env_is("slice") && sliced[0]       ? F::kSliced
                      : env_is("few") && few && few_x      ? F::kFewRows
