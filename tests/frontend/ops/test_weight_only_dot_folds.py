@@ -1,6 +1,6 @@
 """A weight-only product computes the RMSNorm before it and the residual add after it, where the
-backend's kernels do (the CPU's everywhere; the GPU's K-sliced one-row tile at one row of bfloat16
-x, K and the group whole chunks): tp.RMSNorm's result as x
+backend's kernels do (the CPU's everywhere; the GPU's K-sliced tiles at one row or 9 to 16 rows of
+bfloat16 x, K and the group whole chunks): tp.RMSNorm's result as x
 (flat::normed_weight_only_dot) and add(product, r) of a product read by that add alone
 (flat::residual_weight_only_dot) each become the product's own work, their kernels gone. Checked
 against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to 300 rows,
@@ -23,7 +23,7 @@ def _folds(dtype, rows, bits, group):
         return True
     chunk = 128 if bits == 4 else 64  # the K-sliced tile's chunk of a weight row: 64 bytes
     chunks = (group or K) // chunk
-    return (dtype == tp.bfloat16 and rows == 1 and K % chunk == 0 and (group or K) % chunk == 0
+    return (dtype == tp.bfloat16 and (rows == 1 or 9 <= rows <= 16) and K % chunk == 0 and (group or K) % chunk == 0
             and (group is None or chunks & (chunks - 1) == 0))
 
 
@@ -41,7 +41,7 @@ def _rms(x, gamma, eps):
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16, tp.float16])
-@pytest.mark.parametrize("rows", [1, 3, 300])
+@pytest.mark.parametrize("rows", [1, 3, 16, 300])
 @pytest.mark.parametrize("bits, group", [(4, 64), (4, 128), (8, None)])
 def test_the_rmsnorm_before_a_product_is_computed_by_it(dtype, rows, bits, group):
     """lin(norm(x)): the product normalizes x's rows itself, in float32 (the normalized x is not
@@ -57,7 +57,7 @@ def test_the_rmsnorm_before_a_product_is_computed_by_it(dtype, rows, bits, group
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
-@pytest.mark.parametrize("batch", [(2, 3), (1, 1)])
+@pytest.mark.parametrize("batch", [(2, 3), (1, 1), (4, 3)])
 def test_the_residual_after_a_product_is_added_by_it(dtype, batch):
     """r + lin(x) of (B, T, K) values: the product adds r to its rounded result, as the add kernel
     would, and that kernel is gone."""

@@ -50,6 +50,7 @@ struct KernelCode {
   // kWeightOnlyDot of a folded product (norm, residual): the K-sliced tile's fold entry points, and
   // the CUDA-core form for addresses off the vector alignment.
   CUfunction sliced_fold_fn[3] = {}, fold_rows_fn = nullptr;
+  CUfunction few_sliced_fold_fn[2] = {}, few_x_fold_fn = nullptr;  // ... and the few-rows tile's
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

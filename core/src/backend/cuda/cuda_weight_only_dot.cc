@@ -183,8 +183,35 @@ std::string weight_only_sliced_fold_function(DType t, int bits, int i) {
   return weight_only_sliced_function(t, bits, i) + kFoldSuffix;
 }
 
-std::string weight_only_fold_rows_function(DType t, int bits) {
-  return weight_only_function(t, bits, kWeightOnlyMmaRows) + kFoldRowsSuffix;
+std::string weight_only_fold_rows_function(DType t, int bits, int row_tile) {
+  return weight_only_function(t, bits, row_tile) + kFoldRowsSuffix;
+}
+
+std::string weight_only_few_x_fold_function(DType t, int bits) {
+  return weight_only_few_rows_function(t, bits, true) + kFoldSuffix;
+}
+
+std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
+  return weight_only_few_sliced_function(t, bits, i) + kFoldSuffix;
+}
+
+bool weight_only_fold_applies(const WeightOnlyFold& f) {
+  if (f.K <= 0) return false;
+  if (f.rows == 1) return weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
+  return f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
+         weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
+}
+
+Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn) {
+  Launch l;
+  l.fn = fn;
+  l.overlaps = true;
+  l.block_x = kWeightOnlyBlock;
+  const int64_t warps = pr.rows * pr.N, per_block = kWeightOnlyBlock / 32;
+  l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((warps + per_block - 1) / per_block);
+  l.words = problem_words(pr);
+  l.words.resize(kFoldWords, 0);
+  return l;
 }
 
 std::string weight_only_dequantize_function(DType t, int bits) {
@@ -221,9 +248,10 @@ std::string weight_only_few_sliced_function(DType t, int bits, int i) {
 }
 
 int64_t weight_only_few_rows_workspace(const WeightOnlyProblem& pr) {
-  // 16 rows of x as float16 B fragments, and a {sum, scale} pair of floats a row and chunk.
-  const int64_t rows = 2 * kWeightOnlyMmaRows;
-  return (rows * pr.K * 2 + pr.K / row_chunk_values(pr.bits) * rows * 8 + 255) / 256 * 256;
+  // 16 rows of x as float16 B fragments, and a {sum, scale} pair of floats a row and chunk (a
+  // folded product: then a double of x's squares a row and chunk, wo_few_squares).
+  const int64_t rows = 2 * kWeightOnlyMmaRows, chunks = pr.K / row_chunk_values(pr.bits);
+  return (rows * pr.K * 2 + chunks * rows * 8 + (pr.fold ? chunks * rows * 8 : 0) + 255) / 256 * 256;
 }
 
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
@@ -295,8 +323,10 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
-  // A folded product (normalizing x, adding a residual) runs on the K-sliced tile of the module of 8 rows alone.
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual) return {kWeightOnlyMmaRows};
+  // A folded product (normalizing x, adding a residual) runs on the K-sliced tile of the module of 8
+  // rows (one row) or on the few-rows tile's K-sliced form (16) alone.
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual)
+    return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
   const int64_t group = k.weight_only_dot.group_size;
@@ -472,14 +502,20 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
         api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
-  // A folded product's entry points, which it runs alone.
+  // A folded product's entry points, which it runs alone: the K-sliced one-row tile's (the module
+  // of 8 rows) or the few-rows tile's (of 16), and the CUDA-core fold.
   if (k.weight_only_dot.norm || k.weight_only_dot.residual) {
-    bool all = weight_only_one_row_tile(t, bits, code.row_tile) &&
-               api().cuModuleGetFunction(&code.fold_rows_fn, module, weight_only_fold_rows_function(t, bits).c_str()) ==
-                   CUDA_SUCCESS;
-    for (int i = 0; all && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
-      all = api().cuModuleGetFunction(&code.sliced_fold_fn[i], module,
-                                      weight_only_sliced_fold_function(t, bits, i).c_str()) == CUDA_SUCCESS;
+    auto get = [&](CUfunction& fn, const std::string& name) {
+      return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
+    };
+    const bool one_row = weight_only_one_row_tile(t, bits, code.row_tile);
+    bool all = (one_row || weight_only_few_rows_tile(t, bits, code.row_tile)) &&
+               get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits, code.row_tile));
+    for (int i = 0; all && one_row && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
+      all = get(code.sliced_fold_fn[i], weight_only_sliced_fold_function(t, bits, i));
+    for (int i = 0; all && !one_row && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
+      all = get(code.few_sliced_fold_fn[i], weight_only_few_sliced_fold_function(t, bits, i));
+    if (all && !one_row) all = get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
     if (!all)
       return Status(StatusCode::kDataLoss, "kernel '" + k.name +
                                                "' normalizes its x or adds a residual, and its module has no entry "
@@ -573,11 +609,60 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
 
 namespace {
 
-// A folded product (normalizing x, adding a residual): the K-sliced tile's fold entry point of the
-// timed shape, which the compiler's rule (PassRules::weight_only_fold) made sure applies.
+// A folded product's pointer and fold words on `l`: out, x, w, the scales (and zero points), gamma
+// and the residual where it has them (all but x and w read a value at a time).
+void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& pr, Launch& l) {
+  const WeightOnlyDotAttrs& a = k.weight_only_dot;
+  l.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
+            {kWordScale, k.inputs[2], 0, true}};
+  if (pr.zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
+  if (a.norm) {
+    const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
+    l.ptrs.push_back({kWordGamma, gamma, 0, true});
+    l.words[kWordGammaF32] = p.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
+    std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
+  }
+  if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
+}
+
+// A folded product (normalizing x, adding a residual): the fold entry points of the timed K-sliced
+// shape, one row on the one-row tile (the module of 8 rows), up to 16 on the few-rows tile's (of
+// 16), which the compiler's rule (weight_only_fold_applies) made sure apply; the CUDA-core fold
+// where an address is off their vector alignment.
 StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                               const KernelCode& code) {
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
+  const WeightOnlyDotAttrs& a = k.weight_only_dot;
+  const char* what = a.norm && a.residual ? "RMSNorm, residual" : a.norm ? "RMSNorm" : "residual";
+  if (code.row_tile == 2 * kWeightOnlyMmaRows) {
+    const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
+    const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];
+    if (pr.rows > code.row_tile || !weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group))
+      return kernel_failure(c.program, k, "folds its norm or residual off the few-rows tile", StatusCode::kInternal);
+    std::vector<Launch> l =
+        weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
+    for (Launch& one : l) {
+      one.words.resize(kFoldWords, 0);
+      set_fold_words(c.program, k, pr, one);
+    }
+    l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out
+    l[1].ptrs.erase(l[1].ptrs.begin() + 1);                     // the tile reads x from the workspace
+    if (always_aligned(c.program, l[1])) {
+      if (debug_level() >= 1)
+        std::fprintf(stderr,
+                     "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
+                     "rows and %u warps a block\n",
+                     k.name.c_str(), static_cast<long long>(pr.rows), what, kWeightOnlyFewSliced[i].tiles,
+                     l[1].block_x / 32);
+      c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
+      step.launches = std::move(l);
+      return true;
+    }
+    Launch rows = weight_only_fold_rows_launch(pr, code.fold_rows_fn);
+    set_fold_words(c.program, k, pr, rows);
+    step.launches = {std::move(rows)};
+    return true;
+  }
   const int timed = tuned ? weight_only_sliced_index(tuned->form) : -1, i = timed >= 0 ? timed : 0;
   if (pr.rows != 1 || !weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group))
     return kernel_failure(c.program, k,
@@ -587,24 +672,12 @@ StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const
   StatusOr<Launch> l = weight_only_fold_launch(pr, code.fold_rows_fn, code.sliced_fold_fn[i], c.sm_count, i,
                                                timed >= 0 ? tuned->split : 0);
   if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
-  const WeightOnlyDotAttrs& a = k.weight_only_dot;
-  // The scales, zero points, gamma and the residual are read a value at a time.
-  l->ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
-             {kWordScale, k.inputs[2], 0, true}};
-  if (pr.zero) l->ptrs.push_back({kWordZero, k.inputs[3], 0, true});
-  if (a.norm) {
-    const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
-    l->ptrs.push_back({kWordGamma, gamma, 0, true});
-    l->words[kWordGammaF32] = c.program.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
-    std::memcpy(&l->words[kWordEps], &a.norm_eps, sizeof(double));
-  }
-  if (a.residual) l->ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
+  set_fold_words(c.program, k, pr, *l);
   if (debug_level() >= 1)
     std::fprintf(stderr,
-                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s%s), %d tiles of 16 rows and %u "
+                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
                  "warps a block\n",
-                 k.name.c_str(), a.norm ? "RMSNorm" : "", a.norm && a.residual ? ", residual" : a.residual ? "residual" : "",
-                 kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
+                 k.name.c_str(), what, kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
   step.launches = {std::move(l.value())};
   return true;
 }

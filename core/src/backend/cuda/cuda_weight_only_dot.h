@@ -94,7 +94,7 @@ std::string weight_only_sliced_function(DType t, int bits, int i);
 // A folded product's entry points in the same module (wo_row_sliced's FOLD form, taking WoFoldArgs):
 // shape i's, and the CUDA-core form (wo_fold_rows) where an address is off the vector alignment.
 std::string weight_only_sliced_fold_function(DType t, int bits, int i);
-std::string weight_only_fold_rows_function(DType t, int bits);
+std::string weight_only_fold_rows_function(DType t, int bits, int row_tile);
 
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
@@ -138,6 +138,10 @@ std::string weight_only_few_rows_function(DType t, int bits, bool layout);
 // the few-rows tile would.
 inline constexpr WeightOnlySliced kWeightOnlyFewSliced[] = {{1, "_few_slice1"}, {2, "_few_slice2"}};
 std::string weight_only_few_sliced_function(DType t, int bits, int i);
+// A folded product's entry points in the module of 16 rows: the layout of x times gamma (with each
+// chunk's sums of squares), and shape i's tile (the rows' norm factors and the residual at the store).
+std::string weight_only_few_x_fold_function(DType t, int bits);
+std::string weight_only_few_sliced_fold_function(DType t, int bits, int i);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -199,6 +203,12 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // reading it there), their words but the addresses; the workspace bytes they share.
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
+// Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): one row
+// on the K-sliced one-row tile, 9 to 16 on the few-rows tile's K-sliced form.
+bool weight_only_fold_applies(const WeightOnlyFold& f);
+// A folded product on the CUDA cores (wo_fold_rows: a warp an output), where an address is off the
+// tiles' vector alignment.
+Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn);
 // The launch of a folded product (WeightOnlyProblem::fold): shape i of the K-sliced tile with
 // `warps` warps a block (0: the launch's own), the fold's words after the problem's (their
 // addresses set by the caller's pointer words).

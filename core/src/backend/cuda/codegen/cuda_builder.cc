@@ -289,10 +289,8 @@ class CudaBuilder final : public Builder {
     rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16};
     rules.channels_last_min_chain = 1;
     rules.weight_only_gated_rows = 0;  // the weight-only kernels read x as it is
-    // The K-sliced one-row tile normalizes x and adds the residual (its fold entry points).
-    rules.weight_only_fold = [](const WeightOnlyFold& f) {
-      return f.rows == 1 && f.K > 0 && weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
-    };
+    // The K-sliced tiles normalize x and add the residual (their fold entry points).
+    rules.weight_only_fold = weight_only_fold_applies;
     rules.low_precision_gemms = [] {
       Backend* gpu = backend_for(Device::Kind::kGpu);
       return gpu ? gpu->low_precision_gemms() : LowPrecisionGemms{};

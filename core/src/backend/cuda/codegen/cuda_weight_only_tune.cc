@@ -128,9 +128,9 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       if ((form != F::kRing && !vector) || ((form == F::kFewRows || few_i >= 0) && !few_x) ||
           (force_form && !form_forced))
         continue;
-      // A folded product runs on the one-row K-sliced shapes alone (their fold entry points, the
-      // same loop with its prologue and epilogue: timed here without them).
-      if (pr.fold && (!is_sliced || few_i >= 0)) continue;
+      // A folded product runs on the K-sliced shapes of its tile alone (their fold entry points, the
+      // same loops with their prologue and epilogue: timed here without them).
+      if (pr.fold && (tile == 2 * kWeightOnlyMmaRows ? few_i < 0 : !is_sliced || few_i >= 0)) continue;
       // The launches: the form's one, or the few-rows tile's (or its K-sliced form's) layout of x
       // and then the tile.
       std::vector<Launch> launches;

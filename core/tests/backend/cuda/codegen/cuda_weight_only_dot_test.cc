@@ -41,9 +41,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
     // K-sliced tile's shapes (each also in its fold form, with the CUDA-core fold), that of 8 of
-    // int4 weights and bfloat16 x the many-rows tile's two
-    // shapes and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced
-    // shapes; no more.
+    // int4 weights and bfloat16 x the many-rows tile's two shapes and their layouts, and that of 16
+    // the few-rows tile's, its layout and its K-sliced shapes (those also in their fold forms, with
+    // the layout's and the CUDA-core fold); no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
     const bool dequantize = tile == kWeightOnlyMmaRows;
@@ -57,19 +57,23 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
     const size_t few_sliced = few_rows ? std::size(kWeightOnlyFewSliced) : 0;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows +
-                           2 * sliced + (sliced > 0) + few_sliced)
+                           2 * sliced + (sliced > 0) + 2 * few_sliced + 2 * few_rows)
         << names[i];
     for (size_t s = 0; s < few_sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
-      const std::string entry = weight_only_few_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
-      EXPECT_EQ(weight_only_module_function(entry), names[i]);
-      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      for (const std::string& entry : {weight_only_few_sliced_function(DType::kBFloat16, bits, static_cast<int>(s)),
+                                       weight_only_few_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s)),
+                                       weight_only_few_x_fold_function(DType::kBFloat16, bits),
+                                       weight_only_fold_rows_function(DType::kBFloat16, bits, 16)}) {
+        EXPECT_EQ(weight_only_module_function(entry), names[i]);
+        EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      }
     }
     for (size_t s = 0; s < sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
       for (const std::string& entry : {weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s)),
                                        weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s)),
-                                       weight_only_fold_rows_function(DType::kBFloat16, bits)}) {
+                                       weight_only_fold_rows_function(DType::kBFloat16, bits, 8)}) {
         EXPECT_EQ(weight_only_module_function(entry), names[i]);
         EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
       }
@@ -492,6 +496,31 @@ TEST(CudaWeightOnlyDot, AFoldedProductRunsTheKSlicedFoldOrAWarpAnOutputWithTheFo
   // Off the tile (K of half a chunk): no launch.
   pr.K = 4160, pr.group = 4160, pr.groups = 1, pr.row_bytes = 2080;
   EXPECT_FALSE(weight_only_fold_launch(pr, rows, tile, 132, 0, 0).ok());
+}
+
+TEST(CudaWeightOnlyDot, ProductsFoldTheirNormAndResidualAtOneRowAnd9To16) {
+  const auto fold = [](int64_t rows, int64_t K, int64_t group, int bits = 4, DType t = DType::kBFloat16) {
+    return weight_only_fold_applies(WeightOnlyFold{t, rows, K, group, bits});
+  };
+  EXPECT_TRUE(fold(1, 4096, 128));
+  EXPECT_TRUE(fold(16, 4096, 128));
+  EXPECT_TRUE(fold(9, 4096, 4096, 8));
+  EXPECT_TRUE(fold(1, 4096, 4096, kWeightOnlyE4M3));
+  EXPECT_FALSE(fold(8, 4096, 128));   // 2 to 8 rows: no fold form
+  EXPECT_FALSE(fold(17, 4096, 128));  // past the few-rows tile
+  EXPECT_FALSE(fold(1, 4096, 64));    // half a chunk a group
+  EXPECT_FALSE(fold(1, 4096, 128, 4, DType::kFloat16));
+  EXPECT_FALSE(fold(1, -1, 128));  // K unknown
+  // The few-rows layout keeps a double of x's squares a row and chunk for a folded product.
+  WeightOnlyProblem pr = int4_problem(16, 4096);
+  const int64_t plain = weight_only_few_rows_workspace(pr);
+  pr.fold = true;
+  EXPECT_EQ(weight_only_few_rows_workspace(pr), plain + 4096 / 128 * 16 * 8);
+  // The CUDA-core fold: a warp an output of every row.
+  int stand_in = 0;
+  const Launch l = weight_only_fold_rows_launch(pr, reinterpret_cast<CUfunction>(&stand_in));
+  EXPECT_EQ(l.grid, 16u * 4096 / 8);
+  EXPECT_EQ(l.words.size(), 20u);
 }
 
 TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndItsWarps) {

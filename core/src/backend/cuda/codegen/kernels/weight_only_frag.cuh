@@ -231,12 +231,10 @@ template <int BITS> struct WoRowChunk {
 // scale} on each of its lanes. Every lane of the warp takes part (shuffles).
 // HI16 (int4): the pairs that meet high nibbles ({k1 k5, k3 k7}) a sixteenth of the others, so
 // that the mma's sums over high nibbles (16 u a value) add into the low nibbles' as they are.
+// wo_half_piece_f takes the piece's values as floats.
 template <int BITS, int PC, bool HI16 = false>
-DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
-  const unsigned w[4] = {v.x, v.y, v.z, v.w};
-  float f[8], m = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+DEVI float2 wo_half_piece_f(float (&f)[8], bool live, uint4* dst) {
+  float m = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(f[i]));
 #pragma unroll
@@ -257,6 +255,18 @@ DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
 #pragma unroll
   for (int o = 1; o < PC; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   return make_float2(s * 0x1p-24f, __uint_as_float(static_cast<unsigned>(127 - 14 + e + 24) << 23));
+}
+// The piece's 8 bfloat16 values as floats.
+DEVI void wo_piece_floats(const V16& v, float (&f)[8]) {
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(w[i] << 16), f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+}
+template <int BITS, int PC, bool HI16 = false>
+DEVI float2 wo_half_piece(const V16& v, bool live, uint4* dst) {
+  float f[8];
+  wo_piece_floats(v, f);
+  return wo_half_piece_f<BITS, PC, HI16>(f, live, dst);
 }
 
 // x's row (K values) into `xs` as wo_half_piece pairs it, and `sums` (a chunk's), a thread a piece.
@@ -459,6 +469,12 @@ DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i
 }
 // The norm's factor of a row whose squares sum to `squares` over K values.
 DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
+// Where the few-rows layout of x (wo_few_x, at `layout`) keeps each (chunk, row)'s sum of squares
+// of a folded product: after the fragments and the sums.
+template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
+  const int chunks = K / WoRowChunk<BITS>::kValues;
+  return reinterpret_cast<double*>(reinterpret_cast<float2*>(reinterpret_cast<uint4*>(layout) + NT * K) + chunks * NT * 8);
+}
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
 // 75.0, the others within 1%). FOLD (the fold entry points, WoFold): x times gamma as it is
@@ -584,17 +600,17 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   }
 }
 
-// A folded product at one row of bfloat16 x on the CUDA cores, element by element: where the
-// K-sliced tile's fold entry point cannot run (an address off its vector alignment). A warp an
-// output; each first sums the row's squares, then x times gamma times the dequantized weight row.
+// A folded product of bfloat16 x on the CUDA cores, element by element: where the K-sliced tiles'
+// fold entry points cannot run (an address off their vector alignment). A warp an output (row r of
+// x, weight row n); each sums its row's squares, and x times gamma times the dequantized weight row.
 // Its entry point waits for the previous kernel first.
 template <int BITS>
 DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
   typedef unsigned short S;
   const int lane = threadIdx.x & 31;
-  const i64 n = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
-  if (n >= a.N) return;
-  const S* x = (const S*)a.x;
+  const i64 o = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), r = o / a.N, n = o - r * a.N;
+  if (r >= a.rows) return;
+  const S* x = (const S*)a.x + r * a.K;
   const S* sc = (const S*)a.scale + n * a.groups;
   const S* zp = a.zero ? (const S*)a.zero + n * a.groups : nullptr;
   const signed char* w = (const signed char*)a.w + n * a.row_bytes;
@@ -608,11 +624,11 @@ DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
     sum = fmaf(fo.gamma ? v * wo_gamma(fo, k) : v, (wo_value<BITS>(w, k) - z) * b2f(sc[grp]), sum);
   }
 #pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    squares += __shfl_xor_sync(0xffffffffu, squares, o);
-    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  for (int s = 1; s < 32; s <<= 1) {
+    squares += __shfl_xor_sync(0xffffffffu, squares, s);
+    sum += __shfl_xor_sync(0xffffffffu, sum, s);
   }
-  if (lane == 0) ((S*)a.out)[n] = wo_fold_out(fo, sum, fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0, n);
+  if (lane == 0) ((S*)a.out)[o] = wo_fold_out(fo, sum, fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0, o);
 }
 
 // The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
@@ -632,13 +648,16 @@ DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
 // (scripts/weight_only_bench.cu 16), against the fastest other form: qkv 16.1 -> 15.1 us, o 12.4 ->
 // 11.0, gate/up 47.2 -> 39.7, down 26.2 -> 22.1, the output head 166 -> 140 (at 8 rows, one tile
 // of rows, it lost on all but down); the batch-16 int4 decode step 4.54 -> 3.72 ms.
-template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
+// FOLD (the fold entry points, WoFold with a gamma): x times gamma laid out, and each (chunk, row)'s
+// sum of x's squares in double after the sums (wo_few_squares), which the tile's epilogue adds up.
+template <int NT, int BITS, bool FOLD = false> DEVI void wo_few_x(const WoArgs& a, const WoFold& fo = WoFold{}) {
   typedef unsigned short S;
   constexpr int PC = WoRowChunk<BITS>::kPieces, PL = PC / 4;  // a chunk's pieces, a lane's of them
   const int K = static_cast<int>(a.K), P = K / 8, M = static_cast<int>(a.rows);
   const int total = 8 * NT * P;  // whole warps: P is a multiple of 8, a chunk's pieces
   uint4* frags = reinterpret_cast<uint4*>(a.out);
   float2* sums = reinterpret_cast<float2*>(frags + NT * K);
+  double* squares = wo_few_squares<NT, BITS>(a.out, K);
   for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < total; d += gridDim.x * blockDim.x) {
     const int r = d / P, p = d - r * P;
     const S* x = (const S*)a.x + (i64)r * K + p * 8;
@@ -653,9 +672,19 @@ template <int NT, int BITS> DEVI void wo_few_x(const WoArgs& a) {
     }
     // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
     const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
+    float f[8];
+    wo_piece_floats(v, f);
+    double sq = 0.0;
+    if (FOLD && fo.gamma) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sq = fma((double)f[e], (double)f[e], sq), f[e] *= wo_gamma(fo, p * 8 + e);
+#pragma unroll
+      for (int o = 1; o < PC; o <<= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    }
     const float2 sum =
-        wo_half_piece<BITS, PC, BITS == 4>(v, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
+        wo_half_piece_f<BITS, PC, BITS == 4>(f, true, frags + ((c * NT + nt) * PL + q % PL) * 32 + g * 4 + q / PL);
     if (q == 0) sums[(c * NT + nt) * 8 + g] = sum;
+    if (FOLD && fo.gamma && q == 0) squares[(c * NT + nt) * 8 + g] = sq;
   }
 }
 template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
@@ -737,8 +766,8 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
 // (blockDim.x / 32, at most MAXW) takes every W-th chunk of K, loads that chunk's x fragments and
 // sums once, and meets them with RT tiles of 16 weight rows; the warps sum their rows once at the
 // end.
-template <int NT, int BITS, int RT>
-DEVI void wo_few_sliced(const WoArgs& a) {
+template <int NT, int BITS, int RT, bool FOLD = false>
+DEVI void wo_few_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int PL = C::kPieces / 4, MAXW = RT >= 4 ? 8 : 16;  // x's pieces a lane holds a chunk
@@ -800,13 +829,26 @@ DEVI void wo_few_sliced(const WoArgs& a) {
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) red[w][r * 16 + g + 8 * (e >> 1)][nt * 8 + 2 * t + (e & 1)] = acc[r][nt][e];
+  // FOLD: each row of x's norm factor, from its chunks' sums of squares in the layout.
+  __shared__ double factor[FOLD ? NT * 8 : 1];
+  if (FOLD && threadIdx.x < NT * 8) {
+    double f = 1.0;
+    if (fo.gamma) {
+      const double* squares = wo_few_squares<NT, BITS>(a.x, static_cast<int>(a.K));
+      double all = 0.0;
+      for (int c = 0; c < chunks; ++c) all += squares[(c * NT + (threadIdx.x >> 3)) * 8 + (threadIdx.x & 7)];
+      f = wo_norm_factor(fo, all, a.K);
+    }
+    factor[threadIdx.x] = f;
+  }
   __syncthreads();
   S* out = (S*)a.out;
   for (int i = threadIdx.x; i < RT * 16 * NT * 8; i += W * 32) {
     const int row = i / (NT * 8), col = i % (NT * 8);
     float sum = 0.0f;
     for (int v = 0; v < W; ++v) sum += red[v][row][col];
-    if (n0 + row < N && col < M) out[(i64)col * N + n0 + row] = f2b(sum);
+    const i64 at = (i64)col * N + n0 + row;
+    if (n0 + row < N && col < M) out[at] = FOLD ? wo_fold_out(fo, sum, factor[col], at) : f2b(sum);
   }
 }
 
