@@ -63,7 +63,7 @@ PassRules pass_rules_for(Device::Kind kind) {
   if (env_is("TRIPY_QUANTIZED_DOT", "0")) rules.low_precision_gemms = [] { return LowPrecisionGemms{}; };
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "0")) rules.weight_only_dot_max_rows = 0;
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "1")) rules.weight_only_dot_max_rows = -1;
-  if (env_is("TRIPY_WEIGHT_ONLY_FOLD", "0")) rules.weight_only_norm_rows = rules.weight_only_residual_rows = 0;
+  if (env_is("TRIPY_WEIGHT_ONLY_FOLD", "0")) rules.weight_only_fold = [](const WeightOnlyFold&) { return false; };
   return rules;
 }
 
