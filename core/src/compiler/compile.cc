@@ -107,7 +107,7 @@ StatusOr<std::optional<flat::Graph>> weight_only_dot(const flat::Graph& g, PassC
 }
 
 StatusOr<std::optional<flat::Graph>> gated_weight_only_dot(const flat::Graph& g, PassContext& c) {
-  return flat::gated_weight_only_dot(g, c.rules.weight_only_gated_rows);
+  return flat::gated_weight_only_dot(g, c.rules.weight_only_fold);
 }
 
 StatusOr<std::optional<flat::Graph>> normed_weight_only_dot(const flat::Graph& g, PassContext& c) {

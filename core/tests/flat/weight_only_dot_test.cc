@@ -325,11 +325,16 @@ std::string swiglu(const std::string& rows, const std::string& gate, const std::
          "return %7\n";
 }
 
+// A backend's rule by x's rows alone.
+WeightOnlyFoldRule rows_up_to(int64_t rows) {
+  return [rows](const rt::WeightOnlyFold& f) { return f.rows <= rows; };
+}
+
 TEST(GatedWeightOnlyDot, ASwigluDownProductReadsTheGateAndUpHalves) {
   StatusOr<Graph> g = parse_graph(swiglu("3", "0", "16"));
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_TRUE(verify(*g).ok());
-  std::optional<Graph> out = gated_weight_only_dot(*g, 47);
+  std::optional<Graph> out = gated_weight_only_dot(*g, rows_up_to(47));
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
   EXPECT_EQ(out->str(), R"(%0 : f32[3, 32] = parameter() {index = 0}
@@ -338,7 +343,7 @@ TEST(GatedWeightOnlyDot, ASwigluDownProductReadsTheGateAndUpHalves) {
 %3 : f32[3, 2] = weight_only_dot(%0, %1, %2) {bits = 4, group_size = 8, gated = true}
 return %3
 )");
-  EXPECT_TRUE(gated_weight_only_dot(*g, -1).has_value());  // any rows
+  EXPECT_TRUE(gated_weight_only_dot(*g).has_value());  // everywhere
 }
 
 TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
@@ -346,13 +351,13 @@ TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
                                   swiglu("3", "0", "16", "gelu")}) {   // not SiLU
     StatusOr<Graph> g = parse_graph(text);
     ASSERT_TRUE(g.ok()) << g.status().message();
-    EXPECT_FALSE(gated_weight_only_dot(*g, -1).has_value()) << text;
+    EXPECT_FALSE(gated_weight_only_dot(*g).has_value()) << text;
   }
   StatusOr<Graph> many = parse_graph(swiglu("48", "0", "16"));
   ASSERT_TRUE(many.ok());
-  EXPECT_FALSE(gated_weight_only_dot(*many, 47).has_value());  // past the rule's rows
-  EXPECT_FALSE(gated_weight_only_dot(*many, 0).has_value());   // the rule off
-  EXPECT_TRUE(gated_weight_only_dot(*many, 48).has_value());
+  EXPECT_FALSE(gated_weight_only_dot(*many, rows_up_to(47)).has_value());  // past the rule's rows
+  EXPECT_FALSE(gated_weight_only_dot(*many, rows_up_to(0)).has_value());   // the rule off
+  EXPECT_TRUE(gated_weight_only_dot(*many, rows_up_to(48)).has_value());
 }
 
 // A backend's rule: products of x with at most `rows` rows, of float32 x, 4 features, one group.

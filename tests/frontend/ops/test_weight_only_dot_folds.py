@@ -1,11 +1,11 @@
-"""A weight-only product computes the RMSNorm before it and the residual add after it, where the
-backend's kernels do (the CPU's everywhere; the GPU's K-sliced tiles at one row or 9 to 16 rows of
-bfloat16 x, K and the group whole chunks): tp.RMSNorm's result as x
-(flat::normed_weight_only_dot) and add(product, r) of a product read by that add alone
-(flat::residual_weight_only_dot) each become the product's own work, their kernels gone. Checked
-against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to 300 rows,
-rows whose squares overflow or underflow float32, and the forms that only look alike, which keep
-their kernels."""
+"""A weight-only product computes what comes before and after it where the backend's kernels do
+(the CPU's everywhere; the GPU's K-sliced tiles at one row or 9 to 16 rows of bfloat16 x, K and
+the group whole chunks): tp.RMSNorm's result as x (flat::normed_weight_only_dot), a SwiGLU's
+SiLU(gate) * up (flat::gated_weight_only_dot), and add(product, r) of a product read by that add
+alone (flat::residual_weight_only_dot) each become the product's own work, their kernels gone.
+Checked against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to
+300 rows, rows whose squares overflow or underflow float32, and the forms that only look alike,
+which keep their kernels."""
 
 import numpy as np
 import pytest
@@ -70,6 +70,29 @@ def test_the_residual_after_a_product_is_added_by_it(dtype, batch):
     out = exe(*(tp.cast(tp.Tensor(v, device=default_device()), dtype) for v in (x, r)))
     got = np.array(tp.cast(out, tp.float32).tolist(), np.float64)
     _check(got, _rounded(x.astype(np.float64) @ w.T, dtype) + r, dtype)
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3, 16])
+def test_a_swiglu_down_product_gates_its_x_and_adds_the_residual(dtype, rows):
+    """h + down(silu(gate) * up), gate and up the halves of one value: the product forms x from both
+    halves (rounded to the dtype, as the SiLU's kernel would store it) and adds h; one kernel."""
+    down, w = _linear(4, 128, True, dtype)
+    N = w.shape[0]
+
+    def mlp(y, h):
+        gate, up = tp.split(y, 2, dim=-1)
+        return h + down(tp.silu(gate) * up)
+
+    exe = tp.compile(mlp, args=[tp.InputInfo((rows, 2 * K), dtype=dtype), tp.InputInfo((rows, N), dtype=dtype)])
+    folds = _folds(dtype, rows, 4, 128)
+    assert (_kernels(exe) == ["weight_only_dot"]) == folds, exe._impl.program_text
+    y = _rounded(RNG.standard_normal((rows, 2 * K)), dtype).astype(np.float32)
+    h = _rounded(RNG.standard_normal((rows, N)), dtype).astype(np.float32)
+    out = exe(*(tp.cast(tp.Tensor(v, device=default_device()), dtype) for v in (y, h)))
+    g, u = y[:, :K].astype(np.float64), y[:, K:].astype(np.float64)
+    x = _rounded(g / (1.0 + np.exp(-g)) * u, dtype)
+    _check(np.array(tp.cast(out, tp.float32).tolist(), np.float64), _rounded(x @ w.T, dtype) + h, dtype)
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])

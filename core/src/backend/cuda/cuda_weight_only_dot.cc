@@ -26,7 +26,7 @@ enum {
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 // A folded product's words after the problem's (weight_only_frag.cuh's WoFold).
-enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kFoldWords };
+enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kWordGated, kFoldWords };
 constexpr const char* kFoldSuffix = "_fold";
 constexpr const char* kFoldRowsSuffix = "_fold_rows";
 // The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
@@ -323,9 +323,9 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
-  // A folded product (normalizing x, adding a residual) runs on the K-sliced tile of the module of 8
-  // rows (one row) or on the few-rows tile's K-sliced form (16) alone.
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual)
+  // A folded product (normalizing or gating x, adding a residual) runs on the K-sliced tile of the
+  // module of 8 rows (one row) or on the few-rows tile's K-sliced form (16) alone.
+  if (k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual)
     return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
@@ -352,13 +352,13 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   pr.dtype = p.buffers[static_cast<size_t>(k.inputs.at(0))].dtype;
   pr.bits = weight_only_format(p, k);
   pr.N = w.at(0);
-  pr.K = x.back();
+  pr.K = weight_only_k(k.weight_only_dot, x.back());
   pr.rows = pr.N > 0 ? out_elements / pr.N : 0;
   pr.row_bytes = w.at(1);
   pr.groups = scale.at(1);
   pr.group = k.weight_only_dot.group_size;
   pr.zero = k.weight_only_dot.has_zero;
-  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.residual;
+  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual;
   pr.constant_weight = p.is_constant(k.inputs.at(1));
   return pr;
 }
@@ -465,10 +465,6 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
 
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code) {
-  // The GPU's builder gates no product (PassRules::weight_only_gated_rows): a file that says
-  // otherwise was not written by it.
-  if (k.weight_only_dot.gated)
-    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' gates its x, which the GPU's kernels do not");
   code.row_tile = weight_only_function_tile(function);
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
@@ -504,7 +500,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
       code.sliced_fn[i] = nullptr;
   // A folded product's entry points, which it runs alone: the K-sliced one-row tile's (the module
   // of 8 rows) or the few-rows tile's (of 16), and the CUDA-core fold.
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual) {
+  if (k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual) {
     auto get = [&](CUfunction& fn, const std::string& name) {
       return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
     };
@@ -518,8 +514,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
     if (all && !one_row) all = get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
     if (!all)
       return Status(StatusCode::kDataLoss, "kernel '" + k.name +
-                                               "' normalizes its x or adds a residual, and its module has no entry "
-                                               "point for that");
+                                               "' normalizes or gates its x or adds a residual, and its module has no "
+                                               "entry point for that");
   }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
@@ -623,6 +619,7 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
     std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
   }
   if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
+  l.words[kWordGated] = a.gated;
 }
 
 // A folded product (normalizing x, adding a residual): the fold entry points of the timed K-sliced
@@ -633,7 +630,8 @@ StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const
                               const KernelCode& code) {
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
   const WeightOnlyDotAttrs& a = k.weight_only_dot;
-  const char* what = a.norm && a.residual ? "RMSNorm, residual" : a.norm ? "RMSNorm" : "residual";
+  const std::string what = std::string(a.norm ? "RMSNorm " : "") + (a.gated ? "SwiGLU gate " : "") +
+                           (a.residual ? "residual" : "");
   if (code.row_tile == 2 * kWeightOnlyMmaRows) {
     const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
     const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];
@@ -652,7 +650,7 @@ StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const
         std::fprintf(stderr,
                      "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
                      "rows and %u warps a block\n",
-                     k.name.c_str(), static_cast<long long>(pr.rows), what, kWeightOnlyFewSliced[i].tiles,
+                     k.name.c_str(), static_cast<long long>(pr.rows), what.c_str(), kWeightOnlyFewSliced[i].tiles,
                      l[1].block_x / 32);
       c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
       step.launches = std::move(l);
@@ -677,7 +675,7 @@ StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const
     std::fprintf(stderr,
                  "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
                  "warps a block\n",
-                 k.name.c_str(), what, kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
+                 k.name.c_str(), what.c_str(), kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
   step.launches = {std::move(l.value())};
   return true;
 }

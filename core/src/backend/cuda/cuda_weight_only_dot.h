@@ -160,8 +160,8 @@ struct WeightOnlyProblem {
   int bits = 8;  // the format (weight_only_format)
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
-  // The product normalizes x or adds a residual (rt::WeightOnlyDotAttrs norm, residual): it runs on
-  // the K-sliced one-row tile's fold entry points alone.
+  // The product normalizes or gates x or adds a residual (rt::WeightOnlyDotAttrs norm, gated,
+  // residual): it runs on the K-sliced tiles' fold entry points alone.
   bool fold = false;
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.

@@ -5,8 +5,8 @@
 //     ->  weight_only_dot(y, w, scale...) {gated}
 //
 // and the kernel forms x as it reads it (rt::WeightOnlyDotAttrs::gated), so that the elementwise
-// kernel that wrote x, a launch of its own in every layer of a decode step, is gone. Only where x
-// has at most `max_rows` rows (the backend's rule: the forms that take a gated x).
+// kernel that wrote x, a launch of its own in every layer of a decode step, is gone. Only where the
+// backend's rule allows (the forms that take a gated x).
 #include "flat/passes/passes.h"
 #include "flat/passes/rebuild.h"
 
@@ -54,15 +54,14 @@ ValueId gate_source(const Graph& g, ValueId x) {
 
 }  // namespace
 
-std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows) {
-  if (max_rows == 0) return std::nullopt;
+std::optional<Graph> gated_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies) {
   std::optional<Graph> out = rewrite_some_ops(graph, [&](size_t i, GraphRewrite& rw) {
     const Op& src = graph.ops[i];
     if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
         src.kernel.weight_only_dot.gated || src.operands.empty())
       return false;
     const ValueId x = src.operands[0];
-    if (max_rows > 0 && most_rows(graph, x) > max_rows) return false;
+    if (applies && !applies(weight_only_fold_case(graph, src))) return false;
     const ValueId y = gate_source(graph, x);
     if (y < 0) return false;
     Op op = src;

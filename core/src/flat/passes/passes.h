@@ -105,10 +105,7 @@ bool converts_low_precision(const Graph& graph);
 // more, the dequantization stays for the GEMM, rewritten by groups of K for one fused kernel that
 // writes the float weight. nullopt when nothing matched.
 std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
-// weight_only_dot(mul(silu(y[..., :K]), y[..., K:]), ...) reads y itself (a SwiGLU's down
-// projection, rt::WeightOnlyDotAttrs::gated), where x has at most `max_rows` rows (-1: any; 0:
-// none). nullopt when nothing matched.
-std::optional<Graph> gated_weight_only_dot(const Graph& graph, int64_t max_rows = -1);
+
 // Where a backend's weight-only kernels normalize x and add a residual (rt::PassRules::
 // weight_only_fold; empty: everywhere).
 using WeightOnlyFoldRule = std::function<bool(const rt::WeightOnlyFold&)>;
@@ -118,6 +115,9 @@ rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op);
 // and gamma itself (rt::WeightOnlyDotAttrs::norm), where the rule allows. nullopt when nothing
 // matched.
 std::optional<Graph> normed_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});
+// weight_only_dot(mul(silu(y[..., :K]), y[..., K:]), ...) reads y itself (a SwiGLU's down
+// projection, rt::WeightOnlyDotAttrs::gated), where the rule allows. nullopt when nothing matched.
+std::optional<Graph> gated_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});
 // add(weight_only_dot(...), r) of a product read by that add alone becomes the product with r
 // added (rt::WeightOnlyDotAttrs::residual), where the rule allows. nullopt when nothing matched.
 std::optional<Graph> residual_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});

@@ -492,7 +492,7 @@ TEST(CudaWeightOnlyDot, AFoldedProductRunsTheKSlicedFoldOrAWarpAnOutputWithTheFo
   EXPECT_EQ(l->fn, rows);                 // where an address is off the vector alignment: a warp an output
   EXPECT_EQ(l->block_x, 256u);
   EXPECT_EQ(l->scalar_grid, 4096u / 8);
-  EXPECT_EQ(l->words.size(), 20u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps
+  EXPECT_EQ(l->words.size(), 21u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps, gated
   // Off the tile (K of half a chunk): no launch.
   pr.K = 4160, pr.group = 4160, pr.groups = 1, pr.row_bytes = 2080;
   EXPECT_FALSE(weight_only_fold_launch(pr, rows, tile, 132, 0, 0).ok());
@@ -520,7 +520,7 @@ TEST(CudaWeightOnlyDot, ProductsFoldTheirNormAndResidualAtOneRowAnd9To16) {
   int stand_in = 0;
   const Launch l = weight_only_fold_rows_launch(pr, reinterpret_cast<CUfunction>(&stand_in));
   EXPECT_EQ(l.grid, 16u * 4096 / 8);
-  EXPECT_EQ(l.words.size(), 20u);
+  EXPECT_EQ(l.words.size(), 21u);
 }
 
 TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndItsWarps) {

@@ -446,13 +446,17 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-// The words after WoArgs of the K-sliced tile's fold entry points (rt::WeightOnlyDotAttrs norm and
-// residual, one row of bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm),
-// the residual [N] (bfloat16; 0: none) and the norm's epsilon.
+// The words after WoArgs of the K-sliced tiles' fold entry points (rt::WeightOnlyDotAttrs norm,
+// gated and residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm),
+// the residual [rows, N] (bfloat16; 0: none), the norm's epsilon, and `gated`: x's rows hold 2K
+// values, and the product's x is SiLU(x[:K]) * x[K:], rounded to bfloat16.
 struct WoFold {
   i64 gamma, residual, gamma_f32;
   double eps;
+  i64 gated;
 };
+// A gated x's value from its gate and up halves, rounded as a kernel of its own would store it.
+DEVI float wo_gate(float g, float u) { return b2f(f2b(g / (1.0f + __expf(-g)) * u)); }
 struct WoFoldArgs {
   WoArgs a;
   WoFold f;
@@ -518,6 +522,19 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     } else {
       const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
       f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+    }
+    if (FOLD && fo.gated) {  // x's up half, K values on
+      float u[LV];
+      if (BITS == 4) {
+        const uint2 v = *reinterpret_cast<const uint2*>(x + a.K + c * V + lane * 4);
+        u[0] = __uint_as_float(v.x << 16), u[1] = __uint_as_float(v.x & 0xffff0000u);
+        u[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), u[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+      } else {
+        const unsigned v = *reinterpret_cast<const unsigned*>(x + a.K + c * V + lane * 2);
+        u[0] = __uint_as_float(v << 16), u[1] = __uint_as_float(v & 0xffff0000u);
+      }
+#pragma unroll
+      for (int i = 0; i < LV; ++i) f[i] = wo_gate(f[i], u[i]);
     }
     if (FOLD && fo.gamma)
 #pragma unroll
@@ -610,14 +627,14 @@ DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
   const int lane = threadIdx.x & 31;
   const i64 o = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), r = o / a.N, n = o - r * a.N;
   if (r >= a.rows) return;
-  const S* x = (const S*)a.x + r * a.K;
+  const S* x = (const S*)a.x + r * a.K * (fo.gated ? 2 : 1);
   const S* sc = (const S*)a.scale + n * a.groups;
   const S* zp = a.zero ? (const S*)a.zero + n * a.groups : nullptr;
   const signed char* w = (const signed char*)a.w + n * a.row_bytes;
   double squares = 0.0;
   float sum = 0.0f;
   for (i64 k = lane; k < a.K; k += 32) {
-    const float v = b2f(x[k]);
+    const float v = fo.gated ? wo_gate(b2f(x[k]), b2f(x[a.K + k])) : b2f(x[k]);
     squares = fma((double)v, (double)v, squares);
     const i64 grp = k / a.group;
     const float z = zp ? b2f(zp[grp]) : 0.0f;
@@ -660,20 +677,30 @@ template <int NT, int BITS, bool FOLD = false> DEVI void wo_few_x(const WoArgs& 
   double* squares = wo_few_squares<NT, BITS>(a.out, K);
   for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < total; d += gridDim.x * blockDim.x) {
     const int r = d / P, p = d - r * P;
-    const S* x = (const S*)a.x + (i64)r * K + p * 8;
-    V16 v{0u, 0u, 0u, 0u};
-    if (r < M && a.vec) {
-      v = wo_load_x(x);
-    } else if (r < M) {  // x off 16 bytes (the caller's buffer): a value at a time
-      unsigned w[4];
+    const bool gated = FOLD && fo.gated;  // x's rows hold gate and up halves, 2K values
+    const S* x = (const S*)a.x + (i64)r * K * (gated ? 2 : 1) + p * 8;
+    auto load = [&](const S* at) {
+      if (r < M && a.vec) return wo_load_x(at);
+      V16 v{0u, 0u, 0u, 0u};
+      if (r < M) {  // x off 16 bytes (the caller's buffer): a value at a time
+        unsigned w[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) w[e] = x[2 * e] | (unsigned)x[2 * e + 1] << 16;
-      v = V16{w[0], w[1], w[2], w[3]};
-    }
+        for (int e = 0; e < 4; ++e) w[e] = at[2 * e] | (unsigned)at[2 * e + 1] << 16;
+        v = V16{w[0], w[1], w[2], w[3]};
+      }
+      return v;
+    };
+    const V16 v = load(x);
     // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
     const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
     float f[8];
     wo_piece_floats(v, f);
+    if (gated) {
+      float u[8];
+      wo_piece_floats(load(x + K), u);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = wo_gate(f[e], u[e]);
+    }
     double sq = 0.0;
     if (FOLD && fo.gamma) {
 #pragma unroll
