@@ -514,25 +514,21 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
     // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
     constexpr int LV = V / 32;  // values a lane converts
+    auto lane_values = [&](const S* from, float (&f)[LV]) {  // this lane's LV values of chunk c
+      if (BITS == 4) {
+        const uint2 v = *reinterpret_cast<const uint2*>(from + c * V + lane * 4);
+        f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+        f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+      } else {
+        const unsigned v = *reinterpret_cast<const unsigned*>(from + c * V + lane * 2);
+        f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+      }
+    };
     float f[LV];
-    if (BITS == 4) {
-      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
-      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
-      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-    } else {
-      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
-      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
-    }
+    lane_values(x, f);
     if (FOLD && fo.gated) {  // x's up half, K values on
       float u[LV];
-      if (BITS == 4) {
-        const uint2 v = *reinterpret_cast<const uint2*>(x + a.K + c * V + lane * 4);
-        u[0] = __uint_as_float(v.x << 16), u[1] = __uint_as_float(v.x & 0xffff0000u);
-        u[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), u[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-      } else {
-        const unsigned v = *reinterpret_cast<const unsigned*>(x + a.K + c * V + lane * 2);
-        u[0] = __uint_as_float(v << 16), u[1] = __uint_as_float(v & 0xffff0000u);
-      }
+      lane_values(x + a.K, u);
 #pragma unroll
       for (int i = 0; i < LV; ++i) f[i] = wo_gate(f[i], u[i]);
     }
