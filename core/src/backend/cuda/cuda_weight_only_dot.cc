@@ -196,8 +196,8 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
 }
 
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
-  if (f.K <= 0) return false;
-  if (f.rows == 1) return weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
+  if (f.K <= 0 || f.gated) return false;
+  if (f.rows == 1) return f.bits == 4 && weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
   return f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
 }
@@ -614,7 +614,7 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
   if (pr.zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
   if (a.norm) {
     const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
-    l.ptrs.push_back({kWordGamma, gamma, 0, true});
+    l.ptrs.push_back({kWordGamma, gamma, 0, false});  // the one-row K-sliced tile reads it as x
     l.words[kWordGammaF32] = p.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
     std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
   }

@@ -61,7 +61,9 @@ std::optional<Graph> gated_weight_only_dot(const Graph& graph, const WeightOnlyF
         src.kernel.weight_only_dot.gated || src.operands.empty())
       return false;
     const ValueId x = src.operands[0];
-    if (applies && !applies(weight_only_fold_case(graph, src))) return false;
+    rt::WeightOnlyFold gate = weight_only_fold_case(graph, src);
+    gate.gated = true;
+    if (applies && !applies(gate)) return false;
     const ValueId y = gate_source(graph, x);
     if (y < 0) return false;
     Op op = src;

@@ -467,9 +467,12 @@ DEVI float wo_gamma(const WoFold& f, i64 k) {
 // Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
 // double: a row of huge values has a factor below float's normal range), rounded; then plus the
 // residual, rounded again, as an add kernel after the product would compute it.
-DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
+DEVI unsigned short wo_fold_value(const WoFold& f, float product, double factor, unsigned short residual) {
   const float p = f.gamma ? (float)(product * factor) : product;
-  return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
+  return f.residual ? f2b(b2f(f2b(p)) + b2f(residual)) : f2b(p);
+}
+DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
+  return wo_fold_value(f, product, factor, f.residual ? ((const unsigned short*)f.residual)[n] : 0);
 }
 // The norm's factor of a row whose squares sum to `squares` over K values.
 DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
@@ -482,7 +485,8 @@ template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
 // 75.0, the others within 1%). FOLD (the fold entry points, WoFold): x times gamma as it is
-// converted, each lane's sum of x's squares in double, and the outputs through wo_fold_out.
+// converted (gamma read as x is, a vector a lane), each lane's sum of x's squares in double, the
+// residual asked for before the loop, and the outputs through wo_fold_value.
 template <int BITS, int RT, bool FOLD = false>
 DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   typedef unsigned short S;
@@ -504,6 +508,10 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
   enter_after_previous();
+  // FOLD: the residual of the output this thread stores, asked for now rather than at the store.
+  S residual = 0;
+  if (FOLD && fo.residual && threadIdx.x < RT * 16 && n0 + static_cast<int>(threadIdx.x) < N)
+    residual = ((const S*)fo.residual)[n0 + threadIdx.x];
   int par = 0;
 #pragma unroll 1
   for (int c = w; c < chunks; c += W, par ^= 1) {
@@ -532,12 +540,21 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
 #pragma unroll
       for (int i = 0; i < LV; ++i) f[i] = wo_gate(f[i], u[i]);
     }
-    if (FOLD && fo.gamma)
+    if (FOLD && fo.gamma) {
+      float gv[LV];  // gamma's values of this lane, read as x's are
+      if (fo.gamma_f32) {
+        const float* from = (const float*)fo.gamma + c * V + lane * LV;
+        if (LV == 4) *reinterpret_cast<float4*>(gv) = *reinterpret_cast<const float4*>(from);
+        else *reinterpret_cast<float2*>(gv) = *reinterpret_cast<const float2*>(from);
+      } else {
+        lane_values((const S*)fo.gamma, gv);
+      }
 #pragma unroll
       for (int i = 0; i < LV; ++i) {
         squares = fma((double)f[i], (double)f[i], squares);
-        f[i] *= wo_gamma(fo, (i64)c * V + lane * LV + i);
+        f[i] *= gv[i];
       }
+    }
     float m = 0.0f;
 #pragma unroll
     for (int i = 0; i < LV; ++i) m = fmaxf(m, fabsf(f[i]));
@@ -609,7 +626,7 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
     float sum = 0.0f;
     for (int v = 0; v < W; ++v) sum += red[v][i];
-    if (n0 + i < N) out[n0 + i] = FOLD ? wo_fold_out(fo, sum, factor, n0 + i) : f2b(sum);
+    if (n0 + i < N) out[n0 + i] = FOLD ? wo_fold_value(fo, sum, factor, residual) : f2b(sum);
   }
 }
 
