@@ -1,8 +1,8 @@
 // What a product's folded RMSNorm and residual cost it (kernels/weight_only_frag.cuh's fold forms):
-// Llama-3-8B's int4 products at one row on the K-sliced one-row tile (wo_row_sliced) and at 16 rows
-// on the few-rows tile's K-sliced form (wo_few_x, then wo_few_sliced), each shape and warps a block
-// as the build times them, plain against folded (x normalized with a weight gamma, eps 1e-5, and a
-// residual added); the best of each, in us. The folded outputs are checked against the plain
+// Llama-3-8B's int4 products at 16 rows on the few-rows tile's K-sliced form (wo_few_x, then
+// wo_few_sliced), each shape and warps a block as the build times them, plain against folded (x
+// normalized with a weight gamma, eps 1e-5, and a residual added), then with the norm alone and
+// the residual alone; the best of each, in us. The folded outputs are checked against the plain
 // kernel's on x normalized apart (a reference kernel here) plus the residual (WRONG: off by more
 // than 1% of the largest output). Weight copies past the L2, back-to-back launches. A diagnostic;
 // on the GPU machine, from the repository root:
@@ -21,17 +21,12 @@
 #include "weight_only_frag.cuh"
 #include "weight_only_bench_util.cuh"
 
-#define ROW(RT)                                                                                                   \
-  extern "C" __global__ void __launch_bounds__(512) k_row##RT(const WoArgs a) { wo_row_sliced<4, RT>(a); }        \
-  extern "C" __global__ void __launch_bounds__(512) k_row_fold##RT(const WoFoldArgs p) {                          \
-    wo_row_sliced<4, RT, true>(p.a, p.f);                                                                         \
-  }
 #define FEW(RT)                                                                                                   \
   extern "C" __global__ void __launch_bounds__(512) k_few##RT(const WoArgs a) { wo_few_sliced<2, 4, RT>(a); }     \
   extern "C" __global__ void __launch_bounds__(512) k_few_fold##RT(const WoFoldArgs p) {                          \
     wo_few_sliced<2, 4, RT, true>(p.a, p.f);                                                                      \
   }
-ROW(4) ROW(1) ROW(2) FEW(1) FEW(2)
+FEW(1) FEW(2)
 extern "C" __global__ void k_few_x(const WoArgs a) { enter_after_previous(); wo_few_x<2, 4>(a); }
 extern "C" __global__ void k_few_x_fold(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, 4, true>(p.a, p.f); }
 
@@ -58,57 +53,57 @@ __global__ void add_into(unsigned short* ref, const unsigned short* residual, lo
 }
 
 int main() {
-  typedef void (*RowFn)(WoArgs);
+  typedef void (*TileFn)(WoArgs);
   typedef void (*FoldFn)(WoFoldArgs);
-  struct Shape { int rt; RowFn plain; FoldFn fold; };
-  const Shape rows1[] = {{4, k_row4, k_row_fold4}, {1, k_row1, k_row_fold1}, {2, k_row2, k_row_fold2}};
-  const Shape rows16[] = {{1, k_few1, k_few_fold1}, {2, k_few2, k_few_fold2}};
+  struct Shape { int rt; TileFn plain; FoldFn fold; };
+  const Shape shapes[] = {{1, k_few1, k_few_fold1}, {2, k_few2, k_few_fold2}};
   const int warps[] = {4, 8, 16};
-  for (const LlamaShape& s : llama_shapes_to_run())
-    for (int M : {1, 16}) {
-      Int4Rows p(s.N, s.K, M);
-      WoArgs& a = p.a;
-      unsigned short *gamma, *xn, *residual;
-      CK(cudaMalloc(&gamma, p.K * 2));
-      CK(cudaMalloc(&xn, M * p.K * 2));
-      CK(cudaMalloc(&residual, M * p.N * 2));
-      fill_bf16<<<256, 256>>>(gamma, p.K, 0.5f, 1.5f, 13, false);
-      fill_bf16<<<256, 256>>>(residual, M * p.N, -2.f, 2.f, 17, false);
-      normalize_rows<<<(unsigned)M, 256>>>(p.x, gamma, xn, (int)p.K, 1e-5);
-      const long chunks = p.K / 128;
-      void* lay;  // the few-rows layout, with the fold's squares after the sums
-      CK(cudaMalloc(&lay, 16 * p.K * 2 + chunks * 16 * 8 * 2));
-      CK(cudaDeviceSynchronize());
-      WoFold fo{(i64)gamma, (i64)residual, 0, 1e-5};
-      const unsigned xgrid = (unsigned)((16 * p.K / 8 + 255) / 256);
-      float best[2] = {1e9f, 1e9f};
-      bool wrong = false;
-      for (const Shape& sh : M == 1 ? std::vector<Shape>(rows1, rows1 + 3) : std::vector<Shape>(rows16, rows16 + 2))
-        for (int w : warps) {
-          if (M == 16 && sh.rt == 4 && w > 8) continue;
-          const unsigned blocks = (unsigned)((p.N + sh.rt * 16 - 1) / (sh.rt * 16)), threads = 32 * w;
-          a.mma_split = 0x100;  // the weight a constant: its first chunks asked for before the wait
-          for (int fold = 0; fold < 2; ++fold) {
-            auto run = [&](int i, unsigned short* out) {
-              a.w = (i64)p.copy(i);
-              a.out = (i64)(M == 1 ? out : lay);
-              a.x = (i64)(fold ? p.x : xn);
-              if (M == 16) {
-                fold ? k_few_x_fold<<<xgrid, 256>>>(WoFoldArgs{a, fo}) : k_few_x<<<xgrid, 256>>>(a);
-                a.x = (i64)lay, a.out = (i64)out;
-              }
-              fold ? sh.fold<<<blocks, threads>>>(WoFoldArgs{a, fo}) : sh.plain<<<blocks, threads>>>(a);
-            };
-            best[fold] = std::min(best[fold], time_us([&](int i) { run(i, p.out); }));
-            // The check: plain on the normalized x plus the residual, against the fold.
-            run(0, fold ? p.out : p.ref);
-            CK(cudaDeviceSynchronize());
-            if (!fold) add_into<<<256, 256>>>(p.ref, residual, M * p.N);
-            else wrong |= p.wrong();
-          }
+  const int M = 16;
+  for (const LlamaShape& s : llama_shapes_to_run()) {
+    Int4Rows p(s.N, s.K, M);
+    WoArgs& a = p.a;
+    unsigned short *gamma, *xn, *residual;
+    CK(cudaMalloc(&gamma, p.K * 2));
+    CK(cudaMalloc(&xn, M * p.K * 2));
+    CK(cudaMalloc(&residual, M * p.N * 2));
+    fill_bf16<<<256, 256>>>(gamma, p.K, 0.5f, 1.5f, 13, false);
+    fill_bf16<<<256, 256>>>(residual, M * p.N, -2.f, 2.f, 17, false);
+    normalize_rows<<<(unsigned)M, 256>>>(p.x, gamma, xn, (int)p.K, 1e-5);
+    const long chunks = p.K / 128;
+    void* lay;  // the few-rows layout, with the fold's squares after the sums
+    CK(cudaMalloc(&lay, 16 * p.K * 2 + chunks * 16 * 8 * 2));
+    CK(cudaDeviceSynchronize());
+    const unsigned xgrid = (unsigned)((16 * p.K / 8 + 255) / 256);
+    // Plain (x normalized apart), folded, the norm alone, the residual alone.
+    float best[4] = {1e9f, 1e9f, 1e9f, 1e9f};
+    bool wrong = false;
+    for (const Shape& sh : shapes)
+      for (int w : warps) {
+        if (sh.rt == 4 && w > 8) continue;
+        const unsigned blocks = (unsigned)((p.N + sh.rt * 16 - 1) / (sh.rt * 16)), threads = 32 * w;
+        a.mma_split = 0x100;  // the weight a constant: its first chunks asked for before the wait
+        for (int mode = 0; mode < 4; ++mode) {
+          const bool fold = mode > 0;
+          const WoFold fo{mode != 3 ? (i64)gamma : 0, mode != 2 ? (i64)residual : 0, 0, 1e-5};
+          auto run = [&](int i, unsigned short* out) {
+            a.w = (i64)p.copy(i);
+            a.out = (i64)lay;
+            a.x = (i64)(fold ? p.x : xn);
+            fold ? k_few_x_fold<<<xgrid, 256>>>(WoFoldArgs{a, fo}) : k_few_x<<<xgrid, 256>>>(a);
+            a.x = (i64)lay, a.out = (i64)out;
+            fold ? sh.fold<<<blocks, threads>>>(WoFoldArgs{a, fo}) : sh.plain<<<blocks, threads>>>(a);
+          };
+          best[mode] = std::min(best[mode], time_us([&](int i) { run(i, p.out); }));
+          if (mode > 1) continue;
+          // The check: plain on the normalized x plus the residual, against the fold.
+          run(0, fold ? p.out : p.ref);
+          CK(cudaDeviceSynchronize());
+          if (!fold) add_into<<<256, 256>>>(p.ref, residual, M * p.N);
+          else wrong |= p.wrong();
         }
-      printf("%-8s (%6ld, %6ld) M %2d | plain %7.2f | folded %7.2f%s | read floor %6.2f\n", s.name, p.N, p.K, M, best[0],
-             best[1], wrong ? " WRONG" : "", p.read_floor_us());
-      cudaFree(gamma), cudaFree(xn), cudaFree(residual), cudaFree(lay);
-    }
+      }
+    printf("%-8s (%6ld, %6ld) M %2d | plain %7.2f | folded %7.2f%s | norm %7.2f | residual %7.2f | read floor %6.2f\n",
+           s.name, p.N, p.K, M, best[0], best[1], wrong ? " WRONG" : "", best[2], best[3], p.read_floor_us());
+    cudaFree(gamma), cudaFree(xn), cudaFree(residual), cudaFree(lay);
+  }
 }

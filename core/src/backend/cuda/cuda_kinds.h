@@ -47,10 +47,9 @@ struct KernelCode {
   CUfunction sliced_fn[3] = {};
   // kWeightOnlyDot: the few-rows tile's K-sliced shapes (kWeightOnlyFewSliced), where the module has them.
   CUfunction few_sliced_fn[2] = {};
-  // kWeightOnlyDot of a folded product (norm, residual): the K-sliced tile's fold entry points, and
+  // kWeightOnlyDot of a folded product (norm, residual): the few-rows tile's fold entry points, and
   // the CUDA-core form for addresses off the vector alignment.
-  CUfunction sliced_fold_fn[3] = {}, fold_rows_fn = nullptr;
-  CUfunction few_sliced_fold_fn[2] = {}, few_x_fold_fn = nullptr;  // ... and the few-rows tile's
+  CUfunction few_sliced_fold_fn[2] = {}, few_x_fold_fn = nullptr, fold_rows_fn = nullptr;
 };
 
 // One kernel's work at one input-shape signature: launches of our kernels, or a library plan

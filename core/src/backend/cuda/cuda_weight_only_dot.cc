@@ -26,7 +26,7 @@ enum {
   kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
 };
 // A folded product's words after the problem's (weight_only_frag.cuh's WoFold).
-enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kWordGated, kFoldWords };
+enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kFoldWords };
 constexpr const char* kFoldSuffix = "_fold";
 constexpr const char* kFoldRowsSuffix = "_fold_rows";
 // The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
@@ -179,12 +179,8 @@ std::string weight_only_sliced_function(DType t, int bits, int i) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kWeightOnlySliced[i].suffix;
 }
 
-std::string weight_only_sliced_fold_function(DType t, int bits, int i) {
-  return weight_only_sliced_function(t, bits, i) + kFoldSuffix;
-}
-
-std::string weight_only_fold_rows_function(DType t, int bits, int row_tile) {
-  return weight_only_function(t, bits, row_tile) + kFoldRowsSuffix;
+std::string weight_only_fold_rows_function(DType t, int bits) {
+  return weight_only_function(t, bits, 2 * kWeightOnlyMmaRows) + kFoldRowsSuffix;
 }
 
 std::string weight_only_few_x_fold_function(DType t, int bits) {
@@ -195,10 +191,11 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
   return weight_only_few_sliced_function(t, bits, i) + kFoldSuffix;
 }
 
+bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
+
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
-  if (f.K <= 0 || f.gated) return false;
-  if (f.rows == 1) return f.bits == 4 && weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
-  return f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
+  return !f.gated && weight_only_fold_format(f.bits) && f.K > 0 && f.rows > kWeightOnlyMmaRows &&
+         f.rows <= 2 * kWeightOnlyMmaRows &&
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
 }
 
@@ -323,10 +320,9 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
-  // A folded product (normalizing or gating x, adding a residual) runs on the K-sliced tile of the
-  // module of 8 rows (one row) or on the few-rows tile's K-sliced form (16) alone.
-  if (k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual)
-    return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
+  // A folded product (normalizing x, adding a residual) runs on the few-rows tile's K-sliced form
+  // alone (the module of 16 rows).
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual) return {2 * kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
   const int64_t group = k.weight_only_dot.group_size;
@@ -358,7 +354,7 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   pr.groups = scale.at(1);
   pr.group = k.weight_only_dot.group_size;
   pr.zero = k.weight_only_dot.has_zero;
-  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual;
+  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.residual;
   pr.constant_weight = p.is_constant(k.inputs.at(1));
   return pr;
 }
@@ -417,18 +413,6 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   return l;
 }
 
-StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
-                                         int sm_count, int i, int warps) {
-  const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
-  TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, kWeightOnlyMmaRows, rows_fn, sm_count, warps, sliced_fn, form));
-  if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
-  // The CUDA-core form: a warp an output, 8 a block.
-  l.block_x = kWeightOnlyBlock;
-  l.grid = l.scalar_grid = static_cast<unsigned>((pr.N + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
-  l.words.resize(kFoldWords, 0);
-  return l;
-}
-
 Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn, int sm_count) {
   Launch l;
   l.fn = fn;
@@ -465,6 +449,10 @@ std::optional<WeightOnlyChoice> weight_only_choice(const AlgoBytes& stored) {
 
 Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, const std::string& function,
                             KernelCode& code) {
+  // The GPU's builder gates no product (PassRules::weight_only_fold): a file that says otherwise
+  // was not written by it.
+  if (k.weight_only_dot.gated)
+    return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' gates its x, which the GPU's kernels do not");
   code.row_tile = weight_only_function_tile(function);
   if (code.row_tile == 0)
     return Status(StatusCode::kDataLoss, "kernel '" + k.name + "' names no weight-only entry point: '" + function + "'");
@@ -498,24 +486,21 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
         api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
-  // A folded product's entry points, which it runs alone: the K-sliced one-row tile's (the module
-  // of 8 rows) or the few-rows tile's (of 16), and the CUDA-core fold.
-  if (k.weight_only_dot.norm || k.weight_only_dot.gated || k.weight_only_dot.residual) {
+  // A folded product's entry points, which it runs alone: the few-rows tile's (the module of 16
+  // rows), and the CUDA-core fold.
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual) {
     auto get = [&](CUfunction& fn, const std::string& name) {
       return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
     };
-    const bool one_row = weight_only_one_row_tile(t, bits, code.row_tile);
-    bool all = (one_row || weight_only_few_rows_tile(t, bits, code.row_tile)) &&
-               get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits, code.row_tile));
-    for (int i = 0; all && one_row && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
-      all = get(code.sliced_fold_fn[i], weight_only_sliced_fold_function(t, bits, i));
-    for (int i = 0; all && !one_row && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
+    bool all = weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits) &&
+               get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits)) &&
+               get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
+    for (int i = 0; all && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
       all = get(code.few_sliced_fold_fn[i], weight_only_few_sliced_fold_function(t, bits, i));
-    if (all && !one_row) all = get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
     if (!all)
       return Status(StatusCode::kDataLoss, "kernel '" + k.name +
-                                               "' normalizes or gates its x or adds a residual, and its module has no "
-                                               "entry point for that");
+                                               "' normalizes its x or adds a residual, and its module has no entry "
+                                               "point for that");
   }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;
@@ -614,69 +599,52 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
   if (pr.zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
   if (a.norm) {
     const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
-    l.ptrs.push_back({kWordGamma, gamma, 0, false});  // the one-row K-sliced tile reads it as x
+    l.ptrs.push_back({kWordGamma, gamma, 0, true});
     l.words[kWordGammaF32] = p.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
     std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
   }
   if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
-  l.words[kWordGated] = a.gated;
 }
 
-// A folded product (normalizing x, adding a residual): the fold entry points of the timed K-sliced
-// shape, one row on the one-row tile (the module of 8 rows), up to 16 on the few-rows tile's (of
-// 16), which the compiler's rule (weight_only_fold_applies) made sure apply; the CUDA-core fold
-// where an address is off their vector alignment.
+// A folded product (normalizing x, adding a residual): the fold entry points of the few-rows tile's
+// timed K-sliced shape (the module of 16 rows), which the compiler's rule (weight_only_fold_applies)
+// made sure applies; the CUDA-core fold where an address is off their vector alignment.
 StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                               const KernelCode& code) {
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  const WeightOnlyDotAttrs& a = k.weight_only_dot;
-  const std::string what = std::string(a.norm ? "RMSNorm " : "") + (a.gated ? "SwiGLU gate " : "") +
-                           (a.residual ? "residual" : "");
-  if (code.row_tile == 2 * kWeightOnlyMmaRows) {
-    const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
-    const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];
-    if (pr.rows > code.row_tile || !weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group))
-      return kernel_failure(c.program, k, "folds its norm or residual off the few-rows tile", StatusCode::kInternal);
-    std::vector<Launch> l =
-        weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
-    for (Launch& one : l) {
-      one.words.resize(kFoldWords, 0);
-      set_fold_words(c.program, k, pr, one);
-    }
-    l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out
-    l[1].ptrs.erase(l[1].ptrs.begin() + 1);                     // the tile reads x from the workspace
-    if (always_aligned(c.program, l[1])) {
-      if (debug_level() >= 1)
-        std::fprintf(stderr,
-                     "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
-                     "rows and %u warps a block\n",
-                     k.name.c_str(), static_cast<long long>(pr.rows), what.c_str(), kWeightOnlyFewSliced[i].tiles,
-                     l[1].block_x / 32);
-      c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
-      step.launches = std::move(l);
-      return true;
-    }
+  const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
+  const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];
+  if (code.row_tile != 2 * kWeightOnlyMmaRows || pr.rows > code.row_tile ||
+      !weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group))
+    return kernel_failure(c.program, k,
+                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
+                              " rows, where the few-rows tile does not run",
+                          StatusCode::kInternal);
+  std::vector<Launch> l =
+      weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
+  for (Launch& one : l) {
+    one.words.resize(kFoldWords, 0);
+    set_fold_words(c.program, k, pr, one);
+  }
+  l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out
+  l[1].ptrs.erase(l[1].ptrs.begin() + 1);                     // the tile reads x from the workspace
+  if (!always_aligned(c.program, l[1])) {
     Launch rows = weight_only_fold_rows_launch(pr, code.fold_rows_fn);
     set_fold_words(c.program, k, pr, rows);
     step.launches = {std::move(rows)};
     return true;
   }
-  const int timed = tuned ? weight_only_sliced_index(tuned->form) : -1, i = timed >= 0 ? timed : 0;
-  if (pr.rows != 1 || !weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group))
-    return kernel_failure(c.program, k,
-                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
-                              " rows, where the K-sliced one-row tile does not run",
-                          StatusCode::kInternal);
-  StatusOr<Launch> l = weight_only_fold_launch(pr, code.fold_rows_fn, code.sliced_fold_fn[i], c.sm_count, i,
-                                               timed >= 0 ? tuned->split : 0);
-  if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
-  set_fold_words(c.program, k, pr, *l);
-  if (debug_level() >= 1)
+  if (debug_level() >= 1) {
+    const WeightOnlyDotAttrs& a = k.weight_only_dot;
     std::fprintf(stderr,
-                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
-                 "warps a block\n",
-                 k.name.c_str(), what.c_str(), kWeightOnlySliced[i].tiles, l->vector_block_x / 32);
-  step.launches = {std::move(l.value())};
+                 "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
+                 "rows and %u warps a block\n",
+                 k.name.c_str(), static_cast<long long>(pr.rows),
+                 a.norm && a.residual ? "RMSNorm, residual" : a.norm ? "RMSNorm" : "residual",
+                 kWeightOnlyFewSliced[i].tiles, l[1].block_x / 32);
+  }
+  c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
+  step.launches = std::move(l);
   return true;
 }
 

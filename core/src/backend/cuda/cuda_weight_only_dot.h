@@ -91,11 +91,6 @@ inline constexpr int kWeightOnlySlicedWarps[] = {4, 8, 16};
 bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, int64_t K, int64_t group);
 // Shape i's entry point (kWeightOnlySliced[i]).
 std::string weight_only_sliced_function(DType t, int bits, int i);
-// A folded product's entry points in the same module (wo_row_sliced's FOLD form, taking WoFoldArgs):
-// shape i's, and the CUDA-core form (wo_fold_rows) where an address is off the vector alignment.
-std::string weight_only_sliced_fold_function(DType t, int bits, int i);
-std::string weight_only_fold_rows_function(DType t, int bits, int row_tile);
-
 // The entry point of the kWeightOnlyMmaRows module that writes the dequantized weight [N, K] of x's dtype.
 std::string weight_only_dequantize_function(DType t, int bits);
 // For int4 weights and bfloat16 x, the module of 8 rows (weight_only_frag_tile) also holds the
@@ -138,10 +133,14 @@ std::string weight_only_few_rows_function(DType t, int bits, bool layout);
 // the few-rows tile would.
 inline constexpr WeightOnlySliced kWeightOnlyFewSliced[] = {{1, "_few_slice1"}, {2, "_few_slice2"}};
 std::string weight_only_few_sliced_function(DType t, int bits, int i);
-// A folded product's entry points in the module of 16 rows: the layout of x times gamma (with each
-// chunk's sums of squares), and shape i's tile (the rows' norm factors and the residual at the store).
+// A folded product's entry points in the module of 16 rows (int4 and int8 weights,
+// weight_only_fold_format; taking WoFoldArgs): the layout of x times gamma (with each chunk's sums
+// of squares), shape i's tile (the rows' norm factors and the residual at the store), and the
+// CUDA-core form (wo_fold_rows) where an address is off the vector alignment.
+bool weight_only_fold_format(int bits);
 std::string weight_only_few_x_fold_function(DType t, int bits);
 std::string weight_only_few_sliced_fold_function(DType t, int bits, int i);
+std::string weight_only_fold_rows_function(DType t, int bits);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -161,7 +160,7 @@ struct WeightOnlyProblem {
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
   // The product normalizes or gates x or adds a residual (rt::WeightOnlyDotAttrs norm, gated,
-  // residual): it runs on the K-sliced tiles' fold entry points alone.
+  // residual): it runs on the few-rows tile's fold entry points alone.
   bool fold = false;
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
@@ -203,17 +202,14 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // reading it there), their words but the addresses; the workspace bytes they share.
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
-// Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): one row
-// on the K-sliced one-row tile, 9 to 16 on the few-rows tile's K-sliced form.
+// Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): 9 to 16
+// rows of int4 or int8 weights, on the few-rows tile's K-sliced form. At one row the K-sliced
+// one-row tile's fold form gained nothing on an H200 (Llama-3-8B int4 decode 2.256 -> 2.251 ms),
+// float8's lost at 16 rows (4.348 -> 4.455), and a SwiGLU's gate lost everywhere it was tried.
 bool weight_only_fold_applies(const WeightOnlyFold& f);
 // A folded product on the CUDA cores (wo_fold_rows: a warp an output), where an address is off the
 // tiles' vector alignment.
 Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn);
-// The launch of a folded product (WeightOnlyProblem::fold): shape i of the K-sliced tile with
-// `warps` warps a block (0: the launch's own), the fold's words after the problem's (their
-// addresses set by the caller's pointer words).
-StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
-                                         int sm_count, int i, int warps);
 // The same for the few-rows tile's K-sliced shape i (kWeightOnlyFewSliced) with `warps` warps a block.
 std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                     int sm_count, int i, int warps);

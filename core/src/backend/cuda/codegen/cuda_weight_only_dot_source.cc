@@ -50,19 +50,11 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   }
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
   // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
-  // Each also in its fold form (a product that normalizes x or adds a residual), with the CUDA-core
-  // fold for addresses off the vector alignment.
-  if (one_row) {
-    for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i) {
-      const std::string shape = std::to_string(bits) + ", " + std::to_string(kWeightOnlySliced[i].tiles);
+  if (one_row)
+    for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
-                "(const WoArgs a) { wo_row_sliced<" + shape + ">(a); }\n";
-      source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_fold_function(t, bits, i) +
-                "(const WoFoldArgs p) { wo_row_sliced<" + shape + ", true>(p.a, p.f); }\n";
-    }
-    source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits, kWeightOnlyMmaRows) +
-              "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + std::to_string(bits) + ">(p.a, p.f); }\n";
-  }
+                "(const WoArgs a) { wo_row_sliced<" + std::to_string(bits) + ", " +
+                std::to_string(kWeightOnlySliced[i].tiles) + ">(a); }\n";
   // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
   // a block (two blocks a multiprocessor), each with its layout of x.
   if (frag && row_tile == kWeightOnlyMmaRows) {
@@ -82,20 +74,24 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
               weight_only_few_rows_function(t, bits, false) + "(const WoArgs a) { wo_few<2, " + format + ">(a); }\n";
     source += "extern \"C\" __global__ void " + weight_only_few_rows_function(t, bits, true) +
               "(const WoArgs a) { enter_after_previous(); wo_few_x<2, " + format + ">(a); }\n";
-    // Its K-sliced shapes, up to 16 warps a block; each also in its fold form after the layout's
-    // fold form, with the CUDA-core fold (a product that normalizes x or adds a residual).
+    // Its K-sliced shapes, up to 16 warps a block; for int4 and int8 weights each also in its fold
+    // form (a product that normalizes x or adds a residual), after the layout's fold form, with the
+    // CUDA-core fold.
+    const bool fold = weight_only_fold_format(bits);
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i) {
       const std::string shape = format + ", " + std::to_string(kWeightOnlyFewSliced[i].tiles);
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_function(t, bits, i) +
                 "(const WoArgs a) { wo_few_sliced<2, " + shape + ">(a); }\n";
-      source += "extern \"C\" __global__ void __launch_bounds__(512) " +
-                weight_only_few_sliced_fold_function(t, bits, i) + "(const WoFoldArgs p) { wo_few_sliced<2, " + shape +
-                ", true>(p.a, p.f); }\n";
+      if (fold)
+        source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_fold_function(t, bits, i) +
+                  "(const WoFoldArgs p) { wo_few_sliced<2, " + shape + ", true>(p.a, p.f); }\n";
     }
-    source += "extern \"C\" __global__ void " + weight_only_few_x_fold_function(t, bits) +
-              "(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, " + format + ", true>(p.a, p.f); }\n";
-    source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits, 2 * kWeightOnlyMmaRows) +
-              "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + format + ">(p.a, p.f); }\n";
+    if (fold) {
+      source += "extern \"C\" __global__ void " + weight_only_few_x_fold_function(t, bits) +
+                "(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, " + format + ", true>(p.a, p.f); }\n";
+      source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits) +
+                "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + format + ">(p.a, p.f); }\n";
+    }
   }
   if (row_tile == kWeightOnlyMmaRows)
     source += "extern \"C\" __global__ void " + weight_only_dequantize_function(t, bits) +

@@ -446,49 +446,11 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-// The words after WoArgs of the K-sliced tiles' fold entry points (rt::WeightOnlyDotAttrs norm,
-// gated and residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm),
-// the residual [rows, N] (bfloat16; 0: none), the norm's epsilon, and `gated`: x's rows hold 2K
-// values, and the product's x is SiLU(x[:K]) * x[K:], rounded to bfloat16.
-struct WoFold {
-  i64 gamma, residual, gamma_f32;
-  double eps;
-  i64 gated;
-};
-// A gated x's value from its gate and up halves, rounded as a kernel of its own would store it.
-DEVI float wo_gate(float g, float u) { return b2f(f2b(g / (1.0f + __expf(-g)) * u)); }
-struct WoFoldArgs {
-  WoArgs a;
-  WoFold f;
-};
-DEVI float wo_gamma(const WoFold& f, i64 k) {
-  return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
-}
-// Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
-// double: a row of huge values has a factor below float's normal range), rounded; then plus the
-// residual, rounded again, as an add kernel after the product would compute it.
-DEVI unsigned short wo_fold_value(const WoFold& f, float product, double factor, unsigned short residual) {
-  const float p = f.gamma ? (float)(product * factor) : product;
-  return f.residual ? f2b(b2f(f2b(p)) + b2f(residual)) : f2b(p);
-}
-DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
-  return wo_fold_value(f, product, factor, f.residual ? ((const unsigned short*)f.residual)[n] : 0);
-}
-// The norm's factor of a row whose squares sum to `squares` over K values.
-DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
-// Where the few-rows layout of x (wo_few_x, at `layout`) keeps each (chunk, row)'s sum of squares
-// of a folded product: after the fragments and the sums.
-template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
-  const int chunks = K / WoRowChunk<BITS>::kValues;
-  return reinterpret_cast<double*>(reinterpret_cast<float2*>(reinterpret_cast<uint4*>(layout) + NT * K) + chunks * NT * 8);
-}
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
-// 75.0, the others within 1%). FOLD (the fold entry points, WoFold): x times gamma as it is
-// converted (gamma read as x is, a vector a lane), each lane's sum of x's squares in double, the
-// residual asked for before the loop, and the outputs through wo_fold_value.
-template <int BITS, int RT, bool FOLD = false>
-DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
+// 75.0, the others within 1%).
+template <int BITS, int RT>
+DEVI void wo_row_sliced(const WoArgs& a) {
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int V = C::kValues;
@@ -503,15 +465,10 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
-  double squares = 0.0;  // FOLD: this lane's share of the row's sum of squares
   V16 q[RT][2];
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
   enter_after_previous();
-  // FOLD: the residual of the output this thread stores, asked for now rather than at the store.
-  S residual = 0;
-  if (FOLD && fo.residual && threadIdx.x < RT * 16 && n0 + static_cast<int>(threadIdx.x) < N)
-    residual = ((const S*)fo.residual)[n0 + threadIdx.x];
   int par = 0;
 #pragma unroll 1
   for (int c = w; c < chunks; c += W, par ^= 1) {
@@ -522,38 +479,14 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
     // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
     constexpr int LV = V / 32;  // values a lane converts
-    auto lane_values = [&](const S* from, float (&f)[LV]) {  // this lane's LV values of chunk c
-      if (BITS == 4) {
-        const uint2 v = *reinterpret_cast<const uint2*>(from + c * V + lane * 4);
-        f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
-        f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-      } else {
-        const unsigned v = *reinterpret_cast<const unsigned*>(from + c * V + lane * 2);
-        f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
-      }
-    };
     float f[LV];
-    lane_values(x, f);
-    if (FOLD && fo.gated) {  // x's up half, K values on
-      float u[LV];
-      lane_values(x + a.K, u);
-#pragma unroll
-      for (int i = 0; i < LV; ++i) f[i] = wo_gate(f[i], u[i]);
-    }
-    if (FOLD && fo.gamma) {
-      float gv[LV];  // gamma's values of this lane, read as x's are
-      if (fo.gamma_f32) {
-        const float* from = (const float*)fo.gamma + c * V + lane * LV;
-        if (LV == 4) *reinterpret_cast<float4*>(gv) = *reinterpret_cast<const float4*>(from);
-        else *reinterpret_cast<float2*>(gv) = *reinterpret_cast<const float2*>(from);
-      } else {
-        lane_values((const S*)fo.gamma, gv);
-      }
-#pragma unroll
-      for (int i = 0; i < LV; ++i) {
-        squares = fma((double)f[i], (double)f[i], squares);
-        f[i] *= gv[i];
-      }
+    if (BITS == 4) {
+      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
+      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+    } else {
+      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
+      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
     }
     float m = 0.0f;
 #pragma unroll
@@ -609,28 +542,45 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   if (t == 0)
 #pragma unroll
     for (int r = 0; r < RT; ++r) red[w][r * 16 + g] = acc[r][0], red[w][r * 16 + g + 8] = acc[r][1];
-  __shared__ double warp_squares[FOLD ? WO_SLICE_MAX_WARPS : 1];
-  if (FOLD && fo.gamma) {
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) squares += __shfl_xor_sync(0xffffffffu, squares, o);
-    if (lane == 0) warp_squares[w] = squares;
-  }
   __syncthreads();
-  double factor = 1.0;
-  if (FOLD && fo.gamma) {
-    double all = 0.0;
-    for (int v = 0; v < W; ++v) all += warp_squares[v];
-    factor = wo_norm_factor(fo, all, a.K);
-  }
   S* out = (S*)a.out;
   for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
     float sum = 0.0f;
     for (int v = 0; v < W; ++v) sum += red[v][i];
-    if (n0 + i < N) out[n0 + i] = FOLD ? wo_fold_value(fo, sum, factor, residual) : f2b(sum);
+    if (n0 + i < N) out[n0 + i] = f2b(sum);
   }
 }
 
-// A folded product of bfloat16 x on the CUDA cores, element by element: where the K-sliced tiles'
+// The words after WoArgs of the few-rows tile's fold entry points (rt::WeightOnlyDotAttrs norm and
+// residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm), the
+// residual [rows, N] (bfloat16; 0: none) and the norm's epsilon.
+struct WoFold {
+  i64 gamma, residual, gamma_f32;
+  double eps;
+};
+struct WoFoldArgs {
+  WoArgs a;
+  WoFold f;
+};
+DEVI float wo_gamma(const WoFold& f, i64 k) {
+  return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
+}
+// Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
+// double: a row of huge values has a factor below float's normal range), rounded; then plus the
+// residual, rounded again, as an add kernel after the product would compute it.
+DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
+  const float p = f.gamma ? (float)(product * factor) : product;
+  return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
+}
+// The norm's factor of a row whose squares sum to `squares` over K values.
+DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
+// Where the few-rows layout of x (wo_few_x, at `layout`) keeps each (chunk, row)'s sum of squares
+// of a folded product: after the fragments and the sums.
+template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
+  const int chunks = K / WoRowChunk<BITS>::kValues;
+  return reinterpret_cast<double*>(reinterpret_cast<float2*>(reinterpret_cast<uint4*>(layout) + NT * K) + chunks * NT * 8);
+}
+// A folded product of bfloat16 x on the CUDA cores, element by element: where the few-rows tile's
 // fold entry points cannot run (an address off their vector alignment). A warp an output (row r of
 // x, weight row n); each sums its row's squares, and x times gamma times the dequantized weight row.
 // Its entry point waits for the previous kernel first.
@@ -640,14 +590,14 @@ DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
   const int lane = threadIdx.x & 31;
   const i64 o = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), r = o / a.N, n = o - r * a.N;
   if (r >= a.rows) return;
-  const S* x = (const S*)a.x + r * a.K * (fo.gated ? 2 : 1);
+  const S* x = (const S*)a.x + r * a.K;
   const S* sc = (const S*)a.scale + n * a.groups;
   const S* zp = a.zero ? (const S*)a.zero + n * a.groups : nullptr;
   const signed char* w = (const signed char*)a.w + n * a.row_bytes;
   double squares = 0.0;
   float sum = 0.0f;
   for (i64 k = lane; k < a.K; k += 32) {
-    const float v = fo.gated ? wo_gate(b2f(x[k]), b2f(x[a.K + k])) : b2f(x[k]);
+    const float v = b2f(x[k]);
     squares = fma((double)v, (double)v, squares);
     const i64 grp = k / a.group;
     const float z = zp ? b2f(zp[grp]) : 0.0f;
@@ -690,30 +640,20 @@ template <int NT, int BITS, bool FOLD = false> DEVI void wo_few_x(const WoArgs& 
   double* squares = wo_few_squares<NT, BITS>(a.out, K);
   for (int d = blockIdx.x * blockDim.x + threadIdx.x; d < total; d += gridDim.x * blockDim.x) {
     const int r = d / P, p = d - r * P;
-    const bool gated = FOLD && fo.gated;  // x's rows hold gate and up halves, 2K values
-    const S* x = (const S*)a.x + (i64)r * K * (gated ? 2 : 1) + p * 8;
-    auto load = [&](const S* at) {
-      if (r < M && a.vec) return wo_load_x(at);
-      V16 v{0u, 0u, 0u, 0u};
-      if (r < M) {  // x off 16 bytes (the caller's buffer): a value at a time
-        unsigned w[4];
+    const S* x = (const S*)a.x + (i64)r * K + p * 8;
+    V16 v{0u, 0u, 0u, 0u};
+    if (r < M && a.vec) {
+      v = wo_load_x(x);
+    } else if (r < M) {  // x off 16 bytes (the caller's buffer): a value at a time
+      unsigned w[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) w[e] = at[2 * e] | (unsigned)at[2 * e + 1] << 16;
-        v = V16{w[0], w[1], w[2], w[3]};
-      }
-      return v;
-    };
-    const V16 v = load(x);
+      for (int e = 0; e < 4; ++e) w[e] = x[2 * e] | (unsigned)x[2 * e + 1] << 16;
+      v = V16{w[0], w[1], w[2], w[3]};
+    }
     // Piece q of chunk c goes to lane (g, q / PL), its k-th of the chunk's pieces k = q % PL.
     const int c = p / PC, q = p % PC, nt = r >> 3, g = r & 7;
     float f[8];
     wo_piece_floats(v, f);
-    if (gated) {
-      float u[8];
-      wo_piece_floats(load(x + K), u);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) f[e] = wo_gate(f[e], u[e]);
-    }
     double sq = 0.0;
     if (FOLD && fo.gamma) {
 #pragma unroll
