@@ -325,16 +325,19 @@ std::string swiglu(const std::string& rows, const std::string& gate, const std::
          "return %7\n";
 }
 
-// A backend's rule by x's rows alone.
-WeightOnlyFoldRule rows_up_to(int64_t rows) {
-  return [rows](const rt::WeightOnlyFold& f) { return f.rows <= rows; };
+// A backend's rule for gates, by x's rows alone (the pass asks it about a gate).
+WeightOnlyFoldRule gates_up_to(int64_t rows) {
+  return [rows](const rt::WeightOnlyFold& f) {
+    EXPECT_TRUE(f.gated);
+    return f.rows <= rows;
+  };
 }
 
 TEST(GatedWeightOnlyDot, ASwigluDownProductReadsTheGateAndUpHalves) {
   StatusOr<Graph> g = parse_graph(swiglu("3", "0", "16"));
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_TRUE(verify(*g).ok());
-  std::optional<Graph> out = gated_weight_only_dot(*g, rows_up_to(47));
+  std::optional<Graph> out = gated_weight_only_dot(*g, gates_up_to(47));
   ASSERT_TRUE(out.has_value());
   ASSERT_TRUE(verify(*out).ok());
   EXPECT_EQ(out->str(), R"(%0 : f32[3, 32] = parameter() {index = 0}
@@ -344,6 +347,8 @@ TEST(GatedWeightOnlyDot, ASwigluDownProductReadsTheGateAndUpHalves) {
 return %3
 )");
   EXPECT_TRUE(gated_weight_only_dot(*g).has_value());  // everywhere
+  // A rule that takes norms and residuals but no gate (the GPU's).
+  EXPECT_FALSE(gated_weight_only_dot(*g, [](const rt::WeightOnlyFold& f) { return !f.gated; }).has_value());
 }
 
 TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
@@ -355,9 +360,9 @@ TEST(GatedWeightOnlyDot, OtherHalvesMoreRowsOrAnotherFunctionKeepX) {
   }
   StatusOr<Graph> many = parse_graph(swiglu("48", "0", "16"));
   ASSERT_TRUE(many.ok());
-  EXPECT_FALSE(gated_weight_only_dot(*many, rows_up_to(47)).has_value());  // past the rule's rows
-  EXPECT_FALSE(gated_weight_only_dot(*many, rows_up_to(0)).has_value());   // the rule off
-  EXPECT_TRUE(gated_weight_only_dot(*many, rows_up_to(48)).has_value());
+  EXPECT_FALSE(gated_weight_only_dot(*many, gates_up_to(47)).has_value());  // past the rule's rows
+  EXPECT_FALSE(gated_weight_only_dot(*many, gates_up_to(0)).has_value());   // the rule off
+  EXPECT_TRUE(gated_weight_only_dot(*many, gates_up_to(48)).has_value());
 }
 
 // A backend's rule: products of x with at most `rows` rows, of float32 x, 4 features, one group.

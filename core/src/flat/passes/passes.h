@@ -105,9 +105,8 @@ bool converts_low_precision(const Graph& graph);
 // more, the dequantization stays for the GEMM, rewritten by groups of K for one fused kernel that
 // writes the float weight. nullopt when nothing matched.
 std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
-
-// Where a backend's weight-only kernels normalize x and add a residual (rt::PassRules::
-// weight_only_fold; empty: everywhere).
+// Where a backend's weight-only kernels form x (normalized, or a SwiGLU's gate) and add a residual
+// (rt::PassRules::weight_only_fold; empty: everywhere).
 using WeightOnlyFoldRule = std::function<bool(const rt::WeightOnlyFold&)>;
 // The product `op` (a weight-only dot kernel of `graph`) as the rule sees it.
 rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op);
