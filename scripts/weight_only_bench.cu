@@ -1,9 +1,10 @@
 // The weight-only products of a Llama-3-8B decode step and its output head (one row of x, int4 in
 // groups of 128 with zero points, int8 per output feature) timed alone, outside Tripy: the
-// CUDA-core rows, the tensor-core ring and for int4 the register-fed tile and at one row the
-// one-row tile (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's
-// warps, against a kernel that only reads the same bytes, with back-to-back launches over weight
-// copies larger than the L2.
+// CUDA-core rows, the tensor-core ring, for int4 the register-fed tile, and at one row the
+// one-row tile (for int8 also its short rows' entry point) and the K-sliced one-row tile
+// (kernels/weight_only_dot.cuh, weight_only_frag.cuh) at each split of a block's warps, against a
+// kernel that only reads the same bytes, with back-to-back launches over weight copies larger
+// than the L2.
 // Past 8 rows of x the register-fed tile is the 16-row module's (FRAG16_WT tiles of 16 weight rows a
 // group), and the few-rows tile (wo_few after its layout of x, wo_few_x) is timed too, with its layout.
 // A diagnostic for work on the kernel file; run on the GPU machine from the repository root:
@@ -49,6 +50,13 @@ extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row4(const WoArgs a) { 
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_few(const WoArgs a) { wo_few<2, 4>(a); }
 extern "C" __global__ void k_few_x(const WoArgs a) { wo_few_x<2, 4>(a); }
 extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8(const WoArgs a) { wo_frag_row<8>(a); }
+extern "C" __global__ void __launch_bounds__(WO_BLOCK) k_row8s(const WoArgs a) {
+  wo_frag_row<8, WO_ROW_SHORT_K, WO_ROW_SHORT_SLOTS>(a);
+}
+// The K-sliced one-row tile's shapes (RT tiles of 16 weight rows a block).
+#define SLICED(B, RT) \
+  extern "C" __global__ void __launch_bounds__(512) k_sl##B##_##RT(const WoArgs a) { wo_row_sliced<B, RT>(a); }
+SLICED(4, 1) SLICED(4, 2) SLICED(4, 4) SLICED(8, 1) SLICED(8, 2) SLICED(8, 4)
 
 
 int main(int argc, char** argv) {
@@ -81,7 +89,8 @@ int main(int argc, char** argv) {
         return time_us([&](int i) { fn<<<blocks, 256>>>((const V16*)ws[i % copies], wbytes / 16, sink); });
       };
       printf("%-8s b%d (%6ld, %6ld) %6.1f MB:", s.name, bits, N, K, wbytes / 1e6);
-      float best_rows = 1e9, best_ring = 1e9, best_frag = 1e9, best_row = 1e9;
+      float best_rows = 1e9, best_ring = 1e9, best_frag = 1e9, best_row = 1e9, best_short = 1e9, best_sliced = 1e9;
+      int sliced_rt = 0, sliced_w = 0;
       for (int split : {1, 2, 4, 8}) {
         a.split = split; a.n_blocks = (N + (8 / split) * 4 - 1) / ((8 / split) * 4); a.mma_split = a.mma_blocks = 0; a.out = (i64)out;
         float t = timeit(bits == 4 ? k_rows4 : k_rows8, (unsigned)a.n_blocks);
@@ -102,6 +111,21 @@ int main(int argc, char** argv) {
         if (bits == 4) best_frag = std::min(best_frag, timeit(k_frag, (unsigned)a.mma_blocks));
         a.mma_blocks = (N + (8 / split) * 16 - 1) / ((8 / split) * 16);
         if (rows_x == 1 && K <= WO_ROW_MAX_K) best_row = std::min(best_row, timeit(k_row, (unsigned)a.mma_blocks));
+        if (rows_x == 1 && bits == 8 && K <= WO_ROW_SHORT_K) best_short = std::min(best_short, timeit(k_row8s, (unsigned)a.mma_blocks));
+      }
+      if (rows_x == 1) {  // the K-sliced one-row tile: each shape and warps a block
+        const int rts[] = {1, 2, 4};
+        void (*const fns4[])(WoArgs) = {k_sl4_1, k_sl4_2, k_sl4_4};
+        void (*const fns8[])(WoArgs) = {k_sl8_1, k_sl8_2, k_sl8_4};
+        a.mma_split = 0x100;  // the weight a constant: its first chunks asked for before the wait
+        a.out = (i64)out2;
+        for (int r = 0; r < 3; ++r)
+          for (int w : {4, 8, 16}) {
+            const auto fn = bits == 4 ? fns4[r] : fns8[r];
+            const unsigned blocks = (unsigned)((N + rts[r] * 16 - 1) / (rts[r] * 16));
+            const float t = time_us([&](int i) { a.w = (i64)ws[i % copies]; fn<<<blocks, 32 * w>>>(a); });
+            if (t < best_sliced) best_sliced = t, sliced_rt = rts[r], sliced_w = w;
+          }
       }
       // agreement of the ring with the rows kernel on the first weight copy
       std::vector<unsigned short> h1(N), h2(N);
@@ -151,6 +175,10 @@ int main(int argc, char** argv) {
         for (long i = 0; i < N; ++i) rd = std::max(rd, (double)fabsf(bf(h1[i]) - bf(h2[i])));
         printf(" | one-row %6.2f us = %5.0f GB/s  diff %.1e", best_row, wbytes / best_row / 1e3, rd / mx);
       }
+      if (best_short < 1e9) printf(" | one-row short %6.2f us", best_short);
+      if (best_sliced < 1e9)
+        printf(" | K-sliced %6.2f us = %5.0f GB/s (RT %d, %d warps)", best_sliced, wbytes / best_sliced / 1e3, sliced_rt,
+               sliced_w);
       printf("\n");
       for (auto p : ws) cudaFree(p);
       cudaFree(x); cudaFree(sc); cudaFree(zp); cudaFree(out); cudaFree(out2); cudaFree(few_ws);
