@@ -1,8 +1,9 @@
 // What a product's folded RMSNorm and residual cost it (kernels/weight_only_frag.cuh's fold forms):
-// Llama-3-8B's int4 products at 16 rows on the few-rows tile's K-sliced form (wo_few_x, then
-// wo_few_sliced), each shape and warps a block as the build times them, plain against folded (x
-// normalized with a weight gamma, eps 1e-5, and a residual added), then with the norm alone and
-// the residual alone; the best of each, in us. The folded outputs are checked against the plain
+// Llama-3-8B's int4 products at one row on the K-sliced one-row tile (wo_row_sliced, its
+// WO_FOLD_NORM and WO_FOLD_RESIDUAL entry points) and at 16 rows on the few-rows tile's K-sliced
+// form (wo_few_x, then wo_few_sliced), each shape and warps a block as the build times them:
+// plain (x normalized apart), folded (x normalized with a weight gamma, eps 1e-5, and a residual
+// added; 16 rows only), the norm alone and the residual alone; the best of each, in us. The folded outputs are checked against the plain
 // kernel's on x normalized apart (a reference kernel here) plus the residual (WRONG: off by more
 // than 1% of the largest output). Weight copies past the L2, back-to-back launches. A diagnostic;
 // on the GPU machine, from the repository root:
@@ -27,6 +28,15 @@
     wo_few_sliced<2, 4, RT, true>(p.a, p.f);                                                                      \
   }
 FEW(1) FEW(2)
+#define ROW(RT)                                                                                                   \
+  extern "C" __global__ void __launch_bounds__(512) k_row##RT(const WoArgs a) { wo_row_sliced<4, RT>(a); }        \
+  extern "C" __global__ void __launch_bounds__(512) k_row_norm##RT(const WoFoldArgs p) {                          \
+    wo_row_sliced<4, RT, WO_FOLD_NORM>(p.a, p.f);                                                                 \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(512) k_row_res##RT(const WoFoldArgs p) {                           \
+    wo_row_sliced<4, RT, WO_FOLD_RESIDUAL>(p.a, p.f);                                                             \
+  }
+ROW(1) ROW(2) ROW(4)
 extern "C" __global__ void k_few_x(const WoArgs a) { enter_after_previous(); wo_few_x<2, 4>(a); }
 extern "C" __global__ void k_few_x_fold(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, 4, true>(p.a, p.f); }
 
@@ -52,9 +62,56 @@ __global__ void add_into(unsigned short* ref, const unsigned short* residual, lo
     ref[i] = f2b(b2f(ref[i]) + b2f(residual[i]));
 }
 
+typedef void (*TileFn)(WoArgs);
+typedef void (*FoldFn)(WoFoldArgs);
+
+// One row: plain on x normalized apart, the norm's entry point on x, the residual's on x.
+void one_row(const LlamaShape& s) {
+  struct Shape { int rt; TileFn plain; FoldFn norm, res; };
+  const Shape shapes[] = {{1, k_row1, k_row_norm1, k_row_res1}, {2, k_row2, k_row_norm2, k_row_res2},
+                          {4, k_row4, k_row_norm4, k_row_res4}};
+  Int4Rows p(s.N, s.K, 1);
+  WoArgs& a = p.a;
+  unsigned short *gamma, *xn, *residual;
+  CK(cudaMalloc(&gamma, p.K * 2));
+  CK(cudaMalloc(&xn, p.K * 2));
+  CK(cudaMalloc(&residual, p.N * 2));
+  fill_bf16<<<256, 256>>>(gamma, p.K, 0.5f, 1.5f, 13, false);
+  fill_bf16<<<256, 256>>>(residual, p.N, -2.f, 2.f, 17, false);
+  normalize_rows<<<1, 256>>>(p.x, gamma, xn, (int)p.K, 1e-5);
+  CK(cudaDeviceSynchronize());
+  float best[3] = {1e9f, 1e9f, 1e9f};
+  bool wrong = false;
+  a.mma_split = 0x100;  // the weight a constant: its first chunks asked for before the wait
+  for (const Shape& sh : shapes)
+    for (int w : {4, 8, 16}) {
+      const unsigned blocks = (unsigned)((p.N + sh.rt * 16 - 1) / (sh.rt * 16)), threads = 32 * w;
+      // mode 0 plain (on x, or on x normalized apart), 1 the norm's entry point, 2 the residual's.
+      auto run = [&](int mode, int i, unsigned short* out, bool normalized) {
+        const WoFold fo{mode == 1 ? (i64)gamma : 0, mode == 2 ? (i64)residual : 0, 0, 1e-5};
+        a.w = (i64)p.copy(i), a.out = (i64)out, a.x = (i64)(normalized ? xn : p.x);
+        if (mode == 0) sh.plain<<<blocks, threads>>>(a);
+        else (mode == 1 ? sh.norm : sh.res)<<<blocks, threads>>>(WoFoldArgs{a, fo});
+      };
+      for (int mode = 0; mode < 3; ++mode) {
+        best[mode] = std::min(best[mode], time_us([&](int i) { run(mode, i, p.out, mode == 0); }));
+        if (mode == 0) continue;
+        // The check: the plain tile on the normalized x (the norm), or on x plus the residual.
+        run(0, 0, p.ref, mode == 1);
+        CK(cudaDeviceSynchronize());
+        if (mode == 2) add_into<<<256, 256>>>(p.ref, residual, p.N);
+        run(mode, 0, p.out, false);
+        CK(cudaDeviceSynchronize());
+        wrong |= p.wrong();
+      }
+    }
+  printf("%-8s (%6ld, %6ld) M  1 | plain %7.2f | norm %7.2f | residual %7.2f%s | read floor %6.2f\n", s.name, p.N,
+         p.K, best[0], best[1], best[2], wrong ? " WRONG" : "", p.read_floor_us());
+  cudaFree(gamma), cudaFree(xn), cudaFree(residual);
+}
+
 int main() {
-  typedef void (*TileFn)(WoArgs);
-  typedef void (*FoldFn)(WoFoldArgs);
+  for (const LlamaShape& s : llama_shapes_to_run()) one_row(s);
   struct Shape { int rt; TileFn plain; FoldFn fold; };
   const Shape shapes[] = {{1, k_few1, k_few_fold1}, {2, k_few2, k_few_fold2}};
   const int warps[] = {4, 8, 16};

@@ -327,15 +327,15 @@ struct WeightOnlyDotAttrs {
 inline size_t weight_only_inputs(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero + a.norm + a.residual; }
 inline size_t weight_only_gamma_input(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero; }
 inline size_t weight_only_residual_input(const WeightOnlyDotAttrs& a) { return 3 + a.has_zero + a.norm; }
-// A weight-only product a pass would have normalize its x or add its residual (the backend's
-// PassRules::weight_only_fold decides): x's dtype, the most rows x may have, K, the group and the
-// weight's format (4, 8, or 9 for float8 e4m3 values); `gated`: the fold asked is a SwiGLU's gate
-// (flat::gated_weight_only_dot), not a norm or a residual.
+// A weight-only product as a pass would leave it, normalizing or gating its x or adding its
+// residual (the backend's PassRules::weight_only_fold decides): x's dtype, the most rows x may
+// have, K, the group, the weight's format (4, 8, or 9 for float8 e4m3 values), and the folds it
+// would then have (the one asked and those it has: rt::WeightOnlyDotAttrs norm, gated, residual).
 struct WeightOnlyFold {
   DType dtype = DType::kFloat32;
   int64_t rows = 0, K = 0, group = 0;
   int bits = 8;
-  bool gated = false;
+  bool norm = false, gated = false, residual = false;
 };
 // The packed bytes per weight row of K values.
 inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }

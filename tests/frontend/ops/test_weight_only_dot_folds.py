@@ -1,9 +1,10 @@
 """A weight-only product computes what comes before and after it where the backend's kernels do:
 tp.RMSNorm's result as x (flat::normed_weight_only_dot) and add(product, r) of a product read by
-that add alone (flat::residual_weight_only_dot) on the CPU everywhere and on the GPU's few-rows
-tile (9 to 16 rows of bfloat16 x, int4 or int8 weights, K and the group whole chunks), a SwiGLU's
-SiLU(gate) * up (flat::gated_weight_only_dot) on the CPU; each becomes the product's own work, its
-kernel gone.
+that add alone (flat::residual_weight_only_dot) on the CPU everywhere, and on the GPU at one row
+of int4 weights (the K-sliced one-row tile: one of the two a product) and at 9 to 16 rows of int4
+or int8 weights (the few-rows tile), bfloat16 x with K and the group whole chunks; a SwiGLU's
+SiLU(gate) * up (flat::gated_weight_only_dot) on the CPU. Each becomes the product's own work,
+its kernel gone.
 Checked against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to
 300 rows, rows whose squares overflow or underflow float32, and the forms that only look alike,
 which keep their kernels."""
@@ -19,13 +20,14 @@ from test_weight_only_dot import K, RNG, _check, _kernels, _linear, _rounded, _r
 
 
 def _folds(dtype, rows, bits, group):
-    """Whether the default device's products take the norm and the residual at this product."""
+    """Whether the default device's products take a norm or a residual at this product (at one row
+    on the GPU, one of the two)."""
     if default_device().kind == "cpu":
         return True
-    chunk = 128 if bits == 4 else 64  # the few-rows tile's chunk of a weight row: 64 bytes
+    chunk = 128 if bits == 4 else 64  # the K-sliced tiles' chunk of a weight row: 64 bytes
     chunks = (group or K) // chunk
-    return (dtype == tp.bfloat16 and 9 <= rows <= 16 and bits in (4, 8) and K % chunk == 0
-            and (group or K) % chunk == 0 and (group is None or chunks & (chunks - 1) == 0))
+    return (dtype == tp.bfloat16 and (rows == 1 and bits == 4 or 9 <= rows <= 16 and bits in (4, 8))
+            and K % chunk == 0 and (group or K) % chunk == 0 and (group is None or chunks & (chunks - 1) == 0))
 
 
 def _norm(dtype, eps=1e-5):
@@ -100,12 +102,12 @@ def test_a_swiglu_down_product_gates_its_x_and_adds_the_residual(dtype, rows):
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
 @pytest.mark.parametrize("eps", [1e-6, 0.0])
-def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(dtype, eps):
+@pytest.mark.parametrize("rows", [1, 12])
+def test_rows_whose_squares_overflow_or_underflow_are_normalized_exactly(dtype, eps, rows):
     """Rows of 1e25 (their squares past float32) and of 1e-25 (below it; with eps = 0 the norm's
     underflow guard is part of what the product computes) normalize as numpy does in float64."""
     lin, w = _linear(4, 128, True, dtype)
     norm, gamma = _norm(dtype, eps=eps)
-    rows = 1 if default_device().kind == "cpu" else 12  # where the device folds
     exe = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((rows, K), dtype=dtype)])
     assert ("norm = true" in exe._impl.program_text) == _folds(dtype, rows, 4, 128), exe._impl.program_text
     for magnitude in (1e25, 1e-25, 1.0):

@@ -1,6 +1,7 @@
-"""The GPU's folded norms and residual adds (the few-rows tile's fold forms, 9 to 16 rows of
-bfloat16 x) with x off a 16-byte boundary: the layout then reads x a value at a time; against
-numpy, as with x aligned. Skipped without a GPU or torch."""
+"""The GPU's folded norms and residual adds with x off a 16-byte boundary, against numpy as with x
+aligned: at one row (the K-sliced one-row tile's fold entry points, a norm or a residual) the
+CUDA-core fold then runs, at 9 to 16 rows the few-rows layout reads x a value at a time. Skipped
+without a GPU or torch."""
 
 import numpy as np
 import pytest
@@ -16,6 +17,15 @@ from test_weight_only_dot import K, RNG, _check, _linear, _rounded  # noqa: E402
 from test_weight_only_dot_folds import _norm, _rms  # noqa: E402
 
 
+def _each_alignment(exe, x, *rest):
+    """exe's output for x as given and for x one element off a 16-byte boundary (float64)."""
+    xt = torch.tensor(x, dtype=torch.bfloat16, device="cuda")
+    rest = [tp.Tensor(torch.tensor(v, dtype=torch.bfloat16, device="cuda")) for v in rest]
+    for x_in in (xt, off_by_one_element(xt)):
+        out = exe(tp.Tensor(x_in), *rest)
+        yield torch.from_dlpack(out).float().cpu().numpy().astype(np.float64)
+
+
 @pytest.mark.parametrize("rows", [9, 16])
 @pytest.mark.parametrize("bits, group", [(4, 128), (8, None)])
 def test_x_aligned_or_not_gives_the_folded_norm_and_residual(rows, bits, group):
@@ -28,10 +38,25 @@ def test_x_aligned_or_not_gives_the_folded_norm_and_residual(rows, bits, group):
     assert "norm = true" in text and "residual = true" in text, text
     x = _rounded(RNG.standard_normal((rows, K)) * 3, tp.bfloat16)
     r = _rounded(RNG.standard_normal((rows, N)), tp.bfloat16)
-    want = _rms(x, gamma, 1e-5) @ w.T + r
-    xt = torch.tensor(x, dtype=torch.bfloat16, device="cuda")
-    rt = torch.tensor(r, dtype=torch.bfloat16, device="cuda")
-    for x_in in (xt, off_by_one_element(xt)):
-        out = exe(tp.Tensor(x_in), tp.Tensor(rt))
-        got = torch.from_dlpack(out).float().cpu().numpy().astype(np.float64)
-        _check(got, want, tp.bfloat16)
+    for got in _each_alignment(exe, x, r):
+        _check(got, _rms(x, gamma, 1e-5) @ w.T + r, tp.bfloat16)
+
+
+@pytest.mark.parametrize("group", [128, None])
+def test_one_row_folds_its_norm_or_its_residual_aligned_or_not(group):
+    """At one row each product takes one of the two: the norm before lin, then the residual after
+    it (the norm's kernel gone from one program, the add's from the other)."""
+    lin, w = _linear(4, group or K, True, tp.bfloat16)
+    norm, gamma = _norm(tp.bfloat16)
+    N = w.shape[0]
+    normed = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((1, K), dtype=tp.bfloat16)])
+    added = tp.compile(lambda x, r: r + lin(x),
+                       args=[tp.InputInfo((1, K), dtype=tp.bfloat16), tp.InputInfo((1, N), dtype=tp.bfloat16)])
+    assert "norm = true" in normed._impl.program_text, normed._impl.program_text
+    assert "residual = true" in added._impl.program_text, added._impl.program_text
+    x = _rounded(RNG.standard_normal((1, K)) * 3, tp.bfloat16)
+    r = _rounded(RNG.standard_normal((1, N)), tp.bfloat16)
+    for got in _each_alignment(normed, x):
+        _check(got, _rms(x, gamma, 1e-5) @ w.T, tp.bfloat16)
+    for got in _each_alignment(added, x, r):
+        _check(got, _rounded(x.astype(np.float64) @ w.T, tp.bfloat16) + r, tp.bfloat16)

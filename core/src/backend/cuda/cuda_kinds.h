@@ -47,8 +47,10 @@ struct KernelCode {
   CUfunction sliced_fn[3] = {};
   // kWeightOnlyDot: the few-rows tile's K-sliced shapes (kWeightOnlyFewSliced), where the module has them.
   CUfunction few_sliced_fn[2] = {};
-  // kWeightOnlyDot of a folded product (norm, residual): the few-rows tile's fold entry points, and
-  // the CUDA-core form for addresses off the vector alignment.
+  // kWeightOnlyDot of a folded product (norm, residual): the K-sliced one-row tile's entry points of
+  // its fold or the few-rows tile's fold entry points, and the CUDA-core form for addresses off
+  // the vector alignment.
+  CUfunction sliced_fold_fn[3] = {};
   CUfunction few_sliced_fold_fn[2] = {}, few_x_fold_fn = nullptr, fold_rows_fn = nullptr;
 };
 

@@ -29,6 +29,9 @@ enum {
 enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kFoldWords };
 constexpr const char* kFoldSuffix = "_fold";
 constexpr const char* kFoldRowsSuffix = "_fold_rows";
+// The one-row K-sliced tile's fold entry points, one a fold (WO_FOLD_NORM, WO_FOLD_RESIDUAL).
+constexpr const char* kFoldNormSuffix = "_norm";
+constexpr const char* kFoldResidualSuffix = "_residual";
 // The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
 int64_t row_chunk_values(int bits) { return bits == 4 ? 128 : 64; }
 
@@ -179,8 +182,13 @@ std::string weight_only_sliced_function(DType t, int bits, int i) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kWeightOnlySliced[i].suffix;
 }
 
-std::string weight_only_fold_rows_function(DType t, int bits) {
-  return weight_only_function(t, bits, 2 * kWeightOnlyMmaRows) + kFoldRowsSuffix;
+std::string weight_only_fold_rows_function(DType t, int bits, int row_tile) {
+  return weight_only_function(t, bits, row_tile) + kFoldRowsSuffix;
+}
+
+std::string weight_only_sliced_fold_function(DType t, int bits, int i, WeightOnlySlicedFold fold) {
+  return weight_only_sliced_function(t, bits, i) +
+         (fold == WeightOnlySlicedFold::kNorm ? kFoldNormSuffix : kFoldResidualSuffix);
 }
 
 std::string weight_only_few_x_fold_function(DType t, int bits) {
@@ -194,8 +202,11 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
 bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
 
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
-  return !f.gated && weight_only_fold_format(f.bits) && f.K > 0 && f.rows > kWeightOnlyMmaRows &&
-         f.rows <= 2 * kWeightOnlyMmaRows &&
+  if (f.gated || f.K <= 0) return false;
+  if (f.rows == 1)
+    return f.bits == 4 && !(f.norm && f.residual) &&
+           weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
+  return weight_only_fold_format(f.bits) && f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
 }
 
@@ -288,7 +299,8 @@ std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr,
 }
 
 std::string weight_only_module_function(const std::string& function) {
-  for (const char* fold : {kFoldRowsSuffix, kFoldSuffix})  // a folded product's entry points: the shape's, then its own
+  // A folded product's entry points: the shape's, then its own.
+  for (const char* fold : {kFoldRowsSuffix, kFoldSuffix, kFoldNormSuffix, kFoldResidualSuffix})
     if (ends_with(function, fold)) return weight_only_module_function(function.substr(0, function.size() - std::strlen(fold)));
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
                                  kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
@@ -320,9 +332,10 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
-  // A folded product (normalizing x, adding a residual) runs on the few-rows tile's K-sliced form
-  // alone (the module of 16 rows).
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual) return {2 * kWeightOnlyMmaRows};
+  // A folded product (normalizing x, adding a residual) runs on the K-sliced one-row tile (the
+  // module of 8 rows, one row) or on the few-rows tile's K-sliced form (16) alone.
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual)
+    return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
   const int64_t group = k.weight_only_dot.group_size;
@@ -413,6 +426,18 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   return l;
 }
 
+StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
+                                         int sm_count, int i, int warps) {
+  const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
+  TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, kWeightOnlyMmaRows, rows_fn, sm_count, warps, sliced_fn, form));
+  if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
+  // The CUDA-core form: a warp an output, 8 a block.
+  l.block_x = kWeightOnlyBlock;
+  l.grid = l.scalar_grid = static_cast<unsigned>((pr.N + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
+  l.words.resize(kFoldWords, 0);
+  return l;
+}
+
 Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn, int sm_count) {
   Launch l;
   l.fn = fn;
@@ -486,17 +511,24 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
         api().cuModuleGetFunction(&code.sliced_fn[i], module, weight_only_sliced_function(t, bits, i).c_str()) !=
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
-  // A folded product's entry points, which it runs alone: the few-rows tile's (the module of 16
-  // rows), and the CUDA-core fold.
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual) {
+  // A folded product's entry points, which it runs alone: the K-sliced one-row tile's of its fold
+  // (int4, the module of 8 rows; a norm or a residual, not both) or the few-rows tile's (the
+  // module of 16 rows), and the CUDA-core fold.
+  const WeightOnlyDotAttrs& fold = k.weight_only_dot;
+  if (fold.norm || fold.residual) {
     auto get = [&](CUfunction& fn, const std::string& name) {
       return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
     };
-    bool all = weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits) &&
-               get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits)) &&
-               get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
-    for (int i = 0; all && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
+    const bool one_row = code.row_tile == kWeightOnlyMmaRows;
+    bool all = (one_row ? weight_only_one_row_tile(t, bits, code.row_tile) && bits == 4 && !(fold.norm && fold.residual)
+                        : weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits)) &&
+               get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits, code.row_tile));
+    const WeightOnlySlicedFold kind = fold.norm ? WeightOnlySlicedFold::kNorm : WeightOnlySlicedFold::kResidual;
+    for (int i = 0; all && one_row && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
+      all = get(code.sliced_fold_fn[i], weight_only_sliced_fold_function(t, bits, i, kind));
+    for (int i = 0; all && !one_row && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
       all = get(code.few_sliced_fold_fn[i], weight_only_few_sliced_fold_function(t, bits, i));
+    if (all && !one_row) all = get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
     if (!all)
       return Status(StatusCode::kDataLoss, "kernel '" + k.name +
                                                "' normalizes its x or adds a residual, and its module has no entry "
@@ -606,11 +638,39 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
   if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
 }
 
-// A folded product (normalizing x, adding a residual): the fold entry points of the few-rows tile's
-// timed K-sliced shape (the module of 16 rows), which the compiler's rule (weight_only_fold_applies)
-// made sure applies; the CUDA-core fold where an address is off their vector alignment.
+// A folded product (normalizing x or adding a residual) at one row: shape i of the K-sliced one-row
+// tile as the build timed it, its entry point of the product's fold (the module of 8 rows); the
+// CUDA-core fold where an address is off its vector alignment.
+StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
+                                      const KernelCode& code) {
+  const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
+  const int timed = tuned ? weight_only_sliced_index(tuned->form) : -1, i = timed >= 0 ? timed : 0;
+  if (pr.rows != 1 || !weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group))
+    return kernel_failure(c.program, k,
+                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
+                              " rows, where the K-sliced one-row tile does not run",
+                          StatusCode::kInternal);
+  StatusOr<Launch> l = weight_only_fold_launch(pr, code.fold_rows_fn, code.sliced_fold_fn[i], c.sm_count, i,
+                                               timed >= 0 ? tuned->split : 0);
+  if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
+  set_fold_words(c.program, k, pr, *l);
+  if (debug_level() >= 1)
+    std::fprintf(stderr,
+                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
+                 "warps a block\n",
+                 k.name.c_str(), k.weight_only_dot.norm ? "RMSNorm" : "residual", kWeightOnlySliced[i].tiles,
+                 l->vector_block_x / 32);
+  step.launches = {std::move(l.value())};
+  return true;
+}
+
+// A folded product (normalizing x, adding a residual) at up to 16 rows: the fold entry points of
+// the few-rows tile's timed K-sliced shape (the module of 16 rows); the CUDA-core fold where an
+// address is off their vector alignment. The compiler's rule (weight_only_fold_applies) made sure
+// one of the two applies.
 StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                               const KernelCode& code) {
+  if (code.row_tile == kWeightOnlyMmaRows) return plan_one_row_fold_step(c, k, step, pr, code);
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
   const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
   const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];

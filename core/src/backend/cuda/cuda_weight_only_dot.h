@@ -135,12 +135,18 @@ inline constexpr WeightOnlySliced kWeightOnlyFewSliced[] = {{1, "_few_slice1"}, 
 std::string weight_only_few_sliced_function(DType t, int bits, int i);
 // A folded product's entry points in the module of 16 rows (int4 and int8 weights,
 // weight_only_fold_format; taking WoFoldArgs): the layout of x times gamma (with each chunk's sums
-// of squares), shape i's tile (the rows' norm factors and the residual at the store), and the
-// CUDA-core form (wo_fold_rows) where an address is off the vector alignment.
+// of squares), shape i's tile (the rows' norm factors and the residual at the store).
 bool weight_only_fold_format(int bits);
 std::string weight_only_few_x_fold_function(DType t, int bits);
 std::string weight_only_few_sliced_fold_function(DType t, int bits, int i);
-std::string weight_only_fold_rows_function(DType t, int bits);
+// The CUDA-core fold (wo_fold_rows) of the module of `row_tile` rows, where an address is off the
+// K-sliced tiles' vector alignment.
+std::string weight_only_fold_rows_function(DType t, int bits, int row_tile);
+// The K-sliced one-row tile's fold entry points in the module of 8 rows (int4 weights): shape i's
+// for a product that normalizes its x, or one that adds a residual (wo_row_sliced's WO_FOLD_NORM,
+// WO_FOLD_RESIDUAL).
+enum class WeightOnlySlicedFold { kNorm, kResidual };
+std::string weight_only_sliced_fold_function(DType t, int bits, int i, WeightOnlySlicedFold fold);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -160,7 +166,7 @@ struct WeightOnlyProblem {
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
   // The product normalizes or gates x or adds a residual (rt::WeightOnlyDotAttrs norm, gated,
-  // residual): it runs on the few-rows tile's fold entry points alone.
+  // residual): it runs on the K-sliced tiles' fold entry points alone.
   bool fold = false;
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
@@ -202,14 +208,20 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 // reading it there), their words but the addresses; the workspace bytes they share.
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
-// Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): 9 to 16
-// rows of int4 or int8 weights, on the few-rows tile's K-sliced form. At one row the K-sliced
-// one-row tile's fold form gained nothing on an H200 (Llama-3-8B int4 decode 2.256 -> 2.251 ms),
-// float8's lost at 16 rows (4.348 -> 4.455), and a SwiGLU's gate lost everywhere it was tried.
+// Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): one row
+// of int4 weights on the K-sliced one-row tile (a norm or a residual, each its own entry point),
+// 9 to 16 rows of int4 or int8 weights on the few-rows tile's K-sliced form. float8's lost at 16
+// rows on an H200 (4.348 -> 4.455 ms), int8's and float8's at one row (their products off faster
+// forms), and a SwiGLU's gate everywhere it was tried.
 bool weight_only_fold_applies(const WeightOnlyFold& f);
 // A folded product on the CUDA cores (wo_fold_rows: a warp an output), where an address is off the
 // tiles' vector alignment.
 Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn);
+// The launch of a folded product at one row: shape i of the K-sliced one-row tile with `warps`
+// warps a block (0: the launch's own), the CUDA-core fold its scalar form, the fold's words after
+// the problem's (their addresses set by the caller's pointer words).
+StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
+                                         int sm_count, int i, int warps);
 // The same for the few-rows tile's K-sliced shape i (kWeightOnlyFewSliced) with `warps` warps a block.
 std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                     int sm_count, int i, int warps);

@@ -175,6 +175,7 @@ rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op) {
   c.K = !x.shape.empty() && x.shape.back().is_static() ? rt::weight_only_k(a, x.shape.back().static_value()) : -1;
   c.group = a.group_size;
   c.bits = op.operands.size() > 1 && graph.values[op.operands[1]].dtype == DType::kFloat8E4M3 ? 9 : static_cast<int>(a.bits);
+  c.norm = a.norm, c.gated = a.gated, c.residual = a.residual;
   return c;
 }
 
@@ -185,7 +186,9 @@ std::optional<Graph> normed_weight_only_dot(const Graph& graph, const WeightOnly
         src.kernel.weight_only_dot.gated || src.kernel.weight_only_dot.norm || src.operands.empty())
       return false;
     const ValueId x = src.operands[0];
-    if (applies && !applies(weight_only_fold_case(graph, src))) return false;
+    rt::WeightOnlyFold normed = weight_only_fold_case(graph, src);
+    normed.norm = true;
+    if (applies && !applies(normed)) return false;
     const std::optional<RmsNorm> norm = RmsNormMatch(graph).of(x);
     const DType t = graph.values[x].dtype;
     // gamma float32 where constant folding widened it.

@@ -108,7 +108,8 @@ std::optional<Graph> weight_only_dot(const Graph& graph, int64_t max_rows = -1);
 // Where a backend's weight-only kernels form x (normalized, or a SwiGLU's gate) and add a residual
 // (rt::PassRules::weight_only_fold; empty: everywhere).
 using WeightOnlyFoldRule = std::function<bool(const rt::WeightOnlyFold&)>;
-// The product `op` (a weight-only dot kernel of `graph`) as the rule sees it.
+// The product `op` (a weight-only dot kernel of `graph`) as the rule sees it, with the folds it
+// has; each pass sets the one it asks about.
 rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op);
 // weight_only_dot(rmsnorm(h, gamma, eps), ...) over h's last dim (tp.RMSNorm's lowering) reads h
 // and gamma itself (rt::WeightOnlyDotAttrs::norm), where the rule allows. nullopt when nothing

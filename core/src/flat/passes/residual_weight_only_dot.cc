@@ -22,7 +22,9 @@ std::optional<Graph> residual_weight_only_dot(const Graph& graph, const WeightOn
       if (src.kind != OpKind::kKernel || src.kernel.kind != rt::KernelKind::kWeightOnlyDot ||
           src.kernel.weight_only_dot.residual || uses[product] != 1 || r == product)
         continue;
-      if (applies && !applies(weight_only_fold_case(graph, src))) continue;
+      rt::WeightOnlyFold added = weight_only_fold_case(graph, src);
+      added.residual = true;
+      if (applies && !applies(added)) continue;
       Op op = src;
       op.operands.push_back(r);
       op.kernel.weight_only_dot.residual = true;

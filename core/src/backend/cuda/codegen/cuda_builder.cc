@@ -288,7 +288,7 @@ class CudaBuilder final : public Builder {
     rules.pad_dot_columns = true;
     rules.channels_last_dtypes = {DType::kFloat16, DType::kBFloat16};
     rules.channels_last_min_chain = 1;
-    // The few-rows tile's K-sliced form normalizes x and adds the residual (its fold entry points).
+    // The K-sliced tiles normalize x and add the residual (their fold entry points).
     rules.weight_only_fold = weight_only_fold_applies;
     rules.low_precision_gemms = [] {
       Backend* gpu = backend_for(Device::Kind::kGpu);

@@ -41,7 +41,7 @@ int mma_override() { return env_is("1") || env_is("ring") || env_form() ? 1 : en
 StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vector<int>& tiles,
                                      const TuningKernels& kernels, CUstream stream) {
   std::vector<int> tried = tiles;
-  // A folded product has the few-rows tile's K-sliced shapes alone: no form to force.
+  // A folded product has the K-sliced shapes of its tile alone: no form to force.
   const int force = pr.fold ? -1 : mma_override();
   if (force >= 0) {
     const bool mma = force == 1 && std::find(tiles.begin(), tiles.end(), kWeightOnlyMmaRows) != tiles.end();
@@ -128,9 +128,9 @@ StatusOr<AlgoBytes> tune_weight_only(const WeightOnlyProblem& pr, const std::vec
       if ((form != F::kRing && !vector) || ((form == F::kFewRows || few_i >= 0) && !few_x) ||
           (force_form && !form_forced))
         continue;
-      // A folded product runs on the few-rows tile's K-sliced shapes alone (their fold entry points,
-      // the same loops with their prologue and epilogue: timed here without them).
-      if (pr.fold && few_i < 0) continue;
+      // A folded product runs on the K-sliced shapes of its tile alone (their fold entry points, the
+      // same loops with their prologue and epilogue: timed here without them).
+      if (pr.fold && (tile == 2 * kWeightOnlyMmaRows ? few_i < 0 : !is_sliced || few_i >= 0)) continue;
       // The launches: the form's one, or the few-rows tile's (or its K-sliced form's) layout of x
       // and then the tile.
       std::vector<Launch> launches;

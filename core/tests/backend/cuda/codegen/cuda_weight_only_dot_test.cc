@@ -40,9 +40,10 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
-    // K-sliced tile's shapes, that of 8 of int4 weights and bfloat16 x the many-rows tile's two
-    // shapes and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced
-    // shapes (for int4 and int8 weights those also in their fold forms, with the layout's and the
+    // K-sliced tile's shapes (for int4 weights each also in its norm and residual fold forms, with
+    // the CUDA-core fold), that of 8 of int4 weights and bfloat16 x the many-rows tile's two shapes
+    // and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced shapes
+    // (for int4 and int8 weights those also in their fold forms, with the layout's and the
     // CUDA-core fold); no more.
     const int tile = weight_only_function_tile(names[i]);
     const bool ring = tile == kWeightOnlyMmaRows && names[i].find("_f32_") == std::string::npos;
@@ -57,8 +58,9 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
     const size_t few_sliced = few_rows ? std::size(kWeightOnlyFewSliced) : 0;
     const size_t folds = few_rows && !float8 ? few_sliced + 2 : 0;
+    const size_t one_row_folds = frag && one_row ? 2 * sliced + 1 : 0;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows +
-                           sliced + few_sliced + folds)
+                           sliced + few_sliced + folds + one_row_folds)
         << names[i];
     for (size_t s = 0; s < few_sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
@@ -67,7 +69,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
         entries_of_s.insert(entries_of_s.end(),
                             {weight_only_few_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s)),
                              weight_only_few_x_fold_function(DType::kBFloat16, bits),
-                             weight_only_fold_rows_function(DType::kBFloat16, bits)});
+                             weight_only_fold_rows_function(DType::kBFloat16, bits, 16)});
       for (const std::string& entry : entries_of_s) {
         EXPECT_EQ(weight_only_module_function(entry), names[i]);
         EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
@@ -75,9 +77,17 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     }
     for (size_t s = 0; s < sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
-      const std::string entry = weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s));
-      EXPECT_EQ(weight_only_module_function(entry), names[i]);
-      EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      std::vector<std::string> entries_of_s = {weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s))};
+      if (one_row_folds)
+        entries_of_s.insert(
+            entries_of_s.end(),
+            {weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), WeightOnlySlicedFold::kNorm),
+             weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), WeightOnlySlicedFold::kResidual),
+             weight_only_fold_rows_function(DType::kBFloat16, bits, 8)});
+      for (const std::string& entry : entries_of_s) {
+        EXPECT_EQ(weight_only_module_function(entry), names[i]);
+        EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
+      }
     }
     if (few_rows)
       for (bool layout : {false, true}) {
@@ -480,22 +490,55 @@ TEST(CudaWeightOnlyDot, TheKSlicedTileTakesItsShapesTilesABlockAndItsWarps) {
   EXPECT_FALSE(weight_only_sliced_applies(DType::kBFloat16, 4, 8, 1, 4096, 384));    // 3 chunks a group
 }
 
-TEST(CudaWeightOnlyDot, ProductsOfInt4AndInt8WeightsFoldTheirNormAndResidualAt9To16Rows) {
+TEST(CudaWeightOnlyDot, AFoldedProductAtOneRowRunsTheKSlicedFoldOrAWarpAnOutputWithTheFoldsWords) {
+  WeightOnlyProblem pr = int4_problem(1, 4096);
+  pr.fold = true;
+  int stand_ins[2];  // the launch only holds the functions
+  const CUfunction tile = reinterpret_cast<CUfunction>(&stand_ins[0]), rows = reinterpret_cast<CUfunction>(&stand_ins[1]);
+  StatusOr<Launch> l = weight_only_fold_launch(pr, rows, tile, 132, 2, 16);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->vector_fn, tile);
+  EXPECT_EQ(l->vector_block_x, 512u);
+  EXPECT_EQ(l->vector_grid, 4096u / 32);  // 2 tiles of 16 weight rows a block
+  EXPECT_EQ(l->fn, rows);                 // where an address is off the vector alignment: a warp an output
+  EXPECT_EQ(l->block_x, 256u);
+  EXPECT_EQ(l->scalar_grid, 4096u / 8);
+  EXPECT_EQ(l->words.size(), 20u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps
+  // Off the tile (K of half a chunk): no launch.
+  pr.K = 4160, pr.group = 4160, pr.groups = 1, pr.row_bytes = 2080;
+  EXPECT_FALSE(weight_only_fold_launch(pr, rows, tile, 132, 0, 0).ok());
+  // Each fold its own entry point of the shape.
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, WeightOnlySlicedFold::kNorm),
+            weight_only_sliced_function(DType::kBFloat16, 4, 1) + "_norm");
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, WeightOnlySlicedFold::kResidual),
+            weight_only_sliced_function(DType::kBFloat16, 4, 1) + "_residual");
+}
+
+TEST(CudaWeightOnlyDot, ProductsFoldTheirNormOrResidualAtOneRowOfInt4AndBothAt9To16RowsOfInt4OrInt8) {
+  struct Folds {
+    bool norm = true, residual = false, gated = false;
+  };
   const auto fold = [](int64_t rows, int64_t K, int64_t group, int bits = 4, DType t = DType::kBFloat16,
-                       bool gated = false) {
-    return weight_only_fold_applies(WeightOnlyFold{t, rows, K, group, bits, gated});
+                       Folds f = {}) {
+    return weight_only_fold_applies(WeightOnlyFold{t, rows, K, group, bits, f.norm, f.gated, f.residual});
   };
   EXPECT_TRUE(fold(16, 4096, 128));
   EXPECT_TRUE(fold(9, 4096, 4096, 8));
   EXPECT_TRUE(fold(12, 14336, 128));
-  EXPECT_FALSE(fold(1, 4096, 128));                      // one row: the plain K-sliced tile
+  EXPECT_TRUE(fold(16, 4096, 128, 4, DType::kBFloat16, {true, true, false}));  // both at 16 rows
+  EXPECT_TRUE(fold(1, 4096, 128));                                              // the norm at one row
+  EXPECT_TRUE(fold(1, 14336, 128, 4, DType::kBFloat16, {false, true, false}));  // the residual
+  EXPECT_FALSE(fold(1, 4096, 128, 4, DType::kBFloat16, {true, true, false}));  // not both at one row
+  EXPECT_FALSE(fold(1, 4096, 4096, 8));                  // int8 at one row: its faster forms
+  EXPECT_FALSE(fold(1, 4096, 4096, kWeightOnlyE4M3));
   EXPECT_FALSE(fold(8, 4096, 128));                      // 2 to 8 rows: no fold form
   EXPECT_FALSE(fold(17, 4096, 128));                     // past the few-rows tile
   EXPECT_FALSE(fold(16, 4096, 4096, kWeightOnlyE4M3));   // float8: its kernels of their own
   EXPECT_FALSE(fold(16, 4096, 64));                      // half a chunk a group
   EXPECT_FALSE(fold(16, 4096, 128, 4, DType::kFloat16));  // bfloat16 x only
   EXPECT_FALSE(fold(16, -1, 128));                       // K unknown
-  EXPECT_FALSE(fold(16, 4096, 128, 4, DType::kBFloat16, true));  // a SwiGLU's gate
+  EXPECT_FALSE(fold(16, 4096, 128, 4, DType::kBFloat16, {false, false, true}));  // a SwiGLU's gate
+  EXPECT_FALSE(fold(1, 4096, 128, 4, DType::kBFloat16, {false, false, true}));
   // The few-rows layout keeps a double of x's squares a row and chunk for a folded product.
   WeightOnlyProblem pr = int4_problem(16, 4096);
   const int64_t plain = weight_only_few_rows_workspace(pr);

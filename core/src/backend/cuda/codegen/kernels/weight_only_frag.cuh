@@ -446,11 +446,59 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
+// The words after WoArgs of the K-sliced tiles' fold entry points (rt::WeightOnlyDotAttrs norm and
+// residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm), the
+// residual [rows, N] (bfloat16; 0: none) and the norm's epsilon.
+struct WoFold {
+  i64 gamma, residual, gamma_f32;
+  double eps;
+};
+struct WoFoldArgs {
+  WoArgs a;
+  WoFold f;
+};
+DEVI float wo_gamma(const WoFold& f, i64 k) {
+  return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
+}
+// Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
+// double: a row of huge values has a factor below float's normal range), rounded; then plus the
+// residual, rounded again, as an add kernel after the product would compute it.
+DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
+  const float p = f.gamma ? (float)(product * factor) : product;
+  return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
+}
+// The norm's factor of a row whose squares sum to `squares` over K values.
+DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
+// Where the few-rows layout of x (wo_few_x, at `layout`) keeps each (chunk, row)'s sum of squares
+// of a folded product: after the fragments and the sums.
+template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
+  const int chunks = K / WoRowChunk<BITS>::kValues;
+  return reinterpret_cast<double*>(reinterpret_cast<float2*>(reinterpret_cast<uint4*>(layout) + NT * K) + chunks * NT * 8);
+}
+// Lane `lane`'s LV (4 or 2) bfloat16 values of a chunk at `chunk`, as floats.
+template <int LV> DEVI void wo_lane_values(const unsigned short* chunk, int lane, float (&f)[LV]) {
+  if (LV == 4) {
+    const uint2 v = *reinterpret_cast<const uint2*>(chunk + lane * 4);
+    f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
+    f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
+  } else {
+    const unsigned v = *reinterpret_cast<const unsigned*>(chunk + lane * 2);
+    f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+  }
+}
+// The one-row K-sliced tile's folds, chosen at compile time (an entry point each: run-time
+// branches in its loop slowed it by 0.5-1 us with no fold asked).
+#define WO_FOLD_NORM 1
+#define WO_FOLD_RESIDUAL 2
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
-// 75.0, the others within 1%).
-template <int BITS, int RT>
-DEVI void wo_row_sliced(const WoArgs& a) {
+// 75.0, the others within 1%). FOLD (the fold entry points, WoFold): WO_FOLD_NORM multiplies x by
+// gamma as it converts it (gamma read as x is, a vector a lane), sums the row's squares in double
+// and scales the outputs by the norm's factor; WO_FOLD_RESIDUAL asks for the residual before the
+// loop and adds it at the store (both as wo_fold_out computes them).
+template <int BITS, int RT, int FOLD = 0>
+DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
+  constexpr bool NORM = FOLD & WO_FOLD_NORM, RESIDUAL = FOLD & WO_FOLD_RESIDUAL;
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int V = C::kValues;
@@ -465,10 +513,14 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
+  double squares = 0.0;  // NORM: this lane's share of the row's sum of squares
   V16 q[RT][2];
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
   enter_after_previous();
+  S residual = 0;  // RESIDUAL: that of the output this thread stores
+  if (RESIDUAL && threadIdx.x < RT * 16 && n0 + static_cast<int>(threadIdx.x) < N)
+    residual = ((const S*)fo.residual)[n0 + threadIdx.x];
   int par = 0;
 #pragma unroll 1
   for (int c = w; c < chunks; c += W, par ^= 1) {
@@ -480,13 +532,18 @@ DEVI void wo_row_sliced(const WoArgs& a) {
     // 2^15)); sm {sum x 2^-24, 2^24 / scale}, as wo_half_piece makes them.
     constexpr int LV = V / 32;  // values a lane converts
     float f[LV];
-    if (BITS == 4) {
-      const uint2 v = *reinterpret_cast<const uint2*>(x + c * V + lane * 4);
-      f[0] = __uint_as_float(v.x << 16), f[1] = __uint_as_float(v.x & 0xffff0000u);
-      f[LV > 2 ? 2 : 0] = __uint_as_float(v.y << 16), f[LV > 2 ? 3 : 1] = __uint_as_float(v.y & 0xffff0000u);
-    } else {
-      const unsigned v = *reinterpret_cast<const unsigned*>(x + c * V + lane * 2);
-      f[0] = __uint_as_float(v << 16), f[1] = __uint_as_float(v & 0xffff0000u);
+    wo_lane_values<LV>(x + c * V, lane, f);
+    if (NORM) {
+      float gv[LV];  // gamma's values of this lane, read as x's are
+      if (fo.gamma_f32) {
+        const float* from = (const float*)fo.gamma + c * V + lane * LV;
+        if (LV == 4) *reinterpret_cast<float4*>(gv) = *reinterpret_cast<const float4*>(from);
+        else *reinterpret_cast<float2*>(gv) = *reinterpret_cast<const float2*>(from);
+      } else {
+        wo_lane_values<LV>((const S*)fo.gamma + c * V, lane, gv);
+      }
+#pragma unroll
+      for (int i = 0; i < LV; ++i) squares = fma((double)f[i], (double)f[i], squares), f[i] *= gv[i];
     }
     float m = 0.0f;
 #pragma unroll
@@ -542,45 +599,29 @@ DEVI void wo_row_sliced(const WoArgs& a) {
   if (t == 0)
 #pragma unroll
     for (int r = 0; r < RT; ++r) red[w][r * 16 + g] = acc[r][0], red[w][r * 16 + g + 8] = acc[r][1];
+  __shared__ double warp_squares[NORM ? WO_SLICE_MAX_WARPS : 1];
+  if (NORM) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    if (lane == 0) warp_squares[w] = squares;
+  }
   __syncthreads();
+  double factor = 1.0;
+  if (NORM) {
+    double all = 0.0;
+    for (int v = 0; v < W; ++v) all += warp_squares[v];
+    factor = wo_norm_factor(fo, all, a.K);
+  }
   S* out = (S*)a.out;
   for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
     float sum = 0.0f;
     for (int v = 0; v < W; ++v) sum += red[v][i];
-    if (n0 + i < N) out[n0 + i] = f2b(sum);
+    const float p = NORM ? (float)(sum * factor) : sum;  // as wo_fold_out
+    if (n0 + i < N) out[n0 + i] = RESIDUAL ? f2b(b2f(f2b(p)) + b2f(residual)) : f2b(p);
   }
 }
 
-// The words after WoArgs of the few-rows tile's fold entry points (rt::WeightOnlyDotAttrs norm and
-// residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm), the
-// residual [rows, N] (bfloat16; 0: none) and the norm's epsilon.
-struct WoFold {
-  i64 gamma, residual, gamma_f32;
-  double eps;
-};
-struct WoFoldArgs {
-  WoArgs a;
-  WoFold f;
-};
-DEVI float wo_gamma(const WoFold& f, i64 k) {
-  return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
-}
-// Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
-// double: a row of huge values has a factor below float's normal range), rounded; then plus the
-// residual, rounded again, as an add kernel after the product would compute it.
-DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
-  const float p = f.gamma ? (float)(product * factor) : product;
-  return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
-}
-// The norm's factor of a row whose squares sum to `squares` over K values.
-DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
-// Where the few-rows layout of x (wo_few_x, at `layout`) keeps each (chunk, row)'s sum of squares
-// of a folded product: after the fragments and the sums.
-template <int NT, int BITS> DEVI double* wo_few_squares(i64 layout, int K) {
-  const int chunks = K / WoRowChunk<BITS>::kValues;
-  return reinterpret_cast<double*>(reinterpret_cast<float2*>(reinterpret_cast<uint4*>(layout) + NT * K) + chunks * NT * 8);
-}
-// A folded product of bfloat16 x on the CUDA cores, element by element: where the few-rows tile's
+// A folded product of bfloat16 x on the CUDA cores, element by element: where the K-sliced tiles'
 // fold entry points cannot run (an address off their vector alignment). A warp an output (row r of
 // x, weight row n); each sums its row's squares, and x times gamma times the dequantized weight row.
 // Its entry point waits for the previous kernel first.
