@@ -623,7 +623,7 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
 namespace {
 
 // A folded product's pointer and fold words on `l`: out, x, w, the scales (and zero points), gamma
-// and the residual where it has them (all but x and w read a value at a time).
+// and the residual where it has them (x, w and gamma read in vectors, the others a value at a time).
 void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& pr, Launch& l) {
   const WeightOnlyDotAttrs& a = k.weight_only_dot;
   l.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
@@ -631,7 +631,7 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
   if (pr.zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
   if (a.norm) {
     const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
-    l.ptrs.push_back({kWordGamma, gamma, 0, true});
+    l.ptrs.push_back({kWordGamma, gamma, 0, false});  // read as x is, in vectors
     l.words[kWordGammaF32] = p.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
     std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
   }

@@ -700,8 +700,15 @@ template <int NT, int BITS, bool FOLD = false> DEVI void wo_few_x(const WoArgs& 
     wo_piece_floats(v, f);
     double sq = 0.0;
     if (FOLD && fo.gamma) {
+      float gv[8];  // the piece's 8 values of gamma, one or two 16-byte loads
+      if (fo.gamma_f32) {
+        const float4* g4 = reinterpret_cast<const float4*>((const float*)fo.gamma + p * 8);
+        *reinterpret_cast<float4*>(gv) = g4[0], *reinterpret_cast<float4*>(gv + 4) = g4[1];
+      } else {
+        wo_piece_floats(*reinterpret_cast<const V16*>((const S*)fo.gamma + p * 8), gv);
+      }
 #pragma unroll
-      for (int e = 0; e < 8; ++e) sq = fma((double)f[e], (double)f[e], sq), f[e] *= wo_gamma(fo, p * 8 + e);
+      for (int e = 0; e < 8; ++e) sq = fma((double)f[e], (double)f[e], sq), f[e] *= gv[e];
 #pragma unroll
       for (int o = 1; o < PC; o <<= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
     }
@@ -853,17 +860,20 @@ DEVI void wo_few_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) red[w][r * 16 + g + 8 * (e >> 1)][nt * 8 + 2 * t + (e & 1)] = acc[r][nt][e];
-  // FOLD: each row of x's norm factor, from its chunks' sums of squares in the layout.
+  // FOLD: each row of x's norm factor, from its chunks' sums of squares in the layout: a row's TPR
+  // threads (8 to 32, a power of two: lanes of one warp) each sum every TPR-th chunk, then a
+  // shuffle tree (one thread a row summing every chunk made a chain of K / 128 dependent adds in
+  // every block's epilogue).
   __shared__ double factor[FOLD ? NT * 8 : 1];
-  if (FOLD && threadIdx.x < NT * 8) {
-    double f = 1.0;
-    if (fo.gamma) {
-      const double* squares = wo_few_squares<NT, BITS>(a.x, static_cast<int>(a.K));
-      double all = 0.0;
-      for (int c = 0; c < chunks; ++c) all += squares[(c * NT + (threadIdx.x >> 3)) * 8 + (threadIdx.x & 7)];
-      f = wo_norm_factor(fo, all, a.K);
-    }
-    factor[threadIdx.x] = f;
+  if (FOLD && fo.gamma) {
+    const int tpr = W * 32 / (NT * 8), row = threadIdx.x / tpr, part = threadIdx.x % tpr;
+    const double* squares = wo_few_squares<NT, BITS>(a.x, static_cast<int>(a.K));
+    double all = 0.0;
+    for (int c = part; c < chunks; c += tpr) all += squares[(c * NT + (row >> 3)) * 8 + (row & 7)];
+    for (int o = 1; o < tpr; o <<= 1) all += __shfl_xor_sync(0xffffffffu, all, o);
+    if (part == 0) factor[row] = wo_norm_factor(fo, all, a.K);
+  } else if (FOLD && threadIdx.x < NT * 8) {
+    factor[threadIdx.x] = 1.0;
   }
   __syncthreads();
   S* out = (S*)a.out;
