@@ -94,8 +94,10 @@ struct Int4Rows {
   std::vector<void*> ws;
   unsigned short *x, *sc, *zp, *ref, *out;
   WoArgs a{};
-  Int4Rows(long n, long k, long m = 1)
-      : N(n), K(k), M(m), row_bytes(k / 2), groups(k / 128), wbytes((size_t)n * (k / 2)) {
+  // bits 8: int8 weights with a scale a row and no zero points.
+  Int4Rows(long n, long k, long m = 1, int bits = 4)
+      : N(n), K(k), M(m), row_bytes(bits == 4 ? k / 2 : k), groups(bits == 4 ? k / 128 : 1),
+        wbytes((size_t)n * row_bytes) {
     ws = weight_copies(wbytes);
     CK(cudaMalloc(&x, M * K * 2));
     CK(cudaMalloc(&sc, N * groups * 2));
@@ -106,8 +108,8 @@ struct Int4Rows {
     fill_bf16<<<256, 256>>>(sc, N * groups, 0.002f, 0.02f, 9, false);
     fill_bf16<<<256, 256>>>(zp, N * groups, -3.f, 3.f, 11, true);
     CK(cudaDeviceSynchronize());
-    a.x = (i64)x, a.scale = (i64)sc, a.zero = (i64)zp, a.rows = M, a.N = N, a.K = K, a.row_bytes = row_bytes;
-    a.groups = groups, a.group = 128, a.vec = 1;
+    a.x = (i64)x, a.scale = (i64)sc, a.zero = bits == 4 ? (i64)zp : 0, a.rows = M, a.N = N, a.K = K;
+    a.row_bytes = row_bytes, a.groups = groups, a.group = bits == 4 ? 128 : k, a.vec = 1;
   }
   ~Int4Rows() {
     for (auto p : ws) cudaFree(p);

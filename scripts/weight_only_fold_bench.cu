@@ -1,6 +1,6 @@
 // What a product's folded RMSNorm and residual cost it (kernels/weight_only_frag.cuh's fold forms):
-// Llama-3-8B's int4 products at one row on the K-sliced one-row tile (wo_row_sliced, its
-// WO_FOLD_NORM and WO_FOLD_RESIDUAL entry points) and at 16 rows on the few-rows tile's K-sliced
+// Llama-3-8B's int4 and int8 products at one row on the K-sliced one-row tile (wo_row_sliced, its
+// WO_FOLD_NORM and WO_FOLD_RESIDUAL entry points) and int4's at 16 rows on the few-rows tile's K-sliced
 // form (wo_few_x, then wo_few_sliced), each shape and warps a block as the build times them:
 // plain (x normalized apart), folded (x normalized with a weight gamma, eps 1e-5, and a residual
 // added; 16 rows only), the norm alone and the residual alone; the best of each, in us. The folded outputs are checked against the plain
@@ -28,15 +28,15 @@
     wo_few_sliced<2, 4, RT, true>(p.a, p.f);                                                                      \
   }
 FEW(1) FEW(2)
-#define ROW(RT)                                                                                                   \
-  extern "C" __global__ void __launch_bounds__(512) k_row##RT(const WoArgs a) { wo_row_sliced<4, RT>(a); }        \
-  extern "C" __global__ void __launch_bounds__(512) k_row_norm##RT(const WoFoldArgs p) {                          \
-    wo_row_sliced<4, RT, WO_FOLD_NORM>(p.a, p.f);                                                                 \
+#define ROW(B, RT)                                                                                                \
+  extern "C" __global__ void __launch_bounds__(512) k_row##B##_##RT(const WoArgs a) { wo_row_sliced<B, RT>(a); }  \
+  extern "C" __global__ void __launch_bounds__(512) k_row_norm##B##_##RT(const WoFoldArgs p) {                    \
+    wo_row_sliced<B, RT, WO_FOLD_NORM>(p.a, p.f);                                                                 \
   }                                                                                                               \
-  extern "C" __global__ void __launch_bounds__(512) k_row_res##RT(const WoFoldArgs p) {                           \
-    wo_row_sliced<4, RT, WO_FOLD_RESIDUAL>(p.a, p.f);                                                             \
+  extern "C" __global__ void __launch_bounds__(512) k_row_res##B##_##RT(const WoFoldArgs p) {                     \
+    wo_row_sliced<B, RT, WO_FOLD_RESIDUAL>(p.a, p.f);                                                             \
   }
-ROW(1) ROW(2) ROW(4)
+ROW(4, 1) ROW(4, 2) ROW(4, 4) ROW(8, 1) ROW(8, 2) ROW(8, 4)
 extern "C" __global__ void k_few_x(const WoArgs a) { enter_after_previous(); wo_few_x<2, 4>(a); }
 extern "C" __global__ void k_few_x_fold(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, 4, true>(p.a, p.f); }
 
@@ -65,12 +65,15 @@ __global__ void add_into(unsigned short* ref, const unsigned short* residual, lo
 typedef void (*TileFn)(WoArgs);
 typedef void (*FoldFn)(WoFoldArgs);
 
-// One row: plain on x normalized apart, the norm's entry point on x, the residual's on x.
-void one_row(const LlamaShape& s) {
+// One row of int4 or int8 weights: plain on x normalized apart, the norm's entry point on x, the
+// residual's on x.
+void one_row(const LlamaShape& s, int bits) {
   struct Shape { int rt; TileFn plain; FoldFn norm, res; };
-  const Shape shapes[] = {{1, k_row1, k_row_norm1, k_row_res1}, {2, k_row2, k_row_norm2, k_row_res2},
-                          {4, k_row4, k_row_norm4, k_row_res4}};
-  Int4Rows p(s.N, s.K, 1);
+  const Shape int4[] = {{1, k_row4_1, k_row_norm4_1, k_row_res4_1}, {2, k_row4_2, k_row_norm4_2, k_row_res4_2},
+                        {4, k_row4_4, k_row_norm4_4, k_row_res4_4}};
+  const Shape int8[] = {{1, k_row8_1, k_row_norm8_1, k_row_res8_1}, {2, k_row8_2, k_row_norm8_2, k_row_res8_2},
+                        {4, k_row8_4, k_row_norm8_4, k_row_res8_4}};
+  Int4Rows p(s.N, s.K, 1, bits);
   WoArgs& a = p.a;
   unsigned short *gamma, *xn, *residual;
   CK(cudaMalloc(&gamma, p.K * 2));
@@ -83,7 +86,7 @@ void one_row(const LlamaShape& s) {
   float best[3] = {1e9f, 1e9f, 1e9f};
   bool wrong = false;
   a.mma_split = 0x100;  // the weight a constant: its first chunks asked for before the wait
-  for (const Shape& sh : shapes)
+  for (const Shape& sh : bits == 4 ? int4 : int8)
     for (int w : {4, 8, 16}) {
       const unsigned blocks = (unsigned)((p.N + sh.rt * 16 - 1) / (sh.rt * 16)), threads = 32 * w;
       // mode 0 plain (on x, or on x normalized apart), 1 the norm's entry point, 2 the residual's.
@@ -105,13 +108,14 @@ void one_row(const LlamaShape& s) {
         wrong |= p.wrong();
       }
     }
-  printf("%-8s (%6ld, %6ld) M  1 | plain %7.2f | norm %7.2f | residual %7.2f%s | read floor %6.2f\n", s.name, p.N,
-         p.K, best[0], best[1], best[2], wrong ? " WRONG" : "", p.read_floor_us());
+  printf("%-8s (%6ld, %6ld) b%d M  1 | plain %7.2f | norm %7.2f | residual %7.2f%s | read floor %6.2f\n", s.name, p.N,
+         p.K, bits, best[0], best[1], best[2], wrong ? " WRONG" : "", p.read_floor_us());
   cudaFree(gamma), cudaFree(xn), cudaFree(residual);
 }
 
 int main() {
-  for (const LlamaShape& s : llama_shapes_to_run()) one_row(s);
+  for (int bits : {4, 8})
+    for (const LlamaShape& s : llama_shapes_to_run()) one_row(s, bits);
   struct Shape { int rt; TileFn plain; FoldFn fold; };
   const Shape shapes[] = {{1, k_few1, k_few_fold1}, {2, k_few2, k_few_fold2}};
   const int warps[] = {4, 8, 16};

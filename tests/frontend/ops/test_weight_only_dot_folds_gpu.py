@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not _C.gpu_available() or not torch.cuda.is_available(), reason="needs a GPU and torch")
 
 from attention_torch_ref import off_by_one_element  # noqa: E402
-from test_weight_only_dot import K, RNG, _check, _linear, _rounded  # noqa: E402
+from test_weight_only_dot import K, N, RNG, _check, _linear, _rounded  # noqa: E402
 from test_weight_only_dot_folds import _norm, _rms  # noqa: E402
 
 
@@ -42,13 +42,27 @@ def test_x_aligned_or_not_gives_the_folded_norm_and_residual(rows, bits, group):
         _check(got, _rms(x, gamma, 1e-5) @ w.T + r, tp.bfloat16)
 
 
-@pytest.mark.parametrize("group", [128, None])
-def test_one_row_folds_its_norm_or_its_residual_aligned_or_not(group):
+def _float8_linear():
+    """A tp.Linear of float8 weights with a bfloat16 scale an output feature, and its weight [N, K]."""
+    w8 = tp.cast(tp.Tensor(RNG.standard_normal((N, K)).astype(np.float32) * 50, device="gpu"), tp.float8)
+    q = np.array(tp.cast(w8, tp.float32).tolist(), np.float64)
+    scale = _rounded(RNG.uniform(0.002, 0.02, (N,)), tp.bfloat16)
+    lin = tp.Linear(K, N, bias=False, dtype=tp.bfloat16, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": tp.cast(tp.Tensor(scale.astype(np.float32)), tp.bfloat16)})
+    return lin, q * scale[:, None]
+
+
+@pytest.mark.parametrize("weights", ["int4 groups of 128", "int4 per channel", "int8", "float8"])
+def test_one_row_folds_its_norm_or_its_residual_aligned_or_not(weights):
     """At one row each product takes one of the two: the norm before lin, then the residual after
     it (the norm's kernel gone from one program, the add's from the other)."""
-    lin, w = _linear(4, group or K, True, tp.bfloat16)
+    if weights == "float8":
+        lin, w = _float8_linear()
+    else:
+        bits = 8 if weights == "int8" else 4
+        group = None if bits == 8 else 128 if weights.endswith("128") else K
+        lin, w = _linear(bits, group, bits == 4, tp.bfloat16)
     norm, gamma = _norm(tp.bfloat16)
-    N = w.shape[0]
     normed = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((1, K), dtype=tp.bfloat16)])
     added = tp.compile(lambda x, r: r + lin(x),
                        args=[tp.InputInfo((1, K), dtype=tp.bfloat16), tp.InputInfo((1, N), dtype=tp.bfloat16)])

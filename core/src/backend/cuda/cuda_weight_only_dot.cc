@@ -201,10 +201,12 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
 
 bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
 
+bool weight_only_row_fold_format(int bits) { return bits == 4 || bits == 8 || bits == kWeightOnlyE4M3; }
+
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
   if (f.gated || f.K <= 0) return false;
   if (f.rows == 1)
-    return f.bits == 4 && !(f.norm && f.residual) &&
+    return weight_only_row_fold_format(f.bits) && !(f.norm && f.residual) &&
            weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
   return weight_only_fold_format(f.bits) && f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
@@ -512,7 +514,7 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
   // A folded product's entry points, which it runs alone: the K-sliced one-row tile's of its fold
-  // (int4, the module of 8 rows; a norm or a residual, not both) or the few-rows tile's (the
+  // (the module of 8 rows; a norm or a residual, not both) or the few-rows tile's (the
   // module of 16 rows), and the CUDA-core fold.
   const WeightOnlyDotAttrs& fold = k.weight_only_dot;
   if (fold.norm || fold.residual) {
@@ -520,7 +522,8 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
       return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
     };
     const bool one_row = code.row_tile == kWeightOnlyMmaRows;
-    bool all = (one_row ? weight_only_one_row_tile(t, bits, code.row_tile) && bits == 4 && !(fold.norm && fold.residual)
+    bool all = (one_row ? weight_only_one_row_tile(t, bits, code.row_tile) && weight_only_row_fold_format(bits) &&
+                               !(fold.norm && fold.residual)
                         : weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits)) &&
                get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits, code.row_tile));
     const WeightOnlySlicedFold kind = fold.norm ? WeightOnlySlicedFold::kNorm : WeightOnlySlicedFold::kResidual;

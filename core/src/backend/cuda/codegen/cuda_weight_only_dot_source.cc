@@ -50,23 +50,24 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   }
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
   // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
-  // For int4 weights each also in its two fold forms (a product that normalizes x, one that adds a
-  // residual), with the CUDA-core fold.
+  // Each also in its two fold forms (a product that normalizes x, one that adds a residual), with
+  // the CUDA-core fold.
   if (one_row) {
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i) {
       const std::string shape = std::to_string(bits) + ", " + std::to_string(kWeightOnlySliced[i].tiles);
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
                 "(const WoArgs a) { wo_row_sliced<" + shape + ">(a); }\n";
-      if (bits != 4) continue;
+      if (!weight_only_row_fold_format(bits)) continue;
       for (const auto& [fold, mask] : {std::pair{WeightOnlySlicedFold::kNorm, "WO_FOLD_NORM"},
                                        std::pair{WeightOnlySlicedFold::kResidual, "WO_FOLD_RESIDUAL"}})
         source += "extern \"C\" __global__ void __launch_bounds__(512) " +
                   weight_only_sliced_fold_function(t, bits, i, fold) + "(const WoFoldArgs p) { wo_row_sliced<" +
                   shape + ", " + mask + ">(p.a, p.f); }\n";
     }
-    if (bits == 4)
+    if (weight_only_row_fold_format(bits))
       source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits, kWeightOnlyMmaRows) +
-                "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<4>(p.a, p.f); }\n";
+                "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + std::to_string(bits) +
+                ">(p.a, p.f); }\n";
   }
   // For int4 weights and bfloat16 x, at 8 rows the many-rows tile (wo_gemm4) at 64 and 32 rows of x
   // a block (two blocks a multiprocessor), each with its layout of x.
