@@ -1,8 +1,8 @@
 """A weight-only product computes what comes before and after it where the backend's kernels do:
 tp.RMSNorm's result as x (flat::normed_weight_only_dot) and add(product, r) of a product read by
 that add alone (flat::residual_weight_only_dot) on the CPU everywhere, and on the GPU at one row
-of int4, int8 or float8 weights (the K-sliced one-row tile: one of the two a product) and at 9 to
-16 rows of int4 or int8 weights (the few-rows tile), bfloat16 x with K and the group whole chunks; a SwiGLU's
+of int4 or float8 weights (the K-sliced one-row tile: one of the two a product) and at 9 to 16
+rows of int4 or int8 weights (the few-rows tile), bfloat16 x with K and the group whole chunks; a SwiGLU's
 SiLU(gate) * up (flat::gated_weight_only_dot) on the CPU. Each becomes the product's own work,
 its kernel gone.
 Checked against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to
@@ -26,7 +26,7 @@ def _folds(dtype, rows, bits, group):
         return True
     chunk = 128 if bits == 4 else 64  # the K-sliced tiles' chunk of a weight row: 64 bytes
     chunks = (group or K) // chunk
-    return (dtype == tp.bfloat16 and (rows == 1 or 9 <= rows <= 16) and bits in (4, 8)
+    return (dtype == tp.bfloat16 and (rows == 1 and bits == 4 or 9 <= rows <= 16 and bits in (4, 8))
             and K % chunk == 0 and (group or K) % chunk == 0 and (group is None or chunks & (chunks - 1) == 0))
 
 

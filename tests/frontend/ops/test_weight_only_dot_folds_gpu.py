@@ -52,16 +52,14 @@ def _float8_linear():
     return lin, q * scale[:, None]
 
 
-@pytest.mark.parametrize("weights", ["int4 groups of 128", "int4 per channel", "int8", "float8"])
+@pytest.mark.parametrize("weights", ["int4 groups of 128", "int4 one group a row", "float8"])
 def test_one_row_folds_its_norm_or_its_residual_aligned_or_not(weights):
     """At one row each product takes one of the two: the norm before lin, then the residual after
     it (the norm's kernel gone from one program, the add's from the other)."""
     if weights == "float8":
         lin, w = _float8_linear()
     else:
-        bits = 8 if weights == "int8" else 4
-        group = None if bits == 8 else 128 if weights.endswith("128") else K
-        lin, w = _linear(bits, group, bits == 4, tp.bfloat16)
+        lin, w = _linear(4, 128 if weights.endswith("128") else K, True, tp.bfloat16)
     norm, gamma = _norm(tp.bfloat16)
     normed = tp.compile(lambda x: lin(norm(x)), args=[tp.InputInfo((1, K), dtype=tp.bfloat16)])
     added = tp.compile(lambda x, r: r + lin(x),

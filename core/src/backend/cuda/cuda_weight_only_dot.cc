@@ -201,7 +201,7 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
 
 bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
 
-bool weight_only_row_fold_format(int bits) { return bits == 4 || bits == 8 || bits == kWeightOnlyE4M3; }
+bool weight_only_row_fold_format(int bits) { return bits == 4 || bits == kWeightOnlyE4M3; }
 
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
   if (f.gated || f.K <= 0) return false;

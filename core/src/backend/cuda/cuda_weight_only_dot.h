@@ -142,8 +142,8 @@ std::string weight_only_few_sliced_fold_function(DType t, int bits, int i);
 // The CUDA-core fold (wo_fold_rows) of the module of `row_tile` rows, where an address is off the
 // K-sliced tiles' vector alignment.
 std::string weight_only_fold_rows_function(DType t, int bits, int row_tile);
-// The K-sliced one-row tile's fold entry points in the module of 8 rows (int4, int8 and float8
-// weights, weight_only_row_fold_format): shape i's for a product that normalizes its x, or one
+// The K-sliced one-row tile's fold entry points in the module of 8 rows (int4 and float8 weights,
+// weight_only_row_fold_format): shape i's for a product that normalizes its x, or one
 // that adds a residual (wo_row_sliced's WO_FOLD_NORM, WO_FOLD_RESIDUAL).
 bool weight_only_row_fold_format(int bits);
 enum class WeightOnlySlicedFold { kNorm, kResidual };
@@ -210,10 +210,10 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
 std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                   int sm_count, int split);
 // Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): one row
-// of int4, int8 or float8 weights on the K-sliced one-row tile (a norm or a residual, each its own
-// entry point), 9 to 16 rows of int4 or int8 weights on the few-rows tile's K-sliced form.
-// float8's lost at 16 rows on an H200 (4.348 -> 4.455 ms), and a SwiGLU's gate everywhere it was
-// tried.
+// of int4 or float8 weights on the K-sliced one-row tile (a norm or a residual, each its own entry
+// point), 9 to 16 rows of int4 or int8 weights on the few-rows tile's K-sliced form. On an H200
+// (Llama-3-8B decode) float8's fold lost at 16 rows (4.348 -> 4.455 ms) and int8's at one row
+// (3.047 -> 3.140: its products leave faster forms), and a SwiGLU's gate everywhere it was tried.
 bool weight_only_fold_applies(const WeightOnlyFold& f);
 // A folded product on the CUDA cores (wo_fold_rows: a warp an output), where an address is off the
 // tiles' vector alignment.

@@ -50,8 +50,8 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   }
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
   // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
-  // Each also in its two fold forms (a product that normalizes x, one that adds a residual), with
-  // the CUDA-core fold.
+  // For int4 and float8 weights each also in its two fold forms (a product that normalizes x, one
+  // that adds a residual), with the CUDA-core fold (weight_only_row_fold_format).
   if (one_row) {
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i) {
       const std::string shape = std::to_string(bits) + ", " + std::to_string(kWeightOnlySliced[i].tiles);
