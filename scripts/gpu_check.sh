@@ -98,10 +98,20 @@ if step pytest; then
     # conformance group's pass count per op type is written to $LOG/onnx-conformance.txt.
     export TRIPY_ONNX_REPORT="$LOG/onnx-conformance.txt"
     [ -n "${TRIPY_GPU_PYTEST:-}" ] && IFS=';' read -r -a groups <<< "$TRIPY_GPU_PYTEST"
+    # Each group's end and time go to $LOG/00-pytest-progress.txt as it ends (first of the logs a
+    # device call returns, so that a call cut short still says which groups ended).
+    local progress="$LOG/00-pytest-progress.txt"
+    : > "$progress"
     for g in "${groups[@]}"; do
       i=$((i + 1))
       # shellcheck disable=SC2086  # each group is a list of paths
-      PYTHONPATH="$PWD/python" "${P[@]}" $g > "$LOG/pytest-$i.log" 2>&1 &
+      (
+        t0=$SECONDS
+        PYTHONPATH="$PWD/python" "${P[@]}" $g > "$LOG/pytest-$i.log" 2>&1
+        group_rc=$?
+        echo "group $i ($((SECONDS - t0)) s, exit $group_rc): $(tail -n 1 "$LOG/pytest-$i.log")" >> "$progress"
+        exit $group_rc
+      ) &
       pids+=($!)
     done
     i=0
