@@ -28,7 +28,15 @@ def _public_objects():
         if name.startswith("_") or name in NOT_API:
             continue
         obj = getattr(tp, name)
-        if inspect.ismodule(obj) or not (callable(obj) or isinstance(obj, tp.logging.Logger)):
+        if inspect.ismodule(obj):
+            # A public module's own functions (tp.random.normal), where it lists them.
+            for member_name in getattr(obj, "__all__", []):
+                member = getattr(obj, member_name)
+                if inspect.isfunction(member) and id(member) not in seen:
+                    seen.add(id(member))
+                    yield f"{name}.{member_name}", member
+            continue
+        if not (callable(obj) or isinstance(obj, tp.logging.Logger)):
             continue
         if isinstance(obj, tp.logging.Logger):
             obj = type(obj)

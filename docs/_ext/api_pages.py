@@ -12,7 +12,7 @@ import re
 PAGES = [
     ("tensor", "Tensors", ["frontend.tensor"]),
     ("dtypes", "Data types", ["frontend.dtypes"]),
-    ("creation", "Creating tensors", ["frontend.ops.creation"]),
+    ("creation", "Creating tensors", ["frontend.ops.creation", "random"]),
     ("elementwise", "Elementwise operations", ["frontend.ops.elementwise"]),
     ("reductions", "Reductions and scans", ["frontend.ops.reduce", "frontend.ops.scan"]),
     ("shapes", "Shapes, layout and indexing", ["frontend.ops.shape_ops", "frontend.ops.pad", "frontend.ops.indexing"]),
@@ -43,7 +43,7 @@ PAGES = [
 # implementation; they are not API.
 INTERNAL_MODULES = {"exception", "frontend", "logging", "utils"}
 # Public modules: documented as a whole.
-PUBLIC_MODULES = {"config", "llm", "onnx", "types"}
+PUBLIC_MODULES = {"config", "llm", "onnx", "random", "types"}
 
 # Pages with at least this many entries open with a contents table.
 CONTENTS_FROM = 4

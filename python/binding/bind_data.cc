@@ -9,6 +9,7 @@
 #include "runtime/backend.h"
 #include "runtime/gpu_scope.h"
 #include "common/half.h"
+#include "common/random.h"
 #include "compiler/eager.h"
 #include "binding.h"
 #include "dlpack_abi.h"
@@ -300,6 +301,54 @@ py::capsule to_dlpack(const NodeRef& n) {
   });
 }
 
+// A value of stream (seed, kind) in dtype `dt`: lo + scale * v (v uniform in [0, 1) or standard
+// normal), rounded once. A uniform value that rounds up to hi (float16, bfloat16) becomes the
+// dtype's next value below it, so that every value stays in [lo, hi).
+template <class Store>
+void fill_random(RandomKind kind, uint64_t seed, double lo, double scale, double hi, int64_t n, Store store) {
+  for (int64_t b = 0; 4 * b < n; ++b) {
+    const std::array<double, 4> v = random_block(kind, seed, static_cast<uint64_t>(b));
+    for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) store(4 * b + j, lo + scale * v[static_cast<size_t>(j)], hi);
+  }
+}
+
+// The 16-bit float just below the one of bits `h` (sign-magnitude: toward -inf).
+uint16_t below16(uint16_t h) { return (h & 0x7fffu) == 0 ? 0x8001u : (h & 0x8000u) ? h + 1 : h - 1; }
+
+Tensor random_tensor(const std::string& kind, const std::vector<int64_t>& shape, DType dt, uint64_t seed, double a,
+                     double b, const SourceRef& src) {
+  const bool uniform = kind == "uniform";
+  Tensor host = unwrap_at(Tensor::try_empty_host(dt, shape, "the random tensor's data"), src);
+  const RandomKind k = uniform ? RandomKind::kUniform : RandomKind::kNormal;
+  const double scale = uniform ? b - a : b;
+  const double hi = uniform && b > a ? b : HUGE_VAL;  // the bound a uniform value stays below
+  const int64_t n = host.numel();
+  void* data = host.data();
+  switch (dt) {
+    case DType::kFloat32:
+      fill_random(k, seed, a, scale, hi, n, [&](int64_t i, double v, double bound) {
+        float f = static_cast<float>(v);
+        if (f >= bound) f = std::nextafter(static_cast<float>(bound), -HUGE_VALF);
+        static_cast<float*>(data)[i] = f;
+      });
+      break;
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      const bool half = dt == DType::kFloat16;
+      fill_random(k, seed, a, scale, hi, n, [&](int64_t i, double v, double bound) {
+        // double -> float -> the 16-bit format (each value rounded twice: no matter for random values).
+        uint16_t h = half ? cpu::float_to_half(static_cast<float>(v)) : cpu::float_to_bfloat16(static_cast<float>(v));
+        while ((half ? cpu::half_to_float(h) : cpu::bfloat16_to_float(h)) >= bound) h = below16(h);
+        static_cast<uint16_t*>(data)[i] = h;
+      });
+      break;
+    }
+    default:
+      raise(invalid_argument(std::string("tp.random makes floating-point values, not ") + std::string(dtype_name(dt)) + ".", src));
+  }
+  return host;
+}
+
 }  // namespace
 
 void bind_data(py::module_& m) {
@@ -327,6 +376,12 @@ void bind_data(py::module_& m) {
     Tensor host = unwrap_at(Tensor::try_empty_host(dt, s.shape, "the tensor's data"), src);
     int64_t i = 0;
     fill(data, host.data(), i, dt);
+    return trace::make_data_node(place(std::move(host), parse_device(device)), src);
+  });
+  m.def("random", [](const std::string& kind, const std::vector<int64_t>& shape, const std::string& dtype,
+                     uint64_t seed, double a, double b, const std::string& device, py::object frames) {
+    SourceRef src = to_source(frames);
+    Tensor host = random_tensor(kind, shape, parse_dtype(dtype), seed, a, b, src);
     return trace::make_data_node(place(std::move(host), parse_device(device)), src);
   });
   m.def("from_dlpack", &from_dlpack);

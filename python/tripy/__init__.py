@@ -95,7 +95,7 @@ from tripy.frontend.modules.sequential import Sequential
 from tripy.frontend.modules.conv import Conv, ConvTranspose
 from tripy.frontend.modules.norms import BatchNorm, GroupNorm, InstanceNorm
 from tripy.frontend.safetensors import load_safetensors, save_safetensors
-from tripy import onnx
+from tripy import onnx, random
 
 __version__ = "0.1.0"
 
