@@ -301,9 +301,9 @@ py::capsule to_dlpack(const NodeRef& n) {
   });
 }
 
-// A value of stream (seed, kind) in dtype `dt`: lo + scale * v (v uniform in [0, 1) or standard
-// normal), rounded once. A uniform value that rounds up to hi (float16, bfloat16) becomes the
-// dtype's next value below it, so that every value stays in [lo, hi).
+// Stores lo + scale * v for the n values v of stream (seed, kind) (uniform in [0, 1), or standard
+// normal), in double; `store` rounds each to the tensor's dtype, and a uniform value that rounds up
+// to hi takes the dtype's next value below it, so that every value stays in [lo, hi).
 template <class Store>
 void fill_random(RandomKind kind, uint64_t seed, double lo, double scale, double hi, int64_t n, Store store) {
   for (int64_t b = 0; 4 * b < n; ++b) {
