@@ -116,3 +116,9 @@ def test_a_size_known_only_at_run_time_is_an_error_at_the_callers_line():
     with pytest.raises(tp.TripyException, match="sizes known now") as e:
         tp.compile(model, args=[tp.DimensionInputInfo((1, 2, 4))])
     assert "test_random.py" in str(e.value)
+
+
+def test_a_tensor_too_large_for_memory_is_an_error_naming_the_bytes():
+    with pytest.raises(tp.TripyException, match="4000000000000 bytes") as e:
+        tp.random.normal((10**6, 10**6))
+    assert f"test_random.py:{e.tb.tb_lineno}" in str(e.value)
