@@ -122,3 +122,13 @@ def test_a_tensor_too_large_for_memory_is_an_error_naming_the_bytes():
     with pytest.raises(tp.TripyException, match="4000000000000 bytes") as e:
         tp.random.normal((10**6, 10**6))
     assert f"test_random.py:{e.tb.tb_lineno}" in str(e.value)
+
+
+@pytest.mark.skipif(not tp._C.gpu_available(), reason="no GPU on this machine")
+def test_the_gpu_holds_the_same_values_as_the_cpu(monkeypatch):
+    on_gpu = tp.random.normal((3, 70), dtype=tp.bfloat16, seed=21)
+    assert on_gpu.device.kind == "gpu"
+    monkeypatch.setattr(tp.config, "default_device", "cpu")
+    on_cpu = tp.random.normal((3, 70), dtype=tp.bfloat16, seed=21)
+    assert on_cpu.device.kind == "cpu"
+    assert np.array_equal(_values(tp.copy(on_gpu, "cpu")), _values(on_cpu))
