@@ -1,7 +1,7 @@
 // What the standalone weight-only diagnostics share (scripts/weight_only_*bench.cu, after
 // kernels/device_prelude.cuh and weight_only_dot.cuh): a kernel that only reads a buffer (the read
 // floor), deterministic fills, weight copies past the L2, a checked CUDA call and the timer; and
-// Llama-3-8B's product shapes with int4 operands for them at M rows of x (Int4Rows).
+// Llama-3-8B's product shapes with int4 operands for them at M rows of x (PackedRows).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -73,10 +73,10 @@ inline std::vector<void*> weight_copies(size_t bytes) {
   return ws;
 }
 
-// Llama-3-8B's products, and each one's operands at M rows of x: bfloat16 x [M, K], an int4
-// weight [N, K] in groups of 128 with zero points (copies past the L2), the scales and zero
-// points, a reference output and an output [M, N]; `a` holds every address but the weight's and
-// the output's.
+// Llama-3-8B's products, and each one's operands at M rows of x: bfloat16 x [M, K], a packed
+// weight [N, K] (copies past the L2; int4 in groups of 128 with zero points, or int8 with a scale a
+// row), the scales and zero points, a reference output and an output [M, N]; `a` holds every
+// address but the weight's and the output's.
 struct LlamaShape { const char* name; long N, K; };
 inline constexpr LlamaShape kLlamaShapes[] = {
     {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
@@ -88,14 +88,13 @@ inline std::vector<LlamaShape> llama_shapes_to_run() {
     if (!only || strcmp(only, s.name) == 0) out.push_back(s);
   return out;
 }
-struct Int4Rows {
+struct PackedRows {
   long N, K, M, row_bytes, groups;
   size_t wbytes;
   std::vector<void*> ws;
   unsigned short *x, *sc, *zp, *ref, *out;
   WoArgs a{};
-  // bits 8: int8 weights with a scale a row and no zero points.
-  Int4Rows(long n, long k, long m = 1, int bits = 4)
+  PackedRows(long n, long k, long m = 1, int bits = 4)
       : N(n), K(k), M(m), row_bytes(bits == 4 ? k / 2 : k), groups(bits == 4 ? k / 128 : 1),
         wbytes((size_t)n * row_bytes) {
     ws = weight_copies(wbytes);
@@ -111,7 +110,7 @@ struct Int4Rows {
     a.x = (i64)x, a.scale = (i64)sc, a.zero = bits == 4 ? (i64)zp : 0, a.rows = M, a.N = N, a.K = K;
     a.row_bytes = row_bytes, a.groups = groups, a.group = bits == 4 ? 128 : k, a.vec = 1;
   }
-  ~Int4Rows() {
+  ~PackedRows() {
     for (auto p : ws) cudaFree(p);
     cudaFree(x), cudaFree(sc), cudaFree(zp), cudaFree(ref), cudaFree(out);
   }

@@ -36,7 +36,7 @@ int main() {
   print_forms(forms);
   const int rows = 16;
   for (const LlamaShape& s : llama_shapes_to_run()) {
-    Int4Rows p(s.N, s.K, rows);
+    PackedRows p(s.N, s.K, rows);
     WoArgs& a = p.a;
     void* lay;  // x as wo_few_x lays it out
     CK(cudaMalloc(&lay, 16 * p.K * 2 + p.K / 128 * 16 * 8));

@@ -73,7 +73,7 @@ void one_row(const LlamaShape& s, int bits) {
                         {4, k_row4_4, k_row_norm4_4, k_row_res4_4}};
   const Shape int8[] = {{1, k_row8_1, k_row_norm8_1, k_row_res8_1}, {2, k_row8_2, k_row_norm8_2, k_row_res8_2},
                         {4, k_row8_4, k_row_norm8_4, k_row_res8_4}};
-  Int4Rows p(s.N, s.K, 1, bits);
+  PackedRows p(s.N, s.K, 1, bits);
   WoArgs& a = p.a;
   unsigned short *gamma, *xn, *residual;
   CK(cudaMalloc(&gamma, p.K * 2));
@@ -121,7 +121,7 @@ int main() {
   const int warps[] = {4, 8, 16};
   const int M = 16;
   for (const LlamaShape& s : llama_shapes_to_run()) {
-    Int4Rows p(s.N, s.K, M);
+    PackedRows p(s.N, s.K, M);
     WoArgs& a = p.a;
     unsigned short *gamma, *xn, *residual;
     CK(cudaMalloc(&gamma, p.K * 2));

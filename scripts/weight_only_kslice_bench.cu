@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       {"r2w8", k_s2, 2, 8},   {"r2w16", k_s2, 2, 16}};
   print_forms(forms);
   for (const LlamaShape& s : llama_shapes_to_run()) {
-    Int4Rows p(s.N, s.K);
+    PackedRows p(s.N, s.K);
     WoArgs& a = p.a;
     printf("%-8s (%6ld, %6ld) %6.1f MB |", s.name, p.N, p.K, p.wbytes / 1e6);
     float best_ks = 1e9;

@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
       {"reg4", k_reg4, 14336}, {"m2t2", k_m2t2, 14336, 2}, {"m2t4", k_m2t4, 14336, 4}};
   print_forms(forms);
   for (const LlamaShape& s : llama_shapes_to_run()) {
-    Int4Rows p(s.N, s.K);
+    PackedRows p(s.N, s.K);
     WoArgs& a = p.a;
     int tiles = 1;  // tiles of 16 weight rows a warp group (row_multi)
     auto place = [&](int split) {
