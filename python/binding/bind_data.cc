@@ -302,13 +302,12 @@ py::capsule to_dlpack(const NodeRef& n) {
 }
 
 // Stores lo + scale * v for the n values v of stream (seed, kind) (uniform in [0, 1), or standard
-// normal), in double; `store` rounds each to the tensor's dtype, and a uniform value that rounds up
-// to hi takes the dtype's next value below it, so that every value stays in [lo, hi).
+// normal), in double; `store` rounds each to the tensor's dtype.
 template <class Store>
-void fill_random(RandomKind kind, uint64_t seed, double lo, double scale, double hi, int64_t n, Store store) {
+void fill_random(RandomKind kind, uint64_t seed, double lo, double scale, int64_t n, Store store) {
   for (int64_t b = 0; 4 * b < n; ++b) {
     const std::array<double, 4> v = random_block(kind, seed, static_cast<uint64_t>(b));
-    for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) store(4 * b + j, lo + scale * v[static_cast<size_t>(j)], hi);
+    for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) store(4 * b + j, lo + scale * v[static_cast<size_t>(j)]);
   }
 }
 
@@ -321,24 +320,26 @@ Tensor random_tensor(const std::string& kind, const std::vector<int64_t>& shape,
   Tensor host = unwrap_at(Tensor::try_empty_host(dt, shape, "the random tensor's data"), src);
   const RandomKind k = uniform ? RandomKind::kUniform : RandomKind::kNormal;
   const double scale = uniform ? b - a : b;
-  const double hi = uniform && b > a ? b : HUGE_VAL;  // the bound a uniform value stays below
+  // The bound a uniform value stays below: one that rounds up to it takes the dtype's next value
+  // below, so that every value is in [a, b).
+  const double hi = uniform && b > a ? b : HUGE_VAL;
   const int64_t n = host.numel();
   void* data = host.data();
   switch (dt) {
     case DType::kFloat32:
-      fill_random(k, seed, a, scale, hi, n, [&](int64_t i, double v, double bound) {
+      fill_random(k, seed, a, scale, n, [&](int64_t i, double v) {
         float f = static_cast<float>(v);
-        if (f >= bound) f = std::nextafter(static_cast<float>(bound), -HUGE_VALF);
+        if (f >= hi) f = std::nextafter(static_cast<float>(hi), -HUGE_VALF);
         static_cast<float*>(data)[i] = f;
       });
       break;
     case DType::kFloat16:
     case DType::kBFloat16: {
       const bool half = dt == DType::kFloat16;
-      fill_random(k, seed, a, scale, hi, n, [&](int64_t i, double v, double bound) {
+      fill_random(k, seed, a, scale, n, [&](int64_t i, double v) {
         // double -> float -> the 16-bit format (each value rounded twice: no matter for random values).
         uint16_t h = half ? cpu::float_to_half(static_cast<float>(v)) : cpu::float_to_bfloat16(static_cast<float>(v));
-        while ((half ? cpu::half_to_float(h) : cpu::bfloat16_to_float(h)) >= bound) h = below16(h);
+        while ((half ? cpu::half_to_float(h) : cpu::bfloat16_to_float(h)) >= hi) h = below16(h);
         static_cast<uint16_t*>(data)[i] = h;
       });
       break;

@@ -25,15 +25,18 @@ __all__ = ["normal", "uniform"]
 def _shape(shape, fn):
     if isinstance(shape, (numbers.Integral, Tensor)):
         shape = (shape,)
-    if not isinstance(shape, (list, tuple)) or any(isinstance(d, Tensor) for d in shape):
+    # Ints only: a tp.DimensionSize has an int's __index__, but no value until a compiled call runs.
+    sizes = None
+    if isinstance(shape, (list, tuple)) and not any(isinstance(d, Tensor) for d in shape):
+        try:
+            sizes = [operator.index(d) for d in shape]
+        except TypeError:
+            pass
+    if sizes is None:
         _raise_here(
             f"tp.random.{fn}: the shape must be a sequence of ints (sizes known now, not tp.DimensionSizes: the "
             f"values are made when the call runs), but got: {shape!r}."
         )
-    try:
-        sizes = [operator.index(d) for d in shape]
-    except TypeError:
-        _raise_here(f"tp.random.{fn}: the shape must be a sequence of ints (sizes known now), but got: {shape!r}.")
     if any(d < 0 for d in sizes):
         _raise_here(f"tp.random.{fn}: a shape cannot have negative sizes, but got: {tuple(sizes)}.")
     return sizes
