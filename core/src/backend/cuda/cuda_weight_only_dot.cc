@@ -6,6 +6,7 @@
 // and its scalar form the CUDA-core rows. From kWeightOnlyGemmRows rows of x the many-rows tile
 // runs after its layout of x in the workspace, where it applies, up to kWeightOnlyTileGemmRows;
 // else the weight is dequantized into the workspace and cuBLASLt multiplies (a prefill's products).
+// A product that folds its norm or residual launches as cuda_weight_only_fold.cc says.
 #include "backend/cuda/cuda_weight_only_dot.h"
 
 #include <algorithm>
@@ -17,27 +18,14 @@
 #include <utility>
 
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_weight_only_words.h"
 
 namespace tripy::rt::cuda {
+using namespace weight_only_words;
 namespace {
 
-enum {
-  kWordOut, kWordX, kWordW, kWordScale, kWordZero, kWordRows, kWordN, kWordK, kWordRowBytes, kWordGroups,
-  kWordGroup, kWordSplit, kWordNBlocks, kWordVec, kWordMmaSplit, kWordMmaBlocks, kWords
-};
-// A folded product's words after the problem's (weight_only_frag.cuh's WoFold).
-enum { kWordGamma = kWords, kWordResidual, kWordGammaF32, kWordEps, kFoldWords };
-constexpr const char* kFoldSuffix = "_fold";
-constexpr const char* kFoldRowsSuffix = "_fold_rows";
-// The one-row K-sliced tile's fold entry points, one a fold (WO_FOLD_NORM, WO_FOLD_RESIDUAL).
-constexpr const char* kFoldNormSuffix = "_norm";
-constexpr const char* kFoldResidualSuffix = "_residual";
 // The values of a chunk of the one-row and few-rows tiles: 64 bytes of a weight row (WoRowChunk).
 int64_t row_chunk_values(int bits) { return bits == 4 ? 128 : 64; }
-
-// Beside the split in kWordMmaSplit's low byte: the weight is a program constant, so the ring may
-// copy its first steps before it waits for the previous kernel (weight_only_dot.cuh's wo_early).
-constexpr int64_t kMmaSplitEarly = int64_t{1} << 8;
 
 // The split (1, 2, 4 or 8 warps to a group of `rows` weight rows): `tuned` where the build timed
 // one (0: none), else the first whose grid covers the GPU twice; and that grid's blocks along N.
@@ -70,8 +58,9 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// A launch's words with the problem's sizes (the addresses and the launch's own words zero).
-std::vector<int64_t> problem_words(const WeightOnlyProblem& pr) {
+}  // namespace
+
+std::vector<int64_t> weight_only_problem_words(const WeightOnlyProblem& pr) {
   std::vector<int64_t> w(kWords, 0);
   w[kWordRows] = pr.rows;
   w[kWordN] = pr.N;
@@ -81,6 +70,8 @@ std::vector<int64_t> problem_words(const WeightOnlyProblem& pr) {
   w[kWordGroup] = pr.group;
   return w;
 }
+
+namespace {
 
 // The dequantized weight's bytes in the workspace, where cuBLASLt's own workspace then starts.
 int64_t dequantized_bytes(const WeightOnlyProblem& pr) {
@@ -182,48 +173,6 @@ std::string weight_only_sliced_function(DType t, int bits, int i) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kWeightOnlySliced[i].suffix;
 }
 
-std::string weight_only_fold_rows_function(DType t, int bits, int row_tile) {
-  return weight_only_function(t, bits, row_tile) + kFoldRowsSuffix;
-}
-
-std::string weight_only_sliced_fold_function(DType t, int bits, int i, WeightOnlySlicedFold fold) {
-  return weight_only_sliced_function(t, bits, i) +
-         (fold == WeightOnlySlicedFold::kNorm ? kFoldNormSuffix : kFoldResidualSuffix);
-}
-
-std::string weight_only_few_x_fold_function(DType t, int bits) {
-  return weight_only_few_rows_function(t, bits, true) + kFoldSuffix;
-}
-
-std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
-  return weight_only_few_sliced_function(t, bits, i) + kFoldSuffix;
-}
-
-bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
-
-bool weight_only_row_fold_format(int bits) { return bits == 4 || bits == kWeightOnlyE4M3; }
-
-bool weight_only_fold_applies(const WeightOnlyFold& f) {
-  if (f.gated || f.K <= 0) return false;
-  if (f.rows == 1)
-    return weight_only_row_fold_format(f.bits) && !(f.norm && f.residual) &&
-           weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
-  return weight_only_fold_format(f.bits) && f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
-         weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
-}
-
-Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn) {
-  Launch l;
-  l.fn = fn;
-  l.overlaps = true;
-  l.block_x = kWeightOnlyBlock;
-  const int64_t warps = pr.rows * pr.N, per_block = kWeightOnlyBlock / 32;
-  l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((warps + per_block - 1) / per_block);
-  l.words = problem_words(pr);
-  l.words.resize(kFoldWords, 0);
-  return l;
-}
-
 std::string weight_only_dequantize_function(DType t, int bits) {
   return weight_only_function(t, bits, kWeightOnlyMmaRows) + kDequantizeSuffix;
 }
@@ -271,7 +220,7 @@ std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, C
   x.overlaps = true;
   x.block_x = kWeightOnlyBlock;
   x.grid = x.vector_grid = x.scalar_grid = grid_for(2 * kWeightOnlyMmaRows * pr.K / 8, kWeightOnlyBlock, sm_count);
-  x.words = problem_words(pr);
+  x.words = weight_only_problem_words(pr);
   x.vector_word = kWordVec;
   x.workspace_word = kWordOut;
   x.workspace_bytes = weight_only_few_rows_workspace(pr);
@@ -281,7 +230,7 @@ std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, C
   t.overlaps = true;
   t.block_x = kWeightOnlyBlock;
   t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>(blocks);
-  t.words = problem_words(pr);
+  t.words = weight_only_problem_words(pr);
   t.words[kWordMmaSplit] = mma_split | (pr.constant_weight ? kMmaSplitEarly : 0);
   t.words[kWordMmaBlocks] = blocks;
   t.workspace_word = kWordX;
@@ -419,24 +368,12 @@ StatusOr<Launch> weight_only_launch(const WeightOnlyProblem& pr, int row_tile, C
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(n_blocks * tiles);
   if (mma) l.vector_grid = static_cast<unsigned>(mma_blocks * tiles);
   if (use_vector) l.vector_fn = vector;
-  l.words = problem_words(pr);
+  l.words = weight_only_problem_words(pr);
   l.words[kWordSplit] = split;
   l.words[kWordNBlocks] = n_blocks;
   l.words[kWordMmaSplit] = mma_split | (mma_split && pr.constant_weight ? kMmaSplitEarly : 0);
   l.words[kWordMmaBlocks] = mma_blocks;
   l.vector_word = kWordVec;
-  return l;
-}
-
-StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction rows_fn, CUfunction sliced_fn,
-                                         int sm_count, int i, int warps) {
-  const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
-  TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, kWeightOnlyMmaRows, rows_fn, sm_count, warps, sliced_fn, form));
-  if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
-  // The CUDA-core form: a warp an output, 8 a block.
-  l.block_x = kWeightOnlyBlock;
-  l.grid = l.scalar_grid = static_cast<unsigned>((pr.N + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
-  l.words.resize(kFoldWords, 0);
   return l;
 }
 
@@ -447,7 +384,7 @@ Launch weight_only_dequantize_launch(const WeightOnlyProblem& pr, CUfunction fn,
   // A block per weight row, at most enough blocks to fill the GPU (the aligned form's lanes then
   // stride over every row's chunks together, the other form's blocks over the rows).
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>(std::min<int64_t>(pr.N, int64_t{8} * sm_count));
-  l.words = problem_words(pr);
+  l.words = weight_only_problem_words(pr);
   l.vector_word = kWordVec;
   l.workspace_word = kWordOut;
   l.workspace_bytes = dequantized_bytes(pr);
@@ -596,7 +533,7 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
   x.overlaps = true;
   x.block_x = kWeightOnlyBlock;
   x.grid = grid_for(tiles * x_rows * pr.K / 8, kWeightOnlyBlock, c.sm_count);
-  x.words = problem_words(pr);
+  x.words = weight_only_problem_words(pr);
   x.ptrs = {{kWordX, k.inputs[0], 0}};
   x.vector_word = kWordVec;
   x.vector_grid = x.scalar_grid = x.grid;
@@ -607,7 +544,7 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
   t.overlaps = true;
   t.block_x = kWeightOnlyBlock;
   t.grid = static_cast<unsigned>(m.blocks);
-  t.words = problem_words(pr);
+  t.words = weight_only_problem_words(pr);
   t.words[kWordMmaSplit] = m.split | (pr.constant_weight ? kMmaSplitEarly : 0);
   // Only the weight is read in 16-byte pieces (the output, scales and zero points a value at a time).
   t.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordW, k.inputs[1], 0}, {kWordScale, k.inputs[2], 0, true}};
@@ -623,96 +560,6 @@ std::optional<std::vector<Launch>> weight_only_many_rows_launches(PlanContext& c
 
 }  // namespace
 
-namespace {
-
-// A folded product's pointer and fold words on `l`: out, x, w, the scales (and zero points), gamma
-// and the residual where it has them (x, w and gamma read in vectors, the others a value at a time).
-void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& pr, Launch& l) {
-  const WeightOnlyDotAttrs& a = k.weight_only_dot;
-  l.ptrs = {{kWordOut, k.outputs[0], 0, true}, {kWordX, k.inputs[0], 0}, {kWordW, k.inputs[1], 0},
-            {kWordScale, k.inputs[2], 0, true}};
-  if (pr.zero) l.ptrs.push_back({kWordZero, k.inputs[3], 0, true});
-  if (a.norm) {
-    const int32_t gamma = k.inputs[weight_only_gamma_input(a)];
-    l.ptrs.push_back({kWordGamma, gamma, 0, false});  // read as x is, in vectors
-    l.words[kWordGammaF32] = p.buffers[static_cast<size_t>(gamma)].dtype == DType::kFloat32;
-    std::memcpy(&l.words[kWordEps], &a.norm_eps, sizeof(double));
-  }
-  if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
-}
-
-// A folded product (normalizing x or adding a residual) at one row: shape i of the K-sliced one-row
-// tile as the build timed it, its entry point of the product's fold (the module of 8 rows); the
-// CUDA-core fold where an address is off its vector alignment.
-StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
-                                      const KernelCode& code) {
-  const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  const int timed = tuned ? weight_only_sliced_index(tuned->form) : -1, i = timed >= 0 ? timed : 0;
-  if (pr.rows != 1 || !weight_only_sliced_applies(pr.dtype, pr.bits, code.row_tile, pr.rows, pr.K, pr.group))
-    return kernel_failure(c.program, k,
-                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
-                              " rows, where the K-sliced one-row tile does not run",
-                          StatusCode::kInternal);
-  StatusOr<Launch> l = weight_only_fold_launch(pr, code.fold_rows_fn, code.sliced_fold_fn[i], c.sm_count, i,
-                                               timed >= 0 ? tuned->split : 0);
-  if (!l.ok()) return kernel_failure(c.program, k, l.status().message(), l.status().code());
-  set_fold_words(c.program, k, pr, *l);
-  if (debug_level() >= 1)
-    std::fprintf(stderr,
-                 "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
-                 "warps a block\n",
-                 k.name.c_str(), k.weight_only_dot.norm ? "RMSNorm" : "residual", kWeightOnlySliced[i].tiles,
-                 l->vector_block_x / 32);
-  step.launches = {std::move(l.value())};
-  return true;
-}
-
-// A folded product (normalizing x, adding a residual) at up to 16 rows: the fold entry points of
-// the few-rows tile's timed K-sliced shape (the module of 16 rows); the CUDA-core fold where an
-// address is off their vector alignment. The compiler's rule (weight_only_fold_applies) made sure
-// one of the two applies.
-StatusOr<bool> plan_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
-                              const KernelCode& code) {
-  if (code.row_tile == kWeightOnlyMmaRows) return plan_one_row_fold_step(c, k, step, pr, code);
-  const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
-  const int timed = tuned ? weight_only_sliced_index(tuned->form, WeightOnlyForm::kFewSliced) : -1;
-  const int i = timed >= 0 ? timed : 0, warps = timed >= 0 ? tuned->split : kWeightOnlySlicedWarps[1];
-  if (code.row_tile != 2 * kWeightOnlyMmaRows || pr.rows > code.row_tile ||
-      !weight_only_few_rows_applies(pr.dtype, pr.bits, code.row_tile, pr.K, pr.group))
-    return kernel_failure(c.program, k,
-                          "normalizes x or adds a residual at " + std::to_string(pr.rows) +
-                              " rows, where the few-rows tile does not run",
-                          StatusCode::kInternal);
-  std::vector<Launch> l =
-      weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
-  for (Launch& one : l) {
-    one.words.resize(kFoldWords, 0);
-    set_fold_words(c.program, k, pr, one);
-  }
-  l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out
-  l[1].ptrs.erase(l[1].ptrs.begin() + 1);                     // the tile reads x from the workspace
-  if (!always_aligned(c.program, l[1])) {
-    Launch rows = weight_only_fold_rows_launch(pr, code.fold_rows_fn);
-    set_fold_words(c.program, k, pr, rows);
-    step.launches = {std::move(rows)};
-    return true;
-  }
-  if (debug_level() >= 1) {
-    const WeightOnlyDotAttrs& a = k.weight_only_dot;
-    std::fprintf(stderr,
-                 "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
-                 "rows and %u warps a block\n",
-                 k.name.c_str(), static_cast<long long>(pr.rows),
-                 a.norm && a.residual ? "RMSNorm, residual" : a.norm ? "RMSNorm" : "residual",
-                 kWeightOnlyFewSliced[i].tiles, l[1].block_x / 32);
-  }
-  c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
-  step.launches = std::move(l);
-  return true;
-}
-
-}  // namespace
-
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step) {
   const std::vector<int64_t>& x = c.shapes[static_cast<size_t>(k.inputs[0])];
   const std::vector<int64_t>& w = c.shapes[static_cast<size_t>(k.inputs[1])];
@@ -721,7 +568,7 @@ StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& 
   if (out_elements == 0) return false;
   const WeightOnlyProblem pr = weight_only_problem(c.program, k, x, w, scale, out_elements);
   const KernelCode& code = c.code[static_cast<size_t>(step.kernel)];
-  if (pr.fold) return plan_fold_step(c, k, step, pr, code);
+  if (pr.fold) return plan_weight_only_fold_step(c, k, step, pr, code);
   if (code.many_rows_fn[0] && weight_only_many_rows_applies(pr.dtype, pr.bits, pr.rows, pr.K, pr.group)) {
     std::optional<std::vector<Launch>> l = weight_only_many_rows_launches(c, k, pr, code);
     if (l) {

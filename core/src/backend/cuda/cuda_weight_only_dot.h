@@ -254,5 +254,12 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
                             KernelCode& code);
 StatusOr<bool> plan_weight_only_dot_step(PlanContext& c, const Kernel& k, Step& step);
 Status run_weight_only_dot_step(Step& step, const Kernel& k, const RunContext& c);
+// A launch's words with the problem's sizes (the addresses and the launch's own words zero).
+std::vector<int64_t> weight_only_problem_words(const WeightOnlyProblem& pr);
+// A folded product's step (pr.fold; cuda_weight_only_fold.cc): at one row the K-sliced one-row
+// tile's entry point of its fold, at up to 16 the few-rows tile's layout and K-sliced fold, the
+// CUDA-core fold where an address is off their vector alignment.
+StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
+                                          const KernelCode& code);
 
 }  // namespace tripy::rt::cuda
