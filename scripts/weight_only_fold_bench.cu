@@ -1,6 +1,7 @@
 // What a product's folded RMSNorm and residual cost it (kernels/weight_only_frag.cuh's fold forms):
 // Llama-3-8B's int4 and int8 products at one row on the K-sliced one-row tile (wo_row_sliced, its
-// WO_FOLD_NORM and WO_FOLD_RESIDUAL entry points) and int4's at 16 rows on the few-rows tile's K-sliced
+// WO_FOLD_NORM and WO_FOLD_RESIDUAL entry points; gate/up also its gated output's, WO_FOLD_GATE,
+// against the plain tile and the SiLU x up kernel) and int4's at 16 rows on the few-rows tile's K-sliced
 // form (wo_few_x, then wo_few_sliced), each shape and warps a block as the build times them:
 // plain (x normalized apart), folded (x normalized with a weight gamma, eps 1e-5, and a residual
 // added; 16 rows only), the norm alone and the residual alone; the best of each, in us. The folded outputs are checked against the plain
@@ -37,6 +38,21 @@ FEW(1) FEW(2)
     wo_row_sliced<B, RT, WO_FOLD_RESIDUAL>(p.a, p.f);                                                             \
   }
 ROW(4, 1) ROW(4, 2) ROW(4, 4) ROW(8, 1) ROW(8, 2) ROW(8, 4)
+// The gated output's entry points (RT tiles: half of the gate half, half of the up half), alone and
+// with the norm.
+#define GATE(B, RT)                                                                                               \
+  extern "C" __global__ void __launch_bounds__(512) k_gate##B##_##RT(const WoFoldArgs p) {                        \
+    wo_row_sliced<B, RT, WO_FOLD_GATE>(p.a, p.f);                                                                 \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(512) k_ngate##B##_##RT(const WoFoldArgs p) {                       \
+    wo_row_sliced<B, RT, WO_FOLD_NORM | WO_FOLD_GATE>(p.a, p.f);                                                  \
+  }
+GATE(4, 2) GATE(4, 4) GATE(8, 2) GATE(8, 4)
+// out[n] = SiLU(y[n]) * y[H + n] (y as stored): the kernel a gated output takes out of the step.
+__global__ void silu_mul(const unsigned short* y, unsigned short* out, int H) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n < H) out[n] = f2b(act_silu(b2f(y[n])) * b2f(y[H + n]));
+}
 extern "C" __global__ void k_few_x(const WoArgs a) { enter_after_previous(); wo_few_x<2, 4>(a); }
 extern "C" __global__ void k_few_x_fold(const WoFoldArgs p) { enter_after_previous(); wo_few_x<2, 4, true>(p.a, p.f); }
 
@@ -113,9 +129,70 @@ void one_row(const LlamaShape& s, int bits) {
   cudaFree(gamma), cudaFree(xn), cudaFree(residual);
 }
 
+// gate/up at one row: the plain tile's best (x normalized apart for the norm) then the SiLU x up
+// kernel, against the gated output's entry points on x (gate alone) and with the norm.
+void gated_row(int bits) {
+  struct Shape { int rt; FoldFn gate, ngate; };
+  const Shape int4[] = {{2, k_gate4_2, k_ngate4_2}, {4, k_gate4_4, k_ngate4_4}};
+  const Shape int8[] = {{2, k_gate8_2, k_ngate8_2}, {4, k_gate8_4, k_ngate8_4}};
+  const TileFn plain4[] = {k_row4_1, k_row4_2, k_row4_4}, plain8[] = {k_row8_1, k_row8_2, k_row8_4};
+  PackedRows p(28672, 4096, 1, bits);
+  WoArgs& a = p.a;
+  const int H = (int)p.N / 2;
+  unsigned short *gamma, *xn, *y;
+  CK(cudaMalloc(&gamma, p.K * 2));
+  CK(cudaMalloc(&xn, p.K * 2));
+  CK(cudaMalloc(&y, p.N * 2));
+  fill_bf16<<<256, 256>>>(gamma, p.K, 0.5f, 1.5f, 13, false);
+  normalize_rows<<<1, 256>>>(p.x, gamma, xn, (int)p.K, 1e-5);
+  CK(cudaDeviceSynchronize());
+  a.mma_split = 0x100;
+  float plain = 1e9f, silu = 1e9f, best[2] = {1e9f, 1e9f};
+  for (int r = 0; r < 3; ++r)
+    for (int w : {4, 8, 16}) {
+      const unsigned blocks = (unsigned)((p.N + (16 << r) - 1) / (16 << r));
+      plain = std::min(plain, time_us([&](int i) {
+        a.w = (i64)p.copy(i), a.out = (i64)y, a.x = (i64)xn;
+        (bits == 4 ? plain4 : plain8)[r]<<<blocks, 32 * w>>>(a);
+      }));
+    }
+  silu = time_us([&](int) { silu_mul<<<(H + 255) / 256, 256>>>(y, p.out, H); });
+  bool wrong = false;
+  for (int norm = 0; norm < 2; ++norm) {
+    // The reference: the plain tile on x (normalized apart for the norm), then SiLU x up.
+    a.w = (i64)p.copy(0), a.out = (i64)y, a.x = (i64)(norm ? xn : p.x);
+    (bits == 4 ? plain4 : plain8)[0]<<<(unsigned)(p.N / 16), 128>>>(a);
+    silu_mul<<<(H + 255) / 256, 256>>>(y, p.ref, H);
+    CK(cudaDeviceSynchronize());
+    for (const Shape& sh : bits == 4 ? int4 : int8)
+      for (int w : {4, 8, 16}) {
+        const unsigned blocks = (unsigned)((H + sh.rt * 8 - 1) / (sh.rt * 8));
+        const WoFold fo{norm ? (i64)gamma : 0, 0, 0, 1e-5, H};
+        auto run = [&](int i) {
+          a.w = (i64)p.copy(i), a.out = (i64)p.out, a.x = (i64)p.x;
+          (norm ? sh.ngate : sh.gate)<<<blocks, 32 * w>>>(WoFoldArgs{a, fo});
+        };
+        best[norm] = std::min(best[norm], time_us(run));
+        CK(cudaMemset(p.out, 0, p.N * 2));
+        run(0);
+        CK(cudaDeviceSynchronize());
+        std::vector<unsigned short> got(H), want(H);
+        CK(cudaMemcpy(got.data(), p.out, H * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(want.data(), p.ref, H * 2, cudaMemcpyDeviceToHost));
+        double d = 0, m = 0;
+        for (int n = 0; n < H; ++n) d = std::max(d, (double)fabsf(bf(got[n]) - bf(want[n]))), m = std::max(m, (double)fabsf(bf(want[n])));
+        wrong |= d > 1e-2 * m;
+      }
+  }
+  printf("gate_up  ( 28672,   4096) b%d M  1 | plain %7.2f + SiLU x up %5.2f | gated %7.2f | norm + gated %7.2f%s\n",
+         bits, plain, silu, best[0], best[1], wrong ? " WRONG" : "");
+  cudaFree(gamma), cudaFree(xn), cudaFree(y);
+}
+
 int main() {
   for (int bits : {4, 8})
     for (const LlamaShape& s : llama_shapes_to_run()) one_row(s, bits);
+  for (int bits : {4, 8}) gated_row(bits);
   struct Shape { int rt; TileFn plain; FoldFn fold; };
   const Shape shapes[] = {{1, k_few1, k_few_fold1}, {2, k_few2, k_few_fold2}};
   const int warps[] = {4, 8, 16};

@@ -118,6 +118,10 @@ StatusOr<std::optional<flat::Graph>> residual_weight_only_dot(const flat::Graph&
   return flat::residual_weight_only_dot(g, c.rules.weight_only_fold);
 }
 
+StatusOr<std::optional<flat::Graph>> gate_weight_only_output(const flat::Graph& g, PassContext& c) {
+  return flat::gate_weight_only_output(g, c.rules.weight_only_fold);
+}
+
 // The optimising passes, in order (optimization_level >= 1). Each row names a pass for the timing
 // dump and the verifier's notes; where a pass applies is its own function's business.
 struct PassRow {
@@ -149,6 +153,9 @@ const PassRow kPasses[] = {
     // the product before it.
     {"normed_weight_only_dot", normed_weight_only_dot},
     {"residual_weight_only_dot", residual_weight_only_dot},
+    // Where the down product did not take the SwiGLU's gate (gated_weight_only_dot), the gate_up
+    // product may write it.
+    {"gate_weight_only_output", gate_weight_only_output},
 };
 
 // The "kernels" dump: each kernel in launch order with the user line it came from, then the

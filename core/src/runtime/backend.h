@@ -147,9 +147,9 @@ struct PassRules {
   // float8 values (the GPU's answer loads cuBLASLt).
   std::function<LowPrecisionGemms()> low_precision_gemms = [] { return LowPrecisionGemms{}; };
   int64_t weight_only_dot_max_rows = -1;    // rows of x up to which weight-only dots read packed weights (-1: any)
-  // Where a weight-only dot may form its x itself (RMSNorm, or SiLU(gate) * up) and add the
-  // residual after it (flat::normed_weight_only_dot, gated_weight_only_dot,
-  // residual_weight_only_dot); empty: everywhere.
+  // Where a weight-only dot may form its x itself (RMSNorm, or SiLU(gate) * up), add the residual
+  // after it or write SiLU(gate) * up of its own halves (flat::normed_weight_only_dot,
+  // gated_weight_only_dot, residual_weight_only_dot, gate_weight_only_output); empty: everywhere.
   std::function<bool(const WeightOnlyFold&)> weight_only_fold;
 };
 
@@ -197,7 +197,8 @@ bool register_builder(Device::Kind kind, BuilderFactory factory);
 // keeps dequantize -> dot as written, for comparison; TRIPY_WEIGHT_ONLY_DOT=0 does too for
 // weight-only quantization, and =1 reads packed weights at any number of rows (tests of the GPU's
 // kernel past its decode sizes); TRIPY_WEIGHT_ONLY_FOLD=0 leaves the norms, SwiGLU gates and
-// residual adds around weight-only products to kernels of their own.
+// residual adds around weight-only products to kernels of their own, TRIPY_WEIGHT_ONLY_GATE=0 the
+// SwiGLU gates alone.
 PassRules pass_rules_for(Device::Kind kind);
 
 }  // namespace tripy::rt

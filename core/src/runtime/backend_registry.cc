@@ -64,6 +64,10 @@ PassRules pass_rules_for(Device::Kind kind) {
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "0")) rules.weight_only_dot_max_rows = 0;
   if (env_is("TRIPY_WEIGHT_ONLY_DOT", "1")) rules.weight_only_dot_max_rows = -1;
   if (env_is("TRIPY_WEIGHT_ONLY_FOLD", "0")) rules.weight_only_fold = [](const WeightOnlyFold&) { return false; };
+  if (env_is("TRIPY_WEIGHT_ONLY_GATE", "0"))
+    rules.weight_only_fold = [rule = rules.weight_only_fold](const WeightOnlyFold& f) {
+      return !f.gated && !f.gate_output && (!rule || rule(f));
+    };
   return rules;
 }
 

@@ -311,7 +311,10 @@ inline constexpr int64_t kMaxSampleVocab = int64_t{1} << 23;
 // [K] (x's dtype or float32, the input after zero): each row times 1 / sqrt(mean(x^2) + norm_eps), computed
 // with no overflow or underflow, and times gamma, in float32, not rounded. With `residual`, a last
 // input R of out's shape and dtype is added: out = round(round(product) + R), as an add after the
-// product would compute it.
+// product would compute it. With `gate_output` (N even; not with `residual`), out is [..., N / 2]:
+// SiLU(y[..., :N / 2]) * y[..., N / 2:] of the product y, each of y's values rounded to out's dtype
+// first and the result once, as the product and a kernel after it would store them (a SwiGLU's
+// gate_up product writing its down projection's x).
 struct WeightOnlyDotAttrs {
   int64_t bits = 8;
   int64_t group_size = 1;
@@ -320,7 +323,8 @@ struct WeightOnlyDotAttrs {
   bool norm = false;
   double norm_eps = 0.0;
   bool residual = false;
-  TRIPY_FIELDS(bits, group_size, has_zero, gated, norm, norm_eps, residual)
+  bool gate_output = false;
+  TRIPY_FIELDS(bits, group_size, has_zero, gated, norm, norm_eps, residual, gate_output)
 };
 // The inputs of a weight-only product: x, w, scale, then zero (has_zero), gamma (norm) and R
 // (residual), in that order.
@@ -330,17 +334,20 @@ inline size_t weight_only_residual_input(const WeightOnlyDotAttrs& a) { return 3
 // A weight-only product as a pass would leave it, normalizing or gating its x or adding its
 // residual (the backend's PassRules::weight_only_fold decides): x's dtype, the most rows x may
 // have, K, the group, the weight's format (4, 8, or 9 for float8 e4m3 values), and the folds it
-// would then have (the one asked and those it has: rt::WeightOnlyDotAttrs norm, gated, residual).
+// would then have (the one asked and those it has: rt::WeightOnlyDotAttrs norm, gated, residual,
+// gate_output).
 struct WeightOnlyFold {
   DType dtype = DType::kFloat32;
   int64_t rows = 0, K = 0, group = 0;
   int bits = 8;
-  bool norm = false, gated = false, residual = false;
+  bool norm = false, gated = false, residual = false, gate_output = false;
 };
 // The packed bytes per weight row of K values.
 inline int64_t weight_only_row_bytes(int64_t bits, int64_t K) { return bits == 4 ? (K + 1) / 2 : K; }
 // K of a weight-only product whose x's last dim is `x_last`.
 inline int64_t weight_only_k(const WeightOnlyDotAttrs& a, int64_t x_last) { return a.gated ? x_last / 2 : x_last; }
+// The last dim of a weight-only product's output, of N weight rows.
+inline int64_t weight_only_out_n(const WeightOnlyDotAttrs& a, int64_t N) { return a.gate_output ? N / 2 : N; }
 
 // A collective over the ranks of a sharded program (tp.compile with a tp.DeviceMesh), each rank
 // running its own program on its own thread or process. kAllReduce: out = the elementwise sum of

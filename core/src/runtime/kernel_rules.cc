@@ -372,6 +372,7 @@ class KernelRules {
     if (!arity(weight_only_inputs(a), 1))
       return "needs x, the weight, its scales (and zero points, the norm's weight, the residual) and 1 output";
     if (a.norm && a.gated) return "normalizes a gated x";
+    if (a.gate_output && a.residual) return "adds a residual to a gated output";
     if (a.norm && !(a.norm_eps >= 0.0 && a.norm_eps < 1e30)) return "has a norm's epsilon out of range";
     const DType t = dtype_of(k_.inputs[0]);
     if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16) return "multiplies a non-float x";
@@ -395,9 +396,10 @@ class KernelRules {
     const auto& out = shape(k_.outputs[0]);
     if (a.gated && x.back() % 2 != 0) return "gates an x of odd width " + std::to_string(x.back());
     const int64_t K = weight_only_k(a, x.back()), N = w[0];
+    if (a.gate_output && N % 2 != 0) return "gates its output of an odd count of weight rows " + std::to_string(N);
     const int64_t groups = K / a.group_size + (K % a.group_size != 0);
     std::vector<int64_t> want(x.begin(), x.end() - 1);
-    want.push_back(N);
+    want.push_back(weight_only_out_n(a, N));
     if (w[1] != weight_only_row_bytes(a.bits, K) || out != want)
       return "multiplies " + dims_str(x) + " by a " + std::to_string(a.bits) + "-bit weight " + dims_str(w) +
              " into " + dims_str(out);

@@ -172,6 +172,27 @@ TEST(CpuWeightOnlyDot, TheRulesRefuseANormsWeightOrAResidualOfAnotherShape) {
   EXPECT_NE(kernel_load_error(b.program(), k).find("needs x"), std::string::npos);
 }
 
+TEST(CpuWeightOnlyDot, TheRulesGiveAGatedOutputHalfTheWeightsRowsAndNoResidual) {
+  ProgramBuilder b;
+  const int32_t x = b.input(DType::kFloat32, {1, 64}), w = b.input(DType::kInt8, {8, 64});
+  const int32_t s = b.input(DType::kFloat32, {8, 1}), r = b.input(DType::kFloat32, {1, 4});
+  const int32_t out = b.output(DType::kFloat32, {1, 4});
+  Kernel& k = b.kernel(KernelKind::kWeightOnlyDot, "weight_only_dot", {x, w, s}, {out});
+  k.weight_only_dot.group_size = 64;
+  k.weight_only_dot.gate_output = true;
+  EXPECT_EQ(kernel_load_error(b.program(), k), "");
+  // Each buffer's shape: x, w, the scales, r (unread until the residual), the output.
+  std::vector<std::vector<int64_t>> shapes = {{1, 64}, {8, 64}, {8, 1}, {1, 4}, {1, 4}};
+  EXPECT_EQ(kernel_run_error(b.program(), k, shapes, b.slots()), "");
+  shapes[4] = {1, 8};  // the product's whole width
+  EXPECT_NE(kernel_run_error(b.program(), k, shapes, b.slots()).find("into (1, 8)"), std::string::npos);
+  shapes = {{1, 64}, {7, 64}, {7, 1}, {1, 3}, {1, 3}};  // an odd count of weight rows
+  EXPECT_NE(kernel_run_error(b.program(), k, shapes, b.slots()).find("odd count of weight rows 7"), std::string::npos);
+  k.inputs.push_back(r);
+  k.weight_only_dot.residual = true;
+  EXPECT_NE(kernel_load_error(b.program(), k).find("adds a residual to a gated output"), std::string::npos);
+}
+
 TEST(CpuWeightOnlyDot, TheRulesRefuseAWeightOfTheWrongPackedWidthOrScales) {
   ProgramBuilder b;
   const int32_t x = b.input(DType::kFloat32, {1, 64}), w = b.input(DType::kInt8, {8, 64});

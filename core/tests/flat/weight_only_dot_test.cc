@@ -479,5 +479,55 @@ return %4
   EXPECT_FALSE(residual_weight_only_dot(*both).has_value());  // the product is also an output
 }
 
+// A SwiGLU's gate_up product y = x [rows, 4] times a [4, 4] int8 weight, then silu(y[:, :2]) *
+// y[:, 2:] (`gate` and `up` the halves' starts, `fn` the function); with `y_out`, y is an output too.
+std::string gate_up(const std::string& rows, const std::string& gate = "0", const std::string& up = "2",
+                    const char* fn = "silu", bool y_out = false) {
+  auto half = [&](const std::string& start) {
+    return "slice(%3) {starts = [0, " + start + "], limits = [" + rows + ", " + std::to_string(std::stoi(start) + 2) +
+           "], steps = [1, 1]}\n";
+  };
+  return "%0 : f32[" + rows + ", 4] = parameter() {index = 0}\n"
+         "%1 : i8[4, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 2, 4, 6, 8, -1, -3, -5, -7]}\n"
+         "%2 : f32[4, 1] = constant() {value = [0.5, 0.25, 1, 2]}\n"
+         "%3 : f32[" + rows + ", 4] = weight_only_dot(%0, %1, %2) {group_size = 4}\n"
+         "%4 : f32[" + rows + ", 2] = " + half(gate) +
+         "%5 : f32[" + rows + ", 2] = " + half(up) +
+         "%6 : f32[" + rows + ", 2] = " + fn + "(%4)\n"
+         "%7 : f32[" + rows + ", 2] = mul(%6, %5)\n"
+         "return %7" + (y_out ? ", %3" : "") + "\n";
+}
+
+TEST(GateWeightOnlyOutput, AGateUpProductWritesSiluOfItsGateTimesItsUp) {
+  StatusOr<Graph> g = parse_graph(gate_up("1"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ASSERT_TRUE(verify(*g).ok());
+  std::optional<Graph> out = gate_weight_only_output(*g, [](const rt::WeightOnlyFold& f) {
+    EXPECT_TRUE(f.gate_output);
+    EXPECT_EQ(f.K, 4);
+    return f.rows == 1;
+  });
+  ASSERT_TRUE(out.has_value());
+  ASSERT_TRUE(verify(*out).ok());
+  EXPECT_EQ(out->str(), R"(%0 : f32[1, 4] = parameter() {index = 0}
+%1 : i8[4, 4] = constant() {value = [1, -2, 3, -4, 5, -6, 7, -8, 2, 4, 6, 8, -1, -3, -5, -7]}
+%2 : f32[4, 1] = constant() {value = [0.5, 0.25, 1, 2]}
+%3 : f32[1, 2] = weight_only_dot(%0, %1, %2) {group_size = 4, gate_output = true}
+return %3
+)");
+  // A rule that takes no gated output.
+  EXPECT_FALSE(gate_weight_only_output(*g, [](const rt::WeightOnlyFold& f) { return !f.gate_output; }).has_value());
+}
+
+TEST(GateWeightOnlyOutput, OtherHalvesAnotherFunctionOrAProductReadElsewhereKeepTheirKernels) {
+  for (const std::string& text : {gate_up("1", "2", "0"),                  // up first
+                                  gate_up("1", "0", "2", "gelu"),          // not SiLU
+                                  gate_up("1", "0", "2", "silu", true)}) {  // y is an output too
+    StatusOr<Graph> g = parse_graph(text);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_FALSE(gate_weight_only_output(*g).has_value()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace tripy::flat

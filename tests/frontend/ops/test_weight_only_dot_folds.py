@@ -2,9 +2,11 @@
 tp.RMSNorm's result as x (flat::normed_weight_only_dot) and add(product, r) of a product read by
 that add alone (flat::residual_weight_only_dot) on the CPU everywhere, and on the GPU at one row
 of int4 or float8 weights (the K-sliced one-row tile: one of the two a product) and at 9 to 16
-rows of int4 or int8 weights (the few-rows tile), bfloat16 x with K and the group whole chunks; a SwiGLU's
-SiLU(gate) * up (flat::gated_weight_only_dot) on the CPU. Each becomes the product's own work,
-its kernel gone.
+rows of int4 or int8 weights (the few-rows tile), bfloat16 x with K and the group whole chunks;
+a SwiGLU's SiLU(gate) * up read by the down product (flat::gated_weight_only_dot) on the CPU, and
+written by the gate_up product (flat::gate_weight_only_output) on the CPU and on the GPU at one
+row of int4, int8 or float8 weights and at 9 to 16 of int4 or int8. Each becomes the product's own
+work, its kernel gone.
 Checked against numpy in float64 of the same quantization: float32, bfloat16 and float16, one to
 300 rows, rows whose squares overflow or underflow float32, and the forms that only look alike,
 which keep their kernels."""
@@ -28,6 +30,14 @@ def _folds(dtype, rows, bits, group):
     chunks = (group or K) // chunk
     return (dtype == tp.bfloat16 and (rows == 1 and bits == 4 or 9 <= rows <= 16 and bits in (4, 8))
             and K % chunk == 0 and (group or K) % chunk == 0 and (group is None or chunks & (chunks - 1) == 0))
+
+
+def _gates(dtype, rows, bits, group):
+    """Whether the default device's gate_up products write SiLU(gate) * up of their halves (on the
+    GPU at one row or 9 to 16 of bfloat16 x with K and the group whole chunks)."""
+    if default_device().kind == "cpu":
+        return True
+    return (rows == 1 or 9 <= rows <= 16) and _folds(dtype, 9, bits, group)
 
 
 def _norm(dtype, eps=1e-5):
@@ -98,6 +108,54 @@ def test_a_swiglu_down_product_gates_its_x_and_adds_the_residual(dtype, rows):
     g, u = y[:, :K].astype(np.float64), y[:, K:].astype(np.float64)
     x = _rounded(g / (1.0 + np.exp(-g)) * u, dtype)
     _check(np.array(tp.cast(out, tp.float32).tolist(), np.float64), _rounded(x @ w.T, dtype) + h, dtype)
+
+
+@pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3, 12])
+@pytest.mark.parametrize("bits, group", [(4, 128), (8, None)])
+@pytest.mark.parametrize("normed", [False, True])
+def test_a_swiglu_gate_up_product_writes_silu_of_its_gate_times_its_up(dtype, rows, bits, group, normed):
+    """silu(gate) * up of a product's two halves (35 outputs of 70 weight rows): the product writes
+    it, each half rounded to the dtype as the product would store it, the SiLU's kernel gone; with
+    an RMSNorm before the product, where the product also takes the norm."""
+    lin, w = _linear(bits, group, bits == 4, dtype)
+    norm, gamma = _norm(dtype)
+    H = w.shape[0] // 2
+
+    def mlp(x):
+        gate, up = tp.split(lin(norm(x) if normed else x), 2, dim=-1)
+        return tp.silu(gate) * up
+
+    exe = tp.compile(mlp, args=[tp.InputInfo((rows, K), dtype=dtype)])
+    text = exe._impl.program_text
+    gates, norms = _gates(dtype, rows, bits, group), normed and _folds(dtype, rows, bits, group)
+    assert ("gate_output = true" in text) == gates, text
+    assert ("norm = true" in text) == norms, text
+    assert (_kernels(exe) == ["weight_only_dot"]) == (gates and (norms or not normed)), text
+    x = _rounded(RNG.standard_normal((rows, K)) * 3, dtype).astype(np.float32)
+    y = _rounded((_rms(x, gamma, 1e-5) if normed else x.astype(np.float64)) @ w.T, dtype)
+    g, u = y[:, :H], y[:, H:]
+    _check(_run(exe, x, dtype), _rounded(g / (1.0 + np.exp(-g)) * u, dtype), dtype)
+
+
+def test_the_gate_switch_leaves_the_swiglu_to_its_kernel(monkeypatch):
+    """TRIPY_WEIGHT_ONLY_GATE=0: the SwiGLU keeps its kernel, the norm still folds."""
+    monkeypatch.setenv("TRIPY_WEIGHT_ONLY_GATE", "0")
+    lin, w = _linear(4, 128, True, tp.float32)
+    norm, gamma = _norm(tp.float32)
+    H = w.shape[0] // 2
+
+    def mlp(x):
+        gate, up = tp.split(lin(norm(x)), 2, dim=-1)
+        return tp.silu(gate) * up
+
+    exe = tp.compile(mlp, args=[tp.InputInfo((1, K), dtype=tp.float32)])
+    text = exe._impl.program_text
+    assert "gate_output = true" not in text
+    assert ("norm = true" in text) == _folds(tp.float32, 1, 4, 128), text
+    x = RNG.standard_normal((1, K)).astype(np.float32)
+    y = _rms(x, gamma, 1e-5) @ w.T
+    _check(_run(exe, x, tp.float32), y[:, :H] / (1.0 + np.exp(-y[:, :H])) * y[:, H:], tp.float32)
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.bfloat16])

@@ -1,7 +1,7 @@
-"""The GPU's folded norms and residual adds with x off a 16-byte boundary, against numpy as with x
-aligned: at one row (the K-sliced one-row tile's fold entry points, a norm or a residual) the
-CUDA-core fold then runs, at 9 to 16 rows the few-rows layout reads x a value at a time. Skipped
-without a GPU or torch."""
+"""The GPU's folded norms, residual adds and SwiGLU outputs with x off a 16-byte boundary, against
+numpy as with x aligned: at one row (the K-sliced one-row tile's fold entry points, a norm or a
+residual, or a gated output) the CUDA-core fold then runs, at 9 to 16 rows the few-rows layout
+reads x a value at a time. Skipped without a GPU or torch."""
 
 import numpy as np
 import pytest
@@ -72,3 +72,33 @@ def test_one_row_folds_its_norm_or_its_residual_aligned_or_not(weights):
         _check(got, _rms(x, gamma, 1e-5) @ w.T, tp.bfloat16)
     for got in _each_alignment(added, x, r):
         _check(got, _rounded(x.astype(np.float64) @ w.T, tp.bfloat16) + r, tp.bfloat16)
+
+
+@pytest.mark.parametrize("weights, rows", [("int4 groups of 128", 1), ("int8", 1), ("float8", 1),
+                                           ("int4 groups of 128", 12), ("int8", 16)])
+@pytest.mark.parametrize("normed", [False, True])
+def test_a_gated_output_aligned_or_not(weights, rows, normed):
+    """silu(gate) * up of a product's halves (35 outputs of 70 weight rows, the last tile partly
+    past them), the norm before the product folded where the format folds it at those rows."""
+    if weights == "float8":
+        lin, w = _float8_linear()
+    else:
+        bits = 8 if weights == "int8" else 4
+        lin, w = _linear(bits, 128 if bits == 4 else None, bits == 4, tp.bfloat16)
+    norm, gamma = _norm(tp.bfloat16)
+    H = w.shape[0] // 2
+
+    def mlp(x):
+        gate, up = tp.split(lin(norm(x) if normed else x), 2, dim=-1)
+        return tp.silu(gate) * up
+
+    exe = tp.compile(mlp, args=[tp.InputInfo((rows, K), dtype=tp.bfloat16)])
+    text = exe._impl.program_text
+    assert "gate_output = true" in text, text
+    assert ("norm = true" in text) == (normed and (weights != "int8" or rows > 1)), text
+    x = _rounded(RNG.standard_normal((rows, K)) * 3, tp.bfloat16)
+    y = _rounded((_rms(x, gamma, 1e-5) if normed else x.astype(np.float64)) @ w.T, tp.bfloat16)
+    want = _rounded(y[:, :H] / (1.0 + np.exp(-y[:, :H])) * y[:, H:], tp.bfloat16)
+    for got in _each_alignment(exe, x):
+        _check(got, want, tp.bfloat16)
+

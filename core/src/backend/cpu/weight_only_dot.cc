@@ -406,11 +406,10 @@ StatusOr<bool> many_rows_by_chunks(const Weight& w, const std::vector<float>& x,
   return true;
 }
 
-// The product alone, into `out`.
-Status run_product(const KernelArgs& args, WeightOnlyState& st) {
+// The product alone, into `out` [rows, N].
+Status run_product(const KernelArgs& args, WeightOnlyState& st, const View& out) {
   const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
   const View& xv = *args.inputs[0];
-  const View& out = *args.outputs[0];
   const int64_t K = rt::weight_only_k(a, xv.shape.back()), N = args.inputs[1]->shape[0];
   if (out.numel() == 0) return ok_status();
   const int64_t rows = out.numel() / N;
@@ -477,12 +476,33 @@ Status run_product(const KernelArgs& args, WeightOnlyState& st) {
   return ok_status();
 }
 
+// gate_output: the product y [rows, N] as it would be stored, then SiLU(y[:, :H]) * y[:, H:]
+// rounded once, as a kernel after the product would compute it.
+Status run_gated_output(const KernelArgs& args, WeightOnlyState& st) {
+  const View& out = *args.outputs[0];
+  const int64_t N = args.inputs[1]->shape[0], H = N / 2;
+  if (out.numel() == 0) return ok_status();
+  const int64_t rows = out.numel() / H;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * N) * dtype_size(out.dtype));
+  const View yv{bytes.data(), out.dtype, {rows, N}};
+  TRIPY_RETURN_IF_ERROR(run_product(args, st, yv));
+  std::vector<float> y;
+  to_float(yv, y);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < H; ++n) {
+      const float g = y[static_cast<size_t>(r * N + n)], u = y[static_cast<size_t>(r * N + H + n)];
+      store(out, r * H + n, silu_f32(g) * u);
+    }
+  return ok_status();
+}
+
 Status run_weight_only_dot(const KernelArgs& args, WeightOnlyState& st) {
-  TRIPY_RETURN_IF_ERROR(run_product(args, st));
   const rt::WeightOnlyDotAttrs& a = args.kernel->weight_only_dot;
+  if (a.gate_output) return run_gated_output(args, st);
+  const View& out = *args.outputs[0];
+  TRIPY_RETURN_IF_ERROR(run_product(args, st, out));
   if (!a.residual) return ok_status();
   // The residual added to the rounded product, and the sum rounded, as an add kernel would.
-  const View& out = *args.outputs[0];
   std::vector<float> product, residual;
   to_float(out, product);
   to_float(*args.inputs[rt::weight_only_residual_input(a)], residual);

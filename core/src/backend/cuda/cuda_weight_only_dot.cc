@@ -240,10 +240,13 @@ std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, C
 std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr, CUfunction tile, CUfunction layout,
                                                     int sm_count, int i, int warps) {
   std::vector<Launch> l = weight_only_few_rows_launches(pr, tile, layout, sm_count, 1);
-  const int64_t rows_a_block = int64_t{16} * kWeightOnlyFewSliced[i].tiles;
+  // A gated output's block: tiles of the gate half and as many of the up half, half its rows.
+  const int64_t rows_a_block = pr.gate ? int64_t{8} * kWeightOnlyFewSliced[weight_only_gated_shape(i, true)].tiles
+                                       : int64_t{16} * kWeightOnlyFewSliced[i].tiles;
+  const int64_t width = pr.gate ? pr.N / 2 : pr.N;
   Launch& t = l[1];
   t.block_x = static_cast<unsigned>(32 * warps);
-  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>((pr.N + rows_a_block - 1) / rows_a_block);
+  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>((width + rows_a_block - 1) / rows_a_block);
   t.words[kWordMmaSplit] = pr.constant_weight ? kMmaSplitEarly : 0;
   t.words[kWordMmaBlocks] = 0;
   return l;
@@ -251,7 +254,7 @@ std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr,
 
 std::string weight_only_module_function(const std::string& function) {
   // A folded product's entry points: the shape's, then its own.
-  for (const char* fold : {kFoldRowsSuffix, kFoldSuffix, kFoldNormSuffix, kFoldResidualSuffix})
+  for (const char* fold : {kFoldRowsSuffix, kFoldSuffix, kFoldNormSuffix, kFoldResidualSuffix, kFoldGateSuffix})
     if (ends_with(function, fold)) return weight_only_module_function(function.substr(0, function.size() - std::strlen(fold)));
   for (const std::string tail : {kRingSuffix, kFragSuffix, kFrag32Suffix, kOneRowSuffix, kOneRowShortSuffix,
                                  kDequantizeSuffix, kFewRowsSuffix, kFewRowsLayoutSuffix})
@@ -285,7 +288,7 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
   // A folded product (normalizing x, adding a residual) runs on the K-sliced one-row tile (the
   // module of 8 rows, one row) or on the few-rows tile's K-sliced form (16) alone.
-  if (k.weight_only_dot.norm || k.weight_only_dot.residual)
+  if (k.weight_only_dot.norm || k.weight_only_dot.residual || k.weight_only_dot.gate_output)
     return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
   std::vector<int> out{own};
   if (!fixed_k) return out;
@@ -313,12 +316,14 @@ WeightOnlyProblem weight_only_problem(const Program& p, const Kernel& k, const s
   pr.bits = weight_only_format(p, k);
   pr.N = w.at(0);
   pr.K = weight_only_k(k.weight_only_dot, x.back());
-  pr.rows = pr.N > 0 ? out_elements / pr.N : 0;
+  const int64_t width = weight_only_out_n(k.weight_only_dot, pr.N);
+  pr.rows = width > 0 ? out_elements / width : 0;
   pr.row_bytes = w.at(1);
   pr.groups = scale.at(1);
   pr.group = k.weight_only_dot.group_size;
   pr.zero = k.weight_only_dot.has_zero;
-  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.residual;
+  pr.gate = k.weight_only_dot.gate_output;
+  pr.fold = k.weight_only_dot.norm || k.weight_only_dot.residual || pr.gate;
   pr.constant_weight = p.is_constant(k.inputs.at(1));
   return pr;
 }
@@ -451,28 +456,28 @@ Status load_weight_only_dot(const Program& p, const Kernel& k, CUmodule module, 
             CUDA_SUCCESS)
       code.sliced_fn[i] = nullptr;
   // A folded product's entry points, which it runs alone: the K-sliced one-row tile's of its fold
-  // (the module of 8 rows; a norm or a residual, not both) or the few-rows tile's (the
-  // module of 16 rows), and the CUDA-core fold.
+  // (the module of 8 rows; a norm or a residual, not both, or a gated output) or the few-rows
+  // tile's (the module of 16 rows; not a gated output), and the CUDA-core fold.
   const WeightOnlyDotAttrs& fold = k.weight_only_dot;
-  if (fold.norm || fold.residual) {
+  if (fold.norm || fold.residual || fold.gate_output) {
     auto get = [&](CUfunction& fn, const std::string& name) {
       return api().cuModuleGetFunction(&fn, module, name.c_str()) == CUDA_SUCCESS;
     };
     const bool one_row = code.row_tile == kWeightOnlyMmaRows;
-    bool all = (one_row ? weight_only_one_row_tile(t, bits, code.row_tile) && weight_only_row_fold_format(bits) &&
-                               !(fold.norm && fold.residual)
-                        : weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits)) &&
+    bool all = (one_row ? weight_only_one_row_tile(t, bits, code.row_tile) && weight_only_sliced_fold_entry(bits, fold)
+                        : weight_only_few_rows_tile(t, bits, code.row_tile) && weight_only_fold_format(bits) &&
+                              !(fold.gate_output && fold.residual)) &&
                get(code.fold_rows_fn, weight_only_fold_rows_function(t, bits, code.row_tile));
-    const WeightOnlySlicedFold kind = fold.norm ? WeightOnlySlicedFold::kNorm : WeightOnlySlicedFold::kResidual;
+    const WeightOnlySlicedFold kind = weight_only_sliced_fold(fold);
     for (int i = 0; all && one_row && i < static_cast<int>(std::size(kWeightOnlySliced)); ++i)
       all = get(code.sliced_fold_fn[i], weight_only_sliced_fold_function(t, bits, i, kind));
     for (int i = 0; all && !one_row && i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i)
-      all = get(code.few_sliced_fold_fn[i], weight_only_few_sliced_fold_function(t, bits, i));
+      all = get(code.few_sliced_fold_fn[i], weight_only_few_sliced_fold_function(t, bits, i, fold.gate_output));
     if (all && !one_row) all = get(code.few_x_fold_fn, weight_only_few_x_fold_function(t, bits));
     if (!all)
       return Status(StatusCode::kDataLoss, "kernel '" + k.name +
-                                               "' normalizes its x or adds a residual, and its module has no entry "
-                                               "point for that");
+                                               "' normalizes its x, adds a residual or gates its output, and its "
+                                               "module has no entry point for that");
   }
   // The dequantization, where the module has it (saved since it existed).
   const std::string dequantize = function + kDequantizeSuffix;

@@ -135,19 +135,30 @@ inline constexpr WeightOnlySliced kWeightOnlyFewSliced[] = {{1, "_few_slice1"}, 
 std::string weight_only_few_sliced_function(DType t, int bits, int i);
 // A folded product's entry points in the module of 16 rows (int4 and int8 weights,
 // weight_only_fold_format; taking WoFoldArgs): the layout of x times gamma (with each chunk's sums
-// of squares), shape i's tile (the rows' norm factors and the residual at the store).
+// of squares), shape i's tile (the rows' norm factors and the residual at the store), or with
+// `gate` its tile that writes SiLU(gate) * up of the product's halves (its tiles half of the gate
+// half and half of the up half; a shape of one tile runs that of 2, weight_only_gated_shape).
 bool weight_only_fold_format(int bits);
 std::string weight_only_few_x_fold_function(DType t, int bits);
-std::string weight_only_few_sliced_fold_function(DType t, int bits, int i);
+std::string weight_only_few_sliced_fold_function(DType t, int bits, int i, bool gate = false);
 // The CUDA-core fold (wo_fold_rows) of the module of `row_tile` rows, where an address is off the
 // K-sliced tiles' vector alignment.
 std::string weight_only_fold_rows_function(DType t, int bits, int row_tile);
-// The K-sliced one-row tile's fold entry points in the module of 8 rows (int4 and float8 weights,
-// weight_only_row_fold_format): shape i's for a product that normalizes its x, or one
-// that adds a residual (wo_row_sliced's WO_FOLD_NORM, WO_FOLD_RESIDUAL).
+// The K-sliced one-row tile's fold entry points in the module of 8 rows: shape i's for a product
+// that normalizes its x or adds a residual (int4 and float8 weights, weight_only_row_fold_format;
+// wo_row_sliced's WO_FOLD_NORM, WO_FOLD_RESIDUAL), and for one that writes SiLU(gate) * up of its
+// halves (int4, int8 and float8, weight_only_gate_format; WO_FOLD_GATE, with the norm where the
+// format has it), its shape's tiles half of the gate half and half of the up half (a shape of one
+// tile runs that of 2: weight_only_gated_shape, of kWeightOnlySliced or kWeightOnlyFewSliced).
 bool weight_only_row_fold_format(int bits);
-enum class WeightOnlySlicedFold { kNorm, kResidual };
+int weight_only_gated_shape(int i, bool few_rows = false);
+bool weight_only_gate_format(int bits);
+enum class WeightOnlySlicedFold { kNorm, kResidual, kGate, kNormGate };
 std::string weight_only_sliced_fold_function(DType t, int bits, int i, WeightOnlySlicedFold fold);
+// The entry point a folded product's attributes ask for, and whether the module of 8 rows of
+// weights of format `bits` has it.
+WeightOnlySlicedFold weight_only_sliced_fold(const WeightOnlyDotAttrs& a);
+bool weight_only_sliced_fold_entry(int bits, const WeightOnlyDotAttrs& a);
 // The module name (weight_only_function) that holds entry point `function`.
 std::string weight_only_module_function(const std::string& function);
 int weight_only_function_tile(const std::string& function);
@@ -166,9 +177,10 @@ struct WeightOnlyProblem {
   int bits = 8;  // the format (weight_only_format)
   int64_t rows = 0, N = 0, K = 0, row_bytes = 0, groups = 0, group = 0;
   bool zero = false;
-  // The product normalizes or gates x or adds a residual (rt::WeightOnlyDotAttrs norm, gated,
-  // residual): it runs on the K-sliced tiles' fold entry points alone.
+  // The product normalizes or gates x, adds a residual or gates its output (rt::WeightOnlyDotAttrs
+  // norm, gated, residual, gate_output): it runs on the K-sliced tiles' fold entry points alone.
   bool fold = false;
+  bool gate = false;  // gate_output: N / 2 outputs a row
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
   bool constant_weight = false;
@@ -211,7 +223,9 @@ std::vector<Launch> weight_only_few_rows_launches(const WeightOnlyProblem& pr, C
                                                   int sm_count, int split);
 // Where the compiler may fold a product's norm and residual (PassRules::weight_only_fold): one row
 // of int4 or float8 weights on the K-sliced one-row tile (a norm or a residual, each its own entry
-// point), 9 to 16 rows of int4 or int8 weights on the few-rows tile's K-sliced form. On an H200
+// point; and a SwiGLU's gated output, of int8 weights too, with the norm or alone), 9 to 16 rows of
+// int4 or int8 weights on the few-rows tile's K-sliced form (any of them; a gated output with no
+// residual). On an H200
 // (Llama-3-8B decode) float8's fold lost at 16 rows (4.348 -> 4.455 ms) and int8's at one row
 // (3.047 -> 3.140: its products leave faster forms), and a SwiGLU's gate everywhere it was tried.
 bool weight_only_fold_applies(const WeightOnlyFold& f);

@@ -20,29 +20,63 @@ std::string weight_only_fold_rows_function(DType t, int bits, int row_tile) {
   return weight_only_function(t, bits, row_tile) + kFoldRowsSuffix;
 }
 
+int weight_only_gated_shape(int i, bool few_rows) {
+  const WeightOnlySliced* shapes = few_rows ? kWeightOnlyFewSliced : kWeightOnlySliced;
+  const int n = static_cast<int>(few_rows ? std::size(kWeightOnlyFewSliced) : std::size(kWeightOnlySliced));
+  if (shapes[i].tiles >= 2) return i;
+  for (int j = 0; j < n; ++j)
+    if (shapes[j].tiles == 2) return j;
+  return i;
+}
+
 std::string weight_only_sliced_fold_function(DType t, int bits, int i, WeightOnlySlicedFold fold) {
-  return weight_only_sliced_function(t, bits, i) +
-         (fold == WeightOnlySlicedFold::kNorm ? kFoldNormSuffix : kFoldResidualSuffix);
+  using F = WeightOnlySlicedFold;
+  const bool gated = fold == F::kGate || fold == F::kNormGate;
+  const std::string shape = weight_only_sliced_function(t, bits, gated ? weight_only_gated_shape(i) : i);
+  switch (fold) {
+    case F::kNorm: return shape + kFoldNormSuffix;
+    case F::kResidual: return shape + kFoldResidualSuffix;
+    case F::kGate: return shape + kFoldGateSuffix;
+    case F::kNormGate: break;
+  }
+  return shape + kFoldNormSuffix + kFoldGateSuffix;
+}
+
+WeightOnlySlicedFold weight_only_sliced_fold(const WeightOnlyDotAttrs& a) {
+  using F = WeightOnlySlicedFold;
+  return a.gate_output ? (a.norm ? F::kNormGate : F::kGate) : a.norm ? F::kNorm : F::kResidual;
 }
 
 std::string weight_only_few_x_fold_function(DType t, int bits) {
   return weight_only_few_rows_function(t, bits, true) + kFoldSuffix;
 }
 
-std::string weight_only_few_sliced_fold_function(DType t, int bits, int i) {
-  return weight_only_few_sliced_function(t, bits, i) + kFoldSuffix;
+std::string weight_only_few_sliced_fold_function(DType t, int bits, int i, bool gate) {
+  return gate ? weight_only_few_sliced_function(t, bits, weight_only_gated_shape(i, true)) + kFoldSuffix + kFoldGateSuffix
+              : weight_only_few_sliced_function(t, bits, i) + kFoldSuffix;
 }
 
 bool weight_only_fold_format(int bits) { return bits == 4 || bits == 8; }
 
 bool weight_only_row_fold_format(int bits) { return bits == 4 || bits == kWeightOnlyE4M3; }
 
+bool weight_only_gate_format(int bits) { return bits == 4 || bits == 8 || bits == kWeightOnlyE4M3; }
+
+bool weight_only_sliced_fold_entry(int bits, const WeightOnlyDotAttrs& a) {
+  if (a.gated || !(a.norm || a.residual || a.gate_output)) return false;
+  if (a.gate_output) return weight_only_gate_format(bits) && !a.residual && (!a.norm || weight_only_row_fold_format(bits));
+  return weight_only_row_fold_format(bits) && !(a.norm && a.residual);
+}
+
 bool weight_only_fold_applies(const WeightOnlyFold& f) {
   if (f.gated || f.K <= 0) return false;
+  WeightOnlyDotAttrs a;
+  a.norm = f.norm, a.residual = f.residual, a.gate_output = f.gate_output;
   if (f.rows == 1)
-    return weight_only_row_fold_format(f.bits) && !(f.norm && f.residual) &&
+    return weight_only_sliced_fold_entry(f.bits, a) &&
            weight_only_sliced_applies(f.dtype, f.bits, kWeightOnlyMmaRows, 1, f.K, f.group);
-  return weight_only_fold_format(f.bits) && f.rows > kWeightOnlyMmaRows && f.rows <= 2 * kWeightOnlyMmaRows &&
+  return !(f.gate_output && f.residual) && weight_only_fold_format(f.bits) && f.rows > kWeightOnlyMmaRows &&
+         f.rows <= 2 * kWeightOnlyMmaRows &&
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
 }
 
@@ -51,10 +85,12 @@ Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn) 
   l.fn = fn;
   l.overlaps = true;
   l.block_x = kWeightOnlyBlock;
-  const int64_t warps = pr.rows * pr.N, per_block = kWeightOnlyBlock / 32;
+  const int64_t width = pr.gate ? pr.N / 2 : pr.N;  // the output's
+  const int64_t warps = pr.rows * width, per_block = kWeightOnlyBlock / 32;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((warps + per_block - 1) / per_block);
   l.words = weight_only_problem_words(pr);
   l.words.resize(kFoldWords, 0);
+  l.words[kWordGate] = pr.gate ? width : 0;
   return l;
 }
 
@@ -63,14 +99,30 @@ StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction
   const WeightOnlyForm form = static_cast<WeightOnlyForm>(static_cast<int>(WeightOnlyForm::kSliced) + i);
   TRIPY_ASSIGN_OR_RETURN(Launch l, weight_only_launch(pr, kWeightOnlyMmaRows, rows_fn, sm_count, warps, sliced_fn, form));
   if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
+  // A gated output: tiles of the gate half and as many of the up half a block (at least one
+  // each), a block's outputs half its weight rows.
+  const int64_t width = pr.gate ? pr.N / 2 : pr.N;
+  if (pr.gate) {
+    const int64_t outputs_a_block = int64_t{8} * kWeightOnlySliced[weight_only_gated_shape(i)].tiles;
+    l.vector_grid = static_cast<unsigned>((width + outputs_a_block - 1) / outputs_a_block);
+  }
   // The CUDA-core form: a warp an output, 8 a block.
   l.block_x = kWeightOnlyBlock;
-  l.grid = l.scalar_grid = static_cast<unsigned>((pr.N + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
+  l.grid = l.scalar_grid = static_cast<unsigned>((width + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
   l.words.resize(kFoldWords, 0);
+  l.words[kWordGate] = pr.gate ? width : 0;
   return l;
 }
 
 namespace {
+
+// What a folded product takes on, for the debug lines.
+std::string folds_str(const WeightOnlyDotAttrs& a) {
+  std::string out;
+  for (const auto& [on, name] : {std::pair{a.norm, "RMSNorm"}, {a.residual, "residual"}, {a.gate_output, "SiLU(gate) x up"}})
+    if (on) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
 
 // A folded product's pointer and fold words on `l`: out, x, w, the scales (and zero points), gamma
 // and the residual where it has them (x, w and gamma read in vectors, the others a value at a time).
@@ -108,7 +160,8 @@ StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& ste
     std::fprintf(stderr,
                  "tripy: weight-only dot '%s' at 1 row: the K-sliced tile's fold (%s), %d tiles of 16 rows and %u "
                  "warps a block\n",
-                 k.name.c_str(), k.weight_only_dot.norm ? "RMSNorm" : "residual", kWeightOnlySliced[i].tiles,
+                 k.name.c_str(), folds_str(k.weight_only_dot).c_str(),
+                 kWeightOnlySliced[pr.gate ? weight_only_gated_shape(i) : i].tiles,
                  l->vector_block_x / 32);
   step.launches = {std::move(l.value())};
   return true;
@@ -120,6 +173,10 @@ StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& ste
 // one of the two applies.
 }  // namespace
 
+// A folded product (normalizing x, adding a residual) at up to 16 rows: the fold entry points of
+// the few-rows tile's timed K-sliced shape (the module of 16 rows); the CUDA-core fold where an
+// address is off their vector alignment. The compiler's rule (weight_only_fold_applies) made sure
+// one of the two applies.
 StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                                           const KernelCode& code) {
   if (code.row_tile == kWeightOnlyMmaRows) return plan_one_row_fold_step(c, k, step, pr, code);
@@ -136,6 +193,7 @@ StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step&
       weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
   for (Launch& one : l) {
     one.words.resize(kFoldWords, 0);
+    one.words[kWordGate] = pr.gate ? pr.N / 2 : 0;  // the tile's own width is N / 2 where gated
     set_fold_words(c.program, k, pr, one);
   }
   l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out
@@ -151,9 +209,8 @@ StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step&
     std::fprintf(stderr,
                  "tripy: weight-only dot '%s' at %lld rows: the few-rows K-sliced tile's fold (%s), %d tiles of 16 "
                  "rows and %u warps a block\n",
-                 k.name.c_str(), static_cast<long long>(pr.rows),
-                 a.norm && a.residual ? "RMSNorm, residual" : a.norm ? "RMSNorm" : "residual",
-                 kWeightOnlyFewSliced[i].tiles, l[1].block_x / 32);
+                 k.name.c_str(), static_cast<long long>(pr.rows), folds_str(a).c_str(),
+                 kWeightOnlyFewSliced[weight_only_gated_shape(i, pr.gate)].tiles, l[1].block_x / 32);
   }
   c.workspace = std::max(c.workspace, static_cast<size_t>(l[0].workspace_bytes));
   step.launches = std::move(l);

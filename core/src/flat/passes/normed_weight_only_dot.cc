@@ -175,7 +175,7 @@ rt::WeightOnlyFold weight_only_fold_case(const Graph& graph, const Op& op) {
   c.K = !x.shape.empty() && x.shape.back().is_static() ? rt::weight_only_k(a, x.shape.back().static_value()) : -1;
   c.group = a.group_size;
   c.bits = op.operands.size() > 1 && graph.values[op.operands[1]].dtype == DType::kFloat8E4M3 ? 9 : static_cast<int>(a.bits);
-  c.norm = a.norm, c.gated = a.gated, c.residual = a.residual;
+  c.norm = a.norm, c.gated = a.gated, c.residual = a.residual, c.gate_output = a.gate_output;
   return c;
 }
 

@@ -3,7 +3,8 @@
 // -> unit_transposes_to_reshapes -> fold_update_windows -> split_dot_slices -> pad_dot_columns
 // (GPU; constant_fold, simplify and cse again when either changed the graph) -> fold_conv_affine
 // -> merge_conv_biases -> channels_last (GPU; simplify again when it changed the graph) ->
-// quantized_dot -> weight_only_dot -> gated_weight_only_dot -> dce -> sink_elementwise, then
+// quantized_dot -> weight_only_dot -> gated_weight_only_dot -> normed_weight_only_dot ->
+// residual_weight_only_dot -> gate_weight_only_output -> dce -> sink_elementwise, then
 // canonicalize_reductions before fusion planning.
 // Every pass keeps origins; text-in/text-out tests live in core/tests/flat/. The passes rebuild
 // graphs through rebuild.h's rewrite_ops.
@@ -121,6 +122,10 @@ std::optional<Graph> gated_weight_only_dot(const Graph& graph, const WeightOnlyF
 // add(weight_only_dot(...), r) of a product read by that add alone becomes the product with r
 // added (rt::WeightOnlyDotAttrs::residual), where the rule allows. nullopt when nothing matched.
 std::optional<Graph> residual_weight_only_dot(const Graph& graph, const WeightOnlyFoldRule& applies = {});
+// mul(silu(y[..., :H]), y[..., H:]) of a weight-only product y read by nothing else becomes that
+// product with its output gated (a SwiGLU's gate_up product writing SiLU(gate) * up,
+// rt::WeightOnlyDotAttrs::gate_output), where the rule allows. nullopt when nothing matched.
+std::optional<Graph> gate_weight_only_output(const Graph& graph, const WeightOnlyFoldRule& applies = {});
 // Drops ops that no output depends on (parameters always stay: they are the signature).
 Graph dce(const Graph& graph);
 // Rewrites reductions over non-trailing dims as a transpose then a trailing reduction, the only

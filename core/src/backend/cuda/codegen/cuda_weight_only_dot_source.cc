@@ -8,6 +8,8 @@
 // and float8 weights and bfloat16 x the tile of 8 rows the one-row tile's and the K-sliced one's
 // and that of 16 the few-rows tile's and its K-sliced form's).
 // Kernels of the same variant share the module (the builder compiles each source once).
+#include <algorithm>
+
 #include "backend/cuda/codegen/cuda_kernel_files.h"
 #include "backend/cuda/codegen/cuda_sources.h"
 #include "backend/cuda/cuda_weight_only_dot.h"
@@ -50,21 +52,30 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
   }
   // For int4, int8 and float8 weights and bfloat16 x, at 8 rows the K-sliced one-row tile's shapes
   // (wo_row_sliced), up to WO_SLICE_MAX_WARPS warps a block.
-  // For int4 and float8 weights each also in its two fold forms (a product that normalizes x, one
-  // that adds a residual), with the CUDA-core fold (weight_only_row_fold_format).
+  // Each also in its fold forms (weight_only_sliced_fold_entry: for int4 and float8 weights a
+  // product that normalizes x, one that adds a residual, and one that gates its output with the
+  // norm; for those and int8 one that gates its output), with the CUDA-core fold.
   if (one_row) {
+    using F = WeightOnlySlicedFold;
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlySliced)); ++i) {
       const std::string shape = std::to_string(bits) + ", " + std::to_string(kWeightOnlySliced[i].tiles);
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_sliced_function(t, bits, i) +
                 "(const WoArgs a) { wo_row_sliced<" + shape + ">(a); }\n";
-      if (!weight_only_row_fold_format(bits)) continue;
-      for (const auto& [fold, mask] : {std::pair{WeightOnlySlicedFold::kNorm, "WO_FOLD_NORM"},
-                                       std::pair{WeightOnlySlicedFold::kResidual, "WO_FOLD_RESIDUAL"}})
+      struct Form { F fold; bool norm, residual, gate; const char* mask; };
+      for (const Form& f : {Form{F::kNorm, true, false, false, "WO_FOLD_NORM"},
+                            Form{F::kResidual, false, true, false, "WO_FOLD_RESIDUAL"},
+                            Form{F::kGate, false, false, true, "WO_FOLD_GATE"},
+                            Form{F::kNormGate, true, false, true, "WO_FOLD_NORM | WO_FOLD_GATE"}}) {
+        rt::WeightOnlyDotAttrs a;
+        a.norm = f.norm, a.residual = f.residual, a.gate_output = f.gate;
+        // A gated output's tiles split between the halves: a shape of one tile runs that of 2.
+        if (!weight_only_sliced_fold_entry(bits, a) || (f.gate && weight_only_gated_shape(i) != i)) continue;
         source += "extern \"C\" __global__ void __launch_bounds__(512) " +
-                  weight_only_sliced_fold_function(t, bits, i, fold) + "(const WoFoldArgs p) { wo_row_sliced<" +
-                  shape + ", " + mask + ">(p.a, p.f); }\n";
+                  weight_only_sliced_fold_function(t, bits, i, f.fold) + "(const WoFoldArgs p) { wo_row_sliced<" +
+                  shape + ", " + f.mask + ">(p.a, p.f); }\n";
+      }
     }
-    if (weight_only_row_fold_format(bits))
+    if (weight_only_gate_format(bits))
       source += "extern \"C\" __global__ void " + weight_only_fold_rows_function(t, bits, kWeightOnlyMmaRows) +
                 "(const WoFoldArgs p) { enter_after_previous(); wo_fold_rows<" + std::to_string(bits) +
                 ">(p.a, p.f); }\n";
@@ -89,16 +100,20 @@ GeneratedKernel weight_only_dot_module_source(DType t, int bits, int row_tile) {
     source += "extern \"C\" __global__ void " + weight_only_few_rows_function(t, bits, true) +
               "(const WoArgs a) { enter_after_previous(); wo_few_x<2, " + format + ">(a); }\n";
     // Its K-sliced shapes, up to 16 warps a block; for int4 and int8 weights each also in its fold
-    // form (a product that normalizes x or adds a residual), after the layout's fold form, with the
-    // CUDA-core fold.
+    // form (a product that normalizes x or adds a residual) and its gated output's (shapes of 2
+    // tiles or more), after the layout's fold form, with the CUDA-core fold.
     const bool fold = weight_only_fold_format(bits);
     for (int i = 0; i < static_cast<int>(std::size(kWeightOnlyFewSliced)); ++i) {
       const std::string shape = format + ", " + std::to_string(kWeightOnlyFewSliced[i].tiles);
       source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_function(t, bits, i) +
                 "(const WoArgs a) { wo_few_sliced<2, " + shape + ">(a); }\n";
-      if (fold)
-        source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_fold_function(t, bits, i) +
-                  "(const WoFoldArgs p) { wo_few_sliced<2, " + shape + ", true>(p.a, p.f); }\n";
+      if (!fold) continue;
+      source += "extern \"C\" __global__ void __launch_bounds__(512) " + weight_only_few_sliced_fold_function(t, bits, i) +
+                "(const WoFoldArgs p) { wo_few_sliced<2, " + shape + ", true>(p.a, p.f); }\n";
+      if (weight_only_gated_shape(i, true) == i)
+        source += "extern \"C\" __global__ void __launch_bounds__(512) " +
+                  weight_only_few_sliced_fold_function(t, bits, i, true) + "(const WoFoldArgs p) { wo_few_sliced<2, " +
+                  shape + ", true, true>(p.a, p.f); }\n";
     }
     if (fold) {
       source += "extern \"C\" __global__ void " + weight_only_few_x_fold_function(t, bits) +

@@ -40,8 +40,8 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     // kWeightOnlyMmaRows rows (any dtype) the weight's dequantization, the tiles of 8 and 16 rows
     // of int4 weights and bfloat16 x the register-fed tile's, and that of 8 of int4, int8 and
     // float8 weights and bfloat16 x the one-row tile's (int8's for long and short rows) and the
-    // K-sliced tile's shapes (for int4 and float8 weights each also in its norm and residual fold
-    // forms, with the CUDA-core fold), that of 8 of int4 weights and bfloat16 x the many-rows tile's two shapes
+    // K-sliced tile's shapes (each also in its gated output's fold form, for int4 and float8 weights
+    // also in its norm, residual and normed gated output's, with the CUDA-core fold), that of 8 of int4 weights and bfloat16 x the many-rows tile's two shapes
     // and their layouts, and that of 16 the few-rows tile's, its layout and its K-sliced shapes
     // (for int4 and int8 weights those also in their fold forms, with the layout's and the
     // CUDA-core fold); no more.
@@ -57,8 +57,14 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) ++entries;
     const size_t sliced = one_row ? std::size(kWeightOnlySliced) : 0;
     const size_t few_sliced = few_rows ? std::size(kWeightOnlyFewSliced) : 0;
-    const size_t folds = few_rows && !float8 ? few_sliced + 2 : 0;
-    const size_t one_row_folds = one_row && !int8 ? 2 * sliced + 1 : 0;
+    // The gated output's entry points: one a shape of 2 tiles or more (weight_only_gated_shape).
+    const auto of_two_tiles = [](const WeightOnlySliced& s) { return s.tiles >= 2; };
+    const size_t gated_shapes =
+        static_cast<size_t>(std::count_if(std::begin(kWeightOnlySliced), std::end(kWeightOnlySliced), of_two_tiles));
+    const size_t few_gated_shapes =
+        static_cast<size_t>(std::count_if(std::begin(kWeightOnlyFewSliced), std::end(kWeightOnlyFewSliced), of_two_tiles));
+    const size_t folds = few_rows && !float8 ? few_sliced + few_gated_shapes + 2 : 0;
+    const size_t one_row_folds = one_row ? (int8 ? gated_shapes : 2 * sliced + 2 * gated_shapes) + 1 : 0;
     EXPECT_EQ(entries, 1u + ring + frag + one_row + (one_row && int8) + dequantize + 4 * many_rows + 2 * few_rows +
                            sliced + few_sliced + folds + one_row_folds)
         << names[i];
@@ -68,6 +74,7 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
       if (folds)
         entries_of_s.insert(entries_of_s.end(),
                             {weight_only_few_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s)),
+                             weight_only_few_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), true),
                              weight_only_few_x_fold_function(DType::kBFloat16, bits),
                              weight_only_fold_rows_function(DType::kBFloat16, bits, 16)});
       for (const std::string& entry : entries_of_s) {
@@ -78,12 +85,12 @@ TEST(CudaWeightOnlyDot, EveryVariantCompilesWithNvrtc) {
     for (size_t s = 0; s < sliced; ++s) {
       const int bits = frag ? 4 : int8 ? 8 : kWeightOnlyE4M3;
       std::vector<std::string> entries_of_s = {weight_only_sliced_function(DType::kBFloat16, bits, static_cast<int>(s))};
-      if (one_row_folds)
-        entries_of_s.insert(
-            entries_of_s.end(),
-            {weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), WeightOnlySlicedFold::kNorm),
-             weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), WeightOnlySlicedFold::kResidual),
-             weight_only_fold_rows_function(DType::kBFloat16, bits, 8)});
+      if (one_row_folds) {
+        using F = WeightOnlySlicedFold;
+        for (F fold : int8 ? std::vector<F>{F::kGate} : std::vector<F>{F::kNorm, F::kResidual, F::kGate, F::kNormGate})
+          entries_of_s.push_back(weight_only_sliced_fold_function(DType::kBFloat16, bits, static_cast<int>(s), fold));
+        entries_of_s.push_back(weight_only_fold_rows_function(DType::kBFloat16, bits, 8));
+      }
       for (const std::string& entry : entries_of_s) {
         EXPECT_EQ(weight_only_module_function(entry), names[i]);
         EXPECT_NE(ptx.find(".entry " + entry + "("), std::string::npos) << entry;
@@ -503,24 +510,56 @@ TEST(CudaWeightOnlyDot, AFoldedProductAtOneRowRunsTheKSlicedFoldOrAWarpAnOutputW
   EXPECT_EQ(l->fn, rows);                 // where an address is off the vector alignment: a warp an output
   EXPECT_EQ(l->block_x, 256u);
   EXPECT_EQ(l->scalar_grid, 4096u / 8);
-  EXPECT_EQ(l->words.size(), 20u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps
+  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps and the gated output's width.
+  EXPECT_EQ(l->words.size(), 21u);
+  EXPECT_EQ(l->words[20], 0);
+  // A gated output: N / 2 outputs, a block's tiles split between the halves (at least one each).
+  pr.gate = true;
+  for (size_t i = 0; i < std::size(kWeightOnlySliced); ++i) {
+    StatusOr<Launch> g = weight_only_fold_launch(pr, rows, tile, 132, static_cast<int>(i), 4);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    EXPECT_EQ(g->vector_grid, 2048u / (8 * std::max(kWeightOnlySliced[i].tiles, 2))) << i;
+    EXPECT_EQ(kWeightOnlySliced[weight_only_gated_shape(static_cast<int>(i))].tiles, std::max(kWeightOnlySliced[i].tiles, 2));
+    EXPECT_EQ(g->scalar_grid, 2048u / 8);
+    EXPECT_EQ(g->words[20], 2048);
+  }
+  pr.gate = false;
   // Off the tile (K of half a chunk): no launch.
   pr.K = 4160, pr.group = 4160, pr.groups = 1, pr.row_bytes = 2080;
   EXPECT_FALSE(weight_only_fold_launch(pr, rows, tile, 132, 0, 0).ok());
-  // Each fold its own entry point of the shape.
-  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, WeightOnlySlicedFold::kNorm),
-            weight_only_sliced_function(DType::kBFloat16, 4, 1) + "_norm");
-  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, WeightOnlySlicedFold::kResidual),
-            weight_only_sliced_function(DType::kBFloat16, 4, 1) + "_residual");
+  // Each fold its own entry point of the shape (a gated output's of one tile that of 2), in the
+  // module of the shape's.
+  using F = WeightOnlySlicedFold;
+  const std::string shape = weight_only_sliced_function(DType::kBFloat16, 4, 1);
+  const std::string two = weight_only_sliced_function(DType::kBFloat16, 4, 2);  // 2 tiles
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, F::kNorm), shape + "_norm");
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, F::kResidual), shape + "_residual");
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, F::kGate), two + "_gate");
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, F::kNormGate), two + "_norm_gate");
+  EXPECT_EQ(weight_only_sliced_fold_function(DType::kBFloat16, 4, 2, F::kGate), two + "_gate");
+  for (F fold : {F::kNorm, F::kResidual, F::kGate, F::kNormGate})
+    EXPECT_EQ(weight_only_module_function(weight_only_sliced_fold_function(DType::kBFloat16, 4, 1, fold)),
+              weight_only_module_function(shape));
+  // The entry point the attributes ask for, where the format's module has it.
+  WeightOnlyDotAttrs a;
+  a.gate_output = true;
+  EXPECT_EQ(weight_only_sliced_fold(a), F::kGate);
+  EXPECT_TRUE(weight_only_sliced_fold_entry(8, a));
+  a.norm = true;
+  EXPECT_EQ(weight_only_sliced_fold(a), F::kNormGate);
+  EXPECT_TRUE(weight_only_sliced_fold_entry(4, a));
+  EXPECT_FALSE(weight_only_sliced_fold_entry(8, a));  // int8 folds no norm at one row
+  a.norm = false, a.residual = true;
+  EXPECT_FALSE(weight_only_sliced_fold_entry(4, a));  // a gated output adds no residual
 }
 
-TEST(CudaWeightOnlyDot, ProductsFoldTheirNormOrResidualAtOneRowOfInt4AndBothAt9To16RowsOfInt4OrInt8) {
+TEST(CudaWeightOnlyDot, ProductsFoldANormOrResidualOrGateAtOneRowAndNormAndResidualAt9To16Rows) {
   struct Folds {
-    bool norm = true, residual = false, gated = false;
+    bool norm = true, residual = false, gated = false, gate_output = false;
   };
   const auto fold = [](int64_t rows, int64_t K, int64_t group, int bits = 4, DType t = DType::kBFloat16,
                        Folds f = {}) {
-    return weight_only_fold_applies(WeightOnlyFold{t, rows, K, group, bits, f.norm, f.gated, f.residual});
+    return weight_only_fold_applies(WeightOnlyFold{t, rows, K, group, bits, f.norm, f.gated, f.residual, f.gate_output});
   };
   EXPECT_TRUE(fold(16, 4096, 128));
   EXPECT_TRUE(fold(9, 4096, 4096, 8));
@@ -540,6 +579,19 @@ TEST(CudaWeightOnlyDot, ProductsFoldTheirNormOrResidualAtOneRowOfInt4AndBothAt9T
   EXPECT_FALSE(fold(16, -1, 128));                       // K unknown
   EXPECT_FALSE(fold(16, 4096, 128, 4, DType::kBFloat16, {false, false, true}));  // a SwiGLU's gate
   EXPECT_FALSE(fold(1, 4096, 128, 4, DType::kBFloat16, {false, false, true}));
+  // A SwiGLU's gated output at one row: of int4, int8 or float8 weights, with the norm where the
+  // format folds it, never with a residual.
+  EXPECT_TRUE(fold(1, 4096, 128, 4, DType::kBFloat16, {true, false, false, true}));
+  EXPECT_TRUE(fold(1, 4096, 4096, 8, DType::kBFloat16, {false, false, false, true}));
+  EXPECT_FALSE(fold(1, 4096, 4096, 8, DType::kBFloat16, {true, false, false, true}));
+  EXPECT_TRUE(fold(1, 4096, 4096, kWeightOnlyE4M3, DType::kBFloat16, {true, false, false, true}));
+  EXPECT_FALSE(fold(1, 4096, 128, 4, DType::kBFloat16, {false, true, false, true}));
+  EXPECT_TRUE(fold(16, 4096, 128, 4, DType::kBFloat16, {true, false, false, true}));   // and at 9 to 16 rows
+  EXPECT_TRUE(fold(9, 4096, 4096, 8, DType::kBFloat16, {true, false, false, true}));
+  EXPECT_FALSE(fold(16, 4096, 4096, kWeightOnlyE4M3, DType::kBFloat16, {false, false, false, true}));
+  EXPECT_FALSE(fold(16, 4096, 128, 4, DType::kBFloat16, {false, true, false, true}));
+  EXPECT_FALSE(fold(8, 4096, 128, 4, DType::kBFloat16, {false, false, false, true}));
+  EXPECT_FALSE(fold(1, 4096, 64, 4, DType::kBFloat16, {false, false, false, true}));  // half a chunk a group
   // The few-rows layout keeps a double of x's squares a row and chunk for a folded product.
   WeightOnlyProblem pr = int4_problem(16, 4096);
   const int64_t plain = weight_only_few_rows_workspace(pr);
@@ -549,7 +601,7 @@ TEST(CudaWeightOnlyDot, ProductsFoldTheirNormOrResidualAtOneRowOfInt4AndBothAt9T
   int stand_in = 0;
   const Launch l = weight_only_fold_rows_launch(pr, reinterpret_cast<CUfunction>(&stand_in));
   EXPECT_EQ(l.grid, 16u * 4096 / 8);
-  EXPECT_EQ(l.words.size(), 20u);  // WoFoldArgs: WoArgs, then gamma, the residual, gamma's dtype, eps
+  EXPECT_EQ(l.words.size(), 21u);  // WoFoldArgs: WoArgs, gamma, the residual, gamma's dtype, eps, the gate
 }
 
 TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndItsWarps) {
@@ -567,6 +619,18 @@ TEST(CudaWeightOnlyDot, TheFewRowsKSlicedTileLaysXOutThenTakesItsTilesABlockAndI
       EXPECT_EQ(l[1].words[14], 256);  // WoArgs::mma_split: only the early flag
       EXPECT_TRUE(l[0].overlaps && l[1].overlaps);
     }
+  // A gated output: 14336 outputs a row of x, each block's tiles split between the halves (at
+  // least one each).
+  pr.gate = true;
+  for (size_t i = 0; i < std::size(kWeightOnlyFewSliced); ++i) {
+    const std::vector<Launch> l = weight_only_few_sliced_launches(pr, nullptr, nullptr, 132, static_cast<int>(i), 8);
+    EXPECT_EQ(l[1].grid, 14336u / (8 * std::max(kWeightOnlyFewSliced[i].tiles, 2))) << i;
+  }
+  EXPECT_EQ(weight_only_few_sliced_fold_function(DType::kBFloat16, 4, 0, true),
+            weight_only_few_sliced_fold_function(DType::kBFloat16, 4, 1, true));  // 1 tile runs 2's
+  const Launch rows = weight_only_fold_rows_launch(pr, nullptr);
+  EXPECT_EQ(rows.grid, 16u * 14336 / 8);  // a warp an output
+  EXPECT_EQ(rows.words[20], 14336);
 }
 
 TEST(CudaWeightOnlyDot, TheFewRowsTileLaysXOutThenReadsItFromTheWorkspace) {

@@ -399,7 +399,9 @@ DEVI void wo_frag_row(const WoArgs& a) {
 DEVI int wo_group_shift(const WoArgs& a, int values) {
   return a.groups == 1 ? 30 : __ffs(static_cast<int>(a.group / values)) - 1;
 }
-template <int RT, int V> struct WoSlicedRows {
+// GATE (a gated output, N = 2H): tiles r < RT / 2 from n0 of the gate half, the others from H +
+// n0 of the up half (past its half: the half's last row).
+template <int RT, int V, bool GATE = false> struct WoSlicedRows {
   const signed char* w;
   const unsigned short *s, *z;
   i64 roff[RT][2];
@@ -407,12 +409,14 @@ template <int RT, int V> struct WoSlicedRows {
   DEVI WoSlicedRows(const WoArgs& a, int n0, int g, int t)
       : w((const signed char*)a.w + t * 16), s((const unsigned short*)a.scale),
         z((const unsigned short*)(a.zero ? a.zero : a.scale)), gshift(wo_group_shift(a, V)) {
-    const int N = static_cast<int>(a.N);
+    const int N = static_cast<int>(a.N), H = N / 2;
 #pragma unroll
     for (int r = 0; r < RT; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = min(n0 + r * 16 + g + 8 * h, N - 1);
+        const bool up = GATE && r >= RT / 2;
+        const int row = GATE ? min(n0 + (up ? r - RT / 2 : r) * 16 + g + 8 * h, H - 1) + (up ? H : 0)
+                             : min(n0 + r * 16 + g + 8 * h, N - 1);
         roff[r][h] = (i64)row * a.row_bytes, soff[r][h] = row * static_cast<int>(a.groups);
       }
   }
@@ -446,12 +450,14 @@ template <int RT, int V> struct WoSlicedRows {
 // 1, 8 warps), o 7.77 -> 6.58-6.63 (RT 2, 16), gate/up 24.9 -> 21.5-21.7 (RT 4, 4), down 16.2 ->
 // 14.0-14.2 (RT 1, 16), the output head 85.8 -> 74.7-76.0 (RT 4, 4).
 #define WO_SLICE_MAX_WARPS 16
-// The words after WoArgs of the K-sliced tiles' fold entry points (rt::WeightOnlyDotAttrs norm and
-// residual; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no norm), the
-// residual [rows, N] (bfloat16; 0: none) and the norm's epsilon.
+// The words after WoArgs of the K-sliced tiles' fold entry points (rt::WeightOnlyDotAttrs norm,
+// residual and gate_output; bfloat16 x): gamma [K] (bfloat16, or float32 where gamma_f32; 0: no
+// norm), the residual [rows, N] (bfloat16; 0: none), the norm's epsilon, and for a gated output
+// its width N / 2 (0: not gated).
 struct WoFold {
   i64 gamma, residual, gamma_f32;
   double eps;
+  i64 gate;
 };
 struct WoFoldArgs {
   WoArgs a;
@@ -466,6 +472,11 @@ DEVI float wo_gamma(const WoFold& f, i64 k) {
 DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
   const float p = f.gamma ? (float)(product * factor) : product;
   return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
+}
+// A gated output from its gate and up sums: each rounded as the product would store it, then
+// SiLU(gate) * up rounded, as the elementwise kernel after the product would compute it.
+DEVI unsigned short wo_gate_out(float gate, float up) {
+  return f2b(act_silu(b2f(f2b(gate))) * b2f(f2b(up)));
 }
 // The norm's factor of a row whose squares sum to `squares` over K values.
 DEVI double wo_norm_factor(const WoFold& f, double squares, i64 K) { return 1.0 / sqrt(squares / (double)K + f.eps); }
@@ -490,15 +501,19 @@ template <int LV> DEVI void wo_lane_values(const unsigned short* chunk, int lane
 // branches in its loop slowed it by 0.5-1 us with no fold asked).
 #define WO_FOLD_NORM 1
 #define WO_FOLD_RESIDUAL 2
+#define WO_FOLD_GATE 4
 // int4: x's high-nibble pairs a sixteenth of the others, so the mmas over both nibbles add into
 // one sum (against two sums and a fixup an entry: gate/up 22.1 -> 21.6 us, the output head 76.2 ->
 // 75.0, the others within 1%). FOLD (the fold entry points, WoFold): WO_FOLD_NORM multiplies x by
 // gamma as it converts it (gamma read as x is, a vector a lane), sums the row's squares in double
 // and scales the outputs by the norm's factor; WO_FOLD_RESIDUAL asks for the residual before the
-// loop and adds it at the store (both as wo_fold_out computes them).
+// loop and adds it at the store (both as wo_fold_out computes them); WO_FOLD_GATE (RT even) takes
+// RT / 2 tiles of the gate half of the weight's rows and as many of the up half, and stores
+// SiLU(gate) * up (wo_gate_out) of each pair: N / 2 outputs, RT * 8 a block.
 template <int BITS, int RT, int FOLD = 0>
 DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
-  constexpr bool NORM = FOLD & WO_FOLD_NORM, RESIDUAL = FOLD & WO_FOLD_RESIDUAL;
+  constexpr bool NORM = FOLD & WO_FOLD_NORM, RESIDUAL = FOLD & WO_FOLD_RESIDUAL, GATE = FOLD & WO_FOLD_GATE;
+  static_assert(!GATE || (RT % 2 == 0 && !RESIDUAL), "a gated output pairs tiles, and adds no residual");
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int V = C::kValues;
@@ -506,15 +521,16 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   __shared__ uint4 scratch[WO_SLICE_MAX_WARPS][2][C::kPieces];
   const int W = static_cast<int>(blockDim.x) / 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int N = static_cast<int>(a.N), chunks = static_cast<int>(a.K) / V;
-  const int n0 = blockIdx.x * RT * 16;
-  const WoSlicedRows<RT, V> rows(a, n0, g, t);
+  const int N = static_cast<int>(GATE ? a.N / 2 : a.N), chunks = static_cast<int>(a.K) / V;
+  const int n0 = blockIdx.x * (GATE ? RT / 2 : RT) * 16;  // this block's first output
+  const WoSlicedRows<RT, V, GATE> rows(a, n0, g, t);
   const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;  // float8's values are 2^24 times a subnormal's
   const S* x = (const S*)a.x;
   float acc[RT][2] = {};
   double squares = 0.0;  // NORM: this lane's share of the row's sum of squares
   V16 q[RT][2];
+  S sv[RT][2], zv[RT][2];
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
   enter_after_previous();
@@ -525,7 +541,6 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
 #pragma unroll 1
   for (int c = w; c < chunks; c += W, par ^= 1) {
     if (c != w || !early) rows.ask(q, c);
-    S sv[RT][2], zv[RT][2];
     rows.scales(sv, zv, c);
     // x's chunk c: xf as lane t of a row group meets it (its pieces in the weight's pair order, as
     // wo_half_piece lays them out), scaled by the chunk's power of two (its largest value to [2^14,
@@ -613,43 +628,56 @@ DEVI void wo_row_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     factor = wo_norm_factor(fo, all, a.K);
   }
   S* out = (S*)a.out;
-  for (int i = threadIdx.x; i < RT * 16; i += W * 32) {
-    float sum = 0.0f;
-    for (int v = 0; v < W; ++v) sum += red[v][i];
+  // A gated output's RT * 8 outputs a block, each its gate half's sum and its up half's.
+  for (int i = threadIdx.x; i < (GATE ? RT * 8 : RT * 16); i += W * 32) {
+    float sum = 0.0f, up = 0.0f;
+    for (int v = 0; v < W; ++v) sum += red[v][i], up += GATE ? red[v][i + RT * 8] : 0.0f;
     const float p = NORM ? (float)(sum * factor) : sum;  // as wo_fold_out
-    if (n0 + i < N) out[n0 + i] = RESIDUAL ? f2b(b2f(f2b(p)) + b2f(residual)) : f2b(p);
+    if (n0 + i >= N) continue;
+    out[n0 + i] = GATE       ? wo_gate_out(p, NORM ? (float)(up * factor) : up)
+                  : RESIDUAL ? f2b(b2f(f2b(p)) + b2f(residual))
+                             : f2b(p);
   }
 }
 
 // A folded product of bfloat16 x on the CUDA cores, element by element: where the K-sliced tiles'
 // fold entry points cannot run (an address off their vector alignment). A warp an output (row r of
-// x, weight row n); each sums its row's squares, and x times gamma times the dequantized weight row.
-// Its entry point waits for the previous kernel first.
+// x, weight row n, and n + gate for a gated output); each sums its row's squares, and x times gamma
+// times the dequantized weight row. Its entry point waits for the previous kernel first.
 template <int BITS>
 DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
   typedef unsigned short S;
   const int lane = threadIdx.x & 31;
-  const i64 o = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), r = o / a.N, n = o - r * a.N;
+  const i64 width = fo.gate ? fo.gate : a.N;  // the output's
+  const i64 o = (i64)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), r = o / width, n = o - r * width;
   if (r >= a.rows) return;
   const S* x = (const S*)a.x + r * a.K;
-  const S* sc = (const S*)a.scale + n * a.groups;
-  const S* zp = a.zero ? (const S*)a.zero + n * a.groups : nullptr;
-  const signed char* w = (const signed char*)a.w + n * a.row_bytes;
   double squares = 0.0;
-  float sum = 0.0f;
-  for (i64 k = lane; k < a.K; k += 32) {
-    const float v = b2f(x[k]);
-    squares = fma((double)v, (double)v, squares);
-    const i64 grp = k / a.group;
-    const float z = zp ? b2f(zp[grp]) : 0.0f;
-    sum = fmaf(fo.gamma ? v * wo_gamma(fo, k) : v, (wo_value<BITS>(w, k) - z) * b2f(sc[grp]), sum);
+  float sum[2] = {0.0f, 0.0f};  // weight rows n and, gated, n + gate
+  for (int j = 0; j < (fo.gate ? 2 : 1); ++j) {
+    const i64 row = n + j * fo.gate;
+    const S* sc = (const S*)a.scale + row * a.groups;
+    const S* zp = a.zero ? (const S*)a.zero + row * a.groups : nullptr;
+    const signed char* w = (const signed char*)a.w + row * a.row_bytes;
+    for (i64 k = lane; k < a.K; k += 32) {
+      const float v = b2f(x[k]);
+      if (j == 0) squares = fma((double)v, (double)v, squares);
+      const i64 grp = k / a.group;
+      const float z = zp ? b2f(zp[grp]) : 0.0f;
+      sum[j] = fmaf(fo.gamma ? v * wo_gamma(fo, k) : v, (wo_value<BITS>(w, k) - z) * b2f(sc[grp]), sum[j]);
+    }
   }
 #pragma unroll
   for (int s = 1; s < 32; s <<= 1) {
     squares += __shfl_xor_sync(0xffffffffu, squares, s);
-    sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    sum[0] += __shfl_xor_sync(0xffffffffu, sum[0], s);
+    sum[1] += __shfl_xor_sync(0xffffffffu, sum[1], s);
   }
-  if (lane == 0) ((S*)a.out)[o] = wo_fold_out(fo, sum, fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0, o);
+  if (lane != 0) return;
+  const double factor = fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0;
+  ((S*)a.out)[o] = fo.gate ? wo_gate_out(fo.gamma ? (float)(sum[0] * factor) : sum[0],
+                                         fo.gamma ? (float)(sum[1] * factor) : sum[1])
+                           : wo_fold_out(fo, sum[0], factor, o);
 }
 
 // The few-rows tile (9 to 16 rows of bfloat16 x against int4, int8 or float8 weights, K and the
@@ -796,31 +824,34 @@ template <int NT, int BITS> DEVI void wo_few(const WoArgs& a) {
 // x laid out by wo_few_x (NT tiles of 8 rows at a.x); each warp of a block of W warps
 // (blockDim.x / 32, at most MAXW) takes every W-th chunk of K, loads that chunk's x fragments and
 // sums once, and meets them with RT tiles of 16 weight rows; the warps sum their rows once at the
-// end.
-template <int NT, int BITS, int RT, bool FOLD = false>
+// end. GATE (a fold entry point's; RT even): RT / 2 tiles of the gate half and as many of the up
+// half, SiLU(gate) * up stored (wo_gate_out), N / 2 outputs a row of x.
+template <int NT, int BITS, int RT, bool FOLD = false, bool GATE = false>
 DEVI void wo_few_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
+  static_assert(!GATE || (FOLD && RT % 2 == 0), "a gated output is a fold's, and pairs tiles");
   typedef unsigned short S;
   typedef WoRowChunk<BITS> C;
   constexpr int PL = C::kPieces / 4, MAXW = RT >= 4 ? 8 : 16;  // x's pieces a lane holds a chunk
   __shared__ float red[MAXW][RT * 16][NT * 8];
   const int W = static_cast<int>(blockDim.x) / 32;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int N = static_cast<int>(a.N), M = static_cast<int>(a.rows), chunks = static_cast<int>(a.K) / C::kValues;
-  const int n0 = blockIdx.x * RT * 16;
-  const WoSlicedRows<RT, C::kValues> rows(a, n0, g, t);
+  const int N = static_cast<int>(GATE ? a.N / 2 : a.N), M = static_cast<int>(a.rows);
+  const int chunks = static_cast<int>(a.K) / C::kValues;
+  const int n0 = blockIdx.x * (GATE ? RT / 2 : RT) * 16;  // this block's first output
+  const WoSlicedRows<RT, C::kValues, GATE> rows(a, n0, g, t);
   const float zf = a.zero ? 1.0f : 0.0f, offset = BITS == 4 ? 8.0f : BITS == 8 ? 128.0f : 0.0f;
   const float unit = BITS == WO_E4M3 ? 0x1p-24f : 1.0f;
   const uint4* frags = reinterpret_cast<const uint4*>(a.x) + lane;
   const float4* sums = reinterpret_cast<const float4*>(reinterpret_cast<const uint4*>(a.x) + NT * a.K) + t;
   float acc[RT][NT][4] = {};
   V16 q[RT][2];
+  S sv[RT][2], zv[RT][2];
   const bool early = wo_early(a) && w < chunks;
   if (early) rows.ask(q, w);
   enter_after_previous();
 #pragma unroll 1
   for (int c = w; c < chunks; c += W) {
     if (c != w || !early) rows.ask(q, c);
-    S sv[RT][2], zv[RT][2];
     rows.scales(sv, zv, c);
     V16 b[NT][PL];
     float4 sx[NT];  // rows 2 t and 2 t + 1 of each tile of x: {sum 2^-24, 2^24 / scale} each
@@ -877,12 +908,19 @@ DEVI void wo_few_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
   }
   __syncthreads();
   S* out = (S*)a.out;
-  for (int i = threadIdx.x; i < RT * 16 * NT * 8; i += W * 32) {
+  // A gated output's RT * 8 weight rows a column, each its gate half's sum and its up half's.
+  for (int i = threadIdx.x; i < (GATE ? RT * 8 : RT * 16) * NT * 8; i += W * 32) {
     const int row = i / (NT * 8), col = i % (NT * 8);
-    float sum = 0.0f;
-    for (int v = 0; v < W; ++v) sum += red[v][row][col];
+    float sum = 0.0f, up = 0.0f;
+    for (int v = 0; v < W; ++v) sum += red[v][row][col], up += GATE ? red[v][row + RT * 8][col] : 0.0f;
     const i64 at = (i64)col * N + n0 + row;
-    if (n0 + row < N && col < M) out[at] = FOLD ? wo_fold_out(fo, sum, factor[col], at) : f2b(sum);
+    if (n0 + row >= N || col >= M) continue;
+    if (GATE) {
+      const double f = fo.gamma ? factor[col] : 1.0;
+      out[at] = wo_gate_out(fo.gamma ? (float)(sum * f) : sum, fo.gamma ? (float)(up * f) : up);
+    } else {
+      out[at] = FOLD ? wo_fold_out(fo, sum, factor[col], at) : f2b(sum);
+    }
   }
 }
 
