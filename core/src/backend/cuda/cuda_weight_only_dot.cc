@@ -127,18 +127,19 @@ bool weight_only_sliced_applies(DType t, int bits, int row_tile, int64_t rows, i
 
 int weight_only_row_tile(const Program& p, const Kernel& k) {
   // The most rows x may have, from the largest bytes of x or of the output (an input's buffer has
-  // no bound of its own: the output's holds) over a constant K or N; unknown: the largest tile.
+  // no bound of its own: the output's holds) over a constant K or the output's width (N, or N / 2
+  // where the output is gated); unknown: the largest tile.
   int64_t rows = int64_t{1} << 30;
-  auto bound = [&](int32_t buffer, int32_t shape_of, size_t dim) {
+  auto bound = [&](int32_t buffer, int32_t shape_of, size_t dim, int64_t per) {
     const BufferDesc& d = p.buffers[static_cast<size_t>(p.alias_root(buffer))];
     const std::vector<Slot>& shape = p.buffers[static_cast<size_t>(shape_of)].shape;
     const ShapeInstr& size = p.shape_program[static_cast<size_t>(shape.at(dim))];
-    if (d.max_bytes > 0 && size.op == ShapeInstr::Op::kConst && size.a > 0)
-      rows = std::min(rows, d.max_bytes / (size.a * dtype_size(d.dtype)));
+    if (d.max_bytes > 0 && size.op == ShapeInstr::Op::kConst && size.a / per > 0)
+      rows = std::min(rows, d.max_bytes / (size.a / per * dtype_size(d.dtype)));
   };
   const int32_t x = k.inputs.at(0), w = k.inputs.at(1);
-  bound(x, x, p.buffers[static_cast<size_t>(x)].shape.size() - 1);  // over K
-  bound(k.outputs.at(0), w, 0);                                      // over N
+  bound(x, x, p.buffers[static_cast<size_t>(x)].shape.size() - 1, 1);         // over K
+  bound(k.outputs.at(0), w, 0, k.weight_only_dot.gate_output ? 2 : 1);       // over the output's width
   for (int t : kWeightOnlyRowTiles)
     if (rows <= t) return t;
   return kWeightOnlyMmaRows;

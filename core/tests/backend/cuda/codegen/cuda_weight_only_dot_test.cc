@@ -385,6 +385,16 @@ TEST(CudaWeightOnlyDot, TheTileHoldsTheMostRowsUpTo32ThenIsTheTensorCoreTile) {
   for (int mt : kWeightOnlyRowTiles) EXPECT_LE(mt * weight_only_weight_rows(mt), 32) << mt;
 }
 
+TEST(CudaWeightOnlyDot, AGatedOutputsRowsAreItsBytesOverHalfTheWeightRows) {
+  // 16 rows of a gated output are 16 x 512 values: over N (1024) they would read as 8 rows.
+  DotOf d = dot_of(16);
+  d.k.weight_only_dot.gate_output = true;
+  d.p.buffers[2].max_bytes /= 2;
+  EXPECT_EQ(weight_only_row_tile(d.p, d.k), 16);
+  d.p.buffers[2].max_bytes /= 2;
+  EXPECT_EQ(weight_only_row_tile(d.p, d.k), 8);
+}
+
 std::vector<int> tiles_to_time(int64_t most, DType t, int bits, int64_t K, int64_t group) {
   DotOf d = dot_of(most, false, t, bits, K, group);
   return weight_only_tiles_to_time(d.p, d.k);
