@@ -71,11 +71,15 @@ constexpr EnumNames enum_names(Activation) { return enum_names_of(kActivationNam
 // the result has it too, or is the operands' accumulator (dot_accumulator_dtype) for quantized
 // operands: int8 x int8 sums exactly in int32, float8 x float8 in float32 (the low-precision GEMM
 // that flat::quantized_dot makes of dequantize -> dot).
+// `scale` (float8 operands only, with no bias or activation): out = scale * sum, computed in
+// float32 and rounded once to the result's dtype, which may then also be float16 or bfloat16: the
+// quantized dot's rescale by its dequantize scales, folded into the GEMM (fusion's plan_dot).
 struct DotAttrs {
   bool transpose_lhs = false, transpose_rhs = false;
   bool has_bias = false;  // bias is Kernel::inputs[2], shape [N]
   Activation activation = Activation::kNone;
-  TRIPY_FIELDS(transpose_lhs, transpose_rhs, has_bias, activation)
+  double scale = 1.0;
+  TRIPY_FIELDS(transpose_lhs, transpose_rhs, has_bias, activation, scale)
 };
 
 // The result dtype of a dot of `operand`s that accumulates wider than its operands: int32 for int8,
@@ -83,6 +87,13 @@ struct DotAttrs {
 // dtype or this one (the one rule the FlatIR verifier and the program validator share).
 inline DType dot_accumulator_dtype(DType operand) {
   return operand == DType::kInt8 ? DType::kInt32 : operand == DType::kFloat8E4M3 ? DType::kFloat32 : operand;
+}
+
+// Whether a dot kernel of `operand`s may write `out`: their dtype or accumulator's, and for float8
+// operands also float16 and bfloat16 (the rescale folded, DotAttrs::scale).
+inline bool dot_kernel_writes(DType operand, DType out) {
+  return out == operand || out == dot_accumulator_dtype(operand) ||
+         (operand == DType::kFloat8E4M3 && (out == DType::kFloat16 || out == DType::kBFloat16));
 }
 
 // Fused scaled dot-product attention over rank-4 operands, read through per-operand layouts:

@@ -79,8 +79,12 @@ class KernelRules {
              std::to_string(rank_of(k_.outputs[0]));
     if (dtype_of(k_.inputs[0]) != dtype_of(k_.inputs[1])) return "multiplies operands of different dtypes";
     const DType in = dtype_of(k_.inputs[0]), out = dtype_of(k_.outputs[0]);
-    if (out != in && out != dot_accumulator_dtype(in))
+    if (!dot_kernel_writes(in, out))
       return "writes " + std::string(dtype_name(out)) + " from " + std::string(dtype_name(in)) + " operands";
+    if (!(std::abs(dot.scale) < 1e30))  // finite (NaN fails too)
+      return "has a scale out of range";
+    if (dot.scale != 1.0 && (in != DType::kFloat8E4M3 || dot.has_bias || dot.activation != Activation::kNone))
+      return "scales the sum of " + std::string(dtype_name(in)) + " operands or before an epilogue";
     if (dot.has_bias && dtype_of(k_.inputs[2]) != out) return "has a bias of another dtype than its result";
     if (dot.has_bias && rank_of(k_.inputs[2]) != 1) return "has a bias that is not 1-D";
     return "";

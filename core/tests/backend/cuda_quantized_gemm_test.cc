@@ -69,6 +69,26 @@ TEST(CudaQuantizedGemm, OtherLayoutsAndResultDtypesAreRefused) {
   pr = dot_problem(f16, f16.kernels[0], slots);
   ASSERT_FALSE(pr.ok());
   EXPECT_NE(pr.status().message().find("accumulator"), std::string::npos) << pr.status().message();
+  const Program f8 = quantized_program(DType::kFloat8E4M3, DType::kFloat8E4M3, true);
+  pr = dot_problem(f8, f8.kernels[0], slots);
+  ASSERT_FALSE(pr.ok());  // float8 sums are not stored as float8
+  EXPECT_NE(pr.status().message().find("accumulator"), std::string::npos) << pr.status().message();
+}
+
+TEST(CudaQuantizedGemm, Float8WritesItsScaledSumInFloat16AndBFloat16WithTheScaleAsAlpha) {
+  // The rescale fusion folds into the GEMM (DotAttrs::scale): cuBLASLt's alpha, the output written
+  // in the dequantized dtype.
+  const std::vector<int64_t> slots = {32, 64, 16};
+  for (DType out : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+    SCOPED_TRACE(std::string(dtype_name(out)));
+    Program p = quantized_program(DType::kFloat8E4M3, out, true);
+    p.kernels[0].dot.scale = 0.125;
+    auto pr = dot_problem(p, p.kernels[0], slots);
+    ASSERT_TRUE(pr.ok()) << pr.status().message();
+    EXPECT_EQ(pr->dtype, out);
+    EXPECT_EQ(pr->operand, DType::kFloat8E4M3);
+    EXPECT_EQ(pr->scale, 0.125);
+  }
 }
 
 }  // namespace

@@ -177,5 +177,38 @@ TEST(QuantizedDotNegative, OnlyPerTensorActivationScalesAndOneQuantizedDtypeMatc
             "unchanged");
 }
 
+// What flat::quantized_dot makes of float8 x float8 -> bfloat16 with per-tensor scales: the
+// float32 sum, its rescale by 0.125 and the convert, all inside the dot kernel.
+const char* kFloat8Rescale = R"(%0 : f8[2, 16] = parameter() {index = 0}
+%1 : f8[16, 8] = parameter() {index = 1}
+%2 : f32[2, 8] = dot(%0, %1)
+%3 : f32[] = constant() {value = [0.125]}
+%4 : f32[2, 8] = broadcast(%3) {dims = []}
+%5 : f32[2, 8] = mul(%2, %4)
+%6 : bf16[2, 8] = convert(%5)
+return %6
+)";
+
+TEST(DotEpilogueNegative, OnlyAFloat8DotsScalarRescaleJoinsItsGemm) {
+  EXPECT_EQ(plan_of(kFloat8Rescale), "%6 = dot(%0, %1) {scale 0.125}\n");
+  // The float32 result kept (no convert), and a convert to float32's neighbours that the GEMM writes.
+  EXPECT_EQ(plan_of(replaced(replaced(kFloat8Rescale, "%6 : bf16[2, 8] = convert(%5)\n", ""), "return %6",
+                             "return %5")),
+            "%5 = dot(%0, %1) {scale 0.125}\n");
+  EXPECT_TRUE(has(plan_of(replaced(kFloat8Rescale, "%6 : bf16", "%6 : f16")), "%6 = dot(%0, %1) {scale 0.125}"));
+  // A scale per column; int8 operands (their int32 sums convert first); the sum read twice; a
+  // convert to an integer: the rescale stays a kernel of its own (or the convert does).
+  EXPECT_FALSE(has(plan_of(replaced(replaced(kFloat8Rescale, "%3 : f32[] = constant() {value = [0.125]}",
+                                             "%3 : f32[8] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}"),
+                                    "broadcast(%3) {dims = []}", "broadcast(%3) {dims = [1]}")),
+                   "scale"));
+  EXPECT_FALSE(has(plan_of(replaced(replaced(replaced(kFloat8Rescale, "f8[2, 16]", "i8[2, 16]"), "f8[16, 8]",
+                                             "i8[16, 8]"),
+                                    "%2 : f32[2, 8] = dot(%0, %1)", "%7 : i32[2, 8] = dot(%0, %1)\n%2 : f32[2, 8] = convert(%7)")),
+                   "scale"));
+  EXPECT_FALSE(has(plan_of(replaced(kFloat8Rescale, "return %6", "return %6, %2")), "scale"));
+  EXPECT_EQ(plan_of(replaced(kFloat8Rescale, "%6 : bf16", "%6 : i32")).find("%6 = dot"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tripy::flat

@@ -1,6 +1,7 @@
 // The Program's shape evaluation and the validator that guards backends from corrupt files.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -240,6 +241,9 @@ const Corruption kCorruptions[] = {
     {"dot_activation", [](Program& p) { p.kernels[4].dot.activation = static_cast<Activation>(3); }, "invalid activation"},
     // Only quantized operands may write a wider accumulator (int8 -> int32, float8 -> float32).
     {"dot_result_dtype", [](Program& p) { p.buffers[8].dtype = DType::kInt32; }, "writes int32 from float32 operands"},
+    // A scale is float8's folded rescale: finite, and on float8 operands with no bias or activation.
+    {"dot_scale_float32", [](Program& p) { p.kernels[4].dot.scale = 0.5; }, "scales the sum of float32 operands"},
+    {"dot_scale_nan", [](Program& p) { p.kernels[4].dot.scale = std::nan(""); }, "has a scale out of range"},
     {"transpose_perm", [](Program& p) { p.kernels[2].transpose.perm = {0, 0}; }, "invalid permutation"},
     {"transpose_rank", [](Program& p) { p.kernels[2].transpose.perm = {0}; }, "wrong rank"},
     {"slice_slot", [](Program& p) { p.kernels[5].slice.steps[1] = 40; }, "missing slot"},

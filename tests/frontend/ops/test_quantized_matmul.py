@@ -1,6 +1,7 @@
 """quantize/dequantize around a matmul compiles to a low-precision GEMM (flat::quantized_dot): the
 dot reads the int8 / float8 values and accumulates in int32 / float32, then one rescale by the
-folded scales. Checked against numpy in float64 on every device, static and dynamic shapes; forms
+folded scales (for float8 with per-tensor scales, the GEMM's own: it writes the dequantized dtype).
+Checked against numpy in float64 on every device, static and dynamic shapes; forms
 that must not match (scales computed at run time, a scale along the contracted axis) keep the float
 GEMM and stay right; weight-only quantization (a float activation) becomes the weight-only product
 instead (flat::weight_only_dot, test_weight_only_dot.py), never an int8 GEMM, and so does an int8
@@ -34,6 +35,10 @@ def _dot_dtypes(exe):
     dtypes = _buffer_dtypes(text)
     dots = re.findall(r"^(b\d+) = dot '[^']*'\((b\d+), (b\d+)", text, re.M)
     return [(dtypes.get(a), dtypes.get(b), dtypes.get(out)) for out, a, b in dots]
+
+
+def _kernels(exe):
+    return re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
 
 
 def _fires(device, qdtype):
@@ -91,11 +96,15 @@ def test_quantized_matmul_runs_as_a_low_precision_gemm(qdtype, dtype, layout, pe
     model, w_kn, np_dtype = _case(qdtype, dtype, layout, per_column)
     shape = ((1, 4, 8), K) if dynamic else (4, K)
     exe = tp.compile(model, args=[tp.InputInfo(shape, dtype=dtype)])
-    want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", "f32")}[qdtype]
+    # float8 with per-tensor scales: the rescale is the GEMM's, which writes x's dtype.
+    scaled = qdtype == tp.float8 and not per_column
+    want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", {tp.float32: "f32", tp.float16: "f16"}[dtype] if scaled else "f32")}[qdtype]
     if _weight_only(device, qdtype, 8):  # the int8 weight read as it is stored
         assert _dot_dtypes(exe) == [] and re.search(r"^b\d+ = weight_only_dot ", exe._impl.program_text, re.M)
     elif _fires(device, qdtype):
         assert _dot_dtypes(exe) == [want], exe._impl.program_text
+        # x's quantize, the GEMM, and the rescale unless the GEMM took it.
+        assert len(_kernels(exe)) == (2 if scaled else 3), exe._impl.program_text
     for rows in (3, 8) if dynamic else (4,):
         x = _x(rows, qdtype, np_dtype)
         ref = x.astype(np.float64) @ w_kn
@@ -194,3 +203,45 @@ def test_quantized_linear_saves_and_loads_with_its_int8_gemm(device, tmp_path):
     ref = x.astype(np.float64) @ (wq * sw.astype(np.float64)[:, None]).T + bias
     for e in (exe, loaded):
         np.testing.assert_allclose(np.asarray(e(_dev(x))), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("dtype", [tp.bfloat16, tp.float16], ids=["bf16", "f16"])
+def test_a_float8_gemm_writes_its_rescaled_sum_in_the_dequantized_dtype(dtype, device, tmp_path):
+    """Per-tensor scales: the GEMM scales its float32 sums and rounds them once to x's dtype (no
+    float32 product in memory, no rescale kernel), through a saved and loaded executable too."""
+    model, w_kn, _ = _case(tp.float8, dtype, "nk", per_column=False)
+    exe = tp.compile(model, args=[tp.InputInfo((4, K), dtype=dtype)])
+    if _fires(device, tp.float8):
+        text = exe._impl.program_text
+        assert _kernels(exe) == ["fused", "dot"], text
+        assert re.search(r"^b\d+ = dot '[^']*'\(b\d+, b\d+\) \{transpose_rhs = true, scale = 0.125\}", text, re.M), text
+    path = str(tmp_path / "f8.tpy")
+    exe.save(path)
+    x = _x(4, tp.float8, np.float32)
+    ref = x.astype(np.float64) @ w_kn
+    for e in (exe, tp.Executable.load(path)):
+        out = np.asarray(tp.cast(e(tp.cast(_dev(x), dtype)), tp.float32)).astype(np.float64)
+        # One rounding of the exact sum to the output dtype: half a unit in its last place.
+        ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(ref), 1e-30))) - (7 if dtype == tp.bfloat16 else 10))
+        np.testing.assert_array_less(np.abs(out - ref), ulp / 2 + 1e-9)
+
+
+def test_a_float8_linear_with_a_bias_adds_it_after_the_scaled_gemm(device):
+    layer = tp.Linear(K, N, quant_dtype=tp.float8, dtype=tp.float16)
+    wq = _weight(tp.float8, (N, K))
+    bias = RNG.standard_normal(N).astype(np.float16)
+    layer.load_state_dict(
+        {
+            "weight": tp.quantize(tp.Tensor(wq.astype(np.float32)), 1.0, tp.float8),
+            "weight_scale": tp.Tensor(np.float16(0.25)),
+            "bias": tp.Tensor(bias),
+            "input_scale": tp.Tensor(np.float16(SX)),
+        }
+    )
+    exe = tp.compile(layer, args=[tp.InputInfo((4, K), dtype=tp.float16)])
+    if _fires(device, tp.float8):
+        assert _dot_dtypes(exe) == [("f8", "f8", "f16")], exe._impl.program_text
+    x = _x(4, tp.float8, np.float16)
+    ref = x.astype(np.float64) @ (wq * 0.25).T + bias.astype(np.float64)
+    out = np.asarray(exe(_dev(x))).astype(np.float64)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-3 * np.abs(ref).max())

@@ -76,9 +76,9 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
   const View* bias = attrs.has_bias ? args.inputs[2] : nullptr;
   if (lhs.shape.size() < 2 || rhs.shape.size() < 2 || out.shape.size() < 2)
     return kernel_error(args, "dot operands need at least 2 dims", StatusCode::kInternal);
-  // Quantized operands (int8, float8) may write their wider accumulator (int32, float32).
-  if (lhs.dtype != rhs.dtype || (out.dtype != lhs.dtype && out.dtype != rt::dot_accumulator_dtype(lhs.dtype)) ||
-      (bias && bias->dtype != out.dtype))
+  // Quantized operands (int8, float8) may write their wider accumulator (int32, float32); float8
+  // also a scaled sum in float16 or bfloat16 (rt::DotAttrs::scale).
+  if (lhs.dtype != rhs.dtype || !rt::dot_kernel_writes(lhs.dtype, out.dtype) || (bias && bias->dtype != out.dtype))
     return kernel_error(args, "dot operands must share a dtype, and the output must have it or their accumulator's",
                         StatusCode::kInternal);
 
@@ -155,6 +155,10 @@ Status run_dot(const KernelArgs& args, KernelState& state) {
         if (work < (1 << 21)) rows(0, s.M);
         else parallel_for(s.M, 64, rows);
       });
+    }
+    if (attrs.scale != 1.0) {  // no bias or activation (the rules): the sum scaled, then rounded once
+      const float scale = static_cast<float>(attrs.scale);
+      for (int64_t i = 0; i < out.numel(); ++i) c[i] *= scale;
     }
     if (out.dtype != DType::kFloat32) from_f32(out.dtype, c, out.numel(), out.data);
     return ok_status();

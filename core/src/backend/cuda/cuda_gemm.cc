@@ -59,10 +59,16 @@ bool lt_runs_quantized(DType operand) {
   if (it != known.end()) return it->second;
   DotProblem pr;
   pr.operand = operand;
-  pr.dtype = dot_accumulator_dtype(operand);
   pr.trans_a = true;  // the weight stored [N, K]
   pr.m = pr.n = pr.k = 64;
-  const bool ok = make_current().ok() && DotPlan::create(pr, nullptr, 256, kDotWorkspaceBytes).ok();
+  // float8 also writes its scaled sum in float16 and bfloat16 (fusion folds the rescale there).
+  std::vector<DType> outputs{dot_accumulator_dtype(operand)};
+  if (operand == DType::kFloat8E4M3) outputs.insert(outputs.end(), {DType::kFloat16, DType::kBFloat16});
+  bool ok = make_current().ok();
+  for (DType out : outputs) {
+    pr.dtype = out;
+    ok = ok && DotPlan::create(pr, nullptr, 256, kDotWorkspaceBytes).ok();
+  }
   known[operand] = ok;
   return ok;
 }
@@ -113,8 +119,8 @@ Status describe(const DotProblem& pr, cublasLtMatmulDesc_t* desc, cublasLtMatrix
                 cublasLtMatrixLayout_t* b, cublasLtMatrixLayout_t* c) {
   const cudaDataType_t t = cuda_type(pr.dtype), to = cuda_type(pr.operand_dtype());
   // float32 keeps full FP32 arithmetic (no TF32); float16/bfloat16 accumulate in float32; int8
-  // in int32 (exact), float8 in float32 (its A/B scale pointers stay unset: 1, since the rescale
-  // by the dequantize scales is the kernel after this one).
+  // in int32 (exact), float8 in float32 (its A/B scale pointers stay unset: 1; the rescale by the
+  // dequantize scales is alpha where fusion folded it, else the kernel after this one).
   if (int_scale(pr)) TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32I, CUDA_R_32I));
   else TRIPY_CUDA_TRY(cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = pr.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = pr.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -271,7 +277,7 @@ Status DotPlan::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr 
     TRIPY_CUDA_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
   // alpha and beta have the descriptor's scale type: int32 for int8 operands, else float.
-  const float alpha_f = 1.0f, beta_f = problem_.residual ? 1.0f : 0.0f;
+  const float alpha_f = static_cast<float>(problem_.scale), beta_f = problem_.residual ? 1.0f : 0.0f;
   const int32_t alpha_i = 1, beta_i = 0;
   const void* alpha = int_scale(problem_) ? static_cast<const void*>(&alpha_i) : &alpha_f;
   const void* beta = int_scale(problem_) ? static_cast<const void*>(&beta_i) : &beta_f;

@@ -38,9 +38,10 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
   if (pr.operand == DType::kInt8 || pr.operand == DType::kFloat8E4M3) {
     // The quantized dot: cuBLASLt's int8 and float8 kernels read the weight [N, K] ("TN"), and
     // flat::quantized_dot only makes this form; anything else is a broken program.
-    if (pr.dtype != dot_accumulator_dtype(pr.operand) || p.buffers[k.inputs[1]].dtype != pr.operand ||
+    if (!dot_kernel_writes(pr.operand, pr.dtype) || pr.dtype == pr.operand || p.buffers[k.inputs[1]].dtype != pr.operand ||
         k.dot.has_bias || k.dot.activation != Activation::kNone)
-      return bad("a quantized dot writes its accumulator (int8 -> int32, float8 -> float32) without an epilogue");
+      return bad("a quantized dot writes its accumulator (int8 -> int32, float8 -> float32, or float8's scaled sum "
+                 "in float16 or bfloat16) without an epilogue");
     if (!k.dot.transpose_rhs || k.dot.transpose_lhs)
       return bad("cuBLASLt multiplies int8 and float8 matrices only with the weight stored [N, K]");
   } else {
@@ -105,6 +106,7 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
   pr.k = K;
   pr.bias = k.dot.has_bias;
   pr.activation = k.dot.activation;
+  pr.scale = k.dot.scale;
   pr.constant_weight = p.is_constant(k.inputs[1]);
   if (!ms.empty() && ms.size() == 1 && mst[1][0] == 0 && !tl && mst[0][0] == M * K) {
     pr.n = M * ms[0];  // rhs shared by every batch: one GEMM with the batch folded into M

@@ -27,6 +27,7 @@ struct DotProblem {
   // C is a separate input (a convolution's residual) added before the epilogue: beta = 1.
   bool residual = false;
   Activation activation = Activation::kNone;
+  double scale = 1.0;  // alpha (DotAttrs::scale: a float8 dot's folded rescale)
   // No kernel of the program writes W (the kernel's inputs[1]): the GEMV reads its first chunks
   // before its wait for the previous kernel (its early word), hidden behind that kernel.
   bool constant_weight = false;

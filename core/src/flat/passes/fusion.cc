@@ -6,6 +6,7 @@
 #include "flat/passes/fusion.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "flat/constant_data.h"
 #include "flat/passes/fusion_internal.h"
@@ -275,6 +276,11 @@ void Planner::plan_dot(int32_t op_index) {
   groups_[gi].dot = attrs;
   for (int32_t t : transposes) groups_[gi].ops.push_back(t);
   ValueId cur = op.result;
+  if (fold_float8_rescale(gi, &cur)) {
+    finish_epilogues(gi, std::move(inputs), cur);
+    dot_result_[gi] = cur;
+    return;
+  }
   const int64_t rank = static_cast<int64_t>(g_.values[cur].shape.size());
   // Bias: add(dot, broadcast(bias[N], dims = [rank - 1])), in either operand order.
   int32_t u = only_user(cur);
@@ -302,6 +308,33 @@ void Planner::plan_dot(int32_t op_index) {
   }
   finish_epilogues(gi, std::move(inputs), cur);
   dot_result_[gi] = cur;
+}
+
+// float8 operands: the rescale that flat::quantized_dot writes after their GEMM (a multiply by a
+// float32 scalar constant, then a convert to float16 or bfloat16 where the dequantized dtype is
+// one) becomes the GEMM's own (DotAttrs::scale, the result written in that dtype), so the float32
+// sums never reach memory. Only alone: with a scale the dot takes no bias or activation.
+bool Planner::fold_float8_rescale(int32_t gi, ValueId* cur) {
+  const Op& dot = g_.def(*cur);
+  if (g_.values[dot.operands[0]].dtype != DType::kFloat8E4M3 || g_.values[*cur].dtype != DType::kFloat32) return false;
+  const int32_t mul = only_user(*cur);
+  if (mul < 0 || g_.ops[mul].kind != OpKind::kElementwise || g_.ops[mul].fn != EwOp::kMul) return false;
+  const Op& m = g_.ops[mul];
+  const ValueId other = m.operands[0] == *cur ? m.operands[1] : m.operands[0];
+  double scale = 0.0;
+  if (other == *cur || g_.values[other].dtype != DType::kFloat32 || !splat_value(g_, other, &scale) ||
+      !(std::abs(scale) < 1e30))
+    return false;
+  groups_[gi].dot.scale = scale;
+  absorb(gi, mul);
+  *cur = m.result;
+  const int32_t cv = only_user(*cur);
+  if (cv >= 0 && g_.ops[cv].kind == OpKind::kElementwise && g_.ops[cv].fn == EwOp::kConvert &&
+      rt::dot_kernel_writes(DType::kFloat8E4M3, g_.values[g_.ops[cv].result].dtype)) {
+    absorb(gi, cv);
+    *cur = g_.ops[cv].result;
+  }
+  return true;
 }
 
 void Planner::finish_epilogues(int32_t gi, std::vector<ValueId> inputs, ValueId result) {

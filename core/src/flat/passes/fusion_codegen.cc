@@ -249,6 +249,7 @@ std::string fusion_plan_str(const Graph& graph, const FusionPlan& plan) {
       if (grp.dot.has_bias) attrs += ", bias";
       if (grp.dot.activation == rt::Activation::kRelu) attrs += ", relu";
       if (grp.dot.activation == rt::Activation::kGelu) attrs += ", gelu";
+      if (grp.dot.scale != 1.0) attrs += ", scale " + rt::exact_double_text(grp.dot.scale);
       if (!attrs.empty()) out += " {" + attrs.substr(2) + "}";
     } else if (grp.kind == GroupKind::kConvolution) {
       out += " {" + rt::fields_text(grp.convolution) + "}";

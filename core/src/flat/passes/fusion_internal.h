@@ -62,6 +62,7 @@ class Planner {
   bool is_dot_transpose(int32_t op_index) const;
   int32_t only_user(ValueId v) const;
   void plan_dot(int32_t op_index);
+  bool fold_float8_rescale(int32_t gi, ValueId* cur);  // a float8 dot's rescale, its scale
   void plan_conv(int32_t op_index);  // fusion_conv.cc
   void absorb(int32_t gi, int32_t op_index);
   // A dot's or a convolution's group once its epilogues are absorbed: its ops in graph order, its
