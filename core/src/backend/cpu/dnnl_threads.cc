@@ -29,6 +29,7 @@ const OpenMp& openmp() {
 }  // namespace
 
 DnnlThreads::DnnlThreads(int threads) {
+  ThreadPool::instance().quiet();  // the pool's spinning workers leave the cores to OpenMP's
   const OpenMp& omp = openmp();
   if (!omp.get_max_threads) return;
   const int want = threads > 0 ? threads : ThreadPool::instance().concurrency();

@@ -2,6 +2,7 @@
 // kernels, so callers only come here when the work is large; small work runs inline.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,10 @@ class ThreadPool {
   // called from inside a worker (no nested parallelism).
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  // Workers waiting for the next job stop spinning and sleep: another runtime's threads (oneDNN's
+  // OpenMP) are about to want the cores.
+  void quiet() { quiet_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   void worker_loop(int index);
 
@@ -39,9 +44,14 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
-  int64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Workers and the caller spin a while on these before they sleep on wake_ / done_: a kernel's
+  // parallel_for follows the last one within microseconds in a compiled program's run, and a
+  // sleeping thread's wake-up took about 50 us a call (two cores), more than a decode step's small
+  // products compute. Changed under mutex_, so that a thread about to sleep sees them.
+  std::atomic<int64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> quiet_{0};  // quiet()'s calls
 };
 
 // parallel_for on the shared pool.
