@@ -202,9 +202,9 @@ TEST(DotEpilogueNegative, OnlyAFloat8DotsScalarRescaleJoinsItsGemm) {
                                              "%3 : f32[8] = constant() {value = [1, 2, 3, 4, 5, 6, 7, 8]}"),
                                     "broadcast(%3) {dims = []}", "broadcast(%3) {dims = [1]}")),
                    "scale"));
-  EXPECT_FALSE(has(plan_of(replaced(replaced(replaced(kFloat8Rescale, "f8[2, 16]", "i8[2, 16]"), "f8[16, 8]",
-                                             "i8[16, 8]"),
-                                    "%2 : f32[2, 8] = dot(%0, %1)", "%7 : i32[2, 8] = dot(%0, %1)\n%2 : f32[2, 8] = convert(%7)")),
+  const std::string int8 = replaced(replaced(kFloat8Rescale, "f8[2, 16]", "i8[2, 16]"), "f8[16, 8]", "i8[16, 8]");
+  EXPECT_FALSE(has(plan_of(replaced(int8, "%2 : f32[2, 8] = dot(%0, %1)",
+                                    "%7 : i32[2, 8] = dot(%0, %1)\n%2 : f32[2, 8] = convert(%7)")),
                    "scale"));
   EXPECT_FALSE(has(plan_of(replaced(kFloat8Rescale, "return %6", "return %6, %2")), "scale"));
   EXPECT_EQ(plan_of(replaced(kFloat8Rescale, "%6 : bf16", "%6 : i32")).find("%6 = dot"), std::string::npos);

@@ -98,7 +98,8 @@ def test_quantized_matmul_runs_as_a_low_precision_gemm(qdtype, dtype, layout, pe
     exe = tp.compile(model, args=[tp.InputInfo(shape, dtype=dtype)])
     # float8 with per-tensor scales: the rescale is the GEMM's, which writes x's dtype.
     scaled = qdtype == tp.float8 and not per_column
-    want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", {tp.float32: "f32", tp.float16: "f16"}[dtype] if scaled else "f32")}[qdtype]
+    float8_out = {tp.float32: "f32", tp.float16: "f16"}[dtype] if scaled else "f32"
+    want = {tp.int8: ("i8", "i8", "i32"), tp.float8: ("f8", "f8", float8_out)}[qdtype]
     if _weight_only(device, qdtype, 8):  # the int8 weight read as it is stored
         assert _dot_dtypes(exe) == [] and re.search(r"^b\d+ = weight_only_dot ", exe._impl.program_text, re.M)
     elif _fires(device, qdtype):

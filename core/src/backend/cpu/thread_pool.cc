@@ -63,7 +63,9 @@ void ThreadPool::worker_loop(int index) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t n;
     int chunks;
-    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
     const int64_t quiet = quiet_.load(std::memory_order_relaxed);
     if (!spin_until([&] { return ready() || quiet_.load(std::memory_order_relaxed) != quiet; }) || !ready()) {
       std::unique_lock<std::mutex> lock(mutex_);

@@ -303,8 +303,7 @@ void byte_sums(const int8_t* q, const float* const* x, int64_t n, float s, Lanes
 // possible values (u - 8 - z) s are a table of floats that vpermps indexes by a nibble (its low 4
 // bits, so a byte's low nibble needs no mask), and a byte's two nibbles meet x's even and odd
 // elements in two FMAs. Nothing is scaled or corrected per group: the chains run the whole row and
-// are added once at its end (the group sums' form reduced its chains every group, and converted
-// each nibble to float: a third of the instructions a value more).
+// are added once at its end (the group sums reduce theirs every group and convert each nibble).
 // H 16-byte pieces a step (dividing a group's): four chains for one row, two a row else.
 template <int R, int H>
 void nibble_table_row(const uint8_t* q, const float* const* even, const float* const* odd, const float* sc,

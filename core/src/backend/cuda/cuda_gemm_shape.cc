@@ -38,8 +38,8 @@ StatusOr<DotProblem> dot_problem(const Program& p, const Kernel& k, const std::v
   if (pr.operand == DType::kInt8 || pr.operand == DType::kFloat8E4M3) {
     // The quantized dot: cuBLASLt's int8 and float8 kernels read the weight [N, K] ("TN"), and
     // flat::quantized_dot only makes this form; anything else is a broken program.
-    if (!dot_kernel_writes(pr.operand, pr.dtype) || pr.dtype == pr.operand || p.buffers[k.inputs[1]].dtype != pr.operand ||
-        k.dot.has_bias || k.dot.activation != Activation::kNone)
+    if (!dot_kernel_writes(pr.operand, pr.dtype) || pr.dtype == pr.operand ||
+        p.buffers[k.inputs[1]].dtype != pr.operand || k.dot.has_bias || k.dot.activation != Activation::kNone)
       return bad("a quantized dot writes its accumulator (int8 -> int32, float8 -> float32, or float8's scaled sum "
                  "in float16 or bfloat16) without an epilogue");
     if (!k.dot.transpose_rhs || k.dot.transpose_lhs)
