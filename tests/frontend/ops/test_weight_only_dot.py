@@ -378,3 +378,15 @@ def test_a_swiglus_down_product_reads_the_gate_and_up_halves_itself(dtype, rows)
     g, u = y[:, :K].astype(np.float64), y[:, K:].astype(np.float64)
     x = _rounded(g / (1.0 + np.exp(-g)) * u, dtype)
     _check(_run(exe, y, dtype), x @ w.T, dtype)
+
+
+def test_a_float8_weights_nan_reaches_only_its_outputs():
+    """A NaN among float8 weights (S.1111.111) makes its output feature's values NaN, no others."""
+    w = RNG.standard_normal((N, K)).astype(np.float32)
+    w[3, 5] = np.nan
+    w8 = tp.cast(tp.Tensor(w, device=default_device()), tp.float8)
+    lin = tp.Linear(K, N, bias=False, dtype=tp.float32, quant_dtype=tp.float8, weight_quant_dim=0)
+    lin.load_state_dict({"weight": w8, "weight_scale": tp.Tensor(np.full((N,), 0.5, np.float32))})
+    exe = tp.compile(lin, args=[tp.InputInfo(shape=((1, 2, 4), K), dtype=tp.float32)])
+    out = _run(exe, _x(2, tp.float32), tp.float32)
+    assert np.isnan(out[:, 3]).all() and np.isfinite(np.delete(out, 3, axis=1)).all()

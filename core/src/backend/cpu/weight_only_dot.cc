@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -17,8 +18,9 @@
 #endif
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics pass a self-initialized _mm512_undefined_* value as their masks'
-// unused source, which -Wmaybe-uninitialized reports wherever they inline.
+// unused source, which -Wmaybe-uninitialized (or -Wuninitialized) reports wherever they inline.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include "backend/cpu/dot_dnnl.h"
@@ -333,6 +335,46 @@ void nibble_table_row(const uint8_t* q, const float* const* even, const float* c
 }
 #endif
 
+#ifdef TRIPY_WO_AVX512
+// float8 e4m3 weight rows whose groups are whole 16-value pieces, against R rows of x: 16 bytes
+// become floats in registers (exponent and mantissa bits under a float's, its value times 2^-120,
+// subnormals included; the sign or'd in; S.1111.111 NaN), each group's scale times 2^120 and zero
+// point in one FMA, then one FMA a row; no row of the weight is written out first.
+template <int R>
+void float8_row(const uint8_t* q, const float* const* x, const float* sc, const float* zp, int64_t K, int64_t gs,
+                float* total) {
+  const __m512i low7 = _mm512_set1_epi32(0x7f), sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  __m512 c[R][2];
+  for (int r = 0; r < R; ++r) c[r][0] = c[r][1] = _mm512_setzero_ps();
+  for (int64_t g = 0, k0 = 0; k0 < K; ++g, k0 += gs) {
+    const float s = sc[g], z = zp ? zp[g] : 0.0f;
+    const __m512 sv = _mm512_set1_ps(s * 0x1p120f), ov = _mm512_set1_ps(-z * s);
+    auto values = [&](int64_t k) {
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
+      const __m512i m = _mm512_and_si512(b, low7);
+      // m << 20 with the byte's sign bit (bit 7, shifted to 31) or'd in: 0xEC is (A & C) | B.
+      const __m512i bits = _mm512_ternarylogic_epi32(_mm512_slli_epi32(b, 24), _mm512_slli_epi32(m, 20), sign, 0xEC);
+      return _mm512_mask_mov_ps(_mm512_fmadd_ps(_mm512_castsi512_ps(bits), sv, ov), _mm512_cmpeq_epi32_mask(m, low7),
+                                nan);
+    };
+    int64_t k = k0;
+    for (; k + 32 <= k0 + gs; k += 32) {  // two chains a row
+      const __m512 w0 = values(k), w1 = values(k + 16);
+      for (int r = 0; r < R; ++r) {
+        c[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + k), w0, c[r][0]);
+        c[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + k + 16), w1, c[r][1]);
+      }
+    }
+    if (k < k0 + gs) {  // a group of an odd number of 16-value pieces
+      const __m512 w0 = values(k);
+      for (int r = 0; r < R; ++r) c[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + k), w0, c[r][0]);
+    }
+  }
+  for (int r = 0; r < R; ++r) total[r] = _mm512_reduce_add_ps(_mm512_add_ps(c[r][0], c[r][1]));
+}
+#endif
+
 // One row of x as the integer sums read it: its group sums and, for int4, its even and odd elements.
 struct XRow {
   const float* x;
@@ -499,6 +541,27 @@ Status run_product(const KernelArgs& args, WeightOnlyState& st, const View& out)
     });
     return ok_status();
   }
+#ifdef TRIPY_WO_AVX512
+  if (rows <= kFewRows && w.float8 && gs % 16 == 0 && K % gs == 0) {
+    parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+      const float* xs[kFewRows];
+      for (int64_t r = 0; r < rows; ++r) xs[r] = x.data() + r * K;
+      for (int64_t n = b; n < e; ++n) {
+        const uint8_t* q = reinterpret_cast<const uint8_t*>(w.bytes + n * w.row_bytes);
+        const float *sc = w.scale + n * w.groups, *zp = w.zero ? w.zero + n * w.groups : nullptr;
+        float t[kFewRows];
+        switch (rows) {
+          case 1: float8_row<1>(q, xs, sc, zp, K, gs, t); break;
+          case 2: float8_row<2>(q, xs, sc, zp, K, gs, t); break;
+          case 3: float8_row<3>(q, xs, sc, zp, K, gs, t); break;
+          default: float8_row<4>(q, xs, sc, zp, K, gs, t); break;
+        }
+        for (int64_t r = 0; r < rows; ++r) store(out, r * N + n, t[r]);
+      }
+    });
+    return ok_status();
+  }
+#endif
   if (rows <= kFewRows) {
     parallel_for(N, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
       std::vector<float> wr(static_cast<size_t>(K));
