@@ -15,6 +15,7 @@ import pytest
 import tripy as tp
 from tripy import _C
 from tripy.frontend.device import default_device
+from test_weight_only_dot import _kernels  # the program's kernel kinds, in order
 
 RNG = np.random.default_rng(5)
 K, N = 64, 32  # multiples of 16: cuBLASLt's int8 and float8 alignment rules hold on the GPU
@@ -35,10 +36,6 @@ def _dot_dtypes(exe):
     dtypes = _buffer_dtypes(text)
     dots = re.findall(r"^(b\d+) = dot '[^']*'\((b\d+), (b\d+)", text, re.M)
     return [(dtypes.get(a), dtypes.get(b), dtypes.get(out)) for out, a, b in dots]
-
-
-def _kernels(exe):
-    return re.findall(r"^b\d+ = (\w+) '", exe._impl.program_text, re.M)
 
 
 def _fires(device, qdtype):

@@ -244,10 +244,9 @@ std::vector<Launch> weight_only_few_sliced_launches(const WeightOnlyProblem& pr,
   // A gated output's block: tiles of the gate half and as many of the up half, half its rows.
   const int64_t rows_a_block = pr.gate ? int64_t{8} * kWeightOnlyFewSliced[weight_only_gated_shape(i, true)].tiles
                                        : int64_t{16} * kWeightOnlyFewSliced[i].tiles;
-  const int64_t width = pr.gate ? pr.N / 2 : pr.N;
   Launch& t = l[1];
   t.block_x = static_cast<unsigned>(32 * warps);
-  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>((width + rows_a_block - 1) / rows_a_block);
+  t.grid = t.vector_grid = t.scalar_grid = static_cast<unsigned>((pr.width() + rows_a_block - 1) / rows_a_block);
   t.words[kWordMmaSplit] = pr.constant_weight ? kMmaSplitEarly : 0;
   t.words[kWordMmaBlocks] = 0;
   return l;
@@ -287,8 +286,8 @@ std::vector<int> weight_only_tiles_to_time(const Program& p, const Kernel& k) {
   const std::vector<Slot>& x = p.buffers[static_cast<size_t>(k.inputs.at(0))].shape;
   const ShapeInstr& kdim = p.shape_program[static_cast<size_t>(x.back())];
   const bool fixed_k = kdim.op == ShapeInstr::Op::kConst;
-  // A folded product (normalizing x, adding a residual) runs on the K-sliced one-row tile (the
-  // module of 8 rows, one row) or on the few-rows tile's K-sliced form (16) alone.
+  // A folded product (normalizing x, adding a residual, gating its output) runs on the K-sliced
+  // one-row tile (the module of 8 rows, one row) or on the few-rows tile's K-sliced form (16) alone.
   if (k.weight_only_dot.norm || k.weight_only_dot.residual || k.weight_only_dot.gate_output)
     return {own == 2 * kWeightOnlyMmaRows ? own : kWeightOnlyMmaRows};
   std::vector<int> out{own};

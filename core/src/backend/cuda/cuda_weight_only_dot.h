@@ -181,6 +181,7 @@ struct WeightOnlyProblem {
   // norm, gated, residual, gate_output): it runs on the K-sliced tiles' fold entry points alone.
   bool fold = false;
   bool gate = false;  // gate_output: N / 2 outputs a row
+  int64_t width() const { return gate ? N / 2 : N; }  // the output's
   // No kernel of the program writes the weight: the tiles' first reads of it may go before their
   // wait for the previous kernel (the launch's kMmaSplitEarly), hidden behind that kernel.
   bool constant_weight = false;

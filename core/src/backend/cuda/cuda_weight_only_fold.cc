@@ -1,5 +1,5 @@
-// A weight-only product that computes what comes before and after it (rt::WeightOnlyDotAttrs norm
-// and residual): the fold entry points' names, where the GPU folds (weight_only_fold_applies), and
+// A weight-only product that computes what comes before and after it (rt::WeightOnlyDotAttrs norm,
+// residual and gate_output): the fold entry points' names, where the GPU folds (weight_only_fold_applies), and
 // the launches of a folded product: at one row the K-sliced one-row tile's fold entry point, at 9
 // to 16 rows the few-rows tile's layout and K-sliced fold, the CUDA-core fold where an address is
 // off their vector alignment.
@@ -80,17 +80,26 @@ bool weight_only_fold_applies(const WeightOnlyFold& f) {
          weight_only_few_rows_applies(f.dtype, f.bits, 2 * kWeightOnlyMmaRows, f.K, f.group);
 }
 
+namespace {
+
+// A folded product's words after WoArgs' (WoFold's, zero until set_fold_words fills them), with
+// the gated output's width.
+void add_fold_words(const WeightOnlyProblem& pr, std::vector<int64_t>& words) {
+  words.resize(kFoldWords, 0);
+  words[kWordGate] = pr.gate ? pr.width() : 0;
+}
+
+}  // namespace
+
 Launch weight_only_fold_rows_launch(const WeightOnlyProblem& pr, CUfunction fn) {
   Launch l;
   l.fn = fn;
   l.overlaps = true;
   l.block_x = kWeightOnlyBlock;
-  const int64_t width = pr.gate ? pr.N / 2 : pr.N;  // the output's
-  const int64_t warps = pr.rows * width, per_block = kWeightOnlyBlock / 32;
+  const int64_t warps = pr.rows * pr.width(), per_block = kWeightOnlyBlock / 32;
   l.grid = l.vector_grid = l.scalar_grid = static_cast<unsigned>((warps + per_block - 1) / per_block);
   l.words = weight_only_problem_words(pr);
-  l.words.resize(kFoldWords, 0);
-  l.words[kWordGate] = pr.gate ? width : 0;
+  add_fold_words(pr, l.words);
   return l;
 }
 
@@ -101,16 +110,14 @@ StatusOr<Launch> weight_only_fold_launch(const WeightOnlyProblem& pr, CUfunction
   if (!l.vector_fn) return Status(StatusCode::kInvalidArgument, "a folded weight-only product off the K-sliced tile");
   // A gated output: tiles of the gate half and as many of the up half a block (at least one
   // each), a block's outputs half its weight rows.
-  const int64_t width = pr.gate ? pr.N / 2 : pr.N;
   if (pr.gate) {
     const int64_t outputs_a_block = int64_t{8} * kWeightOnlySliced[weight_only_gated_shape(i)].tiles;
-    l.vector_grid = static_cast<unsigned>((width + outputs_a_block - 1) / outputs_a_block);
+    l.vector_grid = static_cast<unsigned>((pr.width() + outputs_a_block - 1) / outputs_a_block);
   }
   // The CUDA-core form: a warp an output, 8 a block.
   l.block_x = kWeightOnlyBlock;
-  l.grid = l.scalar_grid = static_cast<unsigned>((width + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
-  l.words.resize(kFoldWords, 0);
-  l.words[kWordGate] = pr.gate ? width : 0;
+  l.grid = l.scalar_grid = static_cast<unsigned>((pr.width() + kWeightOnlyBlock / 32 - 1) / (kWeightOnlyBlock / 32));
+  add_fold_words(pr, l.words);
   return l;
 }
 
@@ -140,9 +147,9 @@ void set_fold_words(const Program& p, const Kernel& k, const WeightOnlyProblem& 
   if (a.residual) l.ptrs.push_back({kWordResidual, k.inputs[weight_only_residual_input(a)], 0, true});
 }
 
-// A folded product (normalizing x or adding a residual) at one row: shape i of the K-sliced one-row
-// tile as the build timed it, its entry point of the product's fold (the module of 8 rows); the
-// CUDA-core fold where an address is off its vector alignment.
+// A folded product (normalizing x, adding a residual or gating its output) at one row: shape i of
+// the K-sliced one-row tile as the build timed it, its entry point of the product's fold (the
+// module of 8 rows); the CUDA-core fold where an address is off its vector alignment.
 StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                                       const KernelCode& code) {
   const std::optional<WeightOnlyChoice> tuned = weight_only_choice(code.algo);
@@ -167,16 +174,12 @@ StatusOr<bool> plan_one_row_fold_step(PlanContext& c, const Kernel& k, Step& ste
   return true;
 }
 
-// A folded product (normalizing x, adding a residual) at up to 16 rows: the fold entry points of
-// the few-rows tile's timed K-sliced shape (the module of 16 rows); the CUDA-core fold where an
-// address is off their vector alignment. The compiler's rule (weight_only_fold_applies) made sure
-// one of the two applies.
 }  // namespace
 
-// A folded product (normalizing x, adding a residual) at up to 16 rows: the fold entry points of
-// the few-rows tile's timed K-sliced shape (the module of 16 rows); the CUDA-core fold where an
-// address is off their vector alignment. The compiler's rule (weight_only_fold_applies) made sure
-// one of the two applies.
+// A folded product (normalizing x, adding a residual or gating its output) at up to 16 rows: the
+// fold entry points of the few-rows tile's timed K-sliced shape (the module of 16 rows); the
+// CUDA-core fold where an address is off their vector alignment. The compiler's rule
+// (weight_only_fold_applies) made sure one of the two applies.
 StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step& step, const WeightOnlyProblem& pr,
                                           const KernelCode& code) {
   if (code.row_tile == kWeightOnlyMmaRows) return plan_one_row_fold_step(c, k, step, pr, code);
@@ -192,8 +195,7 @@ StatusOr<bool> plan_weight_only_fold_step(PlanContext& c, const Kernel& k, Step&
   std::vector<Launch> l =
       weight_only_few_sliced_launches(pr, code.few_sliced_fold_fn[i], code.few_x_fold_fn, c.sm_count, i, warps);
   for (Launch& one : l) {
-    one.words.resize(kFoldWords, 0);
-    one.words[kWordGate] = pr.gate ? pr.N / 2 : 0;  // the tile's own width is N / 2 where gated
+    add_fold_words(pr, one.words);
     set_fold_words(c.program, k, pr, one);
   }
   l[0].ptrs.erase(l[0].ptrs.begin(), l[0].ptrs.begin() + 1);  // the layout writes the workspace, not out

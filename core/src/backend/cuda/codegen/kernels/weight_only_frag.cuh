@@ -466,11 +466,13 @@ struct WoFoldArgs {
 DEVI float wo_gamma(const WoFold& f, i64 k) {
   return f.gamma_f32 ? ((const float*)f.gamma)[k] : b2f(((const unsigned short*)f.gamma)[k]);
 }
+// A product's sum as a folded norm leaves it: times the row's factor where there is a norm.
+DEVI float wo_normed(const WoFold& f, float sum, double factor) { return f.gamma ? (float)(sum * factor) : sum; }
 // Output n of a folded product: the sum over x times gamma, times the row's norm factor (in
 // double: a row of huge values has a factor below float's normal range), rounded; then plus the
 // residual, rounded again, as an add kernel after the product would compute it.
 DEVI unsigned short wo_fold_out(const WoFold& f, float product, double factor, i64 n) {
-  const float p = f.gamma ? (float)(product * factor) : product;
+  const float p = wo_normed(f, product, factor);
   return f.residual ? f2b(b2f(f2b(p)) + b2f(((const unsigned short*)f.residual)[n])) : f2b(p);
 }
 // A gated output from its gate and up sums: each rounded as the product would store it, then
@@ -675,8 +677,7 @@ DEVI void wo_fold_rows(const WoArgs& a, const WoFold& fo) {
   }
   if (lane != 0) return;
   const double factor = fo.gamma ? wo_norm_factor(fo, squares, a.K) : 1.0;
-  ((S*)a.out)[o] = fo.gate ? wo_gate_out(fo.gamma ? (float)(sum[0] * factor) : sum[0],
-                                         fo.gamma ? (float)(sum[1] * factor) : sum[1])
+  ((S*)a.out)[o] = fo.gate ? wo_gate_out(wo_normed(fo, sum[0], factor), wo_normed(fo, sum[1], factor))
                            : wo_fold_out(fo, sum[0], factor, o);
 }
 
@@ -915,12 +916,8 @@ DEVI void wo_few_sliced(const WoArgs& a, const WoFold& fo = WoFold{}) {
     for (int v = 0; v < W; ++v) sum += red[v][row][col], up += GATE ? red[v][row + RT * 8][col] : 0.0f;
     const i64 at = (i64)col * N + n0 + row;
     if (n0 + row >= N || col >= M) continue;
-    if (GATE) {
-      const double f = fo.gamma ? factor[col] : 1.0;
-      out[at] = wo_gate_out(fo.gamma ? (float)(sum * f) : sum, fo.gamma ? (float)(up * f) : up);
-    } else {
-      out[at] = FOLD ? wo_fold_out(fo, sum, factor[col], at) : f2b(sum);
-    }
+    if (GATE) out[at] = wo_gate_out(wo_normed(fo, sum, factor[col]), wo_normed(fo, up, factor[col]));
+    else out[at] = FOLD ? wo_fold_out(fo, sum, factor[col], at) : f2b(sum);
   }
 }
 
